@@ -1,0 +1,57 @@
+"""Memoisation of the pure algebra functions.
+
+Layouts and IntTuples of static ints are immutable and hashable, so a function of
+them can be cached.  Arguments holding dynamic (run-time) values are unhashable by
+design and bypass the cache; so do keyword arguments.  Errors are not cached.
+"""
+
+import contextlib
+import functools
+
+__all__ = ["memoize", "clear_caches", "memoization"]
+
+_MAX_ENTRIES = 4096
+_caches = []
+_state = {"enabled": True}
+
+
+def memoize(fn):
+    """Cache ``fn(*args)`` on its positional arguments (bounded; cleared when full)."""
+    cache = {}
+    _caches.append(cache)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if kwargs or not _state["enabled"]:
+            return fn(*args, **kwargs)
+        try:
+            return cache[args]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable: dynamic values
+            return fn(*args)
+        result = fn(*args)
+        if len(cache) >= _MAX_ENTRIES:
+            cache.clear()
+        cache[args] = result
+        return result
+
+    wrapper.cache = cache
+    return wrapper
+
+
+def clear_caches():
+    """Empty every memoisation cache."""
+    for c in _caches:
+        c.clear()
+
+
+@contextlib.contextmanager
+def memoization(enabled):
+    """Context manager turning memoisation on or off (e.g. to time the uncached algebra)."""
+    old = _state["enabled"]
+    _state["enabled"] = bool(enabled)
+    try:
+        yield
+    finally:
+        _state["enabled"] = old

@@ -1,0 +1,341 @@
+"""Composition, complement, inverses, common vectors and nullspaces of layouts.
+
+Each function follows the current CuTe C++ (``layout.hpp``) case by case,
+including which inputs it rejects; results are memoised (layouts are immutable).
+"""
+
+from ._memo import memoize
+from .errors import CuteTypeError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
+from .int_tuple import (
+    as_int_tuple,
+    ceil_div,
+    compact_col_major,
+    flatten,
+    fmt,
+    imin,
+    is_int,
+    product,
+    signum,
+)
+from .layout import Layout, _coalesce, _mk, coalesce_x, filter, make_layout
+
+__all__ = [
+    "composition",
+    "complement",
+    "right_inverse",
+    "left_inverse",
+    "max_common_layout",
+    "max_common_vector",
+    "nullspace",
+    "coalesce_shape",
+]
+
+
+def _is(x, v):
+    return type(x) is int and x == v
+
+
+def _unwrap(t):
+    return t[0] if len(t) == 1 else t
+
+
+# -- composition ------------------------------------------------------------------------------
+
+
+def _composition_impl(ls, ld, rs, rd):
+    if type(rs) is tuple:
+        # rhs tuple: compose mode by mode (right-distributivity)
+        return make_layout(*(_composition_impl(ls, ld, s, d) for s, d in zip(rs, rd)))
+    compose_basis = getattr(rd, "__cute_compose__", None)
+    if compose_basis is not None:
+        # rhs basis stride: select the lhs mode it names
+        return compose_basis(ls, ld, rs, _composition_impl)
+    if _is(rd, 0):
+        # rhs static stride 0: the result is rhs
+        return _mk(rs, rd)
+    if type(ls) is not tuple:
+        # lhs integral: scale the rhs stride
+        return _mk(rs, rd * ld)
+    # general case: lhs tuple, rhs integral
+    result_shape, result_stride = [], []
+    rest_shape, rest_stride = rs, rd
+    for curr_shape, curr_stride in zip(ls[:-1], ld[:-1]):
+        if type(curr_shape) is int and type(rest_stride) is int:
+            if not (rest_stride % curr_shape == 0 or rest_stride < curr_shape):
+                raise DivisibilityError(
+                    f"composition stride divisibility condition: the rhs stride {rest_stride} must be "
+                    f"divisible by, or less than, the lhs mode shape {curr_shape} "
+                    f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
+                )
+        abs_stride = abs(rest_stride)
+        next_shape = ceil_div(curr_shape, abs_stride)
+        next_stride = ceil_div(abs_stride, curr_shape) * signum(rest_stride)
+        if _is(next_shape, 1) or _is(rest_shape, 1):
+            rest_stride = next_stride
+            continue
+        new_shape = imin(next_shape, rest_shape)
+        if type(new_shape) is int and type(rest_shape) is int and rest_shape % new_shape != 0:
+            raise DivisibilityError(
+                f"composition shape divisibility condition: the rhs shape {rest_shape} must be "
+                f"divisible by {new_shape} (lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
+            )
+        result_shape.append(new_shape)
+        result_stride.append(rest_stride * curr_stride)
+        rest_shape = rest_shape // new_shape
+        rest_stride = next_stride
+    if not result_shape:
+        return _mk(rest_shape, rest_stride * ld[-1])
+    if _is(rest_shape, 1):
+        return _mk(_unwrap(tuple(result_shape)), _unwrap(tuple(result_stride)))
+    result_shape.append(rest_shape)
+    result_stride.append(rest_stride * ld[-1])
+    return _mk(tuple(result_shape), tuple(result_stride))
+
+
+def _need_layout(x, op, what="lhs"):
+    if type(x) is not Layout:
+        raise CuteTypeError(f"{op}: {what} must be a Layout, got {type(x).__name__} {x!r}")
+
+
+@memoize
+def composition(lhs, rhs):
+    """The layout ``lhs o rhs``: ``result(c) == lhs(rhs(c))`` for every ``c`` in the domain of ``rhs``.
+
+    ``rhs`` is a layout, an int ``n`` (the layout ``n:1``), ``None`` (``lhs``
+    itself), or a tiler: a tuple with one element per mode of ``lhs`` (layouts,
+    ints, ``None`` or nested tilers), applied mode by mode; modes of ``lhs``
+    beyond the tiler are dropped, as in CuTe.
+    Rejects inputs that break CuTe's stride or shape divisibility conditions.
+
+    @post is_compatible(rhs, result) for a layout rhs
+    @post result(c) == lhs(rhs(c)) for all c in the domain of rhs
+    """
+    _need_layout(lhs, "composition")
+    if type(rhs) is Layout:
+        flat = coalesce_x(lhs, _coprofile(rhs))
+        return _composition_impl(flat.shape, flat.stride, rhs.shape, rhs.stride)
+    if rhs is None:
+        return lhs
+    if type(rhs) is list:
+        rhs = tuple(rhs)
+    if type(rhs) is tuple:
+        if len(rhs) > len(lhs):
+            raise RankError(f"composition: the tiler {_tiler_str(rhs)} has more modes than the layout {lhs}")
+        return make_layout(*(composition(lhs[i], r) for i, r in enumerate(rhs)))
+    rhs = as_int_tuple(rhs, "composition rhs (a Layout, an int, None or a tuple tiler)")
+    flat = coalesce_x(lhs)
+    return _composition_impl(flat.shape, flat.stride, rhs, 1)
+
+
+def _coprofile(rhs):
+    # the profile of rhs's codomain: None (a scalar) for integer strides
+    hook = getattr(rhs.stride, "__cute_coprofile__", None)
+    return hook() if hook is not None else None
+
+
+def _tiler_str(t):
+    if type(t) is tuple:
+        return "<" + ",".join(_tiler_str(e) for e in t) + ">"
+    return "_" if t is None else str(t)
+
+
+# -- complement -----------------------------------------------------------------------------
+
+
+def coalesce_shape(shape):
+    """Merge the flattened modes of a shape where static-ness allows (CuTe's ``coalesce(shape)``)."""
+    flat = flatten(shape)
+    if type(flat) is not tuple:
+        return flat
+    out = [flat[0]]
+    for a in flat[1:]:
+        if (type(out[-1]) is int) == (type(a) is int):
+            out[-1] = out[-1] * a
+        else:
+            out.append(a)
+    return _unwrap(tuple(out))
+
+
+def _exchange_sort(keys):
+    # CuTe's exchange sort of (key, index) pairs: not stable, reproduced exactly
+    a = [(k, i) for i, k in enumerate(keys)]
+    n = len(a)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if a[j][0] < a[i][0]:
+                a[i], a[j] = a[j], a[i]
+    return [i for _, i in a]
+
+
+@memoize
+def complement(layout, cotarget=None):
+    """The layout of the offsets in ``[0, cotarget)`` that ``layout`` does not reach, ordered.
+
+    ``cotarget`` is an int or a shape (its size is the target; a shape keeps its
+    static/dynamic split); by default it is ``cosize(layout)``.
+    Rejects non-injective layouts.
+
+    @post result is ordered: result(i-1) < result(i) for 0 < i < size(result)
+    @post result(i) != layout(j) for 0 < i < size(result), all j
+    @post size(result) * size(filter(layout)) >= size(cotarget) (covering)
+    """
+    _need_layout(layout, "complement", "layout")
+    fl = filter(layout)
+    if cotarget is None:
+        n = product(fl.shape)
+        cotarget = fl(n - 1) + 1
+    elif type(cotarget) is Layout:
+        cotarget = cotarget.shape
+    else:
+        cotarget = as_int_tuple(cotarget, "complement cotarget")
+    shape, stride = fl.shape, fl.stride
+    if _is(stride, 0):
+        # irreducible rank-1 stride-0 layout: everything is in the complement
+        return make_layout(coalesce_shape(cotarget))
+    shape = shape if type(shape) is tuple else (shape,)
+    stride = stride if type(stride) is tuple else (stride,)
+    if len(stride) > 1:
+        for d in stride:
+            if type(d) is not int:
+                raise StaticValueRequired(
+                    f"complement of a layout of rank > 1 needs static strides, but {layout} has a run-time stride"
+                )
+    shape, stride = list(shape), list(stride)
+    result_shape, result_stride = [], [1]
+    for i in range(len(stride) - 1):
+        min_stride = min(stride)
+        min_idx = stride.index(min_stride)
+        new_shape = min_stride // result_stride[i]
+        if new_shape == 0:
+            raise NotInjectiveError(f"complement needs an injective layout, got {layout}")
+        result_shape.append(new_shape)
+        result_stride.append(min_stride * shape[min_idx])
+        del shape[min_idx], stride[min_idx]
+    last = stride[0] // result_stride[-1]
+    if _is(last, 0):
+        raise NotInjectiveError(f"complement needs an injective layout, got {layout}")
+    result_shape.append(last)
+    new_stride = stride[0] * shape[0]
+    rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
+    rest_stride = compact_col_major(rest_shape, new_stride)
+    return _coalesce(_mk((tuple(result_shape), rest_shape), (tuple(result_stride), rest_stride)))
+
+
+# -- inverses --------------------------------------------------------------------------------
+
+
+def _flat_modes(layout):
+    cl = _coalesce(layout)
+    s, d = cl.shape, cl.stride
+    s = s if type(s) is tuple else (s,)
+    d = d if type(d) is tuple else (d,)
+    pre = [1]
+    for x in s:
+        pre.append(x * pre[-1])
+    return s, d, pre
+
+
+@memoize
+def right_inverse(layout):
+    """A layout ``R`` with ``layout(R(i)) == i`` for all ``i < size(R)``, as large as CuTe finds it.
+
+    @post layout(result(i)) == i for 0 <= i < size(result)
+    """
+    _need_layout(layout, "right_inverse", "layout")
+    s, d, pre = _flat_modes(layout)
+    keys = [i for i, x in enumerate(d) if type(x) is int]
+    order = [keys[j] for j in _exchange_sort([d[i] for i in keys])]
+    rs, rd, curr = [1], [0], 1
+    for i in order:
+        if type(curr) is int and d[i] == curr:
+            rs.append(s[i])
+            rd.append(pre[i])
+            curr = s[i] * d[i]
+    return _coalesce(_mk(tuple(rs), tuple(rd)))
+
+
+@memoize
+def left_inverse(layout):
+    """A layout ``L`` with ``layout(L(layout(i))) == layout(i)`` (``L(layout(i)) == i`` if injective).
+
+    Rejects layouts whose strides break CuTe's left-inverse divisibility condition
+    and layouts with run-time strides.
+
+    @post layout(result(layout(i))) == layout(i) for 0 <= i < size(layout)
+    """
+    _need_layout(layout, "left_inverse", "layout")
+    s, d, pre = _flat_modes(layout)
+    for x in d:
+        if type(x) is not int:
+            raise StaticValueRequired(f"left_inverse needs static strides, but {layout} has a run-time stride")
+    order = _exchange_sort(d)
+    rs, rd, size = [], [0], 1
+    for i in order:
+        x = d[i]
+        if x == 0:
+            continue
+        if x % size != 0:
+            raise DivisibilityError(
+                f"left_inverse divisibility condition: stride {x} must be divisible by {size}, "
+                f"the size of the modes with smaller strides, in {layout}"
+            )
+        rs.append(x // size)
+        rd.append(pre[i])
+        size = size * (x // size)
+    rs.append(s[order[-1]])
+    return _coalesce(_mk(tuple(rs), tuple(rd)))
+
+
+# -- common vectors and nullspace --------------------------------------------------------------
+
+
+def _common(a, b):
+    _need_layout(a, "max_common_layout", "a")
+    _need_layout(b, "max_common_layout", "b")
+    inv_b = right_inverse(b)
+    common = _coalesce(composition(a, inv_b))
+    first = common[0]
+    if type(first.shape) is int and _is(first.stride, 1):
+        return inv_b, first
+    return inv_b, None
+
+
+@memoize
+def max_common_layout(a, b):
+    """The layout of the largest contiguous run of indices on which ``a`` and ``b`` agree.
+
+    @post a(result(i)) == i and b(result(i)) == i for 0 <= i < size(result)
+    """
+    inv_b, first = _common(a, b)
+    if first is None:
+        return _mk(1, 0)
+    return composition(inv_b, first)
+
+
+@memoize
+def max_common_vector(a, b):
+    """The number N of contiguous elements on which ``a`` and ``b`` agree (``>= 1``).
+
+    @post a(b.get_1d_coord(n)) == n for 0 <= n < N (non-negative strides)
+    """
+    _, first = _common(a, b)
+    return 1 if first is None else first.shape
+
+
+@memoize
+def nullspace(layout):
+    """The layout of the coordinates (as 1-D indices) that ``layout`` maps to 0 through stride-0 modes.
+
+    @post layout(result(i)) == 0 for 0 <= i < size(result)
+    @post size(result) == size(layout) // size(filter(layout))
+    """
+    _need_layout(layout, "nullspace", "layout")
+    fd = flatten(layout.stride)
+    fs = flatten(layout.shape)
+    if type(fd) is not tuple:
+        fd, fs = (fd,), (fs,)
+    idx = [i for i, x in enumerate(fd) if _is(x, 0)]
+    if not idx:
+        return _mk(1, 0)
+    rstride = compact_col_major(fs)
+    return _mk(_unwrap(tuple(fs[i] for i in idx)), _unwrap(tuple(rstride[i] for i in idx)))

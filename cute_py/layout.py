@@ -1,0 +1,487 @@
+"""``Layout(shape, stride)``: a function from coordinates to indices, and its basic operations.
+
+A layout maps a coordinate ``c`` of ``shape`` to ``crd2idx(c, shape, stride)``.
+Layouts are immutable and hashable, print in CuTe notation (``(4,(2,8)):(2,(1,8))``)
+and are called like functions: ``layout(i)`` for a 1-D index, ``layout(coord)``
+for a (hierarchical) coordinate, ``layout((None, 3))`` for the sub-layout that
+keeps the ``None`` modes (CuTe's ``_``).
+"""
+
+from .errors import CuteTypeError, CuteValueError, RankError
+from .int_tuple import (
+    Dynamic,
+    as_int_tuple,
+    compact_col_major,
+    compact_order,
+    crd2idx,
+    filter_zeros_tuple,
+    fmt,
+    is_congruent,
+    is_int,
+    product,
+)
+from .int_tuple import flatten as _flatten_tuple
+from .int_tuple import get as _get
+
+__all__ = [
+    "Layout",
+    "is_layout",
+    "make_layout",
+    "make_ordered_layout",
+    "make_layout_like",
+    "cosize",
+    "coalesce",
+    "filter",
+    "filter_zeros",
+    "select",
+    "group_modes",
+    "append",
+    "prepend",
+    "slice_",
+    "slice_and_offset",
+    "dice",
+    "flatten",
+    "coalesce_x",
+]
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _stride_leaf(x):
+    # A stride leaf is an int, a dynamic value, or any object with layout-stride arithmetic
+    # (basis strides: ``__cute_stride__``).
+    if type(x) is int or isinstance(x, Dynamic) or getattr(x, "__cute_stride__", False):
+        return x
+    return as_int_tuple(x, "stride")
+
+
+def _as_stride(x):
+    if type(x) is tuple or type(x) is list:
+        return tuple(_as_stride(e) for e in x)
+    return _stride_leaf(x)
+
+
+def _check_shape(shape, whole):
+    if type(shape) is tuple:
+        for e in shape:
+            _check_shape(e, whole)
+    elif type(shape) is int and shape < 0:
+        raise CuteValueError(f"shape extents must be >= 0, got {shape} in shape {fmt(whole)}")
+
+
+def _mk(shape, stride):
+    """Build a layout without validation (for the library's own, already valid, results)."""
+    layout = _new(Layout)
+    _set(layout, "shape", shape)
+    _set(layout, "stride", stride)
+    return layout
+
+
+class Layout:
+    """An immutable, hashable layout ``shape:stride``.
+
+    ``Layout(shape)`` is compact column-major (static size-1 modes get stride 0,
+    as in CuTe); ``Layout(shape, stride)`` requires ``stride`` congruent to
+    ``shape``.  Lists are accepted and stored as tuples.
+    """
+
+    __slots__ = ("shape", "stride")
+
+    def __init__(self, shape, stride=None):
+        shape = as_int_tuple(shape, "shape")
+        _check_shape(shape, shape)
+        if stride is None:
+            stride = compact_col_major(shape)
+        else:
+            stride = _as_stride(stride)
+            if not is_congruent(shape, stride):
+                raise RankError(f"stride {fmt(stride)} is not congruent to shape {fmt(shape)}")
+        _set(self, "shape", shape)
+        _set(self, "stride", stride)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Layout is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"Layout is immutable; cannot delete {name!r}")
+
+    def __reduce__(self):
+        return (Layout, (self.shape, self.stride))
+
+    # -- identity ---------------------------------------------------------------------
+    def __eq__(self, other):
+        return type(other) is Layout and self.shape == other.shape and self.stride == other.stride
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash((self.shape, self.stride))
+
+    def __str__(self):
+        return f"{fmt(self.shape)}:{fmt(self.stride)}"
+
+    def __repr__(self):
+        return f"Layout({self.shape!r}, {self.stride!r})"
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+    # -- modes ------------------------------------------------------------------------
+    def __getitem__(self, i):
+        """Mode ``i`` as a layout (an int-shaped layout has the single mode 0)."""
+        if type(self.shape) is tuple:
+            try:
+                return _mk(self.shape[i], self.stride[i])
+            except IndexError:
+                raise RankError(f"mode {i} is out of range for layout {self} of rank {len(self.shape)}") from None
+        if i in (0, -1):
+            return self
+        raise RankError(f"mode {i} is out of range for the rank-1 layout {self}")
+
+    def __iter__(self):
+        if type(self.shape) is tuple:
+            for s, d in zip(self.shape, self.stride):
+                yield _mk(s, d)
+        else:
+            yield self
+
+    def __len__(self):
+        return len(self.shape) if type(self.shape) is tuple else 1
+
+    # -- evaluation -------------------------------------------------------------------
+    def __call__(self, *coord):
+        """Evaluate at an index or a coordinate; a coordinate with ``None`` slices."""
+        if len(coord) == 1:
+            coord = coord[0]
+        elif not coord:
+            raise CuteValueError("a layout is evaluated at a coordinate: layout(i) or layout((i, j))")
+        if _has_none(coord):
+            return slice_(self, coord)
+        if type(coord) is not tuple and not is_int(coord):
+            coord = as_int_tuple(coord, "coordinate")
+        return crd2idx(coord, self.shape, self.stride)
+
+
+def is_layout(x):
+    """True for a :class:`Layout`."""
+    return type(x) is Layout
+
+
+def _has_none(c):
+    if c is None:
+        return True
+    if type(c) is tuple:
+        return any(_has_none(e) for e in c)
+    return False
+
+
+def make_layout(*args, stride=None):
+    """``make_layout(shape, stride=None)`` or ``make_layout(*layouts)``.
+
+    With a shape: the layout ``shape:stride`` (compact column-major by default).
+    With layouts: their concatenation, one mode per layout (a single layout is
+    wrapped into a rank-1 layout, as in CuTe).
+    """
+    if args and all(type(a) is Layout for a in args):
+        if stride is not None:
+            raise CuteTypeError("make_layout(*layouts) takes no stride")
+        return _mk(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    if len(args) == 2 and stride is None:
+        args, stride = args[:1], args[1]
+    if len(args) != 1:
+        raise CuteTypeError(f"make_layout takes a shape (and a stride) or layouts, got {len(args)} arguments")
+    return Layout(args[0], stride)
+
+
+def make_ordered_layout(shape, order):
+    """The compact layout of ``shape`` whose modes are visited in increasing ``order``.
+
+    ``make_ordered_layout((2,2,2,2), (0,2,3,1)) == (2,2,2,2):(1,4,8,2)``.
+    """
+    shape = as_int_tuple(shape, "shape")
+    return Layout(shape, compact_order(shape, order))
+
+
+def make_layout_like(layout):
+    """A compact layout with the shape of ``layout`` and the order of its strides.
+
+    Static 0 strides are kept: ``(2,2,2,2):(0,2,4,1) -> (2,2,2,2):(0,2,4,1)``.
+    """
+    _need_layout(layout, "make_layout_like")
+    shape = filter_zeros_tuple(layout.stride, layout.shape)
+    return Layout(layout.shape, compact_order(shape, _order_of(layout.stride)))
+
+
+def _order_of(stride):
+    # the strides as an order (static ints compare; 0 strides give size-1 shapes anyway)
+    if type(stride) is tuple:
+        return tuple(_order_of(s) for s in stride)
+    if type(stride) is not int:
+        raise CuteValueError(f"make_layout_like needs static strides, got {fmt(stride)}")
+    return stride
+
+
+def _need_layout(x, op):
+    if type(x) is not Layout:
+        raise CuteTypeError(f"{op} expects a Layout, got {type(x).__name__} {x!r}")
+
+
+def cosize(layout, mode=()):
+    """The size of the codomain: ``layout(size(layout) - 1) + 1`` (of ``mode`` if given)."""
+    if mode != ():
+        layout = _get(layout, mode)
+    if type(layout) is not Layout:
+        if hasattr(layout, "cosize"):
+            return layout.cosize()
+        raise CuteTypeError(f"cosize expects a layout, got {layout!r}")
+    n = product(layout.shape)
+    if type(n) is int and n == 0:
+        return 0
+    return layout(n - 1) + 1
+
+
+# -- coalesce and filter ------------------------------------------------------------------
+
+
+def _bw_coalesce(fs, fd, ns, nd):
+    """Merge the flat modes ``fs:fd`` (all but the last) into the seed ``ns:nd``, back to front.
+
+    The stack is kept as a list whose first element is the front mode; ``seed_is_leaf``
+    tracks whether nothing has been prepended yet (the result is then a leaf layout).
+    """
+    shapes, strides = [ns], [nd]
+    for i in range(len(fs) - 2, -1, -1):
+        s, d = fs[i], fd[i]
+        if type(s) is int and s == 1:
+            # shape 1: skip it
+            continue
+        f_s, f_d = shapes[0], strides[0]
+        if len(shapes) == 1 and type(f_s) is int and f_s == 1:
+            # a size-1 seed: replace it
+            shapes[0], strides[0] = s, d
+        elif type(f_s) is int and type(s) is int and type(d) is int and type(f_d) is int and s * d == f_d:
+            # s:d followed by t:s*d merges into s*t:d
+            shapes[0], strides[0] = s * f_s, d
+        else:
+            # cannot merge: prepend
+            shapes.insert(0, s)
+            strides.insert(0, d)
+    if len(shapes) == 1:
+        s = shapes[0]
+        if type(s) is int and s == 1:
+            return _mk(1, 0)
+        return _mk(s, strides[0])
+    return _mk(tuple(shapes), tuple(strides))
+
+
+def _coalesce(layout):
+    fs, fd = layout.shape, layout.stride
+    if type(fs) is not tuple:
+        return _bw_coalesce((fs,), (fd,), fs, fd)
+    fs, fd = _flatten_tuple(fs), _flatten_tuple(fd)
+    if not fs:
+        return _mk(1, 0)
+    return _bw_coalesce(fs, fd, fs[-1], fd[-1])
+
+
+def _coalesce_x(layout):
+    # like _coalesce, but a trailing size-1 mode keeps its stride (the function outside the domain)
+    fs, fd = _flatten_tuple(layout.shape), _flatten_tuple(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    if not fs:
+        return _mk(1, 0)
+    last = fs[-1]
+    if type(last) is int and last == 1:
+        return _bw_coalesce(fs, fd, 2, fd[-1])
+    return _bw_coalesce(fs, fd, last, fd[-1])
+
+
+def _transform(layout, profile, fn):
+    """Apply ``fn(mode, profile_mode)`` to the first ``rank(profile)`` modes; keep the rest."""
+    if len(profile) > len(layout):
+        raise RankError(f"profile {fmt(profile)} has more modes than layout {layout}")
+    modes = [fn(layout[i], p) for i, p in enumerate(profile)]
+    modes.extend(layout[i] for i in range(len(profile), len(layout)))
+    return make_layout(*modes)
+
+
+def coalesce(layout, target_profile=None):
+    """Merge modes where possible, keeping the function on the domain and the size.
+
+    With ``target_profile`` (an IntTuple), coalesce only inside each of its leaves,
+    keeping the profile: ``coalesce((2,(1,6)):(1,(6,2)), (1,1)) == (2,6):(1,2)``.
+    @post size(result) == size(layout); result(i) == layout(i) for 0 <= i < size(layout)
+    """
+    _need_layout(layout, "coalesce")
+    if target_profile is None or type(target_profile) is not tuple:
+        return _coalesce(layout)
+    return _transform(layout, target_profile, coalesce)
+
+
+def coalesce_x(layout, target_profile=None):
+    """:func:`coalesce` that also keeps the function beyond the domain (used by composition)."""
+    if target_profile is None or type(target_profile) is not tuple:
+        return _coalesce_x(layout)
+    return _transform(layout, target_profile, coalesce_x)
+
+
+def filter_zeros(layout, target_profile=None):
+    """Replace the modes with static stride 0 (or at 0 leaves of ``target_profile``) by size 1."""
+    _need_layout(layout, "filter_zeros")
+    guide = layout.stride if target_profile is None else target_profile
+    return _mk(filter_zeros_tuple(guide, layout.shape), layout.stride)
+
+
+def filter(layout, target_profile=None):
+    """Remove all stride-0 and size-1 modes, then coalesce (``1:0`` if nothing is left).
+
+    @post layout(i) for the kept coordinates are unchanged, in order; depth(result) <= 1
+    """
+    _need_layout(layout, "filter")
+    if target_profile is None or type(target_profile) is not tuple:
+        return _coalesce(filter_zeros(layout))
+    return _transform(layout, target_profile, filter)
+
+
+# -- modes ----------------------------------------------------------------------------------
+
+
+def select(layout, mode):
+    """The layout (or IntTuple) of the chosen modes, in the given order."""
+    modes = (mode,) if isinstance(mode, int) else tuple(mode)
+    if type(layout) is Layout:
+        return make_layout(*(layout[i] for i in modes))
+    t = layout if type(layout) is tuple else (layout,)
+    try:
+        return tuple(t[i] for i in modes)
+    except IndexError:
+        raise RankError(f"select: a mode of {fmt(modes)} is out of range for {fmt(layout)}") from None
+
+
+def group_modes(x, begin, end=None):
+    """Group modes ``[begin, end)`` of a layout or IntTuple into one mode."""
+    if type(x) is Layout:
+        return _mk(group_modes(x.shape, begin, end), group_modes(x.stride, begin, end))
+    t = x if type(x) is tuple else (x,)
+    n = len(t)
+    if end is None:
+        end = n
+    if begin < 0:
+        begin += n
+    if end < 0:
+        end += n
+    if not 0 <= begin <= end <= n:
+        raise RankError(f"group_modes: [{begin}, {end}) is not a range of modes of {fmt(x)} (rank {n})")
+    return t[:begin] + (t[begin:end],) + t[end:]
+
+
+def _wrap(x):
+    return x if type(x) is tuple else (x,)
+
+
+def append(x, elem=None, up_to_rank=None):
+    """Append ``elem`` as a new last mode; with ``up_to_rank``, pad with it to that rank.
+
+    For layouts ``elem`` defaults to ``1:0``, for IntTuples to ``1``.
+    """
+    return _extend(x, elem, up_to_rank, front=False)
+
+
+def prepend(x, elem=None, up_to_rank=None):
+    """Prepend ``elem`` as a new first mode; with ``up_to_rank``, pad with it to that rank."""
+    return _extend(x, elem, up_to_rank, front=True)
+
+
+def _extend(x, elem, up_to_rank, front):
+    if type(x) is Layout:
+        if elem is None:
+            elem = _mk(1, 0)
+        _need_layout(elem, "append/prepend of a layout")
+        return _mk(
+            _extend(x.shape, elem.shape, up_to_rank, front),
+            _extend(x.stride, elem.stride, up_to_rank, front),
+        )
+    if elem is None:
+        elem = 1
+    t = _wrap(x)
+    if up_to_rank is None:
+        n = 1
+    else:
+        if up_to_rank < len(t):
+            raise RankError(f"cannot pad {fmt(x)} of rank {len(t)} to the smaller rank {up_to_rank}")
+        n = up_to_rank - len(t)
+        if n == 0:
+            return x
+    pad = (elem,) * n
+    return pad + t if front else t + pad
+
+
+def _slice_tuple(c, t, top):
+    # CuTe's slice: keep the modes of t paired with None; nested kept modes are spliced in
+    if type(c) is tuple:
+        if type(t) is not tuple or len(c) != len(t):
+            raise RankError(f"slice coordinate {fmt(c)} does not match the profile of {fmt(t)}")
+        out = ()
+        for ci, ti in zip(c, t):
+            out += _slice_tuple(ci, ti, False)
+        return out
+    if c is None:
+        return t if top else (t,)
+    return ()
+
+
+def _dice_tuple(c, t, top):
+    # CuTe's dice: keep the modes of t paired with an integer
+    if type(c) is tuple:
+        if type(t) is not tuple or len(c) != len(t):
+            raise RankError(f"dice coordinate {fmt(c)} does not match the profile of {fmt(t)}")
+        out = ()
+        for ci, ti in zip(c, t):
+            out += _dice_tuple(ci, ti, False)
+        return out
+    if c is None:
+        return ()
+    return t if top else (t,)
+
+
+def _zero_none(c):
+    if type(c) is tuple:
+        return tuple(_zero_none(e) for e in c)
+    return 0 if c is None else c
+
+
+def slice_(src, coord):
+    """The sub-layout of the modes of ``coord`` that are ``None``.
+
+    ``slice_(Layout((4,8)), (None, 3)) == (4):(1)``; see :func:`slice_and_offset`
+    for the offset of the fixed modes.
+    """
+    if type(src) is Layout:
+        return _mk(_slice_tuple(coord, src.shape, True), _slice_tuple(coord, src.stride, True))
+    if hasattr(src, "__cute_slice__"):
+        return src.__cute_slice__(coord)
+    return _slice_tuple(coord, src, True)
+
+
+def slice_and_offset(coord, layout):
+    """``(slice_(layout, coord), layout(coord with None as 0))``."""
+    _need_layout(layout, "slice_and_offset")
+    return slice_(layout, coord), crd2idx(_zero_none(coord), layout.shape, layout.stride)
+
+
+def dice(coord, layout):
+    """The sub-layout (or sub-tuple) of the modes of ``coord`` that are *not* ``None``."""
+    if type(layout) is Layout:
+        return _mk(_dice_tuple(coord, layout.shape, True), _dice_tuple(coord, layout.stride, True))
+    return _dice_tuple(coord, layout, True)
+
+
+def flatten(x):
+    """Flatten an IntTuple or a layout to depth <= 1."""
+    if type(x) is Layout:
+        return _mk(_flatten_tuple(x.shape), _flatten_tuple(x.stride))
+    return _flatten_tuple(x)
+

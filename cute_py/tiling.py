@@ -1,0 +1,237 @@
+"""Divides and products of layouts, and ``tile_to_shape``.
+
+``logical_divide(A, B) = composition(A, make_layout(B, complement(B, shape(coalesce(A)))))``
+and ``logical_product(A, B) = make_layout(A, composition(complement(A, size(A)*cosize(B)), B))``,
+as in the current CuTe C++; the zipped/tiled/flat forms regroup their modes.
+"""
+
+from ._memo import memoize
+from .algebra import complement, composition
+from .errors import CuteTypeError, DivisibilityError, RankError
+from .int_tuple import as_int_tuple, ceil_div, evenly_divides, fmt, is_int, is_static, product, product_each
+from .layout import Layout, _coalesce, _mk, append, cosize, make_layout, make_ordered_layout, slice_
+
+__all__ = [
+    "logical_divide",
+    "zipped_divide",
+    "tiled_divide",
+    "flat_divide",
+    "logical_product",
+    "zipped_product",
+    "tiled_product",
+    "flat_product",
+    "blocked_product",
+    "raked_product",
+    "tile_to_shape",
+    "tile_unzip",
+    "zip_layouts",
+]
+
+
+def _need_layout(x, op, what):
+    if type(x) is not Layout:
+        raise CuteTypeError(f"{op}: {what} must be a Layout, got {type(x).__name__} {x!r}")
+
+
+def _by_mode(op, layout, tiler, fn):
+    """Apply ``fn`` to the modes of ``layout`` and the elements of a tuple ``tiler``; keep the rest."""
+    if len(tiler) > len(layout):
+        raise RankError(f"{op}: too many modes in tiler {fmt(tiler)} for layout {layout} of rank {len(layout)}")
+    modes = [fn(layout[i], t) for i, t in enumerate(tiler)]
+    modes.extend(layout[i] for i in range(len(tiler), len(layout)))
+    return make_layout(*modes)
+
+
+def _as_tiler(tiler, op):
+    if type(tiler) is list:
+        return tuple(tiler)
+    if tiler is None or type(tiler) is Layout or type(tiler) is tuple or is_int(tiler):
+        return tiler
+    return as_int_tuple(tiler, f"{op} tiler")
+
+
+@memoize
+def logical_divide(layout, tiler):
+    """Split ``layout`` into (tile, rest) by ``tiler``: ``composition(layout, (tiler, complement))``.
+
+    ``tiler`` is a layout, an int, ``None`` or a tuple applied mode by mode.
+
+    @post size(result) == size(layout)
+    @post result == composition(layout, make_layout(tiler, complement(tiler, shape(coalesce(layout)))))
+    """
+    _need_layout(layout, "logical_divide", "layout")
+    tiler = _as_tiler(tiler, "logical_divide")
+    if type(tiler) is Layout:
+        return composition(layout, make_layout(tiler, complement(tiler, _coalesce(layout).shape)))
+    if type(tiler) is tuple:
+        return _by_mode("logical_divide", layout, tiler, logical_divide)
+    if tiler is None:
+        return layout
+    return logical_divide(layout, Layout(tiler))
+
+
+def _zip2_by(t, guide):
+    if type(guide) is tuple:
+        if type(t) is not tuple or len(t) < len(guide):
+            raise RankError(f"cannot regroup {fmt(t)} by the tiler profile {fmt(guide)}")
+        split = [_zip2_by(t[i], g) for i, g in enumerate(guide)]
+        return (tuple(x[0] for x in split), tuple(x[1] for x in split) + t[len(guide):])
+    if type(t) is not tuple or len(t) != 2:
+        raise RankError(f"expected a rank-2 (tile, rest) mode, got {fmt(t)}")
+    return t
+
+
+def tile_unzip(layout, tiler):
+    """Gather the (tile, rest) pairs at the leaves of ``tiler`` into ((tiles...), (rests..., extra modes...))."""
+    return _mk(_zip2_by(layout.shape, tiler), _zip2_by(layout.stride, tiler))
+
+
+def _unpack(result, first, second):
+    # CuTe's result(_, repeat<R>(_)): a rank-1 mode is kept as it is, others are spliced
+    def coord(mode):
+        r = len(result[mode])
+        return None if r == 1 else (None,) * r
+
+    c0 = coord(0) if first else None
+    c1 = coord(1) if second else None
+    return slice_(result, (c0, c1))
+
+
+@memoize
+def zipped_divide(layout, tiler):
+    """``logical_divide`` with the tile modes gathered first: ``((TILE...), (REST...))``.
+
+    @post size(result[0]) == size of the tile; result is logical_divide regrouped
+    """
+    tiler = _as_tiler(tiler, "zipped_divide")
+    return tile_unzip(logical_divide(layout, tiler), tiler)
+
+
+@memoize
+def tiled_divide(layout, tiler):
+    """``zipped_divide`` with the rest modes unpacked: ``((TILE...), REST0, REST1, ...)``."""
+    return _unpack(zipped_divide(layout, tiler), False, True)
+
+
+@memoize
+def flat_divide(layout, tiler):
+    """``zipped_divide`` with both groups unpacked: ``(TILE0, TILE1, ..., REST0, REST1, ...)``."""
+    return _unpack(zipped_divide(layout, tiler), True, True)
+
+
+@memoize
+def logical_product(block, tiler):
+    """Repeat ``block`` over ``tiler``: ``(block, composition(complement(block, size(block)*cosize(tiler)), tiler))``.
+
+    ``tiler`` is a layout, an int, ``None`` or a tuple applied mode by mode.
+
+    @post size(result) == size(block) * size(tiler)
+    @post result[0] == block (for a layout tiler)
+    """
+    _need_layout(block, "logical_product", "block")
+    tiler = _as_tiler(tiler, "logical_product")
+    if type(tiler) is Layout:
+        rest = composition(complement(block, product(block.shape) * cosize(tiler)), tiler)
+        return make_layout(block, rest)
+    if type(tiler) is tuple:
+        return _by_mode("logical_product", block, tiler, logical_product)
+    if tiler is None:
+        return block
+    return logical_product(block, Layout(tiler))
+
+
+@memoize
+def zipped_product(block, tiler):
+    """``logical_product`` with the block modes gathered first: ``((BLOCK...), (REPEAT...))``."""
+    tiler = _as_tiler(tiler, "zipped_product")
+    return tile_unzip(logical_product(block, tiler), tiler)
+
+
+@memoize
+def tiled_product(block, tiler):
+    """``zipped_product`` with the repeat modes unpacked: ``((BLOCK...), R0, R1, ...)``."""
+    return _unpack(zipped_product(block, tiler), False, True)
+
+
+@memoize
+def flat_product(block, tiler):
+    """``zipped_product`` with both groups unpacked: ``(B0, B1, ..., R0, R1, ...)``."""
+    return _unpack(zipped_product(block, tiler), True, True)
+
+
+def _zip(a, b):
+    # CuTe's zip of two IntTuples: ((a0,b0),(a1,b1),...); two leaves give ((a,b),)
+    if type(a) is tuple:
+        if type(b) is not tuple or len(a) != len(b):
+            raise RankError(f"cannot zip {fmt(a)} with {fmt(b)}: ranks differ")
+        return tuple(zip(a, b))
+    return ((a, b),)
+
+
+def zip_layouts(a, b):
+    """Zip two layouts of equal rank mode by mode: ``((a0,b0),(a1,b1),...)``."""
+    return _mk(_zip(a.shape, b.shape), _zip(a.stride, b.stride))
+
+
+def _rank_product(block, tiler, op):
+    _need_layout(block, op, "block")
+    _need_layout(tiler, op, "tiler")
+    r = max(len(block), len(tiler))
+    result = logical_product(append(block, up_to_rank=r), append(tiler, up_to_rank=r))
+    return result[0], result[1]
+
+
+@memoize
+def blocked_product(block, tiler):
+    """Tile ``block`` over ``tiler``, the block being the inner (fastest) part of each mode.
+
+    @post rank(result) == max(rank(block), rank(tiler))
+    @post size(result) == size(block) * size(tiler)
+    """
+    b, t = _rank_product(block, tiler, "blocked_product")
+    return zip_layouts(b, t)
+
+
+@memoize
+def raked_product(block, tiler):
+    """Tile ``block`` over ``tiler``, interleaving the blocks (the tiler is the inner part of each mode).
+
+    @post rank(result) == max(rank(block), rank(tiler))
+    @post size(result) == size(block) * size(tiler)
+    """
+    b, t = _rank_product(block, tiler, "raked_product")
+    return zip_layouts(t, b)
+
+
+@memoize
+def _tile_to_shape(block, trg_shape, order):
+    rb = len(block)
+    rt = len(trg_shape) if type(trg_shape) is tuple else 1
+    if rb > rt:
+        raise RankError(f"tile_to_shape: the block {block} has more modes than the target shape {fmt(trg_shape)}")
+    padded = append(block, up_to_rank=rt)
+    block_shape = product_each(padded.shape)
+    target_shape = product_each(trg_shape)
+    if is_static(target_shape) and not evenly_divides(target_shape, block_shape):
+        raise DivisibilityError(
+            f"tile_to_shape: the block shape {fmt(block_shape)} does not divide the target shape {fmt(target_shape)}"
+        )
+    product_shape = ceil_div(target_shape, block_shape)
+    if order is None:
+        tiles = Layout(product_shape)
+    else:
+        tiles = make_ordered_layout(product_shape, order)
+    return blocked_product(padded, tiles)
+
+
+def tile_to_shape(atom, trg_shape, order=None):
+    """Repeat ``atom`` (a layout) until it has shape ``trg_shape``; ``order`` orders the repeats.
+
+    @pre rank(atom) <= rank(trg_shape) and the atom's mode sizes divide the target's
+    @post is_compatible(trg_shape, shape(result))
+    """
+    _need_layout(atom, "tile_to_shape", "atom")
+    trg_shape = as_int_tuple(trg_shape, "tile_to_shape target shape")
+    if order is not None:
+        order = as_int_tuple(order, "tile_to_shape order")
+    return _tile_to_shape(atom, trg_shape, order)
