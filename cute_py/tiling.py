@@ -81,6 +81,15 @@ def _zip2_by(t, guide):
     return t
 
 
+def _reject_none(tiler, op):
+    if tiler is None:
+        raise CuteTypeError(f"{op}: a None (keep this mode) in the tiler is only meaningful for "
+                            f"logical_divide/logical_product; tile the whole mode with its size instead")
+    if type(tiler) is tuple:
+        for t in tiler:
+            _reject_none(t, op)
+
+
 def tile_unzip(layout, tiler):
     """Gather the (tile, rest) pairs at the leaves of ``tiler`` into ((tiles...), (rests..., extra modes...))."""
     return _mk(_zip2_by(layout.shape, tiler), _zip2_by(layout.stride, tiler))
@@ -104,6 +113,7 @@ def zipped_divide(layout, tiler):
     @post size(result[0]) == size of the tile; result is logical_divide regrouped
     """
     tiler = _as_tiler(tiler, "zipped_divide")
+    _reject_none(tiler, "zipped_divide")
     return tile_unzip(logical_divide(layout, tiler), tiler)
 
 
@@ -144,6 +154,7 @@ def logical_product(block, tiler):
 def zipped_product(block, tiler):
     """``logical_product`` with the block modes gathered first: ``((BLOCK...), (REPEAT...))``."""
     tiler = _as_tiler(tiler, "zipped_product")
+    _reject_none(tiler, "zipped_product")
     return tile_unzip(logical_product(block, tiler), tiler)
 
 
@@ -160,7 +171,10 @@ def flat_product(block, tiler):
 
 
 def _zip(a, b):
-    # CuTe's zip of two IntTuples: ((a0,b0),(a1,b1),...); two leaves give ((a,b),)
+    # CuTe's zip of two IntTuples: ((a0,b0),(a1,b1),...); two leaves give ((a,b),);
+    # a leaf paired with a rank-1 tuple is treated as that rank-1 tuple
+    if (type(a) is tuple) != (type(b) is tuple):
+        a, b = (a if type(a) is tuple else (a,)), (b if type(b) is tuple else (b,))
     if type(a) is tuple:
         if type(b) is not tuple or len(a) != len(b):
             raise RankError(f"cannot zip {fmt(a)} with {fmt(b)}: ranks differ")

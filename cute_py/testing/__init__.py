@@ -1,0 +1,41 @@
+"""Hypothesis strategies for property-testing layout algebra (needs ``hypothesis``).
+
+>>> from hypothesis import given
+>>> from cute_py.testing import composable_pairs
+>>> @given(composable_pairs())
+... def test_composition(pair):
+...     a, b = pair
+...     r = cute_py.composition(a, b)
+...     assert all(r(i) == a(b(i)) for i in range(cute_py.size(b)))
+"""
+
+from .runtime_int import RuntimeInt, value_of
+from .strategies import (
+    compact_layouts,
+    composable_pairs,
+    divisors,
+    injective_layouts,
+    int_tuples,
+    layouts,
+    layouts_with_degenerate_modes,
+    profiles,
+    shapes,
+    strides,
+    tilers,
+)
+
+__all__ = [
+    "RuntimeInt",
+    "value_of",
+    "compact_layouts",
+    "composable_pairs",
+    "divisors",
+    "injective_layouts",
+    "int_tuples",
+    "layouts",
+    "layouts_with_degenerate_modes",
+    "profiles",
+    "shapes",
+    "strides",
+    "tilers",
+]
