@@ -12,17 +12,18 @@ __all__ = ["memoize", "clear_caches", "memoization"]
 
 _MAX_ENTRIES = 4096
 _caches = []
-_state = {"enabled": True}
+_state = {"store": True}
 
 
 def memoize(fn):
     """Cache ``fn(*args)`` on its positional arguments (bounded; cleared when full)."""
     cache = {}
     _caches.append(cache)
+    state = _state
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if kwargs or not _state["enabled"]:
+        if kwargs:
             return fn(*args, **kwargs)
         try:
             return cache[args]
@@ -31,9 +32,10 @@ def memoize(fn):
         except TypeError:  # unhashable: dynamic values
             return fn(*args)
         result = fn(*args)
-        if len(cache) >= _MAX_ENTRIES:
-            cache.clear()
-        cache[args] = result
+        if state["store"]:
+            if len(cache) >= _MAX_ENTRIES:
+                cache.clear()
+            cache[args] = result
         return result
 
     wrapper.cache = cache
@@ -48,10 +50,12 @@ def clear_caches():
 
 @contextlib.contextmanager
 def memoization(enabled):
-    """Context manager turning memoisation on or off (e.g. to time the uncached algebra)."""
-    old = _state["enabled"]
-    _state["enabled"] = bool(enabled)
+    """Context manager turning memoisation on or off (off: caches are emptied and not filled)."""
+    old = _state["store"]
+    _state["store"] = bool(enabled)
+    if not enabled:
+        clear_caches()
     try:
         yield
     finally:
-        _state["enabled"] = old
+        _state["store"] = old

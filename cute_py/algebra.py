@@ -17,7 +17,7 @@ from .int_tuple import (
     product,
     signum,
 )
-from .layout import Layout, _coalesce, _mk, coalesce_x, filter, make_layout
+from .layout import Layout, _bw_coalesce, _coalesce, _concat, _filter_flat, _mk, coalesce_x, make_layout
 
 __all__ = [
     "composition",
@@ -45,7 +45,7 @@ def _unwrap(t):
 def _composition_impl(ls, ld, rs, rd):
     if type(rs) is tuple:
         # rhs tuple: compose mode by mode (right-distributivity)
-        return make_layout(*(_composition_impl(ls, ld, s, d) for s, d in zip(rs, rd)))
+        return _concat([_composition_impl(ls, ld, s, d) for s, d in zip(rs, rd)])
     compose_basis = getattr(rd, "__cute_compose__", None)
     if compose_basis is not None:
         # rhs basis stride: select the lhs mode it names
@@ -121,7 +121,7 @@ def composition(lhs, rhs):
     if type(rhs) is tuple:
         if len(rhs) > len(lhs):
             raise RankError(f"composition: the tiler {_tiler_str(rhs)} has more modes than the layout {lhs}")
-        return make_layout(*(composition(lhs[i], r) for i, r in enumerate(rhs)))
+        return _concat([_composition(lhs[i], r) for i, r in enumerate(rhs)])
     rhs = as_int_tuple(rhs, "composition rhs (a Layout, an int, None or a tuple tiler)")
     flat = coalesce_x(lhs)
     return _composition_impl(flat.shape, flat.stride, rhs, 1)
@@ -131,6 +131,9 @@ def _coprofile(rhs):
     # the profile of rhs's codomain: None (a scalar) for integer strides
     hook = getattr(rhs.stride, "__cute_coprofile__", None)
     return hook() if hook is not None else None
+
+
+_composition = composition.__wrapped__
 
 
 def _tiler_str(t):
@@ -180,37 +183,33 @@ def complement(layout, cotarget=None):
     @post size(result) * size(filter(layout)) >= size(cotarget) (covering)
     """
     _need_layout(layout, "complement", "layout")
-    fl = filter(layout)
+    shape, stride = _filter_flat(layout)
     if cotarget is None:
-        n = product(fl.shape)
-        cotarget = fl(n - 1) + 1
+        cotarget = sum(_mul(s - 1, d) for s, d in zip(shape, stride)) + 1
     elif type(cotarget) is Layout:
         cotarget = cotarget.shape
-    else:
+    elif type(cotarget) is not int:
         cotarget = as_int_tuple(cotarget, "complement cotarget")
-    shape, stride = fl.shape, fl.stride
-    if _is(stride, 0):
+    if len(stride) == 1 and _is(stride[0], 0):
         # irreducible rank-1 stride-0 layout: everything is in the complement
         return make_layout(coalesce_shape(cotarget))
-    shape = shape if type(shape) is tuple else (shape,)
-    stride = stride if type(stride) is tuple else (stride,)
     if len(stride) > 1:
         for d in stride:
             if type(d) is not int:
                 raise StaticValueRequired(
                     f"complement of a layout of rank > 1 needs static strides, but {layout} has a run-time stride"
                 )
-    shape, stride = list(shape), list(stride)
+    # repeatedly take the mode with the smallest stride (the first one on ties), as CuTe does
     result_shape, result_stride = [], [1]
-    for i in range(len(stride) - 1):
+    for _ in range(len(stride) - 1):
         min_stride = min(stride)
-        min_idx = stride.index(min_stride)
-        new_shape = min_stride // result_stride[i]
+        i = stride.index(min_stride)
+        new_shape = min_stride // result_stride[-1]
         if new_shape == 0:
             raise NotInjectiveError(f"complement needs an injective layout, got {layout}")
         result_shape.append(new_shape)
-        result_stride.append(min_stride * shape[min_idx])
-        del shape[min_idx], stride[min_idx]
+        result_stride.append(min_stride * shape[i])
+        del shape[i], stride[i]
     last = stride[0] // result_stride[-1]
     if _is(last, 0):
         raise NotInjectiveError(f"complement needs an injective layout, got {layout}")
@@ -218,7 +217,20 @@ def complement(layout, cotarget=None):
     new_stride = stride[0] * shape[0]
     rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
     rest_stride = compact_col_major(rest_shape, new_stride)
-    return _coalesce(_mk((tuple(result_shape), rest_shape), (tuple(result_stride), rest_stride)))
+    if type(rest_shape) is tuple:
+        result_shape.extend(rest_shape)
+        result_stride.extend(rest_stride)
+    else:
+        result_shape.append(rest_shape)
+        result_stride.append(rest_stride)
+    return _bw_coalesce(result_shape, result_stride, result_shape[-1], result_stride[-1])
+
+
+_complement = complement.__wrapped__
+
+
+def _mul(a, b):
+    return a * b
 
 
 # -- inverses --------------------------------------------------------------------------------
@@ -252,6 +264,9 @@ def right_inverse(layout):
             rd.append(pre[i])
             curr = s[i] * d[i]
     return _coalesce(_mk(tuple(rs), tuple(rd)))
+
+
+_right_inverse = right_inverse.__wrapped__
 
 
 @memoize
@@ -292,8 +307,8 @@ def left_inverse(layout):
 def _common(a, b):
     _need_layout(a, "max_common_layout", "a")
     _need_layout(b, "max_common_layout", "b")
-    inv_b = right_inverse(b)
-    common = _coalesce(composition(a, inv_b))
+    inv_b = _right_inverse(b)
+    common = _coalesce(_composition(a, inv_b))
     first = common[0]
     if type(first.shape) is int and _is(first.stride, 1):
         return inv_b, first
@@ -309,7 +324,7 @@ def max_common_layout(a, b):
     inv_b, first = _common(a, b)
     if first is None:
         return _mk(1, 0)
-    return composition(inv_b, first)
+    return _composition(inv_b, first)
 
 
 @memoize

@@ -244,10 +244,13 @@ def depth(a, mode=()):
 
 def flatten(a):
     """All leaves of ``a`` in one flat tuple; an int stays an int."""
-    if type(a) is tuple:
-        out = []
-        _flatten_into(a, out)
-        return tuple(out)
+    if type(a) is not tuple:
+        return a
+    for e in a:
+        if type(e) is tuple:
+            out = []
+            _flatten_into(a, out)
+            return tuple(out)
     return a
 
 

@@ -7,6 +7,7 @@ for a (hierarchical) coordinate, ``layout((None, 3))`` for the sub-layout that
 keeps the ``None`` modes (CuTe's ``_``).
 """
 
+from ._memo import memoize
 from .errors import CuteTypeError, CuteValueError, RankError
 from .int_tuple import (
     Dynamic,
@@ -76,6 +77,16 @@ def _mk(shape, stride):
     _set(layout, "shape", shape)
     _set(layout, "stride", stride)
     return layout
+
+
+def _concat(layouts):
+    """The concatenation of layouts as the modes of a new layout (``make_layout(*layouts)``)."""
+    return _mk(tuple(x.shape for x in layouts), tuple(x.stride for x in layouts))
+
+
+def _vector(n):
+    """``Layout(n)`` for a leaf ``n``: ``n:1`` (``1:0`` for a static 1)."""
+    return _mk(n, 0 if (type(n) is int and n == 1) else 1)
 
 
 class Layout:
@@ -248,38 +259,40 @@ def cosize(layout, mode=()):
 def _bw_coalesce(fs, fd, ns, nd):
     """Merge the flat modes ``fs:fd`` (all but the last) into the seed ``ns:nd``, back to front.
 
-    The stack is kept as a list whose first element is the front mode; ``seed_is_leaf``
-    tracks whether nothing has been prepended yet (the result is then a leaf layout).
+    CuTe's rules, in order, for each mode ``s:d`` against the front ``t:e`` of the result:
+    ``s == 1``: skip it; a seed ``t == 1``: replace it; ``s*d == e`` (static): merge into
+    ``s*t:d``; otherwise prepend ``s:d``.  The lists hold the result back to front.
     """
     shapes, strides = [ns], [nd]
     for i in range(len(fs) - 2, -1, -1):
-        s, d = fs[i], fd[i]
+        s = fs[i]
         if type(s) is int and s == 1:
-            # shape 1: skip it
             continue
-        f_s, f_d = shapes[0], strides[0]
-        if len(shapes) == 1 and type(f_s) is int and f_s == 1:
-            # a size-1 seed: replace it
+        d = fd[i]
+        t = shapes[-1]
+        if len(shapes) == 1 and type(t) is int and t == 1:
             shapes[0], strides[0] = s, d
-        elif type(f_s) is int and type(s) is int and type(d) is int and type(f_d) is int and s * d == f_d:
-            # s:d followed by t:s*d merges into s*t:d
-            shapes[0], strides[0] = s * f_s, d
+            continue
+        e = strides[-1]
+        if type(s) is int and type(d) is int and type(e) is int and type(t) is int and s * d == e:
+            shapes[-1], strides[-1] = s * t, d
         else:
-            # cannot merge: prepend
-            shapes.insert(0, s)
-            strides.insert(0, d)
+            shapes.append(s)
+            strides.append(d)
     if len(shapes) == 1:
         s = shapes[0]
         if type(s) is int and s == 1:
             return _mk(1, 0)
         return _mk(s, strides[0])
+    shapes.reverse()
+    strides.reverse()
     return _mk(tuple(shapes), tuple(strides))
 
 
 def _coalesce(layout):
     fs, fd = layout.shape, layout.stride
     if type(fs) is not tuple:
-        return _bw_coalesce((fs,), (fd,), fs, fd)
+        return _mk(1, 0) if type(fs) is int and fs == 1 else layout
     fs, fd = _flatten_tuple(fs), _flatten_tuple(fd)
     if not fs:
         return _mk(1, 0)
@@ -299,6 +312,27 @@ def _coalesce_x(layout):
     return _bw_coalesce(fs, fd, last, fd[-1])
 
 
+def _filter_flat(layout):
+    """The flat modes of ``filter(layout)`` as two lists (``[1], [0]`` if nothing is left)."""
+    fs, fd = _flatten_tuple(layout.shape), _flatten_tuple(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    # dropping static stride-0 and size-1 modes before coalescing is what filter_zeros + coalesce do
+    ks = [s for s, d in zip(fs, fd) if not ((type(d) is int and d == 0) or (type(s) is int and s == 1))]
+    if not ks:
+        return [1], [0]
+    kd = [d for s, d in zip(fs, fd) if not ((type(d) is int and d == 0) or (type(s) is int and s == 1))]
+    c = _bw_coalesce(ks, kd, ks[-1], kd[-1])
+    if type(c.shape) is tuple:
+        return list(c.shape), list(c.stride)
+    return [c.shape], [c.stride]
+
+
+def _filter(layout):
+    s, d = _filter_flat(layout)
+    return _mk(s[0], d[0]) if len(s) == 1 else _mk(tuple(s), tuple(d))
+
+
 def _transform(layout, profile, fn):
     """Apply ``fn(mode, profile_mode)`` to the first ``rank(profile)`` modes; keep the rest."""
     if len(profile) > len(layout):
@@ -308,6 +342,7 @@ def _transform(layout, profile, fn):
     return make_layout(*modes)
 
 
+@memoize
 def coalesce(layout, target_profile=None):
     """Merge modes where possible, keeping the function on the domain and the size.
 
@@ -335,6 +370,7 @@ def filter_zeros(layout, target_profile=None):
     return _mk(filter_zeros_tuple(guide, layout.shape), layout.stride)
 
 
+@memoize
 def filter(layout, target_profile=None):
     """Remove all stride-0 and size-1 modes, then coalesce (``1:0`` if nothing is left).
 
@@ -342,7 +378,7 @@ def filter(layout, target_profile=None):
     """
     _need_layout(layout, "filter")
     if target_profile is None or type(target_profile) is not tuple:
-        return _coalesce(filter_zeros(layout))
+        return _filter(layout)
     return _transform(layout, target_profile, filter)
 
 

@@ -6,10 +6,10 @@ as in the current CuTe C++; the zipped/tiled/flat forms regroup their modes.
 """
 
 from ._memo import memoize
-from .algebra import complement, composition
+from .algebra import _complement, _composition
 from .errors import CuteTypeError, DivisibilityError, RankError
 from .int_tuple import as_int_tuple, ceil_div, evenly_divides, fmt, is_int, is_static, product, product_each
-from .layout import Layout, _coalesce, _mk, append, cosize, make_layout, make_ordered_layout, slice_
+from .layout import Layout, _coalesce, _concat, _mk, _vector, append, cosize, make_ordered_layout, slice_
 
 __all__ = [
     "logical_divide",
@@ -39,7 +39,7 @@ def _by_mode(op, layout, tiler, fn):
         raise RankError(f"{op}: too many modes in tiler {fmt(tiler)} for layout {layout} of rank {len(layout)}")
     modes = [fn(layout[i], t) for i, t in enumerate(tiler)]
     modes.extend(layout[i] for i in range(len(tiler), len(layout)))
-    return make_layout(*modes)
+    return _concat(modes)
 
 
 def _as_tiler(tiler, op):
@@ -62,12 +62,15 @@ def logical_divide(layout, tiler):
     _need_layout(layout, "logical_divide", "layout")
     tiler = _as_tiler(tiler, "logical_divide")
     if type(tiler) is Layout:
-        return composition(layout, make_layout(tiler, complement(tiler, _coalesce(layout).shape)))
+        return _composition(layout, _concat([tiler, _complement(tiler, _coalesce(layout).shape)]))
     if type(tiler) is tuple:
-        return _by_mode("logical_divide", layout, tiler, logical_divide)
+        return _by_mode("logical_divide", layout, tiler, _logical_divide)
     if tiler is None:
         return layout
-    return logical_divide(layout, Layout(tiler))
+    return _logical_divide(layout, _vector(tiler))
+
+
+_logical_divide = logical_divide.__wrapped__
 
 
 def _zip2_by(t, guide):
@@ -114,19 +117,19 @@ def zipped_divide(layout, tiler):
     """
     tiler = _as_tiler(tiler, "zipped_divide")
     _reject_none(tiler, "zipped_divide")
-    return tile_unzip(logical_divide(layout, tiler), tiler)
+    return tile_unzip(_logical_divide(layout, tiler), tiler)
 
 
 @memoize
 def tiled_divide(layout, tiler):
     """``zipped_divide`` with the rest modes unpacked: ``((TILE...), REST0, REST1, ...)``."""
-    return _unpack(zipped_divide(layout, tiler), False, True)
+    return _unpack(zipped_divide.__wrapped__(layout, tiler), False, True)
 
 
 @memoize
 def flat_divide(layout, tiler):
     """``zipped_divide`` with both groups unpacked: ``(TILE0, TILE1, ..., REST0, REST1, ...)``."""
-    return _unpack(zipped_divide(layout, tiler), True, True)
+    return _unpack(zipped_divide.__wrapped__(layout, tiler), True, True)
 
 
 @memoize
@@ -141,13 +144,16 @@ def logical_product(block, tiler):
     _need_layout(block, "logical_product", "block")
     tiler = _as_tiler(tiler, "logical_product")
     if type(tiler) is Layout:
-        rest = composition(complement(block, product(block.shape) * cosize(tiler)), tiler)
-        return make_layout(block, rest)
+        rest = _composition(_complement(block, product(block.shape) * cosize(tiler)), tiler)
+        return _concat([block, rest])
     if type(tiler) is tuple:
-        return _by_mode("logical_product", block, tiler, logical_product)
+        return _by_mode("logical_product", block, tiler, _logical_product)
     if tiler is None:
         return block
-    return logical_product(block, Layout(tiler))
+    return _logical_product(block, _vector(tiler))
+
+
+_logical_product = logical_product.__wrapped__
 
 
 @memoize
@@ -155,19 +161,19 @@ def zipped_product(block, tiler):
     """``logical_product`` with the block modes gathered first: ``((BLOCK...), (REPEAT...))``."""
     tiler = _as_tiler(tiler, "zipped_product")
     _reject_none(tiler, "zipped_product")
-    return tile_unzip(logical_product(block, tiler), tiler)
+    return tile_unzip(_logical_product(block, tiler), tiler)
 
 
 @memoize
 def tiled_product(block, tiler):
     """``zipped_product`` with the repeat modes unpacked: ``((BLOCK...), R0, R1, ...)``."""
-    return _unpack(zipped_product(block, tiler), False, True)
+    return _unpack(zipped_product.__wrapped__(block, tiler), False, True)
 
 
 @memoize
 def flat_product(block, tiler):
     """``zipped_product`` with both groups unpacked: ``(B0, B1, ..., R0, R1, ...)``."""
-    return _unpack(zipped_product(block, tiler), True, True)
+    return _unpack(zipped_product.__wrapped__(block, tiler), True, True)
 
 
 def _zip(a, b):
@@ -191,7 +197,7 @@ def _rank_product(block, tiler, op):
     _need_layout(block, op, "block")
     _need_layout(tiler, op, "tiler")
     r = max(len(block), len(tiler))
-    result = logical_product(append(block, up_to_rank=r), append(tiler, up_to_rank=r))
+    result = _logical_product(append(block, up_to_rank=r), append(tiler, up_to_rank=r))
     return result[0], result[1]
 
 
@@ -235,7 +241,7 @@ def _tile_to_shape(block, trg_shape, order):
         tiles = Layout(product_shape)
     else:
         tiles = make_ordered_layout(product_shape, order)
-    return blocked_product(padded, tiles)
+    return blocked_product.__wrapped__(padded, tiles)
 
 
 def tile_to_shape(atom, trg_shape, order=None):

@@ -1,0 +1,135 @@
+"""Time cute_py's layout algebra against pycute on the same interpreter.
+
+    pip install --no-deps nvidia-cutlass==4.2.0.0   # ships pycute (pure Python)
+    python benchmarks/bench_algebra.py [--quick]
+
+For each op it prints the time per call of pycute, of cute_py with memoisation
+off (every call computes), and of cute_py on repeated identical calls
+(memoised), with the ratios pycute/cute_py.  Both libraries' results are checked
+to be the same function before timing.
+"""
+
+import argparse
+import datetime
+import platform
+import sys
+import timeit
+
+import cute_py as cute
+
+try:
+    import pycute as pc
+except ImportError:  # pragma: no cover - optional baseline
+    pc = None
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def suite():
+    """(name, cute_py thunk, pycute thunk or None where pycute lacks the op) for the fixed suite."""
+    C, P = cute, pc
+    nested_c = C.Layout(((2, (3, 4)), (5, (1, 6))), ((1, (2, 6)), (24, (0, 120))))
+    nested_p = P.Layout(((2, (3, 4)), (5, (1, 6))), ((1, (2, 6)), (24, (0, 120))))
+    a1c, b1c = C.Layout((6, 2), (8, 2)), C.Layout((4, 3), (3, 1))
+    a1p, b1p = P.Layout((6, 2), (8, 2)), P.Layout((4, 3), (3, 1))
+    a2c, b2c = C.Layout((10, 2), (16, 4)), C.Layout((5, 4), (1, 5))
+    a2p, b2p = P.Layout((10, 2), (16, 4)), P.Layout((5, 4), (1, 5))
+    a3c, b3c = C.Layout((8, 16, 4), (64, 1, 16)), C.Layout((4, (2, 8)), (2, (1, 32)))
+    a3p, b3p = P.Layout((8, 16, 4), (64, 1, 16)), P.Layout((4, (2, 8)), (2, (1, 32)))
+    cc, cp = C.Layout((2, 2), (1, 6)), P.Layout((2, 2), (1, 6))
+    gc, gp = C.Layout((128, 128), (128, 1)), P.Layout((128, 128), (128, 1))
+    tile = (64, 32)
+    blk_c, til_c = C.Layout((2, 5), (5, 1)), C.Layout((3, 4), (1, 3))
+    blk_p, til_p = P.Layout((2, 5), (5, 1)), P.Layout((3, 4), (1, 3))
+    lp_c, lp_p = C.Layout((2, 2), (4, 1)), P.Layout((2, 2), (4, 1))
+    six_c, six_p = C.Layout(6, 1), P.Layout(6, 1)
+    inv_c, inv_p = C.Layout((4, (2, 8)), (16, (1, 2))), P.Layout((4, (2, 8)), (16, (1, 2)))
+    shape, stride = (64, 64), (64, 1)
+    coords = [(i % 64, i // 64) for i in range(4096)]
+
+    def crd_c():
+        f = C.crd2idx
+        return [f(c, shape, stride) for c in coords]
+
+    def crd_p():
+        f = P.crd2idx
+        return [f(c, shape, stride) for c in coords]
+
+    return [
+        ("coalesce (nested, rank 2 depth 3)", lambda: C.coalesce(nested_c), lambda: P.coalesce(nested_p)),
+        ("composition (6,2):(8,2) o (4,3):(3,1)", lambda: C.composition(a1c, b1c), lambda: P.composition(a1p, b1p)),
+        ("composition (10,2):(16,4) o (5,4):(1,5)", lambda: C.composition(a2c, b2c), lambda: P.composition(a2p, b2p)),
+        ("composition rank-3 o nested", lambda: C.composition(a3c, b3c), lambda: P.composition(a3p, b3p)),
+        ("complement (2,2):(1,6), 24", lambda: C.complement(cc, 24), lambda: P.complement(cp, 24)),
+        ("logical_divide 128x128 by (64,32)", lambda: C.logical_divide(gc, tile), lambda: P.logical_divide(gp, tile)),
+        ("zipped_divide 128x128 by (64,32)", lambda: C.zipped_divide(gc, tile), lambda: P.zipped_divide(gp, tile)),
+        ("logical_product (2,2):(4,1) x 6:1", lambda: C.logical_product(lp_c, six_c),
+         lambda: P.logical_product(lp_p, six_p)),
+        ("blocked_product (2,5) x (3,4)", lambda: C.blocked_product(blk_c, til_c), None),
+        ("raked_product (2,5) x (3,4)", lambda: C.raked_product(blk_c, til_c), None),
+        ("right_inverse (4,(2,8)):(16,(1,2))", lambda: C.right_inverse(inv_c), lambda: P.right_inverse(inv_p)),
+        ("left_inverse (4,(2,8)):(16,(1,2))", lambda: C.left_inverse(inv_c), lambda: P.left_inverse(inv_p)),
+        ("crd2idx x 4096 coordinates", crd_c, crd_p),
+    ]
+
+
+def _same_function(rc, rp):
+    if isinstance(rc, list):
+        return rc == rp
+    n = cute.size(rc)
+    return n == pc.size(rp) and all(rc(i) == rp(i) for i in range(n))
+
+
+def _per_call(fn, quick):
+    timer = timeit.Timer(fn)
+    number, _ = timer.autorange()
+    repeats = 3 if quick else 7
+    return min(timer.repeat(repeat=repeats, number=number)) / number
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = ap.parse_args(argv)
+    if pc is None:
+        print("pycute is not installed: pip install --no-deps nvidia-cutlass==4.2.0.0", file=sys.stderr)
+        return 2
+    print(f"# cute_py algebra vs pycute — {datetime.date.today().isoformat()}")
+    print(f"# CPU: {_cpu_name()}; Python {platform.python_version()}; cute_py {cute.__version__}")
+    print()
+    head = f"| {'op':42} | {'pycute µs':>10} | {'cute_py µs':>10} | {'ratio':>6} | {'memo µs':>8} | {'memo ratio':>10} |"
+    print(head)
+    print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
+    worst = None
+    for name, fc, fp in suite():
+        with cute.memoization(False):
+            if fp is not None and not _same_function(fc(), fp()):
+                print(f"| {name:42} | results differ between cute_py and pycute |")
+                continue
+            t_c = _per_call(fc, args.quick)
+        cute.clear_caches()
+        t_m = _per_call(fc, args.quick)
+        if fp is None:
+            print(f"| {name:42} | {'n/a':>10} | {t_c * 1e6:10.2f} | {'':>6} | {t_m * 1e6:8.3f} | {t_c / t_m:6.1f}x(*) |")
+            continue
+        t_p = _per_call(fp, args.quick)
+        ratio, mratio = t_p / t_c, t_p / t_m
+        worst = ratio if worst is None else min(worst, ratio)
+        print(f"| {name:42} | {t_p * 1e6:10.2f} | {t_c * 1e6:10.2f} | {ratio:5.2f}x | {t_m * 1e6:8.3f} | {mratio:9.1f}x |")
+    print()
+    print("(*) pycute has no such op: the ratio is cute_py uncached / cute_py memoised")
+    print(f"worst uncached ratio: {worst:.2f}x (target >= 1.0x); memoised target >= 20x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

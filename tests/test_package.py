@@ -1,0 +1,82 @@
+"""Package-level rules: layering (DESIGN §1), import cost, the demo, and public names."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PKG = ROOT / "cute_py"
+
+# what each pure-algebra module may import from inside the package
+ALGEBRA_LAYERS = {
+    "errors": set(),
+    "_memo": set(),
+    "int_tuple": {"errors"},
+    "layout": {"_memo", "errors", "int_tuple", "parse"},
+    "parse": {"errors", "layout"},
+    "algebra": {"_memo", "errors", "int_tuple", "layout"},
+    "tiling": {"_memo", "algebra", "errors", "int_tuple", "layout"},
+}
+HEAVY = {"numba_cuda_mlir", "mlir", "cuda", "torch", "cupy", "numpy", "jax", "hypothesis", "mlir_dialects"}
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    internal, external = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                mod = (node.module or "").split(".")[0]
+                if mod:
+                    internal.add(mod)
+                else:
+                    internal.update(a.name for a in node.names)
+            else:
+                external.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            external.update(a.name.split(".")[0] for a in node.names)
+    return internal, external
+
+
+@pytest.mark.parametrize("module", sorted(ALGEBRA_LAYERS))
+def test_algebra_modules_import_only_the_layers_above_them(module):
+    internal, external = _imports(PKG / f"{module}.py")
+    assert internal <= ALGEBRA_LAYERS[module], f"{module} imports {internal - ALGEBRA_LAYERS[module]}"
+    assert not (external & HEAVY), f"{module} imports {external & HEAVY}"
+
+
+def test_mlir_dialects_never_imports_cute_py():
+    for path in (ROOT / "mlir_dialects").rglob("*.py"):
+        _, external = _imports(path)
+        assert "cute_py" not in external, path
+
+
+def test_import_cute_py_is_fast_and_stdlib_only():
+    code = (
+        "import sys, time; t = time.perf_counter(); import cute_py; dt = time.perf_counter() - t;"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in %r); print(dt); print(heavy)" % (HEAVY,)
+    )
+    best = None
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+        dt, heavy = out.stdout.splitlines()
+        assert heavy == "[]"
+        best = float(dt) if best is None else min(best, float(dt))
+    assert best < 0.1, f"import cute_py took {best:.3f} s"
+
+
+def test_demo_prints_the_tour_and_its_checks():
+    out = subprocess.run([sys.executable, "-m", "cute_py", "demo"], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert "((2,2),3):((24,2),8)" in out.stdout
+    assert "[R(i) == A(B(i)) for all i: True]" in out.stdout
+
+
+def test_every_public_name_is_exported_and_documented():
+    import cute_py
+
+    for name in cute_py.__all__:
+        obj = getattr(cute_py, name)
+        assert obj.__doc__, f"{name} has no docstring"
