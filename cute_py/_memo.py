@@ -13,6 +13,7 @@ __all__ = ["memoize", "clear_caches", "memoization"]
 _MAX_ENTRIES = 4096
 _caches = []
 _state = {"store": True}
+_MISS = object()
 
 
 def memoize(fn):
@@ -20,17 +21,19 @@ def memoize(fn):
     cache = {}
     _caches.append(cache)
     state = _state
+    cache_get = cache.get
+    miss = _MISS
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if kwargs:
             return fn(*args, **kwargs)
         try:
-            return cache[args]
-        except KeyError:
-            pass
+            result = cache_get(args, miss)
         except TypeError:  # unhashable: dynamic values
             return fn(*args)
+        if result is not miss:
+            return result
         result = fn(*args)
         if state["store"]:
             if len(cache) >= _MAX_ENTRIES:

@@ -17,7 +17,7 @@ from .int_tuple import (
     product,
     signum,
 )
-from .layout import Layout, _bw_coalesce, _coalesce, _concat, _filter_flat, _mk, coalesce_x, make_layout
+from .layout import Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _filter_flat, _mk, coalesce_x, make_layout
 
 __all__ = [
     "composition",
@@ -161,13 +161,15 @@ def coalesce_shape(shape):
 
 def _exchange_sort(keys):
     # CuTe's exchange sort of (key, index) pairs: not stable, reproduced exactly
-    a = [(k, i) for i, k in enumerate(keys)]
-    n = len(a)
+    n = len(keys)
+    k = list(keys)
+    v = list(range(n))
     for i in range(n):
         for j in range(i + 1, n):
-            if a[j][0] < a[i][0]:
-                a[i], a[j] = a[j], a[i]
-    return [i for _, i in a]
+            if k[j] < k[i]:
+                k[i], k[j] = k[j], k[i]
+                v[i], v[j] = v[j], v[i]
+    return v
 
 
 @memoize
@@ -182,7 +184,8 @@ def complement(layout, cotarget=None):
     @post result(i) != layout(j) for 0 < i < size(result), all j
     @post size(result) * size(filter(layout)) >= size(cotarget) (covering)
     """
-    _need_layout(layout, "complement", "layout")
+    if type(layout) is not Layout:
+        _need_layout(layout, "complement", "layout")
     shape, stride = _filter_flat(layout)
     if cotarget is None:
         cotarget = sum(_mul(s - 1, d) for s, d in zip(shape, stride)) + 1
@@ -215,8 +218,13 @@ def complement(layout, cotarget=None):
         raise NotInjectiveError(f"complement needs an injective layout, got {layout}")
     result_shape.append(last)
     new_stride = stride[0] * shape[0]
-    rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
-    rest_stride = compact_col_major(rest_shape, new_stride)
+    if type(cotarget) is int and type(new_stride) is int:
+        # static int cotarget: the rest is one mode (stride 0 if it has size 1)
+        rest_shape = (cotarget + new_stride - 1) // new_stride
+        rest_stride = new_stride if rest_shape != 1 else 0
+    else:
+        rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
+        rest_stride = compact_col_major(rest_shape, new_stride)
     if type(rest_shape) is tuple:
         result_shape.extend(rest_shape)
         result_stride.extend(rest_stride)
@@ -237,10 +245,12 @@ def _mul(a, b):
 
 
 def _flat_modes(layout):
-    cl = _coalesce(layout)
-    s, d = cl.shape, cl.stride
-    s = s if type(s) is tuple else (s,)
-    d = d if type(d) is tuple else (d,)
+    fs, fd = flatten(layout.shape), flatten(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    if not fs:
+        return [1], [0], [1, 1]
+    s, d = _bw_coalesce_lists(fs, fd, fs[-1], fd[-1])
     pre = [1]
     for x in s:
         pre.append(x * pre[-1])

@@ -97,7 +97,7 @@ class Layout:
     ``shape``.  Lists are accepted and stored as tuples.
     """
 
-    __slots__ = ("shape", "stride")
+    __slots__ = ("shape", "stride", "_hash")
 
     def __init__(self, shape, stride=None):
         shape = as_int_tuple(shape, "shape")
@@ -128,7 +128,12 @@ class Layout:
         return not self.__eq__(other)
 
     def __hash__(self):
-        return hash((self.shape, self.stride))
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((self.shape, self.stride))
+            _set(self, "_hash", h)
+            return h
 
     def __str__(self):
         return f"{fmt(self.shape)}:{fmt(self.stride)}"
@@ -256,12 +261,12 @@ def cosize(layout, mode=()):
 # -- coalesce and filter ------------------------------------------------------------------
 
 
-def _bw_coalesce(fs, fd, ns, nd):
+def _bw_coalesce_lists(fs, fd, ns, nd):
     """Merge the flat modes ``fs:fd`` (all but the last) into the seed ``ns:nd``, back to front.
 
     CuTe's rules, in order, for each mode ``s:d`` against the front ``t:e`` of the result:
     ``s == 1``: skip it; a seed ``t == 1``: replace it; ``s*d == e`` (static): merge into
-    ``s*t:d``; otherwise prepend ``s:d``.  The lists hold the result back to front.
+    ``s*t:d``; otherwise prepend ``s:d``.  Returns the result's modes as two lists.
     """
     shapes, strides = [ns], [nd]
     for i in range(len(fs) - 2, -1, -1):
@@ -280,12 +285,19 @@ def _bw_coalesce(fs, fd, ns, nd):
             shapes.append(s)
             strides.append(d)
     if len(shapes) == 1:
-        s = shapes[0]
-        if type(s) is int and s == 1:
-            return _mk(1, 0)
-        return _mk(s, strides[0])
+        if type(shapes[0]) is int and shapes[0] == 1:
+            return [1], [0]
+        return shapes, strides
     shapes.reverse()
     strides.reverse()
+    return shapes, strides
+
+
+def _bw_coalesce(fs, fd, ns, nd):
+    """:func:`_bw_coalesce_lists` as a layout (a leaf layout when one mode is left)."""
+    shapes, strides = _bw_coalesce_lists(fs, fd, ns, nd)
+    if len(shapes) == 1:
+        return _mk(shapes[0], strides[0])
     return _mk(tuple(shapes), tuple(strides))
 
 
@@ -318,14 +330,15 @@ def _filter_flat(layout):
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     # dropping static stride-0 and size-1 modes before coalescing is what filter_zeros + coalesce do
-    ks = [s for s, d in zip(fs, fd) if not ((type(d) is int and d == 0) or (type(s) is int and s == 1))]
+    ks, kd = [], []
+    for s, d in zip(fs, fd):
+        if (type(d) is int and d == 0) or (type(s) is int and s == 1):
+            continue
+        ks.append(s)
+        kd.append(d)
     if not ks:
         return [1], [0]
-    kd = [d for s, d in zip(fs, fd) if not ((type(d) is int and d == 0) or (type(s) is int and s == 1))]
-    c = _bw_coalesce(ks, kd, ks[-1], kd[-1])
-    if type(c.shape) is tuple:
-        return list(c.shape), list(c.stride)
-    return [c.shape], [c.stride]
+    return _bw_coalesce_lists(ks, kd, ks[-1], kd[-1])
 
 
 def _filter(layout):
