@@ -5,7 +5,7 @@ including which inputs it rejects; results are memoised (layouts are immutable).
 """
 
 from ._memo import memoize
-from .errors import CuteTypeError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
+from .errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
 from .int_tuple import (
     as_int_tuple,
     ceil_div,
@@ -17,7 +17,7 @@ from .int_tuple import (
     product,
     signum,
 )
-from .layout import Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _filter_flat, _mk, coalesce_x, make_layout
+from .layout import Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _filter_flat, _mk, coalesce_x, cosize, make_layout
 
 __all__ = [
     "composition",
@@ -110,7 +110,8 @@ def composition(lhs, rhs):
     @post is_compatible(rhs, result) for a layout rhs
     @post result(c) == lhs(rhs(c)) for all c in the domain of rhs
     """
-    _need_layout(lhs, "composition")
+    if type(lhs) is not Layout:
+        return _composition_other(lhs, rhs)
     if type(rhs) is Layout:
         flat = coalesce_x(lhs, _coprofile(rhs))
         return _composition_impl(flat.shape, flat.stride, rhs.shape, rhs.stride)
@@ -122,14 +123,43 @@ def composition(lhs, rhs):
         if len(rhs) > len(lhs):
             raise RankError(f"composition: the tiler {_tiler_str(rhs)} has more modes than the layout {lhs}")
         return _concat([_composition(lhs[i], r) for i, r in enumerate(rhs)])
+    if hasattr(rhs, "__cute_map_outer__"):
+        # Layout o (inner o 0 o outer) == (Layout o inner) o outer
+        offset = rhs.offset
+        if not (type(offset) is int and offset == 0):
+            raise CuteValueError(f"composition of a layout with a composed layout needs offset 0, got {rhs}")
+        return _composition(_composition(lhs, rhs.inner), rhs.outer)
+    transported = getattr(rhs, "__cute_transport__", None)
+    if transported is not None:
+        # Layout o Swizzle: the swizzle carried through the layout, then the layout
+        return transported(lhs)
     rhs = as_int_tuple(rhs, "composition rhs (a Layout, an int, None or a tuple tiler)")
     flat = coalesce_x(lhs)
     return _composition_impl(flat.shape, flat.stride, rhs, 1)
 
 
+def _composition_other(lhs, rhs):
+    mapper = getattr(lhs, "__cute_map_outer__", None)
+    if mapper is not None:
+        # (inner o offset o outer) o rhs == inner o offset o (outer o rhs)
+        return mapper(lambda outer: _composition(outer, rhs))
+    before = getattr(lhs, "__cute_compose_layout__", None)
+    if before is not None and type(rhs) is Layout:
+        # Swizzle o Layout: a composed layout with offset 0
+        return before(rhs)
+    raise CuteTypeError(f"composition: lhs must be a Layout, got {type(lhs).__name__} {lhs!r}")
+
+
 def _coprofile(rhs):
-    # the profile of rhs's codomain: None (a scalar) for integer strides
-    hook = getattr(rhs.stride, "__cute_coprofile__", None)
+    # the profile of rhs's codomain: None (a scalar) for integer strides, zeros for coordinates
+    fd = flatten(rhs.stride)
+    fd = fd if type(fd) is tuple else (fd,)
+    if all(type(x) is int for x in fd):
+        return None
+    total = 0
+    for x in fd:
+        total = total + x
+    hook = getattr(total, "__cute_coprofile__", None)
     return hook() if hook is not None else None
 
 
@@ -185,6 +215,9 @@ def complement(layout, cotarget=None):
     @post size(result) * size(filter(layout)) >= size(cotarget) (covering)
     """
     if type(layout) is not Layout:
+        if hasattr(layout, "__cute_map_outer__"):
+            # a composed layout: the complement of its outer layout
+            return _complement(layout.outer, cosize(layout.outer) if cotarget is None else cotarget)
         _need_layout(layout, "complement", "layout")
     shape, stride = _filter_flat(layout)
     if cotarget is None:
@@ -244,6 +277,22 @@ def _mul(a, b):
 # -- inverses --------------------------------------------------------------------------------
 
 
+def _need_int_strides(strides, layout, op):
+    for x in strides:
+        if not is_int(x):
+            raise CuteTypeError(f"{op} needs integer strides, but {layout} has the stride {x}")
+
+
+def _inverse_other(layout, inverse, op):
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+        inner, off = layout.inner, layout.offset
+        if hasattr(inner, "yyy_msk") and type(off) is int and off == 0:
+            # inv(S o L) == inv(L) o S for a swizzle (its own inverse)
+            return _composition(inverse(layout.outer), inner)
+        raise CuteValueError(f"{op} of a composed layout needs a swizzle with offset 0, got {layout}")
+    raise CuteTypeError(f"{op}: layout must be a Layout, got {type(layout).__name__} {layout!r}")
+
+
 def _flat_modes(layout):
     fs, fd = flatten(layout.shape), flatten(layout.stride)
     if type(fs) is not tuple:
@@ -263,8 +312,10 @@ def right_inverse(layout):
 
     @post layout(result(i)) == i for 0 <= i < size(result)
     """
-    _need_layout(layout, "right_inverse", "layout")
+    if type(layout) is not Layout:
+        return _inverse_other(layout, _right_inverse, "right_inverse")
     s, d, pre = _flat_modes(layout)
+    _need_int_strides(d, layout, "right_inverse")
     keys = [i for i, x in enumerate(d) if type(x) is int]
     order = [keys[j] for j in _exchange_sort([d[i] for i in keys])]
     rs, rd, curr = [1], [0], 1
@@ -288,8 +339,10 @@ def left_inverse(layout):
 
     @post layout(result(layout(i))) == layout(i) for 0 <= i < size(layout)
     """
-    _need_layout(layout, "left_inverse", "layout")
+    if type(layout) is not Layout:
+        return _inverse_other(layout, left_inverse.__wrapped__, "left_inverse")
     s, d, pre = _flat_modes(layout)
+    _need_int_strides(d, layout, "left_inverse")
     for x in d:
         if type(x) is not int:
             raise StaticValueRequired(f"left_inverse needs static strides, but {layout} has a run-time stride")
@@ -325,12 +378,26 @@ def _common(a, b):
     return inv_b, None
 
 
+def _swizzle_base(x):
+    # the size of the unswizzled run of a swizzled composed layout, or None
+    inner = getattr(x, "inner", None)
+    return (1 << inner.base) if hasattr(inner, "yyy_msk") and hasattr(x, "__cute_map_outer__") else None
+
+
 @memoize
 def max_common_layout(a, b):
     """The layout of the largest contiguous run of indices on which ``a`` and ``b`` agree.
 
+    With a swizzled composed layout, the run stops at the swizzle's unswizzled base.
     @post a(result(i)) == i and b(result(i)) == i for 0 <= i < size(result)
     """
+    base_a, base_b = _swizzle_base(a), _swizzle_base(b)
+    if base_b is not None and base_a is None:
+        a, b, base_a, base_b = b, a, base_b, base_a
+    if base_a is not None:
+        common = max_common_layout(a.outer, b.outer if base_b is not None else b)
+        n = product(common.shape)
+        return _composition(common, base_a) if type(n) is int and base_a < n else common
     inv_b, first = _common(a, b)
     if first is None:
         return _mk(1, 0)
@@ -341,8 +408,15 @@ def max_common_layout(a, b):
 def max_common_vector(a, b):
     """The number N of contiguous elements on which ``a`` and ``b`` agree (``>= 1``).
 
+    With swizzled composed layouts, N stops at the swizzles' unswizzled base(s).
     @post a(b.get_1d_coord(n)) == n for 0 <= n < N (non-negative strides)
     """
+    base_a, base_b = _swizzle_base(a), _swizzle_base(b)
+    if base_a is not None or base_b is not None:
+        vec = max_common_vector(a.outer if base_a else a, b.outer if base_b else b)
+        if base_a is not None and base_b is not None and a.inner == b.inner:
+            return vec
+        return min(x for x in (vec, base_a, base_b) if x is not None)
     _, first = _common(a, b)
     return 1 if first is None else first.shape
 
@@ -354,6 +428,8 @@ def nullspace(layout):
     @post layout(result(i)) == 0 for 0 <= i < size(result)
     @post size(result) == size(layout) // size(filter(layout))
     """
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+        return _mk(1, 0)  # not attempted for composed layouts, as in CuTe
     _need_layout(layout, "nullspace", "layout")
     fd = flatten(layout.stride)
     fs = flatten(layout.shape)

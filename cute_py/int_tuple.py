@@ -213,7 +213,7 @@ def product_like(a, guide):
 
 
 def _shape_of(x):
-    if type(x) is tuple or is_int(x):
+    if type(x) is tuple or is_int(x) or getattr(x, "__cute_stride__", False):
         return x
     s = getattr(x, "shape", None)
     if s is None:
@@ -603,9 +603,12 @@ def inner_product(a, b):
 
 def is_congruent(a, b):
     """True if ``a`` and ``b`` have the same profile (same nesting, same ranks)."""
-    a, b = _shape_of(a), _shape_of(b)
+    return _congruent(_shape_of(a), _shape_of(b))
+
+
+def _congruent(a, b):
     if type(a) is tuple and type(b) is tuple:
-        return len(a) == len(b) and all(is_congruent(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
     return (type(a) is tuple) == (type(b) is tuple)
 
 

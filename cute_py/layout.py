@@ -239,26 +239,43 @@ def _order_of(stride):
     return stride
 
 
+def _map_outer(x):
+    """The outer-layout mapper of a composed layout (``None`` for anything else)."""
+    return getattr(x, "__cute_map_outer__", None)
+
+
 def _need_layout(x, op):
     if type(x) is not Layout:
         raise CuteTypeError(f"{op} expects a Layout, got {type(x).__name__} {x!r}")
 
 
 def cosize(layout, mode=()):
-    """The size of the codomain: ``layout(size(layout) - 1) + 1`` (of ``mode`` if given)."""
+    """The size of the codomain: ``sum((s-1)*|d|) + 1`` over the modes (of ``mode`` if given).
+
+    For non-negative strides this is ``layout(size(layout) - 1) + 1``; for basis
+    strides it is the size of the codomain's bounding shape (CuTe's ``coshape``).
+    """
     if mode != ():
         layout = _get(layout, mode)
     if type(layout) is not Layout:
         if hasattr(layout, "cosize"):
             return layout.cosize()
         raise CuteTypeError(f"cosize expects a layout, got {layout!r}")
-    n = product(layout.shape)
-    if type(n) is int and n == 0:
-        return 0
-    return layout(n - 1) + 1
+    fs, fd = _flatten_tuple(layout.shape), _flatten_tuple(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    co = 0
+    for s, d in zip(fs, fd):
+        co = co + (s - 1) * abs(d)
+    hook = getattr(co, "__cute_cosize__", None)
+    return hook() if hook is not None else co + 1
 
 
 # -- coalesce and filter ------------------------------------------------------------------
+
+
+def _static_basis(x):
+    return getattr(x, "__cute_static__", False)
 
 
 def _bw_coalesce_lists(fs, fd, ns, nd):
@@ -280,6 +297,9 @@ def _bw_coalesce_lists(fs, fd, ns, nd):
             continue
         e = strides[-1]
         if type(s) is int and type(d) is int and type(e) is int and type(t) is int and s * d == e:
+            shapes[-1], strides[-1] = s * t, d
+        elif type(s) is int and type(t) is int and _static_basis(d) and _static_basis(e) and s * d == e:
+            # basis strides merge like ints when they are static and name the same mode
             shapes[-1], strides[-1] = s * t, d
         else:
             shapes.append(s)
@@ -363,6 +383,8 @@ def coalesce(layout, target_profile=None):
     keeping the profile: ``coalesce((2,(1,6)):(1,(6,2)), (1,1)) == (2,6):(1,2)``.
     @post size(result) == size(layout); result(i) == layout(i) for 0 <= i < size(layout)
     """
+    if type(layout) is not Layout and _map_outer(layout):
+        return _map_outer(layout)(lambda o: coalesce(o, target_profile))
     _need_layout(layout, "coalesce")
     if target_profile is None or type(target_profile) is not tuple:
         return _coalesce(layout)
@@ -389,6 +411,8 @@ def filter(layout, target_profile=None):
 
     @post layout(i) for the kept coordinates are unchanged, in order; depth(result) <= 1
     """
+    if type(layout) is not Layout and _map_outer(layout):
+        return _map_outer(layout)(lambda o: filter(o, target_profile))
     _need_layout(layout, "filter")
     if target_profile is None or type(target_profile) is not tuple:
         return _filter(layout)
@@ -403,6 +427,8 @@ def select(layout, mode):
     modes = (mode,) if isinstance(mode, int) else tuple(mode)
     if type(layout) is Layout:
         return make_layout(*(layout[i] for i in modes))
+    if _map_outer(layout):
+        return _map_outer(layout)(lambda o: select(o, modes))
     t = layout if type(layout) is tuple else (layout,)
     try:
         return tuple(t[i] for i in modes)
@@ -414,6 +440,8 @@ def group_modes(x, begin, end=None):
     """Group modes ``[begin, end)`` of a layout or IntTuple into one mode."""
     if type(x) is Layout:
         return _mk(group_modes(x.shape, begin, end), group_modes(x.stride, begin, end))
+    if _map_outer(x):
+        return _map_outer(x)(lambda o: group_modes(o, begin, end))
     t = x if type(x) is tuple else (x,)
     n = len(t)
     if end is None:
@@ -445,6 +473,8 @@ def prepend(x, elem=None, up_to_rank=None):
 
 
 def _extend(x, elem, up_to_rank, front):
+    if _map_outer(x):
+        return _map_outer(x)(lambda o: _extend(o, elem, up_to_rank, front))
     if type(x) is Layout:
         if elem is None:
             elem = _mk(1, 0)
@@ -516,7 +546,13 @@ def slice_(src, coord):
 
 
 def slice_and_offset(coord, layout):
-    """``(slice_(layout, coord), layout(coord with None as 0))``."""
+    """``(slice_(layout, coord), layout(coord with None as 0))``.
+
+    For a composed layout the offset is folded into the result as CuTe does.
+    """
+    hook = getattr(layout, "__cute_slice_and_offset__", None)
+    if hook is not None:
+        return hook(coord)
     _need_layout(layout, "slice_and_offset")
     return slice_(layout, coord), crd2idx(_zero_none(coord), layout.shape, layout.stride)
 
@@ -532,5 +568,7 @@ def flatten(x):
     """Flatten an IntTuple or a layout to depth <= 1."""
     if type(x) is Layout:
         return _mk(_flatten_tuple(x.shape), _flatten_tuple(x.stride))
+    if _map_outer(x):
+        return _map_outer(x)(flatten)
     return _flatten_tuple(x)
 

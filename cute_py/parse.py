@@ -1,26 +1,29 @@
-"""Parse CuTe notation: ``(4,(2,8)):(2,(1,8))`` into a Layout, ``(2,(3,4))`` into an IntTuple.
+"""Parse CuTe notation: layouts ``(4,(2,8)):(2,(1,8))``, IntTuples ``(2,(3,4))``, basis strides
+``(1@1,1@0)``, swizzles ``S<3,4,3>`` and composed layouts ``S<3,4,3> o 0 o (8,64):(64,1)``.
 
 ``(4)`` is the rank-1 tuple ``(4,)`` (CuTe prints 1-tuples that way), so
-``parse_layout(str(layout)) == layout`` for every layout of static ints.  CuTe
-C++'s static-int underscores (``_4``) are accepted and ignored.
+``parse_layout(str(layout)) == layout`` for every layout of static values.  CuTe
+C++'s static-int underscores (``_4``) and its ``Sw<...>`` spelling are accepted.
 """
 
 import re
 
 from .errors import CuteValueError
 
-__all__ = ["parse_int_tuple", "parse_layout"]
+__all__ = ["parse_int_tuple", "parse_layout", "parse_swizzle"]
 
-_TOKEN = re.compile(r"\s*(?:(-?_?\d+)|(.))")
+_TOKEN = re.compile(r"\s*(?:(-?_?\d+)|([A-Za-z]+)|(\S))")
 
 
 def _tokens(text):
     out = []
     for m in _TOKEN.finditer(text):
-        num, ch = m.groups()
+        num, word, ch = m.groups()
         if num is not None:
             out.append(("int", int(num.replace("_", ""))))
-        elif ch is not None and not ch.isspace():
+        elif word is not None:
+            out.append(("word", word))
+        elif ch is not None:
             out.append(("sym", ch))
     return out
 
@@ -37,16 +40,29 @@ class _Parser:
     def peek(self):
         return self.toks[self.pos] if self.pos < len(self.toks) else ("end", None)
 
-    def take(self, sym):
-        if self.peek() != ("sym", sym):
-            self.fail(f"expected {sym!r} at token {self.pos}")
+    def take(self, kind, val=None):
+        k, v = self.peek()
+        if k != kind or (val is not None and v != val):
+            self.fail(f"expected {val or kind!r} at token {self.pos}, found {v!r}")
         self.pos += 1
+        return v
+
+    def leaf(self):
+        value = self.take("int")
+        modes = []
+        while self.peek() == ("sym", "@"):
+            self.pos += 1
+            modes.append(self.take("int"))
+        if not modes:
+            return value
+        from .basis import ScaledBasis
+
+        return ScaledBasis(value, tuple(reversed(modes)))
 
     def int_tuple(self):
         kind, val = self.peek()
         if kind == "int":
-            self.pos += 1
-            return val
+            return self.leaf()
         if (kind, val) != ("sym", "("):
             self.fail(f"expected an int or '(' at token {self.pos}")
         self.pos += 1
@@ -56,15 +72,51 @@ class _Parser:
             return ()
         while True:
             items.append(self.int_tuple())
-            kind, val = self.peek()
-            if (kind, val) == ("sym", ","):
+            if self.peek() == ("sym", ","):
                 self.pos += 1
                 if self.peek() == ("sym", ")"):
                     self.pos += 1
                     return tuple(items)
                 continue
-            self.take(")")
+            self.take("sym", ")")
             return tuple(items)
+
+    def swizzle(self):
+        word = self.take("word")
+        if word not in ("S", "Sw"):
+            self.fail(f"expected a swizzle S<b,m,s>, found {word!r}")
+        self.take("sym", "<")
+        b = self.take("int")
+        self.take("sym", ",")
+        m = self.take("int")
+        self.take("sym", ",")
+        s = self.take("int")
+        self.take("sym", ">")
+        from .swizzle import Swizzle
+
+        return Swizzle(b, m, s)
+
+    def plain_layout(self):
+        from .layout import Layout
+
+        shape = self.int_tuple()
+        stride = None
+        if self.peek() == ("sym", ":"):
+            self.pos += 1
+            stride = self.int_tuple()
+        return Layout(shape, stride)
+
+    def layout(self):
+        if self.peek()[0] != "word":
+            return self.plain_layout()
+        inner = self.swizzle()
+        self.take("word", "o")
+        offset = self.leaf()
+        self.take("word", "o")
+        outer = self.layout()
+        from .composed import ComposedLayout
+
+        return ComposedLayout(inner, offset, outer)
 
     def end(self):
         if self.pos != len(self.toks):
@@ -80,14 +132,17 @@ def parse_int_tuple(text):
 
 
 def parse_layout(text):
-    """Parse ``"shape:stride"`` (or just ``"shape"``, compact column-major) into a Layout."""
-    from .layout import Layout
-
+    """Parse ``"shape:stride"`` (or ``"shape"``, compact column-major) or a composed layout
+    ``"S<b,m,s> o offset o shape:stride"``."""
     p = _Parser(text)
-    shape = p.int_tuple()
-    stride = None
-    if p.peek() == ("sym", ":"):
-        p.pos += 1
-        stride = p.int_tuple()
+    layout = p.layout()
     p.end()
-    return Layout(shape, stride)
+    return layout
+
+
+def parse_swizzle(text):
+    """Parse ``"S<3,4,3>"`` into a :class:`~cute_py.swizzle.Swizzle`."""
+    p = _Parser(text)
+    sw = p.swizzle()
+    p.end()
+    return sw

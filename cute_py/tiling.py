@@ -6,7 +6,7 @@ as in the current CuTe C++; the zipped/tiled/flat forms regroup their modes.
 """
 
 from ._memo import memoize
-from .algebra import _complement, _composition
+from .algebra import _complement, _composition, right_inverse
 from .errors import CuteTypeError, DivisibilityError, RankError
 from .int_tuple import as_int_tuple, ceil_div, evenly_divides, fmt, is_int, is_static, product, product_each
 from .layout import Layout, _coalesce, _concat, _mk, _vector, append, cosize, make_ordered_layout, slice_
@@ -25,7 +25,16 @@ __all__ = [
     "tile_to_shape",
     "tile_unzip",
     "zip_layouts",
+    "make_layout_tv",
 ]
+
+
+def _on_outer(x, fn, *args):
+    """For a composed layout ``x``: ``fn`` applied to its outer layout, keeping inner and offset."""
+    mapper = getattr(x, "__cute_map_outer__", None)
+    if mapper is None:
+        return None
+    return mapper(lambda outer: fn(outer, *args))
 
 
 def _need_layout(x, op, what):
@@ -59,6 +68,8 @@ def logical_divide(layout, tiler):
     @post size(result) == size(layout)
     @post result == composition(layout, make_layout(tiler, complement(tiler, shape(coalesce(layout)))))
     """
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+        return _on_outer(layout, logical_divide, tiler)
     _need_layout(layout, "logical_divide", "layout")
     tiler = _as_tiler(tiler, "logical_divide")
     if type(tiler) is Layout:
@@ -115,6 +126,8 @@ def zipped_divide(layout, tiler):
 
     @post size(result[0]) == size of the tile; result is logical_divide regrouped
     """
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+        return _on_outer(layout, zipped_divide, tiler)
     tiler = _as_tiler(tiler, "zipped_divide")
     _reject_none(tiler, "zipped_divide")
     return tile_unzip(_logical_divide(layout, tiler), tiler)
@@ -123,12 +136,16 @@ def zipped_divide(layout, tiler):
 @memoize
 def tiled_divide(layout, tiler):
     """``zipped_divide`` with the rest modes unpacked: ``((TILE...), REST0, REST1, ...)``."""
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+        return _on_outer(layout, tiled_divide, tiler)
     return _unpack(zipped_divide.__wrapped__(layout, tiler), False, True)
 
 
 @memoize
 def flat_divide(layout, tiler):
     """``zipped_divide`` with both groups unpacked: ``(TILE0, TILE1, ..., REST0, REST1, ...)``."""
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+        return _on_outer(layout, flat_divide, tiler)
     return _unpack(zipped_divide.__wrapped__(layout, tiler), True, True)
 
 
@@ -141,7 +158,11 @@ def logical_product(block, tiler):
     @post size(result) == size(block) * size(tiler)
     @post result[0] == block (for a layout tiler)
     """
+    if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
+        return _on_outer(block, logical_product, tiler)
     _need_layout(block, "logical_product", "block")
+    if type(tiler) is not Layout and hasattr(tiler, "__cute_map_outer__"):
+        return _product_with_swizzled_tiler(block, tiler)
     tiler = _as_tiler(tiler, "logical_product")
     if type(tiler) is Layout:
         rest = _composition(_complement(block, product(block.shape) * cosize(tiler)), tiler)
@@ -156,9 +177,27 @@ def logical_product(block, tiler):
 _logical_product = logical_product.__wrapped__
 
 
+def _product_with_swizzled_tiler(block, tiler):
+    # the product with the tiler's outer layout, under the tiler's swizzle carried to the new layout
+    inner, offset = tiler.inner, tiler.offset
+    if not (hasattr(inner, "yyy_msk") and type(offset) is int and offset == 0):
+        raise CuteTypeError(f"logical_product: a composed tiler needs a swizzle with offset 0, got {tiler}")
+    outer = tiler.outer
+    new_layout = _logical_product(block, outer)
+    b, m, s = inner.bits, inner.base, abs(inner.shift)
+    only_zy = _mk((1 << m, 1 << b, 1 << (s - b), 1 << b, 1), (0, 1 << m, 0, 1 << (m + s), 0))
+    layout_only_zy = _composition(only_zy, outer)
+    active = layout_only_zy(product(layout_only_zy.shape) - 1)
+    new_z = new_layout((0, outer(active & inner.zzz_msk)))
+    new_y = new_layout((0, outer(active & inner.yyy_msk)))
+    return _composition(inner.from_masks(new_y, new_z), new_layout)
+
+
 @memoize
 def zipped_product(block, tiler):
     """``logical_product`` with the block modes gathered first: ``((BLOCK...), (REPEAT...))``."""
+    if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
+        return _on_outer(block, zipped_product, tiler)
     tiler = _as_tiler(tiler, "zipped_product")
     _reject_none(tiler, "zipped_product")
     return tile_unzip(_logical_product(block, tiler), tiler)
@@ -167,12 +206,16 @@ def zipped_product(block, tiler):
 @memoize
 def tiled_product(block, tiler):
     """``zipped_product`` with the repeat modes unpacked: ``((BLOCK...), R0, R1, ...)``."""
+    if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
+        return _on_outer(block, tiled_product, tiler)
     return _unpack(zipped_product.__wrapped__(block, tiler), False, True)
 
 
 @memoize
 def flat_product(block, tiler):
     """``zipped_product`` with both groups unpacked: ``(B0, B1, ..., R0, R1, ...)``."""
+    if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
+        return _on_outer(block, flat_product, tiler)
     return _unpack(zipped_product.__wrapped__(block, tiler), True, True)
 
 
@@ -208,6 +251,8 @@ def blocked_product(block, tiler):
     @post rank(result) == max(rank(block), rank(tiler))
     @post size(result) == size(block) * size(tiler)
     """
+    if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
+        return _on_outer(block, blocked_product, tiler)
     b, t = _rank_product(block, tiler, "blocked_product")
     return zip_layouts(b, t)
 
@@ -219,6 +264,8 @@ def raked_product(block, tiler):
     @post rank(result) == max(rank(block), rank(tiler))
     @post size(result) == size(block) * size(tiler)
     """
+    if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
+        return _on_outer(block, raked_product, tiler)
     b, t = _rank_product(block, tiler, "raked_product")
     return zip_layouts(t, b)
 
@@ -250,8 +297,28 @@ def tile_to_shape(atom, trg_shape, order=None):
     @pre rank(atom) <= rank(trg_shape) and the atom's mode sizes divide the target's
     @post is_compatible(trg_shape, shape(result))
     """
+    if type(atom) is not Layout and hasattr(atom, "__cute_map_outer__"):
+        return _on_outer(atom, tile_to_shape, trg_shape, order)
     _need_layout(atom, "tile_to_shape", "atom")
     trg_shape = as_int_tuple(trg_shape, "tile_to_shape target shape")
     if order is not None:
         order = as_int_tuple(order, "tile_to_shape order")
     return _tile_to_shape(atom, trg_shape, order)
+
+
+def make_layout_tv(thr_layout, val_layout):
+    """``(tiler_mn, layout_tv)``: each thread of ``thr_layout`` owns a ``val_layout`` block of the tile.
+
+    ``layout_mn = raked_product(thr_layout, val_layout)`` lays the blocks out over the
+    ``tiler_mn = product_each(shape(layout_mn))`` tile; ``layout_tv`` maps
+    ``(thread, value)`` to the tile offset: ``right_inverse(layout_mn)`` reshaped to
+    ``(size(thr_layout), size(val_layout))``.  E.g. thr ``(2,3):(3,1)``, val ``(2,2):(2,1)``
+    give ``(4,6)`` and ``((3,2),(2,2)):((8,2),(4,1))``.
+    @post every offset of the tile is owned by exactly one (thread, value) when both layouts are bijective
+    """
+    _need_layout(thr_layout, "make_layout_tv", "thr_layout")
+    _need_layout(val_layout, "make_layout_tv", "val_layout")
+    layout_mn = raked_product(thr_layout, val_layout)
+    thr_size, val_size = product(thr_layout.shape), product(val_layout.shape)
+    layout_tv = _composition(right_inverse(layout_mn), Layout((thr_size, val_size)))
+    return product_each(layout_mn.shape), layout_tv

@@ -15,10 +15,15 @@ ALGEBRA_LAYERS = {
     "errors": set(),
     "_memo": set(),
     "int_tuple": {"errors"},
-    "layout": {"_memo", "errors", "int_tuple", "parse"},
-    "parse": {"errors", "layout"},
+    "layout": {"_memo", "errors", "int_tuple"},
     "algebra": {"_memo", "errors", "int_tuple", "layout"},
     "tiling": {"_memo", "algebra", "errors", "int_tuple", "layout"},
+    "swizzle": {"errors", "int_tuple", "composed"},
+    "composed": {"algebra", "errors", "int_tuple", "layout", "swizzle"},
+    "basis": {"errors", "int_tuple", "layout"},
+    "recast": {"_memo", "composed", "errors", "int_tuple", "layout", "swizzle"},
+    "smem_atoms": {"composed", "errors", "layout", "recast", "swizzle"},
+    "parse": {"basis", "composed", "errors", "layout", "swizzle"},
 }
 HEAVY = {"numba_cuda_mlir", "mlir", "cuda", "torch", "cupy", "numpy", "jax", "hypothesis", "mlir_dialects"}
 

@@ -1,0 +1,223 @@
+"""``ComposedLayout(inner, offset, outer)``: the function ``c -> inner(offset + outer(c))``.
+
+The inner function is usually a :class:`~cute_py.swizzle.Swizzle` (swizzled shared
+memory), the outer one a :class:`~cute_py.layout.Layout`.  Its shape is the outer
+layout's; the algebra acts on the outer layout (divides, products, coalesce,
+``tile_to_shape``...) and keeps the inner function, as CuTe does.  Prints
+``S<3,4,3> o 0 o (8,64):(64,1)``.
+"""
+
+from .algebra import composition
+from .errors import CuteTypeError, CuteValueError
+from .int_tuple import fmt, is_int
+from .layout import Layout, _mk, dice, slice_, slice_and_offset
+from .swizzle import Swizzle
+
+__all__ = [
+    "ComposedLayout",
+    "make_composed_layout",
+    "is_composed_layout",
+    "get_swizzle_portion",
+    "get_nonswizzle_portion",
+]
+
+
+class ComposedLayout:
+    """An immutable, hashable ``inner o offset o outer``."""
+
+    __slots__ = ("inner", "offset", "outer")
+
+    def __init__(self, inner, offset, outer):
+        if not (type(inner) in (Swizzle, Layout) or isinstance(inner, ComposedLayout) or callable(inner)):
+            raise CuteTypeError(f"the inner function of a composed layout must be a Swizzle or a layout, got {inner!r}")
+        if not is_int(offset) and not hasattr(offset, "__cute_stride__"):
+            raise CuteTypeError(f"the offset of a composed layout must be an int, got {offset!r}")
+        if not isinstance(outer, (Layout, ComposedLayout)):
+            raise CuteTypeError(f"the outer function of a composed layout must be a Layout, got {outer!r}")
+        object.__setattr__(self, "inner", inner)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "outer", outer)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ComposedLayout is immutable")
+
+    def __reduce__(self):
+        return (ComposedLayout, (self.inner, self.offset, self.outer))
+
+    @property
+    def shape(self):
+        """The shape of the outer layout."""
+        return self.outer.shape
+
+    @property
+    def stride(self):
+        raise CuteTypeError("a composed layout has no strides; use .outer.stride")
+
+    def __len__(self):
+        return len(self.outer)
+
+    def __getitem__(self, i):
+        return _compose3(self.inner, self.offset, self.outer[i])
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __call__(self, *coord):
+        """``inner(offset + outer(coord))``; a coordinate with ``None`` slices."""
+        if len(coord) == 1:
+            coord = coord[0]
+        if _has_none(coord):
+            return slice_(self, coord)
+        return self.inner(self.offset + self.outer(coord))
+
+    def cosize(self):
+        """The codomain size of the outer layout (as in CuTe)."""
+        from .layout import cosize
+
+        return cosize(self.outer)
+
+    def __eq__(self, other):
+        return (
+            type(other) is ComposedLayout
+            and self.inner == other.inner
+            and self.offset == other.offset
+            and self.outer == other.outer
+        )
+
+    def __hash__(self):
+        return hash((self.inner, self.offset, self.outer))
+
+    def __str__(self):
+        return f"{self.inner} o {fmt(self.offset)} o {self.outer}"
+
+    def __repr__(self):
+        return f"ComposedLayout({self.inner!r}, {self.offset!r}, {self.outer!r})"
+
+    # -- hooks used by the algebra (layout.py, algebra.py, tiling.py) ------------------------
+    def __cute_map_outer__(self, fn):
+        """Apply ``fn`` to the outer layout, keeping inner and offset."""
+        return _compose3(self.inner, self.offset, fn(self.outer))
+
+    def __cute_slice__(self, coord):
+        return slice_and_offset_composed(coord, self)[0]
+
+    def __cute_slice_and_offset__(self, coord):
+        return slice_and_offset_composed(coord, self)
+
+
+def _has_none(c):
+    if c is None:
+        return True
+    return type(c) is tuple and any(_has_none(e) for e in c)
+
+
+def _compose3(inner, offset, outer):
+    # CuTe's composition(a, offset, b): an identity swizzle with offset 0 disappears
+    if type(inner) is Swizzle and inner.bits == 0 and type(offset) is int and offset == 0:
+        return outer
+    return ComposedLayout(inner, offset, outer)
+
+
+def make_composed_layout(inner, offset, outer):
+    """The composed layout ``inner o offset o outer`` (always a :class:`ComposedLayout`)."""
+    return ComposedLayout(inner, offset, outer)
+
+
+def is_composed_layout(x):
+    """True for a :class:`ComposedLayout`."""
+    return type(x) is ComposedLayout
+
+
+def get_swizzle_portion(layout):
+    """The swizzle of a swizzled composed layout; the identity ``S<0,4,3>`` for a plain layout."""
+    if type(layout) is ComposedLayout:
+        if type(layout.inner) is not Swizzle:
+            raise CuteTypeError(f"get_swizzle_portion: the inner function of {layout} is not a Swizzle")
+        return layout.inner
+    if type(layout) is Layout:
+        return Swizzle(0, 4, 3)
+    raise CuteTypeError(f"get_swizzle_portion expects a layout, got {layout!r}")
+
+
+def get_nonswizzle_portion(layout):
+    """The outer (non-swizzled) layout of a swizzled composed layout; a plain layout itself."""
+    if type(layout) is ComposedLayout:
+        if type(layout.inner) is not Swizzle:
+            raise CuteTypeError(f"get_nonswizzle_portion: the inner function of {layout} is not a Swizzle")
+        return layout.outer
+    if type(layout) is Layout:
+        return layout
+    raise CuteTypeError(f"get_nonswizzle_portion expects a layout, got {layout!r}")
+
+
+# -- slicing ------------------------------------------------------------------------------------
+
+
+def _all_none(c):
+    if c is None:
+        return True
+    return type(c) is tuple and all(_all_none(e) for e in c)
+
+
+def _static_coord(c):
+    if type(c) is tuple:
+        return all(_static_coord(e) for e in c)
+    return c is None or type(c) is int
+
+
+def slice_and_offset_composed(coord, layout):
+    """CuTe's ``slice_and_offset`` of a composed layout: ``(sub-layout, offset)``.
+
+    For a swizzle with a static coordinate the result decays to a plain layout
+    whenever the remaining modes do not mix swizzled bits, as in CuTe; otherwise
+    it is a composed layout whose offset absorbs the fixed modes.
+    @post sub(c') + offset == layout(coord filled with c') for all c'
+    """
+    inner, off, outer = layout.inner, layout.offset, layout.outer
+    if type(inner) is not Swizzle or not _static_coord(coord) or type(off) is not int:
+        sub, o = slice_and_offset(coord, outer)
+        return ComposedLayout(inner, off + o, sub), 0
+    if _all_none(coord):
+        return _compose3(inner, off, slice_(outer, coord)), 0
+    b, m, s = inner.bits, inner.base, abs(inner.shift)
+    sw_shape = (1 << m, 1 << b, 1 << (s - b), 1 << b, 1)
+    anti_zy = _mk(sw_shape, (1, 0, 1 << (m + b), 0, 1 << (m + b + s)))
+    only_zy = _mk(sw_shape, (0, 1 << m, 0, 1 << (m + s), 0))
+    sliced = slice_(outer, coord)
+    diced = dice(coord, outer)
+    diced_coord = dice(coord, coord)
+    offset_only_zy = off ^ composition(only_zy, diced)(diced_coord)
+    offset_anti_zy = composition(anti_zy, diced)(diced_coord)
+    sliced_only_zy = composition(only_zy, sliced)
+    n = _size(sliced_only_zy)
+    active = sliced_only_zy(n - 1)
+    if active & ~inner(active):
+        # the remaining modes hit both Y and Z: keep the swizzle
+        return ComposedLayout(inner, offset_only_zy, sliced), offset_anti_zy
+    z = inner.zzz_msk & -inner.zzz_msk
+    y = inner.yyy_msk & -inner.yyy_msk
+
+    def strides(z_first):
+        if z_first:
+            return tuple((z << i) if (offset_only_zy & (y << i)) == 0 else -(z << i) for i in range(b))
+        return tuple(((y + z) << i) if (offset_only_zy & (z << i)) == 0 else ((y - z) << i) for i in range(b))
+
+    two = (2,) * b
+    swizzle_layout = _mk(
+        (1 << m, two, 1 << (s - b), two, 1),
+        (1, strides(z < y), 1 << (m + b), strides(z > y), 1 << (m + b + s)),
+    )
+    return composition(swizzle_layout, sliced), inner(offset_only_zy) + offset_anti_zy
+
+
+def _size(layout):
+    from .int_tuple import product
+
+    return product(layout.shape)
+
+
+def check_offset_zero(layout, op):
+    """Raise unless the composed layout's offset is 0 (CuTe requires it for ``op``)."""
+    if not (type(layout.offset) is int and layout.offset == 0):
+        raise CuteValueError(f"{op} needs a composed layout with offset 0, got {layout}")

@@ -1,0 +1,147 @@
+"""Changing the element width a layout counts in: ``upcast``, ``downcast``, ``recast_layout``.
+
+``upcast(layout, n)`` views a layout of elements as a layout of ``n``-times wider
+elements (a stride-1 mode shrinks by ``n``, other strides are divided by ``n``);
+``downcast(layout, n)`` is the reverse; ``recast_layout(new_bits, old_bits, layout)``
+combines them for any ratio of widths, as CuTe's ``recast_layout<Old, New>``.
+Swizzles are recast by moving their base; composed layouts recast each part.
+
+Where CuTe rounds silently, cute_py rejects: a mode of contiguous elements that
+does not fill whole wider elements, or a stride that is not a multiple of the
+new width, cannot be recast exactly and raises :class:`DivisibilityError`.
+"""
+
+import math
+
+from ._memo import memoize
+from .errors import CuteTypeError, CuteValueError, DivisibilityError
+from .int_tuple import fmt, is_int
+from .layout import Layout, _mk
+from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle
+
+__all__ = ["upcast", "downcast", "recast_layout"]
+
+
+def _need_positive(n, op):
+    if type(n) is not int or n < 1:
+        raise CuteValueError(f"{op} needs a positive static int factor, got {fmt(n)}")
+
+
+def _upcast_leaf(s, d, n, whole):
+    if type(d) is int:
+        if d == 0:
+            # static stride 0: unchanged
+            return s, d
+        ad = abs(d)
+        if ad % n != 0 and n % ad != 0:
+            raise DivisibilityError(
+                f"upcast by {n}: stride {d} must divide or be divisible by {n} (in {whole})"
+            )
+        if ad < n and type(s) is int and s != 1 and (s * ad) % n != 0:
+            raise DivisibilityError(
+                f"upcast by {n}: the mode {s}:{d} spans {s * ad} elements, not a whole number of "
+                f"{n}-element units (in {whole})"
+            )
+        q = -(-n // ad)  # ceil_div(n, |d|)
+        sign = 1 if d > 0 else -1
+        return -(-s // q) if type(s) is int else (s + q - 1) // q, sign * (-(-ad // n))
+    if is_int(d):
+        # a run-time stride: assumed to be a multiple of n
+        return s, d // n
+    raise CuteTypeError(f"upcast of a layout with the stride {d} is not supported (in {whole})")
+
+
+def _map_leaves(shape, stride, fn):
+    if type(shape) is tuple:
+        pairs = [_map_leaves(s, d, fn) for s, d in zip(shape, stride)]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    return fn(shape, stride)
+
+
+def _has_unit_stride(stride):
+    if type(stride) is tuple:
+        return any(_has_unit_stride(d) for d in stride)
+    return type(stride) is int and stride == 1
+
+
+@memoize
+def upcast(layout, n):
+    """View ``layout`` in units ``n`` times wider (elements -> vectors of ``n`` elements).
+
+    @post recast there and back is the identity: downcast(upcast(L, n), n) == L for exact L
+    """
+    _need_positive(n, "upcast")
+    if n == 1:
+        return layout
+    if type(layout) is Swizzle:
+        return upcast_swizzle(layout, n)
+    if type(layout) is Layout:
+        s, d = _map_leaves(layout.shape, layout.stride, lambda s, d: _upcast_leaf(s, d, n, layout))
+        return _mk(s, d)
+    if hasattr(layout, "__cute_map_outer__"):
+        return _recast_composed(layout, lambda x: upcast(x, n), _upcast_offset(layout.offset, n))
+    if is_int(layout):
+        return _upcast_offset(layout, n)
+    raise CuteTypeError(f"upcast expects a layout, a swizzle or a composed layout, got {layout!r}")
+
+
+def _upcast_offset(off, n):
+    if type(off) is int and off % n != 0:
+        raise DivisibilityError(f"upcast by {n}: the offset {off} is not a multiple of {n}")
+    return off // n
+
+
+@memoize
+def downcast(layout, n):
+    """View ``layout`` in units ``n`` times narrower (an element becomes ``n`` elements).
+
+    Needs a stride-1 mode (the adjacent elements to split), as CuTe does.
+    """
+    _need_positive(n, "downcast")
+    if n == 1:
+        return layout
+    if type(layout) is Swizzle:
+        return downcast_swizzle(layout, n)
+    if type(layout) is Layout:
+        if not _has_unit_stride(layout.stride):
+            raise CuteValueError(f"downcast needs a mode of stride 1 (adjacent elements), got {layout}")
+
+        def leaf(s, d):
+            if type(d) is int and d in (1, -1):
+                return s * n, d
+            return s, d * n
+
+        s, d = _map_leaves(layout.shape, layout.stride, leaf)
+        return _mk(s, d)
+    if hasattr(layout, "__cute_map_outer__"):
+        return _recast_composed(layout, lambda x: downcast(x, n), layout.offset * n)
+    if is_int(layout):
+        return layout * n
+    raise CuteTypeError(f"downcast expects a layout, a swizzle or a composed layout, got {layout!r}")
+
+
+def _recast_composed(layout, fn, offset):
+    from .composed import _compose3
+
+    return _compose3(fn(layout.inner), offset, fn(layout.outer))
+
+
+def recast_layout(new_bits, old_bits, layout):
+    """``layout`` of ``old_bits``-wide elements seen as ``new_bits``-wide elements.
+
+    ``recast_layout(32, 16, (8,64):(64,1)) == (8,32):(32,1)``; the swizzle of a composed
+    layout moves with it: fp16 ``S<3,3,3>`` is ``S<3,2,3>`` in 32-bit units.
+    @post recast_layout(old, new, recast_layout(new, old, L)) == L where exact
+    """
+    for name, v in (("new_bits", new_bits), ("old_bits", old_bits)):
+        if type(v) is not int or v <= 0:
+            raise CuteValueError(f"recast_layout: {name} must be a positive int, got {v!r}")
+    g = math.gcd(new_bits, old_bits)
+    num, den = new_bits // g, old_bits // g
+    if num == 1 and den == 1:
+        return layout
+    if num == 1:
+        return downcast(layout, den)
+    if den == 1:
+        return upcast(layout, num)
+    return downcast(upcast(layout, num), den)
