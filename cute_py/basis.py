@@ -99,6 +99,9 @@ class ScaledBasis:
     def __cute_coprofile__(self):
         return _zeros(as_arith_tuple(self))
 
+    def __cute_coord__(self):
+        return as_arith_tuple(self)
+
 
 def _eq(a, b):
     if type(a) is int and type(b) is int:

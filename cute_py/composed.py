@@ -7,6 +7,7 @@ layout's; the algebra acts on the outer layout (divides, products, coalesce,
 ``S<3,4,3> o 0 o (8,64):(64,1)``.
 """
 
+from ._memo import memoize
 from .algebra import composition
 from .errors import CuteTypeError, CuteValueError
 from .int_tuple import fmt, is_int
@@ -166,20 +167,35 @@ def _static_coord(c):
     return c is None or type(c) is int
 
 
+@memoize
 def slice_and_offset_composed(coord, layout):
     """CuTe's ``slice_and_offset`` of a composed layout: ``(sub-layout, offset)``.
 
     For a swizzle with a static coordinate the result decays to a plain layout
-    whenever the remaining modes do not mix swizzled bits, as in CuTe; otherwise
-    it is a composed layout whose offset absorbs the fixed modes.
+    whenever the remaining modes do not mix swizzled bits, as in CuTe (the decayed
+    form is checked on the whole sub-domain and only used when it is exact);
+    otherwise it is a composed layout whose offset absorbs the fixed modes.
     @post sub(c') + offset == layout(coord filled with c') for all c'
     """
     inner, off, outer = layout.inner, layout.offset, layout.outer
-    if type(inner) is not Swizzle or not _static_coord(coord) or type(off) is not int:
-        sub, o = slice_and_offset(coord, outer)
-        return ComposedLayout(inner, off + o, sub), 0
     if _all_none(coord):
         return _compose3(inner, off, slice_(outer, coord)), 0
+    sub, o = slice_and_offset(coord, outer)
+    general = (ComposedLayout(inner, off + o, sub), 0)
+    if type(inner) is not Swizzle or not _static_coord(coord) or type(off) is not int:
+        return general
+    try:
+        decayed = _swizzle_slice(coord, inner, off, outer)
+    except CuteValueError:
+        return general
+    d_layout, d_off = decayed
+    if all(d_layout(i) + d_off == general[0](i) for i in range(_size(sub))):
+        return decayed
+    return general
+
+
+def _swizzle_slice(coord, inner, off, outer):
+    # CuTe's decay of a sliced swizzled layout to a plain layout (or a re-offset composed layout)
     b, m, s = inner.bits, inner.base, abs(inner.shift)
     sw_shape = (1 << m, 1 << b, 1 << (s - b), 1 << b, 1)
     anti_zy = _mk(sw_shape, (1, 0, 1 << (m + b), 0, 1 << (m + b + s)))

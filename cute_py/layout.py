@@ -177,7 +177,12 @@ class Layout:
             return slice_(self, coord)
         if type(coord) is not tuple and not is_int(coord):
             coord = as_int_tuple(coord, "coordinate")
-        return crd2idx(coord, self.shape, self.stride)
+        r = crd2idx(coord, self.shape, self.stride)
+        if type(r) is int:
+            return r
+        # a codomain coordinate (basis strides) is returned as a coordinate tuple
+        as_coord = getattr(r, "__cute_coord__", None)
+        return as_coord() if as_coord is not None else r
 
 
 def is_layout(x):

@@ -110,7 +110,14 @@ class Swizzle:
         # composition(layout, self): the swizzle whose masks are the layout's images of ours, o layout
         from .composed import _compose3
 
+        from .int_tuple import product
+
         sw = make_swizzle(None, yyy_msk=layout(self.yyy_msk), zzz_msk=layout(self.zzz_msk))
+        n = product(layout.shape)
+        if type(n) is not int or any(
+            sw(layout(i)) != layout(self(i)) for i in range(n) if self(i) < n
+        ):
+            raise CuteValueError(f"the swizzle {self} cannot be carried exactly through the layout {layout}")
         return _compose3(sw, 0, layout)
 
     def is_identity(self):

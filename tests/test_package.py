@@ -19,7 +19,7 @@ ALGEBRA_LAYERS = {
     "algebra": {"_memo", "errors", "int_tuple", "layout"},
     "tiling": {"_memo", "algebra", "errors", "int_tuple", "layout"},
     "swizzle": {"errors", "int_tuple", "composed"},
-    "composed": {"algebra", "errors", "int_tuple", "layout", "swizzle"},
+    "composed": {"_memo", "algebra", "errors", "int_tuple", "layout", "swizzle"},
     "basis": {"errors", "int_tuple", "layout"},
     "recast": {"_memo", "composed", "errors", "int_tuple", "layout", "swizzle"},
     "smem_atoms": {"composed", "errors", "layout", "recast", "swizzle"},

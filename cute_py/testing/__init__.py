@@ -13,6 +13,7 @@ from .runtime_int import RuntimeInt, value_of
 from .strategies import (
     compact_layouts,
     composable_pairs,
+    composed_layouts,
     divisors,
     injective_layouts,
     int_tuples,
@@ -21,6 +22,7 @@ from .strategies import (
     profiles,
     shapes,
     strides,
+    swizzles,
     tilers,
 )
 
@@ -29,6 +31,7 @@ __all__ = [
     "value_of",
     "compact_layouts",
     "composable_pairs",
+    "composed_layouts",
     "divisors",
     "injective_layouts",
     "int_tuples",
@@ -37,5 +40,6 @@ __all__ = [
     "profiles",
     "shapes",
     "strides",
+    "swizzles",
     "tilers",
 ]

@@ -74,6 +74,30 @@ class RuntimeInt(Dynamic):
     def __rmod__(self, o):
         return self._op(o, lambda a, b: b % a)
 
+    def __and__(self, o):
+        return self._op(o, lambda a, b: a & b)
+
+    def __rand__(self, o):
+        return self._op(o, lambda a, b: b & a)
+
+    def __xor__(self, o):
+        return self._op(o, lambda a, b: a ^ b)
+
+    def __rxor__(self, o):
+        return self._op(o, lambda a, b: b ^ a)
+
+    def __or__(self, o):
+        return self._op(o, lambda a, b: a | b)
+
+    def __ror__(self, o):
+        return self._op(o, lambda a, b: b | a)
+
+    def __rshift__(self, o):
+        return self._op(o, lambda a, b: a >> b)
+
+    def __lshift__(self, o):
+        return self._op(o, lambda a, b: a << b)
+
     def __neg__(self):
         return RuntimeInt(-self.value)
 

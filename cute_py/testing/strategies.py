@@ -22,6 +22,8 @@ __all__ = [
     "tilers",
     "composable_pairs",
     "divisors",
+    "swizzles",
+    "composed_layouts",
 ]
 
 
@@ -212,3 +214,27 @@ def composable_pairs(draw, max_size=256):
     if len(modes) == 1 and draw(st.booleans()):
         return a, Layout(modes[0][0], modes[0][1])
     return a, Layout(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
+
+
+@st.composite
+def swizzles(draw, max_bits=3, max_base=4, max_extra_shift=2, allow_negative=True):
+    """Swizzles ``S<b,m,s>`` with ``|s| >= b`` (negative shifts included by default)."""
+    from ..swizzle import Swizzle
+
+    b = draw(st.integers(0, max_bits))
+    m = draw(st.integers(0, max_base))
+    s = draw(st.integers(max(b, 1), b + max_extra_shift))
+    if allow_negative and draw(st.booleans()):
+        s = -s
+    return Swizzle(b, m, s)
+
+
+@st.composite
+def composed_layouts(draw, max_size=256, offset=True):
+    """``S<b,m,s> o offset o L`` with L a compact layout (often a swizzled shared-memory tile)."""
+    from ..composed import ComposedLayout
+
+    sw = draw(swizzles())
+    outer = draw(compact_layouts(max_size=max_size))
+    off = draw(st.integers(0, sw.size() - 1)) if offset else 0
+    return ComposedLayout(sw, off, outer)

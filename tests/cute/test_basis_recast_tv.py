@@ -1,0 +1,159 @@
+"""Basis strides and identity layouts, recasting, TV layouts and shared-memory atoms."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import cute_py as cute
+from cute_py import E, Layout, ScaledBasis, Swizzle, parse_layout as P
+from cute_py.errors import CuteTypeError, CuteValueError, DivisibilityError
+from cute_py.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.testing import compact_layouts, layouts, shapes
+
+
+def values(layout):
+    return [layout(i) for i in range(cute.size(layout))]
+
+
+# -- basis strides -------------------------------------------------------------------------------
+
+
+def test_basis_strides_print_like_cute():
+    assert str(E(0)) == "1@0" and str(2 * E(1)) == "2@1" and str(E(0, 1)) == "1@1@0"
+    assert str(E([1, 0])) == "1@0@1"
+    assert str(cute.make_identity_layout((4, 8))) == "(4,8):(1@0,1@1)"
+    from cute_py.int_tuple import fmt
+
+    assert fmt(cute.make_basis_like((2, (3, 4)))) == "(1@0,(1@0@1,1@1@1))"
+    assert str(Layout((512, 256), (E(1), E(0)))) == "(512,256):(1@1,1@0)"
+    assert E(0) + E(1) == (1, 1) and E(1) + E(0, 1) == ((0, 1), 1)
+    assert cute.basis_get(E(1, 0), (4, (2, 3))) == 2 and cute.basis_value(3 * E(1)) == 3
+
+
+@given(shapes(max_size=256), st.data())
+def test_an_identity_layout_maps_each_coordinate_to_itself(shape, data):
+    ident = cute.make_identity_layout(shape)
+    i = data.draw(st.integers(0, cute.size(shape) - 1))
+    c = cute.idx2crd(i, shape)
+    assert ident(c) == c
+    assert ident(i) == c
+
+
+def test_tma_coordinate_layouts_tile_like_any_layout():
+    # a 512x256 gmem tensor whose TMA coordinates are transposed (DESIGN's example)
+    tma = Layout((512, 256), (E(1), E(0)))
+    tiles = cute.zipped_divide(tma, (64, 32))
+    assert str(tiles) == "((64,32),(8,8)):((1@1,1@0),(64@1,32@0))"
+    assert tiles((3, 5), (2, 1)) == (5 + 32, 3 + 128)
+    assert cute.cosize(tma) == 512 * 256
+    ld = cute.logical_divide(cute.make_identity_layout((512, 256)), (Layout(64, 1), Layout(32, 1)))
+    assert str(ld) == "((64,8),(32,8)):((1@0,64@0),(1@1,32@1))"
+    assert str(cute.coalesce(Layout((4, 8), (E(0), 4 * E(0))))) == "32:1@0"
+
+
+def test_composition_with_a_basis_stride_selects_the_named_mode():
+    a = P("(4,(2,3)):(1,(4,8))")
+    assert str(cute.composition(a, Layout(2, E(1, 0)))) == "2:4"
+    ident = cute.make_identity_layout((4, 8))
+    swapped = cute.composition(ident, Layout((2, 2), (E(1), E(0))))
+    assert values(swapped) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_inverses_of_basis_strided_layouts_are_rejected():
+    with pytest.raises(CuteTypeError, match="integer strides"):
+        cute.right_inverse(cute.make_identity_layout((4, 8)))
+
+
+# -- recasting -------------------------------------------------------------------------------------
+
+
+def test_recast_golden_values():
+    assert str(cute.recast_layout(32, 16, P("(8,64):(64,1)"))) == "(8,32):(32,1)"
+    assert str(cute.recast_layout(8, 16, P("(8,64):(64,1)"))) == "(8,128):(128,1)"
+    assert str(cute.recast_layout(32, 16, P("S<3,3,3> o 0 o (8,64):(64,1)"))) == "S<3,2,3> o 0 o (8,32):(32,1)"
+    assert str(cute.upcast(P("(4,(2,8)):(2,(1,16))"), 2)) == "(4,(1,8)):(1,(1,8))"
+    assert str(cute.downcast(P("(4,8):(1,4)"), 2)) == "(8,8):(1,8)"
+    assert cute.upcast(Swizzle(3, 4, 3), 2) == Swizzle(3, 3, 3)
+    assert cute.upcast(Swizzle(3, 1, 3), 4) == Swizzle(2, 0, 3)
+    assert cute.downcast(Swizzle(3, 2, 3), 4) == Swizzle(3, 4, 3)
+
+
+@given(compact_layouts(max_size=256), st.sampled_from([2, 4, 8]))
+def test_downcast_then_upcast_is_the_identity(layout, n):
+    if not any(d == 1 for d in cute.flatten((layout.stride,))):
+        return
+    down = cute.downcast(layout, n)
+    assert cute.size(down) == cute.size(layout) * n
+    assert cute.upcast(down, n) == layout
+
+
+@given(st.sampled_from([8, 16, 32, 64]), st.sampled_from([8, 16, 32, 64]), st.sampled_from(list(K)))
+def test_recast_there_and_back_is_the_identity_on_smem_atoms(a, b, kind):
+    atom = cute.make_smem_layout_atom(kind, a)
+    there = cute.recast_layout(b, a, atom)
+    back = cute.recast_layout(a, b, there)
+    assert back == atom
+    # the same bytes: a b-bit element covers b/a a-bit elements
+    assert cute.size(there) * b == cute.size(atom) * a
+
+
+def test_recasts_that_are_not_exact_are_rejected():
+    with pytest.raises(DivisibilityError, match="stride 3 must divide or be divisible by 2"):
+        cute.upcast(P("(4,4):(1,3)"), 2)
+    with pytest.raises(DivisibilityError, match="not a whole number of 8-element units"):
+        cute.upcast(P("4:1"), 8)
+    with pytest.raises(CuteValueError, match="stride 1"):
+        cute.downcast(P("(4,8):(2,8)"), 2)
+    with pytest.raises(CuteValueError, match="power of two"):
+        cute.recast_layout(48, 16, P("S<3,3,3> o 0 o (8,64):(64,1)"))
+    with pytest.raises(CuteValueError, match="positive int"):
+        cute.recast_layout(0, 16, P("8:1"))
+
+
+# -- TV layouts ------------------------------------------------------------------------------------
+
+
+def test_make_layout_tv_golden():
+    tiler, tv = cute.make_layout_tv(P("(2,3):(3,1)"), P("(2,2):(2,1)"))
+    assert tiler == (4, 6)
+    assert str(tv) == "((3,2),(2,2)):((8,2),(4,1))"
+
+
+@given(compact_layouts(max_rank=2, max_depth=1, max_size=32), compact_layouts(max_rank=2, max_depth=1, max_size=16))
+def test_a_tv_layout_covers_the_tile_exactly_once(thr, val):
+    tiler, tv = cute.make_layout_tv(thr, val)
+    n = cute.product(tiler)
+    assert cute.size(tv) == n == cute.size(thr) * cute.size(val)
+    owners = sorted(tv((t, v)) for t in range(cute.size(thr)) for v in range(cute.size(val)))
+    assert owners == list(range(n))
+
+
+# -- shared-memory atoms ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind, bits, expected",
+    [
+        (K.K_SW128, 16, "S<3,3,3> o 0 o (8,64):(64,1)"),
+        (K.K_SW128, 32, "S<3,2,3> o 0 o (8,32):(32,1)"),
+        (K.K_SW128, 8, "S<3,4,3> o 0 o (8,128):(128,1)"),
+        (K.K_SW64, 16, "S<2,3,3> o 0 o (8,32):(32,1)"),
+        (K.K_SW32, 16, "S<1,3,3> o 0 o (8,16):(16,1)"),
+        (K.K_INTER, 16, "(8,8):(8,1)"),
+        (K.MN_SW128, 16, "S<3,3,3> o 0 o (64,8):(1,64)"),
+        (K.MN_SW64, 32, "S<2,2,3> o 0 o (16,8):(1,16)"),
+        (K.MN_INTER, 8, "(16,8):(1,16)"),
+    ],
+)
+def test_smem_layout_atoms_per_element_width(kind, bits, expected):
+    assert str(cute.make_smem_layout_atom(kind, bits)) == expected
+
+
+def test_smem_atoms_are_swizzled_bijections_of_their_span():
+    for kind in K:
+        for bits in (8, 16, 32):
+            atom = cute.make_smem_layout_atom(kind, bits)
+            assert sorted(values(atom)) == list(range(cute.size(atom)))
+            assert cute.size(atom) * bits == 8 * 8 * kind.swizzle_bytes
+    with pytest.raises(CuteTypeError, match="SmemLayoutAtomKind"):
+        cute.make_smem_layout_atom("K_SW128", 16)

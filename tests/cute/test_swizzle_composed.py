@@ -1,0 +1,166 @@
+"""Swizzles and composed layouts: laws, CuTe's golden values, errors."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import cute_py as cute
+from cute_py import ComposedLayout, Layout, Swizzle, make_swizzle, parse_layout as P
+from cute_py.errors import CuteTypeError, CuteValueError
+from cute_py.swizzle import compose_swizzles
+from cute_py.testing import RuntimeInt, compact_layouts, composed_layouts, swizzles, value_of
+
+
+def values(layout):
+    return [layout(i) for i in range(cute.size(layout))]
+
+
+def test_swizzle_golden_values():
+    sw = Swizzle(3, 4, 3)
+    assert str(sw) == "S<3,4,3>"
+    assert sw(144) == 128 and sw(1023) == 911
+    assert (sw.yyy_msk, sw.zzz_msk, sw.swizzle_code) == (0b1110000000, 0b0001110000, 0b1111110000)
+    assert sw.size() == 1024
+    neg = Swizzle(2, 3, -3)
+    assert (neg.yyy_msk, neg.zzz_msk) == (0b11000, 0b11000000)
+
+
+def test_make_swizzle_recovers_bms_from_masks():
+    # the examples of CuTe's swizzle.hpp
+    assert make_swizzle(None, yyy_msk=0b1000, zzz_msk=0b0100) == Swizzle(1, 2, 1)
+    assert make_swizzle(None, yyy_msk=0b11000000, zzz_msk=0b00000110) == Swizzle(2, 1, 5)
+    assert make_swizzle(3, 4, 3) == Swizzle(3, 4, 3)
+    with pytest.raises(CuteValueError, match="different numbers of bits"):
+        make_swizzle(None, yyy_msk=0b1100, zzz_msk=0b0001)
+
+
+@given(swizzles())
+def test_make_swizzle_inverts_the_masks(sw):
+    assert make_swizzle(None, yyy_msk=sw.yyy_msk, zzz_msk=sw.zzz_msk) == sw or sw.bits == 0
+
+
+@given(swizzles())
+def test_a_swizzle_is_a_bijection_and_an_involution(sw):
+    n = sw.size()
+    image = [sw(x) for x in range(n)]
+    assert sorted(image) == list(range(n))
+    assert all(sw(sw(x)) == x for x in range(n))
+
+
+@given(swizzles(), st.integers(0, 1 << 12))
+def test_a_swizzle_evaluates_runtime_values_like_ints(sw, x):
+    assert value_of(sw(RuntimeInt(x))) == sw(x)
+
+
+def test_composing_swizzles_of_the_same_shift_xors_their_masks():
+    a, b = Swizzle(1, 4, 3), Swizzle(1, 5, 3)
+    c = compose_swizzles(a, b)
+    assert c == Swizzle(2, 4, 3)
+    assert all(c(x) == a(b(x)) for x in range(1 << 10))
+    with pytest.raises(CuteValueError, match="same shift"):
+        compose_swizzles(Swizzle(1, 4, 3), Swizzle(1, 4, 4))
+
+
+def test_bad_swizzles_are_rejected():
+    with pytest.raises(CuteValueError, match=r"\|shift\| >= bits"):
+        Swizzle(3, 4, 2)
+    with pytest.raises(CuteValueError, match=">= 0"):
+        Swizzle(-1, 4, 3)
+    with pytest.raises(CuteTypeError, match="static int"):
+        Swizzle(3, 4.0, 3)
+
+
+@given(composed_layouts())
+def test_a_composed_layout_is_inner_of_offset_plus_outer(cl):
+    for i in range(cute.size(cl)):
+        assert cl(i) == cl.inner(cl.offset + cl.outer(i))
+    assert P(str(cl)) == cl
+    assert cute.size(cl) == cute.size(cl.outer) and cute.cosize(cl) == cute.cosize(cl.outer)
+
+
+def test_composed_layout_prints_and_evaluates_like_cute():
+    cl = cute.composition(Swizzle(3, 4, 3), P("(8,64):(64,1)"))
+    assert isinstance(cl, ComposedLayout)
+    assert str(cl) == "S<3,4,3> o 0 o (8,64):(64,1)"
+    assert cl((2, 16)) == Swizzle(3, 4, 3)(2 * 64 + 16)
+    # an identity swizzle with offset 0 disappears, as in CuTe
+    assert cute.composition(Swizzle(0, 4, 3), P("(8,64):(64,1)")) == P("(8,64):(64,1)")
+    assert cute.get_swizzle_portion(cl) == Swizzle(3, 4, 3)
+    assert cute.get_nonswizzle_portion(cl) == P("(8,64):(64,1)")
+    assert cute.get_swizzle_portion(P("8:1")) == Swizzle(0, 4, 3)
+
+
+@given(composed_layouts(offset=False), st.data())
+def test_algebra_on_a_composed_layout_acts_on_its_outer_layout(cl, data):
+    from cute_py.testing import tilers
+
+    tiler = data.draw(tilers(cl.outer, allow_none=False))
+    for fn in (cute.logical_divide, cute.zipped_divide, cute.tiled_divide, cute.flat_divide, cute.composition):
+        r = fn(cl, tiler)
+        expected = fn(cl.outer, tiler)
+        got_outer = r.outer if isinstance(r, ComposedLayout) else r
+        assert got_outer == expected
+        assert values(r) == [cl.inner(e) for e in values(expected)]
+    assert values(cute.coalesce(cl)) == values(cl)
+
+
+@given(composed_layouts(), st.data())
+def test_slicing_a_composed_layout_keeps_its_values(cl, data):
+    outer = cl.outer
+    r = cute.rank(outer)
+    if r < 2:
+        return
+    k = data.draw(st.integers(0, r - 1))
+    fixed = data.draw(st.integers(0, cute.size(outer[k]) - 1))
+    coord = tuple(fixed if i == k else None for i in range(r))
+    sub, off = cute.slice_and_offset(coord, cl)
+    sizes = tuple(cute.size(m) for i, m in enumerate(outer) if i != k)
+    for j in range(cute.product(sizes)):
+        c = iter(cute.idx2crd(j, sizes))
+        full = tuple(fixed if i == k else next(c) for i in range(r))
+        assert sub(j) + off == cl(full)
+    assert cute.slice_(cl, coord) == sub
+
+
+def test_slicing_a_swizzled_tile_decays_to_a_plain_layout_where_cute_does():
+    cl = cute.composition(Swizzle(3, 4, 3), P("(8,128):(128,1)"))
+    sub, off = cute.slice_and_offset((None, 16), cl)
+    assert isinstance(sub, Layout)
+    assert [sub(i) + off for i in range(8)] == [cl((i, 16)) for i in range(8)]
+
+
+def test_tile_to_shape_of_a_swizzle_atom_builds_a_staged_smem_tile():
+    atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, 16)
+    tile = cute.tile_to_shape(atom, (64, 64, 3))
+    assert isinstance(tile, ComposedLayout) and tile.inner == Swizzle(3, 3, 3)
+    assert cute.product_each(tile.shape) == (64, 64, 3)
+    assert sorted(values(tile)) == list(range(64 * 64 * 3))
+
+
+def test_right_inverse_of_a_swizzled_layout_inverts_it():
+    cl = cute.composition(Swizzle(3, 3, 3), P("(8,64):(64,1)"))
+    inv = cute.right_inverse(cl)
+    assert all(cl(inv(i)) == i for i in range(cute.size(inv)))
+    assert cute.size(inv) == 512
+
+
+def test_a_layout_composed_with_a_swizzle_carries_the_swizzle_through_it():
+    # a 16x8 column-major tile of a row of 128 elements: the swizzle bits move with the layout
+    layout = P("(16,8):(8,1)")
+    sw = Swizzle(1, 0, 3)
+    r = cute.composition(layout, sw)
+    assert isinstance(r, ComposedLayout)
+    assert all(r(i) == layout(sw(i)) for i in range(cute.size(layout)))
+
+
+@given(st.permutations(range(6)), swizzles(max_bits=2, max_base=1, max_extra_shift=1, allow_negative=False))
+def test_layout_of_swizzle_law_for_bit_permutations(order, sw):
+    # a bit permutation of [0, 64): every swizzle mask image is again a set of bits
+    layout = cute.make_ordered_layout((2,) * 6, tuple(order))
+    if sw.size() > 64:
+        return
+    try:
+        r = cute.composition(layout, sw)
+    except CuteValueError:
+        return  # the carried masks are not a Swizzle<B,M,S> (CuTe rejects these too)
+    assert all(r(i) == layout(sw(i)) for i in range(64))
