@@ -64,6 +64,27 @@ def suite():
         f = P.crd2idx
         return [f(c, shape, stride) for c in coords]
 
+    from pycute.swizzle import ComposedLayout as PComposed
+    from pycute.swizzle import Swizzle as PSwizzle
+
+    sw_c, sw_p = C.Swizzle(3, 4, 3), PSwizzle(3, 4, 3)
+    cl_c = C.composition(C.Swizzle(3, 3, 3), C.Layout((8, 64), (64, 1)))
+    cl_p = PComposed(PSwizzle(3, 3, 3), 0, P.Layout((8, 64), (64, 1)))
+    offsets = list(range(4096))
+    cl_coords = [(i % 8, (i // 8) % 64) for i in range(4096)]
+
+    def swz_c():
+        return [sw_c(x) for x in offsets]
+
+    def swz_p():
+        return [sw_p(x) for x in offsets]
+
+    def cl_eval_c():
+        return [cl_c(c) for c in cl_coords]
+
+    def cl_eval_p():
+        return [cl_p(c) for c in cl_coords]
+
     return [
         ("coalesce (nested, rank 2 depth 3)", lambda: C.coalesce(nested_c), lambda: P.coalesce(nested_p)),
         ("composition (6,2):(8,2) o (4,3):(3,1)", lambda: C.composition(a1c, b1c), lambda: P.composition(a1p, b1p)),
@@ -79,6 +100,8 @@ def suite():
         ("right_inverse (4,(2,8)):(16,(1,2))", lambda: C.right_inverse(inv_c), lambda: P.right_inverse(inv_p)),
         ("left_inverse (4,(2,8)):(16,(1,2))", lambda: C.left_inverse(inv_c), lambda: P.left_inverse(inv_p)),
         ("crd2idx x 4096 coordinates", crd_c, crd_p),
+        ("Swizzle S<3,4,3> x 4096 offsets", swz_c, swz_p),
+        ("S<3,3,3> o 0 o (8,64):(64,1) x 4096 coords", cl_eval_c, cl_eval_p),
     ]
 
 
@@ -116,7 +139,7 @@ def main(argv=None):
                 print(f"| {name:42} | results differ between cute_py and pycute |")
                 continue
             t_c = _per_call(fc, args.quick)
-        if name.startswith("crd2idx"):
+        if " x 4096 " in name:
             # not memoised: every call is a different coordinate
             t_p = _per_call(fp, args.quick)
             ratio = t_p / t_c

@@ -10,7 +10,7 @@ layout's; the algebra acts on the outer layout (divides, products, coalesce,
 from ._memo import memoize
 from .algebra import composition
 from .errors import CuteTypeError, CuteValueError
-from .int_tuple import fmt, is_int
+from .int_tuple import crd2idx, fmt, is_int
 from .layout import Layout, _mk, dice, slice_, slice_and_offset
 from .swizzle import Swizzle
 
@@ -68,9 +68,14 @@ class ComposedLayout:
         """``inner(offset + outer(coord))``; a coordinate with ``None`` slices."""
         if len(coord) == 1:
             coord = coord[0]
-        if _has_none(coord):
+        if coord is None or (type(coord) is tuple and _has_none(coord)):
             return slice_(self, coord)
-        return self.inner(self.offset + self.outer(coord))
+        outer = self.outer
+        if type(outer) is Layout:
+            r = crd2idx(coord, outer.shape, outer.stride)
+        else:
+            r = outer(coord)
+        return self.inner(self.offset + r)
 
     def cosize(self):
         """The codomain size of the outer layout (as in CuTe)."""
@@ -108,9 +113,12 @@ class ComposedLayout:
 
 
 def _has_none(c):
-    if c is None:
-        return True
-    return type(c) is tuple and any(_has_none(e) for e in c)
+    if type(c) is not tuple:
+        return c is None
+    for e in c:
+        if e is None or (type(e) is tuple and _has_none(e)):
+            return True
+    return False
 
 
 def _compose3(inner, offset, outer):

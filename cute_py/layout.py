@@ -191,10 +191,11 @@ def is_layout(x):
 
 
 def _has_none(c):
-    if c is None:
-        return True
-    if type(c) is tuple:
-        return any(_has_none(e) for e in c)
+    if type(c) is not tuple:
+        return c is None
+    for e in c:
+        if e is None or (type(e) is tuple and _has_none(e)):
+            return True
     return False
 
 

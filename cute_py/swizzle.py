@@ -12,15 +12,10 @@ from .int_tuple import fmt
 __all__ = ["Swizzle", "make_swizzle", "is_swizzle"]
 
 
-def _rshift(x, s):
-    # shift right by s (left for negative s), on ints and on run-time values
-    return x >> s if s >= 0 else x << -s
-
-
 class Swizzle:
     """The swizzle function ``S<bits,base,shift>``; immutable and hashable."""
 
-    __slots__ = ("bits", "base", "shift")
+    __slots__ = ("bits", "base", "shift", "_y", "_rs", "_ls")
 
     def __init__(self, bits, base, shift=None):
         if shift is None:
@@ -37,6 +32,10 @@ class Swizzle:
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "base", base)
         object.__setattr__(self, "shift", shift)
+        # precomputed for __call__: the YYY mask and the right/left shift amounts
+        object.__setattr__(self, "_y", ((1 << bits) - 1) << (base + max(0, shift)))
+        object.__setattr__(self, "_rs", max(0, shift))
+        object.__setattr__(self, "_ls", max(0, -shift))
 
     def __setattr__(self, name, value):
         raise AttributeError("Swizzle is immutable")
@@ -79,9 +78,9 @@ class Swizzle:
 
     def __call__(self, offset):
         """Apply the swizzle to an int (or a run-time integer): ``x ^ ((x & yyy) >> shift)``."""
-        if self.bits == 0:
-            return offset
-        return offset ^ _rshift(offset & self.yyy_msk, self.shift)
+        if self._ls:
+            return offset ^ ((offset & self._y) << self._ls)
+        return offset ^ ((offset & self._y) >> self._rs)
 
     def __eq__(self, other):
         return type(other) is Swizzle and (self.bits, self.base, self.shift) == (other.bits, other.base, other.shift)
