@@ -13,9 +13,10 @@ def test_readme_repl_examples_run_as_shown():
     assert blocks
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    session = {}  # the blocks are one REPL session
     for i, block in enumerate(blocks):
-        test = parser.get_doctest(block, {}, f"README block {i}", "README.md", 0)
-        result = runner.run(test)
+        test = parser.get_doctest(block, session, f"README block {i}", "README.md", 0)
+        result = runner.run(test, clear_globs=False)
         assert result.failed == 0
 
 

@@ -157,3 +157,17 @@ def test_smem_atoms_are_swizzled_bijections_of_their_span():
             assert cute.size(atom) * bits == 8 * 8 * kind.swizzle_bytes
     with pytest.raises(CuteTypeError, match="SmemLayoutAtomKind"):
         cute.make_smem_layout_atom("K_SW128", 16)
+
+
+def test_tma_tensor_doc_examples():
+    # media/docs/cpp/cute/0z_tma_tensors.md
+    assert str(5 * E(1)) == "5@1" and str(5 * E(0, 1)) == "5@1@0"
+    assert str(E(0, 0)) == "1@0@0" and str(E(1, 1)) == "1@1@1"
+    combo = 2 * (2 * E(0, 1)) + 3 * E(1) + 4 * (5 * E(1)) + 7 * E(0, 0)
+    assert combo == ((7, 4), 23)
+    a = Layout((4, 5), (E(0), E(1)))
+    b = Layout((4, 5), (E(1), E(0)))
+    assert [[a((i, j)) for j in range(5)] for i in range(4)][1] == [(1, 0), (1, 1), (1, 2), (1, 3), (1, 4)]
+    assert [[b((i, j)) for j in range(5)] for i in range(4)][1] == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]
+    intro = P("((128,64),2,3,1):((1@0,1@1),64@1,1@2,1@3)")
+    assert intro(((5, 7), 1, 2, 0)) == (5, 7 + 64, 2, 0)
