@@ -17,6 +17,7 @@ def test_readme_repl_examples_run_as_shown():
     for i, block in enumerate(blocks):
         test = parser.get_doctest(block, session, f"README block {i}", "README.md", 0)
         result = runner.run(test, clear_globs=False)
+        session.update(test.globs)
         assert result.failed == 0
 
 
