@@ -145,3 +145,18 @@ def recast_layout(new_bits, old_bits, layout):
     if den == 1:
         return upcast(layout, num)
     return downcast(upcast(layout, num), den)
+
+
+def _upcast_unchecked(layout, n):
+    # CuTe's upcast<n> of a plain layout, rounding as the C++ does (used inside the library
+    # where the rounding is intended, e.g. retiling fragments)
+    def leaf(s, d):
+        if type(d) is int:
+            if d == 0:
+                return s, d
+            q = -(-n // abs(d))
+            return -(-s // q) if type(s) is int else (s + q - 1) // q, (1 if d > 0 else -1) * (-(-abs(d) // n))
+        return s, d // n
+
+    shape, stride = _map_leaves(layout.shape, layout.stride, leaf)
+    return _mk(shape, stride)

@@ -26,6 +26,7 @@ __all__ = [
     "tile_unzip",
     "zip_layouts",
     "make_layout_tv",
+    "make_fragment_like_layout",
 ]
 
 
@@ -322,3 +323,28 @@ def make_layout_tv(thr_layout, val_layout):
     thr_size, val_size = product(thr_layout.shape), product(val_layout.shape)
     layout_tv = _composition(right_inverse(layout_mn), Layout((thr_size, val_size)))
     return product_each(layout_mn.shape), layout_tv
+
+
+def make_fragment_like_layout(layout):
+    """A compact layout with ``layout``'s shape for a register fragment (CuTe's ``make_fragment_like``).
+
+    Mode 0 (the vector mode of copy and MMA atoms) is column-major, keeping its
+    stride-0 modes; the other modes are compact in the order of ``layout``'s strides.
+    """
+    from .int_tuple import compact_col_major, filter_zeros_tuple
+
+    _need_layout(layout, "make_fragment_like", "layout")
+    if len(layout) > 1 and is_static(layout.shape) and type(layout.shape) is tuple:
+        s0, d0 = layout.shape[0], layout.stride[0]
+        first = Layout(s0, compact_col_major(filter_zeros_tuple(d0, s0)))
+        rest = make_ordered_layout(layout.shape[1:], _stride_order(layout.stride[1:]))
+        return tiled_product.__wrapped__(first, rest)
+    return Layout(layout.shape)
+
+
+def _stride_order(stride):
+    if type(stride) is tuple:
+        return tuple(_stride_order(d) for d in stride)
+    if type(stride) is not int:
+        raise CuteTypeError(f"make_fragment_like needs static strides to order the modes, got {stride}")
+    return stride

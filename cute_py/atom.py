@@ -1,0 +1,272 @@
+"""Copy operations, copy atoms, tiled copies and per-thread partitions (CuTe's ``copy_atom.hpp``).
+
+A :class:`CopyOp` says what one instruction moves; a :class:`CopyAtom` binds it to
+an element type and exposes its thread-value layouts (``thr_id``,
+``layout_src_tv``, ``layout_dst_tv``: (thread, value) -> element offset within the
+instruction, as CuTe's copy traits define them in bits, recast to elements).  A
+:class:`TiledCopy` repeats an atom over a tile with a (thread, value) -> tile
+coordinate layout; ``get_slice(t).partition_S(tensor)`` gives thread ``t``'s
+``(ATOM_V, REST_V, tile modes...)`` view of a tensor.
+"""
+
+import dataclasses
+
+from .algebra import composition, right_inverse
+from .dtypes import DType, dtype_of
+from .errors import CuteTypeError, CuteValueError
+from .int_tuple import fmt, product, product_each
+from .layout import Layout, _mk, coalesce, make_layout, slice_
+from .recast import recast_layout
+from .tiling import logical_product, make_layout_tv, zipped_divide
+
+__all__ = [
+    "CopyOp",
+    "CopyUniversalOp",
+    "CopyAtom",
+    "TiledCopy",
+    "ThrCopy",
+    "make_copy_atom",
+    "make_tiled_copy_tv",
+    "make_tiled_copy",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyOp:
+    """Base of copy operations (frozen dataclasses).  Subclasses say how many bits one
+    instruction moves (``valid_bits``) and may validate the element type."""
+
+    def valid_bits(self, dtype):
+        """The copy widths (in bits) this operation supports for ``dtype``; ``None``: any multiple."""
+        return None
+
+    def default_bits(self, dtype):
+        """The width used when ``make_copy_atom`` is given none."""
+        return dtype.width
+
+    def thr_id(self):
+        """Threads taking part in one instruction (layout of the instruction's thread ids)."""
+        return Layout(1)
+
+    def check(self, dtype, num_bits):
+        """Raise unless one instruction of ``num_bits`` bits of ``dtype`` is valid."""
+        ok = self.valid_bits(dtype)
+        if num_bits % dtype.width:
+            raise CuteValueError(f"{type(self).__name__}: {num_bits} bits is not a whole number of {dtype.name}")
+        if ok is not None and num_bits not in ok:
+            raise CuteValueError(
+                f"{type(self).__name__} copies {sorted(ok)} bits per instruction, not {num_bits} ({dtype.name})"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyUniversalOp(CopyOp):
+    """Plain loads and stores (``ld``/``st``, vectorised up to 128 bits)."""
+
+    def valid_bits(self, dtype):
+        return {w for w in (8, 16, 32, 64, 128) if w >= dtype.width and w % dtype.width == 0} or {dtype.width}
+
+
+class CopyAtom:
+    """One copy instruction of ``op`` on elements of ``dtype``, moving ``num_bits`` bits."""
+
+    __slots__ = ("op", "dtype", "num_bits", "thr_id", "layout_src_tv", "layout_dst_tv", "layout_ref_tv")
+
+    def __init__(self, op, dtype, num_bits):
+        if not isinstance(op, CopyOp):
+            raise CuteTypeError(f"a copy atom needs a CopyOp, got {op!r}")
+        dtype = dtype_of(dtype)
+        op.check(dtype, num_bits)
+        thr = op.thr_id()
+        bits_tv = Layout((product(thr.shape), num_bits))
+        vals = recast_layout(dtype.width, 1, bits_tv)
+        for name, v in (("op", op), ("dtype", dtype), ("num_bits", num_bits), ("thr_id", thr),
+                        ("layout_src_tv", vals), ("layout_dst_tv", vals), ("layout_ref_tv", vals)):
+            object.__setattr__(self, name, v)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("CopyAtom is immutable")
+
+    @property
+    def num_values(self):
+        """Elements moved by one instruction per thread (``size<1>`` of the TV layout)."""
+        return product(self.layout_src_tv.shape[1]) if type(self.layout_src_tv.shape) is tuple else 1
+
+    def __repr__(self):
+        return (f"CopyAtom({type(self.op).__name__}, {self.dtype.name}, {self.num_bits} bits,"
+                f" thr_id={self.thr_id}, src_tv={self.layout_src_tv}, dst_tv={self.layout_dst_tv})")
+
+
+def make_copy_atom(op, dtype, num_bits_per_copy=None):
+    """The copy atom of ``op`` for ``dtype`` moving ``num_bits_per_copy`` bits per instruction."""
+    dtype = dtype_of(dtype)
+    bits = op.default_bits(dtype) if num_bits_per_copy is None else num_bits_per_copy
+    if type(bits) is not int or bits <= 0:
+        raise CuteValueError(f"num_bits_per_copy must be a positive int, got {bits!r}")
+    return CopyAtom(op, dtype, bits)
+
+
+def _zip(layout):
+    # CuTe's zip of a layout of rank-2 modes: ((a,b),(c,d)) -> ((a,c),(b,d))
+    s, d = layout.shape, layout.stride
+    return _mk(tuple(zip(*s)), tuple(zip(*d)))
+
+
+class TiledCopy:
+    """``atom`` repeated over a ``tiler_mn`` tile by ``layout_tv`` ((thread, value) -> tile coordinate)."""
+
+    __slots__ = ("atom", "layout_tv", "tiler_mn")
+
+    def __init__(self, atom, layout_tv, tiler_mn):
+        if not isinstance(atom, CopyAtom):
+            raise CuteTypeError(f"a tiled copy needs a CopyAtom, got {atom!r}")
+        atom_thr, atom_val = _atom_sizes(atom)
+        n_thr, n_val = product(_mode(layout_tv, 0)), product(_mode(layout_tv, 1))
+        if n_thr % atom_thr or n_val % atom_val:
+            raise CuteValueError(
+                f"the TV layout {layout_tv} has {n_thr} threads x {n_val} values, not a multiple of the "
+                f"atom's {atom_thr} x {atom_val}"
+            )
+        object.__setattr__(self, "atom", atom)
+        object.__setattr__(self, "layout_tv", layout_tv)
+        object.__setattr__(self, "tiler_mn", tiler_mn)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("TiledCopy is immutable")
+
+    @property
+    def size(self):
+        """Number of threads."""
+        return product(_mode(self.layout_tv, 0))
+
+    def __repr__(self):
+        return f"TiledCopy(tiler_mn={fmt(self.tiler_mn)}, layout_tv={self.layout_tv}, atom={self.atom!r})"
+
+    def _tile2thrfrg(self, tensor_layout, ref2trg):
+        atom_thr, atom_val = _atom_sizes(self.atom)
+        atom_layout_tv = zipped_divide(self.layout_tv, (atom_thr, atom_val))
+        trg_layout_tv = composition(atom_layout_tv, (ref2trg, None))
+        thrval2mn = coalesce(_zip(trg_layout_tv), (1, (1, 1)))
+        tv = composition(tensor_layout, (thrval2mn, None))
+        return slice_(tv, ((None, None), None))
+
+    def _ref2(self, which):
+        a = self.atom
+        return composition(right_inverse(a.layout_ref_tv), a.layout_src_tv if which == "S" else a.layout_dst_tv)
+
+    def tidfrg_S(self, layout):
+        """(thread, value, rest) layout of a source layout tiled by this copy."""
+        return self._tile2thrfrg(zipped_divide(_check_rank(layout, self.tiler_mn), self.tiler_mn), self._ref2("S"))
+
+    def tidfrg_D(self, layout):
+        """(thread, value, rest) layout of a destination layout tiled by this copy."""
+        return self._tile2thrfrg(zipped_divide(_check_rank(layout, self.tiler_mn), self.tiler_mn), self._ref2("D"))
+
+    def get_layoutS_TV(self):
+        """(thread, value) -> tile coordinate index for the source."""
+        ref = Layout((self.tiler_mn, 1))
+        return slice_(self._tile2thrfrg(ref, self._ref2("S")), (None, None, 0))
+
+    def get_layoutD_TV(self):
+        """(thread, value) -> tile coordinate index for the destination."""
+        ref = Layout((self.tiler_mn, 1))
+        return slice_(self._tile2thrfrg(ref, self._ref2("D")), (None, None, 0))
+
+    def retile(self, layout):
+        """Regroup a thread's fragment layout ``(V, rest...)`` into ``(ATOM_V, REST_V, rest...)``."""
+        from .recast import _upcast_unchecked
+
+        rank = len(layout)
+        v = product(_mode(layout, 0))
+        n_thr = self.size
+        _, atom_val = _atom_sizes(self.atom)
+        frg_mn = _upcast_unchecked(composition(right_inverse(self.layout_tv), Layout(self.tiler_mn)), n_thr * v)
+        frg_v = zipped_divide(logical_product(Layout(v), right_inverse(frg_mn)), Layout(atom_val))
+        t = zipped_divide(layout, (v,) + tuple(product_each(frg_mn.shape)))
+        vt = composition(t, (frg_v, None))
+        return slice_(vt, (None, ((0,) + (None,) * (rank - 1)) if rank > 1 else 0))
+
+    def get_slice(self, thr_idx):
+        """The :class:`ThrCopy` of thread ``thr_idx``."""
+        return ThrCopy(self, thr_idx)
+
+    get_thread_slice = get_slice
+
+
+class ThrCopy:
+    """One thread's view of a :class:`TiledCopy`."""
+
+    __slots__ = ("tiled_copy", "thr_idx")
+
+    def __init__(self, tiled_copy, thr_idx):
+        n = tiled_copy.size
+        if type(thr_idx) is int and not 0 <= thr_idx < n:
+            raise CuteValueError(f"thread index {thr_idx} is out of range for a tiled copy of {n} threads")
+        self.tiled_copy = tiled_copy
+        self.thr_idx = thr_idx
+
+    def _partition(self, tensor, frg):
+        from .tensor import Tensor
+
+        layout = frg(tensor.layout if isinstance(tensor, Tensor) else tensor)
+        rank = len(tensor.layout if isinstance(tensor, Tensor) else tensor)
+        coord = (self.thr_idx, None, None if rank == 1 else (None,) * rank)
+        if isinstance(tensor, Tensor):
+            return Tensor(tensor.engine, layout)[coord]
+        return slice_(layout, coord)
+
+    def partition_S(self, tensor):
+        """This thread's ``(CPY_V, CPY_M, CPY_N, ...)`` view of a source tensor (or layout)."""
+        return self._partition(tensor, self.tiled_copy.tidfrg_S)
+
+    def partition_D(self, tensor):
+        """This thread's ``(CPY_V, CPY_M, CPY_N, ...)`` view of a destination tensor (or layout)."""
+        return self._partition(tensor, self.tiled_copy.tidfrg_D)
+
+    def retile_S(self, tensor):
+        """A register fragment regrouped for the source side of the atom."""
+        return _retile(self.tiled_copy, tensor)
+
+    retile_D = retile_S
+    retile = retile_S
+
+
+def _retile(tc, tensor):
+    from .tensor import Tensor
+
+    if isinstance(tensor, Tensor):
+        return Tensor(tensor.engine, tc.retile(tensor.layout))
+    return tc.retile(tensor)
+
+
+def _mode(layout, i):
+    s = layout.shape
+    return s[i] if type(s) is tuple else s
+
+
+def _atom_sizes(atom):
+    tv = atom.layout_ref_tv
+    return product(_mode(tv, 0)), product(_mode(tv, 1))
+
+
+def _check_rank(layout, tiler):
+    r = len(tiler) if type(tiler) is tuple else 1
+    if len(layout) < r:
+        raise CuteValueError(f"a tensor of rank {len(layout)} cannot be partitioned by the rank-{r} tile {fmt(tiler)}")
+    return layout
+
+
+def make_tiled_copy_tv(atom, thr_layout, val_layout):
+    """A tiled copy where thread ``thr_layout(m, n)`` owns the ``val_layout`` block at (m, n).
+
+    The tile is ``product_each(shape(raked_product(thr_layout, val_layout)))``.
+    """
+    tiler, layout_tv = make_layout_tv(thr_layout, val_layout)
+    return TiledCopy(atom, layout_tv, tiler)
+
+
+def make_tiled_copy(atom, layout_tv, tiler_mn):
+    """A tiled copy from a (thread, value) -> tile layout and the tile shape ``tiler_mn``."""
+    if type(layout_tv) is not Layout:
+        raise CuteTypeError(f"layout_tv must be a Layout, got {layout_tv!r}")
+    return TiledCopy(atom, layout_tv, tuple(tiler_mn) if isinstance(tiler_mn, (tuple, list)) else tiler_mn)

@@ -1,0 +1,108 @@
+"""Typed pointers with a memory space and an alignment (the engines of device tensors).
+
+A :class:`Pointer` names an element type, a memory space (global, shared,
+shared-cluster, register) and a byte alignment; its address may be unknown (a
+*fake* pointer, for building atoms and compiling kernels without data).  Adding
+an element offset keeps track of the alignment that is still guaranteed.
+"""
+
+import enum
+import math
+
+from .dtypes import DType, dtype_of
+from .errors import CuteTypeError, CuteValueError
+from .int_tuple import fmt, is_int
+
+__all__ = ["AddressSpace", "Pointer", "make_ptr"]
+
+
+class AddressSpace(enum.Enum):
+    """Memory spaces, with their PTX state-space names."""
+
+    generic = "generic"
+    gmem = "global"
+    smem = "shared::cta"
+    dsmem = "shared::cluster"
+    rmem = "register"
+
+
+class Pointer:
+    """``dtype*`` in ``memspace``, aligned to ``alignment`` bytes, at ``address`` (``None``: unknown)."""
+
+    __slots__ = ("dtype", "memspace", "alignment", "address", "offset")
+
+    def __init__(self, dtype, memspace=AddressSpace.gmem, alignment=None, address=None, offset=0):
+        dtype = dtype_of(dtype)
+        if not isinstance(memspace, AddressSpace):
+            raise CuteTypeError(f"memspace must be an AddressSpace, got {memspace!r}")
+        min_align = max(1, dtype.width // 8)
+        if alignment is None:
+            alignment = min_align
+        if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
+            raise CuteValueError(f"alignment must be a power of two in bytes, got {alignment!r}")
+        if alignment < min_align:
+            raise CuteValueError(f"alignment {alignment} is below the {min_align}-byte size of {dtype.name}")
+        if address is not None:
+            if type(address) is not int or address < 0:
+                raise CuteValueError(f"address must be a non-negative int, got {address!r}")
+            if address % alignment:
+                raise CuteValueError(f"address {address:#x} is not {alignment}-byte aligned as claimed")
+        for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
+                        ("address", address), ("offset", offset)):
+            object.__setattr__(self, name, v)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Pointer is immutable")
+
+    def __add__(self, n):
+        """The pointer ``n`` elements further (alignment shrinks to what the offset keeps)."""
+        if not is_int(n):
+            raise CuteTypeError(f"pointers advance by an int number of elements, got {n!r}")
+        if type(n) is int and n == 0:
+            return self
+        element_align = max(1, self.dtype.width // 8)
+        if type(n) is int:
+            bits = n * self.dtype.width
+            align = math.gcd(self.alignment, abs(bits) // 8) if bits % 8 == 0 else 1
+            address = None if self.address is None else self.address + bits // 8
+        else:
+            align, address = element_align, None
+        return _with(self, max(align, 1), address, self.offset + n)
+
+    __radd__ = __add__
+
+    def byte_offset(self):
+        """The offset from the base in bytes (``offset * width / 8``)."""
+        return self.offset * self.dtype.width // 8
+
+    def __eq__(self, other):
+        return type(other) is Pointer and all(
+            getattr(self, k) == getattr(other, k) for k in ("dtype", "memspace", "alignment", "address")
+        ) and _same(self.offset, other.offset)
+
+    def __hash__(self):
+        return hash((self.dtype.name, self.memspace, self.alignment, self.address))
+
+    def __repr__(self):
+        where = "?" if self.address is None else f"{self.address:#x}"
+        off = "" if (type(self.offset) is int and self.offset == 0) else f"+{fmt(self.offset)}"
+        return f"{self.memspace.name}_ptr[{self.dtype.width}b](align={self.alignment}, {where}{off})"
+
+
+def _same(a, b):
+    return a is b or (type(a) is int and type(b) is int and a == b)
+
+
+def _with(ptr, align, address, offset):
+    p = object.__new__(Pointer)
+    for name, v in (("dtype", ptr.dtype), ("memspace", ptr.memspace), ("alignment", align),
+                    ("address", address), ("offset", offset)):
+        object.__setattr__(p, name, v)
+    return p
+
+
+def make_ptr(dtype, address=None, memspace=AddressSpace.gmem, assumed_align=None):
+    """A :class:`Pointer` (``address=None`` for a pointer known only by its properties)."""
+    if not isinstance(dtype, DType):
+        dtype = dtype_of(dtype)
+    return Pointer(dtype, memspace, assumed_align, address)
