@@ -289,7 +289,9 @@ def _inverse_other(layout, inverse, op):
         if hasattr(inner, "yyy_msk") and type(off) is int and off == 0:
             # inv(S o L) == inv(L) o S for a swizzle (its own inverse)
             return _composition(inverse(layout.outer), inner)
-        raise CuteValueError(f"{op} of a composed layout needs a swizzle with offset 0, got {layout}")
+        raise CuteValueError(
+            f"{op} of a composed layout is supported for a swizzle with offset 0 (its own inverse), got {layout}"
+        )
     raise CuteTypeError(f"{op}: layout must be a Layout, got {type(layout).__name__} {layout!r}")
 
 

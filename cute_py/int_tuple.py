@@ -482,10 +482,8 @@ def _crd2idx(coord, shape, stride):
             for c, s, d in zip(coord, shape, stride):
                 r = r + _crd2idx(c, s, d)
             return r
-        # tuple int int: a tuple coordinate into a leaf mode
-        if len(coord) == 1:
-            return _crd2idx(coord[0], shape, stride)
-        raise RankError(f"coordinate {fmt(coord)} has more modes than shape {fmt(shape)}")
+        # tuple int int: a tuple coordinate into a leaf mode is an error (as in CuTe)
+        raise RankError(f"the coordinate {fmt(coord)} is a tuple but the shape {fmt(shape)} is an int")
     if coord is None:
         raise CuteValueError("a coordinate with None slices a layout; use slice_ instead of evaluating it")
     if type(shape) is tuple:

@@ -458,6 +458,8 @@ def group_modes(x, begin, end=None):
         end += n
     if not 0 <= begin <= end <= n:
         raise RankError(f"group_modes: [{begin}, {end}) is not a range of modes of {fmt(x)} (rank {n})")
+    if begin == end:
+        return x  # an empty range groups nothing (as CuTe's group<B,B>)
     return t[:begin] + (t[begin:end],) + t[end:]
 
 

@@ -15,7 +15,7 @@ import math
 
 from ._memo import memoize
 from .errors import CuteTypeError, CuteValueError, DivisibilityError
-from .int_tuple import fmt, is_int
+from .int_tuple import fmt, is_int, is_static, product
 from .layout import Layout, _mk
 from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle
 
@@ -36,11 +36,6 @@ def _upcast_leaf(s, d, n, whole):
         if ad % n != 0 and n % ad != 0:
             raise DivisibilityError(
                 f"upcast by {n}: stride {d} must divide or be divisible by {n} (in {whole})"
-            )
-        if ad < n and type(s) is int and s != 1 and (s * ad) % n != 0:
-            raise DivisibilityError(
-                f"upcast by {n}: the mode {s}:{d} spans {s * ad} elements, not a whole number of "
-                f"{n}-element units (in {whole})"
             )
         q = -(-n // ad)  # ceil_div(n, |d|)
         sign = 1 if d > 0 else -1
@@ -77,12 +72,31 @@ def upcast(layout, n):
         return upcast_swizzle(layout, n)
     if type(layout) is Layout:
         s, d = _map_leaves(layout.shape, layout.stride, lambda s, d: _upcast_leaf(s, d, n, layout))
-        return _mk(s, d)
+        result = _mk(s, d)
+        _check_exact(layout, result, n)
+        return result
     if hasattr(layout, "__cute_map_outer__"):
         return _recast_composed(layout, lambda x: upcast(x, n), _upcast_offset(layout.offset, n))
     if is_int(layout):
         return _upcast_offset(layout, n)
     raise CuteTypeError(f"upcast expects a layout, a swizzle or a composed layout, got {layout!r}")
+
+
+def _check_exact(layout, result, n):
+    # the wide elements of the result must cover exactly the narrow elements of the layout
+    if not (is_static(layout.shape) and is_static(layout.stride)):
+        return
+    size = product(layout.shape)
+    if size > (1 << 16):
+        return
+    narrow = {layout(i) for i in range(size)}
+    wide = {result(i) for i in range(product(result.shape))}
+    covered = {w * n + j for w in wide for j in range(n)}
+    if covered != narrow:
+        raise DivisibilityError(
+            f"upcast by {n} is not exact: {layout} reaches {len(narrow)} elements, which do not fill whole "
+            f"{n}-element units ({len(covered)} elements would be covered)"
+        )
 
 
 def _upcast_offset(off, n):
@@ -121,9 +135,10 @@ def downcast(layout, n):
 
 
 def _recast_composed(layout, fn, offset):
-    from .composed import _compose3
+    from .composed import ComposedLayout
 
-    return _compose3(fn(layout.inner), offset, fn(layout.outer))
+    # kept composed even when the swizzle becomes the identity, as CuTe keeps it
+    return ComposedLayout(fn(layout.inner), offset, fn(layout.outer))
 
 
 def recast_layout(new_bits, old_bits, layout):

@@ -100,8 +100,12 @@ def test_recast_there_and_back_is_the_identity_on_smem_atoms(a, b, kind):
 def test_recasts_that_are_not_exact_are_rejected():
     with pytest.raises(DivisibilityError, match="stride 3 must divide or be divisible by 2"):
         cute.upcast(P("(4,4):(1,3)"), 2)
-    with pytest.raises(DivisibilityError, match="not a whole number of 8-element units"):
+    with pytest.raises(DivisibilityError, match="upcast by 8 is not exact"):
         cute.upcast(P("4:1"), 8)
+    with pytest.raises(DivisibilityError, match="upcast by 4 is not exact"):
+        cute.upcast(P("6:1"), 4)
+    # exact across modes: 32 contiguous elements are 4 units of 8
+    assert str(cute.upcast(P("(4,8):(1,4)"), 8)) == "(1,4):(1,1)"
     with pytest.raises(CuteValueError, match="stride 1"):
         cute.downcast(P("(4,8):(2,8)"), 2)
     with pytest.raises(CuteValueError, match="power of two"):

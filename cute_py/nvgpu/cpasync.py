@@ -1,0 +1,278 @@
+"""cp.async and TMA copy operations, ``make_tiled_tma_atom``, ``tma_partition`` and multicast masks.
+
+The operations are frozen dataclasses.  ``make_tiled_tma_atom(op, gmem_tensor,
+smem_layout, cta_tiler, num_multicast)`` derives the TMA box as CuTe does and returns
+``(atom, tma_tensor)``: the atom carries the validated :class:`TmaDescriptor`, and
+``tma_tensor`` maps logical gmem coordinates to TMA coordinates through basis strides.
+The device-side helpers (descriptor prefetch, fences, low-level TMA forms) are
+defined in :mod:`cute_py.nvgpu.device_ops`.
+"""
+
+import dataclasses
+import enum
+
+from ..algebra import right_inverse
+from ..atom import CopyAtom, CopyOp
+from ..basis import make_identity_layout
+from ..composed import get_nonswizzle_portion
+from ..dtypes import dtype_of
+from ..errors import CuteTypeError, CuteValueError
+from ..int_tuple import fmt, product
+from ..layout import Layout, coalesce, cosize, slice_and_offset
+from ..algebra import composition
+from ..pointer import AddressSpace, Pointer
+from ..tensor import Tensor, domain_offset, make_coord_tensor
+from ..tiling import logical_divide, tile_to_shape
+from .tma import TmaError, construct_tma_gbasis, make_tma_desc, tma_swizzle_of
+
+__all__ = [
+    "LoadCacheMode",
+    "ReductionOp",
+    "CopyG2SOp",
+    "CopyBulkTensorTileG2SOp",
+    "CopyBulkTensorTileG2SMulticastOp",
+    "CopyBulkTensorTileS2GOp",
+    "CopyReduceBulkTensorTileS2GOp",
+    "CopyDsmemStoreOp",
+    "TmaCopyAtom",
+    "make_tiled_tma_atom",
+    "tma_partition",
+    "create_tma_multicast_mask",
+    "is_tma_op",
+]
+
+
+class LoadCacheMode(enum.Enum):
+    """Cache operators of loads: ``.ca`` (ALWAYS), ``.cg`` (GLOBAL), ``.cs``, ``.lu``, none."""
+
+    ALWAYS = "ca"
+    GLOBAL = "cg"
+    STREAMING = "cs"
+    LAST_USE = "lu"
+    NONE = ""
+
+
+class ReductionOp(enum.Enum):
+    """TMA reduction kinds (``cp.reduce.async.bulk.tensor.<op>``)."""
+
+    ADD = "add"
+    MIN = "min"
+    MAX = "max"
+    INC = "inc"
+    DEC = "dec"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyG2SOp(CopyOp):
+    """``cp.async.{ca,cg}.shared.global``: 4, 8 or 16 bytes with ``.ca``, 16 only with ``.cg``;
+    a ``src_size`` below the copy size zero-fills the rest (predication)."""
+
+    cache_mode: LoadCacheMode = LoadCacheMode.ALWAYS
+
+    def __post_init__(self):
+        if not isinstance(self.cache_mode, LoadCacheMode):
+            raise CuteTypeError(f"cache_mode must be a LoadCacheMode, got {self.cache_mode!r}")
+        if self.cache_mode not in (LoadCacheMode.ALWAYS, LoadCacheMode.GLOBAL):
+            raise CuteValueError(f"cp.async supports the .ca (ALWAYS) and .cg (GLOBAL) cache modes, not {self.cache_mode.name}")
+
+    def valid_bits(self, dtype):
+        return {128} if self.cache_mode is LoadCacheMode.GLOBAL else {32, 64, 128}
+
+    def default_bits(self, dtype):
+        return 128
+
+    def check(self, dtype, num_bits):
+        if self.cache_mode is LoadCacheMode.GLOBAL and num_bits != 128:
+            raise CuteValueError(f"cp.async.cg copies 16 bytes only, not {num_bits // 8} ({num_bits} bits)")
+        if num_bits not in (32, 64, 128):
+            raise CuteValueError(f"cp.async copies 4, 8 or 16 bytes, not {num_bits / 8:g} ({num_bits} bits)")
+        super().check(dtype, num_bits)
+
+
+@dataclasses.dataclass(frozen=True)
+class _TmaOp(CopyOp):
+    def valid_bits(self, dtype):
+        return None
+
+    direction = "G2S"
+    multicast = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyBulkTensorTileG2SOp(_TmaOp):
+    """TMA load: ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyBulkTensorTileG2SMulticastOp(_TmaOp):
+    """TMA multicast load (``.multicast::cluster``): the box lands in every CTA of the mask."""
+
+    multicast = True
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyBulkTensorTileS2GOp(_TmaOp):
+    """TMA store: ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``."""
+
+    direction = "S2G"
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyReduceBulkTensorTileS2GOp(_TmaOp):
+    """TMA reduction into gmem: ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.<op>.tile.bulk_group``."""
+
+    reduction_kind: ReductionOp = ReductionOp.ADD
+    direction = "S2G"
+
+    def __post_init__(self):
+        if not isinstance(self.reduction_kind, ReductionOp):
+            raise CuteTypeError(f"reduction_kind must be a ReductionOp, got {self.reduction_kind!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyDsmemStoreOp(CopyOp):
+    """``st.async.shared::cluster.mbarrier::complete_tx::bytes``: a store into a peer CTA's smem."""
+
+    def valid_bits(self, dtype):
+        return {32, 64, 128}
+
+
+def is_tma_op(op):
+    """True for the bulk-tensor (TMA) operations."""
+    return isinstance(op, _TmaOp)
+
+
+class TmaCopyAtom(CopyAtom):
+    """A TMA copy atom: a :class:`CopyAtom` with its descriptor and the box it was derived from."""
+
+    __slots__ = ("descriptor", "tma_gbasis", "g_stride", "smem_layout", "num_multicast")
+
+    def __init__(self, op, dtype, num_bits, descriptor, tma_gbasis, g_stride, smem_layout, num_multicast):
+        super().__init__(op, dtype, num_bits)
+        for name, v in (("descriptor", descriptor), ("tma_gbasis", tma_gbasis), ("g_stride", g_stride),
+                        ("smem_layout", smem_layout), ("num_multicast", num_multicast)):
+            object.__setattr__(self, name, v)
+
+    def get_tma_tensor(self, shape):
+        """The TMA coordinate tensor of a gmem tensor of ``shape``."""
+        return make_coord_tensor(Layout(shape, self.g_stride))
+
+    def __repr__(self):
+        d = self.descriptor
+        return (f"TmaCopyAtom({type(self.op).__name__}, {self.dtype.name}, box={list(d.box_dims)}, "
+                f"dims={list(d.global_dims)}, swizzle={d.swizzle.name}, src_tv={self.layout_src_tv})")
+
+
+def _smem_tile(smem_layout, tile_size, tiler_rank):
+    # accept a staged smem layout (TILE..., STAGE): use stage 0
+    n = product(smem_layout.shape)
+    if n == tile_size:
+        return smem_layout
+    r = len(smem_layout)
+    if r == tiler_rank + 1 and n % tile_size == 0:
+        return smem_layout((None,) * tiler_rank + (0,)) if r > 1 else smem_layout
+    return smem_layout
+
+
+def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1, *, internal_type=None):
+    """``(atom, tma_tensor)`` for TMA copies of ``cta_tiler`` tiles of ``gmem_tensor`` to/from ``smem_layout``.
+
+    ``smem_layout`` is the (possibly swizzled) layout of one tile in shared memory, or
+    a staged layout whose last mode counts stages.  The box is derived as CuTe does;
+    every hardware rule is checked here (box <= 256, 16-byte inner box, swizzle span,
+    16-byte strides, majorness, rank <= 5, multicast split...).
+    """
+    if not is_tma_op(op):
+        raise CuteTypeError(f"make_tiled_tma_atom needs a TMA operation, got {op!r}")
+    if not isinstance(gmem_tensor, Tensor) or not isinstance(gmem_tensor.engine, Pointer):
+        raise CuteTypeError(f"make_tiled_tma_atom needs a gmem tensor (over a Pointer), got {gmem_tensor!r}")
+    ptr = gmem_tensor.engine
+    if ptr.memspace not in (AddressSpace.gmem, AddressSpace.generic):
+        raise CuteValueError(f"the TMA source/destination must be in global memory, not {ptr.memspace.name}")
+    if type(num_multicast) is not int or num_multicast < 1:
+        raise CuteValueError(f"num_multicast must be a positive int, got {num_multicast!r}")
+    if num_multicast > 1 and not op.multicast:
+        raise CuteValueError(f"{type(op).__name__} does not multicast; use CopyBulkTensorTileG2SMulticastOp")
+    if type(smem_layout) is not Layout and not hasattr(smem_layout, "__cute_map_outer__"):
+        raise CuteTypeError(f"smem_layout must be a layout, got {smem_layout!r}")
+    dtype = ptr.dtype
+    tma_dtype = dtype if internal_type is None else dtype_of(internal_type)
+    if isinstance(cta_tiler, list):
+        cta_tiler = tuple(cta_tiler)
+    cta_v_map = composition(make_identity_layout(gmem_tensor.shape), cta_tiler)
+    tile = _smem_tile(smem_layout, product(cta_v_map.shape), len(cta_tiler) if type(cta_tiler) is tuple else 1)
+    swizzle = tma_swizzle_of(tile, dtype)
+    gbasis = construct_tma_gbasis(gmem_tensor.layout, dtype.width, get_nonswizzle_portion(tile), cta_v_map,
+                                  tma_dtype.width)
+    address = ptr.address + ptr.byte_offset() if ptr.address is not None else None
+    desc, g_stride = make_tma_desc(gmem_tensor.layout, dtype, tma_dtype, address, ptr.alignment, gbasis,
+                                   swizzle, num_multicast)
+    num_bits = product(gbasis.shape) * tma_dtype.width
+    atom = TmaCopyAtom(op, dtype, num_bits, desc, gbasis, g_stride, tile, num_multicast)
+    return atom, atom.get_tma_tensor(gmem_tensor.shape)
+
+
+def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor):
+    """``(smem_part, gmem_part)``: the TMA tile mode of both tensors grouped as ``((TMA, TMA_Iter), Rest...)``.
+
+    Mode 0 of both tensors is the CTA tile; with multicast, this CTA's share of the
+    instruction starts at ``cta_layout(cta_coord)`` times its part of the box.
+    """
+    if not isinstance(atom, TmaCopyAtom):
+        raise CuteTypeError(f"tma_partition needs the atom of make_tiled_tma_atom, got {atom!r}")
+    for name, t in (("smem_tensor", smem_tensor), ("gmem_tensor", gmem_tensor)):
+        if not isinstance(t, Tensor):
+            raise CuteTypeError(f"tma_partition: {name} must be a Tensor, got {t!r}")
+    s0, g0 = product(_mode0(smem_tensor.layout)), product(_mode0(gmem_tensor.layout))
+    if s0 != g0:
+        raise CuteValueError(f"tma_partition: mode 0 of the smem tensor has {s0} elements, of the gmem tensor {g0}")
+    if isinstance(smem_tensor.engine, Pointer):
+        need = atom.descriptor.smem_alignment
+        if smem_tensor.engine.alignment < need:
+            raise TmaError(
+                f"the smem tile must be {need}-byte aligned for a {atom.descriptor.swizzle.name} TMA, but only "
+                f"{smem_tensor.engine.alignment}-byte alignment is known"
+            )
+    smem_mode0 = smem_tensor.layout[0] if len(smem_tensor.layout) > 1 else smem_tensor.layout
+    inv = right_inverse(get_nonswizzle_portion(smem_mode0))
+    layout_v = tile_to_shape(Layout((inv.shape,), (inv.stride,)), s0)
+    tma_v = Layout(atom.num_values)
+    layout_V = (logical_divide(layout_v, tma_v),)
+    mcast = cta_layout(cta_coord) * (product(tma_v.shape) // cosize(cta_layout))
+    out = []
+    for t in (smem_tensor, gmem_tensor):
+        r = len(t.layout)
+        tiled = composition(t, layout_V + (None,) * (r - 1))
+        tiled = coalesce(tiled, ((1, 1),))
+        out.append(domain_offset(((mcast, 0),) + (0,) * (r - 1), tiled))
+    return out[0], out[1]
+
+
+def _mode0(layout):
+    s = layout.shape
+    return s[0] if type(s) is tuple else s
+
+
+def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode):
+    """The 16-bit mask of the CTAs that receive this CTA's multicast along mode(s) ``mcast_mode``.
+
+    The CTAs are those of ``cta_layout_vmnk`` that differ from ``cta_coord_vmnk`` only
+    in the multicast mode(s) (CuTe's ``create_tma_multicast_mask<Mode>``).
+    """
+    modes = (mcast_mode,) if isinstance(mcast_mode, int) else tuple(mcast_mode)
+    coord = list(cta_coord_vmnk)
+    for m in modes:
+        if not 0 <= m < len(coord):
+            raise CuteValueError(f"mcast_mode {m} is not a mode of the CTA coordinate {fmt(tuple(coord))}")
+        coord[m] = None
+    sub, elected = slice_and_offset(tuple(coord), cta_layout_vmnk)
+    mask = 0
+    for i in range(product(sub.shape)):
+        mask |= 1 << sub(i)
+    mask <<= elected
+    if mask >> 16:
+        raise CuteValueError(f"the multicast reaches CTA ranks beyond 15 (mask {mask:#x}); clusters hold at most 16 CTAs")
+    return mask
