@@ -250,9 +250,13 @@ def _atom_sizes(atom):
 
 
 def _check_rank(layout, tiler):
+    from .int_tuple import evenly_divides, is_static
+
     r = len(tiler) if type(tiler) is tuple else 1
     if len(layout) < r:
         raise CuteValueError(f"a tensor of rank {len(layout)} cannot be partitioned by the rank-{r} tile {fmt(tiler)}")
+    if is_static(layout.shape) and not evenly_divides(layout.shape, tiler):
+        raise CuteValueError(f"the tiled copy's tile {fmt(tiler)} does not divide the tensor's shape {fmt(layout.shape)}")
     return layout
 
 

@@ -129,6 +129,8 @@ def as_int_tuple(x, what="value"):
         return tuple(as_int_tuple(e, what) for e in x)
     if isinstance(x, Dynamic):
         return x
+    if isinstance(x, tuple):  # tuple subclasses (coordinates) become plain tuples
+        return tuple(as_int_tuple(e, what) for e in x)
     if isinstance(x, bool) or isinstance(x, (float, str, bytes)):
         raise CuteTypeError(f"{what} must be an int or a tuple of ints, got {x!r} ({t.__name__})")
     try:

@@ -78,7 +78,8 @@ class CoordEngine:
     memspace = None
 
     def __repr__(self):
-        return f"ArithTuple{fmt(self.origin)}"
+        return f"ArithTuple({','.join(fmt(x) for x in self.origin)})" if isinstance(self.origin, tuple) else \
+            f"ArithTuple({fmt(self.origin)})"
 
 
 def _add_coord(a, b):
@@ -231,7 +232,15 @@ def make_identity_tensor(shape):
 
 def make_coord_tensor(layout):
     """A coordinate tensor over ``layout`` (a layout with basis strides), starting at the zero coordinate."""
-    return Tensor(CoordEngine(0), layout)
+    from .int_tuple import flatten
+
+    fd = flatten(layout.stride)
+    total = 0
+    for d in fd if type(fd) is tuple else (fd,):
+        total = total + d
+    profile = getattr(total, "__cute_coprofile__", None)
+    origin = _zeros_like(profile()) if profile is not None else 0
+    return Tensor(CoordEngine(origin), layout)
 
 
 def _zeros_like(s):

@@ -23,7 +23,26 @@ from ..algebra import composition
 from ..pointer import AddressSpace, Pointer
 from ..tensor import Tensor, domain_offset, make_coord_tensor
 from ..tiling import logical_divide, tile_to_shape
-from .tma import TmaError, construct_tma_gbasis, make_tma_desc, tma_swizzle_of
+from .device_ops import (
+    BYTES_PER_POINTER,
+    BYTES_PER_TENSORMAP,
+    copy_tensormap,
+    cp_async_gs,
+    cp_async_gs_conditional,
+    cp_async_shared_global,
+    cp_fence_tma_desc_release,
+    extract_tensormap_ptr,
+    fence_tma_desc_acquire,
+    fence_tma_desc_release,
+    prefetch_descriptor,
+    prefetch_tma_descriptor,
+    tma_load,
+    tma_store,
+    tma_store_arrive,
+    tma_store_wait,
+    update_tma_descriptor,
+)
+from .tma import TmaDescriptor, TmaError, TmaSwizzle, construct_tma_gbasis, make_tma_desc, tma_swizzle_of
 
 __all__ = [
     "LoadCacheMode",
@@ -39,6 +58,26 @@ __all__ = [
     "tma_partition",
     "create_tma_multicast_mask",
     "is_tma_op",
+    "TmaDescriptor",
+    "TmaError",
+    "TmaSwizzle",
+    "BYTES_PER_TENSORMAP",
+    "BYTES_PER_POINTER",
+    "prefetch_descriptor",
+    "copy_tensormap",
+    "update_tma_descriptor",
+    "fence_tma_desc_acquire",
+    "cp_fence_tma_desc_release",
+    "fence_tma_desc_release",
+    "tma_load",
+    "tma_store",
+    "tma_store_arrive",
+    "tma_store_wait",
+    "cp_async_shared_global",
+    "cp_async_gs",
+    "cp_async_gs_conditional",
+    "prefetch_tma_descriptor",
+    "extract_tensormap_ptr",
 ]
 
 

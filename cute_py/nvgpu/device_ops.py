@@ -1,0 +1,199 @@
+"""Device-side TMA and cp.async operations: descriptor management and the low-level forms.
+
+These run inside a kernel: while one is being traced, each call validates its
+arguments and emits its operation through the active tracer; outside a kernel
+the arguments are still validated, then a :class:`DeviceOnlyError` says the call
+needs a kernel.  Their CPU semantics are in :mod:`cute_py.reference`.
+"""
+
+from ..errors import CuteError, CuteTypeError, CuteValueError
+from ..int_tuple import is_int
+from ..pointer import AddressSpace, Pointer
+
+__all__ = [
+    "BYTES_PER_TENSORMAP",
+    "BYTES_PER_POINTER",
+    "DeviceOnlyError",
+    "set_tracer",
+    "prefetch_descriptor",
+    "copy_tensormap",
+    "update_tma_descriptor",
+    "fence_tma_desc_acquire",
+    "cp_fence_tma_desc_release",
+    "fence_tma_desc_release",
+    "tma_load",
+    "tma_store",
+    "tma_store_arrive",
+    "tma_store_wait",
+    "cp_async_shared_global",
+    "cp_async_gs",
+    "cp_async_gs_conditional",
+    "prefetch_tma_descriptor",
+    "extract_tensormap_ptr",
+]
+
+BYTES_PER_TENSORMAP = 128
+BYTES_PER_POINTER = 8
+
+_state = {"tracer": None}
+
+
+class DeviceOnlyError(CuteError, RuntimeError):
+    """A device operation was called outside a kernel being traced."""
+
+
+def set_tracer(tracer):
+    """Install (or, with ``None``, remove) the kernel tracer that device operations emit into."""
+    old = _state["tracer"]
+    _state["tracer"] = tracer
+    return old
+
+
+def _emit(name, **operands):
+    tracer = _state["tracer"]
+    if tracer is None:
+        raise DeviceOnlyError(f"{name} is a device operation: call it inside a kernel (@cute_py.kernel)")
+    return tracer.emit(name, **operands)
+
+
+def _need_ptr(p, spaces, what):
+    if isinstance(p, Pointer):
+        if p.memspace not in spaces:
+            names = " or ".join(s.name for s in spaces)
+            raise CuteValueError(f"{what} must point to {names} memory, got a {p.memspace.name} pointer")
+        return p
+    if hasattr(p, "__cute_value__"):  # a traced pointer value
+        return p
+    raise CuteTypeError(f"{what} must be a pointer, got {p!r}")
+
+
+def prefetch_descriptor(atom):
+    """``prefetch.tensormap [desc]``: bring the TMA descriptor of ``atom`` into the cache."""
+    _check_tma_atom(atom)
+    return _emit("prefetch_tensormap", atom=atom)
+
+
+prefetch_tma_descriptor = prefetch_descriptor
+
+
+def copy_tensormap(atom, dst_ptr):
+    """Copy the 128-byte descriptor of ``atom`` to ``dst_ptr`` (global or shared, 64-byte aligned)."""
+    _check_tma_atom(atom)
+    p = _need_ptr(dst_ptr, (AddressSpace.gmem, AddressSpace.smem), "the tensormap destination")
+    if isinstance(p, Pointer) and p.alignment < 64:
+        raise CuteValueError(f"a tensormap must be 64-byte aligned, but the destination is only {p.alignment}-byte aligned")
+    return _emit("tensormap_copy", atom=atom, dst=dst_ptr)
+
+
+def update_tma_descriptor(atom, gmem_tensor, desc_ptr):
+    """Rewrite the descriptor at ``desc_ptr`` for ``gmem_tensor`` (address, dims, strides; same box)."""
+    _check_tma_atom(atom)
+    _need_ptr(desc_ptr, (AddressSpace.gmem, AddressSpace.smem), "desc_ptr")
+    if not hasattr(gmem_tensor, "layout"):
+        raise CuteTypeError(f"update_tma_descriptor needs the new gmem tensor, got {gmem_tensor!r}")
+    if len(gmem_tensor.layout) != len(atom.g_stride if isinstance(atom.g_stride, tuple) else (atom.g_stride,)):
+        raise CuteValueError("the new gmem tensor must have the rank of the atom's tensor")
+    return _emit("tensormap_replace", atom=atom, tensor=gmem_tensor, desc=desc_ptr)
+
+
+def fence_tma_desc_acquire(desc_ptr):
+    """``fence.proxy.tensormap::generic.acquire.gpu [desc], 128``: see descriptor writes before using it."""
+    _need_ptr(desc_ptr, (AddressSpace.gmem, AddressSpace.generic), "desc_ptr")
+    return _emit("fence_tensormap_acquire", desc=desc_ptr)
+
+
+def cp_fence_tma_desc_release(src_ptr, dst_ptr):
+    """Copy a descriptor from shared to global memory and release it (``tensormap.cp_fenceproxy``)."""
+    _need_ptr(src_ptr, (AddressSpace.smem,), "src_ptr")
+    _need_ptr(dst_ptr, (AddressSpace.gmem,), "dst_ptr")
+    return _emit("cp_fence_tensormap_release", src=src_ptr, dst=dst_ptr)
+
+
+def fence_tma_desc_release():
+    """``fence.proxy.tensormap::generic.release.gpu``: publish descriptor writes."""
+    return _emit("fence_tensormap_release")
+
+
+def extract_tensormap_ptr(atom):
+    """The address of the descriptor of ``atom`` inside the kernel's parameters."""
+    _check_tma_atom(atom)
+    return _emit("tensormap_ptr", atom=atom)
+
+
+def _check_tma_atom(atom):
+    if getattr(atom, "descriptor", None) is None:
+        raise CuteTypeError(f"expected a TMA atom from make_tiled_tma_atom, got {atom!r}")
+
+
+def _check_crd(crd):
+    crd = tuple(crd) if isinstance(crd, (tuple, list)) else (crd,)
+    if not 1 <= len(crd) <= 5:
+        raise CuteValueError(f"TMA coordinates have 1..5 entries, got {len(crd)}")
+    for c in crd:
+        if not is_int(c):
+            raise CuteTypeError(f"TMA coordinates are integers, got {c!r}")
+    return crd
+
+
+def tma_load(tma_desc, mbar, smem_ptr, crd, mcast_mask=None, cache_hint=None):
+    """``cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes`` (+ multicast)."""
+    crd = _check_crd(crd)
+    _need_ptr(smem_ptr, (AddressSpace.smem, AddressSpace.dsmem), "smem_ptr")
+    _need_ptr(mbar, (AddressSpace.smem,), "mbar")
+    if mcast_mask is not None and type(mcast_mask) is int and not 0 < mcast_mask < 1 << 16:
+        raise CuteValueError(f"a multicast mask is a non-zero 16-bit mask, got {mcast_mask:#x}")
+    return _emit("tma_load", desc=tma_desc, mbar=mbar, smem=smem_ptr, crd=crd, mcast_mask=mcast_mask, cache_hint=cache_hint)
+
+
+def tma_store(tma_desc, smem_ptr, crd):
+    """``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``."""
+    crd = _check_crd(crd)
+    _need_ptr(smem_ptr, (AddressSpace.smem,), "smem_ptr")
+    return _emit("tma_store", desc=tma_desc, smem=smem_ptr, crd=crd)
+
+
+def tma_store_arrive():
+    """``cp.async.bulk.commit_group``: close the group of TMA stores issued so far."""
+    return _emit("tma_store_arrive")
+
+
+def tma_store_wait(count, read=False):
+    """``cp.async.bulk.wait_group[.read] count``: wait until at most ``count`` store groups are pending."""
+    if type(count) is not int or not 0 <= count <= 63:
+        raise CuteValueError(f"tma_store_wait takes a static count in 0..63, got {count!r}")
+    return _emit("tma_store_wait", count=count, read=bool(read))
+
+
+def cp_async_shared_global(dst, src, cp_size, modifier, src_size=None):
+    """``cp.async.{ca,cg}.shared.global [dst], [src], cp_size[, src_size]``: bytes beyond ``src_size`` are zeroed."""
+    from .cpasync import LoadCacheMode
+
+    _need_ptr(dst, (AddressSpace.smem,), "dst")
+    _need_ptr(src, (AddressSpace.gmem,), "src")
+    if cp_size not in (4, 8, 16):
+        raise CuteValueError(f"cp.async copies 4, 8 or 16 bytes, not {cp_size}")
+    if not isinstance(modifier, LoadCacheMode) or modifier not in (LoadCacheMode.ALWAYS, LoadCacheMode.GLOBAL):
+        raise CuteValueError(f"cp.async takes LoadCacheMode.ALWAYS (.ca) or GLOBAL (.cg), got {modifier!r}")
+    if modifier is LoadCacheMode.GLOBAL and cp_size != 16:
+        raise CuteValueError(f"cp.async.cg copies 16 bytes only, not {cp_size}")
+    if src_size is not None and type(src_size) is int and not 0 <= src_size <= cp_size:
+        raise CuteValueError(f"src_size must be in 0..{cp_size}, got {src_size}")
+    return _emit("cp_async", dst=dst, src=src, cp_size=cp_size, modifier=modifier, src_size=src_size)
+
+
+def cp_async_gs(dst, src, cp_size=16):
+    """``cp.async.cg`` (16 bytes) or ``.ca`` (4/8) from global to shared."""
+    from .cpasync import LoadCacheMode
+
+    mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
+    return cp_async_shared_global(dst, src, cp_size, mode)
+
+
+def cp_async_gs_conditional(dst, src, pred, cp_size=16):
+    """Like :func:`cp_async_gs`, but copies zeros (``src_size = 0``) where ``pred`` is false."""
+    from .cpasync import LoadCacheMode
+
+    mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
+    if type(pred) is bool:
+        return cp_async_shared_global(dst, src, cp_size, mode, cp_size if pred else 0)
+    return _emit("cp_async_pred", dst=dst, src=src, cp_size=cp_size, modifier=mode, pred=pred)

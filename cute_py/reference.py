@@ -1,0 +1,417 @@
+"""CPU (numpy) execution of every copy atom, with the hardware's semantics.
+
+Memory is modelled as numpy arrays: global memory as a flat array of elements,
+each CTA's shared memory as a flat ``uint8`` array.  The functions here do what
+the instructions do:
+
+- :func:`cp_async`: copy ``cp_size`` bytes; bytes past ``src_size`` are zero-filled;
+- :func:`tma_load`: read the descriptor's box at TMA coordinates (out-of-bounds
+  elements read as zero) into shared memory, box element ``k`` at byte
+  ``swizzle(smem_byte + k * element_bytes)`` (the swizzle acts on the byte address);
+  with a multicast mask, into every CTA of the mask; completes ``box bytes`` of
+  transaction on each receiving CTA's mbarrier;
+- :func:`tma_store` / :func:`tma_reduce`: the reverse, writing (or reducing with
+  add, min, max, inc, dec, and, or, xor) only in-bounds elements;
+- :func:`dsmem_store`: ``st.async`` into a peer CTA's shared memory, with complete_tx.
+
+:func:`run_tma_copy` runs a whole tiled copy gmem -> smem -> gmem on the CPU from the
+objects a user builds (atoms, TMA tensors, ``tma_partition``), every CTA and stage.
+"""
+
+import numpy as np
+
+from .errors import CuteValueError
+from .int_tuple import ceil_div, product, product_each
+from .layout import Layout, group_modes
+from .nvgpu.cpasync import ReductionOp, tma_partition
+from .nvgpu.tma import TmaSwizzle
+from .swizzle import Swizzle
+from .tensor import ArrayEngine, Tensor, local_tile
+
+__all__ = [
+    "MBarrier",
+    "cp_async",
+    "tma_load",
+    "tma_store",
+    "tma_reduce",
+    "dsmem_store",
+    "run_tma_copy",
+    "run_cp_async_copy",
+]
+
+_BYTE_SWIZZLE = {TmaSwizzle.NONE: None, TmaSwizzle.B32: Swizzle(1, 4, 3),
+                 TmaSwizzle.B64: Swizzle(2, 4, 3), TmaSwizzle.B128: Swizzle(3, 4, 3)}
+
+
+class MBarrier:
+    """An mbarrier: pending arrivals and transaction bytes of the current phase."""
+
+    def __init__(self, count=1):
+        self.count = count
+        self.pending = count
+        self.tx = 0
+        self.phase = 0
+
+    def expect_tx(self, nbytes):
+        self.tx += nbytes
+
+    def arrive(self, n=1):
+        self.pending -= n
+        self._maybe_flip()
+
+    def arrive_and_expect_tx(self, nbytes):
+        self.tx += nbytes
+        self.arrive()
+
+    def complete_tx(self, nbytes):
+        self.tx -= nbytes
+        if self.tx < 0:
+            raise CuteValueError(f"mbarrier received {-self.tx} more transaction bytes than expected")
+        self._maybe_flip()
+
+    def _maybe_flip(self):
+        if self.pending <= 0 and self.tx == 0:
+            self.phase ^= 1
+            self.pending = self.count
+
+    def try_wait(self, parity):
+        """True once the phase with this parity has completed."""
+        return self.phase != parity
+
+
+def _bytes(a):
+    return a.view(np.uint8).reshape(-1)
+
+
+def cp_async(src, src_byte, dst, dst_byte, cp_size, src_size=None):
+    """``cp.async``: copy ``cp_size`` bytes from ``src`` to ``dst`` (bytes past ``src_size`` become 0)."""
+    if cp_size not in (4, 8, 16):
+        raise CuteValueError(f"cp.async copies 4, 8 or 16 bytes, not {cp_size}")
+    if src_byte % cp_size or dst_byte % cp_size:
+        raise CuteValueError(f"cp.async addresses must be {cp_size}-byte aligned (src {src_byte}, dst {dst_byte})")
+    n = cp_size if src_size is None else src_size
+    if not 0 <= n <= cp_size:
+        raise CuteValueError(f"src_size must be in 0..{cp_size}, got {n}")
+    s, d = _bytes(src), _bytes(dst)
+    d[dst_byte:dst_byte + n] = s[src_byte:src_byte + n]
+    d[dst_byte + n:dst_byte + cp_size] = 0
+
+
+def _box_elements(desc, crd):
+    """For each element of the box (dim 0 fastest): its gmem element index, or -1 if out of bounds."""
+    crd = tuple(crd)
+    if len(crd) != desc.rank:
+        raise CuteValueError(f"the descriptor has rank {desc.rank}, got {len(crd)} coordinates")
+    eb = desc.dtype.width // 8
+    elem_strides = [1] + [s // eb for s in desc.global_strides]
+    idx = np.zeros(1, dtype=np.int64)
+    valid = np.ones(1, dtype=bool)
+    for i in range(desc.rank):
+        b = np.arange(desc.box_dims[i], dtype=np.int64) + crd[i]
+        ok = (b >= 0) & (b < desc.global_dims[i])
+        idx = (idx[None, :] + (b * elem_strides[i])[:, None]).reshape(-1) if i else idx + b * elem_strides[i]
+        valid = (valid[None, :] & ok[:, None]).reshape(-1) if i else valid & ok
+    # the products above put dim i outermost; reorder so that dim 0 is fastest
+    shape = tuple(reversed(desc.box_dims))
+    idx = idx.reshape(shape).transpose(tuple(range(desc.rank - 1, -1, -1))).reshape(-1, order="F") if desc.rank > 1 else idx
+    valid = valid.reshape(shape).transpose(tuple(range(desc.rank - 1, -1, -1))).reshape(-1, order="F") if desc.rank > 1 else valid
+    return np.where(valid, idx, -1)
+
+
+def _smem_bytes(desc, smem_byte, n_elems):
+    eb = desc.dtype.width // 8
+    base = smem_byte + np.arange(n_elems, dtype=np.int64) * eb
+    sw = _BYTE_SWIZZLE[desc.swizzle]
+    if sw is not None:
+        base = base ^ ((base & sw.yyy_msk) >> sw.shift)
+    return (base[:, None] + np.arange(eb)[None, :]).reshape(-1)
+
+
+def _check_smem(desc, smem_byte):
+    align = desc.smem_alignment
+    if smem_byte % 128:
+        raise CuteValueError(f"a TMA smem address must be 128-byte aligned, got byte {smem_byte}")
+    if desc.swizzle is not TmaSwizzle.NONE and smem_byte % 16:
+        raise CuteValueError(f"a swizzled TMA smem address must be {align}-byte aligned, got byte {smem_byte}")
+
+
+def tma_load(desc, gmem, crd, smem, smem_byte, mbar=None, mcast=None):
+    """TMA load of the box at ``crd`` into ``smem`` (one CTA's bytes, or ``mcast``: a list of CTAs' smem
+    arrays, each receiving the box; their mbarriers in ``mbar`` as a matching list)."""
+    _check_smem(desc, smem_byte)
+    elems = _box_elements(desc, crd)
+    g = gmem.reshape(-1).view(desc.dtype.storage_dtype)
+    values = np.zeros(elems.size, dtype=g.dtype)
+    ok = elems >= 0
+    values[ok] = g[elems[ok]]
+    dst_idx = _smem_bytes(desc, smem_byte, elems.size)
+    targets = mcast if mcast is not None else [smem]
+    bars = mbar if isinstance(mbar, list) else [mbar] * len(targets)
+    for s, bar in zip(targets, bars):
+        sb = _bytes(s)
+        if dst_idx.max(initial=-1) >= sb.size:
+            raise CuteValueError(f"the TMA box ends beyond shared memory ({dst_idx.max() + 1} > {sb.size} bytes)")
+        sb[dst_idx] = values.view(np.uint8)
+        if bar is not None:
+            bar.complete_tx(values.nbytes)
+
+
+def _gather_smem(desc, smem, smem_byte, n, dtype):
+    idx = _smem_bytes(desc, smem_byte, n)
+    return _bytes(smem)[idx].copy().view(dtype)
+
+
+def tma_store(desc, smem, smem_byte, crd, gmem):
+    """TMA store of the box from ``smem`` to gmem at ``crd``; out-of-bounds elements are not written."""
+    _check_smem(desc, smem_byte)
+    elems = _box_elements(desc, crd)
+    g = gmem.reshape(-1).view(desc.dtype.storage_dtype)
+    vals = _gather_smem(desc, smem, smem_byte, elems.size, g.dtype)
+    ok = elems >= 0
+    g[elems[ok]] = vals[ok]
+
+
+def _reduce(kind, old, new, dtype):
+    if kind is ReductionOp.ADD:
+        return old + new
+    if kind is ReductionOp.MIN:
+        return np.minimum(old, new)
+    if kind is ReductionOp.MAX:
+        return np.maximum(old, new)
+    if dtype.is_float:
+        raise CuteValueError(f"TMA reduction {kind.name} is defined for integers only, not {dtype.name}")
+    if kind is ReductionOp.INC:
+        return np.where(old >= new, 0, old + 1).astype(old.dtype)
+    if kind is ReductionOp.DEC:
+        return np.where((old == 0) | (old > new), new, old - 1).astype(old.dtype)
+    if kind is ReductionOp.AND:
+        return old & new
+    if kind is ReductionOp.OR:
+        return old | new
+    return old ^ new
+
+
+def tma_reduce(desc, smem, smem_byte, crd, gmem, kind=ReductionOp.ADD):
+    """TMA reduction: ``gmem[box] = op(gmem[box], smem box)`` for in-bounds elements."""
+    _check_smem(desc, smem_byte)
+    dtype = desc.dtype
+    if dtype.numpy_dtype is None:
+        raise CuteValueError(f"the CPU reference reduces element types numpy holds, not {dtype.name}")
+    elems = _box_elements(desc, crd)
+    g = gmem.reshape(-1).view(dtype.numpy_dtype)
+    vals = _gather_smem(desc, smem, smem_byte, elems.size, dtype.numpy_dtype)
+    ok = elems >= 0
+    g[elems[ok]] = _reduce(kind, g[elems[ok]], vals[ok], dtype)
+
+
+def dsmem_store(value_bytes, dst_smem, dst_byte, mbar=None):
+    """``st.async`` of ``value_bytes`` (4, 8 or 16) into a peer CTA's smem, completing that many tx bytes."""
+    data = np.frombuffer(bytes(value_bytes), dtype=np.uint8)
+    if data.size not in (4, 8, 16):
+        raise CuteValueError(f"st.async stores 4, 8 or 16 bytes, not {data.size}")
+    if dst_byte % data.size:
+        raise CuteValueError(f"st.async needs a {data.size}-byte aligned address, got byte {dst_byte}")
+    _bytes(dst_smem)[dst_byte:dst_byte + data.size] = data
+    if mbar is not None:
+        mbar.complete_tx(data.size)
+
+
+# -- whole tiled copies --------------------------------------------------------------------------
+
+
+def _grid(shape, tiler):
+    t = product_each(tiler) if isinstance(tiler, tuple) else (tiler,)
+    s = product_each(shape)
+    return tuple(ceil_div(a, b) for a, b in zip(s, t))
+
+
+def _coords(grid):
+    n = product(grid)
+    for i in range(n):
+        c, r = [], i
+        for g in grid:
+            c.append(r % g)
+            r //= g
+        yield tuple(c)
+
+
+def _smem_tensor(layout, dtype, nbytes):
+    buf = np.zeros(nbytes, dtype=np.uint8)
+    view = buf.view(dtype.numpy_dtype or dtype.storage_dtype)
+    return buf, Tensor(ArrayEngine(view, 0, dtype), layout)
+
+
+def _tile_bytes(layout, dtype):
+    from .layout import cosize
+
+    outer = getattr(layout, "outer", layout)
+    n = cosize(outer) * dtype.width // 8
+    return -(-n // 1024) * 1024
+
+
+def _iters(layout):
+    # (number of TMA instructions per tile, number of rest-mode positions) of a tma_partition result
+    mode0 = layout.shape[0]
+    return product(mode0[1]), product(layout.shape) // product(mode0)
+
+
+def _issue_loads(atom, tAsA, tAgA, gmem, smems, mbars, mask_ctas):
+    desc = atom.descriptor
+    iters, rest = _iters(tAgA.layout)
+    for k in range(iters):
+        for j in range(rest):
+            crd = _tma_coord(tAgA, k, j)
+            byte = _smem_start(tAsA, k, j) * atom.dtype.width // 8
+            tma_load(desc, gmem, crd, None, byte, mbar=mbars, mcast=smems)
+
+
+def _first(t, k, j):
+    # the offset of element (0, k) of mode 0 ((TMA, TMA_Iter)) at index j of the rest modes
+    layout = t.layout
+    shape = layout.shape
+    rest = shape[1:] if type(shape) is tuple else ()
+    coord = ((0, k),) + _rest_coord(rest, j)
+    return layout(coord if type(shape) is tuple else coord[0])
+
+
+def _rest_coord(rest, j):
+    from .int_tuple import idx2crd
+
+    if not rest:
+        return ()
+    c = idx2crd(j, rest)
+    return c if type(c) is tuple else (c,)
+
+
+def _tma_coord(t, k, j):
+    off = _first(t, k, j)
+    return tuple(t.engine.read(off)) if isinstance(t.engine.read(off), tuple) else (t.engine.read(off),)
+
+
+def _smem_start(t, k, j):
+    # the unswizzled element offset where this instruction's box starts (TMA swizzles the address itself)
+    layout = t.layout
+    outer = getattr(layout, "outer", layout)
+    off = getattr(layout, "offset", 0)
+    shim = Tensor(t.engine, outer)
+    return t.engine.offset + off + _first(shim, k, j)
+
+
+def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, smem_layout, cta_tiler,
+                 num_multicast=1, gmem_layout=None):
+    """Copy ``src`` to ``dst`` (flat numpy gmem buffers) tile by tile through shared memory with TMA.
+
+    For every CTA tile of ``cta_tiler``: the CTAs of a multicast group (``num_multicast`` of them)
+    each load their share of the box into all of the group's shared memories (checking each
+    receives the whole tile), then one CTA stores the tile with ``store_atom``.  With
+    ``gmem_layout`` (the gmem tensor's layout), every loaded tile is also checked through the
+    smem layout: ``smem_tensor[c] == src[gmem_layout(tile origin + c)]`` (0 out of bounds).
+    Returns the number of tiles.
+    """
+    dtype = load_atom.dtype
+    rank = len(cta_tiler) if isinstance(cta_tiler, tuple) else 1
+    grid = _grid(load_tensor.shape, cta_tiler)
+    nbytes = _tile_bytes(smem_layout, dtype)
+    box_bytes = product(load_atom.descriptor.box_dims) * load_atom.descriptor.dtype.width // 8
+    tiles = 0
+    for coord in _coords(grid):
+        gA = local_tile(load_tensor, cta_tiler, coord)
+        bufs, tensors = zip(*(_smem_tensor(smem_layout, dtype, nbytes) for _ in range(num_multicast)))
+        bars = [MBarrier(1) for _ in range(num_multicast)]
+        tile_bytes = product(product_each(load_atom.smem_layout.shape)) * dtype.width // 8
+        for b in bars:
+            b.arrive_and_expect_tx(tile_bytes)
+        for cta in range(num_multicast):
+            tAsA, tAgA = tma_partition(load_atom, cta, Layout(num_multicast), group_modes(tensors[cta], 0, rank),
+                                       group_modes(gA, 0, rank))
+            _issue_loads(load_atom, tAsA, tAgA, src, list(bufs), bars, num_multicast)
+        for b in bars:
+            if not b.try_wait(0):
+                raise CuteValueError(f"tile {coord}: the mbarrier did not complete ({b.tx} bytes outstanding of "
+                                     f"{tile_bytes}; boxes of {box_bytes} bytes)")
+        for cta in range(1, num_multicast):
+            if not np.array_equal(bufs[cta], bufs[0]):
+                raise CuteValueError(f"tile {coord}: multicast CTA {cta} did not receive the same tile as CTA 0")
+        if gmem_layout is not None:
+            _verify_tile(tensors[0], src, gmem_layout, cta_tiler, coord)
+        gB = local_tile(store_tensor, cta_tiler, coord)
+        tBsB, tBgB = tma_partition(store_atom, 0, Layout(1), group_modes(tensors[0], 0, rank), group_modes(gB, 0, rank))
+        iters, rest = _iters(tBgB.layout)
+        for k in range(iters):
+            for j in range(rest):
+                tma_store(store_atom.descriptor, bufs[0], _smem_start(tBsB, k, j) * dtype.width // 8,
+                          _tma_coord(tBgB, k, j), dst)
+        tiles += 1
+    return tiles
+
+
+def _verify_tile(s_tile, src, gmem_layout, cta_tiler, coord):
+    from .tensor import make_identity_tensor
+
+    ident = local_tile(make_identity_tensor(gmem_layout.shape), cta_tiler, coord)
+    flat = src.reshape(-1).view(s_tile.engine.array.dtype)
+    shape = gmem_layout.shape if isinstance(gmem_layout.shape, tuple) else (gmem_layout.shape,)
+    for i in range(product(ident.shape)):
+        c = ident[i]
+        want = flat[gmem_layout(c)] if _inside(c, shape) else 0
+        got = s_tile[i]
+        if got != want:
+            raise CuteValueError(f"tile {coord}: smem holds {got} at tile element {i} (gmem {c}), expected {want}")
+
+
+def run_cp_async_copy(src, dst, tiled_copy, gmem_layout, smem_layout, cta_tiler):
+    """Copy ``src`` into ``dst`` (flat numpy gmem buffers over ``gmem_layout``) tile by tile: cp.async
+    gmem -> smem with ``tiled_copy`` (every thread, every vector), then plain stores smem -> gmem.
+
+    Vectors of partial edge tiles copy their in-bounds prefix and zero-fill the rest
+    (``src_size``); wholly out-of-bounds vectors are zero-filled from a valid address.
+    Returns the number of tiles.
+    """
+    from .tensor import make_identity_tensor
+
+    atom = tiled_copy.atom
+    dtype, eb = atom.dtype, atom.dtype.width // 8
+    vec_bytes = atom.num_bits // 8
+    shape = gmem_layout.shape if isinstance(gmem_layout.shape, tuple) else (gmem_layout.shape,)
+    store = dtype.numpy_dtype or dtype.storage_dtype
+    g_src = Tensor(ArrayEngine(src.reshape(-1).view(store), 0, dtype), gmem_layout)
+    g_dst = Tensor(ArrayEngine(dst.reshape(-1).view(store), 0, dtype), gmem_layout)
+    ident = make_identity_tensor(gmem_layout.shape)
+    tiles = 0
+    for coord in _coords(_grid(gmem_layout.shape, cta_tiler)):
+        buf, s_tile = _smem_tensor(smem_layout, dtype, _tile_bytes(smem_layout, dtype))
+        g_tile, c_tile = local_tile(g_src, cta_tiler, coord), local_tile(ident, cta_tiler, coord)
+        for t in range(tiled_copy.size):
+            thr = tiled_copy.get_slice(t)
+            t_s, t_d, t_c = thr.partition_S(g_tile), thr.partition_D(s_tile), thr.partition_S(c_tile)
+            v = product(t_s.layout.shape[0])
+            for i in range(product(t_s.layout.shape) // v):
+                first = _vec_coord(t_s.layout, 0, i)
+                inside = [_inside(t_c[_vec_coord(t_c.layout, j, i)], shape) for j in range(v)]
+                k = inside.index(False) if False in inside else v
+                if any(inside[k:]):
+                    raise CuteValueError("a cp.async vector whose in-bounds elements are not a prefix cannot be predicated")
+                src_byte = (t_s.engine.offset + t_s.layout(first)) * eb if k else 0
+                dst_byte = (t_d.engine.offset + t_d.layout(_vec_coord(t_d.layout, 0, i))) * eb
+                cp_async(src, src_byte, buf, dst_byte, vec_bytes, min(k * eb, vec_bytes))
+        for j in range(product(c_tile.shape)):
+            c = c_tile[j]
+            if _inside(c, shape):
+                g_dst[tuple(c) if isinstance(c, tuple) else c] = s_tile[j]
+        tiles += 1
+    return tiles
+
+
+def _vec_coord(layout, j, i):
+    # coordinate (j, rest index i) of a partitioned (V, rest...) layout
+    from .int_tuple import idx2crd
+
+    shape = layout.shape
+    rest = shape[1:]
+    rc = idx2crd(i, rest) if rest else ()
+    return (j,) + (rc if type(rc) is tuple else (rc,))
+
+
+def _inside(c, shape):
+    c = tuple(c) if isinstance(c, tuple) else (c,)
+    return all(0 <= x < y for x, y in zip(c, shape))
