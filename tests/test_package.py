@@ -24,6 +24,11 @@ ALGEBRA_LAYERS = {
     "recast": {"_memo", "composed", "errors", "int_tuple", "layout", "swizzle"},
     "smem_atoms": {"composed", "errors", "layout", "recast", "swizzle"},
     "parse": {"basis", "composed", "errors", "layout", "swizzle"},
+    "dtypes": {"errors"},
+    "pointer": {"dtypes", "errors", "int_tuple"},
+    "tensor": {"basis", "composed", "dtypes", "errors", "int_tuple", "layout", "pointer", "recast", "tiling"},
+    "atom": {"algebra", "dtypes", "errors", "int_tuple", "layout", "recast", "tensor", "tiling"},
+    "runtime": {"dtypes", "errors", "int_tuple", "layout", "pointer", "tensor"},
 }
 HEAVY = {"numba_cuda_mlir", "mlir", "cuda", "torch", "cupy", "numpy", "jax", "hypothesis", "mlir_dialects"}
 
@@ -49,8 +54,24 @@ def _imports(path):
 @pytest.mark.parametrize("module", sorted(ALGEBRA_LAYERS))
 def test_algebra_modules_import_only_the_layers_above_them(module):
     internal, external = _imports(PKG / f"{module}.py")
+    assert module != "atom" or "nvgpu" not in internal
     assert internal <= ALGEBRA_LAYERS[module], f"{module} imports {internal - ALGEBRA_LAYERS[module]}"
     assert not (external & HEAVY), f"{module} imports {external & HEAVY}"
+
+
+def test_nothing_below_the_jit_imports_mlir_or_cuda_at_module_level():
+    for path in PKG.rglob("*.py"):
+        if "jit" in path.parts:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # module level only: lazy imports inside functions are allowed
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module]
+            for n in names:
+                assert n.split(".")[0] not in {"mlir", "numba_cuda_mlir", "cuda", "torch", "cupy", "mlir_dialects"}, path
 
 
 def test_mlir_dialects_never_imports_cute_py():

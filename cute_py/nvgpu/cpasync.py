@@ -245,7 +245,7 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     tile = _smem_tile(smem_layout, product(cta_v_map.shape), len(cta_tiler) if type(cta_tiler) is tuple else 1)
     swizzle = tma_swizzle_of(tile, dtype)
     gbasis = construct_tma_gbasis(gmem_tensor.layout, dtype.width, get_nonswizzle_portion(tile), cta_v_map,
-                                  tma_dtype.width)
+                                  tma_dtype.width, swizzle)
     address = ptr.address + ptr.byte_offset() if ptr.address is not None else None
     desc, g_stride = make_tma_desc(gmem_tensor.layout, dtype, tma_dtype, address, ptr.alignment, gbasis,
                                    swizzle, num_multicast)

@@ -102,8 +102,9 @@ def tma_swizzle_of(smem_layout, dtype):
     return TmaSwizzle(byte_sw.bits)
 
 
-def _coalesce_256(layout):
-    # CuTe's coalesce that merges modes only while the merged mode stays <= 256
+def _coalesce_256(layout, max_inner=256):
+    # CuTe's coalesce that merges modes only while the merged mode stays <= 256; the first
+    # (contiguous) mode also stays within max_inner, the swizzle span in elements
     fs, fd = flatten(layout.shape), flatten(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
@@ -111,9 +112,10 @@ def _coalesce_256(layout):
     for s, d in zip(fs[1:], fd[1:]):
         if s == 1:
             continue
+        limit = max_inner if len(shapes) == 1 else 256
         if len(shapes) == 1 and shapes[0] == 1:
             shapes[0], strides[0] = s, d
-        elif shapes[-1] * strides[-1] == d and s * shapes[-1] <= 256:
+        elif shapes[-1] * strides[-1] == d and s * shapes[-1] <= limit:
             shapes[-1] = s * shapes[-1]
         else:
             shapes.append(s)
@@ -127,7 +129,7 @@ def _wrap(x):
     return x if type(x) is tuple else (x,)
 
 
-def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bits):
+def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bits, swizzle=None):
     """The TMA box as a layout ``tma_box_shape : gmem modes`` (basis strides), CuTe's ``construct_tma_gbasis``.
 
     ``gmem_layout`` is the gmem tensor's layout in elements of ``gmem_bits`` bits; ``smem_layout``
@@ -151,7 +153,10 @@ def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bit
     shapes = _wrap(sidx2gmode_full.shape)
     sidx2gmode = _mk(shapes[:smem_rank], strides[:smem_rank]) if smem_rank > 1 else _mk(shapes[0], strides[0])
     tile_gstride = recast_layout(tma_bits, gmem_bits, composition(gmem_layout, sidx2gmode))
-    tma_gstride = _coalesce_256(tile_gstride)
+    max_inner = 256
+    if swizzle is not None and swizzle is not TmaSwizzle.NONE:
+        max_inner = max(1, swizzle.span * 8 // tma_bits)
+    tma_gstride = _coalesce_256(tile_gstride, max_inner)
     gbasis = make_identity_layout(gmem_layout.shape)
     tile_gbasis_tmp = composition(gbasis, sidx2gmode)
     tile_gbasis = _mk(tile_gstride.shape, tile_gbasis_tmp.stride)
@@ -310,6 +315,14 @@ def make_tma_desc(gmem_layout, gmem_dtype, tma_dtype, address, address_alignment
         box[i] = -(-box[i] // multicast)
         multicast = new_mult
         i -= 1
+    per_cta_bytes = product(tuple(box)) * tma_dtype.width // 8
+    tile_elems = product(tma_gbasis.shape)
+    if (num_multicast > 1 or product(tuple(box)) * num_multicast < tile_elems) and per_cta_bytes % 128:
+        raise TmaError(
+            f"each TMA instruction moves a box {box} of {per_cta_bytes} bytes; when a tile takes several "
+            f"instructions (or CTAs) their smem destinations must stay 128-byte aligned, so the box must be a "
+            f"multiple of 128 bytes"
+        )
     desc = TmaDescriptor(
         dtype=tma_dtype,
         global_dims=tuple(dims),
