@@ -53,9 +53,11 @@ def encode_tiled(desc, address):
     il = getattr(driver.CUtensorMapInterleave, "CU_TENSOR_MAP_INTERLEAVE_" + ("NONE" if desc.interleave.value == 0 else desc.interleave.name[1:] + "B"))
     l2 = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if desc.l2_promotion.value == 0 else "L2_" + desc.l2_promotion.name[1:] + "B"))
     oob = getattr(driver.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + desc.oob_fill.name)
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
     err, tmap = driver.cuTensorMapEncodeTiled(
         dt, desc.rank, address,
-        list(desc.global_dims), list(desc.global_strides), list(desc.box_dims), list(desc.element_strides),
+        [u64(x) for x in desc.global_dims], [u64(x) for x in desc.global_strides],
+        [u32(x) for x in desc.box_dims], [u32(x) for x in desc.element_strides],
         il, sw, l2, oob,
     )
     _check(driver, err, f"cuTensorMapEncodeTiled{desc}")
