@@ -1,0 +1,182 @@
+"""Fences, cluster barriers, warp election, and stores to a peer CTA's shared memory."""
+
+from typing import Any, Optional
+
+from ._backend import ext, ir, llvm, nvvm
+from .dialect import CuteOp, Flag, bool_attr, str_attr
+from .lowering import finish, inline_ptx, lowers
+from .types import AddressSpace
+
+__all__ = [
+    "FenceProxyAsyncOp",
+    "ClusterArriveOp",
+    "ClusterWaitOp",
+    "ElectSyncOp",
+    "DsmemStoreOp",
+    "fence_proxy_async",
+    "cluster_arrive",
+    "cluster_wait",
+    "elect_sync",
+    "dsmem_store",
+    "PROXY_ASYNC_SPACES",
+]
+
+PROXY_ASYNC_SPACES = ("shared::cta", "shared::cluster", "global")
+I1, I32 = ir.IntegerType[1], ir.IntegerType[32]
+
+
+class FenceProxyAsyncOp(CuteOp, name="fence_proxy_async"):
+    """Order this thread's generic-proxy accesses of a state space before later async-proxy (TMA) accesses.
+
+    PTX: fence.proxy.async.{shared::cta,shared::cluster,global};
+    """
+
+    space: ir.StringAttr
+
+    def verify_rules(self):
+        space = self.str_attr("space")
+        if space not in PROXY_ASYNC_SPACES:
+            self.fail("fence-proxy-async-space", f"state space must be one of {PROXY_ASYNC_SPACES}, got {space!r}")
+
+
+class ClusterArriveOp(CuteOp, name="cluster_arrive"):
+    """Arrive on the cluster barrier (``relaxed``: without release semantics; ``aligned``: warp-uniform).
+
+    PTX: barrier.cluster.arrive{.relaxed}{.aligned};
+    """
+
+    relaxed: Flag
+    aligned: Flag
+
+
+class ClusterWaitOp(CuteOp, name="cluster_wait"):
+    """Wait until every thread of the cluster has arrived on the cluster barrier.
+
+    PTX: barrier.cluster.wait{.aligned};
+    """
+
+    aligned: Flag
+
+
+class ElectSyncOp(CuteOp, name="elect_sync"):
+    """Elect one leader lane among the lanes of ``membermask`` (all 32 by default); i1 true in the leader.
+
+    PTX: elect.sync _|p, membermask;
+    """
+
+    membermask: Optional[ext.Operand[I32]] = None
+    is_leader: ext.Result[I1] = ext.infer_result()
+
+
+_DSMEM_TYPES = {("i", 32): ("b32", "r"), ("i", 64): ("b64", "l"), ("f", 32): ("b32", "f"), ("f", 64): ("b64", "d")}
+
+
+def _value_kind(t):
+    if isinstance(t, ir.IntegerType):
+        return ("i", t.width)
+    if isinstance(t, ir.F32Type):
+        return ("f", 32)
+    if isinstance(t, ir.F64Type):
+        return ("f", 64)
+    return None
+
+
+class DsmemStoreOp(CuteOp, name="dsmem_store"):
+    """Store a 32/64-bit value into CTA ``cta_id``'s shared memory and complete its bytes on that CTA's mbarrier.
+
+    PTX: mapa.shared::cluster.u32 ...; st.async.shared::cluster.mbarrier::complete_tx::bytes.<b32|b64> [remote], value, [remote_mbar];
+    """
+
+    PTX_ISA = 81
+    addr: ext.Operand[llvm.PointerType]
+    value: ext.Operand[Any]
+    mbar: ext.Operand[llvm.PointerType]
+    cta_id: ext.Operand[I32]
+
+    def verify_rules(self):
+        self.expect_space("addr", self.addr, AddressSpace.SHARED)
+        self.expect_space("mbar", self.mbar, AddressSpace.SHARED)
+        if _value_kind(self.value.type) not in _DSMEM_TYPES:
+            self.fail("dsmem-value-type", f"st.async stores i32, i64, f32 or f64, got {self.value.type}")
+
+
+# -- builders ------------------------------------------------------------------------------
+
+
+def fence_proxy_async(space="shared::cta"):
+    """Build ``cute_nvgpu.fence_proxy_async``."""
+    return FenceProxyAsyncOp.build(str_attr(space))
+
+
+def cluster_arrive(*, relaxed=False, aligned=True):
+    """Build ``cute_nvgpu.cluster_arrive``."""
+    return ClusterArriveOp.build(bool_attr(relaxed), bool_attr(aligned))
+
+
+def cluster_wait(*, aligned=True):
+    """Build ``cute_nvgpu.cluster_wait``."""
+    return ClusterWaitOp.build(bool_attr(aligned))
+
+
+def elect_sync(membermask=None):
+    """Build ``cute_nvgpu.elect_sync``; the op's ``is_leader`` is an i1."""
+    return ElectSyncOp.build(membermask=membermask)
+
+
+def dsmem_store(addr, value, mbar, cta_id):
+    """Build ``cute_nvgpu.dsmem_store`` (addresses are this CTA's; ``cta_id`` picks the peer)."""
+    return DsmemStoreOp.build(addr, value, mbar, cta_id)
+
+
+# -- lowering ------------------------------------------------------------------------------
+
+
+@lowers(FenceProxyAsyncOp)
+def lower_fence_proxy_async(op, rewriter):
+    space = op.str_attr("space")
+    with rewriter.ip:
+        if space == "global":
+            nvvm.FenceProxyOp(nvvm.ProxyKind.async_global)
+        else:
+            shared = nvvm.SharedSpace.shared_cta if space == "shared::cta" else nvvm.SharedSpace.shared_cluster
+            nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=shared)
+    finish(op, rewriter)
+
+
+@lowers(ClusterArriveOp)
+def lower_cluster_arrive(op, rewriter):
+    aligned = op.bool_attr("aligned") or None
+    with rewriter.ip:
+        if op.bool_attr("relaxed"):
+            nvvm.ClusterArriveRelaxedOp(aligned=aligned)
+        else:
+            nvvm.ClusterArriveOp(aligned=aligned)
+    finish(op, rewriter)
+
+
+@lowers(ClusterWaitOp)
+def lower_cluster_wait(op, rewriter):
+    with rewriter.ip:
+        nvvm.ClusterWaitOp(aligned=op.bool_attr("aligned") or None)
+    finish(op, rewriter)
+
+
+@lowers(ElectSyncOp)
+def lower_elect_sync(op, rewriter):
+    with rewriter.ip:
+        leader = nvvm.ElectSyncOp(membermask=op.membermask, results=[ir.IntegerType.get_signless(1)]).results[0]
+    finish(op, rewriter, leader)
+
+
+@lowers(DsmemStoreOp)
+def lower_dsmem_store(op, rewriter):
+    bits, cons = _DSMEM_TYPES[_value_kind(op.value.type)]
+    i32 = ir.IntegerType.get_signless(32)
+    with rewriter.ip:
+        addr = llvm.PtrToIntOp(i32, op.addr).result
+        mbar = llvm.PtrToIntOp(i32, op.mbar).result
+        ptx = ("{\n\t.reg .b32 %ra, %rb;\n\tmapa.shared::cluster.u32 %ra, $0, $3;\n\t"
+               "mapa.shared::cluster.u32 %rb, $2, $3;\n\t"
+               f"st.async.shared::cluster.mbarrier::complete_tx::bytes.{bits} [%ra], $1, [%rb];\n\t}}")
+        inline_ptx(ptx, f"r,{cons},r,r,~{{memory}}", [addr, op.value, mbar, op.cta_id])
+    finish(op, rewriter)

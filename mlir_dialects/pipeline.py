@@ -1,0 +1,109 @@
+"""From a module holding ``cute_nvgpu`` ops to PTX (in-process) and to a cubin (nvJitLink, no GPU needed).
+
+``to_ptx`` verifies, lowers a copy of the module (the caller's module is left as written),
+points each ``gpu.module`` at ``#nvvm.target<chip, features>``, and runs::
+
+    gpu.module(convert-arith-to-llvm, convert-nvvm-to-llvm, reconcile-unrealized-casts),
+
+    gpu-module-to-binary{format=isa}
+
+The same module gives byte-identical PTX.
+"""
+
+import re
+
+from ._backend import gpu, ir, PassManager
+from .dialect import diagnostics_text, verify
+from .errors import AssemblyError, PipelineError
+from .lowering import lower, required_ptx_isa
+
+__all__ = ["PIPELINE", "DEFAULT_CHIP", "DEFAULT_FEATURES", "lower_copy", "to_ptx", "to_cubin", "ptx_isa_of"]
+
+DEFAULT_CHIP = "sm_90a"
+DEFAULT_FEATURES = "+ptx80"
+PIPELINE = (
+    "builtin.module(gpu.module(convert-arith-to-llvm,"
+    "convert-nvvm-to-llvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})"
+)
+_PTX_FEATURE = re.compile(r"\+ptx(\d+)")
+
+
+def ptx_isa_of(features):
+    """The PTX ISA version (times ten) named in an NVPTX feature string, e.g. 80 for ``+ptx80``; 0 if none."""
+    found = _PTX_FEATURE.findall(features or "")
+    return max(map(int, found), default=0)
+
+
+def _gpu_modules(module):
+    return [op for op in module.body.operations if op.operation.name == "gpu.module"]
+
+
+def lower_copy(module):
+    """A lowered copy of ``module`` (verified first); the argument is not changed."""
+    verify(module)
+    work = ir.Module.parse(str(module.operation), context=module.context)
+    return lower(work, check=False)
+
+
+def _features_for(module, features):
+    """``features`` with its PTX ISA version raised to the least one the module's ops need."""
+    need, have = required_ptx_isa(module), ptx_isa_of(features)
+    if need <= have:
+        return features
+    if have:
+        return _PTX_FEATURE.sub(f"+ptx{need}", features)
+    return ",".join(f for f in (features, f"+ptx{need}") if f)
+
+
+def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES):
+    """PTX text of the single ``gpu.module`` in ``module``, compiled for ``chip``.
+
+    ``features`` is the NVPTX feature string; its PTX ISA version is raised when an op of the
+    module needs a later one (the tensormap ops need 8.3, ``dsmem_store`` 8.1).
+    """
+    gpu_mods = _gpu_modules(module)
+    if len(gpu_mods) != 1:
+        raise PipelineError(f"to_ptx compiles a module holding exactly one gpu.module, found {len(gpu_mods)}")
+    features = _features_for(module, features)
+    work = lower_copy(module)
+    ctx = work.context
+    target = ir.Attribute.parse(f'#nvvm.target<chip = "{chip}", features = "{features}">', context=ctx)
+    for gm in _gpu_modules(work):
+        gm.operation.attributes["targets"] = ir.ArrayAttr.get([target], context=ctx)
+    work.operation.attributes["gpu.container_module"] = ir.UnitAttr.get(ctx)
+    try:
+        PassManager.parse(PIPELINE, context=ctx).run(work.operation)
+    except ir.MLIRError as e:
+        raise PipelineError(f"the pipeline to PTX failed for chip={chip} features={features}: "
+                            f"{diagnostics_text(e)}") from None
+    binaries = [op for op in work.body.operations if op.operation.name == "gpu.binary"]
+    if len(binaries) != 1:
+        raise PipelineError(f"expected one gpu.binary after gpu-module-to-binary, found {len(binaries)}")
+    obj = gpu.ObjectAttr(binaries[0].attributes["objects"][0])
+    return bytes(obj.object).decode()
+
+
+def to_cubin(ptx, arch=DEFAULT_CHIP):
+    """Assemble PTX into a cubin for ``arch`` with nvJitLink (pip ``nvidia-nvjitlink``); needs no GPU."""
+    try:
+        from cuda.bindings import nvjitlink
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise AssemblyError(f"to_cubin needs cuda-bindings' nvjitlink: {e}") from None
+    data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+    handle = nvjitlink.create(1, [f"-arch={arch}"])
+    try:
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "cute_nvgpu.ptx")
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as e:
+            size = nvjitlink.get_error_log_size(handle)
+            log = bytearray(size)
+            nvjitlink.get_error_log(handle, log)
+            raise AssemblyError(f"nvJitLink could not assemble the PTX for {arch}: {e}: "
+                                f"{bytes(log).decode(errors='replace').rstrip(chr(0))}") from None
+        size = nvjitlink.get_linked_cubin_size(handle)
+        cubin = bytearray(size)
+        nvjitlink.get_linked_cubin(handle, cubin)
+        return bytes(cubin)
+    finally:
+        nvjitlink.destroy(handle)

@@ -1,0 +1,158 @@
+"""Sample kernels written with the dialect: one that uses every op, and a TMA tile copy.
+
+Both are ``builtin.module``s holding one ``gpu.module`` of ``llvm.func`` kernels, the form
+``to_ptx`` compiles. Shared buffers are ``llvm.mlir.global``s in address space 3; a TMA
+descriptor is a 128-byte, 64-byte aligned ``__grid_constant__`` kernel parameter.
+"""
+
+from ._backend import ir, llvm, nvvm
+from .dialect import make_context
+from .lowering import const_int
+from .ops_cpasync import cp_async, cp_async_commit_group, cp_async_mbarrier_arrive, cp_async_wait_group
+from .ops_descriptor import (cp_fence_tensormap_release, fence_tensormap_acquire, fence_tensormap_release,
+                             tensormap_copy, tensormap_replace)
+from .ops_mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
+                           mbarrier_expect_tx, mbarrier_init, mbarrier_try_wait_parity, mbarrier_wait_parity)
+from .ops_sync import cluster_arrive, cluster_wait, dsmem_store, elect_sync, fence_proxy_async
+from .ops_tma import (prefetch_tensormap, tma_load, tma_prefetch_tile, tma_reduce, tma_store, tma_store_arrive,
+                      tma_store_wait)
+
+__all__ = ["DESC_PARAM", "kernel_module", "build_sample_module", "build_tma_copy_module"]
+
+# a TMA descriptor passed by value: 128 bytes, 64-byte aligned, read in place (__grid_constant__)
+DESC_PARAM = "!llvm.ptr {llvm.byval = !llvm.array<16 x i64>, llvm.align = 64 : i64, nvvm.grid_constant}"
+
+
+def kernel_module(name, params, shared):
+    """A module with one ``gpu.module`` and one empty kernel ``name``.
+
+    ``params`` is a list of (arg name, type text); ``shared`` a list of (global name, bytes,
+    alignment). Returns (module, insertion point before the return, {arg name: value},
+    {global name: its !llvm.ptr<3> address}).
+    """
+    globals_ = "\n".join(
+        f"llvm.mlir.global internal @{g}() {{addr_space = 3 : i32, alignment = {a} : i64}} : !llvm.array<{n} x i8>"
+        for g, n, a in shared
+    )
+    args = ", ".join(f"%{a}: {t}" for a, t in params)
+    addrs = "\n".join(f"%{g} = llvm.mlir.addressof @{g} : !llvm.ptr<3>" for g, _, _ in shared)
+    module = ir.Module.parse(f"""
+module attributes {{gpu.container_module}} {{
+  gpu.module @{name}_module {{
+    {globals_}
+    llvm.func @{name}({args}) attributes {{nvvm.kernel}} {{
+      {addrs}
+      llvm.return
+    }}
+  }}
+}}""")
+    func = module.body.operations[0].regions[0].blocks[0].operations[len(shared)]
+    block = func.regions[0].blocks[0]
+    ops = list(block.operations)
+    values = {a: block.arguments[i] for i, (a, _) in enumerate(params)}
+    smem = {g: ops[i].result for i, (g, _, _) in enumerate(shared)}
+    return module, ir.InsertionPoint(ops[-1]), values, smem
+
+
+def _offset(ptr, nbytes):
+    i8 = ir.IntegerType.get_signless(8)
+    return llvm.GEPOp(ptr.type, ptr, [], [nbytes], i8, 0).result
+
+
+def build_sample_module():
+    """A kernel that uses every op of ``cute_nvgpu`` once or more (built in the current context)."""
+    params = [("desc", DESC_PARAM), ("gsrc", "!llvm.ptr<1>"), ("gdesc", "!llvm.ptr<1>"), ("x", "i32"), ("y", "i32"),
+              ("z", "i32"), ("hint", "i64"), ("gaddr", "i64"), ("peer", "i32"), ("val", "i32")]
+    shared = [("tile", 16384, 1024), ("bars", 16, 8), ("tmap", 128, 128)]
+    module, ip, a, s = kernel_module("cute_nvgpu_sample", params, shared)
+    with ip:
+        tile, bar, tmap = s["tile"], s["bars"], s["tmap"]
+        bar2 = _offset(bar, 8)
+        one, zero, tx = const_int(1), const_int(0), const_int(8192)
+        mask = const_int(0b11, 16)
+        # mbarriers and fences
+        mbarrier_init(bar, one)
+        mbarrier_init(bar2, one)
+        fence_mbarrier_init()
+        fence_proxy_async("shared::cta")
+        cluster_arrive(relaxed=True)
+        cluster_wait()
+        leader = elect_sync().is_leader
+        # descriptors
+        prefetch_tensormap(a["desc"])
+        tensormap_copy(tmap, a["gdesc"])
+        tensormap_replace(tmap, "global_address", a["gaddr"])
+        tensormap_replace(tmap, "global_dim", a["x"], 1)
+        tensormap_replace(tmap, "global_stride", a["gaddr"], 0)
+        fence_tensormap_release()
+        cp_fence_tensormap_release(a["gdesc"], tmap)
+        fence_tensormap_acquire(a["desc"])
+        tensormap_copy(a["gdesc"], tmap)
+        # TMA loads, stores, reductions, prefetches
+        mbarrier_arrive_expect_tx(bar, tx)
+        tma_load(tile, a["desc"], bar, [a["x"], a["y"]])
+        tma_load(tile, a["desc"], bar, [a["x"], a["y"]], multicast_mask=mask, cache_hint=a["hint"])
+        tma_load(tile, a["desc"], bar, [a["x"]])
+        tma_load(tile, a["desc"], bar, [a["x"], a["y"], a["z"], a["x"], a["y"]])
+        tma_prefetch_tile(a["desc"], [a["x"], a["y"]])
+        tma_prefetch_tile(a["desc"], [a["x"], a["y"], a["z"]], cache_hint=a["hint"])
+        mbarrier_expect_tx(bar2, tx)
+        mbarrier_wait_parity(bar, zero)
+        ready = mbarrier_try_wait_parity(bar2, one).done
+        fence_proxy_async("shared::cluster")
+        tma_store(a["desc"], tile, [a["x"], a["y"]])
+        tma_store(a["desc"], tile, [a["x"], a["y"], a["z"]], cache_hint=a["hint"])
+        for kind in ("add", "min", "max", "inc", "dec", "and", "or", "xor"):
+            tma_reduce(a["desc"], tile, [a["x"], a["y"]], kind)
+        tma_store_arrive()
+        tma_store_wait(1, read=True)
+        tma_store_wait(0)
+        fence_proxy_async("global")
+        # cp.async
+        cp_async(tile, a["gsrc"], 4)
+        cp_async(tile, a["gsrc"], 8, modifier="ca", cache_hint=a["hint"])
+        cp_async(tile, a["gsrc"], 16, modifier="cg", src_size=a["z"])
+        cp_async(tile, a["gsrc"], 16, modifier="cg", src_size=a["z"], cache_hint=a["hint"])
+        cp_async_commit_group()
+        cp_async_mbarrier_arrive(bar2)
+        cp_async_wait_group(0)
+        # cluster: remote arrive and a store into a peer CTA's shared memory
+        mbarrier_arrive_cluster(bar, a["peer"])
+        dsmem_store(tile, a["val"], bar, a["peer"])
+        dsmem_store(tile, a["hint"], bar, a["peer"])
+        mbarrier_arrive(bar)
+        del leader, ready
+    return module
+
+
+def build_tma_copy_module(rows, cols, elem_bytes=4):
+    """``tma_copy(desc_in, desc_out)``: CTA (bx, by) copies the tile at (bx*cols, by*rows) through shared memory.
+
+    One thread per CTA: init an mbarrier, expect ``rows*cols*elem_bytes`` bytes, TMA-load the
+    tile, wait on phase 0, fence, TMA-store it, and wait for the store group.
+    """
+    nbytes = rows * cols * elem_bytes
+    module, ip, a, s = kernel_module("tma_copy", [("desc_in", DESC_PARAM), ("desc_out", DESC_PARAM)],
+                                     [("tile", nbytes, 1024), ("bar", 8, 8)])
+    with ip:
+        tile, bar = s["tile"], s["bar"]
+        i32 = ir.IntegerType.get_signless(32)
+        bx, by = nvvm.read_ptx_sreg_ctaid_x(results=[i32]), nvvm.read_ptx_sreg_ctaid_y(results=[i32])
+        x = llvm.MulOp(bx, const_int(cols), 0).result
+        y = llvm.MulOp(by, const_int(rows), 0).result
+        prefetch_tensormap(a["desc_in"])
+        mbarrier_init(bar, const_int(1))
+        fence_proxy_async("shared::cta")
+        mbarrier_arrive_expect_tx(bar, const_int(nbytes))
+        tma_load(tile, a["desc_in"], bar, [x, y])
+        mbarrier_wait_parity(bar, const_int(0))
+        tma_store(a["desc_out"], tile, [x, y])
+        tma_store_arrive()
+        tma_store_wait(0)
+    return module
+
+
+def sample_context():
+    """A fresh context with the dialect loaded, and a location, for building the samples."""
+    ctx = make_context()
+    return ctx, ir.Location.unknown(ctx)
