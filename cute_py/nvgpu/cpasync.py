@@ -23,8 +23,11 @@ from ..algebra import composition
 from ..pointer import AddressSpace, Pointer
 from ..tensor import Tensor, domain_offset, make_coord_tensor
 from ..tiling import logical_divide, tile_to_shape
-from .device_ops import (
+from . import device_ops
+from .device_ops import (  # noqa: F401  (re-exported: the device-side half of this module's API)
     BYTES_PER_POINTER,
+    DeviceOnlyError,
+    set_tracer,
     BYTES_PER_TENSORMAP,
     copy_tensormap,
     cp_async_gs,
@@ -61,24 +64,7 @@ __all__ = [
     "TmaDescriptor",
     "TmaError",
     "TmaSwizzle",
-    "BYTES_PER_TENSORMAP",
-    "BYTES_PER_POINTER",
-    "prefetch_descriptor",
-    "copy_tensormap",
-    "update_tma_descriptor",
-    "fence_tma_desc_acquire",
-    "cp_fence_tma_desc_release",
-    "fence_tma_desc_release",
-    "tma_load",
-    "tma_store",
-    "tma_store_arrive",
-    "tma_store_wait",
-    "cp_async_shared_global",
-    "cp_async_gs",
-    "cp_async_gs_conditional",
-    "prefetch_tma_descriptor",
-    "extract_tensormap_ptr",
-]
+] + device_ops.__all__
 
 
 class LoadCacheMode(enum.Enum):

@@ -127,7 +127,7 @@ def tma_configs(draw):
         reps = (draw(st.sampled_from([1, 2])), draw(st.sampled_from([1, 2])))
         tile = tuple(a * r for a, r in zip(cute.product_each(atom.shape), reps))
         smem = cute.tile_to_shape(atom, tile)
-    m = tile[0] * draw(st.integers(1, 3)) - draw(st.sampled_from([0, 0, 3]))
+    m = max(1, tile[0] * draw(st.integers(1, 3)) - draw(st.sampled_from([0, 0, 3])))
     n = tile[1] * draw(st.integers(1, 3))
     align = 16 // eb
     if k_major:
