@@ -21,7 +21,7 @@ from ..int_tuple import fmt, product
 from ..layout import Layout, coalesce, cosize, slice_and_offset
 from ..algebra import composition
 from ..pointer import AddressSpace, Pointer
-from ..tensor import Tensor, domain_offset, make_coord_tensor
+from ..tensor import Tensor, domain_offset
 from ..tiling import logical_divide, tile_to_shape
 from . import device_ops
 from .device_ops import (  # noqa: F401  (re-exported: the device-side half of this module's API)
@@ -182,8 +182,12 @@ class TmaCopyAtom(CopyAtom):
             object.__setattr__(self, name, v)
 
     def get_tma_tensor(self, shape):
-        """The TMA coordinate tensor of a gmem tensor of ``shape``."""
-        return make_coord_tensor(Layout(shape, self.g_stride))
+        """The TMA coordinate tensor of a gmem tensor of ``shape``: its elements are the TMA
+        coordinates (one per descriptor dim) of each gmem coordinate."""
+        from ..basis import ArithTuple
+        from ..tensor import CoordEngine
+
+        return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank)), Layout(shape, self.g_stride))
 
     def __repr__(self):
         d = self.descriptor

@@ -343,10 +343,12 @@ def _tma_coord_strides(gmem_layout, gmem_dtype, tma_dtype, g_t, modes, byte_stri
 
     def leaf(ei):
         si, di = basis_get(ei, g_t.shape), basis_get(ei, g_t.stride)
-        if (type(si) is int and si == 1) or (type(di) is int and di == 0):
+        if type(di) is int and di == 0:
             return 0
         j = next((j for j, m in enumerate(modes) if any(_as_basis(e) == ei for e in _basis_list(m))), None)
         if j is None:
+            # a mode the box does not use (CuTe also drops size-1 modes here; cute_py keeps a size-1
+            # mode the box does use, so a tile reaching past it reads out of bounds, not row 0 again)
             return 0
         if j == 0:
             scale = basis_get(ei, gmem_layout.stride) * ratio_num // ratio_den
