@@ -144,6 +144,17 @@ from . import nvgpu, runtime  # noqa: E402  (the subpackages users reach as cute
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    # print_layout, print_tensor and the viz subpackage load on first use: `import cute_py` stays fast
+    if name in ("print_layout", "print_tensor", "viz"):
+        import importlib
+
+        viz = importlib.import_module(".viz", __name__)
+        return viz if name == "viz" else getattr(viz, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "AddressSpace",
     "append",
@@ -239,6 +250,8 @@ __all__ = [
     "Pointer",
     "prefix_product",
     "prepend",
+    "print_layout",
+    "print_tensor",
     "product",
     "product_each",
     "raked_product",
@@ -270,6 +283,7 @@ __all__ = [
     "Uint64",
     "Uint8",
     "upcast",
+    "viz",
     "zipped_divide",
     "zipped_product",
 ]

@@ -142,6 +142,12 @@ class TiledCopy:
     def __repr__(self):
         return f"TiledCopy(tiler_mn={fmt(self.tiler_mn)}, layout_tv={self.layout_tv}, atom={self.atom!r})"
 
+    def _repr_svg_(self):
+        """Jupyter's rich display: the picture from :mod:`cute_py.viz` (``None``: use the text repr)."""
+        import importlib  # viz sits below the algebra (DESIGN §1): loaded by name, only when asked
+
+        return importlib.import_module("cute_py.viz").repr_svg(self)
+
     def _tile2thrfrg(self, tensor_layout, ref2trg):
         atom_thr, atom_val = _atom_sizes(self.atom)
         atom_layout_tv = zipped_divide(self.layout_tv, (atom_thr, atom_val))

@@ -55,7 +55,8 @@ class ScaledBasis:
     def __str__(self):
         return fmt(self.value) + "".join(f"@{m}" for m in reversed(self.modes))
 
-    __repr__ = __str__
+    def __repr__(self):
+        return f"ScaledBasis({self.value!r}, {self.modes!r})"
 
     def __eq__(self, other):
         return type(other) is ScaledBasis and self.modes == other.modes and _eq(self.value, other.value)

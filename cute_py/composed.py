@@ -100,6 +100,12 @@ class ComposedLayout:
     def __repr__(self):
         return f"ComposedLayout({self.inner!r}, {self.offset!r}, {self.outer!r})"
 
+    def _repr_svg_(self):
+        """Jupyter's rich display: the picture from :mod:`cute_py.viz` (``None``: use the text repr)."""
+        import importlib  # viz sits below the algebra (DESIGN §1): loaded by name, only when asked
+
+        return importlib.import_module("cute_py.viz").repr_svg(self)
+
     # -- hooks used by the algebra (layout.py, algebra.py, tiling.py) ------------------------
     def __cute_map_outer__(self, fn):
         """Apply ``fn`` to the outer layout, keeping inner and offset."""

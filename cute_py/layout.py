@@ -141,6 +141,12 @@ class Layout:
     def __repr__(self):
         return f"Layout({self.shape!r}, {self.stride!r})"
 
+    def _repr_svg_(self):
+        """Jupyter's rich display: the picture from :mod:`cute_py.viz` (``None``: use the text repr)."""
+        import importlib  # viz sits below the algebra (DESIGN §1): loaded by name, only when asked
+
+        return importlib.import_module("cute_py.viz").repr_svg(self)
+
     def __format__(self, spec):
         return format(str(self), spec)
 
