@@ -11,7 +11,7 @@ from ._memo import memoize
 from .algebra import composition
 from .errors import CuteTypeError, CuteValueError
 from .int_tuple import crd2idx, fmt, is_int
-from .layout import Layout, _mk, dice, slice_, slice_and_offset
+from .layout import Layout, _has_none, _mk, dice, slice_, slice_and_offset
 from .swizzle import Swizzle
 
 __all__ = [
@@ -116,15 +116,6 @@ class ComposedLayout:
 
     def __cute_slice_and_offset__(self, coord):
         return slice_and_offset_composed(coord, self)
-
-
-def _has_none(c):
-    if type(c) is not tuple:
-        return c is None
-    for e in c:
-        if e is None or (type(e) is tuple and _has_none(e)):
-            return True
-    return False
 
 
 def _compose3(inner, offset, outer):

@@ -12,7 +12,7 @@ from .basis import ArithTuple, make_identity_layout
 from .dtypes import DType, dtype_of
 from .errors import CuteTypeError, CuteValueError
 from .int_tuple import as_int_tuple, fmt, is_int, product, product_each
-from .layout import Layout, cosize, dice, slice_and_offset
+from .layout import Layout, _has_none, cosize, dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
 from .recast import recast_layout
 from .tiling import make_fragment_like_layout, zipped_divide
@@ -182,17 +182,6 @@ class Tensor:
         else:
             out = np.array(flat, dtype=self.engine.array.dtype)
         return out.reshape(shape, order="F")
-
-
-def _has_none(c):
-    if c is None:
-        return True
-    if type(c) is not tuple:
-        return False
-    for e in c:
-        if e is None or (type(e) is tuple and _has_none(e)):
-            return True
-    return False
 
 
 def is_tensor(x):
