@@ -45,7 +45,15 @@ from .device_ops import (  # noqa: F401  (re-exported: the device-side half of t
     tma_store_wait,
     update_tma_descriptor,
 )
-from .tma import TmaDescriptor, TmaError, TmaSwizzle, construct_tma_gbasis, make_tma_desc, tma_swizzle_of
+from .tma import (
+    TmaDescriptor,
+    TmaError,
+    TmaSwizzle,
+    construct_tma_gbasis,
+    value_of,
+    make_tma_desc,
+    tma_swizzle_of,
+)
 
 __all__ = [
     "LoadCacheMode",
@@ -187,7 +195,7 @@ class TmaCopyAtom(CopyAtom):
         from ..basis import ArithTuple
         from ..tensor import CoordEngine
 
-        return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank)), Layout(shape, self.g_stride))
+        return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank)), Layout(value_of(shape), self.g_stride))
 
     def __repr__(self):
         d = self.descriptor
@@ -231,13 +239,17 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     tma_dtype = dtype if internal_type is None else dtype_of(internal_type)
     if isinstance(cta_tiler, list):
         cta_tiler = tuple(cta_tiler)
-    cta_v_map = composition(make_identity_layout(gmem_tensor.shape), cta_tiler)
-    tile = _smem_tile(smem_layout, product(cta_v_map.shape), len(cta_tiler) if type(cta_tiler) is tuple else 1)
+    tile_size = product(composition(make_identity_layout(gmem_tensor.shape), cta_tiler).shape)
+    tile = _smem_tile(smem_layout, value_of(tile_size), len(cta_tiler) if type(cta_tiler) is tuple else 1)
     swizzle = tma_swizzle_of(tile, dtype)
-    gbasis = construct_tma_gbasis(gmem_tensor.layout, dtype.width, get_nonswizzle_portion(tile), cta_v_map,
+    # static (int) leaves of the gmem layout are static for the derivation, run-time leaves (e.g.
+    # HostInt from make_fake_tensor(..., dynamic=True)) are treated as CuTe treats dynamic ones
+    g_host = gmem_tensor.layout
+    cta_v_map = composition(make_identity_layout(g_host.shape), cta_tiler)
+    gbasis = construct_tma_gbasis(g_host, dtype.width, get_nonswizzle_portion(tile), cta_v_map,
                                   tma_dtype.width, swizzle)
     address = ptr.address + ptr.byte_offset() if ptr.address is not None else None
-    desc, g_stride = make_tma_desc(gmem_tensor.layout, dtype, tma_dtype, address, ptr.alignment, gbasis,
+    desc, g_stride = make_tma_desc(g_host, dtype, tma_dtype, address, ptr.alignment, gbasis,
                                    swizzle, num_multicast)
     num_bits = product(gbasis.shape) * tma_dtype.width
     atom = TmaCopyAtom(op, dtype, num_bits, desc, gbasis, g_stride, tile, num_multicast)

@@ -20,6 +20,7 @@ from ..basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_i
 from ..composed import get_nonswizzle_portion, get_swizzle_portion
 from ..dtypes import DType
 from ..errors import CuteTypeError, CuteValueError
+from ..int_tuple import Dynamic
 from ..int_tuple import flatten, fmt, product
 from ..layout import Layout, _mk, coalesce, group_modes
 from ..recast import recast_layout
@@ -102,6 +103,93 @@ def tma_swizzle_of(smem_layout, dtype):
     return TmaSwizzle(byte_sw.bits)
 
 
+class HostInt(Dynamic):
+    """A gmem extent or stride, known on the host but treated as a run-time value while the box is
+    derived, exactly as CuTe treats the (dynamic) shapes and strides of a gmem tensor."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def _op(self, other, fn):
+        o = other.value if isinstance(other, HostInt) else other
+        if type(o) is not int:
+            return NotImplemented
+        return HostInt(fn(self.value, o))
+
+    def __add__(self, o):
+        return self._op(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return self._op(o, lambda a, b: b + a)
+
+    def __sub__(self, o):
+        return self._op(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._op(o, lambda a, b: b - a)
+
+    def __mul__(self, o):
+        return self._op(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return self._op(o, lambda a, b: b * a)
+
+    def __floordiv__(self, o):
+        return self._op(o, lambda a, b: a // b)
+
+    def __rfloordiv__(self, o):
+        return self._op(o, lambda a, b: b // a)
+
+    def __mod__(self, o):
+        return self._op(o, lambda a, b: a % b)
+
+    def __rmod__(self, o):
+        return self._op(o, lambda a, b: b % a)
+
+    def __abs__(self):
+        return HostInt(abs(self.value))
+
+    def __neg__(self):
+        return HostInt(-self.value)
+
+    def min_(self, o):
+        return HostInt(min(self.value, value_of(o)))
+
+    def max_(self, o):
+        return HostInt(max(self.value, value_of(o)))
+
+    def signum_(self):
+        return HostInt((self.value > 0) - (self.value < 0))
+
+    def __repr__(self):
+        return f"HostInt({self.value})"
+
+
+def value_of(x):
+    """Ints, tuples and layouts with :class:`HostInt` leaves unwrapped to plain ints."""
+    if isinstance(x, HostInt):
+        return x.value
+    if type(x) is tuple:
+        return tuple(value_of(e) for e in x)
+    if type(x) is ScaledBasis:
+        return ScaledBasis(value_of(x.value), x.modes)
+    if type(x) is Layout:
+        return _mk(value_of(x.shape), value_of(x.stride))
+    return x
+
+
+def host_layout(layout):
+    """``layout`` with every static int leaf wrapped as a :class:`HostInt`."""
+    def wrap(t):
+        if type(t) is tuple:
+            return tuple(wrap(e) for e in t)
+        return HostInt(t) if type(t) is int else t
+
+    return _mk(wrap(layout.shape), wrap(layout.stride))
+
+
 def _coalesce_256(layout, max_inner=256):
     # CuTe's coalesce that merges modes only while the merged mode stays <= 256; the first
     # (contiguous) mode also stays within max_inner, the swizzle span in elements
@@ -110,18 +198,20 @@ def _coalesce_256(layout, max_inner=256):
         fs, fd = (fs,), (fd,)
     shapes, strides = [fs[0]], [fd[0]]
     for s, d in zip(fs[1:], fd[1:]):
-        if s == 1:
+        if type(s) is int and s == 1:
             continue
         limit = max_inner if len(shapes) == 1 else 256
-        if len(shapes) == 1 and shapes[0] == 1:
+        t, e = shapes[-1], strides[-1]
+        static = all(type(x) is int for x in (s, d, t, e))
+        if len(shapes) == 1 and type(t) is int and t == 1:
             shapes[0], strides[0] = s, d
-        elif shapes[-1] * strides[-1] == d and s * shapes[-1] <= limit:
+        elif static and t * e == d and s * t <= limit:
             shapes[-1] = s * shapes[-1]
         else:
             shapes.append(s)
             strides.append(d)
     if len(shapes) == 1:
-        return _mk(1, 0) if shapes[0] == 1 else _mk(shapes[0], strides[0])
+        return _mk(1, 0) if (type(shapes[0]) is int and shapes[0] == 1) else _mk(shapes[0], strides[0])
     return _mk(tuple(shapes), tuple(strides))
 
 
@@ -136,10 +226,10 @@ def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bit
     the non-swizzled smem layout of one tile; ``cta_v_map`` the identity layout of the gmem
     shape composed with the CTA tiler; the box is counted in ``tma_bits``-bit elements.
     """
-    if product(smem_layout.shape) != product(cta_v_map.shape):
+    if product(smem_layout.shape) != value_of(product(cta_v_map.shape)):
         raise TmaError(
             f"the smem layout {smem_layout} has {product(smem_layout.shape)} elements but the CTA tile has "
-            f"{product(cta_v_map.shape)}: TMA requires the smem tile and the CTA tile to have the same size"
+            f"{value_of(product(cta_v_map.shape))}: TMA requires the smem tile and the CTA tile to have the same size"
         )
     inv_smem = right_inverse(smem_layout)
     sidx2gmode_full = coalesce(composition(cta_v_map, inv_smem))
@@ -167,8 +257,8 @@ def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bit
     for s, d, e in zip(_wrap(flatten(g_t.shape)), _wrap(flatten(g_t.stride)), _wrap(flatten(gbasis.stride))):
         if (type(s) is int and s == 1) or (type(d) is int and d == 0):
             continue
-        e = e if type(e) is ScaledBasis else ScaledBasis(1, ())
-        if any(u == e for u in _wrap(used)):
+        e = _as_basis(e)
+        if any(_as_basis(u) == e for u in _wrap(used)):
             continue
         remaining.append(e)
     full = _mk(_wrap(tma_gbasis_tile.shape) + (1,) * len(remaining), _wrap(tma_gbasis_tile.stride) + tuple(remaining))
@@ -279,11 +369,11 @@ def make_tma_desc(gmem_layout, gmem_dtype, tma_dtype, address, address_alignment
     for i, mode in enumerate(modes):
         bases = [_as_basis(e) for e in _basis_list(mode)]
         if type(mode) is not tuple:
-            dims[i] = basis_get(bases[0], gshape)
-            strides[i] = basis_get(bases[0], gstride)
+            dims[i] = value_of(basis_get(bases[0], gshape))
+            strides[i] = value_of(basis_get(bases[0], gstride))
             continue
         for e in bases:
-            s_j, d_j = basis_get(e, gshape), basis_get(e, gstride)
+            s_j, d_j = value_of(basis_get(e, gshape)), value_of(basis_get(e, gstride))
             old = strides[i]
             strides[i] = math.gcd(strides[i], d_j)
             if strides[i]:
@@ -299,8 +389,7 @@ def make_tma_desc(gmem_layout, gmem_dtype, tma_dtype, address, address_alignment
             f"not match the gmem tensor {gmem_layout}"
         )
     byte_strides = tuple(s * tma_dtype.width // 8 for s in strides[1:])
-    box = [product(_wrap(tma_gbasis.shape)[i]) if type(tma_gbasis.shape) is tuple else product(tma_gbasis.shape)
-           for i in range(rank)]
+    box = [value_of(product(m)) for m in _wrap(tma_gbasis.shape)]
     multicast = num_multicast
     i = rank - 1
     while multicast > 1:
@@ -316,7 +405,7 @@ def make_tma_desc(gmem_layout, gmem_dtype, tma_dtype, address, address_alignment
         multicast = new_mult
         i -= 1
     per_cta_bytes = product(tuple(box)) * tma_dtype.width // 8
-    tile_elems = product(tma_gbasis.shape)
+    tile_elems = value_of(product(tma_gbasis.shape))
     if (num_multicast > 1 or product(tuple(box)) * num_multicast < tile_elems) and per_cta_bytes % 128:
         raise TmaError(
             f"each TMA instruction moves a box {box} of {per_cta_bytes} bytes; when a tile takes several "
@@ -351,11 +440,16 @@ def _tma_coord_strides(gmem_layout, gmem_dtype, tma_dtype, g_t, modes, byte_stri
             # mode the box does use, so a tile reaching past it reads out of bounds, not row 0 again)
             return 0
         if j == 0:
-            scale = basis_get(ei, gmem_layout.stride) * ratio_num // ratio_den
-            return ScaledBasis(scale, (0,))
+            num = value_of(basis_get(ei, gmem_layout.stride)) * ratio_num
+            if num % ratio_den:
+                raise TmaError(
+                    f"with {tma_dtype.name} as the TMA type for {gmem_dtype.name} elements, a step along gmem mode "
+                    f"{ei} moves {num}/{ratio_den} TMA elements: fractional TMA coordinates are not supported"
+                )
+            return ScaledBasis(num // ratio_den, (0,))
         if type(modes[j]) is not tuple:
             return ScaledBasis(1, (j,))
-        scale = -(-(di * tma_dtype.width // max(byte_strides[j - 1], 16)) // 8)
+        scale = -(-(value_of(di) * tma_dtype.width // max(byte_strides[j - 1], 16)) // 8)
         return ScaledBasis(scale, (j,))
 
     basis = make_basis_like(gmem_layout.shape)
