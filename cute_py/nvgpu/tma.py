@@ -20,7 +20,7 @@ from ..basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_i
 from ..composed import get_nonswizzle_portion, get_swizzle_portion
 from ..dtypes import DType
 from ..errors import CuteTypeError, CuteValueError
-from ..int_tuple import Dynamic
+from ..runtime import HostInt, host_layout, value_of  # noqa: F401  (HostInt, host_layout: re-exported)
 from ..int_tuple import flatten, fmt, product
 from ..layout import Layout, _mk, coalesce, group_modes
 from ..recast import recast_layout
@@ -101,93 +101,6 @@ def tma_swizzle_of(smem_layout, dtype):
             f"S<1,4,3> (32B), S<2,4,3> (64B) and S<3,4,3> (128B)"
         )
     return TmaSwizzle(byte_sw.bits)
-
-
-class HostInt(Dynamic):
-    """A gmem extent or stride, known on the host but treated as a run-time value while the box is
-    derived, exactly as CuTe treats the (dynamic) shapes and strides of a gmem tensor."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def _op(self, other, fn):
-        o = other.value if isinstance(other, HostInt) else other
-        if type(o) is not int:
-            return NotImplemented
-        return HostInt(fn(self.value, o))
-
-    def __add__(self, o):
-        return self._op(o, lambda a, b: a + b)
-
-    def __radd__(self, o):
-        return self._op(o, lambda a, b: b + a)
-
-    def __sub__(self, o):
-        return self._op(o, lambda a, b: a - b)
-
-    def __rsub__(self, o):
-        return self._op(o, lambda a, b: b - a)
-
-    def __mul__(self, o):
-        return self._op(o, lambda a, b: a * b)
-
-    def __rmul__(self, o):
-        return self._op(o, lambda a, b: b * a)
-
-    def __floordiv__(self, o):
-        return self._op(o, lambda a, b: a // b)
-
-    def __rfloordiv__(self, o):
-        return self._op(o, lambda a, b: b // a)
-
-    def __mod__(self, o):
-        return self._op(o, lambda a, b: a % b)
-
-    def __rmod__(self, o):
-        return self._op(o, lambda a, b: b % a)
-
-    def __abs__(self):
-        return HostInt(abs(self.value))
-
-    def __neg__(self):
-        return HostInt(-self.value)
-
-    def min_(self, o):
-        return HostInt(min(self.value, value_of(o)))
-
-    def max_(self, o):
-        return HostInt(max(self.value, value_of(o)))
-
-    def signum_(self):
-        return HostInt((self.value > 0) - (self.value < 0))
-
-    def __repr__(self):
-        return f"HostInt({self.value})"
-
-
-def value_of(x):
-    """Ints, tuples and layouts with :class:`HostInt` leaves unwrapped to plain ints."""
-    if isinstance(x, HostInt):
-        return x.value
-    if type(x) is tuple:
-        return tuple(value_of(e) for e in x)
-    if type(x) is ScaledBasis:
-        return ScaledBasis(value_of(x.value), x.modes)
-    if type(x) is Layout:
-        return _mk(value_of(x.shape), value_of(x.stride))
-    return x
-
-
-def host_layout(layout):
-    """``layout`` with every static int leaf wrapped as a :class:`HostInt`."""
-    def wrap(t):
-        if type(t) is tuple:
-            return tuple(wrap(e) for e in t)
-        return HostInt(t) if type(t) is int else t
-
-    return _mk(wrap(layout.shape), wrap(layout.stride))
 
 
 def _coalesce_256(layout, max_inner=256):

@@ -46,7 +46,7 @@ def _cpp_layout(text):
     # CuTe prints static ints as _N: those stay ints, the others become run-time values (HostInt)
     import re
 
-    from cute_py.nvgpu.tma import HostInt
+    from cute_py.runtime import HostInt
 
     def conv(t):
         if isinstance(t, str):
