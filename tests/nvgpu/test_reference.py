@@ -10,7 +10,7 @@ from cute_py import Layout
 from cute_py import reference as ref
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaSwizzle
-from cute_py.runtime import make_fake_tensor
+from cute_py.runtime import make_fake_tensor, value_of
 from cute_py.smem_atoms import SmemLayoutAtomKind as K
 
 
@@ -137,14 +137,15 @@ def tma_configs(draw):
         m = -(-m // align) * align
         shape, stride = (m, n), (1, m)
     mc = draw(st.sampled_from([1, 1, 2, 4]))
-    return dtype, shape, stride, smem, tile, mc
+    dynamic = draw(st.booleans())  # the gmem extents and strides as run-time values (as CuTe sees a kernel's)
+    return dtype, shape, stride, smem, tile, mc, dynamic
 
 
 @settings(max_examples=25)
 @given(tma_configs())
 def test_tma_tiled_copy_round_trips_through_swizzled_smem(cfg):
-    dtype, shape, stride, smem, tile, mc = cfg
-    g = make_fake_tensor(dtype, shape, stride)
+    dtype, shape, stride, smem, tile, mc, dynamic = cfg
+    g = make_fake_tensor(dtype, shape, stride, dynamic=dynamic)
     op = cpasync.CopyBulkTensorTileG2SMulticastOp() if mc > 1 else cpasync.CopyBulkTensorTileG2SOp()
     try:
         load, load_t = cpasync.make_tiled_tma_atom(op, g, smem, tile, mc)
@@ -153,27 +154,29 @@ def test_tma_tiled_copy_round_trips_through_swizzled_smem(cfg):
         assert "multicast" in str(e) or "128-byte aligned" in str(e)
         return
     store, store_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), g, smem, tile)
-    n = cute.cosize(g.layout)
+    gl = value_of(g.layout)
+    n = cute.cosize(gl)
     rng = np.random.default_rng(n)
     src = rng.integers(1, 250, size=n).astype(dtype.storage_dtype)
     dst = np.zeros_like(src)
-    tiles = ref.run_tma_copy(src, dst, load, load_t, store, store_t, smem, tile, mc, g.layout)
+    tiles = ref.run_tma_copy(src, dst, load, load_t, store, store_t, smem, tile, mc, gl)
     assert tiles == cute.product(tuple(-(-a // b) for a, b in zip(shape, tile)))
-    idx = np.array([g.layout(i) for i in range(cute.size(g.layout))])
+    idx = np.array([gl(i) for i in range(cute.size(gl))])
     assert np.array_equal(dst[idx], src[idx])
 
 
 @settings(max_examples=15)
 @given(tma_configs())
 def test_tma_boxes_cover_the_gmem_tensor_exactly_once(cfg):
-    dtype, shape, stride, smem, tile, mc = cfg
-    g = make_fake_tensor(dtype, shape, stride)
+    dtype, shape, stride, smem, tile, mc, dynamic = cfg
+    g = make_fake_tensor(dtype, shape, stride, dynamic=dynamic)
     op = cpasync.CopyBulkTensorTileG2SMulticastOp() if mc > 1 else cpasync.CopyBulkTensorTileG2SOp()
     try:
         atom, tma = cpasync.make_tiled_tma_atom(op, g, smem, tile, mc)
     except cpasync.TmaError:
         return
-    counts = np.zeros(cute.cosize(g.layout), dtype=np.int64)
+    gl = value_of(g.layout)
+    counts = np.zeros(cute.cosize(gl), dtype=np.int64)
     grid = tuple(-(-a // b) for a, b in zip(shape, tile))
     for t in range(cute.product(grid)):
         gA = cute.local_tile(tma, tile, cute.idx2crd(t, grid))
@@ -185,7 +188,7 @@ def test_tma_boxes_cover_the_gmem_tensor_exactly_once(cfg):
                 for j in range(rest):
                     elems = ref._box_elements(atom.descriptor, ref._tma_coord(tAgA, k, j))
                     np.add.at(counts, elems[elems >= 0], 1)
-    idx = np.array([g.layout(i) for i in range(cute.size(g.layout))])
+    idx = np.array([gl(i) for i in range(cute.size(gl))])
     assert counts[idx].min() == 1 and counts[idx].max() == 1
     assert counts.sum() == len(idx)
 
