@@ -1,11 +1,11 @@
 """Tensors for the host side: described without storage (``make_fake_tensor``), to build atoms
 and compile kernels with no GPU and no data."""
 
-from .basis import ScaledBasis
 from .dtypes import dtype_of
 from .errors import CuteValueError
-from .int_tuple import Dynamic, as_int_tuple
+from .int_tuple import as_int_tuple
 from .layout import Layout, _mk
+from .valued import ValuedInt, value_of
 from .pointer import AddressSpace, Pointer
 from .tensor import Tensor
 
@@ -31,81 +31,11 @@ def make_fake_tensor(dtype, shape, stride=None, assumed_align=16, memspace=Addre
     return Tensor(Pointer(dtype, memspace, assumed_align), layout)
 
 
-class HostInt(Dynamic):
-    """A gmem extent or stride, known on the host but treated as a run-time value while the box is
-    derived, exactly as CuTe treats the (dynamic) shapes and strides of a gmem tensor."""
+class HostInt(ValuedInt):
+    """A gmem extent or stride, known on the host but a run-time value of the kernel: the TMA box
+    is derived with it exactly as CuTe derives it with the (dynamic) shapes of a gmem tensor."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def _op(self, other, fn):
-        o = other.value if isinstance(other, HostInt) else other
-        if type(o) is not int:
-            return NotImplemented
-        return HostInt(fn(self.value, o))
-
-    def __add__(self, o):
-        return self._op(o, lambda a, b: a + b)
-
-    def __radd__(self, o):
-        return self._op(o, lambda a, b: b + a)
-
-    def __sub__(self, o):
-        return self._op(o, lambda a, b: a - b)
-
-    def __rsub__(self, o):
-        return self._op(o, lambda a, b: b - a)
-
-    def __mul__(self, o):
-        return self._op(o, lambda a, b: a * b)
-
-    def __rmul__(self, o):
-        return self._op(o, lambda a, b: b * a)
-
-    def __floordiv__(self, o):
-        return self._op(o, lambda a, b: a // b)
-
-    def __rfloordiv__(self, o):
-        return self._op(o, lambda a, b: b // a)
-
-    def __mod__(self, o):
-        return self._op(o, lambda a, b: a % b)
-
-    def __rmod__(self, o):
-        return self._op(o, lambda a, b: b % a)
-
-    def __abs__(self):
-        return HostInt(abs(self.value))
-
-    def __neg__(self):
-        return HostInt(-self.value)
-
-    def min_(self, o):
-        return HostInt(min(self.value, value_of(o)))
-
-    def max_(self, o):
-        return HostInt(max(self.value, value_of(o)))
-
-    def signum_(self):
-        return HostInt((self.value > 0) - (self.value < 0))
-
-    def __repr__(self):
-        return f"HostInt({self.value})"
-
-
-def value_of(x):
-    """Ints, tuples and layouts with :class:`HostInt` leaves unwrapped to plain ints."""
-    if isinstance(x, HostInt):
-        return x.value
-    if type(x) is tuple:
-        return tuple(value_of(e) for e in x)
-    if type(x) is ScaledBasis:
-        return ScaledBasis(value_of(x.value), x.modes)
-    if type(x) is Layout:
-        return _mk(value_of(x.shape), value_of(x.stride))
-    return x
+    __slots__ = ()
 
 
 def host_layout(layout):

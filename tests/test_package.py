@@ -28,7 +28,8 @@ ALGEBRA_LAYERS = {
     "pointer": {"dtypes", "errors", "int_tuple"},
     "tensor": {"basis", "composed", "dtypes", "errors", "int_tuple", "layout", "pointer", "recast", "tiling"},
     "atom": {"algebra", "dtypes", "errors", "int_tuple", "layout", "recast", "tensor", "tiling"},
-    "runtime": {"basis", "dtypes", "errors", "int_tuple", "layout", "pointer", "tensor"},
+    "runtime": {"dtypes", "errors", "int_tuple", "layout", "pointer", "tensor", "valued"},
+    "valued": {"int_tuple", "layout"},
 }
 HEAVY = {"numba_cuda_mlir", "mlir", "cuda", "torch", "cupy", "numpy", "jax", "hypothesis", "mlir_dialects"}
 

@@ -23,14 +23,14 @@ class DriverUnavailable(CuteError, RuntimeError):
 
 def driver_module():
     """cuda-python's driver bindings (``cuda.bindings.driver`` or the older ``cuda.cuda``)."""
-    try:
-        from cuda.bindings import driver
-    except ImportError:
+    import importlib
+
+    for name in ("cuda.bindings.driver", "cuda.cuda"):  # cuda-python 12.x+ and its older layout
         try:
-            from cuda import cuda as driver
+            return importlib.import_module(name)
         except ImportError as e:
-            raise DriverUnavailable(f"encoding a TMA descriptor needs cuda-python ({e})") from None
-    return driver
+            error = e
+    raise DriverUnavailable(f"encoding a TMA descriptor needs cuda-python ({error})")
 
 
 def _check(driver, result, what):

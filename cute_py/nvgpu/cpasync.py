@@ -251,7 +251,13 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     address = ptr.address + ptr.byte_offset() if ptr.address is not None else None
     desc, g_stride = make_tma_desc(g_host, dtype, tma_dtype, address, ptr.alignment, gbasis,
                                    swizzle, num_multicast)
-    num_bits = product(gbasis.shape) * tma_dtype.width
+    box_elems = product(gbasis.shape)
+    if type(box_elems) is not int:
+        raise TmaError(
+            f"the TMA box {gbasis} has a run-time size: the CTA tile {fmt(cta_tiler) if type(cta_tiler) is tuple else cta_tiler} "
+            f"spans gmem modes whose extents are run-time values (as in CuTe, the box must be static)"
+        )
+    num_bits = box_elems * tma_dtype.width
     atom = TmaCopyAtom(op, dtype, num_bits, desc, gbasis, g_stride, tile, num_multicast)
     return atom, atom.get_tma_tensor(gmem_tensor.shape)
 

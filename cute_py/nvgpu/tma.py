@@ -128,6 +128,11 @@ def _coalesce_256(layout, max_inner=256):
     return _mk(tuple(shapes), tuple(strides))
 
 
+def _is_one(v):
+    # a static 1 (a run-time value is not known to be 1, as in CuTe)
+    return type(v) is int and v == 1
+
+
 def _wrap(x):
     return x if type(x) is tuple else (x,)
 
@@ -147,7 +152,7 @@ def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bit
     inv_smem = right_inverse(smem_layout)
     sidx2gmode_full = coalesce(composition(cta_v_map, inv_smem))
     strides = _wrap(sidx2gmode_full.stride)
-    smem_rank = next((i for i, e in enumerate(strides) if basis_value(e) != 1), len(strides))
+    smem_rank = next((i for i, e in enumerate(strides) if not _is_one(basis_value(e))), len(strides))
     if smem_rank == 0:
         raise TmaError(
             f"no common vector between the smem layout {smem_layout} and the gmem tile {cta_v_map}: the smem "

@@ -1,0 +1,129 @@
+"""Run-time integers whose value is nonetheless known: the algebra treats them exactly as the
+dynamic values of a kernel (no static decisions), while their value can still be read.
+
+:class:`ValuedInt` is the shared base of ``cute_py.testing.RuntimeInt`` (dynamic values for
+tests on the CPU) and ``cute_py.runtime.HostInt`` (a gmem tensor's extents and strides, known
+on the host when a TMA descriptor is built, dynamic in the kernel).
+"""
+
+from .int_tuple import Dynamic
+
+__all__ = ["ValuedInt", "value_of"]
+
+
+class ValuedInt(Dynamic):
+    """A dynamic integer with a known ``value``; arithmetic gives another one of the same class.
+
+    Truth values and comparisons raise ``TypeError``: deciding on a run-time value needs a run-time branch.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = int(value)
+
+    def _op(self, other, fn):
+        o = other.value if isinstance(other, ValuedInt) else other
+        if type(o) is not int:
+            return NotImplemented
+        return type(self)(fn(self.value, o))
+
+    def __add__(self, o):
+        return self._op(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return self._op(o, lambda a, b: b + a)
+
+    def __sub__(self, o):
+        return self._op(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._op(o, lambda a, b: b - a)
+
+    def __mul__(self, o):
+        return self._op(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return self._op(o, lambda a, b: b * a)
+
+    def __floordiv__(self, o):
+        return self._op(o, lambda a, b: a // b)
+
+    def __rfloordiv__(self, o):
+        return self._op(o, lambda a, b: b // a)
+
+    def __mod__(self, o):
+        return self._op(o, lambda a, b: a % b)
+
+    def __rmod__(self, o):
+        return self._op(o, lambda a, b: b % a)
+
+    def __and__(self, o):
+        return self._op(o, lambda a, b: a & b)
+
+    def __rand__(self, o):
+        return self._op(o, lambda a, b: b & a)
+
+    def __or__(self, o):
+        return self._op(o, lambda a, b: a | b)
+
+    def __ror__(self, o):
+        return self._op(o, lambda a, b: b | a)
+
+    def __xor__(self, o):
+        return self._op(o, lambda a, b: a ^ b)
+
+    def __rxor__(self, o):
+        return self._op(o, lambda a, b: b ^ a)
+
+    def __rshift__(self, o):
+        return self._op(o, lambda a, b: a >> b)
+
+    def __lshift__(self, o):
+        return self._op(o, lambda a, b: a << b)
+
+    def __neg__(self):
+        return type(self)(-self.value)
+
+    def __abs__(self):
+        return type(self)(abs(self.value))
+
+    def __bool__(self):
+        raise TypeError("the truth value of a run-time integer is not known while tracing")
+
+    def __eq__(self, o):
+        raise TypeError("comparing a run-time integer needs a run-time branch")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __ne__ = __eq__
+    __hash__ = None
+
+    def min_(self, o):
+        return type(self)(min(self.value, value_of(o)))
+
+    def max_(self, o):
+        return type(self)(max(self.value, value_of(o)))
+
+    def signum_(self):
+        return type(self)((self.value > 0) - (self.value < 0))
+
+    def __str__(self):
+        return "?"
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.value})"
+
+
+def value_of(x):
+    """The value of a :class:`ValuedInt`, or of every such leaf of a tuple, layout or basis stride."""
+    if isinstance(x, ValuedInt):
+        return x.value
+    if type(x) is tuple:
+        return tuple(value_of(e) for e in x)
+    value = getattr(x, "value", None)
+    if value is not None and hasattr(x, "modes"):  # a basis stride
+        return type(x)(value_of(value), x.modes)
+    if hasattr(x, "shape") and hasattr(x, "stride") and type(x).__name__ == "Layout":
+        from .layout import _mk
+
+        return _mk(value_of(x.shape), value_of(x.stride))
+    return x
