@@ -145,6 +145,9 @@ from . import nvgpu, runtime  # noqa: E402  (the subpackages users reach as cute
 __version__ = "0.1.0"
 
 
+_JIT_NAMES = ("kernel", "jit", "compile", "copy", "arch", "range")
+
+
 def __getattr__(name):
     # print_layout, print_tensor and the viz subpackage load on first use: `import cute_py` stays fast
     if name in ("print_layout", "print_tensor", "viz"):
@@ -152,6 +155,15 @@ def __getattr__(name):
 
         viz = importlib.import_module(".viz", __name__)
         return viz if name == "viz" else getattr(viz, name)
+    if name in _JIT_NAMES:
+        # the JIT (kernel, jit, compile, copy, range, arch) loads on first use: `import cute_py` stays light
+        import importlib
+
+        if name == "arch":
+            return importlib.import_module(".arch", __name__)
+        if name == "jit":
+            return importlib.import_module(".jit", __name__)  # a callable module: @cute_py.jit
+        return getattr(importlib.import_module(".jit", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

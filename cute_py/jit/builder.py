@@ -1,0 +1,172 @@
+"""The kernel under construction: one ``llvm.func`` in a ``gpu.module``, its blocks and parameters.
+
+A :class:`KernelBuilder` is active while a ``@cute_py.kernel`` function runs (``current()``).
+Every op is built at the end of the current block, with the user's ``file:line`` as its
+location. Control flow uses LLVM-dialect blocks and branches (``cf``/``scf`` cannot be
+lowered inside a ``gpu.module`` by the pipeline of ``mlir_dialects``).
+"""
+
+import contextlib
+
+from .errors import TraceError, locate, user_location
+
+__all__ = ["KernelBuilder", "current", "active", "pointer_value", "DESC_PARAM", "SMEM_SYMBOL", "SMEM_BASE_ALIGN"]
+
+# a TMA descriptor passed by value: 128 bytes, 64-byte aligned, read in place (__grid_constant__)
+DESC_PARAM = "!llvm.ptr {llvm.byval = !llvm.array<16 x i64>, llvm.align = 64 : i64, nvvm.grid_constant}"
+SMEM_SYMBOL = "__cute_py_dyn_smem"
+SMEM_BASE_ALIGN = 1024  # the largest TMA swizzle repeat (128B swizzle)
+
+_stack = []
+
+
+def current():
+    """The active :class:`KernelBuilder`; ``TraceError`` when no kernel is being traced."""
+    if not _stack:
+        raise TraceError(locate("this is a device operation: call it inside a @cute_py.kernel function"))
+    return _stack[-1]
+
+
+def active():
+    """The active builder or ``None``."""
+    return _stack[-1] if _stack else None
+
+
+class KernelBuilder:
+    """Builds the body of kernel ``name`` with parameters ``param_types`` (MLIR type texts) in ``gpu_block``."""
+
+    def __init__(self, mlir, gpu_block, name, param_types):
+        self.mlir = mlir  # the mlir_dialects._backend module
+        ir = mlir.ir
+        self.ir = ir
+        self.name = name
+        args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(param_types))
+        text = f"llvm.func @{name}({args}) attributes {{nvvm.kernel}} {{\n  llvm.return\n}}"
+        with ir.InsertionPoint(gpu_block):
+            self.func = ir.Operation.parse(text)
+        gpu_block.append(self.func)
+        entry = self.func.regions[0].blocks[0]
+        ret = list(entry.operations)[0]
+        ret.erase()
+        self.region = self.func.regions[0]
+        self.block = entry
+        self.params = list(entry.arguments)
+        self.open_regions = []  # (kind, file, line) of loops / ifs not closed yet
+        self._i32 = ir.IntegerType.get_signless(32)
+        self._smem_base = None
+        self.locations = {}
+        self.gmem_bases = []  # (tag, byte span, param value) of tensor arguments
+        self.smem_region = None
+        self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
+
+    def descriptor_of(self, atom):
+        """The ``!llvm.ptr`` parameter holding ``atom``'s TMA descriptor."""
+        desc = self.descriptors.get(id(atom))
+        if desc is None:
+            raise TraceError(locate(f"the TMA atom {atom!r} is not an argument of this kernel: pass it to the kernel"))
+        return desc
+
+    def gmem_base_of(self, address):
+        """(param value, byte offset) of the tensor argument whose tagged range holds ``address``."""
+        for tag, span, param in self.gmem_bases:
+            if tag <= address < tag + span:
+                return param, address - tag
+        return None
+
+    # -- where ops go -------------------------------------------------------------------------
+    def loc(self):
+        f, line = user_location()
+        key = (f, line)
+        loc = self.locations.get(key)
+        if loc is None:
+            loc = self.locations[key] = self.ir.Location.file(f, line, 0)
+        return loc
+
+    @contextlib.contextmanager
+    def at_end(self):
+        """Build ops at the end of the current block, located at the user's line."""
+        with self.ir.InsertionPoint(self.block), self.loc():
+            yield
+
+    def new_block(self, *arg_types):
+        return self.region.blocks.append(*arg_types)
+
+    def set_block(self, block):
+        self.block = block
+
+    def int_type(self, width):
+        return self.ir.IntegerType.get_signless(width)
+
+    # -- frequently used values ---------------------------------------------------------------
+    def const(self, value, width=32):
+        arith = self.mlir.arith
+        with self.at_end():
+            return arith.ConstantOp(self.int_type(width), int(value)).result
+
+    def smem_base(self):
+        """``!llvm.ptr<3>`` to the start of the kernel's dynamic shared memory."""
+        llvm = self.mlir.llvm
+        with self.at_end():
+            return llvm.AddressOfOp(self.ir.Type.parse("!llvm.ptr<3>"), SMEM_SYMBOL).result
+
+    def smem_ptr(self, byte_offset):
+        """``!llvm.ptr<3>`` ``byte_offset`` bytes into dynamic shared memory (an int or an i32/i64 value)."""
+        llvm = self.mlir.llvm
+        base = self.smem_base()
+        if type(byte_offset) is int and byte_offset == 0:
+            return base
+        with self.at_end():
+            i8 = self.int_type(8)
+            if type(byte_offset) is int:
+                return llvm.GEPOp(base.type, base, [], [byte_offset], i8, 0).result
+            return llvm.GEPOp(base.type, base, [byte_offset], [-2147483648], i8, 0).result
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def __enter__(self):
+        _stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack.pop()
+        return False
+
+    def finish(self):
+        """Close the kernel with ``llvm.return``; ``TraceError`` for a loop or branch left open."""
+        if self.open_regions:
+            kind, f, line = self.open_regions[-1]
+            raise TraceError(f"{f}:{line}: this {kind} was left without finishing its body (a `break`, `return` "
+                             f"or exception inside a run-time loop/branch is not supported)")
+        with self.at_end():
+            self.mlir.llvm.ReturnOp()
+
+
+def pointer_value(ptr, what="pointer"):
+    """The MLIR value of a cute_py ``Pointer`` in the kernel being traced.
+
+    Shared-memory pointers are static byte offsets into the kernel's dynamic shared memory;
+    global-memory pointers carry the tagged address of a kernel argument (see ``args``).
+    A traced pointer value (``__cute_value__``) passes through.
+    """
+    from ..pointer import AddressSpace, Pointer
+
+    b = current()
+    if hasattr(ptr, "__cute_value__"):
+        return ptr.__cute_value__()
+    if not isinstance(ptr, Pointer):
+        raise TraceError(locate(f"{what} must be a pointer, got {ptr!r}"))
+    if ptr.address is None:
+        raise TraceError(locate(f"{what} {ptr!r} has a run-time offset; only pointers at static offsets from a "
+                                f"shared-memory allocation or a kernel argument are supported so far"))
+    if ptr.memspace is AddressSpace.smem:
+        return b.smem_ptr(ptr.address)
+    if ptr.memspace in (AddressSpace.gmem, AddressSpace.generic):
+        base = b.gmem_base_of(ptr.address)
+        if base is None:
+            raise TraceError(locate(f"{what} {ptr!r} does not come from a tensor argument of this kernel"))
+        param, offset = base
+        if offset == 0:
+            return param
+        llvm = b.mlir.llvm
+        with b.at_end():
+            return llvm.GEPOp(param.type, param, [], [offset], b.int_type(8), 0).result
+    raise TraceError(locate(f"{what}: {ptr.memspace.name} pointers are not supported here"))

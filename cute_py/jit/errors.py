@@ -1,0 +1,76 @@
+"""Errors of the JIT, and where in the user's code a traced operation came from.
+
+Errors raised while a kernel is traced start with the user's ``file:line`` (the innermost
+frame outside the library), so that a message points at the line of the kernel to change.
+"""
+
+import os
+import sys
+
+from ..errors import CuteError
+
+__all__ = ["JitError", "TraceError", "ArgumentError", "CompileError", "LaunchError", "CacheError",
+           "user_frame", "user_location", "locate"]
+
+_PKG_DIRS = tuple(os.path.dirname(os.path.dirname(os.path.abspath(p))) + os.sep
+                  for p in (__file__,))  # .../cute_py/
+_MLIR_DIR = os.path.join(os.path.dirname(_PKG_DIRS[0].rstrip(os.sep)), "mlir_dialects") + os.sep
+_USER_FILES_IN_PKG = ("examples.py",)  # the package's own example kernels count as user code
+
+
+class JitError(CuteError, RuntimeError):
+    """Base of the JIT's errors that are not about a single traced construct."""
+
+
+class TraceError(CuteError, TypeError):
+    """A Python construct that cannot be traced into a kernel (message starts with file:line)."""
+
+
+class ArgumentError(CuteError, TypeError):
+    """A kernel or jit-function argument of a kind the JIT does not accept, or that does not match."""
+
+
+class CompileError(JitError):
+    """Lowering the traced module to PTX or a cubin failed."""
+
+
+class LaunchError(JitError):
+    """Loading a cubin or launching a kernel through the CUDA driver failed."""
+
+
+class CacheError(JitError):
+    """A disk-cache entry could not be written (reading never raises: bad entries are recompiled)."""
+
+
+def _is_library(filename):
+    f = os.path.abspath(filename)
+    if f.startswith(_MLIR_DIR):
+        return True
+    if f.startswith(_PKG_DIRS[0]):
+        return os.path.basename(f) not in _USER_FILES_IN_PKG
+    return False
+
+
+def user_frame():
+    """The innermost frame of user code (outside cute_py and mlir_dialects), or ``None``."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not _is_library(name) and not name.startswith("<frozen"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def user_location():
+    """``(filename, line)`` of the innermost user frame; ``("<unknown>", 0)`` when there is none."""
+    frame = user_frame()
+    if frame is None:
+        return "<unknown>", 0
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def locate(message):
+    """``message`` prefixed with the user's ``file:line``."""
+    f, line = user_location()
+    return f"{f}:{line}: {message}"

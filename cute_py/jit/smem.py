@@ -1,0 +1,107 @@
+"""Shared-memory allocation inside a kernel: tensors and mbarriers at static offsets.
+
+All allocations of a kernel share one dynamic shared-memory region whose base is aligned
+to 1024 bytes (the 128B-swizzle repeat). An allocation's address is a static byte offset
+into it, kept as the ``address`` of a shared-memory :class:`~cute_py.pointer.Pointer`, so
+tensors over it slice and partition with static offsets. A tensor's alignment defaults to
+what a TMA copy of its layout needs (DESIGN §4): 128 B, or 256/512/1024 B for a 32B/64B/128B
+swizzle. The kernel is launched with ``total`` bytes of dynamic shared memory.
+"""
+
+from ..dtypes import dtype_of
+from ..errors import CuteValueError
+from ..int_tuple import is_static
+from ..layout import cosize
+from ..pointer import AddressSpace, Pointer
+from ..tensor import Tensor
+from .builder import SMEM_BASE_ALIGN, current
+from .errors import TraceError, locate
+
+__all__ = ["SmemAllocator", "smem_alignment_of", "MAX_SMEM_BYTES"]
+
+MAX_SMEM_BYTES = 227 * 1024  # dynamic shared memory per block on sm_90
+
+
+def smem_alignment_of(layout, dtype):
+    """The byte alignment a TMA copy of a tile with ``layout`` (elements of ``dtype``) needs."""
+    from ..nvgpu.tma import tma_swizzle_of
+
+    return max(128, tma_swizzle_of(layout, dtype).smem_alignment)
+
+
+class _Region:
+    """The byte counter of one kernel's shared memory."""
+
+    __slots__ = ("total",)
+
+    def __init__(self):
+        self.total = 0
+
+    def take(self, nbytes, alignment):
+        start = -(-self.total // alignment) * alignment
+        end = start + nbytes
+        if end > MAX_SMEM_BYTES:
+            raise TraceError(locate(f"shared memory overflow: allocating {nbytes} bytes at offset {start} needs "
+                                    f"{end} bytes, more than the {MAX_SMEM_BYTES} a block may use on sm_90"))
+        self.total = end
+        return start
+
+
+class SmemAllocator:
+    """Allocates the current kernel's shared memory (every allocator of a kernel shares one region)."""
+
+    def __init__(self):
+        b = current()
+        region = getattr(b, "smem_region", None)
+        if region is None:
+            region = b.smem_region = _Region()
+        self._region = region
+
+    @property
+    def total(self):
+        """Bytes of dynamic shared memory the kernel uses so far."""
+        return self._region.total
+
+    def allocate(self, nbytes, alignment=128):
+        """A shared-memory ``Pointer`` (Uint8) to ``nbytes`` bytes aligned to ``alignment``."""
+        _check_alignment(alignment)
+        if type(nbytes) is not int or nbytes <= 0:
+            raise TraceError(locate(f"allocate needs a positive static byte count, got {nbytes!r}"))
+        return Pointer("Uint8", AddressSpace.smem, alignment, self._region.take(nbytes, alignment))
+
+    def allocate_tensor(self, dtype, layout, alignment=None):
+        """A shared-memory tensor of ``dtype`` with ``layout`` (swizzled layouts allowed).
+
+        ``alignment`` defaults to the TMA alignment of the layout's swizzle; a smaller explicit
+        one is rejected when the layout is swizzled.
+        """
+        dtype = dtype_of(dtype)
+        outer = getattr(layout, "outer", layout)
+        size = cosize(outer)
+        if not is_static(size):
+            raise TraceError(locate(f"a shared-memory tensor needs a static layout, got {layout}"))
+        try:
+            need = smem_alignment_of(layout, dtype)
+        except CuteValueError as e:  # not a TMA swizzle: only the element alignment is needed
+            need = max(16, dtype.width // 8)
+            del e
+        if alignment is None:
+            alignment = need
+        _check_alignment(alignment)
+        if getattr(layout, "inner", None) is not None and alignment < need:
+            raise TraceError(locate(f"the swizzled layout {layout} needs {need}-byte aligned shared memory, "
+                                    f"got alignment={alignment}"))
+        nbytes = max(1, (size + getattr(layout, "offset", 0)) * dtype.width // 8)
+        start = self._region.take(nbytes, alignment)
+        return Tensor(Pointer(dtype, AddressSpace.smem, alignment, start), layout)
+
+    def allocate_mbarrier(self, count=1):
+        """A shared-memory ``Pointer`` (Int64) to ``count`` consecutive 8-byte mbarriers."""
+        if type(count) is not int or count <= 0:
+            raise TraceError(locate(f"allocate_mbarrier needs a positive static count, got {count!r}"))
+        return Pointer("Int64", AddressSpace.smem, 8, self._region.take(8 * count, 8))
+
+
+def _check_alignment(a):
+    if type(a) is not int or a <= 0 or a & (a - 1) or a > SMEM_BASE_ALIGN:
+        raise TraceError(locate(f"shared-memory alignment must be a power of two up to {SMEM_BASE_ALIGN}, got {a!r}"))

@@ -1,0 +1,401 @@
+"""Traced run-time values: integers that emit ``arith`` ops, and booleans (``i1``).
+
+:class:`TracedInt` is a :class:`cute_py.int_tuple.Dynamic` leaf, so layouts, ``crd2idx``,
+swizzles and coordinate tensors evaluate on it and emit integer arithmetic. An operation with
+a Python ``int`` folds the trivial cases (``x + 0``, ``x * 1``, ``x * 0 -> 0``) so static parts
+stay static. ``//`` and ``%`` have Python's (floor) semantics; on values known to be
+non-negative (thread/block indices and what is computed from them with non-negative
+constants) they become unsigned divisions, shifts and masks.
+
+Using a traced value where Python needs a concrete one (``if x:``, ``while``, ``and``/``or``,
+``int(x)``, ``range(x)``) raises :class:`~cute_py.jit.errors.TraceError` with the user's line.
+
+``Int32``/``Int64``/``Float32`` mark host arguments as run-time kernel parameters
+(``fn(Int32(n))`` or an annotation ``n: Int32``) and convert traced values (``Int64(x)``).
+"""
+
+from ..int_tuple import Dynamic
+from .builder import current
+from .errors import ArgumentError, TraceError, locate
+
+__all__ = ["TracedInt", "TracedBool", "TracedFloat", "Int32", "Int64", "Float32", "RuntimeScalar", "as_value",
+           "select"]
+
+
+def _arith():
+    return current().mlir.arith
+
+
+class TracedBool:
+    """An ``i1`` run-time condition. Combine with ``& | ~``; branch with ``cute_py.jit.if_``."""
+
+    __slots__ = ("ir",)
+    __hash__ = None
+
+    def __init__(self, value):
+        self.ir = value
+
+    def __bool__(self):
+        raise TraceError(locate("a run-time condition cannot drive Python's `if`, `while`, `and`, `or` or `not`: "
+                                "use `with cute_py.jit.if_(cond):` or `cute_py.jit.select(cond, a, b)`"))
+
+    def _bin(self, other, op):
+        b = current()
+        o = other.ir if isinstance(other, TracedBool) else None
+        if o is None:
+            if type(other) is not bool:
+                return NotImplemented
+            o = b.const(int(other), 1)
+        with b.at_end():
+            return TracedBool(op(self.ir, o).result)
+
+    def __and__(self, o):
+        return self._bin(o, _arith().AndIOp)
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        return self._bin(o, _arith().OrIOp)
+
+    __ror__ = __or__
+
+    def __xor__(self, o):
+        return self._bin(o, _arith().XOrIOp)
+
+    __rxor__ = __xor__
+
+    def __invert__(self):
+        return self._bin(True, _arith().XOrIOp)
+
+    def __repr__(self):
+        return "TracedBool(?)"
+
+
+class TracedFloat:
+    """A run-time ``f32`` kernel parameter (arithmetic on floats is not traced yet)."""
+
+    __slots__ = ("ir",)
+    __hash__ = None
+
+    def __init__(self, value):
+        self.ir = value
+
+    def __bool__(self):
+        raise TraceError(locate("a run-time float has no truth value while tracing"))
+
+    def __repr__(self):
+        return "TracedFloat(?)"
+
+
+_CMP = {"lt": ("slt", "ult"), "le": ("sle", "ule"), "gt": ("sgt", "ugt"), "ge": ("sge", "uge"),
+        "eq": ("eq", "eq"), "ne": ("ne", "ne")}
+
+
+class TracedInt(Dynamic):
+    """A run-time ``i32``/``i64`` value of the kernel being traced.
+
+    ``nonneg`` records that the value is known to be >= 0 (enables unsigned division).
+    """
+
+    __slots__ = ("ir", "width", "nonneg")
+
+    def __init__(self, value, width=32, nonneg=False):
+        self.ir = value
+        self.width = width
+        self.nonneg = nonneg
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _coerce(self, other):
+        """(self ir, other ir, width, other nonneg) with both at the wider width; None if not an int."""
+        b = current()
+        if isinstance(other, TracedInt):
+            w = max(self.width, other.width)
+            return _widen(self, w), _widen(other, w), w, other.nonneg
+        if type(other) is bool or type(other) is not int:
+            return None
+        w = self.width
+        if not -(1 << (w - 1)) <= other < (1 << (w - 1)):
+            w = 64
+            if not -(1 << 63) <= other < (1 << 63):
+                raise TraceError(locate(f"the constant {other} does not fit in 64 bits"))
+        return _widen(self, w), b.const(other, w), w, other >= 0
+
+    def _bin(self, other, opname, reverse=False, nonneg_rule=None):
+        c = self._coerce(other)
+        if c is None:
+            return NotImplemented
+        a, o, w, o_nonneg = c
+        if reverse:
+            a, o = o, a
+        b = current()
+        with b.at_end():
+            res = getattr(b.mlir.arith, opname)(a, o).result
+        nn = nonneg_rule(self.nonneg, o_nonneg) if nonneg_rule else False
+        return TracedInt(res, w, nn)
+
+    # -- arithmetic ---------------------------------------------------------------------------
+    def __add__(self, o):
+        if type(o) is int and o == 0:
+            return self
+        return self._bin(o, "AddIOp", nonneg_rule=lambda a, b: a and b)
+
+    def __radd__(self, o):
+        if type(o) is int and o == 0:
+            return self
+        return self._bin(o, "AddIOp", True, nonneg_rule=lambda a, b: a and b)
+
+    def __sub__(self, o):
+        if type(o) is int and o == 0:
+            return self
+        return self._bin(o, "SubIOp")
+
+    def __rsub__(self, o):
+        return self._bin(o, "SubIOp", True)
+
+    def __mul__(self, o):
+        if type(o) is int:
+            if o == 0:
+                return 0
+            if o == 1:
+                return self
+        return self._bin(o, "MulIOp", nonneg_rule=lambda a, b: a and b)
+
+    def __rmul__(self, o):
+        return self.__mul__(o)
+
+    def __neg__(self):
+        return 0 - self
+
+    def __floordiv__(self, o):
+        if type(o) is int:
+            if o == 0:
+                raise TraceError(locate("integer division by zero"))
+            if o == 1:
+                return self
+            if o > 0 and self.nonneg:
+                if o & (o - 1) == 0:
+                    return self._bin(o.bit_length() - 1, "ShRUIOp", nonneg_rule=lambda a, b: True)
+                return self._bin(o, "DivUIOp", nonneg_rule=lambda a, b: True)
+        if isinstance(o, TracedInt) and self.nonneg and o.nonneg:
+            return self._bin(o, "DivUIOp", nonneg_rule=lambda a, b: True)
+        return self._floor(o, reverse=False)
+
+    def __rfloordiv__(self, o):
+        return self._floor(o, reverse=True)
+
+    def _floor(self, o, reverse):
+        # floor division: q = a / b (truncating); q -= 1 when the remainder is non-zero and the signs differ
+        q = self._bin(o, "DivSIOp", reverse)
+        if q is NotImplemented:
+            return q
+        r = self._bin(o, "RemSIOp", reverse)
+        d = self if reverse else o
+        fix = (r != 0) & (_sign_neg(r) ^ _sign_neg(d))
+        return select(fix, q - 1, q)
+
+    def __mod__(self, o):
+        if type(o) is int:
+            if o == 0:
+                raise TraceError(locate("integer modulo by zero"))
+            if o == 1:
+                return 0
+            if o > 0 and self.nonneg:
+                if o & (o - 1) == 0:
+                    return self._bin(o - 1, "AndIOp", nonneg_rule=lambda a, b: True)
+                return self._bin(o, "RemUIOp", nonneg_rule=lambda a, b: True)
+        if isinstance(o, TracedInt) and self.nonneg and o.nonneg:
+            return self._bin(o, "RemUIOp", nonneg_rule=lambda a, b: True)
+        return self._pymod(o, reverse=False)
+
+    def __rmod__(self, o):
+        return self._pymod(o, reverse=True)
+
+    def _pymod(self, o, reverse):
+        # Python's modulo: r = a rem b; r += b when r != 0 and r, b differ in sign
+        r = self._bin(o, "RemSIOp", reverse)
+        if r is NotImplemented:
+            return r
+        d = self if reverse else o
+        fix = (r != 0) & (_sign_neg(r) ^ _sign_neg(d))
+        return select(fix, r + d, r)
+
+    def __and__(self, o):
+        return self._bin(o, "AndIOp", nonneg_rule=lambda a, b: a or b)
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        return self._bin(o, "OrIOp", nonneg_rule=lambda a, b: a and b)
+
+    __ror__ = __or__
+
+    def __xor__(self, o):
+        if type(o) is int and o == 0:
+            return self
+        return self._bin(o, "XOrIOp", nonneg_rule=lambda a, b: a and b)
+
+    __rxor__ = __xor__
+
+    def __lshift__(self, o):
+        if type(o) is int and o == 0:
+            return self
+        return self._bin(o, "ShLIOp")
+
+    def __rshift__(self, o):
+        if type(o) is int and o == 0:
+            return self
+        return self._bin(o, "ShRUIOp" if self.nonneg else "ShRSIOp", nonneg_rule=lambda a, b: a)
+
+    def min_(self, o):
+        return self._bin(o, "MinUIOp" if self.nonneg and _nonneg(o) else "MinSIOp",
+                         nonneg_rule=lambda a, b: a and b)
+
+    def max_(self, o):
+        return self._bin(o, "MaxUIOp" if self.nonneg and _nonneg(o) else "MaxSIOp",
+                         nonneg_rule=lambda a, b: a or b)
+
+    def signum_(self):
+        return select(self > 0, 1, 0) - select(self < 0, 1, 0)
+
+    # -- comparisons: run-time conditions -----------------------------------------------------
+    def _cmp(self, o, kind):
+        c = self._coerce(o)
+        if c is None:
+            return NotImplemented
+        a, b_, w, o_nonneg = c
+        pred = _CMP[kind][1 if (self.nonneg and o_nonneg) else 0]
+        b = current()
+        arith = b.mlir.arith
+        with b.at_end():
+            return TracedBool(arith.CmpIOp(getattr(arith.CmpIPredicate, pred), a, b_).result)
+
+    def __lt__(self, o):
+        return self._cmp(o, "lt")
+
+    def __le__(self, o):
+        return self._cmp(o, "le")
+
+    def __gt__(self, o):
+        return self._cmp(o, "gt")
+
+    def __ge__(self, o):
+        return self._cmp(o, "ge")
+
+    def __eq__(self, o):
+        return self._cmp(o, "eq")
+
+    def __ne__(self, o):
+        return self._cmp(o, "ne")
+
+    __hash__ = None
+
+    # -- what cannot be traced ----------------------------------------------------------------
+    def __bool__(self):
+        raise TraceError(locate("the truth value of a run-time integer is not known while tracing: "
+                                "compare it and use `with cute_py.jit.if_(cond):`"))
+
+    def __int__(self):
+        raise TraceError(locate("a run-time integer has no Python int value while tracing (use it in arithmetic, "
+                                "or pass the value as a static Python int)"))
+
+    __index__ = __int__
+
+    def __str__(self):
+        return "?"
+
+    def __repr__(self):
+        return f"TracedInt(i{self.width})"
+
+
+def _nonneg(o):
+    return (type(o) is int and o >= 0) or (isinstance(o, TracedInt) and o.nonneg)
+
+
+def _sign_neg(x):
+    if type(x) is int:
+        return bool_const(x < 0)
+    return x < 0
+
+
+def bool_const(v):
+    return TracedBool(current().const(int(bool(v)), 1))
+
+
+def _widen(x, width):
+    if x.width == width:
+        return x.ir
+    b = current()
+    arith = b.mlir.arith
+    with b.at_end():
+        if x.width < width:
+            op = arith.ExtUIOp if x.nonneg else arith.ExtSIOp
+            return op(b.int_type(width), x.ir).result
+        return arith.TruncIOp(b.int_type(width), x.ir).result
+
+
+def as_value(x, width=32):
+    """The MLIR value of an int leaf at ``width`` bits (a Python int becomes a constant)."""
+    if isinstance(x, TracedInt):
+        return _widen(x, width)
+    if type(x) is int:
+        return current().const(x, width)
+    raise TraceError(locate(f"expected an integer (a Python int or a traced Int32/Int64), got {x!r}"))
+
+
+def select(cond, a, b):
+    """``a`` where the run-time ``cond`` holds, else ``b`` (integers; a static ``cond`` picks at trace time)."""
+    if type(cond) is bool:
+        return a if cond else b
+    if not isinstance(cond, TracedBool):
+        raise TraceError(locate(f"select needs a bool or a run-time condition, got {cond!r}"))
+    w = max(getattr(a, "width", 32), getattr(b, "width", 32))
+    av, bv = as_value(a, w), as_value(b, w)
+    bld = current()
+    with bld.at_end():
+        res = bld.mlir.arith.SelectOp(cond.ir, av, bv).result
+    return TracedInt(res, w, _nonneg(a) and _nonneg(b))
+
+
+class RuntimeScalar:
+    """A host value passed to a kernel as a run-time parameter (``Int32(n)``, ``Int64(n)``, ``Float32(x)``)."""
+
+    __slots__ = ("value", "kind")
+
+    def __init__(self, value, kind):
+        self.value = value
+        self.kind = kind
+
+    def __repr__(self):
+        return f"{self.kind}({self.value!r})"
+
+
+class _ScalarType:
+    def __init__(self, name, width, is_float=False):
+        self.name, self.width, self.is_float = name, width, is_float
+
+    def __call__(self, x):
+        """On the host, mark ``x`` as a run-time kernel parameter; inside a kernel, convert a traced value."""
+        if isinstance(x, TracedInt):
+            if self.is_float:
+                raise TraceError(locate("converting a traced integer to a float is not supported yet"))
+            return TracedInt(_widen(x, self.width), self.width, x.nonneg)
+        if isinstance(x, RuntimeScalar):
+            x = x.value
+        if self.is_float:
+            if not isinstance(x, (int, float)) or isinstance(x, bool):
+                raise ArgumentError(f"{self.name} takes a Python float, got {x!r}")
+            return RuntimeScalar(float(x), self.name)
+        if type(x) is not int:
+            raise ArgumentError(f"{self.name} takes a Python int, got {x!r}")
+        lo, hi = -(1 << (self.width - 1)), (1 << (self.width - 1)) - 1
+        if not lo <= x <= hi:
+            raise ArgumentError(f"{x} does not fit in {self.name} ([{lo}, {hi}])")
+        return RuntimeScalar(x, self.name)
+
+    def __repr__(self):
+        return f"cute_py.jit.{self.name}"
+
+
+Int32 = _ScalarType("Int32", 32)
+Int64 = _ScalarType("Int64", 64)
+Float32 = _ScalarType("Float32", 32, True)

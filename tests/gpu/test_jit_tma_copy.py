@@ -1,0 +1,96 @@
+"""Kernel 1 of the JIT (TMA tiled copy, gmem -> smem -> gmem, one tile per CTA) on a Hopper GPU.
+
+Each case first builds and checks the PTX and assembles it (everywhere); the launch needs a CUDA
+device (sm_90) and torch, and is skipped with the reason otherwise. On the GPU the copy is
+compared with numpy (bit-exact) and with ``cute_py.reference.run_tma_copy`` of the same atoms.
+"""
+
+import pytest
+
+pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
+np = pytest.importorskip("numpy", reason="the comparison uses numpy")
+
+import cute_py as cute  # noqa: E402
+from cute_py import reference as ref  # noqa: E402
+from cute_py.jit.examples import smem_tile_layout, tma_copy  # noqa: E402
+from cute_py.nvgpu import cpasync  # noqa: E402
+from cute_py.runtime import make_fake_tensor  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+# (dtype, shape, tile, swizzle, cluster)
+CASES = [
+    ("Float32", (256, 512), (128, 64), "none", (1, 1, 1)),
+    ("Float32", (256, 512), (128, 32), "128B", (1, 1, 1)),
+    ("BFloat16", (256, 512), (64, 128), "none", (1, 1, 1)),
+    ("BFloat16", (256, 512), (128, 64), "128B", (1, 1, 1)),
+    ("Float32", (512, 256), (128, 128), "none", (1, 1, 1)),   # 64 KB of shared memory (> 48 KB opt-in)
+    ("Float32", (300, 200), (64, 64), "none", (1, 1, 1)),     # partial edge tiles (TMA bounds)
+    ("BFloat16", (256, 512), (128, 64), "128B", (2, 1, 1)),   # launched in clusters (cuLaunchKernelEx)
+]
+IDS = [f"{d}-{s[0]}x{s[1]}-tile{t[0]}x{t[1]}-{sw}-cluster{c[0]}" for d, s, t, sw, c in CASES]
+
+
+def _torch_dtype(torch, name):
+    return {"Float32": torch.float32, "BFloat16": torch.bfloat16}[name]
+
+
+def _bits(t):
+    """A host numpy view of a torch tensor's bits (bf16 as uint16)."""
+    import torch
+
+    t = t.cpu()
+    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def _reference(dtype, shape, tile, swizzle, src_bits):
+    """The CPU reference of the same copy, from atoms built exactly as the example builds them."""
+    dt = cute.dtypes.dtype_of(dtype)
+    g = make_fake_tensor(dt, shape, (shape[1], 1))
+    smem = smem_tile_layout(dt, tile, swizzle)
+    load, load_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), g, smem, tile)
+    store, store_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), g, smem, tile)
+    src = src_bits.reshape(-1).copy()
+    dst = np.zeros_like(src)
+    ref.run_tma_copy(src, dst, load, load_t, store, store_t, smem, tile)
+    return dst.reshape(shape)
+
+
+@pytest.mark.parametrize("dtype,shape,tile,swizzle,cluster", CASES, ids=IDS)
+def test_jit_tma_copy_matches_numpy_and_the_reference(dtype, shape, tile, swizzle, cluster, assemble_ptx):
+    spec = cute.jit.DeviceArraySpec(dtype, shape)
+    compiled = cute.compile(tma_copy, spec, spec, tile, swizzle, cluster)
+    ptx = compiled.ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
+    assert assemble_ptx(ptx)[:4] == b"\x7fELF"
+
+    torch = pytest.importorskip("torch", reason="the GPU launch uses torch tensors")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: the PTX was built and assembled, the launch needs a GPU")
+    major, _ = torch.cuda.get_device_capability()
+    if major != 9:
+        pytest.skip(f"needs a Hopper (sm_90) GPU, found compute capability {major}.x")
+    tdt = _torch_dtype(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+    src = torch.randn(shape, device="cuda", dtype=torch.float32, generator=gen).to(tdt)
+    dst = torch.full(shape, -7.0, device="cuda", dtype=tdt)
+    tma_copy(src, dst, tile, swizzle, cluster)
+    torch.cuda.synchronize()
+    got, want = _bits(dst), _bits(src)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, _reference(dtype, shape, tile, swizzle, want))
+    # a second call with new buffers of the same specialisation reuses the compiled kernel
+    src2 = torch.randn(shape, device="cuda", dtype=torch.float32, generator=gen).to(tdt)
+    dst2 = torch.zeros(shape, device="cuda", dtype=tdt)
+    tma_copy(src2, dst2, tile, swizzle, cluster)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(_bits(dst2), _bits(src2))
+
+
+@pytest.fixture
+def assemble_ptx():
+    pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
+    from mlir_dialects.pipeline import to_cubin
+
+    return lambda ptx: to_cubin(ptx, "sm_90a")

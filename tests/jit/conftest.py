@@ -1,0 +1,63 @@
+"""Fixtures of the JIT tests: the MLIR bindings (or a skip), a fresh disk cache, fake device arrays."""
+
+import pytest
+
+pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bindings (pip install numba-cuda-mlir==0.6.0)")
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+
+
+def _filecheck(text, checks):
+    with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
+        f.write("\n".join(checks) + "\n")
+        name = f.name
+    try:
+        r = subprocess.run([sys.executable, "-m", "filecheck", name], input=text, capture_output=True, text=True)
+    finally:
+        os.unlink(name)
+    assert r.returncode == 0, f"FileCheck failed:\n{r.stdout}{r.stderr}\n--- input ---\n{text}"
+
+
+@pytest.fixture
+def filecheck():
+    """``filecheck(text, check_lines)``: the ``filecheck`` package's FileCheck, asserted."""
+    pytest.importorskip("filecheck", reason="FileCheck checks need the filecheck package (pip install filecheck)")
+    return _filecheck
+
+
+@pytest.fixture
+def assemble():
+    """``assemble(ptx)``: nvJitLink assembly for sm_90a, asserted to give an ELF cubin."""
+    pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
+    from mlir_dialects.pipeline import to_cubin
+
+    def run(ptx):
+        cubin = to_cubin(ptx, "sm_90a")
+        assert cubin[:4] == b"\x7fELF", "nvJitLink returned no ELF cubin"
+        return cubin
+
+    return run
+
+
+class FakeArray:
+    """A device array seen only through ``__cuda_array_interface__`` (no memory: for compiling)."""
+
+    def __init__(self, shape, typestr="<f4", ptr=1 << 24, strides=None):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
+                                         "strides": strides, "version": 3}
+
+
+@pytest.fixture
+def fake():
+    return FakeArray
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    """Every test gets an empty disk cache."""
+    d = tmp_path / "cute_py_cache"
+    monkeypatch.setenv("CUTE_PY_CACHE_DIR", str(d))
+    return d
