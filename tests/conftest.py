@@ -1,7 +1,11 @@
-"""Hypothesis profiles: ``ci`` (deterministic, bounded; selected by CI=true) and ``dev`` (longer)."""
+"""Hypothesis profiles (``ci``: deterministic, bounded, selected by CI=true; ``dev``: longer) and shared fixtures."""
 
 import os
+import subprocess
+import sys
+import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -21,3 +25,21 @@ elif os.environ.get("CI", "").lower() in ("1", "true", "yes"):
     settings.load_profile("ci")
 else:
     settings.load_profile("default")
+
+
+def _filecheck(text, checks):
+    with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
+        f.write("\n".join(checks) + "\n")
+        name = f.name
+    try:
+        r = subprocess.run([sys.executable, "-m", "filecheck", name], input=text, capture_output=True, text=True)
+    finally:
+        os.unlink(name)
+    assert r.returncode == 0, f"FileCheck failed:\n{r.stdout}{r.stderr}\n--- input ---\n{text}"
+
+
+@pytest.fixture
+def filecheck():
+    """``filecheck(text, check_lines)``: the ``filecheck`` package's FileCheck, asserted."""
+    pytest.importorskip("filecheck", reason="FileCheck checks need the filecheck package (pip install filecheck)")
+    return _filecheck

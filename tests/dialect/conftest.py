@@ -4,11 +4,7 @@ Each test module starts with ``pytest.importorskip("mlir_dialects._backend", ...
 skips, with the reason, where the MLIR bindings are not installed.
 """
 
-import os
 import pathlib
-import subprocess
-import sys
-import tempfile
 
 import pytest
 
@@ -52,24 +48,6 @@ def ctx():
 @pytest.fixture
 def kernel(ctx):
     return Kernel()
-
-
-def _filecheck(text, checks):
-    with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
-        f.write("\n".join(checks) + "\n")
-        name = f.name
-    try:
-        r = subprocess.run([sys.executable, "-m", "filecheck", name], input=text, capture_output=True, text=True)
-    finally:
-        os.unlink(name)
-    assert r.returncode == 0, f"FileCheck failed:\n{r.stdout}{r.stderr}\n--- input ---\n{text}"
-
-
-@pytest.fixture
-def filecheck():
-    """``filecheck(text, check_lines)``: the ``filecheck`` package's FileCheck, asserted."""
-    pytest.importorskip("filecheck", reason="FileCheck checks need the filecheck package (pip install filecheck)")
-    return _filecheck
 
 
 def _assemble(ptx, arch="sm_90a"):

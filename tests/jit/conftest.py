@@ -4,28 +4,6 @@ import pytest
 
 pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bindings (pip install numba-cuda-mlir==0.6.0)")
 
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-
-
-def _filecheck(text, checks):
-    with tempfile.NamedTemporaryFile("w", suffix=".check", delete=False) as f:
-        f.write("\n".join(checks) + "\n")
-        name = f.name
-    try:
-        r = subprocess.run([sys.executable, "-m", "filecheck", name], input=text, capture_output=True, text=True)
-    finally:
-        os.unlink(name)
-    assert r.returncode == 0, f"FileCheck failed:\n{r.stdout}{r.stderr}\n--- input ---\n{text}"
-
-
-@pytest.fixture
-def filecheck():
-    """``filecheck(text, check_lines)``: the ``filecheck`` package's FileCheck, asserted."""
-    pytest.importorskip("filecheck", reason="FileCheck checks need the filecheck package (pip install filecheck)")
-    return _filecheck
 
 
 @pytest.fixture
