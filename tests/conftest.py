@@ -19,6 +19,9 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=400, deadline=None)
 settings.register_profile("default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
+# compiled kernels of the test run go to a throwaway cache, not the user's (tests/jit uses one per test)
+os.environ["CUTE_PY_CACHE_DIR"] = tempfile.mkdtemp(prefix="cute_py_test_cache_")
+
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 elif os.environ.get("CI", "").lower() in ("1", "true", "yes"):
