@@ -4,7 +4,9 @@ Calling a :class:`Compiled` reads the device addresses of its array arguments (a
 for torch tensors checks dtype, shape, strides and alignment against the specialisation),
 encodes the TMA descriptors for them on the host (cached by address), fills each kernel's
 parameter block (skipped when the addresses and scalars are those of the previous call)
-and launches every recorded kernel.
+and launches every recorded kernel. The launch itself is prepared when the module is
+loaded (function handle, dimensions, parameter-array address): a call whose arguments
+did not change costs the argument checks and one ``cuLaunchKernel``.
 """
 
 from . import cache as _cache
@@ -34,7 +36,14 @@ class Compiled:
         self._blocks = None
         self._desc_cache = {}
         self._last = None  # the pointers and scalars the parameter blocks hold
-        self._torch_specs = {}  # argument index -> (torch dtype, shape, strides, alignment) seen to match
+        self._torch_specs = {}  # argument index -> (torch type, dtype, shape, strides, alignment) seen to match
+        self._fast = None  # those of every tensor argument, in argument order, once all were seen
+        self._tensor_args = tuple((i, spec) for i, (kind, spec) in enumerate(sources) if kind == "tensor")
+        self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
+        # the fewest arguments a call may pass: up to the last run-time one (trailing statics are compiled in)
+        self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
+        self._plan = None  # per launch: (CUfunction, grid x3, block x3, smem, parameter array address, cluster)
+        self._launch_kernel = self._ok = None
 
     @property
     def ptx(self):
@@ -59,6 +68,11 @@ class Compiled:
 
         _, self._funcs = _launch.load_module(self.cubin, self.smem)
         self._blocks = [_launch.ParamBlock([k for k, _ in ln.params]) for ln in self.launches]
+        d = _launch.driver()
+        self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS
+        self._plan = tuple((self._funcs[ln.name], *ln.grid, *ln.block, self.smem[ln.name], block.address,
+                            None if ln.cluster == (1, 1, 1) else ln.cluster)
+                           for ln, block in zip(self.launches, self._blocks))
 
     def _descriptor(self, desc, address):
         k = (id(desc), address)
@@ -70,31 +84,63 @@ class Compiled:
         return b
 
     def __call__(self, *args, stream=0):
+        n = len(args)
+        if not self._min_args <= n <= len(self.sources):
+            raise ArgumentError(f"{self.jit_function.fn.__name__} was compiled for {len(self.sources)} arguments (the "
+                                f"trailing static ones may be left out), got {n}")
+        key = self._fast_pointers(args)
+        if key is None:
+            pointer = self._pointer
+            key = tuple([pointer(i, spec, args[i]) for i, spec in self._tensor_args])
+        if self._scalar_args:
+            key = (key, tuple([a.value if isinstance(a, RuntimeScalar) else a
+                               for a in [args[i] for i in self._scalar_args]]))
+        if self._plan is None:
+            self._load()
+        if key != self._last:  # new addresses or scalars: re-encode the descriptors and refill the parameters
+            self._fill(key, args)
+            self._last = key
+        launch_kernel, ok = self._launch_kernel, self._ok
+        for func, gx, gy, gz, bx, by, bz, smem, params, cluster in self._plan:
+            if cluster is None:
+                err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+                if err is not ok and err != ok:
+                    self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
+            else:
+                from . import launch as _launch
+
+                _launch.launch(func, (gx, gy, gz), (bx, by, bz), cluster, smem, stream, _Params(params))
+
+    def _launch_error(self, err, grid, block, cluster, smem):
         from . import launch as _launch
 
-        n = len(self.sources)
-        if len(args) > n or any(kind != "static" for kind, _ in self.sources[len(args):]):
-            raise ArgumentError(f"{self.jit_function.fn.__name__} was compiled for {n} arguments (the trailing "
-                                f"static ones may be left out), got {len(args)}")
-        ptrs = {}
-        for i, ((kind, spec), a) in enumerate(zip(self.sources, args)):
-            if kind == "tensor":
-                ptrs[i] = self._pointer(i, spec, a)
-        if self._funcs is None:
-            self._load()
-        key = (tuple(ptrs.values()), tuple(a.value if isinstance(a, RuntimeScalar) else a
-                                           for (kind, _), a in zip(self.sources, args) if kind == "scalar"))
-        if key != self._last:
-            self._fill(ptrs, args)
-            self._last = key
-        for ln, block in zip(self.launches, self._blocks):
-            _launch.launch(self._funcs[ln.name], ln.grid, ln.block, ln.cluster, self.smem[ln.name], stream, block)
+        _launch.check((err,), f"launching grid={grid} block={block} cluster={cluster} smem={smem}")
+
+    def _fast_pointers(self, args):
+        """The addresses of the tensor arguments when each is a torch tensor like the one last seen at its
+        position (same type, dtype, shape, strides, on a CUDA device, aligned); otherwise ``None``."""
+        fast = self._fast
+        if fast is None:
+            specs = self._torch_specs
+            if len(specs) != len(self._tensor_args):
+                return None
+            fast = self._fast = tuple((i,) + specs[i] for i, _ in self._tensor_args)
+        ptrs = []
+        for i, cls, dtype, shape, strides, align in fast:
+            a = args[i]
+            if type(a) is not cls or a.dtype is not dtype or a.shape != shape or a.stride() != strides or not a.is_cuda:
+                return None
+            ptr = a.data_ptr()
+            if ptr % align:
+                return None
+            ptrs.append(ptr)
+        return tuple(ptrs)
 
     def _pointer(self, i, spec, a):
         """The device address of tensor argument ``i``, after checking it has the compiled dtype/shape/strides."""
         fast = self._torch_specs.get(i)
-        if fast is not None and type(a).__module__.startswith("torch"):
-            dtype, shape, strides, align = fast
+        if fast is not None and type(a) is fast[0]:
+            _, dtype, shape, strides, align = fast
             if a.dtype is dtype and a.shape == shape and a.stride() == strides and a.is_cuda:
                 ptr = a.data_ptr()
                 if ptr % align == 0:
@@ -104,10 +150,12 @@ class Compiled:
             raise SpecMismatch(f"argument {i}: compiled for {spec} (dtype, shape, strides, alignment), got "
                                 f"{got}; compile again for it (calling the jit function does)")
         if type(a).__module__.startswith("torch"):
-            self._torch_specs[i] = (a.dtype, a.shape, a.stride(), spec[3])
+            self._torch_specs[i] = (type(a), a.dtype, a.shape, a.stride(), spec[3])
+            self._fast = None
         return ptr
 
-    def _fill(self, ptrs, args):
+    def _fill(self, key, args):
+        ptrs = dict(zip([i for i, _ in self._tensor_args], key[0] if self._scalar_args else key))
         for ln, block in zip(self.launches, self._blocks):
             for j, (kind, src) in enumerate(ln.params):
                 if kind == "ptr":
@@ -122,6 +170,15 @@ class Compiled:
 
     def __repr__(self):
         return f"Compiled({self.jit_function.fn.__name__}: {', '.join(f'{n} smem={s}' for n, s in self.smem.items())})"
+
+
+class _Params:
+    """The ``address`` of a parameter array, as ``launch.launch`` takes it."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address):
+        self.address = address
 
 
 def _rebuild(launches):

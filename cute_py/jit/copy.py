@@ -18,7 +18,12 @@ from .values import TracedInt, as_value
 
 import mlir_dialects as md
 
-__all__ = ["copy", "KernelTracer"]
+__all__ = ["copy", "KernelTracer", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST"]
+
+# 64-bit L2 cache policies for ``.L2::cache_hint`` (the encodings CUTLASS uses on sm_90)
+L2_EVICT_NORMAL = 0x1000000000000000
+L2_EVICT_FIRST = 0x12F0000000000000
+L2_EVICT_LAST = 0x14F0000000000000
 
 
 def _iters(layout):
@@ -64,12 +69,13 @@ def _check_tensor(t, role, coord):
         raise TraceError(locate(f"copy: {role} must be a shared-memory tensor, got {t!r}"))
 
 
-def copy(atom, src, dst, *, tma_bar_ptr=None, mcast_mask=None):
+def copy(atom, src, dst, *, tma_bar_ptr=None, mcast_mask=None, cache_hint=None):
     """Copy ``src`` to ``dst`` with ``atom`` (a TMA atom; the partitions come from ``tma_partition``).
 
     Loads (G2S) need ``tma_bar_ptr``, the shared-memory mbarrier completed by the loaded bytes;
     a multicast load takes ``mcast_mask`` (16-bit, static or traced). Stores (S2G) are issued
-    into this thread's bulk group (close it with ``arch.tma_store_arrive``).
+    into this thread's bulk group (close it with ``arch.tma_store_arrive``). ``cache_hint`` is a
+    64-bit L2 cache policy (``.L2::cache_hint``; e.g. ``L2_EVICT_FIRST``), static or traced.
     """
     b = current()
     if not isinstance(atom, TmaCopyAtom):
@@ -96,6 +102,7 @@ def copy(atom, src, dst, *, tma_bar_ptr=None, mcast_mask=None):
         gmem, smem = dst, src
     else:
         raise TraceError(locate(f"copy does not support {type(atom.op).__name__} yet"))
+    hint = None if cache_hint is None else as_value(cache_hint, 64)
     iters, rest = _iters(gmem.layout)
     s_iters, s_rest = _iters(smem.layout)
     if (iters, rest) != (s_iters, s_rest):
@@ -115,9 +122,9 @@ def copy(atom, src, dst, *, tma_bar_ptr=None, mcast_mask=None):
                 sp = b.smem_ptr(base + byte)
             with b.at_end():
                 if is_load:
-                    md.tma_load(sp, desc, bar, crd, multicast_mask=mask)
+                    md.tma_load(sp, desc, bar, crd, multicast_mask=mask, cache_hint=hint)
                 else:
-                    md.tma_store(desc, sp, crd)
+                    md.tma_store(desc, sp, crd, cache_hint=hint)
 
 
 class KernelTracer:

@@ -1,0 +1,151 @@
+"""``Compiled.__call__`` with a stand-in driver: the prepared launch, parameter refills only on change, errors."""
+
+import pytest
+
+import cute_py as cute
+from cute_py.jit import launch as L
+from cute_py.jit.compiled import SpecMismatch
+from cute_py.jit.examples import tma_copy, tma_copy_pipelined
+
+
+class _Result:
+    CUDA_SUCCESS = 0
+
+
+class FakeDriver:
+    CUresult = _Result
+
+    def __init__(self, err=0):
+        self.calls, self.err = [], err
+
+    def cuLaunchKernel(self, *args):
+        self.calls.append(args)
+        return (self.err,)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_INVALID_VALUE")
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    d = FakeDriver()
+    monkeypatch.setitem(L._STATE, "driver", d)
+    monkeypatch.setattr(L, "load_module", lambda cubin, kernels: (None, {name: f"F:{name}" for name in kernels}))
+    for jf in (tma_copy, tma_copy_pipelined):  # compiled objects bound to this driver only
+        monkeypatch.setattr(jf, "_compiled", {})
+    return d
+
+
+@pytest.fixture
+def encodes(monkeypatch):
+    seen = []
+
+    def fake_encode(self, desc, address):
+        seen.append(address)
+        return bytes([len(seen)]) * 128
+
+    monkeypatch.setattr(cute.jit.Compiled, "_descriptor", fake_encode)
+    return seen
+
+
+def test_the_launch_is_prepared_once_and_parameters_refilled_only_on_change(fake_driver, encodes):
+    a = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
+    b = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 25)
+    c = cute.compile(tma_copy, a, b, (128, 64), "none")
+    c(a, b)
+    assert encodes == [1 << 24, 1 << 25]
+    func, gx, gy, gz, bx, by, bz, smem, stream, params, extra = fake_driver.calls[0]
+    assert (func, gx, gy, gz, bx, by, bz, smem, stream, extra) == ("F:tma_copy_kernel_0", 2, 8, 1, 32, 1, 1,
+                                                                    128 * 64 * 4 + 8, 0, 0)
+    assert params == c._blocks[0].address
+    c(a, b, stream=7)  # the same buffers: no re-encoding
+    assert encodes == [1 << 24, 1 << 25] and fake_driver.calls[1][8] == 7
+    c(b, a)  # new addresses: both descriptors re-encoded (into the same parameter array)
+    assert encodes == [1 << 24, 1 << 25, 1 << 25, 1 << 24]
+    assert fake_driver.calls[2][9] == params
+    assert bytes(c._blocks[0].slots[0]) == bytes([3]) * 128
+    assert len(fake_driver.calls) == 3
+
+
+def test_trailing_statics_may_be_left_out_and_argument_counts_are_checked(fake_driver, encodes):
+    a = cute.jit.DeviceArraySpec("Float32", (2048, 2048))
+    c = cute.compile(tma_copy_pipelined, a, a, (64, 128), "none", 4, 1, None, 40)
+    c(a, a)
+    assert fake_driver.calls[-1][1:4] == (40, 1, 1)
+    with pytest.raises(cute.jit.ArgumentError, match="compiled for 8 arguments"):
+        c(a)
+    with pytest.raises(cute.jit.ArgumentError, match="compiled for 8 arguments"):
+        c(a, a, (64, 128), "none", 4, 1, None, 40, 0)  # one too many
+
+
+def test_a_different_shape_is_a_spec_mismatch(fake_driver, encodes):
+    a = cute.jit.DeviceArraySpec("Float32", (256, 512))
+    c = cute.compile(tma_copy, a, a, (128, 64), "none")
+    with pytest.raises(SpecMismatch, match="argument 1"):
+        c(a, cute.jit.DeviceArraySpec("Float32", (256, 256)))
+    assert fake_driver.calls == []
+
+
+def test_a_failed_launch_raises_a_launch_error(fake_driver, encodes):
+    fake_driver.err = 1
+    a = cute.jit.DeviceArraySpec("Float32", (256, 512))
+    c = cute.compile(tma_copy, a, a, (128, 64), "none")
+    with pytest.raises(cute.jit.LaunchError, match="CUDA_ERROR_INVALID_VALUE"):
+        c(a, a)
+
+
+def test_cluster_launches_go_through_launch_kernel_ex(fake_driver, encodes, monkeypatch):
+    seen = []
+    monkeypatch.setattr(L, "launch", lambda *args: seen.append(args))
+    a = cute.jit.DeviceArraySpec("BFloat16", (256, 512))
+    c = cute.compile(tma_copy, a, a, (128, 64), "128B", (2, 1, 1))
+    c(a, a)
+    func, grid, block, cluster, smem, stream, params = seen[0]
+    assert (func, grid, block, cluster, stream) == ("F:tma_copy_kernel_0", (2, 8, 1), (32, 1, 1), (2, 1, 1), 0)
+    assert params.address == c._blocks[0].address
+    assert fake_driver.calls == []
+
+
+class FakeTorchTensor:
+    """Enough of a CUDA torch tensor for ``Compiled``'s fast path (module name starting with 'torch')."""
+
+    def __init__(self, ptr, shape=(256, 512), dtype="float32", cuda=True):
+        self.ptr, self.shape, self.dtype, self.is_cuda = ptr, shape, dtype, cuda
+        self.device = "cuda:0" if cuda else "cpu"
+
+    def data_ptr(self):
+        return self.ptr
+
+    def stride(self):
+        return (self.shape[1], 1)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
+
+
+FakeTorchTensor.__module__ = "torch.fake"
+
+
+def test_the_torch_fast_path_reads_addresses_in_argument_order(fake_driver, encodes, monkeypatch):
+    import cute_py.jit.args as args_mod
+
+    monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)  # specs through __cuda_array_interface__
+    a = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
+    c = cute.compile(tma_copy, a, a, (128, 64), "none")
+    t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
+    c(a, t2)  # only argument 1 is a torch tensor: no fast path yet
+    assert c._fast_pointers((t1, t2)) is None
+    c(t1, t2)
+    assert c._fast_pointers((t1, t2)) == (1 << 26, 1 << 27)
+    assert encodes[-2:] == [1 << 26, 1 << 27]
+    n = len(encodes)
+    c(t1, t2)  # unchanged: nothing re-encoded
+    assert len(encodes) == n
+    c(t2, t1)  # swapped: both re-encoded, in argument order
+    assert encodes[-2:] == [1 << 27, 1 << 26]
+    assert c._fast_pointers((FakeTorchTensor(1 << 26, shape=(256, 256)), t2)) is None  # another shape
+    assert c._fast_pointers((FakeTorchTensor(1 << 26, cuda=False), t2)) is None        # not on the GPU
+    assert c._fast_pointers((FakeTorchTensor((1 << 26) + 4), t2)) is None              # misaligned
+    with pytest.raises(SpecMismatch):
+        c(FakeTorchTensor(1 << 26, shape=(256, 256)), t2)
