@@ -13,10 +13,8 @@ pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bin
 np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 
 import cute_py as cute  # noqa: E402
-from cute_py import reference as ref  # noqa: E402
-from cute_py.jit.examples import smem_tile_layout, tma_copy_pipelined  # noqa: E402
-from cute_py.nvgpu import cpasync  # noqa: E402
-from cute_py.runtime import make_fake_tensor  # noqa: E402
+from cute_py.jit.examples import tma_copy_pipelined  # noqa: E402
+from _tma_copy_check import bits, reference_copy, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -33,33 +31,8 @@ CASES = [
 IDS = [f"{d}-{s[0]}x{s[1]}-tile{t[0]}x{t[1]}-{sw}-st{st}-lag{lag}-ctas{m}" for d, s, t, sw, st, lag, m in CASES]
 
 
-def _torch_dtype(torch, name):
-    return {"Float32": torch.float32, "BFloat16": torch.bfloat16}[name]
-
-
-def _bits(t):
-    """A host numpy view of a torch tensor's bits (bf16 as uint16)."""
-    import torch
-
-    t = t.cpu()
-    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
-
-
-def _reference(dtype, shape, tile, swizzle, src_bits):
-    """The CPU reference of the same copy, from atoms built exactly as the example builds them."""
-    dt = cute.dtypes.dtype_of(dtype)
-    g = make_fake_tensor(dt, shape, (shape[1], 1))
-    smem = smem_tile_layout(dt, tile, swizzle)
-    load, load_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), g, smem, tile)
-    store, store_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), g, smem, tile)
-    src = src_bits.reshape(-1).copy()
-    dst = np.zeros_like(src)
-    ref.run_tma_copy(src, dst, load, load_t, store, store_t, smem, tile)
-    return dst.reshape(shape)
-
-
 @pytest.mark.parametrize("dtype,shape,tile,swizzle,stages,lag,max_ctas", CASES, ids=IDS)
-def test_jit_tma_copy_pipelined_matches_numpy_and_the_reference(dtype, shape, tile, swizzle, stages, lag, max_ctas,
+def test_jit_tma_copy_pipelined_matches_numpy_and_thereference_copy(dtype, shape, tile, swizzle, stages, lag, max_ctas,
                                                               assemble_ptx):
     spec = cute.jit.DeviceArraySpec(dtype, shape)
     compiled = cute.compile(tma_copy_pipelined, spec, spec, tile, swizzle, stages, lag, None, max_ctas)
@@ -75,22 +48,22 @@ def test_jit_tma_copy_pipelined_matches_numpy_and_the_reference(dtype, shape, ti
     major, _ = torch.cuda.get_device_capability()
     if major != 9:
         pytest.skip(f"needs a Hopper (sm_90) GPU, found compute capability {major}.x")
-    tdt = _torch_dtype(torch, dtype)
+    tdt = torch_dtype(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(4321)
     src = torch.randn(shape, device="cuda", dtype=torch.float32, generator=gen).to(tdt)
     dst = torch.full(shape, -7.0, device="cuda", dtype=tdt)
     tma_copy_pipelined(src, dst, tile, swizzle, stages, lag, None, max_ctas)
     torch.cuda.synchronize()
-    got, want = _bits(dst), _bits(src)
+    got, want = bits(dst), bits(src)
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(got, _reference(dtype, shape, tile, swizzle, want))
+    np.testing.assert_array_equal(got, reference_copy(dtype, shape, tile, swizzle, want))
     # repeated launches with new buffers of the same specialisation (the mbarriers start afresh each launch)
     for _ in range(3):
         src2 = torch.randn(shape, device="cuda", dtype=torch.float32, generator=gen).to(tdt)
         dst2 = torch.zeros(shape, device="cuda", dtype=tdt)
         tma_copy_pipelined(src2, dst2, tile, swizzle, stages, lag, None, max_ctas)
         torch.cuda.synchronize()
-        np.testing.assert_array_equal(_bits(dst2), _bits(src2))
+        np.testing.assert_array_equal(bits(dst2), bits(src2))
 
 
 @pytest.fixture

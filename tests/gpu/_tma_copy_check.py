@@ -1,0 +1,34 @@
+"""Shared by the GPU tests of the JIT's TMA copy kernels: torch dtypes, bit views, the CPU reference."""
+
+import numpy as np
+
+import cute_py as cute
+from cute_py import reference as ref
+from cute_py.jit.examples import smem_tile_layout
+from cute_py.nvgpu import cpasync
+from cute_py.runtime import make_fake_tensor
+
+
+def torch_dtype(torch, name):
+    return {"Float32": torch.float32, "BFloat16": torch.bfloat16}[name]
+
+
+def bits(t):
+    """A host numpy view of a torch tensor's bits (bf16 as uint16)."""
+    import torch
+
+    t = t.cpu()
+    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy()
+
+
+def reference_copy(dtype, shape, tile, swizzle, src_bits):
+    """The CPU reference of the same copy, from atoms built exactly as the examples build them."""
+    dt = cute.dtypes.dtype_of(dtype)
+    g = make_fake_tensor(dt, shape, (shape[1], 1))
+    smem = smem_tile_layout(dt, tile, swizzle)
+    load, load_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), g, smem, tile)
+    store, store_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), g, smem, tile)
+    src = src_bits.reshape(-1).copy()
+    dst = np.zeros_like(src)
+    ref.run_tma_copy(src, dst, load, load_t, store, store_t, smem, tile)
+    return dst.reshape(shape)
