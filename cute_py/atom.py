@@ -12,10 +12,10 @@ coordinate layout; ``get_slice(t).partition_S(tensor)`` gives thread ``t``'s
 import dataclasses
 
 from .algebra import composition, right_inverse
-from .dtypes import DType, dtype_of
+from .dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
 from .int_tuple import fmt, product, product_each
-from .layout import Layout, _mk, coalesce, make_layout, slice_
+from .layout import Layout, _mk, coalesce, slice_
 from .recast import recast_layout
 from .tiling import logical_product, make_layout_tv, zipped_divide
 

@@ -19,7 +19,6 @@ from .int_tuple import (
     fmt,
     is_congruent,
     is_int,
-    product,
 )
 from .int_tuple import flatten as _flatten_tuple
 from .int_tuple import get as _get

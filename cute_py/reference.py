@@ -255,7 +255,7 @@ def _iters(layout):
     return product(mode0[1]), product(layout.shape) // product(mode0)
 
 
-def _issue_loads(atom, tAsA, tAgA, gmem, smems, mbars, mask_ctas):
+def _issue_loads(atom, tAsA, tAgA, gmem, smems, mbars):
     desc = atom.descriptor
     iters, rest = _iters(tAgA.layout)
     for k in range(iters):
@@ -324,7 +324,7 @@ def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, sme
         for cta in range(num_multicast):
             tAsA, tAgA = tma_partition(load_atom, cta, Layout(num_multicast), group_modes(tensors[cta], 0, rank),
                                        group_modes(gA, 0, rank))
-            _issue_loads(load_atom, tAsA, tAgA, src, list(bufs), bars, num_multicast)
+            _issue_loads(load_atom, tAsA, tAgA, src, list(bufs), bars)
         for b in bars:
             if not b.try_wait(0):
                 raise CuteValueError(f"tile {coord}: the mbarrier did not complete ({b.tx} bytes outstanding of "

@@ -9,9 +9,9 @@ divides, ``group_modes``, ``coalesce``...) applies to tensors through their layo
 """
 
 from .basis import ArithTuple, make_identity_layout
-from .dtypes import DType, dtype_of
+from .dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
-from .int_tuple import as_int_tuple, fmt, is_int, product, product_each
+from .int_tuple import as_int_tuple, fmt, product, product_each
 from .layout import Layout, _has_none, cosize, dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
 from .recast import recast_layout

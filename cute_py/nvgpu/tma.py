@@ -17,14 +17,13 @@ import math
 
 from ..algebra import composition, right_inverse
 from ..basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
-from ..composed import get_nonswizzle_portion, get_swizzle_portion
+from ..composed import get_swizzle_portion
 from ..dtypes import DType
 from ..errors import CuteTypeError, CuteValueError
-from ..runtime import HostInt, host_layout, value_of  # noqa: F401  (HostInt, host_layout: re-exported)
-from ..int_tuple import flatten, fmt, product
+from ..int_tuple import flatten, product
 from ..layout import Layout, _mk, coalesce, group_modes
 from ..recast import recast_layout
-from ..swizzle import Swizzle
+from ..runtime import value_of
 
 __all__ = [
     "TmaError",
@@ -349,7 +348,7 @@ def _tma_coord_strides(gmem_layout, gmem_dtype, tma_dtype, g_t, modes, byte_stri
     ratio_num, ratio_den = gmem_dtype.width, tma_dtype.width
 
     def leaf(ei):
-        si, di = basis_get(ei, g_t.shape), basis_get(ei, g_t.stride)
+        di = basis_get(ei, g_t.stride)
         if type(di) is int and di == 0:
             return 0
         j = next((j for j, m in enumerate(modes) if any(_as_basis(e) == ei for e in _basis_list(m))), None)

@@ -1,12 +1,24 @@
 """Shared by the GPU tests of the JIT's TMA copy kernels: torch dtypes, bit views, the CPU reference."""
 
 import numpy as np
+import pytest
 
 import cute_py as cute
 from cute_py import reference as ref
 from cute_py.jit.examples import smem_tile_layout
 from cute_py.nvgpu import cpasync
 from cute_py.runtime import make_fake_tensor
+
+
+def hopper_torch():
+    """torch, once a Hopper GPU is known to be there; otherwise the test is skipped with the reason."""
+    torch = pytest.importorskip("torch", reason="the GPU launch uses torch tensors")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device: the PTX was built and assembled, the launch needs a GPU")
+    major, _ = torch.cuda.get_device_capability()
+    if major != 9:
+        pytest.skip(f"needs a Hopper (sm_90) GPU, found compute capability {major}.x")
+    return torch
 
 
 def torch_dtype(torch, name):

@@ -12,7 +12,7 @@ np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 
 import cute_py as cute  # noqa: E402
 from cute_py.jit.examples import tma_copy  # noqa: E402
-from _tma_copy_check import bits, reference_copy, torch_dtype  # noqa: E402
+from _tma_copy_check import bits, hopper_torch, reference_copy, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -38,12 +38,7 @@ def test_jit_tma_copy_matches_numpy_and_thereference_copy(dtype, shape, tile, sw
     assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
     assert assemble_ptx(ptx)[:4] == b"\x7fELF"
 
-    torch = pytest.importorskip("torch", reason="the GPU launch uses torch tensors")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device: the PTX was built and assembled, the launch needs a GPU")
-    major, _ = torch.cuda.get_device_capability()
-    if major != 9:
-        pytest.skip(f"needs a Hopper (sm_90) GPU, found compute capability {major}.x")
+    torch = hopper_torch()
     tdt = torch_dtype(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(1234)
     src = torch.randn(shape, device="cuda", dtype=torch.float32, generator=gen).to(tdt)
