@@ -145,7 +145,8 @@ from . import nvgpu, runtime  # noqa: E402  (the subpackages users reach as cute
 __version__ = "0.1.0"
 
 
-_JIT_NAMES = ("kernel", "jit", "compile", "copy", "arch", "range")
+_JIT_NAMES = ("kernel", "jit", "compile", "copy", "async_copy", "tma_copy", "arch", "range", "make_fragment",
+              "predicate")
 
 
 def __getattr__(name):

@@ -27,11 +27,16 @@ class AddressSpace(enum.Enum):
 
 
 class Pointer:
-    """``dtype*`` in ``memspace``, aligned to ``alignment`` bytes, at ``address`` (``None``: unknown)."""
+    """``dtype*`` in ``memspace``, aligned to ``alignment`` bytes, at ``address`` (``None``: unknown).
 
-    __slots__ = ("dtype", "memspace", "alignment", "address", "offset")
+    ``offset`` counts the elements added since the pointer was made, and ``base`` is the address
+    at offset 0: after a run-time offset ``address`` is unknown, but ``base + offset`` still
+    locates the element (a kernel computes it).
+    """
 
-    def __init__(self, dtype, memspace=AddressSpace.gmem, alignment=None, address=None, offset=0):
+    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base")
+
+    def __init__(self, dtype, memspace=AddressSpace.gmem, alignment=None, address=None, offset=0, base=None):
         dtype = dtype_of(dtype)
         if not isinstance(memspace, AddressSpace):
             raise CuteTypeError(f"memspace must be an AddressSpace, got {memspace!r}")
@@ -47,8 +52,10 @@ class Pointer:
                 raise CuteValueError(f"address must be a non-negative int, got {address!r}")
             if address % alignment:
                 raise CuteValueError(f"address {address:#x} is not {alignment}-byte aligned as claimed")
+        if base is None and address is not None and type(offset) is int and (offset * dtype.width) % 8 == 0:
+            base = address - offset * dtype.width // 8
         for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
-                        ("address", address), ("offset", offset)):
+                        ("address", address), ("offset", offset), ("base", base)):
             object.__setattr__(self, name, v)
 
     def __setattr__(self, name, value):
@@ -65,8 +72,11 @@ class Pointer:
             bits = n * self.dtype.width
             align = math.gcd(self.alignment, abs(bits) // 8) if bits % 8 == 0 else 1
             address = None if self.address is None else self.address + bits // 8
-        else:
-            align, address = element_align, None
+        else:  # a run-time offset: what is known to divide it keeps some alignment
+            div = getattr(n, "known_divisor", 1)
+            bits = div * self.dtype.width
+            align = math.gcd(self.alignment, bits // 8) if bits % 8 == 0 else 1
+            address = None
         return _with(self, max(align, 1), address, self.offset + n)
 
     __radd__ = __add__
@@ -96,7 +106,7 @@ def _same(a, b):
 def _with(ptr, align, address, offset):
     p = object.__new__(Pointer)
     for name, v in (("dtype", ptr.dtype), ("memspace", ptr.memspace), ("alignment", align),
-                    ("address", address), ("offset", offset)):
+                    ("address", address), ("offset", offset), ("base", ptr.base)):
         object.__setattr__(p, name, v)
     return p
 

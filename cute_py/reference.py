@@ -303,7 +303,8 @@ def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, sme
 
     For every CTA tile of ``cta_tiler``: the CTAs of a multicast group (``num_multicast`` of them)
     each load their share of the box into all of the group's shared memories (checking each
-    receives the whole tile), then one CTA stores the tile with ``store_atom``.  With
+    receives the whole tile), then one CTA stores the tile with ``store_atom`` (a reduction atom,
+    ``CopyReduceBulkTensorTileS2GOp``, reduces it into ``dst``).  With
     ``gmem_layout`` (the gmem tensor's layout), every loaded tile is also checked through the
     smem layout: ``smem_tensor[c] == src[gmem_layout(tile origin + c)]`` (0 out of bounds).
     Returns the number of tiles.
@@ -337,10 +338,14 @@ def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, sme
         gB = local_tile(store_tensor, cta_tiler, coord)
         tBsB, tBgB = tma_partition(store_atom, 0, Layout(1), group_modes(tensors[0], 0, rank), group_modes(gB, 0, rank))
         iters, rest = _iters(tBgB.layout)
+        kind = getattr(store_atom.op, "reduction_kind", None)  # a reduction atom reduces into dst instead
         for k in range(iters):
             for j in range(rest):
-                tma_store(store_atom.descriptor, bufs[0], _smem_start(tBsB, k, j) * dtype.width // 8,
-                          _tma_coord(tBgB, k, j), dst)
+                smem_byte = _smem_start(tBsB, k, j) * dtype.width // 8
+                if kind is None:
+                    tma_store(store_atom.descriptor, bufs[0], smem_byte, _tma_coord(tBgB, k, j), dst)
+                else:
+                    tma_reduce(store_atom.descriptor, bufs[0], smem_byte, _tma_coord(tBgB, k, j), dst, kind)
         tiles += 1
     return tiles
 

@@ -32,7 +32,19 @@ __all__ = [
     "inner_partition",
     "outer_partition",
     "is_tensor",
+    "set_device_access",
 ]
+
+_device = {"access": None}
+
+
+def set_device_access(access):
+    """Install (``None``: remove) the object that reads and writes tensors over device pointers while a
+    kernel is traced (``access.load(pointer, offset)``, ``access.store(pointer, offset, value)``); returns
+    the previous one."""
+    old = _device["access"]
+    _device["access"] = access
+    return old
 
 
 class ArrayEngine:
@@ -61,15 +73,20 @@ class ArrayEngine:
 
 
 class CoordEngine:
-    """A counting iterator over coordinates: element ``i`` is ``origin + i`` (``i`` a coordinate)."""
+    """A counting iterator over coordinates: element ``i`` is ``origin + i`` (``i`` a coordinate).
 
-    __slots__ = ("origin",)
+    ``source`` optionally names what the coordinates address (the TMA atom of a TMA coordinate
+    tensor); it is kept by every view of the tensor.
+    """
 
-    def __init__(self, origin):
+    __slots__ = ("origin", "source")
+
+    def __init__(self, origin, source=None):
         self.origin = origin
+        self.source = source
 
     def __add__(self, n):
-        return CoordEngine(_add_coord(self.origin, n))
+        return CoordEngine(_add_coord(self.origin, n), self.source)
 
     def read(self, i):
         return _add_coord(self.origin, i)
@@ -153,19 +170,27 @@ class Tensor:
             sub, off = slice_and_offset(coord, self.layout)
             return Tensor(self.engine + off, sub)
         if isinstance(self.engine, Pointer):
-            raise CuteValueError("a tensor over a device pointer cannot be read on the host")
+            access = _device["access"]
+            if access is None:
+                raise CuteValueError("a tensor over a device pointer cannot be read on the host")
+            return access.load(self.engine, self._offset(coord))
         return self.engine.read(self._offset(coord))
 
     def __call__(self, *coord):
         return self[coord[0] if len(coord) == 1 else coord]
 
     def __setitem__(self, coord, value):
-        if not isinstance(self.engine, ArrayEngine):
-            raise CuteValueError(f"only tensors over host arrays are writable, this one is over {self.engine!r}")
+        access = _device["access"] if isinstance(self.engine, Pointer) else None
+        if not isinstance(self.engine, ArrayEngine) and access is None:
+            raise CuteValueError(f"only tensors over host arrays (or device memory inside a kernel) are writable, "
+                                 f"this one is over {self.engine!r}")
         if _has_none(coord):
             sub = self[coord]
             for i in range(product(sub.shape)):
-                sub.engine.write(sub.layout(i), value[i] if hasattr(value, "__len__") else value)
+                sub[i] = value[i] if hasattr(value, "__len__") else value
+            return
+        if access is not None:
+            access.store(self.engine, self._offset(coord), value)
             return
         self.engine.write(self._offset(coord), value)
 
@@ -268,7 +293,7 @@ def recast_tensor(tensor, dtype):
         if type(bits) is int and bits % dtype.width:
             raise CuteValueError(f"the tensor's offset ({fmt(eng.offset)} elements) is not a whole number of {dtype.name}")
         return Tensor(Pointer(dtype, eng.memspace, max(eng.alignment, max(1, dtype.width // 8)) if eng.address is None
-                              else eng.alignment, eng.address, bits // dtype.width), layout)
+                              else eng.alignment, eng.address, bits // dtype.width, eng.base), layout)
     if isinstance(eng, ArrayEngine):
         bits = eng.offset * old.width
         if bits % dtype.width:

@@ -23,15 +23,18 @@ Heavy parts (the MLIR bindings, cuda-python) load on first use.
 from .args import DeviceArraySpec
 from .cache import stats
 from .control import if_, range
-from .copy import copy
+from .copy import async_copy, copy, tma_copy
 from .errors import ArgumentError, CacheError, CompileError, JitError, LaunchError, TraceError
 from .kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
+from .memory import make_fragment, make_fragment_like
 from .smem import SmemAllocator
+from .thread_copy import predicate
 from .values import Float32, Int32, Int64, TracedBool, TracedInt, select
 
 __all__ = [
     "kernel", "jit", "compile", "Compiled", "JitFunction", "KernelFunction",
-    "copy", "range", "if_", "select", "SmemAllocator",
+    "copy", "async_copy", "tma_copy", "make_fragment", "make_fragment_like", "predicate",
+    "range", "if_", "select", "SmemAllocator",
     "Int32", "Int64", "Float32", "TracedInt", "TracedBool",
     "JitError", "TraceError", "ArgumentError", "CompileError", "LaunchError", "CacheError",
     "stats", "arch", "DeviceArraySpec",

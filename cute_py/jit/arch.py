@@ -18,7 +18,8 @@ from .values import TracedBool, TracedInt, as_value
 
 __all__ = [
     "thread_idx", "block_idx", "block_dim", "grid_dim", "cluster_idx", "cluster_dim", "block_idx_in_cluster",
-    "lane_idx", "warp_idx", "elect_one", "sync_threads",
+    "block_rank_in_cluster", "cluster_size", "lane_idx", "warp_idx", "elect_one", "sync_threads",
+    "cluster_arrive", "cluster_wait", "cluster_sync", "cp_async_commit_group", "cp_async_wait_group",
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_and_expect_tx", "mbarrier_expect_tx", "mbarrier_wait",
     "mbarrier_try_wait", "fence_proxy_async", "fence_mbarrier_init", "tma_store_arrive", "tma_store_wait",
     "SmemAllocator",
@@ -67,6 +68,20 @@ def block_idx_in_cluster():
     return _sregs("cluster_ctaid")
 
 
+def block_rank_in_cluster():
+    """This block's linear rank in its cluster (``%cluster_ctarank``), 0 .. cluster size - 1."""
+    b = current()
+    with b.at_end():
+        return TracedInt(b.mlir.nvvm.read_ptx_sreg_cluster_ctarank(results=[b.int_type(32)]), 32, True)
+
+
+def cluster_size():
+    """The number of blocks in this cluster (``%cluster_nctarank``)."""
+    b = current()
+    with b.at_end():
+        return TracedInt(b.mlir.nvvm.read_ptx_sreg_cluster_nctarank(results=[b.int_type(32)]), 32, True)
+
+
 def lane_idx():
     """This thread's lane in its warp (``%laneid``)."""
     b = current()
@@ -94,6 +109,41 @@ def sync_threads():
     b = current()
     with b.at_end():
         b.mlir.nvvm.barrier()
+
+
+def cluster_arrive(relaxed=False):
+    """``barrier.cluster.arrive[.relaxed].aligned``: this thread arrives on the cluster barrier (every
+    thread of every block of the cluster must arrive before ``cluster_wait`` returns)."""
+    with current().at_end():
+        md.cluster_arrive(relaxed=bool(relaxed))
+
+
+def cluster_wait():
+    """``barrier.cluster.wait.aligned``: wait until all threads of the cluster have arrived."""
+    with current().at_end():
+        md.cluster_wait()
+
+
+def cluster_sync():
+    """``cluster_arrive()`` then ``cluster_wait()``: a barrier over every thread of the cluster (with
+    release/acquire ordering of shared-memory accesses across its blocks)."""
+    cluster_arrive()
+    cluster_wait()
+
+
+def cp_async_commit_group():
+    """``cp.async.commit_group``: close the group of this thread's cp.async copies issued so far."""
+    with current().at_end():
+        md.cp_async_commit_group()
+
+
+def cp_async_wait_group(n=0):
+    """``cp.async.wait_group n``: wait until at most ``n`` (a static int, 0..7) of this thread's cp.async
+    groups are pending (``n = 0``: all of its copies have landed in shared memory)."""
+    if type(n) is not int or not 0 <= n <= 7:
+        raise TraceError(locate(f"cp_async_wait_group takes a static count in 0..7, got {n!r}"))
+    with current().at_end():
+        md.cp_async_wait_group(n)
 
 
 def _bar(mbar):
@@ -174,3 +224,10 @@ def tma_store_wait(count=0, read=False):
         raise TraceError(locate(f"tma_store_wait takes a static count in 0..63, got {count!r}"))
     with current().at_end():
         md.tma_store_wait(count, read=bool(read))
+
+
+# the warp-level builtins (shuffles, votes, named barriers, setmaxnreg, ldg/stg, ...) live in arch_warp
+from . import arch_warp as _warp  # noqa: E402
+
+__all__ += list(_warp.__all__)
+globals().update({_name: getattr(_warp, _name) for _name in _warp.__all__})

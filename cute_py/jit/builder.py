@@ -154,19 +154,40 @@ def pointer_value(ptr, what="pointer"):
         return ptr.__cute_value__()
     if not isinstance(ptr, Pointer):
         raise TraceError(locate(f"{what} must be a pointer, got {ptr!r}"))
-    if ptr.address is None:
-        raise TraceError(locate(f"{what} {ptr!r} has a run-time offset; only pointers at static offsets from a "
-                                f"shared-memory allocation or a kernel argument are supported so far"))
+    address = ptr.address
+    if address is None:  # a run-time element offset from a known base: base + offset * width / 8
+        if ptr.base is None or ptr.dtype.width % 8:
+            raise TraceError(locate(f"{what} {ptr!r} has no known base address (only pointers derived from a "
+                                    f"shared-memory allocation or a kernel argument can be used in a kernel)"))
+        address = ptr.offset
+        if ptr.memspace is not AddressSpace.smem and getattr(address, "width", 64) < 64:
+            from .values import Int64
+
+            address = Int64(address)  # global byte offsets in 64 bits (element offsets may be 32-bit)
+        address = address * (ptr.dtype.width // 8)
+        static = ptr.base
+    else:
+        static = 0
     if ptr.memspace is AddressSpace.smem:
-        return b.smem_ptr(ptr.address)
+        if ptr.address is None:
+            from .values import as_value
+
+            return b.smem_ptr(as_value(address + static, 32))
+        return b.smem_ptr(address)
     if ptr.memspace in (AddressSpace.gmem, AddressSpace.generic):
-        base = b.gmem_base_of(ptr.address)
+        base = b.gmem_base_of(static if ptr.address is None else address)
         if base is None:
             raise TraceError(locate(f"{what} {ptr!r} does not come from a tensor argument of this kernel"))
         param, offset = base
-        if offset == 0:
+        if ptr.address is None:  # the run-time element offset, in bytes, on top of the static one
+            from .values import as_value
+
+            offset = as_value(address + offset, 64)
+        elif offset == 0:
             return param
         llvm = b.mlir.llvm
         with b.at_end():
-            return llvm.GEPOp(param.type, param, [], [offset], b.int_type(8), 0).result
+            if type(offset) is int:
+                return llvm.GEPOp(param.type, param, [], [offset], b.int_type(8), 0).result
+            return llvm.GEPOp(param.type, param, [offset], [-2147483648], b.int_type(8), 0).result
     raise TraceError(locate(f"{what}: {ptr.memspace.name} pointers are not supported here"))

@@ -1,15 +1,29 @@
-"""``cute_py.copy(atom, src, dst, tma_bar_ptr=...)``: TMA loads and stores of ``tma_partition`` results.
+"""``cute_py.copy``: tile copies in a kernel — TMA, cp.async, or plain loads and stores.
 
-The partitions have mode 0 = ``((TMA, TMA_Iter))`` and any number of rest modes; one TMA
-instruction is issued per ``(TMA_Iter, rest)`` position, in the order ``reference.run_tma_copy``
-uses: its TMA coordinates are read from the coordinate tensor (traced ``ArithTuple`` s), and its
-shared-memory address is the tile's *unswizzled* byte offset (the TMA applies the swizzle
-itself). The descriptor is the atom's kernel parameter (128 bytes, ``__grid_constant__``).
+``copy(atom_or_tiled_copy, src, dst, ...)`` picks the instructions from the atom:
+
+- a TMA atom (``make_tiled_tma_atom``): the partitions of ``tma_partition`` have mode 0 =
+  ``((TMA, TMA_Iter))`` and any number of rest modes; one TMA instruction (load, store or
+  reduction) is issued per ``(TMA_Iter, rest)`` position, in the order ``reference.run_tma_copy``
+  uses: its TMA coordinates are read from the coordinate tensor (traced ``ArithTuple`` s), and its
+  shared-memory address is the tile's *unswizzled* byte offset (the TMA applies the swizzle
+  itself). The descriptor is the atom's kernel parameter (128 bytes, ``__grid_constant__``).
+- a copy atom, tiled copy or thread slice of ``CopyG2SOp``: cp.async, one per atom instruction,
+  zero-filling where ``pred`` is false (see ``thread_copy``);
+- any other copy atom (``CopyUniversalOp``): plain vector loads and stores, skipped where
+  ``pred`` is false.
+
+``copy(src, dst)`` (no atom) is a plain copy vectorised as widely as both layouts allow.
+``async_copy(src, dst, pred=...)`` issues cp.async (no wait: close the group with
+``arch.cp_async_commit_group`` and wait with ``arch.cp_async_wait_group``), and
+``tma_copy(src, dst, barrier=...)`` is the producer half of a TMA load (expect the bytes on
+``barrier`` and issue the load) or a TMA store, finding the atom from the TMA coordinate tensor.
 """
 
 from ..int_tuple import idx2crd, product
+from ..atom import CopyAtom, ThrCopy, TiledCopy
 from ..nvgpu.cpasync import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
-                             TmaCopyAtom)
+                             CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, TmaCopyAtom)
 from ..pointer import AddressSpace, Pointer
 from ..tensor import CoordEngine, Tensor
 from .builder import current, pointer_value
@@ -18,7 +32,7 @@ from .values import TracedInt, as_value
 
 import mlir_dialects as md
 
-__all__ = ["copy", "KernelTracer", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST"]
+__all__ = ["copy", "async_copy", "tma_copy", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST"]
 
 # 64-bit L2 cache policies for ``.L2::cache_hint`` (the encodings CUTLASS uses on sm_90)
 L2_EVICT_NORMAL = 0x1000000000000000
@@ -53,11 +67,11 @@ def _tma_coord(t, k, j):
     return tuple(v) if isinstance(v, tuple) else (v,)
 
 
-def _smem_byte(t, k, j):
+def _smem_element(t, k, j):
+    # the *unswizzled* element offset of the instruction's first element (the TMA applies the swizzle)
     layout = t.layout
     outer = getattr(layout, "outer", layout)
-    off = getattr(layout, "offset", 0)
-    return (off + _first(outer, k, j)) * t.engine.dtype.width // 8
+    return getattr(layout, "offset", 0) + _first(outer, k, j)
 
 
 def _check_tensor(t, role, coord):
@@ -69,19 +83,105 @@ def _check_tensor(t, role, coord):
         raise TraceError(locate(f"copy: {role} must be a shared-memory tensor, got {t!r}"))
 
 
-def copy(atom, src, dst, *, tma_bar_ptr=None, mcast_mask=None, cache_hint=None):
-    """Copy ``src`` to ``dst`` with ``atom`` (a TMA atom; the partitions come from ``tma_partition``).
+def copy(atom, src, dst=None, *, pred=None, tma_bar_ptr=None, mcast_mask=None, cache_hint=None, tma_desc_ptr=None):
+    """Copy ``src`` to ``dst`` with ``atom`` (a TMA atom, a copy atom, a tiled copy or a thread slice of one);
+    ``copy(src, dst)`` copies with plain loads and stores.
 
-    Loads (G2S) need ``tma_bar_ptr``, the shared-memory mbarrier completed by the loaded bytes;
-    a multicast load takes ``mcast_mask`` (16-bit, static or traced). Stores (S2G) are issued
-    into this thread's bulk group (close it with ``arch.tma_store_arrive``). ``cache_hint`` is a
-    64-bit L2 cache policy (``.L2::cache_hint``; e.g. ``L2_EVICT_FIRST``), static or traced.
+    TMA loads (G2S) need ``tma_bar_ptr``, the shared-memory mbarrier completed by the loaded bytes;
+    a multicast load takes ``mcast_mask`` (16-bit, static or traced). Stores and reductions (S2G)
+    are issued into this thread's bulk group (close it with ``arch.tma_store_arrive``).
+    ``cache_hint`` is a 64-bit L2 cache policy (``.L2::cache_hint``; e.g. ``L2_EVICT_FIRST``) for
+    TMA and cp.async. ``tma_desc_ptr`` makes a TMA copy use the descriptor at that address (one
+    updated on the device, in global memory) instead of the atom's kernel parameter.
+    ``pred`` (cp.async and plain copies): see :mod:`cute_py.jit.thread_copy`.
     """
-    b = current()
+    from .thread_copy import vector_copy
+
+    if dst is None:
+        if isinstance(atom, Tensor) and isinstance(src, Tensor):
+            _no_tma_args(tma_bar_ptr, mcast_mask, "a plain copy")
+            return vector_copy(atom, src, pred=pred, cache_hint=cache_hint)
+        raise TraceError(locate(f"copy takes (atom, src, dst) or (src, dst), got {atom!r}, {src!r}"))
+    if isinstance(atom, TmaCopyAtom):
+        if pred is not None:
+            raise TraceError(locate("a TMA copy takes no pred (the TMA unit skips out-of-bounds elements itself)"))
+        return _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr)
+    if tma_desc_ptr is not None:
+        raise TraceError(locate("tma_desc_ptr applies to TMA atoms only"))
+    if isinstance(atom, ThrCopy):
+        atom = atom.tiled_copy
+    if isinstance(atom, TiledCopy):
+        atom = atom.atom
+    if not isinstance(atom, CopyAtom):
+        raise TraceError(locate(f"copy needs a copy atom, a tiled copy or a TMA atom, got {atom!r}"))
+    _no_tma_args(tma_bar_ptr, mcast_mask, "a cp.async or plain copy")
+    vector = atom.num_bits // atom.dtype.width
+    if isinstance(atom.op, CopyG2SOp):
+        modifier = "cg" if atom.op.cache_mode is LoadCacheMode.GLOBAL else "ca"
+        return vector_copy(src, dst, vector=vector, cp_async=modifier, pred=pred, cache_hint=cache_hint)
+    if type(atom.op).__name__ != "CopyUniversalOp":
+        raise TraceError(locate(f"copy does not support {type(atom.op).__name__} atoms in kernels"))
+    return vector_copy(src, dst, vector=vector, pred=pred, cache_hint=cache_hint)
+
+
+def _no_tma_args(tma_bar_ptr, mcast_mask, what):
+    if tma_bar_ptr is not None or mcast_mask is not None:
+        raise TraceError(locate(f"{what} takes no tma_bar_ptr or mcast_mask"))
+
+
+def async_copy(src, dst, *, pred=None, cache_mode=LoadCacheMode.ALWAYS, cache_hint=None):
+    """cp.async ``src`` (gmem) into ``dst`` (smem) in the widest vectors of 4, 8 or 16 bytes both allow;
+    zero-fills where ``pred`` is false. No wait: commit and wait with the ``arch.cp_async_*`` builtins."""
+    from .thread_copy import vector_copy, vector_width
+
+    if not isinstance(src, Tensor) or not isinstance(dst, Tensor):
+        raise TraceError(locate(f"async_copy takes two tensors, got {src!r}, {dst!r}"))
+    if cache_mode not in (LoadCacheMode.ALWAYS, LoadCacheMode.GLOBAL):
+        raise TraceError(locate(f"async_copy cache_mode must be LoadCacheMode.ALWAYS or GLOBAL, got {cache_mode!r}"))
+    v = vector_width(src, dst)
+    modifier = "cg" if cache_mode is LoadCacheMode.GLOBAL and v * src.element_type.width == 128 else "ca"
+    if cache_mode is LoadCacheMode.GLOBAL and modifier != "cg":
+        raise TraceError(locate(f"async_copy with LoadCacheMode.GLOBAL needs 16-byte vectors; these layouts allow "
+                                f"{v * src.element_type.width // 8} bytes"))
+    return vector_copy(src, dst, vector=v, cp_async=modifier, pred=pred, cache_hint=cache_hint)
+
+
+def tma_copy(src, dst, *, barrier=None, mcast_mask=None, cache_hint=None, expect_bytes=None, tma_desc_ptr=None):
+    """The producer half of a TMA copy of ``tma_partition`` results, the atom found from the coordinate side.
+
+    A load (``src`` the gmem coordinate partition) expects its bytes on ``barrier`` (``expect_bytes``;
+    default: the smem partition's bytes, times the atom's multicast count when ``mcast_mask`` is
+    given — every CTA of the group receives every slice) and issues the load; the consumer waits
+    on ``barrier``. A store or reduction (``dst`` the coordinate partition) is issued into the bulk group.
+    """
+    coord, smem = (src, dst) if isinstance(getattr(src, "engine", None), CoordEngine) else (dst, src)
+    atom = getattr(getattr(coord, "engine", None), "source", None)
     if not isinstance(atom, TmaCopyAtom):
-        raise TraceError(locate(f"copy supports TMA atoms (make_tiled_tma_atom) so far, got {atom!r}"))
-    desc = b.descriptor_of(atom)
+        raise TraceError(locate("tma_copy needs the partitions of a TMA coordinate tensor (from make_tiled_tma_atom "
+                                f"and tma_partition), got {src!r} -> {dst!r}"))
+    if coord is src:
+        if barrier is None:
+            raise TraceError(locate("a TMA load needs barrier= (the mbarrier its bytes complete)"))
+        from . import arch
+
+        if expect_bytes is None:
+            expect_bytes = product(smem.layout.shape) * smem.engine.dtype.width // 8
+            if mcast_mask is not None:
+                expect_bytes *= atom.num_multicast
+        arch.mbarrier_arrive_and_expect_tx(barrier, expect_bytes)
+        return _tma(atom, src, dst, barrier, mcast_mask, cache_hint, tma_desc_ptr)
+    if barrier is not None or expect_bytes is not None:
+        raise TraceError(locate("a TMA store takes no barrier or expect_bytes"))
+    return _tma(atom, src, dst, None, mcast_mask, cache_hint, tma_desc_ptr)
+
+
+def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None):
+    from .device_tracer import descriptor_value
+
+    b = current()
+    desc = b.descriptor_of(atom) if tma_desc_ptr is None else descriptor_value(b, tma_desc_ptr)
     is_load = isinstance(atom.op, (CopyBulkTensorTileG2SOp, CopyBulkTensorTileG2SMulticastOp))
+    reduce_kind = None
     if is_load:
         _check_tensor(src, "src", True)
         _check_tensor(dst, "dst", False)
@@ -94,12 +194,14 @@ def copy(atom, src, dst, *, tma_bar_ptr=None, mcast_mask=None, cache_hint=None):
             if not isinstance(atom.op, CopyBulkTensorTileG2SMulticastOp):
                 raise TraceError(locate("mcast_mask needs an atom of CopyBulkTensorTileG2SMulticastOp"))
             mask = as_value(mcast_mask, 16)
-    elif isinstance(atom.op, CopyBulkTensorTileS2GOp):
+    elif isinstance(atom.op, (CopyBulkTensorTileS2GOp, CopyReduceBulkTensorTileS2GOp)):
         _check_tensor(src, "src", False)
         _check_tensor(dst, "dst", True)
         if tma_bar_ptr is not None or mcast_mask is not None:
-            raise TraceError(locate("a TMA store takes no tma_bar_ptr or mcast_mask"))
+            raise TraceError(locate("a TMA store or reduction takes no tma_bar_ptr or mcast_mask"))
         gmem, smem = dst, src
+        if isinstance(atom.op, CopyReduceBulkTensorTileS2GOp):
+            reduce_kind = atom.op.reduction_kind.value
     else:
         raise TraceError(locate(f"copy does not support {type(atom.op).__name__} yet"))
     hint = None if cache_hint is None else as_value(cache_hint, 64)
@@ -108,54 +210,14 @@ def copy(atom, src, dst, *, tma_bar_ptr=None, mcast_mask=None, cache_hint=None):
     if (iters, rest) != (s_iters, s_rest):
         raise TraceError(locate(f"copy: the smem and gmem partitions differ: {iters}x{rest} TMA instructions vs "
                                 f"{s_iters}x{s_rest} (smem {smem.layout}, gmem {gmem.layout})"))
-    base = smem.engine.address
-    if base is None:
-        raise TraceError(locate(f"copy: the shared-memory tensor {smem!r} is at a run-time offset; only static "
-                                f"offsets into shared memory are supported so far"))
     for k in range(iters):
         for j in range(rest):
             crd = [as_value(c, 32) for c in _tma_coord(gmem, k, j)]
-            byte = _smem_byte(smem, k, j)
-            if isinstance(byte, TracedInt):
-                sp = b.smem_ptr(as_value(base + byte, 32))
-            else:
-                sp = b.smem_ptr(base + byte)
+            sp = pointer_value(smem.engine + _smem_element(smem, k, j), "the shared-memory tile")
             with b.at_end():
                 if is_load:
                     md.tma_load(sp, desc, bar, crd, multicast_mask=mask, cache_hint=hint)
+                elif reduce_kind is not None:
+                    md.tma_reduce(desc, sp, crd, reduce_kind, cache_hint=hint)
                 else:
                     md.tma_store(desc, sp, crd, cache_hint=hint)
-
-
-class KernelTracer:
-    """The tracer ``cute_py.nvgpu`` device operations emit into (``device_ops.set_tracer``)."""
-
-    def emit(self, name, **operands):
-        b = current()
-        if name == "prefetch_tensormap":
-            desc = b.descriptor_of(operands["atom"])
-            with b.at_end():
-                md.prefetch_tensormap(desc)
-            return None
-        if name in ("tma_load", "tma_store"):
-            desc = operands["desc"]
-            desc = b.descriptor_of(desc) if isinstance(desc, TmaCopyAtom) else desc
-            crd = [as_value(c, 32) for c in operands["crd"]]
-            sp = pointer_value(operands["smem"], "smem_ptr")
-            with b.at_end():
-                if name == "tma_load":
-                    bar = pointer_value(operands["mbar"], "mbar")
-                    mask = operands.get("mcast_mask")
-                    md.tma_load(sp, desc, bar, crd, multicast_mask=None if mask is None else as_value(mask, 16))
-                else:
-                    md.tma_store(desc, sp, crd)
-            return None
-        if name == "tma_store_arrive":
-            with b.at_end():
-                md.tma_store_arrive()
-            return None
-        if name == "tma_store_wait":
-            with b.at_end():
-                md.tma_store_wait(operands["count"], read=operands["read"])
-            return None
-        raise TraceError(locate(f"cute_py.nvgpu.{name} is not supported by the JIT yet"))

@@ -104,7 +104,14 @@ class _Launch:
 
 
 def _classify(a, params):
-    """('static', a) or (param kind, param index); appends the parameter's source to ``params``."""
+    """('static', a), (param kind, param index) or ('tuple', [classifications]) for a tuple/list holding
+    run-time arguments; appends the parameters' sources to ``params``."""
+    if type(a) in (tuple, list):
+        mark = len(params)
+        subs = [_classify(x, params) for x in a]
+        if len(params) > mark:
+            return "tuple", (type(a), subs)
+        return "static", a
     if isinstance(a, TmaCopyAtom):
         where = untag(a.descriptor.global_address)
         if where is None:
@@ -343,7 +350,7 @@ def _build(launches):
     import mlir_dialects as md
     from mlir_dialects import _backend as mlir
 
-    from .copy import KernelTracer
+    from .device_tracer import KernelTracer
 
     ctx = md.make_context()
     smem = {}
@@ -367,30 +374,41 @@ def _build(launches):
     return mlir_text, ptx, cubin, smem
 
 
+def _kernel_value(b, kind, v, orig):
+    """The value a kernel parameter (or static argument) ``orig`` takes inside the traced kernel."""
+    if kind == "static":
+        return v
+    if kind == "tuple":
+        seq_type, subs = v
+        return seq_type(_kernel_value(b, k, sv, o) for (k, sv), o in zip(subs, orig))
+    if kind == "desc":
+        b.descriptors[id(orig)] = b.params[v]
+        return orig
+    if kind == "ptr":
+        tag = orig.engine.address
+        b.gmem_bases.append((tag, (1 << TAG_SHIFT) - (tag & ((1 << TAG_SHIFT) - 1)), b.params[v]))
+        return orig
+    if kind == "Float32":
+        return TracedFloat(b.params[v])
+    return TracedInt(b.params[v], 32 if kind == "Int32" else 64)
+
+
 def _trace_kernel(mlir, gpu_block, ln, tracer):
     types = [_PARAM_TYPES[kind] for kind, _ in ln.params]
     b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
     args, kwargs = [], {}
     for pos, (kind, v) in ln.kernel_args:
         orig = ln.call.args[pos] if type(pos) is int else ln.call.kwargs[pos]
-        if kind == "static":
-            val = v
-        elif kind == "desc":
-            b.descriptors[id(orig)] = b.params[v]
-            val = orig
-        elif kind == "ptr":
-            b.gmem_bases.append((orig.engine.address, (1 << TAG_SHIFT) - (orig.engine.address & ((1 << TAG_SHIFT) - 1)),
-                                 b.params[v]))
-            val = orig
-        elif kind == "Float32":
-            val = TracedFloat(b.params[v])
-        else:
-            val = TracedInt(b.params[v], 32 if kind == "Int32" else 64)
+        val = _kernel_value(b, kind, v, orig)
         if type(pos) is int:
             args.append(val)
         else:
             kwargs[pos] = val
+    from ..tensor import set_device_access
+    from .memory import DeviceAccess
+
     old = device_ops.set_tracer(tracer)
+    old_access = set_device_access(DeviceAccess)
     try:
         with b:
             try:
@@ -403,6 +421,7 @@ def _trace_kernel(mlir, gpu_block, ln, tracer):
                 raise
     finally:
         device_ops.set_tracer(old)
+        set_device_access(old_access)
     used = b.smem_region.total if b.smem_region is not None else 0
     if ln.smem is not None and ln.smem < used:
         raise ArgumentError(f"{ln.name}: launch(smem={ln.smem}) is less than the {used} bytes of shared memory the "

@@ -14,6 +14,8 @@ Using a traced value where Python needs a concrete one (``if x:``, ``while``, ``
 (``fn(Int32(n))`` or an annotation ``n: Int32``) and convert traced values (``Int64(x)``).
 """
 
+import math
+
 from ..int_tuple import Dynamic
 from .builder import current
 from .errors import ArgumentError, TraceError, locate
@@ -94,15 +96,18 @@ _CMP = {"lt": ("slt", "ult"), "le": ("sle", "ule"), "gt": ("sgt", "ugt"), "ge": 
 class TracedInt(Dynamic):
     """A run-time ``i32``/``i64`` value of the kernel being traced.
 
-    ``nonneg`` records that the value is known to be >= 0 (enables unsigned division).
+    ``nonneg`` records that the value is known to be >= 0 (enables unsigned division);
+    ``known_divisor`` is a positive int known to divide the value (``bx * 128 + 64`` -> 64), which
+    pointers use to keep their alignment across run-time offsets.
     """
 
-    __slots__ = ("ir", "width", "nonneg")
+    __slots__ = ("ir", "width", "nonneg", "known_divisor")
 
-    def __init__(self, value, width=32, nonneg=False):
+    def __init__(self, value, width=32, nonneg=False, known_divisor=1):
         self.ir = value
         self.width = width
         self.nonneg = nonneg
+        self.known_divisor = known_divisor
 
     # -- helpers ------------------------------------------------------------------------------
     def _coerce(self, other):
@@ -120,7 +125,7 @@ class TracedInt(Dynamic):
                 raise TraceError(locate(f"the constant {other} does not fit in 64 bits"))
         return _widen(self, w), b.const(other, w), w, other >= 0
 
-    def _bin(self, other, opname, reverse=False, nonneg_rule=None):
+    def _bin(self, other, opname, reverse=False, nonneg_rule=None, div_rule=None):
         c = self._coerce(other)
         if c is None:
             return NotImplemented
@@ -131,26 +136,27 @@ class TracedInt(Dynamic):
         with b.at_end():
             res = getattr(b.mlir.arith, opname)(a, o).result
         nn = nonneg_rule(self.nonneg, o_nonneg) if nonneg_rule else False
-        return TracedInt(res, w, nn)
+        div = div_rule(self.known_divisor, _divisor(other)) if div_rule else 1
+        return TracedInt(res, w, nn, max(1, div))
 
     # -- arithmetic ---------------------------------------------------------------------------
     def __add__(self, o):
         if type(o) is int and o == 0:
             return self
-        return self._bin(o, "AddIOp", nonneg_rule=lambda a, b: a and b)
+        return self._bin(o, "AddIOp", nonneg_rule=lambda a, b: a and b, div_rule=math.gcd)
 
     def __radd__(self, o):
         if type(o) is int and o == 0:
             return self
-        return self._bin(o, "AddIOp", True, nonneg_rule=lambda a, b: a and b)
+        return self._bin(o, "AddIOp", True, nonneg_rule=lambda a, b: a and b, div_rule=math.gcd)
 
     def __sub__(self, o):
         if type(o) is int and o == 0:
             return self
-        return self._bin(o, "SubIOp")
+        return self._bin(o, "SubIOp", div_rule=math.gcd)
 
     def __rsub__(self, o):
-        return self._bin(o, "SubIOp", True)
+        return self._bin(o, "SubIOp", True, div_rule=math.gcd)
 
     def __mul__(self, o):
         if type(o) is int:
@@ -158,7 +164,7 @@ class TracedInt(Dynamic):
                 return 0
             if o == 1:
                 return self
-        return self._bin(o, "MulIOp", nonneg_rule=lambda a, b: a and b)
+        return self._bin(o, "MulIOp", nonneg_rule=lambda a, b: a and b, div_rule=lambda a, b: a * b)
 
     def __rmul__(self, o):
         return self.__mul__(o)
@@ -174,7 +180,9 @@ class TracedInt(Dynamic):
                 return self
             if o > 0 and self.nonneg:
                 if o & (o - 1) == 0:
-                    return self._bin(o.bit_length() - 1, "ShRUIOp", nonneg_rule=lambda a, b: True)
+                    k = o.bit_length() - 1
+                    return self._bin(k, "ShRUIOp", nonneg_rule=lambda a, b: True,
+                                     div_rule=lambda a, b: _pow2(a) >> k)
                 return self._bin(o, "DivUIOp", nonneg_rule=lambda a, b: True)
         if isinstance(o, TracedInt) and self.nonneg and o.nonneg:
             return self._bin(o, "DivUIOp", nonneg_rule=lambda a, b: True)
@@ -219,32 +227,37 @@ class TracedInt(Dynamic):
         fix = (r != 0) & (_sign_neg(r) ^ _sign_neg(d))
         return select(fix, r + d, r)
 
+    # bitwise operations keep the power-of-two part of what divides their operands
     def __and__(self, o):
-        return self._bin(o, "AndIOp", nonneg_rule=lambda a, b: a or b)
+        return self._bin(o, "AndIOp", nonneg_rule=lambda a, b: a or b, div_rule=lambda a, b: max(_pow2(a), _pow2(b)))
 
     __rand__ = __and__
 
     def __or__(self, o):
-        return self._bin(o, "OrIOp", nonneg_rule=lambda a, b: a and b)
+        return self._bin(o, "OrIOp", nonneg_rule=lambda a, b: a and b, div_rule=lambda a, b: min(_pow2(a), _pow2(b)))
 
     __ror__ = __or__
 
     def __xor__(self, o):
         if type(o) is int and o == 0:
             return self
-        return self._bin(o, "XOrIOp", nonneg_rule=lambda a, b: a and b)
+        return self._bin(o, "XOrIOp", nonneg_rule=lambda a, b: a and b,
+                         div_rule=lambda a, b: min(_pow2(a), _pow2(b)))
 
     __rxor__ = __xor__
 
     def __lshift__(self, o):
         if type(o) is int and o == 0:
             return self
-        return self._bin(o, "ShLIOp")
+        shift = o if type(o) is int and 0 < o < self.width else None
+        return self._bin(o, "ShLIOp", div_rule=lambda a, b: a << shift if shift is not None else 1)
 
     def __rshift__(self, o):
         if type(o) is int and o == 0:
             return self
-        return self._bin(o, "ShRUIOp" if self.nonneg else "ShRSIOp", nonneg_rule=lambda a, b: a)
+        shift = o if type(o) is int and o > 0 else None
+        return self._bin(o, "ShRUIOp" if self.nonneg else "ShRSIOp", nonneg_rule=lambda a, b: a,
+                         div_rule=lambda a, b: _pow2(a) >> shift if shift is not None else 1)
 
     def min_(self, o):
         return self._bin(o, "MinUIOp" if self.nonneg and _nonneg(o) else "MinSIOp",
@@ -307,6 +320,18 @@ class TracedInt(Dynamic):
         return f"TracedInt(i{self.width})"
 
 
+def _pow2(d):
+    """The largest power of two dividing ``d`` (> 0)."""
+    return d & -d
+
+
+def _divisor(o):
+    """A positive int known to divide ``o`` (its absolute value for an int; 0 is divisible by anything)."""
+    if type(o) is int:
+        return abs(o) if o else 1 << 62
+    return getattr(o, "known_divisor", 1)
+
+
 def _nonneg(o):
     return (type(o) is int and o >= 0) or (isinstance(o, TracedInt) and o.nonneg)
 
@@ -353,7 +378,7 @@ def select(cond, a, b):
     bld = current()
     with bld.at_end():
         res = bld.mlir.arith.SelectOp(cond.ir, av, bv).result
-    return TracedInt(res, w, _nonneg(a) and _nonneg(b))
+    return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)))
 
 
 class RuntimeScalar:

@@ -195,7 +195,7 @@ class TmaCopyAtom(CopyAtom):
         from ..basis import ArithTuple
         from ..tensor import CoordEngine
 
-        return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank)), Layout(value_of(shape), self.g_stride))
+        return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank), self), Layout(value_of(shape), self.g_stride))
 
     def __repr__(self):
         d = self.descriptor

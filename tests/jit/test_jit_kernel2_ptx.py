@@ -3,7 +3,7 @@
 import pytest
 
 import cute_py as cute
-from cute_py.jit import examples
+from cute_py.jit.examples import tma_tiled as examples
 from cute_py.jit.examples import pipelined_grid, tma_copy_pipelined
 
 # (dtype, shape, tile, swizzle, stages, lag, max_ctas)

@@ -1,4 +1,4 @@
-"""Example kernels of the JIT.
+"""Kernels 1 and 2: TMA tiled copies, one tile per CTA and persistent/pipelined.
 
 ::
 
@@ -89,7 +89,7 @@ _SMEM_PER_SM = 228 * 1024  # shared memory of an sm_90 SM (each resident CTA als
 def _sm_count():
     """The multiprocessor count of device 0, or ``_DEFAULT_SMS`` without a usable CUDA driver/device."""
     try:
-        from . import launch as _launch
+        from .. import launch as _launch
 
         d = _launch.driver()
         _launch.ensure_context()
@@ -192,27 +192,3 @@ def tma_copy_pipelined(src, dst, tile=(64, 128), swizzle="none", stages=4, lag=1
         num_ctas = max(1, min(num_ctas, max_ctas))
     tma_copy_pipelined_kernel(load_atom, load_tensor, store_atom, store_tensor, smem_layout, tile, tiles, num_ctas,
                               stages, lag, _L2_HINTS[l2_hint]).launch(grid=num_ctas, block=32)
-
-
-def _main():
-    """``python -m cute_py.jit.examples``: run kernels 1 and 2 on small torch tensors and check them (needs a GPU)."""
-    import torch
-
-    runs = [(tma_copy, torch.float32, (256, 512), ((128, 64), "none")),
-            (tma_copy, torch.bfloat16, (256, 512), ((128, 64), "128B")),
-            (tma_copy_pipelined, torch.float32, (1000, 1000), ((64, 64), "none", 3, 2, None, 7)),
-            (tma_copy_pipelined, torch.bfloat16, (1024, 1536), ((128, 64), "128B", 2, 1, None, 5)),
-            (tma_copy_pipelined, torch.bfloat16, (777, 4096), ((32, 256), "none", 4, 1))]
-    for fn, dtype, shape, extra in runs:
-        src = torch.randn(shape, device="cuda").to(dtype)
-        dst = torch.zeros_like(src)
-        fn(src, dst, *extra)
-        torch.cuda.synchronize()
-        ok = torch.equal(src, dst)
-        print(f"{fn.__name__} {dtype} {shape} {extra}: {'ok' if ok else 'MISMATCH'}")
-        if not ok:
-            raise SystemExit(1)
-
-
-if __name__ == "__main__":
-    _main()

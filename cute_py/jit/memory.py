@@ -1,0 +1,170 @@
+"""Loads and stores in a kernel: tensor elements, vectors of bits, and register fragments.
+
+Inside a ``@cute_py.kernel``, a tensor over a shared- or global-memory pointer reads and
+writes its elements::
+
+    v = s_tile[i, j]          # a load: TracedInt for integer types, TracedFloat for float types
+    d_tile[j, i] = v          # a store (the value's type must be the tensor's element type)
+
+Coordinates may be traced; swizzled (composed) layouts apply their swizzle. A register
+fragment (``make_fragment``) is a tensor over a Python list of traced values, indexed by
+static coordinates. ``load_bits``/``store_bits`` move 8-128 bits at an address (one vector
+access), which the tile copies use.
+"""
+
+from ..dtypes import dtype_of
+from ..errors import CuteValueError
+from ..layout import Layout, cosize
+from ..pointer import AddressSpace, Pointer
+from ..tensor import ArrayEngine, Tensor
+from ..tiling import make_fragment_like_layout
+from .builder import current, pointer_value
+from .errors import TraceError, locate
+from .values import TracedFloat, TracedInt, as_value
+
+__all__ = ["make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
+           "store_bits", "DeviceAccess"]
+
+_FLOATS = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32", "Float64": "f64"}
+
+
+def element_type(dtype):
+    """The MLIR type of one element of ``dtype`` (floats as floats, everything else as iN)."""
+    b = current()
+    name = _FLOATS.get(dtype.name)
+    if name is not None:
+        return b.ir.Type.parse(name)
+    return b.int_type(dtype.width)
+
+
+def _bits_type(nbits):
+    b = current()
+    if nbits == 128:
+        return b.ir.Type.parse("vector<4xi32>")
+    return b.int_type(nbits)
+
+
+def _check_access(ptr, nbytes, what):
+    if not isinstance(ptr, Pointer) or ptr.memspace not in (AddressSpace.smem, AddressSpace.gmem):
+        raise TraceError(locate(f"{what}: loads and stores go to shared or global memory, got {ptr!r}"))
+    if ptr.alignment < nbytes:
+        raise TraceError(locate(f"{what}: a {nbytes}-byte access needs a {nbytes}-byte aligned address, but "
+                                f"{ptr!r} is only known to be {ptr.alignment}-byte aligned"))
+
+
+def load_bits(ptr, nbits, what="load"):
+    """The ``nbits`` (8..128, a power of two) bits at ``ptr`` (an MLIR iN or vector<4xi32> value)."""
+    _check_access(ptr, nbits // 8, what)
+    p = pointer_value(ptr, what)
+    b = current()
+    with b.at_end():
+        return b.mlir.llvm.LoadOp(_bits_type(nbits), p, alignment=nbits // 8).result
+
+
+def store_bits(ptr, value, nbits, what="store"):
+    """Store the ``nbits``-bit MLIR value ``value`` at ``ptr``."""
+    _check_access(ptr, nbits // 8, what)
+    p = pointer_value(ptr, what)
+    b = current()
+    with b.at_end():
+        b.mlir.llvm.StoreOp(value, p, alignment=nbits // 8)
+
+
+def _wrap(value, dtype):
+    if dtype.name in _FLOATS:
+        return TracedFloat(value)
+    return TracedInt(value, dtype.width, dtype.name.startswith("Uint") or dtype.name == "Boolean")
+
+
+def _unwrap(value, dtype, what):
+    """The MLIR value of ``value`` as an element of ``dtype``."""
+    b = current()
+    ty = element_type(dtype)
+    if dtype.name in _FLOATS:
+        if isinstance(value, TracedFloat):
+            if str(value.ir.type) != str(ty):
+                raise TraceError(locate(f"{what}: a {value.ir.type} value cannot be stored as {dtype.name} "
+                                        f"(convert it first)"))
+            return value.ir
+        if type(value) in (int, float):
+            with b.at_end():
+                return b.mlir.arith.ConstantOp(ty, float(value)).result
+        raise TraceError(locate(f"{what}: a {dtype.name} element takes a float value, got {value!r}"))
+    if isinstance(value, (TracedInt, int)) and type(value) is not bool:
+        return as_value(value, dtype.width)
+    if type(value) is bool:
+        return as_value(int(value), dtype.width)
+    raise TraceError(locate(f"{what}: a {dtype.name} element takes an integer value, got {value!r}"))
+
+
+def load_element(ptr):
+    """The element of ``ptr.dtype`` at ``ptr``, as a traced value."""
+    dtype = ptr.dtype
+    if dtype.width % 8:
+        raise TraceError(locate(f"loading single {dtype.name} elements ({dtype.width} bits) is not supported"))
+    raw = load_bits(ptr, dtype.width, "tensor load") if dtype.width <= 64 else None
+    if raw is None:
+        raise TraceError(locate(f"{dtype.name} elements are wider than 64 bits"))
+    if dtype.name in _FLOATS:
+        b = current()
+        with b.at_end():
+            raw = b.mlir.llvm.BitcastOp(element_type(dtype), raw).result
+    return _wrap(raw, dtype)
+
+
+def store_element(ptr, value):
+    """Store ``value`` (a traced value or a Python number) as one ``ptr.dtype`` element at ``ptr``."""
+    dtype = ptr.dtype
+    if dtype.width % 8 or dtype.width > 64:
+        raise TraceError(locate(f"storing single {dtype.name} elements ({dtype.width} bits) is not supported"))
+    v = _unwrap(value, dtype, "tensor store")
+    _check_access(ptr, dtype.width // 8, "tensor store")
+    p = pointer_value(ptr, "tensor store")
+    b = current()
+    with b.at_end():
+        b.mlir.llvm.StoreOp(v, p, alignment=dtype.width // 8)
+
+
+class DeviceAccess:
+    """Element access of tensors over device pointers while a kernel is traced (installed into ``tensor``)."""
+
+    @staticmethod
+    def load(pointer, offset):
+        return load_element(pointer + offset)
+
+    @staticmethod
+    def store(pointer, offset, value):
+        store_element(pointer + offset, value)
+
+
+# -- register fragments ---------------------------------------------------------------------------
+
+
+def make_fragment(layout, dtype):
+    """A register tensor of ``dtype`` with ``layout`` (static), its elements initialised to 0.
+
+    Elements hold traced values (or Python numbers) and are read and written with static
+    coordinates; the compiler keeps them in registers.
+    """
+    import numpy as np
+
+    dtype = dtype_of(dtype)
+    if not isinstance(layout, Layout):
+        layout = Layout(layout)
+    n = cosize(layout)
+    if type(n) is not int:
+        raise TraceError(locate(f"a register fragment needs a static layout, got {layout}"))
+    store = np.empty(max(n, 1), dtype=object)
+    store[:] = 0
+    return Tensor(ArrayEngine(store, 0, dtype), layout)
+
+
+def make_fragment_like(src, dtype=None):
+    """A register fragment shaped like ``src`` (a tensor or layout), compact in ``src``'s stride order."""
+    layout = src.layout if isinstance(src, Tensor) else src
+    layout = getattr(layout, "outer", layout)
+    if dtype is None:
+        dtype = src.element_type if isinstance(src, Tensor) else None
+        if dtype is None:
+            raise CuteValueError("make_fragment_like of a layout (or a coordinate tensor) needs a dtype")
+    return make_fragment(make_fragment_like_layout(layout), dtype)

@@ -1,0 +1,513 @@
+"""Warp-level kernel builtins (cute_py.jit.arch_warp): the PTX each one becomes, assembly with nvJitLink, and
+one error per argument rule, raised while tracing at the kernel's line."""
+
+import re
+
+import pytest
+
+import cute_py as cute
+from cute_py import arch
+from cute_py.jit import TraceError
+from cute_py.jit import arch_warp as aw
+
+I32 = cute.jit.Int32
+I64 = cute.jit.Int64
+
+
+def compile_kernel(kernel_fn, *kargs, n=512, grid=1, block=64, cluster=None):
+    """Compile ``kernel_fn(inp, out, *kargs)`` over two Int32 arrays of ``n`` words (no GPU needed)."""
+
+    def host(inp, out):
+        launch = {"grid": grid, "block": block}
+        if cluster is not None:
+            launch["cluster"] = cluster
+        kernel_fn(inp, out, *kargs).launch(**launch)
+
+    spec = cute.jit.DeviceArraySpec("Int32", (n,))
+    return cute.compile(host, spec, spec)
+
+
+def trace_error(kernel_fn, *kargs, **launch):
+    with pytest.raises(TraceError) as info:
+        compile_kernel(kernel_fn, *kargs, **launch)
+    return str(info.value)
+
+
+# -- indices and barriers -----------------------------------------------------------------------------
+
+
+def test_warp_group_idx_is_tid_over_128_broadcast_from_lane_0(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        aw.stg32(out.engine, aw.warp_group_idx(), index=arch.thread_idx()[0])
+
+    c = compile_kernel(k, block=256)
+    filecheck(c.ptx, [
+        "CHECK: mov.u32 [[TID:%r[0-9]+]], %tid.x;",
+        "CHECK: shr.u32 [[WG:%r[0-9]+]], [[TID]], 7;",
+        "CHECK: shfl.sync.idx.b32 [[OUT:%r[0-9]+]], [[WG]], 0, 31, -1;",
+        "CHECK: st.global.b32 [{{%rd[0-9]+}}], [[OUT]];",
+    ])
+
+
+def test_sync_warp_and_named_barriers(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        aw.sync_warp()
+        aw.sync_warp(0x0000FFFF)
+        aw.barrier_sync(1, 64)
+        aw.barrier_arrive(2, 128)
+        aw.barrier_sync(3)
+        aw.barrier_sync(arch.warp_idx() + 4, 32)
+
+    c = compile_kernel(k, block=128)
+    filecheck(c.ptx, [
+        "CHECK: bar.warp.sync -1;",
+        "CHECK: bar.warp.sync 65535;",
+        "CHECK: bar.sync 1, 64;",
+        "CHECK: bar.arrive 2, 128;",
+        "CHECK: bar.sync 3;",
+        "CHECK: bar.sync {{%r[0-9]+}}, 32;",
+    ])
+
+
+# -- shuffles -------------------------------------------------------------------------------------------
+
+# (builtin, PTX mode, lane/offset, width, the c operand: segment mask << 8 | clamp)
+SHUFFLES = [
+    (aw.shuffle_sync, "idx", 5, 32, 31),
+    (aw.shuffle_sync, "idx", 3, 8, (24 << 8) | 31),
+    (aw.shuffle_up_sync, "up", 1, 32, 0),
+    (aw.shuffle_up_sync, "up", 2, 16, 16 << 8),
+    (aw.shuffle_down_sync, "down", 2, 32, 31),
+    (aw.shuffle_down_sync, "down", 1, 4, (28 << 8) | 31),
+    (aw.shuffle_xor_sync, "bfly", 16, 32, 31),
+    (aw.shuffle_xor_sync, "bfly", 1, 2, (30 << 8) | 31),
+]
+
+
+@pytest.mark.parametrize("fn,mode,lane,width,c", SHUFFLES,
+                         ids=[f"{f.__name__}-w{w}" for f, _, _, w, _ in SHUFFLES])
+def test_shuffles_of_int32_use_the_mode_and_the_width_clamp(fn, mode, lane, width, c, filecheck):
+    @cute.kernel
+    def k(inp, out):
+        (x,) = aw.ldg32(inp.engine, index=arch.thread_idx()[0])
+        aw.stg32(out.engine, fn(x, lane, width=width), index=arch.thread_idx()[0])
+
+    filecheck(compile_kernel(k).ptx, [
+        "CHECK: ld.global.b32 [[X:%r[0-9]+]], [{{%rd[0-9]+}}];",
+        f"CHECK: shfl.sync.{mode}.b32 [[Y:%r[0-9]+]], [[X]], {lane}, {c}, -1;",
+        "CHECK: st.global.b32 [{{%rd[0-9]+}}], [[Y]];",
+    ])
+
+
+def test_shuffle_with_a_run_time_lane_and_mask(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        (m,) = aw.ldg32(inp.engine)
+        aw.stg32(out.engine, aw.shuffle_sync(tid, (arch.lane_idx() * 5) % 32, mask=m), index=tid)
+
+    filecheck(compile_kernel(k).ptx, [
+        "CHECK: ld.global.b32 [[M:%r[0-9]+]], [{{%rd[0-9]+}}];",
+        "CHECK: shfl.sync.idx.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, 31, [[M]];",
+    ])
+
+
+def test_an_int64_shuffles_as_two_32_bit_halves(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        a, b_ = aw.ldg64(inp.engine, index=tid)
+        x = (I64(a) << 32) | (I64(b_) & 0xFFFFFFFF)
+        y = aw.shuffle_down_sync(x, 3)
+        aw.stg64(out.engine, (I32(y), I32(y >> 32)), index=tid)
+
+    filecheck(compile_kernel(k).ptx, [
+        "CHECK: ld.global.v2.b32 {[[A:%r[0-9]+]], [[B:%r[0-9]+]]}, [{{%rd[0-9]+}}];",
+        "CHECK-DAG: shfl.sync.down.b32 [[LO:%r[0-9]+]], [[B]], 3, 31, -1;",
+        "CHECK-DAG: shfl.sync.down.b32 [[HI:%r[0-9]+]], [[A]], 3, 31, -1;",
+        "CHECK: st.global.v2.b32 [{{%rd[0-9]+}}], {[[LO]], [[HI]]};",
+    ])
+
+
+def test_a_float32_shuffles_and_stores_its_bits(filecheck):
+    @cute.kernel
+    def k(inp, out, f):
+        aw.stg32(out.engine, aw.shuffle_xor_sync(f, 1), index=arch.thread_idx()[0])
+
+    filecheck(compile_kernel(k, cute.jit.Float32(1.5)).ptx, [
+        "CHECK: ld.param.b32 [[F:%r[0-9]+]], [k_0_param_2];",
+        "CHECK: shfl.sync.bfly.b32 [[Y:%r[0-9]+]], [[F]], 1, 31, -1;",
+        "CHECK: st.global.b32 [{{%rd[0-9]+}}], [[Y]];",
+    ])
+
+
+# -- election and votes ---------------------------------------------------------------------------------
+
+
+def test_votes_and_the_active_mask(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        (x,) = aw.ldg32(inp.engine, index=tid)
+        ballot = aw.vote_ballot((x & 1) == 0)
+        any_ = cute.jit.select(aw.vote_any(x == 7), 1, 0)
+        all_ = cute.jit.select(aw.vote_all(x > 0, mask=0xFF), 1, 0)
+        uni = cute.jit.select(aw.vote_uni(x < 5), 1, 0)
+        aw.stg128(out.engine, (ballot, any_, all_, uni), index=tid)
+        aw.stg32(out.engine + 256, aw.active_mask(), index=tid)
+
+    filecheck(compile_kernel(k).ptx, [
+        "CHECK-DAG: vote.sync.ballot.b32 {{%r[0-9]+}}, {{%p[0-9]+}}, -1;",
+        "CHECK-DAG: vote.sync.any.pred {{%p[0-9]+}}, {{%p[0-9]+}}, -1;",
+        "CHECK-DAG: vote.sync.all.pred {{%p[0-9]+}}, {{%p[0-9]+}}, 255;",
+        "CHECK-DAG: vote.sync.uni.pred {{%p[0-9]+}}, {{%p[0-9]+}}, -1;",
+        "CHECK-DAG: activemask.b32 {{%r[0-9]+}};",
+    ])
+
+
+def test_elect_one_sync_and_shuffle_elect(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        with cute.jit.if_(aw.elect_one_sync()):
+            aw.stg32(out.engine, 1, index=tid)
+        with cute.jit.if_(aw.shuffle_elect()):
+            aw.stg32(out.engine + 64, 2, index=tid)
+        with cute.jit.if_(arch.lane_idx() >= 16):
+            with cute.jit.if_(aw.shuffle_elect(0xFFFF0000)):
+                aw.stg32(out.engine + 128, 3, index=tid)
+
+    filecheck(compile_kernel(k).ptx, [
+        "CHECK: elect.sync {{%r[0-9]+}}|{{%p[0-9]+}}, -1;",
+        "CHECK: activemask.b32 [[AM:%r[0-9]+]];",
+        "CHECK: shfl.sync.idx.b32 [[L:%r[0-9]+]], [[LANE:%r[0-9]+]], {{%r[0-9]+}}, 31, [[AM]];",
+        "CHECK: setp.{{eq|ne}}.b32 {{%p[0-9]+}}, [[LANE]], [[L]];",
+        "CHECK: shfl.sync.idx.b32 [[L2:%r[0-9]+]], [[LANE]], 16, 31, -65536;",  # the lowest lane of the mask
+        "CHECK: setp.{{eq|ne}}.b32 {{%p[0-9]+}}, [[LANE]], [[L2]];",
+    ])
+
+
+# -- register reallocation -------------------------------------------------------------------------------
+
+
+def test_set_max_nreg_inc_and_dec(filecheck, assemble):
+    @cute.kernel
+    def k(inp, out):
+        with cute.jit.if_(aw.warp_group_idx() == 0):
+            aw.set_max_nreg(40, "dec")
+        with cute.jit.if_(aw.warp_group_idx() != 0):
+            aw.set_max_nreg(240, "inc")
+
+    c = compile_kernel(k, block=256)
+    filecheck(c.ptx, [
+        "CHECK: .target sm_90a",
+        "CHECK: setmaxnreg.dec.sync.aligned.u32 40;",
+        "CHECK: setmaxnreg.inc.sync.aligned.u32 240;",
+    ])
+    assemble(c.ptx)
+
+
+# -- vector global loads and stores -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bits", [32, 64, 128, 256])
+@pytest.mark.parametrize("cache", [None, "ca", "cg", "cs", "lu", "cv", "nc"])
+def test_ldg_of_every_width_and_cache_modifier(bits, cache, filecheck, assemble):
+    @cute.kernel
+    def k(inp, out):
+        words = aw.ldg(inp.engine, bits, cache, index=arch.thread_idx()[0])
+        assert len(words) == bits // 32 and all(isinstance(w, cute.jit.TracedInt) for w in words)
+        aw.stg(out.engine, words, index=arch.thread_idx()[0])
+
+    c = compile_kernel(k)
+    cop = "" if cache is None else f".{cache}"
+    n = bits // 32
+    if n == 1:
+        checks = [f"CHECK: ld.global{cop}.b32 %r{{{{[0-9]+}}}}, [%rd{{{{[0-9]+}}}}];"]
+    elif n == 8:
+        checks = [f"CHECK: ld.global{cop}.v4.b32 {{{{{{.*}}}}}}, [[[A:%rd[0-9]+]]];",
+                  f"CHECK-NEXT: ld.global{cop}.v4.b32 {{{{{{.*}}}}}}, [[[A]]+16];"]
+    else:
+        checks = [f"CHECK: ld.global{cop}.v{n}.b32 {{{{{{.*}}}}}}, [%rd{{{{[0-9]+}}}}];"]
+    filecheck(c.ptx, checks)
+    assert c.ptx.count("ld.global") == (2 if n == 8 else 1)
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("bits", [32, 64, 128, 256])
+@pytest.mark.parametrize("cache", [None, "wb", "cg", "cs", "wt"])
+def test_stg_of_every_width_and_cache_modifier(bits, cache, filecheck, assemble):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        words = tuple(tid + i for i in range(bits // 32))
+        getattr(aw, f"stg{bits}")(out.engine, words, cache, index=tid)
+
+    c = compile_kernel(k)
+    cop = "" if cache is None else f".{cache}"
+    n = bits // 32
+    if n == 1:
+        checks = [f"CHECK: st.global{cop}.b32 [%rd{{{{[0-9]+}}}}], %r{{{{[0-9]+}}}};"]
+    elif n == 8:
+        checks = [f"CHECK: st.global{cop}.v4.b32 [[[A:%rd[0-9]+]]], {{{{{{.*}}}}}};",
+                  f"CHECK-NEXT: st.global{cop}.v4.b32 [[[A]]+16], {{{{{{.*}}}}}};"]
+    else:
+        checks = [f"CHECK: st.global{cop}.v{n}.b32 [%rd{{{{[0-9]+}}}}], {{{{{{.*}}}}}};"]
+    filecheck(c.ptx, checks)
+    assemble(c.ptx)
+
+
+def test_ldg_stg_addresses_static_offsets_and_per_thread_indices(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        w = aw.ldg128(inp.engine + 8, index=tid)        # 32 bytes in, then 16 bytes per thread
+        aw.stg128(out.engine + 4, w, "cs", index=2 * tid)
+        aw.stg32(out.engine + 3, (0xFFFFFFFF,))        # a static word; 0xFFFFFFFF is -1 as an i32
+
+    c = compile_kernel(k)
+    filecheck(c.ptx, [
+        "CHECK-DAG: ld.param.b64 [[IN:%rd[0-9]+]], [k_0_param_0];",
+        "CHECK-DAG: ld.param.b64 [[OUT:%rd[0-9]+]], [k_0_param_1];",
+        "CHECK: mul.wide.u32 [[OFF:%rd[0-9]+]], {{%r[0-9]+}}, 16;",
+        "CHECK: add.s64 [[T:%rd[0-9]+]], {{.*}}[[IN]]{{.*}};",
+        "CHECK: add.s64 [[A:%rd[0-9]+]], [[T]], 32;",
+        "CHECK: ld.global.v4.b32 {{{.*}}}, [[[A]]];",
+        "CHECK: st.global.cs.v4.b32 [{{%rd[0-9]+}}], {{{.*}}};",
+        "CHECK: add.s64 [[P:%rd[0-9]+]], [[OUT]], 12;",
+        "CHECK: st.global.b32 [[[P]]], {{%r[0-9]+}};",
+    ])
+    mlir = c.mlir
+    assert "llvm.inline_asm has_side_effects" in mlir
+    assert re.search(r'"ld.global.v4.b32 \{\$0, \$1, \$2, \$3\}, \[\$4\];", "=r,=r,=r,=r,l,~\{memory\}"', mlir)
+
+
+# -- cp.async and cluster mbarrier arrivals -----------------------------------------------------------------
+
+
+def test_cp_async_barrier_noinc_and_mbarrier_remote_arrive(filecheck, assemble):
+    @cute.kernel
+    def k(inp, out):
+        smem = arch.SmemAllocator()
+        bars = smem.allocate_mbarrier(2)
+        arch.mbarrier_init(bars, 64)
+        aw.cp_async_barrier_noinc(bars)
+        peer = arch.block_idx_in_cluster()[0] ^ 1
+        aw.mbarrier_remote_arrive(bars + 1, peer)
+        aw.mbarrier_remote_arrive(bars + 1, 0)
+
+    c = compile_kernel(k, grid=2, cluster=(2, 1, 1))
+    filecheck(c.ptx, [
+        "CHECK: cp.async.mbarrier.arrive.noinc.shared.b64 [__cute_py_dyn_smem];",
+        "CHECK: mapa.shared::cluster.u32 %rb, {{%r[0-9]+}}, {{%r[0-9]+}};",
+        "CHECK-NEXT: mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rb];",
+        "CHECK: mapa.shared::cluster.u32",
+    ])
+    assert "cute_nvgpu.cp_async_mbarrier_arrive" in c.mlir and "cute_nvgpu.mbarrier_arrive_cluster" in c.mlir
+    assemble(c.ptx)
+
+
+# -- everything in one kernel, assembled --------------------------------------------------------------------
+
+
+def test_a_kernel_using_every_builtin_assembles(assemble):
+    @cute.kernel
+    def k(inp, out, f):
+        tid = arch.thread_idx()[0]
+        lane = arch.lane_idx()
+        w = aw.ldg256(inp.engine, "nc", index=tid)
+        shuffled = (aw.shuffle_sync(w[0], 5), aw.shuffle_xor_sync(w[1], 3, width=8),
+                    aw.shuffle_up_sync(w[2], 1), aw.shuffle_down_sync(w[3], 2, width=16))
+        big = aw.shuffle_xor_sync(I64(tid) * 0x100000001, 1)
+        aw.stg256(out.engine, shuffled + (I32(big), I32(big >> 32), aw.shuffle_sync(f, 0),
+                                          aw.vote_ballot(lane % 3 == 0)), "cs", index=tid)
+        flags = tuple(cute.jit.select(c, 1, 0) for c in (aw.vote_any(tid == 40), aw.vote_all(lane < 16),
+                                                          aw.elect_one_sync(), aw.shuffle_elect()))
+        aw.stg128(out.engine + 512, flags, index=tid)
+        aw.stg64(out.engine + 1024, (aw.active_mask(), aw.warp_group_idx()), "wt", index=tid)
+        aw.sync_warp()
+        aw.barrier_sync(1, 64)
+        smem = arch.SmemAllocator()
+        bar = smem.allocate_mbarrier()
+        aw.cp_async_barrier_noinc(bar)
+
+    c = compile_kernel(k, cute.jit.Float32(2.0), n=4096)
+    cubin = assemble(c.ptx)
+    assert len(cubin) > 0
+
+
+# -- argument rules: one error each, at the kernel's line -------------------------------------------------
+
+
+def test_errors_name_the_kernel_line():
+    @cute.kernel
+    def k(inp, out):
+        aw.barrier_sync(16, 64)
+
+    line = k.fn.__code__.co_firstlineno + 2
+    msg = trace_error(k)
+    assert f"test_jit_arch_warp.py:{line}:" in msg
+    assert "the barrier id must lie in [0, 16) (the hardware has 16 named barriers per CTA), got 16" in msg
+
+
+def test_builtins_outside_a_kernel_are_rejected():
+    for call in (aw.warp_group_idx, aw.active_mask, lambda: aw.sync_warp(), lambda: aw.set_max_nreg(240, "inc")):
+        with pytest.raises(TraceError, match="call it inside a @cute_py.kernel"):
+            call()
+
+
+def _rejects(body, match, **launch):
+    @cute.kernel
+    def k(inp, out):
+        body(inp, out)
+
+    with pytest.raises(TraceError, match=match):
+        compile_kernel(k, **launch)
+
+
+def test_named_barrier_id_range():
+    _rejects(lambda i, o: aw.barrier_arrive(-1, 64), r"barrier_arrive: the barrier id must lie in \[0, 16\)")
+
+
+@pytest.mark.parametrize("count", [48, 0, 1056])
+def test_named_barrier_count_is_whole_warps(count):
+    _rejects(lambda i, o: aw.barrier_sync(1, count),
+             rf"barrier_sync: the thread count must be a positive multiple of the warp size \(32\) of at most "
+             rf"1024, got {count}")
+
+
+def test_barrier_arrive_needs_a_count():
+    _rejects(lambda i, o: aw.barrier_arrive(1, None), "barrier_arrive needs a thread count")
+
+
+@pytest.mark.parametrize("mask,match", [
+    (0, r"mask names no lane \(0\)"),
+    (1 << 32, r"mask must be a 32-bit lane mask in \[0, 0xFFFFFFFF\], got 0x100000000"),
+    (-1, r"mask must be a 32-bit lane mask in \[0, 0xFFFFFFFF\], got -0x1"),
+    ("all", r"mask must be a 32-bit lane mask \(an int or a traced Int32\), got 'all'"),
+])
+def test_lane_masks(mask, match):
+    _rejects(lambda i, o: aw.sync_warp(mask), match)
+
+
+def test_a_traced_mask_is_32_bits():
+    _rejects(lambda i, o: aw.vote_any(arch.lane_idx() < 3, mask=I64(arch.lane_idx())),
+             "vote_any: mask is a 32-bit lane mask: pass an Int32, got a traced i64")
+
+
+@pytest.mark.parametrize("width,match", [
+    (12, "width must be a power of two in 1..32, got 12"),
+    (64, "width must be a power of two in 1..32, got 64"),
+    (None, r"width must be a static Python int \(a power of two in 1..32\), got None"),
+])
+def test_shuffle_width(width, match):
+    _rejects(lambda i, o: aw.shuffle_xor_sync(arch.lane_idx(), 1, width=width), "shuffle_xor_sync: " + match)
+
+
+def test_a_traced_shuffle_width_is_rejected():
+    _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx(), 1, width=arch.lane_idx()),
+             r"shuffle_sync: width must be a static Python int \(a power of two in 1..32\), got a traced value")
+
+
+@pytest.mark.parametrize("fn,what", [(aw.shuffle_sync, "src_lane"), (aw.shuffle_up_sync, "delta"),
+                                     (aw.shuffle_down_sync, "delta"), (aw.shuffle_xor_sync, "lane_mask")])
+def test_a_static_shuffle_lane_lies_within_the_width(fn, what):
+    _rejects(lambda i, o: fn(arch.lane_idx(), 8, width=8),
+             rf"{fn.__name__}: {what} must lie in \[0, 8\) \(less than the width 8\), got 8")
+
+
+def test_shuffle_value_types():
+    _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx() == 0, 0),
+             r"shuffle_sync shuffles traced Int32/Int64 integers and Float32 floats, got TracedBool")
+    _rejects(lambda i, o: aw.shuffle_sync(1 << 40, 0), "shuffle_sync: a static value is shuffled as an Int32")
+
+
+def test_a_vote_needs_a_condition():
+    _rejects(lambda i, o: aw.vote_ballot(arch.lane_idx()),
+             r"vote_ballot: the predicate must be a run-time condition .* or a bool, got TracedInt\(i32\)")
+
+
+@pytest.mark.parametrize("n", [16, 20, 244, 264])
+def test_set_max_nreg_count(n):
+    _rejects(lambda i, o: aw.set_max_nreg(n, "inc"),
+             f"set_max_nreg: the register count must be a multiple of 8 in 24..256, got {n}")
+
+
+def test_set_max_nreg_count_is_static():
+    _rejects(lambda i, o: aw.set_max_nreg(arch.lane_idx(), "dec"),
+             r"set_max_nreg: the register count must be a static Python int")
+
+
+def test_set_max_nreg_action():
+    _rejects(lambda i, o: aw.set_max_nreg(240, "increase"),
+             "set_max_nreg: action must be 'inc' or 'dec', got 'increase'")
+
+
+def test_access_width():
+    _rejects(lambda i, o: aw.ldg(i.engine, 48), r"ldg: the access width must be one of \(32, 64, 128, 256\) bits, "
+                                                r"got 48")
+    _rejects(lambda i, o: aw.stg(o.engine, (1, 2, 3)),
+             r"stg stores 1, 2, 4 or 8 words of 32 bits .*got 3 words")
+    _rejects(lambda i, o: aw.stg128(o.engine, (1, 2)), "stg128 stores 4 words of 32 bits, got 2 words")
+
+
+def test_cache_modifiers():
+    _rejects(lambda i, o: aw.ldg128(i.engine, "wb"),
+             r"ldg128: cache modifier must be one of ca, cg, cs, lu, cv, nc \(or None\), got 'wb'")
+    _rejects(lambda i, o: aw.stg64(o.engine, (1, 2), "nc"),
+             r"stg64: cache modifier must be one of wb, cg, cs, wt \(or None\), got 'nc'")
+
+
+@pytest.mark.parametrize("bits,offset,align", [(64, 1, 4), (128, 2, 8), (256, 4, 16), (128, 9, 4)])
+def test_access_alignment(bits, offset, align):
+    _rejects(lambda i, o: aw.ldg(i.engine + offset, bits),
+             rf"ldg{bits}: a {bits}-bit access needs a {bits // 8}-byte aligned address, but the pointer .* is only "
+             rf"{align}-byte aligned")
+
+
+def test_an_underaligned_argument_is_rejected():
+    @cute.kernel
+    def k(inp, out):
+        aw.stg128(out.engine, (1, 2, 3, 4))
+
+    def host(inp, out):
+        k(inp, out).launch(grid=1, block=32)
+
+    spec = cute.jit.DeviceArraySpec("Int32", (64,))
+    odd = cute.jit.DeviceArraySpec("Int32", (64,), address=(1 << 24) + 4)
+    with pytest.raises(TraceError, match="stg128: a 128-bit access needs a 16-byte aligned address, but the pointer "
+                                         r".* is only 4-byte aligned"):
+        cute.compile(host, spec, odd)
+
+
+def test_global_accesses_need_a_global_pointer_at_a_static_offset():
+    _rejects(lambda i, o: aw.ldg32(arch.SmemAllocator().allocate_mbarrier()),
+             "ldg32 accesses global memory, got a smem pointer")
+    _rejects(lambda i, o: aw.ldg32(i.engine + arch.thread_idx()[0]),
+             r"ldg32: the pointer .* has a run-time offset; pass the pointer at a static offset and the run-time part "
+             r"as index= \(in 32-bit units\)")
+    _rejects(lambda i, o: aw.stg32(o, (1,)), r"stg32 needs a global-memory pointer \(e.g. tensor.engine")
+    _rejects(lambda i, o: aw.ldg64(i.engine, index=1.5), "ldg64: index must be an int or a traced integer, got 1.5")
+
+
+def test_store_words_are_32_bits():
+    _rejects(lambda i, o: aw.stg64(o.engine, (1, I64(arch.lane_idx()))),
+             r"stg64: word 1 must be 32 bits wide, got a traced i64 \(convert it with Int32\(x\)\)")
+    _rejects(lambda i, o: aw.stg32(o.engine, (1 << 32,)), "stg32: word 0 must fit in 32 bits, got 4294967296")
+    _rejects(lambda i, o: aw.stg32(o.engine, (1.0,)), "stg32: word 0 must be an int, a traced Int32 or a Float32")
+
+
+def test_mbarrier_builtins_need_shared_memory():
+    _rejects(lambda i, o: aw.cp_async_barrier_noinc(i.engine),
+             "cp_async_barrier_noinc: the mbarrier must be in shared memory, got a gmem pointer")
+
+
+def test_remote_arrive_cta_rank():
+    def body(i, o):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        aw.mbarrier_remote_arrive(bar, 16)
+
+    _rejects(body, r"mbarrier_remote_arrive: cta_rank must lie in \[0, 16\) \(a cluster has at most 16 CTAs\), "
+                   r"got 16")
