@@ -150,8 +150,8 @@ def tma_copy(src, dst, *, barrier=None, mcast_mask=None, cache_hint=None, expect
     """The producer half of a TMA copy of ``tma_partition`` results, the atom found from the coordinate side.
 
     A load (``src`` the gmem coordinate partition) expects its bytes on ``barrier`` (``expect_bytes``;
-    default: the smem partition's bytes, times the atom's multicast count when ``mcast_mask`` is
-    given — every CTA of the group receives every slice) and issues the load; the consumer waits
+    default: the bytes of the whole smem tile of the partition — with multicast every CTA of the
+    group receives every CTA's slice, so each expects the whole tile) and issues its load; the consumer waits
     on ``barrier``. A store or reduction (``dst`` the coordinate partition) is issued into the bulk group.
     """
     coord, smem = (src, dst) if isinstance(getattr(src, "engine", None), CoordEngine) else (dst, src)
@@ -164,10 +164,8 @@ def tma_copy(src, dst, *, barrier=None, mcast_mask=None, cache_hint=None, expect
             raise TraceError(locate("a TMA load needs barrier= (the mbarrier its bytes complete)"))
         from . import arch
 
-        if expect_bytes is None:
+        if expect_bytes is None:  # the whole tile (with multicast, every CTA receives every slice)
             expect_bytes = product(smem.layout.shape) * smem.engine.dtype.width // 8
-            if mcast_mask is not None:
-                expect_bytes *= atom.num_multicast
         arch.mbarrier_arrive_and_expect_tx(barrier, expect_bytes)
         return _tma(atom, src, dst, barrier, mcast_mask, cache_hint, tma_desc_ptr)
     if barrier is not None or expect_bytes is not None:
