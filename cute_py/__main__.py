@@ -1,4 +1,5 @@
-"""Command line: ``python -m cute_py demo`` and ``python -m cute_py show LAYOUT`` (also installed as ``cute-py``)."""
+"""Command line: ``python -m cute_py demo [--emit mlir|ptx] [--cpu]`` and ``python -m cute_py show LAYOUT``
+(also installed as ``cute-py``)."""
 
 import argparse
 import sys
@@ -9,15 +10,26 @@ __all__ = ["main"]
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="cute-py", description="CuTe layout algebra in pure Python")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="print a tour of the layout algebra")
+    demo = sub.add_parser(
+        "demo",
+        help="a tour: layouts, a TMA atom, the compiled TMA copy kernel and a run of it",
+        description="A tour of layouts and their algebra, a TMA atom and its box, the TMA copy kernel compiled "
+                    "to PTX, and the copy run on a CUDA GPU (or, without one, on the CPU reference).",
+    )
+    demo.add_argument("--emit", choices=("mlir", "ptx"),
+                      help="print the MLIR or the PTX of the demo's kernel and exit (no GPU needed)")
+    demo.add_argument("--cpu", action="store_true",
+                      help="run the copy on the CPU reference even when a CUDA GPU is available")
     from .viz.cli import add_show_parser
 
     add_show_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
-        from .demo import tour
+        from . import demo as _demo
 
-        tour()
+        if args.emit is not None:
+            return _demo.emit(args.emit)
+        return _demo.run(cpu=args.cpu)
     elif args.command == "show":
         from .viz.cli import run_show
 

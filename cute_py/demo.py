@@ -1,4 +1,20 @@
-"""A short tour of the layout algebra, printed by ``python -m cute_py demo``."""
+"""The tour printed by ``python -m cute_py demo``: layouts, a TMA atom, the compiled TMA copy, and a run of it.
+
+1. a few layouts and their algebra, each law it shows checked;
+2. a TMA atom of a 128B-swizzled bf16 tile: the descriptor's box, dims, strides and swizzle,
+   and what ``tma_partition`` makes of one tile;
+3. kernel 1 of :mod:`cute_py.jit.examples` (``tma_copy``) compiled for that configuration with
+   no GPU: compile time and the TMA / mbarrier lines of its PTX;
+4. the copy itself: on a CUDA GPU (through torch, else cupy) on an 8192x8192 bf16 tensor, timed
+   and checked bit for bit; without one, the same tile copy through the CPU reference
+   :func:`cute_py.reference.run_tma_copy` on a small array.
+
+``demo --emit mlir|ptx`` prints the kernel's MLIR or PTX instead. Parts 3-4 and ``--emit`` need
+the JIT's dependencies (``pip install -e '.[jit]'``); without them the demo says so and stops
+after part 2. Everything heavy is imported inside the functions that use it.
+"""
+
+import time
 
 from . import (
     Layout,
@@ -7,17 +23,24 @@ from . import (
     complement,
     composition,
     left_inverse,
-    logical_divide,
-    logical_product,
     make_layout,
     raked_product,
     right_inverse,
     size,
-    tile_to_shape,
     zipped_divide,
 )
 
-__all__ = ["tour"]
+__all__ = ["tour", "tma_tour", "kernel_tour", "copy_tour", "jit_unavailable", "compile_demo_kernel", "ptx_excerpt",
+           "emit", "run", "find_gpu", "run_on_gpu", "run_on_cpu", "DTYPE", "TILE", "SWIZZLE", "GPU_SHAPE",
+           "CPU_SHAPE", "REPS", "JIT_INSTALL"]
+
+DTYPE = "BFloat16"  # the element type of the demo's copy
+TILE = (128, 64)  # rows x columns of one CTA tile
+SWIZZLE = "128B"  # the shared-memory tile is 128B-swizzled
+GPU_SHAPE = (8192, 8192)  # the tensor copied on a GPU (and the shape kernel 1 is compiled for)
+CPU_SHAPE = (300, 200)  # the tensor copied by the CPU reference (edge tiles are partial)
+REPS = 10  # timed runs of the GPU copy (after 3 untimed ones); the median is reported
+JIT_INSTALL = "pip install -e '.[jit]'"
 
 
 def _table(layout):
@@ -29,10 +52,12 @@ def _table(layout):
     return "\n".join(lines)
 
 
-def tour(out=print):
-    """Print a tour of layouts and their algebra, checking each law it shows."""
-    out("cute_py: CuTe layouts in pure Python\n")
+def _heading(out, text):
+    out(f"\n== {text} ==\n")
 
+
+def tour(out=print):
+    """Part 1: print a few layouts and their algebra, checking each law it shows."""
     a = Layout((4, (2, 8)), (2, (1, 8)))
     out(f"A layout maps coordinates to offsets:  A = {a}")
     out(f"  A(5) = {a(5)},  A((1,(1,3))) = {a((1, (1, 3)))},  A((None,(1,None))) = {a((None, (1, None)))}")
@@ -46,21 +71,315 @@ def tour(out=print):
     r = composition(x, y)
     ok = all(r(i) == x(y(i)) for i in range(size(y)))
     out(f"composition({x}, {y}) = {r}   [R(i) == A(B(i)) for all i: {ok}]")
-    c = complement(Layout((2, 2), (1, 6)), 24)
-    out(f"complement((2,2):(1,6), 24) = {c}")
+    out(f"complement((2,2):(1,6), 24) = {complement(Layout((2, 2), (1, 6)), 24)}")
     inv = right_inverse(Layout((4, 8), (1, 5)))
-    out(f"right_inverse((4,8):(1,5)) = {inv};  left_inverse((2,4):(4,1)) = {left_inverse(Layout((2, 4), (4, 1)))}\n")
+    out(f"right_inverse((4,8):(1,5)) = {inv};  left_inverse((2,4):(4,1)) = {left_inverse(Layout((2, 4), (4, 1)))}")
 
     gmem = Layout((128, 128), (128, 1))
-    out(f"Tiling a 128x128 row-major tensor {gmem} by (64,32):")
-    out(f"  logical_divide = {logical_divide(gmem, (64, 32))}")
-    out(f"  zipped_divide  = {zipped_divide(gmem, (64, 32))}\n")
-
+    out(f"zipped_divide({gmem}, (64,32)) = {zipped_divide(gmem, (64, 32))}   [(tile),(tiles)]")
     block, tiles = Layout((2, 5), (5, 1)), Layout((3, 4), (1, 3))
-    out(f"Products of a 2x5 block {block} over 3x4 tiles {tiles}:")
-    out(f"  logical_product((2,2):(4,1), 6:1) = {logical_product(Layout((2, 2), (4, 1)), Layout(6, 1))}")
-    out(f"  blocked_product = {blocked_product(block, tiles)}")
-    out(f"  raked_product   = {raked_product(block, tiles)}")
-    out(f"  tile_to_shape((8,8):(8,1), (32,64)) = {tile_to_shape(Layout((8, 8), (8, 1)), (32, 64))}\n")
+    out(f"blocked_product({block}, {tiles}) = {blocked_product(block, tiles)}")
+    out(f"raked_product({block}, {tiles})   = {raked_product(block, tiles)}")
 
-    out("Try it:  python -c \"import cute_py as cute; print(cute.composition(cute.Layout((6,2),(8,2)), 4))\"")
+
+def _smem_layout():
+    from . import dtypes
+    from .jit.examples import smem_tile_layout
+
+    return smem_tile_layout(dtypes.dtype_of(DTYPE), TILE, SWIZZLE)
+
+
+def tma_tour(out=print, shape=GPU_SHAPE):
+    """Part 2: print the TMA atom of a row-major ``shape`` bf16 tensor and a 128B-swizzled tile, its
+    descriptor, and what ``tma_partition`` makes of one tile. Returns the atom."""
+    from . import AddressSpace, dtypes, group_modes, local_tile, make_ptr, make_tensor
+    from .nvgpu import cpasync
+    from .runtime import make_fake_tensor
+
+    dt = dtypes.dtype_of(DTYPE)
+    rows, cols = shape
+    gmem = make_fake_tensor(dt, shape, stride=(cols, 1))
+    smem = _smem_layout()
+    out(f"gmem tensor: {rows}x{cols} {dt.name}, row-major      {gmem.layout}")
+    out(f"smem tile:   {TILE[0]}x{TILE[1]}, {SWIZZLE}-swizzled        {smem}")
+    atom, tma_tensor = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), gmem, smem, TILE)
+    d = atom.descriptor
+    out(f"make_tiled_tma_atom(CopyBulkTensorTileG2SOp(), gmem, smem, {TILE}) -> descriptor:")
+    out(f"  TMA box {d.box_dims} (innermost dim first) = {d.box_bytes} bytes per instruction")
+    out(f"  global dims {d.global_dims}, global strides {d.global_strides} bytes, element strides "
+        f"{d.element_strides}")
+    out(f"  swizzle {d.swizzle.name} ({d.swizzle.span}-byte span; the smem tile must be {d.smem_alignment}-byte "
+        f"aligned), L2 promotion {d.l2_promotion.name}, out-of-bounds fill {d.oob_fill.name}")
+    out(f"  TMA coordinate tensor {tma_tensor.layout}   (gmem (row, col) -> TMA (col, row))")
+
+    coord = (1, 2)
+    s_tile = make_tensor(make_ptr(dt, None, AddressSpace.smem, d.smem_alignment), smem)
+    g_tile = local_tile(tma_tensor, TILE, coord)
+    tAsA, tAgA = cpasync.tma_partition(atom, 0, Layout(1), group_modes(s_tile, 0, 2), group_modes(g_tile, 0, 2))
+    mode0 = tAgA.layout.shape[0]
+    out(f"tma_partition of the tile at block {coord}, as ((TMA box, TMA instructions), ...):")
+    out(f"  smem: {tAsA.layout}")
+    out(f"  gmem: {tAgA.layout}, starting at TMA coordinate {tuple(tAgA[0])}")
+    out(f"  -> {size(mode0[1])} TMA instruction(s) of {size(mode0[0])} elements per tile")
+    return atom
+
+
+def jit_unavailable():
+    """``None`` when the JIT can compile (the MLIR bindings and nvJitLink import), otherwise why not."""
+    try:
+        import mlir_dialects._backend  # noqa: F401  (loads the MLIR bindings)
+    except ImportError as e:
+        return str(e).splitlines()[0] if str(e) else f"no MLIR Python bindings ({type(e).__name__})"
+    try:
+        from cuda.bindings import nvjitlink  # noqa: F401
+    except ImportError as e:
+        return f"no nvJitLink from cuda-bindings ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+    return None
+
+
+def _install_hint(reason):
+    return f"The JIT is not installed ({reason}). To compile and run the kernels: {JIT_INSTALL}"
+
+
+def compile_demo_kernel(src=None, dst=None):
+    """``(compiled, seconds, how)``: kernel 1 (``tma_copy``) for the demo's dtype, tile and swizzle.
+
+    ``src`` and ``dst`` default to ``DeviceArraySpec`` of ``GPU_SHAPE`` (compiling needs no GPU);
+    ``how`` is ``"compiled"``, or where the kernel came from when a cache had it.
+    """
+    from . import jit
+    from .jit.examples import tma_copy
+
+    if src is None:
+        src = dst = jit.DeviceArraySpec(DTYPE, GPU_SHAPE)
+    before = dict(jit.stats)
+    t0 = time.perf_counter()
+    compiled = jit.compile(tma_copy, src, dst, TILE, SWIZZLE)
+    seconds = time.perf_counter() - t0
+    if jit.stats["compiles"] > before["compiles"]:
+        how = "compiled"
+    elif jit.stats["disk_hits"] > before["disk_hits"]:
+        how = "loaded from the disk cache"
+    else:
+        how = "found in the in-memory cache"
+    return compiled, seconds, how
+
+
+_PTX_KEYS = ("elect.sync", "mbarrier.", "cp.async.bulk")
+
+
+def ptx_excerpt(ptx):
+    """The lines of ``ptx`` that elect a thread, use an mbarrier or issue a TMA / bulk-group instruction."""
+    lines = []
+    for line in ptx.splitlines():
+        text = " ".join(line.split())
+        if any(k in text for k in _PTX_KEYS) and not text.startswith("//"):
+            lines.append(text)
+    return lines
+
+
+def kernel_tour(out=print, bindings_seconds=None):
+    """Part 3: compile kernel 1 for the demo's configuration; print how long it took and its TMA/mbarrier PTX.
+    ``bindings_seconds``, when given, is how long loading the MLIR bindings took (reported apart).
+    Returns the :class:`~cute_py.jit.Compiled`."""
+    compiled, seconds, how = compile_demo_kernel()
+    ln = compiled.launches[0]
+    out(f"cute.compile(tma_copy, spec, spec, {TILE}, {SWIZZLE!r})   with spec = "
+        f"cute.jit.DeviceArraySpec({DTYPE!r}, {GPU_SHAPE})")
+    loaded = "" if bindings_seconds is None else f" (after loading the MLIR bindings: {1e3 * bindings_seconds:.0f} ms)"
+    out(f"  {how} in {1e3 * seconds:.0f} ms{loaded}: Python -> cute_nvgpu MLIR -> PTX -> sm_90a cubin "
+        f"({len(compiled.cubin)} bytes), no GPU needed")
+    out(f"  {ln.name}: grid {ln.grid}, block {ln.block}, {compiled.smem[ln.name]} bytes of shared memory "
+        f"(the tile + an 8-byte mbarrier)")
+    out("PTX excerpt (one elected thread: mbarrier, TMA load, wait, TMA store):")
+    for line in ptx_excerpt(compiled.ptx):
+        out(f"    {line}")
+    out("  (the whole module: python -m cute_py demo --emit ptx, or --emit mlir)")
+    return compiled
+
+
+# -- part 4: running the copy ---------------------------------------------------------------------
+
+
+def find_gpu():
+    """``(backend, module, description)`` of a usable CUDA device (``backend`` is ``"torch"`` or
+    ``"cupy"``), or ``(None, None, why not)``. Any failure to import or query counts as no GPU."""
+    reasons = []
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return "torch", torch, (torch.cuda.get_device_name(), major, minor)
+        reasons.append("torch sees no CUDA device")
+    except Exception as e:  # not installed, broken install, no driver...
+        reasons.append(f"torch: {type(e).__name__}")
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            cc = str(cupy.cuda.Device(0).compute_capability)
+            name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            return "cupy", cupy, (name, int(cc[:-1]), int(cc[-1]))
+        reasons.append("cupy sees no CUDA device")
+    except Exception as e:
+        reasons.append(f"cupy: {type(e).__name__}")
+    return None, None, "; ".join(reasons)
+
+
+def _median_ms(fn, make_event, elapsed_ms, reps=REPS, warmup=3):
+    """The median time of ``fn()`` in ms over ``reps`` runs, timed with CUDA events on the default stream."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, end = make_event(), make_event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(elapsed_ms(start, end))
+    times.sort()
+    n = len(times)
+    return times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+
+
+def _run_torch(torch, shape):
+    src = torch.randn(shape, device="cuda").to(torch.bfloat16)
+    dst = torch.zeros_like(src)
+    compiled, _, _ = compile_demo_kernel(src, dst)
+    compiled(src, dst)
+    torch.cuda.synchronize()
+    ok = torch.equal(src.view(torch.int16), dst.view(torch.int16))
+
+    def event():
+        return torch.cuda.Event(enable_timing=True)
+
+    def elapsed(s, e):
+        return s.elapsed_time(e)
+
+    t_kernel = _median_ms(lambda: compiled(src, dst), event, elapsed)
+    t_ref = _median_ms(lambda: dst.copy_(src), event, elapsed)
+    return ok, t_kernel, t_ref, "torch copy_"
+
+
+def _run_cupy(cupy, shape):
+    from . import jit
+
+    n = shape[0] * shape[1]
+    src = cupy.random.randint(0, 1 << 16, size=n, dtype=cupy.int32).astype(cupy.uint16).reshape(shape)  # bf16 bits
+    dst = cupy.zeros_like(src)
+    # cupy has no bfloat16: the kernel sees the arrays as bf16 through their addresses
+    s_spec = jit.DeviceArraySpec(DTYPE, shape, address=src.data.ptr)
+    d_spec = jit.DeviceArraySpec(DTYPE, shape, address=dst.data.ptr)
+    compiled, _, _ = compile_demo_kernel(s_spec, d_spec)
+    compiled(s_spec, d_spec)
+    cupy.cuda.runtime.deviceSynchronize()
+    ok = bool((src == dst).all())
+    t_kernel = _median_ms(lambda: compiled(s_spec, d_spec), cupy.cuda.Event, cupy.cuda.get_elapsed_time)
+    t_ref = _median_ms(lambda: cupy.copyto(dst, src), cupy.cuda.Event, cupy.cuda.get_elapsed_time)
+    return ok, t_kernel, t_ref, "cupy.copyto"
+
+
+def run_on_gpu(backend, module, shape=GPU_SHAPE, out=print):
+    """Run kernel 1 on a ``shape`` bf16 tensor through ``backend`` (torch or cupy); print its median time,
+    bandwidth and check. Returns True when the output equals the input bit for bit."""
+    nbytes = shape[0] * shape[1] * 2
+    run_fn = _run_torch if backend == "torch" else _run_cupy
+    ok, t_kernel, t_ref, ref_name = run_fn(module, shape)
+    bw = 2 * nbytes / (t_kernel * 1e-3) / 1e9
+    bw_ref = 2 * nbytes / (t_ref * 1e-3) / 1e9
+    out(f"  copied {shape[0]}x{shape[1]} {DTYPE} ({nbytes / 2**20:.0f} MiB) with tma_copy, {TILE} tiles, "
+        f"{SWIZZLE} swizzle: median {1e3 * t_kernel:.1f} us over {REPS} runs")
+    out(f"  bandwidth {bw:.1f} GB/s (2 x bytes / time); {ref_name}: {bw_ref:.1f} GB/s ({bw / bw_ref:.2f}x)")
+    out(f"  output == input bit-exactly: {ok}")
+    return ok
+
+
+def run_on_cpu(shape=CPU_SHAPE, out=print):
+    """Run the demo's tile copy through :func:`cute_py.reference.run_tma_copy` on a ``shape`` numpy array
+    of random bf16 bits; print the check. Returns True when the output equals the input bit for bit."""
+    import numpy as np
+
+    from . import dtypes
+    from . import reference as ref
+    from .nvgpu import cpasync
+    from .runtime import make_fake_tensor
+
+    dt = dtypes.dtype_of(DTYPE)
+    gmem = make_fake_tensor(dt, shape, stride=(shape[1], 1))
+    smem = _smem_layout()
+    load, load_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), gmem, smem, TILE)
+    store, store_t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), gmem, smem, TILE)
+    rng = np.random.default_rng(0)
+    src = rng.integers(0, 1 << 16, size=shape[0] * shape[1]).astype(dt.storage_dtype)  # bf16 bits
+    dst = np.zeros_like(src)
+    t0 = time.perf_counter()
+    tiles = ref.run_tma_copy(src, dst, load, load_t, store, store_t, smem, TILE)
+    seconds = time.perf_counter() - t0
+    ok = bool(np.array_equal(src, dst))
+    out(f"  cute_py.reference.run_tma_copy: {shape[0]}x{shape[1]} {DTYPE}, {tiles} tiles of {TILE[0]}x{TILE[1]} "
+        f"(edge tiles clipped to the tensor), TMA load -> {SWIZZLE}-swizzled smem -> TMA store, "
+        f"{1e3 * seconds:.0f} ms")
+    out(f"  CPU reference: output == input bit-exactly: {ok}")
+    return ok
+
+
+def copy_tour(out=print, cpu=False):
+    """Part 4: run the copy on a CUDA GPU when one is usable (and ``cpu`` is false), else on the CPU
+    reference; say which path ran. Returns True when the copy checked out."""
+    if cpu:
+        out("Path: CPU reference (--cpu)")
+        return run_on_cpu(out=out)
+    backend, module, info = find_gpu()
+    if backend is None:
+        out(f"Path: CPU reference (no CUDA GPU: {info})")
+        return run_on_cpu(out=out)
+    name, major, minor = info
+    if major != 9:
+        out(f"Path: CPU reference (the GPU {name} is sm_{major}{minor}; kernel 1 is built for sm_90a, Hopper)")
+        return run_on_cpu(out=out)
+    out(f"Path: GPU ({name}, sm_{major}{minor}, arrays from {backend})")
+    from .jit import JitError
+
+    try:
+        return run_on_gpu(backend, module, out=out)
+    except JitError as e:  # the driver refused a load or a launch, or an argument did not match
+        out(f"  the GPU run failed: {type(e).__name__}: {e}")
+        return False
+
+
+def emit(kind, out=print):
+    """Print the MLIR (``kind="mlir"``) or PTX (``"ptx"``) of kernel 1 for the demo's configuration.
+    Returns the exit status: 0, or 1 (with a message on stderr) when the JIT is not installed."""
+    if kind not in ("mlir", "ptx"):
+        raise ValueError(f"emit: kind must be 'mlir' or 'ptx', got {kind!r}")
+    reason = jit_unavailable()
+    if reason is not None:
+        import sys
+
+        print(_install_hint(reason), file=sys.stderr)
+        return 1
+    compiled, _, _ = compile_demo_kernel()
+    out((compiled.mlir if kind == "mlir" else compiled.ptx).rstrip("\n"))
+    return 0
+
+
+def run(out=print, cpu=False):
+    """The whole demo (parts 1-4). Returns the exit status: 0, or 1 when the copy's check failed."""
+    out("cute_py: CuTe layouts, TMA atoms and a JIT for Hopper, in Python")
+    _heading(out, "1. Layouts and their algebra")
+    tour(out)
+    _heading(out, "2. A TMA atom and its box")
+    tma_tour(out)
+    _heading(out, "3. The compiled TMA copy kernel (kernel 1, cute_py.jit.examples.tma_copy)")
+    t0 = time.perf_counter()
+    reason = jit_unavailable()
+    if reason is not None:
+        out(_install_hint(reason))
+        return 0
+    kernel_tour(out, bindings_seconds=time.perf_counter() - t0)
+    _heading(out, "4. Running the copy")
+    ok = copy_tour(out, cpu=cpu)
+    return 0 if ok else 1

@@ -23,7 +23,7 @@ def test_readme_repl_examples_run_as_shown():
 
 def test_readme_has_exactly_two_setup_commands_and_ci_runs_the_test_one():
     commands = re.findall(r"```bash\n#[^\n]*\n([^\n]+)\n```", README)
-    assert commands == ["pip install -e . && python -m cute_py demo", "pip install -e '.[test]' && pytest"]
+    assert commands == ["pip install -e '.[jit]' && python -m cute_py demo", "pip install -e '.[test]' && pytest"]
     assert commands[1] in (ROOT / ".ci" / "run").read_text()
 
 

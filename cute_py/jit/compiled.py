@@ -126,9 +126,11 @@ class Compiled:
                 return None
             fast = self._fast = tuple((i,) + specs[i] for i, _ in self._tensor_args)
         ptrs = []
-        for i, cls, dtype, shape, strides, align in fast:
+        for i, cls, dtype, shape, strides, align, dense in fast:
             a = args[i]
-            if type(a) is not cls or a.dtype is not dtype or a.shape != shape or a.stride() != strides or not a.is_cuda:
+            # a row-major spec: is_contiguous() and the shape imply the strides (one call instead of a tuple)
+            if type(a) is not cls or a.dtype is not dtype or a.shape != shape or not a.is_cuda or \
+                    not (a.is_contiguous() if dense else a.stride() == strides):
                 return None
             ptr = a.data_ptr()
             if ptr % align:
@@ -140,7 +142,7 @@ class Compiled:
         """The device address of tensor argument ``i``, after checking it has the compiled dtype/shape/strides."""
         fast = self._torch_specs.get(i)
         if fast is not None and type(a) is fast[0]:
-            _, dtype, shape, strides, align = fast
+            _, dtype, shape, strides, align, _ = fast
             if a.dtype is dtype and a.shape == shape and a.stride() == strides and a.is_cuda:
                 ptr = a.data_ptr()
                 if ptr % align == 0:
@@ -150,7 +152,7 @@ class Compiled:
             raise SpecMismatch(f"argument {i}: compiled for {spec} (dtype, shape, strides, alignment), got "
                                 f"{got}; compile again for it (calling the jit function does)")
         if type(a).__module__.startswith("torch"):
-            self._torch_specs[i] = (type(a), a.dtype, a.shape, a.stride(), spec[3])
+            self._torch_specs[i] = (type(a), a.dtype, a.shape, a.stride(), spec[3], _row_major(a.shape, a.stride()))
             self._fast = None
         return ptr
 
@@ -170,6 +172,17 @@ class Compiled:
 
     def __repr__(self):
         return f"Compiled({self.jit_function.fn.__name__}: {', '.join(f'{n} smem={s}' for n, s in self.smem.items())})"
+
+
+def _row_major(shape, strides):
+    """Whether ``strides`` are the row-major strides of ``shape`` in every mode of extent > 1 (what torch's
+    ``is_contiguous()`` checks)."""
+    acc = 1
+    for n, st in zip(reversed(tuple(shape)), reversed(tuple(strides))):
+        if n != 1 and st != acc:
+            return False
+        acc *= n
+    return True
 
 
 class _Params:

@@ -109,15 +109,19 @@ def test_cluster_launches_go_through_launch_kernel_ex(fake_driver, encodes, monk
 class FakeTorchTensor:
     """Enough of a CUDA torch tensor for ``Compiled``'s fast path (module name starting with 'torch')."""
 
-    def __init__(self, ptr, shape=(256, 512), dtype="float32", cuda=True):
+    def __init__(self, ptr, shape=(256, 512), dtype="float32", cuda=True, strides=None):
         self.ptr, self.shape, self.dtype, self.is_cuda = ptr, shape, dtype, cuda
         self.device = "cuda:0" if cuda else "cpu"
+        self.strides = (shape[1], 1) if strides is None else strides
 
     def data_ptr(self):
         return self.ptr
 
     def stride(self):
-        return (self.shape[1], 1)
+        return self.strides
+
+    def is_contiguous(self):
+        return self.strides == (self.shape[1], 1)
 
     @property
     def __cuda_array_interface__(self):
@@ -147,5 +151,6 @@ def test_the_torch_fast_path_reads_addresses_in_argument_order(fake_driver, enco
     assert c._fast_pointers((FakeTorchTensor(1 << 26, shape=(256, 256)), t2)) is None  # another shape
     assert c._fast_pointers((FakeTorchTensor(1 << 26, cuda=False), t2)) is None        # not on the GPU
     assert c._fast_pointers((FakeTorchTensor((1 << 26) + 4), t2)) is None              # misaligned
+    assert c._fast_pointers((FakeTorchTensor(1 << 26, strides=(1, 256)), t2)) is None  # same shape, not row-major
     with pytest.raises(SpecMismatch):
         c(FakeTorchTensor(1 << 26, shape=(256, 256)), t2)
