@@ -44,6 +44,7 @@ class Compiled:
         self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
         self._plan = None  # per launch: (CUfunction, grid x3, block x3, smem, parameter array address, cluster)
         self._launch_kernel = self._ok = None
+        self._fast_call = None  # generated once every tensor argument was seen (False: not applicable)
 
     @property
     def ptx(self):
@@ -84,6 +85,9 @@ class Compiled:
         return b
 
     def __call__(self, *args, stream=0):
+        self._call(args, stream)
+
+    def _call(self, args, stream):
         n = len(args)
         if not self._min_args <= n <= len(self.sources):
             raise ArgumentError(f"{self.jit_function.fn.__name__} was compiled for {len(self.sources)} arguments (the "
@@ -110,6 +114,10 @@ class Compiled:
                 from . import launch as _launch
 
                 _launch.launch(func, (gx, gy, gz), (bx, by, bz), cluster, smem, stream, _Params(params))
+        if self._fast_call is None and self._fast is not None:
+            self._fast_call = _make_fast_call(self, self._fast) or False
+            if self._fast_call:  # this object's calls now go straight to it (see _make_fast_call)
+                self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
 
     def _launch_error(self, err, grid, block, cluster, smem):
         from . import launch as _launch
@@ -153,7 +161,8 @@ class Compiled:
                                 f"{got}; compile again for it (calling the jit function does)")
         if type(a).__module__.startswith("torch"):
             self._torch_specs[i] = (type(a), a.dtype, a.shape, a.stride(), spec[3], _row_major(a.shape, a.stride()))
-            self._fast = None
+            self._fast = self._fast_call = None
+            self.__class__ = Compiled
         return ptr
 
     def _fill(self, key, args):
@@ -172,6 +181,44 @@ class Compiled:
 
     def __repr__(self):
         return f"Compiled({self.jit_function.fn.__name__}: {', '.join(f'{n} smem={s}' for n, s in self.smem.items())})"
+
+
+def _make_fast_call(c, fast):
+    """``c.__call__`` for its common call: every run-time argument a torch tensor of its compiled type,
+    dtype, shape and strides on the GPU, no run-time scalars, no cluster launches (otherwise ``None``).
+
+    Generated code: exactly the checks of ``_fast_pointers`` unrolled per argument (the attribute reads
+    are most of a call's host time), a refill of the parameters when an address changed, the launches.
+    Any argument that does not match goes to the general path (``Compiled._call``) untouched. ``c``
+    becomes an instance of a one-off subclass whose ``__call__`` this is (a call is then one Python frame).
+    """
+    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan):
+        return None
+    env = {"ok": c._ok, "general": Compiled._call}
+    lines = ["def call(c, *args, stream=0):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
+             "        return general(c, args, stream)"]
+    for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
+        env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
+        layout = f"a{k}.is_contiguous()" if dense else f"a{k}.stride() == T{k}"
+        lines += [f"    a{k} = args[{i}]",
+                  f"    if type(a{k}) is not C{k} or a{k}.dtype is not D{k} or a{k}.shape != S{k} or not a{k}.is_cuda "
+                  f"or not {layout}:",
+                  "        return general(c, args, stream)",
+                  f"    p{k} = a{k}.data_ptr()",
+                  f"    if p{k} % {align}:",
+                  "        return general(c, args, stream)"]
+    lines += [f"    key = ({''.join(f'p{k}, ' for k in range(len(fast)))})",
+              "    if key != c._last:",
+              "        c._fill(key, args)",
+              "        c._last = key",
+              "    launch = c._launch_kernel"]
+    for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
+        env[f"F{j}"] = func
+        lines += [f"    err, = launch(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
+                  "    if err is not ok and err != ok:",
+                  f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
+    exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
+    return env["call"]
 
 
 def _row_major(shape, strides):

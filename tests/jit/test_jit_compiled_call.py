@@ -4,7 +4,8 @@ import pytest
 
 import cute_py as cute
 from cute_py.jit import launch as L
-from cute_py.jit.compiled import SpecMismatch
+from cute_py.jit import ArgumentError
+from cute_py.jit.compiled import Compiled, SpecMismatch
 from cute_py.jit.examples import tma_copy, tma_copy_pipelined
 
 
@@ -154,3 +155,28 @@ def test_the_torch_fast_path_reads_addresses_in_argument_order(fake_driver, enco
     assert c._fast_pointers((FakeTorchTensor(1 << 26, strides=(1, 256)), t2)) is None  # same shape, not row-major
     with pytest.raises(SpecMismatch):
         c(FakeTorchTensor(1 << 26, shape=(256, 256)), t2)
+
+
+def test_the_generated_launch_path_checks_like_the_general_one(fake_driver, encodes, monkeypatch):
+    import cute_py.jit.args as args_mod
+
+    monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
+    a = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
+    c = cute.compile(tma_copy, a, a, (128, 64), "none")
+    t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
+    c(t1, t2)
+    c(t1, t2)
+    assert callable(c._fast_call) and type(c).__call__ is c._fast_call and isinstance(c, Compiled)
+    general = c._fast_pointers
+    monkeypatch.setattr(c, "_fast_pointers", lambda args: pytest.fail("the general path ran"))
+    n = len(encodes)
+    c(t2, t1)  # new addresses through the generated path: both descriptors re-encoded, in argument order
+    assert encodes[n:] == [1 << 27, 1 << 26]
+    seen = []
+    monkeypatch.setattr(c, "_fast_pointers", lambda args: seen.append(args) or general(args))
+    for bad in (FakeTorchTensor(1 << 26, shape=(256, 256)), FakeTorchTensor((1 << 26) + 4)):
+        with pytest.raises(SpecMismatch):  # declined by the generated path, rejected by the general one
+            c(bad, t2)
+    assert len(seen) == 2
+    with pytest.raises(ArgumentError, match="arguments"):
+        c(t1)
