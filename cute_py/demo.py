@@ -30,8 +30,7 @@ from . import (
     zipped_divide,
 )
 
-__all__ = ["tour", "tma_tour", "kernel_tour", "copy_tour", "jit_unavailable", "compile_demo_kernel", "ptx_excerpt",
-           "emit", "run", "find_gpu", "run_on_gpu", "run_on_cpu", "DTYPE", "TILE", "SWIZZLE", "GPU_SHAPE",
+__all__ = ["tour", "tma_tour", "copy_tour", "emit", "run", "run_on_cpu", "DTYPE", "TILE", "SWIZZLE", "GPU_SHAPE",
            "CPU_SHAPE", "REPS", "JIT_INSTALL"]
 
 DTYPE = "BFloat16"  # the element type of the demo's copy

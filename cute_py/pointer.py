@@ -67,7 +67,6 @@ class Pointer:
             raise CuteTypeError(f"pointers advance by an int number of elements, got {n!r}")
         if type(n) is int and n == 0:
             return self
-        element_align = max(1, self.dtype.width // 8)
         if type(n) is int:
             bits = n * self.dtype.width
             align = math.gcd(self.alignment, abs(bits) // 8) if bits % 8 == 0 else 1

@@ -28,7 +28,7 @@ from ..pointer import AddressSpace, Pointer
 from ..tensor import CoordEngine, Tensor
 from .builder import current, pointer_value
 from .errors import TraceError, locate
-from .values import TracedInt, as_value
+from .values import as_value
 
 import mlir_dialects as md
 

@@ -6,6 +6,7 @@ parameter) or as pointers to a descriptor in global or shared memory (one update
 device); TMA instructions take descriptors by generic address.
 """
 
+from ..errors import CuteError
 from ..nvgpu.cpasync import LoadCacheMode, TmaCopyAtom
 from ..nvgpu.tma import make_tma_desc
 from ..pointer import AddressSpace, Pointer
@@ -75,7 +76,7 @@ def _replace_descriptor(b, atom, tensor, desc):
     try:
         new, _ = make_tma_desc(tensor.layout, atom.dtype, old.dtype, None, ptr.alignment, atom.tma_gbasis, old.swizzle,
                                atom.num_multicast)
-    except Exception as e:  # a layout the atom's box cannot address
+    except CuteError as e:  # a layout the atom's box cannot address
         raise TraceError(locate(f"update_tma_descriptor: the tensor {tensor.layout} does not fit the atom's TMA "
                                 f"box: {e}")) from None
     if tuple(new.box_dims) != tuple(old.box_dims) or new.rank != old.rank:

@@ -23,7 +23,7 @@ from .errors import TraceError, locate
 from .values import TracedFloat, TracedInt, as_value
 
 __all__ = ["make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
-           "store_bits", "DeviceAccess"]
+           "store_bits", "pack", "unpack", "RegisterEngine", "DeviceAccess"]
 
 _FLOATS = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32", "Float64": "f64"}
 
@@ -100,11 +100,9 @@ def _unwrap(value, dtype, what):
 def load_element(ptr):
     """The element of ``ptr.dtype`` at ``ptr``, as a traced value."""
     dtype = ptr.dtype
-    if dtype.width % 8:
+    if dtype.width % 8 or dtype.width > 64:
         raise TraceError(locate(f"loading single {dtype.name} elements ({dtype.width} bits) is not supported"))
-    raw = load_bits(ptr, dtype.width, "tensor load") if dtype.width <= 64 else None
-    if raw is None:
-        raise TraceError(locate(f"{dtype.name} elements are wider than 64 bits"))
+    raw = load_bits(ptr, dtype.width, "tensor load")
     if dtype.name in _FLOATS:
         b = current()
         with b.at_end():
@@ -137,7 +135,79 @@ class DeviceAccess:
         store_element(pointer + offset, value)
 
 
+def pack(values, dtype, nbits):
+    """The ``nbits``-bit MLIR value (as ``load_bits`` gives) holding ``values`` (elements of ``dtype``, first
+    element in the lowest bits)."""
+    elems = [_unwrap(v, dtype, "copy (store)") for v in values]
+    if len(elems) == 1:
+        return _to_bits(elems[0], dtype, nbits)
+    b = current()
+    llvm = b.mlir.llvm
+    vec_t = b.ir.Type.parse(f"vector<{len(elems)}x{element_type(dtype)}>")
+    with b.at_end():
+        vec = llvm.UndefOp(vec_t).result
+    for k, e in enumerate(elems):
+        pos = b.const(k, 32)
+        with b.at_end():
+            vec = llvm.InsertElementOp(vec, e, pos).result
+    with b.at_end():
+        return llvm.BitcastOp(_bits_type(nbits), vec).result
+
+
+def unpack(bits, dtype, count):
+    """The ``count`` traced elements of ``dtype`` held by the MLIR value ``bits`` (the inverse of ``pack``)."""
+    b = current()
+    llvm = b.mlir.llvm
+    if count == 1:
+        with b.at_end():
+            v = bits if dtype.name not in _FLOATS else llvm.BitcastOp(element_type(dtype), bits).result
+        return [_wrap(v, dtype)]
+    vec_t = b.ir.Type.parse(f"vector<{count}x{element_type(dtype)}>")
+    with b.at_end():
+        vec = llvm.BitcastOp(vec_t, bits).result
+    out = []
+    for k in range(count):
+        pos = b.const(k, 32)
+        with b.at_end():
+            out.append(_wrap(llvm.ExtractElementOp(vec, pos).result, dtype))
+    return out
+
+
+def _to_bits(value, dtype, nbits):
+    if dtype.name not in _FLOATS:
+        return value
+    b = current()
+    with b.at_end():
+        return b.mlir.llvm.BitcastOp(_bits_type(nbits), value).result
+
+
 # -- register fragments ---------------------------------------------------------------------------
+
+
+class RegisterEngine(ArrayEngine):
+    """The storage of a register fragment: Python-held traced values, indexed by static offsets."""
+
+    __slots__ = ()
+
+    def __add__(self, n):
+        self._static(n)
+        return RegisterEngine(self.array, self.offset + n, self.dtype)
+
+    def _static(self, i):
+        if type(i) is not int:
+            raise TraceError(locate(f"a register fragment is indexed with static coordinates (its elements live in "
+                                    f"registers), got the run-time offset {i!r}"))
+
+    def read(self, i):
+        self._static(i)
+        return super().read(i)
+
+    def write(self, i, v):
+        self._static(i)
+        super().write(i, v)
+
+    def __repr__(self):
+        return f"registers[{self.dtype.name}](offset={self.offset}, size={self.array.size})"
 
 
 def make_fragment(layout, dtype):
@@ -156,7 +226,7 @@ def make_fragment(layout, dtype):
         raise TraceError(locate(f"a register fragment needs a static layout, got {layout}"))
     store = np.empty(max(n, 1), dtype=object)
     store[:] = 0
-    return Tensor(ArrayEngine(store, 0, dtype), layout)
+    return Tensor(RegisterEngine(store, 0, dtype), layout)
 
 
 def make_fragment_like(src, dtype=None):

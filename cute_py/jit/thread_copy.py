@@ -26,8 +26,8 @@ from ..tensor import ArrayEngine, CoordEngine, Tensor
 from .builder import current, pointer_value
 from .control import if_
 from .errors import TraceError, locate
-from .memory import load_bits, load_element, store_bits, store_element
-from .values import TracedBool, TracedInt, as_value, select
+from .memory import load_bits, load_element, pack, store_bits, store_element, unpack
+from .values import TracedBool, as_value, select
 
 import mlir_dialects as md
 
@@ -51,7 +51,8 @@ def _swizzle_unit(t):
 
 def _run_length(t, limit):
     """The longest power-of-two run (<= ``limit``) of consecutive flat elements that is contiguous in ``t``
-    and repeats: every run of that length starts a contiguous block."""
+    and repeats: every run of that length is a contiguous block starting at a multiple of the length
+    (so the pointer's alignment carries over to every run)."""
     lay = _layout(t)
     n = product(lay.shape)
     if type(n) is not int:
@@ -61,8 +62,8 @@ def _run_length(t, limit):
         w = v * 2
         ok = True
         for start in range(0, n, w):
-            base = lay(start)
-            if type(base) is not int or any(lay(start + i) != base + i for i in range(1, w)):
+            base = lay(start)  # every run must also start on a multiple of its length (its alignment)
+            if type(base) is not int or base % w or any(lay(start + i) != base + i for i in range(1, w)):
                 ok = False
                 break
         if not ok:
@@ -162,6 +163,17 @@ def vector_copy(src, dst, *, vector=None, cp_async=None, pred=None, cache_hint=N
 
 def _move(src, dst, first, vector, nbits):
     s_reg, d_reg = isinstance(src.engine, ArrayEngine), isinstance(dst.engine, ArrayEngine)
+    dtype = src.element_type
+    if s_reg != d_reg and nbits in (8, 16, 32, 64, 128) and dtype.width % 8 == 0:
+        # registers <-> memory: one vector access, the elements packed into / unpacked from it
+        if s_reg:
+            values = [src.engine.read(src.layout(i)) for i in range(first, first + vector)]
+            store_bits(_element_ptr(dst, first), pack(values, dst.element_type, nbits), nbits, "copy (store)")
+        else:
+            bits = load_bits(_element_ptr(src, first), nbits, "copy (load)")
+            for i, v in zip(range(first, first + vector), unpack(bits, dtype, vector)):
+                dst.engine.write(dst.layout(i), v)
+        return
     if s_reg or d_reg or nbits not in (8, 16, 32, 64, 128):
         for i in range(first, first + vector):
             if s_reg:
@@ -218,14 +230,15 @@ def predicate(coords, bound):
         crd = flatten(tuple(crd)) if isinstance(crd, tuple) else (crd,)
         if len(crd) != len(bound):
             raise TraceError(locate(f"predicate: coordinates of rank {len(crd)} against a bound of rank {len(bound)}"))
-        ok = True
-        for c, lim in zip(crd, bound):
-            if type(c) is int and type(lim) is int:
-                ok = ok and c < lim
-            else:
-                term = c < lim
-                ok = term if ok is True else (ok & term if ok is not False else False)
-            if ok is False:
+        # the static modes first: one out of bounds decides without emitting a comparison
+        pairs = sorted(zip(crd, bound), key=lambda p: not (type(p[0]) is int and type(p[1]) is int))
+        ok = True  # True, False, or a run-time condition
+        for c, lim in pairs:
+            term = c < lim  # a Python bool when both are static
+            if term is False:
+                ok = False
                 break
+            if term is not True:
+                ok = term if ok is True else ok & term
         store[i] = ok
     return Tensor(ArrayEngine(store, 0, "Boolean"), Layout(n))

@@ -403,7 +403,8 @@ class _ScalarType:
         if isinstance(x, TracedInt):
             if self.is_float:
                 raise TraceError(locate("converting a traced integer to a float is not supported yet"))
-            return TracedInt(_widen(x, self.width), self.width, x.nonneg)
+            return TracedInt(_widen(x, self.width), self.width, x.nonneg,
+                             x.known_divisor if self.width >= x.width else 1)
         if isinstance(x, RuntimeScalar):
             x = x.value
         if self.is_float:

@@ -25,7 +25,7 @@ from .tma_tiled import smem_tile_layout
 
 __all__ = ["tma_grouped_copy", "tma_grouped_copy_kernel", "DESCRIPTOR_SLOT"]
 
-DESCRIPTOR_SLOT = cpasync.BYTES_PER_TENSORMAP if hasattr(cpasync, "BYTES_PER_TENSORMAP") else 128
+DESCRIPTOR_SLOT = cpasync.BYTES_PER_TENSORMAP  # one 128-byte descriptor
 
 
 def _copy_tensor(i, load_atom, store_atom, src, dst, workspace, s_desc, s_tile, bar, tile):
