@@ -215,9 +215,12 @@ def triton_bandwidth(bench):
 # -- bandwidth: cute_py kernel 3 (cp.async) --------------------------------------------------------
 
 # (dtype, tile, threads)
-CP_ASYNC = [("Float32", (64, 128), 128), ("Float32", (128, 128), 256), ("Float32", (32, 256), 128),
-            ("Float32", (64, 256), 256), ("Float32", (128, 64), 128), ("BFloat16", (64, 256), 128)]
-CP_ASYNC_QUICK = CP_ASYNC[:3]
+# (dtype, tile, threads, columns of the view or None for rows of 32 KB); a view of as many columns as the
+# tile makes each tile one contiguous range
+CP_ASYNC = [("Float32", (64, 128), 128, None), ("Float32", (128, 128), 256, None), ("Float32", (32, 256), 128, None),
+            ("Float32", (64, 256), 256, None), ("Float32", (128, 64), 128, None), ("BFloat16", (64, 256), 128, None),
+            ("Float32", (32, 256), 128, 256), ("Float32", (64, 256), 256, 256), ("Float32", (128, 128), 256, 128)]
+CP_ASYNC_QUICK = CP_ASYNC[:3] + CP_ASYNC[6:8]
 
 
 def cp_async_bandwidth(bench):
@@ -232,10 +235,10 @@ def cp_async_bandwidth(bench):
     if fn is None:
         out("cp.async copy: unavailable (cute_py.jit.examples has no cp_async_copy)")
         return
-    for name, tile, threads in (CP_ASYNC_QUICK if bench.quick else CP_ASYNC):
+    for name, tile, threads, cols in (CP_ASYNC_QUICK if bench.quick else CP_ASYNC):
         what = f"cp.async copy {name:8s} tile {tile[0]:3d}x{tile[1]:<3d} threads {threads:3d}"
         try:
-            s = bench.view(_tdt(name))
+            s = bench.view(_tdt(name), cols)
             d = torch.empty_like(s)
             t0 = time.perf_counter()
             compiled = cute.compile(fn, s, d, tile, threads)
@@ -246,8 +249,9 @@ def cp_async_bandwidth(bench):
             except Exception:
                 grid = "?"
             edge = _cp_async_edge(fn, _tdt(name), tile, threads)
+            view = f"  view {tuple(s.shape)}" if cols else ""
             bench.measure("cute_py cp.async", f"{what} grid {grid} smem {_smem(compiled):6d}", lambda: compiled(s, d),
-                          s, d, f"  edge tiles {edge}  compile {compile_ms:.0f} ms")
+                          s, d, f"  edge tiles {edge}  compile {compile_ms:.0f} ms{view}")
         except Exception as e:
             out(f"{what}: failed ({_err(e)})")
 

@@ -16,26 +16,32 @@ def _count(ptx, pattern):
 
 @pytest.mark.parametrize("dtype,shape,tile,threads,vec_bytes", [
     ("Float32", (1000, 1000), (64, 128), 128, 16), ("BFloat16", (777, 1030), (64, 128), 256, 4),
-    ("Float32", (64, 6), (32, 2), 32, 8)])
+    ("Float32", (64, 6), (32, 2), 32, 8), ("Float32", (1024, 512), (64, 128), 128, 16)])
 def test_kernel3_cp_async_vectors_predicates_and_stores(filecheck, assemble, dtype, shape, tile, threads, vec_bytes):
     c = cute.compile(ex.cp_async_copy, F(dtype, shape), F(dtype, shape), tile, threads)
     eb = 4 if dtype == "Float32" else 2
     per_thread = tile[0] * tile[1] * eb // vec_bytes // threads
     mod = "cg" if vec_bytes == 16 else "ca"
-    assert _count(c.ptx, rf"cp\.async\.{mod}\.shared\.global \[[^]]+\], \[[^]]+\], {vec_bytes}, %r\d+;") == per_thread
-    filecheck(c.ptx, ["CHECK: cp.async.commit_group;", "CHECK: cp.async.wait_group", "CHECK: bar.sync"])
-    # the stores back to gmem are vectors of the same width, each under its predicate
+    cp = rf"cp\.async\.{mod}\.shared\.global \[[^]]+\], \[[^]]+\], {vec_bytes}"
     st = {16: r"st\.global\.v4\.b32", 8: r"st\.global\.(v2\.b32|b64)", 4: r"st\.global\.b32"}[vec_bytes]
-    assert _count(c.ptx, st) == per_thread
+    if shape[0] % tile[0] == 0 and shape[1] % tile[1] == 0:
+        # the tile divides the tensor: no predicates at all
+        assert _count(c.ptx, cp + ";") == per_thread and _count(c.ptx, cp + r", %r\d+;") == 0
+        assert _count(c.ptx, st) == per_thread
+    else:
+        # interior tiles copy without predicates, edge tiles with a src-size per vector (zero fill)
+        assert _count(c.ptx, cp + ";") == per_thread
+        assert _count(c.ptx, cp + r", %r\d+;") == per_thread
+        assert _count(c.ptx, st) == 2 * per_thread
+    filecheck(c.ptx, ["CHECK: cp.async.commit_group;", "CHECK: cp.async.wait_group", "CHECK: bar.sync"])
     assemble(c.ptx)
 
 
 def test_kernel3_zero_fill_uses_src_size_from_the_predicate():
     c = cute.compile(ex.cp_async_copy, F("Float32", (100, 100)), F("Float32", (128, 128)), (64, 128), 128)
-    mlir = c.mlir
-    assert _count(mlir, r"cute_nvgpu\.cp_async\"") == _count(mlir, r"arith\.select") or "src_size" in mlir
-    # every cp.async takes a run-time src-size operand (16 or 0)
-    assert all(re.search(r", 16, %r\d+;$", line) for line in c.ptx.splitlines() if "cp.async.cg" in line)
+    sized = [line for line in c.ptx.splitlines() if "cp.async.cg" in line and re.search(r", 16, %r\d+;$", line)]
+    assert len(sized) == 16  # the edge-tile form: 16 vectors per thread, each with a run-time src-size (16 or 0)
+    assert "arith.select" in c.mlir
 
 
 @pytest.mark.parametrize("cluster", [2, 4])
@@ -118,3 +124,12 @@ def test_kernel7_rejects_bad_arguments():
         cute.compile(ex.tma_grouped_copy, F("Uint8", (128,)), (64, 64), a, a)
     with pytest.raises(cute.CuteValueError, match="same shape"):
         cute.compile(ex.tma_grouped_copy, F("Uint8", (256,)), (64, 64), a, F("Float32", (64, 32)))
+
+
+def test_kernel3_keeps_predicates_when_the_grid_reaches_past_a_divisible_src():
+    # src (128, 512) is a whole number of (32, 256) tiles, but the grid follows dst (192, 512): its last tiles lie
+    # past src and must zero-fill, so the predicated (src-size) form must be there
+    c = cute.compile(ex.cp_async_copy, F("BFloat16", (128, 512)), F("BFloat16", (192, 512)), (32, 256), 128)
+    assert _count(c.ptx, r"cp\.async\.cg\.shared\.global [^;]*, 16, %r\d+;") == 8
+    # and dst is covered exactly by the grid: its stores need no predicates (one unconditional store per vector)
+    assert _count(c.ptx, r"st\.global\.v4\.b32") == 8

@@ -7,8 +7,9 @@
 
 Each CTA copies one ``tile`` of ``dst``'s tiling. A tiled copy of ``CopyG2SOp`` (16, 8 or 4
 bytes per thread and instruction: the widest that divides a row) moves the tile of ``src``
-into shared memory; every vector whose first element lies outside ``src`` is *zero-filled*
-(``src_size = 0``), so a partial edge tile arrives padded with zeros. After
+into shared memory; in a tile that reaches past ``src``, every vector whose first element lies
+outside it is *zero-filled* (``src_size = 0``), so a partial edge tile arrives padded with zeros
+(tiles wholly inside copy without predicates: a run-time branch picks the form). After
 ``cp.async.wait_group 0`` and a block barrier, a tiled copy of plain vector loads/stores writes
 the tile to ``dst``, skipping vectors outside ``dst``. With ``dst`` of ``src``'s shape this is
 a copy; with a larger ``dst`` the region past ``src`` receives the zero fill (which shows it).
@@ -33,7 +34,8 @@ def cp_async_copy_kernel(g2s, s2g, src, dst, tile):
     t_src = load.partition_S(cute.local_tile(src, tile, (bx, by)))
     t_smem = load.partition_D(s_tile)
     t_crd = load.partition_S(cute.local_tile(cute.make_identity_tensor(src.shape), tile, (bx, by)))
-    cute.copy(g2s, t_src, t_smem, pred=cute.predicate(t_crd, src.shape))
+    extent = tuple(cute.ceil_div(d, t) * t for d, t in zip(dst.shape, tile))  # what the grid's tiles cover
+    _predicated(g2s, t_src, t_smem, t_crd, src.shape, extent, tile, bx, by)
     arch.cp_async_commit_group()
     arch.cp_async_wait_group(0)
     arch.sync_threads()
@@ -42,7 +44,22 @@ def cp_async_copy_kernel(g2s, s2g, src, dst, tile):
     t_smem = store.partition_S(s_tile)
     t_dst = store.partition_D(cute.local_tile(dst, tile, (bx, by)))
     t_crd = store.partition_D(cute.local_tile(cute.make_identity_tensor(dst.shape), tile, (bx, by)))
-    cute.copy(s2g, t_smem, t_dst, pred=cute.predicate(t_crd, dst.shape))
+    _predicated(s2g, t_smem, t_dst, t_crd, dst.shape, extent, tile, bx, by)
+
+
+def _predicated(tiled_copy, src, dst, crd, shape, extent, tile, bx, by):
+    """Copy with predicates only where the tile may reach past ``shape``: not at all when the grid's tiles
+    (covering ``extent``) all lie inside it, otherwise behind a run-time test of whether this CTA's tile lies
+    wholly inside (the usual case)."""
+    if all(e <= n for e, n in zip(extent, shape)):
+        cute.copy(tiled_copy, src, dst)
+        return
+    inside = ((bx + 1) * tile[0] <= shape[0]) & ((by + 1) * tile[1] <= shape[1])
+    branch = cute.jit.if_(inside)
+    with branch:
+        cute.copy(tiled_copy, src, dst)
+    with branch.otherwise():
+        cute.copy(tiled_copy, src, dst, pred=cute.predicate(crd, shape))
 
 
 def cp_async_tiled_copies(dtype, tile, threads, row_elems):
