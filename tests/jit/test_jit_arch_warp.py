@@ -363,23 +363,24 @@ def _rejects(body, match, **launch):
     def k(inp, out):
         body(inp, out)
 
-    with pytest.raises(TraceError, match=match):
+    with pytest.raises(TraceError, match=match) as info:
         compile_kernel(k, **launch)
+    return str(info.value)  # the message (it starts with the kernel's file:line)
 
 
 def test_named_barrier_id_range():
-    _rejects(lambda i, o: aw.barrier_arrive(-1, 64), r"barrier_arrive: the barrier id must lie in \[0, 16\)")
+    assert _rejects(lambda i, o: aw.barrier_arrive(-1, 64), r"barrier_arrive: the barrier id must lie in \[0, 16\)")
 
 
 @pytest.mark.parametrize("count", [48, 0, 1056])
 def test_named_barrier_count_is_whole_warps(count):
-    _rejects(lambda i, o: aw.barrier_sync(1, count),
+    assert _rejects(lambda i, o: aw.barrier_sync(1, count),
              rf"barrier_sync: the thread count must be a positive multiple of the warp size \(32\) of at most "
              rf"1024, got {count}")
 
 
 def test_barrier_arrive_needs_a_count():
-    _rejects(lambda i, o: aw.barrier_arrive(1, None), "barrier_arrive needs a thread count")
+    assert _rejects(lambda i, o: aw.barrier_arrive(1, None), "barrier_arrive needs a thread count")
 
 
 @pytest.mark.parametrize("mask,match", [
@@ -389,11 +390,11 @@ def test_barrier_arrive_needs_a_count():
     ("all", r"mask must be a 32-bit lane mask \(an int or a traced Int32\), got 'all'"),
 ])
 def test_lane_masks(mask, match):
-    _rejects(lambda i, o: aw.sync_warp(mask), match)
+    assert _rejects(lambda i, o: aw.sync_warp(mask), match)
 
 
 def test_a_traced_mask_is_32_bits():
-    _rejects(lambda i, o: aw.vote_any(arch.lane_idx() < 3, mask=I64(arch.lane_idx())),
+    assert _rejects(lambda i, o: aw.vote_any(arch.lane_idx() < 3, mask=I64(arch.lane_idx())),
              "vote_any: mask is a 32-bit lane mask: pass an Int32, got a traced i64")
 
 
@@ -403,66 +404,66 @@ def test_a_traced_mask_is_32_bits():
     (None, r"width must be a static Python int \(a power of two in 1..32\), got None"),
 ])
 def test_shuffle_width(width, match):
-    _rejects(lambda i, o: aw.shuffle_xor_sync(arch.lane_idx(), 1, width=width), "shuffle_xor_sync: " + match)
+    assert _rejects(lambda i, o: aw.shuffle_xor_sync(arch.lane_idx(), 1, width=width), "shuffle_xor_sync: " + match)
 
 
 def test_a_traced_shuffle_width_is_rejected():
-    _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx(), 1, width=arch.lane_idx()),
+    assert _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx(), 1, width=arch.lane_idx()),
              r"shuffle_sync: width must be a static Python int \(a power of two in 1..32\), got a traced value")
 
 
 @pytest.mark.parametrize("fn,what", [(aw.shuffle_sync, "src_lane"), (aw.shuffle_up_sync, "delta"),
                                      (aw.shuffle_down_sync, "delta"), (aw.shuffle_xor_sync, "lane_mask")])
 def test_a_static_shuffle_lane_lies_within_the_width(fn, what):
-    _rejects(lambda i, o: fn(arch.lane_idx(), 8, width=8),
+    assert _rejects(lambda i, o: fn(arch.lane_idx(), 8, width=8),
              rf"{fn.__name__}: {what} must lie in \[0, 8\) \(less than the width 8\), got 8")
 
 
 def test_shuffle_value_types():
-    _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx() == 0, 0),
+    assert _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx() == 0, 0),
              r"shuffle_sync shuffles traced Int32/Int64 integers and Float32 floats, got TracedBool")
-    _rejects(lambda i, o: aw.shuffle_sync(1 << 40, 0), "shuffle_sync: a static value is shuffled as an Int32")
+    assert _rejects(lambda i, o: aw.shuffle_sync(1 << 40, 0), "shuffle_sync: a static value is shuffled as an Int32")
 
 
 def test_a_vote_needs_a_condition():
-    _rejects(lambda i, o: aw.vote_ballot(arch.lane_idx()),
+    assert _rejects(lambda i, o: aw.vote_ballot(arch.lane_idx()),
              r"vote_ballot: the predicate must be a run-time condition .* or a bool, got TracedInt\(i32\)")
 
 
 @pytest.mark.parametrize("n", [16, 20, 244, 264])
 def test_set_max_nreg_count(n):
-    _rejects(lambda i, o: aw.set_max_nreg(n, "inc"),
+    assert _rejects(lambda i, o: aw.set_max_nreg(n, "inc"),
              f"set_max_nreg: the register count must be a multiple of 8 in 24..256, got {n}")
 
 
 def test_set_max_nreg_count_is_static():
-    _rejects(lambda i, o: aw.set_max_nreg(arch.lane_idx(), "dec"),
+    assert _rejects(lambda i, o: aw.set_max_nreg(arch.lane_idx(), "dec"),
              r"set_max_nreg: the register count must be a static Python int")
 
 
 def test_set_max_nreg_action():
-    _rejects(lambda i, o: aw.set_max_nreg(240, "increase"),
+    assert _rejects(lambda i, o: aw.set_max_nreg(240, "increase"),
              "set_max_nreg: action must be 'inc' or 'dec', got 'increase'")
 
 
 def test_access_width():
-    _rejects(lambda i, o: aw.ldg(i.engine, 48), r"ldg: the access width must be one of \(32, 64, 128, 256\) bits, "
+    assert _rejects(lambda i, o: aw.ldg(i.engine, 48), r"ldg: the access width must be one of \(32, 64, 128, 256\) bits, "
                                                 r"got 48")
-    _rejects(lambda i, o: aw.stg(o.engine, (1, 2, 3)),
+    assert _rejects(lambda i, o: aw.stg(o.engine, (1, 2, 3)),
              r"stg stores 1, 2, 4 or 8 words of 32 bits .*got 3 words")
-    _rejects(lambda i, o: aw.stg128(o.engine, (1, 2)), "stg128 stores 4 words of 32 bits, got 2 words")
+    assert _rejects(lambda i, o: aw.stg128(o.engine, (1, 2)), "stg128 stores 4 words of 32 bits, got 2 words")
 
 
 def test_cache_modifiers():
-    _rejects(lambda i, o: aw.ldg128(i.engine, "wb"),
+    assert _rejects(lambda i, o: aw.ldg128(i.engine, "wb"),
              r"ldg128: cache modifier must be one of ca, cg, cs, lu, cv, nc \(or None\), got 'wb'")
-    _rejects(lambda i, o: aw.stg64(o.engine, (1, 2), "nc"),
+    assert _rejects(lambda i, o: aw.stg64(o.engine, (1, 2), "nc"),
              r"stg64: cache modifier must be one of wb, cg, cs, wt \(or None\), got 'nc'")
 
 
 @pytest.mark.parametrize("bits,offset,align", [(64, 1, 4), (128, 2, 8), (256, 4, 16), (128, 9, 4)])
 def test_access_alignment(bits, offset, align):
-    _rejects(lambda i, o: aw.ldg(i.engine + offset, bits),
+    assert _rejects(lambda i, o: aw.ldg(i.engine + offset, bits),
              rf"ldg{bits}: a {bits}-bit access needs a {bits // 8}-byte aligned address, but the pointer .* is only "
              rf"{align}-byte aligned")
 
@@ -483,24 +484,24 @@ def test_an_underaligned_argument_is_rejected():
 
 
 def test_global_accesses_need_a_global_pointer_at_a_static_offset():
-    _rejects(lambda i, o: aw.ldg32(arch.SmemAllocator().allocate_mbarrier()),
+    assert _rejects(lambda i, o: aw.ldg32(arch.SmemAllocator().allocate_mbarrier()),
              "ldg32 accesses global memory, got a smem pointer")
-    _rejects(lambda i, o: aw.ldg32(i.engine + arch.thread_idx()[0]),
+    assert _rejects(lambda i, o: aw.ldg32(i.engine + arch.thread_idx()[0]),
              r"ldg32: the pointer .* has a run-time offset; pass the pointer at a static offset and the run-time part "
              r"as index= \(in 32-bit units\)")
-    _rejects(lambda i, o: aw.stg32(o, (1,)), r"stg32 needs a global-memory pointer \(e.g. tensor.engine")
-    _rejects(lambda i, o: aw.ldg64(i.engine, index=1.5), "ldg64: index must be an int or a traced integer, got 1.5")
+    assert _rejects(lambda i, o: aw.stg32(o, (1,)), r"stg32 needs a global-memory pointer \(e.g. tensor.engine")
+    assert _rejects(lambda i, o: aw.ldg64(i.engine, index=1.5), "ldg64: index must be an int or a traced integer, got 1.5")
 
 
 def test_store_words_are_32_bits():
-    _rejects(lambda i, o: aw.stg64(o.engine, (1, I64(arch.lane_idx()))),
+    assert _rejects(lambda i, o: aw.stg64(o.engine, (1, I64(arch.lane_idx()))),
              r"stg64: word 1 must be 32 bits wide, got a traced i64 \(convert it with Int32\(x\)\)")
-    _rejects(lambda i, o: aw.stg32(o.engine, (1 << 32,)), "stg32: word 0 must fit in 32 bits, got 4294967296")
-    _rejects(lambda i, o: aw.stg32(o.engine, (1.0,)), "stg32: word 0 must be an int, a traced Int32 or a Float32")
+    assert _rejects(lambda i, o: aw.stg32(o.engine, (1 << 32,)), "stg32: word 0 must fit in 32 bits, got 4294967296")
+    assert _rejects(lambda i, o: aw.stg32(o.engine, (1.0,)), "stg32: word 0 must be an int, a traced Int32 or a Float32")
 
 
 def test_mbarrier_builtins_need_shared_memory():
-    _rejects(lambda i, o: aw.cp_async_barrier_noinc(i.engine),
+    assert _rejects(lambda i, o: aw.cp_async_barrier_noinc(i.engine),
              "cp_async_barrier_noinc: the mbarrier must be in shared memory, got a gmem pointer")
 
 
@@ -509,5 +510,5 @@ def test_remote_arrive_cta_rank():
         bar = arch.SmemAllocator().allocate_mbarrier()
         aw.mbarrier_remote_arrive(bar, 16)
 
-    _rejects(body, r"mbarrier_remote_arrive: cta_rank must lie in \[0, 16\) \(a cluster has at most 16 CTAs\), "
+    assert _rejects(body, r"mbarrier_remote_arrive: cta_rank must lie in \[0, 16\) \(a cluster has at most 16 CTAs\), "
                    r"got 16")
