@@ -182,6 +182,20 @@ def _initial_kinds(carry, what):
     return tuple(kinds)
 
 
+def _check_direct_call(depth, values, kinds, what, call, body):
+    """The builder, once ``call`` (``next()``/``set()``) is made directly in the ``body`` (not inside a nested
+    loop or branch) with values matching the carried ``kinds``."""
+    b = current()
+    if len(b.open_regions) != depth:
+        kind, f, line = b.open_regions[-1]
+        raise TraceError(locate(f"{what}: {call} must be called directly in the {body}, not inside the nested "
+                                f"{kind} of {f}:{line} (carry the value out of the nested construct first)"))
+    _check_count(values, kinds, what, call)
+    for j, (v, k) in enumerate(zip(values, kinds)):
+        _check_value(v, k, f"{what} {call}", j)
+    return b
+
+
 def _check_count(values, kinds, what, call):
     if len(values) != len(kinds):
         raise TraceError(locate(f"{what}: {call} takes one value per carried value: {len(kinds)} expected "
@@ -257,14 +271,7 @@ class Loop:
         if self._state != "body":
             raise TraceError(locate(f"{what}: next() must be called inside the loop body (the loop is "
                                     f"{'not iterated yet' if self._state == 'new' else 'already finished'})"))
-        b = current()
-        if len(b.open_regions) != self._depth:
-            kind, f, line = b.open_regions[-1]
-            raise TraceError(locate(f"{what}: next() must be called directly in the loop body, not inside the nested "
-                                    f"{kind} of {f}:{line} (carry the value out of the nested construct first)"))
-        _check_count(values, self._kinds, what, "next()")
-        for j, (v, k) in enumerate(zip(values, self._kinds)):
-            _check_value(v, k, what + " next()", j)
+        b = _check_direct_call(self._depth, values, self._kinds, what, "next()", "loop body")
         self._next = tuple(_traced(b, v, k) for v, k in zip(values, self._kinds))
         self._state = "nexted"
 
@@ -448,14 +455,7 @@ class Branch:
         if self._set is not None:
             raise TraceError(locate(f"{what}: set() was already called in this branch body; call it once, with all "
                                     f"the carried values"))
-        b = current()
-        if len(b.open_regions) != self._depth:
-            kind, f, line = b.open_regions[-1]
-            raise TraceError(locate(f"{what}: set() must be called directly in the branch body, not inside the nested "
-                                    f"{kind} of {f}:{line} (carry the value out of the nested construct first)"))
-        _check_count(values, self._kinds, what, "set()")
-        for j, (v, k) in enumerate(zip(values, self._kinds)):
-            _check_value(v, k, what + " set()", j)
+        b = _check_direct_call(self._depth, values, self._kinds, what, "set()", "branch body")
         self._set = tuple(_to_ir(b, v, k) for v, k in zip(values, self._kinds))
 
     @property

@@ -2,7 +2,6 @@
 and the pointers' alignment, cp.async operands (size, cache mode, zero-fill), predicates, and the errors
 (at the user's line) for copies that cannot be issued."""
 
-import inspect
 import re
 
 import pytest
@@ -12,6 +11,7 @@ from cute_py import arch
 from cute_py.jit import TraceError
 from cute_py.jit.copy import L2_EVICT_LAST
 from cute_py.nvgpu import cpasync
+from _trace_checks import assert_trace_error
 
 F = cute.jit.DeviceArraySpec
 GLOBAL, ALWAYS = cpasync.LoadCacheMode.GLOBAL, cpasync.LoadCacheMode.ALWAYS
@@ -39,22 +39,6 @@ def _mlir_loads(mlir, space, nbytes):
 def _mlir_stores(mlir, space, nbytes):
     return _count(mlir, rf"llvm\.store %\w+, %\w+ {{alignment = {nbytes} : i64}} : {re.escape(_MLIR[nbytes])}, "
                         rf"!llvm\.ptr<{space}>\n")
-
-
-def _line(kernel, text):
-    """The file line of the (single) source line of ``kernel`` that contains ``text``."""
-    lines, first = inspect.getsourcelines(kernel.fn)
-    hits = [first + i for i, line in enumerate(lines) if text in line]
-    assert len(hits) == 1, hits
-    return hits[0]
-
-
-def _assert_trace_error(excinfo, kernel, text, fragment):
-    """The error is a TraceError naming this file and the kernel line containing ``text``."""
-    assert type(excinfo.value) is TraceError
-    msg = str(excinfo.value)
-    assert msg.startswith(f"{__file__}:{_line(kernel, text)}: "), msg
-    assert fragment in msg, msg
 
 
 # -- plain copies: copy(src, dst) with no atom ------------------------------------------------------
@@ -321,7 +305,7 @@ def test_a_swizzle_that_splits_the_atoms_vector_is_rejected():
     # Swizzle(2, 2, 3) on bf16 permutes blocks of 4 elements: an 8-element vector is not contiguous
     with pytest.raises(TraceError) as e:
         cute.compile(swizzled_copy, F("BFloat16", (128, 128)), cute.Swizzle(2, 2, 3))
-    _assert_trace_error(e, swizzled_kernel, "load.partition_D(s))",
+    assert_trace_error(e, swizzled_kernel, "load.partition_D(s))",
                         "copy: the atom moves 8 elements per instruction, but dst")
     assert "has contiguous runs of only 4" in str(e.value)
 
@@ -364,7 +348,7 @@ def test_async_copy_global_uses_cg_for_16_byte_vectors():
 def test_async_copy_global_needs_16_byte_vectors():
     with pytest.raises(TraceError) as e:
         cute.compile(async_row, F("Float32", (8, 18)), GLOBAL)
-    _assert_trace_error(e, async_row_kernel, "cute.async_copy(",
+    assert_trace_error(e, async_row_kernel, "cute.async_copy(",
                         "async_copy with LoadCacheMode.GLOBAL needs 16-byte vectors; these layouts allow 8 bytes")
 
 
@@ -372,7 +356,7 @@ def test_async_copy_of_two_byte_vectors_is_rejected():
     # bf16 rows of 17 elements (34 B): only single elements are aligned, and cp.async moves at least 4 bytes
     with pytest.raises(TraceError) as e:
         cute.compile(async_row, F("BFloat16", (8, 17)))
-    _assert_trace_error(e, async_row_kernel, "cute.async_copy(", "cp.async copies 4, 8 or 16 bytes per instruction")
+    assert_trace_error(e, async_row_kernel, "cute.async_copy(", "cp.async copies 4, 8 or 16 bytes per instruction")
 
 
 # -- predicate(coords, bound): static parts fold ----------------------------------------------------------
@@ -491,10 +475,10 @@ def bad_copy(g, case):
     ("hint_on_plain", "cache_hint=L2_EVICT_LAST)", "copy: cache_hint applies to cp.async and TMA copies"),
     ("not_an_atom", "cute.copy(g_tile, s16, s_row)", "copy needs a copy atom, a tiled copy or a TMA atom"),
 ])
-def test_copy_errors_name_the_users_line(case, text, fragment):
+def test_copy_errors_name_the_userskernel_line(case, text, fragment):
     with pytest.raises(TraceError) as e:
         cute.compile(bad_copy, F("Float32", (64, 64)), case)
-    _assert_trace_error(e, bad_copy_kernel, text, fragment)
+    assert_trace_error(e, bad_copy_kernel, text, fragment)
 
 
 def test_a_non_contiguous_atom_vector_names_the_run_it_found():
@@ -546,10 +530,10 @@ def bad_tma(src, case, tile=(32, 32)):
     ("copy_no_barrier", "cute.copy(load_atom, tAgA, tAsA)", "a TMA load needs tma_bar_ptr="),
     ("store_with_barrier", "cute.tma_copy(tBsB, tBgB, barrier=bar)", "a TMA store takes no barrier or expect_bytes"),
 ])
-def test_tma_copy_errors_name_the_users_line(case, text, fragment):
+def test_tma_copy_errors_name_the_userskernel_line(case, text, fragment):
     with pytest.raises(TraceError) as e:
         cute.compile(bad_tma, F("Float32", (64, 64)), case)
-    _assert_trace_error(e, bad_tma_kernel, text, fragment)
+    assert_trace_error(e, bad_tma_kernel, text, fragment)
 
 
 def test_tma_copy_expects_the_tiles_bytes_and_issues_the_load_and_the_store(filecheck):

@@ -2,7 +2,6 @@
 accepts, register fragments, what a traced integer is known to be divisible by, the alignment a pointer
 keeps after a run-time offset, and the address arithmetic of run-time offsets."""
 
-import inspect
 import math
 import re
 
@@ -14,6 +13,7 @@ from cute_py.int_tuple import Dynamic
 from cute_py.jit import TraceError
 from cute_py.pointer import AddressSpace, Pointer
 from cute_py.tensor import Tensor, recast_tensor
+from _trace_checks import assert_trace_error
 
 F = cute.jit.DeviceArraySpec
 
@@ -28,20 +28,6 @@ def _body(mlir):
 
 def _ptx_body(ptx):
     return ptx.split(".entry", 1)[1]
-
-
-def _line(kernel, text):
-    lines, first = inspect.getsourcelines(kernel.fn)
-    hits = [first + i for i, line in enumerate(lines) if text in line]
-    assert len(hits) == 1, hits
-    return hits[0]
-
-
-def _assert_trace_error(excinfo, kernel, text, fragment):
-    assert type(excinfo.value) is TraceError
-    msg = str(excinfo.value)
-    assert msg.startswith(f"{__file__}:{_line(kernel, text)}: "), msg
-    assert fragment in msg, msg
 
 
 # -- element loads and stores of shared-memory tiles ------------------------------------------------------
@@ -241,7 +227,7 @@ def test_stores_that_need_a_conversion_are_rejected(dtype, value, other, case, f
     with pytest.raises(TraceError) as e:
         cute.compile(store, getattr(cute, dtype), value, getattr(cute, other), case, cute.jit.Float32(1.25))
     text = {"const": "t[tid] = value", "tid": "t[tid] = tid", "loaded": "t[tid] = o[tid]", "param": "t[tid] = x"}
-    _assert_trace_error(e, store_kernel, text[case], fragment)
+    assert_trace_error(e, store_kernel, text[case], fragment)
 
 
 # -- register fragments ------------------------------------------------------------------------------------
@@ -329,7 +315,7 @@ def test_a_fragment_starts_as_zeros():
 def test_a_traced_index_into_a_fragment_is_rejected():
     with pytest.raises(TraceError) as e:
         cute.compile(fragment, F("Float32", (32, 8)), "traced_index")
-    _assert_trace_error(e, fragment_kernel, "frag[tid % 8]", "a register fragment is indexed with static coordinates")
+    assert_trace_error(e, fragment_kernel, "frag[tid % 8]", "a register fragment is indexed with static coordinates")
 
 
 @cute.kernel
@@ -667,7 +653,7 @@ def no_base(case):
 def test_a_pointer_without_a_known_base_is_rejected():
     with pytest.raises(TraceError) as e:
         cute.compile(no_base, "smem")
-    _assert_trace_error(e, no_base_kernel, "fake[tid] = 1.0", "has no known base address")
+    assert_trace_error(e, no_base_kernel, "fake[tid] = 1.0", "has no known base address")
     with pytest.raises(TraceError) as e:
         cute.compile(no_base, "gmem")
-    _assert_trace_error(e, no_base_kernel, "other[tid] = 1.0", "does not come from a tensor argument of this kernel")
+    assert_trace_error(e, no_base_kernel, "other[tid] = 1.0", "does not come from a tensor argument of this kernel")
