@@ -21,7 +21,7 @@
 """
 
 from ..int_tuple import idx2crd, product
-from ..atom import CopyAtom, ThrCopy, TiledCopy
+from ..atom import CopyAtom, CopyUniversalOp, ThrCopy, TiledCopy
 from ..nvgpu.cpasync import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
                              CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, TmaCopyAtom)
 from ..pointer import AddressSpace, Pointer
@@ -119,7 +119,7 @@ def copy(atom, src, dst=None, *, pred=None, tma_bar_ptr=None, mcast_mask=None, c
     if isinstance(atom.op, CopyG2SOp):
         modifier = "cg" if atom.op.cache_mode is LoadCacheMode.GLOBAL else "ca"
         return vector_copy(src, dst, vector=vector, cp_async=modifier, pred=pred, cache_hint=cache_hint)
-    if type(atom.op).__name__ != "CopyUniversalOp":
+    if not isinstance(atom.op, CopyUniversalOp):
         raise TraceError(locate(f"copy does not support {type(atom.op).__name__} atoms in kernels"))
     return vector_copy(src, dst, vector=vector, pred=pred, cache_hint=cache_hint)
 

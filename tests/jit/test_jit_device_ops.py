@@ -104,3 +104,44 @@ def test_device_ops_outside_a_kernel_say_they_need_one():
         cpasync.tma_store_arrive()
     with pytest.raises(TraceError, match="inside a @cute_py.kernel"):
         arch.cluster_sync()
+
+
+@cute.kernel
+def _update_kernel(atom, other, which):
+    smem = arch.SmemAllocator()
+    slot = smem.allocate(128, alignment=128)
+    cpasync.copy_tensormap(atom, slot)
+    if which == "dtype":
+        cpasync.update_tma_descriptor(atom, other, slot)
+    elif which == "smem":
+        cpasync.update_tma_descriptor(atom, smem.allocate_tensor(atom.dtype, cute.Layout((64, 32), (32, 1))), slot)
+    elif which == "box":
+        cpasync.update_tma_descriptor(atom, other, slot)
+
+
+@cute.jit
+def _update(src, other, which):
+    smem = smem_tile_layout(src.element_type, TILE, "none")
+    atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), src, smem, TILE)
+    _update_kernel(atom, other, which).launch(grid=1, block=32)
+
+
+@pytest.mark.parametrize("other,which,match", [
+    (F("BFloat16", (128, 128)), "dtype", "BFloat16 elements differ from the atom's Float32"),
+    (F("Float32", (128, 128)), "smem", "needs a global-memory tensor"),
+    (F("Float32", (128, 128), strides=(1, 128)), "box", "does not fit the atom's TMA box: the contiguous TMA dim"),
+])
+def test_update_tma_descriptor_rejects_what_the_descriptor_cannot_describe(other, which, match):
+    with pytest.raises(TraceError, match=match):
+        cute.compile(_update, F("Float32", (256, 256)), other, which)
+
+
+def test_update_tma_descriptor_replaces_only_what_changes(filecheck):
+    c = cute.compile(_update, F("Float32", (256, 256)), F("Float32", (100, 256)), "dtype")
+    filecheck(c.ptx, [
+        "CHECK: tensormap.replace.tile.global_address.shared::cta.b1024.b64",
+        "CHECK-NOT: global_stride",
+        "CHECK: tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [{{%r[0-9]+}}], 1, {{%r[0-9]+}};",
+        "CHECK-NOT: tensormap.replace",
+        "CHECK: ret;",
+    ])
