@@ -264,8 +264,13 @@ def _zeros_like(s):
 
 
 def make_fragment_like(src, dtype=None):
-    """A register (host) tensor with a compact layout ordered like ``src``'s (CuTe's ``make_fragment_like``)."""
+    """A register tensor with a compact layout ordered like ``src``'s (CuTe's ``make_fragment_like``): a host
+    array, or, while a kernel is traced, a register fragment of the kernel."""
     import numpy as np
+
+    access = _device["access"]
+    if access is not None:
+        return access.make_fragment_like(src, dtype)
 
     layout = src.layout if isinstance(src, Tensor) else src
     if hasattr(layout, "__cute_map_outer__"):

@@ -91,6 +91,13 @@ def _unwrap(value, dtype, what):
                 return b.mlir.arith.ConstantOp(ty, float(value)).result
         raise TraceError(locate(f"{what}: a {dtype.name} element takes a float value, got {value!r}"))
     if isinstance(value, (TracedInt, int)) and type(value) is not bool:
+        if type(value) is int:
+            unsigned = dtype.name.startswith("Uint") or dtype.name == "Boolean"
+            lo, hi = (0, (1 << dtype.width) - 1) if unsigned else (-(1 << (dtype.width - 1)), (1 << (dtype.width - 1)) - 1)
+            if dtype.name == "Boolean":
+                hi = 1
+            if not lo <= value <= hi:
+                raise TraceError(locate(f"{what}: {value} does not fit in {dtype.name} ([{lo}, {hi}])"))
         return as_value(value, dtype.width)
     if type(value) is bool:
         return as_value(int(value), dtype.width)
@@ -133,6 +140,10 @@ class DeviceAccess:
     @staticmethod
     def store(pointer, offset, value):
         store_element(pointer + offset, value)
+
+    @staticmethod
+    def make_fragment_like(src, dtype=None):
+        return make_fragment_like(src, dtype)
 
 
 def pack(values, dtype, nbits):

@@ -657,3 +657,41 @@ def test_a_pointer_without_a_known_base_is_rejected():
     with pytest.raises(TraceError) as e:
         cute.compile(no_base, "gmem")
     assert_trace_error(e, no_base_kernel, "other[tid] = 1.0", "does not come from a tensor argument of this kernel")
+
+
+@cute.kernel
+def _constant_store_kernel(dtype, value):
+    s = arch.SmemAllocator().allocate_tensor(dtype, cute.Layout(4))
+    s[0] = value
+
+
+@pytest.mark.parametrize("dtype,value,ok", [("Int8", 127, True), ("Int8", 300, False), ("Int8", -129, False),
+                                            ("Uint8", 255, True), ("Uint8", -1, False), ("Int32", 1 << 31, False)])
+def test_a_python_int_must_fit_the_element_type(dtype, value, ok):
+    def host():
+        _constant_store_kernel(cute.dtypes.dtype_of(dtype), value).launch(grid=1, block=32)
+
+    if ok:
+        assert "st.shared" in cute.compile(host).ptx
+    else:
+        with pytest.raises(TraceError, match=f"{value} does not fit in {dtype}"):
+            cute.compile(host)
+
+
+@cute.kernel
+def _fragment_like_kernel(seen):
+    s = arch.SmemAllocator().allocate_tensor(cute.Float32, cute.Layout((4, 2), (2, 1)))
+    frag = cute.make_fragment_like(s)  # the top-level name, inside a kernel: a register fragment
+    seen["engine"] = type(frag.engine).__name__
+    seen["layout"] = frag.layout
+
+
+def test_top_level_make_fragment_like_inside_a_kernel_makes_registers():
+    seen = {}
+
+    def host():
+        _fragment_like_kernel(seen).launch(grid=1, block=32)
+
+    cute.compile(host)
+    assert seen["engine"] == "RegisterEngine"
+    assert seen["layout"].shape == (4, (2,))
