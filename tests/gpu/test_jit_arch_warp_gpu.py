@@ -17,6 +17,7 @@ np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 import cute_py as cute  # noqa: E402
 from cute_py import arch  # noqa: E402
 from cute_py.jit import arch_warp as aw  # noqa: E402
+from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -186,23 +187,6 @@ PTX_CHECKS = [
 ]
 
 
-@pytest.fixture
-def assemble_ptx():
-    pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
-    from mlir_dialects.pipeline import to_cubin
-
-    return lambda ptx: to_cubin(ptx, "sm_90a")
-
-
-def hopper_torch():
-    """torch, once a Hopper GPU is known to be there; otherwise the test is skipped with the reason."""
-    torch = pytest.importorskip("torch", reason="the GPU launch uses torch tensors")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device: the PTX was built, checked and assembled; the launch needs a GPU")
-    major, _ = torch.cuda.get_device_capability()
-    if major != 9:
-        pytest.skip(f"needs a Hopper (sm_90a) GPU, found compute capability {major}.x")
-    return torch
 
 
 def test_warp_builtins_match_numpy(filecheck, assemble_ptx):

@@ -56,9 +56,3 @@ def test_jit_tma_copy_matches_numpy_and_thereference_copy(dtype, shape, tile, sw
     np.testing.assert_array_equal(bits(dst2), bits(src2))
 
 
-@pytest.fixture
-def assemble_ptx():
-    pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
-    from mlir_dialects.pipeline import to_cubin
-
-    return lambda ptx: to_cubin(ptx, "sm_90a")
