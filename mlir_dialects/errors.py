@@ -40,4 +40,4 @@ class PipelineError(DialectError, ValueError):
 
 
 class AssemblyError(DialectError, ValueError):
-    """nvJitLink refused the PTX (its error log is in the message)."""
+    """The assembler refused the PTX (its error log is in the message), crashed in a child process, or is missing."""

@@ -13,8 +13,9 @@ The same module gives byte-identical PTX.
 import re
 
 from ._backend import gpu, ir, PassManager
+from .assembler import assemble
 from .dialect import diagnostics_text, verify
-from .errors import AssemblyError, PipelineError
+from .errors import PipelineError
 from .lowering import lower, required_ptx_isa
 
 __all__ = ["PIPELINE", "DEFAULT_CHIP", "DEFAULT_FEATURES", "lower_copy", "to_ptx", "to_cubin", "ptx_isa_of"]
@@ -84,26 +85,9 @@ def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES):
 
 
 def to_cubin(ptx, arch=DEFAULT_CHIP):
-    """Assemble PTX into a cubin for ``arch`` with nvJitLink (pip ``nvidia-nvjitlink``); needs no GPU."""
-    try:
-        from cuda.bindings import nvjitlink
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise AssemblyError(f"to_cubin needs cuda-bindings' nvjitlink: {e}") from None
-    data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
-    handle = nvjitlink.create(1, [f"-arch={arch}"])
-    try:
-        try:
-            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "cute_nvgpu.ptx")
-            nvjitlink.complete(handle)
-        except nvjitlink.nvJitLinkError as e:
-            size = nvjitlink.get_error_log_size(handle)
-            log = bytearray(size)
-            nvjitlink.get_error_log(handle, log)
-            raise AssemblyError(f"nvJitLink could not assemble the PTX for {arch}: {e}: "
-                                f"{bytes(log).decode(errors='replace').rstrip(chr(0))}") from None
-        size = nvjitlink.get_linked_cubin_size(handle)
-        cubin = bytearray(size)
-        nvjitlink.get_linked_cubin(handle, cubin)
-        return bytes(cubin)
-    finally:
-        nvjitlink.destroy(handle)
+    """Assemble PTX into a cubin for ``arch``; needs no GPU.
+
+    nvJitLink (pip ``nvidia-nvjitlink``) in-process when the loaded library is a version known to be good,
+    else ptxas or nvJitLink in a child process (see ``mlir_dialects.assembler``).
+    """
+    return assemble(ptx, arch)

@@ -17,7 +17,9 @@
     host(torch_src, torch_dst)               # compiles once per specialisation, then launches
     compiled = cute.compile(host, src, dst)  # .mlir, .ptx, .cubin, __call__
 
-Heavy parts (the MLIR bindings, cuda-python) load on first use.
+Launches are checked against sm_90's limits (``limits``); compiled kernels are cached in memory and on
+disk, keyed by what the traces used (``deps``, ``cache``); the PTX is assembled by an assembler known to
+work (``mlir_dialects.assembler``). Heavy parts (the MLIR bindings, cuda-python) load on first use.
 """
 
 from .args import DeviceArraySpec

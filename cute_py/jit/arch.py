@@ -3,7 +3,29 @@
 Each function emits its operation into the kernel being traced (outside a kernel it raises
 :class:`~cute_py.jit.errors.TraceError`). Indices are traced ``Int32`` values known to be
 non-negative. mbarrier arguments are shared-memory pointers from
-``SmemAllocator.allocate_mbarrier``.
+``SmemAllocator.allocate_mbarrier`` (or 8-byte aligned raw ``allocate`` bytes; never a tensor's
+data).
+
+Names and meanings follow the CuTe DSL's ``cute.arch``:
+
+=========================  ==========================================================  ===================
+name                       value                                                       PTX
+=========================  ==========================================================  ===================
+``thread_idx()``           (x, y, z) of the thread in its block                        ``%tid``
+``block_dim()``            (x, y, z) threads per block                                 ``%ntid``
+``block_idx()``            (x, y, z) of the block (CTA) in the grid                    ``%ctaid``
+``grid_dim()``             (x, y, z) blocks per grid                                   ``%nctaid``
+``cluster_idx()``          (x, y, z) of the cluster in the grid                        ``%clusterid``
+``cluster_dim()``          (x, y, z) clusters per grid                                 ``%nclusterid``
+``block_in_cluster_idx()`` (x, y, z) of the block in its cluster                       ``%cluster_ctaid``
+``block_in_cluster_dim()`` (x, y, z) blocks per cluster (also ``cluster_shape()``)     ``%cluster_nctaid``
+``block_idx_in_cluster()`` the block's linear rank in its cluster (an Int32)           ``%cluster_ctarank``
+``cluster_size()``         blocks per cluster (an Int32)                               ``%cluster_nctarank``
+``lane_idx()``             the thread's lane in its warp                               ``%laneid``
+``warp_idx()``             the warp's index in the block: the linear thread index // 32
+=========================  ==========================================================  ===================
+
+``block_rank_in_cluster()`` is ``block_idx_in_cluster()`` under the name CuTe C++ and PTX use.
 """
 
 import contextlib
@@ -13,16 +35,17 @@ import mlir_dialects as md
 from .builder import current, pointer_value
 from .control import if_
 from .errors import TraceError, locate
-from .smem import SmemAllocator
+from .smem import SmemAllocator, check_mbarrier_pointer
 from .values import TracedBool, TracedInt, as_value
 
 __all__ = [
-    "thread_idx", "block_idx", "block_dim", "grid_dim", "cluster_idx", "cluster_dim", "block_idx_in_cluster",
-    "block_rank_in_cluster", "cluster_size", "lane_idx", "warp_idx", "elect_one", "sync_threads",
-    "cluster_arrive", "cluster_wait", "cluster_sync", "cp_async_commit_group", "cp_async_wait_group",
-    "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_and_expect_tx", "mbarrier_expect_tx", "mbarrier_wait",
-    "mbarrier_try_wait", "fence_proxy_async", "fence_mbarrier_init", "tma_store_arrive", "tma_store_wait",
-    "SmemAllocator",
+    "thread_idx", "block_idx", "block_dim", "grid_dim", "cluster_idx", "cluster_dim", "block_in_cluster_idx",
+    "block_in_cluster_dim", "cluster_shape", "block_idx_in_cluster", "block_rank_in_cluster", "cluster_size",
+    "lane_idx", "warp_idx", "make_warp_uniform", "elect_one", "sync_threads",
+    "cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync", "cp_async_commit_group",
+    "cp_async_wait_group", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_and_expect_tx", "mbarrier_expect_tx",
+    "mbarrier_wait", "mbarrier_try_wait", "fence_proxy_async", "fence_mbarrier_init", "tma_store_arrive",
+    "tma_store_wait", "SmemAllocator",
 ]
 
 
@@ -31,6 +54,12 @@ def _sregs(prefix):
     nvvm, i32 = b.mlir.nvvm, b.int_type(32)
     with b.at_end():
         return tuple(TracedInt(getattr(nvvm, f"read_ptx_sreg_{prefix}_{d}")(results=[i32]), 32, True) for d in "xyz")
+
+
+def _sreg(name):
+    b = current()
+    with b.at_end():
+        return TracedInt(getattr(b.mlir.nvvm, f"read_ptx_sreg_{name}")(results=[b.int_type(32)]), 32, True)
 
 
 def thread_idx():
@@ -59,39 +88,78 @@ def cluster_idx():
 
 
 def cluster_dim():
-    """``(x, y, z)``: the cluster's extent in blocks (``%cluster_nctaid``)."""
-    return _sregs("cluster_nctaid")
+    """``(x, y, z)``: the number of clusters in each dimension of the grid (``%nclusterid``).
+
+    The number of blocks in each dimension of a cluster is :func:`block_in_cluster_dim`.
+    """
+    return _sregs("nclusterid")
 
 
-def block_idx_in_cluster():
+def block_in_cluster_idx():
     """``(x, y, z)``: this block's index in its cluster (``%cluster_ctaid``)."""
     return _sregs("cluster_ctaid")
 
 
+def block_in_cluster_dim():
+    """``(x, y, z)``: the number of blocks in each dimension of the cluster (``%cluster_nctaid``)."""
+    return _sregs("cluster_nctaid")
+
+
+def cluster_shape():
+    """``(x, y, z)``: the cluster's extent in blocks; the same as :func:`block_in_cluster_dim`."""
+    return block_in_cluster_dim()
+
+
+def block_idx_in_cluster():
+    """This block's linear rank in its cluster (``%cluster_ctarank``), 0 .. cluster size - 1.
+
+    The ``(x, y, z)`` index of the block in its cluster is :func:`block_in_cluster_idx`.
+    """
+    return _sreg("cluster_ctarank")
+
+
 def block_rank_in_cluster():
-    """This block's linear rank in its cluster (``%cluster_ctarank``), 0 .. cluster size - 1."""
-    b = current()
-    with b.at_end():
-        return TracedInt(b.mlir.nvvm.read_ptx_sreg_cluster_ctarank(results=[b.int_type(32)]), 32, True)
+    """This block's linear rank in its cluster (``%cluster_ctarank``): :func:`block_idx_in_cluster`."""
+    return _sreg("cluster_ctarank")
 
 
 def cluster_size():
     """The number of blocks in this cluster (``%cluster_nctarank``)."""
-    b = current()
-    with b.at_end():
-        return TracedInt(b.mlir.nvvm.read_ptx_sreg_cluster_nctarank(results=[b.int_type(32)]), 32, True)
+    return _sreg("cluster_nctarank")
 
 
 def lane_idx():
     """This thread's lane in its warp (``%laneid``)."""
-    b = current()
-    with b.at_end():
-        return TracedInt(b.mlir.nvvm.read_ptx_sreg_laneid(results=[b.int_type(32)]), 32, True)
+    return _sreg("laneid")
 
 
 def warp_idx():
-    """The warp's index in the block: ``tid.x // 32`` for a 1-D block (uniform across the warp)."""
-    return thread_idx()[0] // 32
+    """The warp's index in its block: the thread's linear index ``x + y * bx + z * bx * by`` over 32.
+
+    The block's extent ``(bx, by, bz)`` is the launch's (static), so a 1-D block gives ``tid.x // 32``.
+    """
+    b = current()
+    bx, by, bz = b.launch.block if b.launch is not None else (None, None, None)
+    tx, ty, tz = thread_idx()
+    if bx is None:  # no launch known: read the extents
+        nx, ny, _ = block_dim()
+        return (tx + ty * nx + tz * (nx * ny)) // 32
+    linear = tx
+    if by > 1:
+        linear = linear + ty * bx
+    if bz > 1:
+        linear = linear + tz * (bx * by)
+    return linear // 32
+
+
+def make_warp_uniform(value):
+    """``value``, which the caller guarantees is the same in every lane of the warp (e.g. ``warp_idx()``).
+
+    The value is returned as it is: the compiler's uniformity analysis sees through the index arithmetic.
+    """
+    if not isinstance(value, (TracedInt, int)) or type(value) is bool:
+        raise TraceError(locate(f"make_warp_uniform takes an integer (a traced Int32 or an int), got {value!r}"))
+    return value
 
 
 @contextlib.contextmanager
@@ -111,11 +179,22 @@ def sync_threads():
         b.mlir.nvvm.barrier()
 
 
-def cluster_arrive(relaxed=False):
+def cluster_arrive(relaxed=False, *, aligned=True):
     """``barrier.cluster.arrive[.relaxed].aligned``: this thread arrives on the cluster barrier (every
-    thread of every block of the cluster must arrive before ``cluster_wait`` returns)."""
+    thread of every block of the cluster must arrive before ``cluster_wait`` returns).
+
+    ``aligned``: every thread of the warp executes it (the only form emitted; ``False`` is rejected).
+    """
+    if aligned not in (True, None):
+        raise TraceError(locate(f"cluster_arrive: only the .aligned form is supported (every thread of the warp "
+                                f"arrives), got aligned={aligned!r}"))
     with current().at_end():
         md.cluster_arrive(relaxed=bool(relaxed))
+
+
+def cluster_arrive_relaxed(*, aligned=True):
+    """``barrier.cluster.arrive.relaxed.aligned``: :func:`cluster_arrive` without release ordering."""
+    cluster_arrive(True, aligned=aligned)
 
 
 def cluster_wait():
@@ -146,34 +225,35 @@ def cp_async_wait_group(n=0):
         md.cp_async_wait_group(n)
 
 
-def _bar(mbar):
-    return pointer_value(mbar, "the mbarrier")
+def _bar(mbar, what="mbarrier"):
+    check_mbarrier_pointer(mbar, what)
+    return pointer_value(mbar, f"{what}: the mbarrier")
 
 
 def mbarrier_init(mbar, count=1):
     """Initialise the mbarrier at ``mbar`` for ``count`` arrivals per phase."""
-    p, c = _bar(mbar), as_value(count)
+    p, c = _bar(mbar, "mbarrier_init"), as_value(count)
     with current().at_end():
         md.mbarrier_init(p, c)
 
 
 def mbarrier_arrive(mbar):
     """Arrive on the mbarrier at ``mbar``."""
-    p = _bar(mbar)
+    p = _bar(mbar, "mbarrier_arrive")
     with current().at_end():
         md.mbarrier_arrive(p)
 
 
 def mbarrier_arrive_and_expect_tx(mbar, nbytes):
     """Arrive on ``mbar`` and expect ``nbytes`` more bytes of transactions (TMA loads) in this phase."""
-    p, n = _bar(mbar), as_value(nbytes)
+    p, n = _bar(mbar, "mbarrier_arrive_and_expect_tx"), as_value(nbytes)
     with current().at_end():
         md.mbarrier_arrive_expect_tx(p, n)
 
 
 def mbarrier_expect_tx(mbar, nbytes):
     """Expect ``nbytes`` more bytes of transactions on ``mbar`` without arriving."""
-    p, n = _bar(mbar), as_value(nbytes)
+    p, n = _bar(mbar, "mbarrier_expect_tx"), as_value(nbytes)
     with current().at_end():
         md.mbarrier_expect_tx(p, n)
 
@@ -182,14 +262,14 @@ def mbarrier_wait(mbar, phase):
     """Wait until the phase of parity ``phase`` (0/1, static or traced) of ``mbar`` has completed."""
     if type(phase) is int and phase not in (0, 1):
         raise TraceError(locate(f"an mbarrier phase parity is 0 or 1, got {phase}"))
-    p, ph = _bar(mbar), as_value(phase)
+    p, ph = _bar(mbar, "mbarrier_wait"), as_value(phase)
     with current().at_end():
         md.mbarrier_wait_parity(p, ph)
 
 
 def mbarrier_try_wait(mbar, phase):
     """A run-time condition: whether the phase of parity ``phase`` of ``mbar`` has completed (one test)."""
-    p, ph = _bar(mbar), as_value(phase)
+    p, ph = _bar(mbar, "mbarrier_try_wait"), as_value(phase)
     with current().at_end():
         return TracedBool(md.mbarrier_try_wait_parity(p, ph).done)
 

@@ -220,14 +220,29 @@ def _shuffle(kind, value, lane, mask, width, name):
         return TracedInt(arith.OrIOp(hi64, lo64).result, 64, value.nonneg)
 
 
-def shuffle_sync(value, src_lane, mask=FULL_MASK, width=WARP_SIZE):
-    """``shfl.sync.idx.b32``: ``value`` of lane ``src_lane`` of this lane's ``width``-lane segment.
+def shuffle_sync(value, offset, mask=FULL_MASK, mask_and_clamp=WARP_SIZE - 1, *, width=None):
+    """``shfl.sync.idx.b32``: ``value`` of lane ``offset`` (the source lane) of this lane's ``width``-lane segment.
 
     ``value`` is a traced Int32/Int64 (an i64 moves as two 32-bit shuffles), a Float32, or a static
-    int (shuffled as an Int32); ``width`` is a static power of two in 1..32 and a static ``src_lane``
-    lies in [0, width). The result has ``value``'s type.
+    int (shuffled as an Int32); ``width`` (keyword) is a static power of two in 1..32 and a static
+    ``offset`` lies in [0, width). The result has ``value``'s type. ``mask_and_clamp`` is the CuTe
+    DSL's packed form of the segment, ``((32 - width) << 8) | 31``; give one of the two.
     """
-    return _shuffle("idx", value, src_lane, mask, width, "shuffle_sync")
+    if width is None:
+        width = _width_of_clamp(mask_and_clamp, "shuffle_sync")
+    elif mask_and_clamp != WARP_SIZE - 1:
+        raise TraceError(locate("shuffle_sync: give width= or mask_and_clamp=, not both"))
+    return _shuffle("idx", value, offset, mask, width, "shuffle_sync")
+
+
+def _width_of_clamp(mask_and_clamp, name):
+    """The segment width that ``mask_and_clamp`` (``((32 - width) << 8) | 31``) packs; ``TraceError`` otherwise."""
+    c = _static_int(mask_and_clamp, f"{name}: mask_and_clamp", "((32 - width) << 8) | 31")
+    width = WARP_SIZE - (c >> 8)
+    if c & 0xFF != WARP_SIZE - 1 or c >> 8 > WARP_SIZE - 1 or width & (width - 1):
+        raise TraceError(locate(f"{name}: mask_and_clamp must be ((32 - width) << 8) | 31 for a power-of-two width "
+                                f"in 1..32, got {c:#x}"))
+    return width
 
 
 def shuffle_up_sync(value, delta, mask=FULL_MASK, width=WARP_SIZE):
@@ -515,11 +530,9 @@ stg32, stg64, stg128, stg256 = (_sized_stg(n) for n in ACCESS_BITS)
 
 
 def _smem_bar(mbar, name):
-    if isinstance(mbar, Pointer) and mbar.memspace is not AddressSpace.smem:
-        raise TraceError(locate(f"{name}: the mbarrier must be in shared memory, got a {mbar.memspace.name} "
-                                f"pointer {mbar!r}"))
-    if isinstance(mbar, Pointer) and mbar.alignment < 8:
-        raise TraceError(locate(f"{name}: an mbarrier is 8-byte aligned, got alignment {mbar.alignment}"))
+    from .smem import check_mbarrier_pointer
+
+    check_mbarrier_pointer(mbar, name)
     p = pointer_value(mbar, f"{name}: the mbarrier")
     if str(p.type) != "!llvm.ptr<3>":
         raise TraceError(locate(f"{name}: the mbarrier must be a shared-memory pointer, got type {p.type}"))

@@ -2,15 +2,24 @@
 
 A :class:`KernelBuilder` is active while a ``@cute_py.kernel`` function runs (``current()``).
 Every op is built at the end of the current block, with the user's ``file:line`` as its
-location. Control flow uses LLVM-dialect blocks and branches (``cf``/``scf`` cannot be
-lowered inside a ``gpu.module`` by the pipeline of ``mlir_dialects``).
+location; a rule of the ``cute_nvgpu`` dialect that an op breaks while it is built is raised as
+a :class:`TraceError` at that line. Control flow uses LLVM-dialect blocks and branches
+(``cf``/``scf`` cannot be lowered inside a ``gpu.module`` by the pipeline of ``mlir_dialects``).
+
+**Scopes.** The kernel body and the body of each run-time loop or branch are :class:`Scope` s.
+Every traced value records the scope open when it was made (``values``), and a scope is closed
+when its construct ends: a value made inside a run-time loop or branch is only defined there
+(it depends on the iteration, or on whether the branch ran), so using it after the construct
+raises a :class:`TraceError` that names where it came from and how to carry it out.
 """
 
 import contextlib
 
+from . import deps as _deps
 from .errors import TraceError, locate, user_location
 
-__all__ = ["KernelBuilder", "current", "active", "pointer_value", "DESC_PARAM", "SMEM_SYMBOL", "SMEM_BASE_ALIGN"]
+__all__ = ["KernelBuilder", "Scope", "current", "active", "current_scope", "pointer_value", "DESC_PARAM",
+           "SMEM_SYMBOL", "SMEM_BASE_ALIGN"]
 
 # a TMA descriptor passed by value: 128 bytes, 64-byte aligned, read in place (__grid_constant__)
 DESC_PARAM = "!llvm.ptr {llvm.byval = !llvm.array<16 x i64>, llvm.align = 64 : i64, nvvm.grid_constant}"
@@ -30,6 +39,28 @@ def current():
 def active():
     """The active builder or ``None``."""
     return _stack[-1] if _stack else None
+
+
+def current_scope():
+    """The innermost open :class:`Scope` of the kernel being traced (``None`` outside a kernel)."""
+    return _stack[-1].scope if _stack else None
+
+
+class Scope:
+    """A run-time region of a kernel: the kernel body, or the body of a run-time loop or branch.
+
+    ``kind`` names the construct (``"cute_py.range loop"``, ``"if_ branch"``...), ``file``/``line``
+    where it starts, ``parent`` the scope around it; ``open`` is true until the construct ends.
+    """
+
+    __slots__ = ("kind", "file", "line", "parent", "open")
+
+    def __init__(self, kind, file, line, parent):
+        self.kind, self.file, self.line, self.parent = kind, file, line, parent
+        self.open = True
+
+    def __repr__(self):
+        return f"Scope({self.kind} at {self.file}:{self.line}, {'open' if self.open else 'closed'})"
 
 
 class KernelBuilder:
@@ -52,6 +83,8 @@ class KernelBuilder:
         self.block = entry
         self.params = list(entry.arguments)
         self.open_regions = []  # (kind, file, line) of loops / ifs not closed yet
+        self.scope = Scope("kernel", "<kernel>", 0, None)  # the innermost open run-time scope
+        self.launch = None  # the launch being traced (grid, block, cluster are static)
         self._i32 = ir.IntegerType.get_signless(32)
         self._smem_base = None
         self.locations = {}
@@ -74,19 +107,47 @@ class KernelBuilder:
         return None
 
     # -- where ops go -------------------------------------------------------------------------
-    def loc(self):
-        f, line = user_location()
-        key = (f, line)
+    def loc(self, where=None):
+        """The MLIR location of ``where`` (``(file, line)``; default: the user's current line)."""
+        key = where or user_location()
         loc = self.locations.get(key)
         if loc is None:
-            loc = self.locations[key] = self.ir.Location.file(f, line, 0)
+            loc = self.locations[key] = self.ir.Location.file(key[0], key[1], 0)
         return loc
 
     @contextlib.contextmanager
     def at_end(self):
-        """Build ops at the end of the current block, located at the user's line."""
-        with self.ir.InsertionPoint(self.block), self.loc():
-            yield
+        """Build ops at the end of the current block, located at the user's line; the body must call no user code
+        (it is not recorded in the compile's dependencies).
+
+        A dialect rule broken by an op built here (``mlir_dialects.DialectError``) becomes a
+        :class:`TraceError` that starts with the user's ``file:line``.
+        """
+        from mlir_dialects.errors import DialectError
+
+        where = user_location()
+        paused = _deps.pause()  # op builders call no user code: not recorded (see deps)
+        try:
+            with self.ir.InsertionPoint(self.block), self.loc(where):
+                try:
+                    yield
+                except DialectError as e:
+                    raise TraceError(f"{where[0]}:{where[1]}: {e}") from None
+        finally:
+            _deps.resume(paused)
+
+    # -- run-time scopes ----------------------------------------------------------------------
+    def push_scope(self, kind, file, line):
+        """Open the scope of a run-time loop or branch body (inside the current scope)."""
+        self.scope = Scope(kind, file, line, self.scope)
+        return self.scope
+
+    def pop_scope(self, scope):
+        """Close ``scope`` (the innermost one): values made in it can no longer be used."""
+        if scope is not self.scope:  # pragma: no cover - the constructs close their scopes in order
+            raise TraceError(f"internal error: closing {scope!r}, but the innermost scope is {self.scope!r}")
+        scope.open = False
+        self.scope = scope.parent
 
     def new_block(self, *arg_types):
         return self.region.blocks.append(*arg_types)
@@ -128,6 +189,10 @@ class KernelBuilder:
 
     def __exit__(self, *exc):
         _stack.pop()
+        scope = self.scope
+        while scope is not None:  # the kernel is done: none of its values can be used by another one
+            scope.open = False
+            scope = scope.parent
         return False
 
     def finish(self):
@@ -138,6 +203,7 @@ class KernelBuilder:
                              f"or exception inside a run-time loop/branch is not supported)")
         with self.at_end():
             self.mlir.llvm.ReturnOp()
+        self.scope.open = False  # values of this kernel cannot be used by another one
 
 
 def pointer_value(ptr, what="pointer"):

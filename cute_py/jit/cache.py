@@ -1,22 +1,29 @@
-"""The compile cache: in memory, and on disk under ``CUTE_PY_CACHE_DIR`` (default ``~/.cache/cute_py``).
+"""The compile cache on disk, under ``CUTE_PY_CACHE_DIR`` (default ``~/.cache/cute_py``).
 
-An entry is ``<key>.json`` (metadata: kernel names and shared-memory sizes, the SHA-256 of the
-cubin, the hashes of the kernels' source files) next to ``<key>.cubin`` and ``<key>.ptx``. Files
-are written to a temporary name and renamed (atomic); the JSON is written last and is the
-commit point. Reading never trusts an entry: a missing, unparsable or mismatching entry (bad
-hash, not an ELF, other format version) reads as a miss and the kernel is recompiled.
-``CUTE_PY_CACHE_DIR=`` (empty) turns the disk cache off.
+An entry is ``<key>.json`` (the metadata) next to ``<key>.cubin`` and ``<key>.ptx``. The metadata
+holds the kernels' names and shared-memory sizes, the entry's dependency manifest (``deps``: the
+source files and module values its traces used), the SHA-256 of the cubin and of the PTX, and the
+SHA-256 of the metadata itself. Files are written to a temporary name and renamed (atomic); the
+JSON is written last and is the commit point.
+
+Reading never trusts an entry: every file is checked against its checksum, the metadata against
+its own (so an edited shared-memory size is caught), its shape against the format, and a JSON
+too large or too deeply nested to parse is a miss like any other bad entry; a missing,
+unparsable or mismatching entry reads as a miss and the kernel is compiled (and the entry
+rewritten). ``CUTE_PY_CACHE_DIR=`` (empty) turns the disk cache off.
 """
 
 import hashlib
 import json
 import os
+import sys
 import tempfile
 
-__all__ = ["FORMAT", "cache_dir", "library_fingerprint", "read_entry", "write_entry", "stats"]
+__all__ = ["FORMAT", "cache_dir", "library_fingerprint", "read_entry", "write_entry", "stats", "MAX_META_BYTES"]
 
-FORMAT = 1
-stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "disk_rejects": 0}
+FORMAT = 2
+MAX_META_BYTES = 4 << 20  # a metadata file larger than this is not an entry of ours
+stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "disk_rejects": 0, "disk_stale": 0}
 _FINGERPRINT = []
 
 
@@ -28,13 +35,22 @@ def cache_dir():
     return d or None
 
 
+def _nvjitlink_wheel_library():
+    """The path of the nvJitLink library of the pip wheel, if installed (see ``mlir_dialects.assembler``)."""
+    from mlir_dialects.assembler import wheel_library
+
+    return wheel_library()
+
+
 def library_fingerprint():
     """A hash of everything in the libraries that changes generated code: the source files of cute_py and
     mlir_dialects (path, size and modification time: reading them all would cost ~15 ms per process),
-    and the installations of numba-cuda-mlir, cuda-bindings and nvJitLink (location and time)."""
+    the Python version, the MLIR bindings chosen, and the installations of numba-cuda-mlir, cuda-bindings
+    and nvJitLink (location, size and time)."""
     if _FINGERPRINT:
         return _FINGERPRINT[0]
-    h = hashlib.sha256(f"format={FORMAT}".encode())
+    h = hashlib.sha256(f"format={FORMAT};python={sys.version};"
+                       f"bindings={os.environ.get('MLIR_DIALECTS_BINDINGS', '')}\0".encode())
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for root in (here, os.path.join(os.path.dirname(here), "mlir_dialects")):
         for dirpath, dirnames, files in sorted(os.walk(root)):
@@ -48,13 +64,16 @@ def library_fingerprint():
 
     # the installed numba-cuda-mlir, cuda-bindings and nvJitLink, by location and install time
     # (importlib.metadata would cost ~20 ms of imports per process)
-    for name in ("numba_cuda_mlir", "cuda.bindings", "nvidia.nvjitlink"):
+    wheres = []
+    for name in ("numba_cuda_mlir", "cuda.bindings"):
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
-        where = None if spec is None else (spec.origin if spec.origin not in (None, "namespace")
-                                           else next(iter(spec.submodule_search_locations or []), None))
+        wheres.append((name, None if spec is None else (spec.origin if spec.origin not in (None, "namespace")
+                                                         else next(iter(spec.submodule_search_locations or []), None))))
+    wheres.append(("libnvJitLink", _nvjitlink_wheel_library()))
+    for name, where in wheres:
         try:
             st = os.stat(where) if where else None
         except OSError:
@@ -70,37 +89,50 @@ def _paths(key):
     return base + ".json", base + ".cubin", base + ".ptx"
 
 
+def _meta_digest(meta):
+    """The SHA-256 of the metadata without its own checksum (canonical JSON)."""
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _valid_meta(meta, key):
+    return (isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("key") == key
+            and isinstance(meta.get("kernels"), dict) and meta["kernels"]
+            and all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in meta["kernels"].items())
+            and isinstance(meta.get("deps"), dict)
+            and isinstance(meta.get("cubin_sha256"), str) and isinstance(meta.get("ptx_sha256"), str)
+            and meta.get("meta_sha256") == _meta_digest(meta))
+
+
 def read_entry(key):
-    """``(meta, cubin)`` of a valid entry, or ``None`` (missing or corrupt: the caller recompiles)."""
+    """``(meta, cubin, ptx)`` of an entry whose every file checks out, or ``None`` (missing or bad: the caller
+    compiles and rewrites it). Never raises."""
     if cache_dir() is None:
         return None
-    meta_path, cubin_path, _ = _paths(key)
+    meta_path, cubin_path, ptx_path = _paths(key)
     try:
-        with open(meta_path, encoding="utf-8") as f:
-            meta = json.load(f)
+        with open(meta_path, "rb") as f:
+            raw = f.read(MAX_META_BYTES + 1)
         with open(cubin_path, "rb") as f:
             cubin = f.read()
-    except (OSError, ValueError):
+        with open(ptx_path, "rb") as f:
+            ptx = f.read()
+    except OSError:
         return None
-    ok = (isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("key") == key
-          and isinstance(meta.get("kernels"), dict)
-          and all(isinstance(k, str) and type(v) is int for k, v in meta["kernels"].items())
-          and cubin[:4] == b"\x7fELF" and hashlib.sha256(cubin).hexdigest() == meta.get("cubin_sha256"))
+    try:
+        if len(raw) > MAX_META_BYTES:
+            raise ValueError("metadata too large")
+        meta = json.loads(raw.decode("utf-8"))
+        ok = (_valid_meta(meta, key) and cubin[:4] == b"\x7fELF"
+              and hashlib.sha256(cubin).hexdigest() == meta["cubin_sha256"]
+              and hashlib.sha256(ptx).hexdigest() == meta["ptx_sha256"])
+        text = ptx.decode("utf-8") if ok else None
+    except (ValueError, TypeError, RecursionError, MemoryError, UnicodeDecodeError):
+        ok = False  # unparsable, too deep, or not text
     if not ok:
         stats["disk_rejects"] += 1
         return None
-    return meta, cubin
-
-
-def read_ptx(key):
-    """The PTX stored with an entry, or ``None``."""
-    if cache_dir() is None:
-        return None
-    try:
-        with open(_paths(key)[2], encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        return None
+    return meta, cubin, text
 
 
 def _atomic_write(path, data):
@@ -124,10 +156,13 @@ def write_entry(key, meta, cubin, ptx):
     if cache_dir() is None:
         return False
     meta_path, cubin_path, ptx_path = _paths(key)
-    meta = dict(meta, format=FORMAT, key=key, cubin_sha256=hashlib.sha256(cubin).hexdigest())
+    data = ptx.encode()
+    meta = dict(meta, format=FORMAT, key=key, cubin_sha256=hashlib.sha256(cubin).hexdigest(),
+                ptx_sha256=hashlib.sha256(data).hexdigest())
+    meta["meta_sha256"] = _meta_digest(meta)
     try:
         _atomic_write(cubin_path, cubin)
-        _atomic_write(ptx_path, ptx.encode())
+        _atomic_write(ptx_path, data)
         _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
     except OSError:
         return False

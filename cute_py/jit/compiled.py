@@ -9,7 +9,6 @@ loaded (function handle, dimensions, parameter-array address): a call whose argu
 did not change costs the argument checks and one ``cuLaunchKernel``.
 """
 
-from . import cache as _cache
 from .args import array_spec
 from .errors import ArgumentError
 from .values import RuntimeScalar
@@ -49,9 +48,7 @@ class Compiled:
     @property
     def ptx(self):
         if self._ptx is None:
-            self._ptx = (_cache.read_ptx(self.key) if self.key else None)
-            if self._ptx is None:
-                self._mlir, self._ptx, _, _ = _rebuild(self.launches)
+            self._mlir, self._ptx, _, _ = _rebuild(self.launches)
         return self._ptx
 
     @property
@@ -67,7 +64,8 @@ class Compiled:
     def _load(self):
         from . import launch as _launch
 
-        _, self._funcs = _launch.load_module(self.cubin, self.smem)
+        non_portable = {ln.name for ln in self.launches if ln.non_portable_cluster}
+        _, self._funcs = _launch.load_module(self.cubin, self.smem, non_portable)
         self._blocks = [_launch.ParamBlock([k for k, _ in ln.params]) for ln in self.launches]
         d = _launch.driver()
         self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS

@@ -44,6 +44,14 @@ it to LLVM's heuristics (which usually unroll small loops by 4 or 8). ``unroll=T
 with static bounds unrolls at trace time: the body is traced once per iteration with a
 Python-int index, and carried values pass from one traced body to the next directly.
 
+**Scopes.** The body of a run-time loop or branch is a scope (see ``builder``): a traced value
+made in it (the loop index included) cannot be used once the loop or branch has ended, since
+it has no single value there; such a use raises :class:`TraceError` naming the variable and the
+construct, instead of compiling to the value of one iteration (or to an MLIR dominance error).
+Values made before the construct, carried values (``loop.result``, ``br.result``) and values of
+trace-time unrolled loops (``unroll="full"``, ``range_constexpr``, Python's ``range``) can be
+used anywhere after them.
+
 A ``break``/``return``/exception inside a loop body, or an exception inside a branch, leaves
 the loop/branch unfinished and raises :class:`TraceError` when the kernel is finished. A
 ``return`` inside a branch's ``with`` body cannot be detected: it closes the branch and stops
@@ -193,6 +201,8 @@ def _check_direct_call(depth, values, kinds, what, call, body):
     _check_count(values, kinds, what, call)
     for j, (v, k) in enumerate(zip(values, kinds)):
         _check_value(v, k, f"{what} {call}", j)
+        if isinstance(v, (TracedInt, TracedBool, TracedFloat)):
+            v.ir  # noqa: B018 - a value whose scope has ended raises here, at the user's call
     return b
 
 
@@ -372,10 +382,12 @@ class Loop:
         with b.at_end():
             llvm.BrOp([start_v, *(v.ir for v in values)], header)
         b.set_block(header)
-        iv = TracedInt(header.arguments[0], width, nonneg)
-        carried = tuple(_wrap(header.arguments[1 + j], k) for j, k in enumerate(kinds))
         stop_nonneg = (type(stop) is int and stop >= 0) or getattr(stop, "nonneg", False)
         bound = TracedInt(stop_v, width, stop_nonneg)
+        # the index and the carried values are the loop's own: they exist only inside it
+        scope = b.push_scope("cute_py.range loop", f, line)
+        iv = TracedInt(header.arguments[0], width, nonneg)
+        carried = tuple(_wrap(header.arguments[1 + j], k) for j, k in enumerate(kinds))
         cond = (iv < bound) if step > 0 else (iv > bound)
         with b.at_end():
             llvm.CondBrOp(cond.ir, [], list(header.arguments)[1:], body, exit_)
@@ -383,10 +395,11 @@ class Loop:
         self._enter_body(b, f, line)
         yield self._item(iv, carried)
         nxt = self._leave_body(b)
-        # the body was traced: step and branch back
+        # the body was traced: step and branch back (inside the loop's scope), then leave it
         step_v = as_value(iv + step, width)
         with b.at_end():
             llvm.BrOp([step_v, *(v.ir for v in nxt)], header, loop_annotation=_unroll_annotation(b, unroll))
+        b.pop_scope(scope)
         b.set_block(exit_)
         return tuple(_wrap(a, k) for a, k in zip(exit_.arguments, kinds))
 
@@ -436,6 +449,7 @@ class Branch:
         self._state = "new"
         self._set = None
         self._depth = None
+        self._scope = None
         self._initial_ir = ()
         self._result = ()
 
@@ -503,6 +517,7 @@ class Branch:
 
     def _open(self, b, kind, state):
         b.open_regions.append((kind, *self._where))
+        self._scope = b.push_scope(kind, *self._where)
         self._depth = len(b.open_regions)
         self._state = state
         self._set = None
@@ -514,6 +529,7 @@ class Branch:
         with b.at_end():
             b.mlir.llvm.BrOp(list(self._set or ()), self._merge)
         b.open_regions.pop()
+        b.pop_scope(self._scope)
         b.set_block(self._merge)
         self._result = tuple(_wrap(a, k) for a, k in zip(self._merge.arguments, self._kinds or ()))
         self._state = state

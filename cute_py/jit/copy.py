@@ -186,6 +186,9 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
         if tma_bar_ptr is None:
             raise TraceError(locate("a TMA load needs tma_bar_ptr= (the mbarrier its bytes complete)"))
         gmem, smem = src, dst
+        from .smem import check_mbarrier_pointer
+
+        check_mbarrier_pointer(tma_bar_ptr, "copy: tma_bar_ptr")
         bar = pointer_value(tma_bar_ptr, "tma_bar_ptr")
         mask = None
         if mcast_mask is not None:

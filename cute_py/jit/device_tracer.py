@@ -8,10 +8,11 @@ device); TMA instructions take descriptors by generic address.
 
 from ..errors import CuteError
 from ..nvgpu.cpasync import LoadCacheMode, TmaCopyAtom
-from ..nvgpu.tma import make_tma_desc
+from ..nvgpu.tma_box import make_tma_desc
 from ..pointer import AddressSpace, Pointer
 from .builder import current, pointer_value
 from .errors import TraceError, locate
+from .smem import check_mbarrier_pointer
 from .values import TracedBool, as_value, select
 
 import mlir_dialects as md
@@ -146,6 +147,7 @@ class KernelTracer:
     def _tma_load(self, b, desc, mbar, smem, crd, mcast_mask=None, cache_hint=None):
         d = descriptor_value(b, desc)
         coords = [as_value(c, 32) for c in crd]
+        check_mbarrier_pointer(mbar, "tma_load: mbar")
         sp, bar = pointer_value(smem, "smem_ptr"), pointer_value(mbar, "mbar")
         mask = None if mcast_mask is None else as_value(mcast_mask, 16)
         hint = None if cache_hint is None else as_value(cache_hint, 64)

@@ -10,7 +10,7 @@ import sys
 from ..errors import CuteError
 
 __all__ = ["JitError", "TraceError", "ArgumentError", "CompileError", "LaunchError", "CacheError",
-           "user_frame", "user_location", "locate"]
+           "user_frame", "user_location", "locate", "is_user_file"]
 
 _PKG_DIRS = tuple(os.path.dirname(os.path.dirname(os.path.abspath(p))) + os.sep
                   for p in (__file__,))  # .../cute_py/
@@ -51,15 +51,41 @@ def _is_library(filename):
     return False
 
 
+def _stdlib_dir():
+    import sysconfig
+
+    return os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
+
+
+_STDLIB = _stdlib_dir()
+
+
 def user_frame():
-    """The innermost frame of user code (outside cute_py and mlir_dialects), or ``None``."""
+    """The innermost frame of user code (outside cute_py, mlir_dialects and Python's standard library, whose
+    ``contextlib`` runs the library's ``with`` blocks), or ``None``."""
     frame = sys._getframe(1)
+    known = _USER_FILES
     while frame is not None:
         name = frame.f_code.co_filename
-        if not _is_library(name) and not name.startswith("<frozen"):
+        user = known.get(name)
+        if user is None:
+            user = is_user_file(name)
+        if user:
             return frame
         frame = frame.f_back
     return None
+
+
+_USER_FILES = {}  # file name -> is_user_file (a trace asks for the same few files many times)
+
+
+def is_user_file(filename):
+    """Whether code of ``filename`` is the user's: not cute_py's, mlir_dialects', frozen, or Python's stdlib."""
+    known = _USER_FILES.get(filename)
+    if known is None:
+        known = _USER_FILES[filename] = not (_is_library(filename) or filename.startswith("<frozen")
+                                              or filename.startswith(_STDLIB))
+    return known
 
 
 def user_location():

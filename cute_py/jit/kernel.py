@@ -3,17 +3,28 @@
 A ``@jit`` host function runs in Python once per specialisation (argument dtypes, shapes,
 strides and alignments, the kinds of run-time scalars, the static values): device arrays
 are tensors over tagged addresses (``args``), and each ``kernel(...).launch(...)`` it makes
-is recorded. Each launched ``@kernel`` is then traced into one ``llvm.func`` of a
-``gpu.module`` (its TMA atoms, gmem tensors and run-time scalars become parameters; every
-other argument is static), compiled to PTX and a cubin, and cached (``cache``). The result,
-a :class:`Compiled`, replays the recorded launches with the real addresses of new
-arguments of the same specialisation: TMA descriptors are encoded for them on the host.
+is recorded, its configuration checked against the hardware's limits (``limits``). Each
+launched ``@kernel`` is then traced into one ``llvm.func`` of a ``gpu.module`` (its TMA atoms,
+gmem tensors and run-time scalars become parameters; every other argument is static),
+compiled to PTX and a cubin, and cached. The result, a :class:`Compiled`, replays the
+recorded launches with the real addresses of new arguments of the same specialisation: TMA
+descriptors are encoded for them on the host.
+
+**The disk cache** (``cache``) is keyed by the library's fingerprint, the jit function (its code,
+closure and defaults, ``deps.value_key``), the specialisation, and each recorded launch (the
+kernel's code and closure, its static arguments, grid, block, cluster and shared memory): what
+the host trace produced. The kernel traces are not run to look an entry up: instead each entry
+stores the manifest of the code both traces ran and the module values it read (``deps``), and is
+used only while that manifest still holds; otherwise the kernels are compiled again.
+
+A Python ``list`` of numbers is not accepted as an argument (of a jit function or a kernel): it
+is not device memory, and a kernel that writes to it changes only the list while it is traced
+(the launched kernel does nothing); pass device arrays for data, tuples for constants.
 """
 
 import functools
 import hashlib
 import inspect
-import marshal
 import os
 import sys
 import time
@@ -26,9 +37,11 @@ from ..tensor import Tensor
 from ..valued import ValuedInt
 from . import builder as _builder
 from . import cache as _cache
+from . import deps as _deps
+from . import limits as _limits
 from .args import SCALAR_TYPES, TAG_SHIFT, array_spec, host_tensor, is_device_array, untag
 from .compiled import Compiled, SpecMismatch as _SpecMismatch
-from .errors import ArgumentError, CompileError, JitError, TraceError, _is_library, locate
+from .errors import ArgumentError, CompileError, JitError, TraceError, is_user_file, locate, user_location
 from .values import RuntimeScalar, TracedFloat, TracedInt
 
 __all__ = ["kernel", "jit", "compile", "Compiled", "KernelFunction", "JitFunction"]
@@ -45,7 +58,8 @@ def _log(msg):
 
 
 class KernelFunction:
-    """A ``@cute_py.kernel`` device function; ``k(*args).launch(grid=, block=, cluster=, smem=)`` inside a jit function."""
+    """A ``@cute_py.kernel`` device function; ``k(*args).launch(grid=, block=, cluster=, smem=,
+    non_portable_cluster=)`` inside a jit function. A kernel returns nothing (``TraceError`` otherwise)."""
 
     def __init__(self, fn):
         self.fn = fn
@@ -69,14 +83,38 @@ class KernelCall:
     def __init__(self, kernel_fn, args, kwargs):
         self.kernel, self.args, self.kwargs = kernel_fn, args, kwargs
 
-    def launch(self, *, grid, block, cluster=(1, 1, 1), smem=None):
+    def launch(self, *, grid, block, cluster=(1, 1, 1), smem=None, non_portable_cluster=False):
         """Record a launch of ``grid`` blocks of ``block`` threads (1-3 static ints each), in clusters of
-        ``cluster`` blocks, with ``smem`` bytes of dynamic shared memory (default: what the kernel allocates)."""
+        ``cluster`` blocks, with ``smem`` bytes of dynamic shared memory (default: what the kernel allocates).
+
+        The configuration must fit sm_90 (see :mod:`cute_py.jit.limits`); ``non_portable_cluster=True``
+        allows clusters of 9 to 16 CTAs. ``ArgumentError`` at this line otherwise.
+        """
         host = _hosts[-1]
         dims = [_dim3(v, what) for v, what in ((grid, "grid"), (block, "block"), (cluster, "cluster"))]
         if smem is not None and (type(smem) is not int or smem < 0):
             raise ArgumentError(locate(f"smem must be a non-negative int number of bytes, got {smem!r}"))
-        host.launches.append(_Launch(self, *dims, smem, len(host.launches)))
+        if type(non_portable_cluster) is not bool:
+            raise ArgumentError(locate(f"non_portable_cluster must be True or False, got {non_portable_cluster!r}"))
+        _limits.check_launch(*dims, smem, non_portable_cluster)
+        _limits.check_multicast(_tma_atoms(self.args, self.kwargs), dims[2])
+        host.launches.append(_Launch(self, *dims, smem, len(host.launches), non_portable_cluster, user_location()))
+
+
+def _tma_atoms(args, kwargs):
+    """``(where, atom)`` of every TMA atom among a kernel's arguments (inside tuples and lists too)."""
+    out = []
+
+    def walk(x, where):
+        if isinstance(x, TmaCopyAtom):
+            out.append((where, x))
+        elif type(x) in (tuple, list):
+            for j, e in enumerate(x):
+                walk(e, f"{where}[{j}]")
+
+    for pos, a in list(enumerate(args)) + sorted(kwargs.items()):
+        walk(a, f"kernel argument {pos!r}")
+    return out
 
 
 def _dim3(v, what):
@@ -94,8 +132,10 @@ def _dim3(v, what):
 
 
 class _Launch:
-    def __init__(self, call, grid, block, cluster, smem, index):
+    def __init__(self, call, grid, block, cluster, smem, index, non_portable_cluster=False, where=("<unknown>", 0)):
         self.call, self.grid, self.block, self.cluster, self.smem = call, grid, block, cluster, smem
+        self.non_portable_cluster = non_portable_cluster and cluster[0] * cluster[1] * cluster[2] > 8
+        self.where = where  # (file, line) of the launch in the user's code
         self.name = f"{call.kernel.fn.__name__}_{index}"
         self.params = []  # (kind, source) per kernel parameter
         self.kernel_args = []  # (position or name, classification)
@@ -111,6 +151,8 @@ def _classify(a, params):
         subs = [_classify(x, params) for x in a]
         if len(params) > mark:
             return "tuple", (type(a), subs)
+        if _number_list(a):
+            raise ArgumentError(locate(_list_message(f"a kernel argument is the Python list {_short(a)}")))
         return "static", a
     if isinstance(a, TmaCopyAtom):
         where = untag(a.descriptor.global_address)
@@ -132,6 +174,28 @@ def _classify(a, params):
     if is_device_array(a):
         raise ArgumentError(locate("pass device arrays to the jit function; a kernel gets them as tensors"))
     return "static", a
+
+
+def _short(x, n=60):
+    text = repr(x)
+    return text if len(text) <= n else text[:n] + "...]"
+
+
+def _list_message(what):
+    return (f"{what}: a list is not device memory (a kernel writing to it would change the list only while it "
+            f"is traced, and the launched kernel would do nothing); pass a device array (torch, cupy, DLPack) "
+            f"for data a kernel reads or writes, or a tuple for compile-time constants")
+
+
+def _holds_numbers(x):
+    return type(x) in (int, float, bool, complex) or (type(x) in (tuple, list) and any(_holds_numbers(e) for e in x))
+
+
+def _number_list(x):
+    """Whether ``x`` is (or a tuple holds) a list of numbers: data a device array should hold."""
+    if type(x) is list:
+        return _holds_numbers(x)
+    return type(x) is tuple and any(_number_list(e) for e in x)
 
 
 _PARAM_TYPES = {"desc": _builder.DESC_PARAM, "ptr": "!llvm.ptr<1>", "Int32": "i32", "Int64": "i64", "Float32": "f32"}
@@ -185,7 +249,7 @@ class JitFunction:
                 self._source = hashlib.sha256(f.read()).hexdigest()
         except (OSError, TypeError):  # no source file (a REPL, exec): the compiled code itself
             code = getattr(fn, "__code__", None)
-            self._source = hashlib.sha256(marshal.dumps(code)).hexdigest() if code is not None else repr(fn)
+            self._source = _deps.code_digest(code) if code is not None else repr(fn)
         self._compiled = {}
         self._last = None  # (Compiled, [(index, static value)], number of arguments) of the last call
 
@@ -209,6 +273,11 @@ class JitFunction:
                 key.append(("T",) + tuple(spec))
                 sources.append(("tensor", spec))
             else:
+                if _number_list(a):
+                    raise ArgumentError(locate(_list_message(f"argument {i} of {self.fn.__name__} is the Python "
+                                                             f"list {_short(a)}" if type(a) is list else
+                                                             f"argument {i} of {self.fn.__name__} holds a Python "
+                                                             f"list ({_short(a)})")))
                 host.append(a)
                 key.append(("C", _static_key(a)))
                 sources.append(("static", None))
@@ -263,7 +332,7 @@ def _located(e):
     msg = str(e)
     tb, where = e.__traceback__, None
     while tb is not None:
-        if not _is_library(tb.tb_frame.f_code.co_filename):
+        if is_user_file(tb.tb_frame.f_code.co_filename):
             where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     if where is None or msg.startswith(where.split(":")[0]):
@@ -275,39 +344,40 @@ def _located(e):
     return new
 
 
-def _closure_key(fn):
-    """The static keys of the values a function closes over (a function's key holds its address: no disk cache)."""
-    cells = getattr(fn, "__closure__", None) or ()
-    out = []
-    for c in cells:
-        try:
-            out.append(_static_key(c.cell_contents))
-        except ValueError:  # an empty cell
-            out.append("<empty>")
-    return out
+def _disk_static_key(x):
+    """The process-independent key of a static value (``deps.Unkeyable`` when it has none)."""
+    return _deps.value_key(x, strict=True)
 
 
 def _launch_key(ln):
     """Everything of a recorded launch that changes the generated code."""
-    fn = ln.call.kernel.fn
-    args = [(pos, kind, _static_key(ln.call.args[pos] if type(pos) is int else ln.call.kwargs[pos]))
+    call = ln.call
+    args = [(pos, kind, _disk_static_key(call.args[pos] if type(pos) is int else call.kwargs[pos]))
             for pos, (kind, _) in ln.kernel_args]
-    return (fn.__module__, fn.__qualname__, _closure_key(fn), ln.name, args, ln.grid, ln.block, ln.cluster, ln.smem)
+    return (_disk_static_key(call.kernel.fn), ln.name, args, ln.grid, ln.block, ln.cluster, ln.smem,
+            ln.non_portable_cluster)
 
 
-def _disk_key(jf, key, launches):
-    text = repr((_cache.library_fingerprint(), jf._source, jf.fn.__module__, jf.fn.__qualname__, _closure_key(jf.fn), key,
-                 [_launch_key(ln) for ln in launches]))
-    if " at 0x" in text:  # an object whose text is its address: not reproducible across processes
+def _disk_key(jf, host, key, launches):
+    """The disk-cache key of a compile: the library, the jit function, the specialisation and the recorded
+    launches (``None`` when a static value has no process-independent key: the compile is not stored)."""
+    try:
+        spec = [(k[0], _disk_static_key(host[i])) if k[0] == "C" else k for i, k in enumerate(key)]
+        text = repr((_cache.library_fingerprint(), jf._source, _disk_static_key(jf.fn), spec,
+                     [_launch_key(ln) for ln in launches]))
+    except _deps.Unkeyable as e:
+        _log(f"{jf.fn.__name__} is not cached on disk: {e}")
         return None
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _compile(jf, host, key, sources):
     t0 = time.perf_counter()
+    recorder = _deps.Recorder()
     with _HostTrace() as ht:
         try:
-            jf.fn(*host)
+            with recorder:
+                jf.fn(*host)
         except CuteError as e:
             new = _located(e)
             if new is not None:
@@ -315,38 +385,34 @@ def _compile(jf, host, key, sources):
             raise
     if not ht.launches:
         raise JitError(f"the jit function {jf.fn.__name__} launched no kernel")
-    dkey = _disk_key(jf, key, ht.launches)
+    dkey = _disk_key(jf, host, key, ht.launches)
     entry = _cache.read_entry(dkey) if dkey else None
     if entry is not None:
-        meta, cubin = entry
-        names = [ln.name for ln in ht.launches]
-        if sorted(meta["kernels"]) == sorted(names) and meta.get("sources") == _kernel_sources(ht):
+        meta, cubin, ptx = entry
+        names = sorted(ln.name for ln in ht.launches)
+        stale = "other kernels" if sorted(meta["kernels"]) != names else _deps.check(meta["deps"])
+        if stale is None:
             _cache.stats["disk_hits"] += 1
             _log(f"loaded {jf.fn.__name__} from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
-            return Compiled(jf, ht.launches, meta["kernels"], sources, cubin, None, None, dkey)
-        _cache.stats["disk_rejects"] += 1
-    mlir_text, ptx, cubin, smem = _build(ht.launches)
+            return Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey)
+        _cache.stats["disk_stale"] += 1
+        _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
+    mlir_text, ptx, cubin, smem = _build(ht.launches, recorder)
     _cache.stats["compiles"] += 1
     if dkey:
-        _cache.write_entry(dkey, {"kernels": smem, "sources": _kernel_sources(ht)}, cubin, ptx)
+        manifest = recorder.manifest(covered=[jf.fn] + [ln.call.kernel.fn for ln in ht.launches])
+        if manifest is not None:
+            _cache.write_entry(dkey, {"kernels": smem, "deps": manifest}, cubin, ptx)
+        else:
+            _log(f"{jf.fn.__name__} is not cached on disk: its traces ran code whose source cannot be checked")
     _log(f"compiled {jf.fn.__name__} in {1e3 * (time.perf_counter() - t0):.1f} ms")
     return Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey)
 
 
-def _kernel_sources(ht):
-    out = {}
-    for ln in ht.launches:
-        fn = ln.call.kernel.fn
-        try:
-            with open(inspect.getsourcefile(fn), "rb") as f:
-                out[fn.__qualname__] = hashlib.sha256(f.read()).hexdigest()
-        except (OSError, TypeError):
-            out[fn.__qualname__] = None
-    return out
+def _build(launches, recorder=None):
+    """Trace every launched kernel into one module; (mlir text, ptx, cubin, {name: smem bytes}).
 
-
-def _build(launches):
-    """Trace every launched kernel into one module; (mlir text, ptx, cubin, {name: smem bytes})."""
+    ``recorder`` (a ``deps.Recorder``) records the code the kernel traces run."""
     import mlir_dialects as md
     from mlir_dialects import _backend as mlir
 
@@ -361,7 +427,11 @@ def _build(launches):
             f"{_builder.SMEM_BASE_ALIGN} : i64}} : !llvm.array<0 x i8>\n  }}\n}}")
         gpu_block = module.body.operations[0].regions[0].blocks[0]
         for ln in launches:
-            smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelTracer())
+            if recorder is None:
+                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelTracer())
+            else:
+                with recorder:
+                    smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelTracer())
         mlir_text = str(module)
         try:
             ptx = md.to_ptx(module)
@@ -396,23 +466,29 @@ def _kernel_value(b, kind, v, orig):
 def _trace_kernel(mlir, gpu_block, ln, tracer):
     types = [_PARAM_TYPES[kind] for kind, _ in ln.params]
     b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
-    args, kwargs = [], {}
-    for pos, (kind, v) in ln.kernel_args:
-        orig = ln.call.args[pos] if type(pos) is int else ln.call.kwargs[pos]
-        val = _kernel_value(b, kind, v, orig)
-        if type(pos) is int:
-            args.append(val)
-        else:
-            kwargs[pos] = val
+    b.launch = ln
     from ..tensor import set_device_access
     from .memory import DeviceAccess
 
     old = device_ops.set_tracer(tracer)
     old_access = set_device_access(DeviceAccess)
+    fn = ln.call.kernel.fn
     try:
         with b:
+            args, kwargs = [], {}
+            for pos, (kind, v) in ln.kernel_args:
+                orig = ln.call.args[pos] if type(pos) is int else ln.call.kwargs[pos]
+                val = _kernel_value(b, kind, v, orig)
+                if type(pos) is int:
+                    args.append(val)
+                else:
+                    kwargs[pos] = val
             try:
-                ln.call.kernel.fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
+                if result is not None:
+                    f, line = _return_line(fn)
+                    raise TraceError(f"{f}:{line}: the kernel {fn.__name__} returned {_short(result)}: a kernel "
+                                     f"returns nothing (its launch has no result); write results to a tensor argument")
                 b.finish()
             except CuteError as e:
                 new = _located(e)
@@ -424,9 +500,31 @@ def _trace_kernel(mlir, gpu_block, ln, tracer):
         set_device_access(old_access)
     used = b.smem_region.total if b.smem_region is not None else 0
     if ln.smem is not None and ln.smem < used:
-        raise ArgumentError(f"{ln.name}: launch(smem={ln.smem}) is less than the {used} bytes of shared memory the "
-                            f"kernel allocates")
+        f, line = ln.where
+        raise ArgumentError(f"{f}:{line}: launch(smem={ln.smem}) of {ln.name} is less than the {used} bytes of "
+                            f"shared memory the kernel allocates")
     return max(used, ln.smem or 0)
+
+
+def _return_line(fn):
+    """(file, line) of the first ``return <value>`` statement of ``fn`` (its ``def`` line when none is found)."""
+    import ast
+    import textwrap
+
+    code = fn.__code__
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return code.co_filename, code.co_firstlineno
+    todo = list(tree.body[0].body) if tree.body and hasattr(tree.body[0], "body") else []
+    while todo:  # the kernel's own statements (nested functions and classes have returns of their own)
+        node = todo.pop(0)
+        if isinstance(node, ast.Return) and node.value is not None:
+            return code.co_filename, first + node.lineno - 1
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return code.co_filename, code.co_firstlineno
 
 
 # -- decorators ---------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Kernels with a cluster go through ``cuLaunchKernelEx`` (cluster dimension attribute); the
 others through ``cuLaunchKernel``. A kernel using more than 48 KB of dynamic shared memory
-gets ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised once, when it is loaded.
+gets ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised once, when it is loaded, and
+one launched with a non-portable cluster (9 to 16 CTAs, ``launch(non_portable_cluster=True)``)
+gets ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED``.
 Parameters are a ``void*[]`` of pointers to each parameter's bytes (a TMA descriptor's
 128 bytes are copied by value, as a ``__grid_constant__`` parameter).
 """
@@ -52,8 +54,9 @@ def ensure_context():
     return ctx
 
 
-def load_module(cubin, kernels):
-    """Load ``cubin`` in the current context; ``{name: CUfunction}`` for ``kernels`` ({name: smem bytes})."""
+def load_module(cubin, kernels, non_portable=()):
+    """Load ``cubin`` in the current context; ``{name: CUfunction}`` for ``kernels`` ({name: smem bytes});
+    the kernels named in ``non_portable`` may be launched with clusters of up to 16 CTAs."""
     d = driver()
     ensure_context()
     module = check(d.cuModuleLoadData(cubin), "cuModuleLoadData")
@@ -63,6 +66,9 @@ def load_module(cubin, kernels):
         if smem > 48 * 1024:
             attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             check(d.cuFuncSetAttribute(f, attr, smem), f"cuFuncSetAttribute(max dynamic smem = {smem})")
+        if name in non_portable:
+            attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+            check(d.cuFuncSetAttribute(f, attr, 1), f"cuFuncSetAttribute({name}: non-portable cluster size allowed)")
         funcs[name] = f
     return module, funcs
 

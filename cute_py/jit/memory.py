@@ -209,13 +209,20 @@ class RegisterEngine(ArrayEngine):
             raise TraceError(locate(f"a register fragment is indexed with static coordinates (its elements live in "
                                     f"registers), got the run-time offset {i!r}"))
 
-    def read(self, i):
+    def _element(self, i):
+        """The array index of element ``i``; ``TraceError`` when it is not one of the fragment's elements."""
         self._static(i)
-        return super().read(i)
+        at = self.offset + i
+        if type(at) is not int or not 0 <= at < self.array.size:
+            raise TraceError(locate(f"register fragment index out of bounds: element offset {at} of a fragment of "
+                                    f"{self.array.size} elements (valid offsets 0..{self.array.size - 1})"))
+        return at
+
+    def read(self, i):
+        return self.array[self._element(i)]
 
     def write(self, i, v):
-        self._static(i)
-        super().write(i, v)
+        self.array[self._element(i)] = v
 
     def __repr__(self):
         return f"registers[{self.dtype.name}](offset={self.offset}, size={self.array.size})"

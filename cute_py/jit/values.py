@@ -12,13 +12,18 @@ Using a traced value where Python needs a concrete one (``if x:``, ``while``, ``
 
 ``Int32``/``Int64``/``Float32`` mark host arguments as run-time kernel parameters
 (``fn(Int32(n))`` or an annotation ``n: Int32``) and convert traced values (``Int64(x)``).
+
+Every traced value remembers the run-time scope it was made in (see ``builder``): reading its
+MLIR value (``.ir``, which every operation on it does) once that scope has ended raises a
+:class:`TraceError` at the user's line, naming the variable, the loop or branch it came from,
+and how to carry it out (``carry=``).
 """
 
 import math
 
 from ..int_tuple import Dynamic
-from .builder import current
-from .errors import ArgumentError, TraceError, locate
+from .builder import current, current_scope
+from .errors import ArgumentError, TraceError, locate, user_frame
 
 __all__ = ["TracedInt", "TracedBool", "TracedFloat", "Int32", "Int64", "Float32", "RuntimeScalar", "as_value",
            "select"]
@@ -28,14 +33,62 @@ def _arith():
     return current().mlir.arith
 
 
-class TracedBool:
+def _variable_names(value):
+    """The names the innermost user frame gives ``value`` (its local variables bound to that object)."""
+    frame = user_frame()
+    if frame is None:
+        return []
+    try:
+        return sorted(name for name, v in frame.f_locals.items() if v is value)
+    except Exception:  # an exotic frame: names are only a hint
+        return []
+
+
+def _out_of_scope(value):
+    """The ``TraceError`` for using ``value`` after the run-time scope it was made in has ended."""
+    scope, left = value.scope, value.scope
+    while scope is not None and not scope.open:  # the outermost ended construct is the one to carry through
+        left, scope = scope, scope.parent
+    names = _variable_names(value)
+    what = f"the run-time value of {', '.join(names)}" if names else "a run-time value"
+    if left.kind == "kernel":
+        return TraceError(locate(f"{what} ({value!r}) belongs to a kernel that was already traced: values do not "
+                                 f"cross kernels; pass the value to this kernel as an argument instead"))
+    if "loop" in left.kind:
+        why = "it changes with each iteration (a loop's index ends one step past its last iteration)"
+        how = ("carry it out of the loop: `loop = cute.range(..., carry=(initial,))`, `for i, (v,) in loop:` ... "
+               "`loop.next(new_v)`, then `v, = loop.result` after the loop")
+    else:
+        why = "it exists only where the branch ran"
+        how = ("carry it out of the branch: `br = cute.jit.if_(cond, carry=(initial,))`, `br.set(new_v)` inside, "
+               "then `v, = br.result` after it")
+    return TraceError(locate(f"{what} ({value!r}) was made inside the run-time {left.kind} at {left.file}:"
+                             f"{left.line}, which has ended, so it has no value here: {why}; {how}"))
+
+
+class _Traced:
+    """The scope bookkeeping shared by traced values: ``ir`` is the MLIR value, readable while the scope of
+    the value is open."""
+
+    __slots__ = ("_ir", "scope")
+
+    @property
+    def ir(self):
+        scope = self.scope
+        if scope is not None and not scope.open:
+            raise _out_of_scope(self)
+        return self._ir
+
+
+class TracedBool(_Traced):
     """An ``i1`` run-time condition. Combine with ``& | ~``; branch with ``cute_py.jit.if_``."""
 
-    __slots__ = ("ir",)
+    __slots__ = ()
     __hash__ = None
 
     def __init__(self, value):
-        self.ir = value
+        self._ir = value
+        self.scope = current_scope()
 
     def __bool__(self):
         raise TraceError(locate("a run-time condition cannot drive Python's `if`, `while`, `and`, `or` or `not`: "
@@ -73,14 +126,15 @@ class TracedBool:
         return "TracedBool(?)"
 
 
-class TracedFloat:
+class TracedFloat(_Traced):
     """A run-time ``f32`` kernel parameter (arithmetic on floats is not traced yet)."""
 
-    __slots__ = ("ir",)
+    __slots__ = ()
     __hash__ = None
 
     def __init__(self, value):
-        self.ir = value
+        self._ir = value
+        self.scope = current_scope()
 
     def __bool__(self):
         raise TraceError(locate("a run-time float has no truth value while tracing"))
@@ -93,7 +147,7 @@ _CMP = {"lt": ("slt", "ult"), "le": ("sle", "ule"), "gt": ("sgt", "ugt"), "ge": 
         "eq": ("eq", "eq"), "ne": ("ne", "ne")}
 
 
-class TracedInt(Dynamic):
+class TracedInt(_Traced, Dynamic):
     """A run-time ``i32``/``i64`` value of the kernel being traced.
 
     ``nonneg`` records that the value is known to be >= 0 (enables unsigned division);
@@ -101,10 +155,11 @@ class TracedInt(Dynamic):
     pointers use to keep their alignment across run-time offsets.
     """
 
-    __slots__ = ("ir", "width", "nonneg", "known_divisor")
+    __slots__ = ("width", "nonneg", "known_divisor")
 
     def __init__(self, value, width=32, nonneg=False, known_divisor=1):
-        self.ir = value
+        self._ir = value
+        self.scope = current_scope()
         self.width = width
         self.nonneg = nonneg
         self.known_divisor = known_divisor

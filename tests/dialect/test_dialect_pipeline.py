@@ -87,15 +87,15 @@ def test_import_mlir_dialects_loads_no_bindings():
 
 
 def test_the_backend_skips_numba_cuda_mlirs_compiler_but_keeps_its_preload():
-    code = ("import sys, time; t = time.perf_counter(); import mlir_dialects._backend as b; dt = time.perf_counter() - t;"
-            "print(b.BINDINGS); print(len(b._handles)); print('numba_cuda_mlir.numba_cuda' in sys.modules); print(dt)")
+    # how long the import takes is measured by benchmarks/bench_import.py, not asserted here
+    code = ("import sys; import mlir_dialects._backend as b;"
+            "print(b.BINDINGS); print(len(b._handles)); print('numba_cuda_mlir.numba_cuda' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT_DIR)
-    bindings, handles, heavy, dt = out.stdout.split()
+    bindings, handles, heavy = out.stdout.split()
     if bindings != "numba_cuda_mlir._mlir":
         pytest.skip(f"bindings come from {bindings}")
     assert int(handles) >= 1, "the RTLD_DEEPBIND preload did not run"
     assert heavy == "False", "numba_cuda_mlir's compiler was imported"
-    assert float(dt) < 1.0
 
 
 def test_mlir_dialects_never_imports_cute_py():

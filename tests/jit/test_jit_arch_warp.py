@@ -294,7 +294,7 @@ def test_cp_async_barrier_noinc_and_mbarrier_remote_arrive(filecheck, assemble):
         bars = smem.allocate_mbarrier(2)
         arch.mbarrier_init(bars, 64)
         aw.cp_async_barrier_noinc(bars)
-        peer = arch.block_idx_in_cluster()[0] ^ 1
+        peer = arch.block_in_cluster_idx()[0] ^ 1
         aw.mbarrier_remote_arrive(bars + 1, peer)
         aw.mbarrier_remote_arrive(bars + 1, 0)
 

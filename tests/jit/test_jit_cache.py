@@ -59,6 +59,65 @@ def test_a_corrupt_cubin_is_recompiled_and_rewritten(cache_dir):
     assert _child(cache_dir)["disk_hits"] == 1  # the rewritten entry is good
 
 
+def _entry(cache_dir, suffix):
+    (path,) = [p for p in _entries(cache_dir) if p.suffix == suffix]
+    return path
+
+
+def _compile_here():
+    """Compile kernel 1 in this process through a new jit function (no memory hit: the disk cache is asked);
+    the compiled object and what the cache counted for it."""
+    before = dict(cache.stats)
+    a = cute.jit.DeviceArraySpec("Float32", (256, 512))
+    c = cute.compile(cute.jit.JitFunction(tma_copy.fn), a, a, (128, 64), "none")
+    return c, {k: v - before.get(k, 0) for k, v in cache.stats.items()}
+
+
+def test_a_corrupt_ptx_is_recompiled_not_handed_out(cache_dir):
+    good = _compile_here()[0].ptx
+    ptx = _entry(cache_dir, ".ptx")
+    ptx.write_text(good.replace("cp.async.bulk.tensor.2d", "cp.async.bulk.tensor.3d"))  # same size, wrong code
+    c, counted = _compile_here()
+    assert counted["compiles"] == 1 and counted["disk_rejects"] == 1
+    assert c.ptx == good
+    assert ptx.read_text() == good and _compile_here()[1]["disk_hits"] == 1
+
+
+def test_an_edited_shared_memory_size_in_the_metadata_is_not_trusted(cache_dir):
+    first = _compile_here()[0]
+    meta = _entry(cache_dir, ".json")
+    data = json.loads(meta.read_text())
+    (name,) = data["kernels"]
+    data["kernels"][name] = 16  # less than the kernel allocates: a launch would overrun its shared memory
+    meta.write_text(json.dumps(data))
+    c, counted = _compile_here()
+    assert counted["compiles"] == 1 and counted["disk_rejects"] == 1
+    assert c.smem == first.smem != {name: 16}
+
+
+def test_deeply_nested_metadata_is_a_miss_not_a_recursion_error(cache_dir):
+    _compile_here()
+    _entry(cache_dir, ".json").write_text("[" * 100_000 + "]" * 100_000)
+    _, counted = _compile_here()
+    assert counted["compiles"] == 1 and counted["disk_rejects"] == 1
+
+
+def test_a_missing_ptx_file_is_a_miss(cache_dir):
+    _compile_here()
+    _entry(cache_dir, ".ptx").unlink()
+    assert _compile_here()[1]["compiles"] == 1
+
+
+def test_metadata_whose_checksum_does_not_match_is_a_miss(cache_dir):
+    _compile_here()
+    meta = _entry(cache_dir, ".json")
+    data = json.loads(meta.read_text())
+    assert data["deps"]["files"]
+    data["deps"]["files"] = []  # the dependencies dropped from the manifest
+    meta.write_text(json.dumps(data))
+    assert _compile_here()[1]["disk_rejects"] == 1
+
+
 def test_unparsable_metadata_is_a_miss_not_an_error(cache_dir):
     _child(cache_dir)
     (meta,) = [p for p in _entries(cache_dir) if p.suffix == ".json"]

@@ -31,7 +31,7 @@ class FakeDriver:
 def fake_driver(monkeypatch):
     d = FakeDriver()
     monkeypatch.setitem(L._STATE, "driver", d)
-    monkeypatch.setattr(L, "load_module", lambda cubin, kernels: (None, {name: f"F:{name}" for name in kernels}))
+    monkeypatch.setattr(L, "load_module", lambda cubin, kernels, *rest: (None, {name: f"F:{name}" for name in kernels}))
     for jf in (tma_copy, tma_copy_pipelined):  # compiled objects bound to this driver only
         monkeypatch.setattr(jf, "_compiled", {})
     return d

@@ -365,17 +365,18 @@ def test_invalid_branch_carry():
 
 
 def test_a_value_defined_in_a_branch_cannot_be_carried_out_of_an_enclosing_loop():
-    # values must be defined in the body or before the loop: one from a nested branch does not dominate the back edge
+    # values must be defined in the body or before the loop: one from a nested branch exists only where it ran
     @cute.kernel
     def k(n):
         loop = cute.range(n, carry=(0,))
         for i, (acc,) in loop:
-            with cute.jit.if_(i == 1):
+            with cute.jit.if_(i == 1):  # @inner-branch
                 inner = acc + 5
-            loop.next(inner)
+            loop.next(inner)  # @next-inner
 
-    with pytest.raises(cute.jit.CompileError, match="dominate"):
-        compile_kernel(k, Int32(3))
+    assert _trace_error(k, rf":{line_of('@next-inner')}: the run-time value of inner \(TracedInt\(i32\)\) was made "
+                           rf"inside the run-time if_ branch at .*test_jit_control_flow_errors.py:"
+                           rf"{line_of('@inner-branch')}, which has ended", Int32(3))
 
 
 def test_the_interpreter_on_a_loop_free_kernel():

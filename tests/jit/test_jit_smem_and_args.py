@@ -78,7 +78,9 @@ def test_launch_smem_below_the_allocation_is_rejected():
     def host():
         k().launch(grid=1, block=32, smem=1024)
 
-    with pytest.raises(ArgumentError, match=r"launch\(smem=1024\) is less than the 4096 bytes"):
+    line = host.__code__.co_firstlineno + 1
+    with pytest.raises(ArgumentError, match=rf"test_jit_smem_and_args.py:{line}: launch\(smem=1024\) of k_0 is less "
+                                            r"than the 4096 bytes"):
         cute.compile(host)
 
 

@@ -197,9 +197,9 @@ def test_import_cute_py_loads_neither_mlir_nor_cuda():
     import subprocess
     import sys
 
-    code = ("import sys, time; t = time.perf_counter(); import cute_py; dt = time.perf_counter() - t; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('numba_cuda_mlir', 'mlir', 'cuda', 'mlir_dialects') "
-            "or m.startswith('cute_py.jit')]; print(dt, bad)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
-    assert out[1].strip() == "[]"
-    assert float(out[0]) < 0.5  # the 0.1 s target is for an idle machine; CI runners are noisy
+    # how long the import takes is measured by benchmarks/bench_import.py, not asserted here
+    code = ("import sys; import cute_py; "
+            "print([m for m in sys.modules if m.split('.')[0] in ('numba_cuda_mlir', 'mlir', 'cuda', 'mlir_dialects') "
+            "or m.startswith('cute_py.jit')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -71,4 +71,5 @@ def tma_multicast_copy(src, dst, tile=(128, 64), cluster=2, swizzle="none"):
     tiles_m = m // tile[0]
     grid = (tiles_m * cluster, cute.ceil_div(n, tile[1]))
     tma_multicast_copy_kernel(load_atom, load_tensor, store_atom, store_tensor, smem_layout, tile, cluster,
-                              tiles_m).launch(grid=grid, block=32, cluster=(cluster, 1, 1))
+                              tiles_m).launch(grid=grid, block=32, cluster=(cluster, 1, 1),
+                                              non_portable_cluster=cluster > 8)

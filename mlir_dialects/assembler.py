@@ -1,0 +1,238 @@
+"""PTX to cubin, never at the price of the caller's process: nvJitLink in-process only when its version is known
+to be good, else ptxas or nvJitLink in a child process.
+
+nvJitLink 13.0 (13.0.88, the library of CUDA 13.0 toolkits and GPU images) crashes with a segmentation
+fault on some valid PTX (a loop split for unrolling, for one); ptxas 13.0.88 and nvJitLink 13.5.37 (pip
+``nvidia-nvjitlink``) assemble it. cuda-bindings loads the first ``libnvJitLink.so.13`` its search finds,
+which can be a system one rather than the pip wheel's, so :func:`load_nvjitlink` loads the wheel's
+library (``RTLD_GLOBAL``) before the first nvJitLink call, and :func:`assemble` checks the version
+that the loaded library reports:
+
+1. nvJitLink in this process when the loaded library is at least :data:`MIN_NVJITLINK`;
+2. otherwise ptxas (``PATH``, ``$CUDA_HOME/bin``, ``/usr/local/cuda/bin``) in a child process;
+3. otherwise nvJitLink in a child process: a crash there is an :class:`AssemblyError` naming the signal.
+
+The fallback is announced once per process with an :class:`AssemblerWarning` naming the library, its
+version and what is used instead. Nothing here imports cuda-bindings until PTX is assembled.
+"""
+
+import os
+import sys
+
+from .errors import AssemblyError
+
+# ctypes, shutil, signal, subprocess, tempfile and warnings are imported where they are used: finding the
+# wheel's library (for cache fingerprints) must stay cheap
+
+__all__ = ["MIN_NVJITLINK", "KNOWN_BAD", "AssemblerWarning", "wheel_library", "load_nvjitlink", "loaded_library",
+           "assemble", "assembler_in_use"]
+
+MIN_NVJITLINK = (13, 5)  # the oldest nvJitLink tested to assemble everything this package emits
+KNOWN_BAD = {(13, 0): "nvJitLink 13.0 crashes (SIGSEGV) on some valid PTX, e.g. a loop split for unrolling"}
+_WHEEL_PATHS = (("nvidia", "cu13", "lib", "libnvJitLink.so.13"), ("nvidia", "nvjitlink", "lib", "libnvJitLink.so.13"))
+_STATE = {"preloaded": None, "choice": None, "warned": set()}
+
+
+class AssemblerWarning(UserWarning):
+    """The PTX is assembled by a fallback (ptxas, or nvJitLink in a child process), and why."""
+
+
+def wheel_library():
+    """The path of the pip wheel's ``libnvJitLink.so.13`` (``nvidia-nvjitlink``), or ``None``."""
+    for entry in sys.path:
+        for parts in _WHEEL_PATHS:
+            path = os.path.join(entry or ".", *parts)
+            if os.path.isfile(path):
+                return os.path.abspath(path)
+    return None
+
+
+def load_nvjitlink():
+    """``(cuda.bindings.nvjitlink, (major, minor))`` with the wheel's library loaded first when there is one.
+
+    Raises :class:`AssemblyError` without cuda-bindings or without any nvJitLink library.
+    """
+    if _STATE["preloaded"] is None:
+        path = wheel_library()
+        if path is not None and sys.platform.startswith("linux"):
+            import ctypes
+
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                path = None
+        _STATE["preloaded"] = path or ""
+    try:
+        from cuda.bindings import nvjitlink
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise AssemblyError(f"assembling PTX needs cuda-bindings' nvjitlink: {e}") from None
+    try:
+        version = tuple(nvjitlink.version())
+    except Exception as e:  # no library at all
+        raise AssemblyError(f"no nvJitLink library could be loaded ({e}); install nvidia-nvjitlink>="
+                            f"{MIN_NVJITLINK[0]}.{MIN_NVJITLINK[1]}") from None
+    return nvjitlink, version
+
+
+def loaded_library():
+    """The path of the ``libnvJitLink`` this process has loaded (from ``/proc/self/maps``), or ``None``."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if "libnvJitLink" in line:
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _find_ptxas():
+    import shutil
+
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            path = os.path.join(root, "bin", "ptxas")
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
+
+
+def _loaded_version():
+    """The version of the nvJitLink library loaded in this process (``None`` without one)."""
+    try:
+        return load_nvjitlink()[1]
+    except AssemblyError:
+        return None
+
+
+def _choose():
+    """``("nvjitlink", None)`` or ``("fallback", why)``, decided once per process."""
+    choice = _STATE["choice"]
+    if choice is None:
+        version = _loaded_version()
+        if version is not None and version >= MIN_NVJITLINK:
+            choice = ("nvjitlink", None)
+        else:
+            have = "no nvJitLink library" if version is None else (
+                f"nvJitLink {version[0]}.{version[1]} ({loaded_library() or 'library'})")
+            known = KNOWN_BAD.get(version, "older than the releases tested") if version else "none is loaded"
+            choice = ("fallback", f"{have}: {known}; nvJitLink >= {MIN_NVJITLINK[0]}.{MIN_NVJITLINK[1]} "
+                                  f"is needed in-process (pip install 'nvidia-nvjitlink>={MIN_NVJITLINK[0]}."
+                                  f"{MIN_NVJITLINK[1]}')")
+        _STATE["choice"] = choice
+    return choice
+
+
+def assembler_in_use():
+    """``"nvjitlink"`` (in-process), ``"ptxas"`` or ``"nvjitlink-subprocess"``: what :func:`assemble` uses now."""
+    if _choose()[0] == "nvjitlink":
+        return "nvjitlink"
+    return "ptxas" if _find_ptxas() else "nvjitlink-subprocess"
+
+
+def _warn_once(message):
+    import warnings
+
+    if message not in _STATE["warned"]:
+        _STATE["warned"].add(message)
+        warnings.warn(message, AssemblerWarning, stacklevel=3)
+
+
+def assemble(ptx, arch):
+    """The cubin of ``ptx`` (str or bytes) for ``arch`` (e.g. ``"sm_90a"``); :class:`AssemblyError` on failure."""
+    data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+    kind, why = _choose()
+    if kind == "nvjitlink":
+        return _nvjitlink_in_process(data, arch)
+    ptxas = _find_ptxas()
+    if ptxas is not None:
+        _warn_once(f"assembling PTX with {ptxas} in a child process: {why}")
+        return _ptxas(ptxas, data, arch)
+    _warn_once(f"assembling PTX with nvJitLink in a child process (no ptxas found): {why}")
+    return _nvjitlink_child(data, arch, why)
+
+
+def _nvjitlink_in_process(data, arch):
+    nvjitlink, _ = load_nvjitlink()
+    handle = nvjitlink.create(1, [f"-arch={arch}"])
+    try:
+        try:
+            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "cute_nvgpu.ptx")
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as e:
+            size = nvjitlink.get_error_log_size(handle)
+            log = bytearray(size)
+            nvjitlink.get_error_log(handle, log)
+            raise AssemblyError(f"nvJitLink could not assemble the PTX for {arch}: {e}: "
+                                f"{bytes(log).decode(errors='replace').rstrip(chr(0))}") from None
+        size = nvjitlink.get_linked_cubin_size(handle)
+        cubin = bytearray(size)
+        nvjitlink.get_linked_cubin(handle, cubin)
+        return bytes(cubin)
+    finally:
+        nvjitlink.destroy(handle)
+
+
+def _signal_name(code):
+    import signal
+
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _run(cmd, what, why, env=None):
+    import subprocess
+
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise AssemblyError(f"{what} could not run: {e}") from None
+    if out.returncode < 0:
+        raise AssemblyError(f"{what} crashed ({_signal_name(out.returncode)}) assembling the PTX ({why})")
+    if out.returncode != 0:
+        raise AssemblyError(f"{what} could not assemble the PTX: {(out.stderr or out.stdout).strip()}")
+    return out
+
+
+def _ptxas(ptxas, data, arch):
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mlir_dialects_ptxas_") as d:
+        src, dst = os.path.join(d, "kernel.ptx"), os.path.join(d, "kernel.cubin")
+        with open(src, "wb") as f:
+            f.write(data)
+        _run([ptxas, f"-arch={arch}", "-o", dst, src], f"ptxas ({ptxas})", "a child process")
+        with open(dst, "rb") as f:
+            return f.read()
+
+
+_CHILD = (
+    "import sys\n"
+    "from mlir_dialects.assembler import _nvjitlink_in_process\n"
+    "data = open(sys.argv[1], 'rb').read()\n"
+    "open(sys.argv[2], 'wb').write(_nvjitlink_in_process(data, sys.argv[3]))\n"
+)
+
+
+def _child_command(src, dst, arch):
+    """The command that assembles ``src`` into ``dst`` with nvJitLink in a child Python process."""
+    return [sys.executable, "-c", _CHILD, src, dst, arch]
+
+
+def _nvjitlink_child(data, arch, why):
+    import tempfile
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    with tempfile.TemporaryDirectory(prefix="mlir_dialects_nvjitlink_") as d:
+        src, dst = os.path.join(d, "kernel.ptx"), os.path.join(d, "kernel.cubin")
+        with open(src, "wb") as f:
+            f.write(data)
+        _run(_child_command(src, dst, arch), "nvJitLink (in a child process)", why, env)
+        with open(dst, "rb") as f:
+            return f.read()
