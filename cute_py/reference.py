@@ -20,7 +20,7 @@ objects a user builds (atoms, TMA tensors, ``tma_partition``), every CTA and sta
 
 import numpy as np
 
-from .errors import CuteValueError
+from .errors import CuteTypeError, CuteValueError
 from .int_tuple import ceil_div, product, product_each
 from .layout import Layout, group_modes
 from .nvgpu.cpasync import ReductionOp, tma_partition
@@ -34,6 +34,8 @@ __all__ = [
     "tma_load",
     "tma_store",
     "tma_reduce",
+    "box_gmem_bytes",
+    "tma_instructions",
     "dsmem_store",
     "run_tma_copy",
     "run_cp_async_copy",
@@ -97,25 +99,45 @@ def cp_async(src, src_byte, dst, dst_byte, cp_size, src_size=None):
     d[dst_byte + n:dst_byte + cp_size] = 0
 
 
-def _box_elements(desc, crd):
-    """For each element of the box (dim 0 fastest): its gmem element index, or -1 if out of bounds."""
-    crd = tuple(crd)
+def _box_walk(desc, crd):
+    """``(index, inside, tail)`` for each element of the box (dim 0 fastest): its gmem element index (unclipped),
+    whether it is inside the tensor, and whether it is outside only past the end of dim 0 but in the last
+    16-byte granule of its row, which TMA stores write whole."""
+    if not isinstance(crd, (tuple, list)) or not all(type(c) is int or isinstance(c, np.integer) for c in crd):
+        raise CuteTypeError(f"TMA coordinates are a tuple of ints, got {crd!r}")
+    crd = tuple(int(c) for c in crd)
+    if not all(-(1 << 31) <= c < 1 << 31 for c in crd):
+        raise CuteValueError(f"TMA coordinates are 32-bit signed ints, got {crd}")
     if len(crd) != desc.rank:
         raise CuteValueError(f"the descriptor has rank {desc.rank}, got {len(crd)} coordinates")
     eb = desc.dtype.width // 8
     elem_strides = [1] + [s // eb for s in desc.global_strides]
-    idx = np.zeros(1, dtype=np.int64)
-    valid = np.ones(1, dtype=bool)
-    for i in range(desc.rank):
-        b = np.arange(desc.box_dims[i], dtype=np.int64) + crd[i]
-        ok = (b >= 0) & (b < desc.global_dims[i])
-        idx = (idx[None, :] + (b * elem_strides[i])[:, None]).reshape(-1) if i else idx + b * elem_strides[i]
-        valid = (valid[None, :] & ok[:, None]).reshape(-1) if i else valid & ok
-    # the products above put dim i outermost; reorder so that dim 0 is fastest
-    shape = tuple(reversed(desc.box_dims))
-    idx = idx.reshape(shape).transpose(tuple(range(desc.rank - 1, -1, -1))).reshape(-1, order="F") if desc.rank > 1 else idx
-    valid = valid.reshape(shape).transpose(tuple(range(desc.rank - 1, -1, -1))).reshape(-1, order="F") if desc.rank > 1 else valid
-    return np.where(valid, idx, -1)
+    grids = np.meshgrid(*[np.arange(b, dtype=np.int64) + c for b, c in zip(desc.box_dims, crd)], indexing="ij")
+    # meshgrid with "ij" puts dim 0 first; flatten in Fortran order so that dim 0 is fastest
+    coords = [g.reshape(-1, order="F") for g in grids]
+    index = sum(c * s for c, s in zip(coords, elem_strides))
+    inside_each = [(c >= 0) & (c < d) for c, d in zip(coords, desc.global_dims)]
+    inside = np.logical_and.reduce(inside_each)
+    rest_inside = np.logical_and.reduce(inside_each[1:]) if desc.rank > 1 else np.ones_like(inside)
+    last_granule = (desc.global_dims[0] - 1) * eb // 16
+    tail = rest_inside & (coords[0] >= desc.global_dims[0]) & (coords[0] * eb // 16 == last_granule)
+    return index, inside, tail
+
+
+def _box_elements(desc, crd):
+    """For each element of the box (dim 0 fastest): its gmem element index, or -1 if out of bounds."""
+    index, inside, _ = _box_walk(desc, crd)
+    return np.where(inside, index, -1)
+
+
+def box_gmem_bytes(desc, crd, write=False):
+    """The sorted gmem byte offsets (from the descriptor's address) one TMA instruction at ``crd`` reads
+    (``write=False``: a load, its in-bounds elements) or writes (a store or reduction: also the rest of
+    each row's last 16-byte granule, see :func:`tma_store`)."""
+    index, inside, tail = _box_walk(desc, crd)
+    touched = inside | tail if write else inside
+    eb = desc.dtype.width // 8
+    return np.unique((index[touched][:, None] * eb + np.arange(eb)[None, :]).reshape(-1))
 
 
 def _smem_bytes(desc, smem_byte, n_elems):
@@ -128,11 +150,12 @@ def _smem_bytes(desc, smem_byte, n_elems):
 
 
 def _check_smem(desc, smem_byte):
-    align = desc.smem_alignment
+    if type(smem_byte) is not int and not isinstance(smem_byte, np.integer):
+        raise CuteTypeError(f"a TMA smem address is an int byte offset, got {smem_byte!r}")
+    if not 0 <= smem_byte < 1 << 32:
+        raise CuteValueError(f"a TMA smem address is a 32-bit byte offset, got {smem_byte}")
     if smem_byte % 128:
         raise CuteValueError(f"a TMA smem address must be 128-byte aligned, got byte {smem_byte}")
-    if desc.swizzle is not TmaSwizzle.NONE and smem_byte % 16:
-        raise CuteValueError(f"a swizzled TMA smem address must be {align}-byte aligned, got byte {smem_byte}")
 
 
 def tma_load(desc, gmem, crd, smem, smem_byte, mbar=None, mcast=None):
@@ -158,17 +181,32 @@ def tma_load(desc, gmem, crd, smem, smem_byte, mbar=None, mcast=None):
 
 def _gather_smem(desc, smem, smem_byte, n, dtype):
     idx = _smem_bytes(desc, smem_byte, n)
-    return _bytes(smem)[idx].copy().view(dtype)
+    sb = _bytes(smem)
+    if idx.size and idx.max() >= sb.size:
+        raise CuteValueError(f"the TMA box ends beyond shared memory ({idx.max() + 1} > {sb.size} bytes)")
+    return sb[idx].copy().view(dtype)
 
 
 def tma_store(desc, smem, smem_byte, crd, gmem):
-    """TMA store of the box from ``smem`` to gmem at ``crd``; out-of-bounds elements are not written."""
+    """TMA store of the box from ``smem`` to gmem at ``crd``.
+
+    Out-of-bounds elements are not written -- except that the hardware writes whole 16-byte
+    granules: where a row of the tensor does not end on a 16-byte boundary, the elements after its
+    end in its last granule (padding, or the next row) receive the box's values for them (seen on
+    an H100). ``make_tiled_tma_atom`` rejects store atoms whose rows end inside a granule.
+    """
     _check_smem(desc, smem_byte)
-    elems = _box_elements(desc, crd)
+    index, inside, tail = _box_walk(desc, crd)
     g = gmem.reshape(-1).view(desc.dtype.storage_dtype)
-    vals = _gather_smem(desc, smem, smem_byte, elems.size, g.dtype)
-    ok = elems >= 0
-    g[elems[ok]] = vals[ok]
+    vals = _gather_smem(desc, smem, smem_byte, index.size, g.dtype)
+    g[index[inside]] = vals[inside]
+    spill = _tail(g, index, tail)
+    g[index[spill]] = vals[spill]
+
+
+def _tail(g, index, tail):
+    # the granule tail the hardware writes (past the end of the buffer it would fault: the model stops there)
+    return tail & (index < g.size)
 
 
 def _reduce(kind, old, new, dtype):
@@ -192,16 +230,18 @@ def _reduce(kind, old, new, dtype):
 
 
 def tma_reduce(desc, smem, smem_byte, crd, gmem, kind=ReductionOp.ADD):
-    """TMA reduction: ``gmem[box] = op(gmem[box], smem box)`` for in-bounds elements."""
+    """TMA reduction: ``gmem[box] = op(gmem[box], smem box)`` for in-bounds elements (and, like
+    :func:`tma_store`, for the rest of the last 16-byte granule of each row)."""
     _check_smem(desc, smem_byte)
     dtype = desc.dtype
     if dtype.numpy_dtype is None:
         raise CuteValueError(f"the CPU reference reduces element types numpy holds, not {dtype.name}")
-    elems = _box_elements(desc, crd)
+    index, inside, tail = _box_walk(desc, crd)
     g = gmem.reshape(-1).view(dtype.numpy_dtype)
-    vals = _gather_smem(desc, smem, smem_byte, elems.size, dtype.numpy_dtype)
-    ok = elems >= 0
-    g[elems[ok]] = _reduce(kind, g[elems[ok]], vals[ok], dtype)
+    vals = _gather_smem(desc, smem, smem_byte, index.size, dtype.numpy_dtype)
+    g[index[inside]] = _reduce(kind, g[index[inside]], vals[inside], dtype)
+    spill = _tail(g, index, tail)
+    g[index[spill]] = _reduce(kind, g[index[spill]], vals[spill], dtype)
 
 
 def dsmem_store(value_bytes, dst_smem, dst_byte, mbar=None):
@@ -255,14 +295,18 @@ def _iters(layout):
     return product(mode0[1]), product(layout.shape) // product(mode0)
 
 
+def tma_instructions(atom, smem_part, gmem_part):
+    """The TMA instructions of a ``tma_partition`` result: ``[(TMA coordinates, smem byte offset)]``, one per
+    instruction of the tile (mode 0's ``TMA_Iter``) and per position of the rest modes; the smem offset is
+    the unswizzled byte where the box starts (the hardware swizzles the address itself)."""
+    iters, rest = _iters(gmem_part.layout)
+    return [(_tma_coord(gmem_part, k, j), _smem_start(smem_part, k, j) * atom.dtype.width // 8)
+            for k in range(iters) for j in range(rest)]
+
+
 def _issue_loads(atom, tAsA, tAgA, gmem, smems, mbars):
-    desc = atom.descriptor
-    iters, rest = _iters(tAgA.layout)
-    for k in range(iters):
-        for j in range(rest):
-            crd = _tma_coord(tAgA, k, j)
-            byte = _smem_start(tAsA, k, j) * atom.dtype.width // 8
-            tma_load(desc, gmem, crd, None, byte, mbar=mbars, mcast=smems)
+    for crd, byte in tma_instructions(atom, tAsA, tAgA):
+        tma_load(atom.descriptor, gmem, crd, None, byte, mbar=mbars, mcast=smems)
 
 
 def _first(t, k, j):
@@ -337,15 +381,12 @@ def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, sme
             _verify_tile(tensors[0], src, gmem_layout, cta_tiler, coord)
         gB = local_tile(store_tensor, cta_tiler, coord)
         tBsB, tBgB = tma_partition(store_atom, 0, Layout(1), group_modes(tensors[0], 0, rank), group_modes(gB, 0, rank))
-        iters, rest = _iters(tBgB.layout)
         kind = getattr(store_atom.op, "reduction_kind", None)  # a reduction atom reduces into dst instead
-        for k in range(iters):
-            for j in range(rest):
-                smem_byte = _smem_start(tBsB, k, j) * dtype.width // 8
-                if kind is None:
-                    tma_store(store_atom.descriptor, bufs[0], smem_byte, _tma_coord(tBgB, k, j), dst)
-                else:
-                    tma_reduce(store_atom.descriptor, bufs[0], smem_byte, _tma_coord(tBgB, k, j), dst, kind)
+        for crd, smem_byte in tma_instructions(store_atom, tBsB, tBgB):
+            if kind is None:
+                tma_store(store_atom.descriptor, bufs[0], smem_byte, crd, dst)
+            else:
+                tma_reduce(store_atom.descriptor, bufs[0], smem_byte, crd, dst, kind)
         tiles += 1
     return tiles
 

@@ -5,7 +5,7 @@ Imported only when a descriptor is encoded; needs cuda-python and a CUDA driver.
 
 from ..errors import CuteError, CuteValueError
 
-__all__ = ["encode_tiled", "driver_module"]
+__all__ = ["encode_tiled", "driver_module", "DriverUnavailable", "TmaEncodeError"]
 
 # CUtensorMapDataType values by element type name
 _DATA_TYPE = {
@@ -21,6 +21,10 @@ class DriverUnavailable(CuteError, RuntimeError):
     """cuda-python or the CUDA driver is not available."""
 
 
+class TmaEncodeError(CuteError, RuntimeError):
+    """The driver refused to encode a descriptor that passed cute_py's validation (or an unvalidated one)."""
+
+
 def driver_module():
     """cuda-python's driver bindings (``cuda.bindings.driver`` or the older ``cuda.cuda``)."""
     import importlib
@@ -33,10 +37,10 @@ def driver_module():
     raise DriverUnavailable(f"encoding a TMA descriptor needs cuda-python ({error})")
 
 
-def _check(driver, result, what):
+def _check(driver, result, what, error=DriverUnavailable):
     if result != driver.CUresult.CUDA_SUCCESS:
         name = driver.cuGetErrorName(result)[1]
-        raise DriverUnavailable(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
+        raise error(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
 
 
 def encode_tiled(desc, address):
@@ -54,12 +58,16 @@ def encode_tiled(desc, address):
     l2 = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if desc.l2_promotion.value == 0 else "L2_" + desc.l2_promotion.name[1:] + "B"))
     oob = getattr(driver.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + desc.oob_fill.name)
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    # cuda-python passes an empty list as a null pointer, which the driver refuses even for rank 1 (where it
+    # reads no stride): give it one entry it ignores, the row's byte size rounded up to 16
+    row_bytes = (desc.global_dims[0] * desc.dtype.width + 7) // 8
+    strides = list(desc.global_strides) or [max(16, (row_bytes + 15) // 16 * 16)]
     err, tmap = driver.cuTensorMapEncodeTiled(
         dt, desc.rank, address,
-        [u64(x) for x in desc.global_dims], [u64(x) for x in desc.global_strides],
+        [u64(x) for x in desc.global_dims], [u64(x) for x in strides],
         [u32(x) for x in desc.box_dims], [u32(x) for x in desc.element_strides],
         il, sw, l2, oob,
     )
-    _check(driver, err, f"cuTensorMapEncodeTiled{desc}")
+    _check(driver, err, f"cuTensorMapEncodeTiled of {desc}", TmaEncodeError)
     words = tmap.opaque
     return b"".join(int(w).to_bytes(8, "little") for w in words)

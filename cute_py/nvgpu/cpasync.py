@@ -10,19 +10,18 @@ defined in :mod:`cute_py.nvgpu.device_ops`.
 
 import dataclasses
 import enum
+import operator
 
-from ..algebra import right_inverse
 from ..atom import CopyAtom, CopyOp
 from ..basis import make_identity_layout
 from ..composed import get_nonswizzle_portion
 from ..dtypes import dtype_of
 from ..errors import CuteTypeError, CuteValueError
-from ..int_tuple import fmt, product
+from ..int_tuple import Dynamic, fmt, is_static, product
 from ..layout import Layout, coalesce, cosize, slice_and_offset
 from ..algebra import composition
 from ..pointer import AddressSpace, Pointer
-from ..tensor import Tensor, domain_offset
-from ..tiling import logical_divide, tile_to_shape
+from ..tensor import CoordEngine, Tensor, domain_offset
 from . import device_ops
 from .device_ops import (  # noqa: F401  (re-exported: the device-side half of this module's API)
     BYTES_PER_POINTER,
@@ -45,15 +44,10 @@ from .device_ops import (  # noqa: F401  (re-exported: the device-side half of t
     tma_store_wait,
     update_tma_descriptor,
 )
-from .tma import (
-    TmaDescriptor,
-    TmaError,
-    TmaSwizzle,
-    construct_tma_gbasis,
-    value_of,
-    make_tma_desc,
-    tma_swizzle_of,
-)
+from ..runtime import value_of
+from .tma import TmaDescriptor, TmaError, TmaSwizzle, tma_swizzle_of
+from .tma_box import construct_tma_gbasis, make_tma_desc, tile_extents
+from .tma_smem import check_same_tile, check_smem_instructions, check_store_targets, value_layout
 
 __all__ = [
     "LoadCacheMode",
@@ -181,12 +175,14 @@ def is_tma_op(op):
 class TmaCopyAtom(CopyAtom):
     """A TMA copy atom: a :class:`CopyAtom` with its descriptor and the box it was derived from."""
 
-    __slots__ = ("descriptor", "tma_gbasis", "g_stride", "smem_layout", "num_multicast")
+    __slots__ = ("descriptor", "tma_gbasis", "g_stride", "smem_layout", "num_multicast", "tile_extents")
 
-    def __init__(self, op, dtype, num_bits, descriptor, tma_gbasis, g_stride, smem_layout, num_multicast):
+    def __init__(self, op, dtype, num_bits, descriptor, tma_gbasis, g_stride, smem_layout, num_multicast,
+                 tile_extents=None):
         super().__init__(op, dtype, num_bits)
         for name, v in (("descriptor", descriptor), ("tma_gbasis", tma_gbasis), ("g_stride", g_stride),
-                        ("smem_layout", smem_layout), ("num_multicast", num_multicast)):
+                        ("smem_layout", smem_layout), ("num_multicast", num_multicast),
+                        ("tile_extents", tile_extents)):
             object.__setattr__(self, name, v)
 
     def get_tma_tensor(self, shape):
@@ -229,16 +225,14 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     ptr = gmem_tensor.engine
     if ptr.memspace not in (AddressSpace.gmem, AddressSpace.generic):
         raise CuteValueError(f"the TMA source/destination must be in global memory, not {ptr.memspace.name}")
-    if type(num_multicast) is not int or num_multicast < 1:
-        raise CuteValueError(f"num_multicast must be a positive int, got {num_multicast!r}")
+    num_multicast = _multicast_count(num_multicast)
     if num_multicast > 1 and not op.multicast:
         raise CuteValueError(f"{type(op).__name__} does not multicast; use CopyBulkTensorTileG2SMulticastOp")
     if type(smem_layout) is not Layout and not hasattr(smem_layout, "__cute_map_outer__"):
         raise CuteTypeError(f"smem_layout must be a layout, got {smem_layout!r}")
     dtype = ptr.dtype
     tma_dtype = dtype if internal_type is None else dtype_of(internal_type)
-    if isinstance(cta_tiler, list):
-        cta_tiler = tuple(cta_tiler)
+    cta_tiler = _tiler(cta_tiler)
     tile_size = product(composition(make_identity_layout(gmem_tensor.shape), cta_tiler).shape)
     tile = _smem_tile(smem_layout, value_of(tile_size), len(cta_tiler) if type(cta_tiler) is tuple else 1)
     swizzle = tma_swizzle_of(tile, dtype)
@@ -246,11 +240,14 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     # HostInt from make_fake_tensor(..., dynamic=True)) are treated as CuTe treats dynamic ones
     g_host = gmem_tensor.layout
     cta_v_map = composition(make_identity_layout(g_host.shape), cta_tiler)
+    if type(op) is CopyBulkTensorTileS2GOp:
+        check_store_targets(get_nonswizzle_portion(tile), cta_v_map, g_host)
     gbasis = construct_tma_gbasis(g_host, dtype.width, get_nonswizzle_portion(tile), cta_v_map,
                                   tma_dtype.width, swizzle)
     address = ptr.address + ptr.byte_offset() if ptr.address is not None else None
+    extents = tile_extents(cta_v_map, g_host, dtype.width, tma_dtype.width)
     desc, g_stride = make_tma_desc(g_host, dtype, tma_dtype, address, ptr.alignment, gbasis,
-                                   swizzle, num_multicast)
+                                   swizzle, num_multicast, store=op.direction == "S2G", extents=extents)
     box_elems = product(gbasis.shape)
     if type(box_elems) is not int:
         raise TmaError(
@@ -258,8 +255,36 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
             f"spans gmem modes whose extents are run-time values (as in CuTe, the box must be static)"
         )
     num_bits = box_elems * tma_dtype.width
-    atom = TmaCopyAtom(op, dtype, num_bits, desc, gbasis, g_stride, tile, num_multicast)
+    atom = TmaCopyAtom(op, dtype, num_bits, desc, gbasis, g_stride, tile, num_multicast, extents)
+    check_smem_instructions(atom, tile, cta_v_map, g_host)
     return atom, atom.get_tma_tensor(gmem_tensor.shape)
+
+
+def _tiler(t):
+    """A CTA tiler: a positive int, a layout, or a tuple of them (lists become tuples)."""
+    if isinstance(t, (tuple, list)):
+        if not t:
+            raise CuteValueError("cta_tiler must not be empty")
+        return tuple(_tiler(x) for x in t)
+    if isinstance(t, Layout):
+        if not (is_static(t.shape) and is_static(t.stride)):
+            raise CuteValueError(f"a layout in cta_tiler must be static, got {t}")
+        return t
+    if isinstance(t, bool) or not hasattr(type(t), "__index__"):
+        raise CuteTypeError(f"cta_tiler takes positive ints, layouts or tuples of them, got {t!r}")
+    t = operator.index(t)
+    if t < 1:
+        raise CuteValueError(f"a cta_tiler extent must be positive, got {t}")
+    return t
+
+
+def _multicast_count(n):
+    if isinstance(n, bool) or not hasattr(type(n), "__index__"):
+        raise CuteTypeError(f"num_multicast must be an int, got {n!r}")
+    n = operator.index(n)
+    if not 1 <= n <= 16:
+        raise CuteValueError(f"num_multicast must be in 1..16 (a cluster holds at most 16 CTAs), got {n}")
+    return n
 
 
 def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor):
@@ -273,6 +298,9 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor):
     for name, t in (("smem_tensor", smem_tensor), ("gmem_tensor", gmem_tensor)):
         if not isinstance(t, Tensor):
             raise CuteTypeError(f"tma_partition: {name} must be a Tensor, got {t!r}")
+    if not isinstance(gmem_tensor.engine, CoordEngine):
+        raise CuteTypeError(f"tma_partition: gmem_tensor must be (a tile of) the TMA coordinate tensor that "
+                            f"make_tiled_tma_atom returned, got a tensor over {gmem_tensor.engine!r}")
     s0, g0 = product(_mode0(smem_tensor.layout)), product(_mode0(gmem_tensor.layout))
     if s0 != g0:
         raise CuteValueError(f"tma_partition: mode 0 of the smem tensor has {s0} elements, of the gmem tensor {g0}")
@@ -284,11 +312,9 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor):
                 f"{smem_tensor.engine.alignment}-byte alignment is known"
             )
     smem_mode0 = smem_tensor.layout[0] if len(smem_tensor.layout) > 1 else smem_tensor.layout
-    inv = right_inverse(get_nonswizzle_portion(smem_mode0))
-    layout_v = tile_to_shape(Layout((inv.shape,), (inv.stride,)), s0)
-    tma_v = Layout(atom.num_values)
-    layout_V = (logical_divide(layout_v, tma_v),)
-    mcast = cta_layout(cta_coord) * (product(tma_v.shape) // cosize(cta_layout))
+    check_same_tile(atom, smem_mode0)
+    mcast = _multicast_offset(atom, cta_coord, cta_layout)
+    layout_V = (value_layout(smem_mode0, s0, atom.num_values),)
     out = []
     for t in (smem_tensor, gmem_tensor):
         r = len(t.layout)
@@ -296,6 +322,43 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor):
         tiled = coalesce(tiled, ((1, 1),))
         out.append(domain_offset(((mcast, 0),) + (0,) * (r - 1), tiled))
     return out[0], out[1]
+
+
+def _multicast_offset(atom, cta_coord, cta_layout):
+    """The first element of this CTA's share of each instruction (multicast splits the box across CTAs)."""
+    n = atom.num_multicast
+    if not isinstance(cta_layout, Layout):
+        raise CuteTypeError(f"tma_partition: cta_layout must be a Layout of the multicast CTAs, got {cta_layout!r}")
+    size = product(cta_layout.shape)
+    if size != n or cosize(cta_layout) != n:
+        raise CuteValueError(f"tma_partition: cta_layout {cta_layout} must map the {n} CTA(s) the atom multicasts "
+                             f"to (num_multicast={n}) onto 0..{n - 1}")
+    cta_coord = _coordinate(cta_coord)
+    if is_static(cta_coord):
+        flat = cta_coord if type(cta_coord) is int else None
+        inside = (0 <= flat < size) if flat is not None else _coord_inside(cta_coord, cta_layout.shape)
+        if not inside:
+            raise CuteValueError(f"tma_partition: cta_coord {fmt(cta_coord)} is outside the multicast group "
+                                 f"{cta_layout} of {n} CTA(s)")
+    return cta_layout(cta_coord) * (atom.num_values // n)
+
+
+def _coordinate(c, what="tma_partition: cta_coord"):
+    # a CTA coordinate: an int (numpy ints too), a run-time integer, or a tuple of them
+    if isinstance(c, (tuple, list)):
+        return tuple(_coordinate(x, what) for x in c)
+    if isinstance(c, Dynamic):
+        return c
+    if isinstance(c, bool) or not hasattr(type(c), "__index__"):
+        raise CuteTypeError(f"{what} must be an int or a coordinate of ints, got {c!r}")
+    return operator.index(c)
+
+
+def _coord_inside(coord, shape):
+    if type(coord) is tuple:
+        return type(shape) is tuple and len(coord) == len(shape) and all(
+            _coord_inside(c, s) for c, s in zip(coord, shape))
+    return type(coord) is int and 0 <= coord < product(shape)
 
 
 def _mode0(layout):
@@ -306,11 +369,36 @@ def _mode0(layout):
 def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode):
     """The 16-bit mask of the CTAs that receive this CTA's multicast along mode(s) ``mcast_mode``.
 
-    The CTAs are those of ``cta_layout_vmnk`` that differ from ``cta_coord_vmnk`` only
-    in the multicast mode(s) (CuTe's ``create_tma_multicast_mask<Mode>``).
+    The CTAs are those of ``cta_layout_vmnk`` (CTA coordinate -> rank in the cluster, at most 16
+    CTAs) that differ from ``cta_coord_vmnk`` only in the multicast mode(s) (CuTe's
+    ``create_tma_multicast_mask<Mode>``).
     """
-    modes = (mcast_mode,) if isinstance(mcast_mode, int) else tuple(mcast_mode)
-    coord = list(cta_coord_vmnk)
+    if not isinstance(cta_layout_vmnk, Layout) or not is_static(cta_layout_vmnk.shape) \
+            or not is_static(cta_layout_vmnk.stride):
+        raise CuteTypeError(f"create_tma_multicast_mask needs the static cluster layout (CTA coordinate -> rank), "
+                            f"got {cta_layout_vmnk!r}")
+    size = product(cta_layout_vmnk.shape)
+    if size > 16 or cosize(cta_layout_vmnk) > 16:
+        raise CuteValueError(f"the cluster layout {cta_layout_vmnk} has {size} CTAs reaching rank "
+                             f"{cosize(cta_layout_vmnk) - 1}; a cluster holds at most 16 CTAs (ranks 0..15)")
+    coord = cta_coord_vmnk
+    if isinstance(coord, list):
+        coord = tuple(coord)
+    shape = cta_layout_vmnk.shape
+    if type(coord) is not tuple or type(shape) is not tuple or len(coord) != len(shape):
+        raise CuteValueError(f"cta_coord_vmnk {coord!r} must be a coordinate of the cluster layout "
+                             f"{cta_layout_vmnk} (one entry per mode)")
+    modes = (mcast_mode,) if isinstance(mcast_mode, int) and not isinstance(mcast_mode, bool) else mcast_mode
+    if not isinstance(modes, (tuple, list)) or not all(type(m) is int for m in modes):
+        raise CuteTypeError(f"mcast_mode must be a mode index or a tuple of them, got {mcast_mode!r}")
+    coord = list(_coordinate(coord, "create_tma_multicast_mask: cta_coord_vmnk"))
+    for i, (c, s) in enumerate(zip(coord, shape)):
+        if not is_static(c):
+            raise CuteTypeError(f"create_tma_multicast_mask builds the mask on the host from a static coordinate; "
+                                f"entry {i} is a run-time value")
+        if not _coord_inside(c, s):
+            raise CuteValueError(f"cta_coord_vmnk {fmt(tuple(coord))}: entry {i} ({fmt(c)}) is outside "
+                                 f"mode {i} of the cluster layout {cta_layout_vmnk}")
     for m in modes:
         if not 0 <= m < len(coord):
             raise CuteValueError(f"mcast_mode {m} is not a mode of the CTA coordinate {fmt(tuple(coord))}")
@@ -319,7 +407,4 @@ def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode):
     mask = 0
     for i in range(product(sub.shape)):
         mask |= 1 << sub(i)
-    mask <<= elected
-    if mask >> 16:
-        raise CuteValueError(f"the multicast reaches CTA ranks beyond 15 (mask {mask:#x}); clusters hold at most 16 CTAs")
-    return mask
+    return mask << elected

@@ -7,7 +7,7 @@ needs a kernel.  Their CPU semantics are in :mod:`cute_py.reference`.
 """
 
 from ..errors import CuteError, CuteTypeError, CuteValueError
-from ..int_tuple import is_int
+from ..int_tuple import is_int, is_static
 from ..pointer import AddressSpace, Pointer
 
 __all__ = [
@@ -93,6 +93,18 @@ def update_tma_descriptor(atom, gmem_tensor, desc_ptr):
         raise CuteTypeError(f"update_tma_descriptor needs the new gmem tensor, got {gmem_tensor!r}")
     if len(gmem_tensor.layout) != len(atom.g_stride if isinstance(atom.g_stride, tuple) else (atom.g_stride,)):
         raise CuteValueError("the new gmem tensor must have the rank of the atom's tensor")
+    if is_static(gmem_tensor.layout.shape) and is_static(gmem_tensor.layout.stride):
+        # the rewritten descriptor keeps every rule of the atom's: exact dims, the 16-byte store granule...
+        from .tma import TmaError
+        from .tma_box import make_tma_desc
+
+        d = atom.descriptor
+        try:
+            make_tma_desc(gmem_tensor.layout, atom.dtype, d.dtype, None, 16, atom.tma_gbasis, d.swizzle,
+                          atom.num_multicast, store=d.store, extents=atom.tile_extents)
+        except CuteError as e:
+            raise TmaError(f"update_tma_descriptor: the tensor {gmem_tensor.layout} does not fit the atom's TMA "
+                           f"box: {e}") from None
     return _emit("tensormap_replace", atom=atom, tensor=gmem_tensor, desc=desc_ptr)
 
 

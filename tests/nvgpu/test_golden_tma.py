@@ -80,8 +80,8 @@ def _cpp_layout(text):
 # Where cute_py deliberately answers differently, each checked below:
 # - swizzles are in element units in cute_py, so S<3,3,3> on fp16 *is* the 128B swizzle (CuTe reads it in bytes);
 # - a TMA type wider than the element would make TMA coordinates fractional (CuTe: `1/8@0`): rejected;
-# - multicast pieces whose smem destinations are not 128-byte aligned (CuTe builds them; the instruction
-#   needs 128-byte aligned shared memory): rejected;
+# - multicast pieces, or the several instructions of a tile, whose smem destinations are not 128-byte
+#   aligned (CuTe builds them; the instruction needs 128-byte aligned shared memory): rejected;
 # - Int16 has no TMA format in CuTe; cute_py copies its bits as UINT16;
 # - complex element types are not modelled.
 DEVIATIONS = {"reject_element_unit_swizzle_f16", "reject_int16_unknown_format"}
@@ -110,9 +110,13 @@ def test_tma_atom_matches_cute_cpp(case):
         with pytest.raises(cpasync.TmaError, match="fractional TMA coordinates"):
             _atom(case)
         return
-    if not case["rejected"] and case["num_multicast"] > 1:
+    if not case["rejected"]:
+        # several instructions per tile (multicast pieces, or a box smaller than the tile) put all but the
+        # first at smem offsets that are multiples of the box: those must be 128-byte aligned
         per_cta = cute.product(tuple(case["box_dims"])) * dtypes.dtype_of(case["tma_dtype"]).width // 8
-        if per_cta % 128:
+        atom_values = int(case["val_layout_src"].split(",")[1].split(")")[0])  # (1,N):(0,1): one atom's N values
+        tile_values = cute.size(cute.parse_layout(case["smem_layout"]))
+        if per_cta % 128 and (case["num_multicast"] > 1 or tile_values > atom_values):
             with pytest.raises(cpasync.TmaError, match="128-byte aligned"):
                 _atom(case)
             return
