@@ -87,18 +87,11 @@ def test_mlir_dialects_never_imports_cute_py():
         assert "cute_py" not in external, path
 
 
-def test_import_cute_py_is_fast_and_stdlib_only():
-    code = (
-        "import sys, time; t = time.perf_counter(); import cute_py; dt = time.perf_counter() - t;"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in %r); print(dt); print(heavy)" % (HEAVY,)
-    )
-    best = None
-    for _ in range(3):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-        dt, heavy = out.stdout.splitlines()
-        assert heavy == "[]"
-        best = float(dt) if best is None else min(best, float(dt))
-    assert best < 0.1, f"import cute_py took {best:.3f} s"
+def test_import_cute_py_is_stdlib_only():
+    # its time (target < 0.1 s) is measured by benchmarks/bench_import.py, not asserted here
+    code = "import sys; import cute_py; print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (HEAVY,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
 
 
 def test_demo_prints_the_tour_and_its_checks():
