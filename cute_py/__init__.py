@@ -16,6 +16,7 @@ from .algebra import (
 )
 from .errors import (
     CuteError,
+    CuteIndexError,
     CuteTypeError,
     CuteValueError,
     DivisibilityError,
@@ -190,6 +191,7 @@ __all__ = [
     "cosize",
     "crd2idx",
     "CuteError",
+    "CuteIndexError",
     "CuteTypeError",
     "CuteValueError",
     "depth",

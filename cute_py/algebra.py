@@ -1,23 +1,25 @@
 """Composition, complement, inverses, common vectors and nullspaces of layouts.
 
 Each function follows the current CuTe C++ (``layout.hpp``) case by case,
-including which inputs it rejects; results are memoised (layouts are immutable).
+including which inputs it rejects; where the C++ preconditions are weaker than the
+documented law, the function raises instead of returning a result that breaks it
+(each docstring lists those cases).  Results are memoised (layouts are immutable).
 """
 
 from ._memo import memoize
 from .errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
 from .int_tuple import (
+    _ceil_div,
+    _compact_col_major,
+    _flatten,
+    _product,
     as_int_tuple,
-    ceil_div,
-    compact_col_major,
-    flatten,
     fmt,
     imin,
     is_int,
-    product,
     signum,
 )
-from .layout import Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _filter_flat, _mk, coalesce_x, cosize, make_layout
+from .layout import Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _mk, coalesce_x, cosize, make_layout
 
 __all__ = [
     "composition",
@@ -40,16 +42,28 @@ def _unwrap(t):
 
 
 # -- composition ------------------------------------------------------------------------------
+#
+# CuTe's algorithm, case by case, with its two divisibility conditions.  Where they are weaker than
+# the law result(c) == lhs(rhs(c)), cute_py raises instead of returning a wrong layout:
+#   * an rhs stride below a bounded lhs mode must divide it, unless the rhs ends inside that mode;
+#   * a negative rhs stride may only skip whole bounded lhs modes (it would wrap inside one);
+#   * the rhs leaves must not carry into each other: in every bounded lhs mode, the largest digits
+#     the leaves reach must add up to less than the mode's extent.
+# ``usage`` collects, per bounded lhs mode (its index, or (basis path, index) below a basis stride),
+# [extent, sum of the largest digits] for the last rule (``None`` as the sum once a run-time value makes
+# it unknowable).
 
 
-def _composition_impl(ls, ld, rs, rd):
+def _composition_impl(ls, ld, rs, rd, usage, path=()):
     if type(rs) is tuple:
         # rhs tuple: compose mode by mode (right-distributivity)
-        return _concat([_composition_impl(ls, ld, s, d) for s, d in zip(rs, rd)])
+        if type(rd) is not tuple or len(rs) != len(rd):
+            raise RankError(f"composition: rhs shape {fmt(rs)} and stride {fmt(rd)} are not congruent")
+        return _concat([_composition_impl(ls, ld, s, d, usage, path) for s, d in zip(rs, rd)])
     compose_basis = getattr(rd, "__cute_compose__", None)
     if compose_basis is not None:
         # rhs basis stride: select the lhs mode it names
-        return compose_basis(ls, ld, rs, _composition_impl)
+        return compose_basis(ls, ld, rs, lambda a, b, c, d, modes: _composition_impl(a, b, c, d, usage, path + modes))
     if _is(rd, 0):
         # rhs static stride 0: the result is rhs
         return _mk(rs, rd)
@@ -59,26 +73,57 @@ def _composition_impl(ls, ld, rs, rd):
     # general case: lhs tuple, rhs integral
     result_shape, result_stride = [], []
     rest_shape, rest_stride = rs, rd
-    for curr_shape, curr_stride in zip(ls[:-1], ld[:-1]):
-        if type(curr_shape) is int and type(rest_stride) is int:
-            if not (rest_stride % curr_shape == 0 or rest_stride < curr_shape):
+    for m in range(len(ls) - 1):
+        curr_shape, curr_stride = ls[m], ld[m]
+        static = type(curr_shape) is int and type(rest_stride) is int
+        if static:
+            if curr_shape <= 0:
+                raise CuteValueError(f"composition: the lhs mode of extent {curr_shape} is empty, so the lhs has "
+                                     f"no values past index 0 (lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})")
+            d = abs(rest_stride)
+            if not (d % curr_shape == 0 or d < curr_shape):
                 raise DivisibilityError(
                     f"composition stride divisibility condition: the rhs stride {rest_stride} must be "
                     f"divisible by, or less than, the lhs mode shape {curr_shape} "
                     f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
                 )
         abs_stride = abs(rest_stride)
-        next_shape = ceil_div(curr_shape, abs_stride)
-        next_stride = ceil_div(abs_stride, curr_shape) * signum(rest_stride)
+        next_shape = _ceil_div(curr_shape, abs_stride)
+        next_stride = _ceil_div(abs_stride, curr_shape) * signum(rest_stride)
         if _is(next_shape, 1) or _is(rest_shape, 1):
             rest_stride = next_stride
             continue
         new_shape = imin(next_shape, rest_shape)
-        if type(new_shape) is int and type(rest_shape) is int and rest_shape % new_shape != 0:
-            raise DivisibilityError(
-                f"composition shape divisibility condition: the rhs shape {rest_shape} must be "
-                f"divisible by {new_shape} (lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
-            )
+        if type(new_shape) is int and type(rest_shape) is int:
+            if new_shape <= 0:
+                raise CuteValueError(f"composition: the rhs mode {fmt(rs)}:{fmt(rd)} is empty "
+                                     f"(lhs {fmt(ls)}:{fmt(ld)})")
+            if rest_shape % new_shape != 0:
+                raise DivisibilityError(
+                    f"composition shape divisibility condition: the rhs shape {rest_shape} must be "
+                    f"divisible by {new_shape} (lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
+                )
+        if static and type(new_shape) is int:
+            if rest_stride < 0:
+                raise DivisibilityError(
+                    f"composition: the negative rhs stride {rest_stride} would wrap around inside the lhs mode "
+                    f"of extent {curr_shape} (lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
+                )
+            if curr_shape % rest_stride != 0 and new_shape != rest_shape:
+                raise DivisibilityError(
+                    f"composition: the rhs stride {rest_stride} does not divide the lhs mode of extent {curr_shape} "
+                    f"and the rhs runs past it ({rest_shape} elements), so the result would not be lhs o rhs "
+                    f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
+                )
+            if usage is not None:
+                key = (path, m) if path else m
+                entry = usage.get(key)
+                if entry is None:
+                    usage[key] = [curr_shape, rest_stride * (new_shape - 1)]
+                elif entry[1] is not None:
+                    entry[1] += rest_stride * (new_shape - 1)
+        elif usage is not None:
+            usage[(path, m) if path else m] = [curr_shape, None]
         result_shape.append(new_shape)
         result_stride.append(rest_stride * curr_stride)
         rest_shape = rest_shape // new_shape
@@ -90,6 +135,41 @@ def _composition_impl(ls, ld, rs, rd):
     result_shape.append(rest_shape)
     result_stride.append(rest_stride * ld[-1])
     return _mk(tuple(result_shape), tuple(result_stride))
+
+
+def _need_evaluable(lhs, flat):
+    # a static extent 0 in any flat mode but the last leaves the lhs without a value at any index (coalescing
+    # may move such a mode: the original modes are checked when the coalesced lhs has an extent 0 at all)
+    if type(lhs.shape) is not tuple:
+        return
+    for x in (flat.shape if type(flat.shape) is tuple else (flat.shape,)):
+        if type(x) is int and x == 0:
+            break
+    else:
+        return
+    leaves = _flatten(lhs.shape)
+    for s in leaves[:-1]:
+        if type(s) is int and s == 0:
+            raise CuteValueError(f"composition: the lhs {lhs} is empty (a mode of extent 0 before its last), "
+                                 f"so it has no value at any index")
+
+
+def _compose_layouts(lhs, rhs):
+    """``lhs o rhs`` for two layouts, rejecting rhs whose leaves would carry into each other in lhs."""
+    flat = coalesce_x(lhs, _coprofile(rhs))
+    if type(lhs.shape) is tuple:
+        _need_evaluable(lhs, flat)
+    usage = {} if type(rhs.shape) is tuple else None  # one rhs leaf cannot carry into another
+    result = _composition_impl(flat.shape, flat.stride, rhs.shape, rhs.stride, usage)
+    if usage:
+        for key, (extent, total) in usage.items():
+            if total is not None and total >= extent:
+                m = key if type(key) is int else key[1]
+                raise DivisibilityError(
+                    f"composition: the rhs modes carry into each other: in the lhs mode {m} of extent {extent} "
+                    f"their offsets add up to {total}, so the result would not be lhs o rhs (lhs {lhs}, rhs {rhs})"
+                )
+    return result
 
 
 def _need_layout(x, op, what="lhs"):
@@ -105,7 +185,12 @@ def composition(lhs, rhs):
     itself), or a tiler: a tuple with one element per mode of ``lhs`` (layouts,
     ints, ``None`` or nested tilers), applied mode by mode; modes of ``lhs``
     beyond the tiler are dropped, as in CuTe.
-    Rejects inputs that break CuTe's stride or shape divisibility conditions.
+    Rejects inputs that break CuTe's stride or shape divisibility conditions and, where
+    those conditions are weaker than the law, inputs whose result would not be
+    ``lhs o rhs``: an rhs stride that neither divides a bounded lhs mode nor ends inside
+    it, a negative rhs stride inside a bounded lhs mode, rhs modes whose offsets carry
+    into each other in an lhs mode, and an empty lhs (an extent 0 before its last mode).
+    ``lhs`` is evaluated beyond its size along its last mode, as in CuTe.
 
     @post is_compatible(rhs, result) for a layout rhs
     @post result(c) == lhs(rhs(c)) for all c in the domain of rhs
@@ -113,17 +198,15 @@ def composition(lhs, rhs):
     if type(lhs) is not Layout:
         return _composition_other(lhs, rhs)
     if type(rhs) is Layout:
-        flat = coalesce_x(lhs, _coprofile(rhs))
-        return _composition_impl(flat.shape, flat.stride, rhs.shape, rhs.stride)
+        return _compose_layouts(lhs, rhs)
     if rhs is None:
         return lhs
-    if type(rhs) is list:
+    if isinstance(rhs, (tuple, list)):
         rhs = tuple(rhs)
-    if type(rhs) is tuple:
         if len(rhs) > len(lhs):
             raise RankError(f"composition: the tiler {_tiler_str(rhs)} has more modes than the layout {lhs}")
         return _concat([_composition(lhs[i], r) for i, r in enumerate(rhs)])
-    if hasattr(rhs, "__cute_map_outer__"):
+    if hasattr(rhs, "__cute_map_outer__") and hasattr(rhs, "outer"):
         # Layout o (inner o 0 o outer) == (Layout o inner) o outer
         offset = rhs.offset
         if not (type(offset) is int and offset == 0):
@@ -134,8 +217,12 @@ def composition(lhs, rhs):
         # Layout o Swizzle: the swizzle carried through the layout, then the layout
         return transported(lhs)
     rhs = as_int_tuple(rhs, "composition rhs (a Layout, an int, None or a tuple tiler)")
+    if type(rhs) is int and rhs < 0:
+        raise CuteValueError(f"composition: the rhs extent must be >= 0, got {rhs} (lhs {lhs})")
     flat = coalesce_x(lhs)
-    return _composition_impl(flat.shape, flat.stride, rhs, 1)
+    if type(lhs.shape) is tuple:
+        _need_evaluable(lhs, flat)
+    return _composition_impl(flat.shape, flat.stride, rhs, 1, None)
 
 
 def _composition_other(lhs, rhs):
@@ -152,7 +239,7 @@ def _composition_other(lhs, rhs):
 
 def _coprofile(rhs):
     # the profile of rhs's codomain: None (a scalar) for integer strides, zeros for coordinates
-    fd = flatten(rhs.stride)
+    fd = _flatten(rhs.stride)
     fd = fd if type(fd) is tuple else (fd,)
     if all(type(x) is int for x in fd):
         return None
@@ -177,9 +264,11 @@ def _tiler_str(t):
 
 def coalesce_shape(shape):
     """Merge the flattened modes of a shape where static-ness allows (CuTe's ``coalesce(shape)``)."""
-    flat = flatten(shape)
+    flat = _flatten(shape)
     if type(flat) is not tuple:
         return flat
+    if not flat:
+        return 1  # the empty shape has one element
     out = [flat[0]]
     for a in flat[1:]:
         if (type(out[-1]) is int) == (type(a) is int):
@@ -208,27 +297,64 @@ def complement(layout, cotarget=None):
 
     ``cotarget`` is an int or a shape (its size is the target; a shape keeps its
     static/dynamic split); by default it is ``cosize(layout)``.
-    Rejects non-injective layouts.
+    Rejects what CuTe rejects (non-injective layouts, run-time strides in rank > 1) and,
+    where CuTe's result would not be the complement, layouts with negative strides or
+    empty modes, layouts whose strides, sorted, do not each divide by the extent of the
+    modes below them, and shape cotargets that the rest of the complement would not cover.
 
     @post result is ordered: result(i-1) < result(i) for 0 < i < size(result)
     @post result(i) != layout(j) for 0 < i < size(result), all j
-    @post size(result) * size(filter(layout)) >= size(cotarget) (covering)
+    @post layout and result together reach every offset in [0, size(cotarget)) (covering)
     """
+    return _complement_impl(layout, cotarget, True)
+
+
+def _complement_impl(layout, cotarget, covering, with_open=False):
+    # with_open: returns (complement, open), ``open`` when its last mode is the rest mode beyond everything
+    # the layout reaches, so that the complement evaluated past its size stays disjoint from the layout
+    # ``covering=False`` keeps CuTe's result where it is ordered and disjoint but leaves gaps (what a
+    # logical_product needs: disjoint copies of the block)
     if type(layout) is not Layout:
-        if hasattr(layout, "__cute_map_outer__"):
+        if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
             # a composed layout: the complement of its outer layout
-            return _complement(layout.outer, cosize(layout.outer) if cotarget is None else cotarget)
+            return _complement_impl(layout.outer, cosize(layout.outer) if cotarget is None else cotarget, covering,
+                                    with_open)
         _need_layout(layout, "complement", "layout")
-    shape, stride = _filter_flat(layout)
+    # filter (drop stride-0 and size-1 modes) and coalesce, checking the modes on the way
+    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    ks, kd = [], []
+    for s, d in zip(fs, fd):
+        if type(s) is int:
+            if s == 0:
+                raise CuteValueError(f"complement of the empty layout {layout} (a mode of extent 0)")
+            if s == 1:
+                continue
+        if type(d) is int:
+            if d == 0:
+                continue
+            if d < 0:
+                raise CuteValueError(f"complement needs non-negative strides, but {layout} has the stride {d}")
+        elif not is_int(d):
+            raise CuteTypeError(f"complement needs integer strides, but {layout} has the stride {d}")
+        ks.append(s)
+        kd.append(d)
+    shape, stride = _bw_coalesce_lists(ks, kd, ks[-1], kd[-1]) if ks else ([1], [0])
     if cotarget is None:
         cotarget = sum(_mul(s - 1, d) for s, d in zip(shape, stride)) + 1
-    elif type(cotarget) is Layout:
-        cotarget = cotarget.shape
-    elif type(cotarget) is not int:
-        cotarget = as_int_tuple(cotarget, "complement cotarget")
+    elif type(cotarget) is int:
+        if cotarget < 0:
+            raise CuteValueError(f"complement: the cotarget {cotarget} is negative")
+    else:
+        cotarget = cotarget.shape if type(cotarget) is Layout else as_int_tuple(cotarget, "complement cotarget")
+        for c in (_flatten(cotarget) if type(cotarget) is tuple else (cotarget,)):
+            if type(c) is int and c < 0:
+                raise CuteValueError(f"complement: the cotarget {fmt(cotarget)} has a negative extent")
     if len(stride) == 1 and _is(stride[0], 0):
         # irreducible rank-1 stride-0 layout: everything is in the complement
-        return make_layout(coalesce_shape(cotarget))
+        everything = make_layout(coalesce_shape(cotarget))
+        return (everything, True) if with_open else everything
     if len(stride) > 1:
         for d in stride:
             if type(d) is not int:
@@ -240,34 +366,64 @@ def complement(layout, cotarget=None):
     for _ in range(len(stride) - 1):
         min_stride = min(stride)
         i = stride.index(min_stride)
-        new_shape = min_stride // result_stride[-1]
-        if new_shape == 0:
-            raise NotInjectiveError(f"complement needs an injective layout, got {layout}")
-        result_shape.append(new_shape)
+        below = result_stride[-1]
+        gap = min_stride // below
+        if gap == 0 or (covering and min_stride % below):
+            _complement_gap_error(min_stride, below, layout)
+        result_shape.append(gap)
         result_stride.append(min_stride * shape[i])
         del shape[i], stride[i]
-    last = stride[0] // result_stride[-1]
-    if _is(last, 0):
-        raise NotInjectiveError(f"complement needs an injective layout, got {layout}")
-    result_shape.append(last)
+    below = result_stride[-1]
+    gap = stride[0] // below
+    if _is(gap, 0) or (covering and type(below) is int and type(stride[0]) is int and stride[0] % below):
+        _complement_gap_error(stride[0], below, layout)
+    result_shape.append(gap)
     new_stride = stride[0] * shape[0]
     if type(cotarget) is int and type(new_stride) is int:
         # static int cotarget: the rest is one mode (stride 0 if it has size 1)
         rest_shape = (cotarget + new_stride - 1) // new_stride
         rest_stride = new_stride if rest_shape != 1 else 0
     else:
-        rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
-        rest_stride = compact_col_major(rest_shape, new_stride)
+        rest_shape = coalesce_shape(_ceil_div(cotarget, new_stride))
+        rest_stride = _compact_col_major(rest_shape, new_stride)
+        covered, target = _product(rest_shape) * new_stride, _product(cotarget)
+        if covering and type(covered) is int and type(target) is int and covered < target:
+            raise DivisibilityError(
+                f"complement: the shape cotarget {fmt(cotarget)} folded through ceil_div by {fmt(new_stride)} gives "
+                f"{fmt(rest_shape)}, which covers only [0, {covered}) of [0, {target}) (layout {layout})"
+            )
     if type(rest_shape) is tuple:
         result_shape.extend(rest_shape)
         result_stride.extend(rest_stride)
     else:
         result_shape.append(rest_shape)
         result_stride.append(rest_stride)
-    return _bw_coalesce(result_shape, result_stride, result_shape[-1], result_stride[-1])
+    result = _bw_coalesce(result_shape, result_stride, result_shape[-1], result_stride[-1])
+    if with_open:
+        return result, type(rest_shape) is tuple or not _is(rest_shape, 1)
+    return result
+
+
+def _complement_gap_error(stride, below, layout):
+    # the mode of this stride starts inside, or not at a multiple of, the extent of the modes below it
+    if stride < below:
+        raise NotInjectiveError(
+            f"complement needs an injective layout, got {layout}: sorted by stride, its modes overlap "
+            f"(the stride {stride} is below {below}, the extent of the modes with smaller strides)"
+        )
+    raise DivisibilityError(
+        f"complement divisibility condition: the stride {stride} must be a multiple of {below}, the extent "
+        f"of the modes with smaller strides, or the result would not cover the gap between them (in {layout})"
+    )
 
 
 _complement = complement.__wrapped__
+
+
+def _disjoint_complement(layout, cotarget):
+    """CuTe's complement where only its order and disjointness are needed (it may leave gaps):
+    ``(complement, open)``, ``open`` when evaluating it past its size stays disjoint from ``layout``."""
+    return _complement_impl(layout, cotarget, False, True)
 
 
 def _mul(a, b):
@@ -296,7 +452,7 @@ def _inverse_other(layout, inverse, op):
 
 
 def _flat_modes(layout):
-    fs, fd = flatten(layout.shape), flatten(layout.stride)
+    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     if not fs:
@@ -318,6 +474,10 @@ def right_inverse(layout):
         return _inverse_other(layout, _right_inverse, "right_inverse")
     s, d, pre = _flat_modes(layout)
     _need_int_strides(d, layout, "right_inverse")
+    for x in s:
+        if type(x) is int and x == 0:
+            # the empty layout has no value to invert; CuTe's result would claim some
+            raise CuteValueError(f"right_inverse of the empty layout {layout} (a mode of extent 0)")
     keys = [i for i, x in enumerate(d) if type(x) is int]
     order = [keys[j] for j in _exchange_sort([d[i] for i in keys])]
     rs, rd, curr = [1], [0], 1
@@ -337,7 +497,10 @@ def left_inverse(layout):
     """A layout ``L`` with ``layout(L(layout(i))) == layout(i)`` (``L(layout(i)) == i`` if injective).
 
     Rejects layouts whose strides break CuTe's left-inverse divisibility condition
-    and layouts with run-time strides.
+    and layouts with run-time strides, as CuTe does, and, where CuTe's result would not
+    be a left inverse, layouts with negative strides and layouts whose modes, sorted by
+    stride, overlap (a mode reaching past the stride of the next one: not injective
+    once the stride-0 modes are set aside).
 
     @post layout(result(layout(i))) == layout(i) for 0 <= i < size(layout)
     """
@@ -348,20 +511,36 @@ def left_inverse(layout):
     for x in d:
         if type(x) is not int:
             raise StaticValueRequired(f"left_inverse needs static strides, but {layout} has a run-time stride")
+    if any(x < 0 for x in d) and sum(1 for x in d if x != 0) > 1:
+        # one negative stride inverts (CuTe gives a negative extent, which floor division reads right);
+        # with more non-zero modes the digits of a negative offset are not the coordinates
+        raise CuteValueError(
+            f"left_inverse of a layout with a negative stride needs it to be the only non-zero stride, got {layout}"
+        )
     order = _exchange_sort(d)
-    rs, rd, size = [], [0], 1
+    rs, rd, size, reach = [], [0], 1, 0
     for i in order:
         x = d[i]
         if x == 0:
+            continue
+        if x < 0:  # the only non-zero mode: its stride is the gap, its extent the last mode
+            rs.append(x)
+            rd.append(pre[i])
             continue
         if x % size != 0:
             raise DivisibilityError(
                 f"left_inverse divisibility condition: stride {x} must be divisible by {size}, "
                 f"the size of the modes with smaller strides, in {layout}"
             )
+        if x < reach:
+            raise NotInjectiveError(
+                f"left_inverse needs the modes of {layout}, sorted by stride, not to overlap: the stride {x} "
+                f"is below {reach}, the extent of the modes with smaller strides"
+            )
         rs.append(x // size)
         rd.append(pre[i])
         size = size * (x // size)
+        reach = x * s[i]
     rs.append(s[order[-1]])
     return _coalesce(_mk(tuple(rs), tuple(rd)))
 
@@ -373,7 +552,14 @@ def _common(a, b):
     _need_layout(a, "max_common_layout", "a")
     _need_layout(b, "max_common_layout", "b")
     inv_b = _right_inverse(b)
-    common = _coalesce(_composition(a, inv_b))
+    try:
+        common = _coalesce(_composition(a, inv_b))
+    except DivisibilityError:
+        # a o inv_b is no layout as a whole; its first mode is a o (the first mode of inv_b)
+        try:
+            common = _coalesce(_composition(a, _coalesce(inv_b)[0]))
+        except DivisibilityError:
+            return inv_b, None  # not even that: one element in common
     first = common[0]
     if type(first.shape) is int and _is(first.stride, 1):
         return inv_b, first
@@ -398,7 +584,7 @@ def max_common_layout(a, b):
         a, b, base_a, base_b = b, a, base_b, base_a
     if base_a is not None:
         common = max_common_layout(a.outer, b.outer if base_b is not None else b)
-        n = product(common.shape)
+        n = _product(common.shape)
         return _composition(common, base_a) if type(n) is int and base_a < n else common
     inv_b, first = _common(a, b)
     if first is None:
@@ -433,12 +619,12 @@ def nullspace(layout):
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
         return _mk(1, 0)  # not attempted for composed layouts, as in CuTe
     _need_layout(layout, "nullspace", "layout")
-    fd = flatten(layout.stride)
-    fs = flatten(layout.shape)
+    fd = _flatten(layout.stride)
+    fs = _flatten(layout.shape)
     if type(fd) is not tuple:
         fd, fs = (fd,), (fs,)
     idx = [i for i, x in enumerate(fd) if _is(x, 0)]
     if not idx:
         return _mk(1, 0)
-    rstride = compact_col_major(fs)
+    rstride = _compact_col_major(fs)
     return _mk(_unwrap(tuple(fs[i] for i in idx)), _unwrap(tuple(rstride[i] for i in idx)))

@@ -7,12 +7,14 @@ layout's; the algebra acts on the outer layout (divides, products, coalesce,
 ``S<3,4,3> o 0 o (8,64):(64,1)``.
 """
 
-from ._memo import memoize
+from ._memo import memoize, register_key_type
 from .algebra import composition
 from .errors import CuteTypeError, CuteValueError
-from .int_tuple import crd2idx, fmt, is_int
-from .layout import Layout, _has_none, _mk, dice, slice_, slice_and_offset
+from .int_tuple import _crd2idx, _product, as_int_tuple, short_repr, fmt, is_int
+from .layout import Layout, _flat_ints, _has_none, _mk, dice, slice_, slice_and_offset
 from .swizzle import Swizzle
+
+register_key_type(Swizzle)  # immutable, equal only to a Swizzle of the same ints: a memoisation key
 
 __all__ = [
     "ComposedLayout",
@@ -23,18 +25,28 @@ __all__ = [
 ]
 
 
+@register_key_type
 class ComposedLayout:
-    """An immutable, hashable ``inner o offset o outer``."""
+    """An immutable, hashable ``inner o offset o outer``.
+
+    The inner function is a Swizzle, a Layout, a ComposedLayout, or an object whose class
+    sets ``__cute_inner__ = True`` (an offset function the algebra carries along).
+    """
 
     __slots__ = ("inner", "offset", "outer")
 
     def __init__(self, inner, offset, outer):
-        if not (type(inner) in (Swizzle, Layout) or isinstance(inner, ComposedLayout) or callable(inner)):
-            raise CuteTypeError(f"the inner function of a composed layout must be a Swizzle or a layout, got {inner!r}")
-        if not is_int(offset) and not hasattr(offset, "__cute_stride__"):
-            raise CuteTypeError(f"the offset of a composed layout must be an int, got {offset!r}")
+        if not (type(inner) in (Swizzle, Layout) or isinstance(inner, ComposedLayout)
+                or getattr(type(inner), "__cute_inner__", False)):
+            raise CuteTypeError(
+                f"the inner function of a composed layout must be a Swizzle or a layout, got {short_repr(inner)}"
+            )
+        if not (is_int(offset) or hasattr(offset, "__cute_stride__")):
+            offset = as_int_tuple(offset, "the offset of a composed layout")
+            if type(offset) is tuple:
+                raise CuteTypeError(f"the offset of a composed layout must be an int, got {short_repr(offset)}")
         if not isinstance(outer, (Layout, ComposedLayout)):
-            raise CuteTypeError(f"the outer function of a composed layout must be a Layout, got {outer!r}")
+            raise CuteTypeError(f"the outer function of a composed layout must be a Layout, got {short_repr(outer)}")
         object.__setattr__(self, "inner", inner)
         object.__setattr__(self, "offset", offset)
         object.__setattr__(self, "outer", outer)
@@ -68,11 +80,15 @@ class ComposedLayout:
         """``inner(offset + outer(coord))``; a coordinate with ``None`` slices."""
         if len(coord) == 1:
             coord = coord[0]
-        if coord is None or (type(coord) is tuple and _has_none(coord)):
-            return slice_(self, coord)
+        elif not coord:
+            raise CuteValueError("a composed layout is evaluated at a coordinate: layout(i) or layout((i, j))")
+        if type(coord) is not int and not _flat_ints(coord):
+            coord = as_int_tuple(coord, "coordinate", allow_none=True)
+            if _has_none(coord):
+                return slice_(self, coord)
         outer = self.outer
         if type(outer) is Layout:
-            r = crd2idx(coord, outer.shape, outer.stride)
+            r = _crd2idx(coord, outer.shape, outer.stride)
         else:
             r = outer(coord)
         return self.inner(self.offset + r)
@@ -194,9 +210,14 @@ def slice_and_offset_composed(coord, layout):
     except CuteValueError:
         return general
     d_layout, d_off = decayed
-    if all(d_layout(i) + d_off == general[0](i) for i in range(_size(sub))):
+    n = _size(sub)
+    if type(n) is int and n <= _DECAY_CHECK_LIMIT and all(d_layout(i) + d_off == general[0](i) for i in range(n)):
         return decayed
     return general
+
+
+# the decayed form of a slice is only used where it has been checked point by point
+_DECAY_CHECK_LIMIT = 1 << 16
 
 
 def _swizzle_slice(coord, inner, off, outer):
@@ -233,9 +254,7 @@ def _swizzle_slice(coord, inner, off, outer):
 
 
 def _size(layout):
-    from .int_tuple import product
-
-    return product(layout.shape)
+    return _product(layout.shape)
 
 
 def check_offset_zero(layout, op):

@@ -122,7 +122,10 @@ def dtype_of(x):
         return x
     if isinstance(x, str) and x in _BY_NAME:
         return _BY_NAME[x]
-    name = str(getattr(x, "name", x)).replace("torch.", "")
+    try:
+        name = str(getattr(x, "name", x)).replace("torch.", "")
+    except Exception:  # an object whose name or str fails is no element type
+        name = None
     aliases = {
         "bool": Boolean, "int8": Int8, "int16": Int16, "int32": Int32, "int64": Int64,
         "uint8": Uint8, "uint16": Uint16, "uint32": Uint32, "uint64": Uint64,
@@ -131,4 +134,8 @@ def dtype_of(x):
     }
     if name in aliases:
         return aliases[name]
-    raise CuteTypeError(f"unknown element type {x!r}")
+    try:
+        shown = repr(x)[:80]
+    except Exception:
+        shown = f"<{type(x).__name__}>"
+    raise CuteTypeError(f"unknown element type {shown}")

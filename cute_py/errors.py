@@ -13,6 +13,7 @@ __all__ = [
     "DivisibilityError",
     "NotInjectiveError",
     "StaticValueRequired",
+    "CuteIndexError",
 ]
 
 
@@ -40,5 +41,12 @@ class NotInjectiveError(CuteValueError):
     """An operation that needs an injective layout (e.g. complement) got a non-injective one."""
 
 
-class StaticValueRequired(CuteValueError):
-    """A value known only at run time was used where the algebra needs a static int."""
+class StaticValueRequired(CuteValueError, TypeError):
+    """A value known only at run time was used where the algebra needs a static int.
+
+    Also a ``TypeError``: a run-time integer is the wrong kind of value there.
+    """
+
+
+class CuteIndexError(CuteError, IndexError):
+    """A coordinate, tile or thread index outside a tensor (or an element offset outside its array)."""

@@ -7,21 +7,27 @@ for a (hierarchical) coordinate, ``layout((None, 3))`` for the sub-layout that
 keeps the ``None`` modes (CuTe's ``_``).
 """
 
-from ._memo import memoize
-from .errors import CuteTypeError, CuteValueError, RankError
+from ._memo import memoize, register_key_type, set_error_type
+from .errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
 from .int_tuple import (
+    MAX_DEPTH,
     Dynamic,
+    _as_mode,
+    _as_tiler_tuple,
+    _compact_col_major,
+    _congruent,
+    _crd2idx,
+    _depth,
+    _filter_zeros_tuple,
+    _get,
+    _is_shaped,
+    as_index,
     as_int_tuple,
-    compact_col_major,
+    short_repr,
     compact_order,
-    crd2idx,
-    filter_zeros_tuple,
     fmt,
-    is_congruent,
-    is_int,
 )
-from .int_tuple import flatten as _flatten_tuple
-from .int_tuple import get as _get
+from .int_tuple import _flatten as _flatten_tuple
 
 __all__ = [
     "Layout",
@@ -44,22 +50,15 @@ __all__ = [
     "coalesce_x",
 ]
 
+set_error_type(CuteValueError)
+
 _new = object.__new__
 _set = object.__setattr__
 
 
-def _stride_leaf(x):
-    # A stride leaf is an int, a dynamic value, or any object with layout-stride arithmetic
-    # (basis strides: ``__cute_stride__``).
-    if type(x) is int or isinstance(x, Dynamic) or getattr(x, "__cute_stride__", False):
-        return x
-    return as_int_tuple(x, "stride")
-
-
 def _as_stride(x):
-    if type(x) is tuple or type(x) is list:
-        return tuple(_as_stride(e) for e in x)
-    return _stride_leaf(x)
+    # a stride leaf is an int, a dynamic value, or a basis stride (``__cute_stride__``)
+    return as_int_tuple(x, "stride", allow_basis=True)
 
 
 def _check_shape(shape, whole):
@@ -88,6 +87,7 @@ def _vector(n):
     return _mk(n, 0 if (type(n) is int and n == 1) else 1)
 
 
+@register_key_type
 class Layout:
     """An immutable, hashable layout ``shape:stride``.
 
@@ -102,10 +102,10 @@ class Layout:
         shape = as_int_tuple(shape, "shape")
         _check_shape(shape, shape)
         if stride is None:
-            stride = compact_col_major(shape)
+            stride = _compact_col_major(shape)
         else:
             stride = _as_stride(stride)
-            if not is_congruent(shape, stride):
+            if not _congruent(shape, stride):
                 raise RankError(f"stride {fmt(stride)} is not congruent to shape {fmt(shape)}")
         _set(self, "shape", shape)
         _set(self, "stride", stride)
@@ -135,10 +135,16 @@ class Layout:
             return h
 
     def __str__(self):
-        return f"{fmt(self.shape)}:{fmt(self.stride)}"
+        try:
+            return f"{fmt(self.shape)}:{fmt(self.stride)}"
+        except RecursionError:
+            return "<a layout nested too deeply to print>"
 
     def __repr__(self):
-        return f"Layout({self.shape!r}, {self.stride!r})"
+        try:
+            return f"Layout({self.shape!r}, {self.stride!r})"
+        except RecursionError:
+            return "Layout(<nested too deeply to print>)"
 
     def _repr_svg_(self):
         """Jupyter's rich display: the picture from :mod:`cute_py.viz` (``None``: use the text repr)."""
@@ -152,6 +158,8 @@ class Layout:
     # -- modes ------------------------------------------------------------------------
     def __getitem__(self, i):
         """Mode ``i`` as a layout (an int-shaped layout has the single mode 0)."""
+        if type(i) is not int:
+            i = as_index(i, "a mode index of a layout")
         if type(self.shape) is tuple:
             try:
                 return _mk(self.shape[i], self.stride[i])
@@ -178,11 +186,14 @@ class Layout:
             coord = coord[0]
         elif not coord:
             raise CuteValueError("a layout is evaluated at a coordinate: layout(i) or layout((i, j))")
-        if _has_none(coord):
-            return slice_(self, coord)
-        if type(coord) is not tuple and not is_int(coord):
-            coord = as_int_tuple(coord, "coordinate")
-        r = crd2idx(coord, self.shape, self.stride)
+        if type(coord) is not int and not _flat_ints(coord):
+            coord = as_int_tuple(coord, "coordinate", allow_none=True)
+            if _has_none(coord):
+                return slice_(self, coord)
+        try:
+            r = _crd2idx(coord, self.shape, self.stride)
+        except RecursionError:
+            raise CuteValueError(f"the layout is nested too deeply to evaluate ({short_repr(self)})") from None
         if type(r) is int:
             return r
         # a codomain coordinate (basis strides) is returned as a coordinate tuple
@@ -193,6 +204,16 @@ class Layout:
 def is_layout(x):
     """True for a :class:`Layout`."""
     return type(x) is Layout
+
+
+def _flat_ints(c):
+    # True for a flat tuple of ints: a coordinate that needs no normalising and has no None
+    if type(c) is not tuple:
+        return False
+    for e in c:
+        if type(e) is not int:
+            return False
+    return True
 
 
 def _has_none(c):
@@ -214,12 +235,23 @@ def make_layout(*args, stride=None):
     if args and all(type(a) is Layout for a in args):
         if stride is not None:
             raise CuteTypeError("make_layout(*layouts) takes no stride")
-        return _mk(tuple(a.shape for a in args), tuple(a.stride for a in args))
+        return _limit_depth(_mk(tuple(a.shape for a in args), tuple(a.stride for a in args)), "make_layout")
     if len(args) == 2 and stride is None:
         args, stride = args[:1], args[1]
     if len(args) != 1:
         raise CuteTypeError(f"make_layout takes a shape (and a stride) or layouts, got {len(args)} arguments")
     return Layout(args[0], stride)
+
+
+def _limit_depth(layout, op):
+    """``layout``, unless an operation that nests modes made it deeper than :data:`MAX_DEPTH`."""
+    try:
+        d = _depth(layout.shape)
+    except RecursionError:
+        d = None
+    if d is None or d > MAX_DEPTH:
+        raise CuteValueError(f"{op}: the result would be nested more than {MAX_DEPTH} levels deep (the limit of cute_py)")
+    return layout
 
 
 def make_ordered_layout(shape, order):
@@ -237,7 +269,7 @@ def make_layout_like(layout):
     Static 0 strides are kept: ``(2,2,2,2):(0,2,4,1) -> (2,2,2,2):(0,2,4,1)``.
     """
     _need_layout(layout, "make_layout_like")
-    shape = filter_zeros_tuple(layout.stride, layout.shape)
+    shape = _filter_zeros_tuple(layout.stride, layout.shape)
     return Layout(layout.shape, compact_order(shape, _order_of(layout.stride)))
 
 
@@ -246,7 +278,9 @@ def _order_of(stride):
     if type(stride) is tuple:
         return tuple(_order_of(s) for s in stride)
     if type(stride) is not int:
-        raise CuteValueError(f"make_layout_like needs static strides, got {fmt(stride)}")
+        if isinstance(stride, Dynamic):
+            raise StaticValueRequired(f"make_layout_like needs static strides, got {fmt(stride)}")
+        raise CuteTypeError(f"make_layout_like needs integer strides, got {fmt(stride)}")
     return stride
 
 
@@ -257,7 +291,7 @@ def _map_outer(x):
 
 def _need_layout(x, op):
     if type(x) is not Layout:
-        raise CuteTypeError(f"{op} expects a Layout, got {type(x).__name__} {x!r}")
+        raise CuteTypeError(f"{op} expects a Layout, got {type(x).__name__} {short_repr(x)}")
 
 
 def cosize(layout, mode=()):
@@ -267,16 +301,23 @@ def cosize(layout, mode=()):
     strides it is the size of the codomain's bounding shape (CuTe's ``coshape``).
     """
     if mode != ():
-        layout = _get(layout, mode)
+        if not _is_shaped(layout):
+            raise CuteTypeError(f"cosize expects a layout, got {short_repr(layout)}")
+        layout = _get(layout, _as_mode(mode, "cosize"))
     if type(layout) is not Layout:
-        if hasattr(layout, "cosize"):
+        if _is_shaped(layout) and hasattr(layout, "cosize"):
             return layout.cosize()
-        raise CuteTypeError(f"cosize expects a layout, got {layout!r}")
-    fs, fd = _flatten_tuple(layout.shape), _flatten_tuple(layout.stride)
+        raise CuteTypeError(f"cosize expects a layout, got {short_repr(layout)}")
+    try:
+        fs, fd = _flatten_tuple(layout.shape), _flatten_tuple(layout.stride)
+    except RecursionError:
+        raise CuteValueError(f"cosize: the layout is nested too deeply ({short_repr(layout)})") from None
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     co = 0
     for s, d in zip(fs, fd):
+        if type(s) is int and s == 0:
+            return 0  # an empty layout reaches nothing
         co = co + (s - 1) * abs(d)
     hook = getattr(co, "__cute_cosize__", None)
     return hook() if hook is not None else co + 1
@@ -386,6 +427,11 @@ def _transform(layout, profile, fn):
     return make_layout(*modes)
 
 
+def _profile(p, op):
+    # a target profile: None, or an IntTuple whose tuple structure is what counts
+    return None if p is None else as_int_tuple(p, f"{op} target profile")
+
+
 @memoize
 def coalesce(layout, target_profile=None):
     """Merge modes where possible, keeping the function on the domain and the size.
@@ -394,10 +440,12 @@ def coalesce(layout, target_profile=None):
     keeping the profile: ``coalesce((2,(1,6)):(1,(6,2)), (1,1)) == (2,6):(1,2)``.
     @post size(result) == size(layout); result(i) == layout(i) for 0 <= i < size(layout)
     """
+    if target_profile is not None:
+        target_profile = _profile(target_profile, "coalesce")
     if type(layout) is not Layout and _map_outer(layout):
         return _map_outer(layout)(lambda o: coalesce(o, target_profile))
     _need_layout(layout, "coalesce")
-    if target_profile is None or type(target_profile) is not tuple:
+    if type(target_profile) is not tuple:
         return _coalesce(layout)
     return _transform(layout, target_profile, coalesce)
 
@@ -412,8 +460,9 @@ def coalesce_x(layout, target_profile=None):
 def filter_zeros(layout, target_profile=None):
     """Replace the modes with static stride 0 (or at 0 leaves of ``target_profile``) by size 1."""
     _need_layout(layout, "filter_zeros")
-    guide = layout.stride if target_profile is None else target_profile
-    return _mk(filter_zeros_tuple(guide, layout.shape), layout.stride)
+    guide = layout.stride if target_profile is None else as_int_tuple(target_profile, "filter_zeros profile",
+                                                                      allow_basis=True)
+    return _mk(_filter_zeros_tuple(guide, layout.shape), layout.stride)
 
 
 @memoize
@@ -422,10 +471,12 @@ def filter(layout, target_profile=None):
 
     @post layout(i) for the kept coordinates are unchanged, in order; depth(result) <= 1
     """
+    if target_profile is not None:
+        target_profile = _profile(target_profile, "filter")
     if type(layout) is not Layout and _map_outer(layout):
         return _map_outer(layout)(lambda o: filter(o, target_profile))
     _need_layout(layout, "filter")
-    if target_profile is None or type(target_profile) is not tuple:
+    if type(target_profile) is not tuple:
         return _filter(layout)
     return _transform(layout, target_profile, filter)
 
@@ -433,13 +484,22 @@ def filter(layout, target_profile=None):
 # -- modes ----------------------------------------------------------------------------------
 
 
+def _as_int_tuple_arg(x, op):
+    # an IntTuple argument of a mode operation (lists, integer-likes and None leaves allowed)
+    return as_int_tuple(x, f"{op} argument", allow_none=True, allow_basis=True)
+
+
 def select(layout, mode):
     """The layout (or IntTuple) of the chosen modes, in the given order."""
-    modes = (mode,) if isinstance(mode, int) else tuple(mode)
+    if type(mode) is tuple or type(mode) is list:
+        modes = tuple(as_index(i, "select: a mode index") for i in mode)
+    else:
+        modes = (as_index(mode, "select: the mode index"),)
     if type(layout) is Layout:
         return make_layout(*(layout[i] for i in modes))
     if _map_outer(layout):
         return _map_outer(layout)(lambda o: select(o, modes))
+    layout = _as_int_tuple_arg(layout, "select")
     t = layout if type(layout) is tuple else (layout,)
     try:
         return tuple(t[i] for i in modes)
@@ -448,11 +508,19 @@ def select(layout, mode):
 
 
 def group_modes(x, begin, end=None):
-    """Group modes ``[begin, end)`` of a layout or IntTuple into one mode."""
+    """Group modes ``[begin, end)`` of a layout or IntTuple into one mode (negative bounds count from the end)."""
+    begin = as_index(begin, "group_modes: begin")
+    if end is not None:
+        end = as_index(end, "group_modes: end")
     if type(x) is Layout:
-        return _mk(group_modes(x.shape, begin, end), group_modes(x.stride, begin, end))
+        return _limit_depth(_mk(_group(x.shape, begin, end, x), _group(x.stride, begin, end, x)), "group_modes")
     if _map_outer(x):
         return _map_outer(x)(lambda o: group_modes(o, begin, end))
+    x = _as_int_tuple_arg(x, "group_modes")
+    return _group(x, begin, end, x)
+
+
+def _group(x, begin, end, whole):
     t = x if type(x) is tuple else (x,)
     n = len(t)
     if end is None:
@@ -462,7 +530,7 @@ def group_modes(x, begin, end=None):
     if end < 0:
         end += n
     if not 0 <= begin <= end <= n:
-        raise RankError(f"group_modes: [{begin}, {end}) is not a range of modes of {fmt(x)} (rank {n})")
+        raise RankError(f"group_modes: [{begin}, {end}) is not a range of modes of {whole} (rank {n})")
     if begin == end:
         return x  # an empty range groups nothing (as CuTe's group<B,B>)
     return t[:begin] + (t[begin:end],) + t[end:]
@@ -477,12 +545,24 @@ def append(x, elem=None, up_to_rank=None):
 
     For layouts ``elem`` defaults to ``1:0``, for IntTuples to ``1``.
     """
-    return _extend(x, elem, up_to_rank, front=False)
+    return _extend(x, elem, _rank_arg(up_to_rank), front=False)
 
 
 def prepend(x, elem=None, up_to_rank=None):
     """Prepend ``elem`` as a new first mode; with ``up_to_rank``, pad with it to that rank."""
-    return _extend(x, elem, up_to_rank, front=True)
+    return _extend(x, elem, _rank_arg(up_to_rank), front=True)
+
+
+def _rank_arg(n):
+    if n is None:
+        return None
+    n = as_index(n, "append/prepend: up_to_rank")
+    if not 0 <= n <= _MAX_RANK:
+        raise CuteValueError(f"append/prepend: up_to_rank must be in [0, {_MAX_RANK}], got {n}")
+    return n
+
+
+_MAX_RANK = 1 << 12
 
 
 def _extend(x, elem, up_to_rank, front):
@@ -492,12 +572,16 @@ def _extend(x, elem, up_to_rank, front):
         if elem is None:
             elem = _mk(1, 0)
         _need_layout(elem, "append/prepend of a layout")
-        return _mk(
-            _extend(x.shape, elem.shape, up_to_rank, front),
-            _extend(x.stride, elem.stride, up_to_rank, front),
-        )
-    if elem is None:
-        elem = 1
+        return _limit_depth(_mk(
+            _extend_tuple(x.shape, elem.shape, up_to_rank, front),
+            _extend_tuple(x.stride, elem.stride, up_to_rank, front),
+        ), "append/prepend")
+    x = _as_int_tuple_arg(x, "append/prepend")
+    elem = 1 if elem is None else _as_int_tuple_arg(elem, "append/prepend element")
+    return _extend_tuple(x, elem, up_to_rank, front)
+
+
+def _extend_tuple(x, elem, up_to_rank, front):
     t = _wrap(x)
     if up_to_rank is None:
         n = 1
@@ -545,17 +629,22 @@ def _zero_none(c):
     return 0 if c is None else c
 
 
+def _coord_arg(coord, op):
+    return as_int_tuple(coord, f"{op} coordinate", allow_none=True)
+
+
 def slice_(src, coord):
     """The sub-layout of the modes of ``coord`` that are ``None``.
 
     ``slice_(Layout((4,8)), (None, 3)) == (4):(1)``; see :func:`slice_and_offset`
     for the offset of the fixed modes.
     """
+    coord = _coord_arg(coord, "slice_")
     if type(src) is Layout:
         return _mk(_slice_tuple(coord, src.shape, True), _slice_tuple(coord, src.stride, True))
     if hasattr(src, "__cute_slice__"):
         return src.__cute_slice__(coord)
-    return _slice_tuple(coord, src, True)
+    return _slice_tuple(coord, _as_tiler_tuple(src, "slice_ argument"), True)
 
 
 def slice_and_offset(coord, layout):
@@ -563,25 +652,29 @@ def slice_and_offset(coord, layout):
 
     For a composed layout the offset is folded into the result as CuTe does.
     """
+    coord = _coord_arg(coord, "slice_and_offset")
     hook = getattr(layout, "__cute_slice_and_offset__", None)
     if hook is not None:
         return hook(coord)
     _need_layout(layout, "slice_and_offset")
-    return slice_(layout, coord), crd2idx(_zero_none(coord), layout.shape, layout.stride)
+    return slice_(layout, coord), _crd2idx(_zero_none(coord), layout.shape, layout.stride)
 
 
 def dice(coord, layout):
     """The sub-layout (or sub-tuple) of the modes of ``coord`` that are *not* ``None``."""
+    coord = _coord_arg(coord, "dice")
     if type(layout) is Layout:
         return _mk(_dice_tuple(coord, layout.shape, True), _dice_tuple(coord, layout.stride, True))
-    return _dice_tuple(coord, layout, True)
+    return _dice_tuple(coord, _as_tiler_tuple(layout, "dice argument"), True)
 
 
 def flatten(x):
     """Flatten an IntTuple or a layout to depth <= 1."""
     if type(x) is Layout:
-        return _mk(_flatten_tuple(x.shape), _flatten_tuple(x.stride))
+        try:
+            return _mk(_flatten_tuple(x.shape), _flatten_tuple(x.stride))
+        except RecursionError:
+            raise CuteValueError(f"flatten: the layout is nested too deeply ({short_repr(x)})") from None
     if _map_outer(x):
         return _map_outer(x)(flatten)
-    return _flatten_tuple(x)
-
+    return _flatten_tuple(_as_int_tuple_arg(x, "flatten"))

@@ -8,7 +8,8 @@ C++'s static-int underscores (``_4``) and its ``Sw<...>`` spelling are accepted.
 
 import re
 
-from .errors import CuteValueError
+from .errors import CuteTypeError, CuteValueError
+from .layout import MAX_DEPTH, short_repr  # the IntTuple limits, as the layout module uses them
 
 __all__ = ["parse_int_tuple", "parse_layout", "parse_swizzle"]
 
@@ -16,11 +17,16 @@ _TOKEN = re.compile(r"\s*(?:(-?_?\d+)|([A-Za-z]+)|(\S))")
 
 
 def _tokens(text):
+    if not isinstance(text, str):
+        raise CuteTypeError(f"CuTe notation is parsed from a str, got {short_repr(text)} ({type(text).__name__})")
     out = []
     for m in _TOKEN.finditer(text):
         num, word, ch = m.groups()
         if num is not None:
-            out.append(("int", int(num.replace("_", ""))))
+            digits = num.replace("_", "")
+            if len(digits) > 40:  # beyond any 128-bit value; Python refuses to parse very long ones
+                raise CuteValueError(f"cannot parse {short_repr(text)}: the integer {digits[:20]}... is too long")
+            out.append(("int", int(digits)))
         elif word is not None:
             out.append(("word", word))
         elif ch is not None:
@@ -30,12 +36,13 @@ def _tokens(text):
 
 class _Parser:
     def __init__(self, text):
-        self.text = text
         self.toks = _tokens(text)
+        self.text = text
         self.pos = 0
+        self.depth = 0
 
     def fail(self, what):
-        raise CuteValueError(f"cannot parse {self.text!r}: {what}")
+        raise CuteValueError(f"cannot parse {short_repr(self.text)}: {what}")
 
     def peek(self):
         return self.toks[self.pos] if self.pos < len(self.toks) else ("end", None)
@@ -66,9 +73,13 @@ class _Parser:
         if (kind, val) != ("sym", "("):
             self.fail(f"expected an int or '(' at token {self.pos}")
         self.pos += 1
+        if self.depth >= MAX_DEPTH:
+            self.fail(f"tuples are nested more than {MAX_DEPTH} levels deep (the limit of cute_py)")
+        self.depth += 1
         items = []
         if self.peek() == ("sym", ")"):
             self.pos += 1
+            self.depth -= 1
             return ()
         while True:
             items.append(self.int_tuple())
@@ -76,9 +87,11 @@ class _Parser:
                 self.pos += 1
                 if self.peek() == ("sym", ")"):
                     self.pos += 1
+                    self.depth -= 1
                     return tuple(items)
                 continue
             self.take("sym", ")")
+            self.depth -= 1
             return tuple(items)
 
     def swizzle(self):
@@ -109,6 +122,9 @@ class _Parser:
     def layout(self):
         if self.peek()[0] != "word":
             return self.plain_layout()
+        if self.depth >= MAX_DEPTH:
+            self.fail(f"composed layouts are nested more than {MAX_DEPTH} levels deep")
+        self.depth += 1
         inner = self.swizzle()
         self.take("word", "o")
         offset = self.leaf()

@@ -11,7 +11,9 @@ import math
 
 from .dtypes import DType, dtype_of
 from .errors import CuteTypeError, CuteValueError
-from .int_tuple import fmt, is_int
+from .int_tuple import Dynamic, _index, as_index, short_repr, fmt
+
+_ADDRESS_LIMIT = 1 << 64
 
 __all__ = ["AddressSpace", "Pointer", "make_ptr"]
 
@@ -43,15 +45,21 @@ class Pointer:
         min_align = max(1, dtype.width // 8)
         if alignment is None:
             alignment = min_align
-        if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
-            raise CuteValueError(f"alignment must be a power of two in bytes, got {alignment!r}")
+        alignment = as_index(alignment, "alignment")
+        if alignment <= 0 or alignment & (alignment - 1) or alignment >= _ADDRESS_LIMIT:
+            raise CuteValueError(f"alignment must be a power of two in bytes (below 2**64), got {alignment!r}")
         if alignment < min_align:
             raise CuteValueError(f"alignment {alignment} is below the {min_align}-byte size of {dtype.name}")
         if address is not None:
-            if type(address) is not int or address < 0:
-                raise CuteValueError(f"address must be a non-negative int, got {address!r}")
+            address = as_index(address, "address")
+            if not 0 <= address < _ADDRESS_LIMIT:
+                raise CuteValueError(f"address must be a non-negative 64-bit int, got {address!r}")
             if address % alignment:
                 raise CuteValueError(f"address {address:#x} is not {alignment}-byte aligned as claimed")
+        if not (type(offset) is int or isinstance(offset, Dynamic)):
+            offset = as_index(offset, "pointer offset")
+        if base is not None and not (type(base) is int or isinstance(base, Dynamic)):
+            base = as_index(base, "pointer base")
         if base is None and address is not None and type(offset) is int and (offset * dtype.width) % 8 == 0:
             base = address - offset * dtype.width // 8
         for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
@@ -63,14 +71,19 @@ class Pointer:
 
     def __add__(self, n):
         """The pointer ``n`` elements further (alignment shrinks to what the offset keeps)."""
-        if not is_int(n):
-            raise CuteTypeError(f"pointers advance by an int number of elements, got {n!r}")
+        if type(n) is not int and not isinstance(n, Dynamic):
+            v = None if isinstance(n, (bool, float)) else _index(n)
+            if v is None:
+                raise CuteTypeError(f"pointers advance by an int number of elements, got {short_repr(n)} ({type(n).__name__})")
+            n = v
         if type(n) is int and n == 0:
             return self
         if type(n) is int:
             bits = n * self.dtype.width
             align = math.gcd(self.alignment, abs(bits) // 8) if bits % 8 == 0 else 1
             address = None if self.address is None else self.address + bits // 8
+            if address is not None and not 0 <= address < _ADDRESS_LIMIT:
+                raise CuteValueError(f"the pointer {self!r} advanced by {n} elements leaves the 64-bit address space")
         else:  # a run-time offset: what is known to divide it keeps some alignment
             div = getattr(n, "known_divisor", 1)
             bits = div * self.dtype.width
@@ -114,4 +127,6 @@ def make_ptr(dtype, address=None, memspace=AddressSpace.gmem, assumed_align=None
     """A :class:`Pointer` (``address=None`` for a pointer known only by its properties)."""
     if not isinstance(dtype, DType):
         dtype = dtype_of(dtype)
+    if not isinstance(memspace, AddressSpace):
+        raise CuteTypeError(f"memspace must be an AddressSpace, got {short_repr(memspace)}")
     return Pointer(dtype, memspace, assumed_align, address)

@@ -15,7 +15,7 @@ import math
 
 from ._memo import memoize
 from .errors import CuteTypeError, CuteValueError, DivisibilityError
-from .int_tuple import fmt, is_int, is_static, product
+from .int_tuple import _flatten, _is_static, as_index, short_repr, fmt, is_int
 from .layout import Layout, _mk
 from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle
 
@@ -23,8 +23,15 @@ __all__ = ["upcast", "downcast", "recast_layout"]
 
 
 def _need_positive(n, op):
-    if type(n) is not int or n < 1:
+    n = as_index(n, f"{op}: the factor")
+    if n < 1:
         raise CuteValueError(f"{op} needs a positive static int factor, got {fmt(n)}")
+    return n
+
+
+def _need_recastable(x, op):
+    if not (type(x) in (Layout, Swizzle) or is_int(x) or (hasattr(x, "__cute_map_outer__") and hasattr(x, "outer"))):
+        raise CuteTypeError(f"{op} expects a layout, a swizzle, a composed layout or an offset, got {short_repr(x)}")
 
 
 def _upcast_leaf(s, d, n, whole):
@@ -63,9 +70,12 @@ def _has_unit_stride(stride):
 def upcast(layout, n):
     """View ``layout`` in units ``n`` times wider (elements -> vectors of ``n`` elements).
 
-    @post recast there and back is the identity: downcast(upcast(L, n), n) == L for exact L
+    Rejects layouts whose elements do not fill whole wider elements (see the module).
+
+    @post {n*result(j) + k : j, 0 <= k < n} == {layout(i)}: the wide elements cover exactly the narrow ones
     """
-    _need_positive(n, "upcast")
+    n = _need_positive(n, "upcast")
+    _need_recastable(layout, "upcast")
     if n == 1:
         return layout
     if type(layout) is Swizzle:
@@ -75,27 +85,45 @@ def upcast(layout, n):
         result = _mk(s, d)
         _check_exact(layout, result, n)
         return result
-    if hasattr(layout, "__cute_map_outer__"):
+    if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
         return _recast_composed(layout, lambda x: upcast(x, n), _upcast_offset(layout.offset, n))
     if is_int(layout):
         return _upcast_offset(layout, n)
-    raise CuteTypeError(f"upcast expects a layout, a swizzle or a composed layout, got {layout!r}")
+    raise CuteTypeError(f"upcast expects a layout, a swizzle or a composed layout, got {short_repr(layout)}")
 
 
 def _check_exact(layout, result, n):
-    # the wide elements of the result must cover exactly the narrow elements of the layout
-    if not (is_static(layout.shape) and is_static(layout.stride)):
+    """Reject an upcast whose wide elements would not cover exactly the layout's narrow elements.
+
+    The layout's image is a union of whole ``n``-element units exactly when, with the
+    stride-0 and size-1 modes set aside and the rest sorted by ``|stride|`` and coalesced,
+    the first mode has stride 1 and an extent divisible by ``n`` and every other stride is a
+    multiple of ``n``; the per-mode division then maps it onto those units.  (Structural:
+    O(rank log rank), whatever the size.)
+    """
+    if not (_is_static(layout.shape) and _is_static(layout.stride)):
         return
-    size = product(layout.shape)
-    if size > (1 << 16):
-        return
-    narrow = {layout(i) for i in range(size)}
-    wide = {result(i) for i in range(product(result.shape))}
-    covered = {w * n + j for w in wide for j in range(n)}
-    if covered != narrow:
+    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    if any(s == 0 for s in fs):
+        return  # an empty layout: nothing to cover
+    modes = sorted(((abs(d), d, s) for s, d in zip(fs, fd) if s != 1 and d != 0), key=lambda m: m[0])
+    merged = []
+    for _, d, s in modes:
+        if merged and merged[-1][1] > 0 and d > 0 and merged[-1][0] * merged[-1][1] == d:
+            merged[-1] = (merged[-1][0] * s, merged[-1][1])
+        else:
+            merged.append((s, d))
+    exact = (
+        bool(merged) and merged[0][1] == 1 and merged[0][0] % n == 0
+        and all(abs(d) % n == 0 for _, d in merged[1:])
+    )
+    if not exact:
         raise DivisibilityError(
-            f"upcast by {n} is not exact: {layout} reaches {len(narrow)} elements, which do not fill whole "
-            f"{n}-element units ({len(covered)} elements would be covered)"
+            f"upcast by {n} is not exact: the elements {layout} reaches do not fill whole {n}-element units "
+            f"(it needs, its strides sorted, a stride-1 run whose extent is a multiple of {n} and other strides "
+            f"that are multiples of {n}; the result {result} would claim more)"
         )
 
 
@@ -109,9 +137,14 @@ def _upcast_offset(off, n):
 def downcast(layout, n):
     """View ``layout`` in units ``n`` times narrower (an element becomes ``n`` elements).
 
-    Needs a stride-1 mode (the adjacent elements to split), as CuTe does.
+    Needs a stride-1 mode (the adjacent elements to split), as CuTe does, and, where
+    CuTe's result would not be that view, exactly one mode of stride 1 or -1 (two would
+    overlap once widened, a stride -1 would run the narrow elements backwards).
+
+    @post {result(i)} == {n*layout(j) + k : j, 0 <= k < n} for a layout of static strides
     """
-    _need_positive(n, "downcast")
+    n = _need_positive(n, "downcast")
+    _need_recastable(layout, "downcast")
     if n == 1:
         return layout
     if type(layout) is Swizzle:
@@ -119,6 +152,15 @@ def downcast(layout, n):
     if type(layout) is Layout:
         if not _has_unit_stride(layout.stride):
             raise CuteValueError(f"downcast needs a mode of stride 1 (adjacent elements), got {layout}")
+        units = [d for d in _leaves(layout.stride) if type(d) is int and d in (1, -1)]
+        if len(units) != 1:
+            raise CuteValueError(
+                f"downcast by {n} needs exactly one mode of stride 1 (or -1) to split, got {layout}: the widened "
+                f"modes would overlap"
+            )
+        if units[0] == -1:
+            raise CuteValueError(f"downcast by {n} of the reversed (stride -1) elements of {layout}: each element "
+                                 f"would be split backwards")
 
         def leaf(s, d):
             if type(d) is int and d in (1, -1):
@@ -127,11 +169,15 @@ def downcast(layout, n):
 
         s, d = _map_leaves(layout.shape, layout.stride, leaf)
         return _mk(s, d)
-    if hasattr(layout, "__cute_map_outer__"):
+    if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
         return _recast_composed(layout, lambda x: downcast(x, n), layout.offset * n)
     if is_int(layout):
         return layout * n
-    raise CuteTypeError(f"downcast expects a layout, a swizzle or a composed layout, got {layout!r}")
+    raise CuteTypeError(f"downcast expects a layout, a swizzle or a composed layout, got {short_repr(layout)}")
+
+
+def _leaves(t):
+    return _flatten(t) if type(t) is tuple else (t,)
 
 
 def _recast_composed(layout, fn, offset):
@@ -148,9 +194,12 @@ def recast_layout(new_bits, old_bits, layout):
     layout moves with it: fp16 ``S<3,3,3>`` is ``S<3,2,3>`` in 32-bit units.
     @post recast_layout(old, new, recast_layout(new, old, L)) == L where exact
     """
+    new_bits = as_index(new_bits, "recast_layout: new_bits")
+    old_bits = as_index(old_bits, "recast_layout: old_bits")
     for name, v in (("new_bits", new_bits), ("old_bits", old_bits)):
-        if type(v) is not int or v <= 0:
+        if v <= 0:
             raise CuteValueError(f"recast_layout: {name} must be a positive int, got {v!r}")
+    _need_recastable(layout, "recast_layout")
     g = math.gcd(new_bits, old_bits)
     num, den = new_bits // g, old_bits // g
     if num == 1 and den == 1:

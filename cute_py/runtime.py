@@ -3,7 +3,7 @@ and compile kernels with no GPU and no data."""
 
 from .dtypes import dtype_of
 from .errors import CuteValueError
-from .int_tuple import as_int_tuple
+from .int_tuple import as_index, as_int_tuple
 from .layout import Layout, _mk
 from .valued import ValuedInt, value_of
 from .pointer import AddressSpace, Pointer
@@ -23,7 +23,8 @@ def make_fake_tensor(dtype, shape, stride=None, assumed_align=16, memspace=Addre
     shape = as_int_tuple(shape, "shape")
     if stride is not None:
         stride = as_int_tuple(stride, "stride")
-    if type(assumed_align) is not int or assumed_align <= 0:
+    assumed_align = as_index(assumed_align, "assumed_align")
+    if assumed_align <= 0:
         raise CuteValueError(f"assumed_align must be a positive int, got {assumed_align!r}")
     layout = Layout(shape, stride)
     if dynamic:

@@ -4,12 +4,16 @@
 bits starting at ``base + max(0, shift)`` (YYY) are XORed into the ``bits`` bits
 starting at ``base - min(0, shift)`` (ZZZ).  A negative shift moves YYY left.
 Swizzles print ``S<3,4,3>``, are bijections on ``[0, size)`` and involutions.
+Their bits lie within the lowest :data:`MAX_SWIZZLE_BITS` bits of an offset
+(``base + bits + |shift| <= 64``: offsets of 64-bit address spaces).
 """
 
-from .errors import CuteTypeError, CuteValueError
-from .int_tuple import fmt
+MAX_SWIZZLE_BITS = 64
 
-__all__ = ["Swizzle", "make_swizzle", "is_swizzle"]
+from .errors import CuteTypeError, CuteValueError
+from .int_tuple import Dynamic, _flatten, _index, as_index, short_repr, fmt
+
+__all__ = ["Swizzle", "make_swizzle", "is_swizzle", "MAX_SWIZZLE_BITS"]
 
 
 class Swizzle:
@@ -20,21 +24,25 @@ class Swizzle:
     def __init__(self, bits, base, shift=None):
         if shift is None:
             shift = bits
-        for name, v in (("bits", bits), ("base", base), ("shift", shift)):
-            if type(v) is not int:
-                raise CuteTypeError(f"Swizzle {name} must be a static int, got {v!r}")
+        bits = as_index(bits, "Swizzle bits")
+        base = as_index(base, "Swizzle base")
+        shift = as_index(shift, "Swizzle shift")
         if bits < 0 or base < 0:
             raise CuteValueError(f"Swizzle bits and base must be >= 0, got S<{bits},{base},{shift}>")
         if abs(shift) < bits:
             raise CuteValueError(
                 f"Swizzle needs |shift| >= bits (the YYY and ZZZ masks may not overlap), got S<{bits},{base},{shift}>"
             )
+        if base + bits + abs(shift) > MAX_SWIZZLE_BITS:
+            raise CuteValueError(
+                f"Swizzle needs base + bits + |shift| <= {MAX_SWIZZLE_BITS} (bits of an offset), got S<{bits},{base},{shift}>"
+            )
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "base", base)
         object.__setattr__(self, "shift", shift)
-        # precomputed for __call__: the YYY mask and the right/left shift amounts
+        # precomputed for __call__: the YYY mask and the right (or, for a negative shift, left) shift amount
         object.__setattr__(self, "_y", ((1 << bits) - 1) << (base + max(0, shift)))
-        object.__setattr__(self, "_rs", max(0, shift))
+        object.__setattr__(self, "_rs", shift if shift >= 0 else None)  # None: shift left by _ls
         object.__setattr__(self, "_ls", max(0, -shift))
 
     def __setattr__(self, name, value):
@@ -78,6 +86,12 @@ class Swizzle:
 
     def __call__(self, offset):
         """Apply the swizzle to an int (or a run-time integer): ``x ^ ((x & yyy) >> shift)``."""
+        if type(offset) is int:
+            try:
+                return offset ^ ((offset & self._y) >> self._rs)
+            except TypeError:  # a negative shift (``_rs`` is None): YYY moves left
+                return offset ^ ((offset & self._y) << self._ls)
+        offset = _offset(offset, self)  # a run-time or integer-like value (as an int)
         if self._ls:
             return offset ^ ((offset & self._y) << self._ls)
         return offset ^ ((offset & self._y) >> self._rs)
@@ -106,22 +120,91 @@ class Swizzle:
         return _compose3(self, 0, layout)
 
     def __cute_transport__(self, layout):
-        # composition(layout, self): the swizzle whose masks are the layout's images of ours, o layout
+        # composition(layout, self): the swizzle whose masks are the layout's images of ours, o layout;
+        # CuTe notes that this "works in many cases, but not all": cute_py checks that it does
         from .composed import _compose3
-
-        from .int_tuple import product
+        from .errors import StaticValueRequired
+        from .int_tuple import _product
 
         sw = make_swizzle(None, yyy_msk=layout(self.yyy_msk), zzz_msk=layout(self.zzz_msk))
-        n = product(layout.shape)
-        if type(n) is not int or any(
-            sw(layout(i)) != layout(self(i)) for i in range(n) if self(i) < n
-        ):
-            raise CuteValueError(f"the swizzle {self} cannot be carried exactly through the layout {layout}")
+        n = _product(layout.shape)
+        if type(n) is not int:
+            raise StaticValueRequired(f"carrying the swizzle {self} through {layout} needs a static size")
+        if not _carries_exactly(self, sw, layout, n):
+            raise CuteValueError(
+                f"the swizzle {self} cannot be carried exactly through the layout {layout}: "
+                f"{sw} o {layout} is not {layout} o {self} on [0, {n})"
+            )
         return _compose3(sw, 0, layout)
 
     def is_identity(self):
         """True for swizzles with no bits (``S<0,M,S>``), which change nothing."""
         return self.bits == 0
+
+
+def _offset(x, sw):
+    # an offset a swizzle applies to: a run-time integer, or an integer-like value as an int
+    if isinstance(x, Dynamic):
+        return x
+    if not isinstance(x, (bool, float)):
+        v = _index(x)
+        if v is not None:
+            return v
+    raise CuteTypeError(f"the swizzle {sw} applies to an int offset, got {short_repr(x)} ({type(x).__name__})")
+
+
+_CHECK_LIMIT = 1 << 16
+
+
+def _carries_exactly(sw, carried, layout, n):
+    """True if ``carried(layout(i)) == layout(sw(i))`` for all ``0 <= i < n``.
+
+    ``sw`` changes only the bits below ``top = base + bits + |shift|``.  When ``2**top`` is a
+    boundary between the (coalesced) modes of ``layout``, the modes above it add multiples of
+    ``2**t`` beyond every bit ``carried`` reads or writes (``t``), and those below stay in
+    ``[0, 2**t)``, the identity only needs checking on ``[0, 2**top)``; otherwise on all of
+    ``[0, n)``.  Checks longer than 2**16 points are refused (False).
+    """
+    span = 1 << (sw.base + sw.bits + abs(sw.shift))
+    limit = n
+    if n > span:
+        shapes, strides = _merged_modes(layout)
+        t = max(carried.yyy_msk, carried.zzz_msk).bit_length()
+        prefix, lo_min, lo_max = 1, 0, 0
+        for k, (s, d) in enumerate(zip(shapes, strides)):
+            if prefix == span:
+                if not all(type(x) is int and x % (1 << t) == 0 for x in strides[k:]):
+                    break
+                if 0 <= lo_min and lo_max < (1 << t):
+                    limit = span
+                break
+            if type(s) is not int or type(d) is not int:
+                break
+            lo_min, lo_max = lo_min + min(0, (s - 1) * d), lo_max + max(0, (s - 1) * d)
+            prefix *= s
+            if prefix > span:
+                break
+    if limit > _CHECK_LIMIT:
+        return False
+    return all(carried(layout(i)) == layout(sw(i)) for i in range(limit))
+
+
+def _merged_modes(layout):
+    # the flat modes of a layout, size-1 modes dropped and contiguous neighbours merged (as coalesce does)
+    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    shapes, strides = [], []
+    for s, d in zip(fs, fd):
+        if type(s) is int and s == 1:
+            continue
+        if shapes and type(s) is int and type(d) is int and type(shapes[-1]) is int and type(strides[-1]) is int \
+                and shapes[-1] * strides[-1] == d:
+            shapes[-1] *= s
+            continue
+        shapes.append(s)
+        strides.append(d)
+    return tuple(shapes), tuple(strides)
 
 
 def is_swizzle(x):
@@ -145,7 +228,12 @@ def make_swizzle(b, m=None, s=None, *, yyy_msk=None, zzz_msk=None):
         return Swizzle(b, m, s)
     if b is not None or m is not None or s is not None:
         raise CuteTypeError("make_swizzle takes either (b, m, s) or the masks yyy_msk=, zzz_msk=")
-    y, z = yyy_msk, zzz_msk
+    if yyy_msk is None or zzz_msk is None:
+        raise CuteTypeError("make_swizzle from masks takes both yyy_msk= and zzz_msk=")
+    y = as_index(yyy_msk, "make_swizzle yyy_msk")
+    z = as_index(zzz_msk, "make_swizzle zzz_msk")
+    if y < 0 or z < 0 or max(y, z) >> MAX_SWIZZLE_BITS:
+        raise CuteValueError(f"make_swizzle: the masks must be non-negative {MAX_SWIZZLE_BITS}-bit ints, got Y={y}, Z={z}")
     by, bz = _popcount(y), _popcount(z)
     if by != bz:
         raise CuteValueError(f"make_swizzle: the masks have different numbers of bits ({y:#b} has {by}, {z:#b} has {bz})")
@@ -159,6 +247,8 @@ def make_swizzle(b, m=None, s=None, *, yyy_msk=None, zzz_msk=None):
 
 def compose_swizzles(a, b):
     """The composition of two swizzles with the same shift (CuTe: XOR of their masks)."""
+    if type(a) is not Swizzle or type(b) is not Swizzle:
+        raise CuteTypeError(f"compose_swizzles takes two Swizzles, got {short_repr(a)} and {short_repr(b)}")
     if a.shift != b.shift:
         raise CuteValueError(f"can only compose swizzles of the same shift, got {a} and {b}")
     return make_swizzle(None, yyy_msk=a.yyy_msk ^ b.yyy_msk, zzz_msk=a.zzz_msk ^ b.zzz_msk)
@@ -179,6 +269,7 @@ def downcast_swizzle(sw, n):
 
 
 def _log2_exact(n, what):
-    if type(n) is not int or n <= 0 or n & (n - 1):
+    n = as_index(n, what)
+    if n <= 0 or n & (n - 1):
         raise CuteValueError(f"{what} needs a power of two, got {fmt(n)}")
     return n.bit_length() - 1

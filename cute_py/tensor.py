@@ -6,12 +6,20 @@ writable), or a coordinate counter (:class:`CoordEngine`: the tensor's values ar
 coordinates, as in identity and TMA coordinate tensors).  ``tensor[coord]`` reads
 an element, ``tensor[coord with None]`` slices; the layout algebra (composition,
 divides, ``group_modes``, ``coalesce``...) applies to tensors through their layout.
+
+Bounds: a static coordinate (or a static component of one) outside the tensor's shape
+raises :class:`~cute_py.errors.CuteIndexError` for every engine, so a kernel that
+indexes shared or global memory out of bounds with a static index fails while it is
+traced; run-time components are the kernel's to check.  The views ``local_tile``,
+``local_partition`` and ``domain_offset`` check their static tile, thread and
+coordinate the same way (a divide pads a partial last tile: that tile is inside).
+On the host, every element offset read or written must also lie inside the array.
 """
 
 from .basis import ArithTuple, make_identity_layout
 from .dtypes import dtype_of
-from .errors import CuteTypeError, CuteValueError
-from .int_tuple import as_int_tuple, fmt, product, product_each
+from .errors import CuteIndexError, CuteTypeError, CuteValueError, StaticValueRequired
+from .int_tuple import Dynamic, _product, _product_each, as_index, as_int_tuple, short_repr, fmt
 from .layout import Layout, _has_none, cosize, dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
 from .recast import recast_layout
@@ -60,11 +68,21 @@ class ArrayEngine:
     def __add__(self, n):
         return ArrayEngine(self.array, self.offset + n, self.dtype)
 
+    def _index(self, i):
+        j = self.offset + i
+        if type(j) is not int:
+            j = as_index(j, "the element offset into a host array")
+        if not 0 <= j < self.array.size:
+            raise CuteIndexError(
+                f"the element offset {j} is outside the host array of {self.array.size} elements"
+            )
+        return j
+
     def read(self, i):
-        return self.array[self.offset + i]
+        return self.array[self._index(i)]
 
     def write(self, i, v):
-        self.array[self.offset + i] = v
+        self.array[self._index(i)] = v
 
     memspace = AddressSpace.rmem
 
@@ -112,10 +130,10 @@ class Tensor:
     __slots__ = ("engine", "layout")
 
     def __init__(self, engine, layout):
-        if not (type(layout) is Layout or hasattr(layout, "__cute_map_outer__")):
-            raise CuteTypeError(f"a tensor needs a Layout or a composed layout, got {layout!r}")
+        if not (type(layout) is Layout or (hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"))):
+            raise CuteTypeError(f"a tensor needs a Layout or a composed layout, got {short_repr(layout)}")
         if not isinstance(engine, (Pointer, ArrayEngine, CoordEngine)):
-            raise CuteTypeError(f"a tensor engine is a Pointer, a host array or a coordinate counter, got {engine!r}")
+            raise CuteTypeError(f"a tensor engine is a Pointer, a host array or a coordinate counter, got {short_repr(engine)}")
         object.__setattr__(self, "engine", engine)
         object.__setattr__(self, "layout", layout)
 
@@ -164,8 +182,15 @@ class Tensor:
     def _offset(self, coord):
         return self.layout(coord)
 
+    def _coord(self, coord):
+        # the coordinate, normalised and checked against the shape (static components only)
+        coord = as_int_tuple(coord, "tensor coordinate", allow_none=True)
+        check_coord(coord, self.layout.shape, self)
+        return coord
+
     def __getitem__(self, coord):
         """``tensor[c]`` reads the element at coordinate ``c``; a ``None`` in ``c`` slices."""
+        coord = self._coord(coord)
         if _has_none(coord):
             sub, off = slice_and_offset(coord, self.layout)
             return Tensor(self.engine + off, sub)
@@ -184,9 +209,15 @@ class Tensor:
         if not isinstance(self.engine, ArrayEngine) and access is None:
             raise CuteValueError(f"only tensors over host arrays (or device memory inside a kernel) are writable, "
                                  f"this one is over {self.engine!r}")
+        coord = self._coord(coord)
         if _has_none(coord):
             sub = self[coord]
-            for i in range(product(sub.shape)):
+            n = _product(sub.shape)
+            if type(n) is not int:
+                raise StaticValueRequired(f"assigning to a slice needs a static size, got the shape {fmt(sub.shape)}")
+            if hasattr(value, "__len__") and len(value) != n:
+                raise CuteValueError(f"cannot assign {len(value)} values to a slice of {n} elements")
+            for i in range(n):
                 sub[i] = value[i] if hasattr(value, "__len__") else value
             return
         if access is not None:
@@ -198,8 +229,10 @@ class Tensor:
         """The tensor's elements as a numpy array of its (flattened to rank <= depth-1) shape, column-major order."""
         import numpy as np
 
-        n = product(self.shape)
-        shape = product_each(self.shape)
+        n = _product(self.shape)
+        if type(n) is not int:
+            raise StaticValueRequired(f"to_numpy needs a static size, the tensor's shape is {fmt(self.shape)}")
+        shape = _product_each(self.shape)
         flat = [self[i] for i in range(n)]
         if isinstance(self.engine, CoordEngine):
             out = np.empty(n, dtype=object)
@@ -209,30 +242,85 @@ class Tensor:
         return out.reshape(shape, order="F")
 
 
+def check_coord(coord, shape, what):
+    """Raise :class:`CuteIndexError` if a static component of ``coord`` (``None`` components are free)
+    lies outside ``shape``: an int for a mode must be in ``[0, size(mode))``."""
+    if _outside(coord, shape):
+        raise CuteIndexError(f"the coordinate {fmt(coord)} is outside the shape {fmt(shape)} of {short_repr(what, 120)}")
+
+
+def _outside(c, s):
+    if c is None:
+        return False
+    if type(c) is tuple:
+        if type(s) is not tuple or len(c) != len(s):
+            return False  # not congruent: the layout reports it
+        for ci, si in zip(c, s):
+            if _outside(ci, si):
+                return True
+        return False
+    if type(c) is not int:
+        return False  # a run-time component
+    if c < 0:
+        return True
+    n = _product(s)
+    return type(n) is int and c >= n
+
+
 def is_tensor(x):
     """True for a :class:`Tensor`."""
     return type(x) is Tensor
 
 
 def make_tensor(storage, layout):
-    """A tensor over ``storage`` (a Pointer, a numpy array, or an engine) with ``layout``.
+    """A tensor over ``storage`` (a Pointer, a numpy array, or an engine) with ``layout`` (or a shape).
 
     A numpy array is used as flat storage (in memory order); the layout must stay
-    inside it: ``cosize(layout) <= array.size``.
+    inside it: every offset it reaches is in ``[0, array.size)`` (negative strides
+    included: the lowest offset is the sum of ``(s-1)*d`` over the negative strides).
     """
-    if type(layout) is not Layout and not hasattr(layout, "__cute_map_outer__"):
-        layout = Layout(as_int_tuple(layout, "shape"))
+    if type(layout) is not Layout and not (hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer")):
+        layout = Layout(layout)
     if isinstance(storage, (Pointer, ArrayEngine, CoordEngine)):
         return Tensor(storage, layout)
-    if hasattr(storage, "dtype") and hasattr(storage, "reshape"):
-        if not (storage.flags.c_contiguous or storage.flags.f_contiguous):
+    flags = getattr(storage, "flags", None)
+    if hasattr(storage, "dtype") and hasattr(storage, "ravel") and hasattr(flags, "c_contiguous"):
+        if not (flags.c_contiguous or flags.f_contiguous):
             raise CuteValueError("make_tensor needs a contiguous numpy array as storage")
         flat = storage.ravel(order="K")
-        need = cosize(layout)
-        if type(need) is int and need > flat.size:
-            raise CuteValueError(f"layout {layout} reaches offset {need - 1}, beyond the {flat.size} elements given")
+        _check_inside(layout, flat.size)
         return Tensor(ArrayEngine(flat), layout)
-    raise CuteTypeError(f"make_tensor needs a Pointer, a numpy array or an engine, got {storage!r}")
+    raise CuteTypeError(f"make_tensor needs a Pointer, a numpy array or an engine, got {short_repr(storage)}")
+
+
+def _check_inside(layout, n):
+    # the offsets a layout over a host array reaches must lie in [0, n)
+    outer, base = layout, 0
+    if type(layout) is not Layout:
+        outer, base = layout.outer, layout.offset
+        if type(outer) is not Layout or type(base) is not int:
+            return  # checked element by element
+    fs, fd = _leaves(outer.shape), _leaves(outer.stride)
+    lo = hi = base
+    for s, d in zip(fs, fd):
+        if type(s) is not int or type(d) is not int:
+            if not isinstance(d, (int, Dynamic)):
+                raise CuteTypeError(f"a tensor over a host array needs integer strides, got {layout}")
+            return  # run-time values: checked element by element
+        if s == 0:
+            return  # empty: reaches nothing
+        lo, hi = lo + min(0, (s - 1) * d), hi + max(0, (s - 1) * d)
+    if lo < 0:
+        raise CuteValueError(f"layout {layout} reaches offset {lo}, before the start of the {n} elements given")
+    if type(layout) is Layout and hi >= n or type(layout) is not Layout and cosize(layout) > n:
+        raise CuteValueError(f"layout {layout} reaches offset {hi}, beyond the {n} elements given")
+
+
+def _leaves(t):
+    from .int_tuple import _flatten
+
+    t = _flatten(t)
+    return t if type(t) is tuple else (t,)
 
 
 def make_identity_tensor(shape):
@@ -241,13 +329,15 @@ def make_identity_tensor(shape):
     @post make_identity_tensor(s)[c] == c for every coordinate c of s
     """
     layout = make_identity_layout(shape)
-    return Tensor(CoordEngine(_zeros_like(shape)), layout)
+    return Tensor(CoordEngine(_zeros_like(layout.shape)), layout)
 
 
 def make_coord_tensor(layout):
     """A coordinate tensor over ``layout`` (a layout with basis strides), starting at the zero coordinate."""
-    from .int_tuple import flatten
+    from .int_tuple import _flatten as flatten
 
+    if type(layout) is not Layout:
+        raise CuteTypeError(f"make_coord_tensor needs a Layout, got {short_repr(layout)}")
     fd = flatten(layout.stride)
     total = 0
     for d in fd if type(fd) is tuple else (fd,):
@@ -280,13 +370,25 @@ def make_fragment_like(src, dtype=None):
             raise CuteValueError("make_fragment_like of a layout needs a dtype")
         dtype = src.element_type
     dtype = dtype_of(dtype)
+    if type(layout) is not Layout:
+        raise CuteTypeError(f"make_fragment_like needs a tensor or a layout, got {short_repr(src)}")
     frag = make_fragment_like_layout(layout)
     store = dtype.numpy_dtype or dtype.storage_dtype
-    return Tensor(ArrayEngine(np.zeros(cosize(frag), dtype=store), 0, dtype), frag)
+    n = cosize(frag)
+    if type(n) is not int:
+        raise StaticValueRequired(f"a host fragment needs a static size, got the layout {frag}")
+    if n > _MAX_HOST_ELEMENTS:
+        raise CuteValueError(f"a host fragment of {n} elements is more than the {_MAX_HOST_ELEMENTS} cute_py allocates")
+    return Tensor(ArrayEngine(np.zeros(n, dtype=store), 0, dtype), frag)
+
+
+_MAX_HOST_ELEMENTS = 1 << 31
 
 
 def recast_tensor(tensor, dtype):
     """The same memory seen as elements of ``dtype`` (layout recast, engine reinterpreted)."""
+    if type(tensor) is not Tensor:
+        raise CuteTypeError(f"recast_tensor needs a Tensor, got {short_repr(tensor)}")
     dtype = dtype_of(dtype)
     old = tensor.element_type
     if old is None:
@@ -303,13 +405,25 @@ def recast_tensor(tensor, dtype):
         bits = eng.offset * old.width
         if bits % dtype.width:
             raise CuteValueError(f"the tensor's offset ({eng.offset} elements) is not a whole number of {dtype.name}")
-        view = eng.array.view(dtype.numpy_dtype or dtype.storage_dtype)
+        try:
+            view = eng.array.view(dtype.numpy_dtype or dtype.storage_dtype)
+        except ValueError as e:
+            raise CuteValueError(f"the host array cannot be seen as {dtype.name}: {e}") from None
         return Tensor(ArrayEngine(view, bits // dtype.width, dtype), layout)
     raise CuteValueError(f"cannot recast a tensor over {eng!r}")
 
 
 def domain_offset(coord, tensor):
-    """The tensor whose coordinate 0 is ``coord`` of ``tensor`` (its engine advanced by ``tensor.layout(coord)``)."""
+    """The tensor whose coordinate 0 is ``coord`` of ``tensor`` (its engine advanced by ``tensor.layout(coord)``).
+
+    Over memory the static components of ``coord`` must lie inside the tensor's shape; a
+    coordinate tensor takes any coordinate (as CuTe's residue tensors do).
+    """
+    if type(tensor) is not Tensor:
+        raise CuteTypeError(f"domain_offset needs a Tensor, got {short_repr(tensor)}")
+    coord = as_int_tuple(coord, "domain_offset coordinate")
+    if not isinstance(tensor.engine, CoordEngine):
+        check_coord(coord, tensor.shape, tensor)
     layout = tensor.layout
     if hasattr(layout, "__cute_map_outer__") and type(layout) is not Layout:
         from .composed import ComposedLayout
@@ -324,6 +438,9 @@ def _repeat_none(r):
 
 def inner_partition(tensor, tiler, coord):
     """Tile ``tensor`` by ``tiler`` and keep the tile at ``coord`` of the rest modes."""
+    _need_tensor(tensor, "inner_partition")
+    coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
+    _need_modes(tiler, "inner_partition")
     tiled = zipped_divide(tensor, tiler)
     r0 = len(tiled.layout[0])
     if type(coord) is tuple:
@@ -336,6 +453,9 @@ def inner_partition(tensor, tiler, coord):
 
 def outer_partition(tensor, tiler, coord):
     """Tile ``tensor`` by ``tiler`` and keep, for every tile, the element at ``coord`` of the tile."""
+    _need_tensor(tensor, "outer_partition")
+    coord = as_int_tuple(coord, "coordinate in the tile", allow_none=True)
+    _need_modes(tiler, "outer_partition")
     tiled = zipped_divide(tensor, tiler)
     r1 = len(tiled.layout[1])
     if type(coord) is tuple:
@@ -358,24 +478,46 @@ def local_tile(tensor, tiler, coord, proj=None):
     return inner_partition(tensor, tiler, coord)
 
 
+def _need_modes(tiler, op):
+    if isinstance(tiler, (tuple, list)) and len(tiler) == 0:
+        raise CuteValueError(f"{op}: the tiler has no modes")
+
+
+def _need_tensor(x, op):
+    if type(x) is not Tensor:
+        raise CuteTypeError(f"{op} needs a Tensor, got {short_repr(x)}")
+
+
 def _proj_coord(proj):
     # CuTe's Step<_1, X, _1>: X (None) drops the mode
+    if not isinstance(proj, (tuple, list)):
+        raise CuteTypeError(f"proj is a tuple of 1 or None per mode, got {short_repr(proj)}")
     return tuple(None if p is None else 0 for p in proj)
 
 
 def local_partition(tensor, thr_layout, index, proj=None):
-    """The elements of ``tensor`` owned by thread ``index`` when ``thr_layout`` tiles it (CuTe's ``local_partition``)."""
+    """The elements of ``tensor`` owned by thread ``index`` when ``thr_layout`` tiles it (CuTe's ``local_partition``).
+
+    A static ``index`` must be a thread of ``thr_layout``: ``0 <= index < size(thr_layout)``.
+    """
+    _need_tensor(tensor, "local_partition")
+    if type(thr_layout) is not Layout:
+        raise CuteTypeError(f"local_partition needs a thread Layout, got {short_repr(thr_layout)}")
     if proj is not None:
         keep = _proj_coord(proj)
         thr_layout = dice(keep, thr_layout)
-    shape = product_each(thr_layout.shape)
+    index = as_int_tuple(index, "thread index")
+    n = _product(thr_layout.shape)
+    if type(index) is int and type(n) is int and not 0 <= index < n:
+        raise CuteIndexError(f"the thread index {index} is outside the {n} threads of {thr_layout}")
+    shape = _product_each(thr_layout.shape)
     coord = _flat_coord(thr_layout, index)
     return outer_partition(tensor, shape if len(shape) > 1 else shape[0], coord)
 
 
 def _flat_coord(layout, index):
     # the (flat, rank-matching) coordinate of ``index`` in a compact thread layout
-    from .int_tuple import idx2crd
+    from .int_tuple import _idx2crd as idx2crd
 
     hier = idx2crd(index, layout.shape, layout.stride)
     if type(hier) is not tuple:
@@ -387,6 +529,6 @@ def _flat_coord(layout, index):
 
 
 def _crd2idx_colex(c, s):
-    from .int_tuple import crd2idx
+    from .int_tuple import _crd2idx_colex as colex
 
-    return crd2idx(c, s)
+    return colex(c, s)

@@ -6,9 +6,19 @@ as in the current CuTe C++; the zipped/tiled/flat forms regroup their modes.
 """
 
 from ._memo import memoize
-from .algebra import _complement, _composition, right_inverse
-from .errors import CuteTypeError, DivisibilityError, RankError
-from .int_tuple import as_int_tuple, ceil_div, evenly_divides, fmt, is_int, is_static, product, product_each
+from .algebra import _complement, _composition, _disjoint_complement, right_inverse
+from .errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
+from .int_tuple import (
+    _ceil_div,
+    _evenly_divides,
+    _is_static,
+    _product,
+    _product_each,
+    as_int_tuple,
+    short_repr,
+    fmt,
+    is_int,
+)
 from .layout import Layout, _coalesce, _concat, _mk, _vector, append, cosize, make_ordered_layout, slice_
 
 __all__ = [
@@ -40,7 +50,7 @@ def _on_outer(x, fn, *args):
 
 def _need_layout(x, op, what):
     if type(x) is not Layout:
-        raise CuteTypeError(f"{op}: {what} must be a Layout, got {type(x).__name__} {x!r}")
+        raise CuteTypeError(f"{op}: {what} must be a Layout, got {type(x).__name__} {short_repr(x)}")
 
 
 def _by_mode(op, layout, tiler, fn):
@@ -52,12 +62,28 @@ def _by_mode(op, layout, tiler, fn):
     return _concat(modes)
 
 
-def _as_tiler(tiler, op):
-    if type(tiler) is list:
-        return tuple(tiler)
-    if tiler is None or type(tiler) is Layout or type(tiler) is tuple or is_int(tiler):
+def _as_tiler(tiler, op, level=0):
+    """A tiler as the algebra takes it: a layout, ``None``, an extent >= 0, or a tuple of tilers
+    (lists become tuples, integer-likes ints; anything else is rejected)."""
+    t = type(tiler)
+    if t is int and tiler >= 0 or t is Layout or tiler is None:
         return tiler
-    return as_int_tuple(tiler, f"{op} tiler")
+    if t is tuple:  # the common tuple of extents and layouts, as it is
+        for e in tiler:
+            if not (type(e) is int and e >= 0 or type(e) is Layout or e is None):
+                break
+        else:
+            return tiler
+    if isinstance(tiler, (tuple, list)):
+        if level >= 64:
+            raise CuteValueError(f"{op}: the tiler is nested too deeply")
+        return tuple(_as_tiler(t, op, level + 1) for t in tiler)
+    if hasattr(tiler, "__cute_map_outer__"):
+        raise CuteTypeError(f"{op}: a tiler is a layout, an int, None or a tuple of them, got {short_repr(tiler)}")
+    n = as_int_tuple(tiler, f"{op} tiler (a layout, an int, None or a tuple of them)")
+    if type(n) is int and n < 0:
+        raise CuteValueError(f"{op}: a tile extent must be >= 0, got {n}")
+    return n
 
 
 @memoize
@@ -66,8 +92,11 @@ def logical_divide(layout, tiler):
 
     ``tiler`` is a layout, an int, ``None`` or a tuple applied mode by mode.
 
-    @post size(result) == size(layout)
-    @post result == composition(layout, make_layout(tiler, complement(tiler, shape(coalesce(layout)))))
+    A tiler that does not divide the layout gets a last, partial tile: the rest mode is
+    rounded up (``ceil_div``), as in CuTe, so the result evaluates ``layout`` beyond its size there.
+
+    @post size(result) >= size(layout), with equality when the tiler divides the layout
+    @post result(c) == layout(T(c)) with T = make_layout(tiler, complement(tiler, shape(coalesce(layout))))
     """
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
         return _on_outer(layout, logical_divide, tiler)
@@ -79,6 +108,8 @@ def logical_divide(layout, tiler):
         return _by_mode("logical_divide", layout, tiler, _logical_divide)
     if tiler is None:
         return layout
+    if type(tiler) is int and tiler == 0:
+        raise CuteValueError(f"logical_divide: a tile of extent 0 cannot tile {layout}")
     return _logical_divide(layout, _vector(tiler))
 
 
@@ -162,12 +193,20 @@ def logical_product(block, tiler):
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, logical_product, tiler)
     _need_layout(block, "logical_product", "block")
-    if type(tiler) is not Layout and hasattr(tiler, "__cute_map_outer__"):
+    if type(tiler) is not Layout and hasattr(tiler, "__cute_map_outer__") and hasattr(tiler, "outer"):
         return _product_with_swizzled_tiler(block, tiler)
     tiler = _as_tiler(tiler, "logical_product")
     if type(tiler) is Layout:
-        rest = _composition(_complement(block, product(block.shape) * cosize(tiler)), tiler)
-        return _concat([block, rest])
+        reach = cosize(tiler)
+        comp, open_ = _disjoint_complement(block, _product(block.shape) * reach)
+        room = _product(comp.shape)
+        if not open_ and type(room) is int and type(reach) is int and room < reach:
+            # CuTe's complement leaves gaps here; the tiler would run past it into the block
+            raise DivisibilityError(
+                f"logical_product: the complement of the block {block} has {room} positions and ends inside "
+                f"the block's span, but the tiler {tiler} reaches {reach}: the copies would overlap the block"
+            )
+        return _concat([block, _composition(comp, tiler)])
     if type(tiler) is tuple:
         return _by_mode("logical_product", block, tiler, _logical_product)
     if tiler is None:
@@ -188,7 +227,7 @@ def _product_with_swizzled_tiler(block, tiler):
     b, m, s = inner.bits, inner.base, abs(inner.shift)
     only_zy = _mk((1 << m, 1 << b, 1 << (s - b), 1 << b, 1), (0, 1 << m, 0, 1 << (m + s), 0))
     layout_only_zy = _composition(only_zy, outer)
-    active = layout_only_zy(product(layout_only_zy.shape) - 1)
+    active = layout_only_zy(_product(layout_only_zy.shape) - 1)
     new_z = new_layout((0, outer(active & inner.zzz_msk)))
     new_y = new_layout((0, outer(active & inner.yyy_msk)))
     return _composition(inner.from_masks(new_y, new_z), new_layout)
@@ -278,13 +317,13 @@ def _tile_to_shape(block, trg_shape, order):
     if rb > rt:
         raise RankError(f"tile_to_shape: the block {block} has more modes than the target shape {fmt(trg_shape)}")
     padded = append(block, up_to_rank=rt)
-    block_shape = product_each(padded.shape)
-    target_shape = product_each(trg_shape)
-    if is_static(target_shape) and not evenly_divides(target_shape, block_shape):
+    block_shape = _product_each(padded.shape)
+    target_shape = _product_each(trg_shape)
+    if _is_static(target_shape) and not _evenly_divides(target_shape, block_shape):
         raise DivisibilityError(
             f"tile_to_shape: the block shape {fmt(block_shape)} does not divide the target shape {fmt(target_shape)}"
         )
-    product_shape = ceil_div(target_shape, block_shape)
+    product_shape = _ceil_div(target_shape, block_shape)
     if order is None:
         tiles = Layout(product_shape)
     else:
@@ -301,7 +340,7 @@ def tile_to_shape(atom, trg_shape, order=None):
     if type(atom) is not Layout and hasattr(atom, "__cute_map_outer__"):
         return _on_outer(atom, tile_to_shape, trg_shape, order)
     _need_layout(atom, "tile_to_shape", "atom")
-    trg_shape = as_int_tuple(trg_shape, "tile_to_shape target shape")
+    trg_shape = Layout(trg_shape).shape  # validated: extents >= 0
     if order is not None:
         order = as_int_tuple(order, "tile_to_shape order")
     return _tile_to_shape(atom, trg_shape, order)
@@ -315,14 +354,26 @@ def make_layout_tv(thr_layout, val_layout):
     ``(thread, value)`` to the tile offset: ``right_inverse(layout_mn)`` reshaped to
     ``(size(thr_layout), size(val_layout))``.  E.g. thr ``(2,3):(3,1)``, val ``(2,2):(2,1)``
     give ``(4,6)`` and ``((3,2),(2,2)):((8,2),(4,1))``.
-    @post every offset of the tile is owned by exactly one (thread, value) when both layouts are bijective
+    Rejects thread and value layouts whose raked product is not a bijection onto the tile
+    (CuTe would return a TV layout that names offsets no (thread, value) owns).
+
+    @post layout_mn(layout_tv(i)) == i for 0 <= i < size(thr_layout) * size(val_layout): every offset of
+          the tile is owned by exactly one (thread, value)
     """
     _need_layout(thr_layout, "make_layout_tv", "thr_layout")
     _need_layout(val_layout, "make_layout_tv", "val_layout")
     layout_mn = raked_product(thr_layout, val_layout)
-    thr_size, val_size = product(thr_layout.shape), product(val_layout.shape)
-    layout_tv = _composition(right_inverse(layout_mn), Layout((thr_size, val_size)))
-    return product_each(layout_mn.shape), layout_tv
+    thr_size, val_size = _product(thr_layout.shape), _product(val_layout.shape)
+    inverse = right_inverse(layout_mn)
+    covered, needed = _product(inverse.shape), thr_size * val_size
+    if type(covered) is int and type(needed) is int and covered < needed:
+        raise CuteValueError(
+            f"make_layout_tv: raked_product({thr_layout}, {val_layout}) = {layout_mn} is not a bijection onto "
+            f"its {needed} tile offsets (its right inverse covers {covered}), so some (thread, value) would own "
+            f"no offset of the tile"
+        )
+    layout_tv = _composition(inverse, Layout((thr_size, val_size)))
+    return _product_each(layout_mn.shape), layout_tv
 
 
 def make_fragment_like_layout(layout):
@@ -331,12 +382,12 @@ def make_fragment_like_layout(layout):
     Mode 0 (the vector mode of copy and MMA atoms) is column-major, keeping its
     stride-0 modes; the other modes are compact in the order of ``layout``'s strides.
     """
-    from .int_tuple import compact_col_major, filter_zeros_tuple
+    from .int_tuple import _compact_col_major, _filter_zeros_tuple
 
     _need_layout(layout, "make_fragment_like", "layout")
-    if len(layout) > 1 and is_static(layout.shape) and type(layout.shape) is tuple:
+    if len(layout) > 1 and _is_static(layout.shape) and type(layout.shape) is tuple:
         s0, d0 = layout.shape[0], layout.stride[0]
-        first = Layout(s0, compact_col_major(filter_zeros_tuple(d0, s0)))
+        first = Layout(s0, _compact_col_major(_filter_zeros_tuple(d0, s0)))
         rest = make_ordered_layout(layout.shape[1:], _stride_order(layout.stride[1:]))
         return tiled_product.__wrapped__(first, rest)
     return Layout(layout.shape)
@@ -346,5 +397,7 @@ def _stride_order(stride):
     if type(stride) is tuple:
         return tuple(_stride_order(d) for d in stride)
     if type(stride) is not int:
-        raise CuteTypeError(f"make_fragment_like needs static strides to order the modes, got {stride}")
+        if is_int(stride):
+            raise StaticValueRequired(f"make_fragment_like needs static strides to order the modes, got {fmt(stride)}")
+        raise CuteTypeError(f"make_fragment_like needs integer strides to order the modes, got {fmt(stride)}")
     return stride

@@ -6,7 +6,7 @@ tests on the CPU) and ``cute_py.runtime.HostInt`` (a gmem tensor's extents and s
 on the host when a TMA descriptor is built, dynamic in the kernel).
 """
 
-from .int_tuple import Dynamic
+from .int_tuple import CuteValueError, Dynamic, StaticValueRequired, _index, as_index  # errors, as int_tuple raises them
 
 __all__ = ["ValuedInt", "value_of"]
 
@@ -14,19 +14,25 @@ __all__ = ["ValuedInt", "value_of"]
 class ValuedInt(Dynamic):
     """A dynamic integer with a known ``value``; arithmetic gives another one of the same class.
 
-    Truth values and comparisons raise ``TypeError``: deciding on a run-time value needs a run-time branch.
+    Truth values and comparisons raise :class:`~cute_py.errors.StaticValueRequired` (a ``TypeError``
+    too): deciding on a run-time value needs a run-time branch.
     """
 
     __slots__ = ("value",)
 
     def __init__(self, value):
-        self.value = int(value)
+        self.value = value.value if isinstance(value, ValuedInt) else as_index(value, f"the value of a {type(self).__name__}")
 
     def _op(self, other, fn):
         o = other.value if isinstance(other, ValuedInt) else other
         if type(o) is not int:
-            return NotImplemented
-        return type(self)(fn(self.value, o))
+            o = None if isinstance(o, (bool, float)) else _index(o)  # integer-likes count as ints
+            if o is None:
+                return NotImplemented
+        try:
+            return type(self)(fn(self.value, o))
+        except ZeroDivisionError:
+            raise CuteValueError(f"a run-time integer ({self.value}) is divided by zero") from None
 
     def __add__(self, o):
         return self._op(o, lambda a, b: a + b)
@@ -89,10 +95,10 @@ class ValuedInt(Dynamic):
         return type(self)(abs(self.value))
 
     def __bool__(self):
-        raise TypeError("the truth value of a run-time integer is not known while tracing")
+        raise StaticValueRequired("the truth value of a run-time integer is not known while tracing")
 
     def __eq__(self, o):
-        raise TypeError("comparing a run-time integer needs a run-time branch")
+        raise StaticValueRequired("comparing a run-time integer needs a run-time branch (or a static value)")
 
     __lt__ = __le__ = __gt__ = __ge__ = __ne__ = __eq__
     __hash__ = None

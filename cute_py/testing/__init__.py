@@ -11,6 +11,8 @@
 
 from .runtime_int import RuntimeInt, value_of
 from .strategies import (
+    arbitrary_layouts,
+    arbitrary_tilers,
     compact_layouts,
     composable_pairs,
     composed_layouts,
@@ -29,6 +31,8 @@ from .strategies import (
 __all__ = [
     "RuntimeInt",
     "value_of",
+    "arbitrary_layouts",
+    "arbitrary_tilers",
     "compact_layouts",
     "composable_pairs",
     "composed_layouts",

@@ -1,8 +1,11 @@
 """Hypothesis strategies for IntTuples, shapes, strides, layouts, tilers and composable pairs.
 
 Sizes are bounded (``max_extent``, ``max_size``...) so that laws can be checked
-by enumerating every index.  Every strategy only produces inputs that the
-algebra accepts, so a failing property is a bug, not a rejected input.
+by enumerating every index.  Every strategy but the ``arbitrary_*`` ones only
+produces inputs that the algebra accepts, so a failing property is a bug, not a
+rejected input; the ``arbitrary_*`` strategies draw inputs with no regard for
+admissibility (zero extents, negative and non-dividing strides), for laws stated
+as "raises a CuteError or satisfies the law".
 """
 
 from hypothesis import strategies as st
@@ -24,6 +27,8 @@ __all__ = [
     "divisors",
     "swizzles",
     "composed_layouts",
+    "arbitrary_layouts",
+    "arbitrary_tilers",
 ]
 
 
@@ -71,7 +76,7 @@ def int_tuples(draw, max_rank=3, max_depth=2, min_value=1, max_value=8):
 
 @st.composite
 def shapes(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, min_extent=1):
-    """Shapes with positive extents and total size <= ``max_size``."""
+    """Shapes with extents >= ``min_extent`` (positive by default) and total size <= ``max_size``."""
     n = draw(st.integers(1, max_rank * max(1, max_depth - 1) if max_depth > 1 else max_rank))
     leaves = []
     budget = max_size
@@ -79,7 +84,7 @@ def shapes(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, min_extent
         hi = max(min_extent, min(max_extent, budget))
         e = draw(st.integers(min_extent, hi))
         leaves.append(e)
-        budget = max(1, budget // e)
+        budget = max(1, budget // e) if e else budget
     return _fill(draw(profiles(n, max_depth)), leaves)
 
 
@@ -238,3 +243,36 @@ def composed_layouts(draw, max_size=256, offset=True):
     outer = draw(compact_layouts(max_size=max_size))
     off = draw(st.integers(0, sw.size() - 1)) if offset else 0
     return ComposedLayout(sw, off, outer)
+
+
+@st.composite
+def arbitrary_layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, max_stride=24):
+    """Any layout of small static ints: extents in ``[0, max_extent]`` (total size <= ``max_size``), strides
+    in ``[-max_stride, max_stride]``; often inadmissible for one operation or another."""
+    s = draw(shapes(max_rank, max_depth, max_extent, max_size, min_extent=0))
+
+    def build(x):
+        if type(x) is tuple:
+            return tuple(build(e) for e in x)
+        return draw(st.integers(-max_stride, max_stride) if draw(st.integers(0, 3)) == 0 else st.integers(0, max_stride))
+
+    return Layout(s, build(s))
+
+
+@st.composite
+def arbitrary_tilers(draw, layout, max_extent=8):
+    """A tiler for ``layout`` with no regard for divisibility: a layout, an int, or a tuple of layouts, ints and
+    ``None`` with at most one element per mode."""
+    def tile():
+        kind = draw(st.sampled_from(["layout", "int", "none"]))
+        if kind == "none":
+            return None
+        if kind == "int":
+            return draw(st.integers(1, max_extent))
+        return draw(arbitrary_layouts(max_rank=2, max_depth=1, max_extent=max_extent, max_size=32, max_stride=12))
+
+    if draw(st.booleans()):
+        t = tile()
+        return t if t is not None else draw(st.integers(1, max_extent))
+    n = draw(st.integers(1, len(layout)))
+    return tuple(tile() for _ in range(n))
