@@ -206,7 +206,7 @@ def _ptxas(ptxas, data, arch):
         src, dst = os.path.join(d, "kernel.ptx"), os.path.join(d, "kernel.cubin")
         with open(src, "wb") as f:
             f.write(data)
-        _run([ptxas, f"-arch={arch}", "-o", dst, src], f"ptxas ({ptxas})", "a child process")
+        _run([ptxas, f"-arch={arch}", "-o", dst, src], f"ptxas ({ptxas}) for {arch}", "a child process")
         with open(dst, "rb") as f:
             return f.read()
 
@@ -233,6 +233,6 @@ def _nvjitlink_child(data, arch, why):
         src, dst = os.path.join(d, "kernel.ptx"), os.path.join(d, "kernel.cubin")
         with open(src, "wb") as f:
             f.write(data)
-        _run(_child_command(src, dst, arch), "nvJitLink (in a child process)", why, env)
+        _run(_child_command(src, dst, arch), f"nvJitLink (in a child process) for {arch}", why, env)
         with open(dst, "rb") as f:
             return f.read()

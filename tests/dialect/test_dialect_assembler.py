@@ -61,9 +61,11 @@ def test_the_nvjitlink_that_runs_is_the_wheels_at_the_required_version():
     assert got["elf"]
     if got["wheel"] is None:
         pytest.skip("the nvidia-nvjitlink wheel is not installed here")
-    assert tuple(got["version"]) >= assembler.MIN_NVJITLINK
-    assert got["uses"] == "nvjitlink"
     assert os.path.realpath(got["loaded"]) == os.path.realpath(got["wheel"])
+    if tuple(got["version"]) >= assembler.MIN_NVJITLINK:
+        assert got["uses"] == "nvjitlink"
+    else:  # an older wheel (another package's pin): never run in-process
+        assert got["uses"] in ("ptxas", "nvjitlink-subprocess"), got
 
 
 def test_a_known_bad_nvjitlink_is_not_run_in_process_and_ptxas_assembles_with_a_warning(fresh):
@@ -93,8 +95,8 @@ def test_a_crash_of_the_child_assembler_is_an_assembly_error_not_the_callers_cra
     fresh.setattr(assembler, "_child_command", lambda src, dst, arch: [
         sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"])
     with pytest.warns(assembler.AssemblerWarning):
-        with pytest.raises(AssemblyError, match=r"nvJitLink \(in a child process\) crashed \(SIGSEGV\) assembling the "
-                                                r"PTX \(nvJitLink 13\.0"):
+        with pytest.raises(AssemblyError, match=r"nvJitLink \(in a child process\) for sm_90a crashed \(SIGSEGV\) "
+                                                r"assembling the PTX \(nvJitLink 13\.0"):
             assembler.assemble(PTX, "sm_90a")
 
 

@@ -69,12 +69,12 @@ BROKEN = [
 
 @pytest.mark.parametrize("change", [b[1] for b in BROKEN], ids=[b[0] for b in BROKEN])
 def test_the_driver_rejects_what_cute_py_rejects(change, device_buffer):
-    from cute_py.nvgpu._encode import DriverUnavailable, encode_tiled
+    from cute_py.nvgpu._encode import TmaEncodeError, encode_tiled
 
     good = TmaDescriptor(cute.Float16, (256, 512), (512,), (64, 64), (1, 1))
     encode_tiled(good.validate(), device_buffer)
     bad = _raw(good, **change)
     with pytest.raises(cpasync.TmaError):
         bad.validate()
-    with pytest.raises(DriverUnavailable, match="cuTensorMapEncodeTiled"):
+    with pytest.raises(TmaEncodeError, match="cuTensorMapEncodeTiled"):
         encode_tiled(bad, device_buffer)  # straight to the driver, without cute_py's checks
