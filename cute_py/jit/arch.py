@@ -280,7 +280,7 @@ _SPACES = {"shared": "shared::cta", "shared::cta": "shared::cta", "shared::clust
 
 def fence_proxy_async(space="shared::cta"):
     """``fence.proxy.async.<space>``: order generic-proxy accesses before later TMA (async-proxy) ones."""
-    if space not in _SPACES:
+    if not isinstance(space, str) or space not in _SPACES:
         raise TraceError(locate(f"fence_proxy_async space must be one of {sorted(_SPACES)}, got {space!r}"))
     with current().at_end():
         md.fence_proxy_async(_SPACES[space])

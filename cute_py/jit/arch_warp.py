@@ -345,7 +345,7 @@ def set_max_nreg(n, action):
     ``n`` is a static multiple of 8 in 24..256; every warp of the warp group must execute the same
     instruction.
     """
-    if action not in _NREG_ACTIONS:
+    if not isinstance(action, str) or action not in _NREG_ACTIONS:
         raise TraceError(locate(f"set_max_nreg: action must be 'inc' or 'dec', got {action!r}"))
     n = _static_int(n, "set_max_nreg: the register count", "a multiple of 8 in 24..256")
     if not 24 <= n <= 256 or n % 8:

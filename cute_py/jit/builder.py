@@ -160,9 +160,13 @@ class KernelBuilder:
 
     # -- frequently used values ---------------------------------------------------------------
     def const(self, value, width=32):
+        """An ``i<width>`` constant; ``value`` must fit in ``width`` bits (signed, or unsigned)."""
+        value = int(value)
+        if not -(1 << (width - 1)) <= value < 1 << width:
+            raise TraceError(locate(f"the integer {value} does not fit in {width} bits"))
         arith = self.mlir.arith
         with self.at_end():
-            return arith.ConstantOp(self.int_type(width), int(value)).result
+            return arith.ConstantOp(self.int_type(width), value).result
 
     def smem_base(self):
         """``!llvm.ptr<3>`` to the start of the kernel's dynamic shared memory."""

@@ -233,14 +233,15 @@ def range(start, stop=None, step=1, *, carry=None, unroll=None):
     for name, v in (("start", start), ("stop", stop)):
         if not (type(v) is int or isinstance(v, TracedInt)):
             raise TraceError(locate(f"cute_py.range: {name} must be an int or a traced integer, got {v!r}"))
-    if unroll is True or unroll == "full":
+    if unroll is True or (isinstance(unroll, str) and unroll == "full"):
         if type(start) is not int or type(stop) is not int:
             raise TraceError(locate(f"cute_py.range(unroll={unroll!r}) unrolls at trace time and needs static int "
                                     f"bounds, got start={start!r}, stop={stop!r}; use unroll=k to ask the compiler "
                                     f"to unroll a loop with run-time bounds"))
         unroll = "full"
-    elif unroll is not None and (type(unroll) is not int or unroll < 1):
-        raise TraceError(locate(f"cute_py.range: unroll must be None, an int >= 1, True or \"full\", got {unroll!r}"))
+    elif unroll is not None and (type(unroll) is not int or not 1 <= unroll < 1 << 31):
+        raise TraceError(locate(f"cute_py.range: unroll must be None, an int in 1..2^31-1, True or \"full\", "
+                                f"got {unroll!r}"))
     kinds = None if carry is None else _initial_kinds(carry, "cute_py.range")
     return Loop(start, stop, step, None if carry is None else tuple(carry), kinds, unroll)
 

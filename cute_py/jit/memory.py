@@ -228,6 +228,9 @@ class RegisterEngine(ArrayEngine):
         return f"registers[{self.dtype.name}](offset={self.offset}, size={self.array.size})"
 
 
+MAX_FRAGMENT = 1 << 16  # elements of one register fragment (each is traced on its own)
+
+
 def make_fragment(layout, dtype):
     """A register tensor of ``dtype`` with ``layout`` (static), its elements initialised to 0.
 
@@ -242,6 +245,9 @@ def make_fragment(layout, dtype):
     n = cosize(layout)
     if type(n) is not int:
         raise TraceError(locate(f"a register fragment needs a static layout, got {layout}"))
+    if n > MAX_FRAGMENT:
+        raise TraceError(locate(f"a register fragment of {n} elements ({layout}): a thread has at most 255 "
+                                f"registers, and fragments are limited to {MAX_FRAGMENT} elements"))
     store = np.empty(max(n, 1), dtype=object)
     store[:] = 0
     return Tensor(RegisterEngine(store, 0, dtype), layout)
