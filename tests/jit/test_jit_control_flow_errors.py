@@ -166,7 +166,7 @@ def test_a_loop_object_is_iterated_once():
 
 
 @pytest.mark.parametrize("unroll, message", [
-    (0, r"unroll must be None, an int >= 1, True or \"full\", got 0"),
+    (0, r"unroll must be None, an int in 1..2\^31-1, True or \"full\", got 0"),
     (-2, r"unroll must be .*, got -2"),
     (2.0, r"unroll must be .*, got 2.0"),
     (False, r"unroll must be .*, got False"),
