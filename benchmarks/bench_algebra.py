@@ -85,6 +85,13 @@ def suite():
     def cl_eval_p():
         return [cl_p(c) for c in cl_coords]
 
+    strided = [((8, 16, 4), (64, 1, 16)), ((128, 128), (128, 1)), (((2, 4), (8, 2)), ((1, 64), (2, 16))),
+               ((16, 8), (1, 32)), ((4, 8), (2, 16))]
+    ri_rows = []
+    for sh, st in strided:
+        lc, lp = C.Layout(sh, st), P.Layout(sh, st)
+        ri_rows.append((f"right_inverse {lc}", lambda lc=lc: C.right_inverse(lc), lambda lp=lp: P.right_inverse(lp)))
+
     return [
         ("coalesce (nested, rank 2 depth 3)", lambda: C.coalesce(nested_c), lambda: P.coalesce(nested_p)),
         ("composition (6,2):(8,2) o (4,3):(3,1)", lambda: C.composition(a1c, b1c), lambda: P.composition(a1p, b1p)),
@@ -98,6 +105,7 @@ def suite():
         ("blocked_product (2,5) x (3,4)", lambda: C.blocked_product(blk_c, til_c), None),
         ("raked_product (2,5) x (3,4)", lambda: C.raked_product(blk_c, til_c), None),
         ("right_inverse (4,(2,8)):(16,(1,2))", lambda: C.right_inverse(inv_c), lambda: P.right_inverse(inv_p)),
+        *ri_rows,
         ("left_inverse (4,(2,8)):(16,(1,2))", lambda: C.left_inverse(inv_c), lambda: P.left_inverse(inv_p)),
         ("crd2idx x 4096 coordinates", crd_c, crd_p),
         ("Swizzle S<3,4,3> x 4096 offsets", swz_c, swz_p),

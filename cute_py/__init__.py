@@ -10,6 +10,7 @@ from .algebra import (
     composition,
     left_inverse,
     max_common_layout,
+    max_alignment,
     max_common_vector,
     nullspace,
     right_inverse,
@@ -77,8 +78,11 @@ from .basis import (
 )
 from .composed import (
     ComposedLayout,
+    SmemPtrFlag,
+    as_position_independent_swizzle_layout,
     get_nonswizzle_portion,
     get_swizzle_portion,
+    is_byte_swizzled,
     is_composed_layout,
     make_composed_layout,
 )
@@ -111,7 +115,7 @@ from .dtypes import (
     Uint64,
 )
 from .parse import parse_int_tuple, parse_layout, parse_swizzle
-from .recast import downcast, recast_layout, upcast
+from .recast import downcast, recast_exactness, recast_layout, upcast, upcast_exactness
 from .smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
 from .swizzle import Swizzle, is_swizzle, make_swizzle
 from .pointer import AddressSpace, Pointer, make_ptr
@@ -172,6 +176,7 @@ def __getattr__(name):
 __all__ = [
     "AddressSpace",
     "append",
+    "as_position_independent_swizzle_layout",
     "ArithTuple",
     "as_arith_tuple",
     "basis_get",
@@ -222,6 +227,7 @@ __all__ = [
     "Int32",
     "Int64",
     "Int8",
+    "is_byte_swizzled",
     "is_compatible",
     "is_composed_layout",
     "is_congruent",
@@ -254,6 +260,7 @@ __all__ = [
     "make_tiled_copy",
     "make_tiled_copy_tv",
     "max_common_layout",
+    "max_alignment",
     "max_common_vector",
     "memoization",
     "NotInjectiveError",
@@ -283,6 +290,7 @@ __all__ = [
     "slice_",
     "slice_and_offset",
     "SmemLayoutAtomKind",
+    "SmemPtrFlag",
     "StaticValueRequired",
     "suffix_product",
     "Swizzle",
@@ -298,6 +306,8 @@ __all__ = [
     "Uint64",
     "Uint8",
     "upcast",
+    "upcast_exactness",
+    "recast_exactness",
     "viz",
     "zipped_divide",
     "zipped_product",

@@ -19,7 +19,7 @@ from .int_tuple import (
     is_int,
     signum,
 )
-from .layout import Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _mk, coalesce_x, cosize, make_layout
+from .layout import _LATE, Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _mk, coalesce_x, cosize, make_layout
 
 __all__ = [
     "composition",
@@ -30,6 +30,7 @@ __all__ = [
     "max_common_vector",
     "nullspace",
     "coalesce_shape",
+    "max_alignment",
 ]
 
 
@@ -468,25 +469,52 @@ def _flat_modes(layout):
 def right_inverse(layout):
     """A layout ``R`` with ``layout(R(i)) == i`` for all ``i < size(R)``, as large as CuTe finds it.
 
+    CuTe's algorithm: coalesce, sort the modes with static strides by stride, and follow the strides from 1
+    (each mode whose stride is the extent reached so far extends the run).
+
     @post layout(result(i)) == i for 0 <= i < size(result)
     """
     if type(layout) is not Layout:
         return _inverse_other(layout, _right_inverse, "right_inverse")
-    s, d, pre = _flat_modes(layout)
-    _need_int_strides(d, layout, "right_inverse")
-    for x in s:
+    shape, stride = layout.shape, layout.stride
+    if type(shape) is tuple:
+        fs, fd = _flatten(shape), _flatten(stride)
+        if not fs:
+            return _mk(1, 0)
+        s, d = _bw_coalesce_lists(fs, fd, fs[-1], fd[-1])
+    else:
+        s, d = [shape], [stride]
+    keys, pre, p = [], [], 1
+    for i, x in enumerate(s):
+        y = d[i]
+        if type(y) is int:
+            keys.append(i)
+        elif not is_int(y):
+            raise CuteTypeError(f"right_inverse needs integer strides, but {layout} has the stride {y}")
         if type(x) is int and x == 0:
             # the empty layout has no value to invert; CuTe's result would claim some
             raise CuteValueError(f"right_inverse of the empty layout {layout} (a mode of extent 0)")
-    keys = [i for i, x in enumerate(d) if type(x) is int]
-    order = [keys[j] for j in _exchange_sort([d[i] for i in keys])]
-    rs, rd, curr = [1], [0], 1
+        pre.append(p)
+        p = p * x
+    strides = [d[i] for i in keys]
+    if len(set(strides)) == len(strides):
+        order = sorted(keys, key=d.__getitem__)  # distinct strides: any sort gives CuTe's order
+    else:
+        order = [keys[j] for j in _exchange_sort(strides)]
+    rs, rd, curr = [], [], 1
     for i in order:
-        if type(curr) is int and d[i] == curr:
+        x = d[i]
+        if x == curr:
             rs.append(s[i])
             rd.append(pre[i])
-            curr = s[i] * d[i]
-    return _coalesce(_mk(tuple(rs), tuple(rd)))
+            curr = s[i] * x
+            if type(curr) is not int:
+                break  # a run-time extent: no static stride follows it
+        elif x > curr:
+            break  # sorted: no later stride is the extent reached
+    if not rs:
+        return _mk(1, 0)
+    return _bw_coalesce(rs, rd, rs[-1], rd[-1])
 
 
 _right_inverse = right_inverse.__wrapped__
@@ -628,3 +656,70 @@ def nullspace(layout):
         return _mk(1, 0)
     rstride = _compact_col_major(fs)
     return _mk(_unwrap(tuple(fs[i] for i in idx)), _unwrap(tuple(rstride[i] for i in idx)))
+
+
+# -- alignment ---------------------------------------------------------------------------------
+
+
+@memoize
+def max_alignment(layout):
+    """The largest N such that the offsets of ``layout`` come in runs of N consecutive offsets, each starting at
+    a multiple of N: CuTe's ``max_alignment``, ``gcd(size<0>(P), stride<1>(P))`` with
+    ``P = logical_divide(F, right_inverse(F))`` and ``F`` the coalesced layout with its run-time extents read
+    as 1 and its run-time strides as 0 (so N holds for every value they take).
+
+    ``F o right_inverse(F)`` is the identity on ``[0, n)``: the run of ``n`` offsets from 0; the other modes of
+    ``F`` (those ``right_inverse`` leaves out) repeat it at their strides, so N is the gcd of ``n`` and those
+    strides (a stride 0 leaves it as it is); an empty layout gives 1.  A swizzled composed layout
+    ``S<b,m,s> o off o L`` gives ``gcd(2**m, off, max_alignment(L))``; other composed layouts give 1, as in CuTe.
+
+    @post every offset o of layout has o - o % N ... o - o % N + N - 1 among the offsets of layout
+    @post N divides size(right_inverse(layout)) (for static layouts)
+    """
+    if type(layout) is not Layout:
+        return _composed_alignment(layout)
+    s, d, _ = _flat_modes(layout)
+    if any(type(x) is int and x == 0 for x in s):
+        return 1  # an empty layout: no offsets, and 1 holds for any
+    shapes, strides = [], []
+    for x, y in zip(s, d):
+        if not is_int(y):
+            raise CuteTypeError(f"max_alignment needs integer strides, but {layout} has the stride {y}")
+        if type(x) is not int:
+            continue  # a run-time extent counts as 1
+        shapes.append(x)
+        strides.append(y if type(y) is int else 0)  # a run-time stride counts as 0
+    # the modes right_inverse chains (strides 1, s0, s0*s1, ...) make the run [0, n); the others repeat it
+    n = 1
+    others = []
+    for i in _exchange_sort(strides):
+        if strides[i] == n:
+            n = shapes[i] * strides[i]
+        elif shapes[i] != 1:
+            others.append(strides[i])
+    for x in others:
+        n = _gcd(n, abs(x))
+    return n
+
+
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def _composed_alignment(layout):
+    inner = getattr(layout, "inner", None)
+    if not hasattr(layout, "__cute_map_outer__") or inner is None:
+        _need_layout(layout, "max_alignment", "layout")
+    if not hasattr(inner, "yyy_msk"):
+        return 1  # a general composed layout: not attempted, as in CuTe
+    offset = layout.offset
+    offset = getattr(offset, "offset", offset)  # a smem_ptr flag: the offset it carries (CuTe's flag is a 0)
+    if type(offset) is not int:
+        return 1  # a run-time offset: only 1 is known
+    n = _gcd(1 << inner.base, abs(offset))
+    return _gcd(n, max_alignment(layout.outer))
+
+
+_LATE["max_alignment"] = max_alignment

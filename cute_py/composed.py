@@ -7,25 +7,86 @@ layout's; the algebra acts on the outer layout (divides, products, coalesce,
 ``S<3,4,3> o 0 o (8,64):(64,1)``.
 """
 
-from ._memo import memoize, register_key_type
+from ._memo import memoize
 from .algebra import composition
 from .errors import CuteTypeError, CuteValueError
-from .int_tuple import _crd2idx, _product, as_int_tuple, short_repr, fmt, is_int
+from .int_tuple import _crd2idx, _product, as_index, as_int_tuple, short_repr, fmt, is_int
 from .layout import Layout, _flat_ints, _has_none, _mk, dice, slice_, slice_and_offset
 from .swizzle import Swizzle
 
-register_key_type(Swizzle)  # immutable, equal only to a Swizzle of the same ints: a memoisation key
+# Swizzles and composed layouts are not memoisation keys: every identity swizzle S<0,m,s> equals every other
+# (as the identity), so a cached result could come back printed with another's m and s.
 
 __all__ = [
     "ComposedLayout",
+    "SmemPtrFlag",
     "make_composed_layout",
     "is_composed_layout",
+    "is_byte_swizzled",
     "get_swizzle_portion",
     "get_nonswizzle_portion",
+    "as_position_independent_swizzle_layout",
+    "smem_byte_swizzle",
+    "smem_element_layout",
+    "HARDWARE_SWIZZLES",
 ]
 
 
-@register_key_type
+class SmemPtrFlag:
+    """The offset slot of a shared-memory layout whose swizzle acts on *byte addresses* (CuTe's
+    ``smem_ptr_flag_bits<B>``): ``S<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)`` is the 128B-swizzled atom
+    of 16-bit elements, whatever the element width (the swizzle is the hardware's, on bytes).
+
+    ``bits`` is the element width; ``offset`` counts elements added by slicing (CuTe drops the flag there,
+    which turns the byte swizzle into an element one; cute_py keeps it). A flagged layout is not a function
+    of element offsets: it becomes one at a shared-memory pointer (``make_tensor``) or through
+    :func:`as_position_independent_swizzle_layout`.
+    """
+
+    __slots__ = ("bits", "offset")
+
+    def __init__(self, bits, offset=0):
+        bits = as_index(bits, "the element bits of a smem_ptr flag")
+        if bits <= 0:
+            raise CuteValueError(f"the element bits of a smem_ptr flag must be positive, got {bits}")
+        if not is_int(offset):
+            offset = as_index(offset, "the offset of a smem_ptr flag")
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "offset", offset)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("SmemPtrFlag is immutable")
+
+    def __reduce__(self):
+        return (SmemPtrFlag, (self.bits, self.offset))
+
+    def __add__(self, n):
+        if isinstance(n, SmemPtrFlag):
+            raise CuteTypeError(f"cannot add two smem_ptr flags ({self} + {n})")
+        if type(n) is int and n == 0:
+            return self
+        return SmemPtrFlag(self.bits, self.offset + (n if is_int(n) else as_index(n, "an offset")))
+
+    __radd__ = __add__
+
+    def __eq__(self, other):
+        return type(other) is SmemPtrFlag and self.bits == other.bits and _same(self.offset, other.offset)
+
+    def __hash__(self):
+        return hash(("smem_ptr", self.bits, self.offset if type(self.offset) is int else id(self.offset)))
+
+    def __str__(self):
+        text = f"smem_ptr[{self.bits}b](unset)"
+        return text if type(self.offset) is int and self.offset == 0 else f"{text}+{fmt(self.offset)}"
+
+    def __repr__(self):
+        return f"SmemPtrFlag({self.bits}, {self.offset!r})" if self.offset != 0 else f"SmemPtrFlag({self.bits})"
+
+
+def _same(a, b):
+    return a is b or (type(a) is int and type(b) is int and a == b)
+
+
 class ComposedLayout:
     """An immutable, hashable ``inner o offset o outer``.
 
@@ -41,10 +102,15 @@ class ComposedLayout:
             raise CuteTypeError(
                 f"the inner function of a composed layout must be a Swizzle or a layout, got {short_repr(inner)}"
             )
-        if not (is_int(offset) or hasattr(offset, "__cute_stride__")):
+        if not (is_int(offset) or hasattr(offset, "__cute_stride__") or type(offset) is SmemPtrFlag):
             offset = as_int_tuple(offset, "the offset of a composed layout")
             if type(offset) is tuple:
-                raise CuteTypeError(f"the offset of a composed layout must be an int, got {short_repr(offset)}")
+                from .basis import ArithTuple
+
+                offset = ArithTuple(offset)  # a coordinate offset (an IntTuple), as CuTe's make_composed_layout
+        if type(offset) is SmemPtrFlag and type(inner) is not Swizzle:
+            raise CuteTypeError(f"a smem_ptr flag marks a swizzle on byte addresses; the inner function is "
+                                f"{short_repr(inner)}")
         if not isinstance(outer, (Layout, ComposedLayout)):
             raise CuteTypeError(f"the outer function of a composed layout must be a Layout, got {short_repr(outer)}")
         object.__setattr__(self, "inner", inner)
@@ -86,6 +152,11 @@ class ComposedLayout:
             coord = as_int_tuple(coord, "coordinate", allow_none=True)
             if _has_none(coord):
                 return slice_(self, coord)
+        if type(self.offset) is SmemPtrFlag:
+            raise CuteValueError(
+                f"{self} swizzles byte addresses of {self.offset.bits}-bit elements, not element offsets: index a "
+                f"tensor over a shared-memory pointer (make_tensor(ptr, layout)), or evaluate "
+                f"as_position_independent_swizzle_layout(layout)")
         outer = self.outer
         if type(outer) is Layout:
             r = _crd2idx(coord, outer.shape, outer.stride)
@@ -171,6 +242,93 @@ def get_nonswizzle_portion(layout):
     if type(layout) is Layout:
         return layout
     raise CuteTypeError(f"get_nonswizzle_portion expects a layout, got {layout!r}")
+
+
+# -- byte and element swizzles of shared memory --------------------------------------------------
+#
+# The hardware (TMA, GMMA) swizzles shared-memory *byte addresses*: S<1,4,3>, S<2,4,3>, S<3,4,3> (32B, 64B,
+# 128B; S<0,4,3> is none). A flagged layout (offset slot a SmemPtrFlag) states its swizzle in bytes. An
+# unflagged composed layout states it in element units when evaluated -- as CuTe C++ evaluates it -- but CuTe
+# code also writes byte swizzles unflagged (S<3,4,3> for 16-bit elements): at a shared-memory pointer and in
+# TMA, such a layout is read in whichever unit makes it a hardware swizzle. For elements wider than 8 bits at
+# most one reading is one (the element reading moves the base by log2 of the element bytes); for 8-bit
+# elements both readings are the same.
+
+HARDWARE_SWIZZLES = frozenset(Swizzle(b, 4, 3) for b in range(4))
+
+
+def _is_hardware(sw):
+    return sw.bits == 0 or sw in HARDWARE_SWIZZLES
+
+
+def _recast_swizzle(new_bits, old_bits, sw, what):
+    """``sw`` (acting on units of ``old_bits``) acting on units of ``new_bits``, exactly (no lost bits)."""
+    if sw.bits == 0 or new_bits == old_bits:
+        return sw
+    big, small = max(new_bits, old_bits), min(new_bits, old_bits)
+    q, r = divmod(big, small)
+    if r or q & (q - 1):
+        raise CuteValueError(f"{what}: {old_bits}-bit and {new_bits}-bit units differ by a factor that is not a "
+                             f"power of two")
+    k = (q.bit_length() - 1) * (1 if new_bits > old_bits else -1)  # new units are 2**k old ones
+    base = sw.base - k
+    if base < 0:
+        raise CuteValueError(f"{what}: the swizzle {sw} on {old_bits}-bit units moves bits below a "
+                             f"{new_bits}-bit unit; it cannot act on whole {new_bits}-bit elements")
+    return Swizzle(sw.bits, base, sw.shift)
+
+
+def is_byte_swizzled(layout):
+    """True for a layout whose swizzle is marked as acting on byte addresses (a :class:`SmemPtrFlag` offset)."""
+    return type(layout) is ComposedLayout and type(layout.offset) is SmemPtrFlag
+
+
+def smem_byte_swizzle(layout, bits):
+    """The swizzle a shared-memory tile of ``layout`` (elements of ``bits`` bits) applies to byte addresses.
+
+    A plain layout has none (``S<0,4,3>``); a flagged one its own swizzle (its element width must be
+    ``bits``); an unflagged composed layout is read in elements or in bytes, whichever is a hardware
+    swizzle (the element reading when neither is, or both).
+    """
+    bits = as_index(bits, "the element bits")
+    if type(layout) is Layout:
+        return Swizzle(0, 4, 3)
+    if type(layout) is not ComposedLayout or type(layout.inner) is not Swizzle:
+        raise CuteTypeError(f"expected a layout or a swizzled composed layout, got {short_repr(layout)}")
+    sw = layout.inner
+    if type(layout.offset) is SmemPtrFlag:
+        if layout.offset.bits != bits:
+            raise CuteValueError(f"{layout} is a layout of {layout.offset.bits}-bit elements, used for "
+                                 f"{bits}-bit ones")
+        return sw
+    as_elements = _recast_swizzle(8, bits, sw, f"reading {sw} in {bits}-bit elements")
+    if _is_hardware(as_elements) or not _is_hardware(sw):
+        return as_elements
+    return sw
+
+
+def smem_element_layout(layout, bits):
+    """``layout`` as a function of element offsets for a shared-memory tile of ``bits``-bit elements whose base
+    is aligned to the swizzle: the swizzle :func:`smem_byte_swizzle` reads, in element units.
+
+    @post smem_element_layout(L, b)(c) * b / 8 == byte swizzle applied to (offset + outer(c)) * b / 8
+    """
+    if type(layout) is Layout:
+        return layout
+    sw = smem_byte_swizzle(layout, bits)
+    offset = layout.offset.offset if type(layout.offset) is SmemPtrFlag else layout.offset
+    elem = _recast_swizzle(bits, 8, sw, f"the byte swizzle {sw} of {layout} on {bits}-bit elements")
+    return _compose3(elem, offset, layout.outer)  # the identity swizzle at offset 0 leaves the plain layout
+
+
+def as_position_independent_swizzle_layout(layout):
+    """A flagged (byte-swizzled) layout as a function of element offsets (CuTe's function of the same name):
+    ``S<3,4,3> o smem_ptr[16b](unset) o L`` becomes ``S<3,3,3> o 0 o L``. Other layouts are returned as they are."""
+    if is_byte_swizzled(layout):
+        return smem_element_layout(layout, layout.offset.bits)
+    if not (isinstance(layout, ComposedLayout) or type(layout).__name__ == "Layout"):
+        raise CuteTypeError(f"as_position_independent_swizzle_layout needs a layout, got {short_repr(layout)}")
+    return layout
 
 
 # -- slicing ------------------------------------------------------------------------------------

@@ -660,15 +660,13 @@ def crd2idx(coord, shape, stride=None):
 
     With ``stride``: the inner product of the (hierarchical) coordinate with the
     strides, an int coordinate being split colexicographically over a tuple mode.
-    Without ``stride``: ``shape`` may be a layout (then this is ``layout(coord)``)
-    or a shape, giving the colexicographic (column-major) index of ``coord``.
+    Without ``stride``: ``shape`` may be a layout of any kind (a composed layout too) or a
+    tensor, and this is ``layout(coord)``; or a shape, giving the colexicographic
+    (column-major) index of ``coord``.
     """
     if stride is None:
-        if _is_shaped(shape) and hasattr(shape, "stride"):
-            try:
-                return crd2idx(coord, shape.shape, shape.stride)
-            except RecursionError:
-                raise CuteValueError("crd2idx: the layout is nested too deeply") from None
+        if _is_shaped(shape):
+            return _crd2idx_layout(coord, shape)
         return _crd2idx_colex(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"))
     if type(coord) is tuple and type(shape) is tuple and type(stride) is tuple and len(coord) == len(shape) == len(stride):
         # flat static coordinates: checked and summed in one pass
@@ -681,6 +679,18 @@ def crd2idx(coord, shape, stride=None):
             return r
     return _crd2idx(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"),
                     as_int_tuple(stride, "stride", allow_basis=True))
+
+
+def _crd2idx_layout(coord, layout):
+    # crd2idx(coord, layout) is layout(coord), whatever the kind of layout; a tensor's layout is evaluated
+    layout = getattr(layout, "layout", layout)
+    if getattr(layout, "__cute_map_outer__", None) is None:
+        try:  # a plain layout: its shape and stride
+            return crd2idx(coord, layout.shape, layout.stride)
+        except RecursionError:
+            raise CuteValueError("crd2idx: the layout is nested too deeply") from None
+    coord = as_int_tuple(coord, "coordinate")  # evaluated, never sliced: no None
+    return layout(coord)
 
 
 def _crd2idx(coord, shape, stride):
@@ -720,8 +730,8 @@ def _crd2idx(coord, shape, stride):
         return r
     if type(stride) is tuple:
         raise RankError(f"the shape {fmt(shape)} is an int but the stride {fmt(stride)} is a tuple")
-    # int int int
-    return coord * stride
+    # int int int (a static stride 0 contributes a static 0, as CuTe's i * _0)
+    return 0 if type(stride) is int and stride == 0 else coord * stride
 
 
 def _crd2idx_colex(coord, shape):
@@ -746,9 +756,12 @@ def _crd2idx_colex(coord, shape):
 def idx2crd(idx, shape, stride=None):
     """Split an index into a (hierarchical) coordinate of ``shape``.
 
-    Without ``stride`` the enumeration is colexicographic:
-    ``c0 = i % s0, c1 = (i // s0) % s1, ...``.  With ``stride`` (for compact
-    layouts): ``c = (i // d) % s`` per leaf.
+    Without ``stride`` the enumeration is colexicographic, ``c0 = i % s0, c1 = (i // s0) % s1, ...``,
+    and the last (sub)mode takes what is left, unbounded, as in CuTe (``crd2idx`` of the index over
+    the shape's unit bases): ``idx2crd(32, (4,)) == (32,)``, ``idx2crd(526, (4,(8,1),(2,8))) ==
+    (2,(3,0),(0,8))``.  With ``stride`` (for compact layouts) every leaf is bounded: ``c = (i // d) % s``.
+
+    @post crd2idx(result, shape) == idx (without stride, for an empty-free shape)
     """
     idx = as_int_tuple(idx, "index")
     shape = as_int_tuple(shape, "shape")
@@ -765,11 +778,33 @@ def _idx2crd(idx, shape, stride=None):
                 raise RankError(f"index {fmt(idx)} does not match the rank of shape {fmt(shape)}")
             return tuple(_idx2crd(i, s) for i, s in zip(idx, shape))
         if type(shape) is tuple:
-            # int tuple: colexicographic split with compact strides
-            return _idx2crd_strided(idx, shape, _prefix_product(shape))
+            # int tuple: colexicographic split, the last mode taking the rest
+            return _idx2crd_colex(idx, shape)
         # int int: the index is the coordinate
         return idx
     return _idx2crd_strided(idx, shape, stride)
+
+
+def _idx2crd_colex(idx, shape):
+    # CuTe's crd2idx(idx, shape, make_basis_like(shape)): each mode but the last takes idx % size(mode), the
+    # last takes idx // (size of the modes before it), recursively inside tuple modes
+    out = []
+    last = len(shape) - 1
+    for i, s in enumerate(shape):
+        if i == last:
+            out.append(_idx2crd_colex(idx, s) if type(s) is tuple else idx)
+            break
+        p = _product(s)
+        if type(p) is int and p == 0:
+            raise CuteValueError(f"idx2crd cannot split the index {fmt(idx)} over the empty mode {fmt(s)} "
+                                 f"of shape {fmt(shape)}")
+        if type(p) is int and p == 1:
+            out.append(_zeros_like(s))  # a static 0, as CuTe's i % _1
+            continue
+        r = idx % p
+        out.append(_idx2crd_colex(r, s) if type(s) is tuple else r)
+        idx = idx // p
+    return tuple(out)
 
 
 def _idx2crd_strided(idx, shape, stride):
@@ -798,8 +833,21 @@ def _idx2crd_strided(idx, shape, stride):
 
 
 def elem_less(a, b):
-    """Element-wise ``a < b`` over all modes of ``a`` (extra modes of ``b`` are ignored)."""
-    return _elem_less(as_int_tuple(a, "elem_less argument"), as_int_tuple(b, "elem_less argument"))
+    """Element-wise ``a < b`` over all modes of ``a`` (extra modes of ``b`` are ignored; a longer ``a`` is
+    never less), as CuTe's ``elem_less``.  Coordinates may be arithmetic tuples or basis strides.
+
+    With run-time leaves the result is a run-time condition: the ``&`` of the run-time comparisons (a
+    static ``False`` among them decides alone); with static leaves only, a Python ``bool``.
+    @post result == all(a_i < b_i) over the leaves of a and the matching leaves of b
+    """
+    return _elem_less(_as_coord(a), _as_coord(b))
+
+
+def _as_coord(x):
+    # a coordinate operand: an IntTuple, an arithmetic tuple (a tuple) or a basis stride (its coordinate)
+    x = as_int_tuple(x, "elem_less argument", allow_basis=True)
+    as_coord = getattr(x, "__cute_coord__", None)
+    return x if as_coord is None else as_int_tuple(as_coord(), "elem_less argument")
 
 
 def _elem_less(a, b):
@@ -807,10 +855,17 @@ def _elem_less(a, b):
         # tuple tuple: every mode of a less than the matching mode of b
         if len(a) > len(b):
             return False
-        return all(_elem_less(x, y) for x, y in zip(a, b))
+        result = True
+        for x, y in zip(a, b):
+            term = _elem_less(x, y)
+            if term is False:
+                return False
+            if term is not True:  # a run-time condition
+                result = term if result is True else result & term
+        return result
     if type(a) is tuple or type(b) is tuple:
         raise RankError(f"elem_less of {fmt(a)} and {fmt(b)}: one is a tuple, the other an int")
-    # int int
+    # int int (a run-time leaf gives a run-time condition)
     return a < b
 
 
@@ -948,6 +1003,12 @@ def _filter_zeros_tuple(a, b=None):
     if type(a) is int and a == 0:
         return _ones_like(b)
     return b
+
+
+def _zeros_like(x):
+    if type(x) is tuple:
+        return tuple(_zeros_like(e) for e in x)
+    return 0
 
 
 def _ones_like(x):

@@ -17,15 +17,18 @@ from .int_tuple import (
     _compact_col_major,
     _congruent,
     _crd2idx,
+    _crd2idx_colex,
     _depth,
     _filter_zeros_tuple,
     _get,
+    _idx2crd,
     _is_shaped,
     as_index,
     as_int_tuple,
     short_repr,
     compact_order,
     fmt,
+    is_int,
 )
 from .int_tuple import _flatten as _flatten_tuple
 
@@ -199,6 +202,59 @@ class Layout:
         # a codomain coordinate (basis strides) is returned as a coordinate tuple
         as_coord = getattr(r, "__cute_coord__", None)
         return as_coord() if as_coord is not None else r
+
+    # -- index to coordinate (compact layouts) ----------------------------------------------
+    def get_hier_coord(self, idx):
+        """The hierarchical coordinate of the index ``idx``: CuTe's ``idx2crd(idx, shape, stride)``.
+
+        Meaningful for compact layouts (a bijection onto ``[0, size)``) and ``idx`` in ``[0, size)``;
+        where the split coordinate does not map back to ``idx`` (static values), raises
+        :class:`CuteValueError` instead of returning it.
+        @post is_congruent(result, shape) and self(result) == idx
+        """
+        return _hier_coord(self, idx, "get_hier_coord")
+
+    def get_flat_coord(self, idx):
+        """The coordinate of ``idx`` with one int per top-level mode (each mode's colexicographic index).
+
+        @post depth(result) <= 1, rank(result) == rank(self) (an int for one mode), self(result) == idx
+        """
+        hier = _hier_coord(self, idx, "get_flat_coord")
+        if type(self.shape) is not tuple:
+            return _crd2idx_colex(hier, self.shape)
+        if len(self.shape) == 1:  # one mode: its index (CuTe's repeat<1> is a single int)
+            return _crd2idx_colex(hier[0], self.shape[0])
+        return tuple(_crd2idx_colex(c, s) for c, s in zip(hier, self.shape))
+
+    def get_1d_coord(self, idx):
+        """The colexicographic 1-D coordinate of ``idx``.  @post self(result) == idx"""
+        return _crd2idx_colex(_hier_coord(self, idx, "get_1d_coord"), self.shape)
+
+    @property
+    def max_alignment(self):
+        """The largest N such that the layout's offsets come in aligned runs of N (see :func:`max_alignment`)."""
+        return _LATE["max_alignment"](self)
+
+
+_LATE = {}  # operations of the modules above this one that a Layout offers as attributes (they register here)
+
+
+def _hier_coord(layout, idx, op):
+    if not is_int(idx):
+        idx = as_index(idx, f"{op}: the index")
+    for d in (_flatten_tuple(layout.stride) if type(layout.stride) is tuple else (layout.stride,)):
+        if not is_int(d):
+            raise CuteTypeError(f"{op} needs integer strides, got {layout}")
+    try:
+        crd = _idx2crd(idx, layout.shape, layout.stride)
+        back = _crd2idx(crd, layout.shape, layout.stride)
+    except RecursionError:
+        raise CuteValueError(f"{op}: the layout is nested too deeply ({short_repr(layout)})") from None
+    if type(back) is int and type(idx) is int and back != idx:
+        raise CuteValueError(
+            f"{op}: the index {idx} splits into the coordinate {fmt(crd)} of {layout}, which maps to {back}: "
+            f"the index is not an offset of the layout (a compact layout and an index in [0, size) are needed)")
+    return crd
 
 
 def is_layout(x):

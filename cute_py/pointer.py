@@ -34,9 +34,13 @@ class Pointer:
     ``offset`` counts the elements added since the pointer was made, and ``base`` is the address
     at offset 0: after a run-time offset ``address`` is unknown, but ``base + offset`` still
     locates the element (a kernel computes it).
+
+    ``store_guard`` is ``None``, or why stores through this pointer are refused (a tensor recast to wider
+    elements that only partly cover the original's: a store would overwrite elements outside it); every
+    pointer derived from it keeps it.
     """
 
-    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base")
+    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard")
 
     def __init__(self, dtype, memspace=AddressSpace.gmem, alignment=None, address=None, offset=0, base=None):
         dtype = dtype_of(dtype)
@@ -63,8 +67,14 @@ class Pointer:
         if base is None and address is not None and type(offset) is int and (offset * dtype.width) % 8 == 0:
             base = address - offset * dtype.width // 8
         for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
-                        ("address", address), ("offset", offset), ("base", base)):
+                        ("address", address), ("offset", offset), ("base", base), ("store_guard", None)):
             object.__setattr__(self, name, v)
+
+    def guarded(self, reason):
+        """This pointer, refusing stores for ``reason`` (see the class)."""
+        p = _with(self, self.alignment, self.address, self.offset)
+        object.__setattr__(p, "store_guard", reason)
+        return p
 
     def __setattr__(self, name, value):
         raise AttributeError("Pointer is immutable")
@@ -118,7 +128,7 @@ def _same(a, b):
 def _with(ptr, align, address, offset):
     p = object.__new__(Pointer)
     for name, v in (("dtype", ptr.dtype), ("memspace", ptr.memspace), ("alignment", align),
-                    ("address", address), ("offset", offset), ("base", ptr.base)):
+                    ("address", address), ("offset", offset), ("base", ptr.base), ("store_guard", ptr.store_guard)):
         object.__setattr__(p, name, v)
     return p
 

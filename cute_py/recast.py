@@ -6,9 +6,12 @@ elements (a stride-1 mode shrinks by ``n``, other strides are divided by ``n``);
 combines them for any ratio of widths, as CuTe's ``recast_layout<Old, New>``.
 Swizzles are recast by moving their base; composed layouts recast each part.
 
-Where CuTe rounds silently, cute_py rejects: a mode of contiguous elements that
-does not fill whole wider elements, or a stride that is not a multiple of the
-new width, cannot be recast exactly and raises :class:`DivisibilityError`.
+As in CuTe, ``upcast`` rounds: a stride-1 mode of ``s`` elements becomes ``ceil(s/n)``
+wide elements, so ``recast_layout(64, 16, 2:1) == 1:1`` -- the wide elements cover at least
+the narrow ones, maybe more.  Reading through such a view is harmless; writing through it
+would overwrite the elements the narrow layout does not reach.  :func:`upcast_exactness`
+tells the two apart (structurally, by the strides), and a tensor recast that way refuses
+stores (see ``recast_tensor``).
 """
 
 import math
@@ -17,9 +20,10 @@ from ._memo import memoize
 from .errors import CuteTypeError, CuteValueError, DivisibilityError
 from .int_tuple import _flatten, _is_static, as_index, short_repr, fmt, is_int
 from .layout import Layout, _mk
+from .composed import SmemPtrFlag
 from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle
 
-__all__ = ["upcast", "downcast", "recast_layout"]
+__all__ = ["upcast", "downcast", "recast_layout", "upcast_exactness", "recast_exactness"]
 
 
 def _need_positive(n, op):
@@ -35,6 +39,7 @@ def _need_recastable(x, op):
 
 
 def _upcast_leaf(s, d, n, whole):
+    # CuTe's upcast<n>(shape, stride) of one mode (layout.hpp)
     if type(d) is int:
         if d == 0:
             # static stride 0: unchanged
@@ -68,11 +73,15 @@ def _has_unit_stride(stride):
 
 @memoize
 def upcast(layout, n):
-    """View ``layout`` in units ``n`` times wider (elements -> vectors of ``n`` elements).
+    """View ``layout`` in units ``n`` times wider (elements -> vectors of ``n`` elements), as CuTe's ``upcast<n>``.
 
-    Rejects layouts whose elements do not fill whole wider elements (see the module).
+    A static stride 0 stays; a stride ``d`` (``d % n == 0`` or ``n % d == 0``, else a
+    :class:`DivisibilityError`) gives the extent ``ceil_div(s, ceil_div(n, |d|))`` and the stride
+    ``sign(d) * ceil_div(|d|, n)``: a run of elements that does not fill whole wide units is rounded
+    up (``upcast(2:1, 4) == 1:1``), and :func:`upcast_exactness` says whether that happened.
 
-    @post {n*result(j) + k : j, 0 <= k < n} == {layout(i)}: the wide elements cover exactly the narrow ones
+    @post {n*result(j) + k : j, 0 <= k < n} >= {layout(i)}: the wide elements cover the narrow ones
+    @post upcast_exactness(layout, n) is None  implies  the cover is exact (no other element)
     """
     n = _need_positive(n, "upcast")
     _need_recastable(layout, "upcast")
@@ -82,32 +91,45 @@ def upcast(layout, n):
         return upcast_swizzle(layout, n)
     if type(layout) is Layout:
         s, d = _map_leaves(layout.shape, layout.stride, lambda s, d: _upcast_leaf(s, d, n, layout))
-        result = _mk(s, d)
-        _check_exact(layout, result, n)
-        return result
+        return _mk(s, d)
     if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
+        if _flagged(layout):
+            flag = layout.offset
+            return _flag_composed(layout, SmemPtrFlag(flag.bits * n, _upcast_offset(flag.offset, n)), upcast(layout.outer, n))
         return _recast_composed(layout, lambda x: upcast(x, n), _upcast_offset(layout.offset, n))
     if is_int(layout):
         return _upcast_offset(layout, n)
     raise CuteTypeError(f"upcast expects a layout, a swizzle or a composed layout, got {short_repr(layout)}")
 
 
-def _check_exact(layout, result, n):
-    """Reject an upcast whose wide elements would not cover exactly the layout's narrow elements.
+def upcast_exactness(layout, n):
+    """``None`` when ``upcast(layout, n)`` covers exactly the elements ``layout`` reaches, else the reason.
 
-    The layout's image is a union of whole ``n``-element units exactly when, with the
-    stride-0 and size-1 modes set aside and the rest sorted by ``|stride|`` and coalesced,
-    the first mode has stride 1 and an extent divisible by ``n`` and every other stride is a
-    multiple of ``n``; the per-mode division then maps it onto those units.  (Structural:
-    O(rank log rank), whatever the size.)
+    The layout's image is a union of whole ``n``-element units exactly when, with the stride-0 and
+    size-1 modes set aside and the rest sorted by ``|stride|`` and coalesced, the first mode has
+    stride 1 and an extent divisible by ``n`` and every other stride is a multiple of ``n``; the
+    per-mode division then maps it onto those units.  Structural: O(rank log rank), whatever the size.
+    A composed layout is judged by its outer layout (and its offset); run-time extents or strides are
+    assumed to fit, as CuTe assumes.
     """
+    n = _need_positive(n, "upcast_exactness")
+    if n == 1:
+        return None
+    offset = 0
+    if type(layout) is not Layout and hasattr(layout, "outer"):
+        offset = getattr(layout.offset, "offset", layout.offset)
+        layout = layout.outer
+    if type(layout) is not Layout:
+        raise CuteTypeError(f"upcast_exactness expects a layout, got {short_repr(layout)}")
+    if type(offset) is int and offset % n:
+        return f"its offset {offset} is not a multiple of {n}"
     if not (_is_static(layout.shape) and _is_static(layout.stride)):
-        return
+        return None
     fs, fd = _flatten(layout.shape), _flatten(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     if any(s == 0 for s in fs):
-        return  # an empty layout: nothing to cover
+        return None  # an empty layout: nothing to cover
     modes = sorted(((abs(d), d, s) for s, d in zip(fs, fd) if s != 1 and d != 0), key=lambda m: m[0])
     merged = []
     for _, d, s in modes:
@@ -115,16 +137,15 @@ def _check_exact(layout, result, n):
             merged[-1] = (merged[-1][0] * s, merged[-1][1])
         else:
             merged.append((s, d))
-    exact = (
-        bool(merged) and merged[0][1] == 1 and merged[0][0] % n == 0
-        and all(abs(d) % n == 0 for _, d in merged[1:])
-    )
-    if not exact:
-        raise DivisibilityError(
-            f"upcast by {n} is not exact: the elements {layout} reaches do not fill whole {n}-element units "
-            f"(it needs, its strides sorted, a stride-1 run whose extent is a multiple of {n} and other strides "
-            f"that are multiples of {n}; the result {result} would claim more)"
-        )
+    if not merged:
+        return f"it reaches one element, not a whole {n}-element unit"
+    if merged[0][1] != 1 or merged[0][0] % n:
+        return (f"its contiguous run ({merged[0][0]} elements at stride {merged[0][1]}) is not a whole number of "
+                f"{n}-element units")
+    bad = [d for _, d in merged[1:] if abs(d) % n]
+    if bad:
+        return f"its stride {bad[0]} is not a multiple of {n}"
+    return None
 
 
 def _upcast_offset(off, n):
@@ -170,6 +191,12 @@ def downcast(layout, n):
         s, d = _map_leaves(layout.shape, layout.stride, leaf)
         return _mk(s, d)
     if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
+        if _flagged(layout):
+            flag = layout.offset
+            if flag.bits % n:
+                raise DivisibilityError(f"downcast by {n} of {layout}: its {flag.bits}-bit elements do not split "
+                                        f"into {n} whole elements")
+            return _flag_composed(layout, SmemPtrFlag(flag.bits // n, flag.offset * n), downcast(layout.outer, n))
         return _recast_composed(layout, lambda x: downcast(x, n), layout.offset * n)
     if is_int(layout):
         return layout * n
@@ -178,6 +205,17 @@ def downcast(layout, n):
 
 def _leaves(t):
     return _flatten(t) if type(t) is tuple else (t,)
+
+
+def _flagged(layout):
+    return type(getattr(layout, "offset", None)) is SmemPtrFlag
+
+
+def _flag_composed(layout, flag, outer):
+    # a byte-swizzled layout keeps its swizzle (it acts on bytes, whatever the element width), as CuTe does
+    from .composed import ComposedLayout
+
+    return ComposedLayout(layout.inner, flag, outer)
 
 
 def _recast_composed(layout, fn, offset):
@@ -209,6 +247,17 @@ def recast_layout(new_bits, old_bits, layout):
     if den == 1:
         return upcast(layout, num)
     return downcast(upcast(layout, num), den)
+
+
+def recast_exactness(new_bits, old_bits, layout):
+    """``None`` when ``recast_layout(new_bits, old_bits, layout)`` covers exactly the bits ``layout`` reaches,
+    else the reason (only widening can cover more: see :func:`upcast_exactness`)."""
+    recast_layout(new_bits, old_bits, layout)  # the same checks of the arguments
+    g = math.gcd(new_bits, old_bits)
+    num, den = new_bits // g, old_bits // g
+    if num == 1:
+        return None
+    return upcast_exactness(layout, num)  # recast_layout widens first; the narrowing after it is exact
 
 
 def _upcast_unchecked(layout, n):

@@ -20,6 +20,7 @@ objects a user builds (atoms, TMA tensors, ``tma_partition``), every CTA and sta
 
 import numpy as np
 
+from .composed import smem_element_layout
 from .errors import CuteTypeError, CuteValueError
 from .int_tuple import ceil_div, product, product_each
 from .layout import Layout, group_modes
@@ -276,16 +277,19 @@ def _coords(grid):
 
 
 def _smem_tensor(layout, dtype, nbytes):
+    # a shared-memory tile (a buffer aligned to any swizzle) as a host tensor: a byte-swizzled layout becomes
+    # the function of element offsets the hardware's swizzle gives there
     buf = np.zeros(nbytes, dtype=np.uint8)
     view = buf.view(dtype.numpy_dtype or dtype.storage_dtype)
-    return buf, Tensor(ArrayEngine(view, 0, dtype), layout)
+    return buf, Tensor(ArrayEngine(view, 0, dtype), smem_element_layout(layout, dtype.width))
 
 
 def _tile_bytes(layout, dtype):
     from .layout import cosize
 
+    layout = smem_element_layout(layout, dtype.width)
     outer = getattr(layout, "outer", layout)
-    n = cosize(outer) * dtype.width // 8
+    n = (cosize(outer) + getattr(layout, "offset", 0)) * dtype.width // 8
     return -(-n // 1024) * 1024
 
 

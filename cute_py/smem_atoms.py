@@ -1,16 +1,20 @@
 """Shared-memory layout atoms for TMA and GMMA: the 32B/64B/128B swizzle atoms and the interleave atom.
 
-Each atom is defined on bytes, as the hardware swizzles byte addresses, then recast to
-the element width: a K-major 128B atom is ``S<3,4,3> o 0 o (8,128):(128,1)`` in bytes,
-``S<3,3,3> o 0 o (8,64):(64,1)`` for 16-bit elements and ``S<3,2,3> o 0 o (8,32):(32,1)``
-for 32-bit ones (CuTe's ``GMMA::Layout_K_SW128_Atom<T>`` family).  K-major atoms have
-the contiguous dimension second (rows of 16/32/64/128 bytes), MN-major atoms first.
-Tile an atom to a whole shared-memory tile with ``tile_to_shape``.
+Each atom swizzles byte addresses, as the hardware does, and says so with a byte-swizzle marker in
+its offset slot (CuTe's ``smem_ptr_flag``): a K-major 128B atom is
+``S<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)`` for 16-bit elements and
+``S<3,4,3> o smem_ptr[32b](unset) o (8,32):(32,1)`` for 32-bit ones -- the swizzle stays
+``S<3,4,3>``, the outer layout counts elements (CuTe's ``GMMA::Layout_K_SW128_Atom<T>`` family; the
+interleave atoms carry the identity ``S<0,4,3>``). K-major atoms have the contiguous dimension
+second (rows of 16/32/64/128 bytes), MN-major atoms first. Tile an atom to a whole shared-memory
+tile with ``tile_to_shape``; at a shared-memory pointer (``make_tensor``), or through
+``as_position_independent_swizzle_layout``, it becomes a function of element offsets
+(``S<3,3,3> o 0 o (8,64):(64,1)`` for 16-bit elements).
 """
 
 import enum
 
-from .composed import _compose3
+from .composed import ComposedLayout, SmemPtrFlag
 from .errors import CuteTypeError
 from .layout import Layout
 from .recast import recast_layout
@@ -57,13 +61,14 @@ def _byte_atom(kind):
     major, b = kind.value
     span = 16 << b
     outer = Layout((8, span), (span, 1)) if major == "K" else Layout((span, 8), (1, span))
-    return _compose3(Swizzle(b, 4, 3), 0, outer) if b else outer
+    return ComposedLayout(Swizzle(b, 4, 3), SmemPtrFlag(8), outer)
 
 
 def make_smem_layout_atom(kind, element_type):
-    """The shared-memory atom ``kind`` in units of ``element_type`` (a dtype or a bit width).
+    """The shared-memory atom ``kind`` for elements of ``element_type`` (a dtype or a bit width).
 
-    ``make_smem_layout_atom(SmemLayoutAtomKind.K_SW128, 16)`` is ``S<3,3,3> o 0 o (8,64):(64,1)``.
+    ``make_smem_layout_atom(SmemLayoutAtomKind.K_SW128, 16)`` is
+    ``S<3,4,3> o smem_ptr[16b](unset) o (8,64):(64,1)``.
     """
     if not isinstance(kind, SmemLayoutAtomKind):
         raise CuteTypeError(f"kind must be a SmemLayoutAtomKind, got {kind!r}")

@@ -97,10 +97,20 @@ class Swizzle:
         return offset ^ ((offset & self._y) >> self._rs)
 
     def __eq__(self, other):
-        return type(other) is Swizzle and (self.bits, self.base, self.shift) == (other.bits, other.base, other.shift)
+        """Swizzles are equal as functions: every ``S<0,m,s>`` is the identity, and equal to every other."""
+        if type(other) is not Swizzle:
+            return False
+        if self.bits == 0 or other.bits == 0:
+            return self.bits == other.bits
+        return (self.bits, self.base, self.shift) == (other.bits, other.base, other.shift)
 
     def __hash__(self):
-        return hash(("S", self.bits, self.base, self.shift))
+        return hash(("S", 0)) if self.bits == 0 else hash(("S", self.bits, self.base, self.shift))
+
+    @property
+    def is_identity(self):
+        """True for ``S<0,m,s>``, which changes no offset."""
+        return self.bits == 0
 
     def __str__(self):
         return f"S<{self.bits},{self.base},{self.shift}>"

@@ -17,12 +17,14 @@ On the host, every element offset read or written must also lie inside the array
 """
 
 from .basis import ArithTuple, make_identity_layout
+from .composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
-from .errors import CuteIndexError, CuteTypeError, CuteValueError, StaticValueRequired
+from .errors import CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
 from .int_tuple import Dynamic, _product, _product_each, as_index, as_int_tuple, short_repr, fmt
 from .layout import Layout, _has_none, cosize, dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
-from .recast import recast_layout
+from .recast import recast_exactness, recast_layout
+from .swizzle import Swizzle
 from .tiling import make_fragment_like_layout, zipped_divide
 
 __all__ = [
@@ -58,15 +60,16 @@ def set_device_access(access):
 class ArrayEngine:
     """A flat host numpy array and an element offset into it."""
 
-    __slots__ = ("array", "offset", "dtype")
+    __slots__ = ("array", "offset", "dtype", "store_guard")
 
-    def __init__(self, array, offset=0, dtype=None):
+    def __init__(self, array, offset=0, dtype=None, store_guard=None):
         self.array = array
         self.offset = offset
         self.dtype = dtype if dtype is not None else dtype_of(array.dtype.name)
+        self.store_guard = store_guard  # None, or why writes are refused (as Pointer.store_guard)
 
     def __add__(self, n):
-        return ArrayEngine(self.array, self.offset + n, self.dtype)
+        return ArrayEngine(self.array, self.offset + n, self.dtype, self.store_guard)
 
     def _index(self, i):
         j = self.offset + i
@@ -82,6 +85,7 @@ class ArrayEngine:
         return self.array[self._index(i)]
 
     def write(self, i, v):
+        check_store(self, "a store")
         self.array[self._index(i)] = v
 
     memspace = AddressSpace.rmem
@@ -124,6 +128,25 @@ def _add_coord(a, b):
     return a + b
 
 
+def _memory_layout(engine, layout):
+    """The function of element offsets a swizzled layout is in a tensor.
+
+    Over shared memory, the swizzle the hardware applies to byte addresses (flagged, or unflagged but read in
+    whichever unit is a hardware swizzle), in element units. Over a host array (standing for shared memory),
+    a flagged layout likewise; an unflagged one stays a function of element offsets, as everywhere else.
+    """
+    if not isinstance(getattr(layout, "inner", None), Swizzle):
+        return layout
+    if isinstance(engine, Pointer) and engine.memspace in (AddressSpace.smem, AddressSpace.dsmem):
+        return smem_element_layout(layout, engine.dtype.width)
+    if is_byte_swizzled(layout):
+        if isinstance(engine, ArrayEngine):
+            return smem_element_layout(layout, engine.dtype.width)
+        raise CuteValueError(f"{layout} swizzles shared-memory byte addresses; a tensor over {short_repr(engine)} "
+                             f"cannot use it")
+    return layout
+
+
 class Tensor:
     """A layout over an engine.  Immutable view; host-array tensors are writable element-wise."""
 
@@ -134,6 +157,8 @@ class Tensor:
             raise CuteTypeError(f"a tensor needs a Layout or a composed layout, got {short_repr(layout)}")
         if not isinstance(engine, (Pointer, ArrayEngine, CoordEngine)):
             raise CuteTypeError(f"a tensor engine is a Pointer, a host array or a coordinate counter, got {short_repr(engine)}")
+        if type(layout) is not Layout:
+            layout = _memory_layout(engine, layout)
         object.__setattr__(self, "engine", engine)
         object.__setattr__(self, "layout", layout)
 
@@ -205,6 +230,7 @@ class Tensor:
         return self[coord[0] if len(coord) == 1 else coord]
 
     def __setitem__(self, coord, value):
+        check_store(self, "a store")
         access = _device["access"] if isinstance(self.engine, Pointer) else None
         if not isinstance(self.engine, ArrayEngine) and access is None:
             raise CuteValueError(f"only tensors over host arrays (or device memory inside a kernel) are writable, "
@@ -386,7 +412,14 @@ _MAX_HOST_ELEMENTS = 1 << 31
 
 
 def recast_tensor(tensor, dtype):
-    """The same memory seen as elements of ``dtype`` (layout recast, engine reinterpreted)."""
+    """The same memory seen as elements of ``dtype`` (layout recast as CuTe's ``recast_layout``, engine
+    reinterpreted).
+
+    Widening rounds as CuTe does: ``(2):(1)`` fp16 seen as 64-bit elements is one element, which also
+    spans two fp16 elements the tensor does not reach.  Reading such a view is allowed; a store through it
+    (or any view of it) raises :class:`DivisibilityError` at the store, naming the layout.
+    @post the result reads the bits of tensor's elements (and, widened inexactly, their neighbours')
+    """
     if type(tensor) is not Tensor:
         raise CuteTypeError(f"recast_tensor needs a Tensor, got {short_repr(tensor)}")
     dtype = dtype_of(dtype)
@@ -394,13 +427,19 @@ def recast_tensor(tensor, dtype):
     if old is None:
         raise CuteValueError("a coordinate tensor cannot be recast")
     layout = recast_layout(dtype.width, old.width, tensor.layout)
+    reason = recast_exactness(dtype.width, old.width, tensor.layout)
+    guard = None if reason is None else (
+        f"the {old.name} tensor with layout {tensor.layout} seen as {dtype.name} ({layout}) covers {dtype.name} "
+        f"elements only partly: {reason}, so a store would overwrite {old.name} elements outside the tensor")
     eng = tensor.engine
+    guard = guard or getattr(eng, "store_guard", None)
     if isinstance(eng, Pointer):
         bits = eng.offset * old.width
         if type(bits) is int and bits % dtype.width:
             raise CuteValueError(f"the tensor's offset ({fmt(eng.offset)} elements) is not a whole number of {dtype.name}")
-        return Tensor(Pointer(dtype, eng.memspace, max(eng.alignment, max(1, dtype.width // 8)) if eng.address is None
-                              else eng.alignment, eng.address, bits // dtype.width, eng.base), layout)
+        ptr = Pointer(dtype, eng.memspace, max(eng.alignment, max(1, dtype.width // 8)) if eng.address is None
+                      else eng.alignment, eng.address, bits // dtype.width, eng.base)
+        return Tensor(ptr if guard is None else ptr.guarded(guard), layout)
     if isinstance(eng, ArrayEngine):
         bits = eng.offset * old.width
         if bits % dtype.width:
@@ -409,8 +448,17 @@ def recast_tensor(tensor, dtype):
             view = eng.array.view(dtype.numpy_dtype or dtype.storage_dtype)
         except ValueError as e:
             raise CuteValueError(f"the host array cannot be seen as {dtype.name}: {e}") from None
-        return Tensor(ArrayEngine(view, bits // dtype.width, dtype), layout)
+        return Tensor(ArrayEngine(view, bits // dtype.width, dtype, guard), layout)
     raise CuteValueError(f"cannot recast a tensor over {eng!r}")
+
+
+def check_store(target, op):
+    """Raise :class:`DivisibilityError` if ``target`` (a tensor or an engine) refuses stores (see
+    :func:`recast_tensor`); ``op`` names the store."""
+    engine = getattr(target, "engine", target)
+    guard = getattr(engine, "store_guard", None)
+    if guard is not None:
+        raise DivisibilityError(f"{op} through this tensor is refused: {guard}")
 
 
 def domain_offset(coord, tensor):
@@ -469,12 +517,22 @@ def outer_partition(tensor, tiler, coord):
 def local_tile(tensor, tiler, coord, proj=None):
     """The ``coord``-th tile of ``tensor`` under ``tiler`` (CuTe's ``local_tile``).
 
-    ``proj`` (a tuple of 1/``None`` per mode) drops the tiler and coordinate modes marked ``None``,
+    ``coord`` indexes the rest modes of ``zipped_divide(tensor, tiler)``; a tuple shorter than
+    them is padded with ``None`` (those rest modes are kept), as CuTe pads it.
+    ``proj`` (a tuple of 1/``None`` per tiler mode) drops the tiler and coordinate modes marked ``None``,
     e.g. ``local_tile(A, (bm, bn, bk), (m, n, None), proj=(1, None, 1))`` tiles A by (bm, bk).
+    Coordinate modes past the ``proj`` are kept, as the CuTe DSL keeps them (CuTe C++ needs equal
+    ranks): ``local_tile(mA_mkl, (bm, bn, bk), (m, n, None, l), proj=(1, None, 1))`` is the tile
+    ``(bm, bk, k)`` of batch ``l``, the same as ``local_tile(mA_mkl, (bm, bk), (m, None, l))``.
     """
     if proj is not None:
-        tiler = dice(_proj_coord(proj), tiler)
-        coord = dice(_proj_coord(proj), coord)
+        keep = _proj_coord(proj)
+        tiler = dice(keep, tiler)
+        coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
+        if type(coord) is tuple and len(coord) > len(keep):
+            coord = dice(keep, coord[:len(keep)]) + coord[len(keep):]
+        else:
+            coord = dice(keep, coord)
     return inner_partition(tensor, tiler, coord)
 
 

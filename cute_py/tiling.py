@@ -117,23 +117,26 @@ _logical_divide = logical_divide.__wrapped__
 
 
 def _zip2_by(t, guide):
+    # CuTe's zip2_by: the rank-2 modes at the leaves of the guide split into (firsts, seconds + extra modes)
     if type(guide) is tuple:
+        # tuple guide: mode by mode, the modes past the guide go to the seconds
         if type(t) is not tuple or len(t) < len(guide):
-            raise RankError(f"cannot regroup {fmt(t)} by the tiler profile {fmt(guide)}")
+            raise RankError(f"cannot regroup {fmt(t)} by the tiler profile {_tiler_profile(guide)}")
         split = [_zip2_by(t[i], g) for i, g in enumerate(guide)]
         return (tuple(x[0] for x in split), tuple(x[1] for x in split) + t[len(guide):])
+    # leaf guide (an extent, a layout, or None: a mode the divide or product left as it was): a rank-2 mode
     if type(t) is not tuple or len(t) != 2:
+        if guide is None:
+            raise RankError(f"a None tiler mode keeps the mode {fmt(t)} as it is and regroups it as "
+                            f"(first, second): it must have rank 2")
         raise RankError(f"expected a rank-2 (tile, rest) mode, got {fmt(t)}")
     return t
 
 
-def _reject_none(tiler, op):
-    if tiler is None:
-        raise CuteTypeError(f"{op}: a None (keep this mode) in the tiler is only meaningful for "
-                            f"logical_divide/logical_product; tile the whole mode with its size instead")
-    if type(tiler) is tuple:
-        for t in tiler:
-            _reject_none(t, op)
+def _tiler_profile(guide):
+    if type(guide) is tuple:
+        return "(" + ",".join(_tiler_profile(g) for g in guide) + ")"
+    return "_" if guide is None else "x"
 
 
 def tile_unzip(layout, tiler):
@@ -161,7 +164,6 @@ def zipped_divide(layout, tiler):
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
         return _on_outer(layout, zipped_divide, tiler)
     tiler = _as_tiler(tiler, "zipped_divide")
-    _reject_none(tiler, "zipped_divide")
     return tile_unzip(_logical_divide(layout, tiler), tiler)
 
 
@@ -239,7 +241,6 @@ def zipped_product(block, tiler):
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, zipped_product, tiler)
     tiler = _as_tiler(tiler, "zipped_product")
-    _reject_none(tiler, "zipped_product")
     return tile_unzip(_logical_product(block, tiler), tiler)
 
 
@@ -260,20 +261,31 @@ def flat_product(block, tiler):
 
 
 def _zip(a, b):
-    # CuTe's zip of two IntTuples: ((a0,b0),(a1,b1),...); two leaves give ((a,b),);
-    # a leaf paired with a rank-1 tuple is treated as that rank-1 tuple
-    if (type(a) is tuple) != (type(b) is tuple):
-        a, b = (a if type(a) is tuple else (a,)), (b if type(b) is tuple else (b,))
-    if type(a) is tuple:
-        if type(b) is not tuple or len(a) != len(b):
-            raise RankError(f"cannot zip {fmt(a)} with {fmt(b)}: ranks differ")
-        return tuple(zip(a, b))
-    return ((a, b),)
+    # CuTe's zip of two IntTuples (tuple_algorithms.hpp): a leaf first wraps the pair, ((a,b)), whatever b is;
+    # a tuple first zips mode by mode with a tuple of its rank, ((a0,b0),(a1,b1),...), and takes nothing else
+    if type(a) is not tuple:
+        # leaf anything: one mode holding the pair
+        return ((a, b),)
+    if type(b) is not tuple:
+        # tuple leaf: no zip (CuTe does not compile it)
+        raise RankError(f"cannot zip the tuple {fmt(a)} with the leaf {fmt(b)}: zip pairs a tuple with a tuple "
+                        f"of its rank (a leaf first wraps the pair)")
+    # tuple tuple: mode by mode, equal ranks
+    if len(a) != len(b):
+        raise RankError(f"cannot zip {fmt(a)} with {fmt(b)}: ranks differ")
+    return tuple(zip(a, b))
 
 
-def zip_layouts(a, b):
-    """Zip two layouts of equal rank mode by mode: ``((a0,b0),(a1,b1),...)``."""
-    return _mk(_zip(a.shape, b.shape), _zip(a.stride, b.stride))
+def zip_layouts(a, b, op="zip_layouts"):
+    """Zip two layouts mode by mode, as CuTe's ``zip(a, b)``: ``((a0,b0),(a1,b1),...)`` for equal ranks.
+
+    A leaf-shaped ``a`` wraps the pair in one mode, ``((a,b))``, whatever ``b`` is; a tuple-shaped
+    ``a`` needs a tuple-shaped ``b`` of its rank (a leaf ``b`` is a :class:`RankError`, as in CuTe).
+    """
+    try:
+        return _mk(_zip(a.shape, b.shape), _zip(a.stride, b.stride))
+    except RankError as e:
+        raise RankError(f"{op}: {e} (zipping {a} with {b})") from None
 
 
 def _rank_product(block, tiler, op):
@@ -294,7 +306,7 @@ def blocked_product(block, tiler):
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, blocked_product, tiler)
     b, t = _rank_product(block, tiler, "blocked_product")
-    return zip_layouts(b, t)
+    return zip_layouts(b, t, "blocked_product")
 
 
 @memoize
@@ -307,7 +319,7 @@ def raked_product(block, tiler):
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, raked_product, tiler)
     b, t = _rank_product(block, tiler, "raked_product")
-    return zip_layouts(t, b)
+    return zip_layouts(t, b, "raked_product")
 
 
 @memoize

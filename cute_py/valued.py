@@ -125,6 +125,8 @@ def value_of(x):
         return x.value
     if type(x) is tuple:
         return tuple(value_of(e) for e in x)
+    if isinstance(x, tuple):  # an arithmetic tuple (a coordinate): the same kind of tuple
+        return type(x)(tuple(value_of(e) for e in x))
     value = getattr(x, "value", None)
     if value is not None and hasattr(x, "modes"):  # a basis stride
         return type(x)(value_of(value), x.modes)

@@ -1,6 +1,8 @@
 """Hypothesis profiles (``ci``: deterministic, bounded, selected by CI=true; ``dev``: longer) and shared fixtures."""
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,8 +21,10 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=400, deadline=None)
 settings.register_profile("default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-# compiled kernels of the test run go to a throwaway cache, not the user's (tests/jit uses one per test)
+# compiled kernels of the test run go to a throwaway cache, not the user's (tests/jit uses one per test),
+# removed when the run ends
 os.environ["CUTE_PY_CACHE_DIR"] = tempfile.mkdtemp(prefix="cute_py_test_cache_")
+atexit.register(shutil.rmtree, os.environ["CUTE_PY_CACHE_DIR"], ignore_errors=True)
 
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])

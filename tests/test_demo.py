@@ -63,7 +63,7 @@ def test_part1_prints_layouts_and_their_algebra(demo):
 def test_part2_prints_the_tma_descriptor_and_partition(demo):
     part = _section(demo, 2)
     assert "gmem tensor: 8192x8192 BFloat16, row-major      (8192,8192):(8192,1)" in part
-    assert "S<3,3,3> o 0 o ((8,16),(64,1)):((64,512),(1,0))" in part  # the 128B-swizzled bf16 tile
+    assert "S<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))" in part  # the 128B-swizzled bf16 tile
     assert "TMA box (64, 128) (innermost dim first) = 16384 bytes per instruction" in part
     assert "global dims (8192, 8192), global strides (16384,) bytes, element strides (1, 1)" in part
     assert "swizzle B128 (128-byte span; the smem tile must be 1024-byte aligned)" in part

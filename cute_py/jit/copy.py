@@ -25,7 +25,7 @@ from ..atom import CopyAtom, CopyUniversalOp, ThrCopy, TiledCopy
 from ..nvgpu.cpasync import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
                              CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, TmaCopyAtom)
 from ..pointer import AddressSpace, Pointer
-from ..tensor import CoordEngine, Tensor
+from ..tensor import CoordEngine, Tensor, check_store
 from .builder import current, pointer_value
 from .errors import TraceError, locate
 from .values import as_value
@@ -183,6 +183,7 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
     if is_load:
         _check_tensor(src, "src", True)
         _check_tensor(dst, "dst", False)
+        check_store(dst, "a TMA load")
         if tma_bar_ptr is None:
             raise TraceError(locate("a TMA load needs tma_bar_ptr= (the mbarrier its bytes complete)"))
         gmem, smem = src, dst

@@ -16,7 +16,7 @@ from ..dtypes import dtype_of
 from ..errors import CuteValueError
 from ..layout import Layout, cosize
 from ..pointer import AddressSpace, Pointer
-from ..tensor import ArrayEngine, Tensor
+from ..tensor import ArrayEngine, Tensor, check_store
 from ..tiling import make_fragment_like_layout
 from .builder import current, pointer_value
 from .errors import TraceError, locate
@@ -63,6 +63,7 @@ def load_bits(ptr, nbits, what="load"):
 
 def store_bits(ptr, value, nbits, what="store"):
     """Store the ``nbits``-bit MLIR value ``value`` at ``ptr``."""
+    check_store(ptr, what)
     _check_access(ptr, nbits // 8, what)
     p = pointer_value(ptr, what)
     b = current()
@@ -122,6 +123,7 @@ def store_element(ptr, value):
     dtype = ptr.dtype
     if dtype.width % 8 or dtype.width > 64:
         raise TraceError(locate(f"storing single {dtype.name} elements ({dtype.width} bits) is not supported"))
+    check_store(ptr, "a tensor store")
     v = _unwrap(value, dtype, "tensor store")
     _check_access(ptr, dtype.width // 8, "tensor store")
     p = pointer_value(ptr, "tensor store")

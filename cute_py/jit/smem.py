@@ -12,6 +12,7 @@ Each allocation is recorded with its kind (``"tensor"``, ``"mbarrier"`` or ``"by
 that is not 8-byte aligned.
 """
 
+from ..composed import smem_element_layout
 from ..dtypes import dtype_of
 from ..errors import CuteValueError
 from ..int_tuple import is_static
@@ -90,7 +91,14 @@ class SmemAllocator:
         one is rejected when the layout is swizzled.
         """
         dtype = dtype_of(dtype)
-        outer = getattr(layout, "outer", layout)
+        if getattr(layout, "inner", None) is not None:
+            try:  # a byte-swizzled (or byte-read) layout, as a function of element offsets
+                elements = smem_element_layout(layout, dtype.width)
+            except CuteValueError as e:
+                raise TraceError(locate(str(e))) from None
+        else:
+            elements = layout
+        outer = getattr(elements, "outer", elements)
         size = cosize(outer)
         if not is_static(size):
             raise TraceError(locate(f"a shared-memory tensor needs a static layout, got {layout}"))
@@ -105,7 +113,7 @@ class SmemAllocator:
         if getattr(layout, "inner", None) is not None and alignment < need:
             raise TraceError(locate(f"the swizzled layout {layout} needs {need}-byte aligned shared memory, "
                                     f"got alignment={alignment}"))
-        nbytes = max(1, (size + getattr(layout, "offset", 0)) * dtype.width // 8)
+        nbytes = max(1, (size + getattr(elements, "offset", 0)) * dtype.width // 8)
         start = self._region.take(nbytes, alignment, "tensor")
         return Tensor(Pointer(dtype, AddressSpace.smem, alignment, start), layout)
 

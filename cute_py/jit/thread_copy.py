@@ -22,7 +22,7 @@ import numpy as np
 from ..int_tuple import flatten, product
 from ..layout import Layout
 from ..pointer import AddressSpace, Pointer
-from ..tensor import ArrayEngine, CoordEngine, Tensor
+from ..tensor import ArrayEngine, CoordEngine, Tensor, check_store
 from .builder import current, pointer_value
 from .control import if_
 from .errors import TraceError, locate
@@ -135,6 +135,7 @@ def vector_copy(src, dst, *, vector=None, cp_async=None, pred=None, cache_hint=N
     ``cp_async``: ``None`` for plain loads/stores, else ``"ca"``/``"cg"`` (gmem -> smem cp.async).
     """
     n = _check_pair(src, dst)
+    check_store(dst, "a copy")
     width = src.element_type.width
     if vector is None:
         vector = vector_width(src, dst)

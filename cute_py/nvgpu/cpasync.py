@@ -20,6 +20,7 @@ from ..errors import CuteTypeError, CuteValueError
 from ..int_tuple import Dynamic, fmt, is_static, product
 from ..layout import Layout, coalesce, cosize, slice_and_offset
 from ..algebra import composition
+from ..recast import recast_exactness
 from ..pointer import AddressSpace, Pointer
 from ..tensor import CoordEngine, Tensor, domain_offset
 from . import device_ops
@@ -232,6 +233,12 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
         raise CuteTypeError(f"smem_layout must be a layout, got {smem_layout!r}")
     dtype = ptr.dtype
     tma_dtype = dtype if internal_type is None else dtype_of(internal_type)
+    if tma_dtype.width > dtype.width:
+        # the TMA unit moves whole internal elements: a gmem layout they only partly cover would be rounded
+        reason = recast_exactness(tma_dtype.width, dtype.width, gmem_tensor.layout)
+        if reason is not None:
+            raise TmaError(f"the TMA internal type {tma_dtype.name} is wider than {dtype.name}, and the gmem layout "
+                           f"{gmem_tensor.layout} is not a whole number of {tma_dtype.name} elements: {reason}")
     cta_tiler = _tiler(cta_tiler)
     tile_size = product(composition(make_identity_layout(gmem_tensor.shape), cta_tiler).shape)
     tile = _smem_tile(smem_layout, value_of(tile_size), len(cta_tiler) if type(cta_tiler) is tuple else 1)

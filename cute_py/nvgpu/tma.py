@@ -11,11 +11,10 @@ it); ``validate()`` raises a :class:`TmaError` naming the rule and values, ``enc
 import dataclasses
 import enum
 
-from ..composed import get_swizzle_portion
+from ..composed import get_swizzle_portion, smem_byte_swizzle
 from ..dtypes import DType
 from ..errors import CuteValueError
 from ..int_tuple import product
-from ..recast import recast_layout
 
 __all__ = [
     "TmaError",
@@ -77,18 +76,24 @@ class TmaOobFill(enum.Enum):
 
 
 def tma_swizzle_of(smem_layout, dtype):
-    """The descriptor swizzle mode of a (possibly swizzled) smem layout in units of ``dtype``.
+    """The descriptor swizzle mode of a (possibly swizzled) smem layout of ``dtype`` elements.
 
-    The swizzle is recast to bytes; only ``S<0..3,4,3>`` (none, 32B, 64B, 128B) are TMA swizzles.
+    The swizzle on byte addresses is the layout's own when it is flagged (``smem_ptr``), else the reading of
+    an unflagged swizzle (elements or bytes) that is a hardware one (see :func:`cute_py.composed.smem_byte_swizzle`);
+    only ``S<0..3,4,3>`` (none, 32B, 64B, 128B) are TMA swizzles.
     """
-    sw = get_swizzle_portion(smem_layout)
-    if sw.bits == 0:
+    try:
+        byte_sw = smem_byte_swizzle(smem_layout, dtype.width)
+    except CuteValueError as e:
+        raise TmaError(f"the smem layout {smem_layout} has no TMA swizzle for {dtype.name} elements: {e}") from None
+    if byte_sw.bits == 0:
         return TmaSwizzle.NONE
-    byte_sw = recast_layout(8, dtype.width, sw)
     if byte_sw.base != 4 or byte_sw.shift != 3 or not 0 <= byte_sw.bits <= 3:
+        sw = get_swizzle_portion(smem_layout)
         raise TmaError(
-            f"the smem swizzle {sw} ({dtype.name} units) is {byte_sw} on byte addresses; TMA supports only "
-            f"S<1,4,3> (32B), S<2,4,3> (64B) and S<3,4,3> (128B)"
+            f"the smem swizzle {sw} is {byte_sw} on the byte addresses of {dtype.name} elements (and {sw} read as a "
+            f"byte swizzle is no TMA swizzle either); TMA supports only S<1,4,3> (32B), S<2,4,3> (64B) and "
+            f"S<3,4,3> (128B)"
         )
     return TmaSwizzle(byte_sw.bits)
 

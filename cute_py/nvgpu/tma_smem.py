@@ -8,7 +8,7 @@ sharing a smem element only where they are one gmem element too.
 
 from ..algebra import composition, right_inverse
 from ..basis import ScaledBasis, basis_get
-from ..composed import get_nonswizzle_portion, get_swizzle_portion
+from ..composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
 from ..errors import CuteError
 from ..int_tuple import flatten, fmt, product
 from ..layout import Layout, coalesce
@@ -40,7 +40,7 @@ def check_smem_instructions(atom, tile, cta_v_map, gmem_layout):
     bits = atom.dtype.width
     box = atom.num_values
     outer = get_nonswizzle_portion(tile)
-    offset = getattr(tile, "offset", 0)
+    offset = _element_offset(tile)
     where = f"the smem layout {tile} ({atom.dtype.name})"
     if type(offset) is not int:
         raise TmaError(f"{where} has a run-time offset; a TMA tile's offset must be static")
@@ -128,16 +128,29 @@ def _flat(x):
     return f if type(f) is tuple else (f,)
 
 
+def _element_offset(layout):
+    off = getattr(layout, "offset", 0)
+    return off.offset if type(off) is SmemPtrFlag else off
+
+
 def check_same_tile(atom, smem_mode0):
-    # the boxes were derived from the atom's smem layout: the tile they land in must be laid out the same way
+    """The boxes were derived from the atom's smem layout: the tile they land in must be laid out the same way,
+    with the same swizzle on byte addresses (a smem tensor whose byte swizzle differs from the descriptor's would
+    put every element where the TMA does not)."""
     want, got = atom.smem_layout, smem_mode0
-    sw_want, sw_got = get_swizzle_portion(want), get_swizzle_portion(got)
-    same = (coalesce(get_nonswizzle_portion(want)) == coalesce(get_nonswizzle_portion(got))
-            and (sw_want == sw_got or sw_want.bits == sw_got.bits == 0))
+    bits = atom.dtype.width
+    try:
+        sw_want, sw_got = smem_byte_swizzle(want, bits), smem_byte_swizzle(got, bits)
+    except CuteError as e:
+        raise TmaError(f"tma_partition: the smem tile {got} does not fit the TMA atom: {e}") from None
+    same = coalesce(get_nonswizzle_portion(want)) == coalesce(get_nonswizzle_portion(got))
     if not same:
         raise TmaError(f"tma_partition: the smem tile {got} is not laid out like the smem layout {want} the TMA atom "
-                       f"was built for (its boxes and swizzle follow that layout)")
-    offset = getattr(got, "offset", 0)
+                       f"was built for (its boxes follow that layout)")
+    if sw_want != sw_got:
+        raise TmaError(f"tma_partition: the smem tile {got} swizzles byte addresses with {sw_got}, the TMA "
+                       f"descriptor with {sw_want} (from {want}): every element would land elsewhere")
+    offset = _element_offset(got)
     if type(offset) is int and offset * atom.dtype.width % 1024:
         raise TmaError(f"tma_partition: the smem tile {got} starts {offset} elements into its buffer, which puts "
                        f"its TMA instructions at smem addresses that are not 128-byte aligned")

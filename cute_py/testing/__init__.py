@@ -9,7 +9,7 @@
 ...     assert all(r(i) == a(b(i)) for i in range(cute_py.size(b)))
 """
 
-from .runtime_int import RuntimeInt, value_of
+from .runtime_int import RuntimeBool, RuntimeInt, value_of
 from .strategies import (
     arbitrary_layouts,
     arbitrary_tilers,
@@ -30,6 +30,7 @@ from .strategies import (
 
 __all__ = [
     "RuntimeInt",
+    "RuntimeBool",
     "value_of",
     "arbitrary_layouts",
     "arbitrary_tilers",

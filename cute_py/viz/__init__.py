@@ -23,6 +23,7 @@ from ._model import bank_of, bank_stats
 from ._svg import PALETTE, Picture, bank_color, thread_color
 from .banks import bank_summary, smem_banks_svg
 from .pictures import layout_svg, tiled_copy_svg, tv_svg
+from .readings import swizzle_readings, swizzle_readings_svg
 from .text import (
     format_layout,
     format_layout_tv,
@@ -34,6 +35,8 @@ from .text import (
 from .tma import tma_boxes, tma_svg
 
 __all__ = [
+    "swizzle_readings",
+    "swizzle_readings_svg",
     "Picture",
     "PALETTE",
     "thread_color",

@@ -4,6 +4,7 @@ Everything here is plain data (no text, no SVG), so the text tables and the SVG
 pictures agree by construction.
 """
 
+from ..composed import as_position_independent_swizzle_layout, is_byte_swizzled
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
 from ..int_tuple import fmt, is_static, product
 from ..layout import Layout, group_modes
@@ -54,6 +55,8 @@ def grid_of(x, what="print_layout", group=True, max_cells=MAX_CELLS):
     (the note says so), and rejected otherwise with a hint to group the modes.
     """
     _check_drawable(x, what)
+    if is_byte_swizzled(x):
+        x = as_position_independent_swizzle_layout(x)  # a byte-swizzled layout: its element offsets
     r = _rank(x)
     note = None
     if r > 2:

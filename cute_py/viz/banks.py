@@ -9,6 +9,7 @@ the same.  A heading sums it up, so a 128B-swizzled fp16 tile (``S<3,3,3> o 0 o
 conflicts) read differently at a glance.
 """
 
+from ..composed import is_byte_swizzled, smem_element_layout
 from ..errors import CuteTypeError, CuteValueError
 from ..int_tuple import fmt
 from ._model import MAX_CELLS, bank_of, bank_stats, grid_of
@@ -19,13 +20,18 @@ __all__ = ["smem_banks_svg", "bank_summary"]
 
 
 def _offsets_grid(layout, element_bits, what):
+    if element_bits is None:  # a byte-swizzled layout knows its element width; 16 (fp16) otherwise
+        element_bits = layout.offset.bits if is_byte_swizzled(layout) else 16
     if type(element_bits) is not int or element_bits <= 0:
         raise CuteValueError(f"{what}: element_bits must be a positive int (16 for fp16), got {element_bits!r}")
+    if hasattr(layout, "inner") and hasattr(layout, "outer"):
+        # the layout of a shared-memory tile: its swizzle as the hardware reads it for these elements
+        layout = smem_element_layout(layout, element_bits)
     grid = grid_of(layout, what, group=False, max_cells=MAX_CELLS)
     for v in grid.values:
         if type(v) is not int or v < 0:
             raise CuteTypeError(f"{what} needs a layout of non-negative element offsets, got the value {fmt(v)} in {layout}")
-    return grid
+    return grid, element_bits
 
 
 def _stats(grid, element_bits):
@@ -42,14 +48,14 @@ def _sentence(kind, stats):
     return f"each {kind} hits {span} distinct banks: {verdict}"
 
 
-def bank_summary(layout, element_bits=16):
+def bank_summary(layout, element_bits=None):
     """Two sentences: the banks each row and each column of a rank-2 smem layout hit, and the worst conflict."""
-    grid = _offsets_grid(layout, element_bits, "bank_summary")
+    grid, element_bits = _offsets_grid(layout, element_bits, "bank_summary")
     rows, cols = _stats(grid, element_bits)
     return f"{_sentence('row', rows)}; {_sentence('column', cols)}"
 
 
-def smem_banks_svg(layout, element_bits=16, *, title=None):
+def smem_banks_svg(layout, element_bits=None, *, title=None):
     """An SVG picture of the 32 shared-memory banks a rank-2 smem layout's elements fall into.
 
     ``layout`` (a Layout or a swizzled ComposedLayout) maps (m, n) to an element
@@ -57,7 +63,7 @@ def smem_banks_svg(layout, element_bits=16, *, title=None):
     with the offset and coloured by bank; per-row and per-column conflict degrees
     are written at the edges and summed up in the heading.
     """
-    grid = _offsets_grid(layout, element_bits, "smem_banks_svg")
+    grid, element_bits = _offsets_grid(layout, element_bits, "smem_banks_svg")
     rows_st, cols_st = _stats(grid, element_bits)
     labels = [str(v) for v in grid.values]
     style = grid_style(grid.rows, grid.cols, max(len(s) for s in labels))

@@ -13,6 +13,7 @@
 import argparse
 import sys
 
+from ..composed import smem_element_layout
 from ..errors import CuteError, CuteValueError
 
 __all__ = ["add_show_parser", "run_show", "main"]
@@ -22,7 +23,8 @@ pictures:
   LAYOUT                     the layout as a grid of cells labelled with their index
   --tv THR VAL               make_layout_tv(THR, VAL): cells coloured by thread, labelled T{t}V{v}
   LAYOUT --tile M,N          LAYOUT is a TV layout over an M x N tile
-  LAYOUT --swizzle B,M,S     S<B,M,S> o 0 o LAYOUT and its 32 shared-memory banks (also --banks)
+  LAYOUT --swizzle B,M,S     S<B,M,S> o 0 o LAYOUT and its 32 shared-memory banks (also --banks);
+                             with --readings, the swizzle on byte addresses and on element offsets
   --copy THR VAL             a cp.async TiledCopy (make_tiled_copy_tv): source and destination
   LAYOUT --tma GMEM          LAYOUT (with --swizzle) is the smem tile of a TMA load from GMEM
 examples:
@@ -48,6 +50,9 @@ def add_show_parser(sub):
     p.add_argument("--tile", metavar="M,N", help="LAYOUT is a TV layout over this tile")
     p.add_argument("--swizzle", metavar="B,M,S", help="compose LAYOUT with Swizzle(B, M, S) and draw its banks")
     p.add_argument("--banks", action="store_true", help="draw LAYOUT's shared-memory banks")
+    p.add_argument("--readings", action="store_true",
+                   help="with --swizzle: where each element lands (in bytes) with the swizzle on byte addresses "
+                        "and on element offsets, side by side")
     p.add_argument("--bits", type=int, default=16, metavar="N", help="element width in bits (default 16: fp16)")
     p.add_argument("--copy", nargs=2, metavar=("THR", "VAL"), help="draw a cp.async TiledCopy of THR x VAL")
     p.add_argument("--copy-bits", type=int, default=128, metavar="N", help="bits per copy instruction (default 128)")
@@ -124,7 +129,16 @@ def build(args):
         sw = _ints(args.swizzle, "--swizzle B,M,S")
         if type(sw) is not tuple or len(sw) != 3:
             raise CuteValueError(f"--swizzle takes three integers B,M,S (e.g. 3,3,3), got {args.swizzle!r}")
+        if args.readings:
+            from .readings import swizzle_readings, swizzle_readings_svg
+
+            by_bytes, by_elements = swizzle_readings(Swizzle(*sw), layout, args.bits)
+            text = (f"{Swizzle(*sw)} over {layout}, {args.bits}-bit elements: {sum(a != b for a, b in zip(by_bytes, by_elements))}"
+                    f" of {len(by_bytes)} elements land at different bytes on byte addresses and on element offsets")
+            return text, swizzle_readings_svg(Swizzle(*sw), layout, args.bits)
         layout = ComposedLayout(Swizzle(*sw), 0, layout)
+    elif args.readings:
+        raise CuteValueError("--readings needs --swizzle B,M,S")
     if args.tma:
         return _tma(args, layout)
     if args.tile:
@@ -132,7 +146,8 @@ def build(args):
         return T.format_layout_tv(layout, tile), tv_svg(layout, tile)
     if args.swizzle or args.banks:
         picture = smem_banks_svg(layout, args.bits)
-        return T.format_layout(layout) + "\n" + bank_summary(layout, args.bits), picture
+        table = T.format_layout(smem_element_layout(layout, args.bits) if args.swizzle else layout)
+        return table + "\n" + bank_summary(layout, args.bits), picture
     return T.format_layout(layout), layout_svg(layout)
 
 

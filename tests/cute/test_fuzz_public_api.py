@@ -103,6 +103,12 @@ def composed():
                      swizzles(max_bits=2, max_base=3), st.integers(0, 16), layouts(negative=False))
 
 
+def flagged():
+    return st.builds(lambda sw, bits, off, outer: cute.ComposedLayout(sw, cute.SmemPtrFlag(bits, off), outer),
+                     swizzles(max_bits=3, max_base=4), st.sampled_from([8, 16, 32, 64]), st.integers(0, 16),
+                     layouts(negative=False))
+
+
 def host_tensors():
     return st.builds(lambda n, layout: cute.make_tensor(np.arange(n, dtype=np.float32), layout),
                      st.integers(64, 128), st.sampled_from([Layout((8, 8)), Layout((4, 8), (8, 1)), Layout((8, 8), (1, 8)),
@@ -119,6 +125,7 @@ ROLES = {
     "coord": coords(),
     "swizzle": swizzles(max_bits=3, max_base=4),
     "composed": composed(),
+    "flagged": flagged(),
     "tensor": host_tensors(),
     "text": st.sampled_from(["(4,(2,8)):(2,(1,8))", "(2,3)", "S<3,4,3>", "S<3,4,3> o 0 o (8,64):(64,1)", "(1@0,1@1)",
                              "((2,3):(1,2)", "(4):(-1)", "9" * 60, "(" * 80 + "2" + ")" * 80, "S<99,99,99>"]),
@@ -287,14 +294,16 @@ def law_crd2idx(args, r):
 def law_idx2crd(args, r):
     idx, shape = ref(args[0]), ref(args[1])
     assert all_python_ints(r)
-    if isinstance(idx, int) and isinstance(shape, tuple) and all(v > 0 for v in leaves(shape)):
+    if isinstance(idx, int) and idx >= 0 and isinstance(shape, tuple) and all(v > 0 for v in leaves(shape)):
+        # every leaf but the last is bounded by its extent; the last takes the rest (CuTe's two-argument idx2crd)
         flat, c = leaves(shape), leaves(r)
-        assert all(0 <= ci < si for ci, si in zip(c, flat))
+        assert len(c) == len(flat)
+        assert all(0 <= ci < si for ci, si in zip(c[:-1], flat[:-1])) and (not c or c[-1] >= 0)
         run, total = 1, 0
         for ci, si in zip(c, flat):
             total += ci * run
             run *= si
-        assert total == idx % run
+        assert total == (idx if flat else 0)
 
 
 def law_inner_product(args, r):
@@ -308,6 +317,13 @@ def law_elem_less(args, r):
 
 def law_predicate(args, r):
     assert r in (True, False)
+
+
+def law_position_independent(args, r):
+    # a byte swizzle read as a function of element offsets: same shape, no flag left
+    assert not cute.is_byte_swizzled(r)
+    if isinstance(args[0], cute.ComposedLayout):
+        assert r.shape == args[0].shape
 
 
 def law_flatten(args, r):
@@ -416,7 +432,21 @@ def law_upcast(args, r):
     if isinstance(layout, Layout) and small(layout):
         narrow = set(layout_values(layout))
         wide = {r(i) for i in range(cute.size(r))}
-        assert {w * n + k for w in wide for k in range(n)} == narrow
+        if cute.upcast_exactness(layout, n) is None:
+            assert {w * n + k for w in wide for k in range(n)} == narrow
+
+
+def law_max_alignment(args, r):
+    # every offset's aligned run of r offsets is among the layout's offsets
+    layout = args[0]
+    assert type(r) is int and r >= 1
+    if isinstance(layout, Layout) and small(layout) and cute.size(layout) > 0:
+        image = set(layout_values(layout))
+        assert all(o - o % r + k in image for o in image for k in range(r))
+
+
+def law_exactness(args, r):
+    assert r is None or (type(r) is str and r)
 
 
 def law_downcast(args, r):
@@ -596,6 +626,8 @@ API = [
     ("left_inverse", cute.left_inverse, ["layout"], law_left_inverse),
     ("max_common_vector", cute.max_common_vector, ["layout", "layout"], None),
     ("max_common_layout", cute.max_common_layout, ["layout", "layout"], None),
+    ("max_alignment", cute.max_alignment, ["layout"], law_max_alignment),
+    ("max_alignment_composed", cute.max_alignment, ["composed"], law_max_alignment),
     ("nullspace", cute.nullspace, ["layout"], None),
     # tiling
     ("logical_divide", cute.logical_divide, ["layout", "tiler"], law_divide),
@@ -615,6 +647,9 @@ API = [
     ("downcast", cute.downcast, ["layout", "bits"], law_downcast),
     ("recast_layout", cute.recast_layout, ["bits", "bits", "layout"], None),
     ("upcast_composed", cute.upcast, ["composed", "bits"], None),
+    ("upcast_exactness", cute.upcast_exactness, ["layout", "bits"], law_exactness),
+    ("upcast_exactness_composed", cute.upcast_exactness, ["composed", "bits"], law_exactness),
+    ("recast_exactness", cute.recast_exactness, ["bits", "bits", "layout"], law_exactness),
     ("Swizzle", cute.Swizzle, ["int", "int", "int"], law_swizzle),
     ("swizzle_call", lambda sw, x: sw(x), ["swizzle!", "int"], law_swizzle_call),
     ("make_swizzle", lambda y, z: cute.make_swizzle(None, yyy_msk=y, zzz_msk=z), ["int", "int"], law_make_swizzle),
@@ -659,6 +694,11 @@ API = [
     ("basis_scale", lambda k: cute.E(1) * k, ["int"], None),
     ("get_nonswizzle_portion", cute.get_nonswizzle_portion, ["composed"], None),
     ("make_composed_layout", cute.make_composed_layout, ["any", "int", "layout"], None),
+    ("SmemPtrFlag", cute.SmemPtrFlag, ["bits", "int"], None),
+    ("is_byte_swizzled", cute.is_byte_swizzled, ["composed"], law_predicate),
+    ("is_byte_swizzled_any", cute.is_byte_swizzled, ["any"], law_predicate),
+    ("as_position_independent_swizzle_layout", cute.as_position_independent_swizzle_layout, ["composed"], None),
+    ("flagged_position_independent", cute.as_position_independent_swizzle_layout, ["flagged"], law_position_independent),
 ]
 ROLES["pointer"] = st.just(_ptr())
 

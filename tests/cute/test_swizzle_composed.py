@@ -132,9 +132,11 @@ def test_slicing_a_swizzled_tile_decays_to_a_plain_layout_where_cute_does():
 def test_tile_to_shape_of_a_swizzle_atom_builds_a_staged_smem_tile():
     atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, 16)
     tile = cute.tile_to_shape(atom, (64, 64, 3))
-    assert isinstance(tile, ComposedLayout) and tile.inner == Swizzle(3, 3, 3)
+    assert isinstance(tile, ComposedLayout) and tile.inner == Swizzle(3, 4, 3) and cute.is_byte_swizzled(tile)
     assert cute.product_each(tile.shape) == (64, 64, 3)
-    assert sorted(values(tile)) == list(range(64 * 64 * 3))
+    elements = cute.as_position_independent_swizzle_layout(tile)
+    assert elements.inner == Swizzle(3, 3, 3)
+    assert sorted(values(elements)) == list(range(64 * 64 * 3))
 
 
 def test_right_inverse_of_a_swizzled_layout_inverts_it():
@@ -164,3 +166,13 @@ def test_layout_of_swizzle_law_for_bit_permutations(order, sw):
     except CuteValueError:
         return  # the carried masks are not a Swizzle<B,M,S> (CuTe rejects these too)
     assert all(r(i) == layout(sw(i)) for i in range(64))
+
+
+def test_a_composed_layout_with_a_tuple_offset_and_basis_strides_slices_as_its_function():
+    # CuTe: slice_and_offset of A o off o B slices B and adds its offset to off (an arithmetic tuple here)
+    c = cute.make_composed_layout(Layout((8, 16), (16, 1)), (1, 2), cute.make_identity_layout((4, 8)))
+    assert str(c) == "(8,16):(16,1) o (1,2) o (4,8):(1@0,1@1)"
+    sub, off = cute.slice_and_offset((None, 1), c)
+    assert str(sub) == "(8,16):(16,1) o (1,3) o (4):(1@0)" and off == 0
+    assert [sub(i) for i in range(4)] == [c((i, 1)) for i in range(4)] == [16 * (1 + i) + 3 for i in range(4)]
+    assert str(c((2, None))) == str(cute.slice_(c, (2, None))) == "(8,16):(16,1) o (3,2) o (8):(1@1)"

@@ -143,3 +143,22 @@ def test_partition_errors_name_the_shapes():
         tc.get_slice(0).partition_S(t)
     with pytest.raises(CuteValueError, match="out of range"):
         tc.get_slice(64)
+
+
+def test_a_recast_to_wider_elements_rounds_and_refuses_stores_where_it_covers_more():
+    a = np.arange(16, dtype=np.float16)
+    pair = cute.make_tensor(a, Layout(2))  # two fp16 elements: half of a 64-bit element's bits
+    wide = cute.recast_tensor(pair, cute.Uint64)
+    assert wide.layout == Layout(1, 1)  # CuTe's rounding
+    assert wide[0] == a[:4].view(np.uint64)[0]  # reading is allowed
+    for store in (lambda: wide.__setitem__(0, 7), lambda: wide[None].__setitem__(0, 7),
+                  lambda: cute.recast_tensor(wide, cute.Float16).__setitem__(0, 7)):
+        with pytest.raises(cute.DivisibilityError, match=r"store through this tensor is refused: the Float16 tensor "
+                           r"with layout 2:1 seen as Uint64 \(1:1\) covers Uint64 elements only partly"):
+            store()
+    assert list(a) == list(range(16))  # nothing was written
+    # an exact widening stores
+    quad = cute.recast_tensor(cute.make_tensor(a, Layout((4, 2), (1, 8))), cute.Uint64)
+    assert quad.layout == Layout((1, 2), (1, 2))
+    quad[(0, 1)] = 0
+    assert list(a[8:12]) == [0, 0, 0, 0] and list(a[:8]) == list(range(8))

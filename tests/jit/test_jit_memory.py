@@ -2,6 +2,7 @@
 accepts, register fragments, what a traced integer is known to be divisible by, the alignment a pointer
 keeps after a run-time offset, and the address arithmetic of run-time offsets."""
 
+import inspect
 import math
 import re
 
@@ -13,7 +14,7 @@ from cute_py.int_tuple import Dynamic
 from cute_py.jit import TraceError
 from cute_py.pointer import AddressSpace, Pointer
 from cute_py.tensor import Tensor, recast_tensor
-from _trace_checks import assert_trace_error
+from _trace_checks import assert_trace_error, kernel_line
 
 F = cute.jit.DeviceArraySpec
 
@@ -695,3 +696,41 @@ def test_top_level_make_fragment_like_inside_a_kernel_makes_registers():
     cute.compile(host)
     assert seen["engine"] == "RegisterEngine"
     assert seen["layout"].shape == (4, (2,))
+
+
+# -- stores through a tensor recast to wider elements that only partly cover it ------------------------------
+
+
+@cute.kernel
+def partial_recast_kernel(g, how):
+    tid, _, _ = arch.thread_idx()
+    pair = cute.local_tile(g, (2,), (tid,))  # two fp16 elements: a quarter of a 64-bit element
+    wide = cute.recast_tensor(pair, cute.Uint64)
+    if how == "read":  # reading the partly covering view is allowed; a store through an exact one too
+        cute.recast_tensor(cute.local_tile(g, (4,), (tid + 32,)), cute.Uint64)[0] = wide[0]
+    elif how == "store":
+        wide[0] = 0
+    else:
+        cute.copy(wide, wide)
+
+
+@cute.jit
+def partial_recast(g, how):
+    partial_recast_kernel(g, how).launch(grid=1, block=32)
+
+
+@pytest.mark.parametrize("how, line, fragment", [
+    ("store", "wide[0] = 0", "a store through this tensor is refused"),
+    ("copy", "cute.copy(wide, wide)", "a copy through this tensor is refused"),
+])
+def test_a_store_through_a_partly_covering_recast_is_rejected(how, line, fragment):
+    with pytest.raises(cute.DivisibilityError) as e:
+        cute.compile(partial_recast, F("Float16", (256,)), how)
+    path = inspect.getsourcefile(partial_recast_kernel.fn)
+    assert str(e.value).startswith(f"{path}:{kernel_line(partial_recast_kernel, line)}: {fragment}"), str(e.value)
+    assert "covers Uint64 elements only partly" in str(e.value)
+
+
+def test_reading_a_partly_covering_recast_compiles():
+    c = cute.compile(partial_recast, F("Float16", (256,)), "read")
+    assert _count(c.ptx, r"ld\.global\.(u|b)64") == 1 and _count(c.ptx, r"st\.global\.(u|b)64") == 1

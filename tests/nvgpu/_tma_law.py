@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import cute_py as cute
 from cute_py import Layout
 from cute_py import reference as ref
+from cute_py.composed import smem_element_layout
 from cute_py.nvgpu import cpasync
 from cute_py.runtime import make_fake_tensor
 from cute_py.smem_atoms import SmemLayoutAtomKind as K
@@ -190,16 +191,22 @@ def gmem_bytes(cfg):
     return (sum((s - 1) * d for s, d in zip(cfg["shape"], cfg["stride"])) + 1) * eb
 
 
+def smem_element_function(cfg):
+    """The smem layout as a function of element offsets (a byte-swizzled atom read for the element width)."""
+    return smem_element_layout(cfg["smem"], cfg["dtype"].width)
+
+
 def smem_positions(cfg):
     """The byte offset of each tile element (column-major over the tile) in the smem buffer, swizzle applied."""
-    smem, eb = cfg["smem"], cfg["dtype"].width // 8
+    smem, eb = smem_element_function(cfg), cfg["dtype"].width // 8
     n = int(np.prod(cfg["tile"]))
     return np.array([smem(i) for i in range(n)], dtype=np.int64) * eb
 
 
 def smem_buffer_bytes(cfg):
-    outer = getattr(cfg["smem"], "outer", cfg["smem"])
-    n = (cute.cosize(outer) + getattr(cfg["smem"], "offset", 0)) * cfg["dtype"].width // 8
+    smem = smem_element_function(cfg)
+    outer = getattr(smem, "outer", smem)
+    n = (cute.cosize(outer) + getattr(smem, "offset", 0)) * cfg["dtype"].width // 8
     return -(-n // 1024) * 1024 + 1024
 
 
@@ -213,7 +220,7 @@ def partitions(cfg, atom, tma_tensor, smem_tensor, tile_coord, cta):
 def host_smem_tensor(cfg, buf):
     dtype = cfg["dtype"]
     view = buf.view(dtype.numpy_dtype or dtype.storage_dtype)
-    return cute.Tensor(ref.ArrayEngine(view, 0, dtype), cfg["smem"])
+    return cute.Tensor(ref.ArrayEngine(view, 0, dtype), smem_element_function(cfg))
 
 
 def check_tile(cfg, atom, tma_tensor, tile_coord, rng):
@@ -271,7 +278,7 @@ def check_tile(cfg, atom, tma_tensor, tile_coord, rng):
     expect = old.copy()
     for e in np.nonzero(inside)[0]:
         o = offsets[e] * eb
-        new = vals[e:e + 1]
+        new = buf[pos[e]:pos[e] + eb].copy().view(store)  # the element's value in smem (aliased ones share one)
         if cfg["op"] == "reduce":  # accumulate: tile elements of a stride-0 gmem mode reduce into one element
             new = (expect[o:o + eb].view(store) + new).astype(store)
         expect[o:o + eb] = new.view(np.uint8)

@@ -304,3 +304,14 @@ def test_a_tile_walking_past_an_extent_1_mode_keeps_that_mode_as_a_dim():
     # extent-1 mode (as CuTe does) would make it store into the first half's elements again
     atom, _ = atom_of(cute.Int8, (32, 8, 1), (1, 32, 256), Layout((32, 8, 2), (1, 32, 256)), (32, 8, 2), STORE)
     assert atom.descriptor.rank == 3 or 1 in atom.descriptor.global_dims
+
+
+# -- a wider internal type ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [LOAD, STORE], ids=["load", "store"])
+def test_an_internal_type_that_only_partly_covers_the_gmem_rows_is_rejected(op):
+    # fp16 rows of 63 elements at a 64-element pitch: moved as 32-bit units, the last unit spans the row end
+    g = make_fake_tensor(cute.Float16, (63, 32), (1, 64))
+    with pytest.raises(TmaError, match=r"internal type Uint32 is wider than Float16.*contiguous run \(63 elements"):
+        cpasync.make_tiled_tma_atom(op, g, Layout((64, 8)), (64, 8), internal_type=cute.Uint32)

@@ -44,7 +44,8 @@ def test_pictures_display_themselves_and_save_to_files(tmp_path):
 
 
 def test_layout_and_composed_layout_reprs_round_trip():
-    names = {"Layout": cute.Layout, "ComposedLayout": cute.ComposedLayout, "Swizzle": cute.Swizzle}
+    names = {"Layout": cute.Layout, "ComposedLayout": cute.ComposedLayout, "Swizzle": cute.Swizzle,
+             "SmemPtrFlag": cute.SmemPtrFlag}
     for x in (
         cute.Layout((4, (2, 8)), (2, (1, 8))),
         cute.Layout(8),
