@@ -38,9 +38,12 @@ class Pointer:
     ``store_guard`` is ``None``, or why stores through this pointer are refused (a tensor recast to wider
     elements that only partly cover the original's: a store would overwrite elements outside it); every
     pointer derived from it keeps it.
+
+    ``peer`` is, for a ``dsmem`` pointer (``arch.map_dsmem_ptr``), the rank in the cluster of the CTA whose
+    shared memory it addresses (at this CTA's offsets); ``None`` otherwise.
     """
 
-    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard")
+    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard", "peer")
 
     def __init__(self, dtype, memspace=AddressSpace.gmem, alignment=None, address=None, offset=0, base=None):
         dtype = dtype_of(dtype)
@@ -67,13 +70,24 @@ class Pointer:
         if base is None and address is not None and type(offset) is int and (offset * dtype.width) % 8 == 0:
             base = address - offset * dtype.width // 8
         for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
-                        ("address", address), ("offset", offset), ("base", base), ("store_guard", None)):
+                        ("address", address), ("offset", offset), ("base", base), ("store_guard", None),
+                        ("peer", None)):
             object.__setattr__(self, name, v)
 
     def guarded(self, reason):
         """This pointer, refusing stores for ``reason`` (see the class)."""
         p = _with(self, self.alignment, self.address, self.offset)
         object.__setattr__(p, "store_guard", reason)
+        return p
+
+    def at_peer(self, rank):
+        """This shared-memory pointer's offset in the shared memory of CTA ``rank`` of the cluster (a ``dsmem``
+        pointer, see the class)."""
+        if self.memspace not in (AddressSpace.smem, AddressSpace.dsmem):
+            raise CuteValueError(f"only a shared-memory pointer maps to a peer CTA, got {self!r}")
+        p = _with(self, self.alignment, self.address, self.offset)
+        object.__setattr__(p, "memspace", AddressSpace.dsmem)
+        object.__setattr__(p, "peer", rank)
         return p
 
     def __setattr__(self, name, value):
@@ -110,7 +124,7 @@ class Pointer:
     def __eq__(self, other):
         return type(other) is Pointer and all(
             getattr(self, k) == getattr(other, k) for k in ("dtype", "memspace", "alignment", "address")
-        ) and _same(self.offset, other.offset)
+        ) and _same(self.offset, other.offset) and _same(self.peer, other.peer)
 
     def __hash__(self):
         return hash((self.dtype.name, self.memspace, self.alignment, self.address))
@@ -118,7 +132,8 @@ class Pointer:
     def __repr__(self):
         where = "?" if self.address is None else f"{self.address:#x}"
         off = "" if (type(self.offset) is int and self.offset == 0) else f"+{fmt(self.offset)}"
-        return f"{self.memspace.name}_ptr[{self.dtype.width}b](align={self.alignment}, {where}{off})"
+        peer = "" if self.peer is None else f", cta={self.peer if type(self.peer) is int else '?'}"
+        return f"{self.memspace.name}_ptr[{self.dtype.width}b](align={self.alignment}, {where}{off}{peer})"
 
 
 def _same(a, b):
@@ -128,7 +143,8 @@ def _same(a, b):
 def _with(ptr, align, address, offset):
     p = object.__new__(Pointer)
     for name, v in (("dtype", ptr.dtype), ("memspace", ptr.memspace), ("alignment", align),
-                    ("address", address), ("offset", offset), ("base", ptr.base), ("store_guard", ptr.store_guard)):
+                    ("address", address), ("offset", offset), ("base", ptr.base), ("store_guard", ptr.store_guard),
+                    ("peer", ptr.peer)):
         object.__setattr__(p, name, v)
     return p
 

@@ -24,7 +24,10 @@ from .composed import smem_element_layout
 from .errors import CuteTypeError, CuteValueError
 from .int_tuple import ceil_div, product, product_each
 from .layout import Layout, group_modes
-from .nvgpu.cpasync import ReductionOp, tma_partition
+from .atom import CopyUniversalOp
+from .nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
+                             CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, ReductionOp)
+from .nvgpu.cpasync import tma_partition
 from .nvgpu.tma import TmaSwizzle
 from .swizzle import Swizzle
 from .tensor import ArrayEngine, Tensor, local_tile
@@ -40,6 +43,8 @@ __all__ = [
     "dsmem_store",
     "run_tma_copy",
     "run_cp_async_copy",
+    "universal_copy",
+    "REFERENCE",
 ]
 
 _BYTE_SWIZZLE = {TmaSwizzle.NONE: None, TmaSwizzle.B32: Swizzle(1, 4, 3),
@@ -257,6 +262,24 @@ def dsmem_store(value_bytes, dst_smem, dst_byte, mbar=None):
         mbar.complete_tx(data.size)
 
 
+def universal_copy(src, src_byte, dst, dst_byte, nbytes):
+    """A plain load and store of ``nbytes`` (``CopyUniversalOp``): the bytes at ``src_byte`` to ``dst_byte``."""
+    _bytes(dst)[dst_byte:dst_byte + nbytes] = _bytes(src)[src_byte:src_byte + nbytes]
+
+
+# One instruction of each copy op: the function that executes it (the kernel compiler's emission table and
+# the dialect's lowering rules are the other two tables keyed the same way).
+REFERENCE = {
+    CopyUniversalOp: universal_copy,
+    CopyG2SOp: cp_async,
+    CopyBulkTensorTileG2SOp: tma_load,
+    CopyBulkTensorTileG2SMulticastOp: tma_load,  # with its ``mcast`` argument
+    CopyBulkTensorTileS2GOp: tma_store,
+    CopyReduceBulkTensorTileS2GOp: tma_reduce,  # with the op's ``reduction_kind``
+    CopyDsmemStoreOp: dsmem_store,
+}
+
+
 # -- whole tiled copies --------------------------------------------------------------------------
 
 
@@ -385,12 +408,10 @@ def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, sme
             _verify_tile(tensors[0], src, gmem_layout, cta_tiler, coord)
         gB = local_tile(store_tensor, cta_tiler, coord)
         tBsB, tBgB = tma_partition(store_atom, 0, Layout(1), group_modes(tensors[0], 0, rank), group_modes(gB, 0, rank))
-        kind = getattr(store_atom.op, "reduction_kind", None)  # a reduction atom reduces into dst instead
+        store = REFERENCE[type(store_atom.op)]  # tma_store, or tma_reduce (reducing into dst with the op's kind)
+        kind = (store_atom.op.reduction_kind,) if isinstance(store_atom.op, CopyReduceBulkTensorTileS2GOp) else ()
         for crd, smem_byte in tma_instructions(store_atom, tBsB, tBgB):
-            if kind is None:
-                tma_store(store_atom.descriptor, bufs[0], smem_byte, crd, dst)
-            else:
-                tma_reduce(store_atom.descriptor, bufs[0], smem_byte, crd, dst, kind)
+            store(store_atom.descriptor, bufs[0], smem_byte, crd, dst, *kind)
         tiles += 1
     return tiles
 

@@ -51,9 +51,10 @@ class TensormapReplaceOp(CuteOp, name="tensormap_replace"):
 
 
 class TensormapCopyOp(CuteOp, name="tensormap_copy"):
-    """Copy the 128 bytes of a tensor map between global and shared memory (either way), 16 bytes at a time.
+    """Copy the 128 bytes of a tensor map between global and shared memory (either way), 16 bytes at a time;
+    the source may also be a generic address (a kernel's ``__grid_constant__`` descriptor parameter).
 
-    PTX: ld.<src>.v2.b64 / st.<dst>.v2.b64, eight times
+    PTX: ld{.global,.shared,}.v2.b64 / st.<dst>.v2.b64, eight times
     """
 
     dst: ext.Operand[llvm.PointerType]
@@ -61,7 +62,7 @@ class TensormapCopyOp(CuteOp, name="tensormap_copy"):
 
     def verify_rules(self):
         d = self.expect_space("dst", self.dst, AddressSpace.GLOBAL, AddressSpace.SHARED)
-        s = self.expect_space("src", self.src, AddressSpace.GLOBAL, AddressSpace.SHARED)
+        s = self.expect_space("src", self.src, AddressSpace.GLOBAL, AddressSpace.SHARED, AddressSpace.GENERIC)
         if d == s:
             self.fail("tensormap-copy-direction",
                       f"a tensor map copy goes between global and shared memory; both ends are {AddressSpace(d).ptx}")
@@ -150,9 +151,11 @@ _SCOPE = {s: getattr(nvvm.MemScopeKind, s.upper()) for s in FENCE_SCOPES}
 
 
 def _ptx_address(ptr):
-    """(operand, constraint, state space) for a global or shared pointer in inline PTX."""
+    """(operand, constraint, state space) for a global, shared or generic pointer in inline PTX."""
     if ptr.type.address_space == AddressSpace.SHARED:
         return llvm.PtrToIntOp(ir.IntegerType.get_signless(32), ptr).result, "r", "shared"
+    if ptr.type.address_space == AddressSpace.GENERIC:
+        return ptr, "l", ""
     return ptr, "l", "global"
 
 
@@ -177,7 +180,7 @@ def lower_tensormap_copy(op, rewriter):
         src, sc, ss = _ptx_address(op.src)
         lines = ["{", ".reg .b64 %tm<2>;"]
         for off in range(0, BYTES_PER_TENSORMAP, 16):
-            lines.append(f"ld.{ss}.v2.b64 {{%tm0, %tm1}}, [$1+{off}];")
+            lines.append(f"ld{'.' + ss if ss else ''}.v2.b64 {{%tm0, %tm1}}, [$1+{off}];")
             lines.append(f"st.{ds}.v2.b64 [$0+{off}], {{%tm0, %tm1}};")
         lines.append("}")
         inline_ptx("\n\t".join(lines), f"{dc},{sc},~{{memory}}", [dst, src])

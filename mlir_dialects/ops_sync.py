@@ -4,7 +4,7 @@ from typing import Any, Optional
 
 from ._backend import ext, ir, llvm, nvvm
 from .dialect import CuteOp, Flag, bool_attr, str_attr
-from .lowering import finish, inline_ptx, lowers
+from .lowering import const_int, finish, inline_ptx, lowers
 from .types import AddressSpace
 
 __all__ = [
@@ -71,7 +71,10 @@ class ElectSyncOp(CuteOp, name="elect_sync"):
 _DSMEM_TYPES = {("i", 32): ("b32", "r"), ("i", 64): ("b64", "l"), ("f", 32): ("b32", "f"), ("f", 64): ("b64", "d")}
 
 
-def _value_kind(t):
+_DSMEM_VECTORS = {(2, ("i", 32)), (4, ("i", 32)), (2, ("i", 64)), (2, ("f", 32)), (4, ("f", 32)), (2, ("f", 64))}
+
+
+def _scalar_kind(t):
     if isinstance(t, ir.IntegerType):
         return ("i", t.width)
     if isinstance(t, ir.F32Type):
@@ -81,10 +84,21 @@ def _value_kind(t):
     return None
 
 
-class DsmemStoreOp(CuteOp, name="dsmem_store"):
-    """Store a 32/64-bit value into CTA ``cta_id``'s shared memory and complete its bytes on that CTA's mbarrier.
+def _value_kind(t):
+    """``(lanes, (kind, bits))`` of a value st.async can store (lanes 1 for a scalar), else None."""
+    if isinstance(t, ir.VectorType):
+        v = ir.VectorType(t)
+        kind = (v.shape[0], _scalar_kind(v.element_type)) if v.rank == 1 else None
+        return kind if kind in _DSMEM_VECTORS else None
+    kind = _scalar_kind(t)
+    return (1, kind) if kind in _DSMEM_TYPES else None
 
-    PTX: mapa.shared::cluster.u32 ...; st.async.shared::cluster.mbarrier::complete_tx::bytes.<b32|b64> [remote], value, [remote_mbar];
+
+class DsmemStoreOp(CuteOp, name="dsmem_store"):
+    """Store a 32/64-bit value, or a vector of 2 or 4 32-bit or 2 64-bit values (up to 16 bytes), into CTA
+    ``cta_id``'s shared memory and complete its bytes on that CTA's mbarrier.
+
+    PTX: mapa.shared::cluster.u32 ...; st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.<b32|b64> [remote], value, [remote_mbar];
     """
 
     PTX_ISA = 81
@@ -96,8 +110,9 @@ class DsmemStoreOp(CuteOp, name="dsmem_store"):
     def verify_rules(self):
         self.expect_space("addr", self.addr, AddressSpace.SHARED)
         self.expect_space("mbar", self.mbar, AddressSpace.SHARED)
-        if _value_kind(self.value.type) not in _DSMEM_TYPES:
-            self.fail("dsmem-value-type", f"st.async stores i32, i64, f32 or f64, got {self.value.type}")
+        if _value_kind(self.value.type) is None:
+            self.fail("dsmem-value-type", f"st.async stores i32, i64, f32 or f64, or a vector of 2 or 4 32-bit or "
+                                          f"2 64-bit values, got {self.value.type}")
 
 
 # -- builders ------------------------------------------------------------------------------
@@ -170,13 +185,24 @@ def lower_elect_sync(op, rewriter):
 
 @lowers(DsmemStoreOp)
 def lower_dsmem_store(op, rewriter):
-    bits, cons = _DSMEM_TYPES[_value_kind(op.value.type)]
+    lanes, kind = _value_kind(op.value.type)
+    bits, cons = _DSMEM_TYPES[kind]
     i32 = ir.IntegerType.get_signless(32)
     with rewriter.ip:
         addr = llvm.PtrToIntOp(i32, op.addr).result
         mbar = llvm.PtrToIntOp(i32, op.mbar).result
-        ptx = ("{\n\t.reg .b32 %ra, %rb;\n\tmapa.shared::cluster.u32 %ra, $0, $3;\n\t"
-               "mapa.shared::cluster.u32 %rb, $2, $3;\n\t"
-               f"st.async.shared::cluster.mbarrier::complete_tx::bytes.{bits} [%ra], $1, [%rb];\n\t}}")
-        inline_ptx(ptx, f"r,{cons},r,r,~{{memory}}", [addr, op.value, mbar, op.cta_id])
+        if lanes == 1:
+            values = [op.value]
+        else:
+            values = [llvm.ExtractElementOp(op.value, const_int(k)).result for k in range(lanes)]
+        # operands: $0 the address, $1..$n the values, then the mbarrier and the CTA id
+        n = len(values)
+        vals = "$1" if n == 1 else "{" + ", ".join(f"${k + 1}" for k in range(n)) + "}"
+        vec = "" if n == 1 else f".v{n}"
+        ptx = ("{\n\t.reg .b32 %ra, %rb;\n\t"
+               f"mapa.shared::cluster.u32 %ra, $0, ${n + 2};\n\t"
+               f"mapa.shared::cluster.u32 %rb, ${n + 1}, ${n + 2};\n\t"
+               f"st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.{bits} [%ra], {vals}, [%rb];\n\t}}")
+        constraints = ",".join(["r"] + [cons] * n + ["r", "r", "~{memory}"])
+        inline_ptx(ptx, constraints, [addr, *values, mbar, op.cta_id])
     finish(op, rewriter)

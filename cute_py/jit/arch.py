@@ -32,6 +32,8 @@ import contextlib
 
 import mlir_dialects as md
 
+from ..nvgpu import device_ops
+
 from .builder import current, pointer_value
 from .control import if_
 from .errors import TraceError, locate
@@ -45,7 +47,7 @@ __all__ = [
     "cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync", "cp_async_commit_group",
     "cp_async_wait_group", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_and_expect_tx", "mbarrier_expect_tx",
     "mbarrier_wait", "mbarrier_try_wait", "fence_proxy_async", "fence_mbarrier_init", "tma_store_arrive",
-    "tma_store_wait", "SmemAllocator",
+    "tma_store_wait", "SmemAllocator", "map_dsmem_ptr",
 ]
 
 
@@ -292,18 +294,25 @@ def fence_mbarrier_init():
         md.fence_mbarrier_init()
 
 
-def tma_store_arrive():
-    """``cp.async.bulk.commit_group``: close the group of TMA stores issued so far by this thread."""
-    with current().at_end():
-        md.tma_store_arrive()
+# one front door: the same functions as cute_py.nvgpu.cpasync's (they emit through the op table)
+tma_store_arrive = device_ops.tma_store_arrive
+tma_store_wait = device_ops.tma_store_wait
 
 
-def tma_store_wait(count=0, read=False):
-    """``cp.async.bulk.wait_group[.read] count``: wait until at most ``count`` store groups are pending."""
-    if type(count) is not int or not 0 <= count <= 63:
-        raise TraceError(locate(f"tma_store_wait takes a static count in 0..63, got {count!r}"))
-    with current().at_end():
-        md.tma_store_wait(count, read=bool(read))
+def map_dsmem_ptr(ptr, cta_rank):
+    """The shared-memory pointer ``ptr`` (of this CTA) mapped to CTA ``cta_rank`` of the cluster: the same offset
+    in the peer's shared memory (``mapa.shared::cluster``, applied where a DSMEM store uses it). Tensors over it
+    are the destinations of ``CopyDsmemStoreOp`` copies, and an mbarrier mapped this way their ``mbar_ptr``."""
+    from ..pointer import AddressSpace, Pointer
+
+    if not isinstance(ptr, Pointer) or ptr.memspace is not AddressSpace.smem:
+        raise TraceError(locate(f"map_dsmem_ptr maps a shared-memory pointer of this CTA, got {ptr!r}"))
+    if type(cta_rank) is int:
+        if not 0 <= cta_rank < 16:
+            raise TraceError(locate(f"map_dsmem_ptr: a CTA rank in a cluster is in 0..15, got {cta_rank}"))
+    elif not isinstance(cta_rank, TracedInt):
+        raise TraceError(locate(f"map_dsmem_ptr: the CTA rank must be an int or a traced integer, got {cta_rank!r}"))
+    return ptr.at_peer(cta_rank)
 
 
 # the warp-level builtins (shuffles, votes, named barriers, setmaxnreg, ldg/stg, ...) live in arch_warp

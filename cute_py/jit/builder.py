@@ -238,7 +238,7 @@ def pointer_value(ptr, what="pointer"):
         static = ptr.base
     else:
         static = 0
-    if ptr.memspace is AddressSpace.smem:
+    if ptr.memspace in (AddressSpace.smem, AddressSpace.dsmem):  # a dsmem pointer: this CTA's offset (see peer)
         if ptr.address is None:
             from .values import as_value
 

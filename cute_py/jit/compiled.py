@@ -21,16 +21,20 @@ class SpecMismatch(ArgumentError):
 
 
 class Compiled:
-    """Compiled kernels of one specialisation of a jit function: ``.mlir``, ``.ptx``, ``.cubin``, ``__call__``.
+    """Compiled kernels of one specialisation of a jit function: ``.mlir``, ``.lowered``, ``.ptx``, ``.cubin``
+    (the products of the named stages, ``cute_py.jit.stages``), ``.stage_times`` and ``__call__``.
 
     Calling it with arguments of the same specialisation launches every recorded kernel on
     ``stream`` (default: the legacy default stream); trailing static arguments may be left out
     (they are compiled in), run-time ones (arrays, ``Int32``...) are read at each call.
     """
 
-    def __init__(self, jf, launches, smem, sources, cubin, ptx, mlir_text, key):
+    def __init__(self, jf, launches, smem, sources, cubin, ptx, mlir_text, key, stage_times=None):
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
         self.cubin, self._ptx, self._mlir, self.key = cubin, ptx, mlir_text, key
+        self._lowered = None
+        # stage name -> seconds of the compile that made this object (empty when it came from the disk cache)
+        self.stage_times = dict(stage_times or {})
         self._funcs = None
         self._blocks = None
         self._desc_cache = {}
@@ -48,14 +52,29 @@ class Compiled:
     @property
     def ptx(self):
         if self._ptx is None:
-            self._mlir, self._ptx, _, _ = _rebuild(self.launches)
+            self._rebuild()
         return self._ptx
 
     @property
     def mlir(self):
+        """The traced module (``mlir`` stage), with cute_nvgpu ops."""
         if self._mlir is None:
-            self._mlir, self._ptx, _, _ = _rebuild(self.launches)
+            self._rebuild()
         return self._mlir
+
+    @property
+    def lowered(self):
+        """The module after lowering every cute_nvgpu op to NVVM/LLVM (``lowered`` stage)."""
+        if self._lowered is None:
+            self._rebuild(lowered=True)
+        return self._lowered
+
+    def _rebuild(self, lowered=False):
+        # a compile loaded from the disk cache keeps only PTX and cubin: trace again for the texts
+        r = _rebuild(self.launches, lowered)
+        self._mlir, self._ptx = r.mlir, r.ptx
+        if lowered:
+            self._lowered = r.lowered
 
     @property
     def kernel_names(self):
@@ -239,7 +258,7 @@ class _Params:
         self.address = address
 
 
-def _rebuild(launches):
+def _rebuild(launches, lowered=False):
     from .kernel import _build
 
-    return _build(launches)
+    return _build(launches, lowered=lowered)

@@ -22,15 +22,14 @@
 
 from ..int_tuple import idx2crd, product
 from ..atom import CopyAtom, CopyUniversalOp, ThrCopy, TiledCopy
-from ..nvgpu.cpasync import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
-                             CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, TmaCopyAtom)
+from ..nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
+                              CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode)
+from ..nvgpu.cpasync import TmaCopyAtom
 from ..pointer import AddressSpace, Pointer
-from ..tensor import CoordEngine, Tensor, check_store
-from .builder import current, pointer_value
+from ..tensor import ArrayEngine, CoordEngine, Tensor, check_store
+from .emit import emit
 from .errors import TraceError, locate
-from .values import as_value
 
-import mlir_dialects as md
 
 __all__ = ["copy", "async_copy", "tma_copy", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST"]
 
@@ -83,7 +82,8 @@ def _check_tensor(t, role, coord):
         raise TraceError(locate(f"copy: {role} must be a shared-memory tensor, got {t!r}"))
 
 
-def copy(atom, src, dst=None, *, pred=None, tma_bar_ptr=None, mcast_mask=None, cache_hint=None, tma_desc_ptr=None):
+def copy(atom, src, dst=None, *, pred=None, tma_bar_ptr=None, mcast_mask=None, cache_hint=None, tma_desc_ptr=None,
+         mbar_ptr=None):
     """Copy ``src`` to ``dst`` with ``atom`` (a TMA atom, a copy atom, a tiled copy or a thread slice of one);
     ``copy(src, dst)`` copies with plain loads and stores.
 
@@ -94,17 +94,22 @@ def copy(atom, src, dst=None, *, pred=None, tma_bar_ptr=None, mcast_mask=None, c
     TMA and cp.async. ``tma_desc_ptr`` makes a TMA copy use the descriptor at that address (one
     updated on the device, in global memory) instead of the atom's kernel parameter.
     ``pred`` (cp.async and plain copies): see :mod:`cute_py.jit.thread_copy`.
+    A ``CopyDsmemStoreOp`` atom stores a register fragment into a peer CTA's shared memory (``dst`` a tensor
+    over ``arch.map_dsmem_ptr``) and completes its bytes on the peer's mbarrier ``mbar_ptr`` (mapped the same way).
+    Each instruction goes through the op's emission entry (:mod:`cute_py.jit.emit`).
     """
     from .thread_copy import vector_copy
 
     if dst is None:
         if isinstance(atom, Tensor) and isinstance(src, Tensor):
             _no_tma_args(tma_bar_ptr, mcast_mask, "a plain copy")
+            _no_mbar(mbar_ptr, "a plain copy")
             return vector_copy(atom, src, pred=pred, cache_hint=cache_hint)
         raise TraceError(locate(f"copy takes (atom, src, dst) or (src, dst), got {atom!r}, {src!r}"))
     if isinstance(atom, TmaCopyAtom):
         if pred is not None:
             raise TraceError(locate("a TMA copy takes no pred (the TMA unit skips out-of-bounds elements itself)"))
+        _no_mbar(mbar_ptr, "a TMA copy (its mbarrier is tma_bar_ptr)")
         return _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr)
     if tma_desc_ptr is not None:
         raise TraceError(locate("tma_desc_ptr applies to TMA atoms only"))
@@ -114,14 +119,69 @@ def copy(atom, src, dst=None, *, pred=None, tma_bar_ptr=None, mcast_mask=None, c
         atom = atom.atom
     if not isinstance(atom, CopyAtom):
         raise TraceError(locate(f"copy needs a copy atom, a tiled copy or a TMA atom, got {atom!r}"))
-    _no_tma_args(tma_bar_ptr, mcast_mask, "a cp.async or plain copy")
+    _no_tma_args(tma_bar_ptr, mcast_mask, "a cp.async, DSMEM or plain copy")
     vector = atom.num_bits // atom.dtype.width
+    if isinstance(atom.op, CopyDsmemStoreOp):
+        if pred is not None or cache_hint is not None:
+            raise TraceError(locate("a DSMEM store takes no pred or cache_hint"))
+        return _dsmem_copy(atom, src, dst, mbar_ptr, vector)
+    _no_mbar(mbar_ptr, "a cp.async or plain copy")
     if isinstance(atom.op, CopyG2SOp):
         modifier = "cg" if atom.op.cache_mode is LoadCacheMode.GLOBAL else "ca"
         return vector_copy(src, dst, vector=vector, cp_async=modifier, pred=pred, cache_hint=cache_hint)
     if not isinstance(atom.op, CopyUniversalOp):
         raise TraceError(locate(f"copy does not support {type(atom.op).__name__} atoms in kernels"))
     return vector_copy(src, dst, vector=vector, pred=pred, cache_hint=cache_hint)
+
+
+def _no_mbar(mbar_ptr, what):
+    if mbar_ptr is not None:
+        raise TraceError(locate(f"{what} takes no mbar_ptr"))
+
+
+def _dsmem_copy(atom, src, dst, mbar_ptr, vector):
+    """``st.async`` of the register fragment ``src`` into the peer CTA's tile ``dst``, one per ``vector``."""
+    from .memory import pack
+    from .thread_copy import _element_ptr
+
+    if mbar_ptr is None:
+        raise TraceError(locate("a DSMEM store needs mbar_ptr= (the peer's mbarrier, from arch.map_dsmem_ptr)"))
+    if not isinstance(src, Tensor) or not isinstance(src.engine, ArrayEngine):
+        raise TraceError(locate(f"a DSMEM store copies a register fragment (make_fragment), got {src!r}"))
+    if not (isinstance(dst, Tensor) and isinstance(dst.engine, Pointer) and dst.engine.memspace is AddressSpace.dsmem):
+        raise TraceError(locate(f"a DSMEM store writes a tensor over a peer CTA's shared memory "
+                                f"(make_tensor(arch.map_dsmem_ptr(ptr, rank), layout)), got {dst!r}"))
+    peer = dst.engine.peer
+    other = getattr(mbar_ptr, "peer", None)
+    if type(peer) is int and type(other) is int and peer != other:
+        raise TraceError(locate(f"a DSMEM store completes its bytes on the mbarrier of the CTA it writes: the tile "
+                                f"is mapped to CTA {peer}, the mbarrier to CTA {other}"))
+    if src.element_type != dst.element_type or src.element_type != atom.dtype:
+        raise TraceError(locate(f"a DSMEM store of {atom.dtype.name} needs {atom.dtype.name} fragments and tiles, got "
+                                f"{src.element_type.name} -> {dst.element_type.name}"))
+    check_store(dst, "a DSMEM store")
+    n = product(src.layout.shape)
+    if n != product(dst.layout.shape):
+        raise TraceError(locate(f"copy: {n} register elements into a tile of {product(dst.layout.shape)}"))
+    if type(n) is not int or n % vector:
+        raise TraceError(locate(f"copy: {n} elements are not a whole number of {vector}-element st.async stores"))
+    nbits, nbytes = atom.num_bits, atom.num_bits // 8
+    for c in range(0, n, vector):
+        ptr = _element_ptr(dst, c)
+        for i in range(c + 1, c + vector):  # the vector's elements are adjacent in the peer's memory
+            if not _adjacent(dst, c, i):
+                raise TraceError(locate(f"copy: elements {c}..{c + vector - 1} of {dst.layout} are not adjacent: a "
+                                        f"{nbytes}-byte st.async needs them contiguous"))
+        if ptr.alignment < nbytes:
+            raise TraceError(locate(f"a {nbytes}-byte st.async needs a {nbytes}-byte aligned address, but {ptr!r} is "
+                                    f"only known to be {ptr.alignment}-byte aligned"))
+        values = [src.engine.read(src.layout(i)) for i in range(c, c + vector)]
+        emit(atom.op, dst=ptr, value=pack(values, atom.dtype, nbits), mbar=mbar_ptr, cta_id=peer)
+
+
+def _adjacent(t, first, i):
+    a, b = t.layout(first), t.layout(i)
+    return type(a) is int and type(b) is int and b - a == i - first
 
 
 def _no_tma_args(tma_bar_ptr, mcast_mask, what):
@@ -174,12 +234,9 @@ def tma_copy(src, dst, *, barrier=None, mcast_mask=None, cache_hint=None, expect
 
 
 def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None):
-    from .device_tracer import descriptor_value
-
-    b = current()
-    desc = b.descriptor_of(atom) if tma_desc_ptr is None else descriptor_value(b, tma_desc_ptr)
-    is_load = isinstance(atom.op, (CopyBulkTensorTileG2SOp, CopyBulkTensorTileG2SMulticastOp))
-    reduce_kind = None
+    op = atom.op
+    is_load = isinstance(op, (CopyBulkTensorTileG2SOp, CopyBulkTensorTileG2SMulticastOp))
+    operands = {"desc": atom if tma_desc_ptr is None else tma_desc_ptr, "cache_hint": cache_hint}
     if is_load:
         _check_tensor(src, "src", True)
         _check_tensor(dst, "dst", False)
@@ -190,23 +247,21 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
         from .smem import check_mbarrier_pointer
 
         check_mbarrier_pointer(tma_bar_ptr, "copy: tma_bar_ptr")
-        bar = pointer_value(tma_bar_ptr, "tma_bar_ptr")
-        mask = None
+        operands["mbar"] = tma_bar_ptr
         if mcast_mask is not None:
-            if not isinstance(atom.op, CopyBulkTensorTileG2SMulticastOp):
+            if not isinstance(op, CopyBulkTensorTileG2SMulticastOp):
                 raise TraceError(locate("mcast_mask needs an atom of CopyBulkTensorTileG2SMulticastOp"))
-            mask = as_value(mcast_mask, 16)
+            operands["mcast_mask"] = mcast_mask
+        else:
+            op = CopyBulkTensorTileG2SOp()  # a multicast atom without a mask loads into this CTA only
     elif isinstance(atom.op, (CopyBulkTensorTileS2GOp, CopyReduceBulkTensorTileS2GOp)):
         _check_tensor(src, "src", False)
         _check_tensor(dst, "dst", True)
         if tma_bar_ptr is not None or mcast_mask is not None:
             raise TraceError(locate("a TMA store or reduction takes no tma_bar_ptr or mcast_mask"))
         gmem, smem = dst, src
-        if isinstance(atom.op, CopyReduceBulkTensorTileS2GOp):
-            reduce_kind = atom.op.reduction_kind.value
     else:
         raise TraceError(locate(f"copy does not support {type(atom.op).__name__} yet"))
-    hint = None if cache_hint is None else as_value(cache_hint, 64)
     iters, rest = _iters(gmem.layout)
     s_iters, s_rest = _iters(smem.layout)
     if (iters, rest) != (s_iters, s_rest):
@@ -214,12 +269,4 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
                                 f"{s_iters}x{s_rest} (smem {smem.layout}, gmem {gmem.layout})"))
     for k in range(iters):
         for j in range(rest):
-            crd = [as_value(c, 32) for c in _tma_coord(gmem, k, j)]
-            sp = pointer_value(smem.engine + _smem_element(smem, k, j), "the shared-memory tile")
-            with b.at_end():
-                if is_load:
-                    md.tma_load(sp, desc, bar, crd, multicast_mask=mask, cache_hint=hint)
-                elif reduce_kind is not None:
-                    md.tma_reduce(desc, sp, crd, reduce_kind, cache_hint=hint)
-                else:
-                    md.tma_store(desc, sp, crd, cache_hint=hint)
+            emit(op, smem=smem.engine + _smem_element(smem, k, j), crd=_tma_coord(gmem, k, j), **operands)

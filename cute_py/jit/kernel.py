@@ -397,7 +397,8 @@ def _compile(jf, host, key, sources):
             return Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey)
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
-    mlir_text, ptx, cubin, smem = _build(ht.launches, recorder)
+    built = _build(ht.launches, recorder)
+    mlir_text, ptx, cubin, smem = built.mlir, built.ptx, built.cubin, built.smem
     _cache.stats["compiles"] += 1
     if dkey:
         manifest = recorder.manifest(covered=[jf.fn] + [ln.call.kernel.fn for ln in ht.launches])
@@ -406,21 +407,23 @@ def _compile(jf, host, key, sources):
         else:
             _log(f"{jf.fn.__name__} is not cached on disk: its traces ran code whose source cannot be checked")
     _log(f"compiled {jf.fn.__name__} in {1e3 * (time.perf_counter() - t0):.1f} ms")
-    return Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey)
+    return Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times)
 
 
-def _build(launches, recorder=None):
-    """Trace every launched kernel into one module; (mlir text, ptx, cubin, {name: smem bytes}).
-
-    ``recorder`` (a ``deps.Recorder``) records the code the kernel traces run."""
+def _build(launches, recorder=None, lowered=False):
+    """Run the stages (``stages.STAGES``) for every launched kernel, traced into one module; a
+    ``stages.StageResults``. ``recorder`` (a ``deps.Recorder``) records the code the kernel traces run;
+    ``lowered`` also keeps the lowered module's text."""
     import mlir_dialects as md
     from mlir_dialects import _backend as mlir
 
-    from .device_tracer import KernelTracer
+    from . import stages
+    from .emit import KernelTracer
 
     ctx = md.make_context()
-    smem = {}
-    with ctx, mlir.ir.Location.unknown(ctx):
+
+    def trace():
+        smem = {}
         module = mlir.ir.Module.parse(
             "module attributes {gpu.container_module} {\n  gpu.module @cute_py_kernels {\n"
             f"    llvm.mlir.global external @{_builder.SMEM_SYMBOL}() {{addr_space = 3 : i32, alignment = "
@@ -432,16 +435,20 @@ def _build(launches, recorder=None):
             else:
                 with recorder:
                     smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelTracer())
-        mlir_text = str(module)
+        return module, smem
+
+    with ctx, mlir.ir.Location.unknown(ctx):
         try:
-            ptx = md.to_ptx(module)
+            r = stages.run(trace, upto="ptx", lowered=lowered)
         except md.DialectError as e:
-            raise CompileError(f"compiling {', '.join(smem)} failed: {e}") from None
+            raise CompileError(f"compiling {', '.join(ln.name for ln in launches)} failed: {e}") from None
+    t0 = time.perf_counter()
     try:
-        cubin = md.to_cubin(ptx)
+        r.cubin = md.to_cubin(r.ptx)
     except md.DialectError as e:
         raise CompileError(str(e)) from None
-    return mlir_text, ptx, cubin, smem
+    r.times["cubin"] = time.perf_counter() - t0
+    return r
 
 
 def _kernel_value(b, kind, v, orig):

@@ -130,17 +130,19 @@ def _check_alignment(a):
         raise TraceError(locate(f"shared-memory alignment must be a power of two up to {SMEM_BASE_ALIGN}, got {a!r}"))
 
 
-def check_mbarrier_pointer(ptr, what):
+def check_mbarrier_pointer(ptr, what, peer=False):
     """Raise ``TraceError`` unless ``ptr`` can address an mbarrier: a shared-memory ``Pointer``, 8-byte aligned,
-    into an ``allocate_mbarrier`` (or raw ``allocate``) allocation of this kernel, never a tensor's data."""
+    into an ``allocate_mbarrier`` (or raw ``allocate``) allocation of this kernel, never a tensor's data.
+    With ``peer``, the pointer must be mapped to a peer CTA (``arch.map_dsmem_ptr``)."""
     if isinstance(ptr, Tensor):
         raise TraceError(locate(f"{what}: the mbarrier must be a pointer from SmemAllocator.allocate_mbarrier(), got "
                                 f"a tensor ({ptr.layout}); a tensor's data cannot hold an mbarrier"))
     if not isinstance(ptr, Pointer):
         raise TraceError(locate(f"{what}: the mbarrier must be a shared-memory pointer from "
                                 f"SmemAllocator.allocate_mbarrier(), got {ptr!r}"))
-    if ptr.memspace is not AddressSpace.smem:
-        raise TraceError(locate(f"{what}: the mbarrier must be in shared memory, got a {ptr.memspace.name} pointer "
+    if ptr.memspace is not (AddressSpace.dsmem if peer else AddressSpace.smem):
+        want = "a peer CTA's shared memory (arch.map_dsmem_ptr)" if peer else "shared memory"
+        raise TraceError(locate(f"{what}: the mbarrier must be in {want}, got a {ptr.memspace.name} pointer "
                                 f"{ptr!r}"))
     if ptr.alignment < MBARRIER_BYTES:
         raise TraceError(locate(f"{what}: an mbarrier is {MBARRIER_BYTES}-byte aligned, but {ptr!r} is only known to "

@@ -23,13 +23,14 @@ from ..int_tuple import flatten, product
 from ..layout import Layout
 from ..pointer import AddressSpace, Pointer
 from ..tensor import ArrayEngine, CoordEngine, Tensor, check_store
-from .builder import current, pointer_value
+from ..atom import CopyUniversalOp
+from ..nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
+from .emit import emit
 from .control import if_
 from .errors import TraceError, locate
 from .memory import load_bits, load_element, pack, store_bits, store_element, unpack
-from .values import TracedBool, as_value, select
+from .values import TracedBool, select
 
-import mlir_dialects as md
 
 __all__ = ["vector_copy", "predicate", "vector_width"]
 
@@ -129,6 +130,9 @@ def _check_vector(t, v, role):
                                 f"contiguous runs of only {got} (or its swizzle/alignment splits them)"))
 
 
+_UNIVERSAL = CopyUniversalOp()
+
+
 def vector_copy(src, dst, *, vector=None, cp_async=None, pred=None, cache_hint=None):
     """Copy ``src`` to ``dst`` in vectors of ``vector`` elements (default: the widest allowed).
 
@@ -156,13 +160,14 @@ def vector_copy(src, dst, *, vector=None, cp_async=None, pred=None, cache_hint=N
         if p is False:
             continue
         if p is True:
-            _move(src, dst, c * vector, vector, nbits)
+            emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
         else:
             with if_(p):
-                _move(src, dst, c * vector, vector, nbits)
+                emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
 
 
-def _move(src, dst, first, vector, nbits):
+def move(src, dst, first, vector, nbits):
+    """Plain loads and stores of elements ``first .. first + vector`` (the ``CopyUniversalOp`` entry)."""
     s_reg, d_reg = isinstance(src.engine, ArrayEngine), isinstance(dst.engine, ArrayEngine)
     dtype = src.element_type
     if s_reg != d_reg and nbits in (8, 16, 32, 64, 128) and dtype.width % 8 == 0:
@@ -201,8 +206,7 @@ def _cp_async(src, dst, n, vector, nbits, modifier, pred, cache_hint):
                                 f"{src.element_type.name} is {nbits} bits (make the vector wider or use a plain copy)"))
     if modifier == "cg" and nbytes != 16:
         raise TraceError(locate(f"cp.async.cg copies 16 bytes only; this copy moves {nbytes} per instruction"))
-    b = current()
-    hint = None if cache_hint is None else as_value(cache_hint, 64)
+    op = CopyG2SOp(LoadCacheMode.GLOBAL if modifier == "cg" else LoadCacheMode.ALWAYS)
     for c in range(n // vector):
         p = _pred_at(pred, c, vector, n)
         sp, gp = _element_ptr(dst, c * vector), _element_ptr(src, c * vector)
@@ -210,10 +214,8 @@ def _cp_async(src, dst, n, vector, nbits, modifier, pred, cache_hint):
             if ptr.alignment < nbytes:
                 raise TraceError(locate(f"cp.async of {nbytes} bytes needs {nbytes}-byte aligned addresses, but the "
                                         f"{role} {ptr!r} is only known to be {ptr.alignment}-byte aligned"))
-        size = None if p is True else as_value(nbytes if p else 0) if type(p) is bool else as_value(select(p, nbytes, 0))
-        dv, sv = pointer_value(sp, "cp.async dst"), pointer_value(gp, "cp.async src")
-        with b.at_end():
-            md.cp_async(dv, sv, nbytes, modifier=modifier, src_size=size, cache_hint=hint)
+        size = None if p is True else (nbytes if p else 0) if type(p) is bool else select(p, nbytes, 0)
+        emit(op, dst=sp, src=gp, cp_size=nbytes, src_size=size, cache_hint=cache_hint)
 
 
 def predicate(coords, bound):

@@ -8,11 +8,9 @@ The device-side helpers (descriptor prefetch, fences, low-level TMA forms) are
 defined in :mod:`cute_py.nvgpu.device_ops`.
 """
 
-import dataclasses
-import enum
 import operator
 
-from ..atom import CopyAtom, CopyOp
+from ..atom import CopyAtom
 from ..basis import make_identity_layout
 from ..composed import get_nonswizzle_portion
 from ..dtypes import dtype_of
@@ -24,6 +22,18 @@ from ..recast import recast_exactness
 from ..pointer import AddressSpace, Pointer
 from ..tensor import CoordEngine, Tensor, domain_offset
 from . import device_ops
+from .copy_ops import (  # noqa: F401  (re-exported: the ops are part of this module's API)
+    CopyBulkTensorTileG2SMulticastOp,
+    CopyBulkTensorTileG2SOp,
+    CopyBulkTensorTileS2GOp,
+    CopyDsmemStoreOp,
+    CopyG2SOp,
+    CopyReduceBulkTensorTileS2GOp,
+    LoadCacheMode,
+    ReductionOp,
+    TmaOp,
+    is_tma_op,
+)
 from .device_ops import (  # noqa: F401  (re-exported: the device-side half of this module's API)
     BYTES_PER_POINTER,
     DeviceOnlyError,
@@ -68,109 +78,6 @@ __all__ = [
     "TmaError",
     "TmaSwizzle",
 ] + device_ops.__all__
-
-
-class LoadCacheMode(enum.Enum):
-    """Cache operators of loads: ``.ca`` (ALWAYS), ``.cg`` (GLOBAL), ``.cs``, ``.lu``, none."""
-
-    ALWAYS = "ca"
-    GLOBAL = "cg"
-    STREAMING = "cs"
-    LAST_USE = "lu"
-    NONE = ""
-
-
-class ReductionOp(enum.Enum):
-    """TMA reduction kinds (``cp.reduce.async.bulk.tensor.<op>``)."""
-
-    ADD = "add"
-    MIN = "min"
-    MAX = "max"
-    INC = "inc"
-    DEC = "dec"
-    AND = "and"
-    OR = "or"
-    XOR = "xor"
-
-
-@dataclasses.dataclass(frozen=True)
-class CopyG2SOp(CopyOp):
-    """``cp.async.{ca,cg}.shared.global``: 4, 8 or 16 bytes with ``.ca``, 16 only with ``.cg``;
-    a ``src_size`` below the copy size zero-fills the rest (predication)."""
-
-    cache_mode: LoadCacheMode = LoadCacheMode.ALWAYS
-
-    def __post_init__(self):
-        if not isinstance(self.cache_mode, LoadCacheMode):
-            raise CuteTypeError(f"cache_mode must be a LoadCacheMode, got {self.cache_mode!r}")
-        if self.cache_mode not in (LoadCacheMode.ALWAYS, LoadCacheMode.GLOBAL):
-            raise CuteValueError(f"cp.async supports the .ca (ALWAYS) and .cg (GLOBAL) cache modes, not {self.cache_mode.name}")
-
-    def valid_bits(self, dtype):
-        return {128} if self.cache_mode is LoadCacheMode.GLOBAL else {32, 64, 128}
-
-    def default_bits(self, dtype):
-        return 128
-
-    def check(self, dtype, num_bits):
-        if self.cache_mode is LoadCacheMode.GLOBAL and num_bits != 128:
-            raise CuteValueError(f"cp.async.cg copies 16 bytes only, not {num_bits // 8} ({num_bits} bits)")
-        if num_bits not in (32, 64, 128):
-            raise CuteValueError(f"cp.async copies 4, 8 or 16 bytes, not {num_bits / 8:g} ({num_bits} bits)")
-        super().check(dtype, num_bits)
-
-
-@dataclasses.dataclass(frozen=True)
-class _TmaOp(CopyOp):
-    def valid_bits(self, dtype):
-        return None
-
-    direction = "G2S"
-    multicast = False
-
-
-@dataclasses.dataclass(frozen=True)
-class CopyBulkTensorTileG2SOp(_TmaOp):
-    """TMA load: ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes``."""
-
-
-@dataclasses.dataclass(frozen=True)
-class CopyBulkTensorTileG2SMulticastOp(_TmaOp):
-    """TMA multicast load (``.multicast::cluster``): the box lands in every CTA of the mask."""
-
-    multicast = True
-
-
-@dataclasses.dataclass(frozen=True)
-class CopyBulkTensorTileS2GOp(_TmaOp):
-    """TMA store: ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``."""
-
-    direction = "S2G"
-
-
-@dataclasses.dataclass(frozen=True)
-class CopyReduceBulkTensorTileS2GOp(_TmaOp):
-    """TMA reduction into gmem: ``cp.reduce.async.bulk.tensor.Nd.global.shared::cta.<op>.tile.bulk_group``."""
-
-    reduction_kind: ReductionOp = ReductionOp.ADD
-    direction = "S2G"
-
-    def __post_init__(self):
-        if not isinstance(self.reduction_kind, ReductionOp):
-            raise CuteTypeError(f"reduction_kind must be a ReductionOp, got {self.reduction_kind!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class CopyDsmemStoreOp(CopyOp):
-    """``st.async.shared::cluster.mbarrier::complete_tx::bytes``: a store into a peer CTA's smem."""
-
-    def valid_bits(self, dtype):
-        return {32, 64, 128}
-
-
-def is_tma_op(op):
-    """True for the bulk-tensor (TMA) operations."""
-    return isinstance(op, _TmaOp)
 
 
 class TmaCopyAtom(CopyAtom):

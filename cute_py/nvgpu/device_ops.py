@@ -1,14 +1,20 @@
 """Device-side TMA and cp.async operations: descriptor management and the low-level forms.
 
-These run inside a kernel: while one is being traced, each call validates its
-arguments and emits its operation through the active tracer; outside a kernel
-the arguments are still validated, then a :class:`DeviceOnlyError` says the call
-needs a kernel.  Their CPU semantics are in :mod:`cute_py.reference`.
+These run inside a kernel: while one is being traced, each call validates its arguments and hands
+one instruction -- an op object and its operands -- to the active tracer, which emits it through its
+table keyed by the op's class (the same entry ``cute_py.copy`` uses for a tile copy of that op).
+Copies are the ops of :mod:`cute_py.nvgpu.copy_ops`; the other instructions are the small op classes
+below. Outside a kernel the arguments are still validated, then a :class:`DeviceOnlyError` says the
+call needs a kernel. Their CPU semantics are in :mod:`cute_py.reference`.
 """
+
+import dataclasses
 
 from ..errors import CuteError, CuteTypeError, CuteValueError
 from ..int_tuple import is_int, is_static
 from ..pointer import AddressSpace, Pointer
+from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp, CopyG2SOp,
+                       LoadCacheMode)
 
 __all__ = [
     "BYTES_PER_TENSORMAP",
@@ -30,6 +36,17 @@ __all__ = [
     "cp_async_gs_conditional",
     "prefetch_tma_descriptor",
     "extract_tensormap_ptr",
+    "DeviceInstruction",
+    "PrefetchTensormapOp",
+    "TensormapPtrOp",
+    "TensormapCopyOp",
+    "TensormapReplaceOp",
+    "FenceTensormapAcquireOp",
+    "FenceTensormapReleaseOp",
+    "CpFenceTensormapReleaseOp",
+    "BulkCommitGroupOp",
+    "BulkWaitGroupOp",
+    "INSTRUCTION_CLASSES",
 ]
 
 BYTES_PER_TENSORMAP = 128
@@ -49,11 +66,83 @@ def set_tracer(tracer):
     return old
 
 
-def _emit(name, **operands):
+def _emit(front, op, **operands):
+    # ``front``: the function the user called (named in the error outside a kernel)
     tracer = _state["tracer"]
     if tracer is None:
-        raise DeviceOnlyError(f"{name} is a device operation: call it inside a kernel (@cute_py.kernel)")
-    return tracer.emit(name, **operands)
+        raise DeviceOnlyError(f"{front} is a device operation: call it inside a kernel (@cute_py.kernel)")
+    return tracer.emit(op, **operands)
+
+
+# -- the instructions that are not copies ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInstruction:
+    """A device instruction other than a copy (the copies are the ops of :mod:`cute_py.nvgpu.copy_ops`)."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class PrefetchTensormapOp(DeviceInstruction):
+    """``prefetch.tensormap [desc]`` (operands: ``atom``)."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class TensormapPtrOp(DeviceInstruction):
+    """The generic address of an atom's descriptor parameter (operands: ``atom``); returns a pointer value."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class TensormapCopyOp(DeviceInstruction):
+    """Copy an atom's 128-byte descriptor to memory (operands: ``atom``, ``dst``)."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class TensormapReplaceOp(DeviceInstruction):
+    """``tensormap.replace`` of the address, dims and strides for a new tensor (operands: ``atom``, ``tensor``,
+    ``desc``)."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class FenceTensormapAcquireOp(DeviceInstruction):
+    """``fence.proxy.tensormap::generic.acquire.gpu [desc], 128`` (operands: ``desc``)."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class FenceTensormapReleaseOp(DeviceInstruction):
+    """``fence.proxy.tensormap::generic.release.gpu``."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class CpFenceTensormapReleaseOp(DeviceInstruction):
+    """``tensormap.cp_fenceproxy`` from shared to global memory (operands: ``src``, ``dst``)."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class BulkCommitGroupOp(DeviceInstruction):
+    """``cp.async.bulk.commit_group``: close the group of TMA stores issued so far."""
+
+
+
+@dataclasses.dataclass(frozen=True)
+class BulkWaitGroupOp(DeviceInstruction):
+    """``cp.async.bulk.wait_group[.read] count`` (a static count in 0..63)."""
+
+    count: int = 0
+    read: bool = False
+
+
+INSTRUCTION_CLASSES = (PrefetchTensormapOp, TensormapPtrOp, TensormapCopyOp, TensormapReplaceOp,
+                       FenceTensormapAcquireOp, FenceTensormapReleaseOp, CpFenceTensormapReleaseOp, BulkCommitGroupOp,
+                       BulkWaitGroupOp)
 
 
 def _need_ptr(p, spaces, what):
@@ -70,7 +159,7 @@ def _need_ptr(p, spaces, what):
 def prefetch_descriptor(atom):
     """``prefetch.tensormap [desc]``: bring the TMA descriptor of ``atom`` into the cache."""
     _check_tma_atom(atom)
-    return _emit("prefetch_tensormap", atom=atom)
+    return _emit("prefetch_descriptor", PrefetchTensormapOp(), atom=atom)
 
 
 prefetch_tma_descriptor = prefetch_descriptor
@@ -82,7 +171,7 @@ def copy_tensormap(atom, dst_ptr):
     p = _need_ptr(dst_ptr, (AddressSpace.gmem, AddressSpace.smem), "the tensormap destination")
     if isinstance(p, Pointer) and p.alignment < 64:
         raise CuteValueError(f"a tensormap must be 64-byte aligned, but the destination is only {p.alignment}-byte aligned")
-    return _emit("tensormap_copy", atom=atom, dst=dst_ptr)
+    return _emit("copy_tensormap", TensormapCopyOp(), atom=atom, dst=dst_ptr)
 
 
 def update_tma_descriptor(atom, gmem_tensor, desc_ptr):
@@ -105,31 +194,31 @@ def update_tma_descriptor(atom, gmem_tensor, desc_ptr):
         except CuteError as e:
             raise TmaError(f"update_tma_descriptor: the tensor {gmem_tensor.layout} does not fit the atom's TMA "
                            f"box: {e}") from None
-    return _emit("tensormap_replace", atom=atom, tensor=gmem_tensor, desc=desc_ptr)
+    return _emit("update_tma_descriptor", TensormapReplaceOp(), atom=atom, tensor=gmem_tensor, desc=desc_ptr)
 
 
 def fence_tma_desc_acquire(desc_ptr):
     """``fence.proxy.tensormap::generic.acquire.gpu [desc], 128``: see descriptor writes before using it."""
     _need_ptr(desc_ptr, (AddressSpace.gmem, AddressSpace.generic), "desc_ptr")
-    return _emit("fence_tensormap_acquire", desc=desc_ptr)
+    return _emit("fence_tma_desc_acquire", FenceTensormapAcquireOp(), desc=desc_ptr)
 
 
 def cp_fence_tma_desc_release(src_ptr, dst_ptr):
     """Copy a descriptor from shared to global memory and release it (``tensormap.cp_fenceproxy``)."""
     _need_ptr(src_ptr, (AddressSpace.smem,), "src_ptr")
     _need_ptr(dst_ptr, (AddressSpace.gmem,), "dst_ptr")
-    return _emit("cp_fence_tensormap_release", src=src_ptr, dst=dst_ptr)
+    return _emit("cp_fence_tma_desc_release", CpFenceTensormapReleaseOp(), src=src_ptr, dst=dst_ptr)
 
 
 def fence_tma_desc_release():
     """``fence.proxy.tensormap::generic.release.gpu``: publish descriptor writes."""
-    return _emit("fence_tensormap_release")
+    return _emit("fence_tma_desc_release", FenceTensormapReleaseOp())
 
 
 def extract_tensormap_ptr(atom):
     """The address of the descriptor of ``atom`` inside the kernel's parameters."""
     _check_tma_atom(atom)
-    return _emit("tensormap_ptr", atom=atom)
+    return _emit("extract_tensormap_ptr", TensormapPtrOp(), atom=atom)
 
 
 def _check_tma_atom(atom):
@@ -154,32 +243,34 @@ def tma_load(tma_desc, mbar, smem_ptr, crd, mcast_mask=None, cache_hint=None):
     _need_ptr(mbar, (AddressSpace.smem,), "mbar")
     if mcast_mask is not None and type(mcast_mask) is int and not 0 < mcast_mask < 1 << 16:
         raise CuteValueError(f"a multicast mask is a non-zero 16-bit mask, got {mcast_mask:#x}")
-    return _emit("tma_load", desc=tma_desc, mbar=mbar, smem=smem_ptr, crd=crd, mcast_mask=mcast_mask, cache_hint=cache_hint)
+    if mcast_mask is None:
+        return _emit("tma_load", CopyBulkTensorTileG2SOp(), desc=tma_desc, mbar=mbar, smem=smem_ptr, crd=crd,
+                     cache_hint=cache_hint)
+    return _emit("tma_load", CopyBulkTensorTileG2SMulticastOp(), desc=tma_desc, mbar=mbar, smem=smem_ptr, crd=crd,
+                 mcast_mask=mcast_mask, cache_hint=cache_hint)
 
 
 def tma_store(tma_desc, smem_ptr, crd):
     """``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``."""
     crd = _check_crd(crd)
     _need_ptr(smem_ptr, (AddressSpace.smem,), "smem_ptr")
-    return _emit("tma_store", desc=tma_desc, smem=smem_ptr, crd=crd)
+    return _emit("tma_store", CopyBulkTensorTileS2GOp(), desc=tma_desc, smem=smem_ptr, crd=crd)
 
 
 def tma_store_arrive():
     """``cp.async.bulk.commit_group``: close the group of TMA stores issued so far."""
-    return _emit("tma_store_arrive")
+    return _emit("tma_store_arrive", BulkCommitGroupOp())
 
 
-def tma_store_wait(count, read=False):
+def tma_store_wait(count=0, read=False):
     """``cp.async.bulk.wait_group[.read] count``: wait until at most ``count`` store groups are pending."""
     if type(count) is not int or not 0 <= count <= 63:
         raise CuteValueError(f"tma_store_wait takes a static count in 0..63, got {count!r}")
-    return _emit("tma_store_wait", count=count, read=bool(read))
+    return _emit("tma_store_wait", BulkWaitGroupOp(count, bool(read)))
 
 
 def cp_async_shared_global(dst, src, cp_size, modifier, src_size=None):
     """``cp.async.{ca,cg}.shared.global [dst], [src], cp_size[, src_size]``: bytes beyond ``src_size`` are zeroed."""
-    from .cpasync import LoadCacheMode
-
     _need_ptr(dst, (AddressSpace.smem,), "dst")
     _need_ptr(src, (AddressSpace.gmem,), "src")
     if cp_size not in (4, 8, 16):
@@ -190,22 +281,18 @@ def cp_async_shared_global(dst, src, cp_size, modifier, src_size=None):
         raise CuteValueError(f"cp.async.cg copies 16 bytes only, not {cp_size}")
     if src_size is not None and type(src_size) is int and not 0 <= src_size <= cp_size:
         raise CuteValueError(f"src_size must be in 0..{cp_size}, got {src_size}")
-    return _emit("cp_async", dst=dst, src=src, cp_size=cp_size, modifier=modifier, src_size=src_size)
+    return _emit("cp_async_shared_global", CopyG2SOp(modifier), dst=dst, src=src, cp_size=cp_size, src_size=src_size)
 
 
 def cp_async_gs(dst, src, cp_size=16):
     """``cp.async.cg`` (16 bytes) or ``.ca`` (4/8) from global to shared."""
-    from .cpasync import LoadCacheMode
-
     mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
     return cp_async_shared_global(dst, src, cp_size, mode)
 
 
 def cp_async_gs_conditional(dst, src, pred, cp_size=16):
     """Like :func:`cp_async_gs`, but copies zeros (``src_size = 0``) where ``pred`` is false."""
-    from .cpasync import LoadCacheMode
-
     mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
     if type(pred) is bool:
         return cp_async_shared_global(dst, src, cp_size, mode, cp_size if pred else 0)
-    return _emit("cp_async_pred", dst=dst, src=src, cp_size=cp_size, modifier=mode, pred=pred)
+    return _emit("cp_async_gs_conditional", CopyG2SOp(mode), dst=dst, src=src, cp_size=cp_size, pred=pred)

@@ -22,7 +22,7 @@ def hopper_torch():
 
 
 def torch_dtype(torch, name):
-    return {"Float32": torch.float32, "BFloat16": torch.bfloat16}[name]
+    return {"Float32": torch.float32, "BFloat16": torch.bfloat16, "Float16": torch.float16, "Int32": torch.int32}[name]
 
 
 def bits(t):

@@ -160,3 +160,33 @@ def test_kernel7_grouped_copy_updates_descriptors_on_device(dtype, shapes, tile)
     torch.cuda.synchronize()
     for i, (s, d) in enumerate(zip(srcs, dsts)):
         np.testing.assert_array_equal(bits(d), bits(s), err_msg=f"tensor {i} {tuple(s.shape)}")
+
+
+# -- kernel 8: st.async into the next CTA's shared memory -------------------------------------------------
+K8 = [("Float32", 2, 4, 256), ("Float32", 4, 1, 64), ("Float16", 2, 8, 512), ("Int32", 8, 2, 128),
+      ("BFloat16", 4, 2, 128)]
+
+
+@pytest.mark.parametrize("dtype,cluster,vector,n", K8)
+def test_kernel8_dsmem_stores_rotate_rows_around_the_cluster(dtype, cluster, vector, n, filecheck):
+    blocks = 2 * cluster
+    c = cute.compile(ex.dsmem_exchange, F(dtype, (blocks, n)), F(dtype, (blocks, n)), cluster, vector)
+    bits_per = vector * {"Float32": 32, "Float16": 16, "BFloat16": 16, "Int32": 32}[dtype]
+    suffix = {32: ".b32", 64: ".b64", 128: ".v4.b32"}[bits_per]
+    stores = n // 32 // vector
+    filecheck(c.ptx, ["CHECK: barrier.cluster.arrive", "CHECK: barrier.cluster.wait",
+                      "CHECK: mbarrier.arrive.expect_tx",
+                      *[f"CHECK: mapa.shared::cluster.u32\nCHECK: mapa.shared::cluster.u32\n"
+                        f"CHECK: st.async.shared::cluster.mbarrier::complete_tx::bytes{suffix}"] * stores,
+                      "CHECK-NOT: st.async", "CHECK: mbarrier.try_wait.parity"])
+    _assembled(c)
+    torch = hopper_torch()
+    src = _randn(torch, (blocks, n), dtype) if dtype != "Int32" else torch.arange(
+        blocks * n, device="cuda", dtype=torch.int32).reshape(blocks, n)
+    dst = torch.zeros_like(src)
+    ex.dsmem_exchange(src, dst, cluster, vector)
+    torch.cuda.synchronize()
+    s, d = bits(src), bits(dst)
+    for b in range(blocks):
+        sender = (b // cluster) * cluster + (b % cluster - 1) % cluster
+        np.testing.assert_array_equal(d[b], s[sender], err_msg=f"row {b} should hold row {sender}")

@@ -1,0 +1,106 @@
+"""The device-op tables are complete: every copy op has exactly one emission entry (the kernel compiler), one
+CPU reference entry and dialect ops with lowering rules; every other device instruction has its emission
+entry; the low-level forms and the tile copies issue the same op objects."""
+
+import inspect
+
+import pytest
+
+import mlir_dialects as md
+from cute_py import reference
+from cute_py.atom import CopyOp, CopyUniversalOp
+from cute_py.jit import emit as emission
+from cute_py.nvgpu import copy_ops, device_ops
+
+
+def _subclasses(cls):
+    out = set()
+    for sub in cls.__subclasses__():
+        out.add(sub)
+        out |= _subclasses(sub)
+    return out
+
+
+COPY_OPS = (CopyUniversalOp,) + copy_ops.COPY_OP_CLASSES
+
+
+def test_every_copy_op_class_is_in_the_tables_list():
+    concrete = {c for c in _subclasses(CopyOp) if not c.__name__.startswith("_") and c is not copy_ops.TmaOp}
+    concrete = {c for c in concrete if c.__module__.startswith("cute_py.")}
+    missing = sorted(c.__name__ for c in concrete - set(COPY_OPS))
+    assert not missing, f"copy ops outside COPY_OP_CLASSES (so unchecked by the table tests): {missing}"
+
+
+@pytest.mark.parametrize("op", COPY_OPS, ids=lambda c: c.__name__)
+def test_every_copy_op_has_an_emission_entry_a_reference_entry_and_lowered_dialect_ops(op):
+    assert op in emission.EMIT, f"{op.__name__} has no emission entry (cute_py/jit/emit.py, @emits)"
+    assert op in reference.REFERENCE, f"{op.__name__} has no entry in cute_py.reference.REFERENCE"
+    names = {c.OPERATION_NAME.split(".", 1)[1]: c for c in md.all_op_classes()}
+    for name in emission.DIALECT_OP[op]:
+        assert name in names, f"{op.__name__} emits cute_nvgpu.{name}, which the dialect does not define"
+        assert md.rule_for(names[name].OPERATION_NAME) is not None  # raises, naming the op, if there is none
+    if op is not CopyUniversalOp:  # plain loads and stores are LLVM's own
+        assert emission.DIALECT_OP[op], f"{op.__name__}'s emission entry names no dialect op"
+
+
+@pytest.mark.parametrize("op", device_ops.INSTRUCTION_CLASSES, ids=lambda c: c.__name__)
+def test_every_other_device_instruction_has_an_emission_entry(op):
+    assert op in emission.EMIT
+    names = {c.OPERATION_NAME.split(".", 1)[1] for c in md.all_op_classes()}
+    assert set(emission.DIALECT_OP[op]) <= names
+
+
+def test_every_device_instruction_class_is_listed():
+    defined = {c for _, c in inspect.getmembers(device_ops, inspect.isclass)
+               if issubclass(c, device_ops.DeviceInstruction) and c is not device_ops.DeviceInstruction}
+    assert defined == set(device_ops.INSTRUCTION_CLASSES)
+
+
+def test_the_tables_hold_nothing_else():
+    assert set(emission.EMIT) == set(COPY_OPS) | set(device_ops.INSTRUCTION_CLASSES)
+    assert set(reference.REFERENCE) == set(COPY_OPS)
+
+
+def test_an_op_without_an_entry_is_a_clear_error_in_a_kernel():
+    class CopyNothingOp(CopyOp):
+        pass
+
+    with pytest.raises(Exception, match="CopyNothingOp is not supported in kernels"):
+        emission.emit(CopyNothingOp())
+
+
+def test_the_low_level_forms_issue_the_copy_op_objects():
+    seen = []
+
+    class Recorder:
+        def emit(self, op, **operands):
+            seen.append((type(op), sorted(operands)))
+
+    from cute_py.pointer import AddressSpace, Pointer
+
+    smem = Pointer("Float16", AddressSpace.smem, 128, 0)
+    bar = Pointer("Int64", AddressSpace.smem, 8, 1024)
+    gmem = Pointer("Float16", AddressSpace.gmem, 16, 4096)
+    old = device_ops.set_tracer(Recorder())
+    try:
+        device_ops.tma_load(object(), bar, smem, (0, 0))
+        device_ops.tma_load(object(), bar, smem, (0, 0), mcast_mask=3)
+        device_ops.tma_store(object(), smem, (1, 2))
+        device_ops.cp_async_gs(smem, gmem)
+        device_ops.tma_store_arrive()
+        device_ops.tma_store_wait(0)
+    finally:
+        device_ops.set_tracer(old)
+    assert [t for t, _ in seen] == [copy_ops.CopyBulkTensorTileG2SOp, copy_ops.CopyBulkTensorTileG2SMulticastOp,
+                                    copy_ops.CopyBulkTensorTileS2GOp, copy_ops.CopyG2SOp,
+                                    device_ops.BulkCommitGroupOp, device_ops.BulkWaitGroupOp]
+    # the same operands as the tile copies pass to the same entries
+    assert seen[0][1] == ["cache_hint", "crd", "desc", "mbar", "smem"]
+
+
+def test_one_front_door_per_builtin():
+    from cute_py import arch
+    from cute_py.nvgpu import cpasync
+
+    assert arch.tma_store_wait is cpasync.tma_store_wait is device_ops.tma_store_wait
+    assert arch.tma_store_arrive is cpasync.tma_store_arrive is device_ops.tma_store_arrive
