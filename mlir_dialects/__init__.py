@@ -1,4 +1,4 @@
-"""The ``cute_nvgpu`` MLIR dialect: Hopper copy and synchronisation ops, lowered to NVVM/LLVM and PTX.
+"""The ``cute_nvgpu`` MLIR dialect: Hopper copy, synchronisation and warp ops, lowered to NVVM/LLVM and PTX.
 
 This package never imports ``cute_py``; it depends only on the MLIR Python bindings, which
 load on first use of a name below (``import mlir_dialects`` alone stays cheap)::
@@ -27,6 +27,8 @@ _EXPORTS = {
     "ops_mbarrier": ("mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_cluster", "mbarrier_arrive_expect_tx",
                      "mbarrier_expect_tx", "mbarrier_try_wait_parity", "mbarrier_wait_parity", "fence_mbarrier_init"),
     "ops_sync": ("fence_proxy_async", "cluster_arrive", "cluster_wait", "elect_sync", "dsmem_store"),
+    "ops_warp": ("bar_warp_sync", "barrier_sync", "barrier_arrive", "shfl_sync", "vote_sync", "activemask",
+                 "setmaxnreg", "read_sreg", "ld_global", "st_global"),
     "sample": ("build_sample_module", "build_tma_copy_module", "kernel_module"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

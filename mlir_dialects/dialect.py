@@ -33,11 +33,11 @@ __all__ = [
 DIALECT_NAME = "cute_nvgpu"
 # A boolean attribute: an i1 IntegerAttr (what ``ir.BoolAttr`` builds), declared by its base class.
 Flag = ir.IntegerAttr
-OP_MODULES = ("ops_cpasync", "ops_tma", "ops_descriptor", "ops_mbarrier", "ops_sync")
+OP_MODULES = ("ops_cpasync", "ops_tma", "ops_descriptor", "ops_mbarrier", "ops_sync", "ops_warp")
 
 
 class CuteNvgpu(ext.Dialect, name=DIALECT_NAME):
-    """Hopper's copy and synchronisation vocabulary: cp.async, TMA, tensormaps, mbarriers, fences."""
+    """Hopper's copy and synchronisation vocabulary: cp.async, TMA, tensormaps, mbarriers, fences, warps."""
 
 
 class CuteOp(CuteNvgpu.Operation):

@@ -16,6 +16,8 @@ from .ops_mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive
 from .ops_sync import cluster_arrive, cluster_wait, dsmem_store, elect_sync, fence_proxy_async
 from .ops_tma import (prefetch_tensormap, tma_load, tma_prefetch_tile, tma_reduce, tma_store, tma_store_arrive,
                       tma_store_wait)
+from .ops_warp import (activemask, bar_warp_sync, barrier_arrive, barrier_sync, ld_global, read_sreg, setmaxnreg,
+                       shfl_sync, st_global, vote_sync)
 
 __all__ = ["DESC_PARAM", "kernel_module", "build_sample_module", "build_tma_copy_module"]
 
@@ -121,8 +123,35 @@ def build_sample_module():
         dsmem_store(tile, a["val"], bar, a["peer"])
         dsmem_store(tile, a["hint"], bar, a["peer"])
         mbarrier_arrive(bar)
-        del leader, ready
+        _warp_ops(a["gsrc"], a["x"], a["y"], leader)
+        del ready
     return module
+
+
+def _warp_ops(gmem, x, y, leader):
+    """Warp barriers, shuffles, votes, register reallocation and vector global accesses; the results are stored."""
+    full, lanes = const_int(-1), activemask().mask
+    bar_warp_sync(full)
+    barrier_sync(const_int(1), const_int(64))
+    barrier_sync(const_int(2))
+    barrier_arrive(const_int(3), const_int(128))
+    setmaxnreg("dec", 40)
+    setmaxnreg("inc", 232)
+    tid, lane = read_sreg("tid.x").value, read_sreg("laneid").value
+    words = ld_global(gmem, 256, "nc").words
+    pair = ld_global(gmem, 64, "cg").words
+    word = ld_global(gmem, 32).words[0]
+    st_global(gmem, words, "cs")
+    st_global(gmem, ld_global(gmem, 128).words, "wt")
+    shifted = [shfl_sync(kind, w, const_int(1), const_int(clamp), lanes).res
+               for kind, w, clamp in (("idx", x, 31), ("up", y, 0), ("down", tid, 31), ("bfly", word, 0x181F))]
+    moved = shfl_sync("down", lane, const_int(2), const_int(31), full, with_pred=True)
+    votes = [vote_sync(kind, moved.in_range, full).res for kind in ("any", "all", "uni")]
+    ballot = vote_sync("ballot", leader, full).res
+    st_global(gmem, shifted)
+    st_global(gmem, [moved.res, ballot])
+    st_global(gmem, [llvm.ZExtOp(ir.IntegerType.get_signless(32), v).result for v in votes] + [pair[0]], "wb")
+    st_global(gmem, [pair[1]])
 
 
 def build_tma_copy_module(rows, cols, elem_bytes=4):

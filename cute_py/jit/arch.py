@@ -52,16 +52,13 @@ __all__ = [
 
 
 def _sregs(prefix):
-    b = current()
-    nvvm, i32 = b.mlir.nvvm, b.int_type(32)
-    with b.at_end():
-        return tuple(TracedInt(getattr(nvvm, f"read_ptx_sreg_{prefix}_{d}")(results=[i32]), 32, True) for d in "xyz")
+    with current().at_end():
+        return tuple(TracedInt(md.read_sreg(f"{prefix}.{d}").value, 32, True) for d in "xyz")
 
 
 def _sreg(name):
-    b = current()
-    with b.at_end():
-        return TracedInt(getattr(b.mlir.nvvm, f"read_ptx_sreg_{name}")(results=[b.int_type(32)]), 32, True)
+    with current().at_end():
+        return TracedInt(md.read_sreg(name).value, 32, True)
 
 
 def thread_idx():
@@ -177,8 +174,9 @@ def elect_one():
 def sync_threads():
     """``bar.sync 0``: wait for every thread of the block."""
     b = current()
+    zero = b.const(0, 32)
     with b.at_end():
-        b.mlir.nvvm.barrier()
+        md.barrier_sync(zero)
 
 
 def cluster_arrive(relaxed=False, *, aligned=True):

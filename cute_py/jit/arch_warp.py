@@ -8,6 +8,9 @@ static argument is checked while tracing, with an error naming the rule and the 
 Masks are 32-bit lane masks (bit ``i`` for lane ``i``): a Python int or a traced ``Int32``. The
 ``*_sync`` operations must be executed by every lane named in their mask.
 
+Each instruction is an op of the ``cute_nvgpu`` dialect (:mod:`mlir_dialects.ops_warp` and its
+neighbours), whose verifier checks it again and whose lowering gives its PTX.
+
 Vector global accesses (``ldg``/``stg``) move 32-bit words: a load returns a tuple of traced
 ``Int32`` words, a store takes such a tuple. The address is a global-memory pointer at a static
 offset (``tensor.engine + k`` of a kernel's tensor argument), plus ``index`` accesses of the same
@@ -92,13 +95,6 @@ def _predicate(pred, what):
                             f"got {pred!r}"))
 
 
-def _inline(result_type, operands, ptx, constraints):
-    """``llvm.inline_asm`` with side effects at the end of the current block; the op."""
-    b = current()
-    with b.at_end():
-        return b.mlir.llvm.InlineAsmOp(result_type, list(operands), ptx, constraints, has_side_effects=True)
-
-
 # -- indices and barriers ---------------------------------------------------------------------------
 
 
@@ -109,9 +105,8 @@ def warp_group_idx():
     warp-uniform for the compiler too (as CUTLASS's ``canonical_warp_group_idx``); every lane of the
     warp must execute it.
     """
-    b = current()
-    with b.at_end():
-        tid = TracedInt(b.mlir.nvvm.read_ptx_sreg_tid_x(results=[b.int_type(32)]), 32, True)
+    with current().at_end():
+        tid = TracedInt(md.read_sreg("tid.x").value, 32, True)
     wg = tid // WARP_GROUP_SIZE
     return _shuffle("idx", wg, 0, FULL_MASK, WARP_SIZE, "warp_group_idx")
 
@@ -119,9 +114,8 @@ def warp_group_idx():
 def sync_warp(mask=FULL_MASK):
     """``bar.warp.sync mask``: wait until every lane of ``mask`` reached it (and order their memory accesses)."""
     m = _mask_value(mask)
-    b = current()
-    with b.at_end():
-        b.mlir.nvvm.bar_warp_sync(m)
+    with current().at_end():
+        md.bar_warp_sync(m)
 
 
 def _barrier_operands(name, barrier_id, count, need_count):
@@ -144,12 +138,8 @@ def barrier_sync(barrier_id, count=None):
     ``count`` is a multiple of 32 (whole warps); without it, every thread of the block takes part.
     """
     bid, cnt = _barrier_operands("barrier_sync", barrier_id, count, False)
-    b = current()
-    with b.at_end():
-        if cnt is None:
-            b.mlir.nvvm.BarrierOp(barrierId=bid)
-        else:
-            b.mlir.nvvm.BarrierOp(barrierId=bid, numberOfThreads=cnt)
+    with current().at_end():
+        md.barrier_sync(bid, cnt)
 
 
 def barrier_arrive(barrier_id, count):
@@ -159,9 +149,8 @@ def barrier_arrive(barrier_id, count):
     matching ``barrier_sync(id, count)`` of the consumers.
     """
     bid, cnt = _barrier_operands("barrier_arrive", barrier_id, count, True)
-    b = current()
-    with b.at_end():
-        b.mlir.nvvm.BarrierArriveOp(cnt, barrierId=bid)
+    with current().at_end():
+        md.barrier_arrive(bid, cnt)
 
 
 # -- shuffles ---------------------------------------------------------------------------------------
@@ -177,10 +166,9 @@ def _check_width(width, name):
 def _shfl32(kind, value, lane, mask, clamp):
     """One ``shfl.sync.<kind>.b32`` of an i32 or f32 MLIR value."""
     b = current()
-    nvvm = b.mlir.nvvm
     c = b.const(clamp, 32)
     with b.at_end():
-        return nvvm.ShflOp(mask, value, lane, c, getattr(nvvm.ShflKind, kind), results=[value.type]).result
+        return md.shfl_sync(kind, value, lane, c, mask).res
 
 
 def _shuffle(kind, value, lane, mask, width, name):
@@ -285,11 +273,10 @@ def shuffle_elect(mask=None):
     """
     b = current()
     m = active_mask().ir if mask is None else _mask_value(mask, "shuffle_elect: mask")
-    nvvm, llvm, arith = b.mlir.nvvm, b.mlir.llvm, b.mlir.arith
-    i32 = b.int_type(32)
+    llvm, arith = b.mlir.llvm, b.mlir.arith
     with b.at_end():
-        lane = nvvm.read_ptx_sreg_laneid(results=[i32])
-        first = llvm.intr_cttz(m, True, results=[i32])
+        lane = md.read_sreg("laneid").value
+        first = llvm.intr_cttz(m, True, results=[b.int_type(32)])
     leader = _shfl32("idx", lane, first, m, WARP_SIZE - 1)
     with b.at_end():
         return TracedBool(arith.CmpIOp(arith.CmpIPredicate.eq, lane, leader).result)
@@ -298,11 +285,8 @@ def shuffle_elect(mask=None):
 def _vote(kind, pred, mask, name):
     p = _predicate(pred, f"{name}: the predicate")
     m = _mask_value(mask, f"{name}: mask")
-    b = current()
-    nvvm = b.mlir.nvvm
-    rtype = b.int_type(32 if kind == "ballot" else 1)
-    with b.at_end():
-        return nvvm.VoteSyncOp(m, p, getattr(nvvm.VoteSyncKind, kind), results=[rtype]).result
+    with current().at_end():
+        return md.vote_sync(kind, p, m).res
 
 
 def vote_any(pred, mask=FULL_MASK):
@@ -327,15 +311,14 @@ def vote_ballot(pred, mask=FULL_MASK):
 
 def active_mask():
     """``activemask.b32``: an Int32 with a bit set for each lane of the warp executing it now."""
-    b = current()
-    op = _inline(b.int_type(32), [], "activemask.b32 $0;", "=r")
-    return TracedInt(op.result, 32, False)
+    with current().at_end():
+        return TracedInt(md.activemask().mask, 32, False)
 
 
 # -- register reallocation -----------------------------------------------------------------------
 
 
-_NREG_ACTIONS = {"inc": "increase", "dec": "decrease"}
+_NREG_ACTIONS = ("inc", "dec")
 
 
 def set_max_nreg(n, action):
@@ -350,10 +333,8 @@ def set_max_nreg(n, action):
     n = _static_int(n, "set_max_nreg: the register count", "a multiple of 8 in 24..256")
     if not 24 <= n <= 256 or n % 8:
         raise TraceError(locate(f"set_max_nreg: the register count must be a multiple of 8 in 24..256, got {n}"))
-    b = current()
-    nvvm = b.mlir.nvvm
-    with b.at_end():
-        nvvm.SetMaxRegisterOp(n, getattr(nvvm.SetMaxRegisterAction, _NREG_ACTIONS[action]))
+    with current().at_end():
+        md.setmaxnreg(action, n)
 
 
 # -- vector global loads and stores ---------------------------------------------------------------
@@ -365,14 +346,15 @@ def _check_bits(bits, name):
     return bits
 
 
-def _cache_suffix(cache, allowed, name):
+def _cache_modifier(cache, allowed, name):
+    """The cache operator named by ``cache`` (``"cg"`` or ``".cg"``), or None."""
     if cache is None:
-        return ""
+        return None
     c = cache[1:] if isinstance(cache, str) and cache.startswith(".") else cache
     if c not in allowed:
         raise TraceError(locate(f"{name}: cache modifier must be one of {', '.join(allowed)} (or None), "
                                 f"got {cache!r}"))
-    return "." + c
+    return c
 
 
 def _global_address(ptr, bits, index, name):
@@ -433,10 +415,6 @@ def _word(w, name, i):
     raise TraceError(locate(f"{name}: word {i} must be an int, a traced Int32 or a Float32, got {w!r}"))
 
 
-def _vec(n):
-    return "" if n == 1 else f".v{n}"
-
-
 def ldg(ptr, bits, cache=None, *, index=0):
     """``ld.global{.cache}{.vN}.b32``: load ``bits`` (32, 64, 128 or 256) bits from global memory at ``ptr``
     plus ``index`` accesses of ``bits // 8`` bytes; a tuple of ``bits // 32`` traced Int32 words.
@@ -450,23 +428,11 @@ def ldg(ptr, bits, cache=None, *, index=0):
     """
     name = f"ldg{bits}" if _is_int(bits) and bits in ACCESS_BITS else "ldg"
     bits = _check_bits(bits, name)
-    cop = _cache_suffix(cache, LOAD_CACHE_MODIFIERS, name)
+    cop = _cache_modifier(cache, LOAD_CACHE_MODIFIERS, name)
     addr = _global_address(ptr, bits, index, name)
-    n = bits // 32
-    if n == 8:
-        lines = [f"ld.global{cop}.v4.b32 {{$0, $1, $2, $3}}, [$8];",
-                 f"ld.global{cop}.v4.b32 {{$4, $5, $6, $7}}, [$8+16];"]
-    else:
-        outs = ", ".join(f"${i}" for i in range(n))
-        lines = [f"ld.global{cop}{_vec(n)}.b32 {outs if n == 1 else '{' + outs + '}'}, [${n}];"]
-    b = current()
-    i32 = b.int_type(32)
-    rtype = i32 if n == 1 else b.ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
-    op = _inline(rtype, [addr], "\n\t".join(lines), ",".join(["=r"] * n + ["l", "~{memory}"]))
-    if n == 1:
-        return (TracedInt(op.result, 32, False),)
-    with b.at_end():
-        return tuple(TracedInt(b.mlir.llvm.ExtractValueOp(i32, op.result, [i]).result, 32, False) for i in range(n))
+    with current().at_end():
+        words = md.ld_global(addr, bits, cop).words
+    return tuple(TracedInt(w, 32, False) for w in words)
 
 
 def stg(ptr, words, cache=None, *, index=0):
@@ -487,17 +453,11 @@ def stg(ptr, words, cache=None, *, index=0):
     if bits not in ACCESS_BITS:
         raise TraceError(locate(f"stg stores 1, 2, 4 or 8 words of 32 bits (an access of {ACCESS_BITS} bits), "
                                 f"got {len(words)} words"))
-    cop = _cache_suffix(cache, STORE_CACHE_MODIFIERS, name)
+    cop = _cache_modifier(cache, STORE_CACHE_MODIFIERS, name)
     vals = [_word(w, name, i) for i, w in enumerate(words)]
     addr = _global_address(ptr, bits, index, name)
-    n = len(vals)
-    if n == 8:
-        lines = [f"st.global{cop}.v4.b32 [$0], {{$1, $2, $3, $4}};",
-                 f"st.global{cop}.v4.b32 [$0+16], {{$5, $6, $7, $8}};"]
-    else:
-        ins = ", ".join(f"${i + 1}" for i in range(n))
-        lines = [f"st.global{cop}{_vec(n)}.b32 [$0], {ins if n == 1 else '{' + ins + '}'};"]
-    _inline(None, [addr] + vals, "\n\t".join(lines), ",".join(["l"] + ["r"] * n + ["~{memory}"]))
+    with current().at_end():
+        md.st_global(addr, vals, cop)
 
 
 def _sized_ldg(bits):

@@ -67,8 +67,8 @@ def test_warp_idx_of_a_two_dimensional_block_counts_the_rows(filecheck):
     # block (16, 8): the thread (x, y) is the linear thread x + 16 * y, in warp (x + 16 * y) // 32
     c = _ptx(arch.warp_idx, block=(16, 8), cluster=(1, 1, 1), grid=1)
     body = c.mlir.split("attributes {nvvm.kernel}", 1)[1]
-    filecheck(body, ["CHECK-DAG: %[[X:.*]] = nvvm.read.ptx.sreg.tid.x",
-                     "CHECK-DAG: %[[Y:.*]] = nvvm.read.ptx.sreg.tid.y",
+    filecheck(body, ['CHECK-DAG: %[[X:.*]] = "cute_nvgpu.read_sreg"() {sreg = "tid.x"}',
+                     'CHECK-DAG: %[[Y:.*]] = "cute_nvgpu.read_sreg"() {sreg = "tid.y"}',
                      "CHECK-DAG: %[[S:.*]] = arith.constant 16 : i32",
                      "CHECK: %[[YS:.*]] = arith.muli %[[Y]], %[[S]]",
                      "CHECK: %[[L:.*]] = arith.addi %[[X]], %[[YS]]",

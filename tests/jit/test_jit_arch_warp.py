@@ -279,9 +279,11 @@ def test_ldg_stg_addresses_static_offsets_and_per_thread_indices(filecheck):
         "CHECK: add.s64 [[P:%rd[0-9]+]], [[OUT]], 12;",
         "CHECK: st.global.b32 [[[P]]], {{%r[0-9]+}};",
     ])
-    mlir = c.mlir
-    assert "llvm.inline_asm has_side_effects" in mlir
-    assert re.search(r'"ld.global.v4.b32 \{\$0, \$1, \$2, \$3\}, \[\$4\];", "=r,=r,=r,=r,l,~\{memory\}"', mlir)
+    mlir = c.mlir  # as traced: cute_nvgpu ops, lowered to PTX only by the pipeline
+    assert "llvm.inline_asm" not in mlir
+    assert re.search(r'%\w+:4 = "cute_nvgpu.ld_global"\(%\w+\) \{bits = 128 : i32, cache = ""', mlir)
+    assert re.search(r'"cute_nvgpu.st_global"\(%\w+(, %\w+#[0-3]){4}\) \{cache = "cs"', mlir)
+    assert re.search(r'"cute_nvgpu.st_global"\(%\w+, %c-1_i32\) \{cache = ""', mlir)
 
 
 # -- cp.async and cluster mbarrier arrivals -----------------------------------------------------------------
@@ -336,6 +338,14 @@ def test_a_kernel_using_every_builtin_assembles(assemble):
     c = compile_kernel(k, cute.jit.Float32(2.0), n=4096)
     cubin = assemble(c.ptx)
     assert len(cubin) > 0
+    # traced, the builtins are cute_nvgpu ops; the only NVVM ops left are arch's thread and lane index reads
+    body = c.mlir.split("nvvm.kernel", 1)[1]
+    assert "llvm.inline_asm" not in body
+    assert set(re.findall(r"\bnvvm\.[\w.]+", body)) <= {f"nvvm.read.ptx.sreg.{r}" for r in ("tid.x", "tid.y", "tid.z",
+                                                                                           "laneid")}
+    for op in ("ld_global", "st_global", "shfl_sync", "vote_sync", "activemask", "read_sreg", "bar_warp_sync",
+               "barrier_sync", "elect_sync", "cp_async_mbarrier_arrive"):
+        assert f'"cute_nvgpu.{op}"' in body, op
 
 
 # -- argument rules: one error each, at the kernel's line -------------------------------------------------

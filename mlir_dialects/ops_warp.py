@@ -1,0 +1,469 @@
+"""Warps and warp groups: warp and named barriers, shuffles, votes, the active mask, register
+reallocation, special registers, and vector loads/stores of 32-bit words in global memory.
+
+Lane masks are i32 values with bit ``i`` for lane ``i``; the ``*.sync`` instructions must be
+executed by every lane their mask names.
+"""
+
+from typing import Any, Optional, Sequence
+
+from ._backend import ext, ir, llvm, nvvm
+from .dialect import CuteOp, i32_attr, str_attr
+from .errors import OperandTypeError
+from .lowering import finish, inline_ptx, lowers
+from .types import AddressSpace, constant_int_of
+
+__all__ = [
+    "BarWarpSyncOp",
+    "BarrierSyncOp",
+    "BarrierArriveOp",
+    "ShflSyncOp",
+    "VoteSyncOp",
+    "ActiveMaskOp",
+    "SetMaxNregOp",
+    "ReadSregOp",
+    "LdGlobalOp",
+    "StGlobalOp",
+    "bar_warp_sync",
+    "barrier_sync",
+    "barrier_arrive",
+    "shfl_sync",
+    "vote_sync",
+    "activemask",
+    "setmaxnreg",
+    "read_sreg",
+    "ld_global",
+    "st_global",
+    "WARP_SIZE",
+    "NAMED_BARRIERS",
+    "SHFL_KINDS",
+    "VOTE_KINDS",
+    "SETMAXNREG_ACTIONS",
+    "SREGS",
+    "GLOBAL_ACCESS_BITS",
+    "LD_GLOBAL_CACHE",
+    "ST_GLOBAL_CACHE",
+]
+
+WARP_SIZE = 32
+NAMED_BARRIERS = 16  # bar.sync / bar.arrive ids 0..15
+MAX_BLOCK_THREADS = 1024
+SHFL_KINDS = ("idx", "up", "down", "bfly")
+SHFL_C_BITS = 0x1F1F  # c: segment mask in bits 8..12, clamp lane in bits 0..4
+VOTE_KINDS = ("any", "all", "uni", "ballot")
+SETMAXNREG_ACTIONS = {"inc": "increase", "dec": "decrease"}
+SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256
+SREGS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid", "clusterid", "nclusterid", "cluster_ctaid",
+                                   "cluster_nctaid") for d in "xyz") + (
+    "laneid", "warpid", "nwarpid", "smid", "nsmid", "cluster_ctarank", "cluster_nctarank",
+    "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt")
+GLOBAL_ACCESS_BITS = (32, 64, 128, 256)
+LD_GLOBAL_CACHE = ("ca", "cg", "cs", "lu", "cv", "nc")  # "" (no modifier) is also accepted
+ST_GLOBAL_CACHE = ("wb", "cg", "cs", "wt")
+I1, I32 = ir.IntegerType[1], ir.IntegerType[32]
+
+
+class _WarpOp(CuteOp):
+    """Rules shared by the ops of this module."""
+
+    def check_mask(self):
+        self.expect_int("mask", self.mask, 32)
+        if constant_int_of(self.mask) == 0:
+            self.fail("lane-mask-empty", "the lane mask names no lane (0): a mask needs at least one lane")
+
+    def check_choice(self, rule, what, value, allowed):
+        if value not in allowed:
+            self.fail(rule, f"{what} must be one of {', '.join(allowed)}, got {value!r}")
+
+    def check_cache(self, rule, allowed):
+        cache = self.str_attr("cache")
+        if cache and cache not in allowed:
+            self.fail(rule, f"cache modifier must be one of {', '.join(allowed)} (or none), got {cache!r}")
+        return cache
+
+
+# -- barriers -------------------------------------------------------------------------------
+
+
+class BarWarpSyncOp(_WarpOp, name="bar_warp_sync"):
+    """Wait until every lane of ``mask`` has reached this barrier, and order their memory accesses.
+
+    PTX: bar.warp.sync membermask;
+    """
+
+    mask: ext.Operand[I32]
+
+    def verify_rules(self):
+        self.check_mask()
+
+
+class _NamedBarrierOp(_WarpOp):
+    def check_barrier(self, count):
+        self.expect_int("id", self.barrier_id, 32)
+        n = constant_int_of(self.barrier_id)
+        if n is not None and not 0 <= n < NAMED_BARRIERS:
+            self.fail("barrier-id-range", f"the barrier id must lie in [0, {NAMED_BARRIERS}) (the hardware has "
+                                          f"{NAMED_BARRIERS} named barriers per CTA), got {n}")
+        if count is None:
+            return
+        self.expect_int("count", count, 32)
+        n = constant_int_of(count)
+        if n is not None and (n <= 0 or n % WARP_SIZE or n > MAX_BLOCK_THREADS):
+            self.fail("barrier-count", f"the thread count must be a positive multiple of the warp size ({WARP_SIZE}) "
+                                       f"of at most {MAX_BLOCK_THREADS}, got {n}")
+
+
+class BarrierSyncOp(_NamedBarrierOp, name="barrier_sync"):
+    """Wait on named barrier ``barrier_id`` (0..15) until ``count`` threads (whole warps; default: all) arrived.
+
+    PTX: bar.sync id{, count};
+    """
+
+    barrier_id: ext.Operand[I32]
+    count: Optional[ext.Operand[I32]] = None
+
+    def verify_rules(self):
+        self.check_barrier(self.count)
+
+
+class BarrierArriveOp(_NamedBarrierOp, name="barrier_arrive"):
+    """Arrive on named barrier ``barrier_id`` (0..15) that waits for ``count`` threads, without waiting.
+
+    PTX: bar.arrive id, count;
+    """
+
+    barrier_id: ext.Operand[I32]
+    count: ext.Operand[I32]
+
+    def verify_rules(self):
+        self.check_barrier(self.count)
+
+
+# -- shuffles, votes, the active mask -----------------------------------------------------------
+
+
+def _is_b32(t):
+    return isinstance(t, ir.F32Type) or (isinstance(t, ir.IntegerType) and t.width == 32)
+
+
+class ShflSyncOp(_WarpOp, name="shfl_sync"):
+    """Read the 32-bit ``value`` of another lane: lane ``lane`` (idx), ``lane_id -/+ lane`` (up/down) or
+    ``lane_id ^ lane`` (bfly), within the segments and clamp that ``clamp`` (PTX's ``c``) packs; the optional
+    i1 ``in_range`` tells whether the source lane was in range.
+
+    PTX: shfl.sync.{idx,up,down,bfly}.b32 d{|p}, a, b, c, membermask;
+    """
+
+    kind: ir.StringAttr
+    value: ext.Operand[Any]
+    lane: ext.Operand[I32]
+    clamp: ext.Operand[I32]
+    mask: ext.Operand[I32]
+    res: ext.Result[Any]
+    in_range: Optional[ext.Result[I1]] = None
+
+    def verify_rules(self):
+        self.check_choice("shfl-kind", "the shuffle mode", self.str_attr("kind"), SHFL_KINDS)
+        if not _is_b32(self.value.type):
+            self.fail("shfl-value-type", f"shfl.sync moves 32-bit values (i32 or f32), got {self.value.type}",
+                      OperandTypeError)
+        if self.res.type != self.value.type:
+            self.fail("shfl-result-type", f"the result has the value's type {self.value.type}, got {self.res.type}")
+        self.expect_int("lane", self.lane, 32)
+        n = constant_int_of(self.lane)
+        if n is not None and not 0 <= n < WARP_SIZE:
+            self.fail("shfl-lane-range", f"the source lane (or offset) must lie in [0, {WARP_SIZE}), got {n}")
+        self.expect_int("clamp", self.clamp, 32)
+        c = constant_int_of(self.clamp)
+        if c is not None and c & ~SHFL_C_BITS:
+            self.fail("shfl-clamp", f"c packs the segment mask (bits 8..12) and the clamp lane (bits 0..4), "
+                                    f"got {c:#x}")
+        self.check_mask()
+
+
+class VoteSyncOp(_WarpOp, name="vote_sync"):
+    """Vote on ``pred`` across the lanes of ``mask``: any / all / uni give an i1, ballot an i32 of the lanes' bits.
+
+    PTX: vote.sync.{any,all,uni}.pred d, p, membermask | vote.sync.ballot.b32 d, p, membermask;
+    """
+
+    kind: ir.StringAttr
+    pred: ext.Operand[I1]
+    mask: ext.Operand[I32]
+    res: ext.Result[Any]
+
+    def verify_rules(self):
+        kind = self.str_attr("kind")
+        self.check_choice("vote-kind", "the vote mode", kind, VOTE_KINDS)
+        self.expect_int("pred", self.pred, 1)
+        self.check_mask()
+        want = 32 if kind == "ballot" else 1
+        t = self.res.type
+        if not (isinstance(t, ir.IntegerType) and t.width == want):
+            self.fail("vote-result-type", f"vote.sync.{kind} gives an i{want}, got {t}")
+
+
+class ActiveMaskOp(_WarpOp, name="activemask"):
+    """The i32 mask of the lanes of the warp executing this instruction now.
+
+    PTX: activemask.b32 d;
+    """
+
+    mask: ext.Result[I32] = ext.infer_result()
+
+
+# -- registers --------------------------------------------------------------------------------
+
+
+class SetMaxNregOp(_WarpOp, name="setmaxnreg"):
+    """Raise (``inc``) or lower (``dec``) the per-thread register budget of the warp group to ``count``
+    (a multiple of 8 in 24..256); every warp of the warp group executes the same instruction (sm_90a).
+
+    PTX: setmaxnreg.{inc,dec}.sync.aligned.u32 count;
+    """
+
+    action: ir.StringAttr
+    count: ir.IntegerAttr
+
+    def verify_rules(self):
+        action = self.str_attr("action")
+        if action not in SETMAXNREG_ACTIONS:
+            self.fail("setmaxnreg-action", f"action must be 'inc' or 'dec', got {action!r}")
+        n = self.int_attr("count")
+        if not SETMAXNREG_MIN <= n <= SETMAXNREG_MAX or n % 8:
+            self.fail("setmaxnreg-count", f"the register count must be a multiple of 8 in "
+                                          f"{SETMAXNREG_MIN}..{SETMAXNREG_MAX}, got {n}")
+
+
+class ReadSregOp(_WarpOp, name="read_sreg"):
+    """Read a 32-bit special register (``tid.x``, ``laneid``, ``cluster_ctarank``...; see ``SREGS``).
+
+    PTX: mov.u32 d, %sreg;
+    """
+
+    sreg: ir.StringAttr
+    value: ext.Result[I32] = ext.infer_result()
+
+    def verify_rules(self):
+        name = self.str_attr("sreg")
+        if name not in SREGS:
+            self.fail("sreg-name", f"no 32-bit special register %{name} (known: {', '.join(SREGS)})")
+
+
+# -- vector global loads and stores -----------------------------------------------------------
+
+
+class LdGlobalOp(_WarpOp, name="ld_global"):
+    """Load ``bits`` (32, 64, 128 or 256) bits of global memory at ``addr`` as ``bits // 32`` i32 words; 256 bits
+    are two 128-bit loads, at ``addr`` and 16 bytes after it. ``cache`` is empty or a cache operator (``nc``: the
+    read-only path).
+
+    PTX: ld.global{.ca,.cg,.cs,.lu,.cv,.nc}{.v2,.v4}.b32 d, [addr];
+    """
+
+    addr: ext.Operand[llvm.PointerType]
+    bits: ir.IntegerAttr
+    cache: ir.StringAttr
+    words: Sequence[ext.Result[I32]]
+
+    def verify_rules(self):
+        self.expect_space("addr", self.addr, AddressSpace.GLOBAL)
+        bits = self.int_attr("bits")
+        if bits not in GLOBAL_ACCESS_BITS:
+            self.fail("ld-global-bits", f"the access width must be one of {GLOBAL_ACCESS_BITS} bits, got {bits}")
+        n = len(self.operation.results)
+        if n != bits // 32:
+            self.fail("ld-global-words", f"a {bits}-bit load gives {bits // 32} words of 32 bits, got {n} results")
+        self.check_cache("ld-global-cache", LD_GLOBAL_CACHE)
+
+
+class StGlobalOp(_WarpOp, name="st_global"):
+    """Store 1, 2, 4 or 8 i32 ``words`` to global memory at ``addr``; 8 words are two 128-bit stores, at ``addr``
+    and 16 bytes after it. ``cache`` is empty or a cache operator.
+
+    PTX: st.global{.wb,.cg,.cs,.wt}{.v2,.v4}.b32 [addr], a;
+    """
+
+    addr: ext.Operand[llvm.PointerType]
+    words: Sequence[ext.Operand[I32]]
+    cache: ir.StringAttr
+
+    def verify_rules(self):
+        self.expect_space("addr", self.addr, AddressSpace.GLOBAL)
+        n = len(self.words)
+        if n not in (1, 2, 4, 8):
+            self.fail("st-global-words", f"st.global stores 1, 2, 4 or 8 words of 32 bits, got {n} words")
+        for w in self.words:
+            self.expect_int("word", w, 32)
+        self.check_cache("st-global-cache", ST_GLOBAL_CACHE)
+
+
+# -- builders ------------------------------------------------------------------------------
+
+
+def bar_warp_sync(mask):
+    """Build ``cute_nvgpu.bar_warp_sync`` (``mask``: an i32 lane mask)."""
+    return BarWarpSyncOp.build(mask)
+
+
+def barrier_sync(barrier_id, count=None):
+    """Build ``cute_nvgpu.barrier_sync`` (i32 ``barrier_id``; optional i32 thread ``count``)."""
+    return BarrierSyncOp.build(barrier_id, count=count)
+
+
+def barrier_arrive(barrier_id, count):
+    """Build ``cute_nvgpu.barrier_arrive`` (i32 ``barrier_id`` and thread ``count``)."""
+    return BarrierArriveOp.build(barrier_id, count)
+
+
+def shfl_sync(kind, value, lane, clamp, mask, *, with_pred=False):
+    """Build ``cute_nvgpu.shfl_sync``; its ``res`` has ``value``'s type, ``in_range`` (with ``with_pred``) is an i1."""
+    pred = ir.IntegerType.get_signless(1) if with_pred else None
+    return ShflSyncOp.build(str_attr(kind), value, lane, clamp, mask, value.type, in_range=pred)
+
+
+def vote_sync(kind, pred, mask):
+    """Build ``cute_nvgpu.vote_sync``; its ``res`` is an i32 for ``ballot``, an i1 otherwise."""
+    rtype = ir.IntegerType.get_signless(32 if kind == "ballot" else 1)
+    return VoteSyncOp.build(str_attr(kind), pred, mask, rtype)
+
+
+def activemask():
+    """Build ``cute_nvgpu.activemask``; the op's ``mask`` is an i32."""
+    return ActiveMaskOp.build()
+
+
+def setmaxnreg(action, count):
+    """Build ``cute_nvgpu.setmaxnreg`` (``action``: ``"inc"`` or ``"dec"``)."""
+    return SetMaxNregOp.build(str_attr(action), i32_attr(count))
+
+
+def read_sreg(name):
+    """Build ``cute_nvgpu.read_sreg`` of special register ``name`` (without ``%``); the op's ``value`` is an i32."""
+    return ReadSregOp.build(str_attr(name))
+
+
+def ld_global(addr, bits, cache=None):
+    """Build ``cute_nvgpu.ld_global``; the op's ``words`` are ``bits // 32`` i32 results."""
+    i32 = ir.IntegerType.get_signless(32)
+    n = bits // 32 if type(bits) is int and bits > 0 else 1
+    return LdGlobalOp.build(addr, i32_attr(bits), str_attr(cache or ""), [i32] * n)
+
+
+def st_global(addr, words, cache=None):
+    """Build ``cute_nvgpu.st_global`` of the i32 ``words``."""
+    return StGlobalOp.build(addr, list(words), str_attr(cache or ""))
+
+
+# -- lowering ------------------------------------------------------------------------------
+
+
+@lowers(BarWarpSyncOp)
+def lower_bar_warp_sync(op, rewriter):
+    with rewriter.ip:
+        nvvm.bar_warp_sync(op.mask)
+    finish(op, rewriter)
+
+
+@lowers(BarrierSyncOp)
+def lower_barrier_sync(op, rewriter):
+    with rewriter.ip:
+        nvvm.BarrierOp(barrierId=op.barrier_id, numberOfThreads=op.count)
+    finish(op, rewriter)
+
+
+@lowers(BarrierArriveOp)
+def lower_barrier_arrive(op, rewriter):
+    with rewriter.ip:
+        nvvm.BarrierArriveOp(op.count, barrierId=op.barrier_id)
+    finish(op, rewriter)
+
+
+@lowers(ShflSyncOp)
+def lower_shfl_sync(op, rewriter):
+    kind = getattr(nvvm.ShflKind, op.str_attr("kind"))
+    vtype = op.value.type
+    with rewriter.ip:
+        if op.in_range is None:
+            res = nvvm.ShflOp(op.mask, op.value, op.lane, op.clamp, kind, results=[vtype]).result
+            finish(op, rewriter, res)
+            return
+        i1 = ir.IntegerType.get_signless(1)
+        pair = ir.Type.parse(f"!llvm.struct<({vtype}, i1)>")
+        both = nvvm.ShflOp(op.mask, op.value, op.lane, op.clamp, kind, return_value_and_is_valid=True,
+                           results=[pair]).result
+        res = llvm.ExtractValueOp(vtype, both, [0]).result
+        valid = llvm.ExtractValueOp(i1, both, [1]).result
+    finish(op, rewriter, res, valid)
+
+
+@lowers(VoteSyncOp)
+def lower_vote_sync(op, rewriter):
+    kind = getattr(nvvm.VoteSyncKind, op.str_attr("kind"))
+    with rewriter.ip:
+        res = nvvm.VoteSyncOp(op.mask, op.pred, kind, results=[op.res.type]).result
+    finish(op, rewriter, res)
+
+
+@lowers(ActiveMaskOp)
+def lower_activemask(op, rewriter):
+    with rewriter.ip:
+        mask = inline_ptx("activemask.b32 $0;", "=r", [], ir.IntegerType.get_signless(32)).result
+    finish(op, rewriter, mask)
+
+
+@lowers(SetMaxNregOp)
+def lower_setmaxnreg(op, rewriter):
+    action = getattr(nvvm.SetMaxRegisterAction, SETMAXNREG_ACTIONS[op.str_attr("action")])
+    with rewriter.ip:
+        nvvm.SetMaxRegisterOp(op.int_attr("count"), action)
+    finish(op, rewriter)
+
+
+@lowers(ReadSregOp)
+def lower_read_sreg(op, rewriter):
+    read = getattr(nvvm, "read_ptx_sreg_" + op.str_attr("sreg").replace(".", "_"))
+    with rewriter.ip:
+        value = read(results=[ir.IntegerType.get_signless(32)])
+    finish(op, rewriter, value)
+
+
+def _cop(op):
+    cache = op.str_attr("cache")
+    return f".{cache}" if cache else ""
+
+
+def _vec(n):
+    return "" if n == 1 else f".v{n}"
+
+
+@lowers(LdGlobalOp)
+def lower_ld_global(op, rewriter):
+    cop, n = _cop(op), len(op.operation.results)
+    if n == 8:
+        lines = [f"ld.global{cop}.v4.b32 {{$0, $1, $2, $3}}, [$8];",
+                 f"ld.global{cop}.v4.b32 {{$4, $5, $6, $7}}, [$8+16];"]
+    else:
+        outs = ", ".join(f"${i}" for i in range(n))
+        lines = [f"ld.global{cop}{_vec(n)}.b32 {outs if n == 1 else '{' + outs + '}'}, [${n}];"]
+    i32 = ir.IntegerType.get_signless(32)
+    rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
+    with rewriter.ip:
+        asm = inline_ptx("\n\t".join(lines), ",".join(["=r"] * n + ["l", "~{memory}"]), [op.addr], rtype).result
+        words = [asm] if n == 1 else [llvm.ExtractValueOp(i32, asm, [i]).result for i in range(n)]
+    finish(op, rewriter, *words)
+
+
+@lowers(StGlobalOp)
+def lower_st_global(op, rewriter):
+    cop, words = _cop(op), list(op.words)
+    n = len(words)
+    if n == 8:
+        lines = [f"st.global{cop}.v4.b32 [$0], {{$1, $2, $3, $4}};",
+                 f"st.global{cop}.v4.b32 [$0+16], {{$5, $6, $7, $8}};"]
+    else:
+        ins = ", ".join(f"${i + 1}" for i in range(n))
+        lines = [f"st.global{cop}{_vec(n)}.b32 [$0], {ins if n == 1 else '{' + ins + '}'};"]
+    with rewriter.ip:
+        inline_ptx("\n\t".join(lines), ",".join(["l"] + ["r"] * n + ["~{memory}"]), [op.addr] + words)
+    finish(op, rewriter)
