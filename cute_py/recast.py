@@ -110,7 +110,8 @@ def upcast_exactness(layout, n):
     stride 1 and an extent divisible by ``n`` and every other stride is a multiple of ``n``; the
     per-mode division then maps it onto those units.  Structural: O(rank log rank), whatever the size.
     A composed layout is judged by its outer layout (and its offset); run-time extents or strides are
-    assumed to fit, as CuTe assumes.
+    assumed to fit, as CuTe assumes. The judgement is sound, not complete: ``None`` means exact; a layout
+    whose modes overlap (``(2,3):(1,1)``) may get a reason although its cover happens to be exact.
     """
     n = _need_positive(n, "upcast_exactness")
     if n == 1:
