@@ -685,6 +685,8 @@ def _crd2idx_layout(coord, layout):
     # crd2idx(coord, layout) is layout(coord), whatever the kind of layout; a tensor's layout is evaluated
     layout = getattr(layout, "layout", layout)
     if getattr(layout, "__cute_map_outer__", None) is None:
+        if type(layout).__name__ != "Layout":
+            raise CuteTypeError(f"crd2idx needs a layout, a tensor or a shape, got {short_repr(layout)}")
         try:  # a plain layout: its shape and stride
             return crd2idx(coord, layout.shape, layout.stride)
         except RecursionError:

@@ -210,7 +210,7 @@ class KernelBuilder:
         self.scope.open = False  # values of this kernel cannot be used by another one
 
 
-def pointer_value(ptr, what="pointer"):
+def pointer_value(ptr, what="pointer", peer=False):
     """The MLIR value of a cute_py ``Pointer`` in the kernel being traced.
 
     Shared-memory pointers are static byte offsets into the kernel's dynamic shared memory;
@@ -238,6 +238,10 @@ def pointer_value(ptr, what="pointer"):
         static = ptr.base
     else:
         static = 0
+    if ptr.memspace is AddressSpace.dsmem and not peer:
+        # its value is this CTA's offset; only the DSMEM store maps it to the peer (mapa) where it uses it
+        raise TraceError(locate(f"{what} {ptr!r} addresses a peer CTA's shared memory: only a CopyDsmemStoreOp copy "
+                                f"(st.async) writes through it"))
     if ptr.memspace in (AddressSpace.smem, AddressSpace.dsmem):  # a dsmem pointer: this CTA's offset (see peer)
         if ptr.address is None:
             from .values import as_value

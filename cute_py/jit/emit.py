@@ -251,7 +251,7 @@ def _dsmem_store(b, op, dst, value, mbar, cta_id):
     """``st.async`` of ``value`` (an MLIR value of 32, 64 or 128 bits) to ``dst`` (this CTA's address of the
     element) in CTA ``cta_id``, completing its bytes on that CTA's ``mbar``."""
     check_mbarrier_pointer(mbar, "copy: mbar_ptr", peer=True)
-    d, bar = pointer_value(dst, "the peer's shared-memory tile"), pointer_value(mbar, "mbar_ptr")
+    d, bar = pointer_value(dst, "the peer's shared-memory tile", peer=True), pointer_value(mbar, "mbar_ptr", peer=True)
     rank = as_value(cta_id, 32)
     with b.at_end():
         md.dsmem_store(d, value, bar, rank)

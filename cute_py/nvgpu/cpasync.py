@@ -21,7 +21,7 @@ from ..algebra import composition
 from ..recast import recast_exactness
 from ..pointer import AddressSpace, Pointer
 from ..tensor import CoordEngine, Tensor, domain_offset
-from . import device_ops
+from . import copy_ops, device_ops
 from .copy_ops import (  # noqa: F401  (re-exported: the ops are part of this module's API)
     CopyBulkTensorTileG2SMulticastOp,
     CopyBulkTensorTileG2SOp,
@@ -60,20 +60,11 @@ from .tma import TmaDescriptor, TmaError, TmaSwizzle, tma_swizzle_of
 from .tma_box import construct_tma_gbasis, make_tma_desc, tile_extents
 from .tma_smem import check_same_tile, check_smem_instructions, check_store_targets, value_layout
 
-__all__ = [
-    "LoadCacheMode",
-    "ReductionOp",
-    "CopyG2SOp",
-    "CopyBulkTensorTileG2SOp",
-    "CopyBulkTensorTileG2SMulticastOp",
-    "CopyBulkTensorTileS2GOp",
-    "CopyReduceBulkTensorTileS2GOp",
-    "CopyDsmemStoreOp",
+__all__ = [n for n in copy_ops.__all__ if n not in ("TmaOp", "COPY_OP_CLASSES")] + [
     "TmaCopyAtom",
     "make_tiled_tma_atom",
     "tma_partition",
     "create_tma_multicast_mask",
-    "is_tma_op",
     "TmaDescriptor",
     "TmaError",
     "TmaSwizzle",

@@ -45,6 +45,10 @@ def dsmem_kernel(g, case, bits):
         arch.map_dsmem_ptr(bar, 16)
     elif case == "gmem_map":
         arch.map_dsmem_ptr(g.engine, 1)
+    elif case == "plain_store":
+        remote[tid] = 1.0
+    elif case == "plain_load":
+        g[tid] = remote[tid]
 
 
 @cute.jit
@@ -71,6 +75,9 @@ def test_each_store_width_is_one_st_async(dtype, bits, suffix, count):
     ("strided_dst", "cute.copy(atom, frag, strided", "are not adjacent: a 16-byte st.async"),
     ("bad_rank", "arch.map_dsmem_ptr(bar, 16)", "a CTA rank in a cluster is in 0..15, got 16"),
     ("gmem_map", "arch.map_dsmem_ptr(g.engine, 1)", "map_dsmem_ptr maps a shared-memory pointer of this CTA"),
+    # a peer pointer's value is this CTA's offset: a plain access through it would touch this CTA's memory
+    ("plain_store", "remote[tid] = 1.0", "tensor store: loads and stores go to shared or global memory, got dsmem_ptr"),
+    ("plain_load", "g[tid] = remote[tid]", "tensor load: loads and stores go to shared or global memory, got dsmem_ptr"),
 ])
 def test_dsmem_store_misuse_is_an_error_at_its_line(case, line, fragment):
     with pytest.raises(cute.CuteError) as e:
