@@ -18,10 +18,10 @@ from _copy_common import _err
 
 def _new_process_compile(cache_dir):
     code = (
-        "import time, os; t0 = time.perf_counter(); import cute_py as cute; from cute_py.jit.examples import tma_copy; "
-        "a = cute.jit.DeviceArraySpec('Float32', (4096, 4096)); t1 = time.perf_counter(); "
+        "import time, os; t0 = time.perf_counter(); import cute_py as cute; from examples import tma_copy; "
+        "a = cute.compiler.DeviceArraySpec('Float32', (4096, 4096)); t1 = time.perf_counter(); "
         "c = cute.compile(tma_copy, a, a, (128, 64), 'none'); t2 = time.perf_counter(); "
-        "print(f'{(t2 - t1) * 1e3:.2f} {(t2 - t0) * 1e3:.2f} {cute.jit.stats}')"
+        "print(f'{(t2 - t1) * 1e3:.2f} {(t2 - t0) * 1e3:.2f} {cute.compiler.stats}')"
     )
     env = dict(os.environ, CUTE_PY_CACHE_DIR=cache_dir, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
@@ -35,14 +35,14 @@ def compile_latency(out):
     os.environ["CUTE_PY_CACHE_DIR"] = cache
     t0 = time.perf_counter()
     import cute_py as cute
-    from cute_py.jit.examples import tma_copy
+    from examples import tma_copy
 
-    a = cute.jit.DeviceArraySpec("Float32", (4096, 4096))
+    a = cute.compiler.DeviceArraySpec("Float32", (4096, 4096))
     t1 = time.perf_counter()
     cute.compile(tma_copy, a, a, (128, 64), "none")
     cold = (time.perf_counter() - t1) * 1e3
     os.environ["CUTE_PY_CACHE_DIR"] = ""
-    b = cute.jit.DeviceArraySpec("BFloat16", (4096, 4096))
+    b = cute.compiler.DeviceArraySpec("BFloat16", (4096, 4096))
     t2 = time.perf_counter()
     cute.compile(tma_copy, b, b, (128, 64), "128B")
     second = (time.perf_counter() - t2) * 1e3

@@ -34,8 +34,8 @@ def launch_overhead(out):
     import torch
 
     import cute_py as cute
-    from cute_py.jit import launch as L
-    from cute_py.jit.examples import tma_copy
+    from cute_py.compiler.runtime import launch as L
+    from examples import tma_copy
 
     src = torch.rand((128, 64), device="cuda")
     dst = torch.empty_like(src)

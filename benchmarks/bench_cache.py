@@ -24,20 +24,21 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 _COMPILE = r"""
 import json, time
 import cute_py as cute
-from cute_py.jit.examples import tma_copy
-a = cute.jit.DeviceArraySpec("Float32", (256, 512))
+from examples import tma_copy
+a = cute.compiler.DeviceArraySpec("Float32", (256, 512))
 t = time.perf_counter()
 cute.compile(tma_copy, a, a, (128, 64), "none")
-print(json.dumps({"ms": 1e3 * (time.perf_counter() - t), **cute.jit.stats}))
+print(json.dumps({"ms": 1e3 * (time.perf_counter() - t), **cute.compiler.stats}))
 """
 
 _PARTS = r"""
 import importlib, json, time
 import cute_py as cute
-from cute_py.jit.examples import tma_copy
-from cute_py.jit import cache, deps
-K = importlib.import_module("cute_py.jit.kernel")
-a = cute.jit.DeviceArraySpec("Float32", (256, 512))
+from examples import tma_copy
+from cute_py.compiler.runtime import cache
+from cute_py.compiler.runtime import deps
+K = importlib.import_module("cute_py.compiler.frontend.kernel")
+a = cute.compiler.DeviceArraySpec("Float32", (256, 512))
 T = time.perf_counter
 t = [T()]
 host, key, sources = tma_copy._convert((a, a, (128, 64), "none")); t.append(T())

@@ -93,7 +93,7 @@ def _smem(compiled):
 
 def bandwidth(bench):
     import cute_py as cute
-    from cute_py.jit.examples import tma_copy
+    from examples import tma_copy
 
     torch, out = bench.torch, bench.out
     for name, tile, sw, *cols in (KERNEL1_QUICK if bench.quick else KERNEL1):
@@ -111,7 +111,7 @@ def bandwidth(bench):
 
 def pipelined(bench):
     import cute_py as cute
-    from cute_py.jit.examples import tma_copy_pipelined
+    from examples import tma_copy_pipelined
 
     torch, out = bench.torch, bench.out
     best = {}
@@ -227,13 +227,13 @@ def cp_async_bandwidth(bench):
     torch, out = bench.torch, bench.out
     try:
         import cute_py as cute
-        from cute_py.jit import examples
+        import examples
     except Exception as e:
         out(f"cp.async copy: unavailable ({_err(e)})")
         return
     fn = getattr(examples, "cp_async_copy", None)
     if fn is None:
-        out("cp.async copy: unavailable (cute_py.jit.examples has no cp_async_copy)")
+        out("cp.async copy: unavailable (examples has no cp_async_copy)")
         return
     for name, tile, threads, cols in (CP_ASYNC_QUICK if bench.quick else CP_ASYNC):
         what = f"cp.async copy {name:8s} tile {tile[0]:3d}x{tile[1]:<3d} threads {threads:3d}"

@@ -1,5 +1,5 @@
 """Import times, each in fresh processes: ``cute_py`` (target 0.1 s, no MLIR or CUDA), ``mlir_dialects._backend``
-(the MLIR bindings through the light numba-cuda-mlir package), ``cute_py.jit``, and the first nvJitLink call.
+(the MLIR bindings through the light numba-cuda-mlir package), ``cute_py.compiler``, and the first nvJitLink call.
 
 Run: python benchmarks/bench_import.py [--runs N]      (median and min over N processes; default 7)
 """
@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CASES = {
     "import cute_py": "import cute_py",
     "import mlir_dialects._backend": "import mlir_dialects._backend",
-    "import cute_py.jit": "import cute_py.jit",
+    "import cute_py.compiler": "import cute_py.compiler",
     "first nvJitLink call": "from mlir_dialects import assembler; assembler.load_nvjitlink()",
 }
 

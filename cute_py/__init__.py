@@ -4,174 +4,89 @@
 CuTe DSL so code and habits move between the two.
 """
 
-from ._memo import clear_caches, memoization
-from .algebra import (
-    complement,
-    composition,
-    left_inverse,
-    max_common_layout,
-    max_alignment,
-    max_common_vector,
-    nullspace,
-    right_inverse,
-)
-from .errors import (
-    CuteError,
-    CuteIndexError,
-    CuteTypeError,
-    CuteValueError,
-    DivisibilityError,
-    NotInjectiveError,
-    RankError,
-    StaticValueRequired,
-)
-from .int_tuple import (
-    ceil_div,
-    crd2idx,
-    depth,
-    elem_less,
-    elem_scale,
-    get,
-    idx2crd,
-    inner_product,
-    is_compatible,
-    is_congruent,
-    is_static,
-    is_weakly_congruent,
-    prefix_product,
-    product,
-    product_each,
-    rank,
-    shape_div,
-    size,
-    suffix_product,
-)
-from .layout import (
-    Layout,
-    append,
-    coalesce,
-    cosize,
-    dice,
-    filter,
-    filter_zeros,
-    flatten,
-    group_modes,
-    is_layout,
-    make_layout,
-    make_layout_like,
-    make_ordered_layout,
-    prepend,
-    select,
-    slice_,
-    slice_and_offset,
-)
-from .basis import (
-    ArithTuple,
-    E,
-    ScaledBasis,
-    as_arith_tuple,
-    basis_get,
-    basis_value,
-    is_scaled_basis,
-    make_basis_like,
-    make_identity_layout,
-)
-from .composed import (
-    ComposedLayout,
-    SmemPtrFlag,
-    as_position_independent_swizzle_layout,
-    get_nonswizzle_portion,
-    get_swizzle_portion,
-    is_byte_swizzled,
-    is_composed_layout,
-    make_composed_layout,
-)
-from .atom import (
-    CopyAtom,
-    CopyOp,
-    CopyUniversalOp,
-    ThrCopy,
-    TiledCopy,
-    make_copy_atom,
-    make_tiled_copy,
-    make_tiled_copy_tv,
-)
-from .dtypes import (
-    BFloat16,
-    Boolean,
-    Float8E4M3FN,
-    Float8E5M2,
-    Float16,
-    Float32,
-    Float64,
-    Int8,
-    Int16,
-    Int32,
-    Int64,
-    TFloat32,
-    Uint8,
-    Uint16,
-    Uint32,
-    Uint64,
-)
-from .parse import parse_int_tuple, parse_layout, parse_swizzle
-from .recast import downcast, recast_exactness, recast_layout, upcast, upcast_exactness
-from .smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
-from .swizzle import Swizzle, is_swizzle, make_swizzle
-from .pointer import AddressSpace, Pointer, make_ptr
-from .tensor import (
-    Tensor,
-    domain_offset,
-    is_tensor,
-    local_partition,
-    local_tile,
-    make_fragment_like,
-    make_identity_tensor,
-    make_tensor,
-    recast_tensor,
-)
-from .tiling import (
-    blocked_product,
-    flat_divide,
-    flat_product,
-    logical_divide,
-    logical_product,
-    make_layout_tv,
-    raked_product,
-    tile_to_shape,
-    tiled_divide,
-    tiled_product,
-    zipped_divide,
-    zipped_product,
-)
+from .core.memo import clear_caches, memoization
+from .core.algebra import (complement, composition, left_inverse, max_common_layout, max_alignment, max_common_vector,
+                           nullspace, right_inverse)
+from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError,
+                     RankError, StaticValueRequired)
+from .core.int_tuple import (ceil_div, crd2idx, depth, elem_less, elem_scale, get, idx2crd, inner_product,
+                             is_compatible, is_congruent, is_static, is_weakly_congruent, prefix_product, product,
+                             product_each, rank, shape_div, size, suffix_product)
+from .core.layout import (Layout, append, coalesce, cosize, dice, filter, filter_zeros, flatten, group_modes,
+                          is_layout, make_layout, make_layout_like, make_ordered_layout, prepend, select, slice_,
+                          slice_and_offset)
+from .core.basis import (ArithTuple, E, ScaledBasis, as_arith_tuple, basis_get, basis_value, is_scaled_basis,
+                         make_basis_like, make_identity_layout)
+from .core.composed import (ComposedLayout, SmemPtrFlag, as_position_independent_swizzle_layout,
+                            get_nonswizzle_portion, get_swizzle_portion, is_byte_swizzled, is_composed_layout,
+                            make_composed_layout)
+from .atom import (CopyAtom, CopyOp, CopyUniversalOp, ThrCopy, TiledCopy, make_copy_atom, make_tiled_copy,
+                   make_tiled_copy_tv)
+from .tensor.dtypes import (BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16, Float32, Float64, Int8, Int16, Int32,
+                            Int64, TFloat32, Uint8, Uint16, Uint32, Uint64)
+from .core.parse import parse_int_tuple, parse_layout, parse_swizzle
+from .core.recast import downcast, recast_exactness, recast_layout, upcast, upcast_exactness
+from .nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
+from .core.swizzle import Swizzle, is_swizzle, make_swizzle
+from .tensor.pointer import AddressSpace, Pointer, make_ptr
+from .tensor.tensor import (Tensor, domain_offset, is_tensor, local_partition, local_tile, make_fragment_like,
+                            make_identity_tensor, make_tensor, recast_tensor)
+from .core.tiling import (blocked_product, flat_divide, flat_product, logical_divide, logical_product, make_layout_tv,
+                          raked_product, tile_to_shape, tiled_divide, tiled_product, zipped_divide, zipped_product)
 
-from . import nvgpu, runtime  # noqa: E402  (the subpackages users reach as cute_py.nvgpu.cpasync, cute_py.runtime)
+from . import nvgpu, runtime
+from .tensor import dtypes
 
 __version__ = "0.1.0"
 
-
-_JIT_NAMES = ("kernel", "jit", "compile", "copy", "async_copy", "tma_copy", "arch", "range", "make_fragment",
-              "predicate")
+# Names that load on first use, so that `import cute_py` stays fast and light: the compiler (MLIR,
+# cuda-python), the kernel builtins and the pictures.  name -> (module, attribute or None for the module)
+_LAZY = {
+    "kernel": ("compiler", "kernel"),
+    "jit": ("compiler", "jit"),
+    "compile": ("compiler", "compile"),
+    "copy": ("compiler", "copy"),
+    "async_copy": ("compiler", "async_copy"),
+    "tma_copy": ("compiler", "tma_copy"),
+    "range": ("compiler", "range"),
+    "if_": ("compiler", "if_"),
+    "make_fragment": ("compiler", "make_fragment"),
+    "predicate": ("compiler", "predicate"),
+    "DeviceArraySpec": ("compiler", "DeviceArraySpec"),
+    "Compiled": ("compiler", "Compiled"),
+    "compiler": ("compiler", None),
+    "arch": ("arch", None),
+    "viz": ("viz", None),
+    "print_layout": ("viz", "print_layout"),
+    "print_tensor": ("viz", "print_tensor"),
+}
 
 
 def __getattr__(name):
-    # print_layout, print_tensor and the viz subpackage load on first use: `import cute_py` stays fast
-    if name in ("print_layout", "print_tensor", "viz"):
-        import importlib
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        viz = importlib.import_module(".viz", __name__)
-        return viz if name == "viz" else getattr(viz, name)
-    if name in _JIT_NAMES:
-        # the JIT (kernel, jit, compile, copy, range, arch) loads on first use: `import cute_py` stays light
-        import importlib
+    module = importlib.import_module(f".{where[0]}", __name__)
+    return module if where[1] is None else getattr(module, where[1])
 
-        if name == "arch":
-            return importlib.import_module(".arch", __name__)
-        if name == "jit":
-            return importlib.import_module(".jit", __name__)  # a callable module: @cute_py.jit
-        return getattr(importlib.import_module(".jit", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+def _repr_svg_(obj):
+    """Jupyter's rich display of layouts and tiled copies: the picture of :mod:`cute_py.viz`, or ``None``
+    (the text repr) when it cannot be drawn.  Registered here so that the algebra never imports the pictures."""
+    from .viz import repr_svg
+
+    return repr_svg(obj)
+
+
+for _cls in (Layout, ComposedLayout, TiledCopy):
+    _cls._repr_svg_ = _repr_svg_
+del _cls
 
 __all__ = [
     "AddressSpace",
@@ -311,4 +226,19 @@ __all__ = [
     "viz",
     "zipped_divide",
     "zipped_product",
+    "dtypes",
+    "kernel",
+    "jit",
+    "compile",
+    "copy",
+    "async_copy",
+    "tma_copy",
+    "range",
+    "if_",
+    "make_fragment",
+    "predicate",
+    "DeviceArraySpec",
+    "Compiled",
+    "compiler",
+    "arch",
 ]

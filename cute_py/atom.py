@@ -11,13 +11,13 @@ coordinate layout; ``get_slice(t).partition_S(tensor)`` gives thread ``t``'s
 
 import dataclasses
 
-from .algebra import composition, right_inverse
-from .dtypes import dtype_of
+from .core.algebra import composition, right_inverse
+from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
-from .int_tuple import fmt, product, product_each
-from .layout import Layout, _mk, coalesce, slice_
-from .recast import recast_layout
-from .tiling import logical_product, make_layout_tv, zipped_divide
+from .core.int_tuple import fmt, product, product_each
+from .core.layout import Layout, _mk, coalesce, slice_
+from .core.recast import recast_layout
+from .core.tiling import logical_product, make_layout_tv, zipped_divide
 
 __all__ = [
     "CopyOp",
@@ -142,12 +142,6 @@ class TiledCopy:
     def __repr__(self):
         return f"TiledCopy(tiler_mn={fmt(self.tiler_mn)}, layout_tv={self.layout_tv}, atom={self.atom!r})"
 
-    def _repr_svg_(self):
-        """Jupyter's rich display: the picture from :mod:`cute_py.viz` (``None``: use the text repr)."""
-        import importlib  # viz sits below the algebra (DESIGN §1): loaded by name, only when asked
-
-        return importlib.import_module("cute_py.viz").repr_svg(self)
-
     def _tile2thrfrg(self, tensor_layout, ref2trg):
         atom_thr, atom_val = _atom_sizes(self.atom)
         atom_layout_tv = zipped_divide(self.layout_tv, (atom_thr, atom_val))
@@ -180,7 +174,7 @@ class TiledCopy:
 
     def retile(self, layout):
         """Regroup a thread's fragment layout ``(V, rest...)`` into ``(ATOM_V, REST_V, rest...)``."""
-        from .recast import _upcast_unchecked
+        from .core.recast import _upcast_unchecked
 
         rank = len(layout)
         v = product(_mode(layout, 0))
@@ -212,7 +206,7 @@ class ThrCopy:
         self.thr_idx = thr_idx
 
     def _partition(self, tensor, frg):
-        from .tensor import Tensor
+        from .tensor.tensor import Tensor
 
         layout = frg(tensor.layout if isinstance(tensor, Tensor) else tensor)
         rank = len(tensor.layout if isinstance(tensor, Tensor) else tensor)
@@ -238,7 +232,7 @@ class ThrCopy:
 
 
 def _retile(tc, tensor):
-    from .tensor import Tensor
+    from .tensor.tensor import Tensor
 
     if isinstance(tensor, Tensor):
         return Tensor(tensor.engine, tc.retile(tensor.layout))
@@ -256,7 +250,7 @@ def _atom_sizes(atom):
 
 
 def _check_rank(layout, tiler):
-    from .int_tuple import evenly_divides, is_static
+    from .core.int_tuple import evenly_divides, is_static
 
     r = len(tiler) if type(tiler) is tuple else 1
     if len(layout) < r:

@@ -1,9 +1,17 @@
-"""The exceptions cute_py raises for user errors.
+"""Every exception cute_py raises, and where in the user's code a failing operation came from.
 
-Every rejection names the rule that was broken and the values involved.  The
-classes also derive from the matching builtin (``ValueError``/``TypeError``) so
+Every rejection names the rule that was broken and the values involved.  The classes also derive
+from the matching builtin (``ValueError``, ``TypeError``, ``IndexError``, ``RuntimeError``) so
 generic handlers keep working.
+
+Errors about a construct in the user's code (:class:`TraceError`, :class:`ArgumentError`) are
+*located*: their constructor finds the innermost frame of user code — outside cute_py,
+``mlir_dialects`` and Python's standard library — and starts the message with its ``file:line``,
+so the message points at the line to change.  ``where=(file, line)`` names another place.
 """
+
+import os
+import sys
 
 __all__ = [
     "CuteError",
@@ -14,7 +22,26 @@ __all__ = [
     "NotInjectiveError",
     "StaticValueRequired",
     "CuteIndexError",
+    "TmaError",
+    "DeviceOnlyError",
+    "DriverUnavailable",
+    "TmaEncodeError",
+    "LocatedError",
+    "TraceError",
+    "ArgumentError",
+    "SpecMismatch",
+    "JitError",
+    "CompileError",
+    "LaunchError",
+    "CacheError",
+    "user_frame",
+    "user_location",
+    "is_user_file",
+    "is_library_file",
 ]
+
+
+# -- the algebra and tensors ---------------------------------------------------------------------
 
 
 class CuteError(Exception):
@@ -50,3 +77,120 @@ class StaticValueRequired(CuteValueError, TypeError):
 
 class CuteIndexError(CuteError, IndexError):
     """A coordinate, tile or thread index outside a tensor (or an element offset outside its array)."""
+
+
+# -- the Hopper atoms ----------------------------------------------------------------------------
+
+
+class TmaError(CuteValueError):
+    """A TMA configuration the hardware (or the driver) would reject."""
+
+
+class DeviceOnlyError(CuteError, RuntimeError):
+    """A device operation was called outside a kernel being traced."""
+
+
+class DriverUnavailable(CuteError, RuntimeError):
+    """cuda-python or the CUDA driver is not available."""
+
+
+class TmaEncodeError(CuteError, RuntimeError):
+    """The driver refused to encode a descriptor that passed cute_py's validation (or an unvalidated one)."""
+
+
+# -- where the user's code is --------------------------------------------------------------------
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # .../cute_py/
+_MLIR_DIR = os.path.join(os.path.dirname(_PKG_DIR.rstrip(os.sep)), "mlir_dialects") + os.sep
+
+
+def _stdlib_dir():
+    import sysconfig
+
+    return os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
+
+
+_STDLIB = _stdlib_dir()
+_USER_FILES = {}  # file name -> is_user_file (a trace asks for the same few files many times)
+
+
+def is_library_file(filename):
+    """Whether ``filename`` is a module of cute_py or of ``mlir_dialects``."""
+    f = os.path.abspath(filename)
+    return f.startswith(_PKG_DIR) or f.startswith(_MLIR_DIR)
+
+
+def is_user_file(filename):
+    """Whether code of ``filename`` is the user's: not cute_py's, mlir_dialects', frozen, or Python's stdlib."""
+    known = _USER_FILES.get(filename)
+    if known is None:
+        known = _USER_FILES[filename] = not (is_library_file(filename) or filename.startswith("<frozen")
+                                              or filename.startswith(_STDLIB))
+    return known
+
+
+def user_frame():
+    """The innermost frame of user code (outside cute_py, mlir_dialects and Python's standard library, whose
+    ``contextlib`` runs the library's ``with`` blocks), or ``None``."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        user = _USER_FILES.get(name)
+        if user is None:
+            user = is_user_file(name)
+        if user:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def user_location():
+    """``(filename, line)`` of the innermost user frame; ``("<unknown>", 0)`` when there is none."""
+    frame = user_frame()
+    if frame is None:
+        return "<unknown>", 0
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+class LocatedError(CuteError):
+    """An error about a line of the user's code: the message starts with that line's ``file:line``.
+
+    ``where`` (a ``(file, line)`` pair) names the place; by default it is the innermost user frame
+    when the error is made.  ``.where`` keeps it and ``.reason`` the message without it.
+    """
+
+    def __init__(self, message="", *, where=None):
+        self.where = user_location() if where is None else tuple(where)
+        self.reason = str(message)
+        super().__init__(f"{self.where[0]}:{self.where[1]}: {self.reason}")
+
+
+# -- the compiler --------------------------------------------------------------------------------
+
+
+class TraceError(LocatedError, TypeError):
+    """A Python construct that cannot be traced into a kernel."""
+
+
+class ArgumentError(LocatedError, TypeError):
+    """A kernel or jit-function argument of a kind the compiler does not accept, or that does not match."""
+
+
+class SpecMismatch(ArgumentError):
+    """An argument does not have the dtype, shape, strides or alignment a kernel was compiled for."""
+
+
+class JitError(CuteError, RuntimeError):
+    """Base of the compiler's errors that are not about a single traced construct."""
+
+
+class CompileError(JitError):
+    """Lowering the traced module to PTX or a cubin failed."""
+
+
+class LaunchError(JitError):
+    """Loading a cubin or launching a kernel through the CUDA driver failed."""
+
+
+class CacheError(JitError):
+    """A disk-cache entry could not be written (reading never raises: bad entries are recompiled)."""

@@ -20,17 +20,17 @@ objects a user builds (atoms, TMA tensors, ``tma_partition``), every CTA and sta
 
 import numpy as np
 
-from .composed import smem_element_layout
+from .core.composed import smem_element_layout
 from .errors import CuteTypeError, CuteValueError
-from .int_tuple import ceil_div, product, product_each
-from .layout import Layout, group_modes
+from .core.int_tuple import ceil_div, product, product_each
+from .core.layout import Layout, group_modes
 from .atom import CopyUniversalOp
 from .nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
                              CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, ReductionOp)
 from .nvgpu.cpasync import tma_partition
 from .nvgpu.tma import TmaSwizzle
-from .swizzle import Swizzle
-from .tensor import ArrayEngine, Tensor, local_tile
+from .core.swizzle import Swizzle
+from .tensor.tensor import ArrayEngine, Tensor, local_tile
 
 __all__ = [
     "MBarrier",
@@ -308,7 +308,7 @@ def _smem_tensor(layout, dtype, nbytes):
 
 
 def _tile_bytes(layout, dtype):
-    from .layout import cosize
+    from .core.layout import cosize
 
     layout = smem_element_layout(layout, dtype.width)
     outer = getattr(layout, "outer", layout)
@@ -346,7 +346,7 @@ def _first(t, k, j):
 
 
 def _rest_coord(rest, j):
-    from .int_tuple import idx2crd
+    from .core.int_tuple import idx2crd
 
     if not rest:
         return ()
@@ -417,7 +417,7 @@ def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, sme
 
 
 def _verify_tile(s_tile, src, gmem_layout, cta_tiler, coord):
-    from .tensor import make_identity_tensor
+    from .tensor.tensor import make_identity_tensor
 
     ident = local_tile(make_identity_tensor(gmem_layout.shape), cta_tiler, coord)
     flat = src.reshape(-1).view(s_tile.engine.array.dtype)
@@ -438,7 +438,7 @@ def run_cp_async_copy(src, dst, tiled_copy, gmem_layout, smem_layout, cta_tiler)
     (``src_size``); wholly out-of-bounds vectors are zero-filled from a valid address.
     Returns the number of tiles.
     """
-    from .tensor import make_identity_tensor
+    from .tensor.tensor import make_identity_tensor
 
     atom = tiled_copy.atom
     dtype, eb = atom.dtype, atom.dtype.width // 8
@@ -475,7 +475,7 @@ def run_cp_async_copy(src, dst, tiled_copy, gmem_layout, smem_layout, cta_tiler)
 
 def _vec_coord(layout, j, i):
     # coordinate (j, rest index i) of a partitioned (V, rest...) layout
-    from .int_tuple import idx2crd
+    from .core.int_tuple import idx2crd
 
     shape = layout.shape
     rest = shape[1:]

@@ -1,49 +1,10 @@
-"""Tensors for the host side: described without storage (``make_fake_tensor``), to build atoms
-and compile kernels with no GPU and no data."""
+"""``cute_py.runtime``: tensors for the host side, as the CuTe DSL's ``cute.runtime``.
 
-from .dtypes import dtype_of
-from .errors import CuteValueError
-from .int_tuple import as_index, as_int_tuple
-from .layout import Layout, _mk
-from .valued import ValuedInt, value_of
-from .pointer import AddressSpace, Pointer
-from .tensor import Tensor
+:func:`make_fake_tensor` describes a global-memory tensor without storage (to build atoms and compile
+kernels with no GPU and no data); :class:`HostInt` is an extent or stride known on the host but a
+run-time value of the kernel.  They are defined in :mod:`cute_py.tensor.fake`.
+"""
+
+from .tensor.fake import HostInt, host_layout, make_fake_tensor, value_of
 
 __all__ = ["make_fake_tensor", "HostInt", "host_layout", "value_of"]
-
-
-def make_fake_tensor(dtype, shape, stride=None, assumed_align=16, memspace=AddressSpace.gmem, dynamic=False):
-    """A global-memory tensor of ``dtype`` with ``shape`` and ``stride`` (column-major by default)
-    and no storage: its pointer's address is unknown, aligned to ``assumed_align`` bytes.
-
-    With ``dynamic=True`` the shape and strides are run-time values known on the host (as those
-    of a tensor passed to a kernel): the algebra treats them as CuTe treats dynamic integers.
-    """
-    dtype = dtype_of(dtype)
-    shape = as_int_tuple(shape, "shape")
-    if stride is not None:
-        stride = as_int_tuple(stride, "stride")
-    assumed_align = as_index(assumed_align, "assumed_align")
-    if assumed_align <= 0:
-        raise CuteValueError(f"assumed_align must be a positive int, got {assumed_align!r}")
-    layout = Layout(shape, stride)
-    if dynamic:
-        layout = host_layout(layout)
-    return Tensor(Pointer(dtype, memspace, assumed_align), layout)
-
-
-class HostInt(ValuedInt):
-    """A gmem extent or stride, known on the host but a run-time value of the kernel: the TMA box
-    is derived with it exactly as CuTe derives it with the (dynamic) shapes of a gmem tensor."""
-
-    __slots__ = ()
-
-
-def host_layout(layout):
-    """``layout`` with every static int leaf wrapped as a :class:`HostInt`."""
-    def wrap(t):
-        if type(t) is tuple:
-            return tuple(wrap(e) for e in t)
-        return HostInt(t) if type(t) is int else t
-
-    return _mk(wrap(layout.shape), wrap(layout.stride))

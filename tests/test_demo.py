@@ -17,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 @pytest.fixture
 def jit_bindings():
     """The MLIR bindings the JIT compiles with, or a skip."""
-    return pytest.importorskip("mlir_dialects._backend",
+    return pytest.importorskip("mlir_dialects.bindings",
                                reason="the JIT needs the MLIR bindings (pip install numba-cuda-mlir==0.6.0)")
 
 
@@ -154,7 +154,7 @@ def test_without_the_bindings_the_demo_stops_after_part2_with_an_install_line(ca
 
 
 def test_ptx_excerpt_keeps_the_tma_and_mbarrier_lines():
-    from cute_py.demo import ptx_excerpt
+    from cute_py.demo.gpu import ptx_excerpt
 
     ptx = ("// cp.async.bulk in a comment\n\tmov.b32 \t%r7, 1;\n\tmbarrier.init.shared.b64 \t[bar], %r7;\n"
            "\tcp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%rd1, {%r4, %r6}], [smem];\n\tret;\n")
@@ -181,7 +181,7 @@ def test_the_cpu_check_reports_a_broken_copy(monkeypatch):
 
 
 def test_no_torch_or_cupy_means_no_gpu(monkeypatch):
-    from cute_py.demo import find_gpu
+    from cute_py.demo.gpu import find_gpu
 
     monkeypatch.setitem(sys.modules, "torch", None)
     monkeypatch.setitem(sys.modules, "cupy", None)

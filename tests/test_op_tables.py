@@ -9,7 +9,7 @@ import pytest
 import mlir_dialects as md
 from cute_py import reference
 from cute_py.atom import CopyOp, CopyUniversalOp
-from cute_py.jit import emit as emission
+from cute_py.compiler import emit as emission
 from cute_py.nvgpu import copy_ops, device_ops
 
 
@@ -33,7 +33,7 @@ def test_every_copy_op_class_is_in_the_tables_list():
 
 @pytest.mark.parametrize("op", COPY_OPS, ids=lambda c: c.__name__)
 def test_every_copy_op_has_an_emission_entry_a_reference_entry_and_lowered_dialect_ops(op):
-    assert op in emission.EMIT, f"{op.__name__} has no emission entry (cute_py/jit/emit.py, @emits)"
+    assert op in emission.EMIT, f"{op.__name__} has no emission entry (cute_py/compiler/emit.py, @emits)"
     assert op in reference.REFERENCE, f"{op.__name__} has no entry in cute_py.reference.REFERENCE"
     names = {c.OPERATION_NAME.split(".", 1)[1]: c for c in md.all_op_classes()}
     for name in emission.DIALECT_OP[op]:
@@ -76,7 +76,7 @@ def test_the_low_level_forms_issue_the_copy_op_objects():
         def emit(self, op, **operands):
             seen.append((type(op), sorted(operands)))
 
-    from cute_py.pointer import AddressSpace, Pointer
+    from cute_py.tensor.pointer import AddressSpace, Pointer
 
     smem = Pointer("Float16", AddressSpace.smem, 128, 0)
     bar = Pointer("Int64", AddressSpace.smem, 8, 1024)

@@ -1,4 +1,4 @@
-"""Package-level rules: layering (DESIGN §1), import cost, the demo, and public names."""
+"""Package-level rules: the layering of DESIGN §1 over the whole tree, import cost, the demo, public names."""
 
 import ast
 import pathlib
@@ -9,82 +9,199 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PKG = ROOT / "cute_py"
-
-# what each pure-algebra module may import from inside the package
-ALGEBRA_LAYERS = {
-    "errors": set(),
-    "_memo": set(),
-    "int_tuple": {"errors"},
-    "layout": {"_memo", "errors", "int_tuple"},
-    "algebra": {"_memo", "errors", "int_tuple", "layout"},
-    "tiling": {"_memo", "algebra", "errors", "int_tuple", "layout"},
-    "swizzle": {"errors", "int_tuple", "composed"},
-    "composed": {"_memo", "algebra", "basis", "errors", "int_tuple", "layout", "swizzle"},
-    "basis": {"errors", "int_tuple", "layout"},
-    "recast": {"_memo", "composed", "errors", "int_tuple", "layout", "swizzle"},
-    "smem_atoms": {"composed", "errors", "layout", "recast", "swizzle"},
-    "parse": {"basis", "composed", "errors", "layout", "swizzle"},
-    "dtypes": {"errors"},
-    "pointer": {"dtypes", "errors", "int_tuple"},
-    "tensor": {"basis", "composed", "dtypes", "errors", "int_tuple", "layout", "pointer", "recast", "swizzle", "tiling"},
-    "atom": {"algebra", "dtypes", "errors", "int_tuple", "layout", "recast", "tensor", "tiling"},
-    "runtime": {"dtypes", "errors", "int_tuple", "layout", "pointer", "tensor", "valued"},
-    "valued": {"int_tuple", "layout"},
-}
 HEAVY = {"numba_cuda_mlir", "mlir", "cuda", "torch", "cupy", "numpy", "jax", "hypothesis", "mlir_dialects"}
 
+# the layers, top to bottom, as (name, module prefixes); a module belongs to the layer of its longest prefix
+LAYERS = [
+    ("errors", ("cute_py.errors",)),
+    ("core", ("cute_py.core",)),
+    ("tensor", ("cute_py.tensor",)),
+    ("atom", ("cute_py.atom",)),
+    ("device", ("cute_py.device",)),
+    ("nvgpu", ("cute_py.nvgpu",)),
+    ("reference", ("cute_py.reference",)),
+    ("viz", ("cute_py.viz",)),
+    ("testing", ("cute_py.testing",)),
+    ("compiler", ("cute_py.compiler",)),
+    ("facade", ("cute_py", "cute_py.__main__", "cute_py.arch", "cute_py.runtime", "cute_py.demo")),
+    ("examples", ("examples",)),
+    ("mlir_dialects", ("mlir_dialects",)),
+]
+# what each layer may import (besides itself and the standard library / third-party packages)
+ALLOWED = {
+    "errors": set(),
+    "core": {"errors"},
+    "tensor": {"errors", "core"},
+    "atom": {"errors", "core", "tensor"},
+    "device": {"errors"},
+    "nvgpu": {"errors", "core", "tensor", "atom", "device"},
+    "reference": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
+    "viz": {"errors", "core", "tensor", "atom", "nvgpu"},
+    "testing": {"errors", "core", "tensor", "atom", "nvgpu"},
+    "compiler": {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "mlir_dialects"},
+    "facade": {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "viz", "testing", "compiler",
+               "mlir_dialects"},
+    "examples": {"facade", "compiler", "nvgpu", "atom", "core", "tensor", "errors"},
+    "mlir_dialects": set(),
+}
+# layers that must not import numpy, the MLIR bindings or CUDA at module level (they load lazily)
+LIGHT_AT_MODULE_LEVEL = {"errors", "core", "tensor", "atom", "device", "nvgpu", "viz", "facade"}
 
-def _imports(path):
+
+def _module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules():
+    out = {}
+    for top in ("cute_py", "mlir_dialects", "examples"):
+        for path in (ROOT / top).rglob("*.py"):
+            out[_module_name(path)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _layer(module):
+    best, layer = -1, None
+    for name, prefixes in LAYERS:
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best:
+                best, layer = len(p), name
+    return layer
+
+
+def _target(base, name):
+    """The module ``from base import name`` reaches: ``base.name`` when that is a module, else ``base``."""
+    return f"{base}.{name}" if f"{base}.{name}" in MODULES else base
+
+
+def imports_of(module):
+    """``[(target module, line, at module level)]`` of every import in ``module``: at any depth, relative or
+    absolute, and the string arguments of ``importlib.import_module`` / ``__import__``."""
+    path = MODULES[module]
     tree = ast.parse(path.read_text())
-    internal, external = set(), set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    top_level = {id(n) for n in tree.body}
+    out = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
+        level0 = id(node) in top_level
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno, level0) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
             if node.level:
-                mod = (node.module or "").split(".")[0]
-                if mod:
-                    internal.add(mod)
-                else:
-                    internal.update(a.name for a in node.names)
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                base = ".".join(base + ([node.module] if node.module else []))
             else:
-                external.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Import):
-            external.update(a.name.split(".")[0] for a in node.names)
-    return internal, external
+                base = node.module
+            out += [(_target(base, a.name), node.lineno, level0) for a in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            f = node.func
+            fname = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if fname in ("import_module", "__import__"):
+                name = node.args[0].value
+                if name.startswith("."):
+                    anchor = package
+                    pkg_arg = node.args[1] if len(node.args) > 1 else None
+                    if not (isinstance(pkg_arg, ast.Name) and pkg_arg.id in ("__name__", "__package__")):
+                        anchor = package
+                    dots = len(name) - len(name.lstrip("."))
+                    base = anchor.split(".")
+                    base = base[: len(base) - (dots - 1)]
+                    name = ".".join(base + [name.lstrip(".")])
+                out.append((name, node.lineno, False))
+    return out
 
 
-@pytest.mark.parametrize("module", sorted(ALGEBRA_LAYERS))
-def test_algebra_modules_import_only_the_layers_above_them(module):
-    internal, external = _imports(PKG / f"{module}.py")
-    assert module != "atom" or "nvgpu" not in internal
-    assert internal <= ALGEBRA_LAYERS[module], f"{module} imports {internal - ALGEBRA_LAYERS[module]}"
-    top_level = {
-        (a.name if isinstance(node, ast.Import) else node.module).split(".")[0]
-        for node in ast.parse((PKG / f"{module}.py").read_text()).body
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
-        for a in (node.names if isinstance(node, ast.Import) else [node])
-    }
-    assert not (top_level & HEAVY), f"{module} imports {top_level & HEAVY} at module level"
+def _internal(target):
+    """The module of the tree that ``target`` names (its longest prefix that is one), or None."""
+    parts = target.split(".")
+    for i in range(len(parts), 0, -1):
+        m = ".".join(parts[:i])
+        if m in MODULES:
+            return m
+    return None
 
 
-def test_nothing_below_the_jit_imports_mlir_or_cuda_at_module_level():
-    for path in PKG.rglob("*.py"):
-        if "jit" in path.parts:
+def _graph():
+    graph = {}
+    for module in MODULES:
+        edges = set()
+        for target, _, _ in imports_of(module):
+            m = _internal(target)
+            if m is not None and m != module:
+                edges.add(m)
+        graph[module] = edges
+    return graph
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if _layer(m) is None] == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_each_module_imports_only_the_layers_it_may(module):
+    layer = _layer(module)
+    bad = []
+    for target, line, _ in imports_of(module):
+        m = _internal(target)
+        if m is None:
+            if target.split(".")[0] in ("cute_py", "examples", "mlir_dialects"):
+                bad.append(f"line {line}: {target} (no such module)")
             continue
-        tree = ast.parse(path.read_text())
-        for node in tree.body:  # module level only: lazy imports inside functions are allowed
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                names = [node.module]
-            for n in names:
-                assert n.split(".")[0] not in {"mlir", "numba_cuda_mlir", "cuda", "torch", "cupy", "mlir_dialects"}, path
+        other = _layer(m)
+        if other != layer and other not in ALLOWED[layer]:
+            bad.append(f"line {line}: {m} ({other})")
+        if layer != "mlir_dialects" and other == "mlir_dialects" and any(p.startswith("_") for p in m.split(".")[1:]):
+            bad.append(f"line {line}: {m} (a private module of mlir_dialects: use its public façade)")
+    assert bad == [], f"{module} ({layer}) imports " + "; ".join(bad)
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = _graph()
+    state, stack, cycles = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                cycles.append(stack[stack.index(n):] + [n])
+            elif n not in state:
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _layer(m) in LIGHT_AT_MODULE_LEVEL))
+def test_light_layers_import_nothing_heavy_at_module_level(module):
+    heavy = sorted({t for t, _, level0 in imports_of(module) if level0 and t.split(".")[0] in HEAVY})
+    assert heavy == [], f"{module} imports {heavy} at module level"
+
+
+def test_the_rules_see_imports_at_every_depth():
+    # the rule test must be able to fail: an import inside a function, a relative one and an importlib string
+    # are all seen
+    targets = {t for t, _, _ in imports_of("cute_py")}
+    assert "cute_py.viz" in targets and "cute_py.core.layout" in targets
+    assert any(not level0 for _, _, level0 in imports_of("cute_py.compiler.frontend.kernel"))
 
 
 def test_mlir_dialects_never_imports_cute_py():
-    for path in (ROOT / "mlir_dialects").rglob("*.py"):
-        _, external = _imports(path)
-        assert "cute_py" not in external, path
+    for module in MODULES:
+        if _layer(module) == "mlir_dialects":
+            assert not [t for t, _, _ in imports_of(module) if t.split(".")[0] == "cute_py"], module
 
 
 def test_import_cute_py_is_stdlib_only():

@@ -11,51 +11,26 @@ defined in :mod:`cute_py.nvgpu.device_ops`.
 import operator
 
 from ..atom import CopyAtom
-from ..basis import make_identity_layout
-from ..composed import get_nonswizzle_portion
-from ..dtypes import dtype_of
+from ..core.basis import make_identity_layout
+from ..core.composed import get_nonswizzle_portion
+from ..tensor.dtypes import dtype_of
 from ..errors import CuteTypeError, CuteValueError
-from ..int_tuple import Dynamic, fmt, is_static, product
-from ..layout import Layout, coalesce, cosize, slice_and_offset
-from ..algebra import composition
-from ..recast import recast_exactness
-from ..pointer import AddressSpace, Pointer
-from ..tensor import CoordEngine, Tensor, domain_offset
+from ..core.int_tuple import Dynamic, fmt, is_static, product
+from ..core.layout import Layout, coalesce, cosize, slice_and_offset
+from ..core.algebra import composition
+from ..core.recast import recast_exactness
+from ..tensor.pointer import AddressSpace, Pointer
+from ..tensor.tensor import CoordEngine, Tensor, domain_offset
 from . import copy_ops, device_ops
-from .copy_ops import (  # noqa: F401  (re-exported: the ops are part of this module's API)
-    CopyBulkTensorTileG2SMulticastOp,
-    CopyBulkTensorTileG2SOp,
-    CopyBulkTensorTileS2GOp,
-    CopyDsmemStoreOp,
-    CopyG2SOp,
-    CopyReduceBulkTensorTileS2GOp,
-    LoadCacheMode,
-    ReductionOp,
-    TmaOp,
-    is_tma_op,
-)
-from .device_ops import (  # noqa: F401  (re-exported: the device-side half of this module's API)
-    BYTES_PER_POINTER,
-    DeviceOnlyError,
-    set_tracer,
-    BYTES_PER_TENSORMAP,
-    copy_tensormap,
-    cp_async_gs,
-    cp_async_gs_conditional,
-    cp_async_shared_global,
-    cp_fence_tma_desc_release,
-    extract_tensormap_ptr,
-    fence_tma_desc_acquire,
-    fence_tma_desc_release,
-    prefetch_descriptor,
-    prefetch_tma_descriptor,
-    tma_load,
-    tma_store,
-    tma_store_arrive,
-    tma_store_wait,
-    update_tma_descriptor,
-)
-from ..runtime import value_of
+from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
+                       CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, ReductionOp, TmaOp,
+                       is_tma_op)
+from .device_ops import (BYTES_PER_POINTER, DeviceOnlyError, set_tracer, BYTES_PER_TENSORMAP, copy_tensormap,
+                         cp_async_gs, cp_async_gs_conditional, cp_async_shared_global, cp_fence_tma_desc_release,
+                         extract_tensormap_ptr, fence_tma_desc_acquire, fence_tma_desc_release, prefetch_descriptor,
+                         prefetch_tma_descriptor, tma_load, tma_store, tma_store_arrive, tma_store_wait,
+                         update_tma_descriptor)
+from ..tensor.fake import value_of
 from .tma import TmaDescriptor, TmaError, TmaSwizzle, tma_swizzle_of
 from .tma_box import construct_tma_gbasis, make_tma_desc, tile_extents
 from .tma_smem import check_same_tile, check_smem_instructions, check_store_targets, value_layout
@@ -87,8 +62,8 @@ class TmaCopyAtom(CopyAtom):
     def get_tma_tensor(self, shape):
         """The TMA coordinate tensor of a gmem tensor of ``shape``: its elements are the TMA
         coordinates (one per descriptor dim) of each gmem coordinate."""
-        from ..basis import ArithTuple
-        from ..tensor import CoordEngine
+        from ..core.basis import ArithTuple
+        from ..tensor.tensor import CoordEngine
 
         return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank), self), Layout(value_of(shape), self.g_stride))
 

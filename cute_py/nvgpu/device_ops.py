@@ -10,9 +10,9 @@ call needs a kernel. Their CPU semantics are in :mod:`cute_py.reference`.
 
 import dataclasses
 
-from ..errors import CuteError, CuteTypeError, CuteValueError
-from ..int_tuple import is_int, is_static
-from ..pointer import AddressSpace, Pointer
+from ..errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyError
+from ..core.int_tuple import is_int, is_static
+from ..tensor.pointer import AddressSpace, Pointer
 from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp, CopyG2SOp,
                        LoadCacheMode)
 
@@ -53,10 +53,6 @@ BYTES_PER_TENSORMAP = 128
 BYTES_PER_POINTER = 8
 
 _state = {"tracer": None}
-
-
-class DeviceOnlyError(CuteError, RuntimeError):
-    """A device operation was called outside a kernel being traced."""
 
 
 def set_tracer(tracer):

@@ -11,10 +11,10 @@ it); ``validate()`` raises a :class:`TmaError` naming the rule and values, ``enc
 import dataclasses
 import enum
 
-from ..composed import get_swizzle_portion, smem_byte_swizzle
-from ..dtypes import DType
-from ..errors import CuteValueError
-from ..int_tuple import product
+from ..core.composed import get_swizzle_portion, smem_byte_swizzle
+from ..tensor.dtypes import DType
+from ..errors import CuteValueError, TmaError
+from ..core.int_tuple import product
 
 __all__ = [
     "TmaError",
@@ -30,10 +30,6 @@ __all__ = [
 
 BYTES_PER_TENSORMAP = 128
 TENSORMAP_ALIGNMENT = 64
-
-
-class TmaError(CuteValueError):
-    """A TMA configuration the hardware (or the driver) would reject."""
 
 
 class TmaSwizzle(enum.Enum):
@@ -79,7 +75,7 @@ def tma_swizzle_of(smem_layout, dtype):
     """The descriptor swizzle mode of a (possibly swizzled) smem layout of ``dtype`` elements.
 
     The swizzle on byte addresses is the layout's own when it is flagged (``smem_ptr``), else the reading of
-    an unflagged swizzle (elements or bytes) that is a hardware one (see :func:`cute_py.composed.smem_byte_swizzle`);
+    an unflagged swizzle (elements or bytes) that is a hardware one (see :func:`cute_py.core.composed.smem_byte_swizzle`);
     only ``S<0..3,4,3>`` (none, 32B, 64B, 128B) are TMA swizzles.
     """
     try:
@@ -209,6 +205,6 @@ class TmaDescriptor:
 
     def encode(self, address=None):
         """The 128-byte ``CUtensorMap`` (bytes) from the driver, for the gmem ``address`` (device pointer)."""
-        from ._encode import encode_tiled
+        from .encode import encode_tiled
 
         return encode_tiled(self.validate(), self.global_address if address is None else address)

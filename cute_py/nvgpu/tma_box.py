@@ -14,13 +14,13 @@ what cannot be described exactly in 5 dims.
 
 import math
 
-from ..algebra import composition, right_inverse
-from ..basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
+from ..core.algebra import composition, right_inverse
+from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
 from ..errors import CuteTypeError
-from ..int_tuple import flatten, product
-from ..layout import Layout, _mk, coalesce
-from ..recast import recast_layout
-from ..runtime import value_of
+from ..core.int_tuple import flatten, product
+from ..core.layout import Layout, _mk, coalesce
+from ..core.recast import recast_layout
+from ..tensor.fake import value_of
 from .tma import TmaDescriptor, TmaError, TmaSwizzle
 
 __all__ = ["construct_tma_gbasis", "make_tma_desc", "tile_extents", "dim_parts", "exact_dim"]

@@ -6,13 +6,13 @@ instruction per box: its elements must be exactly those runs -- aligned, not ove
 sharing a smem element only where they are one gmem element too.
 """
 
-from ..algebra import composition, right_inverse
-from ..basis import ScaledBasis, basis_get
-from ..composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
+from ..core.algebra import composition, right_inverse
+from ..core.basis import ScaledBasis, basis_get
+from ..core.composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
 from ..errors import CuteError
-from ..int_tuple import flatten, fmt, product
-from ..layout import Layout, coalesce
-from ..tiling import logical_divide, tile_to_shape
+from ..core.int_tuple import flatten, fmt, product
+from ..core.layout import Layout, coalesce
+from ..core.tiling import logical_divide, tile_to_shape
 from .tma import TmaError
 
 __all__ = ["value_layout", "check_smem_instructions", "check_same_tile", "check_store_targets"]

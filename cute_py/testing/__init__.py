@@ -10,23 +10,9 @@
 """
 
 from .runtime_int import RuntimeBool, RuntimeInt, value_of
-from .strategies import (
-    arbitrary_layouts,
-    arbitrary_tilers,
-    compact_layouts,
-    composable_pairs,
-    composed_layouts,
-    divisors,
-    injective_layouts,
-    int_tuples,
-    layouts,
-    layouts_with_degenerate_modes,
-    profiles,
-    shapes,
-    strides,
-    swizzles,
-    tilers,
-)
+from .strategies import (arbitrary_layouts, arbitrary_tilers, compact_layouts, composable_pairs, composed_layouts,
+                         divisors, injective_layouts, int_tuples, layouts, layouts_with_degenerate_modes, profiles,
+                         shapes, strides, swizzles, tilers)
 
 __all__ = [
     "RuntimeInt",

@@ -10,8 +10,8 @@ as "raises a CuteError or satisfies the law".
 
 from hypothesis import strategies as st
 
-from ..int_tuple import flatten, prefix_product, product, unflatten
-from ..layout import Layout, make_ordered_layout
+from ..core.int_tuple import flatten, prefix_product, product, unflatten
+from ..core.layout import Layout, make_ordered_layout
 
 __all__ = [
     "int_tuples",
@@ -167,7 +167,7 @@ def tilers(draw, layout, allow_none=True, as_layout=False):
     """Tilers that divide ``layout``: a tuple with one element per mode (or fewer), each a layout,
     an int or ``None``; with ``as_layout=True`` a single layout tiling the whole (coalesced) layout."""
     if as_layout:
-        from ..layout import coalesce
+        from ..core.layout import coalesce
 
         c = coalesce(layout)
         fs = list(c.shape) if type(c.shape) is tuple else [c.shape]
@@ -193,7 +193,7 @@ def tilers(draw, layout, allow_none=True, as_layout=False):
 def composable_pairs(draw, max_size=256):
     """Pairs ``(A, B)`` for which ``composition(A, B)(i) == A(B(i))``: B's modes read disjoint
     digit ranges of A's (coalesced, refined) mixed-radix index, possibly past size(A), or have stride 0."""
-    from ..layout import coalesce
+    from ..core.layout import coalesce
 
     a = draw(layouts(max_rank=3, max_depth=2, max_extent=6, max_size=max_size, max_stride=16))
     c = coalesce(a)
@@ -224,7 +224,7 @@ def composable_pairs(draw, max_size=256):
 @st.composite
 def swizzles(draw, max_bits=3, max_base=4, max_extra_shift=2, allow_negative=True):
     """Swizzles ``S<b,m,s>`` with ``|s| >= b`` (negative shifts included by default)."""
-    from ..swizzle import Swizzle
+    from ..core.swizzle import Swizzle
 
     b = draw(st.integers(0, max_bits))
     m = draw(st.integers(0, max_base))
@@ -237,7 +237,7 @@ def swizzles(draw, max_bits=3, max_base=4, max_extra_shift=2, allow_negative=Tru
 @st.composite
 def composed_layouts(draw, max_size=256, offset=True):
     """``S<b,m,s> o offset o L`` with L a compact layout (often a swizzled shared-memory tile)."""
-    from ..composed import ComposedLayout
+    from ..core.composed import ComposedLayout
 
     sw = draw(swizzles())
     outer = draw(compact_layouts(max_size=max_size))

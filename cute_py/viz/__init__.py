@@ -24,14 +24,7 @@ from ._svg import PALETTE, Picture, bank_color, thread_color
 from .banks import bank_summary, smem_banks_svg
 from .pictures import layout_svg, tiled_copy_svg, tv_svg
 from .readings import swizzle_readings, swizzle_readings_svg
-from .text import (
-    format_layout,
-    format_layout_tv,
-    format_tensor,
-    print_layout,
-    print_layout_tv,
-    print_tensor,
-)
+from .text import format_layout, format_layout_tv, format_tensor, print_layout, print_layout_tv, print_tensor
 from .tma import tma_boxes, tma_svg
 
 __all__ = [

@@ -4,10 +4,10 @@ Everything here is plain data (no text, no SVG), so the text tables and the SVG
 pictures agree by construction.
 """
 
-from ..composed import as_position_independent_swizzle_layout, is_byte_swizzled
+from ..core.composed import as_position_independent_swizzle_layout, is_byte_swizzled
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
-from ..int_tuple import fmt, is_static, product
-from ..layout import Layout, group_modes
+from ..core.int_tuple import fmt, is_static, product
+from ..core.layout import Layout, group_modes
 
 __all__ = [
     "Grid",

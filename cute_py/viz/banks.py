@@ -9,9 +9,9 @@ the same.  A heading sums it up, so a 128B-swizzled fp16 tile (``S<3,3,3> o 0 o
 conflicts) read differently at a glance.
 """
 
-from ..composed import is_byte_swizzled, smem_element_layout
+from ..core.composed import is_byte_swizzled, smem_element_layout
 from ..errors import CuteTypeError, CuteValueError
-from ..int_tuple import fmt
+from ..core.int_tuple import fmt
 from ._model import MAX_CELLS, bank_of, bank_stats, grid_of
 from ._svg import WARN_COLOR, Canvas, bank_color, draw_grid, grid_style, header_margin
 from .pictures import PAD, _headings, _text_width

@@ -13,7 +13,7 @@
 import argparse
 import sys
 
-from ..composed import smem_element_layout
+from ..core.composed import smem_element_layout
 from ..errors import CuteError, CuteValueError
 
 __all__ = ["add_show_parser", "run_show", "main"]
@@ -64,7 +64,7 @@ def add_show_parser(sub):
 
 
 def _ints(text, what):
-    from ..parse import parse_int_tuple
+    from ..core.parse import parse_int_tuple
 
     t = text.strip()
     if t.startswith("S<") or t.startswith("Sw<"):
@@ -79,7 +79,7 @@ def _ints(text, what):
 
 
 def _dtype(bits):
-    from ..dtypes import Float16, Float32, Float64, Uint8
+    from ..tensor.dtypes import Float16, Float32, Float64, Uint8
 
     table = {8: Uint8, 16: Float16, 32: Float32, 64: Float64}
     if bits not in table:
@@ -96,7 +96,7 @@ def _need(args, layout_needed, mode):
 
 def build(args):
     """``(text, picture)`` for parsed ``show`` arguments."""
-    from ..parse import parse_layout
+    from ..core.parse import parse_layout
     from . import text as T
     from .banks import bank_summary, smem_banks_svg
     from .pictures import layout_svg, tiled_copy_svg, tv_svg
@@ -106,7 +106,7 @@ def build(args):
         raise CuteValueError(f"choose one of --tv, --copy, --tma (got {', '.join('--' + m for m in modes)})")
     if args.tv:
         _need(args, False, "--tv")
-        from ..tiling import make_layout_tv
+        from ..core.tiling import make_layout_tv
 
         tiler, tv = make_layout_tv(parse_layout(args.tv[0]), parse_layout(args.tv[1]))
         return T.format_layout_tv(tv, tiler), tv_svg(tv, tiler)
@@ -123,8 +123,8 @@ def build(args):
     _need(args, True, "show")
     layout = parse_layout(args.layout)
     if args.swizzle:
-        from ..composed import ComposedLayout
-        from ..swizzle import Swizzle
+        from ..core.composed import ComposedLayout
+        from ..core.swizzle import Swizzle
 
         sw = _ints(args.swizzle, "--swizzle B,M,S")
         if type(sw) is not tuple or len(sw) != 3:
@@ -152,10 +152,10 @@ def build(args):
 
 
 def _tma(args, smem):
-    from ..int_tuple import fmt, product_each
+    from ..core.int_tuple import fmt, product_each
     from ..nvgpu import cpasync
-    from ..parse import parse_layout
-    from ..runtime import make_fake_tensor
+    from ..core.parse import parse_layout
+    from ..tensor.fake import make_fake_tensor
     from .tma import tma_boxes, tma_svg
 
     g = parse_layout(args.tma)

@@ -12,7 +12,7 @@ picture stays usable when the cells are too small for labels (a 128 x 128 layout
 """
 
 from ..errors import CuteTypeError
-from ..int_tuple import fmt, idx2crd
+from ..core.int_tuple import fmt, idx2crd
 from ._model import MAX_CELLS, format_value, grid_of, tv_grid
 from ._svg import EMPTY_FILL, PALETTE, Canvas, draw_grid, grid_style, header_margin, thread_color
 from .text import tv_label

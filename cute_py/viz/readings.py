@@ -7,10 +7,10 @@ draws where each element of the tile lands, in bytes, under both readings, and m
 in different places.
 """
 
-from ..composed import ComposedLayout, SmemPtrFlag, smem_element_layout
+from ..core.composed import ComposedLayout, SmemPtrFlag, smem_element_layout
 from ..errors import CuteTypeError, CuteValueError
-from ..layout import Layout
-from ..swizzle import Swizzle
+from ..core.layout import Layout
+from ..core.swizzle import Swizzle
 from ._model import grid_of
 from ._svg import PALETTE, WARN_COLOR, Canvas, draw_grid, grid_style, header_margin
 from .pictures import PAD, _headings, _text_width

@@ -18,7 +18,7 @@ A rank-1 layout is one row; a layout of rank > 2 is grouped to rank 2
 import sys
 
 from ..errors import CuteValueError
-from ..int_tuple import fmt
+from ..core.int_tuple import fmt
 from ._model import format_value, grid_of, tv_grid
 
 __all__ = [
@@ -66,8 +66,8 @@ def print_layout(layout, file=None):
 
 def format_tensor(tensor):
     """The text table of a host tensor's values (over a numpy array or coordinates)."""
-    from ..pointer import Pointer
-    from ..tensor import Tensor
+    from ..tensor.pointer import Pointer
+    from ..tensor.tensor import Tensor
 
     if not isinstance(tensor, Tensor):
         raise CuteValueError(f"print_tensor needs a Tensor, got {tensor!r}; use print_layout for layouts")

@@ -6,8 +6,8 @@ per multicast CTA, and draws the gmem coordinates each CTA's instructions cover.
 """
 
 from ..errors import CuteTypeError, CuteValueError, RankError
-from ..int_tuple import as_int_tuple, fmt, product, product_each
-from ..layout import Layout, group_modes
+from ..core.int_tuple import as_int_tuple, fmt, product, product_each
+from ..core.layout import Layout, group_modes
 from ._svg import PALETTE, Canvas
 from .pictures import PAD, _headings, _text_width
 
@@ -34,8 +34,8 @@ def tma_boxes(atom, gmem, tile_coord=None, cta_tiler=None):
     (for a rank-1 tensor, m is always ``(0, 1)``).  Computed with ``tma_partition``
     on an identity tensor of the gmem shape.
     """
-    from ..pointer import AddressSpace, Pointer
-    from ..tensor import local_tile, make_identity_tensor, make_tensor
+    from ..tensor.pointer import AddressSpace, Pointer
+    from ..tensor.tensor import local_tile, make_identity_tensor, make_tensor
 
     desc = getattr(atom, "descriptor", None)
     if desc is None or not hasattr(atom, "smem_layout"):

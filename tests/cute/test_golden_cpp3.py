@@ -14,9 +14,9 @@ import pytest
 
 import cute_py as cute
 from cute_py.errors import CuteError
-from cute_py.int_tuple import fmt
-from cute_py.smem_atoms import SmemLayoutAtomKind
-from cute_py.swizzle import compose_swizzles
+from cute_py.core.int_tuple import fmt
+from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind
+from cute_py.core.swizzle import compose_swizzles
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 SMEM_FLAG_OPS = {"gmma_atom", "gmma_atom_bits", "slice_smem_flag", "slice_and_offset_smem_flag",

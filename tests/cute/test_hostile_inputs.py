@@ -21,8 +21,8 @@ from cute_py.errors import (
     NotInjectiveError,
     StaticValueRequired,
 )
-from cute_py.layout import _mk
-from cute_py.tensor import Tensor, set_device_access
+from cute_py.core.layout import _mk
+from cute_py.tensor.tensor import Tensor, set_device_access
 from cute_py.testing import RuntimeInt
 
 from _laws import composition_counterexample, complement_counterexample, left_inverse_counterexample, values

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py.errors import CuteTypeError, DivisibilityError, RankError
-from cute_py.int_tuple import (
+from cute_py.core.int_tuple import (
     as_int_tuple,
     compact_col_major,
     compact_order,

@@ -77,3 +77,4 @@ def test_every_swizzle_of_no_bits_is_the_identity(m1, s1, m2, s2):
     assert a == b and hash(a) == hash(b) and a.is_identity
     assert all(a(x) == x for x in range(256))
     assert Swizzle(1, m1, max(s1, 1)) != a
+    assert Swizzle(1, m1, max(s1, 1)).is_identity is False and a.is_identity is True

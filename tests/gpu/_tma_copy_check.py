@@ -5,7 +5,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import reference as ref
-from cute_py.jit.examples import smem_tile_layout
+from examples import smem_tile_layout
 from cute_py.nvgpu import cpasync
 from cute_py.runtime import make_fake_tensor
 

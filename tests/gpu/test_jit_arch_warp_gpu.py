@@ -1,4 +1,4 @@
-"""Warp builtins (cute_py.jit.arch_warp) on a Hopper GPU: one CTA of two warps writes, per thread, the results of
+"""Warp builtins (cute_py.compiler.builtins.arch_warp) on a Hopper GPU: one CTA of two warps writes, per thread, the results of
 vector loads, shuffles, votes, elections, named barriers and a cp.async mbarrier arrival into an Int32 table,
 compared column by column with the same values computed in numpy.
 
@@ -9,14 +9,14 @@ is skipped with the reason otherwise.
 import pytest
 
 try:
-    import mlir_dialects._backend  # noqa: F401
+    import mlir_dialects.bindings  # noqa: F401
 except Exception as e:  # not installed, or no usable bindings (BindingsNotFoundError)
     pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
 np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 
 import cute_py as cute  # noqa: E402
 from cute_py import arch  # noqa: E402
-from cute_py.jit import arch_warp as aw  # noqa: E402
+from cute_py.compiler.builtins import arch_warp as aw  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -66,51 +66,51 @@ def warp_builtins_kernel(inp, out, f):
     aw.stg128(out.engine, (aw.shuffle_sync(w[0], 5), aw.shuffle_xor_sync(w[1], 3, width=8),
                            aw.shuffle_up_sync(w[2], 1), aw.shuffle_down_sync(w[3], 2, width=16)),
               index=10 * tid + 5)                                    # cols 20..23
-    x = (cute.jit.Int64(w[5]) << 32) | (cute.jit.Int64(w[6]) & 0xFFFFFFFF)
+    x = (cute.compiler.Int64(w[5]) << 32) | (cute.compiler.Int64(w[6]) & 0xFFFFFFFF)
     y = aw.shuffle_down_sync(x, 1)
     aw.stg32(out.engine, aw.shuffle_up_sync(tid, 3, width=4), index=row + 24)
-    aw.stg32(out.engine, (cute.jit.Int32(y),), index=row + 25)
-    aw.stg32(out.engine, (cute.jit.Int32(y >> 32),), index=row + 26)
+    aw.stg32(out.engine, (cute.compiler.Int32(y),), index=row + 25)
+    aw.stg32(out.engine, (cute.compiler.Int32(y >> 32),), index=row + 26)
     aw.stg32(out.engine, aw.shuffle_xor_sync(f, 1), index=row + 27)
 
     # votes and elections (the warps are converged here)
     aw.sync_warp()
-    flags = (aw.vote_ballot((w[0] & 1) == 0), cute.jit.select(aw.vote_any(tid == 40), 1, 0),
-             cute.jit.select(aw.vote_all(tid < 48), 1, 0), cute.jit.select(aw.vote_uni(tid < 32), 1, 0))
+    flags = (aw.vote_ballot((w[0] & 1) == 0), cute.compiler.select(aw.vote_any(tid == 40), 1, 0),
+             cute.compiler.select(aw.vote_all(tid < 48), 1, 0), cute.compiler.select(aw.vote_uni(tid < 32), 1, 0))
     aw.stg128(out.engine, flags, index=10 * tid + 7)                 # cols 28..31
     aw.stg64(out.engine, (aw.active_mask(), aw.warp_group_idx()), index=20 * tid + 16)  # cols 32..33
-    aw.stg64(out.engine, (cute.jit.select(aw.shuffle_elect(), 1, 0), cute.jit.select(aw.elect_one_sync(), 1, 0)),
+    aw.stg64(out.engine, (cute.compiler.select(aw.shuffle_elect(), 1, 0), cute.compiler.select(aw.elect_one_sync(), 1, 0)),
              index=20 * tid + 17)                                    # cols 34..35
-    with cute.jit.if_(lane >= 16):
-        aw.stg32(out.engine, cute.jit.select(aw.shuffle_elect(0xFFFF0000), 1, 0), index=row + 36)
-    with cute.jit.if_(lane < 16):
-        aw.stg32(out.engine, cute.jit.select(aw.shuffle_elect(0x0000FFFF), 1, 0), index=row + 36)
+    with cute.compiler.if_(lane >= 16):
+        aw.stg32(out.engine, cute.compiler.select(aw.shuffle_elect(0xFFFF0000), 1, 0), index=row + 36)
+    with cute.compiler.if_(lane < 16):
+        aw.stg32(out.engine, cute.compiler.select(aw.shuffle_elect(0x0000FFFF), 1, 0), index=row + 36)
 
     # named barrier 1: warp 0 produces into warp 1's rows and arrives; warp 1 waits and reads them back
     aw.barrier_sync(2, THREADS)
-    with cute.jit.if_(warp == 0):
+    with cute.compiler.if_(warp == 0):
         aw.stg32(out.engine, 1000 + tid, index=row + 32 * COLS + 37)
         aw.barrier_arrive(1, THREADS)
         aw.stg32(out.engine, 7, index=row + 38)
-    with cute.jit.if_(warp == 1):
+    with cute.compiler.if_(warp == 1):
         aw.barrier_sync(1, THREADS)
         aw.stg32(out.engine, aw.ldg32(out.engine, "cg", index=row + 37), index=row + 38)
 
     # cp.async.mbarrier.arrive.noinc: every thread's arrival is counted in the initial count
     smem = arch.SmemAllocator()
     bar = smem.allocate_mbarrier()
-    with cute.jit.if_(tid == 0):
+    with cute.compiler.if_(tid == 0):
         arch.mbarrier_init(bar, THREADS)
     arch.sync_threads()
     aw.cp_async_barrier_noinc(bar)
     for _ in cute.range(POLL):
-        with cute.jit.if_(arch.mbarrier_try_wait(bar, 0)):
+        with cute.compiler.if_(arch.mbarrier_try_wait(bar, 0)):
             aw.stg32(out.engine, 1, index=row + 39)
 
 
 @cute.jit
 def warp_builtins(inp, out):
-    warp_builtins_kernel(inp, out, cute.jit.Float32(1.5)).launch(grid=1, block=THREADS)
+    warp_builtins_kernel(inp, out, cute.compiler.Float32(1.5)).launch(grid=1, block=THREADS)
 
 
 def expected(inp):
@@ -190,8 +190,8 @@ PTX_CHECKS = [
 
 
 def test_warp_builtins_match_numpy(filecheck, assemble_ptx):
-    in_spec = cute.jit.DeviceArraySpec("Int32", (THREADS * IN_WORDS,))
-    out_spec = cute.jit.DeviceArraySpec("Int32", (THREADS, COLS))
+    in_spec = cute.compiler.DeviceArraySpec("Int32", (THREADS * IN_WORDS,))
+    out_spec = cute.compiler.DeviceArraySpec("Int32", (THREADS, COLS))
     compiled = cute.compile(warp_builtins, in_spec, out_spec)
     filecheck(compiled.ptx, PTX_CHECKS)
     assert assemble_ptx(compiled.ptx)[:4] == b"\x7fELF"

@@ -9,18 +9,18 @@ with ``cute_py.reference``.
 
 import pytest
 
-pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
+pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
 np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 
 import cute_py as cute  # noqa: E402
 from cute_py import reference as ref  # noqa: E402
-from cute_py.jit import examples as ex  # noqa: E402
+import examples as ex  # noqa: E402
 from cute_py.nvgpu import cpasync  # noqa: E402
 from cute_py.runtime import make_fake_tensor  # noqa: E402
 from _tma_copy_check import bits, hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-F = cute.jit.DeviceArraySpec
+F = cute.compiler.DeviceArraySpec
 
 
 def _assembled(compiled, *needles):

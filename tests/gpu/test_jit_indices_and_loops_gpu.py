@@ -9,7 +9,7 @@ skipped with the reason otherwise.
 import pytest
 
 try:
-    import mlir_dialects._backend  # noqa: F401
+    import mlir_dialects.bindings  # noqa: F401
 except Exception as e:  # not installed, or no usable bindings (BindingsNotFoundError)
     pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
 np = pytest.importorskip("numpy", reason="the comparison uses numpy")
@@ -60,7 +60,7 @@ def expected_indices():
 
 
 def test_cluster_indices_have_the_dsl_meanings(filecheck, assemble_ptx):
-    spec = cute.jit.DeviceArraySpec("Int32", (BLOCKS * THREADS, len(COLS)))
+    spec = cute.compiler.DeviceArraySpec("Int32", (BLOCKS * THREADS, len(COLS)))
     compiled = cute.compile(indices, spec)
     filecheck(compiled.ptx, ["CHECK-DAG: %nclusterid.x", "CHECK-DAG: %cluster_ctaid.y", "CHECK-DAG: %cluster_nctaid.x",
                              "CHECK-DAG: %cluster_ctarank", "CHECK-DAG: %cluster_nctarank", "CHECK-DAG: %clusterid.x",
@@ -92,7 +92,7 @@ def ranks(out):
 
 
 def test_a_non_portable_cluster_of_16_ctas_launches_with_the_opt_in(assemble_ptx):
-    compiled = cute.compile(ranks, cute.jit.DeviceArraySpec("Int32", (32, 2)))
+    compiled = cute.compile(ranks, cute.compiler.DeviceArraySpec("Int32", (32, 2)))
     (ln,) = compiled.launches
     assert ln.cluster == (16, 1, 1) and ln.non_portable_cluster
     assert assemble_ptx(compiled.ptx)[:4] == b"\x7fELF"
@@ -120,12 +120,12 @@ def carried_sum_kernel(out, n):
 
 
 @cute.jit
-def carried_sum(out, n: cute.jit.Int32):
+def carried_sum(out, n: cute.compiler.Int32):
     carried_sum_kernel(out, n).launch(grid=1, block=1)
 
 
 def test_a_carried_sum_stores_the_sum(assemble_ptx):
-    compiled = cute.compile(carried_sum, cute.jit.DeviceArraySpec("Int32", (2,)), cute.jit.Int32(10))
+    compiled = cute.compile(carried_sum, cute.compiler.DeviceArraySpec("Int32", (2,)), cute.compiler.Int32(10))
     assert assemble_ptx(compiled.ptx)[:4] == b"\x7fELF"
 
     torch = hopper_torch()
@@ -151,7 +151,7 @@ def split_loops_kernel(out, x):
 
 
 @cute.jit
-def split_loops(out, x: cute.jit.Int32):
+def split_loops(out, x: cute.compiler.Int32):
     split_loops_kernel(out, x).launch(grid=1, block=1)
 
 
@@ -165,7 +165,7 @@ def test_loops_split_for_unrolling_assemble_load_and_visit_every_index_once_in_o
     # mlir_dialects.assembler), and the driver must load and run the cubin it makes
     from mlir_dialects import assembler
 
-    compiled = cute.compile(split_loops, cute.jit.DeviceArraySpec("Int32", (2 * len(CASES),)), cute.jit.Int32(1))
+    compiled = cute.compile(split_loops, cute.compiler.DeviceArraySpec("Int32", (2 * len(CASES),)), cute.compiler.Int32(1))
     assert compiled.cubin[:4] == b"\x7fELF"
     uses = assembler.assembler_in_use()
     if uses == "nvjitlink":

@@ -9,11 +9,11 @@ CTAs with different tile counts), CTAs with fewer tiles than stages, and > 48 KB
 
 import pytest
 
-pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
+pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
 np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 
 import cute_py as cute  # noqa: E402
-from cute_py.jit.examples import tma_copy_pipelined  # noqa: E402
+from examples import tma_copy_pipelined  # noqa: E402
 from _tma_copy_check import bits, hopper_torch, reference_copy, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -34,7 +34,7 @@ IDS = [f"{d}-{s[0]}x{s[1]}-tile{t[0]}x{t[1]}-{sw}-st{st}-lag{lag}-ctas{m}" for d
 @pytest.mark.parametrize("dtype,shape,tile,swizzle,stages,lag,max_ctas", CASES, ids=IDS)
 def test_jit_tma_copy_pipelined_matches_numpy_and_thereference_copy(dtype, shape, tile, swizzle, stages, lag, max_ctas,
                                                               assemble_ptx):
-    spec = cute.jit.DeviceArraySpec(dtype, shape)
+    spec = cute.compiler.DeviceArraySpec(dtype, shape)
     compiled = cute.compile(tma_copy_pipelined, spec, spec, tile, swizzle, stages, lag, None, max_ctas)
     ptx = compiled.ptx
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" in ptx

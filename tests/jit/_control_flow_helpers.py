@@ -6,7 +6,7 @@ import re
 import pytest
 
 import cute_py as cute
-from cute_py.jit import Int32, TraceError
+from cute_py.compiler import Int32, TraceError
 
 
 def compile_kernel(kernel_fn, *kargs):

@@ -2,7 +2,7 @@
 
 import inspect
 
-from cute_py.jit import TraceError
+from cute_py.compiler import TraceError
 
 
 def kernel_line(kernel, text):

@@ -2,7 +2,7 @@
 
 import pytest
 
-pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bindings (pip install numba-cuda-mlir==0.6.0)")
+pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bindings (pip install numba-cuda-mlir==0.6.0)")
 
 
 

@@ -5,8 +5,8 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import TraceError
-from cute_py.jit import arch_warp as aw
+from cute_py.compiler import TraceError
+from cute_py.compiler.builtins import arch_warp as aw
 
 
 def _ptx(body, block=32, cluster=(2, 1, 1), grid=2):
@@ -19,7 +19,7 @@ def _ptx(body, block=32, cluster=(2, 1, 1), grid=2):
     def host(out):
         k(out).launch(grid=grid, block=block, cluster=cluster)
 
-    return cute.compile(host, cute.jit.DeviceArraySpec("Int32", (64,)))
+    return cute.compile(host, cute.compiler.DeviceArraySpec("Int32", (64,)))
 
 
 def test_block_idx_in_cluster_is_the_ctas_rank(filecheck, assemble):
@@ -31,7 +31,7 @@ def test_block_idx_in_cluster_is_the_ctas_rank(filecheck, assemble):
         return r
 
     c = _ptx(body)
-    assert isinstance(rank[0], cute.jit.TracedInt)  # one Int32, not an (x, y, z) tuple
+    assert isinstance(rank[0], cute.compiler.TracedInt)  # one Int32, not an (x, y, z) tuple
     filecheck(c.ptx, ["CHECK: mov.u32 [[R:%r[0-9]+]], %cluster_ctarank;", "CHECK: st.global.b32 [{{%rd[0-9]+}}], [[R]];"])
     assemble(c.ptx)
 

@@ -1,4 +1,4 @@
-"""Warp-level kernel builtins (cute_py.jit.arch_warp): the PTX each one becomes, assembly with nvJitLink, and
+"""Warp-level kernel builtins (cute_py.compiler.builtins.arch_warp): the PTX each one becomes, assembly with nvJitLink, and
 one error per argument rule, raised while tracing at the kernel's line."""
 
 import re
@@ -7,11 +7,11 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import TraceError
-from cute_py.jit import arch_warp as aw
+from cute_py.compiler import TraceError
+from cute_py.compiler.builtins import arch_warp as aw
 
-I32 = cute.jit.Int32
-I64 = cute.jit.Int64
+I32 = cute.compiler.Int32
+I64 = cute.compiler.Int64
 
 
 def compile_kernel(kernel_fn, *kargs, n=512, grid=1, block=64, cluster=None):
@@ -23,7 +23,7 @@ def compile_kernel(kernel_fn, *kargs, n=512, grid=1, block=64, cluster=None):
             launch["cluster"] = cluster
         kernel_fn(inp, out, *kargs).launch(**launch)
 
-    spec = cute.jit.DeviceArraySpec("Int32", (n,))
+    spec = cute.compiler.DeviceArraySpec("Int32", (n,))
     return cute.compile(host, spec, spec)
 
 
@@ -136,7 +136,7 @@ def test_a_float32_shuffles_and_stores_its_bits(filecheck):
     def k(inp, out, f):
         aw.stg32(out.engine, aw.shuffle_xor_sync(f, 1), index=arch.thread_idx()[0])
 
-    filecheck(compile_kernel(k, cute.jit.Float32(1.5)).ptx, [
+    filecheck(compile_kernel(k, cute.compiler.Float32(1.5)).ptx, [
         "CHECK: ld.param.b32 [[F:%r[0-9]+]], [k_0_param_2];",
         "CHECK: shfl.sync.bfly.b32 [[Y:%r[0-9]+]], [[F]], 1, 31, -1;",
         "CHECK: st.global.b32 [{{%rd[0-9]+}}], [[Y]];",
@@ -152,9 +152,9 @@ def test_votes_and_the_active_mask(filecheck):
         tid = arch.thread_idx()[0]
         (x,) = aw.ldg32(inp.engine, index=tid)
         ballot = aw.vote_ballot((x & 1) == 0)
-        any_ = cute.jit.select(aw.vote_any(x == 7), 1, 0)
-        all_ = cute.jit.select(aw.vote_all(x > 0, mask=0xFF), 1, 0)
-        uni = cute.jit.select(aw.vote_uni(x < 5), 1, 0)
+        any_ = cute.compiler.select(aw.vote_any(x == 7), 1, 0)
+        all_ = cute.compiler.select(aw.vote_all(x > 0, mask=0xFF), 1, 0)
+        uni = cute.compiler.select(aw.vote_uni(x < 5), 1, 0)
         aw.stg128(out.engine, (ballot, any_, all_, uni), index=tid)
         aw.stg32(out.engine + 256, aw.active_mask(), index=tid)
 
@@ -171,12 +171,12 @@ def test_elect_one_sync_and_shuffle_elect(filecheck):
     @cute.kernel
     def k(inp, out):
         tid = arch.thread_idx()[0]
-        with cute.jit.if_(aw.elect_one_sync()):
+        with cute.compiler.if_(aw.elect_one_sync()):
             aw.stg32(out.engine, 1, index=tid)
-        with cute.jit.if_(aw.shuffle_elect()):
+        with cute.compiler.if_(aw.shuffle_elect()):
             aw.stg32(out.engine + 64, 2, index=tid)
-        with cute.jit.if_(arch.lane_idx() >= 16):
-            with cute.jit.if_(aw.shuffle_elect(0xFFFF0000)):
+        with cute.compiler.if_(arch.lane_idx() >= 16):
+            with cute.compiler.if_(aw.shuffle_elect(0xFFFF0000)):
                 aw.stg32(out.engine + 128, 3, index=tid)
 
     filecheck(compile_kernel(k).ptx, [
@@ -195,9 +195,9 @@ def test_elect_one_sync_and_shuffle_elect(filecheck):
 def test_set_max_nreg_inc_and_dec(filecheck, assemble):
     @cute.kernel
     def k(inp, out):
-        with cute.jit.if_(aw.warp_group_idx() == 0):
+        with cute.compiler.if_(aw.warp_group_idx() == 0):
             aw.set_max_nreg(40, "dec")
-        with cute.jit.if_(aw.warp_group_idx() != 0):
+        with cute.compiler.if_(aw.warp_group_idx() != 0):
             aw.set_max_nreg(240, "inc")
 
     c = compile_kernel(k, block=256)
@@ -218,7 +218,7 @@ def test_ldg_of_every_width_and_cache_modifier(bits, cache, filecheck, assemble)
     @cute.kernel
     def k(inp, out):
         words = aw.ldg(inp.engine, bits, cache, index=arch.thread_idx()[0])
-        assert len(words) == bits // 32 and all(isinstance(w, cute.jit.TracedInt) for w in words)
+        assert len(words) == bits // 32 and all(isinstance(w, cute.compiler.TracedInt) for w in words)
         aw.stg(out.engine, words, index=arch.thread_idx()[0])
 
     c = compile_kernel(k)
@@ -325,7 +325,7 @@ def test_a_kernel_using_every_builtin_assembles(assemble):
         big = aw.shuffle_xor_sync(I64(tid) * 0x100000001, 1)
         aw.stg256(out.engine, shuffled + (I32(big), I32(big >> 32), aw.shuffle_sync(f, 0),
                                           aw.vote_ballot(lane % 3 == 0)), "cs", index=tid)
-        flags = tuple(cute.jit.select(c, 1, 0) for c in (aw.vote_any(tid == 40), aw.vote_all(lane < 16),
+        flags = tuple(cute.compiler.select(c, 1, 0) for c in (aw.vote_any(tid == 40), aw.vote_all(lane < 16),
                                                           aw.elect_one_sync(), aw.shuffle_elect()))
         aw.stg128(out.engine + 512, flags, index=tid)
         aw.stg64(out.engine + 1024, (aw.active_mask(), aw.warp_group_idx()), "wt", index=tid)
@@ -335,7 +335,7 @@ def test_a_kernel_using_every_builtin_assembles(assemble):
         bar = smem.allocate_mbarrier()
         aw.cp_async_barrier_noinc(bar)
 
-    c = compile_kernel(k, cute.jit.Float32(2.0), n=4096)
+    c = compile_kernel(k, cute.compiler.Float32(2.0), n=4096)
     cubin = assemble(c.ptx)
     assert len(cubin) > 0
     # traced, the builtins are cute_nvgpu ops; the only NVVM ops left are arch's thread and lane index reads
@@ -486,8 +486,8 @@ def test_an_underaligned_argument_is_rejected():
     def host(inp, out):
         k(inp, out).launch(grid=1, block=32)
 
-    spec = cute.jit.DeviceArraySpec("Int32", (64,))
-    odd = cute.jit.DeviceArraySpec("Int32", (64,), address=(1 << 24) + 4)
+    spec = cute.compiler.DeviceArraySpec("Int32", (64,))
+    odd = cute.compiler.DeviceArraySpec("Int32", (64,), address=(1 << 24) + 4)
     with pytest.raises(TraceError, match="stg128: a 128-bit access needs a 16-byte aligned address, but the pointer "
                                          r".* is only 4-byte aligned"):
         cute.compile(host, spec, odd)

@@ -7,17 +7,17 @@ import subprocess
 import sys
 
 import cute_py as cute
-from cute_py.jit import cache
-from cute_py.jit.examples import tma_copy
+from cute_py.compiler.runtime import cache
+from examples import tma_copy
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _CHILD = """
 import json, cute_py as cute
-from cute_py.jit.examples import tma_copy
-a = cute.jit.DeviceArraySpec({dtype!r}, (256, 512))
+from examples import tma_copy
+a = cute.compiler.DeviceArraySpec({dtype!r}, (256, 512))
 c = cute.compile(tma_copy, a, a, (128, 64), 'none')
-print(json.dumps(dict(cute.jit.stats, ptx_ok='cp.async.bulk.tensor.2d' in c.ptx, elf=c.cubin[:4] == b'\\x7fELF')))
+print(json.dumps(dict(cute.compiler.stats, ptx_ok='cp.async.bulk.tensor.2d' in c.ptx, elf=c.cubin[:4] == b'\\x7fELF')))
 """
 
 
@@ -68,8 +68,8 @@ def _compile_here():
     """Compile kernel 1 in this process through a new jit function (no memory hit: the disk cache is asked);
     the compiled object and what the cache counted for it."""
     before = dict(cache.stats)
-    a = cute.jit.DeviceArraySpec("Float32", (256, 512))
-    c = cute.compile(cute.jit.JitFunction(tma_copy.fn), a, a, (128, 64), "none")
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 512))
+    c = cute.compile(cute.compiler.JitFunction(tma_copy.fn), a, a, (128, 64), "none")
     return c, {k: v - before.get(k, 0) for k, v in cache.stats.items()}
 
 
@@ -141,17 +141,17 @@ def test_entries_are_written_through_temporary_files(cache_dir):
 
 def test_an_empty_cache_dir_variable_turns_the_disk_cache_off(cache_dir, monkeypatch):
     monkeypatch.setenv("CUTE_PY_CACHE_DIR", "")
-    a = cute.jit.DeviceArraySpec("Float32", (128, 128))
-    cute.compile(cute.jit.JitFunction(tma_copy.fn), a, a, (64, 64), "none")
+    a = cute.compiler.DeviceArraySpec("Float32", (128, 128))
+    cute.compile(cute.compiler.JitFunction(tma_copy.fn), a, a, (64, 64), "none")
     assert not pathlib.Path(cache_dir).exists()
 
 
 def test_the_same_specialisation_is_compiled_once_per_process():
-    jf = cute.jit.JitFunction(tma_copy.fn)
-    a = cute.jit.DeviceArraySpec("Float32", (128, 256))
+    jf = cute.compiler.JitFunction(tma_copy.fn)
+    a = cute.compiler.DeviceArraySpec("Float32", (128, 256))
     before = dict(cache.stats)
     c1 = jf.compile(a, a, (64, 64), "none")
-    c2 = jf.compile(cute.jit.DeviceArraySpec("Float32", (128, 256), address=1 << 30), a, (64, 64), "none")
+    c2 = jf.compile(cute.compiler.DeviceArraySpec("Float32", (128, 256), address=1 << 30), a, (64, 64), "none")
     assert c1 is c2
     assert cache.stats["compiles"] == before["compiles"] + 1
     assert cache.stats["memory_hits"] == before["memory_hits"] + 1
@@ -161,7 +161,7 @@ def test_closures_with_different_values_do_not_share_an_entry(cache_dir):
     def make(scale):
         @cute.kernel
         def k(n):
-            with cute.jit.if_(n * scale == 0):
+            with cute.compiler.if_(n * scale == 0):
                 cute.arch.sync_threads()
 
         def host(n):
@@ -169,8 +169,8 @@ def test_closures_with_different_values_do_not_share_an_entry(cache_dir):
 
         return host
 
-    c2 = cute.compile(make(2), cute.jit.Int32(1))
-    c3 = cute.compile(make(3), cute.jit.Int32(1))
+    c2 = cute.compile(make(2), cute.compiler.Int32(1))
+    c3 = cute.compile(make(3), cute.compiler.Int32(1))
     assert c2.key != c3.key
     assert "arith.constant 3" in c3.mlir and "arith.constant 3" not in c2.mlir
 
@@ -180,11 +180,11 @@ def test_functions_without_a_source_file_compile_and_are_keyed_by_their_code():
     exec(compile("import cute_py as cute\n"
                  "@cute.kernel\n"
                  "def k(n):\n"
-                 "    with cute.jit.if_(n == 1):\n"
+                 "    with cute.compiler.if_(n == 1):\n"
                  "        cute.arch.sync_threads()\n"
                  "def host(n):\n"
                  "    k(n).launch(grid=1, block=32)\n", "<generated>", "exec"), ns)
-    c = cute.compile(ns["host"], cute.jit.Int32(0))
+    c = cute.compile(ns["host"], cute.compiler.Int32(0))
     assert c.key is not None and ".entry k_0(" in c.ptx
 
 

@@ -21,8 +21,8 @@ import json, sys
 import cute_py as cute
 {before}
 import kern
-c = cute.compile(kern.host, cute.jit.DeviceArraySpec("Int32", (4,)))
-print(json.dumps(dict(cute.jit.stats, ptx=c.ptx)))
+c = cute.compile(kern.host, cute.compiler.DeviceArraySpec("Int32", (4,)))
+print(json.dumps(dict(cute.compiler.stats, ptx=c.ptx)))
 """
 
 KERN = """
@@ -188,13 +188,13 @@ def test_code_that_has_no_source_file_is_not_stored_on_disk(cache_dir):
     def host(g):
         k(g).launch(grid=1, block=1)
 
-    c = cute.compile(host, cute.jit.DeviceArraySpec("Int32", (4,)))
+    c = cute.compile(host, cute.compiler.DeviceArraySpec("Int32", (4,)))
     assert "12345" in c.ptx
     assert not list(pathlib.Path(cache_dir).rglob("*.json"))
 
 
 def test_closures_over_functions_are_keyed_by_the_functions_code_and_values():
-    from cute_py.jit import deps
+    from cute_py.compiler.runtime import deps
 
     def make(n):
         def f():
@@ -215,7 +215,7 @@ def test_closures_over_functions_are_keyed_by_the_functions_code_and_values():
 
 
 def test_frozenset_constants_key_the_same_in_every_process():
-    code = "from cute_py.jit import deps\ndef f(x):\n    return x in {'alpha', 'beta', 'gamma', 'delta'}\n" \
+    code = "from cute_py.compiler.runtime import deps\ndef f(x):\n    return x in {'alpha', 'beta', 'gamma', 'delta'}\n" \
            "print(deps.value_key(f, strict=True))"
     keys = set()
     for seed in ("1", "2", "3"):
@@ -230,7 +230,7 @@ def test_a_warm_lookup_does_not_trace_the_kernels(project):
     run, _ = project
     run()
     no_trace = ("import importlib\n"
-                "K = importlib.import_module('cute_py.jit.kernel')\n"
+                "K = importlib.import_module('cute_py.compiler.frontend.kernel')\n"
                 "def _no_trace(*args):\n"
                 "    raise SystemExit('a kernel was traced to look its entry up')\n"
                 "K._trace_kernel = _no_trace")
@@ -239,7 +239,7 @@ def test_a_warm_lookup_does_not_trace_the_kernels(project):
 
 
 def test_code_generated_for_dataclasses_and_namedtuples_is_checked_through_its_module(tmp_path, monkeypatch):
-    from cute_py.jit import deps
+    from cute_py.compiler.runtime import deps
 
     (tmp_path / "shapes_mod.py").write_text(
         "import collections, dataclasses\n"
@@ -262,7 +262,7 @@ def test_code_generated_for_dataclasses_and_namedtuples_is_checked_through_its_m
 
 
 def test_values_too_large_to_key_are_keyed_by_size_or_refused():
-    from cute_py.jit import deps
+    from cute_py.compiler.runtime import deps
 
     big = list(range(100_000))
     assert deps.value_key(big).startswith("large:")
@@ -277,7 +277,7 @@ def test_values_too_large_to_key_are_keyed_by_size_or_refused():
 def test_a_recording_whose_hook_was_replaced_is_not_stored():
     import sys as _sys
 
-    from cute_py.jit import deps
+    from cute_py.compiler.runtime import deps
 
     rec = deps.Recorder()
     with rec:

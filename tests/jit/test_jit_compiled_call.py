@@ -3,10 +3,10 @@
 import pytest
 
 import cute_py as cute
-from cute_py.jit import launch as L
-from cute_py.jit import ArgumentError
-from cute_py.jit.compiled import Compiled, SpecMismatch
-from cute_py.jit.examples import tma_copy, tma_copy_pipelined
+from cute_py.compiler.runtime import launch as L
+from cute_py.compiler import ArgumentError
+from cute_py.compiler.runtime.compiled import Compiled, SpecMismatch
+from examples import tma_copy, tma_copy_pipelined
 
 
 class _Result:
@@ -45,13 +45,13 @@ def encodes(monkeypatch):
         seen.append(address)
         return bytes([len(seen)]) * 128
 
-    monkeypatch.setattr(cute.jit.Compiled, "_descriptor", fake_encode)
+    monkeypatch.setattr(cute.compiler.Compiled, "_descriptor", fake_encode)
     return seen
 
 
 def test_the_launch_is_prepared_once_and_parameters_refilled_only_on_change(fake_driver, encodes):
-    a = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
-    b = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 25)
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
+    b = cute.compiler.DeviceArraySpec("Float32", (256, 512), address=1 << 25)
     c = cute.compile(tma_copy, a, b, (128, 64), "none")
     c(a, b)
     assert encodes == [1 << 24, 1 << 25]
@@ -69,36 +69,36 @@ def test_the_launch_is_prepared_once_and_parameters_refilled_only_on_change(fake
 
 
 def test_trailing_statics_may_be_left_out_and_argument_counts_are_checked(fake_driver, encodes):
-    a = cute.jit.DeviceArraySpec("Float32", (2048, 2048))
+    a = cute.compiler.DeviceArraySpec("Float32", (2048, 2048))
     c = cute.compile(tma_copy_pipelined, a, a, (64, 128), "none", 4, 1, None, 40)
     c(a, a)
     assert fake_driver.calls[-1][1:4] == (40, 1, 1)
-    with pytest.raises(cute.jit.ArgumentError, match="compiled for 8 arguments"):
+    with pytest.raises(cute.compiler.ArgumentError, match="compiled for 8 arguments"):
         c(a)
-    with pytest.raises(cute.jit.ArgumentError, match="compiled for 8 arguments"):
+    with pytest.raises(cute.compiler.ArgumentError, match="compiled for 8 arguments"):
         c(a, a, (64, 128), "none", 4, 1, None, 40, 0)  # one too many
 
 
 def test_a_different_shape_is_a_spec_mismatch(fake_driver, encodes):
-    a = cute.jit.DeviceArraySpec("Float32", (256, 512))
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 512))
     c = cute.compile(tma_copy, a, a, (128, 64), "none")
     with pytest.raises(SpecMismatch, match="argument 1"):
-        c(a, cute.jit.DeviceArraySpec("Float32", (256, 256)))
+        c(a, cute.compiler.DeviceArraySpec("Float32", (256, 256)))
     assert fake_driver.calls == []
 
 
 def test_a_failed_launch_raises_a_launch_error(fake_driver, encodes):
     fake_driver.err = 1
-    a = cute.jit.DeviceArraySpec("Float32", (256, 512))
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 512))
     c = cute.compile(tma_copy, a, a, (128, 64), "none")
-    with pytest.raises(cute.jit.LaunchError, match="CUDA_ERROR_INVALID_VALUE"):
+    with pytest.raises(cute.compiler.LaunchError, match="CUDA_ERROR_INVALID_VALUE"):
         c(a, a)
 
 
 def test_cluster_launches_go_through_launch_kernel_ex(fake_driver, encodes, monkeypatch):
     seen = []
     monkeypatch.setattr(L, "launch", lambda *args: seen.append(args))
-    a = cute.jit.DeviceArraySpec("BFloat16", (256, 512))
+    a = cute.compiler.DeviceArraySpec("BFloat16", (256, 512))
     c = cute.compile(tma_copy, a, a, (128, 64), "128B", (2, 1, 1))
     c(a, a)
     func, grid, block, cluster, smem, stream, params = seen[0]
@@ -133,10 +133,10 @@ FakeTorchTensor.__module__ = "torch.fake"
 
 
 def test_the_torch_fast_path_reads_addresses_in_argument_order(fake_driver, encodes, monkeypatch):
-    import cute_py.jit.args as args_mod
+    import cute_py.compiler.frontend.args as args_mod
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)  # specs through __cuda_array_interface__
-    a = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
     c = cute.compile(tma_copy, a, a, (128, 64), "none")
     t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
     c(a, t2)  # only argument 1 is a torch tensor: no fast path yet
@@ -158,10 +158,10 @@ def test_the_torch_fast_path_reads_addresses_in_argument_order(fake_driver, enco
 
 
 def test_the_generated_launch_path_checks_like_the_general_one(fake_driver, encodes, monkeypatch):
-    import cute_py.jit.args as args_mod
+    import cute_py.compiler.frontend.args as args_mod
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
-    a = cute.jit.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
     c = cute.compile(tma_copy, a, a, (128, 64), "none")
     t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
     c(t1, t2)

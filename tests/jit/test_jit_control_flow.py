@@ -12,7 +12,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import Float32, Int32, Int64
+from cute_py.compiler import Float32, Int32, Int64
 from _control_flow_helpers import _wrap, compile_kernel, kernel_body, ptx_loops, run_kernel
 from _control_flow_helpers import line_of as _line_of
 
@@ -65,7 +65,7 @@ def test_carried_kinds_keep_their_types_and_widths(filecheck, assemble):
         assert [type(v).__name__ for v in loop.result] == ["TracedInt"] * 3 + ["TracedBool"] * 2 + ["TracedFloat"] * 2
         assert (a.width, big.width, wide.width) == (32, 64, 64)
         bar = arch.SmemAllocator().allocate_mbarrier()
-        for v in (a, Int32(big), Int32(wide), cute.jit.select(t, 1, 0), cute.jit.select(pos, 1, 0)):
+        for v in (a, Int32(big), Int32(wide), cute.compiler.select(t, 1, 0), cute.compiler.select(pos, 1, 0)):
             arch.mbarrier_init(bar, v)
 
     c = compile_kernel(k, Int32(5), Int32(3), Float32(2.0))
@@ -110,7 +110,7 @@ def test_nested_loops_and_branches_carry_values_out(filecheck):
             for j, (t,) in inner:
                 inner.next(t + i * j)
             (total,) = inner.result
-            br = cute.jit.if_(i % 3 == 0, carry=(hits,))
+            br = cute.compiler.if_(i % 3 == 0, carry=(hits,))
             with br:
                 br.set(hits + 1)
             (hits,) = br.result
@@ -132,7 +132,7 @@ def test_loops_without_carry_still_yield_the_index_and_negative_steps_carry_too(
     def k(n):
         bar = arch.SmemAllocator().allocate_mbarrier()
         for i in cute.range(n):
-            assert isinstance(i, cute.jit.TracedInt)
+            assert isinstance(i, cute.compiler.TracedInt)
             arch.mbarrier_init(bar, i)
         loop = cute.range(n, -1, -2, carry=(0,))
         for i, (acc,) in loop:
@@ -154,7 +154,7 @@ def test_a_branch_sets_a_value_where_it_runs_and_keeps_the_old_one_elsewhere(fil
     @cute.kernel
     def k(x):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        with cute.jit.if_(x > 5, carry=(x, 7)) as br:
+        with cute.compiler.if_(x > 5, carry=(x, 7)) as br:
             br.set(x * 2, x + 1)
         y, z = br.result
         arch.mbarrier_init(bar, y)
@@ -182,7 +182,7 @@ def test_otherwise_traces_the_else_branch(filecheck, assemble):
     @cute.kernel
     def k(x):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        br = cute.jit.if_(x < 0, carry=(x, False))
+        br = cute.compiler.if_(x < 0, carry=(x, False))
         with br:
             arch.mbarrier_init(bar, 100)
             br.set(-x, True)
@@ -191,7 +191,7 @@ def test_otherwise_traces_the_else_branch(filecheck, assemble):
             br.set(x, x == 0)
         mag, flag = br.result
         arch.mbarrier_init(bar, mag)
-        arch.mbarrier_init(bar, cute.jit.select(flag, 1, 0))
+        arch.mbarrier_init(bar, cute.compiler.select(flag, 1, 0))
 
     c = compile_kernel(k, Int32(1))
     filecheck(kernel_body(c.mlir), [
@@ -211,7 +211,7 @@ def test_otherwise_without_carried_values():
     @cute.kernel
     def k(x):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        br = cute.jit.if_(x == 3)
+        br = cute.compiler.if_(x == 3)
         with br:
             arch.mbarrier_init(bar, 1)
         with br.otherwise():
@@ -227,12 +227,12 @@ def test_branches_carry_bools_floats_and_i64():
     @cute.kernel
     def k(x, f):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        with cute.jit.if_(x == 1, carry=(Int64(x), x > 9, f)) as br:
+        with cute.compiler.if_(x == 1, carry=(Int64(x), x > 9, f)) as br:
             br.set(1 << 33, True, 0.25)
         w, t, g = br.result
         assert (w.width, type(t).__name__, type(g).__name__) == (64, "TracedBool", "TracedFloat")
         arch.mbarrier_init(bar, Int32(w >> 32))
-        arch.mbarrier_init(bar, cute.jit.select(t, 1, 0))
+        arch.mbarrier_init(bar, cute.compiler.select(t, 1, 0))
 
     c = compile_kernel(k, Int32(1), Float32(1.0))
     assert re.search(r"\^bb\d+\(%\d+: i64, %\d+: i1, %\d+: f32\):", c.mlir)
@@ -416,7 +416,7 @@ def test_unroll_with_carried_values_and_a_run_time_start(assemble):
             loop.next(acc + i, ~odd)
         acc, odd = loop.result
         arch.mbarrier_init(bar, acc)
-        arch.mbarrier_init(bar, cute.jit.select(odd, 1, 0))
+        arch.mbarrier_init(bar, cute.compiler.select(odd, 1, 0))
 
     c = compile_kernel(k, Int32(0), Int32(0))
     assemble(c.ptx)

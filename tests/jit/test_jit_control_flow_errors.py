@@ -5,7 +5,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import Float32, Int32, Int64
+from cute_py.compiler import Float32, Int32, Int64
 from _control_flow_helpers import _trace_error, compile_kernel, run_kernel
 from _control_flow_helpers import line_of as _line_of
 
@@ -64,7 +64,7 @@ def test_next_with_the_wrong_number_of_values():
 def test_next_with_a_value_of_another_kind_or_width(case):
     initial, new, message = {
         "i64 for i32": (lambda n, f: n, lambda n, f: Int64(n), r"must keep the kind of its initial value, an i32 "
-                        r"integer, got TracedInt\(i64\) \(cute_py.jit.Int32\(x\) converts an integer\)"),
+                        r"integer, got TracedInt\(i64\) \(cute_py.compiler.Int32\(x\) converts an integer\)"),
         "i32 for i64": (lambda n, f: Int64(n), lambda n, f: n, r"an i64 integer, got TracedInt\(i32\)"),
         "bool for i32": (lambda n, f: 0, lambda n, f: n > 1, r"an i32 integer, got TracedBool"),
         "int for bool": (lambda n, f: n > 1, lambda n, f: 1, r"a bool, got int 1"),
@@ -146,7 +146,7 @@ def test_next_inside_a_nested_branch_is_rejected():
     def k(n):
         loop = cute.range(n, carry=(0,))
         for i, (acc,) in loop:
-            with cute.jit.if_(i == 2):
+            with cute.compiler.if_(i == 2):
                 loop.next(acc + 1)  # @nested-next
 
     assert _trace_error(k, rf":{line_of('@nested-next')}: cute_py.range loop: next\(\) must be called directly in the loop "
@@ -219,7 +219,7 @@ def test_break_out_of_a_fully_unrolled_loop_leaves_it_unfinished():
 def test_set_not_called():
     @cute.kernel
     def k(n):
-        with cute.jit.if_(n == 1, carry=(n,)):  # @no-set
+        with cute.compiler.if_(n == 1, carry=(n,)):  # @no-set
             pass
 
     assert _trace_error(k, rf":{line_of('@no-set')}: if_ branch: the branch body must call br.set\(...\) with the 1 carried "
@@ -229,7 +229,7 @@ def test_set_not_called():
 def test_set_twice_with_the_wrong_count_or_kind():
     @cute.kernel
     def twice(n):
-        with cute.jit.if_(n == 1, carry=(n,)) as br:
+        with cute.compiler.if_(n == 1, carry=(n,)) as br:
             br.set(1)
             br.set(2)  # @set-twice
 
@@ -237,7 +237,7 @@ def test_set_twice_with_the_wrong_count_or_kind():
 
     @cute.kernel
     def count(n):
-        with cute.jit.if_(n == 1, carry=(n,)) as br:
+        with cute.compiler.if_(n == 1, carry=(n,)) as br:
             br.set(1, 2)  # @set-count
 
     assert _trace_error(count, rf":{line_of('@set-count')}: if_ branch: set\(\) takes one value per carried value: 1 expected "
@@ -245,7 +245,7 @@ def test_set_twice_with_the_wrong_count_or_kind():
 
     @cute.kernel
     def kind(n):
-        with cute.jit.if_(n == 1, carry=(n,)) as br:
+        with cute.compiler.if_(n == 1, carry=(n,)) as br:
             br.set(Int64(n))  # @set-kind
 
     assert _trace_error(kind, rf":{line_of('@set-kind')}: if_ branch set\(\): carried value 0 must keep the kind of its "
@@ -255,7 +255,7 @@ def test_set_twice_with_the_wrong_count_or_kind():
 def test_set_in_the_wrong_place():
     @cute.kernel
     def nested(n):
-        with cute.jit.if_(n == 1, carry=(n,)) as br:
+        with cute.compiler.if_(n == 1, carry=(n,)) as br:
             for i in cute.range(n):
                 br.set(i)  # @nested-set
 
@@ -264,7 +264,7 @@ def test_set_in_the_wrong_place():
 
     @cute.kernel
     def late(n):
-        with cute.jit.if_(n == 1, carry=(n,)) as br:
+        with cute.compiler.if_(n == 1, carry=(n,)) as br:
             br.set(n + 1)
         br.set(n)  # @late-set
 
@@ -273,7 +273,7 @@ def test_set_in_the_wrong_place():
 
     @cute.kernel
     def uncarried(n):
-        with cute.jit.if_(n == 1) as br:
+        with cute.compiler.if_(n == 1) as br:
             br.set(n)  # @uncarried-set
 
     assert _trace_error(uncarried, rf":{line_of('@uncarried-set')}: if_ branch: set\(\) needs carried values")
@@ -282,7 +282,7 @@ def test_set_in_the_wrong_place():
 def test_branch_result_before_the_with_block_ends():
     @cute.kernel
     def early(n):
-        br = cute.jit.if_(n == 1, carry=(n,))
+        br = cute.compiler.if_(n == 1, carry=(n,))
         br.result  # @branch-early
 
     assert _trace_error(early, rf":{line_of('@branch-early')}: if_ branch: result is only known after the branch's `with` "
@@ -290,7 +290,7 @@ def test_branch_result_before_the_with_block_ends():
 
     @cute.kernel
     def inside(n):
-        with cute.jit.if_(n == 1, carry=(n,)) as br:
+        with cute.compiler.if_(n == 1, carry=(n,)) as br:
             br.set(n)
             br.result  # @branch-inside
 
@@ -301,7 +301,7 @@ def test_otherwise_must_follow_the_branch_directly_and_once():
     @cute.kernel
     def gap(n):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        br = cute.jit.if_(n == 1)
+        br = cute.compiler.if_(n == 1)
         with br:
             pass
         arch.mbarrier_init(bar, 1)
@@ -313,7 +313,7 @@ def test_otherwise_must_follow_the_branch_directly_and_once():
 
     @cute.kernel
     def twice(n):
-        br = cute.jit.if_(n == 1)
+        br = cute.compiler.if_(n == 1)
         with br:
             pass
         with br.otherwise():
@@ -326,7 +326,7 @@ def test_otherwise_must_follow_the_branch_directly_and_once():
 
     @cute.kernel
     def first(n):
-        br = cute.jit.if_(n == 1)
+        br = cute.compiler.if_(n == 1)
         with br.otherwise():  # @otherwise-first
             pass
 
@@ -334,7 +334,7 @@ def test_otherwise_must_follow_the_branch_directly_and_once():
 
     @cute.kernel
     def no_set(n):
-        br = cute.jit.if_(n == 1, carry=(n,))
+        br = cute.compiler.if_(n == 1, carry=(n,))
         with br:
             br.set(n + 1)
         with br.otherwise():  # @otherwise-no-set
@@ -346,7 +346,7 @@ def test_otherwise_must_follow_the_branch_directly_and_once():
 def test_a_branch_object_is_entered_once():
     @cute.kernel
     def k(n):
-        br = cute.jit.if_(n == 1)
+        br = cute.compiler.if_(n == 1)
         with br:
             pass
         with br:  # @branch-twice
@@ -358,7 +358,7 @@ def test_a_branch_object_is_entered_once():
 def test_invalid_branch_carry():
     @cute.kernel
     def k(n):
-        with cute.jit.if_(n == 1, carry=(n, [1])):
+        with cute.compiler.if_(n == 1, carry=(n, [1])):
             pass
 
     assert _trace_error(k, r"if_: carried value 1 must be a traced Int32/Int64, bool or Float32 .*got list \[1\]")
@@ -370,7 +370,7 @@ def test_a_value_defined_in_a_branch_cannot_be_carried_out_of_an_enclosing_loop(
     def k(n):
         loop = cute.range(n, carry=(0,))
         for i, (acc,) in loop:
-            with cute.jit.if_(i == 1):  # @inner-branch
+            with cute.compiler.if_(i == 1):  # @inner-branch
                 inner = acc + 5
             loop.next(inner)  # @next-inner
 

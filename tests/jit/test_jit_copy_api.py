@@ -8,12 +8,12 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import TraceError
-from cute_py.jit.copy import L2_EVICT_LAST
+from cute_py.compiler import TraceError
+from cute_py.compiler.builtins.copy import L2_EVICT_LAST
 from cute_py.nvgpu import cpasync
 from _trace_checks import assert_trace_error
 
-F = cute.jit.DeviceArraySpec
+F = cute.compiler.DeviceArraySpec
 GLOBAL, ALWAYS = cpasync.LoadCacheMode.GLOBAL, cpasync.LoadCacheMode.ALWAYS
 
 _EB = {"Float32": 4, "BFloat16": 2, "Int8": 1, "Float64": 8}
@@ -387,7 +387,7 @@ def _predicate(tile_coord, tile, thr, val, bound):
 def test_predicate_compares_both_modes_of_traced_coordinates():
     # thread (r, c) of (8, 4) holds 4 elements of a tile at a traced block: 2 comparisons each
     seen, cmps = _predicate("both", (8, 16), cute.Layout((8, 4), (4, 1)), cute.Layout((1, 4)), (100, 100))
-    assert len(seen) == 4 and all(isinstance(p, cute.jit.TracedBool) for p in seen)
+    assert len(seen) == 4 and all(isinstance(p, cute.compiler.TracedBool) for p in seen)
     assert cmps == 8
 
 
@@ -398,7 +398,7 @@ def test_predicate_folds_a_static_mode(rows, expect):
     assert cmps == expect
     assert len(seen) == 8
     assert [p is False for p in seen] == [i >= rows for i in range(8)]
-    assert all(isinstance(p, cute.jit.TracedBool) for p in seen[:min(rows, 8)])
+    assert all(isinstance(p, cute.compiler.TracedBool) for p in seen[:min(rows, 8)])
 
 
 @pytest.mark.parametrize("cols,expect", [(100, 8), (6, 6)])

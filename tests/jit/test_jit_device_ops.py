@@ -6,11 +6,11 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import TraceError
+from cute_py.compiler import TraceError
 from cute_py.nvgpu import cpasync
-from cute_py.jit.examples import smem_tile_layout
+from examples import smem_tile_layout
 
-F = cute.jit.DeviceArraySpec
+F = cute.compiler.DeviceArraySpec
 TILE = (64, 32)
 
 
@@ -42,7 +42,7 @@ def _low_level_kernel(atom, store_atom, src, flag):
 
 
 @cute.jit
-def _low_level(src, dst, flag: cute.jit.Int32):
+def _low_level(src, dst, flag: cute.compiler.Int32):
     smem = smem_tile_layout(src.element_type, TILE, "none")
     atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), src, smem, TILE)
     store_atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), dst, smem, TILE)

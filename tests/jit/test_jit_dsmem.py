@@ -11,7 +11,7 @@ from cute_py import arch
 from cute_py.nvgpu import cpasync
 from _trace_checks import kernel_line
 
-F = cute.jit.DeviceArraySpec
+F = cute.compiler.DeviceArraySpec
 
 
 @cute.kernel

@@ -6,7 +6,7 @@ import re
 import pytest
 
 import cute_py as cute
-from cute_py.int_tuple import imax, imin
+from cute_py.core.int_tuple import imax, imin
 
 _OP = re.compile(r"^\s*(%\S+) = arith\.(\w+) (.*?) : (i\d+)")
 _CONST = re.compile(r"^\s*(%\S+) = arith\.constant (-?\d+) : (i\d+)")
@@ -77,13 +77,13 @@ def evaluate(mlir, args):
 def _compile_expr(expr):
     @cute.kernel
     def k(n, m):
-        with cute.jit.if_(expr(n, m) == 0):
+        with cute.compiler.if_(expr(n, m) == 0):
             cute.arch.sync_threads()
 
     def host(n, m):
         k(n, m).launch(grid=1, block=32)
 
-    c = cute.compile(host, cute.jit.Int32(1), cute.jit.Int32(1))
+    c = cute.compile(host, cute.compiler.Int32(1), cute.compiler.Int32(1))
     return c.mlir
 
 

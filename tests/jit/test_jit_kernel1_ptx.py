@@ -3,14 +3,14 @@
 import pytest
 
 import cute_py as cute
-from cute_py.jit.examples import tma_copy
+from examples import tma_copy
 
 CASES = [("Float32", "none", (128, 64)), ("Float32", "128B", (128, 64)), ("BFloat16", "none", (64, 128)),
          ("BFloat16", "128B", (128, 64))]
 
 
 def _compile(dtype, swizzle, tile):
-    a = cute.jit.DeviceArraySpec(dtype, (256, 512))
+    a = cute.compiler.DeviceArraySpec(dtype, (256, 512))
     return cute.compile(tma_copy, a, a, tile, swizzle)
 
 

@@ -3,8 +3,8 @@
 import pytest
 
 import cute_py as cute
-from cute_py.jit.examples import tma_tiled as examples
-from cute_py.jit.examples import pipelined_grid, tma_copy_pipelined
+from examples import tma_tiled as examples
+from examples import pipelined_grid, tma_copy_pipelined
 
 # (dtype, shape, tile, swizzle, stages, lag, max_ctas)
 CASES = [
@@ -17,7 +17,7 @@ IDS = [f"{d}-{s[0]}x{s[1]}-tile{t[0]}x{t[1]}-{sw}-st{st}-lag{lag}" for d, s, t, 
 
 
 def _compile(dtype, shape, tile, swizzle, stages, lag, max_ctas):
-    a = cute.jit.DeviceArraySpec(dtype, shape)
+    a = cute.compiler.DeviceArraySpec(dtype, shape)
     return cute.compile(tma_copy_pipelined, a, a, tile, swizzle, stages, lag, None, max_ctas)
 
 
@@ -103,7 +103,7 @@ def test_kernel2_more_tiles_than_ctas_runs_a_loop_with_round_parity():
 
 
 def test_kernel2_with_no_more_tiles_than_stages_has_no_refill():
-    a = cute.jit.DeviceArraySpec("Float32", (64, 128))
+    a = cute.compiler.DeviceArraySpec("Float32", (64, 128))
     c = cute.compile(tma_copy_pipelined, a, a, (64, 64), "none", 4, 1)
     assert c.launches[0].grid == (2, 1, 1)
     assert c.ptx.count("cp.async.bulk.tensor.2d.shared::cluster") == 1  # tile bx, in stage 0 only
@@ -112,13 +112,13 @@ def test_kernel2_with_no_more_tiles_than_stages_has_no_refill():
 
 @pytest.mark.parametrize("stages,lag", [(1, 1), (9, 1), (3, 0), (3, 3), ("2", 1)])
 def test_kernel2_rejects_bad_pipelines(stages, lag):
-    a = cute.jit.DeviceArraySpec("Float32", (256, 256))
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 256))
     with pytest.raises(cute.CuteValueError, match="stages|lag"):
         cute.compile(tma_copy_pipelined, a, a, (64, 64), "none", stages, lag)
 
 
 def test_kernel2_mlir_has_a_runtime_loop_and_the_dialect_ops():
-    a = cute.jit.DeviceArraySpec("Float32", (1024, 1024))
+    a = cute.compiler.DeviceArraySpec("Float32", (1024, 1024))
     c = cute.compile(tma_copy_pipelined, a, a, (64, 64), "none", 3, 1, None, 8)
     text = c.mlir
     assert "cute_nvgpu.tma_load" in text and "cute_nvgpu.tma_store" in text
@@ -126,7 +126,7 @@ def test_kernel2_mlir_has_a_runtime_loop_and_the_dialect_ops():
 
 
 def test_kernel2_l2_hint_adds_a_cache_policy_to_every_tma(assemble):
-    a = cute.jit.DeviceArraySpec("Float32", (1 << 14, 256))
+    a = cute.compiler.DeviceArraySpec("Float32", (1 << 14, 256))
     c = cute.compile(tma_copy_pipelined, a, a, (64, 256), "none", 3, 1, None, None, "evict_first")
     tma = [ln for ln in c.ptx.splitlines() if "cp.async.bulk.tensor" in ln]
     assert tma and all(".L2::cache_hint" in ln for ln in tma)

@@ -5,9 +5,9 @@ import re
 import pytest
 
 import cute_py as cute
-from cute_py.jit import examples as ex
+import examples as ex
 
-F = cute.jit.DeviceArraySpec
+F = cute.compiler.DeviceArraySpec
 
 
 def _count(ptx, pattern):

@@ -10,13 +10,13 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.int_tuple import Dynamic
-from cute_py.jit import TraceError
-from cute_py.pointer import AddressSpace, Pointer
-from cute_py.tensor import Tensor, recast_tensor
+from cute_py.core.int_tuple import Dynamic
+from cute_py.compiler import TraceError
+from cute_py.tensor.pointer import AddressSpace, Pointer
+from cute_py.tensor.tensor import Tensor, recast_tensor
 from _trace_checks import assert_trace_error, kernel_line
 
-F = cute.jit.DeviceArraySpec
+F = cute.compiler.DeviceArraySpec
 
 
 def _count(text, pattern):
@@ -209,7 +209,7 @@ def test_python_constants_are_stored_as_the_element_type(filecheck, dtype, value
      r"st\.shared\.b32\s"),
 ])
 def test_traced_values_are_converted_between_integer_widths(dtype, case, other, mlir, ptx):
-    c = cute.compile(store, getattr(cute, dtype), 0, getattr(cute, other), case, cute.jit.Float32(1.25))
+    c = cute.compile(store, getattr(cute, dtype), 0, getattr(cute, other), case, cute.compiler.Float32(1.25))
     assert _count(_body(c.mlir), mlir) == 1
     assert _count(c.ptx, ptx) == 1
 
@@ -226,7 +226,7 @@ def test_traced_values_are_converted_between_integer_widths(dtype, case, other, 
 ])
 def test_stores_that_need_a_conversion_are_rejected(dtype, value, other, case, fragment):
     with pytest.raises(TraceError) as e:
-        cute.compile(store, getattr(cute, dtype), value, getattr(cute, other), case, cute.jit.Float32(1.25))
+        cute.compile(store, getattr(cute, dtype), value, getattr(cute, other), case, cute.compiler.Float32(1.25))
     text = {"const": "t[tid] = value", "tid": "t[tid] = tid", "loaded": "t[tid] = o[tid]", "param": "t[tid] = x"}
     assert_trace_error(e, store_kernel, text[case], fragment)
 
@@ -247,7 +247,7 @@ def fragment_kernel(g, case):
         for i in range(8):
             g[tid, i] = frag[7 - i]
     elif case == "copy":
-        frag = cute.jit.make_fragment_like(row)
+        frag = cute.compiler.make_fragment_like(row)
         cute.copy(row, frag)
         cute.copy(frag, g[tid, None])
     elif case == "traced_index":
@@ -325,18 +325,18 @@ def fragment_like_kernel(g, tc, seen):
     smem = arch.SmemAllocator()
     s = smem.allocate_tensor(g.element_type, cute.Layout((16, 32), (32, 1)))
     part = tc.get_slice(tid).partition_S(s)
-    frag = cute.jit.make_fragment_like(part)
+    frag = cute.compiler.make_fragment_like(part)
     seen["part"] = part.layout
     seen["frag"] = frag.layout
     seen["dtype"] = frag.element_type
-    seen["bf16"] = cute.jit.make_fragment_like(part, cute.BFloat16).element_type
-    seen["of_layout"] = cute.jit.make_fragment_like(cute.Layout((2, 3), (3, 1)), cute.Int8).layout
+    seen["bf16"] = cute.compiler.make_fragment_like(part, cute.BFloat16).element_type
+    seen["of_layout"] = cute.compiler.make_fragment_like(cute.Layout((2, 3), (3, 1)), cute.Int8).layout
     swz = smem.allocate_tensor(g.element_type, cute.make_composed_layout(cute.Swizzle(2, 0, 3), 0,
                                                                         cute.Layout((4, 8), (8, 1))))
-    seen["swizzled"] = cute.jit.make_fragment_like(swz).layout
-    seen["of_layout_shape"] = cute.jit.make_fragment_like(cute.Layout((4, 8, 2), (8, 1, 32)), cute.Int8).layout.shape
+    seen["swizzled"] = cute.compiler.make_fragment_like(swz).layout
+    seen["of_layout_shape"] = cute.compiler.make_fragment_like(cute.Layout((4, 8, 2), (8, 1, 32)), cute.Int8).layout.shape
     try:
-        cute.jit.make_fragment_like(cute.Layout(4))
+        cute.compiler.make_fragment_like(cute.Layout(4))
     except cute.CuteValueError as e:
         seen["error"] = str(e)
 
@@ -390,8 +390,8 @@ DIVISOR_CASES = [
     ("t * 12", lambda t, b, n: t * 12, 12),
     ("(t * 8) ^ 4", lambda t, b, n: (t * 8) ^ 4, 4),
     ("(t * 16) >> 2", lambda t, b, n: (t * 16) >> 2, 4),
-    ("select(t < 3, t * 8, t * 12)", lambda t, b, n: cute.jit.select(t < 3, t * 8, t * 12), 4),
-    ("select(t < 3, t * 8, 0)", lambda t, b, n: cute.jit.select(t < 3, t * 8, 0), 8),
+    ("select(t < 3, t * 8, t * 12)", lambda t, b, n: cute.compiler.select(t < 3, t * 8, t * 12), 4),
+    ("select(t < 3, t * 8, 0)", lambda t, b, n: cute.compiler.select(t < 3, t * 8, 0), 8),
     ("t * 8 // 4", lambda t, b, n: t * 8 // 4, 2),
     ("t * 8 // 16", lambda t, b, n: t * 8 // 16, 1),
     ("(t * 3) << 2", lambda t, b, n: (t * 3) << 2, 12),
@@ -420,10 +420,10 @@ def divisor_kernel(n, seen):
     for text, fn, _ in DIVISOR_CASES:
         v = fn(tid, bx, n)
         seen[text] = (type(v).__name__, v.known_divisor)
-    seen["int64"] = cute.jit.Int64(tid * 16).known_divisor
+    seen["int64"] = cute.compiler.Int64(tid * 16).known_divisor
 
 
-def divisor_host(seen, n: cute.jit.Int32):
+def divisor_host(seen, n: cute.compiler.Int32):
     divisor_kernel(n, seen).launch(grid=4, block=64)
 
 
@@ -432,7 +432,7 @@ def divisors(tmp_path_factory):
     seen = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUTE_PY_CACHE_DIR", str(tmp_path_factory.mktemp("divisor_cache")))
-        cute.compile(divisor_host, seen, cute.jit.Int32(1))
+        cute.compile(divisor_host, seen, cute.compiler.Int32(1))
     return seen
 
 
@@ -595,7 +595,7 @@ def offset(g, case, n=0):
 
 
 def test_shared_memory_run_time_offsets_are_32_bit(filecheck):
-    c = cute.compile(offset, F("Float32", (64,)), "smem", cute.jit.Int32(5))
+    c = cute.compile(offset, F("Float32", (64,)), "smem", cute.compiler.Int32(5))
     body = _body(c.mlir)
     assert _count(body, r"llvm\.getelementptr %\w+\[%\w+\] : \(!llvm\.ptr<3>, i32\) -> !llvm\.ptr<3>, i8") == 1
     assert "arith.extsi" not in body and "arith.extui" not in body and not re.search(r"arith\.\w+ .*: i64", body)
@@ -609,7 +609,7 @@ def test_shared_memory_run_time_offsets_are_32_bit(filecheck):
 
 
 def test_global_memory_run_time_offsets_are_64_bit(filecheck):
-    c = cute.compile(offset, F("Float32", (64,)), "gmem", cute.jit.Int32(5))
+    c = cute.compile(offset, F("Float32", (64,)), "gmem", cute.compiler.Int32(5))
     body = _body(c.mlir)
     assert _count(body, r"arith\.extsi %arg1 : i32 to i64") == 1      # the signed Int32 element offset
     assert _count(body, r"arith\.muli %\w+, %\w+ : i64") == 1           # times 4 bytes, in 64 bits

@@ -8,7 +8,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import Int32, TraceError
+from cute_py.compiler import Int32, TraceError
 from _control_flow_helpers import compile_kernel, run_kernel
 from _control_flow_helpers import line_of as _line_of
 
@@ -40,11 +40,11 @@ def test_a_sum_accumulated_without_carry_is_an_error_at_the_store_not_the_loop_i
     @cute.kernel
     def k(g):
         x = 0
-        for i in cute.jit.range(0, 4):  # @sum-loop
+        for i in cute.compiler.range(0, 4):  # @sum-loop
             x = x + i
         g[0] = x  # @sum-store
 
-    spec = cute.jit.DeviceArraySpec("Int32", (4,))
+    spec = cute.compiler.DeviceArraySpec("Int32", (4,))
     with pytest.raises(TraceError) as info:
         cute.compile(_store_host(k), spec)
     msg = str(info.value)
@@ -57,13 +57,13 @@ def test_a_sum_started_at_one_without_carry_is_the_same_trace_error():
     @cute.kernel
     def k(g):
         x = 1
-        for i in cute.jit.range(0, 4):
+        for i in cute.compiler.range(0, 4):
             x = x + i
         g[0] = x  # @sum1-store
 
     with pytest.raises(TraceError, match=rf"^.*:{line_of('@sum1-store')}: the run-time value of x \(TracedInt\(i32\)\) "
                                          r"was made inside the run-time cute_py.range loop"):
-        cute.compile(_store_host(k), cute.jit.DeviceArraySpec("Int32", (4,)))
+        cute.compile(_store_host(k), cute.compiler.DeviceArraySpec("Int32", (4,)))
 
 
 def test_the_carried_sum_is_six():
@@ -127,7 +127,7 @@ def test_a_value_made_in_a_branch_is_an_error_after_it():
     @cute.kernel
     def k(n):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        with cute.jit.if_(n > 2):  # @branch
+        with cute.compiler.if_(n > 2):  # @branch
             y = n * 3
         arch.mbarrier_init(bar, y)  # @branch-after
 
@@ -141,7 +141,7 @@ def test_a_value_of_the_then_body_cannot_be_used_in_the_otherwise_body():
     @cute.kernel
     def k(n):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        br = cute.jit.if_(n > 2)
+        br = cute.compiler.if_(n > 2)
         with br:
             y = n * 3
         with br.otherwise():
@@ -164,9 +164,9 @@ def test_a_value_made_under_elect_one_is_an_error_after_it():
 def test_a_condition_made_in_a_branch_is_an_error_when_it_drives_a_later_branch():
     @cute.kernel
     def k(n):
-        with cute.jit.if_(n > 2):
+        with cute.compiler.if_(n > 2):
             c = n > 5
-        with cute.jit.if_(c):  # @cond-after
+        with cute.compiler.if_(c):  # @cond-after
             arch.sync_threads()
 
     assert f":{line_of('@cond-after')}: the run-time value of c (TracedBool(?))" in trace_error(k)
@@ -232,7 +232,7 @@ def test_branch_results_are_usable_after_the_branch():
     @cute.kernel
     def k(n):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        br = cute.jit.if_(n > 2, carry=(n,))
+        br = cute.compiler.if_(n > 2, carry=(n,))
         with br:
             br.set(n * 3)
         with br.otherwise():

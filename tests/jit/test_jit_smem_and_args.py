@@ -4,8 +4,8 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import ArgumentError, TraceError
-from cute_py.jit.args import array_spec, untag
+from cute_py.compiler import ArgumentError, TraceError
+from cute_py.compiler.frontend.args import array_spec, untag
 
 
 def _allocations(body):
@@ -92,7 +92,7 @@ def test_cuda_array_interface_arrays_become_static_layouts_over_tagged_pointers(
     def host(x):
         seen["tensor"] = x
 
-    with pytest.raises(cute.jit.JitError, match="launched no kernel"):
+    with pytest.raises(cute.compiler.JitError, match="launched no kernel"):
         cute.compile(host, fake((64, 32), "<f2", strides=(128, 2)))
     t = seen["tensor"]
     assert str(t.layout) == "(64,32):(64,1)" and untag(t.engine.address) == (0, 0)
@@ -101,7 +101,7 @@ def test_cuda_array_interface_arrays_become_static_layouts_over_tagged_pointers(
 def test_gmem_tensors_and_tma_atoms_become_kernel_parameters(fake):
     @cute.kernel
     def k(t, atom, n):
-        with cute.jit.if_(n == 0):
+        with cute.compiler.if_(n == 0):
             arch.sync_threads()
 
     def host(x, y, n: cute.Int32):
@@ -122,11 +122,11 @@ def test_host_memory_is_rejected():
 
 
 def test_a_compiled_kernel_rejects_arguments_of_another_specialisation(fake):
-    from cute_py.jit.examples import tma_copy
+    from examples import tma_copy
 
-    a = cute.jit.DeviceArraySpec("Float32", (256, 256))
+    a = cute.compiler.DeviceArraySpec("Float32", (256, 256))
     c = cute.compile(tma_copy, a, a, (64, 64), "none")
-    b = cute.jit.DeviceArraySpec("Float32", (256, 128))
+    b = cute.compiler.DeviceArraySpec("Float32", (256, 128))
     with pytest.raises(ArgumentError, match=r"argument 0: compiled for .*256, 256.* got .*256, 128"):
         c(b, a)
     with pytest.raises(ArgumentError, match="compiled for 4 arguments"):
@@ -135,4 +135,4 @@ def test_a_compiled_kernel_rejects_arguments_of_another_specialisation(fake):
 
 def test_run_time_scalars_check_their_range():
     with pytest.raises(ArgumentError, match=r"does not fit in Int32"):
-        cute.jit.Int32(1 << 31)
+        cute.compiler.Int32(1 << 31)

@@ -1,10 +1,10 @@
 """The compiler's named stages: each product of a compile is exposed with the time its stage took."""
 
 import cute_py as cute
-from cute_py.jit import stages
-from cute_py.jit import examples as ex
+from cute_py.compiler import stages
+import examples as ex
 
-F = cute.jit.DeviceArraySpec
+F = cute.compiler.DeviceArraySpec
 
 
 def test_the_stage_table_is_trace_mlir_lowered_ptx_cubin():

@@ -8,12 +8,12 @@ import pytest
 import cute_py as cute
 from cute_py import arch
 from cute_py.errors import CuteError
-from cute_py.jit import ArgumentError, TraceError
+from cute_py.compiler import ArgumentError, TraceError
 from cute_py.nvgpu import cpasync
 from _control_flow_helpers import line_of as _line_of
 
 HERE = __file__.replace(".pyc", ".py")
-ARRAY = cute.jit.DeviceArraySpec("Int32", (4,))
+ARRAY = cute.compiler.DeviceArraySpec("Int32", (4,))
 
 
 def line_of(marker):
@@ -174,7 +174,7 @@ def test_a_multicast_atom_wider_than_the_cluster_is_an_argument_error_at_the_lau
         k(atom, tma_tensor).launch(grid=4, block=32, cluster=(2, 1, 1))  # @mcast-launch
 
     with pytest.raises(ArgumentError) as info:
-        cute.compile(host, cute.jit.DeviceArraySpec("Float32", (256, 64)))
+        cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (256, 64)))
     msg = str(info.value)
     assert msg.startswith(f"{HERE}:{line_of('@mcast-launch')}: ")
     assert "the TMA atom of kernel argument 0 multicasts to 4 CTAs, but cluster=(2, 1, 1) has 2" in msg
@@ -236,7 +236,7 @@ def test_a_tma_load_completing_on_a_tensors_data_is_an_error_at_the_line():
         k(atom, tma_tensor).launch(grid=1, block=32)
 
     with pytest.raises(TraceError) as info:
-        cute.compile(host, cute.jit.DeviceArraySpec("Float32", (64, 32)))
+        cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (64, 32)))
     assert str(info.value).startswith(f"{HERE}:{line_of('@tma-bar-tile')}: copy: tma_bar_ptr: the address 0 lies in "
                                       f"the data of a shared-memory tensor")
 
@@ -330,9 +330,9 @@ def test_a_kernel_that_returns_a_value_is_an_error_at_the_return_line():
 
 
 def test_the_multicast_example_opts_into_a_cluster_of_16_ctas():
-    from cute_py.jit import examples as ex
+    import examples as ex
 
-    c = cute.compile(ex.tma_multicast_copy, cute.jit.DeviceArraySpec("BFloat16", (128, 64)),
-                     cute.jit.DeviceArraySpec("BFloat16", (16 * 128, 64)), (128, 64), 16)
+    c = cute.compile(ex.tma_multicast_copy, cute.compiler.DeviceArraySpec("BFloat16", (128, 64)),
+                     cute.compiler.DeviceArraySpec("BFloat16", (16 * 128, 64)), (128, 64), 16)
     (ln,) = c.launches
     assert ln.cluster == (16, 1, 1) and ln.non_portable_cluster

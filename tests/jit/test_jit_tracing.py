@@ -5,7 +5,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.jit import TraceError
+from cute_py.compiler import TraceError
 
 
 def compile_kernel(kernel_fn, *kargs, **launch):
@@ -29,7 +29,7 @@ def test_traced_integers_emit_arith_and_fold_static_operands():
         b = a * 0               # a static 0
         assert b == 0 and type(b) is int
         c = (a * 12 + 5) // 5 % 3 + a // 4 + a % 8
-        with cute.jit.if_(c == 1):
+        with cute.compiler.if_(c == 1):
             arch.sync_threads()
 
     body = kernel_body(compile_kernel(k).mlir)
@@ -45,10 +45,10 @@ def test_floor_division_of_possibly_negative_values_follows_python():
     def k(n):
         q = (n - 7) // 4
         r = (n - 7) % 4
-        with cute.jit.if_((q + r) == 3):
+        with cute.compiler.if_((q + r) == 3):
             arch.sync_threads()
 
-    body = kernel_body(compile_kernel(k, cute.jit.Int32(3)).mlir)
+    body = kernel_body(compile_kernel(k, cute.compiler.Int32(3)).mlir)
     assert "arith.divsi" in body and "arith.remsi" in body and "arith.select" in body
 
 
@@ -59,7 +59,7 @@ def test_layouts_evaluate_on_traced_coordinates():
         layout = cute.Layout((8, (4, 2)), (4, (1, 32)))
         idx = layout((bx, by))
         sw = cute.Swizzle(3, 4, 3)(idx)
-        with cute.jit.if_(sw == 17):
+        with cute.compiler.if_(sw == 17):
             arch.sync_threads()
 
     body = kernel_body(compile_kernel(k).mlir)
@@ -84,10 +84,10 @@ def test_cute_range_is_a_run_time_loop_traced_once(filecheck):
     @cute.kernel
     def k(n):
         for i in cute.range(n):
-            with cute.jit.if_(i == 3):
+            with cute.compiler.if_(i == 3):
                 arch.sync_threads()
 
-    c = compile_kernel(k, cute.jit.Int32(10))
+    c = compile_kernel(k, cute.compiler.Int32(10))
     body = kernel_body(c.mlir)
     assert body.count("cute_nvgpu.barrier_sync") == 1
     filecheck(body, [
@@ -104,14 +104,14 @@ def test_cute_range_is_a_run_time_loop_traced_once(filecheck):
 def test_run_time_scalar_parameters_come_from_annotations_or_wrappers():
     @cute.kernel
     def k(n, m):
-        with cute.jit.if_(n < m):
+        with cute.compiler.if_(n < m):
             arch.sync_threads()
 
     @cute.jit
     def host(n: cute.Int32, m):
         k(n, m).launch(grid=1, block=32)
 
-    c = host.compile(5, cute.jit.Int64(7))
+    c = host.compile(5, cute.compiler.Int64(7))
     assert "%arg0: i32, %arg1: i64" in c.mlir
     assert "arith.extsi" in c.mlir  # the i32 is widened to compare with the i64
 
@@ -146,7 +146,7 @@ def test_break_out_of_a_run_time_loop_is_rejected():
             break
 
     with pytest.raises(TraceError, match=r"test_jit_tracing.py:\d+: this cute_py.range loop was left"):
-        compile_kernel(k, cute.jit.Int32(4))
+        compile_kernel(k, cute.compiler.Int32(4))
 
 
 def test_algebra_errors_while_tracing_carry_the_users_line():
@@ -169,7 +169,7 @@ def test_a_kernel_is_launched_from_a_jit_function():
     def k():
         pass
 
-    with pytest.raises(cute.jit.JitError, match="launch the kernel k from a @cute_py.jit function"):
+    with pytest.raises(cute.compiler.JitError, match="launch the kernel k from a @cute_py.jit function"):
         k()
 
 
@@ -178,7 +178,7 @@ def test_grid_dimensions_must_be_static_positive_ints():
     def k():
         pass
 
-    with pytest.raises(cute.jit.ArgumentError, match="grid dimensions must be static positive ints"):
+    with pytest.raises(cute.compiler.ArgumentError, match="grid dimensions must be static positive ints"):
         compile_kernel(k, grid=(0, 1))
 
 
@@ -200,6 +200,6 @@ def test_import_cute_py_loads_neither_mlir_nor_cuda():
     # how long the import takes is measured by benchmarks/bench_import.py, not asserted here
     code = ("import sys; import cute_py; "
             "print([m for m in sys.modules if m.split('.')[0] in ('numba_cuda_mlir', 'mlir', 'cuda', 'mlir_dialects') "
-            "or m.startswith('cute_py.jit')])")
+            "or m.startswith('cute_py.compiler')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -14,7 +14,7 @@ import pytest
 import cute_py as cute
 from cute_py import dtypes
 from cute_py.errors import CuteError
-from cute_py.int_tuple import fmt
+from cute_py.core.int_tuple import fmt
 from cute_py.nvgpu import cpasync
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "cpp4_tma.json"
@@ -49,7 +49,7 @@ def _atom(case, as_cpp=True):
     tiler = case["cta_tiler"]
     tiler = tuple(cute.parse_layout(t) for t in tiler) if isinstance(tiler, list) else cute.parse_int_tuple(tiler)
     g = cute.make_tensor(cute.make_ptr(dtype, None, cute.AddressSpace.gmem, 16), cute.Layout(1))
-    g = cute.Tensor(g.engine, cute.layout._mk(shape, stride))
+    g = cute.Tensor(g.engine, cute.Layout(shape, stride))
     internal = tma if tma is not None and tma is not dtype else None
     return cpasync.make_tiled_tma_atom(OPS[case["op"]], g, smem, tiler, case["num_multicast"], internal_type=internal)
 

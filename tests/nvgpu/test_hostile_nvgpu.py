@@ -22,7 +22,7 @@ from cute_py.errors import CuteError
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaSwizzle
 from cute_py.runtime import make_fake_tensor
-from cute_py.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
 
 from _tma_law import check_tile
 

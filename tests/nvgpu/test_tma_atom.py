@@ -7,7 +7,7 @@ from cute_py import Layout, parse_layout as P
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaError, TmaSwizzle
 from cute_py.runtime import make_fake_tensor
-from cute_py.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
 
 LOAD = cpasync.CopyBulkTensorTileG2SOp()
 MCAST = cpasync.CopyBulkTensorTileG2SMulticastOp()

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-pytest.importorskip("mlir_dialects._backend", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
+pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
 
 import cute_py as cute  # noqa: E402
 from cute_py import Layout, arch  # noqa: E402
@@ -96,7 +96,7 @@ def _nwords(cfg):
 
 
 def _spec(cfg, nbytes_lead=LEAD):
-    return cute.jit.DeviceArraySpec(cfg["dtype"], cfg["shape"], cfg["stride"], address=(1 << 24) + nbytes_lead)
+    return cute.compiler.DeviceArraySpec(cfg["dtype"], cfg["shape"], cfg["stride"], address=(1 << 24) + nbytes_lead)
 
 
 def _torch_dtype(torch, dtype):
@@ -144,7 +144,7 @@ def test_accepted_tma_copies_write_exactly_their_tiles_on_the_gpu(assemble_ptx, 
     if torch is None:
         # no GPU: compile and assemble a few of them, so that the kernel itself is checked everywhere
         if len(_COMPILED_WITHOUT_GPU) < 3:
-            c = cute.compile(law_copy, _spec(cfg), _spec(cfg), cute.jit.DeviceArraySpec("Int32", (n_ctas * nwords,)),
+            c = cute.compile(law_copy, _spec(cfg), _spec(cfg), cute.compiler.DeviceArraySpec("Int32", (n_ctas * nwords,)),
                              cfg["smem"], cfg["tile"], cfg["op"], mc, nwords)
             assert "cp.async.bulk.tensor" in c.ptx and assemble_ptx(c.ptx)[:4] == b"\x7fELF"
             _COMPILED_WITHOUT_GPU.append(cfg)

@@ -8,7 +8,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import viz
-from cute_py.pointer import AddressSpace, Pointer
+from cute_py.tensor.pointer import AddressSpace, Pointer
 from cute_py.testing import RuntimeInt
 
 

@@ -1,0 +1,48 @@
+"""The compiler: Python kernels traced into the ``cute_nvgpu`` dialect, compiled to PTX and a cubin, cached
+and launched.
+
+::
+
+    import cute_py as cute
+    from cute_py import arch
+
+    @cute.kernel
+    def k(atom, ...):
+        ...                                  # arch builtins, cute.copy, cute.range, layouts on traced ints
+
+    @cute.jit
+    def host(src, dst):
+        atom, tma_tensor = make_tiled_tma_atom(...)
+        k(atom, ...).launch(grid=(m, n), block=32)
+
+    host(torch_src, torch_dst)               # compiles once per specialisation, then launches
+    compiled = cute.compile(host, src, dst)  # .mlir, .lowered, .ptx, .cubin, .stage_times, __call__
+
+The package: a front end (``frontend``: decorators and host tracing, arguments, traced values, run-time
+control flow, shared memory, loads and stores, the IR builder), the builtins (``builtins``: ``cute_py.arch``
+and the tile copies), one emission table keyed by op class (``emit``), the named stages trace -> mlir ->
+lowered -> ptx -> cubin (``stages``), and a runtime (``runtime``: compiled objects, launches and their
+limits, the caches).  The decorators are ``cute_py.kernel`` and ``cute_py.jit``; this module holds them and
+their helpers.  Heavy parts (the MLIR bindings, cuda-python) load on first use.
+"""
+
+from ..errors import ArgumentError, CacheError, CompileError, JitError, LaunchError, SpecMismatch, TraceError
+from .builtins.copy import L2_EVICT_FIRST, L2_EVICT_LAST, L2_EVICT_NORMAL, async_copy, copy, tma_copy
+from .builtins.thread_copy import predicate
+from .frontend.args import DeviceArraySpec
+from .frontend.control import if_, range
+from .frontend.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
+from .frontend.memory import make_fragment, make_fragment_like
+from .frontend.smem import SmemAllocator
+from .frontend.values import Float32, Int32, Int64, TracedBool, TracedFloat, TracedInt, select
+from .runtime.cache import stats
+from .runtime.launch import sm_count
+
+__all__ = [
+    "kernel", "jit", "compile", "Compiled", "JitFunction", "KernelFunction",
+    "copy", "async_copy", "tma_copy", "make_fragment", "make_fragment_like", "predicate",
+    "range", "if_", "select", "SmemAllocator",
+    "Int32", "Int64", "Float32", "TracedInt", "TracedBool", "TracedFloat",
+    "JitError", "TraceError", "ArgumentError", "SpecMismatch", "CompileError", "LaunchError", "CacheError",
+    "stats", "DeviceArraySpec", "sm_count", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST",
+]

@@ -1,0 +1,213 @@
+"""Per-thread tile copies in a kernel: cp.async (with zero-fill) and plain vector loads/stores.
+
+A copy moves a thread's partition ``src`` to ``dst`` (same number of elements) in *vectors*:
+runs of ``V`` consecutive elements (in the partition's flat, column-major order) that are
+contiguous in both tensors, one instruction each. With a copy atom, ``V`` is the atom's
+values per instruction (``num_bits / width``) and every run must be contiguous (checked on
+the static layouts; in a swizzled layout a run must stay inside a swizzle unit); without
+one, ``V`` is the widest run (up to 128 bits) both layouts and both pointers' alignments
+allow. Addresses come from the layouts on traced coordinates; the alignment known for a
+pointer after run-time offsets (``TracedInt.known_divisor``) must cover the vector.
+
+Predicates: ``pred`` is a static bool, a run-time condition for the whole copy, or a tensor
+holding one condition per vector (size = number of vectors) or per element (size = size of
+``src``; the condition of a vector's first element applies). ``predicate(coords, bound)``
+builds the usual one from a coordinate partition: ``coord < bound`` in every mode. A cp.async
+whose predicate is false copies no bytes and *zero-fills* its destination (``src_size = 0``);
+a plain copy whose predicate is false does nothing.
+"""
+
+import numpy as np
+
+from ...core.int_tuple import flatten, product
+from ...core.layout import Layout
+from ...tensor.pointer import AddressSpace, Pointer
+from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
+from ...atom import CopyUniversalOp
+from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
+from ..emit import emit
+from ..frontend.control import if_
+from ...errors import TraceError
+from ..frontend.memory import element_ptr
+from ..frontend.values import TracedBool, select
+
+
+__all__ = ["vector_copy", "predicate", "vector_width"]
+
+_MAX_BITS = 128
+
+
+def _layout(t):
+    lay = t.layout
+    return getattr(lay, "outer", lay)
+
+
+def _swizzle_unit(t):
+    """Elements a swizzle keeps in place as a block (``2**base``), or ``None`` without a swizzle."""
+    inner = getattr(t.layout, "inner", None)
+    if inner is None:
+        return None
+    return 1 << getattr(inner, "base", 0) if getattr(inner, "bits", 0) else None
+
+
+def _run_length(t, limit):
+    """The longest power-of-two run (<= ``limit``) of consecutive flat elements that is contiguous in ``t``
+    and repeats: every run of that length is a contiguous block starting at a multiple of the length
+    (so the pointer's alignment carries over to every run)."""
+    lay = _layout(t)
+    n = product(lay.shape)
+    if type(n) is not int:
+        raise TraceError(f"copy: a thread partition needs a static layout, got {lay}")
+    v = 1
+    while v * 2 <= limit and n % (v * 2) == 0:
+        w = v * 2
+        ok = True
+        for start in range(0, n, w):
+            base = lay(start)  # every run must also start on a multiple of its length (its alignment)
+            if type(base) is not int or base % w or any(lay(start + i) != base + i for i in range(1, w)):
+                ok = False
+                break
+        if not ok:
+            break
+        v = w
+    unit = _swizzle_unit(t)
+    if unit is not None:
+        v = min(v, unit)
+    return v
+
+
+def _engine_align(t):
+    e = t.engine
+    if isinstance(e, Pointer):
+        return e.alignment * 8 // e.dtype.width if e.dtype.width <= 8 * e.alignment else 1
+    return 1 << 30  # registers: any grouping
+
+
+def vector_width(src, dst, max_bits=_MAX_BITS):
+    """The widest vector (elements) for copying ``src`` to ``dst``: contiguous in both, aligned in both."""
+    width = src.element_type.width
+    limit = max(1, max_bits // width)
+    v = min(_run_length(src, limit), _run_length(dst, limit), _engine_align(src), _engine_align(dst))
+    return max(1, v)
+
+
+def _check_pair(src, dst):
+    for role, t in (("src", src), ("dst", dst)):
+        if not isinstance(t, Tensor) or isinstance(t.engine, CoordEngine):
+            raise TraceError(f"copy: {role} must be a tensor over memory or registers, got {t!r}")
+    if src.element_type.width != dst.element_type.width:
+        raise TraceError(f"copy: src and dst element widths differ ({src.element_type.name} -> "
+                         f"{dst.element_type.name})")
+    n, m = product(_layout(src).shape), product(_layout(dst).shape)
+    if n != m:
+        raise TraceError(f"copy: src has {n} elements but dst has {m} (src {src.layout}, dst {dst.layout})")
+    return n
+
+
+def _pred_at(pred, c, v, n):
+    if pred is None or type(pred) is bool or isinstance(pred, TracedBool):
+        return True if pred is None else pred
+    if isinstance(pred, Tensor):
+        size = product(_layout(pred).shape)
+        if size == n // v:
+            return pred[c]
+        if size == n:
+            return pred[c * v]
+        raise TraceError(f"copy: pred has {size} conditions; expected one per vector ({n // v}) or per "
+                         f"element ({n})")
+    raise TraceError(f"copy: pred must be a bool, a run-time condition or a tensor of them, got {pred!r}")
+
+
+def _check_vector(t, v, role):
+    got = _run_length(t, v)
+    if got < v:
+        raise TraceError(f"copy: the atom moves {v} elements per instruction, but {role} {t.layout} has "
+                         f"contiguous runs of only {got} (or its swizzle/alignment splits them)")
+
+
+_UNIVERSAL = CopyUniversalOp()
+
+
+def vector_copy(src, dst, *, vector=None, cp_async=None, pred=None, cache_hint=None):
+    """Copy ``src`` to ``dst`` in vectors of ``vector`` elements (default: the widest allowed).
+
+    ``cp_async``: ``None`` for plain loads/stores, else ``"ca"``/``"cg"`` (gmem -> smem cp.async).
+    """
+    n = _check_pair(src, dst)
+    check_store(dst, "a copy")
+    width = src.element_type.width
+    if vector is None:
+        vector = vector_width(src, dst)
+    else:
+        for role, t in (("src", src), ("dst", dst)):
+            if not isinstance(t.engine, ArrayEngine):
+                _check_vector(t, vector, role)
+    if n % vector:
+        raise TraceError(f"copy: {n} elements are not a whole number of {vector}-element vectors")
+    nbits = vector * width
+    if cp_async is not None:
+        _cp_async(src, dst, n, vector, nbits, cp_async, pred, cache_hint)
+        return
+    if cache_hint is not None:
+        raise TraceError("copy: cache_hint applies to cp.async and TMA copies")
+    for c in range(n // vector):
+        p = _pred_at(pred, c, vector, n)
+        if p is False:
+            continue
+        if p is True:
+            emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
+        else:
+            with if_(p):
+                emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
+
+
+def _cp_async(src, dst, n, vector, nbits, modifier, pred, cache_hint):
+    for role, t, space in (("src", src, AddressSpace.gmem), ("dst", dst, AddressSpace.smem)):
+        if not isinstance(t.engine, Pointer) or t.engine.memspace is not space:
+            raise TraceError(f"cp.async copies global to shared memory: {role} must be a {space.name} tensor, "
+                             f"got {t!r}")
+    nbytes = nbits // 8
+    if nbits % 8 or nbytes not in (4, 8, 16):
+        raise TraceError(f"cp.async copies 4, 8 or 16 bytes per instruction; {vector} x "
+                         f"{src.element_type.name} is {nbits} bits (make the vector wider or use a plain copy)")
+    if modifier == "cg" and nbytes != 16:
+        raise TraceError(f"cp.async.cg copies 16 bytes only; this copy moves {nbytes} per instruction")
+    op = CopyG2SOp(LoadCacheMode.GLOBAL if modifier == "cg" else LoadCacheMode.ALWAYS)
+    for c in range(n // vector):
+        p = _pred_at(pred, c, vector, n)
+        sp, gp = element_ptr(dst, c * vector), element_ptr(src, c * vector)
+        for role, ptr in (("dst", sp), ("src", gp)):
+            if ptr.alignment < nbytes:
+                raise TraceError(f"cp.async of {nbytes} bytes needs {nbytes}-byte aligned addresses, but the "
+                                 f"{role} {ptr!r} is only known to be {ptr.alignment}-byte aligned")
+        size = None if p is True else (nbytes if p else 0) if type(p) is bool else select(p, nbytes, 0)
+        emit(op, dst=sp, src=gp, cp_size=nbytes, src_size=size, cache_hint=cache_hint)
+
+
+def predicate(coords, bound):
+    """A register tensor of run-time conditions: for each element of the coordinate tensor ``coords``,
+    whether its coordinate lies inside ``bound`` (``0 <= c < bound`` in every mode; static parts fold)."""
+    if not isinstance(coords, Tensor) or not isinstance(coords.engine, CoordEngine):
+        raise TraceError(f"predicate needs a coordinate tensor (a partition of make_identity_tensor), got "
+                         f"{coords!r}")
+    lay = _layout(coords)
+    n = product(lay.shape)
+    bound = flatten(bound) if type(bound) is tuple else (bound,)
+    store = np.empty(n, dtype=object)
+    for i in range(n):
+        crd = coords[i]
+        crd = flatten(tuple(crd)) if isinstance(crd, tuple) else (crd,)
+        if len(crd) != len(bound):
+            raise TraceError(f"predicate: coordinates of rank {len(crd)} against a bound of rank {len(bound)}")
+        # the static modes first: one out of bounds decides without emitting a comparison
+        pairs = sorted(zip(crd, bound), key=lambda p: not (type(p[0]) is int and type(p[1]) is int))
+        ok = True  # True, False, or a run-time condition
+        for c, lim in pairs:
+            term = c < lim  # a Python bool when both are static
+            if term is False:
+                ok = False
+                break
+            if term is not True:
+                ok = term if ok is True else ok & term
+        store[i] = ok
+    return Tensor(ArrayEngine(store, 0, "Boolean"), Layout(n))

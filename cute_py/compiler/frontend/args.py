@@ -1,0 +1,196 @@
+"""Host arguments of jit functions: device arrays, run-time scalars and static values.
+
+A device array is anything with ``__cuda_array_interface__`` (cupy, numba), a torch tensor
+(read directly: its DLPack/CAI export is slow and CAI has no bfloat16), or anything with
+``__dlpack__`` (parsed with ctypes). It becomes, on the host side of a jit function, a
+:class:`~cute_py.tensor.Tensor` over a gmem :class:`~cute_py.tensor.pointer.Pointer` whose address is a
+*tag* (``(index + 1) << 40``) standing for the array's real address: shapes and strides are
+static (they specialise the kernel), and every address derived from the tensor (a TMA
+descriptor's global address, a kernel's pointer parameter) is mapped back to the real
+address of that argument at launch. ``Int32(n)``/``Int64(n)``/``Float32(x)`` (or a parameter
+annotated with them) pass a run-time scalar; every other value is static (part of the key).
+"""
+
+import ctypes
+
+from ...tensor.dtypes import dtype_of
+from ...core.layout import Layout
+from ...tensor.pointer import AddressSpace, Pointer
+from ...tensor.tensor import Tensor
+from ...errors import ArgumentError
+from .values import Float32, Int32, Int64, RuntimeScalar
+
+__all__ = ["DeviceArraySpec", "TAG_SHIFT", "ArraySpec", "array_spec", "device_pointer", "host_tensor", "tag_of", "untag",
+           "is_device_array", "SCALAR_TYPES"]
+
+TAG_SHIFT = 40  # tensor argument i is seen at address (i + 1) << 40 while tracing
+SCALAR_TYPES = {"Int32": Int32, "Int64": Int64, "Float32": Float32}
+
+_CAI_TYPES = {"<f4": "Float32", "<f2": "Float16", "<f8": "Float64", "<i4": "Int32", "<i8": "Int64", "|i1": "Int8",
+              "|u1": "Uint8", "<i2": "Int16", "<u2": "Uint16", "<u4": "Uint32", "<u8": "Uint64", "|b1": "Boolean"}
+_DL_TYPES = {(2, 32): "Float32", (2, 16): "Float16", (2, 64): "Float64", (4, 16): "BFloat16", (0, 32): "Int32",
+             (0, 64): "Int64", (0, 8): "Int8", (0, 16): "Int16", (1, 8): "Uint8", (1, 16): "Uint16",
+             (1, 32): "Uint32", (1, 64): "Uint64", (6, 8): "Boolean"}
+
+
+class ArraySpec(tuple):
+    """``(dtype name, shape, strides in elements, alignment in bytes)``: what specialises a kernel."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self):
+        return dtype_of(self[0])
+
+
+class DeviceArraySpec:
+    """A device array described without memory (``dtype``, row-major ``shape`` or explicit element
+    ``strides``, ``address``): compiles a kernel for arrays like it, with no GPU."""
+
+    def __init__(self, dtype, shape, strides=None, address=1 << 24):
+        self.dtype = dtype_of(dtype)
+        self.shape = tuple(shape)
+        if strides is None:
+            strides, acc = [], 1
+            for s in reversed(self.shape):
+                strides.append(acc)
+                acc *= s
+            strides = tuple(reversed(strides))
+        self.strides = tuple(strides)
+        self.address = address
+
+    def __repr__(self):
+        return f"DeviceArraySpec({self.dtype.name}, {self.shape}, {self.strides})"
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def is_device_array(x):
+    """True for an array the JIT can pass to a kernel."""
+    return isinstance(x, DeviceArraySpec) or _is_torch(x) or hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__")
+
+
+def _align(ptr):
+    return min(256, ptr & -ptr) if ptr else 256
+
+
+def array_spec(x):
+    """``(ArraySpec, device pointer)`` of a device array; ``ArgumentError`` for host memory or odd types."""
+    if isinstance(x, DeviceArraySpec):
+        return ArraySpec((x.dtype.name, x.shape, x.strides, _align(x.address))), x.address
+    if _is_torch(x):
+        if not x.is_cuda:
+            raise ArgumentError(f"a torch tensor passed to a kernel must be on a CUDA device, got device {x.device}")
+        ptr = x.data_ptr()
+        return ArraySpec((dtype_of(str(x.dtype)).name, tuple(x.shape), tuple(x.stride()), _align(ptr))), ptr
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        typestr = cai["typestr"]
+        if typestr not in _CAI_TYPES:
+            raise ArgumentError(f"unsupported __cuda_array_interface__ element type {typestr!r}")
+        dt = dtype_of(_CAI_TYPES[typestr])
+        shape = tuple(cai["shape"])
+        eb = dt.width // 8
+        strides = cai.get("strides")
+        if strides is None:
+            strides, acc = [], 1
+            for s in reversed(shape):
+                strides.append(acc)
+                acc *= s
+            strides = tuple(reversed(strides))
+        else:
+            if any(s % eb for s in strides):
+                raise ArgumentError(f"strides {strides} (bytes) are not multiples of the {eb}-byte element")
+            strides = tuple(s // eb for s in strides)
+        ptr = cai["data"][0]
+        return ArraySpec((dt.name, shape, strides, _align(ptr))), ptr
+    if hasattr(x, "__dlpack__"):
+        return _dlpack_spec(x)
+    raise ArgumentError(f"expected a device array (__cuda_array_interface__, DLPack or torch), got {type(x).__name__}")
+
+
+def device_pointer(x):
+    """The device address of a device array (fast path for torch and cupy)."""
+    if _is_torch(x):
+        return x.data_ptr()
+    data = getattr(x, "data", None)
+    ptr = getattr(data, "ptr", None)
+    if type(ptr) is int:
+        return ptr
+    return array_spec(x)[1]
+
+
+def host_tensor(spec, index):
+    """The host-side tensor of argument ``index``: a gmem pointer at its tag with the static layout."""
+    dt = spec.dtype
+    _, shape, strides, align = spec
+    if len(shape) == 1:
+        layout = Layout(shape[0], strides[0])
+    else:
+        layout = Layout(tuple(shape), tuple(strides))
+    return Tensor(Pointer(dt, AddressSpace.gmem, max(align, dt.width // 8), tag_of(index)), layout)
+
+
+def tag_of(index):
+    """The tagged address standing for tensor argument ``index``."""
+    return (index + 1) << TAG_SHIFT
+
+
+def untag(address):
+    """``(argument index, byte offset)`` of a tagged address; ``None`` for a real one."""
+    if address is None or address < (1 << TAG_SHIFT):
+        return None
+    return (address >> TAG_SHIFT) - 1, address & ((1 << TAG_SHIFT) - 1)
+
+
+def scalar_of(x):
+    """A run-time scalar for an ``Int32``/``Int64``/``Float32`` host value, else ``None``."""
+    return x if isinstance(x, RuntimeScalar) else None
+
+
+# -- DLPack (for producers without __cuda_array_interface__, e.g. jax) ------------------------------
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+def _dlpack_spec(x):
+    try:
+        capsule = x.__dlpack__(stream=None)
+    except TypeError:
+        capsule = x.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    addr = get(capsule, b"dltensor")
+    t = _DLTensor.from_address(addr)  # DLManagedTensor starts with its DLTensor
+    if t.device.device_type not in (2, 13):  # kDLCUDA, kDLCUDAManaged
+        raise ArgumentError(f"a DLPack tensor passed to a kernel must be on a CUDA device (device type "
+                            f"{t.device.device_type})")
+    key = (t.dtype.code, t.dtype.bits)
+    if key not in _DL_TYPES or t.dtype.lanes != 1:
+        raise ArgumentError(f"unsupported DLPack element type code={t.dtype.code} bits={t.dtype.bits}")
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    if t.strides:
+        strides = tuple(t.strides[i] for i in range(t.ndim))
+    else:
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= s
+        strides = tuple(reversed(strides))
+    ptr = (t.data or 0) + t.byte_offset
+    # the capsule is not consumed: its deleter frees the export, and x keeps the memory alive
+    return ArraySpec((_DL_TYPES[key], shape, strides, _align(ptr))), ptr

@@ -1,0 +1,210 @@
+"""The kernel under construction: one ``llvm.func`` in a ``gpu.module``, its blocks and parameters.
+
+A :class:`KernelBuilder` is active while a ``@cute_py.kernel`` function runs (``current()``).
+Every op is built at the end of the current block, with the user's ``file:line`` as its
+location; a rule of the ``cute_nvgpu`` dialect that an op breaks while it is built is raised as
+a :class:`TraceError` at that line. Control flow uses LLVM-dialect blocks and branches
+(``cf``/``scf`` cannot be lowered inside a ``gpu.module`` by the pipeline of ``mlir_dialects``).
+
+**Scopes.** The kernel body and the body of each run-time loop or branch are :class:`Scope` s.
+Every traced value records the scope open when it was made (``values``), and a scope is closed
+when its construct ends: a value made inside a run-time loop or branch is only defined there
+(it depends on the iteration, or on whether the branch ran), so using it after the construct
+raises a :class:`TraceError` that names where it came from and how to carry it out.
+"""
+
+import contextlib
+
+from ..runtime import deps as _deps
+from ...errors import TraceError, user_location
+
+__all__ = ["KernelBuilder", "Scope", "current", "active", "current_scope", "DESC_PARAM",
+           "SMEM_SYMBOL", "SMEM_BASE_ALIGN"]
+
+# a TMA descriptor passed by value: 128 bytes, 64-byte aligned, read in place (__grid_constant__)
+DESC_PARAM = "!llvm.ptr {llvm.byval = !llvm.array<16 x i64>, llvm.align = 64 : i64, nvvm.grid_constant}"
+SMEM_SYMBOL = "__cute_py_dyn_smem"
+SMEM_BASE_ALIGN = 1024  # the largest TMA swizzle repeat (128B swizzle)
+
+_stack = []
+
+
+def current():
+    """The active :class:`KernelBuilder`; ``TraceError`` when no kernel is being traced."""
+    if not _stack:
+        raise TraceError("this is a device operation: call it inside a @cute_py.kernel function")
+    return _stack[-1]
+
+
+def active():
+    """The active builder or ``None``."""
+    return _stack[-1] if _stack else None
+
+
+def current_scope():
+    """The innermost open :class:`Scope` of the kernel being traced (``None`` outside a kernel)."""
+    return _stack[-1].scope if _stack else None
+
+
+class Scope:
+    """A run-time region of a kernel: the kernel body, or the body of a run-time loop or branch.
+
+    ``kind`` names the construct (``"cute_py.range loop"``, ``"if_ branch"``...), ``file``/``line``
+    where it starts, ``parent`` the scope around it; ``open`` is true until the construct ends.
+    """
+
+    __slots__ = ("kind", "file", "line", "parent", "open")
+
+    def __init__(self, kind, file, line, parent):
+        self.kind, self.file, self.line, self.parent = kind, file, line, parent
+        self.open = True
+
+    def __repr__(self):
+        return f"Scope({self.kind} at {self.file}:{self.line}, {'open' if self.open else 'closed'})"
+
+
+class KernelBuilder:
+    """Builds the body of kernel ``name`` with parameters ``param_types`` (MLIR type texts) in ``gpu_block``."""
+
+    def __init__(self, mlir, gpu_block, name, param_types):
+        self.mlir = mlir  # mlir_dialects.bindings, the IR façade
+        ir = mlir.ir
+        self.ir = ir
+        self.name = name
+        args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(param_types))
+        text = f"llvm.func @{name}({args}) attributes {{nvvm.kernel}} {{\n  llvm.return\n}}"
+        with ir.InsertionPoint(gpu_block):
+            self.func = ir.Operation.parse(text)
+        gpu_block.append(self.func)
+        entry = self.func.regions[0].blocks[0]
+        ret = list(entry.operations)[0]
+        ret.erase()
+        self.region = self.func.regions[0]
+        self.block = entry
+        self.params = list(entry.arguments)
+        self.open_regions = []  # (kind, file, line) of loops / ifs not closed yet
+        self.scope = Scope("kernel", "<kernel>", 0, None)  # the innermost open run-time scope
+        self.launch = None  # the launch being traced (grid, block, cluster are static)
+        self._i32 = ir.IntegerType.get_signless(32)
+        self._smem_base = None
+        self.locations = {}
+        self.gmem_bases = []  # (tag, byte span, param value) of tensor arguments
+        self.smem_region = None
+        self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
+
+    def descriptor_of(self, atom):
+        """The ``!llvm.ptr`` parameter holding ``atom``'s TMA descriptor."""
+        desc = self.descriptors.get(id(atom))
+        if desc is None:
+            raise TraceError(f"the TMA atom {atom!r} is not an argument of this kernel: pass it to the kernel")
+        return desc
+
+    def gmem_base_of(self, address):
+        """(param value, byte offset) of the tensor argument whose tagged range holds ``address``."""
+        for tag, span, param in self.gmem_bases:
+            if tag <= address < tag + span:
+                return param, address - tag
+        return None
+
+    # -- where ops go -------------------------------------------------------------------------
+    def loc(self, where=None):
+        """The MLIR location of ``where`` (``(file, line)``; default: the user's current line)."""
+        key = where or user_location()
+        loc = self.locations.get(key)
+        if loc is None:
+            loc = self.locations[key] = self.ir.Location.file(key[0], key[1], 0)
+        return loc
+
+    @contextlib.contextmanager
+    def at_end(self):
+        """Build ops at the end of the current block, located at the user's line; the body must call no user code
+        (it is not recorded in the compile's dependencies).
+
+        A dialect rule broken by an op built here (``mlir_dialects.DialectError``) becomes a
+        :class:`TraceError` that starts with the user's ``file:line``.
+        """
+        from mlir_dialects.errors import DialectError
+
+        where = user_location()
+        paused = _deps.pause()  # op builders call no user code: not recorded (see deps)
+        try:
+            with self.ir.InsertionPoint(self.block), self.loc(where):
+                try:
+                    yield
+                except DialectError as e:
+                    raise TraceError(f"{where[0]}:{where[1]}: {e}") from None
+        finally:
+            _deps.resume(paused)
+
+    # -- run-time scopes ----------------------------------------------------------------------
+    def push_scope(self, kind, file, line):
+        """Open the scope of a run-time loop or branch body (inside the current scope)."""
+        self.scope = Scope(kind, file, line, self.scope)
+        return self.scope
+
+    def pop_scope(self, scope):
+        """Close ``scope`` (the innermost one): values made in it can no longer be used."""
+        if scope is not self.scope:  # pragma: no cover - the constructs close their scopes in order
+            raise TraceError(f"internal error: closing {scope!r}, but the innermost scope is {self.scope!r}")
+        scope.open = False
+        self.scope = scope.parent
+
+    def new_block(self, *arg_types):
+        return self.region.blocks.append(*arg_types)
+
+    def set_block(self, block):
+        self.block = block
+
+    def int_type(self, width):
+        return self.ir.IntegerType.get_signless(width)
+
+    # -- frequently used values ---------------------------------------------------------------
+    def const(self, value, width=32):
+        """An ``i<width>`` constant; ``value`` must fit in ``width`` bits (signed, or unsigned)."""
+        value = int(value)
+        if not -(1 << (width - 1)) <= value < 1 << width:
+            raise TraceError(f"the integer {value} does not fit in {width} bits")
+        arith = self.mlir.arith
+        with self.at_end():
+            return arith.ConstantOp(self.int_type(width), value).result
+
+    def smem_base(self):
+        """``!llvm.ptr<3>`` to the start of the kernel's dynamic shared memory."""
+        llvm = self.mlir.llvm
+        with self.at_end():
+            return llvm.AddressOfOp(self.ir.Type.parse("!llvm.ptr<3>"), SMEM_SYMBOL).result
+
+    def smem_ptr(self, byte_offset):
+        """``!llvm.ptr<3>`` ``byte_offset`` bytes into dynamic shared memory (an int or an i32/i64 value)."""
+        llvm = self.mlir.llvm
+        base = self.smem_base()
+        if type(byte_offset) is int and byte_offset == 0:
+            return base
+        with self.at_end():
+            i8 = self.int_type(8)
+            if type(byte_offset) is int:
+                return llvm.GEPOp(base.type, base, [], [byte_offset], i8, 0).result
+            return llvm.GEPOp(base.type, base, [byte_offset], [-2147483648], i8, 0).result
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def __enter__(self):
+        _stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stack.pop()
+        scope = self.scope
+        while scope is not None:  # the kernel is done: none of its values can be used by another one
+            scope.open = False
+            scope = scope.parent
+        return False
+
+    def finish(self):
+        """Close the kernel with ``llvm.return``; ``TraceError`` for a loop or branch left open."""
+        if self.open_regions:
+            kind, f, line = self.open_regions[-1]
+            raise TraceError(f"this {kind} was left without finishing its body (a `break`, `return` or exception "
+                             f"inside a run-time loop/branch is not supported)", where=(f, line))
+        with self.at_end():
+            self.mlir.llvm.ReturnOp()
+        self.scope.open = False  # values of this kernel cannot be used by another one

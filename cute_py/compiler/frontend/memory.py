@@ -1,0 +1,350 @@
+"""Loads and stores in a kernel: tensor elements, vectors of bits, and register fragments.
+
+Inside a ``@cute_py.kernel``, a tensor over a shared- or global-memory pointer reads and
+writes its elements::
+
+    v = s_tile[i, j]          # a load: TracedInt for integer types, TracedFloat for float types
+    d_tile[j, i] = v          # a store (the value's type must be the tensor's element type)
+
+Coordinates may be traced; swizzled (composed) layouts apply their swizzle. A register
+fragment (``make_fragment``) is a tensor over a Python list of traced values, indexed by
+static coordinates. ``load_bits``/``store_bits`` move 8-128 bits at an address (one vector
+access), which the tile copies use.
+"""
+
+from ...tensor.dtypes import dtype_of
+from ...errors import CuteValueError, TraceError
+from ...core.layout import Layout, cosize
+from ...tensor.pointer import AddressSpace, Pointer
+from ...tensor.tensor import ArrayEngine, Tensor, check_store
+from ...core.tiling import make_fragment_like_layout
+from .builder import current
+from .values import Int64, TracedFloat, TracedInt, as_value
+
+__all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
+           "store_bits", "pack", "unpack", "RegisterEngine", "DeviceAccess"]
+
+_FLOATS = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32", "Float64": "f64"}
+
+
+def pointer_value(ptr, what="pointer", peer=False):
+    """The MLIR value of a cute_py ``Pointer`` in the kernel being traced.
+
+    Shared-memory pointers are static byte offsets into the kernel's dynamic shared memory;
+    global-memory pointers carry the tagged address of a kernel argument (see ``args``).
+    A traced pointer value (``__cute_value__``) passes through.
+    """
+    b = current()
+    if hasattr(ptr, "__cute_value__"):
+        return ptr.__cute_value__()
+    if not isinstance(ptr, Pointer):
+        raise TraceError(f"{what} must be a pointer, got {ptr!r}")
+    address = ptr.address
+    if address is None:  # a run-time element offset from a known base: base + offset * width / 8
+        if ptr.base is None or ptr.dtype.width % 8:
+            raise TraceError(f"{what} {ptr!r} has no known base address (only pointers derived from a "
+                             f"shared-memory allocation or a kernel argument can be used in a kernel)")
+        address = ptr.offset
+        if ptr.memspace is not AddressSpace.smem and getattr(address, "width", 64) < 64:
+            address = Int64(address)  # global byte offsets in 64 bits (element offsets may be 32-bit)
+        address = address * (ptr.dtype.width // 8)
+        static = ptr.base
+    else:
+        static = 0
+    if ptr.memspace is AddressSpace.dsmem and not peer:
+        # its value is this CTA's offset; only the DSMEM store maps it to the peer (mapa) where it uses it
+        raise TraceError(f"{what} {ptr!r} addresses a peer CTA's shared memory: only a CopyDsmemStoreOp copy "
+                         f"(st.async) writes through it")
+    if ptr.memspace in (AddressSpace.smem, AddressSpace.dsmem):  # a dsmem pointer: this CTA's offset (see peer)
+        if ptr.address is None:
+            return b.smem_ptr(as_value(address + static, 32))
+        return b.smem_ptr(address)
+    if ptr.memspace in (AddressSpace.gmem, AddressSpace.generic):
+        base = b.gmem_base_of(static if ptr.address is None else address)
+        if base is None:
+            raise TraceError(f"{what} {ptr!r} does not come from a tensor argument of this kernel")
+        param, offset = base
+        if ptr.address is None:  # the run-time element offset, in bytes, on top of the static one
+            offset = as_value(address + offset, 64)
+        elif offset == 0:
+            return param
+        llvm = b.mlir.llvm
+        with b.at_end():
+            if type(offset) is int:
+                return llvm.GEPOp(param.type, param, [], [offset], b.int_type(8), 0).result
+            return llvm.GEPOp(param.type, param, [offset], [-2147483648], b.int_type(8), 0).result
+    raise TraceError(f"{what}: {ptr.memspace.name} pointers are not supported here")
+
+
+def element_type(dtype):
+    """The MLIR type of one element of ``dtype`` (floats as floats, everything else as iN)."""
+    b = current()
+    name = _FLOATS.get(dtype.name)
+    if name is not None:
+        return b.ir.Type.parse(name)
+    return b.int_type(dtype.width)
+
+
+def _bits_type(nbits):
+    b = current()
+    if nbits == 128:
+        return b.ir.Type.parse("vector<4xi32>")
+    return b.int_type(nbits)
+
+
+def _check_access(ptr, nbytes, what):
+    if not isinstance(ptr, Pointer) or ptr.memspace not in (AddressSpace.smem, AddressSpace.gmem):
+        raise TraceError(f"{what}: loads and stores go to shared or global memory, got {ptr!r}")
+    if ptr.alignment < nbytes:
+        raise TraceError(f"{what}: a {nbytes}-byte access needs a {nbytes}-byte aligned address, but "
+                         f"{ptr!r} is only known to be {ptr.alignment}-byte aligned")
+
+
+def load_bits(ptr, nbits, what="load"):
+    """The ``nbits`` (8..128, a power of two) bits at ``ptr`` (an MLIR iN or vector<4xi32> value)."""
+    _check_access(ptr, nbits // 8, what)
+    p = pointer_value(ptr, what)
+    b = current()
+    with b.at_end():
+        return b.mlir.llvm.LoadOp(_bits_type(nbits), p, alignment=nbits // 8).result
+
+
+def store_bits(ptr, value, nbits, what="store"):
+    """Store the ``nbits``-bit MLIR value ``value`` at ``ptr``."""
+    check_store(ptr, what)
+    _check_access(ptr, nbits // 8, what)
+    p = pointer_value(ptr, what)
+    b = current()
+    with b.at_end():
+        b.mlir.llvm.StoreOp(value, p, alignment=nbits // 8)
+
+
+def _wrap(value, dtype):
+    if dtype.name in _FLOATS:
+        return TracedFloat(value)
+    return TracedInt(value, dtype.width, dtype.name.startswith("Uint") or dtype.name == "Boolean")
+
+
+def _unwrap(value, dtype, what):
+    """The MLIR value of ``value`` as an element of ``dtype``."""
+    b = current()
+    ty = element_type(dtype)
+    if dtype.name in _FLOATS:
+        if isinstance(value, TracedFloat):
+            if str(value.ir.type) != str(ty):
+                raise TraceError(f"{what}: a {value.ir.type} value cannot be stored as {dtype.name} "
+                                 f"(convert it first)")
+            return value.ir
+        if type(value) in (int, float):
+            with b.at_end():
+                return b.mlir.arith.ConstantOp(ty, float(value)).result
+        raise TraceError(f"{what}: a {dtype.name} element takes a float value, got {value!r}")
+    if isinstance(value, (TracedInt, int)) and type(value) is not bool:
+        if type(value) is int:
+            unsigned = dtype.name.startswith("Uint") or dtype.name == "Boolean"
+            lo, hi = (0, (1 << dtype.width) - 1) if unsigned else (-(1 << (dtype.width - 1)), (1 << (dtype.width - 1)) - 1)
+            if dtype.name == "Boolean":
+                hi = 1
+            if not lo <= value <= hi:
+                raise TraceError(f"{what}: {value} does not fit in {dtype.name} ([{lo}, {hi}])")
+        return as_value(value, dtype.width)
+    if type(value) is bool:
+        return as_value(int(value), dtype.width)
+    raise TraceError(f"{what}: a {dtype.name} element takes an integer value, got {value!r}")
+
+
+def load_element(ptr):
+    """The element of ``ptr.dtype`` at ``ptr``, as a traced value."""
+    dtype = ptr.dtype
+    if dtype.width % 8 or dtype.width > 64:
+        raise TraceError(f"loading single {dtype.name} elements ({dtype.width} bits) is not supported")
+    raw = load_bits(ptr, dtype.width, "tensor load")
+    if dtype.name in _FLOATS:
+        b = current()
+        with b.at_end():
+            raw = b.mlir.llvm.BitcastOp(element_type(dtype), raw).result
+    return _wrap(raw, dtype)
+
+
+def store_element(ptr, value):
+    """Store ``value`` (a traced value or a Python number) as one ``ptr.dtype`` element at ``ptr``."""
+    dtype = ptr.dtype
+    if dtype.width % 8 or dtype.width > 64:
+        raise TraceError(f"storing single {dtype.name} elements ({dtype.width} bits) is not supported")
+    check_store(ptr, "a tensor store")
+    v = _unwrap(value, dtype, "tensor store")
+    _check_access(ptr, dtype.width // 8, "tensor store")
+    p = pointer_value(ptr, "tensor store")
+    b = current()
+    with b.at_end():
+        b.mlir.llvm.StoreOp(v, p, alignment=dtype.width // 8)
+
+
+class DeviceAccess:
+    """Element access of tensors over device pointers while a kernel is traced (installed into ``tensor``)."""
+
+    @staticmethod
+    def load(pointer, offset):
+        return load_element(pointer + offset)
+
+    @staticmethod
+    def store(pointer, offset, value):
+        store_element(pointer + offset, value)
+
+    @staticmethod
+    def make_fragment_like(src, dtype=None):
+        return make_fragment_like(src, dtype)
+
+
+def pack(values, dtype, nbits):
+    """The ``nbits``-bit MLIR value (as ``load_bits`` gives) holding ``values`` (elements of ``dtype``, first
+    element in the lowest bits)."""
+    elems = [_unwrap(v, dtype, "copy (store)") for v in values]
+    if len(elems) == 1:
+        return _to_bits(elems[0], dtype, nbits)
+    b = current()
+    llvm = b.mlir.llvm
+    vec_t = b.ir.Type.parse(f"vector<{len(elems)}x{element_type(dtype)}>")
+    with b.at_end():
+        vec = llvm.UndefOp(vec_t).result
+    for k, e in enumerate(elems):
+        pos = b.const(k, 32)
+        with b.at_end():
+            vec = llvm.InsertElementOp(vec, e, pos).result
+    with b.at_end():
+        return llvm.BitcastOp(_bits_type(nbits), vec).result
+
+
+def unpack(bits, dtype, count):
+    """The ``count`` traced elements of ``dtype`` held by the MLIR value ``bits`` (the inverse of ``pack``)."""
+    b = current()
+    llvm = b.mlir.llvm
+    if count == 1:
+        with b.at_end():
+            v = bits if dtype.name not in _FLOATS else llvm.BitcastOp(element_type(dtype), bits).result
+        return [_wrap(v, dtype)]
+    vec_t = b.ir.Type.parse(f"vector<{count}x{element_type(dtype)}>")
+    with b.at_end():
+        vec = llvm.BitcastOp(vec_t, bits).result
+    out = []
+    for k in range(count):
+        pos = b.const(k, 32)
+        with b.at_end():
+            out.append(_wrap(llvm.ExtractElementOp(vec, pos).result, dtype))
+    return out
+
+
+def _to_bits(value, dtype, nbits):
+    if dtype.name not in _FLOATS:
+        return value
+    b = current()
+    with b.at_end():
+        return b.mlir.llvm.BitcastOp(_bits_type(nbits), value).result
+
+
+# -- register fragments ---------------------------------------------------------------------------
+
+
+class RegisterEngine(ArrayEngine):
+    """The storage of a register fragment: Python-held traced values, indexed by static offsets."""
+
+    __slots__ = ()
+
+    def __add__(self, n):
+        self._static(n)
+        return RegisterEngine(self.array, self.offset + n, self.dtype)
+
+    def _static(self, i):
+        if type(i) is not int:
+            raise TraceError(f"a register fragment is indexed with static coordinates (its elements live in "
+                             f"registers), got the run-time offset {i!r}")
+
+    def _element(self, i):
+        """The array index of element ``i``; ``TraceError`` when it is not one of the fragment's elements."""
+        self._static(i)
+        at = self.offset + i
+        if type(at) is not int or not 0 <= at < self.array.size:
+            raise TraceError(f"register fragment index out of bounds: element offset {at} of a fragment of "
+                             f"{self.array.size} elements (valid offsets 0..{self.array.size - 1})")
+        return at
+
+    def read(self, i):
+        return self.array[self._element(i)]
+
+    def write(self, i, v):
+        self.array[self._element(i)] = v
+
+    def __repr__(self):
+        return f"registers[{self.dtype.name}](offset={self.offset}, size={self.array.size})"
+
+
+MAX_FRAGMENT = 1 << 16  # elements of one register fragment (each is traced on its own)
+
+
+def make_fragment(layout, dtype):
+    """A register tensor of ``dtype`` with ``layout`` (static), its elements initialised to 0.
+
+    Elements hold traced values (or Python numbers) and are read and written with static
+    coordinates; the compiler keeps them in registers.
+    """
+    import numpy as np
+
+    dtype = dtype_of(dtype)
+    if not isinstance(layout, Layout):
+        layout = Layout(layout)
+    n = cosize(layout)
+    if type(n) is not int:
+        raise TraceError(f"a register fragment needs a static layout, got {layout}")
+    if n > MAX_FRAGMENT:
+        raise TraceError(f"a register fragment of {n} elements ({layout}): a thread has at most 255 "
+                         f"registers, and fragments are limited to {MAX_FRAGMENT} elements")
+    store = np.empty(max(n, 1), dtype=object)
+    store[:] = 0
+    return Tensor(RegisterEngine(store, 0, dtype), layout)
+
+
+def make_fragment_like(src, dtype=None):
+    """A register fragment shaped like ``src`` (a tensor or layout), compact in ``src``'s stride order."""
+    layout = src.layout if isinstance(src, Tensor) else src
+    layout = getattr(layout, "outer", layout)
+    if dtype is None:
+        dtype = src.element_type if isinstance(src, Tensor) else None
+        if dtype is None:
+            raise CuteValueError("make_fragment_like of a layout (or a coordinate tensor) needs a dtype")
+    return make_fragment(make_fragment_like_layout(layout), dtype)
+
+
+def element_ptr(t, i):
+    """The pointer to flat element ``i`` of a memory tensor (through its swizzle, if any)."""
+    return t.engine + t.layout(i)
+
+
+def move(src, dst, first, vector, nbits):
+    """Plain loads and stores of elements ``first .. first + vector`` of ``src`` into ``dst`` (the emission of
+    ``CopyUniversalOp``): one vector access between registers and memory where ``nbits`` allows, else element by
+    element."""
+    s_reg, d_reg = isinstance(src.engine, ArrayEngine), isinstance(dst.engine, ArrayEngine)
+    dtype = src.element_type
+    if s_reg != d_reg and nbits in (8, 16, 32, 64, 128) and dtype.width % 8 == 0:
+        # registers <-> memory: one vector access, the elements packed into / unpacked from it
+        if s_reg:
+            values = [src.engine.read(src.layout(i)) for i in range(first, first + vector)]
+            store_bits(element_ptr(dst, first), pack(values, dst.element_type, nbits), nbits, "copy (store)")
+        else:
+            bits = load_bits(element_ptr(src, first), nbits, "copy (load)")
+            for i, v in zip(range(first, first + vector), unpack(bits, dtype, vector)):
+                dst.engine.write(dst.layout(i), v)
+        return
+    if s_reg or d_reg or nbits not in (8, 16, 32, 64, 128):
+        for i in range(first, first + vector):
+            if s_reg:
+                value = src.engine.read(src.layout(i))
+            else:
+                value = load_element(element_ptr(src, i))
+            if d_reg:
+                dst.engine.write(dst.layout(i), value)
+            else:
+                store_element(element_ptr(dst, i), value)
+        return
+    bits = load_bits(element_ptr(src, first), nbits, "copy (load)")
+    store_bits(element_ptr(dst, first), bits, nbits, "copy (store)")

@@ -1,0 +1,260 @@
+"""``Compiled``: the kernels of one specialisation of a jit function, loaded lazily and launched.
+
+Calling a :class:`Compiled` reads the device addresses of its array arguments (a fast path
+for torch tensors checks dtype, shape, strides and alignment against the specialisation),
+encodes the TMA descriptors for them on the host (cached by address), fills each kernel's
+parameter block (skipped when the addresses and scalars are those of the previous call)
+and launches every recorded kernel. The launch itself is prepared when the module is
+loaded (function handle, dimensions, parameter-array address): a call whose arguments
+did not change costs the argument checks and one ``cuLaunchKernel``.
+"""
+
+from ..frontend.args import array_spec
+from ...errors import ArgumentError, JitError, SpecMismatch
+from ..frontend.values import RuntimeScalar
+
+__all__ = ["Compiled", "SpecMismatch"]
+
+
+class Compiled:
+    """Compiled kernels of one specialisation of a jit function: ``.mlir``, ``.lowered``, ``.ptx``, ``.cubin``
+    (the products of the named stages, ``cute_py.compiler.stages``), ``.stage_times`` and ``__call__``.
+
+    Calling it with arguments of the same specialisation launches every recorded kernel on
+    ``stream`` (default: the legacy default stream); trailing static arguments may be left out
+    (they are compiled in), run-time ones (arrays, ``Int32``...) are read at each call.
+    """
+
+    def __init__(self, jf, launches, smem, sources, cubin, ptx, mlir_text, key, stage_times=None, build=None):
+        # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
+        # only PTX and cubin; the texts are traced again on request)
+        self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
+        self._build = build
+        self.cubin, self._ptx, self._mlir, self.key = cubin, ptx, mlir_text, key
+        self._lowered = None
+        # stage name -> seconds of the compile that made this object (empty when it came from the disk cache)
+        self.stage_times = dict(stage_times or {})
+        self._funcs = None
+        self._blocks = None
+        self._desc_cache = {}
+        self._last = None  # the pointers and scalars the parameter blocks hold
+        self._torch_specs = {}  # argument index -> (torch type, dtype, shape, strides, alignment) seen to match
+        self._fast = None  # those of every tensor argument, in argument order, once all were seen
+        self._tensor_args = tuple((i, spec) for i, (kind, spec) in enumerate(sources) if kind == "tensor")
+        self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
+        # the fewest arguments a call may pass: up to the last run-time one (trailing statics are compiled in)
+        self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
+        self._plan = None  # per launch: (CUfunction, grid x3, block x3, smem, parameter array address, cluster)
+        self._launch_kernel = self._ok = None
+        self._fast_call = None  # generated once every tensor argument was seen (False: not applicable)
+
+    @property
+    def ptx(self):
+        if self._ptx is None:
+            self._rebuild()
+        return self._ptx
+
+    @property
+    def mlir(self):
+        """The traced module (``mlir`` stage), with cute_nvgpu ops."""
+        if self._mlir is None:
+            self._rebuild()
+        return self._mlir
+
+    @property
+    def lowered(self):
+        """The module after lowering every cute_nvgpu op to NVVM/LLVM (``lowered`` stage)."""
+        if self._lowered is None:
+            self._rebuild(lowered=True)
+        return self._lowered
+
+    def _rebuild(self, lowered=False):
+        # a compile loaded from the disk cache keeps only PTX and cubin: trace again for the texts
+        if self._build is None:
+            raise JitError(f"{self.jit_function.fn.__name__}: this compiled object cannot trace its kernels again")
+        r = self._build(self.launches, lowered=lowered)
+        self._mlir, self._ptx = r.mlir, r.ptx
+        if lowered:
+            self._lowered = r.lowered
+
+    @property
+    def kernel_names(self):
+        return [ln.name for ln in self.launches]
+
+    def _load(self):
+        from . import launch as _launch
+
+        non_portable = {ln.name for ln in self.launches if ln.non_portable_cluster}
+        _, self._funcs = _launch.load_module(self.cubin, self.smem, non_portable)
+        self._blocks = [_launch.ParamBlock([k for k, _ in ln.params]) for ln in self.launches]
+        d = _launch.driver()
+        self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS
+        self._plan = tuple((self._funcs[ln.name], *ln.grid, *ln.block, self.smem[ln.name], block.address,
+                            None if ln.cluster == (1, 1, 1) else ln.cluster)
+                           for ln, block in zip(self.launches, self._blocks))
+
+    def _descriptor(self, desc, address):
+        k = (id(desc), address)
+        b = self._desc_cache.get(k)
+        if b is None:
+            if len(self._desc_cache) > 256:
+                self._desc_cache.clear()
+            b = self._desc_cache[k] = desc.encode(address)
+        return b
+
+    def __call__(self, *args, stream=0):
+        self._call(args, stream)
+
+    def _call(self, args, stream):
+        n = len(args)
+        if not self._min_args <= n <= len(self.sources):
+            raise ArgumentError(f"{self.jit_function.fn.__name__} was compiled for {len(self.sources)} arguments (the "
+                                f"trailing static ones may be left out), got {n}")
+        key = self._fast_pointers(args)
+        if key is None:
+            pointer = self._pointer
+            key = tuple([pointer(i, spec, args[i]) for i, spec in self._tensor_args])
+        if self._scalar_args:
+            key = (key, tuple([a.value if isinstance(a, RuntimeScalar) else a
+                               for a in [args[i] for i in self._scalar_args]]))
+        if self._plan is None:
+            self._load()
+        if key != self._last:  # new addresses or scalars: re-encode the descriptors and refill the parameters
+            self._fill(key, args)
+            self._last = key
+        launch_kernel, ok = self._launch_kernel, self._ok
+        for func, gx, gy, gz, bx, by, bz, smem, params, cluster in self._plan:
+            if cluster is None:
+                err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+                if err is not ok and err != ok:
+                    self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
+            else:
+                from . import launch as _launch
+
+                _launch.launch(func, (gx, gy, gz), (bx, by, bz), cluster, smem, stream, _Params(params))
+        if self._fast_call is None and self._fast is not None:
+            self._fast_call = _make_fast_call(self, self._fast) or False
+            if self._fast_call:  # this object's calls now go straight to it (see _make_fast_call)
+                self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
+
+    def _launch_error(self, err, grid, block, cluster, smem):
+        from . import launch as _launch
+
+        _launch.check((err,), f"launching grid={grid} block={block} cluster={cluster} smem={smem}")
+
+    def _fast_pointers(self, args):
+        """The addresses of the tensor arguments when each is a torch tensor like the one last seen at its
+        position (same type, dtype, shape, strides, on a CUDA device, aligned); otherwise ``None``."""
+        fast = self._fast
+        if fast is None:
+            specs = self._torch_specs
+            if len(specs) != len(self._tensor_args):
+                return None
+            fast = self._fast = tuple((i,) + specs[i] for i, _ in self._tensor_args)
+        ptrs = []
+        for i, cls, dtype, shape, strides, align, dense in fast:
+            a = args[i]
+            # a row-major spec: is_contiguous() and the shape imply the strides (one call instead of a tuple)
+            if type(a) is not cls or a.dtype is not dtype or a.shape != shape or not a.is_cuda or \
+                    not (a.is_contiguous() if dense else a.stride() == strides):
+                return None
+            ptr = a.data_ptr()
+            if ptr % align:
+                return None
+            ptrs.append(ptr)
+        return tuple(ptrs)
+
+    def _pointer(self, i, spec, a):
+        """The device address of tensor argument ``i``, after checking it has the compiled dtype/shape/strides."""
+        fast = self._torch_specs.get(i)
+        if fast is not None and type(a) is fast[0]:
+            _, dtype, shape, strides, align, _ = fast
+            if a.dtype is dtype and a.shape == shape and a.stride() == strides and a.is_cuda:
+                ptr = a.data_ptr()
+                if ptr % align == 0:
+                    return ptr
+        got, ptr = array_spec(a)
+        if got[:3] != spec[:3] or ptr % spec[3]:
+            raise SpecMismatch(f"argument {i}: compiled for {spec} (dtype, shape, strides, alignment), got "
+                                f"{got}; compile again for it (calling the jit function does)")
+        if type(a).__module__.startswith("torch"):
+            self._torch_specs[i] = (type(a), a.dtype, a.shape, a.stride(), spec[3], _row_major(a.shape, a.stride()))
+            self._fast = self._fast_call = None
+            self.__class__ = Compiled
+        return ptr
+
+    def _fill(self, key, args):
+        ptrs = dict(zip([i for i, _ in self._tensor_args], key[0] if self._scalar_args else key))
+        for ln, block in zip(self.launches, self._blocks):
+            for j, (kind, src) in enumerate(ln.params):
+                if kind == "ptr":
+                    block.set(j, ptrs[src[0]] + src[1])
+                elif kind == "desc":
+                    desc, (idx, off) = src
+                    block.set(j, self._descriptor(desc, ptrs[idx] + off))
+                else:
+                    idx = getattr(src, "index", None)
+                    v = args[idx] if idx is not None else src
+                    block.set(j, v.value if isinstance(v, RuntimeScalar) else v)
+
+    def __repr__(self):
+        return f"Compiled({self.jit_function.fn.__name__}: {', '.join(f'{n} smem={s}' for n, s in self.smem.items())})"
+
+
+def _make_fast_call(c, fast):
+    """``c.__call__`` for its common call: every run-time argument a torch tensor of its compiled type,
+    dtype, shape and strides on the GPU, no run-time scalars, no cluster launches (otherwise ``None``).
+
+    Generated code: exactly the checks of ``_fast_pointers`` unrolled per argument (the attribute reads
+    are most of a call's host time), a refill of the parameters when an address changed, the launches.
+    Any argument that does not match goes to the general path (``Compiled._call``) untouched. ``c``
+    becomes an instance of a one-off subclass whose ``__call__`` this is (a call is then one Python frame).
+    """
+    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan):
+        return None
+    env = {"ok": c._ok, "general": Compiled._call}
+    lines = ["def call(c, *args, stream=0):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
+             "        return general(c, args, stream)"]
+    for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
+        env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
+        layout = f"a{k}.is_contiguous()" if dense else f"a{k}.stride() == T{k}"
+        lines += [f"    a{k} = args[{i}]",
+                  f"    if type(a{k}) is not C{k} or a{k}.dtype is not D{k} or a{k}.shape != S{k} or not a{k}.is_cuda "
+                  f"or not {layout}:",
+                  "        return general(c, args, stream)",
+                  f"    p{k} = a{k}.data_ptr()",
+                  f"    if p{k} % {align}:",
+                  "        return general(c, args, stream)"]
+    lines += [f"    key = ({''.join(f'p{k}, ' for k in range(len(fast)))})",
+              "    if key != c._last:",
+              "        c._fill(key, args)",
+              "        c._last = key",
+              "    launch = c._launch_kernel"]
+    for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
+        env[f"F{j}"] = func
+        lines += [f"    err, = launch(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
+                  "    if err is not ok and err != ok:",
+                  f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
+    exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
+    return env["call"]
+
+
+def _row_major(shape, strides):
+    """Whether ``strides`` are the row-major strides of ``shape`` in every mode of extent > 1 (what torch's
+    ``is_contiguous()`` checks)."""
+    acc = 1
+    for n, st in zip(reversed(tuple(shape)), reversed(tuple(strides))):
+        if n != 1 and st != acc:
+            return False
+        acc *= n
+    return True
+
+
+class _Params:
+    """The ``address`` of a parameter array, as ``launch.launch`` takes it."""
+
+    __slots__ = ("address",)
+
+    def __init__(self, address):
+        self.address = address
+

@@ -1,0 +1,123 @@
+"""Loading cubins and launching kernels through cuda-python's driver API.
+
+Kernels with a cluster go through ``cuLaunchKernelEx`` (cluster dimension attribute); the
+others through ``cuLaunchKernel``. A kernel using more than 48 KB of dynamic shared memory
+gets ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised once, when it is loaded, and
+one launched with a non-portable cluster (9 to 16 CTAs, ``launch(non_portable_cluster=True)``)
+gets ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED``.
+Parameters are a ``void*[]`` of pointers to each parameter's bytes (a TMA descriptor's
+128 bytes are copied by value, as a ``__grid_constant__`` parameter).
+"""
+
+import ctypes
+
+from ...errors import LaunchError
+
+__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "ParamBlock"]
+
+_STATE = {"driver": None, "ctx": None}
+
+
+def driver():
+    """cuda-python's driver module (``LaunchError`` without cuda-python)."""
+    d = _STATE["driver"]
+    if d is None:
+        try:
+            from cuda.bindings import driver as d
+        except ImportError as e:
+            raise LaunchError(f"launching a kernel needs cuda-python (pip install cuda-python): {e}") from None
+        _STATE["driver"] = d
+    return d
+
+
+def check(result, what):
+    """The value(s) of a driver call's result tuple; ``LaunchError`` naming ``what`` on failure."""
+    d = driver()
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if err != d.CUresult.CUDA_SUCCESS:
+        name = d.cuGetErrorName(err)[1]
+        raise LaunchError(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+def ensure_context():
+    """A current CUDA context: the calling thread's, or device 0's primary context made current."""
+    d = driver()
+    check(d.cuInit(0), "cuInit")
+    ctx = check(d.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if ctx is None or int(ctx) == 0:
+        dev = check(d.cuDeviceGet(0), "cuDeviceGet")
+        ctx = check(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def sm_count():
+    """The multiprocessor count of the current context's device (``LaunchError`` without a driver or device)."""
+    d = driver()
+    ensure_context()
+    dev = check(d.cuCtxGetDevice(), "cuCtxGetDevice")
+    attr = d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    return int(check(d.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
+
+
+def load_module(cubin, kernels, non_portable=()):
+    """Load ``cubin`` in the current context; ``{name: CUfunction}`` for ``kernels`` ({name: smem bytes});
+    the kernels named in ``non_portable`` may be launched with clusters of up to 16 CTAs."""
+    d = driver()
+    ensure_context()
+    module = check(d.cuModuleLoadData(cubin), "cuModuleLoadData")
+    funcs = {}
+    for name, smem in kernels.items():
+        f = check(d.cuModuleGetFunction(module, name.encode()), f"cuModuleGetFunction({name})")
+        if smem > 48 * 1024:
+            attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(d.cuFuncSetAttribute(f, attr, smem), f"cuFuncSetAttribute(max dynamic smem = {smem})")
+        if name in non_portable:
+            attr = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+            check(d.cuFuncSetAttribute(f, attr, 1), f"cuFuncSetAttribute({name}: non-portable cluster size allowed)")
+        funcs[name] = f
+    return module, funcs
+
+
+class ParamBlock:
+    """The ``void*[]`` of a kernel's parameters and the storage each entry points to."""
+
+    _CTYPES = {"ptr": ctypes.c_uint64, "Int32": ctypes.c_int32, "Int64": ctypes.c_int64, "Float32": ctypes.c_float}
+
+    def __init__(self, kinds):
+        self.slots = []
+        for kind in kinds:
+            self.slots.append((ctypes.c_char * 128)() if kind == "desc" else self._CTYPES[kind]())
+        self.array = (ctypes.c_void_p * max(1, len(kinds)))(*[ctypes.addressof(s) for s in self.slots])
+        self.address = ctypes.addressof(self.array)
+
+    def set(self, i, value):
+        slot = self.slots[i]
+        if isinstance(value, (bytes, bytearray)):
+            ctypes.memmove(slot, value, 128)
+        else:
+            slot.value = value
+
+
+def launch(func, grid, block, cluster, smem, stream, params):
+    """Launch ``func`` with a ``ParamBlock``; ``cuLaunchKernelEx`` when ``cluster`` is not (1, 1, 1)."""
+    d = driver()
+    if cluster == (1, 1, 1):
+        err, = d.cuLaunchKernel(func, *grid, *block, smem, stream, params.address, 0)
+    else:
+        cfg = d.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = smem
+        cfg.hStream = stream
+        attr = d.CUlaunchAttribute()
+        attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+        err, = d.cuLaunchKernelEx(cfg, func, params.address, 0)
+    if err != d.CUresult.CUDA_SUCCESS:
+        check((err,), f"launching grid={grid} block={block} cluster={cluster} smem={smem}")

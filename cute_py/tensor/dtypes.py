@@ -1,0 +1,141 @@
+"""Element types with bit widths, named as in the CuTe DSL (``Float16``, ``BFloat16``, ``Int8``...).
+
+Each type knows its width in bits, whether it is a float, signed int, unsigned
+int or boolean, the numpy dtype that holds it exactly (``None`` when numpy has
+none, e.g. ``BFloat16`` and the fp8 types), and the numpy dtype of the same
+width to store its bits (``storage``).  numpy is imported only when asked for.
+"""
+
+__all__ = [
+    "DType",
+    "Boolean",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "Uint8",
+    "Uint16",
+    "Uint32",
+    "Uint64",
+    "Float16",
+    "BFloat16",
+    "TFloat32",
+    "Float32",
+    "Float64",
+    "Float8E4M3FN",
+    "Float8E5M2",
+    "ALL_DTYPES",
+    "dtype_of",
+]
+
+
+class DType:
+    """An element type: ``name``, ``width`` (bits), ``kind`` ("float", "int", "uint", "bool")."""
+
+    __slots__ = ("name", "width", "kind", "_numpy", "_storage")
+
+    def __init__(self, name, width, kind, numpy_name, storage_name):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "width", width)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "_numpy", numpy_name)
+        object.__setattr__(self, "_storage", storage_name)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("DType is immutable")
+
+    def __reduce__(self):
+        return (dtype_of, (self.name,))
+
+    @property
+    def bytes(self):
+        """Width in bytes (a fraction for sub-byte types)."""
+        return self.width / 8 if self.width % 8 else self.width // 8
+
+    @property
+    def is_float(self):
+        return self.kind == "float"
+
+    @property
+    def is_integer(self):
+        return self.kind in ("int", "uint")
+
+    @property
+    def signed(self):
+        return self.kind in ("int", "float")
+
+    @property
+    def numpy_dtype(self):
+        """The numpy dtype holding this type exactly, or ``None`` when numpy has none."""
+        if self._numpy is None:
+            return None
+        import numpy as np
+
+        return np.dtype(self._numpy)
+
+    @property
+    def storage_dtype(self):
+        """A numpy dtype of the same width, to hold the raw bits."""
+        import numpy as np
+
+        return np.dtype(self._storage)
+
+    def __repr__(self):
+        return f"cute_py.{self.name}"
+
+    __str__ = __repr__
+
+
+def _t(name, width, kind, numpy_name, storage):
+    return DType(name, width, kind, numpy_name, storage)
+
+
+Boolean = _t("Boolean", 8, "bool", "bool", "uint8")
+Int8 = _t("Int8", 8, "int", "int8", "uint8")
+Int16 = _t("Int16", 16, "int", "int16", "uint16")
+Int32 = _t("Int32", 32, "int", "int32", "uint32")
+Int64 = _t("Int64", 64, "int", "int64", "uint64")
+Uint8 = _t("Uint8", 8, "uint", "uint8", "uint8")
+Uint16 = _t("Uint16", 16, "uint", "uint16", "uint16")
+Uint32 = _t("Uint32", 32, "uint", "uint32", "uint32")
+Uint64 = _t("Uint64", 64, "uint", "uint64", "uint64")
+Float16 = _t("Float16", 16, "float", "float16", "uint16")
+BFloat16 = _t("BFloat16", 16, "float", None, "uint16")
+TFloat32 = _t("TFloat32", 32, "float", "float32", "uint32")
+Float32 = _t("Float32", 32, "float", "float32", "uint32")
+Float64 = _t("Float64", 64, "float", "float64", "uint64")
+Float8E4M3FN = _t("Float8E4M3FN", 8, "float", None, "uint8")
+Float8E5M2 = _t("Float8E5M2", 8, "float", None, "uint8")
+
+ALL_DTYPES = (
+    Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64,
+    Float16, BFloat16, TFloat32, Float32, Float64, Float8E4M3FN, Float8E5M2,
+)
+_BY_NAME = {t.name: t for t in ALL_DTYPES}
+
+
+def dtype_of(x):
+    """The :class:`DType` for a DType, its name, or a numpy/torch dtype name (``"float16"``, ``"bfloat16"``)."""
+    from ..errors import CuteTypeError
+
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str) and x in _BY_NAME:
+        return _BY_NAME[x]
+    try:
+        name = str(getattr(x, "name", x)).replace("torch.", "")
+    except Exception:  # an object whose name or str fails is no element type
+        name = None
+    aliases = {
+        "bool": Boolean, "int8": Int8, "int16": Int16, "int32": Int32, "int64": Int64,
+        "uint8": Uint8, "uint16": Uint16, "uint32": Uint32, "uint64": Uint64,
+        "float16": Float16, "half": Float16, "bfloat16": BFloat16, "float32": Float32, "float": Float32,
+        "float64": Float64, "double": Float64, "float8_e4m3fn": Float8E4M3FN, "float8_e5m2": Float8E5M2,
+    }
+    if name in aliases:
+        return aliases[name]
+    try:
+        shown = repr(x)[:80]
+    except Exception:
+        shown = f"<{type(x).__name__}>"
+    raise CuteTypeError(f"unknown element type {shown}")

@@ -1,0 +1,158 @@
+"""Typed pointers with a memory space and an alignment (the engines of device tensors).
+
+A :class:`Pointer` names an element type, a memory space (global, shared,
+shared-cluster, register) and a byte alignment; its address may be unknown (a
+*fake* pointer, for building atoms and compiling kernels without data).  Adding
+an element offset keeps track of the alignment that is still guaranteed.
+"""
+
+import enum
+import math
+
+from .dtypes import DType, dtype_of
+from ..errors import CuteTypeError, CuteValueError
+from ..core.int_tuple import Dynamic, _index, as_index, short_repr, fmt
+
+_ADDRESS_LIMIT = 1 << 64
+
+__all__ = ["AddressSpace", "Pointer", "make_ptr"]
+
+
+class AddressSpace(enum.Enum):
+    """Memory spaces, with their PTX state-space names."""
+
+    generic = "generic"
+    gmem = "global"
+    smem = "shared::cta"
+    dsmem = "shared::cluster"
+    rmem = "register"
+
+
+class Pointer:
+    """``dtype*`` in ``memspace``, aligned to ``alignment`` bytes, at ``address`` (``None``: unknown).
+
+    ``offset`` counts the elements added since the pointer was made, and ``base`` is the address
+    at offset 0: after a run-time offset ``address`` is unknown, but ``base + offset`` still
+    locates the element (a kernel computes it).
+
+    ``store_guard`` is ``None``, or why stores through this pointer are refused (a tensor recast to wider
+    elements that only partly cover the original's: a store would overwrite elements outside it); every
+    pointer derived from it keeps it.
+
+    ``peer`` is, for a ``dsmem`` pointer (``arch.map_dsmem_ptr``), the rank in the cluster of the CTA whose
+    shared memory it addresses (at this CTA's offsets); ``None`` otherwise.
+    """
+
+    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard", "peer")
+
+    def __init__(self, dtype, memspace=AddressSpace.gmem, alignment=None, address=None, offset=0, base=None):
+        dtype = dtype_of(dtype)
+        if not isinstance(memspace, AddressSpace):
+            raise CuteTypeError(f"memspace must be an AddressSpace, got {memspace!r}")
+        min_align = max(1, dtype.width // 8)
+        if alignment is None:
+            alignment = min_align
+        alignment = as_index(alignment, "alignment")
+        if alignment <= 0 or alignment & (alignment - 1) or alignment >= _ADDRESS_LIMIT:
+            raise CuteValueError(f"alignment must be a power of two in bytes (below 2**64), got {alignment!r}")
+        if alignment < min_align:
+            raise CuteValueError(f"alignment {alignment} is below the {min_align}-byte size of {dtype.name}")
+        if address is not None:
+            address = as_index(address, "address")
+            if not 0 <= address < _ADDRESS_LIMIT:
+                raise CuteValueError(f"address must be a non-negative 64-bit int, got {address!r}")
+            if address % alignment:
+                raise CuteValueError(f"address {address:#x} is not {alignment}-byte aligned as claimed")
+        if not (type(offset) is int or isinstance(offset, Dynamic)):
+            offset = as_index(offset, "pointer offset")
+        if base is not None and not (type(base) is int or isinstance(base, Dynamic)):
+            base = as_index(base, "pointer base")
+        if base is None and address is not None and type(offset) is int and (offset * dtype.width) % 8 == 0:
+            base = address - offset * dtype.width // 8
+        for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
+                        ("address", address), ("offset", offset), ("base", base), ("store_guard", None),
+                        ("peer", None)):
+            object.__setattr__(self, name, v)
+
+    def guarded(self, reason):
+        """This pointer, refusing stores for ``reason`` (see the class)."""
+        p = _with(self, self.alignment, self.address, self.offset)
+        object.__setattr__(p, "store_guard", reason)
+        return p
+
+    def at_peer(self, rank):
+        """This shared-memory pointer's offset in the shared memory of CTA ``rank`` of the cluster (a ``dsmem``
+        pointer, see the class)."""
+        if self.memspace not in (AddressSpace.smem, AddressSpace.dsmem):
+            raise CuteValueError(f"only a shared-memory pointer maps to a peer CTA, got {self!r}")
+        p = _with(self, self.alignment, self.address, self.offset)
+        object.__setattr__(p, "memspace", AddressSpace.dsmem)
+        object.__setattr__(p, "peer", rank)
+        return p
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Pointer is immutable")
+
+    def __add__(self, n):
+        """The pointer ``n`` elements further (alignment shrinks to what the offset keeps)."""
+        if type(n) is not int and not isinstance(n, Dynamic):
+            v = None if isinstance(n, (bool, float)) else _index(n)
+            if v is None:
+                raise CuteTypeError(f"pointers advance by an int number of elements, got {short_repr(n)} ({type(n).__name__})")
+            n = v
+        if type(n) is int and n == 0:
+            return self
+        if type(n) is int:
+            bits = n * self.dtype.width
+            align = math.gcd(self.alignment, abs(bits) // 8) if bits % 8 == 0 else 1
+            address = None if self.address is None else self.address + bits // 8
+            if address is not None and not 0 <= address < _ADDRESS_LIMIT:
+                raise CuteValueError(f"the pointer {self!r} advanced by {n} elements leaves the 64-bit address space")
+        else:  # a run-time offset: what is known to divide it keeps some alignment
+            div = getattr(n, "known_divisor", 1)
+            bits = div * self.dtype.width
+            align = math.gcd(self.alignment, bits // 8) if bits % 8 == 0 else 1
+            address = None
+        return _with(self, max(align, 1), address, self.offset + n)
+
+    __radd__ = __add__
+
+    def byte_offset(self):
+        """The offset from the base in bytes (``offset * width / 8``)."""
+        return self.offset * self.dtype.width // 8
+
+    def __eq__(self, other):
+        return type(other) is Pointer and all(
+            getattr(self, k) == getattr(other, k) for k in ("dtype", "memspace", "alignment", "address")
+        ) and _same(self.offset, other.offset) and _same(self.peer, other.peer)
+
+    def __hash__(self):
+        return hash((self.dtype.name, self.memspace, self.alignment, self.address))
+
+    def __repr__(self):
+        where = "?" if self.address is None else f"{self.address:#x}"
+        off = "" if (type(self.offset) is int and self.offset == 0) else f"+{fmt(self.offset)}"
+        peer = "" if self.peer is None else f", cta={self.peer if type(self.peer) is int else '?'}"
+        return f"{self.memspace.name}_ptr[{self.dtype.width}b](align={self.alignment}, {where}{off}{peer})"
+
+
+def _same(a, b):
+    return a is b or (type(a) is int and type(b) is int and a == b)
+
+
+def _with(ptr, align, address, offset):
+    p = object.__new__(Pointer)
+    for name, v in (("dtype", ptr.dtype), ("memspace", ptr.memspace), ("alignment", align),
+                    ("address", address), ("offset", offset), ("base", ptr.base), ("store_guard", ptr.store_guard),
+                    ("peer", ptr.peer)):
+        object.__setattr__(p, name, v)
+    return p
+
+
+def make_ptr(dtype, address=None, memspace=AddressSpace.gmem, assumed_align=None):
+    """A :class:`Pointer` (``address=None`` for a pointer known only by its properties)."""
+    if not isinstance(dtype, DType):
+        dtype = dtype_of(dtype)
+    if not isinstance(memspace, AddressSpace):
+        raise CuteTypeError(f"memspace must be an AddressSpace, got {short_repr(memspace)}")
+    return Pointer(dtype, memspace, assumed_align, address)

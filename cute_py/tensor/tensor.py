@@ -1,0 +1,592 @@
+"""``Tensor(engine, layout)``: a layout over storage.
+
+The engine is a :class:`~cute_py.tensor.pointer.Pointer` (device memory, possibly with an
+unknown address), a host numpy array (:class:`ArrayEngine`, readable and
+writable), or a coordinate counter (:class:`CoordEngine`: the tensor's values are
+coordinates, as in identity and TMA coordinate tensors).  ``tensor[coord]`` reads
+an element, ``tensor[coord with None]`` slices; the layout algebra (composition,
+divides, ``group_modes``, ``coalesce``...) applies to tensors through their layout.
+
+Bounds: a static coordinate (or a static component of one) outside the tensor's shape
+raises :class:`~cute_py.errors.CuteIndexError` for every engine, so a kernel that
+indexes shared or global memory out of bounds with a static index fails while it is
+traced; run-time components are the kernel's to check.  The views ``local_tile``,
+``local_partition`` and ``domain_offset`` check their static tile, thread and
+coordinate the same way (a divide pads a partial last tile: that tile is inside).
+On the host, every element offset read or written must also lie inside the array.
+"""
+
+from ..core.basis import ArithTuple, make_identity_layout
+from ..core.composed import is_byte_swizzled, smem_element_layout
+from .dtypes import dtype_of
+from ..errors import CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
+from ..core.int_tuple import Dynamic, _product, _product_each, as_index, as_int_tuple, short_repr, fmt
+from ..core.layout import Layout, _has_none, cosize, dice, slice_and_offset
+from .pointer import AddressSpace, Pointer
+from ..core.recast import recast_exactness, recast_layout
+from ..core.swizzle import Swizzle
+from ..core.tiling import make_fragment_like_layout, zipped_divide
+
+__all__ = [
+    "Tensor",
+    "ArrayEngine",
+    "CoordEngine",
+    "make_tensor",
+    "make_identity_tensor",
+    "make_coord_tensor",
+    "make_fragment_like",
+    "recast_tensor",
+    "domain_offset",
+    "local_tile",
+    "local_partition",
+    "inner_partition",
+    "outer_partition",
+    "is_tensor",
+    "set_device_access",
+]
+
+_device = {"access": None}
+
+
+def set_device_access(access):
+    """Install (``None``: remove) the object that reads and writes tensors over device pointers while a
+    kernel is traced (``access.load(pointer, offset)``, ``access.store(pointer, offset, value)``); returns
+    the previous one."""
+    old = _device["access"]
+    _device["access"] = access
+    return old
+
+
+class ArrayEngine:
+    """A flat host numpy array and an element offset into it."""
+
+    __slots__ = ("array", "offset", "dtype", "store_guard")
+
+    def __init__(self, array, offset=0, dtype=None, store_guard=None):
+        self.array = array
+        self.offset = offset
+        self.dtype = dtype if dtype is not None else dtype_of(array.dtype.name)
+        self.store_guard = store_guard  # None, or why writes are refused (as Pointer.store_guard)
+
+    def __add__(self, n):
+        return ArrayEngine(self.array, self.offset + n, self.dtype, self.store_guard)
+
+    def _index(self, i):
+        j = self.offset + i
+        if type(j) is not int:
+            j = as_index(j, "the element offset into a host array")
+        if not 0 <= j < self.array.size:
+            raise CuteIndexError(
+                f"the element offset {j} is outside the host array of {self.array.size} elements"
+            )
+        return j
+
+    def read(self, i):
+        return self.array[self._index(i)]
+
+    def write(self, i, v):
+        check_store(self, "a store")
+        self.array[self._index(i)] = v
+
+    memspace = AddressSpace.rmem
+
+    def __repr__(self):
+        return f"host_array[{self.dtype.name}](offset={fmt(self.offset)}, size={self.array.size})"
+
+
+class CoordEngine:
+    """A counting iterator over coordinates: element ``i`` is ``origin + i`` (``i`` a coordinate).
+
+    ``source`` optionally names what the coordinates address (the TMA atom of a TMA coordinate
+    tensor); it is kept by every view of the tensor.
+    """
+
+    __slots__ = ("origin", "source")
+
+    def __init__(self, origin, source=None):
+        self.origin = origin
+        self.source = source
+
+    def __add__(self, n):
+        return CoordEngine(_add_coord(self.origin, n), self.source)
+
+    def read(self, i):
+        return _add_coord(self.origin, i)
+
+    dtype = None
+    memspace = None
+
+    def __repr__(self):
+        return f"ArithTuple({','.join(fmt(x) for x in self.origin)})" if isinstance(self.origin, tuple) else \
+            f"ArithTuple({fmt(self.origin)})"
+
+
+def _add_coord(a, b):
+    if isinstance(b, tuple) or isinstance(a, tuple):
+        a = ArithTuple(a) if isinstance(a, tuple) else a
+        return a + b if isinstance(a, ArithTuple) else ArithTuple(b) + a
+    return a + b
+
+
+def _memory_layout(engine, layout):
+    """The function of element offsets a swizzled layout is in a tensor.
+
+    Over shared memory, the swizzle the hardware applies to byte addresses (flagged, or unflagged but read in
+    whichever unit is a hardware swizzle), in element units. Over a host array (standing for shared memory),
+    a flagged layout likewise; an unflagged one stays a function of element offsets, as everywhere else.
+    """
+    if not isinstance(getattr(layout, "inner", None), Swizzle):
+        return layout
+    if isinstance(engine, Pointer) and engine.memspace in (AddressSpace.smem, AddressSpace.dsmem):
+        return smem_element_layout(layout, engine.dtype.width)
+    if is_byte_swizzled(layout):
+        if isinstance(engine, ArrayEngine):
+            return smem_element_layout(layout, engine.dtype.width)
+        raise CuteValueError(f"{layout} swizzles shared-memory byte addresses; a tensor over {short_repr(engine)} "
+                             f"cannot use it")
+    return layout
+
+
+class Tensor:
+    """A layout over an engine.  Immutable view; host-array tensors are writable element-wise."""
+
+    __slots__ = ("engine", "layout")
+
+    def __init__(self, engine, layout):
+        if not (type(layout) is Layout or (hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"))):
+            raise CuteTypeError(f"a tensor needs a Layout or a composed layout, got {short_repr(layout)}")
+        if not isinstance(engine, (Pointer, ArrayEngine, CoordEngine)):
+            raise CuteTypeError(f"a tensor engine is a Pointer, a host array or a coordinate counter, got {short_repr(engine)}")
+        if type(layout) is not Layout:
+            layout = _memory_layout(engine, layout)
+        object.__setattr__(self, "engine", engine)
+        object.__setattr__(self, "layout", layout)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a Tensor's engine and layout cannot be rebound")
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def stride(self):
+        return self.layout.stride
+
+    @property
+    def element_type(self):
+        """The element type (``None`` for coordinate tensors)."""
+        return self.engine.dtype
+
+    @property
+    def memspace(self):
+        return self.engine.memspace
+
+    @property
+    def iterator(self):
+        """The engine: a pointer, a host array view or a coordinate counter."""
+        return self.engine
+
+    def __len__(self):
+        return len(self.layout)
+
+    def __repr__(self):
+        return f"tensor<{self.engine!r} o {self.layout}>"
+
+    __str__ = __repr__
+
+    # -- algebra hooks: the layout operations act on the layout, keeping the engine ----------
+    def __cute_map_outer__(self, fn):
+        return Tensor(self.engine, fn(self.layout))
+
+    def __cute_slice__(self, coord):
+        return self[coord]
+
+    # -- access ------------------------------------------------------------------------------
+    def _offset(self, coord):
+        return self.layout(coord)
+
+    def _coord(self, coord):
+        # the coordinate, normalised and checked against the shape (static components only)
+        coord = as_int_tuple(coord, "tensor coordinate", allow_none=True)
+        check_coord(coord, self.layout.shape, self)
+        return coord
+
+    def __getitem__(self, coord):
+        """``tensor[c]`` reads the element at coordinate ``c``; a ``None`` in ``c`` slices."""
+        coord = self._coord(coord)
+        if _has_none(coord):
+            sub, off = slice_and_offset(coord, self.layout)
+            return Tensor(self.engine + off, sub)
+        if isinstance(self.engine, Pointer):
+            access = _device["access"]
+            if access is None:
+                raise CuteValueError("a tensor over a device pointer cannot be read on the host")
+            return access.load(self.engine, self._offset(coord))
+        return self.engine.read(self._offset(coord))
+
+    def __call__(self, *coord):
+        return self[coord[0] if len(coord) == 1 else coord]
+
+    def __setitem__(self, coord, value):
+        check_store(self, "a store")
+        access = _device["access"] if isinstance(self.engine, Pointer) else None
+        if not isinstance(self.engine, ArrayEngine) and access is None:
+            raise CuteValueError(f"only tensors over host arrays (or device memory inside a kernel) are writable, "
+                                 f"this one is over {self.engine!r}")
+        coord = self._coord(coord)
+        if _has_none(coord):
+            sub = self[coord]
+            n = _product(sub.shape)
+            if type(n) is not int:
+                raise StaticValueRequired(f"assigning to a slice needs a static size, got the shape {fmt(sub.shape)}")
+            if hasattr(value, "__len__") and len(value) != n:
+                raise CuteValueError(f"cannot assign {len(value)} values to a slice of {n} elements")
+            for i in range(n):
+                sub[i] = value[i] if hasattr(value, "__len__") else value
+            return
+        if access is not None:
+            access.store(self.engine, self._offset(coord), value)
+            return
+        self.engine.write(self._offset(coord), value)
+
+    def to_numpy(self):
+        """The tensor's elements as a numpy array of its (flattened to rank <= depth-1) shape, column-major order."""
+        import numpy as np
+
+        n = _product(self.shape)
+        if type(n) is not int:
+            raise StaticValueRequired(f"to_numpy needs a static size, the tensor's shape is {fmt(self.shape)}")
+        shape = _product_each(self.shape)
+        flat = [self[i] for i in range(n)]
+        if isinstance(self.engine, CoordEngine):
+            out = np.empty(n, dtype=object)
+            out[:] = [tuple(x) if isinstance(x, tuple) else x for x in flat]
+        else:
+            out = np.array(flat, dtype=self.engine.array.dtype)
+        return out.reshape(shape, order="F")
+
+
+def check_coord(coord, shape, what):
+    """Raise :class:`CuteIndexError` if a static component of ``coord`` (``None`` components are free)
+    lies outside ``shape``: an int for a mode must be in ``[0, size(mode))``."""
+    if _outside(coord, shape):
+        raise CuteIndexError(f"the coordinate {fmt(coord)} is outside the shape {fmt(shape)} of {short_repr(what, 120)}")
+
+
+def _outside(c, s):
+    if c is None:
+        return False
+    if type(c) is tuple:
+        if type(s) is not tuple or len(c) != len(s):
+            return False  # not congruent: the layout reports it
+        for ci, si in zip(c, s):
+            if _outside(ci, si):
+                return True
+        return False
+    if type(c) is not int:
+        return False  # a run-time component
+    if c < 0:
+        return True
+    n = _product(s)
+    return type(n) is int and c >= n
+
+
+def is_tensor(x):
+    """True for a :class:`Tensor`."""
+    return type(x) is Tensor
+
+
+def make_tensor(storage, layout):
+    """A tensor over ``storage`` (a Pointer, a numpy array, or an engine) with ``layout`` (or a shape).
+
+    A numpy array is used as flat storage (in memory order); the layout must stay
+    inside it: every offset it reaches is in ``[0, array.size)`` (negative strides
+    included: the lowest offset is the sum of ``(s-1)*d`` over the negative strides).
+    """
+    if type(layout) is not Layout and not (hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer")):
+        layout = Layout(layout)
+    if isinstance(storage, (Pointer, ArrayEngine, CoordEngine)):
+        return Tensor(storage, layout)
+    flags = getattr(storage, "flags", None)
+    if hasattr(storage, "dtype") and hasattr(storage, "ravel") and hasattr(flags, "c_contiguous"):
+        if not (flags.c_contiguous or flags.f_contiguous):
+            raise CuteValueError("make_tensor needs a contiguous numpy array as storage")
+        flat = storage.ravel(order="K")
+        _check_inside(layout, flat.size)
+        return Tensor(ArrayEngine(flat), layout)
+    raise CuteTypeError(f"make_tensor needs a Pointer, a numpy array or an engine, got {short_repr(storage)}")
+
+
+def _check_inside(layout, n):
+    # the offsets a layout over a host array reaches must lie in [0, n)
+    outer, base = layout, 0
+    if type(layout) is not Layout:
+        outer, base = layout.outer, layout.offset
+        if type(outer) is not Layout or type(base) is not int:
+            return  # checked element by element
+    fs, fd = _leaves(outer.shape), _leaves(outer.stride)
+    lo = hi = base
+    for s, d in zip(fs, fd):
+        if type(s) is not int or type(d) is not int:
+            if not isinstance(d, (int, Dynamic)):
+                raise CuteTypeError(f"a tensor over a host array needs integer strides, got {layout}")
+            return  # run-time values: checked element by element
+        if s == 0:
+            return  # empty: reaches nothing
+        lo, hi = lo + min(0, (s - 1) * d), hi + max(0, (s - 1) * d)
+    if lo < 0:
+        raise CuteValueError(f"layout {layout} reaches offset {lo}, before the start of the {n} elements given")
+    if type(layout) is Layout and hi >= n or type(layout) is not Layout and cosize(layout) > n:
+        raise CuteValueError(f"layout {layout} reaches offset {hi}, beyond the {n} elements given")
+
+
+def _leaves(t):
+    from ..core.int_tuple import _flatten
+
+    t = _flatten(t)
+    return t if type(t) is tuple else (t,)
+
+
+def make_identity_tensor(shape):
+    """The tensor whose element at each coordinate of ``shape`` is that coordinate.
+
+    @post make_identity_tensor(s)[c] == c for every coordinate c of s
+    """
+    layout = make_identity_layout(shape)
+    return Tensor(CoordEngine(_zeros_like(layout.shape)), layout)
+
+
+def make_coord_tensor(layout):
+    """A coordinate tensor over ``layout`` (a layout with basis strides), starting at the zero coordinate."""
+    from ..core.int_tuple import _flatten as flatten
+
+    if type(layout) is not Layout:
+        raise CuteTypeError(f"make_coord_tensor needs a Layout, got {short_repr(layout)}")
+    fd = flatten(layout.stride)
+    total = 0
+    for d in fd if type(fd) is tuple else (fd,):
+        total = total + d
+    profile = getattr(total, "__cute_coprofile__", None)
+    origin = _zeros_like(profile()) if profile is not None else 0
+    return Tensor(CoordEngine(origin), layout)
+
+
+def _zeros_like(s):
+    if type(s) is tuple:
+        return ArithTuple(_zeros_like(x) for x in s)
+    return 0
+
+
+def make_fragment_like(src, dtype=None):
+    """A register tensor with a compact layout ordered like ``src``'s (CuTe's ``make_fragment_like``): a host
+    array, or, while a kernel is traced, a register fragment of the kernel."""
+    import numpy as np
+
+    access = _device["access"]
+    if access is not None:
+        return access.make_fragment_like(src, dtype)
+
+    layout = src.layout if isinstance(src, Tensor) else src
+    if hasattr(layout, "__cute_map_outer__"):
+        layout = layout.outer
+    if dtype is None:
+        if not isinstance(src, Tensor) or src.element_type is None:
+            raise CuteValueError("make_fragment_like of a layout needs a dtype")
+        dtype = src.element_type
+    dtype = dtype_of(dtype)
+    if type(layout) is not Layout:
+        raise CuteTypeError(f"make_fragment_like needs a tensor or a layout, got {short_repr(src)}")
+    frag = make_fragment_like_layout(layout)
+    store = dtype.numpy_dtype or dtype.storage_dtype
+    n = cosize(frag)
+    if type(n) is not int:
+        raise StaticValueRequired(f"a host fragment needs a static size, got the layout {frag}")
+    if n > _MAX_HOST_ELEMENTS:
+        raise CuteValueError(f"a host fragment of {n} elements is more than the {_MAX_HOST_ELEMENTS} cute_py allocates")
+    return Tensor(ArrayEngine(np.zeros(n, dtype=store), 0, dtype), frag)
+
+
+_MAX_HOST_ELEMENTS = 1 << 31
+
+
+def recast_tensor(tensor, dtype):
+    """The same memory seen as elements of ``dtype`` (layout recast as CuTe's ``recast_layout``, engine
+    reinterpreted).
+
+    Widening rounds as CuTe does: ``(2):(1)`` fp16 seen as 64-bit elements is one element, which also
+    spans two fp16 elements the tensor does not reach.  Reading such a view is allowed; a store through it
+    (or any view of it) raises :class:`DivisibilityError` at the store, naming the layout.
+    @post the result reads the bits of tensor's elements (and, widened inexactly, their neighbours')
+    """
+    if type(tensor) is not Tensor:
+        raise CuteTypeError(f"recast_tensor needs a Tensor, got {short_repr(tensor)}")
+    dtype = dtype_of(dtype)
+    old = tensor.element_type
+    if old is None:
+        raise CuteValueError("a coordinate tensor cannot be recast")
+    layout = recast_layout(dtype.width, old.width, tensor.layout)
+    reason = recast_exactness(dtype.width, old.width, tensor.layout)
+    guard = None if reason is None else (
+        f"the {old.name} tensor with layout {tensor.layout} seen as {dtype.name} ({layout}) covers {dtype.name} "
+        f"elements only partly: {reason}, so a store would overwrite {old.name} elements outside the tensor")
+    eng = tensor.engine
+    guard = guard or getattr(eng, "store_guard", None)
+    if isinstance(eng, Pointer):
+        bits = eng.offset * old.width
+        if type(bits) is int and bits % dtype.width:
+            raise CuteValueError(f"the tensor's offset ({fmt(eng.offset)} elements) is not a whole number of {dtype.name}")
+        ptr = Pointer(dtype, eng.memspace, max(eng.alignment, max(1, dtype.width // 8)) if eng.address is None
+                      else eng.alignment, eng.address, bits // dtype.width, eng.base)
+        return Tensor(ptr if guard is None else ptr.guarded(guard), layout)
+    if isinstance(eng, ArrayEngine):
+        bits = eng.offset * old.width
+        if bits % dtype.width:
+            raise CuteValueError(f"the tensor's offset ({eng.offset} elements) is not a whole number of {dtype.name}")
+        try:
+            view = eng.array.view(dtype.numpy_dtype or dtype.storage_dtype)
+        except ValueError as e:
+            raise CuteValueError(f"the host array cannot be seen as {dtype.name}: {e}") from None
+        return Tensor(ArrayEngine(view, bits // dtype.width, dtype, guard), layout)
+    raise CuteValueError(f"cannot recast a tensor over {eng!r}")
+
+
+def check_store(target, op):
+    """Raise :class:`DivisibilityError` if ``target`` (a tensor or an engine) refuses stores (see
+    :func:`recast_tensor`); ``op`` names the store."""
+    engine = getattr(target, "engine", target)
+    guard = getattr(engine, "store_guard", None)
+    if guard is not None:
+        raise DivisibilityError(f"{op} through this tensor is refused: {guard}")
+
+
+def domain_offset(coord, tensor):
+    """The tensor whose coordinate 0 is ``coord`` of ``tensor`` (its engine advanced by ``tensor.layout(coord)``).
+
+    Over memory the static components of ``coord`` must lie inside the tensor's shape; a
+    coordinate tensor takes any coordinate (as CuTe's residue tensors do).
+    """
+    if type(tensor) is not Tensor:
+        raise CuteTypeError(f"domain_offset needs a Tensor, got {short_repr(tensor)}")
+    coord = as_int_tuple(coord, "domain_offset coordinate")
+    if not isinstance(tensor.engine, CoordEngine):
+        check_coord(coord, tensor.shape, tensor)
+    layout = tensor.layout
+    if hasattr(layout, "__cute_map_outer__") and type(layout) is not Layout:
+        from ..core.composed import ComposedLayout
+
+        return Tensor(tensor.engine, ComposedLayout(layout.inner, layout.offset + layout.outer(coord), layout.outer))
+    return Tensor(tensor.engine + layout(coord), layout)
+
+
+def _repeat_none(r):
+    return None if r == 1 else (None,) * r
+
+
+def inner_partition(tensor, tiler, coord):
+    """Tile ``tensor`` by ``tiler`` and keep the tile at ``coord`` of the rest modes."""
+    _need_tensor(tensor, "inner_partition")
+    coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
+    _need_modes(tiler, "inner_partition")
+    tiled = zipped_divide(tensor, tiler)
+    r0 = len(tiled.layout[0])
+    if type(coord) is tuple:
+        r1 = len(tiled.layout[1])
+        coord = coord + (None,) * (r1 - len(coord))
+        if r1 == 1 and len(coord) == 1 and type(tiled.layout.shape[1]) is not tuple:
+            coord = coord[0]
+    return tiled[(_repeat_none(r0), coord)]
+
+
+def outer_partition(tensor, tiler, coord):
+    """Tile ``tensor`` by ``tiler`` and keep, for every tile, the element at ``coord`` of the tile."""
+    _need_tensor(tensor, "outer_partition")
+    coord = as_int_tuple(coord, "coordinate in the tile", allow_none=True)
+    _need_modes(tiler, "outer_partition")
+    tiled = zipped_divide(tensor, tiler)
+    r1 = len(tiled.layout[1])
+    if type(coord) is tuple:
+        r0 = len(tiled.layout[0])
+        coord = coord + (None,) * (r0 - len(coord))
+        if r0 == 1 and len(coord) == 1 and type(tiled.layout.shape[0]) is not tuple:
+            coord = coord[0]
+    return tiled[(coord, _repeat_none(r1))]
+
+
+def local_tile(tensor, tiler, coord, proj=None):
+    """The ``coord``-th tile of ``tensor`` under ``tiler`` (CuTe's ``local_tile``).
+
+    ``coord`` indexes the rest modes of ``zipped_divide(tensor, tiler)``; a tuple shorter than
+    them is padded with ``None`` (those rest modes are kept), as CuTe pads it.
+    ``proj`` (a tuple of 1/``None`` per tiler mode) drops the tiler and coordinate modes marked ``None``,
+    e.g. ``local_tile(A, (bm, bn, bk), (m, n, None), proj=(1, None, 1))`` tiles A by (bm, bk).
+    Coordinate modes past the ``proj`` are kept, as the CuTe DSL keeps them (CuTe C++ needs equal
+    ranks): ``local_tile(mA_mkl, (bm, bn, bk), (m, n, None, l), proj=(1, None, 1))`` is the tile
+    ``(bm, bk, k)`` of batch ``l``, the same as ``local_tile(mA_mkl, (bm, bk), (m, None, l))``.
+    """
+    if proj is not None:
+        keep = _proj_coord(proj)
+        tiler = dice(keep, tiler)
+        coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
+        if type(coord) is tuple and len(coord) > len(keep):
+            coord = dice(keep, coord[:len(keep)]) + coord[len(keep):]
+        else:
+            coord = dice(keep, coord)
+    return inner_partition(tensor, tiler, coord)
+
+
+def _need_modes(tiler, op):
+    if isinstance(tiler, (tuple, list)) and len(tiler) == 0:
+        raise CuteValueError(f"{op}: the tiler has no modes")
+
+
+def _need_tensor(x, op):
+    if type(x) is not Tensor:
+        raise CuteTypeError(f"{op} needs a Tensor, got {short_repr(x)}")
+
+
+def _proj_coord(proj):
+    # CuTe's Step<_1, X, _1>: X (None) drops the mode
+    if not isinstance(proj, (tuple, list)):
+        raise CuteTypeError(f"proj is a tuple of 1 or None per mode, got {short_repr(proj)}")
+    return tuple(None if p is None else 0 for p in proj)
+
+
+def local_partition(tensor, thr_layout, index, proj=None):
+    """The elements of ``tensor`` owned by thread ``index`` when ``thr_layout`` tiles it (CuTe's ``local_partition``).
+
+    A static ``index`` must be a thread of ``thr_layout``: ``0 <= index < size(thr_layout)``.
+    """
+    _need_tensor(tensor, "local_partition")
+    if type(thr_layout) is not Layout:
+        raise CuteTypeError(f"local_partition needs a thread Layout, got {short_repr(thr_layout)}")
+    if proj is not None:
+        keep = _proj_coord(proj)
+        thr_layout = dice(keep, thr_layout)
+    index = as_int_tuple(index, "thread index")
+    n = _product(thr_layout.shape)
+    if type(index) is int and type(n) is int and not 0 <= index < n:
+        raise CuteIndexError(f"the thread index {index} is outside the {n} threads of {thr_layout}")
+    shape = _product_each(thr_layout.shape)
+    coord = _flat_coord(thr_layout, index)
+    return outer_partition(tensor, shape if len(shape) > 1 else shape[0], coord)
+
+
+def _flat_coord(layout, index):
+    # the (flat, rank-matching) coordinate of ``index`` in a compact thread layout
+    from ..core.int_tuple import _idx2crd as idx2crd
+
+    hier = idx2crd(index, layout.shape, layout.stride)
+    if type(hier) is not tuple:
+        return hier
+    out = []
+    for c, s in zip(hier, layout.shape):
+        out.append(c if type(c) is not tuple else _crd2idx_colex(c, s))
+    return tuple(out)
+
+
+def _crd2idx_colex(c, s):
+    from ..core.int_tuple import _crd2idx_colex as colex
+
+    return colex(c, s)

@@ -1,0 +1,26 @@
+"""Example kernels of the JIT (``python -m examples`` runs and checks them on a GPU).
+
+1. ``tma_copy``: a TMA tiled copy, gmem -> smem -> gmem, one tile per CTA.
+2. ``tma_copy_pipelined``: the same, persistent and pipelined over 2-8 stages.
+3. ``cp_async_copy``: a cp.async tiled copy zero-filling partial edge tiles.
+4. ``tma_multicast_copy``: a TMA multicast load across a cluster of 2 or 4 CTAs.
+5. ``tma_reduce_add``: ``dst += src`` with TMA reductions.
+6. ``tma_transpose``: a transpose through 128B-swizzled shared memory.
+7. ``tma_grouped_copy``: tensors of different shapes in one launch, descriptors updated on the device.
+8. ``dsmem_exchange``: ``st.async`` stores into the next CTA's shared memory around a cluster.
+"""
+
+from .cp_async import cp_async_copy, cp_async_copy_kernel, cp_async_tiled_copies
+from .dsmem_exchange import dsmem_exchange, dsmem_exchange_kernel
+from .grouped_copy import tma_grouped_copy, tma_grouped_copy_kernel
+from .multicast import tma_multicast_copy, tma_multicast_copy_kernel
+from .reduce_add import tma_reduce_add, tma_reduce_kernel
+from .transpose import tma_transpose, tma_transpose_kernel
+from .tma_tiled import (pipelined_grid, smem_tile_layout, tma_copy, tma_copy_kernel, tma_copy_pipelined,
+                        tma_copy_pipelined_kernel)
+
+__all__ = ["tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipelined_kernel", "pipelined_grid",
+           "smem_tile_layout", "cp_async_copy", "cp_async_copy_kernel", "cp_async_tiled_copies",
+           "tma_multicast_copy", "tma_multicast_copy_kernel", "tma_reduce_add", "tma_reduce_kernel", "tma_transpose",
+           "tma_transpose_kernel", "tma_grouped_copy", "tma_grouped_copy_kernel",
+           "dsmem_exchange", "dsmem_exchange_kernel"]
