@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 import mlir_dialects as md
-from cute_py import reference
+from cute_py import device, reference
 from cute_py.atom import CopyOp, CopyUniversalOp
 from cute_py.compiler import emit as emission
 from cute_py.nvgpu import copy_ops, device_ops
@@ -72,7 +72,7 @@ def test_an_op_without_an_entry_is_a_clear_error_in_a_kernel():
 def test_the_low_level_forms_issue_the_copy_op_objects():
     seen = []
 
-    class Recorder:
+    class Recorder(device.DeviceContext):
         def emit(self, op, **operands):
             seen.append((type(op), sorted(operands)))
 
@@ -81,16 +81,14 @@ def test_the_low_level_forms_issue_the_copy_op_objects():
     smem = Pointer("Float16", AddressSpace.smem, 128, 0)
     bar = Pointer("Int64", AddressSpace.smem, 8, 1024)
     gmem = Pointer("Float16", AddressSpace.gmem, 16, 4096)
-    old = device_ops.set_tracer(Recorder())
-    try:
+    with device.tracing(Recorder()):
         device_ops.tma_load(object(), bar, smem, (0, 0))
         device_ops.tma_load(object(), bar, smem, (0, 0), mcast_mask=3)
         device_ops.tma_store(object(), smem, (1, 2))
         device_ops.cp_async_gs(smem, gmem)
         device_ops.tma_store_arrive()
         device_ops.tma_store_wait(0)
-    finally:
-        device_ops.set_tracer(old)
+    assert device.active() is None
     assert [t for t, _ in seen] == [copy_ops.CopyBulkTensorTileG2SOp, copy_ops.CopyBulkTensorTileG2SMulticastOp,
                                     copy_ops.CopyBulkTensorTileS2GOp, copy_ops.CopyG2SOp,
                                     device_ops.BulkCommitGroupOp, device_ops.BulkWaitGroupOp]

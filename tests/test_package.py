@@ -15,9 +15,9 @@ HEAVY = {"numba_cuda_mlir", "mlir", "cuda", "torch", "cupy", "numpy", "jax", "hy
 LAYERS = [
     ("errors", ("cute_py.errors",)),
     ("core", ("cute_py.core",)),
+    ("device", ("cute_py.device",)),
     ("tensor", ("cute_py.tensor",)),
     ("atom", ("cute_py.atom",)),
-    ("device", ("cute_py.device",)),
     ("nvgpu", ("cute_py.nvgpu",)),
     ("reference", ("cute_py.reference",)),
     ("viz", ("cute_py.viz",)),
@@ -31,17 +31,17 @@ LAYERS = [
 ALLOWED = {
     "errors": set(),
     "core": {"errors"},
-    "tensor": {"errors", "core"},
-    "atom": {"errors", "core", "tensor"},
     "device": {"errors"},
+    "tensor": {"errors", "core", "device"},
+    "atom": {"errors", "core", "tensor", "device"},
     "nvgpu": {"errors", "core", "tensor", "atom", "device"},
     "reference": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
-    "viz": {"errors", "core", "tensor", "atom", "nvgpu"},
-    "testing": {"errors", "core", "tensor", "atom", "nvgpu"},
+    "viz": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
+    "testing": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
     "compiler": {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "mlir_dialects"},
     "facade": {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "viz", "testing", "compiler",
                "mlir_dialects"},
-    "examples": {"facade", "compiler", "nvgpu", "atom", "core", "tensor", "errors"},
+    "examples": {"facade", "compiler", "nvgpu", "atom", "core", "tensor", "errors", "device"},
     "mlir_dialects": set(),
 }
 # layers that must not import numpy, the MLIR bindings or CUDA at module level (they load lazily)
@@ -223,3 +223,41 @@ def test_every_public_name_is_exported_and_documented():
     for name in cute_py.__all__:
         obj = getattr(cute_py, name)
         assert obj.__doc__, f"{name} has no docstring"
+
+
+def test_every_cute_protocol_is_documented_in_the_seam_and_used():
+    import re
+
+    from cute_py import device
+
+    used = set()
+    for module, path in MODULES.items():
+        if module != "cute_py.device" and _layer(module) != "mlir_dialects":
+            used |= set(re.findall(r"__cute_[a-z_]+__", path.read_text()))
+    assert used - set(device.PROTOCOLS) == set(), "undocumented protocols"
+    assert set(device.PROTOCOLS) - used == set(), "documented protocols nobody uses"
+
+
+def test_the_device_context_is_the_only_way_down_to_the_kernel():
+    from cute_py import device
+    from cute_py.errors import DeviceOnlyError
+    from cute_py.nvgpu import device_ops
+
+    assert device.active() is None
+    with pytest.raises(DeviceOnlyError, match="tma_store_arrive is a device operation"):
+        device_ops.tma_store_arrive()
+    seen = []
+
+    class Recorder(device.DeviceContext):
+        def emit(self, op, **operands):
+            seen.append(type(op).__name__)
+
+    with device.tracing(Recorder()) as ctx:
+        assert device.active() is ctx
+        with device.tracing(Recorder()) as inner:
+            assert device.active() is inner
+        assert device.active() is ctx
+        device_ops.tma_store_arrive()
+    assert device.active() is None and seen == ["BulkCommitGroupOp"]
+    with pytest.raises(NotImplementedError):
+        device.DeviceContext().load(None, 0)

@@ -11,6 +11,7 @@ Descriptors are given as TMA atoms (their 128-byte kernel parameter) or as point
 in global or shared memory (one updated on the device); TMA instructions take them by generic address.
 """
 
+from ..device import DeviceContext
 from ..atom import CopyUniversalOp
 from ..errors import CuteError
 from ..nvgpu import device_ops as dops
@@ -20,14 +21,14 @@ from ..nvgpu.cpasync import TmaCopyAtom
 from ..nvgpu.tma_box import make_tma_desc
 from ..tensor.pointer import AddressSpace, Pointer
 from .frontend.builder import current
-from .frontend.memory import move, pointer_value
+from .frontend.memory import load_element, make_fragment_like, move, pointer_value, store_element
 from ..errors import TraceError
 from .frontend.smem import check_mbarrier_pointer
 from .frontend.values import TracedBool, as_value, select
 
 import mlir_dialects as md
 
-__all__ = ["EMIT", "DIALECT_OP", "emits", "emit", "KernelTracer", "DescriptorPointer", "descriptor_value"]
+__all__ = ["EMIT", "DIALECT_OP", "emits", "emit", "KernelContext", "DescriptorPointer", "descriptor_value"]
 
 EMIT = {}  # op class -> entry(b, op, **operands)
 DIALECT_OP = {}  # op class -> the names of the dialect ops its entry builds (their lowering rules lower it)
@@ -54,11 +55,21 @@ def emit(op, **operands):
     return entry(current(), op, **operands)
 
 
-class KernelTracer:
-    """What :mod:`cute_py.nvgpu.device_ops` hands its instructions to while a kernel is traced."""
+class KernelContext(DeviceContext):
+    """The device context of a kernel being traced (:mod:`cute_py.device`): instructions go to the emission
+    table, element loads and stores and register fragments to :mod:`~cute_py.compiler.frontend.memory`."""
 
     def emit(self, op, **operands):
         return emit(op, **operands)
+
+    def load(self, pointer, offset):
+        return load_element(pointer + offset)
+
+    def store(self, pointer, offset, value):
+        store_element(pointer + offset, value)
+
+    def make_fragment_like(self, src, dtype=None):
+        return make_fragment_like(src, dtype)
 
 
 # -- descriptors -------------------------------------------------------------------------------------

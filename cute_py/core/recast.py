@@ -254,8 +254,7 @@ def recast_exactness(new_bits, old_bits, layout):
     """``None`` when ``recast_layout(new_bits, old_bits, layout)`` covers exactly the bits ``layout`` reaches,
     else the reason (only widening can cover more: see :func:`upcast_exactness`)."""
     recast_layout(new_bits, old_bits, layout)  # the same checks of the arguments
-    g = math.gcd(new_bits, old_bits)
-    num, den = new_bits // g, old_bits // g
+    num = new_bits // math.gcd(new_bits, old_bits)
     if num == 1:
         return None
     return upcast_exactness(layout, num)  # recast_layout widens first; the narrowing after it is exact

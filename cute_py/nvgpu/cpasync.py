@@ -25,7 +25,7 @@ from . import copy_ops, device_ops
 from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
                        CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, ReductionOp, TmaOp,
                        is_tma_op)
-from .device_ops import (BYTES_PER_POINTER, DeviceOnlyError, set_tracer, BYTES_PER_TENSORMAP, copy_tensormap,
+from .device_ops import (BYTES_PER_POINTER, DeviceOnlyError, BYTES_PER_TENSORMAP, copy_tensormap,
                          cp_async_gs, cp_async_gs_conditional, cp_async_shared_global, cp_fence_tma_desc_release,
                          extract_tensormap_ptr, fence_tma_desc_acquire, fence_tma_desc_release, prefetch_descriptor,
                          prefetch_tma_descriptor, tma_load, tma_store, tma_store_arrive, tma_store_wait,

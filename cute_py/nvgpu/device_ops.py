@@ -10,6 +10,7 @@ call needs a kernel. Their CPU semantics are in :mod:`cute_py.reference`.
 
 import dataclasses
 
+from .. import device
 from ..errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyError
 from ..core.int_tuple import is_int, is_static
 from ..tensor.pointer import AddressSpace, Pointer
@@ -20,7 +21,6 @@ __all__ = [
     "BYTES_PER_TENSORMAP",
     "BYTES_PER_POINTER",
     "DeviceOnlyError",
-    "set_tracer",
     "prefetch_descriptor",
     "copy_tensormap",
     "update_tma_descriptor",
@@ -52,19 +52,9 @@ __all__ = [
 BYTES_PER_TENSORMAP = 128
 BYTES_PER_POINTER = 8
 
-_state = {"tracer": None}
-
-
-def set_tracer(tracer):
-    """Install (or, with ``None``, remove) the kernel tracer that device operations emit into."""
-    old = _state["tracer"]
-    _state["tracer"] = tracer
-    return old
-
-
 def _emit(front, op, **operands):
     # ``front``: the function the user called (named in the error outside a kernel)
-    tracer = _state["tracer"]
+    tracer = device.active()
     if tracer is None:
         raise DeviceOnlyError(f"{front} is a device operation: call it inside a kernel (@cute_py.kernel)")
     return tracer.emit(op, **operands)

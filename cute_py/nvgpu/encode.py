@@ -3,7 +3,7 @@
 Imported only when a descriptor is encoded; needs cuda-python and a CUDA driver.
 """
 
-from ..errors import CuteError, CuteValueError, DriverUnavailable, TmaEncodeError
+from ..errors import CuteValueError, DriverUnavailable, TmaEncodeError
 
 __all__ = ["encode_tiled", "driver_module", "DriverUnavailable", "TmaEncodeError"]
 

@@ -16,6 +16,7 @@ coordinate the same way (a divide pads a partial last tile: that tile is inside)
 On the host, every element offset read or written must also lie inside the array.
 """
 
+from .. import device
 from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
@@ -42,20 +43,7 @@ __all__ = [
     "inner_partition",
     "outer_partition",
     "is_tensor",
-    "set_device_access",
 ]
-
-_device = {"access": None}
-
-
-def set_device_access(access):
-    """Install (``None``: remove) the object that reads and writes tensors over device pointers while a
-    kernel is traced (``access.load(pointer, offset)``, ``access.store(pointer, offset, value)``); returns
-    the previous one."""
-    old = _device["access"]
-    _device["access"] = access
-    return old
-
 
 class ArrayEngine:
     """A flat host numpy array and an element offset into it."""
@@ -220,7 +208,7 @@ class Tensor:
             sub, off = slice_and_offset(coord, self.layout)
             return Tensor(self.engine + off, sub)
         if isinstance(self.engine, Pointer):
-            access = _device["access"]
+            access = device.active()
             if access is None:
                 raise CuteValueError("a tensor over a device pointer cannot be read on the host")
             return access.load(self.engine, self._offset(coord))
@@ -231,7 +219,7 @@ class Tensor:
 
     def __setitem__(self, coord, value):
         check_store(self, "a store")
-        access = _device["access"] if isinstance(self.engine, Pointer) else None
+        access = device.active() if isinstance(self.engine, Pointer) else None
         if not isinstance(self.engine, ArrayEngine) and access is None:
             raise CuteValueError(f"only tensors over host arrays (or device memory inside a kernel) are writable, "
                                  f"this one is over {self.engine!r}")
@@ -384,7 +372,7 @@ def make_fragment_like(src, dtype=None):
     array, or, while a kernel is traced, a register fragment of the kernel."""
     import numpy as np
 
-    access = _device["access"]
+    access = device.active()
     if access is not None:
         return access.make_fragment_like(src, dtype)
 

@@ -22,7 +22,8 @@ from cute_py.errors import (
     StaticValueRequired,
 )
 from cute_py.core.layout import _mk
-from cute_py.tensor.tensor import Tensor, set_device_access
+from cute_py import device
+from cute_py.tensor.tensor import Tensor
 from cute_py.testing import RuntimeInt
 
 from _laws import composition_counterexample, complement_counterexample, left_inverse_counterexample, values
@@ -299,8 +300,8 @@ def test_a_partial_last_tile_is_a_view_whose_elements_outside_the_array_are_reje
         tile[(3, 3)]  # row 11, col 11: offset 121, outside the array
 
 
-class _RecordingAccess:
-    """A stand-in for the kernel tracer's device access: records loads and stores."""
+class _RecordingAccess(device.DeviceContext):
+    """A stand-in for the device context of a kernel being traced: records loads and stores."""
 
     def __init__(self):
         self.offsets = []
@@ -316,8 +317,7 @@ class _RecordingAccess:
 def test_a_static_coordinate_outside_a_device_tensor_is_rejected_at_trace_time():
     smem = Tensor(cute.make_ptr(cute.Float32, None, cute.AddressSpace.smem), Layout((8, 8)))
     access = _RecordingAccess()
-    old = set_device_access(access)
-    try:
+    with device.tracing(access):
         with pytest.raises(CuteIndexError):
             smem[(8, 0)]
         with pytest.raises(CuteIndexError):
@@ -327,8 +327,6 @@ def test_a_static_coordinate_outside_a_device_tensor_is_rejected_at_trace_time()
         assert access.offsets == []
         smem[(RuntimeInt(9), 0)]  # a run-time coordinate is the kernel's to check
         assert len(access.offsets) == 1
-    finally:
-        set_device_access(old)
 
 
 # -- clean failures ------------------------------------------------------------------------------

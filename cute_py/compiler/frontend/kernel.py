@@ -30,7 +30,7 @@ import sys
 import time
 
 from ...errors import CuteError
-from ...nvgpu import device_ops
+from ... import device
 from ...nvgpu.cpasync import TmaCopyAtom
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
@@ -420,7 +420,7 @@ def _build(launches, recorder=None, lowered=False):
     from mlir_dialects import bindings as mlir
 
     from .. import stages
-    from ..emit import KernelTracer
+    from ..emit import KernelContext
 
     ctx = md.make_context()
 
@@ -433,10 +433,10 @@ def _build(launches, recorder=None, lowered=False):
         gpu_block = module.body.operations[0].regions[0].blocks[0]
         for ln in launches:
             if recorder is None:
-                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelTracer())
+                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext())
             else:
                 with recorder:
-                    smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelTracer())
+                    smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext())
         return module, smem
 
     with ctx, mlir.ir.Location.unknown(ctx):
@@ -476,13 +476,8 @@ def _trace_kernel(mlir, gpu_block, ln, tracer):
     types = [_PARAM_TYPES[kind] for kind, _ in ln.params]
     b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
     b.launch = ln
-    from ...tensor.tensor import set_device_access
-    from .memory import DeviceAccess
-
-    old = device_ops.set_tracer(tracer)
-    old_access = set_device_access(DeviceAccess)
     fn = ln.call.kernel.fn
-    try:
+    with device.tracing(tracer):
         with b:
             args, kwargs = [], {}
             for pos, (kind, v) in ln.kernel_args:
@@ -496,17 +491,15 @@ def _trace_kernel(mlir, gpu_block, ln, tracer):
                 result = fn(*args, **kwargs)
                 if result is not None:
                     f, line = _return_line(fn)
-                    raise TraceError(f"the kernel {fn.__name__} returned {_short(result)}: a kernel returns nothing (its "
-                                     f"launch has no result); write results to a tensor argument", where=(f, line))
+                    raise TraceError(f"the kernel {fn.__name__} returned {_short(result)}: a kernel returns nothing "
+                                     f"(its launch has no result); write results to a tensor argument",
+                                     where=(f, line))
                 b.finish()
             except CuteError as e:
                 new = _located(e)
                 if new is not None:
                     raise new from e
                 raise
-    finally:
-        device_ops.set_tracer(old)
-        set_device_access(old_access)
     used = b.smem_region.total if b.smem_region is not None else 0
     if ln.smem is not None and ln.smem < used:
         f, line = ln.where

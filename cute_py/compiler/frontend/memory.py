@@ -22,7 +22,7 @@ from .builder import current
 from .values import Int64, TracedFloat, TracedInt, as_value
 
 __all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
-           "store_bits", "pack", "unpack", "RegisterEngine", "DeviceAccess"]
+           "store_bits", "pack", "unpack", "RegisterEngine"]
 
 _FLOATS = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32", "Float64": "f64"}
 
@@ -178,22 +178,6 @@ def store_element(ptr, value):
     b = current()
     with b.at_end():
         b.mlir.llvm.StoreOp(v, p, alignment=dtype.width // 8)
-
-
-class DeviceAccess:
-    """Element access of tensors over device pointers while a kernel is traced (installed into ``tensor``)."""
-
-    @staticmethod
-    def load(pointer, offset):
-        return load_element(pointer + offset)
-
-    @staticmethod
-    def store(pointer, offset, value):
-        store_element(pointer + offset, value)
-
-    @staticmethod
-    def make_fragment_like(src, dtype=None):
-        return make_fragment_like(src, dtype)
 
 
 def pack(values, dtype, nbits):

@@ -1,0 +1,93 @@
+"""The one seam between the algebra and the compiler: the device context, and the ``__cute_*__`` protocols.
+
+**The device context.**  While a kernel is traced, the compiler installs one object, the *device context*,
+with :func:`tracing`; outside a kernel there is none (:func:`active` is ``None``).  The layers below the
+compiler reach the kernel being traced only through it:
+
+- ``emit(op, **operands)`` — issue one device instruction: an op object of :mod:`cute_py.nvgpu.copy_ops` or
+  :mod:`cute_py.nvgpu.device_ops` with its operands (pointers, coordinates, traced values).  The low-level
+  device forms (``cpasync.tma_load``, ``fence_tma_desc_acquire``...) call it; outside a kernel they raise
+  :class:`~cute_py.errors.DeviceOnlyError`.
+- ``load(pointer, offset)`` / ``store(pointer, offset, value)`` — read or write one element of a tensor over
+  a device pointer (``Tensor.__getitem__`` / ``__setitem__`` in a kernel).
+- ``make_fragment_like(src, dtype)`` — a register tensor shaped like ``src`` (``cute.make_fragment_like`` in
+  a kernel).
+
+**The protocols.**  The algebra never imports the compiler nor the classes built above it; objects take part
+in its operations by defining these special attributes (``PROTOCOLS`` holds each one's contract, and a test
+checks that every ``__cute_*__`` name the package uses is listed here and every listed one is used):
+"""
+
+import contextlib
+
+__all__ = ["DeviceContext", "active", "tracing", "PROTOCOLS"]
+
+
+class DeviceContext:
+    """What the compiler provides while a kernel is traced (the methods the layers below call).
+
+    A base class for documentation and for tests: each method raises until a subclass defines it.
+    """
+
+    def emit(self, op, **operands):
+        """Issue the device instruction ``op`` (a copy or instruction op object) with ``operands``."""
+        raise NotImplementedError
+
+    def load(self, pointer, offset):
+        """The element at ``pointer + offset`` (a traced value)."""
+        raise NotImplementedError
+
+    def store(self, pointer, offset, value):
+        """Store ``value`` at ``pointer + offset``."""
+        raise NotImplementedError
+
+    def make_fragment_like(self, src, dtype=None):
+        """A register tensor with the shape of ``src`` (elements of ``dtype``, by default ``src``'s)."""
+        raise NotImplementedError
+
+
+_active = []
+
+
+def active():
+    """The device context of the kernel being traced, or ``None`` outside a kernel."""
+    return _active[-1] if _active else None
+
+
+@contextlib.contextmanager
+def tracing(context):
+    """Make ``context`` the device context for the duration of the ``with`` block (nested traces stack)."""
+    _active.append(context)
+    try:
+        yield context
+    finally:
+        _active.pop()
+
+
+PROTOCOLS = {
+    "__cute_value__": "``p.__cute_value__()``: the MLIR value of a traced pointer (a descriptor address made "
+                      "in the kernel); device forms and pointer lowering pass it through instead of a Pointer.",
+    "__cute_static__": "``x.__cute_static__()``: True when a stride or coordinate object (a basis stride) is "
+                       "known at trace time; ``is_static`` asks it for non-int leaves.",
+    "__cute_stride__": "class attribute, True: the object may stand where an integer stride stands (basis "
+                       "strides ``E(i)``, arithmetic tuples); IntTuple validation accepts it.",
+    "__cute_coord__": "``r.__cute_coord__()``: the coordinate an arithmetic tuple stands for, when a layout is "
+                      "evaluated at (or an IntTuple built from) one.",
+    "__cute_coprofile__": "``x.__cute_coprofile__()``: the profile of the codomain of a layout whose strides are "
+                          "basis strides (what ``make_identity_tensor`` and complements need).",
+    "__cute_cosize__": "``x.__cute_cosize__()``: the codomain size for strides that are not integers.",
+    "__cute_compose__": "``stride.__cute_compose__(ls, ld, rs, impl)``: composition when the left layout's "
+                        "strides are basis strides (each mode maps into its own basis direction).",
+    "__cute_inner__": "class attribute, True: the object may be the inner function of a ComposedLayout (an "
+                      "offset function the algebra carries along, like a Swizzle).",
+    "__cute_map_outer__": "``x.__cute_map_outer__(fn)``: a layout-like object made of an outer ``Layout`` "
+                          "(attribute ``outer``): the same object with ``fn(outer)`` instead; every algebra "
+                          "operation on a ComposedLayout (or a tensor) maps its outer layout this way.",
+    "__cute_slice__": "``x.__cute_slice__(coord)``: ``slice_(x, coord)`` for layout-like objects and tensors.",
+    "__cute_slice_and_offset__": "``x.__cute_slice_and_offset__(coord)``: ``slice_and_offset`` for "
+                                 "layout-like objects (the sliced object and the offset of the slice).",
+    "__cute_compose_layout__": "``f.__cute_compose_layout__(layout)``: ``composition(f, layout)`` for a "
+                               "function that is not a layout (a Swizzle: ``f o 0 o layout``).",
+    "__cute_transport__": "``f.__cute_transport__(layout)``: ``composition(layout, f)`` for such a function "
+                          "(a Swizzle carried through the layout, checked exact).",
+}
