@@ -12,6 +12,7 @@ compiler reach the kernel being traced only through it:
   a device pointer (``Tensor.__getitem__`` / ``__setitem__`` in a kernel).
 - ``make_fragment_like(src, dtype)`` — a register tensor shaped like ``src`` (``cute.make_fragment_like`` in
   a kernel).
+- ``scalar(dtype, value)`` — ``cute.Int32(x)`` and the other numeric types called in a kernel.
 
 **The protocols.**  The algebra never imports the compiler nor the classes built above it; objects take part
 in its operations by defining these special attributes (``PROTOCOLS`` holds each one's contract, and a test
@@ -43,6 +44,10 @@ class DeviceContext:
 
     def make_fragment_like(self, src, dtype=None):
         """A register tensor with the shape of ``src`` (elements of ``dtype``, by default ``src``'s)."""
+        raise NotImplementedError
+
+    def scalar(self, dtype, value):
+        """``dtype(value)`` in the kernel (``cute.Int32(x)``): a converted traced value."""
         raise NotImplementedError
 
 

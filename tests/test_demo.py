@@ -48,7 +48,7 @@ def _section(text, number):
     return m.group(1).strip("\n")
 
 
-def test_part1_prints_layouts_and_their_algebra(demo):
+def test_the_tour_prints_layouts_and_their_algebra(demo):
     part = _section(demo, 1)
     assert "A(5) = 3,  A((1,(1,3))) = 27,  A((None,(1,None))) = (4,8):(2,8)" in part
     assert "coalesce(A) = (4,2,8):(2,1,8)" in part
@@ -60,7 +60,7 @@ def test_part1_prints_layouts_and_their_algebra(demo):
     assert "blocked_product((2,5):(5,1), (3,4):(1,3)) = ((2,3),(5,4)):((5,10),(1,30))" in part
 
 
-def test_part2_prints_the_tma_descriptor_and_partition(demo):
+def test_the_tma_tour_prints_the_tma_descriptor_and_partition(demo):
     part = _section(demo, 2)
     assert "gmem tensor: 8192x8192 BFloat16, row-major      (8192,8192):(8192,1)" in part
     assert "S<3,4,3> o smem_ptr[16b](unset) o ((8,16),(64,1)):((64,512),(1,0))" in part  # the 128B-swizzled bf16 tile
@@ -72,7 +72,7 @@ def test_part2_prints_the_tma_descriptor_and_partition(demo):
     assert "-> 1 TMA instruction(s) of 8192 elements per tile" in part
 
 
-def test_part3_compiles_kernel1_and_shows_its_tma_ptx(demo, jit_bindings):
+def test_the_kernel_tour_compiles_the_tma_copy_and_shows_its_tma_ptx(demo, jit_bindings):
     part = _section(demo, 3)
     m = re.search(r"(compiled|loaded from the disk cache) in (\d+) ms.*sm_90a cubin \((\d+) bytes\)", part)
     assert m and int(m.group(3)) > 1000, part
@@ -89,7 +89,7 @@ def test_part3_compiles_kernel1_and_shows_its_tma_ptx(demo, jit_bindings):
     assert "cp.async.bulk.wait_group.read 0;" in lines
 
 
-def test_part4_runs_the_copy_and_says_which_path(demo, jit_bindings):
+def test_the_copy_tour_runs_the_copy_and_says_which_path(demo, jit_bindings):
     part = _section(demo, 4)
     path = re.search(r"^Path: (CPU reference|GPU) ", part, re.M)
     assert path, part
@@ -135,7 +135,7 @@ def test_emit_rejects_other_values_with_status_2(cache_env):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mlir") is not None, reason="an upstream `mlir` package is installed")
-def test_without_the_bindings_the_demo_stops_after_part2_with_an_install_line(cache_env):
+def test_without_the_bindings_the_demo_stops_after_the_tma_tour_with_an_install_line(cache_env):
     env = dict(cache_env, MLIR_DIALECTS_BINDINGS="mlir")  # forces the (absent) upstream bindings
     r = _demo(env)
     assert r.returncode == 0, r.stderr

@@ -34,7 +34,7 @@ from .frontend.control import if_, range
 from .frontend.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
 from .frontend.memory import make_fragment, make_fragment_like
 from .frontend.smem import SmemAllocator
-from .frontend.values import Float32, Int32, Int64, TracedBool, TracedFloat, TracedInt, select
+from .frontend.values import TracedBool, TracedFloat, TracedInt, select
 from .runtime.cache import stats
 from .runtime.launch import sm_count
 
@@ -42,7 +42,7 @@ __all__ = [
     "kernel", "jit", "compile", "Compiled", "JitFunction", "KernelFunction",
     "copy", "async_copy", "tma_copy", "make_fragment", "make_fragment_like", "predicate",
     "range", "if_", "select", "SmemAllocator",
-    "Int32", "Int64", "Float32", "TracedInt", "TracedBool", "TracedFloat",
+    "TracedInt", "TracedBool", "TracedFloat",
     "JitError", "TraceError", "ArgumentError", "SpecMismatch", "CompileError", "LaunchError", "CacheError",
     "stats", "DeviceArraySpec", "sm_count", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST",
 ]

@@ -24,7 +24,7 @@ from .frontend.builder import current
 from .frontend.memory import load_element, make_fragment_like, move, pointer_value, store_element
 from ..errors import TraceError
 from .frontend.smem import check_mbarrier_pointer
-from .frontend.values import TracedBool, as_value, select
+from .frontend.values import TracedBool, as_value, convert, select
 
 import mlir_dialects as md
 
@@ -70,6 +70,9 @@ class KernelContext(DeviceContext):
 
     def make_fragment_like(self, src, dtype=None):
         return make_fragment_like(src, dtype)
+
+    def scalar(self, dtype, value):
+        return convert(dtype, value)
 
 
 # -- descriptors -------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ tensors are built from it.
 """
 
 from ..errors import CuteTypeError, CuteValueError
-from .int_tuple import Dynamic, _get, _product, as_index, as_int_tuple, short_repr, fmt, is_int
+from .int_tuple import DynamicInt, _get, _product, as_index, as_int_tuple, short_repr, fmt, is_int
 from .layout import Layout, _mk
 
 __all__ = [
@@ -116,7 +116,7 @@ class ScaledBasis:
 
 def _scalar(k, what):
     # an int (or run-time int) to scale or shift ``what`` by
-    if type(k) is int or isinstance(k, Dynamic):
+    if type(k) is int or isinstance(k, DynamicInt):
         return k
     return as_index(k, f"the int that scales or shifts {what}")
 
@@ -189,7 +189,7 @@ class ArithTuple(tuple):
 
 
 def _coord_element(e):
-    if type(e) is int or type(e) is ArithTuple or isinstance(e, Dynamic):
+    if type(e) is int or type(e) is ArithTuple or isinstance(e, DynamicInt):
         return e
     if isinstance(e, (tuple, list)):
         return ArithTuple(as_int_tuple(e, "an element of an ArithTuple"))
@@ -218,7 +218,7 @@ def _add(x, y):
 def as_arith_tuple(b):
     """The coordinate of a scaled basis: ``2@1 -> (0,2)``, ``1@1@0 -> ((0,1),)``; an int or a coordinate is kept."""
     if type(b) is not ScaledBasis:
-        if type(b) is int or type(b) is ArithTuple or isinstance(b, Dynamic):
+        if type(b) is int or type(b) is ArithTuple or isinstance(b, DynamicInt):
             return b
         b = as_int_tuple(b, "as_arith_tuple argument (a basis, an int or a coordinate)")
         return ArithTuple(b) if type(b) is tuple else b

@@ -1,7 +1,7 @@
 """IntTuples: ints and nested tuples of ints, the shapes, strides and coordinates of CuTe.
 
 A leaf is either a Python ``int`` (a *static* value) or an instance of
-:class:`Dynamic` (a value known only at run time, e.g. a traced integer inside a
+:class:`DynamicInt` (a value known only at run time, e.g. a traced integer inside a
 kernel).  Every function here is written with arithmetic operators only, so it
 evaluates on dynamic leaves too; where a decision needs a static value the
 function raises :class:`~cute_py.errors.StaticValueRequired` naming it.
@@ -24,7 +24,7 @@ import operator
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
 
 __all__ = [
-    "Dynamic",
+    "DynamicInt",
     "imin",
     "imax",
     "signum",
@@ -70,7 +70,7 @@ MAX_DEPTH = 64
 """The deepest nesting of tuples accepted from user input (CuTe's layouts are rarely deeper than 4)."""
 
 
-class Dynamic(abc.ABC):
+class DynamicInt(abc.ABC):
     """Marker base class for leaves known only at run time (traced integers).
 
     Subclasses implement ``+ - * // %`` (and reflected forms) returning new
@@ -97,14 +97,14 @@ def imin(a, b):
     """``min`` of two leaves; a run-time leaf gives a run-time result."""
     if type(a) is int and type(b) is int:
         return a if a < b else b
-    return a.min_(b) if isinstance(a, Dynamic) else b.min_(a)
+    return a.min_(b) if isinstance(a, DynamicInt) else b.min_(a)
 
 
 def imax(a, b):
     """``max`` of two leaves; a run-time leaf gives a run-time result."""
     if type(a) is int and type(b) is int:
         return a if a > b else b
-    return a.max_(b) if isinstance(a, Dynamic) else b.max_(a)
+    return a.max_(b) if isinstance(a, DynamicInt) else b.max_(a)
 
 
 def signum(a):
@@ -120,8 +120,8 @@ def is_tuple(x):
 
 
 def is_int(x):
-    """True if ``x`` is a leaf: a static ``int`` or a :class:`Dynamic` value."""
-    return (type(x) is int) or isinstance(x, Dynamic)
+    """True if ``x`` is a leaf: a static ``int`` or a :class:`DynamicInt` value."""
+    return (type(x) is int) or isinstance(x, DynamicInt)
 
 
 def is_static(x):
@@ -152,7 +152,7 @@ def as_int_tuple(x, what="value", allow_none=False, allow_basis=False):
     """Validate and normalise user input to an IntTuple.
 
     Lists and tuple subclasses become tuples, integer-like objects (anything with ``__index__``:
-    ``numpy.int64``...) become ``int``, run-time (:class:`Dynamic`) leaves are kept.  Bools, floats,
+    ``numpy.int64``...) become ``int``, run-time (:class:`DynamicInt`) leaves are kept.  Bools, floats,
     strings, ``None`` (kept with ``allow_none``: a slice) and other objects raise
     :class:`CuteTypeError` naming ``what``; basis strides are kept with ``allow_basis``.  Nesting
     deeper than :data:`MAX_DEPTH` raises :class:`CuteValueError`.
@@ -177,7 +177,7 @@ def _normalise(x, what, allow_none, allow_basis, level, whole):
         if level >= MAX_DEPTH:
             raise CuteValueError(f"{what} is nested more than {MAX_DEPTH} levels deep (the limit of cute_py)")
         return tuple([_normalise(e, what, allow_none, allow_basis, level + 1, whole) for e in x])
-    if isinstance(x, Dynamic):
+    if isinstance(x, DynamicInt):
         return x
     if x is None:
         if allow_none:
@@ -207,7 +207,7 @@ def as_index(x, what):
     :class:`StaticValueRequired`, anything else :class:`CuteTypeError` (bools included)."""
     if type(x) is int:
         return x
-    if isinstance(x, Dynamic):
+    if isinstance(x, DynamicInt):
         raise StaticValueRequired(f"{what} must be a static int, but it is only known at run time ({fmt(x)})")
     if not isinstance(x, (bool, float, str, bytes)):
         v = _index(x)
@@ -232,7 +232,7 @@ def fmt(x):
         return str(x)
     if t is tuple:
         return "(" + ",".join(fmt(e) for e in x) + ")"
-    if isinstance(x, Dynamic):
+    if isinstance(x, DynamicInt):
         return "?"
     return str(x)
 
@@ -349,7 +349,7 @@ def _shape_of(x, allow_basis=False):
         return x
     if t is tuple or t is list:
         return as_int_tuple(x, "shape", allow_basis=allow_basis)
-    if isinstance(x, Dynamic) or (allow_basis and getattr(x, "__cute_stride__", False)):
+    if isinstance(x, DynamicInt) or (allow_basis and getattr(x, "__cute_stride__", False)):
         return x
     if _is_shaped(x):
         return x.shape

@@ -9,7 +9,7 @@ keeps the ``None`` modes (CuTe's ``_``).
 
 from .memo import memoize, register_key_type, set_error_type
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
-from .int_tuple import (MAX_DEPTH, Dynamic, _as_mode, _as_tiler_tuple, _compact_col_major, _congruent, _crd2idx,
+from .int_tuple import (MAX_DEPTH, DynamicInt, _as_mode, _as_tiler_tuple, _compact_col_major, _congruent, _crd2idx,
                         _crd2idx_colex, _depth, _filter_zeros_tuple, _get, _idx2crd, _is_shaped, as_index,
                         as_int_tuple, short_repr, compact_order, fmt, is_int)
 from .int_tuple import _flatten as _flatten_tuple
@@ -310,7 +310,7 @@ def _order_of(stride):
     if type(stride) is tuple:
         return tuple(_order_of(s) for s in stride)
     if type(stride) is not int:
-        if isinstance(stride, Dynamic):
+        if isinstance(stride, DynamicInt):
             raise StaticValueRequired(f"make_layout_like needs static strides, got {fmt(stride)}")
         raise CuteTypeError(f"make_layout_like needs integer strides, got {fmt(stride)}")
     return stride

@@ -11,7 +11,7 @@ Their bits lie within the lowest :data:`MAX_SWIZZLE_BITS` bits of an offset
 MAX_SWIZZLE_BITS = 64
 
 from ..errors import CuteTypeError, CuteValueError
-from .int_tuple import Dynamic, _flatten, _index, as_index, short_repr, fmt
+from .int_tuple import DynamicInt, _flatten, _index, as_index, short_repr, fmt
 
 __all__ = ["Swizzle", "make_swizzle", "is_swizzle", "carries_exactly", "MAX_SWIZZLE_BITS"]
 
@@ -126,7 +126,7 @@ class Swizzle:
 
 def _offset(x, sw):
     # an offset a swizzle applies to: a run-time integer, or an integer-like value as an int
-    if isinstance(x, Dynamic):
+    if isinstance(x, DynamicInt):
         return x
     if not isinstance(x, (bool, float)):
         v = _index(x)

@@ -1,17 +1,26 @@
 """Run-time integers whose value is nonetheless known: the algebra treats them exactly as the
 dynamic values of a kernel (no static decisions), while their value can still be read.
 
-:class:`ValuedInt` is the shared base of ``cute_py.testing.RuntimeInt`` (dynamic values for
-tests on the CPU) and ``cute_py.runtime.HostInt`` (a gmem tensor's extents and strides, known
-on the host when a TMA descriptor is built, dynamic in the kernel).
+The integer-like classes form one set:
+
+- :class:`~cute_py.core.int_tuple.DynamicInt` — the base of every leaf known only at run time; the
+  algebra makes no static decision on it and prints it ``?``.
+- :class:`~cute_py.compiler.TracedInt` — a value of the kernel being traced (an MLIR value).
+- :class:`ValuedInt` (here) — a dynamic integer whose value Python also knows:
+  :class:`~cute_py.runtime.HostInt` (a gmem tensor's extents and strides, known on the host when a TMA
+  descriptor is built, dynamic in the kernel) and :class:`~cute_py.testing.RuntimeInt` (dynamic values
+  for tests on the CPU).
+- :class:`~cute_py.tensor.dtypes.Scalar` — not a leaf: a host value of a numeric type (``cute.Int32(6)``),
+  a run-time parameter when passed to a kernel.  ``cute.Int32`` itself is the element type, the
+  annotation of such a parameter, and, in a kernel, the conversion of a traced value.
 """
 
-from .int_tuple import CuteValueError, Dynamic, StaticValueRequired, _index, as_index  # errors, as int_tuple raises them
+from .int_tuple import CuteValueError, DynamicInt, StaticValueRequired, _index, as_index  # errors, as int_tuple raises them
 
 __all__ = ["ValuedInt", "value_of"]
 
 
-class ValuedInt(Dynamic):
+class ValuedInt(DynamicInt):
     """A dynamic integer with a known ``value``; arithmetic gives another one of the same class.
 
     Truth values and comparisons raise :class:`~cute_py.errors.StaticValueRequired` (a ``TypeError``

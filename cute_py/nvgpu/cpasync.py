@@ -15,7 +15,7 @@ from ..core.basis import make_identity_layout
 from ..core.composed import get_nonswizzle_portion
 from ..tensor.dtypes import dtype_of
 from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import Dynamic, fmt, is_static, product
+from ..core.int_tuple import DynamicInt, fmt, is_static, product
 from ..core.layout import Layout, coalesce, cosize, slice_and_offset
 from ..core.algebra import composition
 from ..core.recast import recast_exactness
@@ -227,7 +227,7 @@ def _coordinate(c, what="tma_partition: cta_coord"):
     # a CTA coordinate: an int (numpy ints too), a run-time integer, or a tuple of them
     if isinstance(c, (tuple, list)):
         return tuple(_coordinate(x, what) for x in c)
-    if isinstance(c, Dynamic):
+    if isinstance(c, DynamicInt):
         return c
     if isinstance(c, bool) or not hasattr(type(c), "__index__"):
         raise CuteTypeError(f"{what} must be an int or a coordinate of ints, got {c!r}")

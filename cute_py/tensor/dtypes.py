@@ -6,6 +6,9 @@ none, e.g. ``BFloat16`` and the fp8 types), and the numpy dtype of the same
 width to store its bits (``storage``).  numpy is imported only when asked for.
 """
 
+from .. import device
+from ..errors import ArgumentError
+
 __all__ = [
     "DType",
     "Boolean",
@@ -26,6 +29,7 @@ __all__ = [
     "Float8E5M2",
     "ALL_DTYPES",
     "dtype_of",
+    "Scalar",
 ]
 
 
@@ -84,6 +88,56 @@ class DType:
         return f"cute_py.{self.name}"
 
     __str__ = __repr__
+
+    def __call__(self, value):
+        """A value of this type, as the CuTe DSL's ``Int32(x)``.
+
+        On the host: a :class:`Scalar` (``value`` checked to be a Python int in range, a float, or a bool,
+        by kind); passed to a kernel or jit function it is a run-time parameter.  In a kernel being traced:
+        the device context converts it (a traced integer to ``Int32``/``Int64``; a Python value as on the host).
+        """
+        context = device.active()
+        if context is not None:
+            return context.scalar(self, value)
+        return Scalar(self, value)
+
+
+class Scalar:
+    """A host value of a numeric :class:`DType` (``cute.Int32(6)``, ``cute.Float32(0.5)``).
+
+    Passed to a kernel or jit function it is a run-time parameter of that type (the compiled code serves
+    every value); ``.value`` is the Python value, ``.dtype`` the type and ``.kind`` its name.
+    """
+
+    __slots__ = ("dtype", "value")
+
+    def __init__(self, dtype, value):
+        dtype = dtype_of(dtype)
+        if isinstance(value, Scalar):
+            value = value.value
+        if dtype.kind == "bool":
+            if type(value) is not bool:
+                raise ArgumentError(f"{dtype.name} takes a Python bool, got {value!r}")
+        elif dtype.is_float:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ArgumentError(f"{dtype.name} takes a Python float, got {value!r}")
+            value = float(value)
+        else:
+            if type(value) is not int:
+                raise ArgumentError(f"{dtype.name} takes a Python int, got {value!r}")
+            lo, hi = (-(1 << (dtype.width - 1)), (1 << (dtype.width - 1)) - 1) if dtype.signed else \
+                (0, (1 << dtype.width) - 1)
+            if not lo <= value <= hi:
+                raise ArgumentError(f"{value} does not fit in {dtype.name} ([{lo}, {hi}])")
+        self.dtype, self.value = dtype, value
+
+    @property
+    def kind(self):
+        """The name of the type (``"Int32"``...)."""
+        return self.dtype.name
+
+    def __repr__(self):
+        return f"{self.dtype.name}({self.value!r})"
 
 
 def _t(name, width, kind, numpy_name, storage):

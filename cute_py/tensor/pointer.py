@@ -11,7 +11,7 @@ import math
 
 from .dtypes import DType, dtype_of
 from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import Dynamic, _index, as_index, short_repr, fmt
+from ..core.int_tuple import DynamicInt, _index, as_index, short_repr, fmt
 
 _ADDRESS_LIMIT = 1 << 64
 
@@ -63,9 +63,9 @@ class Pointer:
                 raise CuteValueError(f"address must be a non-negative 64-bit int, got {address!r}")
             if address % alignment:
                 raise CuteValueError(f"address {address:#x} is not {alignment}-byte aligned as claimed")
-        if not (type(offset) is int or isinstance(offset, Dynamic)):
+        if not (type(offset) is int or isinstance(offset, DynamicInt)):
             offset = as_index(offset, "pointer offset")
-        if base is not None and not (type(base) is int or isinstance(base, Dynamic)):
+        if base is not None and not (type(base) is int or isinstance(base, DynamicInt)):
             base = as_index(base, "pointer base")
         if base is None and address is not None and type(offset) is int and (offset * dtype.width) % 8 == 0:
             base = address - offset * dtype.width // 8
@@ -95,7 +95,7 @@ class Pointer:
 
     def __add__(self, n):
         """The pointer ``n`` elements further (alignment shrinks to what the offset keeps)."""
-        if type(n) is not int and not isinstance(n, Dynamic):
+        if type(n) is not int and not isinstance(n, DynamicInt):
             v = None if isinstance(n, (bool, float)) else _index(n)
             if v is None:
                 raise CuteTypeError(f"pointers advance by an int number of elements, got {short_repr(n)} ({type(n).__name__})")

@@ -21,7 +21,7 @@ from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
 from ..errors import CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
-from ..core.int_tuple import Dynamic, _product, _product_each, as_index, as_int_tuple, short_repr, fmt
+from ..core.int_tuple import DynamicInt, _product, _product_each, as_index, as_int_tuple, short_repr, fmt
 from ..core.layout import Layout, _has_none, cosize, dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
 from ..core.recast import recast_exactness, recast_layout
@@ -318,7 +318,7 @@ def _check_inside(layout, n):
     lo = hi = base
     for s, d in zip(fs, fd):
         if type(s) is not int or type(d) is not int:
-            if not isinstance(d, (int, Dynamic)):
+            if not isinstance(d, (int, DynamicInt)):
                 raise CuteTypeError(f"a tensor over a host array needs integer strides, got {layout}")
             return  # run-time values: checked element by element
         if s == 0:

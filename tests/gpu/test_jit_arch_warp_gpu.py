@@ -66,11 +66,11 @@ def warp_builtins_kernel(inp, out, f):
     aw.stg128(out.engine, (aw.shuffle_sync(w[0], 5), aw.shuffle_xor_sync(w[1], 3, width=8),
                            aw.shuffle_up_sync(w[2], 1), aw.shuffle_down_sync(w[3], 2, width=16)),
               index=10 * tid + 5)                                    # cols 20..23
-    x = (cute.compiler.Int64(w[5]) << 32) | (cute.compiler.Int64(w[6]) & 0xFFFFFFFF)
+    x = (cute.Int64(w[5]) << 32) | (cute.Int64(w[6]) & 0xFFFFFFFF)
     y = aw.shuffle_down_sync(x, 1)
     aw.stg32(out.engine, aw.shuffle_up_sync(tid, 3, width=4), index=row + 24)
-    aw.stg32(out.engine, (cute.compiler.Int32(y),), index=row + 25)
-    aw.stg32(out.engine, (cute.compiler.Int32(y >> 32),), index=row + 26)
+    aw.stg32(out.engine, (cute.Int32(y),), index=row + 25)
+    aw.stg32(out.engine, (cute.Int32(y >> 32),), index=row + 26)
     aw.stg32(out.engine, aw.shuffle_xor_sync(f, 1), index=row + 27)
 
     # votes and elections (the warps are converged here)
@@ -110,7 +110,7 @@ def warp_builtins_kernel(inp, out, f):
 
 @cute.jit
 def warp_builtins(inp, out):
-    warp_builtins_kernel(inp, out, cute.compiler.Float32(1.5)).launch(grid=1, block=THREADS)
+    warp_builtins_kernel(inp, out, cute.Float32(1.5)).launch(grid=1, block=THREADS)
 
 
 def expected(inp):

@@ -44,7 +44,7 @@ K3 = [("Float32", (1000, 1000), (1000, 1000), (64, 128), 128),
 
 
 @pytest.mark.parametrize("dtype,sshape,dshape,tile,threads", K3)
-def test_kernel3_cp_async_copy_zero_fills_partial_tiles(dtype, sshape, dshape, tile, threads):
+def test_cp_async_copy_cp_async_copy_zero_fills_partial_tiles(dtype, sshape, dshape, tile, threads):
     c = cute.compile(ex.cp_async_copy, F(dtype, sshape), F(dtype, dshape), tile, threads)
     _assembled(c, "cp.async.c", "cp.async.commit_group;", "cp.async.wait_group", "bar.sync")
     torch = hopper_torch()
@@ -69,7 +69,7 @@ K4 = [("Float32", (256, 512), (128, 64), 2, "none"), ("BFloat16", (256, 512), (1
 
 
 @pytest.mark.parametrize("dtype,shape,tile,cluster,swizzle", K4)
-def test_kernel4_multicast_every_cta_receives_the_tile(dtype, shape, tile, cluster, swizzle):
+def test_multicast_copy_multicast_every_cta_receives_the_tile(dtype, shape, tile, cluster, swizzle):
     out_shape = (cluster * shape[0], shape[1])
     c = cute.compile(ex.tma_multicast_copy, F(dtype, shape), F(dtype, out_shape), tile, cluster, swizzle)
     _assembled(c, ".multicast::cluster", "barrier.cluster.arrive", "barrier.cluster.wait", "%cluster_ctarank")
@@ -98,7 +98,7 @@ K5 = [("Float32", (512, 384), (128, 64)), ("Float32", (300, 200), (64, 64)), ("I
 
 
 @pytest.mark.parametrize("dtype,shape,tile", K5)
-def test_kernel5_tma_reduce_add(dtype, shape, tile):
+def test_reduce_add_tma_reduce_add(dtype, shape, tile):
     c = cute.compile(ex.tma_reduce_add, F(dtype, shape), F(dtype, shape), tile)
     _assembled(c, "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group")
     torch = hopper_torch()
@@ -129,7 +129,7 @@ K6 = [("BFloat16", (256, 512), (64, 64), 128), ("Float32", (256, 512), (32, 32),
 
 
 @pytest.mark.parametrize("dtype,shape,tile,threads", K6)
-def test_kernel6_transpose_through_swizzled_smem(dtype, shape, tile, threads):
+def test_transpose_transpose_through_swizzled_smem(dtype, shape, tile, threads):
     c = cute.compile(ex.tma_transpose, F(dtype, shape), F(dtype, shape[::-1]), tile, threads)
     _assembled(c, "fence.proxy.async.shared::cta", "cp.async.bulk.tensor.2d.global.shared::cta")
     torch = hopper_torch()
@@ -146,7 +146,7 @@ K7 = [("Float32", [(256, 512), (100, 200), (64, 64), (1000, 36)], (64, 64)),
 
 
 @pytest.mark.parametrize("dtype,shapes,tile", K7)
-def test_kernel7_grouped_copy_updates_descriptors_on_device(dtype, shapes, tile):
+def test_grouped_copy_grouped_copy_updates_descriptors_on_device(dtype, shapes, tile):
     specs = [x for s in shapes for x in (F(dtype, s), F(dtype, s))]
     c = cute.compile(ex.tma_grouped_copy, F("Uint8", (256 * len(shapes),)), tile, *specs)
     _assembled(c, "tensormap.replace.tile.global_address.shared::cta.b1024.b64",
@@ -168,7 +168,7 @@ K8 = [("Float32", 2, 4, 256), ("Float32", 4, 1, 64), ("Float16", 2, 8, 512), ("I
 
 
 @pytest.mark.parametrize("dtype,cluster,vector,n", K8)
-def test_kernel8_dsmem_stores_rotate_rows_around_the_cluster(dtype, cluster, vector, n, filecheck):
+def test_dsmem_exchange_dsmem_stores_rotate_rows_around_the_cluster(dtype, cluster, vector, n, filecheck):
     blocks = 2 * cluster
     c = cute.compile(ex.dsmem_exchange, F(dtype, (blocks, n)), F(dtype, (blocks, n)), cluster, vector)
     bits_per = vector * {"Float32": 32, "Float16": 16, "BFloat16": 16, "Int32": 32}[dtype]

@@ -120,12 +120,12 @@ def carried_sum_kernel(out, n):
 
 
 @cute.jit
-def carried_sum(out, n: cute.compiler.Int32):
+def carried_sum(out, n: cute.Int32):
     carried_sum_kernel(out, n).launch(grid=1, block=1)
 
 
 def test_a_carried_sum_stores_the_sum(assemble_ptx):
-    compiled = cute.compile(carried_sum, cute.compiler.DeviceArraySpec("Int32", (2,)), cute.compiler.Int32(10))
+    compiled = cute.compile(carried_sum, cute.compiler.DeviceArraySpec("Int32", (2,)), cute.Int32(10))
     assert assemble_ptx(compiled.ptx)[:4] == b"\x7fELF"
 
     torch = hopper_torch()
@@ -151,7 +151,7 @@ def split_loops_kernel(out, x):
 
 
 @cute.jit
-def split_loops(out, x: cute.compiler.Int32):
+def split_loops(out, x: cute.Int32):
     split_loops_kernel(out, x).launch(grid=1, block=1)
 
 
@@ -165,7 +165,7 @@ def test_loops_split_for_unrolling_assemble_load_and_visit_every_index_once_in_o
     # mlir_dialects.assembler), and the driver must load and run the cubin it makes
     from mlir_dialects import assembler
 
-    compiled = cute.compile(split_loops, cute.compiler.DeviceArraySpec("Int32", (2 * len(CASES),)), cute.compiler.Int32(1))
+    compiled = cute.compile(split_loops, cute.compiler.DeviceArraySpec("Int32", (2 * len(CASES),)), cute.Int32(1))
     assert compiled.cubin[:4] == b"\x7fELF"
     uses = assembler.assembler_in_use()
     if uses == "nvjitlink":

@@ -6,7 +6,8 @@ import re
 import pytest
 
 import cute_py as cute
-from cute_py.compiler import Int32, TraceError
+from cute_py import Int32
+from cute_py.compiler import TraceError
 
 
 def compile_kernel(kernel_fn, *kargs):

@@ -10,8 +10,8 @@ from cute_py import arch
 from cute_py.compiler import TraceError
 from cute_py.compiler.builtins import arch_warp as aw
 
-I32 = cute.compiler.Int32
-I64 = cute.compiler.Int64
+I32 = cute.Int32
+I64 = cute.Int64
 
 
 def compile_kernel(kernel_fn, *kargs, n=512, grid=1, block=64, cluster=None):
@@ -136,7 +136,7 @@ def test_a_float32_shuffles_and_stores_its_bits(filecheck):
     def k(inp, out, f):
         aw.stg32(out.engine, aw.shuffle_xor_sync(f, 1), index=arch.thread_idx()[0])
 
-    filecheck(compile_kernel(k, cute.compiler.Float32(1.5)).ptx, [
+    filecheck(compile_kernel(k, cute.Float32(1.5)).ptx, [
         "CHECK: ld.param.b32 [[F:%r[0-9]+]], [k_0_param_2];",
         "CHECK: shfl.sync.bfly.b32 [[Y:%r[0-9]+]], [[F]], 1, 31, -1;",
         "CHECK: st.global.b32 [{{%rd[0-9]+}}], [[Y]];",
@@ -335,7 +335,7 @@ def test_a_kernel_using_every_builtin_assembles(assemble):
         bar = smem.allocate_mbarrier()
         aw.cp_async_barrier_noinc(bar)
 
-    c = compile_kernel(k, cute.compiler.Float32(2.0), n=4096)
+    c = compile_kernel(k, cute.Float32(2.0), n=4096)
     cubin = assemble(c.ptx)
     assert len(cubin) > 0
     # traced, the builtins are cute_nvgpu ops; the only NVVM ops left are arch's thread and lane index reads

@@ -169,8 +169,8 @@ def test_closures_with_different_values_do_not_share_an_entry(cache_dir):
 
         return host
 
-    c2 = cute.compile(make(2), cute.compiler.Int32(1))
-    c3 = cute.compile(make(3), cute.compiler.Int32(1))
+    c2 = cute.compile(make(2), cute.Int32(1))
+    c3 = cute.compile(make(3), cute.Int32(1))
     assert c2.key != c3.key
     assert "arith.constant 3" in c3.mlir and "arith.constant 3" not in c2.mlir
 
@@ -184,7 +184,7 @@ def test_functions_without_a_source_file_compile_and_are_keyed_by_their_code():
                  "        cute.arch.sync_threads()\n"
                  "def host(n):\n"
                  "    k(n).launch(grid=1, block=32)\n", "<generated>", "exec"), ns)
-    c = cute.compile(ns["host"], cute.compiler.Int32(0))
+    c = cute.compile(ns["host"], cute.Int32(0))
     assert c.key is not None and ".entry k_0(" in c.ptx
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.compiler import Float32, Int32, Int64
+from cute_py import Float32, Int32, Int64
 from _control_flow_helpers import _wrap, compile_kernel, kernel_body, ptx_loops, run_kernel
 from _control_flow_helpers import line_of as _line_of
 

@@ -5,7 +5,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.compiler import Float32, Int32, Int64
+from cute_py import Float32, Int32, Int64
 from _control_flow_helpers import _trace_error, compile_kernel, run_kernel
 from _control_flow_helpers import line_of as _line_of
 
@@ -64,7 +64,7 @@ def test_next_with_the_wrong_number_of_values():
 def test_next_with_a_value_of_another_kind_or_width(case):
     initial, new, message = {
         "i64 for i32": (lambda n, f: n, lambda n, f: Int64(n), r"must keep the kind of its initial value, an i32 "
-                        r"integer, got TracedInt\(i64\) \(cute_py.compiler.Int32\(x\) converts an integer\)"),
+                        r"integer, got TracedInt\(i64\) \(cute_py.Int32\(x\) converts an integer\)"),
         "i32 for i64": (lambda n, f: Int64(n), lambda n, f: n, r"an i64 integer, got TracedInt\(i32\)"),
         "bool for i32": (lambda n, f: 0, lambda n, f: n > 1, r"an i32 integer, got TracedBool"),
         "int for bool": (lambda n, f: n > 1, lambda n, f: 1, r"a bool, got int 1"),

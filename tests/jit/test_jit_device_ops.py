@@ -42,7 +42,7 @@ def _low_level_kernel(atom, store_atom, src, flag):
 
 
 @cute.jit
-def _low_level(src, dst, flag: cute.compiler.Int32):
+def _low_level(src, dst, flag: cute.Int32):
     smem = smem_tile_layout(src.element_type, TILE, "none")
     atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), src, smem, TILE)
     store_atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), dst, smem, TILE)

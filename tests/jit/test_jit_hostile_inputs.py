@@ -27,7 +27,7 @@ HOSTILE = [
     -1, 0, 1, 3, 32, 2**31, 2**40, 2**70, -(2**40), 1.5, 2.0, float("nan"), np.int64(2), np.int32(-2),
     np.float64(2.0), np.bool_(True), None, "4", "", True, False, [2, 4], [], (), (1, 1, 1), (2, None), DEEP,
     object(), {2: 4}, complex(1, 2), fractions.Fraction(3, 1), cute.Layout(4), cute.Float32,
-    cute.AddressSpace.smem, cute.compiler.Int32(3),
+    cute.AddressSpace.smem, cute.Int32(3),
 ]
 ARRAY = cute.compiler.DeviceArraySpec("Int32", (64,))
 
@@ -142,7 +142,7 @@ def test_jit_entry_points_reject_what_is_not_a_function_or_a_scalar():
             cute.compile(bad)
     for bad in (1.5, "3", None, object(), 2**40):
         with pytest.raises(CuteError):
-            cute.compiler.Int32(bad)
+            cute.Int32(bad)
 
 
 @pytest.mark.parametrize("case, v, match", [

@@ -83,7 +83,7 @@ def _compile_expr(expr):
     def host(n, m):
         k(n, m).launch(grid=1, block=32)
 
-    c = cute.compile(host, cute.compiler.Int32(1), cute.compiler.Int32(1))
+    c = cute.compile(host, cute.Int32(1), cute.Int32(1))
     return c.mlir
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.core.int_tuple import Dynamic
+from cute_py.core.int_tuple import DynamicInt
 from cute_py.compiler import TraceError
 from cute_py.tensor.pointer import AddressSpace, Pointer
 from cute_py.tensor.tensor import Tensor, recast_tensor
@@ -209,7 +209,7 @@ def test_python_constants_are_stored_as_the_element_type(filecheck, dtype, value
      r"st\.shared\.b32\s"),
 ])
 def test_traced_values_are_converted_between_integer_widths(dtype, case, other, mlir, ptx):
-    c = cute.compile(store, getattr(cute, dtype), 0, getattr(cute, other), case, cute.compiler.Float32(1.25))
+    c = cute.compile(store, getattr(cute, dtype), 0, getattr(cute, other), case, cute.Float32(1.25))
     assert _count(_body(c.mlir), mlir) == 1
     assert _count(c.ptx, ptx) == 1
 
@@ -226,7 +226,7 @@ def test_traced_values_are_converted_between_integer_widths(dtype, case, other, 
 ])
 def test_stores_that_need_a_conversion_are_rejected(dtype, value, other, case, fragment):
     with pytest.raises(TraceError) as e:
-        cute.compile(store, getattr(cute, dtype), value, getattr(cute, other), case, cute.compiler.Float32(1.25))
+        cute.compile(store, getattr(cute, dtype), value, getattr(cute, other), case, cute.Float32(1.25))
     text = {"const": "t[tid] = value", "tid": "t[tid] = tid", "loaded": "t[tid] = o[tid]", "param": "t[tid] = x"}
     assert_trace_error(e, store_kernel, text[case], fragment)
 
@@ -373,7 +373,7 @@ def test_make_fragment_like_is_compact_in_the_partitions_stride_order():
 def test_make_fragment_like_of_a_rank_2_tile_follows_cute():
     # CuTe builds it as tiled_product(mode 0, make_ordered_layout(take<1,R>(shape), ...)): the modes after the
     # first stay a tuple, as in CuTe's tiled_product('(8,2):(1,24)', '(5):(0)') -> '((8,2),(5)):((1,24),(0))'
-    # (tests/cute/golden/cpp_product.json); coordinates (i, j) address it like (4, 8)
+    # (tests/cute/golden/algebra/product.json); coordinates (i, j) address it like (4, 8)
     seen = {}
     cute.compile(fragment_like_host, F("Float32", (16, 32)), seen)
     assert seen["swizzled"].shape == (4, (8,)) and seen["swizzled"].stride == (1, (4,))
@@ -420,10 +420,10 @@ def divisor_kernel(n, seen):
     for text, fn, _ in DIVISOR_CASES:
         v = fn(tid, bx, n)
         seen[text] = (type(v).__name__, v.known_divisor)
-    seen["int64"] = cute.compiler.Int64(tid * 16).known_divisor
+    seen["int64"] = cute.Int64(tid * 16).known_divisor
 
 
-def divisor_host(seen, n: cute.compiler.Int32):
+def divisor_host(seen, n: cute.Int32):
     divisor_kernel(n, seen).launch(grid=4, block=64)
 
 
@@ -432,7 +432,7 @@ def divisors(tmp_path_factory):
     seen = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUTE_PY_CACHE_DIR", str(tmp_path_factory.mktemp("divisor_cache")))
-        cute.compile(divisor_host, seen, cute.compiler.Int32(1))
+        cute.compile(divisor_host, seen, cute.Int32(1))
     return seen
 
 
@@ -525,7 +525,7 @@ def test_a_run_time_offset_keeps_the_base_address(pointers):
 # -- Pointer.base on the host ------------------------------------------------------------------------------------
 
 
-class _Runtime(Dynamic):
+class _Runtime(DynamicInt):
     """A stand-in for a run-time element offset: only what divides it is known."""
 
     def __init__(self, known_divisor):
@@ -595,7 +595,7 @@ def offset(g, case, n=0):
 
 
 def test_shared_memory_run_time_offsets_are_32_bit(filecheck):
-    c = cute.compile(offset, F("Float32", (64,)), "smem", cute.compiler.Int32(5))
+    c = cute.compile(offset, F("Float32", (64,)), "smem", cute.Int32(5))
     body = _body(c.mlir)
     assert _count(body, r"llvm\.getelementptr %\w+\[%\w+\] : \(!llvm\.ptr<3>, i32\) -> !llvm\.ptr<3>, i8") == 1
     assert "arith.extsi" not in body and "arith.extui" not in body and not re.search(r"arith\.\w+ .*: i64", body)
@@ -609,7 +609,7 @@ def test_shared_memory_run_time_offsets_are_32_bit(filecheck):
 
 
 def test_global_memory_run_time_offsets_are_64_bit(filecheck):
-    c = cute.compile(offset, F("Float32", (64,)), "gmem", cute.compiler.Int32(5))
+    c = cute.compile(offset, F("Float32", (64,)), "gmem", cute.Int32(5))
     body = _body(c.mlir)
     assert _count(body, r"arith\.extsi %arg1 : i32 to i64") == 1      # the signed Int32 element offset
     assert _count(body, r"arith\.muli %\w+, %\w+ : i64") == 1           # times 4 bytes, in 64 bits

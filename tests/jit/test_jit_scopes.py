@@ -8,7 +8,8 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.compiler import Int32, TraceError
+from cute_py import Int32
+from cute_py.compiler import TraceError
 from _control_flow_helpers import compile_kernel, run_kernel
 from _control_flow_helpers import line_of as _line_of
 

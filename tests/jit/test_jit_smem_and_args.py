@@ -135,4 +135,4 @@ def test_a_compiled_kernel_rejects_arguments_of_another_specialisation(fake):
 
 def test_run_time_scalars_check_their_range():
     with pytest.raises(ArgumentError, match=r"does not fit in Int32"):
-        cute.compiler.Int32(1 << 31)
+        cute.Int32(1 << 31)

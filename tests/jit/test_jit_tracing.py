@@ -48,7 +48,7 @@ def test_floor_division_of_possibly_negative_values_follows_python():
         with cute.compiler.if_((q + r) == 3):
             arch.sync_threads()
 
-    body = kernel_body(compile_kernel(k, cute.compiler.Int32(3)).mlir)
+    body = kernel_body(compile_kernel(k, cute.Int32(3)).mlir)
     assert "arith.divsi" in body and "arith.remsi" in body and "arith.select" in body
 
 
@@ -87,7 +87,7 @@ def test_cute_range_is_a_run_time_loop_traced_once(filecheck):
             with cute.compiler.if_(i == 3):
                 arch.sync_threads()
 
-    c = compile_kernel(k, cute.compiler.Int32(10))
+    c = compile_kernel(k, cute.Int32(10))
     body = kernel_body(c.mlir)
     assert body.count("cute_nvgpu.barrier_sync") == 1
     filecheck(body, [
@@ -111,7 +111,7 @@ def test_run_time_scalar_parameters_come_from_annotations_or_wrappers():
     def host(n: cute.Int32, m):
         k(n, m).launch(grid=1, block=32)
 
-    c = host.compile(5, cute.compiler.Int64(7))
+    c = host.compile(5, cute.Int64(7))
     assert "%arg0: i32, %arg1: i64" in c.mlir
     assert "arith.extsi" in c.mlir  # the i32 is widened to compare with the i64
 
@@ -146,7 +146,7 @@ def test_break_out_of_a_run_time_loop_is_rejected():
             break
 
     with pytest.raises(TraceError, match=r"test_jit_tracing.py:\d+: this cute_py.range loop was left"):
-        compile_kernel(k, cute.compiler.Int32(4))
+        compile_kernel(k, cute.Int32(4))
 
 
 def test_algebra_errors_while_tracing_carry_the_users_line():

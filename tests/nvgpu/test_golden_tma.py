@@ -1,4 +1,4 @@
-"""make_tiled_tma_atom against CuTe's C++ ``make_tma_atom`` (golden/cpp4_tma.json, see golden/README.md).
+"""make_tiled_tma_atom against CuTe's C++ ``make_tma_atom`` (golden/tma_atoms.json, see golden/README.md).
 
 Each accepted case must give CuTe's descriptor (dims, byte strides, box, swizzle, rank), TMA
 coordinate strides and value layout; each rejected case must raise a CuteError.  Where cute_py
@@ -17,7 +17,7 @@ from cute_py.errors import CuteError
 from cute_py.core.int_tuple import fmt
 from cute_py.nvgpu import cpasync
 
-GOLDEN = pathlib.Path(__file__).parent / "golden" / "cpp4_tma.json"
+GOLDEN = pathlib.Path(__file__).parent / "golden" / "tma_atoms.json"
 OPS = {
     "SM90_TMA_LOAD": cpasync.CopyBulkTensorTileG2SOp(),
     "SM90_TMA_LOAD_MULTICAST": cpasync.CopyBulkTensorTileG2SMulticastOp(),

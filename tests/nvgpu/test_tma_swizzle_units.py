@@ -1,4 +1,4 @@
-"""TMA atoms from byte-swizzled smem layouts, flagged or not, against CuTe C++ (golden/cpp6_tma_swizzle.json), and
+"""TMA atoms from byte-swizzled smem layouts, flagged or not, against CuTe C++ (golden/tma_byte_swizzles.json), and
 shared-memory tensors that see what the TMA puts there."""
 
 import json
@@ -14,7 +14,7 @@ from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaError
 from cute_py.runtime import make_fake_tensor
 
-GOLDEN = pathlib.Path(__file__).parent / "golden" / "cpp6_tma_swizzle.json"
+GOLDEN = pathlib.Path(__file__).parent / "golden" / "tma_byte_swizzles.json"
 CASES = json.loads(GOLDEN.read_text())["cases"]
 _FLAG = re.compile(r"^(S<[-\d,]+>) o smem_ptr\[(\d+)b\]\(unset\) o (.*)$")
 LOAD = cpasync.CopyBulkTensorTileG2SOp()

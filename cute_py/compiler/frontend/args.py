@@ -18,7 +18,7 @@ from ...core.layout import Layout
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...errors import ArgumentError
-from .values import Float32, Int32, Int64, RuntimeScalar
+from ...tensor.dtypes import Float32, Int32, Int64, Scalar
 
 __all__ = ["DeviceArraySpec", "TAG_SHIFT", "ArraySpec", "array_spec", "device_pointer", "host_tensor", "tag_of", "untag",
            "is_device_array", "SCALAR_TYPES"]
@@ -147,7 +147,7 @@ def untag(address):
 
 def scalar_of(x):
     """A run-time scalar for an ``Int32``/``Int64``/``Float32`` host value, else ``None``."""
-    return x if isinstance(x, RuntimeScalar) else None
+    return x if isinstance(x, Scalar) else None
 
 
 # -- DLPack (for producers without __cuda_array_interface__, e.g. jax) ------------------------------

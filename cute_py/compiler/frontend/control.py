@@ -101,8 +101,8 @@ def _describe(v):
 
 
 _KIND_NAMES = {"i32": "an i32 integer", "i64": "an i64 integer", "i1": "a bool", "f32": "an f32 float"}
-_CONVERT_HINT = {"i32": " (cute_py.compiler.Int32(x) converts an integer)",
-                 "i64": " (cute_py.compiler.Int64(x) converts an integer)",
+_CONVERT_HINT = {"i32": " (cute_py.Int32(x) converts an integer)",
+                 "i64": " (cute_py.Int64(x) converts an integer)",
                  "i1": " (compare an integer to get a bool)",
                  "f32": " (integers do not convert to floats yet)"}
 

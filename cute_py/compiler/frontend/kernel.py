@@ -42,7 +42,8 @@ from ..runtime import limits as _limits
 from .args import SCALAR_TYPES, TAG_SHIFT, array_spec, host_tensor, is_device_array, untag
 from ..runtime.compiled import Compiled
 from ...errors import ArgumentError, CompileError, JitError, LocatedError, SpecMismatch, TraceError, is_user_file, user_location
-from .values import RuntimeScalar, TracedFloat, TracedInt
+from ...tensor.dtypes import Scalar
+from .values import TracedFloat, TracedInt
 
 __all__ = ["kernel", "jit", "compile", "Compiled", "KernelFunction", "JitFunction"]
 
@@ -168,7 +169,9 @@ def _classify(a, params):
                                 f"the jit function at a static offset, got {a!r}")
         params.append(("ptr", where))
         return "ptr", len(params) - 1
-    if isinstance(a, RuntimeScalar):
+    if isinstance(a, Scalar):
+        if a.kind not in SCALAR_TYPES:
+            raise ArgumentError(f"a run-time scalar passed to a kernel is an Int32, Int64 or Float32, got {a!r}")
         params.append((a.kind, a))
         return a.kind, len(params) - 1
     if is_device_array(a):
@@ -261,9 +264,9 @@ class JitFunction:
         host, key, sources = [], [], []
         for i, a in enumerate(args):
             kind = self._scalars[i] if i < len(self._scalars) else None
-            if kind is not None and not isinstance(a, RuntimeScalar):
+            if kind is not None and not isinstance(a, Scalar):
                 a = SCALAR_TYPES[kind](a)
-            if isinstance(a, RuntimeScalar):
+            if isinstance(a, Scalar):
                 host.append(_IndexedScalar(a.value, a.kind, i))
                 key.append(("S", a.kind))
                 sources.append(("scalar", a.kind))
@@ -319,11 +322,11 @@ def _same_statics(args, last):
         return False
 
 
-class _IndexedScalar(RuntimeScalar):
+class _IndexedScalar(Scalar):
     __slots__ = ("index",)
 
     def __init__(self, value, kind, index):
-        super().__init__(value, kind)
+        super().__init__(kind, value)
         self.index = index
 
 

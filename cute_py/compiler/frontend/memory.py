@@ -19,7 +19,8 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, Tensor, check_store
 from ...core.tiling import make_fragment_like_layout
 from .builder import current
-from .values import Int64, TracedFloat, TracedInt, as_value
+from ...tensor.dtypes import Int64
+from .values import TracedFloat, TracedInt, as_value, convert
 
 __all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
            "store_bits", "pack", "unpack", "RegisterEngine"]
@@ -46,7 +47,7 @@ def pointer_value(ptr, what="pointer", peer=False):
                              f"shared-memory allocation or a kernel argument can be used in a kernel)")
         address = ptr.offset
         if ptr.memspace is not AddressSpace.smem and getattr(address, "width", 64) < 64:
-            address = Int64(address)  # global byte offsets in 64 bits (element offsets may be 32-bit)
+            address = convert(Int64, address)  # global byte offsets in 64 bits (element offsets may be 32-bit)
         address = address * (ptr.dtype.width // 8)
         static = ptr.base
     else:

@@ -1,6 +1,6 @@
 """Traced run-time values: integers that emit ``arith`` ops, and booleans (``i1``).
 
-:class:`TracedInt` is a :class:`cute_py.core.int_tuple.Dynamic` leaf, so layouts, ``crd2idx``,
+:class:`TracedInt` is a :class:`cute_py.core.int_tuple.DynamicInt` leaf, so layouts, ``crd2idx``,
 swizzles and coordinate tensors evaluate on it and emit integer arithmetic. An operation with
 a Python ``int`` folds the trivial cases (``x + 0``, ``x * 1``, ``x * 0 -> 0``) so static parts
 stay static. ``//`` and ``%`` have Python's (floor) semantics; on values known to be
@@ -21,11 +21,12 @@ and how to carry it out (``carry=``).
 
 import math
 
-from ...core.int_tuple import Dynamic
+from ...core.int_tuple import DynamicInt
+from ...tensor.dtypes import Scalar
 from .builder import current, current_scope
-from ...errors import ArgumentError, TraceError, user_frame
+from ...errors import TraceError, user_frame
 
-__all__ = ["TracedInt", "TracedBool", "TracedFloat", "Int32", "Int64", "Float32", "RuntimeScalar", "as_value",
+__all__ = ["TracedInt", "TracedBool", "TracedFloat", "convert", "as_value",
            "select"]
 
 
@@ -147,7 +148,7 @@ _CMP = {"lt": ("slt", "ult"), "le": ("sle", "ule"), "gt": ("sgt", "ugt"), "ge": 
         "eq": ("eq", "eq"), "ne": ("ne", "ne")}
 
 
-class TracedInt(_Traced, Dynamic):
+class TracedInt(_Traced, DynamicInt):
     """A run-time ``i32``/``i64`` value of the kernel being traced.
 
     ``nonneg`` records that the value is known to be >= 0 (enables unsigned division);
@@ -436,47 +437,14 @@ def select(cond, a, b):
     return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)))
 
 
-class RuntimeScalar:
-    """A host value passed to a kernel as a run-time parameter (``Int32(n)``, ``Int64(n)``, ``Float32(x)``)."""
-
-    __slots__ = ("value", "kind")
-
-    def __init__(self, value, kind):
-        self.value = value
-        self.kind = kind
-
-    def __repr__(self):
-        return f"{self.kind}({self.value!r})"
-
-
-class _ScalarType:
-    def __init__(self, name, width, is_float=False):
-        self.name, self.width, self.is_float = name, width, is_float
-
-    def __call__(self, x):
-        """On the host, mark ``x`` as a run-time kernel parameter; inside a kernel, convert a traced value."""
-        if isinstance(x, TracedInt):
-            if self.is_float:
-                raise TraceError("converting a traced integer to a float is not supported yet")
-            return TracedInt(_widen(x, self.width), self.width, x.nonneg,
-                             x.known_divisor if self.width >= x.width else 1)
-        if isinstance(x, RuntimeScalar):
-            x = x.value
-        if self.is_float:
-            if not isinstance(x, (int, float)) or isinstance(x, bool):
-                raise ArgumentError(f"{self.name} takes a Python float, got {x!r}")
-            return RuntimeScalar(float(x), self.name)
-        if type(x) is not int:
-            raise ArgumentError(f"{self.name} takes a Python int, got {x!r}")
-        lo, hi = -(1 << (self.width - 1)), (1 << (self.width - 1)) - 1
-        if not lo <= x <= hi:
-            raise ArgumentError(f"{x} does not fit in {self.name} ([{lo}, {hi}])")
-        return RuntimeScalar(x, self.name)
-
-    def __repr__(self):
-        return f"cute_py.compiler.{self.name}"
-
-
-Int32 = _ScalarType("Int32", 32)
-Int64 = _ScalarType("Int64", 64)
-Float32 = _ScalarType("Float32", 32, True)
+def convert(dtype, x):
+    """``dtype(x)`` in a kernel being traced (``cute.Int32(x)``...): a traced integer converted to ``Int32`` or
+    ``Int64`` (sign-extended or truncated); a host value becomes a :class:`~cute_py.tensor.dtypes.Scalar`."""
+    if isinstance(x, TracedInt):
+        if not dtype.is_integer or dtype.width not in (32, 64):
+            raise TraceError(f"converting a traced integer to {dtype.name} is not supported (Int32 and Int64 are)")
+        return TracedInt(_widen(x, dtype.width), dtype.width, x.nonneg,
+                         x.known_divisor if dtype.width >= x.width else 1)
+    if isinstance(x, (TracedFloat, TracedBool)):
+        raise TraceError(f"converting a traced {type(x).__name__[6:].lower()} to {dtype.name} is not supported")
+    return Scalar(dtype, x)

@@ -11,7 +11,7 @@ did not change costs the argument checks and one ``cuLaunchKernel``.
 
 from ..frontend.args import array_spec
 from ...errors import ArgumentError, JitError, SpecMismatch
-from ..frontend.values import RuntimeScalar
+from ...tensor.dtypes import Scalar
 
 __all__ = ["Compiled", "SpecMismatch"]
 
@@ -115,7 +115,7 @@ class Compiled:
             pointer = self._pointer
             key = tuple([pointer(i, spec, args[i]) for i, spec in self._tensor_args])
         if self._scalar_args:
-            key = (key, tuple([a.value if isinstance(a, RuntimeScalar) else a
+            key = (key, tuple([a.value if isinstance(a, Scalar) else a
                                for a in [args[i] for i in self._scalar_args]]))
         if self._plan is None:
             self._load()
@@ -195,7 +195,7 @@ class Compiled:
                 else:
                     idx = getattr(src, "index", None)
                     v = args[idx] if idx is not None else src
-                    block.set(j, v.value if isinstance(v, RuntimeScalar) else v)
+                    block.set(j, v.value if isinstance(v, Scalar) else v)
 
     def __repr__(self):
         return f"Compiled({self.jit_function.fn.__name__}: {', '.join(f'{n} smem={s}' for n, s in self.smem.items())})"

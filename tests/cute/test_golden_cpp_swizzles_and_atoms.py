@@ -112,7 +112,7 @@ def _call(op, args):
 
 
 def _cases():
-    for path in sorted(GOLDEN.glob("cpp3_*.json")):
+    for path in sorted((GOLDEN / "swizzles_and_atoms").glob("*.json")):
         for i, case in enumerate(json.loads(path.read_text())["cases"]):
             yield pytest.param(case, id=f"{path.stem}-{i}-{case['op']}")
 
@@ -198,6 +198,6 @@ def test_result_matches_cute_cpp(case):
 
 
 def test_the_smem_pointer_flag_cases_are_all_run():
-    n_flag = sum(1 for path in GOLDEN.glob("cpp3_*.json") for case in json.loads(path.read_text())["cases"]
+    n_flag = sum(1 for path in (GOLDEN / "swizzles_and_atoms").glob("*.json") for case in json.loads(path.read_text())["cases"]
                  if case["op"] in SMEM_FLAG_OPS or "cpp_args" in case)
     assert n_flag >= 60

@@ -27,7 +27,7 @@ def _boxes(dtype, tile, swizzle):
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_kernel2_ptx_has_the_pipeline(filecheck, assemble, case):
+def test_pipelined_copy_ptx_has_the_pipeline(filecheck, assemble, case):
     dtype, shape, tile, swizzle, stages, lag, max_ctas = case
     c = _compile(*case)
     name = "tma_copy_pipelined_kernel_0"
@@ -61,7 +61,7 @@ def test_kernel2_ptx_has_the_pipeline(filecheck, assemble, case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_kernel2_unrolls_the_stages_with_static_smem_and_counts(case):
+def test_pipelined_copy_unrolls_the_stages_with_static_smem_and_counts(case):
     dtype, shape, tile, swizzle, stages, lag, max_ctas = case
     c = _compile(*case)
     ptx = c.ptx
@@ -83,7 +83,7 @@ def test_kernel2_unrolls_the_stages_with_static_smem_and_counts(case):
     assert c.smem == {"tma_copy_pipelined_kernel_0": step * (stages - 1) + tile_bytes + 8 * stages}
 
 
-def test_kernel2_grid_is_persistent_and_bounded():
+def test_pipelined_copy_grid_is_persistent_and_bounded():
     assert pipelined_grid(10_000, 32 * 1024 * 4, sms=132) == 132           # 128 KB: one CTA per SM
     assert pipelined_grid(10_000, 32 * 1024 * 3, sms=132) == 264           # 96 KB: two
     assert pipelined_grid(10_000, 32 * 1024 * 3, ctas_per_sm=3, sms=132) == 396
@@ -91,7 +91,7 @@ def test_kernel2_grid_is_persistent_and_bounded():
     assert examples._sm_count() >= 1
 
 
-def test_kernel2_more_tiles_than_ctas_runs_a_loop_with_round_parity():
+def test_pipelined_copy_more_tiles_than_ctas_runs_a_loop_with_round_parity():
     c = _compile("Float32", (4096, 4096), (64, 64), "none", 2, 1, 16)
     assert c.launches[0].grid == (16, 1, 1)
     ptx = c.ptx
@@ -102,7 +102,7 @@ def test_kernel2_more_tiles_than_ctas_runs_a_loop_with_round_parity():
     assert ptx.count("mbarrier.arrive.expect_tx") == ptx.count("cp.async.bulk.tensor.2d.shared::cluster")
 
 
-def test_kernel2_with_no_more_tiles_than_stages_has_no_refill():
+def test_pipelined_copy_with_no_more_tiles_than_stages_has_no_refill():
     a = cute.compiler.DeviceArraySpec("Float32", (64, 128))
     c = cute.compile(tma_copy_pipelined, a, a, (64, 64), "none", 4, 1)
     assert c.launches[0].grid == (2, 1, 1)
@@ -111,13 +111,13 @@ def test_kernel2_with_no_more_tiles_than_stages_has_no_refill():
 
 
 @pytest.mark.parametrize("stages,lag", [(1, 1), (9, 1), (3, 0), (3, 3), ("2", 1)])
-def test_kernel2_rejects_bad_pipelines(stages, lag):
+def test_pipelined_copy_rejects_bad_pipelines(stages, lag):
     a = cute.compiler.DeviceArraySpec("Float32", (256, 256))
     with pytest.raises(cute.CuteValueError, match="stages|lag"):
         cute.compile(tma_copy_pipelined, a, a, (64, 64), "none", stages, lag)
 
 
-def test_kernel2_mlir_has_a_runtime_loop_and_the_dialect_ops():
+def test_pipelined_copy_mlir_has_a_runtime_loop_and_the_dialect_ops():
     a = cute.compiler.DeviceArraySpec("Float32", (1024, 1024))
     c = cute.compile(tma_copy_pipelined, a, a, (64, 64), "none", 3, 1, None, 8)
     text = c.mlir
@@ -125,7 +125,7 @@ def test_kernel2_mlir_has_a_runtime_loop_and_the_dialect_ops():
     assert "llvm.cond_br" in text and "nvvm.grid_constant" in text
 
 
-def test_kernel2_l2_hint_adds_a_cache_policy_to_every_tma(assemble):
+def test_pipelined_copy_l2_hint_adds_a_cache_policy_to_every_tma(assemble):
     a = cute.compiler.DeviceArraySpec("Float32", (1 << 14, 256))
     c = cute.compile(tma_copy_pipelined, a, a, (64, 256), "none", 3, 1, None, None, "evict_first")
     tma = [ln for ln in c.ptx.splitlines() if "cp.async.bulk.tensor" in ln]

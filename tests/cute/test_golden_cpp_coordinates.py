@@ -1,7 +1,7 @@
 """Golden tables for coordinates (idx2crd, crd2idx, get_*_coord, elem_less), CuTe's zip with a leaf first
 (blocked/raked products, make_layout_tv, tile_to_shape), ``_`` tiler modes in zipped/tiled/flat divides and
 products, max_alignment, local_tile with a projection, and upcast rounding -- computed by CuTe's C++ with
-static integers (golden/cpp5_*.json, see golden/README.md).
+static integers (golden/coordinates/*.json, see golden/README.md).
 
 Every accepted row must give C++'s printed result; every rejected row must raise a CuteError, except the
 rows listed in ``DSL_OVER_CPP``, where cute_py follows the CuTe DSL on purpose (README: deliberate
@@ -99,7 +99,7 @@ def _call(op, args):
 
 
 def _cases():
-    for path in sorted(GOLDEN.glob("cpp5_*.json")):
+    for path in sorted((GOLDEN / "coordinates").glob("*.json")):
         for i, case in enumerate(json.loads(path.read_text())["cases"]):
             yield pytest.param(case, id=f"{path.stem}-{i}-{case['op']}")
 

@@ -17,7 +17,7 @@ def _count(ptx, pattern):
 @pytest.mark.parametrize("dtype,shape,tile,threads,vec_bytes", [
     ("Float32", (1000, 1000), (64, 128), 128, 16), ("BFloat16", (777, 1030), (64, 128), 256, 4),
     ("Float32", (64, 6), (32, 2), 32, 8), ("Float32", (1024, 512), (64, 128), 128, 16)])
-def test_kernel3_cp_async_vectors_predicates_and_stores(filecheck, assemble, dtype, shape, tile, threads, vec_bytes):
+def test_cp_async_copy_cp_async_vectors_predicates_and_stores(filecheck, assemble, dtype, shape, tile, threads, vec_bytes):
     c = cute.compile(ex.cp_async_copy, F(dtype, shape), F(dtype, shape), tile, threads)
     eb = 4 if dtype == "Float32" else 2
     per_thread = tile[0] * tile[1] * eb // vec_bytes // threads
@@ -37,7 +37,7 @@ def test_kernel3_cp_async_vectors_predicates_and_stores(filecheck, assemble, dty
     assemble(c.ptx)
 
 
-def test_kernel3_zero_fill_uses_src_size_from_the_predicate():
+def test_cp_async_copy_zero_fill_uses_src_size_from_the_predicate():
     c = cute.compile(ex.cp_async_copy, F("Float32", (100, 100)), F("Float32", (128, 128)), (64, 128), 128)
     sized = [line for line in c.ptx.splitlines() if "cp.async.cg" in line and re.search(r", 16, %r\d+;$", line)]
     assert len(sized) == 16  # the edge-tile form: 16 vectors per thread, each with a run-time src-size (16 or 0)
@@ -45,7 +45,7 @@ def test_kernel3_zero_fill_uses_src_size_from_the_predicate():
 
 
 @pytest.mark.parametrize("cluster", [2, 4])
-def test_kernel4_multicast_ptx(filecheck, assemble, cluster):
+def test_multicast_copy_multicast_ptx(filecheck, assemble, cluster):
     c = cute.compile(ex.tma_multicast_copy, F("BFloat16", (256, 512)), F("BFloat16", (cluster * 256, 512)),
                      (128, 64), cluster, "128B")
     filecheck(c.ptx, [
@@ -65,14 +65,14 @@ def test_kernel4_multicast_ptx(filecheck, assemble, cluster):
     assemble(c.ptx)
 
 
-def test_kernel4_rejects_bad_shapes():
+def test_multicast_copy_rejects_bad_shapes():
     with pytest.raises(cute.CuteValueError, match="dst must have shape"):
         cute.compile(ex.tma_multicast_copy, F("Float32", (256, 512)), F("Float32", (256, 512)), (128, 64), 2)
     with pytest.raises(cute.CuteValueError, match="cluster must be"):
         cute.compile(ex.tma_multicast_copy, F("Float32", (256, 512)), F("Float32", (768, 512)), (128, 64), 3)
 
 
-def test_kernel5_reduce_ptx(assemble):
+def test_reduce_add_reduce_ptx(assemble):
     c = cute.compile(ex.tma_reduce_add, F("Float32", (300, 200)), F("Float32", (300, 200)), (64, 64))
     assert _count(c.ptx, r"cp\.reduce\.async\.bulk\.tensor\.2d\.global\.shared::cta\.add\.tile\.bulk_group") == 1
     assert _count(c.ptx, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global") == 1
@@ -84,7 +84,7 @@ def test_kernel5_reduce_ptx(assemble):
 
 
 @pytest.mark.parametrize("dtype,tile,threads", [("BFloat16", (64, 64), 128), ("Float32", (32, 32), 128)])
-def test_kernel6_transpose_moves_every_element_once(filecheck, assemble, dtype, tile, threads):
+def test_transpose_transpose_moves_every_element_once(filecheck, assemble, dtype, tile, threads):
     c = cute.compile(ex.tma_transpose, F(dtype, (256, 512)), F(dtype, (512, 256)), tile, threads)
     n = tile[0] * tile[1] // threads
     kind = "b16" if dtype == "BFloat16" else "b32"
@@ -97,7 +97,7 @@ def test_kernel6_transpose_moves_every_element_once(filecheck, assemble, dtype, 
     assemble(c.ptx)
 
 
-def test_kernel7_descriptor_updates(filecheck, assemble):
+def test_grouped_copy_descriptor_updates(filecheck, assemble):
     shapes = [(256, 512), (100, 200), (64, 64)]
     specs = [x for s in shapes for x in (F("Float32", s), F("Float32", s))]
     c = cute.compile(ex.tma_grouped_copy, F("Uint8", (768,)), (64, 64), *specs)
@@ -116,7 +116,7 @@ def test_kernel7_descriptor_updates(filecheck, assemble):
     assemble(ptx)
 
 
-def test_kernel7_rejects_bad_arguments():
+def test_grouped_copy_rejects_bad_arguments():
     a = F("Float32", (64, 64))
     with pytest.raises(cute.CuteValueError, match="pairs"):
         cute.compile(ex.tma_grouped_copy, F("Uint8", (256,)), (64, 64), a)
@@ -126,7 +126,7 @@ def test_kernel7_rejects_bad_arguments():
         cute.compile(ex.tma_grouped_copy, F("Uint8", (256,)), (64, 64), a, F("Float32", (64, 32)))
 
 
-def test_kernel3_keeps_predicates_when_the_grid_reaches_past_a_divisible_src():
+def test_cp_async_copy_keeps_predicates_when_the_grid_reaches_past_a_divisible_src():
     # src (128, 512) is a whole number of (32, 256) tiles, but the grid follows dst (192, 512): its last tiles lie
     # past src and must zero-fill, so the predicated (src-size) form must be there
     c = cute.compile(ex.cp_async_copy, F("BFloat16", (128, 512)), F("BFloat16", (192, 512)), (32, 256), 128)

@@ -15,7 +15,7 @@ def _compile(dtype, swizzle, tile):
 
 
 @pytest.mark.parametrize("typestr,swizzle,tile", CASES)
-def test_kernel1_ptx_has_tma_load_mbarrier_and_tma_store(filecheck, assemble, typestr, swizzle, tile):
+def test_tma_copy_ptx_has_tma_load_mbarrier_and_tma_store(filecheck, assemble, typestr, swizzle, tile):
     c = _compile(typestr, swizzle, tile)
     filecheck(c.ptx, [
         "CHECK: .extern .shared .align 1024 .b8 __cute_py_dyn_smem[];",
@@ -35,7 +35,7 @@ def test_kernel1_ptx_has_tma_load_mbarrier_and_tma_store(filecheck, assemble, ty
 
 
 @pytest.mark.parametrize("typestr,swizzle,tile", CASES)
-def test_kernel1_issues_one_tma_per_box_and_allocates_the_tile(typestr, swizzle, tile):
+def test_tma_copy_issues_one_tma_per_box_and_allocates_the_tile(typestr, swizzle, tile):
     c = _compile(typestr, swizzle, tile)
     eb = 4 if typestr == "Float32" else 2
     tile_bytes = tile[0] * tile[1] * eb
@@ -48,7 +48,7 @@ def test_kernel1_issues_one_tma_per_box_and_allocates_the_tile(typestr, swizzle,
     assert c.smem == {"tma_copy_kernel_0": tile_bytes + 8}
 
 
-def test_kernel1_mlir_carries_the_user_source_locations(fake):
+def test_tma_copy_mlir_carries_the_user_source_locations(fake):
     c = cute.compile(tma_copy, fake((256, 512)), fake((256, 512)), (128, 64), "none")
     text = c.mlir
     assert "tma_copy_kernel_0" in text

@@ -1,0 +1,75 @@
+"""The numeric types are one set: ``cute.Int32`` is the element type, the annotation of a run-time parameter,
+the host value constructor (a ``Scalar``) and, in a kernel, the conversion of a traced value."""
+
+import re
+
+import pytest
+
+import cute_py as cute
+from cute_py.compiler import ArgumentError
+from cute_py.tensor.dtypes import Scalar
+
+from _trace_checks import assert_trace_error
+
+
+@pytest.mark.parametrize("dtype, value, expected", [
+    (cute.Int32, 6, 6), (cute.Int32, -(1 << 31), -(1 << 31)), (cute.Int64, (1 << 63) - 1, (1 << 63) - 1),
+    (cute.Uint8, 255, 255), (cute.Int8, -128, -128), (cute.Float32, 1, 1.0), (cute.Float16, 0.5, 0.5),
+    (cute.Boolean, True, True)])
+def test_a_numeric_type_called_on_the_host_is_a_scalar_of_that_type(dtype, value, expected):
+    s = dtype(value)
+    assert type(s) is Scalar and s.dtype is dtype and s.kind == dtype.name
+    assert s.value == expected and type(s.value) is type(expected)
+    assert repr(s) == f"{dtype.name}({expected!r})"
+    assert dtype(s).value == expected  # a scalar converts as its value
+
+
+@pytest.mark.parametrize("dtype, value, fragment", [
+    (cute.Int32, 1 << 31, "does not fit in Int32"), (cute.Int32, -(1 << 31) - 1, "does not fit in Int32"),
+    (cute.Uint8, -1, "does not fit in Uint8 ([0, 255])"), (cute.Int8, 128, "does not fit in Int8"),
+    (cute.Int32, 1.5, "takes a Python int"), (cute.Int32, True, "takes a Python int"),
+    (cute.Int64, "3", "takes a Python int"), (cute.Float32, True, "takes a Python float"),
+    (cute.Float32, "x", "takes a Python float"), (cute.Boolean, 1, "takes a Python bool")])
+def test_a_value_the_type_cannot_hold_is_an_argument_error_at_the_callers_line(dtype, value, fragment):
+    with pytest.raises(ArgumentError, match=re.escape(fragment)) as e:
+        dtype(value)
+    assert str(e.value).startswith(f"{__file__}:")
+
+
+def test_in_a_kernel_the_type_converts_a_traced_integer():
+    @cute.kernel
+    def k(n: cute.Int32):
+        wide = cute.Int64(n) * (1 << 40)
+        with cute.compiler.if_(wide == 0):
+            cute.arch.sync_threads()
+
+    def host(n):
+        k(n).launch(grid=1, block=32)
+
+    c = cute.compile(host, cute.Int32(3))
+    assert "arith.extsi" in c.mlir and "i64" in c.mlir
+
+
+def test_in_a_kernel_an_unsupported_conversion_is_a_trace_error_at_the_kernels_line():
+    @cute.kernel
+    def k(n: cute.Int32):
+        small = cute.Int8(n)  # noqa: F841
+
+    def host(n):
+        k(n).launch(grid=1, block=32)
+
+    with pytest.raises(cute.compiler.TraceError) as e:
+        cute.compile(host, cute.Int32(3))
+    assert_trace_error(e, k, "cute.Int8(n)", "to Int8 is not supported")
+
+
+def test_a_scalar_a_kernel_cannot_take_is_an_argument_error():
+    @cute.kernel
+    def k(n):
+        cute.arch.sync_threads()
+
+    def host(n):
+        k(n).launch(grid=1, block=32)
+
+    with pytest.raises(ArgumentError, match="an Int32, Int64 or Float32, got Int8"):
+        cute.compile(host, cute.Int8(3))
