@@ -23,6 +23,7 @@ pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bin
 
 import cute_py as cute  # noqa: E402
 from cute_py import Layout, arch  # noqa: E402
+from cute_py.compiler.frontend.smem import MAX_SMEM_BYTES  # noqa: E402
 from cute_py.nvgpu import cpasync  # noqa: E402
 
 from _tma_law import POISON, build, gmem_bytes, grid, smem_positions, tile_elements, tma_cases  # noqa: E402
@@ -141,6 +142,14 @@ def test_accepted_tma_copies_write_exactly_their_tiles_on_the_gpu(assemble_ptx, 
     nwords = _nwords(cfg)
     mc = cfg["mc"]
     n_ctas = int(np.prod(grid(cfg))) * mc
+    if nwords * 4 + 8 > MAX_SMEM_BYTES:
+        # an accepted atom whose tile does not fit in a CTA's shared memory: the kernel is refused at its
+        # allocation, never launched
+        with pytest.raises(cute.compiler.TraceError, match="shared memory overflow"):
+            cute.compile(law_copy, _spec(cfg), _spec(cfg), cute.DeviceArraySpec("Int32", (n_ctas * nwords,)),
+                         cfg["smem"], cfg["tile"], cfg["op"], mc, nwords)
+        COUNTS["rejected: the tile overflows shared memory"] += 1
+        return
     if torch is None:
         # no GPU: compile and assemble a few of them, so that the kernel itself is checked everywhere
         if len(_COMPILED_WITHOUT_GPU) < 3:
@@ -247,7 +256,8 @@ def test_the_law_ran_on_accepted_configurations():
     _write_counts()
     if _device() is None:
         pytest.skip(f"no Hopper GPU: {COUNTS['accepted, compiled only (no GPU)']} accepted configurations "
-                    f"(3 of them compiled and assembled), {COUNTS['rejected by a rule']} rejected; none launched")
+                    f"(3 of them compiled and assembled), {COUNTS['rejected by a rule']} rejected, "
+                    f"{COUNTS['rejected: the tile overflows shared memory']} too large for shared memory; none launched")
     accepted = COUNTS["accepted and exact"] + COUNTS["accepted, compiled only (no GPU)"]
     assert accepted >= 10, dict(COUNTS)
     assert COUNTS["accepted, NOT exact"] == 0, dict(COUNTS)
