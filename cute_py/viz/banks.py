@@ -14,7 +14,7 @@ from ..errors import CuteTypeError, CuteValueError
 from ..core.int_tuple import fmt
 from ._model import MAX_CELLS, bank_of, bank_stats, grid_of
 from ._svg import WARN_COLOR, Canvas, bank_color, draw_grid, grid_style, header_margin
-from .pictures import PAD, _headings, _text_width
+from .pictures import PAD, headings, text_width
 
 __all__ = ["smem_banks_svg", "bank_summary"]
 
@@ -74,7 +74,7 @@ def smem_banks_svg(layout, element_bits=None, *, title=None):
         _sentence("row", rows_st),
         _sentence("column", cols_st),
     ]
-    top = _headings(canvas, lines) + 16
+    top = headings(canvas, lines) + 16
     # the bank legend: 32 swatches
     sw = 18.0
     canvas.text(PAD, top + 10, "bank", size=10, anchor="start")
@@ -109,5 +109,5 @@ def smem_banks_svg(layout, element_bits=None, *, title=None):
                     title=f"column {n}: {d} distinct banks, {ways}-way conflict")
     canvas.text(left, top + h + 28, "under each column / right of each row: bank-conflict ways of reading it at once",
                 size=10, anchor="start")
-    width = max(left + w + 60, _text_width(lines), PAD + 34 + 32 * sw + PAD)
+    width = max(left + w + 60, text_width(lines), PAD + 34 + 32 * sw + PAD)
     return canvas.picture(width, top + h + 28 + PAD, lines[0])

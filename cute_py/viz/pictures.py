@@ -23,12 +23,12 @@ LINE = 17.0  # px per heading line
 PAD = 10.0
 
 
-def _text_width(lines):
+def text_width(lines):
     """Width in px the heading lines need (13 px bold first line, 11 px others, monospace)."""
     return max(len(s) * (13 if i == 0 else 11) * 0.62 for i, s in enumerate(lines)) + 2 * PAD
 
 
-def _headings(canvas, lines, x=PAD):
+def headings(canvas, lines, x=PAD):
     y = PAD
     for i, line in enumerate(lines):
         y += LINE
@@ -52,7 +52,7 @@ def layout_svg(layout, *, title=None, max_cells=MAX_CELLS):
     if grid.note:
         lines.append(grid.note)
     lines.append("cell (m, n) = layout(m, n); colour = value % 8")
-    top = _headings(canvas, lines) + 16
+    top = headings(canvas, lines) + 16
     left = PAD + header_margin(grid.rows, style)
 
     def cell(m, n):
@@ -66,7 +66,7 @@ def layout_svg(layout, *, title=None, max_cells=MAX_CELLS):
         return fill, labels[i], f"(m={m}, n={n}) coord {crd} -> {labels[i]}", {"m": m, "n": n, "value": labels[i]}
 
     w, h = draw_grid(canvas, left, top, grid.rows, grid.cols, cell, style)
-    width = max(left + w + PAD, _text_width(lines))
+    width = max(left + w + PAD, text_width(lines))
     return canvas.picture(width, top + h + PAD, lines[0])
 
 
@@ -111,10 +111,10 @@ def tv_svg(layout_tv, tiler_mn, *, title=None, max_cells=MAX_CELLS):
     style = grid_style(g.rows, g.cols, _tv_max_label(g))
     canvas = Canvas()
     lines = ([title] if title else []) + _tv_lines(g)
-    top = _headings(canvas, lines) + 16
+    top = headings(canvas, lines) + 16
     left = PAD + header_margin(g.rows, style)
     w, h = draw_grid(canvas, left, top, g.rows, g.cols, _tv_cell(g), style)
-    width = max(left + w + PAD, _text_width(lines))
+    width = max(left + w + PAD, text_width(lines))
     return canvas.picture(width, top + h + PAD, lines[0])
 
 
@@ -138,7 +138,7 @@ def tiled_copy_svg(tiled_copy, *, max_cells=MAX_CELLS):
         f"{tiled_copy.size} threads over the tile {fmt(tiled_copy.tiler_mn)}",
         f"layout_tv {tiled_copy.layout_tv}; cell = T(thread)V(value), colour = thread (mod {len(PALETTE)})",
     ]
-    top = _headings(canvas, lines) + LINE + 16
+    top = headings(canvas, lines) + LINE + 16
     margin = header_margin(gs.rows, style)
     x = PAD + margin
     width = 0.0
@@ -153,5 +153,5 @@ def tiled_copy_svg(tiled_copy, *, max_cells=MAX_CELLS):
         w, h = draw_grid(canvas, x, top, g.rows, g.cols, cell, style)
         width = x + w
         x += w + 2 * PAD + margin + 20
-    width = max(width + PAD, _text_width(lines))
+    width = max(width + PAD, text_width(lines))
     return canvas.picture(width, top + h + PAD, lines[0])

@@ -13,7 +13,7 @@ from ..core.layout import Layout
 from ..core.swizzle import Swizzle
 from ._model import grid_of
 from ._svg import PALETTE, WARN_COLOR, Canvas, draw_grid, grid_style, header_margin
-from .pictures import PAD, _headings, _text_width
+from .pictures import PAD, headings, text_width
 
 __all__ = ["swizzle_readings", "swizzle_readings_svg"]
 
@@ -47,7 +47,7 @@ def swizzle_readings_svg(swizzle, outer, element_bits=16, *, title=None):
     labels = [str(v) for v in by_bytes + by_elements]
     style = grid_style(rows, 2 * cols, max(len(s) for s in labels))
     canvas = Canvas()
-    top = _headings(canvas, lines) + 16
+    top = headings(canvas, lines) + 16
     left = PAD + header_margin(rows, style)
 
     def cells(values, other, reading):
@@ -67,5 +67,5 @@ def swizzle_readings_svg(swizzle, outer, element_bits=16, *, title=None):
             if by_bytes[m + rows * n] != by_elements[m + rows * n]:
                 canvas.rect(left2 + n * style.cell_w, top + m * style.cell_h, style.cell_w, style.cell_h, "none",
                             stroke=WARN_COLOR, stroke_width=1.5)
-    width = max(left2 + w2 + PAD, _text_width(lines))
+    width = max(left2 + w2 + PAD, text_width(lines))
     return canvas.picture(width, top + h + PAD, lines[0])

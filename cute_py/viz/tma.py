@@ -9,7 +9,7 @@ from ..errors import CuteTypeError, CuteValueError, RankError
 from ..core.int_tuple import as_int_tuple, fmt, product, product_each
 from ..core.layout import Layout, group_modes
 from ._svg import PALETTE, Canvas
-from .pictures import PAD, _headings, _text_width
+from .pictures import PAD, headings, text_width
 
 __all__ = ["tma_svg", "tma_boxes"]
 
@@ -150,7 +150,7 @@ def tma_svg(atom, gmem, tile_coord=None, cta_tiler=None, *, title=None):
         f"each CTA loads {atom.num_values // mc} elements per instruction, {iters} instruction{'s' if iters > 1 else ''}",
     ]
     canvas = Canvas()
-    top = _headings(canvas, lines) + 24
+    top = headings(canvas, lines) + 24
     # left: the whole gmem tensor, scaled to fit 480 x 480
     s = min(480.0 / N, 480.0 / M, 24.0)
     gx, gy = PAD + 40, top
@@ -193,7 +193,7 @@ def tma_svg(atom, gmem, tile_coord=None, cta_tiler=None, *, title=None):
     canvas.text(zx - 4, zy + tm * z, origin[0] + tm - 1, size=9, anchor="end")
     canvas.text(zx, zy + tm * z + 12, origin[1], size=9, anchor="start")
     canvas.text(zx + tn * z, zy + tm * z + 12, origin[1] + tn - 1, size=9, anchor="end")
-    width = max(zx + tn * z + PAD, _text_width(lines))
+    width = max(zx + tn * z + PAD, text_width(lines))
     height = top + max(M * s, tm * z) + 20 + PAD
     legend_y = height
     for k in range(mc):
