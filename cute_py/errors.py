@@ -104,13 +104,7 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # .../cute_py/
 _MLIR_DIR = os.path.join(os.path.dirname(_PKG_DIR.rstrip(os.sep)), "mlir_dialects") + os.sep
 
 
-def _stdlib_dir():
-    import sysconfig
-
-    return os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
-
-
-_STDLIB = _stdlib_dir()
+_STDLIB = []  # Python's standard library directory, found on first use (sysconfig stays out of `import cute_py`)
 _USER_FILES = {}  # file name -> is_user_file (a trace asks for the same few files many times)
 
 
@@ -124,8 +118,12 @@ def is_user_file(filename):
     """Whether code of ``filename`` is the user's: not cute_py's, mlir_dialects', frozen, or Python's stdlib."""
     known = _USER_FILES.get(filename)
     if known is None:
+        if not _STDLIB:
+            import sysconfig
+
+            _STDLIB.append(os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), ""))
         known = _USER_FILES[filename] = not (is_library_file(filename) or filename.startswith("<frozen")
-                                              or filename.startswith(_STDLIB))
+                                              or filename.startswith(_STDLIB[0]))
     return known
 
 

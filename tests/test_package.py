@@ -106,13 +106,9 @@ def imports_of(module):
             fname = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
             if fname in ("import_module", "__import__"):
                 name = node.args[0].value
-                if name.startswith("."):
-                    anchor = package
-                    pkg_arg = node.args[1] if len(node.args) > 1 else None
-                    if not (isinstance(pkg_arg, ast.Name) and pkg_arg.id in ("__name__", "__package__")):
-                        anchor = package
+                if name.startswith("."):  # relative to this module's package (the package argument)
                     dots = len(name) - len(name.lstrip("."))
-                    base = anchor.split(".")
+                    base = package.split(".")
                     base = base[: len(base) - (dots - 1)]
                     name = ".".join(base + [name.lstrip(".")])
                 out.append((name, node.lineno, False))

@@ -7,7 +7,8 @@ width to store its bits (``storage``).  numpy is imported only when asked for.
 """
 
 from .. import device
-from ..errors import ArgumentError
+from ..core.int_tuple import as_index
+from ..errors import ArgumentError, CuteTypeError, StaticValueRequired
 
 __all__ = [
     "DType",
@@ -118,13 +119,15 @@ class Scalar:
         if dtype.kind == "bool":
             if type(value) is not bool:
                 raise ArgumentError(f"{dtype.name} takes a Python bool, got {value!r}")
-        elif dtype.is_float:
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
+        elif dtype.is_float:  # a Python or numpy float or int
+            if isinstance(value, (bool, str, bytes)) or getattr(type(value), "__float__", None) is None:
                 raise ArgumentError(f"{dtype.name} takes a Python float, got {value!r}")
             value = float(value)
-        else:
-            if type(value) is not int:
-                raise ArgumentError(f"{dtype.name} takes a Python int, got {value!r}")
+        else:  # a Python int or an integer-like (numpy integers), as the algebra takes them
+            try:
+                value = as_index(value, dtype.name)
+            except (CuteTypeError, StaticValueRequired):
+                raise ArgumentError(f"{dtype.name} takes a Python int, got {value!r}") from None
             lo, hi = (-(1 << (dtype.width - 1)), (1 << (dtype.width - 1)) - 1) if dtype.signed else \
                 (0, (1 << dtype.width) - 1)
             if not lo <= value <= hi:

@@ -8,6 +8,7 @@ import pytest
 import cute_py as cute
 from cute_py.compiler import ArgumentError
 from cute_py.tensor.dtypes import Scalar
+from cute_py.testing import RuntimeInt
 
 from _trace_checks import assert_trace_error
 
@@ -34,6 +35,18 @@ def test_a_value_the_type_cannot_hold_is_an_argument_error_at_the_callers_line(d
     with pytest.raises(ArgumentError, match=re.escape(fragment)) as e:
         dtype(value)
     assert str(e.value).startswith(f"{__file__}:")
+
+
+def test_numpy_scalars_are_taken_as_the_python_values_they_hold():
+    np = pytest.importorskip("numpy")
+    assert cute.Int32(np.int64(-5)).value == -5 and type(cute.Int32(np.uint8(7)).value) is int
+    assert cute.Float32(np.float16(0.5)).value == 0.5 and type(cute.Float32(np.float32(2)).value) is float
+    with pytest.raises(ArgumentError, match="does not fit in Int32"):
+        cute.Int32(np.int64(1 << 40))
+    with pytest.raises(ArgumentError, match="takes a Python int"):
+        cute.Int32(np.float64(1.0))
+    with pytest.raises(ArgumentError, match="takes a Python int"):
+        cute.Int32(RuntimeInt(3))  # a run-time value is no host constant
 
 
 def test_in_a_kernel_the_type_converts_a_traced_integer():

@@ -446,5 +446,6 @@ def convert(dtype, x):
         return TracedInt(_widen(x, dtype.width), dtype.width, x.nonneg,
                          x.known_divisor if dtype.width >= x.width else 1)
     if isinstance(x, (TracedFloat, TracedBool)):
-        raise TraceError(f"converting a traced {type(x).__name__[6:].lower()} to {dtype.name} is not supported")
+        what = "float" if isinstance(x, TracedFloat) else "bool"
+        raise TraceError(f"converting a traced {what} to {dtype.name} is not supported")
     return Scalar(dtype, x)

@@ -10,7 +10,7 @@ did not change costs the argument checks and one ``cuLaunchKernel``.
 """
 
 from ..frontend.args import array_spec
-from ...errors import ArgumentError, JitError, SpecMismatch
+from ...errors import ArgumentError, SpecMismatch
 from ...tensor.dtypes import Scalar
 
 __all__ = ["Compiled", "SpecMismatch"]
@@ -25,7 +25,7 @@ class Compiled:
     (they are compiled in), run-time ones (arrays, ``Int32``...) are read at each call.
     """
 
-    def __init__(self, jf, launches, smem, sources, cubin, ptx, mlir_text, key, stage_times=None, build=None):
+    def __init__(self, jf, launches, smem, sources, cubin, ptx, mlir_text, key, stage_times=None, *, build):
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
@@ -70,8 +70,6 @@ class Compiled:
 
     def _rebuild(self, lowered=False):
         # a compile loaded from the disk cache keeps only PTX and cubin: trace again for the texts
-        if self._build is None:
-            raise JitError(f"{self.jit_function.fn.__name__}: this compiled object cannot trace its kernels again")
         r = self._build(self.launches, lowered=lowered)
         self._mlir, self._ptx = r.mlir, r.ptx
         if lowered:
