@@ -31,6 +31,7 @@ from .core.swizzle import Swizzle, is_swizzle, make_swizzle
 from .tensor.pointer import AddressSpace, Pointer, make_ptr
 from .tensor.tensor import (Tensor, domain_offset, is_tensor, local_partition, local_tile, make_fragment_like,
                             make_identity_tensor, make_tensor, recast_tensor)
+from .core.typing import Coord, IntTuple, Shape, Stride, Tile, Tiler, XTuple
 from .core.tiling import (blocked_product, flat_divide, flat_product, logical_divide, logical_product, make_layout_tv,
                           raked_product, tile_to_shape, tiled_divide, tiled_product, zipped_divide, zipped_product)
 
@@ -89,6 +90,13 @@ for _cls in (Layout, ComposedLayout, TiledCopy):
 del _cls
 
 __all__ = [
+    "Coord",
+    "IntTuple",
+    "Shape",
+    "Stride",
+    "Tile",
+    "Tiler",
+    "XTuple",
     "AddressSpace",
     "append",
     "as_position_independent_swizzle_layout",

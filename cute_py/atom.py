@@ -15,7 +15,7 @@ from .core.algebra import composition, right_inverse
 from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
 from .core.int_tuple import fmt, product, product_each
-from .core.layout import Layout, _mk, coalesce, slice_
+from .core.layout import Layout, make_layout_unchecked, coalesce, slice_
 from .core.recast import recast_layout
 from .core.tiling import logical_product, make_layout_tv, zipped_divide
 
@@ -109,7 +109,7 @@ def make_copy_atom(op, dtype, num_bits_per_copy=None):
 def _zip(layout):
     # CuTe's zip of a layout of rank-2 modes: ((a,b),(c,d)) -> ((a,c),(b,d))
     s, d = layout.shape, layout.stride
-    return _mk(tuple(zip(*s)), tuple(zip(*d)))
+    return make_layout_unchecked(tuple(zip(*s)), tuple(zip(*d)))
 
 
 class TiledCopy:
@@ -174,13 +174,13 @@ class TiledCopy:
 
     def retile(self, layout):
         """Regroup a thread's fragment layout ``(V, rest...)`` into ``(ATOM_V, REST_V, rest...)``."""
-        from .core.recast import _upcast_unchecked
+        from .core.recast import upcast_unchecked
 
         rank = len(layout)
         v = product(_mode(layout, 0))
         n_thr = self.size
         _, atom_val = _atom_sizes(self.atom)
-        frg_mn = _upcast_unchecked(composition(right_inverse(self.layout_tv), Layout(self.tiler_mn)), n_thr * v)
+        frg_mn = upcast_unchecked(composition(right_inverse(self.layout_tv), Layout(self.tiler_mn)), n_thr * v)
         frg_v = zipped_divide(logical_product(Layout(v), right_inverse(frg_mn)), Layout(atom_val))
         t = zipped_divide(layout, (v,) + tuple(product_each(frg_mn.shape)))
         vt = composition(t, (frg_v, None))

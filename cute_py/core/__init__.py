@@ -4,5 +4,58 @@ layouts (``composed``), basis strides (``basis``), recast (``recast``), run-time
 (``valued``), parsing of CuTe notation (``parse``) and memoisation (``memo``).
 
 This layer imports only the standard library and :mod:`cute_py.errors`; the package façade
-(``cute_py``) re-exports its public names.
+(``cute_py``) re-exports its public names (each module's ``__all__``).
+
+**Internal API.** The names below, outside the ``__all__`` lists, are what the other modules of cute_py
+may import from this layer; nothing else outside ``__all__`` is imported across modules (a test checks it).
+A name ending in ``_unchecked`` is the public function of the same stem on arguments that are already
+normalised — IntTuples of ``int`` and :class:`~cute_py.core.int_tuple.DynamicInt` leaves, valid layouts —
+with no conversion and no argument checks (the library's own hot paths); ``make_layout_unchecked`` builds a
+layout from such a shape and stride without validating them.
 """
+
+INTERNAL_API = {
+    "int_tuple": (
+        "as_mode",                       # a (nested) mode index given as an int or a sequence, as a tuple
+        "as_tiler_tuple",                # a tiler normalised: lists to tuples, layouts and None kept
+        "ceil_div_unchecked",
+        "compact_col_major_unchecked",
+        "congruent_unchecked",
+        "crd2idx_colex",                 # the colexicographic index of a coordinate in a shape
+        "crd2idx_unchecked",
+        "depth_unchecked",
+        "evenly_divides_unchecked",
+        "filter_zeros_tuple_unchecked",
+        "flatten_unchecked",
+        "get_unchecked",
+        "idx2crd_unchecked",
+        "index_or_none",                 # the int of an integer-like value, or None
+        "is_shaped",                     # a layout, tensor or other algebra object with a shape
+        "is_static_unchecked",
+        "product_each_unchecked",
+        "product_unchecked",
+    ),
+    "layout": (
+        "UPPER_LAYER_OPERATIONS",        # where the layers above register the operations a Layout offers
+        "coalesce_flat",                 # CuTe's back-to-front coalescing of flat modes, as a layout
+        "coalesce_flat_lists",           # ... as lists of shapes and strides
+        "coalesce_unchecked",
+        "concat_layouts",                # layouts as the modes of one layout
+        "has_none",                      # a coordinate with a None (a slice)
+        "is_flat_int_tuple",             # a flat tuple of ints (a coordinate needing no normalising)
+        "make_layout_unchecked",
+        "vector_layout",                 # ``n:1`` (``1:0`` for a static 1)
+    ),
+    "algebra": (
+        "complement_unchecked",
+        "composition_unchecked",
+        "disjoint_complement",           # a complement that keeps order and disjointness (it may leave gaps)
+    ),
+    "recast": (
+        "upcast_unchecked",              # CuTe's upcast<n>, rounding as the C++ does
+    ),
+    "swizzle": (
+        "downcast_swizzle",              # a swizzle over elements n times narrower
+        "upcast_swizzle",                # a swizzle over elements n times wider
+    ),
+}

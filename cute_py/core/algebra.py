@@ -8,9 +8,10 @@ documented law, the function raises instead of returning a result that breaks it
 
 from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
-from .int_tuple import _ceil_div, _compact_col_major, _flatten, _product, as_int_tuple, fmt, imin, is_int, signum
-from .layout import (_LATE, Layout, _bw_coalesce, _bw_coalesce_lists, _coalesce, _concat, _mk, coalesce_x, cosize,
-                     make_layout)
+from .int_tuple import (ceil_div_unchecked, compact_col_major_unchecked, flatten_unchecked, product_unchecked,
+                        as_int_tuple, fmt, imin, is_int, signum)
+from .layout import (UPPER_LAYER_OPERATIONS, Layout, coalesce_flat, coalesce_flat_lists, coalesce_unchecked,
+                     concat_layouts, make_layout_unchecked, coalesce_x, cosize, make_layout)
 
 __all__ = [
     "composition",
@@ -51,17 +52,17 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
         # rhs tuple: compose mode by mode (right-distributivity)
         if type(rd) is not tuple or len(rs) != len(rd):
             raise RankError(f"composition: rhs shape {fmt(rs)} and stride {fmt(rd)} are not congruent")
-        return _concat([_composition_impl(ls, ld, s, d, usage, path) for s, d in zip(rs, rd)])
+        return concat_layouts([_composition_impl(ls, ld, s, d, usage, path) for s, d in zip(rs, rd)])
     compose_basis = getattr(rd, "__cute_compose__", None)
     if compose_basis is not None:
         # rhs basis stride: select the lhs mode it names
         return compose_basis(ls, ld, rs, lambda a, b, c, d, modes: _composition_impl(a, b, c, d, usage, path + modes))
     if _is(rd, 0):
         # rhs static stride 0: the result is rhs
-        return _mk(rs, rd)
+        return make_layout_unchecked(rs, rd)
     if type(ls) is not tuple:
         # lhs integral: scale the rhs stride
-        return _mk(rs, rd * ld)
+        return make_layout_unchecked(rs, rd * ld)
     # general case: lhs tuple, rhs integral
     result_shape, result_stride = [], []
     rest_shape, rest_stride = rs, rd
@@ -80,8 +81,8 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
                     f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
                 )
         abs_stride = abs(rest_stride)
-        next_shape = _ceil_div(curr_shape, abs_stride)
-        next_stride = _ceil_div(abs_stride, curr_shape) * signum(rest_stride)
+        next_shape = ceil_div_unchecked(curr_shape, abs_stride)
+        next_stride = ceil_div_unchecked(abs_stride, curr_shape) * signum(rest_stride)
         if _is(next_shape, 1) or _is(rest_shape, 1):
             rest_stride = next_stride
             continue
@@ -121,12 +122,12 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
         rest_shape = rest_shape // new_shape
         rest_stride = next_stride
     if not result_shape:
-        return _mk(rest_shape, rest_stride * ld[-1])
+        return make_layout_unchecked(rest_shape, rest_stride * ld[-1])
     if _is(rest_shape, 1):
-        return _mk(_unwrap(tuple(result_shape)), _unwrap(tuple(result_stride)))
+        return make_layout_unchecked(_unwrap(tuple(result_shape)), _unwrap(tuple(result_stride)))
     result_shape.append(rest_shape)
     result_stride.append(rest_stride * ld[-1])
-    return _mk(tuple(result_shape), tuple(result_stride))
+    return make_layout_unchecked(tuple(result_shape), tuple(result_stride))
 
 
 def _need_evaluable(lhs, flat):
@@ -139,7 +140,7 @@ def _need_evaluable(lhs, flat):
             break
     else:
         return
-    leaves = _flatten(lhs.shape)
+    leaves = flatten_unchecked(lhs.shape)
     for s in leaves[:-1]:
         if type(s) is int and s == 0:
             raise CuteValueError(f"composition: the lhs {lhs} is empty (a mode of extent 0 before its last), "
@@ -197,13 +198,13 @@ def composition(lhs, rhs):
         rhs = tuple(rhs)
         if len(rhs) > len(lhs):
             raise RankError(f"composition: the tiler {_tiler_str(rhs)} has more modes than the layout {lhs}")
-        return _concat([_composition(lhs[i], r) for i, r in enumerate(rhs)])
+        return concat_layouts([composition_unchecked(lhs[i], r) for i, r in enumerate(rhs)])
     if hasattr(rhs, "__cute_map_outer__") and hasattr(rhs, "outer"):
         # Layout o (inner o 0 o outer) == (Layout o inner) o outer
         offset = rhs.offset
         if not (type(offset) is int and offset == 0):
             raise CuteValueError(f"composition of a layout with a composed layout needs offset 0, got {rhs}")
-        return _composition(_composition(lhs, rhs.inner), rhs.outer)
+        return composition_unchecked(composition_unchecked(lhs, rhs.inner), rhs.outer)
     transported = getattr(rhs, "__cute_transport__", None)
     if transported is not None:
         # Layout o Swizzle: the swizzle carried through the layout, then the layout
@@ -221,7 +222,7 @@ def _composition_other(lhs, rhs):
     mapper = getattr(lhs, "__cute_map_outer__", None)
     if mapper is not None:
         # (inner o offset o outer) o rhs == inner o offset o (outer o rhs)
-        return mapper(lambda outer: _composition(outer, rhs))
+        return mapper(lambda outer: composition_unchecked(outer, rhs))
     before = getattr(lhs, "__cute_compose_layout__", None)
     if before is not None and type(rhs) is Layout:
         # Swizzle o Layout: a composed layout with offset 0
@@ -231,7 +232,7 @@ def _composition_other(lhs, rhs):
 
 def _coprofile(rhs):
     # the profile of rhs's codomain: None (a scalar) for integer strides, zeros for coordinates
-    fd = _flatten(rhs.stride)
+    fd = flatten_unchecked(rhs.stride)
     fd = fd if type(fd) is tuple else (fd,)
     if all(type(x) is int for x in fd):
         return None
@@ -242,7 +243,7 @@ def _coprofile(rhs):
     return hook() if hook is not None else None
 
 
-_composition = composition.__wrapped__
+composition_unchecked = composition.__wrapped__
 
 
 def _tiler_str(t):
@@ -256,7 +257,7 @@ def _tiler_str(t):
 
 def coalesce_shape(shape):
     """Merge the flattened modes of a shape where static-ness allows (CuTe's ``coalesce(shape)``)."""
-    flat = _flatten(shape)
+    flat = flatten_unchecked(shape)
     if type(flat) is not tuple:
         return flat
     if not flat:
@@ -313,7 +314,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
                                     with_open)
         _need_layout(layout, "complement", "layout")
     # filter (drop stride-0 and size-1 modes) and coalesce, checking the modes on the way
-    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
+    fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     ks, kd = [], []
@@ -332,7 +333,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
             raise CuteTypeError(f"complement needs integer strides, but {layout} has the stride {d}")
         ks.append(s)
         kd.append(d)
-    shape, stride = _bw_coalesce_lists(ks, kd, ks[-1], kd[-1]) if ks else ([1], [0])
+    shape, stride = coalesce_flat_lists(ks, kd, ks[-1], kd[-1]) if ks else ([1], [0])
     if cotarget is None:
         cotarget = sum(_mul(s - 1, d) for s, d in zip(shape, stride)) + 1
     elif type(cotarget) is int:
@@ -340,7 +341,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
             raise CuteValueError(f"complement: the cotarget {cotarget} is negative")
     else:
         cotarget = cotarget.shape if type(cotarget) is Layout else as_int_tuple(cotarget, "complement cotarget")
-        for c in (_flatten(cotarget) if type(cotarget) is tuple else (cotarget,)):
+        for c in (flatten_unchecked(cotarget) if type(cotarget) is tuple else (cotarget,)):
             if type(c) is int and c < 0:
                 raise CuteValueError(f"complement: the cotarget {fmt(cotarget)} has a negative extent")
     if len(stride) == 1 and _is(stride[0], 0):
@@ -376,9 +377,9 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
         rest_shape = (cotarget + new_stride - 1) // new_stride
         rest_stride = new_stride if rest_shape != 1 else 0
     else:
-        rest_shape = coalesce_shape(_ceil_div(cotarget, new_stride))
-        rest_stride = _compact_col_major(rest_shape, new_stride)
-        covered, target = _product(rest_shape) * new_stride, _product(cotarget)
+        rest_shape = coalesce_shape(ceil_div_unchecked(cotarget, new_stride))
+        rest_stride = compact_col_major_unchecked(rest_shape, new_stride)
+        covered, target = product_unchecked(rest_shape) * new_stride, product_unchecked(cotarget)
         if covering and type(covered) is int and type(target) is int and covered < target:
             raise DivisibilityError(
                 f"complement: the shape cotarget {fmt(cotarget)} folded through ceil_div by {fmt(new_stride)} gives "
@@ -390,7 +391,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
     else:
         result_shape.append(rest_shape)
         result_stride.append(rest_stride)
-    result = _bw_coalesce(result_shape, result_stride, result_shape[-1], result_stride[-1])
+    result = coalesce_flat(result_shape, result_stride, result_shape[-1], result_stride[-1])
     if with_open:
         return result, type(rest_shape) is tuple or not _is(rest_shape, 1)
     return result
@@ -409,10 +410,10 @@ def _complement_gap_error(stride, below, layout):
     )
 
 
-_complement = complement.__wrapped__
+complement_unchecked = complement.__wrapped__
 
 
-def _disjoint_complement(layout, cotarget):
+def disjoint_complement(layout, cotarget):
     """CuTe's complement where only its order and disjointness are needed (it may leave gaps):
     ``(complement, open)``, ``open`` when evaluating it past its size stays disjoint from ``layout``."""
     return _complement_impl(layout, cotarget, False, True)
@@ -436,7 +437,7 @@ def _inverse_other(layout, inverse, op):
         inner, off = layout.inner, layout.offset
         if hasattr(inner, "yyy_msk") and type(off) is int and off == 0:
             # inv(S o L) == inv(L) o S for a swizzle (its own inverse)
-            return _composition(inverse(layout.outer), inner)
+            return composition_unchecked(inverse(layout.outer), inner)
         raise CuteValueError(
             f"{op} of a composed layout is supported for a swizzle with offset 0 (its own inverse), got {layout}"
         )
@@ -444,12 +445,12 @@ def _inverse_other(layout, inverse, op):
 
 
 def _flat_modes(layout):
-    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
+    fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     if not fs:
         return [1], [0], [1, 1]
-    s, d = _bw_coalesce_lists(fs, fd, fs[-1], fd[-1])
+    s, d = coalesce_flat_lists(fs, fd, fs[-1], fd[-1])
     pre = [1]
     for x in s:
         pre.append(x * pre[-1])
@@ -469,10 +470,10 @@ def right_inverse(layout):
         return _inverse_other(layout, _right_inverse, "right_inverse")
     shape, stride = layout.shape, layout.stride
     if type(shape) is tuple:
-        fs, fd = _flatten(shape), _flatten(stride)
+        fs, fd = flatten_unchecked(shape), flatten_unchecked(stride)
         if not fs:
-            return _mk(1, 0)
-        s, d = _bw_coalesce_lists(fs, fd, fs[-1], fd[-1])
+            return make_layout_unchecked(1, 0)
+        s, d = coalesce_flat_lists(fs, fd, fs[-1], fd[-1])
     else:
         s, d = [shape], [stride]
     keys, pre, p = [], [], 1
@@ -504,8 +505,8 @@ def right_inverse(layout):
         elif x > curr:
             break  # sorted: no later stride is the extent reached
     if not rs:
-        return _mk(1, 0)
-    return _bw_coalesce(rs, rd, rs[-1], rd[-1])
+        return make_layout_unchecked(1, 0)
+    return coalesce_flat(rs, rd, rs[-1], rd[-1])
 
 
 _right_inverse = right_inverse.__wrapped__
@@ -561,7 +562,7 @@ def left_inverse(layout):
         size = size * (x // size)
         reach = x * s[i]
     rs.append(s[order[-1]])
-    return _coalesce(_mk(tuple(rs), tuple(rd)))
+    return coalesce_unchecked(make_layout_unchecked(tuple(rs), tuple(rd)))
 
 
 # -- common vectors and nullspace --------------------------------------------------------------
@@ -572,11 +573,11 @@ def _common(a, b):
     _need_layout(b, "max_common_layout", "b")
     inv_b = _right_inverse(b)
     try:
-        common = _coalesce(_composition(a, inv_b))
+        common = coalesce_unchecked(composition_unchecked(a, inv_b))
     except DivisibilityError:
         # a o inv_b is no layout as a whole; its first mode is a o (the first mode of inv_b)
         try:
-            common = _coalesce(_composition(a, _coalesce(inv_b)[0]))
+            common = coalesce_unchecked(composition_unchecked(a, coalesce_unchecked(inv_b)[0]))
         except DivisibilityError:
             return inv_b, None  # not even that: one element in common
     first = common[0]
@@ -603,12 +604,12 @@ def max_common_layout(a, b):
         a, b, base_a, base_b = b, a, base_b, base_a
     if base_a is not None:
         common = max_common_layout(a.outer, b.outer if base_b is not None else b)
-        n = _product(common.shape)
-        return _composition(common, base_a) if type(n) is int and base_a < n else common
+        n = product_unchecked(common.shape)
+        return composition_unchecked(common, base_a) if type(n) is int and base_a < n else common
     inv_b, first = _common(a, b)
     if first is None:
-        return _mk(1, 0)
-    return _composition(inv_b, first)
+        return make_layout_unchecked(1, 0)
+    return composition_unchecked(inv_b, first)
 
 
 @memoize
@@ -636,17 +637,17 @@ def nullspace(layout):
     @post size(result) == size(layout) // size(filter(layout))
     """
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
-        return _mk(1, 0)  # not attempted for composed layouts, as in CuTe
+        return make_layout_unchecked(1, 0)  # not attempted for composed layouts, as in CuTe
     _need_layout(layout, "nullspace", "layout")
-    fd = _flatten(layout.stride)
-    fs = _flatten(layout.shape)
+    fd = flatten_unchecked(layout.stride)
+    fs = flatten_unchecked(layout.shape)
     if type(fd) is not tuple:
         fd, fs = (fd,), (fs,)
     idx = [i for i, x in enumerate(fd) if _is(x, 0)]
     if not idx:
-        return _mk(1, 0)
-    rstride = _compact_col_major(fs)
-    return _mk(_unwrap(tuple(fs[i] for i in idx)), _unwrap(tuple(rstride[i] for i in idx)))
+        return make_layout_unchecked(1, 0)
+    rstride = compact_col_major_unchecked(fs)
+    return make_layout_unchecked(_unwrap(tuple(fs[i] for i in idx)), _unwrap(tuple(rstride[i] for i in idx)))
 
 
 # -- alignment ---------------------------------------------------------------------------------
@@ -713,4 +714,4 @@ def _composed_alignment(layout):
     return _gcd(n, max_alignment(layout.outer))
 
 
-_LATE["max_alignment"] = max_alignment
+UPPER_LAYER_OPERATIONS["max_alignment"] = max_alignment

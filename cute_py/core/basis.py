@@ -8,8 +8,8 @@ tensors are built from it.
 """
 
 from ..errors import CuteTypeError, CuteValueError
-from .int_tuple import DynamicInt, _get, _product, as_index, as_int_tuple, short_repr, fmt, is_int
-from .layout import Layout, _mk
+from .int_tuple import DynamicInt, get_unchecked, product_unchecked, as_index, as_int_tuple, short_repr, fmt, is_int
+from .layout import Layout, make_layout_unchecked
 
 __all__ = [
     "ScaledBasis",
@@ -185,7 +185,7 @@ class ArithTuple(tuple):
 
     def __cute_cosize__(self):
         # the size of the bounding shape of a codomain coordinate (each leaf + 1)
-        return _product(_plus_one(tuple(self)))
+        return product_unchecked(_plus_one(tuple(self)))
 
 
 def _coord_element(e):
@@ -238,7 +238,7 @@ def basis_get(b, t):
         t = as_int_tuple(t, "basis_get argument", allow_basis=True)
     if type(b) is not ScaledBasis or not b.modes:
         return t
-    return _get(t, b.modes)
+    return get_unchecked(t, b.modes)
 
 
 def basis_value(b):
@@ -268,4 +268,4 @@ def make_identity_layout(shape):
     @post make_identity_layout(s)(c) == c for every coordinate c of s
     """
     shape = Layout(shape).shape  # validated: an IntTuple of extents >= 0
-    return _mk(shape, _basis_like(shape, ())) if type(shape) is tuple else Layout(shape, 1)
+    return make_layout_unchecked(shape, _basis_like(shape, ())) if type(shape) is tuple else Layout(shape, 1)

@@ -10,8 +10,8 @@ layout's; the algebra acts on the outer layout (divides, products, coalesce,
 from .memo import memoize
 from .algebra import composition
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
-from .int_tuple import _crd2idx, _product, as_index, as_int_tuple, short_repr, fmt, is_int
-from .layout import Layout, _flat_ints, _has_none, _mk, dice, slice_, slice_and_offset
+from .int_tuple import crd2idx_unchecked, product_unchecked, as_index, as_int_tuple, short_repr, fmt, is_int
+from .layout import Layout, is_flat_int_tuple, has_none, make_layout_unchecked, dice, slice_, slice_and_offset
 from .swizzle import Swizzle, carries_exactly, make_swizzle
 
 # Swizzles and composed layouts are not memoisation keys: every identity swizzle S<0,m,s> equals every other
@@ -148,9 +148,9 @@ class ComposedLayout:
             coord = coord[0]
         elif not coord:
             raise CuteValueError("a composed layout is evaluated at a coordinate: layout(i) or layout((i, j))")
-        if type(coord) is not int and not _flat_ints(coord):
+        if type(coord) is not int and not is_flat_int_tuple(coord):
             coord = as_int_tuple(coord, "coordinate", allow_none=True)
-            if _has_none(coord):
+            if has_none(coord):
                 return slice_(self, coord)
         if type(self.offset) is SmemPtrFlag:
             raise CuteValueError(
@@ -159,7 +159,7 @@ class ComposedLayout:
                 f"as_position_independent_swizzle_layout(layout)")
         outer = self.outer
         if type(outer) is Layout:
-            r = _crd2idx(coord, outer.shape, outer.stride)
+            r = crd2idx_unchecked(coord, outer.shape, outer.stride)
         else:
             r = outer(coord)
         return self.inner(self.offset + r)
@@ -215,7 +215,7 @@ def _swizzle_transport(sw, layout):
     # composition(layout, sw): the swizzle whose masks are the layout's images of sw's, o layout;
     # CuTe notes that this "works in many cases, but not all": cute_py checks that it does
     carried = make_swizzle(None, yyy_msk=layout(sw.yyy_msk), zzz_msk=layout(sw.zzz_msk))
-    n = _product(layout.shape)
+    n = product_unchecked(layout.shape)
     if type(n) is not int:
         raise StaticValueRequired(f"carrying the swizzle {sw} through {layout} needs a static size")
     if not carries_exactly(sw, carried, layout, n):
@@ -400,8 +400,8 @@ def _swizzle_slice(coord, inner, off, outer):
     # CuTe's decay of a sliced swizzled layout to a plain layout (or a re-offset composed layout)
     b, m, s = inner.bits, inner.base, abs(inner.shift)
     sw_shape = (1 << m, 1 << b, 1 << (s - b), 1 << b, 1)
-    anti_zy = _mk(sw_shape, (1, 0, 1 << (m + b), 0, 1 << (m + b + s)))
-    only_zy = _mk(sw_shape, (0, 1 << m, 0, 1 << (m + s), 0))
+    anti_zy = make_layout_unchecked(sw_shape, (1, 0, 1 << (m + b), 0, 1 << (m + b + s)))
+    only_zy = make_layout_unchecked(sw_shape, (0, 1 << m, 0, 1 << (m + s), 0))
     sliced = slice_(outer, coord)
     diced = dice(coord, outer)
     diced_coord = dice(coord, coord)
@@ -422,7 +422,7 @@ def _swizzle_slice(coord, inner, off, outer):
         return tuple(((y + z) << i) if (offset_only_zy & (z << i)) == 0 else ((y - z) << i) for i in range(b))
 
     two = (2,) * b
-    swizzle_layout = _mk(
+    swizzle_layout = make_layout_unchecked(
         (1 << m, two, 1 << (s - b), two, 1),
         (1, strides(z < y), 1 << (m + b), strides(z > y), 1 << (m + b + s)),
     )
@@ -430,7 +430,7 @@ def _swizzle_slice(coord, inner, off, outer):
 
 
 def _size(layout):
-    return _product(layout.shape)
+    return product_unchecked(layout.shape)
 
 
 def check_offset_zero(layout, op):

@@ -13,7 +13,7 @@ User input is normalised once, at the public functions (:func:`as_int_tuple`): l
 become tuples, integer-like values (``numpy.int64``...) become ``int``, anything else
 (floats, strings, ``None``, bools, other objects) raises :class:`~cute_py.errors.CuteTypeError`,
 and nesting deeper than :data:`MAX_DEPTH` raises :class:`~cute_py.errors.CuteValueError`.
-The library calls the underscored implementations (``_product``...) on values it
+The library calls the underscored implementations (``product_unchecked``...) on values it
 already holds in that form.
 """
 
@@ -139,12 +139,12 @@ def is_static(x):
         x = as_int_tuple(x, "is_static argument")
     except CuteTypeError:
         return False
-    return _is_static(x)
+    return is_static_unchecked(x)
 
 
-def _is_static(x):
+def is_static_unchecked(x):
     if type(x) is tuple:
-        return all(_is_static(e) for e in x)
+        return all(is_static_unchecked(e) for e in x)
     return type(x) is int
 
 
@@ -185,14 +185,14 @@ def _normalise(x, what, allow_none, allow_basis, level, whole):
     elif allow_basis and getattr(x, "__cute_stride__", False):
         return x
     elif not isinstance(x, (bool, float, str, bytes)):  # a bool has __index__, but True is no extent
-        v = _index(x)
+        v = index_or_none(x)
         if v is not None:
             return v
     where = "" if whole is x else f" in {short_repr(whole)}"
     raise CuteTypeError(f"{what} must be an int or a tuple of ints, got {short_repr(x)} ({t.__name__}){where}")
 
 
-def _index(x):
+def index_or_none(x):
     # the int of an integer-like value (numpy integers...), or None
     if getattr(type(x), "__index__", None) is None:
         return None
@@ -210,7 +210,7 @@ def as_index(x, what):
     if isinstance(x, DynamicInt):
         raise StaticValueRequired(f"{what} must be a static int, but it is only known at run time ({fmt(x)})")
     if not isinstance(x, (bool, float, str, bytes)):
-        v = _index(x)
+        v = index_or_none(x)
         if v is not None:
             return v
     raise CuteTypeError(f"{what} must be a static int, got {short_repr(x)} ({type(x).__name__})")
@@ -258,7 +258,7 @@ def _need_static(x, what):
     return x
 
 
-def _as_mode(mode, op):
+def as_mode(mode, op):
     # a (nested) mode index: an int or a sequence of ints
     if type(mode) is tuple or type(mode) is list:
         return tuple(as_index(i, f"{op}: a mode index") for i in mode)
@@ -272,19 +272,19 @@ def get(x, mode=()):
     Objects with a ``shape`` attribute (layouts, tensors) are indexed by their
     ``__getitem__``.
     """
-    mode = _as_mode(mode, "get")
-    if type(x) is not int and not _is_shaped(x):
+    mode = as_mode(mode, "get")
+    if type(x) is not int and not is_shaped(x):
         x = as_int_tuple(x, "get argument", allow_none=True, allow_basis=True)
-    return _get(x, mode)
+    return get_unchecked(x, mode)
 
 
-def _is_shaped(x):
+def is_shaped(x):
     # a layout, tensor or other algebra object with a shape (not a number, an array or a basis stride)
     return (hasattr(x, "shape") and not isinstance(x, numbers.Number) and not hasattr(x, "__array__")
             and not hasattr(type(x), "__index__"))
 
 
-def _get(x, mode):
+def get_unchecked(x, mode):
     for i in mode:
         if type(x) is tuple:
             if not -len(x) <= i < len(x):
@@ -303,15 +303,15 @@ def _get(x, mode):
 
 def product(a):
     """Product of all leaves; ``product(()) == 1``."""
-    return _product(as_int_tuple(a, "product argument"))
+    return product_unchecked(as_int_tuple(a, "product argument"))
 
 
-def _product(a):
+def product_unchecked(a):
     if type(a) is tuple:
         # tuple: product of the products of the elements
         r = 1
         for e in a:
-            r = r * (_product(e) if type(e) is tuple else e)
+            r = r * (product_unchecked(e) if type(e) is tuple else e)
         return r
     # int: itself
     return a
@@ -319,12 +319,12 @@ def _product(a):
 
 def product_each(a):
     """Tuple of the products of each mode; an int is wrapped: ``product_each(4) == (4,)``."""
-    return _product_each(as_int_tuple(a, "product_each argument"))
+    return product_each_unchecked(as_int_tuple(a, "product_each argument"))
 
 
-def _product_each(a):
+def product_each_unchecked(a):
     if type(a) is tuple:
-        return tuple(_product(e) for e in a)
+        return tuple(product_unchecked(e) for e in a)
     return (a,)
 
 
@@ -340,7 +340,7 @@ def _product_like(a, guide):
             raise RankError(f"{fmt(a)} does not have the profile of {fmt(guide)}")
         return tuple(_product_like(x, g) for x, g in zip(a, guide))
     # leaf guide: the whole sub-tuple collapses to its product
-    return _product(a)
+    return product_unchecked(a)
 
 
 def _shape_of(x, allow_basis=False):
@@ -351,7 +351,7 @@ def _shape_of(x, allow_basis=False):
         return as_int_tuple(x, "shape", allow_basis=allow_basis)
     if isinstance(x, DynamicInt) or (allow_basis and getattr(x, "__cute_stride__", False)):
         return x
-    if _is_shaped(x):
+    if is_shaped(x):
         return x.shape
     return as_int_tuple(x, "shape (an IntTuple, a layout or a tensor)")
 
@@ -361,8 +361,8 @@ def size(a, mode=()):
     """Number of elements of an IntTuple, layout or tensor (of its ``mode`` if given)."""
     x = _shape_of(a)
     if mode != ():
-        x = _get(x, _as_mode(mode, "size"))
-    return _product(x)
+        x = get_unchecked(x, as_mode(mode, "size"))
+    return product_unchecked(x)
 
 
 @_depth_guarded
@@ -370,7 +370,7 @@ def rank(a, mode=()):
     """Number of top-level modes: ``len`` of a tuple, 1 for an int."""
     x = _shape_of(a, allow_basis=True)
     if mode != ():
-        x = _get(x, _as_mode(mode, "rank"))
+        x = get_unchecked(x, as_mode(mode, "rank"))
     return len(x) if type(x) is tuple else 1
 
 
@@ -379,24 +379,24 @@ def depth(a, mode=()):
     """Nesting depth: 0 for an int, 1 + the deepest element for a tuple."""
     x = _shape_of(a, allow_basis=True)
     if mode != ():
-        x = _get(x, _as_mode(mode, "depth"))
-    return _depth(x)
+        x = get_unchecked(x, as_mode(mode, "depth"))
+    return depth_unchecked(x)
 
 
-def _depth(x):
+def depth_unchecked(x):
     if type(x) is tuple:
         # tuple: one level more than its deepest element (an empty tuple has depth 1)
-        return 1 + max((_depth(e) for e in x), default=0)
+        return 1 + max((depth_unchecked(e) for e in x), default=0)
     # int: depth 0
     return 0
 
 
 def flatten(a):
     """All leaves of ``a`` in one flat tuple; an int stays an int."""
-    return _flatten(as_int_tuple(a, "flatten argument", allow_none=True, allow_basis=True))
+    return flatten_unchecked(as_int_tuple(a, "flatten argument", allow_none=True, allow_basis=True))
 
 
-def _flatten(a):
+def flatten_unchecked(a):
     if type(a) is not tuple:
         return a
     for e in a:
@@ -431,7 +431,7 @@ def _unflatten(flat, profile):
             return tuple(build(e) for e in p)
         return next(it)
 
-    n = len(_flatten(profile)) if type(profile) is tuple else 1
+    n = len(flatten_unchecked(profile)) if type(profile) is tuple else 1
     if n != len(flat):
         raise RankError(f"cannot unflatten {fmt(flat)} ({len(flat)} leaves) to the profile of {fmt(profile)} ({n} leaves)")
     return build(profile)
@@ -477,7 +477,7 @@ def _shape_div(a, b):
         return tuple(out)
     if type(b) is tuple:
         # int tuple
-        return _shape_div(a, _product(b))
+        return _shape_div(a, product_unchecked(b))
     # int int
     if type(b) is int and b <= 0:
         raise CuteValueError(f"shape_div needs a positive divisor, got shape_div({fmt(a)}, {b})")
@@ -498,25 +498,25 @@ def ceil_div(a, b):
     - int, tuple: ``ceil_div(a, product(b))``;
     - int, int: ``(a + b - 1) // b``, for a positive divisor ``b``.
     """
-    return _ceil_div(as_int_tuple(a, "ceil_div dividend"), as_int_tuple(b, "ceil_div divisor"))
+    return ceil_div_unchecked(as_int_tuple(a, "ceil_div dividend"), as_int_tuple(b, "ceil_div divisor"))
 
 
-def _ceil_div(a, b):
+def ceil_div_unchecked(a, b):
     if type(a) is tuple:
         if type(b) is tuple:
             # tuple tuple: element-wise, b padded with 1s
             if len(a) < len(b):
                 raise RankError(f"ceil_div needs rank(a) >= rank(b), got {fmt(a)} and {fmt(b)}")
-            return tuple(_ceil_div(x, b[i] if i < len(b) else 1) for i, x in enumerate(a))
+            return tuple(ceil_div_unchecked(x, b[i] if i < len(b) else 1) for i, x in enumerate(a))
         # tuple int: fold
         out = []
         for x in a:
-            out.append(_ceil_div(x, b))
-            b = _ceil_div(b, x)
+            out.append(ceil_div_unchecked(x, b))
+            b = ceil_div_unchecked(b, x)
         return tuple(out)
     if type(b) is tuple:
         # int tuple
-        return _ceil_div(a, _product(b))
+        return ceil_div_unchecked(a, product_unchecked(b))
     # int int
     if type(b) is int and b <= 0:
         raise CuteValueError(f"ceil_div needs a positive divisor, got ceil_div({fmt(a)}, {b})")
@@ -558,7 +558,7 @@ def _prefix_product(a, init=1):
         out = []
         for x in a:
             out.append(_prefix_product(x, init))
-            init = init * _product(x)
+            init = init * product_unchecked(x)
         return tuple(out)
     if type(init) is tuple:
         raise RankError(f"prefix_product of an int {fmt(a)} with a tuple init {fmt(init)}")
@@ -582,7 +582,7 @@ def _suffix_product(a, init=1):
         out = []
         for x in reversed(a):
             out.append(_suffix_product(x, init))
-            init = init * _product(x)
+            init = init * product_unchecked(x)
         return tuple(reversed(out))
     if type(init) is tuple:
         raise RankError(f"suffix_product of an int {fmt(a)} with a tuple init {fmt(init)}")
@@ -621,7 +621,7 @@ def _compact_major(shape, current, left):
     return _compact(shape, current, left)[0]
 
 
-def _compact_col_major(shape, current=1):
+def compact_col_major_unchecked(shape, current=1):
     return _compact(shape, current, True)[0]
 
 
@@ -636,8 +636,8 @@ def compact_order(shape, order):
     order = as_int_tuple(order, "order")
     if not _weakly_congruent(order, shape):
         raise RankError(f"order {fmt(order)} must be weakly congruent to shape {fmt(shape)}")
-    ref_shape = _flatten(_product_like(shape, order))
-    ref_order = _flatten(order)
+    ref_shape = flatten_unchecked(_product_like(shape, order))
+    ref_order = flatten_unchecked(order)
     if type(ref_shape) is not tuple:
         ref_shape, ref_order = (ref_shape,), (ref_order,)
     for o in ref_order:
@@ -650,7 +650,7 @@ def compact_order(shape, order):
         for rs, ro in zip(ref_shape, ref_order):
             if ro < o:
                 start = start * rs
-        return _compact_col_major(s, start)
+        return compact_col_major_unchecked(s, start)
 
     return rec(shape, order)
 
@@ -665,9 +665,9 @@ def crd2idx(coord, shape, stride=None):
     (column-major) index of ``coord``.
     """
     if stride is None:
-        if _is_shaped(shape):
+        if is_shaped(shape):
             return _crd2idx_layout(coord, shape)
-        return _crd2idx_colex(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"))
+        return crd2idx_colex(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"))
     if type(coord) is tuple and type(shape) is tuple and type(stride) is tuple and len(coord) == len(shape) == len(stride):
         # flat static coordinates: checked and summed in one pass
         r = 0
@@ -677,7 +677,7 @@ def crd2idx(coord, shape, stride=None):
             r = r + c * d
         else:
             return r
-    return _crd2idx(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"),
+    return crd2idx_unchecked(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"),
                     as_int_tuple(stride, "stride", allow_basis=True))
 
 
@@ -695,7 +695,7 @@ def _crd2idx_layout(coord, layout):
     return layout(coord)
 
 
-def _crd2idx(coord, shape, stride):
+def crd2idx_unchecked(coord, shape, stride):
     if type(coord) is tuple:
         if type(shape) is tuple:
             # tuple tuple tuple: sum over the modes
@@ -708,7 +708,7 @@ def _crd2idx(coord, shape, stride):
                 if type(c) is int and type(s) is int and type(d) is int:
                     r = r + c * d  # int int int, inlined
                 else:
-                    r = r + _crd2idx(c, s, d)
+                    r = r + crd2idx_unchecked(c, s, d)
             return r
         # tuple int int: a tuple coordinate into a leaf mode is an error (as in CuTe)
         raise RankError(f"the coordinate {fmt(coord)} is a tuple but the shape {fmt(shape)} is an int")
@@ -722,12 +722,12 @@ def _crd2idx(coord, shape, stride):
         last = len(shape) - 1
         for i, (s, d) in enumerate(zip(shape, stride)):
             if i == last:
-                return r + _crd2idx(coord, s, d)
-            p = _product(s)
+                return r + crd2idx_unchecked(coord, s, d)
+            p = product_unchecked(s)
             if type(p) is int and p == 0:
                 raise CuteValueError(f"the index {fmt(coord)} cannot be split over the empty mode {fmt(s)} "
                                      f"of shape {fmt(shape)}")
-            r = r + _crd2idx(coord % p, s, d)
+            r = r + crd2idx_unchecked(coord % p, s, d)
             coord = coord // p
         return r
     if type(stride) is tuple:
@@ -736,7 +736,7 @@ def _crd2idx(coord, shape, stride):
     return 0 if type(stride) is int and stride == 0 else coord * stride
 
 
-def _crd2idx_colex(coord, shape):
+def crd2idx_colex(coord, shape):
     if type(coord) is not tuple:
         # int coordinate: already an index
         return coord
@@ -745,8 +745,8 @@ def _crd2idx_colex(coord, shape):
     # tuple tuple: flatten both to the coordinate's profile and apply Horner's rule
     if len(coord) != len(shape):
         raise RankError(f"coordinate {fmt(coord)} does not match the rank of shape {fmt(shape)}")
-    fc = _flatten(coord)
-    fs = _flatten(_product_like(shape, coord))
+    fc = flatten_unchecked(coord)
+    fs = flatten_unchecked(_product_like(shape, coord))
     if not fc:
         return 0
     r = fc[-1]
@@ -769,16 +769,16 @@ def idx2crd(idx, shape, stride=None):
     shape = as_int_tuple(shape, "shape")
     if stride is not None:
         stride = as_int_tuple(stride, "stride")
-    return _idx2crd(idx, shape, stride)
+    return idx2crd_unchecked(idx, shape, stride)
 
 
-def _idx2crd(idx, shape, stride=None):
+def idx2crd_unchecked(idx, shape, stride=None):
     if stride is None:
         if type(idx) is tuple:
             # tuple tuple: mode by mode
             if type(shape) is not tuple or len(idx) != len(shape):
                 raise RankError(f"index {fmt(idx)} does not match the rank of shape {fmt(shape)}")
-            return tuple(_idx2crd(i, s) for i, s in zip(idx, shape))
+            return tuple(idx2crd_unchecked(i, s) for i, s in zip(idx, shape))
         if type(shape) is tuple:
             # int tuple: colexicographic split, the last mode taking the rest
             return _idx2crd_colex(idx, shape)
@@ -796,7 +796,7 @@ def _idx2crd_colex(idx, shape):
         if i == last:
             out.append(_idx2crd_colex(idx, s) if type(s) is tuple else idx)
             break
-        p = _product(s)
+        p = product_unchecked(s)
         if type(p) is int and p == 0:
             raise CuteValueError(f"idx2crd cannot split the index {fmt(idx)} over the empty mode {fmt(s)} "
                                  f"of shape {fmt(shape)}")
@@ -883,7 +883,7 @@ def _elem_scale(a, b):
             raise RankError(f"elem_scale needs {fmt(b)} to have the rank of {fmt(a)}")
         return tuple(_elem_scale(x, y) for x, y in zip(a, b))
     # int: scale by the whole of b
-    return a * _product(b)
+    return a * product_unchecked(b)
 
 
 def inner_product(a, b):
@@ -920,12 +920,12 @@ def _profile_of(x, allow_none=True):
 @_depth_guarded
 def is_congruent(a, b):
     """True if ``a`` and ``b`` have the same profile (same nesting, same ranks)."""
-    return _congruent(_profile_of(a), _profile_of(b))
+    return congruent_unchecked(_profile_of(a), _profile_of(b))
 
 
-def _congruent(a, b):
+def congruent_unchecked(a, b):
     if type(a) is tuple and type(b) is tuple:
-        return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(congruent_unchecked(x, y) for x, y in zip(a, b))
     return (type(a) is tuple) == (type(b) is tuple)
 
 
@@ -957,51 +957,51 @@ def _compatible(a, b):
         # tuple int
         return False
     # int anything: a equals the size of b
-    return a == _product(b)
+    return a == product_unchecked(b)
 
 
 def evenly_divides(shape, tiler):
     """True if ``tiler`` (an IntTuple or layout per mode) tiles ``shape`` with no remainder."""
-    return _evenly_divides(as_int_tuple(shape, "shape"), _as_tiler_tuple(tiler))
+    return evenly_divides_unchecked(as_int_tuple(shape, "shape"), as_tiler_tuple(tiler))
 
 
-def _as_tiler_tuple(t, what="tiler", level=0):
+def as_tiler_tuple(t, what="tiler", level=0):
     # lists become tuples, integer-likes ints; layouts (and other shaped objects), None and basis strides
     # are kept; anything else is rejected
     if type(t) is tuple or type(t) is list or isinstance(t, tuple):
         if level >= MAX_DEPTH:
             raise CuteValueError(f"{what} is nested more than {MAX_DEPTH} levels deep (the limit of cute_py)")
-        return tuple(_as_tiler_tuple(e, what, level + 1) for e in t)
-    if type(t) is int or t is None or _is_shaped(t) or getattr(t, "__cute_stride__", False):
+        return tuple(as_tiler_tuple(e, what, level + 1) for e in t)
+    if type(t) is int or t is None or is_shaped(t) or getattr(t, "__cute_stride__", False):
         return t
     return as_int_tuple(t, what)
 
 
-def _evenly_divides(shape, tiler):
+def evenly_divides_unchecked(shape, tiler):
     if type(tiler) is tuple:
         if type(shape) is not tuple or len(tiler) > len(shape):
             return False
-        return all(_evenly_divides(s, t) for s, t in zip(shape, tiler))
+        return all(evenly_divides_unchecked(s, t) for s, t in zip(shape, tiler))
     t = size(tiler)
     if type(t) is int and t <= 0:
         return False
-    return size(shape) == t * size(_ceil_div(_product(shape), t))
+    return size(shape) == t * size(ceil_div_unchecked(product_unchecked(shape), t))
 
 
 def filter_zeros_tuple(a, b=None):
     """Replace the modes of ``b`` paired with a static 0 in ``a`` by 1s (``b`` defaults to ``a``)."""
     a = as_int_tuple(a, "filter_zeros guide", allow_basis=True)
     b = a if b is None else as_int_tuple(b, "filter_zeros argument", allow_basis=True)
-    return _filter_zeros_tuple(a, b)
+    return filter_zeros_tuple_unchecked(a, b)
 
 
-def _filter_zeros_tuple(a, b=None):
+def filter_zeros_tuple_unchecked(a, b=None):
     if b is None:
         b = a
     if type(a) is tuple:
         if type(b) is not tuple or len(a) != len(b):
             raise RankError(f"filter_zeros: the profile {fmt(a)} does not match {fmt(b)}")
-        return tuple(_filter_zeros_tuple(x, y) for x, y in zip(a, b))
+        return tuple(filter_zeros_tuple_unchecked(x, y) for x, y in zip(a, b))
     if type(a) is int and a == 0:
         return _ones_like(b)
     return b

@@ -9,10 +9,11 @@ keeps the ``None`` modes (CuTe's ``_``).
 
 from .memo import memoize, register_key_type, set_error_type
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
-from .int_tuple import (MAX_DEPTH, DynamicInt, _as_mode, _as_tiler_tuple, _compact_col_major, _congruent, _crd2idx,
-                        _crd2idx_colex, _depth, _filter_zeros_tuple, _get, _idx2crd, _is_shaped, as_index,
+from .int_tuple import (MAX_DEPTH, DynamicInt, as_mode, as_tiler_tuple, compact_col_major_unchecked,
+                        congruent_unchecked, crd2idx_unchecked, crd2idx_colex, depth_unchecked,
+                        filter_zeros_tuple_unchecked, get_unchecked, idx2crd_unchecked, is_shaped, as_index,
                         as_int_tuple, short_repr, compact_order, fmt, is_int)
-from .int_tuple import _flatten as _flatten_tuple
+from .int_tuple import flatten_unchecked as _flatten_tuple
 
 __all__ = [
     "Layout",
@@ -54,7 +55,7 @@ def _check_shape(shape, whole):
         raise CuteValueError(f"shape extents must be >= 0, got {shape} in shape {fmt(whole)}")
 
 
-def _mk(shape, stride):
+def make_layout_unchecked(shape, stride):
     """Build a layout without validation (for the library's own, already valid, results)."""
     layout = _new(Layout)
     _set(layout, "shape", shape)
@@ -62,14 +63,14 @@ def _mk(shape, stride):
     return layout
 
 
-def _concat(layouts):
+def concat_layouts(layouts):
     """The concatenation of layouts as the modes of a new layout (``make_layout(*layouts)``)."""
-    return _mk(tuple(x.shape for x in layouts), tuple(x.stride for x in layouts))
+    return make_layout_unchecked(tuple(x.shape for x in layouts), tuple(x.stride for x in layouts))
 
 
-def _vector(n):
+def vector_layout(n):
     """``Layout(n)`` for a leaf ``n``: ``n:1`` (``1:0`` for a static 1)."""
-    return _mk(n, 0 if (type(n) is int and n == 1) else 1)
+    return make_layout_unchecked(n, 0 if (type(n) is int and n == 1) else 1)
 
 
 @register_key_type
@@ -87,10 +88,10 @@ class Layout:
         shape = as_int_tuple(shape, "shape")
         _check_shape(shape, shape)
         if stride is None:
-            stride = _compact_col_major(shape)
+            stride = compact_col_major_unchecked(shape)
         else:
             stride = _as_stride(stride)
-            if not _congruent(shape, stride):
+            if not congruent_unchecked(shape, stride):
                 raise RankError(f"stride {fmt(stride)} is not congruent to shape {fmt(shape)}")
         _set(self, "shape", shape)
         _set(self, "stride", stride)
@@ -141,7 +142,7 @@ class Layout:
             i = as_index(i, "a mode index of a layout")
         if type(self.shape) is tuple:
             try:
-                return _mk(self.shape[i], self.stride[i])
+                return make_layout_unchecked(self.shape[i], self.stride[i])
             except IndexError:
                 raise RankError(f"mode {i} is out of range for layout {self} of rank {len(self.shape)}") from None
         if i in (0, -1):
@@ -151,7 +152,7 @@ class Layout:
     def __iter__(self):
         if type(self.shape) is tuple:
             for s, d in zip(self.shape, self.stride):
-                yield _mk(s, d)
+                yield make_layout_unchecked(s, d)
         else:
             yield self
 
@@ -165,12 +166,12 @@ class Layout:
             coord = coord[0]
         elif not coord:
             raise CuteValueError("a layout is evaluated at a coordinate: layout(i) or layout((i, j))")
-        if type(coord) is not int and not _flat_ints(coord):
+        if type(coord) is not int and not is_flat_int_tuple(coord):
             coord = as_int_tuple(coord, "coordinate", allow_none=True)
-            if _has_none(coord):
+            if has_none(coord):
                 return slice_(self, coord)
         try:
-            r = _crd2idx(coord, self.shape, self.stride)
+            r = crd2idx_unchecked(coord, self.shape, self.stride)
         except RecursionError:
             raise CuteValueError(f"the layout is nested too deeply to evaluate ({short_repr(self)})") from None
         if type(r) is int:
@@ -197,22 +198,23 @@ class Layout:
         """
         hier = _hier_coord(self, idx, "get_flat_coord")
         if type(self.shape) is not tuple:
-            return _crd2idx_colex(hier, self.shape)
+            return crd2idx_colex(hier, self.shape)
         if len(self.shape) == 1:  # one mode: its index (CuTe's repeat<1> is a single int)
-            return _crd2idx_colex(hier[0], self.shape[0])
-        return tuple(_crd2idx_colex(c, s) for c, s in zip(hier, self.shape))
+            return crd2idx_colex(hier[0], self.shape[0])
+        return tuple(crd2idx_colex(c, s) for c, s in zip(hier, self.shape))
 
     def get_1d_coord(self, idx):
         """The colexicographic 1-D coordinate of ``idx``.  @post self(result) == idx"""
-        return _crd2idx_colex(_hier_coord(self, idx, "get_1d_coord"), self.shape)
+        return crd2idx_colex(_hier_coord(self, idx, "get_1d_coord"), self.shape)
 
     @property
     def max_alignment(self):
         """The largest N such that the layout's offsets come in aligned runs of N (see :func:`max_alignment`)."""
-        return _LATE["max_alignment"](self)
+        return UPPER_LAYER_OPERATIONS["max_alignment"](self)
 
 
-_LATE = {}  # operations of the modules above this one that a Layout offers as attributes (they register here)
+# operations of the modules above this one that a Layout offers as attributes (they register here)
+UPPER_LAYER_OPERATIONS = {}
 
 
 def _hier_coord(layout, idx, op):
@@ -222,8 +224,8 @@ def _hier_coord(layout, idx, op):
         if not is_int(d):
             raise CuteTypeError(f"{op} needs integer strides, got {layout}")
     try:
-        crd = _idx2crd(idx, layout.shape, layout.stride)
-        back = _crd2idx(crd, layout.shape, layout.stride)
+        crd = idx2crd_unchecked(idx, layout.shape, layout.stride)
+        back = crd2idx_unchecked(crd, layout.shape, layout.stride)
     except RecursionError:
         raise CuteValueError(f"{op}: the layout is nested too deeply ({short_repr(layout)})") from None
     if type(back) is int and type(idx) is int and back != idx:
@@ -238,7 +240,7 @@ def is_layout(x):
     return type(x) is Layout
 
 
-def _flat_ints(c):
+def is_flat_int_tuple(c):
     # True for a flat tuple of ints: a coordinate that needs no normalising and has no None
     if type(c) is not tuple:
         return False
@@ -248,11 +250,11 @@ def _flat_ints(c):
     return True
 
 
-def _has_none(c):
+def has_none(c):
     if type(c) is not tuple:
         return c is None
     for e in c:
-        if e is None or (type(e) is tuple and _has_none(e)):
+        if e is None or (type(e) is tuple and has_none(e)):
             return True
     return False
 
@@ -267,7 +269,8 @@ def make_layout(*args, stride=None):
     if args and all(type(a) is Layout for a in args):
         if stride is not None:
             raise CuteTypeError("make_layout(*layouts) takes no stride")
-        return _limit_depth(_mk(tuple(a.shape for a in args), tuple(a.stride for a in args)), "make_layout")
+        shape, stride = tuple(a.shape for a in args), tuple(a.stride for a in args)
+        return _limit_depth(make_layout_unchecked(shape, stride), "make_layout")
     if len(args) == 2 and stride is None:
         args, stride = args[:1], args[1]
     if len(args) != 1:
@@ -278,7 +281,7 @@ def make_layout(*args, stride=None):
 def _limit_depth(layout, op):
     """``layout``, unless an operation that nests modes made it deeper than :data:`MAX_DEPTH`."""
     try:
-        d = _depth(layout.shape)
+        d = depth_unchecked(layout.shape)
     except RecursionError:
         d = None
     if d is None or d > MAX_DEPTH:
@@ -301,7 +304,7 @@ def make_layout_like(layout):
     Static 0 strides are kept: ``(2,2,2,2):(0,2,4,1) -> (2,2,2,2):(0,2,4,1)``.
     """
     _need_layout(layout, "make_layout_like")
-    shape = _filter_zeros_tuple(layout.stride, layout.shape)
+    shape = filter_zeros_tuple_unchecked(layout.stride, layout.shape)
     return Layout(layout.shape, compact_order(shape, _order_of(layout.stride)))
 
 
@@ -333,11 +336,11 @@ def cosize(layout, mode=()):
     strides it is the size of the codomain's bounding shape (CuTe's ``coshape``).
     """
     if mode != ():
-        if not _is_shaped(layout):
+        if not is_shaped(layout):
             raise CuteTypeError(f"cosize expects a layout, got {short_repr(layout)}")
-        layout = _get(layout, _as_mode(mode, "cosize"))
+        layout = get_unchecked(layout, as_mode(mode, "cosize"))
     if type(layout) is not Layout:
-        if _is_shaped(layout) and hasattr(layout, "cosize"):
+        if is_shaped(layout) and hasattr(layout, "cosize"):
             return layout.cosize()
         raise CuteTypeError(f"cosize expects a layout, got {short_repr(layout)}")
     try:
@@ -362,7 +365,7 @@ def _static_basis(x):
     return getattr(x, "__cute_static__", False)
 
 
-def _bw_coalesce_lists(fs, fd, ns, nd):
+def coalesce_flat_lists(fs, fd, ns, nd):
     """Merge the flat modes ``fs:fd`` (all but the last) into the seed ``ns:nd``, back to front.
 
     CuTe's rules, in order, for each mode ``s:d`` against the front ``t:e`` of the result:
@@ -397,35 +400,35 @@ def _bw_coalesce_lists(fs, fd, ns, nd):
     return shapes, strides
 
 
-def _bw_coalesce(fs, fd, ns, nd):
-    """:func:`_bw_coalesce_lists` as a layout (a leaf layout when one mode is left)."""
-    shapes, strides = _bw_coalesce_lists(fs, fd, ns, nd)
+def coalesce_flat(fs, fd, ns, nd):
+    """:func:`coalesce_flat_lists` as a layout (a leaf layout when one mode is left)."""
+    shapes, strides = coalesce_flat_lists(fs, fd, ns, nd)
     if len(shapes) == 1:
-        return _mk(shapes[0], strides[0])
-    return _mk(tuple(shapes), tuple(strides))
+        return make_layout_unchecked(shapes[0], strides[0])
+    return make_layout_unchecked(tuple(shapes), tuple(strides))
 
 
-def _coalesce(layout):
+def coalesce_unchecked(layout):
     fs, fd = layout.shape, layout.stride
     if type(fs) is not tuple:
-        return _mk(1, 0) if type(fs) is int and fs == 1 else layout
+        return make_layout_unchecked(1, 0) if type(fs) is int and fs == 1 else layout
     fs, fd = _flatten_tuple(fs), _flatten_tuple(fd)
     if not fs:
-        return _mk(1, 0)
-    return _bw_coalesce(fs, fd, fs[-1], fd[-1])
+        return make_layout_unchecked(1, 0)
+    return coalesce_flat(fs, fd, fs[-1], fd[-1])
 
 
 def _coalesce_x(layout):
-    # like _coalesce, but a trailing size-1 mode keeps its stride (the function outside the domain)
+    # like coalesce_unchecked, but a trailing size-1 mode keeps its stride (the function outside the domain)
     fs, fd = _flatten_tuple(layout.shape), _flatten_tuple(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     if not fs:
-        return _mk(1, 0)
+        return make_layout_unchecked(1, 0)
     last = fs[-1]
     if type(last) is int and last == 1:
-        return _bw_coalesce(fs, fd, 2, fd[-1])
-    return _bw_coalesce(fs, fd, last, fd[-1])
+        return coalesce_flat(fs, fd, 2, fd[-1])
+    return coalesce_flat(fs, fd, last, fd[-1])
 
 
 def _filter_flat(layout):
@@ -442,12 +445,12 @@ def _filter_flat(layout):
         kd.append(d)
     if not ks:
         return [1], [0]
-    return _bw_coalesce_lists(ks, kd, ks[-1], kd[-1])
+    return coalesce_flat_lists(ks, kd, ks[-1], kd[-1])
 
 
 def _filter(layout):
     s, d = _filter_flat(layout)
-    return _mk(s[0], d[0]) if len(s) == 1 else _mk(tuple(s), tuple(d))
+    return make_layout_unchecked(s[0], d[0]) if len(s) == 1 else make_layout_unchecked(tuple(s), tuple(d))
 
 
 def _transform(layout, profile, fn):
@@ -478,7 +481,7 @@ def coalesce(layout, target_profile=None):
         return _map_outer(layout)(lambda o: coalesce(o, target_profile))
     _need_layout(layout, "coalesce")
     if type(target_profile) is not tuple:
-        return _coalesce(layout)
+        return coalesce_unchecked(layout)
     return _transform(layout, target_profile, coalesce)
 
 
@@ -494,7 +497,7 @@ def filter_zeros(layout, target_profile=None):
     _need_layout(layout, "filter_zeros")
     guide = layout.stride if target_profile is None else as_int_tuple(target_profile, "filter_zeros profile",
                                                                       allow_basis=True)
-    return _mk(_filter_zeros_tuple(guide, layout.shape), layout.stride)
+    return make_layout_unchecked(filter_zeros_tuple_unchecked(guide, layout.shape), layout.stride)
 
 
 @memoize
@@ -545,7 +548,8 @@ def group_modes(x, begin, end=None):
     if end is not None:
         end = as_index(end, "group_modes: end")
     if type(x) is Layout:
-        return _limit_depth(_mk(_group(x.shape, begin, end, x), _group(x.stride, begin, end, x)), "group_modes")
+        shape, stride = _group(x.shape, begin, end, x), _group(x.stride, begin, end, x)
+        return _limit_depth(make_layout_unchecked(shape, stride), "group_modes")
     if _map_outer(x):
         return _map_outer(x)(lambda o: group_modes(o, begin, end))
     x = _as_int_tuple_arg(x, "group_modes")
@@ -602,9 +606,9 @@ def _extend(x, elem, up_to_rank, front):
         return _map_outer(x)(lambda o: _extend(o, elem, up_to_rank, front))
     if type(x) is Layout:
         if elem is None:
-            elem = _mk(1, 0)
+            elem = make_layout_unchecked(1, 0)
         _need_layout(elem, "append/prepend of a layout")
-        return _limit_depth(_mk(
+        return _limit_depth(make_layout_unchecked(
             _extend_tuple(x.shape, elem.shape, up_to_rank, front),
             _extend_tuple(x.stride, elem.stride, up_to_rank, front),
         ), "append/prepend")
@@ -673,10 +677,10 @@ def slice_(src, coord):
     """
     coord = _coord_arg(coord, "slice_")
     if type(src) is Layout:
-        return _mk(_slice_tuple(coord, src.shape, True), _slice_tuple(coord, src.stride, True))
+        return make_layout_unchecked(_slice_tuple(coord, src.shape, True), _slice_tuple(coord, src.stride, True))
     if hasattr(src, "__cute_slice__"):
         return src.__cute_slice__(coord)
-    return _slice_tuple(coord, _as_tiler_tuple(src, "slice_ argument"), True)
+    return _slice_tuple(coord, as_tiler_tuple(src, "slice_ argument"), True)
 
 
 def slice_and_offset(coord, layout):
@@ -689,22 +693,22 @@ def slice_and_offset(coord, layout):
     if hook is not None:
         return hook(coord)
     _need_layout(layout, "slice_and_offset")
-    return slice_(layout, coord), _crd2idx(_zero_none(coord), layout.shape, layout.stride)
+    return slice_(layout, coord), crd2idx_unchecked(_zero_none(coord), layout.shape, layout.stride)
 
 
 def dice(coord, layout):
     """The sub-layout (or sub-tuple) of the modes of ``coord`` that are *not* ``None``."""
     coord = _coord_arg(coord, "dice")
     if type(layout) is Layout:
-        return _mk(_dice_tuple(coord, layout.shape, True), _dice_tuple(coord, layout.stride, True))
-    return _dice_tuple(coord, _as_tiler_tuple(layout, "dice argument"), True)
+        return make_layout_unchecked(_dice_tuple(coord, layout.shape, True), _dice_tuple(coord, layout.stride, True))
+    return _dice_tuple(coord, as_tiler_tuple(layout, "dice argument"), True)
 
 
 def flatten(x):
     """Flatten an IntTuple or a layout to depth <= 1."""
     if type(x) is Layout:
         try:
-            return _mk(_flatten_tuple(x.shape), _flatten_tuple(x.stride))
+            return make_layout_unchecked(_flatten_tuple(x.shape), _flatten_tuple(x.stride))
         except RecursionError:
             raise CuteValueError(f"flatten: the layout is nested too deeply ({short_repr(x)})") from None
     if _map_outer(x):

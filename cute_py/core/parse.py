@@ -9,7 +9,7 @@ C++'s static-int underscores (``_4``) and its ``Sw<...>`` spelling are accepted.
 import re
 
 from ..errors import CuteTypeError, CuteValueError
-from .layout import MAX_DEPTH, short_repr  # the IntTuple limits, as the layout module uses them
+from .int_tuple import MAX_DEPTH, short_repr  # the IntTuple limits, as the layout module uses them
 
 __all__ = ["parse_int_tuple", "parse_layout", "parse_swizzle"]
 

@@ -18,8 +18,8 @@ import math
 
 from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError
-from .int_tuple import _flatten, _is_static, as_index, short_repr, fmt, is_int
-from .layout import Layout, _mk
+from .int_tuple import flatten_unchecked, is_static_unchecked, as_index, short_repr, fmt, is_int
+from .layout import Layout, make_layout_unchecked
 from .composed import SmemPtrFlag
 from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle
 
@@ -91,7 +91,7 @@ def upcast(layout, n):
         return upcast_swizzle(layout, n)
     if type(layout) is Layout:
         s, d = _map_leaves(layout.shape, layout.stride, lambda s, d: _upcast_leaf(s, d, n, layout))
-        return _mk(s, d)
+        return make_layout_unchecked(s, d)
     if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
         if _flagged(layout):
             flag = layout.offset
@@ -124,9 +124,9 @@ def upcast_exactness(layout, n):
         raise CuteTypeError(f"upcast_exactness expects a layout, got {short_repr(layout)}")
     if type(offset) is int and offset % n:
         return f"its offset {offset} is not a multiple of {n}"
-    if not (_is_static(layout.shape) and _is_static(layout.stride)):
+    if not (is_static_unchecked(layout.shape) and is_static_unchecked(layout.stride)):
         return None
-    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
+    fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     if any(s == 0 for s in fs):
@@ -190,7 +190,7 @@ def downcast(layout, n):
             return s, d * n
 
         s, d = _map_leaves(layout.shape, layout.stride, leaf)
-        return _mk(s, d)
+        return make_layout_unchecked(s, d)
     if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
         if _flagged(layout):
             flag = layout.offset
@@ -205,7 +205,7 @@ def downcast(layout, n):
 
 
 def _leaves(t):
-    return _flatten(t) if type(t) is tuple else (t,)
+    return flatten_unchecked(t) if type(t) is tuple else (t,)
 
 
 def _flagged(layout):
@@ -260,7 +260,7 @@ def recast_exactness(new_bits, old_bits, layout):
     return upcast_exactness(layout, num)  # recast_layout widens first; the narrowing after it is exact
 
 
-def _upcast_unchecked(layout, n):
+def upcast_unchecked(layout, n):
     # CuTe's upcast<n> of a plain layout, rounding as the C++ does (used inside the library
     # where the rounding is intended, e.g. retiling fragments)
     def leaf(s, d):
@@ -272,4 +272,4 @@ def _upcast_unchecked(layout, n):
         return s, d // n
 
     shape, stride = _map_leaves(layout.shape, layout.stride, leaf)
-    return _mk(shape, stride)
+    return make_layout_unchecked(shape, stride)

@@ -11,7 +11,7 @@ Their bits lie within the lowest :data:`MAX_SWIZZLE_BITS` bits of an offset
 MAX_SWIZZLE_BITS = 64
 
 from ..errors import CuteTypeError, CuteValueError
-from .int_tuple import DynamicInt, _flatten, _index, as_index, short_repr, fmt
+from .int_tuple import DynamicInt, flatten_unchecked, index_or_none, as_index, short_repr, fmt
 
 __all__ = ["Swizzle", "make_swizzle", "is_swizzle", "carries_exactly", "MAX_SWIZZLE_BITS"]
 
@@ -129,7 +129,7 @@ def _offset(x, sw):
     if isinstance(x, DynamicInt):
         return x
     if not isinstance(x, (bool, float)):
-        v = _index(x)
+        v = index_or_none(x)
         if v is not None:
             return v
     raise CuteTypeError(f"the swizzle {sw} applies to an int offset, got {short_repr(x)} ({type(x).__name__})")
@@ -173,7 +173,7 @@ def carries_exactly(sw, carried, layout, n):
 
 def _merged_modes(layout):
     # the flat modes of a layout, size-1 modes dropped and contiguous neighbours merged (as coalesce does)
-    fs, fd = _flatten(layout.shape), _flatten(layout.stride)
+    fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
     shapes, strides = [], []

@@ -6,11 +6,13 @@ as in the current CuTe C++; the zipped/tiled/flat forms regroup their modes.
 """
 
 from .memo import memoize
-from .algebra import _complement, _composition, _disjoint_complement, right_inverse
+from .algebra import complement_unchecked, composition_unchecked, disjoint_complement, right_inverse
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
-from .int_tuple import (_ceil_div, _evenly_divides, _is_static, _product, _product_each, as_int_tuple, short_repr, fmt,
-                        is_int)
-from .layout import Layout, _coalesce, _concat, _mk, _vector, append, cosize, make_ordered_layout, slice_
+from .int_tuple import (as_int_tuple, ceil_div_unchecked, compact_col_major_unchecked, evenly_divides_unchecked,
+                        filter_zeros_tuple_unchecked, fmt, is_int, is_static_unchecked, product_each_unchecked,
+                        product_unchecked, short_repr)
+from .layout import (Layout, coalesce_unchecked, concat_layouts, make_layout_unchecked, vector_layout, append, cosize,
+                     make_ordered_layout, slice_)
 
 __all__ = [
     "logical_divide",
@@ -50,7 +52,7 @@ def _by_mode(op, layout, tiler, fn):
         raise RankError(f"{op}: too many modes in tiler {fmt(tiler)} for layout {layout} of rank {len(layout)}")
     modes = [fn(layout[i], t) for i, t in enumerate(tiler)]
     modes.extend(layout[i] for i in range(len(tiler), len(layout)))
-    return _concat(modes)
+    return concat_layouts(modes)
 
 
 def _as_tiler(tiler, op, level=0):
@@ -94,14 +96,15 @@ def logical_divide(layout, tiler):
     _need_layout(layout, "logical_divide", "layout")
     tiler = _as_tiler(tiler, "logical_divide")
     if type(tiler) is Layout:
-        return _composition(layout, _concat([tiler, _complement(tiler, _coalesce(layout).shape)]))
+        rest = complement_unchecked(tiler, coalesce_unchecked(layout).shape)
+        return composition_unchecked(layout, concat_layouts([tiler, rest]))
     if type(tiler) is tuple:
         return _by_mode("logical_divide", layout, tiler, _logical_divide)
     if tiler is None:
         return layout
     if type(tiler) is int and tiler == 0:
         raise CuteValueError(f"logical_divide: a tile of extent 0 cannot tile {layout}")
-    return _logical_divide(layout, _vector(tiler))
+    return _logical_divide(layout, vector_layout(tiler))
 
 
 _logical_divide = logical_divide.__wrapped__
@@ -132,7 +135,7 @@ def _tiler_profile(guide):
 
 def tile_unzip(layout, tiler):
     """Gather the (tile, rest) pairs at the leaves of ``tiler`` into ((tiles...), (rests..., extra modes...))."""
-    return _mk(_zip2_by(layout.shape, tiler), _zip2_by(layout.stride, tiler))
+    return make_layout_unchecked(_zip2_by(layout.shape, tiler), _zip2_by(layout.stride, tiler))
 
 
 def _unpack(result, first, second):
@@ -191,20 +194,20 @@ def logical_product(block, tiler):
     tiler = _as_tiler(tiler, "logical_product")
     if type(tiler) is Layout:
         reach = cosize(tiler)
-        comp, open_ = _disjoint_complement(block, _product(block.shape) * reach)
-        room = _product(comp.shape)
+        comp, open_ = disjoint_complement(block, product_unchecked(block.shape) * reach)
+        room = product_unchecked(comp.shape)
         if not open_ and type(room) is int and type(reach) is int and room < reach:
             # CuTe's complement leaves gaps here; the tiler would run past it into the block
             raise DivisibilityError(
                 f"logical_product: the complement of the block {block} has {room} positions and ends inside "
                 f"the block's span, but the tiler {tiler} reaches {reach}: the copies would overlap the block"
             )
-        return _concat([block, _composition(comp, tiler)])
+        return concat_layouts([block, composition_unchecked(comp, tiler)])
     if type(tiler) is tuple:
         return _by_mode("logical_product", block, tiler, _logical_product)
     if tiler is None:
         return block
-    return _logical_product(block, _vector(tiler))
+    return _logical_product(block, vector_layout(tiler))
 
 
 _logical_product = logical_product.__wrapped__
@@ -218,12 +221,12 @@ def _product_with_swizzled_tiler(block, tiler):
     outer = tiler.outer
     new_layout = _logical_product(block, outer)
     b, m, s = inner.bits, inner.base, abs(inner.shift)
-    only_zy = _mk((1 << m, 1 << b, 1 << (s - b), 1 << b, 1), (0, 1 << m, 0, 1 << (m + s), 0))
-    layout_only_zy = _composition(only_zy, outer)
-    active = layout_only_zy(_product(layout_only_zy.shape) - 1)
+    only_zy = make_layout_unchecked((1 << m, 1 << b, 1 << (s - b), 1 << b, 1), (0, 1 << m, 0, 1 << (m + s), 0))
+    layout_only_zy = composition_unchecked(only_zy, outer)
+    active = layout_only_zy(product_unchecked(layout_only_zy.shape) - 1)
     new_z = new_layout((0, outer(active & inner.zzz_msk)))
     new_y = new_layout((0, outer(active & inner.yyy_msk)))
-    return _composition(inner.from_masks(new_y, new_z), new_layout)
+    return composition_unchecked(inner.from_masks(new_y, new_z), new_layout)
 
 
 @memoize
@@ -274,7 +277,7 @@ def zip_layouts(a, b, op="zip_layouts"):
     ``a`` needs a tuple-shaped ``b`` of its rank (a leaf ``b`` is a :class:`RankError`, as in CuTe).
     """
     try:
-        return _mk(_zip(a.shape, b.shape), _zip(a.stride, b.stride))
+        return make_layout_unchecked(_zip(a.shape, b.shape), _zip(a.stride, b.stride))
     except RankError as e:
         raise RankError(f"{op}: {e} (zipping {a} with {b})") from None
 
@@ -320,13 +323,13 @@ def _tile_to_shape(block, trg_shape, order):
     if rb > rt:
         raise RankError(f"tile_to_shape: the block {block} has more modes than the target shape {fmt(trg_shape)}")
     padded = append(block, up_to_rank=rt)
-    block_shape = _product_each(padded.shape)
-    target_shape = _product_each(trg_shape)
-    if _is_static(target_shape) and not _evenly_divides(target_shape, block_shape):
+    block_shape = product_each_unchecked(padded.shape)
+    target_shape = product_each_unchecked(trg_shape)
+    if is_static_unchecked(target_shape) and not evenly_divides_unchecked(target_shape, block_shape):
         raise DivisibilityError(
             f"tile_to_shape: the block shape {fmt(block_shape)} does not divide the target shape {fmt(target_shape)}"
         )
-    product_shape = _ceil_div(target_shape, block_shape)
+    product_shape = ceil_div_unchecked(target_shape, block_shape)
     if order is None:
         tiles = Layout(product_shape)
     else:
@@ -366,17 +369,17 @@ def make_layout_tv(thr_layout, val_layout):
     _need_layout(thr_layout, "make_layout_tv", "thr_layout")
     _need_layout(val_layout, "make_layout_tv", "val_layout")
     layout_mn = raked_product(thr_layout, val_layout)
-    thr_size, val_size = _product(thr_layout.shape), _product(val_layout.shape)
+    thr_size, val_size = product_unchecked(thr_layout.shape), product_unchecked(val_layout.shape)
     inverse = right_inverse(layout_mn)
-    covered, needed = _product(inverse.shape), thr_size * val_size
+    covered, needed = product_unchecked(inverse.shape), thr_size * val_size
     if type(covered) is int and type(needed) is int and covered < needed:
         raise CuteValueError(
             f"make_layout_tv: raked_product({thr_layout}, {val_layout}) = {layout_mn} is not a bijection onto "
             f"its {needed} tile offsets (its right inverse covers {covered}), so some (thread, value) would own "
             f"no offset of the tile"
         )
-    layout_tv = _composition(inverse, Layout((thr_size, val_size)))
-    return _product_each(layout_mn.shape), layout_tv
+    layout_tv = composition_unchecked(inverse, Layout((thr_size, val_size)))
+    return product_each_unchecked(layout_mn.shape), layout_tv
 
 
 def make_fragment_like_layout(layout):
@@ -385,12 +388,10 @@ def make_fragment_like_layout(layout):
     Mode 0 (the vector mode of copy and MMA atoms) is column-major, keeping its
     stride-0 modes; the other modes are compact in the order of ``layout``'s strides.
     """
-    from .int_tuple import _compact_col_major, _filter_zeros_tuple
-
     _need_layout(layout, "make_fragment_like", "layout")
-    if len(layout) > 1 and _is_static(layout.shape) and type(layout.shape) is tuple:
+    if len(layout) > 1 and is_static_unchecked(layout.shape) and type(layout.shape) is tuple:
         s0, d0 = layout.shape[0], layout.stride[0]
-        first = Layout(s0, _compact_col_major(_filter_zeros_tuple(d0, s0)))
+        first = Layout(s0, compact_col_major_unchecked(filter_zeros_tuple_unchecked(d0, s0)))
         rest = make_ordered_layout(layout.shape[1:], _stride_order(layout.stride[1:]))
         return tiled_product.__wrapped__(first, rest)
     return Layout(layout.shape)

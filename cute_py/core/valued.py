@@ -15,7 +15,8 @@ The integer-like classes form one set:
   annotation of such a parameter, and, in a kernel, the conversion of a traced value.
 """
 
-from .int_tuple import CuteValueError, DynamicInt, StaticValueRequired, _index, as_index  # errors, as int_tuple raises them
+from ..errors import CuteValueError, StaticValueRequired
+from .int_tuple import DynamicInt, as_index, index_or_none
 
 __all__ = ["ValuedInt", "value_of"]
 
@@ -35,7 +36,7 @@ class ValuedInt(DynamicInt):
     def _op(self, other, fn):
         o = other.value if isinstance(other, ValuedInt) else other
         if type(o) is not int:
-            o = None if isinstance(o, (bool, float)) else _index(o)  # integer-likes count as ints
+            o = None if isinstance(o, (bool, float)) else index_or_none(o)  # integer-likes count as ints
             if o is None:
                 return NotImplemented
         try:
@@ -140,7 +141,7 @@ def value_of(x):
     if value is not None and hasattr(x, "modes"):  # a basis stride
         return type(x)(value_of(value), x.modes)
     if hasattr(x, "shape") and hasattr(x, "stride") and type(x).__name__ == "Layout":
-        from .layout import _mk
+        from .layout import make_layout_unchecked
 
-        return _mk(value_of(x.shape), value_of(x.stride))
+        return make_layout_unchecked(value_of(x.shape), value_of(x.stride))
     return x

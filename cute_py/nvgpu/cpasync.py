@@ -43,7 +43,26 @@ __all__ = [n for n in copy_ops.__all__ if n not in ("TmaOp", "COPY_OP_CLASSES")]
     "TmaDescriptor",
     "TmaError",
     "TmaSwizzle",
-] + device_ops.__all__
+    # the low-level builtins (the instruction classes behind them stay in device_ops)
+    "BYTES_PER_POINTER",
+    "BYTES_PER_TENSORMAP",
+    "DeviceOnlyError",
+    "copy_tensormap",
+    "cp_async_gs",
+    "cp_async_gs_conditional",
+    "cp_async_shared_global",
+    "cp_fence_tma_desc_release",
+    "extract_tensormap_ptr",
+    "fence_tma_desc_acquire",
+    "fence_tma_desc_release",
+    "prefetch_descriptor",
+    "prefetch_tma_descriptor",
+    "tma_load",
+    "tma_store",
+    "tma_store_arrive",
+    "tma_store_wait",
+    "update_tma_descriptor",
+]
 
 
 class TmaCopyAtom(CopyAtom):

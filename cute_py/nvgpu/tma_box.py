@@ -18,7 +18,7 @@ from ..core.algebra import composition, right_inverse
 from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
 from ..errors import CuteTypeError
 from ..core.int_tuple import flatten, product
-from ..core.layout import Layout, _mk, coalesce
+from ..core.layout import Layout, make_layout_unchecked, coalesce
 from ..core.recast import recast_layout
 from ..tensor.fake import value_of
 from .tma import TmaDescriptor, TmaError, TmaSwizzle
@@ -76,10 +76,10 @@ def _coalesce_tma(tile_gstride, tile_gbasis, g_t, extents, max_inner=256):
         else:
             runs.append([s, d, [s], [b]])
     if not runs:
-        return _mk(1, 0)
+        return make_layout_unchecked(1, 0)
     if len(runs) == 1:
-        return _mk(runs[0][0], runs[0][1])
-    return _mk(tuple(r[0] for r in runs), tuple(r[1] for r in runs))
+        return make_layout_unchecked(runs[0][0], runs[0][1])
+    return make_layout_unchecked(tuple(r[0] for r in runs), tuple(r[1] for r in runs))
 
 
 def _can_merge(run, s, d, b, g_t, extents, limit):
@@ -120,14 +120,17 @@ def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bit
             f"tile's contiguous elements do not follow a contiguous (stride-1) gmem mode"
         )
     shapes = _wrap(sidx2gmode_full.shape)
-    sidx2gmode = _mk(shapes[:smem_rank], strides[:smem_rank]) if smem_rank > 1 else _mk(shapes[0], strides[0])
+    if smem_rank > 1:
+        sidx2gmode = make_layout_unchecked(shapes[:smem_rank], strides[:smem_rank])
+    else:
+        sidx2gmode = make_layout_unchecked(shapes[0], strides[0])
     tile_gstride = recast_layout(tma_bits, gmem_bits, composition(gmem_layout, sidx2gmode))
     max_inner = 256
     if swizzle is not None and swizzle is not TmaSwizzle.NONE:
         max_inner = max(1, swizzle.span * 8 // tma_bits)
     gbasis = make_identity_layout(gmem_layout.shape)
     tile_gbasis_tmp = composition(gbasis, sidx2gmode)
-    tile_gbasis = _mk(tile_gstride.shape, tile_gbasis_tmp.stride)
+    tile_gbasis = make_layout_unchecked(tile_gstride.shape, tile_gbasis_tmp.stride)
     g_t = recast_layout(tma_bits, gmem_bits, gmem_layout)
     extents = tile_extents(cta_v_map, gmem_layout, gmem_bits, tma_bits)
     tma_gstride = _coalesce_tma(tile_gstride, tile_gbasis, g_t, extents, max_inner)
@@ -152,7 +155,7 @@ def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bit
     modes = [(m_shape, m_stride) for m_shape, m_stride in zip(_wrap(tma_gbasis_tile.shape), _wrap(tma_gbasis_tile.stride))]
     modes += [(1, e) for e in remaining]
     modes = _fold_to_rank_5(modes, g_t, extents)
-    return _mk(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
+    return make_layout_unchecked(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
 
 
 def dim_parts(mode_shape, mode_stride, g_t, extents):

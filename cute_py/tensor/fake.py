@@ -4,7 +4,7 @@ and compile kernels with no GPU and no data."""
 from .dtypes import dtype_of
 from ..errors import CuteValueError
 from ..core.int_tuple import as_index, as_int_tuple
-from ..core.layout import Layout, _mk
+from ..core.layout import Layout, make_layout_unchecked
 from ..core.valued import ValuedInt, value_of
 from .pointer import AddressSpace, Pointer
 from .tensor import Tensor
@@ -46,4 +46,4 @@ def host_layout(layout):
             return tuple(wrap(e) for e in t)
         return HostInt(t) if type(t) is int else t
 
-    return _mk(wrap(layout.shape), wrap(layout.stride))
+    return make_layout_unchecked(wrap(layout.shape), wrap(layout.stride))

@@ -11,7 +11,7 @@ import math
 
 from .dtypes import DType, dtype_of
 from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import DynamicInt, _index, as_index, short_repr, fmt
+from ..core.int_tuple import DynamicInt, index_or_none, as_index, short_repr, fmt
 
 _ADDRESS_LIMIT = 1 << 64
 
@@ -96,7 +96,7 @@ class Pointer:
     def __add__(self, n):
         """The pointer ``n`` elements further (alignment shrinks to what the offset keeps)."""
         if type(n) is not int and not isinstance(n, DynamicInt):
-            v = None if isinstance(n, (bool, float)) else _index(n)
+            v = None if isinstance(n, (bool, float)) else index_or_none(n)
             if v is None:
                 raise CuteTypeError(f"pointers advance by an int number of elements, got {short_repr(n)} ({type(n).__name__})")
             n = v

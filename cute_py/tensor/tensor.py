@@ -21,8 +21,9 @@ from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
 from ..errors import CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
-from ..core.int_tuple import DynamicInt, _product, _product_each, as_index, as_int_tuple, short_repr, fmt
-from ..core.layout import Layout, _has_none, cosize, dice, slice_and_offset
+from ..core.int_tuple import (DynamicInt, as_index, as_int_tuple, crd2idx_colex, flatten_unchecked, fmt,
+                               idx2crd_unchecked, product_each_unchecked, product_unchecked, short_repr)
+from ..core.layout import Layout, has_none, cosize, dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
 from ..core.recast import recast_exactness, recast_layout
 from ..core.swizzle import Swizzle
@@ -204,7 +205,7 @@ class Tensor:
     def __getitem__(self, coord):
         """``tensor[c]`` reads the element at coordinate ``c``; a ``None`` in ``c`` slices."""
         coord = self._coord(coord)
-        if _has_none(coord):
+        if has_none(coord):
             sub, off = slice_and_offset(coord, self.layout)
             return Tensor(self.engine + off, sub)
         if isinstance(self.engine, Pointer):
@@ -224,9 +225,9 @@ class Tensor:
             raise CuteValueError(f"only tensors over host arrays (or device memory inside a kernel) are writable, "
                                  f"this one is over {self.engine!r}")
         coord = self._coord(coord)
-        if _has_none(coord):
+        if has_none(coord):
             sub = self[coord]
-            n = _product(sub.shape)
+            n = product_unchecked(sub.shape)
             if type(n) is not int:
                 raise StaticValueRequired(f"assigning to a slice needs a static size, got the shape {fmt(sub.shape)}")
             if hasattr(value, "__len__") and len(value) != n:
@@ -243,10 +244,10 @@ class Tensor:
         """The tensor's elements as a numpy array of its (flattened to rank <= depth-1) shape, column-major order."""
         import numpy as np
 
-        n = _product(self.shape)
+        n = product_unchecked(self.shape)
         if type(n) is not int:
             raise StaticValueRequired(f"to_numpy needs a static size, the tensor's shape is {fmt(self.shape)}")
-        shape = _product_each(self.shape)
+        shape = product_each_unchecked(self.shape)
         flat = [self[i] for i in range(n)]
         if isinstance(self.engine, CoordEngine):
             out = np.empty(n, dtype=object)
@@ -277,7 +278,7 @@ def _outside(c, s):
         return False  # a run-time component
     if c < 0:
         return True
-    n = _product(s)
+    n = product_unchecked(s)
     return type(n) is int and c >= n
 
 
@@ -331,9 +332,7 @@ def _check_inside(layout, n):
 
 
 def _leaves(t):
-    from ..core.int_tuple import _flatten
-
-    t = _flatten(t)
+    t = flatten_unchecked(t)
     return t if type(t) is tuple else (t,)
 
 
@@ -348,11 +347,9 @@ def make_identity_tensor(shape):
 
 def make_coord_tensor(layout):
     """A coordinate tensor over ``layout`` (a layout with basis strides), starting at the zero coordinate."""
-    from ..core.int_tuple import _flatten as flatten
-
     if type(layout) is not Layout:
         raise CuteTypeError(f"make_coord_tensor needs a Layout, got {short_repr(layout)}")
-    fd = flatten(layout.stride)
+    fd = flatten_unchecked(layout.stride)
     total = 0
     for d in fd if type(fd) is tuple else (fd,):
         total = total + d
@@ -553,28 +550,21 @@ def local_partition(tensor, thr_layout, index, proj=None):
         keep = _proj_coord(proj)
         thr_layout = dice(keep, thr_layout)
     index = as_int_tuple(index, "thread index")
-    n = _product(thr_layout.shape)
+    n = product_unchecked(thr_layout.shape)
     if type(index) is int and type(n) is int and not 0 <= index < n:
         raise CuteIndexError(f"the thread index {index} is outside the {n} threads of {thr_layout}")
-    shape = _product_each(thr_layout.shape)
+    shape = product_each_unchecked(thr_layout.shape)
     coord = _flat_coord(thr_layout, index)
     return outer_partition(tensor, shape if len(shape) > 1 else shape[0], coord)
 
 
 def _flat_coord(layout, index):
     # the (flat, rank-matching) coordinate of ``index`` in a compact thread layout
-    from ..core.int_tuple import _idx2crd as idx2crd
-
-    hier = idx2crd(index, layout.shape, layout.stride)
+    hier = idx2crd_unchecked(index, layout.shape, layout.stride)
     if type(hier) is not tuple:
         return hier
     out = []
     for c, s in zip(hier, layout.shape):
-        out.append(c if type(c) is not tuple else _crd2idx_colex(c, s))
+        out.append(c if type(c) is not tuple else crd2idx_colex(c, s))
     return tuple(out)
 
-
-def _crd2idx_colex(c, s):
-    from ..core.int_tuple import _crd2idx_colex as colex
-
-    return colex(c, s)

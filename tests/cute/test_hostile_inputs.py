@@ -21,7 +21,7 @@ from cute_py.errors import (
     NotInjectiveError,
     StaticValueRequired,
 )
-from cute_py.core.layout import _mk
+from cute_py.core.layout import make_layout_unchecked
 from cute_py import device
 from cute_py.tensor.tensor import Tensor
 from cute_py.testing import RuntimeInt
@@ -132,7 +132,7 @@ def test_left_inverse_of_an_overlapping_layout_is_rejected():
 
 def test_left_inverse_of_a_negative_stride_among_others_is_rejected():
     layout = Layout((4, 2), (-1, 4))
-    cpp = _mk((-1, -4, 2), (0, 1, 4))  # what the C++ algorithm gives: not a left inverse
+    cpp = make_layout_unchecked((-1, -4, 2), (0, 1, 4))  # what the C++ algorithm gives: not a left inverse
     assert left_inverse_counterexample(layout, cpp) is not None
     with pytest.raises(CuteValueError, match="left_inverse"):
         cute.left_inverse(layout)
