@@ -86,3 +86,42 @@ def test_a_scalar_a_kernel_cannot_take_is_an_argument_error():
 
     with pytest.raises(ArgumentError, match="an Int32, Int64 or Float32, got Int8"):
         cute.compile(host, cute.Int8(3))
+
+
+FUTURE_ANNOTATIONS = '''
+from __future__ import annotations
+import cute_py as cute
+
+@cute.kernel
+def k(n: cute.Int32):
+    with cute.compiler.if_(n == 0):
+        cute.arch.sync_threads()
+
+@cute.jit
+def host(n: cute.Int32):
+    k(n).launch(grid=1, block=32)
+'''
+
+
+def test_annotations_written_as_strings_mark_run_time_scalars_too(tmp_path):
+    # a module with ``from __future__ import annotations`` holds ``cute.Int32`` as a string: still a run-time
+    # parameter (a static int would fold the condition away and make if_ refuse it)
+    path = tmp_path / "future_kernel.py"
+    path.write_text(FUTURE_ANNOTATIONS)
+    ns = {}
+    exec(compile(path.read_text(), str(path), "exec"), ns)
+    c = cute.compile(ns["host"], 3)
+    assert "arith.cmpi" in c.mlir
+
+
+def test_a_numeric_annotation_string_that_does_not_evaluate_is_an_argument_error_at_the_definition(tmp_path):
+    path = tmp_path / "bad_annotation.py"
+    path.write_text("from __future__ import annotations\nimport cute_py as cute\n\n"
+                    "@cute.jit\ndef host(n: cutlass.Int32, t: torch.Tensor):\n    pass\n")
+    with pytest.raises(ArgumentError, match="'cutlass.Int32' of n does not evaluate .NameError") as e:
+        exec(compile(path.read_text(), str(path), "exec"), {})
+    assert e.value.where == (str(path), 4)
+    # a type-checking-only name that is no numeric type is no error
+    path.write_text("from __future__ import annotations\nimport cute_py as cute\n\n"
+                    "@cute.jit\ndef host(t: torch.Tensor):\n    pass\n")
+    exec(compile(path.read_text(), str(path), "exec"), {})

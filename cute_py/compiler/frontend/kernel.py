@@ -26,6 +26,7 @@ import functools
 import hashlib
 import inspect
 import os
+import re
 import sys
 import time
 
@@ -229,10 +230,35 @@ def _static_key(x):
     return r
 
 
-def _scalar_annotation(p):
-    ann = p.annotation
+def _scalar_annotation(ann):
     name = getattr(ann, "name", None)
     return name if name in SCALAR_TYPES and (ann is SCALAR_TYPES[name] or type(ann).__name__ == "DType") else None
+
+
+def _annotations(fn):
+    """The annotation of each parameter of ``fn``, evaluated where it is a string (a module written with
+    ``from __future__ import annotations``). A string that does not evaluate is ignored (it may name a
+    type-checking-only import) unless it names a numeric type, whose meaning (a run-time scalar) would be lost:
+    that is an ArgumentError at the definition."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature (a builtin): no annotated scalars
+        return []
+    out = []
+    for p in params:
+        ann = p.annotation
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, getattr(fn, "__globals__", {}))
+            except Exception as e:
+                if re.search(r"\b(" + "|".join(SCALAR_TYPES) + r")\b", ann):
+                    code = fn.__code__
+                    raise ArgumentError(f"the annotation {ann!r} of {p.name} does not evaluate "
+                                        f"({type(e).__name__}: {e})", where=(code.co_filename, code.co_firstlineno)
+                                        ) from None
+                ann = None
+        out.append(ann)
+    return out
 
 
 class JitFunction:
@@ -241,11 +267,7 @@ class JitFunction:
     def __init__(self, fn):
         self.fn = fn
         functools.update_wrapper(self, fn)
-        try:
-            sig = inspect.signature(fn)
-            self._scalars = [_scalar_annotation(p) for p in sig.parameters.values()]
-        except (TypeError, ValueError):
-            self._scalars = []
+        self._scalars = [_scalar_annotation(a) for a in _annotations(fn)]
         try:
             src = inspect.getsourcefile(fn)
             with open(src, "rb") as f:
