@@ -1,4 +1,4 @@
-"""The ``cute_nvgpu`` MLIR dialect: Hopper copy, synchronisation and warp ops, lowered to NVVM/LLVM and PTX.
+"""The ``cute_nvgpu`` MLIR dialect: Hopper copy, synchronisation, warp and numeric ops, lowered to NVVM/LLVM and PTX.
 
 This package never imports ``cute_py``; it depends only on the MLIR Python bindings, which
 load on first use of a name below (``import mlir_dialects`` alone stays cheap)::
@@ -29,6 +29,7 @@ _EXPORTS = {
     "ops_sync": ("fence_proxy_async", "cluster_arrive", "cluster_wait", "elect_sync", "dsmem_store"),
     "ops_warp": ("bar_warp_sync", "barrier_sync", "barrier_arrive", "shfl_sync", "vote_sync", "activemask",
                  "setmaxnreg", "read_sreg", "ld_global", "st_global"),
+    "ops_numeric": ("cvt_f32_to_narrow", "cvt_f8_to_f16", "math_approx"),
     "sample": ("build_sample_module", "build_tma_copy_module", "kernel_module"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

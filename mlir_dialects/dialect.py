@@ -33,11 +33,12 @@ __all__ = [
 DIALECT_NAME = "cute_nvgpu"
 # A boolean attribute: an i1 IntegerAttr (what ``ir.BoolAttr`` builds), declared by its base class.
 Flag = ir.IntegerAttr
-OP_MODULES = ("ops_cpasync", "ops_tma", "ops_descriptor", "ops_mbarrier", "ops_sync", "ops_warp")
+OP_MODULES = ("ops_cpasync", "ops_tma", "ops_descriptor", "ops_mbarrier", "ops_sync", "ops_warp", "ops_numeric")
 
 
 class CuteNvgpu(ext.Dialect, name=DIALECT_NAME):
-    """Hopper's copy and synchronisation vocabulary: cp.async, TMA, tensormaps, mbarriers, fences, warps."""
+    """Hopper's copy and synchronisation vocabulary: cp.async, TMA, tensormaps, mbarriers, fences, warps; and the
+    numbers arith cannot express for PTX (8-bit float and TF32 conversions, approximate math)."""
 
 
 class CuteOp(CuteNvgpu.Operation):

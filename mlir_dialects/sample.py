@@ -11,6 +11,7 @@ from .lowering import const_int
 from .ops_cpasync import cp_async, cp_async_commit_group, cp_async_mbarrier_arrive, cp_async_wait_group
 from .ops_descriptor import (cp_fence_tensormap_release, fence_tensormap_acquire, fence_tensormap_release,
                              tensormap_copy, tensormap_replace)
+from .ops_numeric import APPROX_FUNCTIONS, cvt_f8_to_f16, cvt_f32_to_narrow, math_approx
 from .ops_mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
                            mbarrier_expect_tx, mbarrier_init, mbarrier_try_wait_parity, mbarrier_wait_parity)
 from .ops_sync import cluster_arrive, cluster_wait, dsmem_store, elect_sync, fence_proxy_async
@@ -124,6 +125,7 @@ def build_sample_module():
         dsmem_store(tile, a["hint"], bar, a["peer"])
         mbarrier_arrive(bar)
         _warp_ops(a["gsrc"], a["x"], a["y"], leader)
+        _numeric_ops(a["gsrc"], a["val"])
         del ready
     return module
 
@@ -152,6 +154,21 @@ def _warp_ops(gmem, x, y, leader):
     st_global(gmem, [moved.res, ballot])
     st_global(gmem, [llvm.ZExtOp(ir.IntegerType.get_signless(32), v).result for v in votes] + [pair[0]], "wb")
     st_global(gmem, [pair[1]])
+
+
+def _numeric_ops(gmem, word):
+    """8-bit float and TF32 conversions and every approximate function, of the float whose bits are ``word``;
+    the results are stored."""
+    i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
+    x = llvm.BitcastOp(f32, word).result
+    results = [math_approx(fn, x, ftz=fn != "tanh").res for fn in APPROX_FUNCTIONS]
+    results.append(cvt_f32_to_narrow("tf32", x).res)
+    for kind in ("e4m3", "e5m2"):
+        bits = cvt_f32_to_narrow(kind, x).res
+        results.append(llvm.FPExtOp(f32, cvt_f8_to_f16(kind, bits).res).result)
+    st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[:4]])
+    st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[4:8]])
+    st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[8:]] + [word])
 
 
 def build_tma_copy_module(rows, cols, elem_bytes=4):
