@@ -1,13 +1,16 @@
 """Command line: ``python -m cute_py demo [--emit mlir|ptx] [--cpu]`` and ``python -m cute_py show LAYOUT``
 (also installed as ``cute-py``)."""
 
+from __future__ import annotations
+
 import argparse
 import sys
+from collections.abc import Sequence
 
 __all__ = ["main"]
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cute-py", description="CuTe layout algebra in pure Python")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser(

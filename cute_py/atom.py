@@ -9,7 +9,10 @@ coordinate layout; ``get_slice(t).partition_S(tensor)`` gives thread ``t``'s
 ``(ATOM_V, REST_V, tile modes...)`` view of a tensor.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from .core.algebra import composition, right_inverse
 from .tensor.dtypes import dtype_of
@@ -18,6 +21,12 @@ from .core.int_tuple import fmt, product, product_each
 from .core.layout import Layout, make_layout_unchecked, coalesce, slice_
 from .core.recast import recast_layout
 from .core.tiling import logical_product, make_layout_tv, zipped_divide
+from .core.typing import Int, Shape
+
+if TYPE_CHECKING:
+    from .core.composed import ComposedLayout
+    from .tensor.dtypes import DType
+    from .tensor.tensor import Tensor
 
 __all__ = [
     "CopyOp",
@@ -36,19 +45,19 @@ class CopyOp:
     """Base of copy operations (frozen dataclasses).  Subclasses say how many bits one
     instruction moves (``valid_bits``) and may validate the element type."""
 
-    def valid_bits(self, dtype):
+    def valid_bits(self, dtype: DType) -> set[int] | None:
         """The copy widths (in bits) this operation supports for ``dtype``; ``None``: any multiple."""
         return None
 
-    def default_bits(self, dtype):
+    def default_bits(self, dtype: DType) -> int:
         """The width used when ``make_copy_atom`` is given none."""
         return dtype.width
 
-    def thr_id(self):
+    def thr_id(self) -> Layout:
         """Threads taking part in one instruction (layout of the instruction's thread ids)."""
         return Layout(1)
 
-    def check(self, dtype, num_bits):
+    def check(self, dtype: DType, num_bits: int) -> None:
         """Raise unless one instruction of ``num_bits`` bits of ``dtype`` is valid."""
         ok = self.valid_bits(dtype)
         if num_bits % dtype.width:
@@ -63,7 +72,7 @@ class CopyOp:
 class CopyUniversalOp(CopyOp):
     """Plain loads and stores (``ld``/``st``, vectorised up to 128 bits)."""
 
-    def valid_bits(self, dtype):
+    def valid_bits(self, dtype: DType) -> set[int]:
         return {w for w in (8, 16, 32, 64, 128) if w >= dtype.width and w % dtype.width == 0} or {dtype.width}
 
 
@@ -72,7 +81,7 @@ class CopyAtom:
 
     __slots__ = ("op", "dtype", "num_bits", "thr_id", "layout_src_tv", "layout_dst_tv", "layout_ref_tv")
 
-    def __init__(self, op, dtype, num_bits):
+    def __init__(self, op: CopyOp, dtype: DType | str | Any, num_bits: int) -> None:
         if not isinstance(op, CopyOp):
             raise CuteTypeError(f"a copy atom needs a CopyOp, got {op!r}")
         dtype = dtype_of(dtype)
@@ -88,7 +97,7 @@ class CopyAtom:
         raise AttributeError("CopyAtom is immutable")
 
     @property
-    def num_values(self):
+    def num_values(self) -> int:
         """Elements moved by one instruction per thread (``size<1>`` of the TV layout)."""
         return product(self.layout_src_tv.shape[1]) if type(self.layout_src_tv.shape) is tuple else 1
 
@@ -97,7 +106,7 @@ class CopyAtom:
                 f" thr_id={self.thr_id}, src_tv={self.layout_src_tv}, dst_tv={self.layout_dst_tv})")
 
 
-def make_copy_atom(op, dtype, num_bits_per_copy=None):
+def make_copy_atom(op: CopyOp, dtype: DType | str | Any, num_bits_per_copy: int | None = None) -> CopyAtom:
     """The copy atom of ``op`` for ``dtype`` moving ``num_bits_per_copy`` bits per instruction."""
     dtype = dtype_of(dtype)
     bits = op.default_bits(dtype) if num_bits_per_copy is None else num_bits_per_copy
@@ -117,7 +126,7 @@ class TiledCopy:
 
     __slots__ = ("atom", "layout_tv", "tiler_mn")
 
-    def __init__(self, atom, layout_tv, tiler_mn):
+    def __init__(self, atom: CopyAtom, layout_tv: Layout, tiler_mn: Shape) -> None:
         if not isinstance(atom, CopyAtom):
             raise CuteTypeError(f"a tiled copy needs a CopyAtom, got {atom!r}")
         atom_thr, atom_val = _atom_sizes(atom)
@@ -135,7 +144,7 @@ class TiledCopy:
         raise AttributeError("TiledCopy is immutable")
 
     @property
-    def size(self):
+    def size(self) -> int:
         """Number of threads."""
         return product(_mode(self.layout_tv, 0))
 
@@ -154,25 +163,25 @@ class TiledCopy:
         a = self.atom
         return composition(right_inverse(a.layout_ref_tv), a.layout_src_tv if which == "S" else a.layout_dst_tv)
 
-    def tidfrg_S(self, layout):
+    def tidfrg_S(self, layout: Layout | ComposedLayout) -> Layout | ComposedLayout:
         """(thread, value, rest) layout of a source layout tiled by this copy."""
         return self._tile2thrfrg(zipped_divide(_check_rank(layout, self.tiler_mn), self.tiler_mn), self._ref2("S"))
 
-    def tidfrg_D(self, layout):
+    def tidfrg_D(self, layout: Layout | ComposedLayout) -> Layout | ComposedLayout:
         """(thread, value, rest) layout of a destination layout tiled by this copy."""
         return self._tile2thrfrg(zipped_divide(_check_rank(layout, self.tiler_mn), self.tiler_mn), self._ref2("D"))
 
-    def get_layoutS_TV(self):
+    def get_layoutS_TV(self) -> Layout:
         """(thread, value) -> tile coordinate index for the source."""
         ref = Layout((self.tiler_mn, 1))
         return slice_(self._tile2thrfrg(ref, self._ref2("S")), (None, None, 0))
 
-    def get_layoutD_TV(self):
+    def get_layoutD_TV(self) -> Layout:
         """(thread, value) -> tile coordinate index for the destination."""
         ref = Layout((self.tiler_mn, 1))
         return slice_(self._tile2thrfrg(ref, self._ref2("D")), (None, None, 0))
 
-    def retile(self, layout):
+    def retile(self, layout: Layout) -> Layout:
         """Regroup a thread's fragment layout ``(V, rest...)`` into ``(ATOM_V, REST_V, rest...)``."""
         from .core.recast import upcast_unchecked
 
@@ -186,7 +195,7 @@ class TiledCopy:
         vt = composition(t, (frg_v, None))
         return slice_(vt, (None, ((0,) + (None,) * (rank - 1)) if rank > 1 else 0))
 
-    def get_slice(self, thr_idx):
+    def get_slice(self, thr_idx: Int) -> ThrCopy:
         """The :class:`ThrCopy` of thread ``thr_idx``."""
         return ThrCopy(self, thr_idx)
 
@@ -198,7 +207,7 @@ class ThrCopy:
 
     __slots__ = ("tiled_copy", "thr_idx")
 
-    def __init__(self, tiled_copy, thr_idx):
+    def __init__(self, tiled_copy: TiledCopy, thr_idx: Int) -> None:
         n = tiled_copy.size
         if type(thr_idx) is int and not 0 <= thr_idx < n:
             raise CuteValueError(f"thread index {thr_idx} is out of range for a tiled copy of {n} threads")
@@ -215,15 +224,15 @@ class ThrCopy:
             return Tensor(tensor.engine, layout)[coord]
         return slice_(layout, coord)
 
-    def partition_S(self, tensor):
+    def partition_S(self, tensor: Tensor | Layout | ComposedLayout) -> Tensor | Layout | ComposedLayout:
         """This thread's ``(CPY_V, CPY_M, CPY_N, ...)`` view of a source tensor (or layout)."""
         return self._partition(tensor, self.tiled_copy.tidfrg_S)
 
-    def partition_D(self, tensor):
+    def partition_D(self, tensor: Tensor | Layout | ComposedLayout) -> Tensor | Layout | ComposedLayout:
         """This thread's ``(CPY_V, CPY_M, CPY_N, ...)`` view of a destination tensor (or layout)."""
         return self._partition(tensor, self.tiled_copy.tidfrg_D)
 
-    def retile_S(self, tensor):
+    def retile_S(self, tensor: Tensor | Layout) -> Tensor | Layout:
         """A register fragment regrouped for the source side of the atom."""
         return _retile(self.tiled_copy, tensor)
 
@@ -260,7 +269,7 @@ def _check_rank(layout, tiler):
     return layout
 
 
-def make_tiled_copy_tv(atom, thr_layout, val_layout):
+def make_tiled_copy_tv(atom: CopyAtom, thr_layout: Layout, val_layout: Layout) -> TiledCopy:
     """A tiled copy where thread ``thr_layout(m, n)`` owns the ``val_layout`` block at (m, n).
 
     The tile is ``product_each(shape(raked_product(thr_layout, val_layout)))``.
@@ -269,7 +278,7 @@ def make_tiled_copy_tv(atom, thr_layout, val_layout):
     return TiledCopy(atom, layout_tv, tiler)
 
 
-def make_tiled_copy(atom, layout_tv, tiler_mn):
+def make_tiled_copy(atom: CopyAtom, layout_tv: Layout, tiler_mn: Shape | list[Shape]) -> TiledCopy:
     """A tiled copy from a (thread, value) -> tile layout and the tile shape ``tiler_mn``."""
     if type(layout_tv) is not Layout:
         raise CuteTypeError(f"layout_tv must be a Layout, got {layout_tv!r}")

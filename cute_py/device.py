@@ -19,7 +19,11 @@ in its operations by defining these special attributes (``PROTOCOLS`` holds each
 checks that every ``__cute_*__`` name the package uses is listed here and every listed one is used):
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["DeviceContext", "active", "tracing", "PROTOCOLS"]
 
@@ -30,23 +34,23 @@ class DeviceContext:
     A base class for documentation and for tests: each method raises until a subclass defines it.
     """
 
-    def emit(self, op, **operands):
+    def emit(self, op: object, **operands: Any) -> Any:
         """Issue the device instruction ``op`` (a copy or instruction op object) with ``operands``."""
         raise NotImplementedError
 
-    def load(self, pointer, offset):
+    def load(self, pointer: Any, offset: Any) -> Any:
         """The element at ``pointer + offset`` (a traced value)."""
         raise NotImplementedError
 
-    def store(self, pointer, offset, value):
+    def store(self, pointer: Any, offset: Any, value: Any) -> None:
         """Store ``value`` at ``pointer + offset``."""
         raise NotImplementedError
 
-    def make_fragment_like(self, src, dtype=None):
+    def make_fragment_like(self, src: Any, dtype: Any = None) -> Any:
         """A register tensor with the shape of ``src`` (elements of ``dtype``, by default ``src``'s)."""
         raise NotImplementedError
 
-    def scalar(self, dtype, value):
+    def scalar(self, dtype: Any, value: Any) -> Any:
         """``dtype(value)`` in the kernel (``cute.Int32(x)``): a converted traced value."""
         raise NotImplementedError
 
@@ -54,13 +58,13 @@ class DeviceContext:
 _active = []
 
 
-def active():
+def active() -> DeviceContext | None:
     """The device context of the kernel being traced, or ``None`` outside a kernel."""
     return _active[-1] if _active else None
 
 
 @contextlib.contextmanager
-def tracing(context):
+def tracing(context: DeviceContext) -> Iterator[DeviceContext]:
     """Make ``context`` the device context for the duration of the ``with`` block (nested traces stack)."""
     _active.append(context)
     try:

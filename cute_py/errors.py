@@ -10,8 +10,11 @@ Errors about a construct in the user's code (:class:`TraceError`, :class:`Argume
 so the message points at the line to change.  ``where=(file, line)`` names another place.
 """
 
+from __future__ import annotations
+
 import os
 import sys
+from types import FrameType
 
 __all__ = [
     "CuteError",
@@ -108,13 +111,13 @@ _STDLIB = []  # Python's standard library directory, found on first use (sysconf
 _USER_FILES = {}  # file name -> is_user_file (a trace asks for the same few files many times)
 
 
-def is_library_file(filename):
+def is_library_file(filename: str) -> bool:
     """Whether ``filename`` is a module of cute_py or of ``mlir_dialects``."""
     f = os.path.abspath(filename)
     return f.startswith(_PKG_DIR) or f.startswith(_MLIR_DIR)
 
 
-def is_user_file(filename):
+def is_user_file(filename: str) -> bool:
     """Whether code of ``filename`` is the user's: not cute_py's, mlir_dialects', frozen, or Python's stdlib."""
     known = _USER_FILES.get(filename)
     if known is None:
@@ -127,7 +130,7 @@ def is_user_file(filename):
     return known
 
 
-def user_frame():
+def user_frame() -> FrameType | None:
     """The innermost frame of user code (outside cute_py, mlir_dialects and Python's standard library, whose
     ``contextlib`` runs the library's ``with`` blocks), or ``None``."""
     frame = sys._getframe(1)
@@ -142,7 +145,7 @@ def user_frame():
     return None
 
 
-def user_location():
+def user_location() -> tuple[str, int]:
     """``(filename, line)`` of the innermost user frame; ``("<unknown>", 0)`` when there is none."""
     frame = user_frame()
     if frame is None:
@@ -157,7 +160,7 @@ class LocatedError(CuteError):
     when the error is made.  ``.where`` keeps it and ``.reason`` the message without it.
     """
 
-    def __init__(self, message="", *, where=None):
+    def __init__(self, message: object = "", *, where: tuple[str, int] | None = None) -> None:
         self.where = user_location() if where is None else tuple(where)
         self.reason = str(message)
         super().__init__(f"{self.where[0]}:{self.where[1]}: {self.reason}")

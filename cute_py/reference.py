@@ -18,6 +18,11 @@ the instructions do:
 objects a user builds (atoms, TMA tensors, ``tma_partition``), every CTA and stage.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .core.composed import smem_element_layout
@@ -31,6 +36,13 @@ from .nvgpu.cpasync import tma_partition
 from .nvgpu.tma import TmaSwizzle
 from .core.swizzle import Swizzle
 from .tensor.tensor import ArrayEngine, Tensor, local_tile
+from .core.typing import Shape
+
+if TYPE_CHECKING:
+    from .atom import TiledCopy
+    from .core.composed import ComposedLayout
+    from .nvgpu.cpasync import TmaCopyAtom
+    from .nvgpu.tma import TmaDescriptor
 
 __all__ = [
     "MBarrier",
@@ -54,24 +66,24 @@ _BYTE_SWIZZLE = {TmaSwizzle.NONE: None, TmaSwizzle.B32: Swizzle(1, 4, 3),
 class MBarrier:
     """An mbarrier: pending arrivals and transaction bytes of the current phase."""
 
-    def __init__(self, count=1):
+    def __init__(self, count: int = 1) -> None:
         self.count = count
         self.pending = count
         self.tx = 0
         self.phase = 0
 
-    def expect_tx(self, nbytes):
+    def expect_tx(self, nbytes: int) -> None:
         self.tx += nbytes
 
-    def arrive(self, n=1):
+    def arrive(self, n: int = 1) -> None:
         self.pending -= n
         self._maybe_flip()
 
-    def arrive_and_expect_tx(self, nbytes):
+    def arrive_and_expect_tx(self, nbytes: int) -> None:
         self.tx += nbytes
         self.arrive()
 
-    def complete_tx(self, nbytes):
+    def complete_tx(self, nbytes: int) -> None:
         self.tx -= nbytes
         if self.tx < 0:
             raise CuteValueError(f"mbarrier received {-self.tx} more transaction bytes than expected")
@@ -82,7 +94,7 @@ class MBarrier:
             self.phase ^= 1
             self.pending = self.count
 
-    def try_wait(self, parity):
+    def try_wait(self, parity: int) -> bool:
         """True once the phase with this parity has completed."""
         return self.phase != parity
 
@@ -91,7 +103,8 @@ def _bytes(a):
     return a.view(np.uint8).reshape(-1)
 
 
-def cp_async(src, src_byte, dst, dst_byte, cp_size, src_size=None):
+def cp_async(src: np.ndarray, src_byte: int, dst: np.ndarray, dst_byte: int, cp_size: int,
+             src_size: int | None = None) -> None:
     """``cp.async``: copy ``cp_size`` bytes from ``src`` to ``dst`` (bytes past ``src_size`` become 0)."""
     if cp_size not in (4, 8, 16):
         raise CuteValueError(f"cp.async copies 4, 8 or 16 bytes, not {cp_size}")
@@ -136,7 +149,7 @@ def _box_elements(desc, crd):
     return np.where(inside, index, -1)
 
 
-def box_gmem_bytes(desc, crd, write=False):
+def box_gmem_bytes(desc: TmaDescriptor, crd: Sequence[int], write: bool = False) -> np.ndarray:
     """The sorted gmem byte offsets (from the descriptor's address) one TMA instruction at ``crd`` reads
     (``write=False``: a load, its in-bounds elements) or writes (a store or reduction: also the rest of
     each row's last 16-byte granule, see :func:`tma_store`)."""
@@ -164,7 +177,8 @@ def _check_smem(desc, smem_byte):
         raise CuteValueError(f"a TMA smem address must be 128-byte aligned, got byte {smem_byte}")
 
 
-def tma_load(desc, gmem, crd, smem, smem_byte, mbar=None, mcast=None):
+def tma_load(desc: TmaDescriptor, gmem: np.ndarray, crd: Sequence[int], smem: np.ndarray | None, smem_byte: int,
+             mbar: MBarrier | list[MBarrier | None] | None = None, mcast: list[np.ndarray] | None = None) -> None:
     """TMA load of the box at ``crd`` into ``smem`` (one CTA's bytes, or ``mcast``: a list of CTAs' smem
     arrays, each receiving the box; their mbarriers in ``mbar`` as a matching list)."""
     _check_smem(desc, smem_byte)
@@ -193,7 +207,7 @@ def _gather_smem(desc, smem, smem_byte, n, dtype):
     return sb[idx].copy().view(dtype)
 
 
-def tma_store(desc, smem, smem_byte, crd, gmem):
+def tma_store(desc: TmaDescriptor, smem: np.ndarray, smem_byte: int, crd: Sequence[int], gmem: np.ndarray) -> None:
     """TMA store of the box from ``smem`` to gmem at ``crd``.
 
     Out-of-bounds elements are not written -- except that the hardware writes whole 16-byte
@@ -235,7 +249,8 @@ def _reduce(kind, old, new, dtype):
     return old ^ new
 
 
-def tma_reduce(desc, smem, smem_byte, crd, gmem, kind=ReductionOp.ADD):
+def tma_reduce(desc: TmaDescriptor, smem: np.ndarray, smem_byte: int, crd: Sequence[int], gmem: np.ndarray,
+               kind: ReductionOp = ReductionOp.ADD) -> None:
     """TMA reduction: ``gmem[box] = op(gmem[box], smem box)`` for in-bounds elements (and, like
     :func:`tma_store`, for the rest of the last 16-byte granule of each row)."""
     _check_smem(desc, smem_byte)
@@ -250,7 +265,8 @@ def tma_reduce(desc, smem, smem_byte, crd, gmem, kind=ReductionOp.ADD):
     g[index[spill]] = _reduce(kind, g[index[spill]], vals[spill], dtype)
 
 
-def dsmem_store(value_bytes, dst_smem, dst_byte, mbar=None):
+def dsmem_store(value_bytes: bytes | bytearray | memoryview, dst_smem: np.ndarray, dst_byte: int,
+                mbar: MBarrier | None = None) -> None:
     """``st.async`` of ``value_bytes`` (4, 8 or 16) into a peer CTA's smem, completing that many tx bytes."""
     data = np.frombuffer(bytes(value_bytes), dtype=np.uint8)
     if data.size not in (4, 8, 16):
@@ -262,7 +278,7 @@ def dsmem_store(value_bytes, dst_smem, dst_byte, mbar=None):
         mbar.complete_tx(data.size)
 
 
-def universal_copy(src, src_byte, dst, dst_byte, nbytes):
+def universal_copy(src: np.ndarray, src_byte: int, dst: np.ndarray, dst_byte: int, nbytes: int) -> None:
     """A plain load and store of ``nbytes`` (``CopyUniversalOp``): the bytes at ``src_byte`` to ``dst_byte``."""
     _bytes(dst)[dst_byte:dst_byte + nbytes] = _bytes(src)[src_byte:src_byte + nbytes]
 
@@ -322,7 +338,7 @@ def _iters(layout):
     return product(mode0[1]), product(layout.shape) // product(mode0)
 
 
-def tma_instructions(atom, smem_part, gmem_part):
+def tma_instructions(atom: TmaCopyAtom, smem_part: Tensor, gmem_part: Tensor) -> list[tuple[tuple[int, ...], int]]:
     """The TMA instructions of a ``tma_partition`` result: ``[(TMA coordinates, smem byte offset)]``, one per
     instruction of the tile (mode 0's ``TMA_Iter``) and per position of the rest modes; the smem offset is
     the unswizzled byte where the box starts (the hardware swizzles the address itself)."""
@@ -368,8 +384,9 @@ def _smem_start(t, k, j):
     return t.engine.offset + off + _first(shim, k, j)
 
 
-def run_tma_copy(src, dst, load_atom, load_tensor, store_atom, store_tensor, smem_layout, cta_tiler,
-                 num_multicast=1, gmem_layout=None):
+def run_tma_copy(src: np.ndarray, dst: np.ndarray, load_atom: TmaCopyAtom, load_tensor: Tensor,
+                 store_atom: TmaCopyAtom, store_tensor: Tensor, smem_layout: Layout | ComposedLayout, cta_tiler: Shape,
+                 num_multicast: int = 1, gmem_layout: Layout | None = None) -> int:
     """Copy ``src`` to ``dst`` (flat numpy gmem buffers) tile by tile through shared memory with TMA.
 
     For every CTA tile of ``cta_tiler``: the CTAs of a multicast group (``num_multicast`` of them)
@@ -430,7 +447,8 @@ def _verify_tile(s_tile, src, gmem_layout, cta_tiler, coord):
             raise CuteValueError(f"tile {coord}: smem holds {got} at tile element {i} (gmem {c}), expected {want}")
 
 
-def run_cp_async_copy(src, dst, tiled_copy, gmem_layout, smem_layout, cta_tiler):
+def run_cp_async_copy(src: np.ndarray, dst: np.ndarray, tiled_copy: TiledCopy, gmem_layout: Layout,
+                      smem_layout: Layout | ComposedLayout, cta_tiler: Shape) -> int:
     """Copy ``src`` into ``dst`` (flat numpy gmem buffers over ``gmem_layout``) tile by tile: cp.async
     gmem -> smem with ``tiled_copy`` (every thread, every vector), then plain stores smem -> gmem.
 

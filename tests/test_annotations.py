@@ -3,6 +3,7 @@ annotates each parameter and its return, and every annotation resolves (no undef
 
 import importlib
 import inspect
+import os
 import re
 import typing
 
@@ -27,6 +28,13 @@ def _namespace():
     return ns
 
 
+def _generated(f):
+    """True for code that has no source file: what ``dataclasses`` generates (``__eq__``, ``__hash__``), whose
+    signatures the standard library fixes."""
+    code = getattr(inspect.unwrap(f), "__code__", None)
+    return code is not None and not os.path.isfile(code.co_filename)
+
+
 def _functions(module):
     """``[(qualified name, function)]`` of the public API defined in ``module``."""
     out = []
@@ -42,7 +50,7 @@ def _functions(module):
                     member = member.__func__
                 if isinstance(member, property):
                     member = member.fget
-                if inspect.isfunction(member):
+                if inspect.isfunction(member) and not _generated(member):
                     out.append((f"{name}.{attr}", member))
         elif inspect.isfunction(obj):
             out.append((name, obj))

@@ -11,8 +11,14 @@ Descriptors are given as TMA atoms (their 128-byte kernel parameter) or as point
 in global or shared memory (one updated on the device); TMA instructions take them by generic address.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from ..device import DeviceContext
 from ..atom import CopyUniversalOp
+from ..core.typing import Int
 from ..errors import CuteError
 from ..nvgpu import device_ops as dops
 from ..nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
@@ -28,13 +34,21 @@ from .frontend.values import TracedBool, as_value, convert, select
 
 import mlir_dialects as md
 
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
+    from ..core.layout import Layout
+    from ..tensor.dtypes import DType, Scalar
+    from ..tensor.tensor import Tensor
+    from .frontend.builder import KernelBuilder
+    from .frontend.values import TracedFloat, TracedInt
+
 __all__ = ["EMIT", "DIALECT_OP", "emits", "emit", "KernelContext", "DescriptorPointer", "descriptor_value"]
 
 EMIT = {}  # op class -> entry(b, op, **operands)
 DIALECT_OP = {}  # op class -> the names of the dialect ops its entry builds (their lowering rules lower it)
 
 
-def emits(op_class, *dialect_ops):
+def emits(op_class: type, *dialect_ops: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the emission entry of ``op_class`` (exactly one), building the dialect ops ``dialect_ops``."""
 
     def register(fn):
@@ -47,7 +61,7 @@ def emits(op_class, *dialect_ops):
     return register
 
 
-def emit(op, **operands):
+def emit(op: object, **operands: Any) -> Any:
     """Emit one instruction of ``op`` into the kernel being traced (see the module)."""
     entry = EMIT.get(type(op))
     if entry is None:
@@ -59,19 +73,20 @@ class KernelContext(DeviceContext):
     """The device context of a kernel being traced (:mod:`cute_py.device`): instructions go to the emission
     table, element loads and stores and register fragments to :mod:`~cute_py.compiler.frontend.memory`."""
 
-    def emit(self, op, **operands):
+    def emit(self, op: object, **operands: Any) -> Any:
         return emit(op, **operands)
 
-    def load(self, pointer, offset):
+    def load(self, pointer: Pointer, offset: Int) -> TracedInt | TracedFloat:
         return load_element(pointer + offset)
 
-    def store(self, pointer, offset, value):
+    def store(self, pointer: Pointer, offset: Int, value: TracedInt | TracedFloat | int | float) -> None:
         store_element(pointer + offset, value)
 
-    def make_fragment_like(self, src, dtype=None):
+    def make_fragment_like(self, src: Tensor | Layout | ComposedLayout,
+                           dtype: DType | str | Any | None = None) -> Tensor:
         return make_fragment_like(src, dtype)
 
-    def scalar(self, dtype, value):
+    def scalar(self, dtype: DType, value: Any) -> TracedInt | Scalar:
         return convert(dtype, value)
 
 
@@ -83,7 +98,7 @@ class DescriptorPointer:
 
     __slots__ = ("value",)
 
-    def __init__(self, value):
+    def __init__(self, value: Any) -> None:
         self.value = value
 
     def __cute_value__(self):
@@ -102,7 +117,8 @@ def _generic(b, value):
         return b.mlir.llvm.AddrSpaceCastOp(generic, value).result
 
 
-def descriptor_value(b, desc, what="the descriptor"):
+def descriptor_value(b: KernelBuilder, desc: TmaCopyAtom | Pointer | DescriptorPointer,
+                     what: str = "the descriptor") -> Any:
     """The generic address of ``desc``: a TMA atom's parameter, or a pointer to a descriptor in memory."""
     if isinstance(desc, TmaCopyAtom):
         return b.descriptor_of(desc)

@@ -7,8 +7,12 @@ time each stage took; ``Compiled`` exposes them as ``.mlir``, ``.lowered``, ``.p
 ``.stage_times``.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import time
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["STAGES", "StageResults", "run"]
 
@@ -18,12 +22,12 @@ class StageResults:
     """What the stages produced: the traced module and the texts and binary of the later stages."""
 
     module: object = None  # the traced MLIR module (the ``trace`` stage)
-    smem: dict = None  # kernel name -> dynamic shared memory bytes (found while tracing)
-    mlir: str = None
-    lowered: str = None
-    ptx: str = None
-    cubin: bytes = None
-    times: dict = dataclasses.field(default_factory=dict)  # stage name -> seconds
+    smem: dict[str, int] | None = None  # kernel name -> dynamic shared memory bytes (found while tracing)
+    mlir: str | None = None
+    lowered: str | None = None
+    ptx: str | None = None
+    cubin: bytes | None = None
+    times: dict[str, float] = dataclasses.field(default_factory=dict)  # stage name -> seconds
 
 
 def _mlir(r):
@@ -58,7 +62,7 @@ STAGES = (
 )
 
 
-def run(trace, upto="cubin", lowered=False):
+def run(trace: Callable[[], tuple[Any, dict[str, int]]], upto: str = "cubin", lowered: bool = False) -> StageResults:
     """Run ``trace()`` (returning ``(module, smem)``) and the stages after it up to ``upto``; ``lowered`` adds the
     ``lowered`` text. The trace stage must run inside the module's MLIR context, as must every stage but
     ``cubin`` (the caller enters it)."""

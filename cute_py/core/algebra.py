@@ -6,12 +6,17 @@ documented law, the function raises instead of returning a result that breaks it
 (each docstring lists those cases).  Results are memoised (layouts are immutable).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
 from .int_tuple import (ceil_div_unchecked, compact_col_major_unchecked, flatten_unchecked, product_unchecked,
                         as_int_tuple, fmt, imin, is_int, signum)
 from .layout import (UPPER_LAYER_OPERATIONS, Layout, coalesce_flat, coalesce_flat_lists, coalesce_unchecked,
                      concat_layouts, make_layout_unchecked, coalesce_x, cosize, make_layout)
+from .typing import Shape
 
 __all__ = [
     "composition",
@@ -171,7 +176,7 @@ def _need_layout(x, op, what="lhs"):
 
 
 @memoize
-def composition(lhs, rhs):
+def composition(lhs: Any, rhs: Any) -> Any:
     """The layout ``lhs o rhs``: ``result(c) == lhs(rhs(c))`` for every ``c`` in the domain of ``rhs``.
 
     ``rhs`` is a layout, an int ``n`` (the layout ``n:1``), ``None`` (``lhs``
@@ -255,7 +260,7 @@ def _tiler_str(t):
 # -- complement -----------------------------------------------------------------------------
 
 
-def coalesce_shape(shape):
+def coalesce_shape(shape: Shape) -> Shape:
     """Merge the flattened modes of a shape where static-ness allows (CuTe's ``coalesce(shape)``)."""
     flat = flatten_unchecked(shape)
     if type(flat) is not tuple:
@@ -285,7 +290,7 @@ def _exchange_sort(keys):
 
 
 @memoize
-def complement(layout, cotarget=None):
+def complement(layout: Any, cotarget: Shape | Layout | None = None) -> Layout:
     """The layout of the offsets in ``[0, cotarget)`` that ``layout`` does not reach, ordered.
 
     ``cotarget`` is an int or a shape (its size is the target; a shape keeps its
@@ -458,7 +463,7 @@ def _flat_modes(layout):
 
 
 @memoize
-def right_inverse(layout):
+def right_inverse(layout: Any) -> Any:
     """A layout ``R`` with ``layout(R(i)) == i`` for all ``i < size(R)``, as large as CuTe finds it.
 
     CuTe's algorithm: coalesce, sort the modes with static strides by stride, and follow the strides from 1
@@ -513,7 +518,7 @@ _right_inverse = right_inverse.__wrapped__
 
 
 @memoize
-def left_inverse(layout):
+def left_inverse(layout: Any) -> Any:
     """A layout ``L`` with ``layout(L(layout(i))) == layout(i)`` (``L(layout(i)) == i`` if injective).
 
     Rejects layouts whose strides break CuTe's left-inverse divisibility condition
@@ -593,7 +598,7 @@ def _swizzle_base(x):
 
 
 @memoize
-def max_common_layout(a, b):
+def max_common_layout(a: Any, b: Any) -> Layout:
     """The layout of the largest contiguous run of indices on which ``a`` and ``b`` agree.
 
     With a swizzled composed layout, the run stops at the swizzle's unswizzled base.
@@ -613,7 +618,7 @@ def max_common_layout(a, b):
 
 
 @memoize
-def max_common_vector(a, b):
+def max_common_vector(a: Any, b: Any) -> int:
     """The number N of contiguous elements on which ``a`` and ``b`` agree (``>= 1``).
 
     With swizzled composed layouts, N stops at the swizzles' unswizzled base(s).
@@ -630,7 +635,7 @@ def max_common_vector(a, b):
 
 
 @memoize
-def nullspace(layout):
+def nullspace(layout: Any) -> Layout:
     """The layout of the coordinates (as 1-D indices) that ``layout`` maps to 0 through stride-0 modes.
 
     @post layout(result(i)) == 0 for 0 <= i < size(result)
@@ -654,7 +659,7 @@ def nullspace(layout):
 
 
 @memoize
-def max_alignment(layout):
+def max_alignment(layout: Any) -> int:
     """The largest N such that the offsets of ``layout`` come in runs of N consecutive offsets, each starting at
     a multiple of N: CuTe's ``max_alignment``, ``gcd(size<0>(P), stride<1>(P))`` with
     ``P = logical_divide(F, right_inverse(F))`` and ``F`` the coalesced layout with its run-time extents read

@@ -7,9 +7,14 @@ first, as CuTe prints).  Sums of bases are :class:`ArithTuple` coordinates.
 tensors are built from it.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
 from ..errors import CuteTypeError, CuteValueError
 from .int_tuple import DynamicInt, get_unchecked, product_unchecked, as_index, as_int_tuple, short_repr, fmt, is_int
 from .layout import Layout, make_layout_unchecked
+from .typing import Int, IntTuple, Shape, Stride, XTuple
 
 __all__ = [
     "ScaledBasis",
@@ -30,7 +35,7 @@ class ScaledBasis:
     __slots__ = ("value", "modes")
     __cute_stride__ = True
 
-    def __init__(self, value, modes=()):
+    def __init__(self, value: Int, modes: int | Sequence[int] = ()) -> None:
         if isinstance(modes, (tuple, list)):
             modes = tuple(as_index(m, "a basis mode") for m in modes)
         else:
@@ -63,10 +68,10 @@ class ScaledBasis:
     def __repr__(self):
         return f"ScaledBasis({self.value!r}, {self.modes!r})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is ScaledBasis and self.modes == other.modes and _eq(self.value, other.value)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("E", self.value, self.modes))
 
     # arithmetic: scaling keeps the basis, sums become arithmetic tuples
@@ -127,14 +132,14 @@ def _eq(a, b):
     return a is b
 
 
-def E(*modes):
+def E(*modes: int | Sequence[int]) -> ScaledBasis:
     """The unit basis stride of mode ``modes``: ``E(0)`` prints ``1@0``, ``E(0, 1)`` (or ``E([0, 1])``) ``1@1@0``."""
     if len(modes) == 1 and isinstance(modes[0], (list, tuple)):
         modes = tuple(modes[0])
     return ScaledBasis(1, modes)
 
 
-def is_scaled_basis(x):
+def is_scaled_basis(x: object) -> bool:
     """True for a :class:`ScaledBasis`."""
     return type(x) is ScaledBasis
 
@@ -215,7 +220,7 @@ def _add(x, y):
     return x + y
 
 
-def as_arith_tuple(b):
+def as_arith_tuple(b: ScaledBasis | IntTuple) -> Int | ArithTuple:
     """The coordinate of a scaled basis: ``2@1 -> (0,2)``, ``1@1@0 -> ((0,1),)``; an int or a coordinate is kept."""
     if type(b) is not ScaledBasis:
         if type(b) is int or type(b) is ArithTuple or isinstance(b, DynamicInt):
@@ -228,7 +233,7 @@ def as_arith_tuple(b):
     return v
 
 
-def basis_get(b, t):
+def basis_get(b: ScaledBasis | Int, t: Layout | XTuple) -> Layout | XTuple:
     """The part of ``t`` that the basis ``b`` names (``t`` itself for an int)."""
     if type(b) is not ScaledBasis:
         b = as_int_tuple(b, "basis_get basis (a ScaledBasis or an int)")
@@ -241,7 +246,7 @@ def basis_get(b, t):
     return get_unchecked(t, b.modes)
 
 
-def basis_value(b):
+def basis_value(b: ScaledBasis | Int) -> Int:
     """The scale of a basis (an int is its own value)."""
     if type(b) is ScaledBasis:
         return b.value
@@ -251,7 +256,7 @@ def basis_value(b):
     return b
 
 
-def make_basis_like(shape):
+def make_basis_like(shape: Shape) -> Stride:
     """Unit bases with the profile of ``shape``: ``make_basis_like((2,(3,4))) == (1@0,(1@0@1,1@1@1))``."""
     return _basis_like(as_int_tuple(shape, "shape"), ())
 
@@ -262,7 +267,7 @@ def _basis_like(shape, prefix):
     return ScaledBasis(1, prefix) if prefix else 1
 
 
-def make_identity_layout(shape):
+def make_identity_layout(shape: Shape) -> Layout:
     """The layout ``shape : make_basis_like(shape)``, which maps every coordinate to itself.
 
     @post make_identity_layout(s)(c) == c for every coordinate c of s

@@ -7,12 +7,21 @@ layout's; the algebra acts on the outer layout (divides, products, coalesce,
 ``S<3,4,3> o 0 o (8,64):(64,1)``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
+
 from .memo import memoize
 from .algebra import composition
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
 from .int_tuple import crd2idx_unchecked, product_unchecked, as_index, as_int_tuple, short_repr, fmt, is_int
 from .layout import Layout, is_flat_int_tuple, has_none, make_layout_unchecked, dice, slice_, slice_and_offset
 from .swizzle import Swizzle, carries_exactly, make_swizzle
+from .typing import Coord, Int, IntTuple, Shape
+
+if TYPE_CHECKING:
+    from .basis import ScaledBasis
 
 # Swizzles and composed layouts are not memoisation keys: every identity swizzle S<0,m,s> equals every other
 # (as the identity), so a cached result could come back printed with another's m and s.
@@ -45,7 +54,7 @@ class SmemPtrFlag:
 
     __slots__ = ("bits", "offset")
 
-    def __init__(self, bits, offset=0):
+    def __init__(self, bits: int, offset: Int = 0) -> None:
         bits = as_index(bits, "the element bits of a smem_ptr flag")
         if bits <= 0:
             raise CuteValueError(f"the element bits of a smem_ptr flag must be positive, got {bits}")
@@ -69,10 +78,10 @@ class SmemPtrFlag:
 
     __radd__ = __add__
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is SmemPtrFlag and self.bits == other.bits and _same(self.offset, other.offset)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("smem_ptr", self.bits, self.offset if type(self.offset) is int else id(self.offset)))
 
     def __str__(self):
@@ -96,7 +105,8 @@ class ComposedLayout:
 
     __slots__ = ("inner", "offset", "outer")
 
-    def __init__(self, inner, offset, outer):
+    def __init__(self, inner: Any, offset: IntTuple | ScaledBasis | SmemPtrFlag,
+                 outer: Layout | ComposedLayout) -> None:
         if not (type(inner) in (Swizzle, Layout) or isinstance(inner, ComposedLayout)
                 or getattr(type(inner), "__cute_inner__", False)):
             raise CuteTypeError(
@@ -124,25 +134,25 @@ class ComposedLayout:
         return (ComposedLayout, (self.inner, self.offset, self.outer))
 
     @property
-    def shape(self):
+    def shape(self) -> Shape:
         """The shape of the outer layout."""
         return self.outer.shape
 
     @property
-    def stride(self):
+    def stride(self) -> NoReturn:
         raise CuteTypeError("a composed layout has no strides; use .outer.stride")
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.outer)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Layout | ComposedLayout:
         return _compose3(self.inner, self.offset, self.outer[i])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Layout | ComposedLayout]:
         for i in range(len(self)):
             yield self[i]
 
-    def __call__(self, *coord):
+    def __call__(self, *coord: Coord) -> Any:
         """``inner(offset + outer(coord))``; a coordinate with ``None`` slices."""
         if len(coord) == 1:
             coord = coord[0]
@@ -164,13 +174,13 @@ class ComposedLayout:
             r = outer(coord)
         return self.inner(self.offset + r)
 
-    def cosize(self):
+    def cosize(self) -> Int:
         """The codomain size of the outer layout (as in CuTe)."""
         from .layout import cosize
 
         return cosize(self.outer)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (
             type(other) is ComposedLayout
             and self.inner == other.inner
@@ -178,7 +188,7 @@ class ComposedLayout:
             and self.outer == other.outer
         )
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.inner, self.offset, self.outer))
 
     def __str__(self):
@@ -230,17 +240,18 @@ Swizzle.__cute_compose_layout__ = _swizzle_compose_layout
 Swizzle.__cute_transport__ = _swizzle_transport
 
 
-def make_composed_layout(inner, offset, outer):
+def make_composed_layout(inner: Any, offset: IntTuple | ScaledBasis | SmemPtrFlag,
+                         outer: Layout | ComposedLayout) -> ComposedLayout:
     """The composed layout ``inner o offset o outer`` (always a :class:`ComposedLayout`)."""
     return ComposedLayout(inner, offset, outer)
 
 
-def is_composed_layout(x):
+def is_composed_layout(x: object) -> bool:
     """True for a :class:`ComposedLayout`."""
     return type(x) is ComposedLayout
 
 
-def get_swizzle_portion(layout):
+def get_swizzle_portion(layout: Layout | ComposedLayout) -> Swizzle:
     """The swizzle of a swizzled composed layout; the identity ``S<0,4,3>`` for a plain layout."""
     if type(layout) is ComposedLayout:
         if type(layout.inner) is not Swizzle:
@@ -251,7 +262,7 @@ def get_swizzle_portion(layout):
     raise CuteTypeError(f"get_swizzle_portion expects a layout, got {layout!r}")
 
 
-def get_nonswizzle_portion(layout):
+def get_nonswizzle_portion(layout: Layout | ComposedLayout) -> Layout | ComposedLayout:
     """The outer (non-swizzled) layout of a swizzled composed layout; a plain layout itself."""
     if type(layout) is ComposedLayout:
         if type(layout.inner) is not Swizzle:
@@ -296,12 +307,12 @@ def _recast_swizzle(new_bits, old_bits, sw, what):
     return Swizzle(sw.bits, base, sw.shift)
 
 
-def is_byte_swizzled(layout):
+def is_byte_swizzled(layout: object) -> bool:
     """True for a layout whose swizzle is marked as acting on byte addresses (a :class:`SmemPtrFlag` offset)."""
     return type(layout) is ComposedLayout and type(layout.offset) is SmemPtrFlag
 
 
-def smem_byte_swizzle(layout, bits):
+def smem_byte_swizzle(layout: Layout | ComposedLayout, bits: int) -> Swizzle:
     """The swizzle a shared-memory tile of ``layout`` (elements of ``bits`` bits) applies to byte addresses.
 
     A plain layout has none (``S<0,4,3>``); a flagged one its own swizzle (its element width must be
@@ -325,7 +336,7 @@ def smem_byte_swizzle(layout, bits):
     return sw
 
 
-def smem_element_layout(layout, bits):
+def smem_element_layout(layout: Layout | ComposedLayout, bits: int) -> Layout | ComposedLayout:
     """``layout`` as a function of element offsets for a shared-memory tile of ``bits``-bit elements whose base
     is aligned to the swizzle: the swizzle :func:`smem_byte_swizzle` reads, in element units.
 
@@ -339,7 +350,7 @@ def smem_element_layout(layout, bits):
     return _compose3(elem, offset, layout.outer)  # the identity swizzle at offset 0 leaves the plain layout
 
 
-def as_position_independent_swizzle_layout(layout):
+def as_position_independent_swizzle_layout(layout: Layout | ComposedLayout) -> Layout | ComposedLayout:
     """A flagged (byte-swizzled) layout as a function of element offsets (CuTe's function of the same name):
     ``S<3,4,3> o smem_ptr[16b](unset) o L`` becomes ``S<3,3,3> o 0 o L``. Other layouts are returned as they are."""
     if is_byte_swizzled(layout):

@@ -17,11 +17,16 @@ The library calls the underscored implementations (``product_unchecked``...) on 
 already holds in that form.
 """
 
+from __future__ import annotations
+
 import abc
 import numbers
 import operator
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
+from .typing import Coord, Int, IntTuple, Shape, Stride, Tiler, XTuple
 
 __all__ = [
     "DynamicInt",
@@ -80,51 +85,51 @@ class DynamicInt(abc.ABC):
 
     __hash__ = None
 
-    def min_(self, other):
+    def min_(self, other: Int) -> DynamicInt:
         """The smaller of ``self`` and ``other`` as a run-time value."""
         raise StaticValueRequired(f"min of a run-time value is not supported by {type(self).__name__}")
 
-    def max_(self, other):
+    def max_(self, other: Int) -> DynamicInt:
         """The larger of ``self`` and ``other`` as a run-time value."""
         raise StaticValueRequired(f"max of a run-time value is not supported by {type(self).__name__}")
 
-    def signum_(self):
+    def signum_(self) -> DynamicInt:
         """-1, 0 or 1 as a run-time value."""
         raise StaticValueRequired(f"signum of a run-time value is not supported by {type(self).__name__}")
 
 
-def imin(a, b):
+def imin(a: Int, b: Int) -> Int:
     """``min`` of two leaves; a run-time leaf gives a run-time result."""
     if type(a) is int and type(b) is int:
         return a if a < b else b
     return a.min_(b) if isinstance(a, DynamicInt) else b.min_(a)
 
 
-def imax(a, b):
+def imax(a: Int, b: Int) -> Int:
     """``max`` of two leaves; a run-time leaf gives a run-time result."""
     if type(a) is int and type(b) is int:
         return a if a > b else b
     return a.max_(b) if isinstance(a, DynamicInt) else b.max_(a)
 
 
-def signum(a):
+def signum(a: Int) -> Int:
     """-1, 0 or 1 (a run-time value computes it at run time through ``signum_``)."""
     if type(a) is int:
         return (a > 0) - (a < 0)
     return a.signum_()
 
 
-def is_tuple(x):
+def is_tuple(x: object) -> bool:
     """True if ``x`` is a tuple (a non-leaf IntTuple)."""
     return type(x) is tuple
 
 
-def is_int(x):
+def is_int(x: object) -> bool:
     """True if ``x`` is a leaf: a static ``int`` or a :class:`DynamicInt` value."""
     return (type(x) is int) or isinstance(x, DynamicInt)
 
 
-def is_static(x):
+def is_static(x: object) -> bool:
     """True if every leaf of ``x`` is a static integer (an ``int`` or an integer-like value such as
     ``numpy.int64``); a run-time leaf, or one that is no integer at all, makes it False."""
     if type(x) is int:
@@ -148,7 +153,7 @@ def is_static_unchecked(x):
     return type(x) is int
 
 
-def as_int_tuple(x, what="value", allow_none=False, allow_basis=False):
+def as_int_tuple(x: Any, what: str = "value", allow_none: bool = False, allow_basis: bool = False) -> XTuple:
     """Validate and normalise user input to an IntTuple.
 
     Lists and tuple subclasses become tuples, integer-like objects (anything with ``__index__``:
@@ -202,7 +207,7 @@ def index_or_none(x):
         return None
 
 
-def as_index(x, what):
+def as_index(x: Any, what: str) -> int:
     """``x`` as a static Python ``int``: integer-likes are converted, a run-time value raises
     :class:`StaticValueRequired`, anything else :class:`CuteTypeError` (bools included)."""
     if type(x) is int:
@@ -216,7 +221,7 @@ def as_index(x, what):
     raise CuteTypeError(f"{what} must be a static int, got {short_repr(x)} ({type(x).__name__})")
 
 
-def short_repr(x, limit=80):
+def short_repr(x: object, limit: int = 80) -> str:
     """A short, never failing ``repr`` of a user value for error messages."""
     try:
         text = str(x) if type(x) is int else repr(x)
@@ -225,7 +230,7 @@ def short_repr(x, limit=80):
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def fmt(x):
+def fmt(x: object) -> str:
     """Print an IntTuple in CuTe notation: ``(4,(2,8))``; a dynamic leaf prints ``?``."""
     t = type(x)
     if t is int:
@@ -249,6 +254,7 @@ def _depth_guarded(fn):
 
     guarded.__name__, guarded.__qualname__, guarded.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
     guarded.__wrapped__ = fn
+    guarded.__annotations__ = fn.__annotations__
     return guarded
 
 
@@ -265,7 +271,7 @@ def as_mode(mode, op):
     return (as_index(mode, f"{op}: the mode index"),)
 
 
-def get(x, mode=()):
+def get(x: Any, mode: int | Sequence[int] = ()) -> Any:
     """The sub-tuple of ``x`` at the (nested) mode index ``mode``.
 
     ``get(x, [i, j])`` is ``x[i][j]``; a leaf has one mode, ``get(5, [0]) == 5``.
@@ -301,7 +307,7 @@ def get_unchecked(x, mode):
     return x
 
 
-def product(a):
+def product(a: IntTuple) -> Int:
     """Product of all leaves; ``product(()) == 1``."""
     return product_unchecked(as_int_tuple(a, "product argument"))
 
@@ -317,7 +323,7 @@ def product_unchecked(a):
     return a
 
 
-def product_each(a):
+def product_each(a: IntTuple) -> tuple[Int, ...]:
     """Tuple of the products of each mode; an int is wrapped: ``product_each(4) == (4,)``."""
     return product_each_unchecked(as_int_tuple(a, "product_each argument"))
 
@@ -328,7 +334,7 @@ def product_each_unchecked(a):
     return (a,)
 
 
-def product_like(a, guide):
+def product_like(a: IntTuple, guide: IntTuple) -> IntTuple:
     """Products of ``a`` at the leaves of ``guide`` (``a``'s profile refines ``guide``'s)."""
     return _product_like(as_int_tuple(a, "product_like argument"), as_int_tuple(guide, "product_like guide"))
 
@@ -357,7 +363,7 @@ def _shape_of(x, allow_basis=False):
 
 
 @_depth_guarded
-def size(a, mode=()):
+def size(a: Any, mode: int | Sequence[int] = ()) -> Int:
     """Number of elements of an IntTuple, layout or tensor (of its ``mode`` if given)."""
     x = _shape_of(a)
     if mode != ():
@@ -366,7 +372,7 @@ def size(a, mode=()):
 
 
 @_depth_guarded
-def rank(a, mode=()):
+def rank(a: Any, mode: int | Sequence[int] = ()) -> int:
     """Number of top-level modes: ``len`` of a tuple, 1 for an int."""
     x = _shape_of(a, allow_basis=True)
     if mode != ():
@@ -375,7 +381,7 @@ def rank(a, mode=()):
 
 
 @_depth_guarded
-def depth(a, mode=()):
+def depth(a: Any, mode: int | Sequence[int] = ()) -> int:
     """Nesting depth: 0 for an int, 1 + the deepest element for a tuple."""
     x = _shape_of(a, allow_basis=True)
     if mode != ():
@@ -391,7 +397,7 @@ def depth_unchecked(x):
     return 0
 
 
-def flatten(a):
+def flatten(a: XTuple) -> XTuple:
     """All leaves of ``a`` in one flat tuple; an int stays an int."""
     return flatten_unchecked(as_int_tuple(a, "flatten argument", allow_none=True, allow_basis=True))
 
@@ -415,7 +421,7 @@ def _flatten_into(a, out):
             out.append(e)
 
 
-def unflatten(flat, profile):
+def unflatten(flat: XTuple, profile: XTuple) -> XTuple:
     """Inverse of :func:`flatten`: regroup the flat tuple ``flat`` like ``profile``."""
     flat = as_int_tuple(flat, "unflatten argument", allow_none=True, allow_basis=True)
     profile = as_int_tuple(profile, "unflatten profile", allow_none=True, allow_basis=True)
@@ -437,7 +443,7 @@ def _unflatten(flat, profile):
     return build(profile)
 
 
-def sum_(a):
+def sum_(a: IntTuple | Stride) -> Any:
     """Sum of all leaves."""
     return _sum(as_int_tuple(a, "sum_ argument", allow_basis=True))
 
@@ -451,7 +457,7 @@ def _sum(a):
     return a
 
 
-def shape_div(a, b):
+def shape_div(a: Shape, b: Shape) -> Shape:
     """Division for shapes, CuTe's ``shape_div``.
 
     - tuple, tuple: element-wise (equal ranks);
@@ -490,7 +496,7 @@ def _shape_div(a, b):
     return (a + b - 1) // b
 
 
-def ceil_div(a, b):
+def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:
     """Ceiling division of IntTuples, CuTe's ``ceil_div``.
 
     - tuple, tuple: element-wise, missing modes of ``b`` count as 1;
@@ -523,7 +529,7 @@ def ceil_div_unchecked(a, b):
     return (a + b - 1) // b
 
 
-def round_up(a, b):
+def round_up(a: IntTuple, b: IntTuple) -> IntTuple:
     """Round ``a`` up to a multiple of ``b`` (element-wise for tuples, missing modes of ``b`` are 1)."""
     return _round_up(as_int_tuple(a, "round_up argument"), as_int_tuple(b, "round_up multiple"))
 
@@ -542,7 +548,7 @@ def _round_up(a, b):
     return ((a + b - 1) // b) * b
 
 
-def prefix_product(a, init=1):
+def prefix_product(a: IntTuple, init: IntTuple = 1) -> IntTuple:
     """Exclusive prefix product, hierarchical: ``prefix_product((2,(3,4))) == (1,(2,6))``."""
     return _prefix_product(as_int_tuple(a, "prefix_product argument"), as_int_tuple(init, "prefix_product init"))
 
@@ -566,7 +572,7 @@ def _prefix_product(a, init=1):
     return init
 
 
-def suffix_product(a, init=1):
+def suffix_product(a: IntTuple, init: IntTuple = 1) -> IntTuple:
     """Exclusive suffix product, hierarchical: ``suffix_product((2,3,4)) == (12,4,1)``."""
     return _suffix_product(as_int_tuple(a, "suffix_product argument"), as_int_tuple(init, "suffix_product init"))
 
@@ -603,12 +609,12 @@ def _compact(shape, current, left):
     return current, current * shape
 
 
-def compact_col_major(shape, current=1):
+def compact_col_major(shape: Shape, current: IntTuple = 1) -> Stride:
     """Column-major (LayoutLeft) compact strides; static size-1 modes get stride 0."""
     return _compact_major(as_int_tuple(shape, "shape"), as_int_tuple(current, "compact_col_major start"), True)
 
 
-def compact_row_major(shape, current=1):
+def compact_row_major(shape: Shape, current: IntTuple = 1) -> Stride:
     """Row-major (LayoutRight) compact strides; static size-1 modes get stride 0."""
     return _compact_major(as_int_tuple(shape, "shape"), as_int_tuple(current, "compact_row_major start"), False)
 
@@ -625,7 +631,7 @@ def compact_col_major_unchecked(shape, current=1):
     return _compact(shape, current, True)[0]
 
 
-def compact_order(shape, order):
+def compact_order(shape: Shape, order: IntTuple) -> Stride:
     """Compact strides that visit the modes of ``shape`` in increasing ``order``.
 
     ``order`` is weakly congruent to ``shape``; a leaf of ``order`` orders a whole
@@ -655,7 +661,7 @@ def compact_order(shape, order):
     return rec(shape, order)
 
 
-def crd2idx(coord, shape, stride=None):
+def crd2idx(coord: Coord, shape: Any, stride: Stride | None = None) -> Any:
     """Map a coordinate to an index.
 
     With ``stride``: the inner product of the (hierarchical) coordinate with the
@@ -755,7 +761,7 @@ def crd2idx_colex(coord, shape):
     return r
 
 
-def idx2crd(idx, shape, stride=None):
+def idx2crd(idx: IntTuple, shape: Shape, stride: IntTuple | None = None) -> Coord:
     """Split an index into a (hierarchical) coordinate of ``shape``.
 
     Without ``stride`` the enumeration is colexicographic, ``c0 = i % s0, c1 = (i // s0) % s1, ...``,
@@ -834,7 +840,7 @@ def _idx2crd_strided(idx, shape, stride):
     return (idx // stride) % shape
 
 
-def elem_less(a, b):
+def elem_less(a: IntTuple | Stride, b: IntTuple | Stride) -> Any:
     """Element-wise ``a < b`` over all modes of ``a`` (extra modes of ``b`` are ignored; a longer ``a`` is
     never less), as CuTe's ``elem_less``.  Coordinates may be arithmetic tuples or basis strides.
 
@@ -871,7 +877,7 @@ def _elem_less(a, b):
     return a < b
 
 
-def elem_scale(a, b):
+def elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
     """``a`` scaled leaf by leaf by the products of the matching modes of ``b``."""
     return _elem_scale(as_int_tuple(a, "elem_scale argument"), as_int_tuple(b, "elem_scale argument"))
 
@@ -886,7 +892,7 @@ def _elem_scale(a, b):
     return a * product_unchecked(b)
 
 
-def inner_product(a, b):
+def inner_product(a: IntTuple | Stride, b: IntTuple | Stride) -> Any:
     """Sum of the products of matching leaves of two congruent IntTuples."""
     return _inner_product(as_int_tuple(a, "inner_product argument", allow_basis=True),
                           as_int_tuple(b, "inner_product argument", allow_basis=True))
@@ -918,7 +924,7 @@ def _profile_of(x, allow_none=True):
 
 
 @_depth_guarded
-def is_congruent(a, b):
+def is_congruent(a: Any, b: Any) -> bool:
     """True if ``a`` and ``b`` have the same profile (same nesting, same ranks)."""
     return congruent_unchecked(_profile_of(a), _profile_of(b))
 
@@ -930,7 +936,7 @@ def congruent_unchecked(a, b):
 
 
 @_depth_guarded
-def is_weakly_congruent(a, b):
+def is_weakly_congruent(a: Any, b: Any) -> bool:
     """True if the profile of ``a`` is a coarsening of the profile of ``b`` (``a <= b``)."""
     return _weakly_congruent(_profile_of(a), _profile_of(b))
 
@@ -944,7 +950,7 @@ def _weakly_congruent(a, b):
 
 
 @_depth_guarded
-def is_compatible(a, b):
+def is_compatible(a: Any, b: Any) -> bool:
     """True if every coordinate of shape ``a`` is a coordinate of shape ``b`` (``a <= b``)."""
     return _compatible(_profile_of(a, False), _profile_of(b, False))
 
@@ -960,7 +966,7 @@ def _compatible(a, b):
     return a == product_unchecked(b)
 
 
-def evenly_divides(shape, tiler):
+def evenly_divides(shape: Shape, tiler: Tiler) -> bool:
     """True if ``tiler`` (an IntTuple or layout per mode) tiles ``shape`` with no remainder."""
     return evenly_divides_unchecked(as_int_tuple(shape, "shape"), as_tiler_tuple(tiler))
 
@@ -988,7 +994,7 @@ def evenly_divides_unchecked(shape, tiler):
     return size(shape) == t * size(ceil_div_unchecked(product_unchecked(shape), t))
 
 
-def filter_zeros_tuple(a, b=None):
+def filter_zeros_tuple(a: Stride, b: XTuple | None = None) -> XTuple:
     """Replace the modes of ``b`` paired with a static 0 in ``a`` by 1s (``b`` defaults to ``a``)."""
     a = as_int_tuple(a, "filter_zeros guide", allow_basis=True)
     b = a if b is None else as_int_tuple(b, "filter_zeros argument", allow_basis=True)

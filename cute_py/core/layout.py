@@ -7,6 +7,11 @@ for a (hierarchical) coordinate, ``layout((None, 3))`` for the sub-layout that
 keeps the ``None`` modes (CuTe's ``_``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
 from .memo import memoize, register_key_type, set_error_type
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
 from .int_tuple import (MAX_DEPTH, DynamicInt, as_mode, as_tiler_tuple, compact_col_major_unchecked,
@@ -14,6 +19,7 @@ from .int_tuple import (MAX_DEPTH, DynamicInt, as_mode, as_tiler_tuple, compact_
                         filter_zeros_tuple_unchecked, get_unchecked, idx2crd_unchecked, is_shaped, as_index,
                         as_int_tuple, short_repr, compact_order, fmt, is_int)
 from .int_tuple import flatten_unchecked as _flatten_tuple
+from .typing import Coord, Int, IntTuple, Shape, Stride, XTuple
 
 __all__ = [
     "Layout",
@@ -84,7 +90,7 @@ class Layout:
 
     __slots__ = ("shape", "stride", "_hash")
 
-    def __init__(self, shape, stride=None):
+    def __init__(self, shape: Shape, stride: Stride | None = None) -> None:
         shape = as_int_tuple(shape, "shape")
         _check_shape(shape, shape)
         if stride is None:
@@ -106,13 +112,13 @@ class Layout:
         return (Layout, (self.shape, self.stride))
 
     # -- identity ---------------------------------------------------------------------
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is Layout and self.shape == other.shape and self.stride == other.stride
 
     def __ne__(self, other):
         return not self.__eq__(other)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         try:
             return self._hash
         except AttributeError:
@@ -136,7 +142,7 @@ class Layout:
         return format(str(self), spec)
 
     # -- modes ------------------------------------------------------------------------
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Layout:
         """Mode ``i`` as a layout (an int-shaped layout has the single mode 0)."""
         if type(i) is not int:
             i = as_index(i, "a mode index of a layout")
@@ -149,18 +155,18 @@ class Layout:
             return self
         raise RankError(f"mode {i} is out of range for the rank-1 layout {self}")
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Layout]:
         if type(self.shape) is tuple:
             for s, d in zip(self.shape, self.stride):
                 yield make_layout_unchecked(s, d)
         else:
             yield self
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.shape) if type(self.shape) is tuple else 1
 
     # -- evaluation -------------------------------------------------------------------
-    def __call__(self, *coord):
+    def __call__(self, *coord: Coord) -> Int | Coord | Layout:
         """Evaluate at an index or a coordinate; a coordinate with ``None`` slices."""
         if len(coord) == 1:
             coord = coord[0]
@@ -181,7 +187,7 @@ class Layout:
         return as_coord() if as_coord is not None else r
 
     # -- index to coordinate (compact layouts) ----------------------------------------------
-    def get_hier_coord(self, idx):
+    def get_hier_coord(self, idx: Int) -> Coord:
         """The hierarchical coordinate of the index ``idx``: CuTe's ``idx2crd(idx, shape, stride)``.
 
         Meaningful for compact layouts (a bijection onto ``[0, size)``) and ``idx`` in ``[0, size)``;
@@ -191,7 +197,7 @@ class Layout:
         """
         return _hier_coord(self, idx, "get_hier_coord")
 
-    def get_flat_coord(self, idx):
+    def get_flat_coord(self, idx: Int) -> Int | tuple[Int, ...]:
         """The coordinate of ``idx`` with one int per top-level mode (each mode's colexicographic index).
 
         @post depth(result) <= 1, rank(result) == rank(self) (an int for one mode), self(result) == idx
@@ -203,12 +209,12 @@ class Layout:
             return crd2idx_colex(hier[0], self.shape[0])
         return tuple(crd2idx_colex(c, s) for c, s in zip(hier, self.shape))
 
-    def get_1d_coord(self, idx):
+    def get_1d_coord(self, idx: Int) -> Int:
         """The colexicographic 1-D coordinate of ``idx``.  @post self(result) == idx"""
         return crd2idx_colex(_hier_coord(self, idx, "get_1d_coord"), self.shape)
 
     @property
-    def max_alignment(self):
+    def max_alignment(self) -> int:
         """The largest N such that the layout's offsets come in aligned runs of N (see :func:`max_alignment`)."""
         return UPPER_LAYER_OPERATIONS["max_alignment"](self)
 
@@ -235,7 +241,7 @@ def _hier_coord(layout, idx, op):
     return crd
 
 
-def is_layout(x):
+def is_layout(x: object) -> bool:
     """True for a :class:`Layout`."""
     return type(x) is Layout
 
@@ -259,7 +265,7 @@ def has_none(c):
     return False
 
 
-def make_layout(*args, stride=None):
+def make_layout(*args: Shape | Stride | Layout, stride: Stride | None = None) -> Layout:
     """``make_layout(shape, stride=None)`` or ``make_layout(*layouts)``.
 
     With a shape: the layout ``shape:stride`` (compact column-major by default).
@@ -289,7 +295,7 @@ def _limit_depth(layout, op):
     return layout
 
 
-def make_ordered_layout(shape, order):
+def make_ordered_layout(shape: Shape, order: IntTuple) -> Layout:
     """The compact layout of ``shape`` whose modes are visited in increasing ``order``.
 
     ``make_ordered_layout((2,2,2,2), (0,2,3,1)) == (2,2,2,2):(1,4,8,2)``.
@@ -298,7 +304,7 @@ def make_ordered_layout(shape, order):
     return Layout(shape, compact_order(shape, order))
 
 
-def make_layout_like(layout):
+def make_layout_like(layout: Layout) -> Layout:
     """A compact layout with the shape of ``layout`` and the order of its strides.
 
     Static 0 strides are kept: ``(2,2,2,2):(0,2,4,1) -> (2,2,2,2):(0,2,4,1)``.
@@ -329,7 +335,7 @@ def _need_layout(x, op):
         raise CuteTypeError(f"{op} expects a Layout, got {type(x).__name__} {short_repr(x)}")
 
 
-def cosize(layout, mode=()):
+def cosize(layout: Any, mode: int | Sequence[int] = ()) -> Int:
     """The size of the codomain: ``sum((s-1)*|d|) + 1`` over the modes (of ``mode`` if given).
 
     For non-negative strides this is ``layout(size(layout) - 1) + 1``; for basis
@@ -468,7 +474,7 @@ def _profile(p, op):
 
 
 @memoize
-def coalesce(layout, target_profile=None):
+def coalesce(layout: Any, target_profile: IntTuple | None = None) -> Any:
     """Merge modes where possible, keeping the function on the domain and the size.
 
     With ``target_profile`` (an IntTuple), coalesce only inside each of its leaves,
@@ -485,14 +491,14 @@ def coalesce(layout, target_profile=None):
     return _transform(layout, target_profile, coalesce)
 
 
-def coalesce_x(layout, target_profile=None):
+def coalesce_x(layout: Layout, target_profile: IntTuple | None = None) -> Layout:
     """:func:`coalesce` that also keeps the function beyond the domain (used by composition)."""
     if target_profile is None or type(target_profile) is not tuple:
         return _coalesce_x(layout)
     return _transform(layout, target_profile, coalesce_x)
 
 
-def filter_zeros(layout, target_profile=None):
+def filter_zeros(layout: Layout, target_profile: Stride | None = None) -> Layout:
     """Replace the modes with static stride 0 (or at 0 leaves of ``target_profile``) by size 1."""
     _need_layout(layout, "filter_zeros")
     guide = layout.stride if target_profile is None else as_int_tuple(target_profile, "filter_zeros profile",
@@ -501,7 +507,7 @@ def filter_zeros(layout, target_profile=None):
 
 
 @memoize
-def filter(layout, target_profile=None):
+def filter(layout: Any, target_profile: IntTuple | None = None) -> Any:
     """Remove all stride-0 and size-1 modes, then coalesce (``1:0`` if nothing is left).
 
     @post layout(i) for the kept coordinates are unchanged, in order; depth(result) <= 1
@@ -524,7 +530,7 @@ def _as_int_tuple_arg(x, op):
     return as_int_tuple(x, f"{op} argument", allow_none=True, allow_basis=True)
 
 
-def select(layout, mode):
+def select(layout: Any, mode: int | Sequence[int]) -> Any:
     """The layout (or IntTuple) of the chosen modes, in the given order."""
     if type(mode) is tuple or type(mode) is list:
         modes = tuple(as_index(i, "select: a mode index") for i in mode)
@@ -542,7 +548,7 @@ def select(layout, mode):
         raise RankError(f"select: a mode of {fmt(modes)} is out of range for {fmt(layout)}") from None
 
 
-def group_modes(x, begin, end=None):
+def group_modes(x: Any, begin: int, end: int | None = None) -> Any:
     """Group modes ``[begin, end)`` of a layout or IntTuple into one mode (negative bounds count from the end)."""
     begin = as_index(begin, "group_modes: begin")
     if end is not None:
@@ -576,7 +582,7 @@ def _wrap(x):
     return x if type(x) is tuple else (x,)
 
 
-def append(x, elem=None, up_to_rank=None):
+def append(x: Any, elem: Layout | XTuple | None = None, up_to_rank: int | None = None) -> Any:
     """Append ``elem`` as a new last mode; with ``up_to_rank``, pad with it to that rank.
 
     For layouts ``elem`` defaults to ``1:0``, for IntTuples to ``1``.
@@ -584,7 +590,7 @@ def append(x, elem=None, up_to_rank=None):
     return _extend(x, elem, _rank_arg(up_to_rank), front=False)
 
 
-def prepend(x, elem=None, up_to_rank=None):
+def prepend(x: Any, elem: Layout | XTuple | None = None, up_to_rank: int | None = None) -> Any:
     """Prepend ``elem`` as a new first mode; with ``up_to_rank``, pad with it to that rank."""
     return _extend(x, elem, _rank_arg(up_to_rank), front=True)
 
@@ -669,7 +675,7 @@ def _coord_arg(coord, op):
     return as_int_tuple(coord, f"{op} coordinate", allow_none=True)
 
 
-def slice_(src, coord):
+def slice_(src: Any, coord: Coord) -> Any:
     """The sub-layout of the modes of ``coord`` that are ``None``.
 
     ``slice_(Layout((4,8)), (None, 3)) == (4):(1)``; see :func:`slice_and_offset`
@@ -683,7 +689,7 @@ def slice_(src, coord):
     return _slice_tuple(coord, as_tiler_tuple(src, "slice_ argument"), True)
 
 
-def slice_and_offset(coord, layout):
+def slice_and_offset(coord: Coord, layout: Any) -> tuple[Any, Any]:
     """``(slice_(layout, coord), layout(coord with None as 0))``.
 
     For a composed layout the offset is folded into the result as CuTe does.
@@ -696,7 +702,7 @@ def slice_and_offset(coord, layout):
     return slice_(layout, coord), crd2idx_unchecked(_zero_none(coord), layout.shape, layout.stride)
 
 
-def dice(coord, layout):
+def dice(coord: Coord, layout: Any) -> Any:
     """The sub-layout (or sub-tuple) of the modes of ``coord`` that are *not* ``None``."""
     coord = _coord_arg(coord, "dice")
     if type(layout) is Layout:
@@ -704,7 +710,7 @@ def dice(coord, layout):
     return _dice_tuple(coord, as_tiler_tuple(layout, "dice argument"), True)
 
 
-def flatten(x):
+def flatten(x: Any) -> Any:
     """Flatten an IntTuple or a layout to depth <= 1."""
     if type(x) is Layout:
         try:

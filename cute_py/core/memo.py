@@ -17,12 +17,19 @@ deep inside the algebra into :class:`~cute_py.errors.CuteValueError` (installed 
 (a zero extent or stride where the algebra divides by it).
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import linecache
 import os
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 __all__ = ["memoize", "clear_caches", "memoization", "register_key_type", "set_error_type"]
+
+_Fn = TypeVar("_Fn", bound=Callable[..., Any])
+_Cls = TypeVar("_Cls", bound=type)
 
 _MAX_ENTRIES = 4096
 _MAX_KEY_DEPTH = 16
@@ -33,12 +40,12 @@ _KEY_TYPES = {int, type(None)}
 _ERROR = {"type": ValueError}  # cute_py.errors.CuteValueError, installed by the layout module
 
 
-def set_error_type(cls):
+def set_error_type(cls: type[Exception]) -> None:
     """The exception class the wrapper raises for a structural failure (``_memo`` imports nothing)."""
     _ERROR["type"] = cls
 
 
-def register_key_type(cls):
+def register_key_type(cls: _Cls) -> _Cls:
     """Let instances of ``cls`` (immutable, hashable, equal only to instances of ``cls`` with equal
     exact-typed fields) be memoisation keys.  Returns ``cls``."""
     _KEY_TYPES.add(cls)
@@ -99,7 +106,7 @@ def {name}({params}):
 """
 
 
-def memoize(fn):
+def memoize(fn: _Fn) -> _Fn:
     """Cache ``fn`` on its arguments (bounded; cleared when full).
 
     ``fn`` takes positional-or-keyword parameters only (defaults allowed); the key is the tuple of all of
@@ -145,14 +152,14 @@ _GENERATED_NAMES = {"args", "keyed", "result", "fn", "cache", "cache_get", "miss
                     "structure_error", "key_types", "clean_tuple", "all_keys", "type", "tuple", "map", "len"}
 
 
-def clear_caches():
+def clear_caches() -> None:
     """Empty every memoisation cache."""
     for c in _caches:
         c.clear()
 
 
 @contextlib.contextmanager
-def memoization(enabled):
+def memoization(enabled: bool) -> Iterator[None]:
     """Context manager turning memoisation on or off (off: caches are emptied and not filled)."""
     old = _state["store"]
     _state["store"] = bool(enabled)

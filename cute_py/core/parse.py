@@ -6,10 +6,19 @@
 C++'s static-int underscores (``_4``) and its ``Sw<...>`` spelling are accepted.
 """
 
+from __future__ import annotations
+
 import re
+from typing import TYPE_CHECKING
 
 from ..errors import CuteTypeError, CuteValueError
 from .int_tuple import MAX_DEPTH, short_repr  # the IntTuple limits, as the layout module uses them
+from .typing import IntTuple, Stride
+
+if TYPE_CHECKING:
+    from .composed import ComposedLayout
+    from .layout import Layout
+    from .swizzle import Swizzle
 
 __all__ = ["parse_int_tuple", "parse_layout", "parse_swizzle"]
 
@@ -139,7 +148,7 @@ class _Parser:
             self.fail(f"unexpected trailing text at token {self.pos}")
 
 
-def parse_int_tuple(text):
+def parse_int_tuple(text: str) -> IntTuple | Stride:
     """Parse an IntTuple: ``"(2,(3,4))" -> (2, (3, 4))``, ``"(4)" -> (4,)``, ``"6" -> 6``."""
     p = _Parser(text)
     t = p.int_tuple()
@@ -147,7 +156,7 @@ def parse_int_tuple(text):
     return t
 
 
-def parse_layout(text):
+def parse_layout(text: str) -> Layout | ComposedLayout:
     """Parse ``"shape:stride"`` (or ``"shape"``, compact column-major) or a composed layout
     ``"S<b,m,s> o offset o shape:stride"``."""
     p = _Parser(text)
@@ -156,7 +165,7 @@ def parse_layout(text):
     return layout
 
 
-def parse_swizzle(text):
+def parse_swizzle(text: str) -> Swizzle:
     """Parse ``"S<3,4,3>"`` into a :class:`~cute_py.core.swizzle.Swizzle`."""
     p = _Parser(text)
     sw = p.swizzle()

@@ -14,7 +14,10 @@ tells the two apart (structurally, by the strides), and a tensor recast that way
 stores (see ``recast_tensor``).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError
@@ -22,6 +25,10 @@ from .int_tuple import flatten_unchecked, is_static_unchecked, as_index, short_r
 from .layout import Layout, make_layout_unchecked
 from .composed import SmemPtrFlag
 from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle
+from .typing import Int
+
+if TYPE_CHECKING:
+    from .composed import ComposedLayout
 
 __all__ = ["upcast", "downcast", "recast_layout", "upcast_exactness", "recast_exactness"]
 
@@ -72,7 +79,7 @@ def _has_unit_stride(stride):
 
 
 @memoize
-def upcast(layout, n):
+def upcast(layout: Layout | Swizzle | ComposedLayout | Int, n: int) -> Layout | Swizzle | ComposedLayout | Int:
     """View ``layout`` in units ``n`` times wider (elements -> vectors of ``n`` elements), as CuTe's ``upcast<n>``.
 
     A static stride 0 stays; a stride ``d`` (``d % n == 0`` or ``n % d == 0``, else a
@@ -102,7 +109,7 @@ def upcast(layout, n):
     raise CuteTypeError(f"upcast expects a layout, a swizzle or a composed layout, got {short_repr(layout)}")
 
 
-def upcast_exactness(layout, n):
+def upcast_exactness(layout: Layout | ComposedLayout, n: int) -> str | None:
     """``None`` when ``upcast(layout, n)`` covers exactly the elements ``layout`` reaches, else the reason.
 
     The layout's image is a union of whole ``n``-element units exactly when, with the stride-0 and
@@ -156,7 +163,7 @@ def _upcast_offset(off, n):
 
 
 @memoize
-def downcast(layout, n):
+def downcast(layout: Layout | Swizzle | ComposedLayout | Int, n: int) -> Layout | Swizzle | ComposedLayout | Int:
     """View ``layout`` in units ``n`` times narrower (an element becomes ``n`` elements).
 
     Needs a stride-1 mode (the adjacent elements to split), as CuTe does, and, where
@@ -226,7 +233,8 @@ def _recast_composed(layout, fn, offset):
     return ComposedLayout(fn(layout.inner), offset, fn(layout.outer))
 
 
-def recast_layout(new_bits, old_bits, layout):
+def recast_layout(new_bits: int, old_bits: int,
+                  layout: Layout | Swizzle | ComposedLayout | Int) -> Layout | Swizzle | ComposedLayout | Int:
     """``layout`` of ``old_bits``-wide elements seen as ``new_bits``-wide elements.
 
     ``recast_layout(32, 16, (8,64):(64,1)) == (8,32):(32,1)``; the swizzle of a composed
@@ -250,7 +258,7 @@ def recast_layout(new_bits, old_bits, layout):
     return downcast(upcast(layout, num), den)
 
 
-def recast_exactness(new_bits, old_bits, layout):
+def recast_exactness(new_bits: int, old_bits: int, layout: Layout | ComposedLayout) -> str | None:
     """``None`` when ``recast_layout(new_bits, old_bits, layout)`` covers exactly the bits ``layout`` reaches,
     else the reason (only widening can cover more: see :func:`upcast_exactness`)."""
     recast_layout(new_bits, old_bits, layout)  # the same checks of the arguments

@@ -8,10 +8,18 @@ Their bits lie within the lowest :data:`MAX_SWIZZLE_BITS` bits of an offset
 (``base + bits + |shift| <= 64``: offsets of 64-bit address spaces).
 """
 
+from __future__ import annotations
+
 MAX_SWIZZLE_BITS = 64
+
+from typing import TYPE_CHECKING
 
 from ..errors import CuteTypeError, CuteValueError
 from .int_tuple import DynamicInt, flatten_unchecked, index_or_none, as_index, short_repr, fmt
+from .typing import Int
+
+if TYPE_CHECKING:
+    from .layout import Layout
 
 __all__ = ["Swizzle", "make_swizzle", "is_swizzle", "carries_exactly", "MAX_SWIZZLE_BITS"]
 
@@ -21,7 +29,7 @@ class Swizzle:
 
     __slots__ = ("bits", "base", "shift", "_y", "_rs", "_ls")
 
-    def __init__(self, bits, base, shift=None):
+    def __init__(self, bits: int, base: int, shift: int | None = None) -> None:
         if shift is None:
             shift = bits
         bits = as_index(bits, "Swizzle bits")
@@ -52,39 +60,39 @@ class Swizzle:
         return (Swizzle, (self.bits, self.base, self.shift))
 
     @property
-    def bit_msk(self):
+    def bit_msk(self) -> int:
         """``(1 << bits) - 1``."""
         return (1 << self.bits) - 1
 
     @property
-    def yyy_msk(self):
+    def yyy_msk(self) -> int:
         """The mask of the bits that are XORed into ZZZ."""
         return self.bit_msk << (self.base + max(0, self.shift))
 
     @property
-    def zzz_msk(self):
+    def zzz_msk(self) -> int:
         """The mask of the bits that are changed."""
         return self.bit_msk << (self.base - min(0, self.shift))
 
     @property
-    def swizzle_code(self):
+    def swizzle_code(self) -> int:
         """``yyy_msk | zzz_msk``."""
         return self.yyy_msk | self.zzz_msk
 
-    def size(self):
+    def size(self) -> int:
         """The natural domain size ``2**(base + bits + |shift|)``: the swizzle is a bijection on it."""
         return 1 << (self.base + self.bits + abs(self.shift))
 
-    def cosize(self):
+    def cosize(self) -> int:
         """Equal to :meth:`size` (a bijection)."""
         return self.size()
 
     @property
-    def shape(self):
+    def shape(self) -> int:
         # a swizzle is a function on [0, size): its "shape" for size()/rank()
         return self.size()
 
-    def __call__(self, offset):
+    def __call__(self, offset: Int) -> Int:
         """Apply the swizzle to an int (or a run-time integer): ``x ^ ((x & yyy) >> shift)``."""
         if type(offset) is int:
             try:
@@ -96,7 +104,7 @@ class Swizzle:
             return offset ^ ((offset & self._y) << self._ls)
         return offset ^ ((offset & self._y) >> self._rs)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         """Swizzles are equal as functions: every ``S<0,m,s>`` is the identity, and equal to every other."""
         if type(other) is not Swizzle:
             return False
@@ -104,11 +112,11 @@ class Swizzle:
             return self.bits == other.bits
         return (self.bits, self.base, self.shift) == (other.bits, other.base, other.shift)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(("S", 0)) if self.bits == 0 else hash(("S", self.bits, self.base, self.shift))
 
     @property
-    def is_identity(self):
+    def is_identity(self) -> bool:
         """True for ``S<0,m,s>``, which changes no offset."""
         return self.bits == 0
 
@@ -119,7 +127,7 @@ class Swizzle:
         return f"Swizzle({self.bits}, {self.base}, {self.shift})"
 
     @staticmethod
-    def from_masks(yyy_msk, zzz_msk):
+    def from_masks(yyy_msk: int, zzz_msk: int) -> Swizzle:
         """The swizzle with these masks (see :func:`make_swizzle`)."""
         return make_swizzle(None, yyy_msk=yyy_msk, zzz_msk=zzz_msk)
 
@@ -138,7 +146,7 @@ def _offset(x, sw):
 _CHECK_LIMIT = 1 << 16
 
 
-def carries_exactly(sw, carried, layout, n):
+def carries_exactly(sw: Swizzle, carried: Swizzle, layout: Layout, n: int) -> bool:
     """True if ``carried(layout(i)) == layout(sw(i))`` for all ``0 <= i < n``.
 
     ``sw`` changes only the bits below ``top = base + bits + |shift|``.  When ``2**top`` is a
@@ -189,7 +197,7 @@ def _merged_modes(layout):
     return tuple(shapes), tuple(strides)
 
 
-def is_swizzle(x):
+def is_swizzle(x: object) -> bool:
     """True for a :class:`Swizzle`."""
     return type(x) is Swizzle
 
@@ -202,7 +210,8 @@ def _ctz(x):
     return (x & -x).bit_length() - 1 if x else 32
 
 
-def make_swizzle(b, m=None, s=None, *, yyy_msk=None, zzz_msk=None):
+def make_swizzle(b: int | None, m: int | None = None, s: int | None = None, *, yyy_msk: int | None = None,
+                 zzz_msk: int | None = None) -> Swizzle:
     """``make_swizzle(b, m, s)`` is ``Swizzle(b, m, s)``; ``make_swizzle(yyy_msk=Y, zzz_msk=Z)``
     recovers the swizzle from its masks (CuTe's ``make_swizzle<Y,Z>``), e.g. masks
     ``0b1000, 0b0100 -> S<1,2,1>`` and ``0b11000000, 0b00000110 -> S<2,1,5>``."""

@@ -5,6 +5,10 @@ and ``logical_product(A, B) = make_layout(A, composition(complement(A, size(A)*c
 as in the current CuTe C++; the zipped/tiled/flat forms regroup their modes.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .memo import memoize
 from .algebra import complement_unchecked, composition_unchecked, disjoint_complement, right_inverse
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
@@ -13,6 +17,10 @@ from .int_tuple import (as_int_tuple, ceil_div_unchecked, compact_col_major_unch
                         product_unchecked, short_repr)
 from .layout import (Layout, coalesce_unchecked, concat_layouts, make_layout_unchecked, vector_layout, append, cosize,
                      make_ordered_layout, slice_)
+from .typing import Int, IntTuple, Shape, Tiler
+
+if TYPE_CHECKING:
+    from .composed import ComposedLayout
 
 __all__ = [
     "logical_divide",
@@ -80,7 +88,7 @@ def _as_tiler(tiler, op, level=0):
 
 
 @memoize
-def logical_divide(layout, tiler):
+def logical_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
     """Split ``layout`` into (tile, rest) by ``tiler``: ``composition(layout, (tiler, complement))``.
 
     ``tiler`` is a layout, an int, ``None`` or a tuple applied mode by mode.
@@ -133,7 +141,7 @@ def _tiler_profile(guide):
     return "_" if guide is None else "x"
 
 
-def tile_unzip(layout, tiler):
+def tile_unzip(layout: Layout, tiler: Tiler) -> Layout:
     """Gather the (tile, rest) pairs at the leaves of ``tiler`` into ((tiles...), (rests..., extra modes...))."""
     return make_layout_unchecked(_zip2_by(layout.shape, tiler), _zip2_by(layout.stride, tiler))
 
@@ -150,7 +158,7 @@ def _unpack(result, first, second):
 
 
 @memoize
-def zipped_divide(layout, tiler):
+def zipped_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
     """``logical_divide`` with the tile modes gathered first: ``((TILE...), (REST...))``.
 
     @post size(result[0]) == size of the tile; result is logical_divide regrouped
@@ -162,7 +170,7 @@ def zipped_divide(layout, tiler):
 
 
 @memoize
-def tiled_divide(layout, tiler):
+def tiled_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
     """``zipped_divide`` with the rest modes unpacked: ``((TILE...), REST0, REST1, ...)``."""
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
         return _on_outer(layout, tiled_divide, tiler)
@@ -170,7 +178,7 @@ def tiled_divide(layout, tiler):
 
 
 @memoize
-def flat_divide(layout, tiler):
+def flat_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
     """``zipped_divide`` with both groups unpacked: ``(TILE0, TILE1, ..., REST0, REST1, ...)``."""
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
         return _on_outer(layout, flat_divide, tiler)
@@ -178,7 +186,7 @@ def flat_divide(layout, tiler):
 
 
 @memoize
-def logical_product(block, tiler):
+def logical_product(block: Layout | ComposedLayout, tiler: Tiler | ComposedLayout) -> Layout | ComposedLayout:
     """Repeat ``block`` over ``tiler``: ``(block, composition(complement(block, size(block)*cosize(tiler)), tiler))``.
 
     ``tiler`` is a layout, an int, ``None`` or a tuple applied mode by mode.
@@ -230,7 +238,7 @@ def _product_with_swizzled_tiler(block, tiler):
 
 
 @memoize
-def zipped_product(block, tiler):
+def zipped_product(block: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
     """``logical_product`` with the block modes gathered first: ``((BLOCK...), (REPEAT...))``."""
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, zipped_product, tiler)
@@ -239,7 +247,7 @@ def zipped_product(block, tiler):
 
 
 @memoize
-def tiled_product(block, tiler):
+def tiled_product(block: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
     """``zipped_product`` with the repeat modes unpacked: ``((BLOCK...), R0, R1, ...)``."""
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, tiled_product, tiler)
@@ -247,7 +255,7 @@ def tiled_product(block, tiler):
 
 
 @memoize
-def flat_product(block, tiler):
+def flat_product(block: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
     """``zipped_product`` with both groups unpacked: ``(B0, B1, ..., R0, R1, ...)``."""
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, flat_product, tiler)
@@ -270,7 +278,7 @@ def _zip(a, b):
     return tuple(zip(a, b))
 
 
-def zip_layouts(a, b, op="zip_layouts"):
+def zip_layouts(a: Layout, b: Layout, op: str = "zip_layouts") -> Layout:
     """Zip two layouts mode by mode, as CuTe's ``zip(a, b)``: ``((a0,b0),(a1,b1),...)`` for equal ranks.
 
     A leaf-shaped ``a`` wraps the pair in one mode, ``((a,b))``, whatever ``b`` is; a tuple-shaped
@@ -291,7 +299,7 @@ def _rank_product(block, tiler, op):
 
 
 @memoize
-def blocked_product(block, tiler):
+def blocked_product(block: Layout | ComposedLayout, tiler: Layout) -> Layout | ComposedLayout:
     """Tile ``block`` over ``tiler``, the block being the inner (fastest) part of each mode.
 
     @post rank(result) == max(rank(block), rank(tiler))
@@ -304,7 +312,7 @@ def blocked_product(block, tiler):
 
 
 @memoize
-def raked_product(block, tiler):
+def raked_product(block: Layout | ComposedLayout, tiler: Layout) -> Layout | ComposedLayout:
     """Tile ``block`` over ``tiler``, interleaving the blocks (the tiler is the inner part of each mode).
 
     @post rank(result) == max(rank(block), rank(tiler))
@@ -337,7 +345,8 @@ def _tile_to_shape(block, trg_shape, order):
     return blocked_product.__wrapped__(padded, tiles)
 
 
-def tile_to_shape(atom, trg_shape, order=None):
+def tile_to_shape(atom: Layout | ComposedLayout, trg_shape: Shape,
+                  order: IntTuple | None = None) -> Layout | ComposedLayout:
     """Repeat ``atom`` (a layout) until it has shape ``trg_shape``; ``order`` orders the repeats.
 
     @pre rank(atom) <= rank(trg_shape) and the atom's mode sizes divide the target's
@@ -352,7 +361,7 @@ def tile_to_shape(atom, trg_shape, order=None):
     return _tile_to_shape(atom, trg_shape, order)
 
 
-def make_layout_tv(thr_layout, val_layout):
+def make_layout_tv(thr_layout: Layout, val_layout: Layout) -> tuple[tuple[Int, ...], Layout]:
     """``(tiler_mn, layout_tv)``: each thread of ``thr_layout`` owns a ``val_layout`` block of the tile.
 
     ``layout_mn = raked_product(thr_layout, val_layout)`` lays the blocks out over the
@@ -382,7 +391,7 @@ def make_layout_tv(thr_layout, val_layout):
     return product_each_unchecked(layout_mn.shape), layout_tv
 
 
-def make_fragment_like_layout(layout):
+def make_fragment_like_layout(layout: Layout) -> Layout:
     """A compact layout with ``layout``'s shape for a register fragment (CuTe's ``make_fragment_like``).
 
     Mode 0 (the vector mode of copy and MMA atoms) is column-major, keeping its

@@ -15,12 +15,12 @@ from typing import Any, Tuple, Union
 
 __all__ = ["Int", "IntTuple", "Shape", "Stride", "Coord", "Tile", "Tiler", "XTuple"]
 
-Int = Union[int, "DynamicInt"]
+Int = Union[int, "DynamicInt"]  # noqa: F821 (forward references, resolved by the reader)
 IntTuple = Union[Int, Tuple["IntTuple", ...]]
 Shape = Union[Int, Tuple["Shape", ...]]
-Stride = Union[Int, "ScaledBasis", Tuple["Stride", ...]]
+Stride = Union[Int, "ScaledBasis", Tuple["Stride", ...]]  # noqa: F821
 Coord = Union[Int, None, Tuple["Coord", ...]]
-Tile = Union[Int, None, "Layout", Tuple["Tile", ...]]
-Tiler = Union[Shape, "Layout", Tile]
+Tile = Union[Int, None, "Layout", Tuple["Tile", ...]]  # noqa: F821
+Tiler = Union[Shape, "Layout", Tile]  # noqa: F821
 XTuple = Union[Any, Tuple["XTuple", ...]]
 

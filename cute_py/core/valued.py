@@ -15,6 +15,10 @@ The integer-like classes form one set:
   annotation of such a parameter, and, in a kernel, the conversion of a traced value.
 """
 
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
 from ..errors import CuteValueError, StaticValueRequired
 from .int_tuple import DynamicInt, as_index, index_or_none
 
@@ -30,7 +34,7 @@ class ValuedInt(DynamicInt):
 
     __slots__ = ("value",)
 
-    def __init__(self, value):
+    def __init__(self, value: int | ValuedInt) -> None:
         self.value = value.value if isinstance(value, ValuedInt) else as_index(value, f"the value of a {type(self).__name__}")
 
     def _op(self, other, fn):
@@ -104,22 +108,22 @@ class ValuedInt(DynamicInt):
     def __abs__(self):
         return type(self)(abs(self.value))
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise StaticValueRequired("the truth value of a run-time integer is not known while tracing")
 
-    def __eq__(self, o):
+    def __eq__(self, o: object) -> NoReturn:
         raise StaticValueRequired("comparing a run-time integer needs a run-time branch (or a static value)")
 
     __lt__ = __le__ = __gt__ = __ge__ = __ne__ = __eq__
     __hash__ = None
 
-    def min_(self, o):
+    def min_(self, o: int | ValuedInt) -> ValuedInt:
         return type(self)(min(self.value, value_of(o)))
 
-    def max_(self, o):
+    def max_(self, o: int | ValuedInt) -> ValuedInt:
         return type(self)(max(self.value, value_of(o)))
 
-    def signum_(self):
+    def signum_(self) -> ValuedInt:
         return type(self)((self.value > 0) - (self.value < 0))
 
     def __str__(self):
@@ -129,7 +133,7 @@ class ValuedInt(DynamicInt):
         return f"{type(self).__name__}({self.value})"
 
 
-def value_of(x):
+def value_of(x: Any) -> Any:
     """The value of a :class:`ValuedInt`, or of every such leaf of a tuple, layout or basis stride."""
     if isinstance(x, ValuedInt):
         return x.value

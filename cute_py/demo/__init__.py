@@ -15,7 +15,10 @@ after part 2.  The package's halves import downward only: ``tour`` (host: layout
 CPU run), ``kernel`` (the kernel), ``gpu`` (compiling and running it; loaded on first use).
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Callable
 
 from .tour import (CPU_SHAPE, DTYPE, GPU_SHAPE, JIT_INSTALL, REPS, SWIZZLE, TILE, heading, run_on_cpu,
                    smem_tile_layout, tma_tour, tour)
@@ -36,7 +39,7 @@ def _kernel_half():
     return gpu
 
 
-def copy_tour(out=print, cpu=False):
+def copy_tour(out: Callable[[str], object] = print, cpu: bool = False) -> bool:
     """Part 4: run the copy on a CUDA GPU when one is usable (and ``cpu`` is false), else on the CPU
     reference; say which path ran. Returns True when the copy checked out."""
     if cpu:
@@ -60,7 +63,7 @@ def copy_tour(out=print, cpu=False):
         return False
 
 
-def emit(kind, out=print):
+def emit(kind: str, out: Callable[[str], object] = print) -> int:
     """Print the MLIR (``kind="mlir"``) or PTX (``"ptx"``) of kernel 1 for the demo's configuration.
     Returns the exit status: 0, or 1 (with a message on stderr) when the JIT is not installed."""
     if kind not in ("mlir", "ptx"):
@@ -76,7 +79,7 @@ def emit(kind, out=print):
     return 0
 
 
-def run(out=print, cpu=False):
+def run(out: Callable[[str], object] = print, cpu: bool = False) -> int:
     """The whole demo (parts 1-4). Returns the exit status: 0, or 1 when the copy's check failed."""
     out("cute_py: CuTe layouts, TMA atoms and a JIT for Hopper, in Python")
     heading(out, "1. Layouts and their algebra")

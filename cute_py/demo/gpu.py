@@ -4,14 +4,22 @@ or cupy.  It imports the compiler, the MLIR bindings, CUDA and the array librari
 :mod:`cute_py.demo` calls it only when the compiler can run.
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .tour import DTYPE, GPU_SHAPE, REPS, SWIZZLE, TILE
+
+if TYPE_CHECKING:
+    from ..compiler import Compiled
 
 __all__ = ["jit_unavailable", "compile_demo_kernel", "ptx_excerpt", "kernel_tour", "find_gpu", "run_on_gpu"]
 
 
-def jit_unavailable():
+def jit_unavailable() -> str | None:
     """``None`` when the JIT can compile (the MLIR bindings and nvJitLink import), otherwise why not."""
     try:
         from mlir_dialects import bindings  # noqa: F401  (loads the MLIR bindings)
@@ -24,7 +32,7 @@ def jit_unavailable():
     return None
 
 
-def compile_demo_kernel(src=None, dst=None):
+def compile_demo_kernel(src: Any = None, dst: Any = None) -> tuple[Compiled, float, str]:
     """``(compiled, seconds, how)``: kernel 1 (``tma_copy``) for the demo's dtype, tile and swizzle.
 
     ``src`` and ``dst`` default to ``DeviceArraySpec`` of ``GPU_SHAPE`` (compiling needs no GPU);
@@ -51,7 +59,7 @@ def compile_demo_kernel(src=None, dst=None):
 _PTX_KEYS = ("elect.sync", "mbarrier.", "cp.async.bulk")
 
 
-def ptx_excerpt(ptx):
+def ptx_excerpt(ptx: str) -> list[str]:
     """The lines of ``ptx`` that elect a thread, use an mbarrier or issue a TMA / bulk-group instruction."""
     lines = []
     for line in ptx.splitlines():
@@ -61,7 +69,7 @@ def ptx_excerpt(ptx):
     return lines
 
 
-def kernel_tour(out=print, bindings_seconds=None):
+def kernel_tour(out: Callable[[str], object] = print, bindings_seconds: float | None = None) -> Compiled:
     """Part 3: compile kernel 1 for the demo's configuration; print how long it took and its TMA/mbarrier PTX.
     ``bindings_seconds``, when given, is how long loading the MLIR bindings took (reported apart).
     Returns the :class:`~cute_py.compiler.Compiled`."""
@@ -84,7 +92,7 @@ def kernel_tour(out=print, bindings_seconds=None):
 # -- part 4: running the copy ---------------------------------------------------------------------
 
 
-def find_gpu():
+def find_gpu() -> tuple[str, ModuleType, tuple[str, int, int]] | tuple[None, None, str]:
     """``(backend, module, description)`` of a usable CUDA device (``backend`` is ``"torch"`` or
     ``"cupy"``), or ``(None, None, why not)``. Any failure to import or query counts as no GPU."""
     reasons = []
@@ -165,7 +173,8 @@ def _run_cupy(cupy, shape):
     return ok, t_kernel, t_ref, "cupy.copyto"
 
 
-def run_on_gpu(backend, module, shape=GPU_SHAPE, out=print):
+def run_on_gpu(backend: str, module: ModuleType, shape: tuple[int, int] = GPU_SHAPE,
+               out: Callable[[str], object] = print) -> bool:
     """Run kernel 1 on a ``shape`` bf16 tensor through ``backend`` (torch or cupy); print its median time,
     bandwidth and check. Returns True when the output equals the input bit for bit."""
     nbytes = shape[0] * shape[1] * 2

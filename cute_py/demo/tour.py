@@ -3,7 +3,11 @@ algebra, a TMA atom and its box, and the demo's tile copy through the CPU refere
 for the CPU run; the configuration of the demo (``DTYPE``, ``TILE``, ``SWIZZLE``...) lives here.
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..core.algebra import complement, composition, left_inverse, right_inverse
 from ..core.int_tuple import size
@@ -14,6 +18,11 @@ from ..nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
 from ..tensor.dtypes import dtype_of
 from ..tensor.pointer import AddressSpace, make_ptr
 from ..tensor.tensor import local_tile, make_tensor
+
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
+    from ..nvgpu.cpasync import TmaCopyAtom
+    from ..tensor.dtypes import DType
 
 __all__ = ["tour", "tma_tour", "run_on_cpu", "smem_tile_layout", "heading", "DTYPE", "TILE", "SWIZZLE", "GPU_SHAPE",
            "CPU_SHAPE", "REPS", "JIT_INSTALL"]
@@ -36,12 +45,12 @@ def _table(layout):
     return "\n".join(lines)
 
 
-def heading(out, text):
+def heading(out: Callable[[str], object], text: str) -> None:
     """Print the title of a part of the demo."""
     out(f"\n== {text} ==\n")
 
 
-def tour(out=print):
+def tour(out: Callable[[str], object] = print) -> None:
     """Part 1: print a few layouts and their algebra, checking each law it shows."""
     a = Layout((4, (2, 8)), (2, (1, 8)))
     out(f"A layout maps coordinates to offsets:  A = {a}")
@@ -67,7 +76,7 @@ def tour(out=print):
     out(f"raked_product({block}, {tiles})   = {raked_product(block, tiles)}")
 
 
-def smem_tile_layout(dtype, tile, swizzle):
+def smem_tile_layout(dtype: DType | str | Any, tile: tuple[int, int], swizzle: str) -> Layout | ComposedLayout:
     """The shared-memory layout of one ``tile`` (rows, cols) of ``dtype``, row-major (K-major)."""
     rows, cols = tile
     if swizzle == "none":
@@ -82,7 +91,7 @@ def _smem_layout():
     return smem_tile_layout(DTYPE, TILE, SWIZZLE)
 
 
-def tma_tour(out=print, shape=GPU_SHAPE):
+def tma_tour(out: Callable[[str], object] = print, shape: tuple[int, int] = GPU_SHAPE) -> TmaCopyAtom:
     """Part 2: print the TMA atom of a row-major ``shape`` bf16 tensor and a 128B-swizzled tile, its
     descriptor, and what ``tma_partition`` makes of one tile. Returns the atom."""
     from ..nvgpu import cpasync
@@ -118,7 +127,7 @@ def tma_tour(out=print, shape=GPU_SHAPE):
 
 
 
-def run_on_cpu(shape=CPU_SHAPE, out=print):
+def run_on_cpu(shape: tuple[int, int] = CPU_SHAPE, out: Callable[[str], object] = print) -> bool:
     """Run the demo's tile copy through :func:`cute_py.reference.run_tma_copy` on a ``shape`` numpy array
     of random bf16 bits; print the check. Returns True when the output equals the input bit for bit."""
     import numpy as np

@@ -6,11 +6,17 @@ and a width. One instruction of each op has exactly one emission entry (the kern
 CPU reference entry (``cute_py.reference.REFERENCE``) and one dialect op with its lowering rule.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import enum
+from typing import TYPE_CHECKING
 
 from ..atom import CopyOp
 from ..errors import CuteTypeError, CuteValueError
+
+if TYPE_CHECKING:
+    from ..tensor.dtypes import DType
 
 __all__ = [
     "LoadCacheMode",
@@ -63,13 +69,13 @@ class CopyG2SOp(CopyOp):
         if self.cache_mode not in (LoadCacheMode.ALWAYS, LoadCacheMode.GLOBAL):
             raise CuteValueError(f"cp.async supports the .ca (ALWAYS) and .cg (GLOBAL) cache modes, not {self.cache_mode.name}")
 
-    def valid_bits(self, dtype):
+    def valid_bits(self, dtype: DType) -> set[int]:
         return {128} if self.cache_mode is LoadCacheMode.GLOBAL else {32, 64, 128}
 
-    def default_bits(self, dtype):
+    def default_bits(self, dtype: DType) -> int:
         return 128
 
-    def check(self, dtype, num_bits):
+    def check(self, dtype: DType, num_bits: int) -> None:
         if self.cache_mode is LoadCacheMode.GLOBAL and num_bits != 128:
             raise CuteValueError(f"cp.async.cg copies 16 bytes only, not {num_bits // 8} ({num_bits} bits)")
         if num_bits not in (32, 64, 128):
@@ -81,7 +87,7 @@ class CopyG2SOp(CopyOp):
 class TmaOp(CopyOp):
     """The bulk-tensor (TMA) operations' common base."""
 
-    def valid_bits(self, dtype):
+    def valid_bits(self, dtype: DType) -> None:
         return None
 
     direction = "G2S"
@@ -123,11 +129,11 @@ class CopyReduceBulkTensorTileS2GOp(TmaOp):
 class CopyDsmemStoreOp(CopyOp):
     """``st.async.shared::cluster.mbarrier::complete_tx::bytes``: a store into a peer CTA's smem."""
 
-    def valid_bits(self, dtype):
+    def valid_bits(self, dtype: DType) -> set[int]:
         return {32, 64, 128}
 
 
-def is_tma_op(op):
+def is_tma_op(op: object) -> bool:
     """True for the bulk-tensor (TMA) operations."""
     return isinstance(op, TmaOp)
 

@@ -8,7 +8,10 @@ The device-side helpers (descriptor prefetch, fences, low-level TMA forms) are
 defined in :mod:`cute_py.nvgpu.device_ops`.
 """
 
+from __future__ import annotations
+
 import operator
+from typing import TYPE_CHECKING, Any
 
 from ..atom import CopyAtom
 from ..core.basis import make_identity_layout
@@ -19,6 +22,7 @@ from ..core.int_tuple import DynamicInt, fmt, is_static, product
 from ..core.layout import Layout, coalesce, cosize, slice_and_offset
 from ..core.algebra import composition
 from ..core.recast import recast_exactness
+from ..core.typing import Coord, Shape, Stride, Tiler
 from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import CoordEngine, Tensor, domain_offset
 from . import copy_ops, device_ops
@@ -34,6 +38,9 @@ from ..tensor.fake import value_of
 from .tma import TmaDescriptor, TmaError, TmaSwizzle, tma_swizzle_of
 from .tma_box import construct_tma_gbasis, make_tma_desc, tile_extents
 from .tma_smem import check_same_tile, check_smem_instructions, check_store_targets, value_layout
+
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
 
 __all__ = [n for n in copy_ops.__all__ if n not in ("TmaOp", "COPY_OP_CLASSES")] + [
     "TmaCopyAtom",
@@ -70,15 +77,16 @@ class TmaCopyAtom(CopyAtom):
 
     __slots__ = ("descriptor", "tma_gbasis", "g_stride", "smem_layout", "num_multicast", "tile_extents")
 
-    def __init__(self, op, dtype, num_bits, descriptor, tma_gbasis, g_stride, smem_layout, num_multicast,
-                 tile_extents=None):
+    def __init__(self, op: TmaOp, dtype: Any, num_bits: int, descriptor: TmaDescriptor, tma_gbasis: Layout,
+                 g_stride: Stride, smem_layout: Layout | ComposedLayout, num_multicast: int,
+                 tile_extents: dict[tuple[int, ...], tuple[int, bool]] | None = None) -> None:
         super().__init__(op, dtype, num_bits)
         for name, v in (("descriptor", descriptor), ("tma_gbasis", tma_gbasis), ("g_stride", g_stride),
                         ("smem_layout", smem_layout), ("num_multicast", num_multicast),
                         ("tile_extents", tile_extents)):
             object.__setattr__(self, name, v)
 
-    def get_tma_tensor(self, shape):
+    def get_tma_tensor(self, shape: Shape) -> Tensor:
         """The TMA coordinate tensor of a gmem tensor of ``shape``: its elements are the TMA
         coordinates (one per descriptor dim) of each gmem coordinate."""
         from ..core.basis import ArithTuple
@@ -103,7 +111,8 @@ def _smem_tile(smem_layout, tile_size, tiler_rank):
     return smem_layout
 
 
-def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1, *, internal_type=None):
+def make_tiled_tma_atom(op: TmaOp, gmem_tensor: Tensor, smem_layout: Layout | ComposedLayout, cta_tiler: Tiler,
+                        num_multicast: int = 1, *, internal_type: Any = None) -> tuple[TmaCopyAtom, Tensor]:
     """``(atom, tma_tensor)`` for TMA copies of ``cta_tiler`` tiles of ``gmem_tensor`` to/from ``smem_layout``.
 
     ``smem_layout`` is the (possibly swizzled) layout of one tile in shared memory, or
@@ -186,7 +195,8 @@ def _multicast_count(n):
     return n
 
 
-def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor):
+def tma_partition(atom: TmaCopyAtom, cta_coord: Coord, cta_layout: Layout, smem_tensor: Tensor,
+                  gmem_tensor: Tensor) -> tuple[Tensor, Tensor]:
     """``(smem_part, gmem_part)``: the TMA tile mode of both tensors grouped as ``((TMA, TMA_Iter), Rest...)``.
 
     Mode 0 of both tensors is the CTA tile; with multicast, this CTA's share of the
@@ -265,7 +275,8 @@ def _mode0(layout):
     return s[0] if type(s) is tuple else s
 
 
-def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode):
+def create_tma_multicast_mask(cta_layout_vmnk: Layout, cta_coord_vmnk: Coord,
+                              mcast_mode: int | tuple[int, ...] | list[int]) -> int:
     """The 16-bit mask of the CTAs that receive this CTA's multicast along mode(s) ``mcast_mode``.
 
     The CTAs are those of ``cta_layout_vmnk`` (CTA coordinate -> rank in the cluster, at most 16

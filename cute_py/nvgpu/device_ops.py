@@ -8,14 +8,21 @@ below. Outside a kernel the arguments are still validated, then a :class:`Device
 call needs a kernel. Their CPU semantics are in :mod:`cute_py.reference`.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from .. import device
 from ..errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyError
 from ..core.int_tuple import is_int, is_static
+from ..core.typing import Int
 from ..tensor.pointer import AddressSpace, Pointer
 from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp, CopyG2SOp,
                        LoadCacheMode)
+
+if TYPE_CHECKING:
+    from ..tensor.tensor import Tensor
 
 __all__ = [
     "BYTES_PER_TENSORMAP",
@@ -68,11 +75,9 @@ class DeviceInstruction:
     """A device instruction other than a copy (the copies are the ops of :mod:`cute_py.nvgpu.copy_ops`)."""
 
 
-
 @dataclasses.dataclass(frozen=True)
 class PrefetchTensormapOp(DeviceInstruction):
     """``prefetch.tensormap [desc]`` (operands: ``atom``)."""
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,11 +85,9 @@ class TensormapPtrOp(DeviceInstruction):
     """The generic address of an atom's descriptor parameter (operands: ``atom``); returns a pointer value."""
 
 
-
 @dataclasses.dataclass(frozen=True)
 class TensormapCopyOp(DeviceInstruction):
     """Copy an atom's 128-byte descriptor to memory (operands: ``atom``, ``dst``)."""
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,11 +96,9 @@ class TensormapReplaceOp(DeviceInstruction):
     ``desc``)."""
 
 
-
 @dataclasses.dataclass(frozen=True)
 class FenceTensormapAcquireOp(DeviceInstruction):
     """``fence.proxy.tensormap::generic.acquire.gpu [desc], 128`` (operands: ``desc``)."""
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,17 +106,14 @@ class FenceTensormapReleaseOp(DeviceInstruction):
     """``fence.proxy.tensormap::generic.release.gpu``."""
 
 
-
 @dataclasses.dataclass(frozen=True)
 class CpFenceTensormapReleaseOp(DeviceInstruction):
     """``tensormap.cp_fenceproxy`` from shared to global memory (operands: ``src``, ``dst``)."""
 
 
-
 @dataclasses.dataclass(frozen=True)
 class BulkCommitGroupOp(DeviceInstruction):
     """``cp.async.bulk.commit_group``: close the group of TMA stores issued so far."""
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +140,7 @@ def _need_ptr(p, spaces, what):
     raise CuteTypeError(f"{what} must be a pointer, got {p!r}")
 
 
-def prefetch_descriptor(atom):
+def prefetch_descriptor(atom: Any) -> None:
     """``prefetch.tensormap [desc]``: bring the TMA descriptor of ``atom`` into the cache."""
     _check_tma_atom(atom)
     return _emit("prefetch_descriptor", PrefetchTensormapOp(), atom=atom)
@@ -151,7 +149,7 @@ def prefetch_descriptor(atom):
 prefetch_tma_descriptor = prefetch_descriptor
 
 
-def copy_tensormap(atom, dst_ptr):
+def copy_tensormap(atom: Any, dst_ptr: Any) -> None:
     """Copy the 128-byte descriptor of ``atom`` to ``dst_ptr`` (global or shared, 64-byte aligned)."""
     _check_tma_atom(atom)
     p = _need_ptr(dst_ptr, (AddressSpace.gmem, AddressSpace.smem), "the tensormap destination")
@@ -160,7 +158,7 @@ def copy_tensormap(atom, dst_ptr):
     return _emit("copy_tensormap", TensormapCopyOp(), atom=atom, dst=dst_ptr)
 
 
-def update_tma_descriptor(atom, gmem_tensor, desc_ptr):
+def update_tma_descriptor(atom: Any, gmem_tensor: Tensor, desc_ptr: Any) -> None:
     """Rewrite the descriptor at ``desc_ptr`` for ``gmem_tensor`` (address, dims, strides; same box)."""
     _check_tma_atom(atom)
     _need_ptr(desc_ptr, (AddressSpace.gmem, AddressSpace.smem), "desc_ptr")
@@ -183,25 +181,25 @@ def update_tma_descriptor(atom, gmem_tensor, desc_ptr):
     return _emit("update_tma_descriptor", TensormapReplaceOp(), atom=atom, tensor=gmem_tensor, desc=desc_ptr)
 
 
-def fence_tma_desc_acquire(desc_ptr):
+def fence_tma_desc_acquire(desc_ptr: Any) -> None:
     """``fence.proxy.tensormap::generic.acquire.gpu [desc], 128``: see descriptor writes before using it."""
     _need_ptr(desc_ptr, (AddressSpace.gmem, AddressSpace.generic), "desc_ptr")
     return _emit("fence_tma_desc_acquire", FenceTensormapAcquireOp(), desc=desc_ptr)
 
 
-def cp_fence_tma_desc_release(src_ptr, dst_ptr):
+def cp_fence_tma_desc_release(src_ptr: Any, dst_ptr: Any) -> None:
     """Copy a descriptor from shared to global memory and release it (``tensormap.cp_fenceproxy``)."""
     _need_ptr(src_ptr, (AddressSpace.smem,), "src_ptr")
     _need_ptr(dst_ptr, (AddressSpace.gmem,), "dst_ptr")
     return _emit("cp_fence_tma_desc_release", CpFenceTensormapReleaseOp(), src=src_ptr, dst=dst_ptr)
 
 
-def fence_tma_desc_release():
+def fence_tma_desc_release() -> None:
     """``fence.proxy.tensormap::generic.release.gpu``: publish descriptor writes."""
     return _emit("fence_tma_desc_release", FenceTensormapReleaseOp())
 
 
-def extract_tensormap_ptr(atom):
+def extract_tensormap_ptr(atom: Any) -> Any:
     """The address of the descriptor of ``atom`` inside the kernel's parameters."""
     _check_tma_atom(atom)
     return _emit("extract_tensormap_ptr", TensormapPtrOp(), atom=atom)
@@ -222,7 +220,8 @@ def _check_crd(crd):
     return crd
 
 
-def tma_load(tma_desc, mbar, smem_ptr, crd, mcast_mask=None, cache_hint=None):
+def tma_load(tma_desc: Any, mbar: Any, smem_ptr: Any, crd: Int | tuple[Int, ...] | list[Int],
+             mcast_mask: Int | None = None, cache_hint: Int | None = None) -> None:
     """``cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes`` (+ multicast)."""
     crd = _check_crd(crd)
     _need_ptr(smem_ptr, (AddressSpace.smem, AddressSpace.dsmem), "smem_ptr")
@@ -236,26 +235,27 @@ def tma_load(tma_desc, mbar, smem_ptr, crd, mcast_mask=None, cache_hint=None):
                  mcast_mask=mcast_mask, cache_hint=cache_hint)
 
 
-def tma_store(tma_desc, smem_ptr, crd):
+def tma_store(tma_desc: Any, smem_ptr: Any, crd: Int | tuple[Int, ...] | list[Int]) -> None:
     """``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``."""
     crd = _check_crd(crd)
     _need_ptr(smem_ptr, (AddressSpace.smem,), "smem_ptr")
     return _emit("tma_store", CopyBulkTensorTileS2GOp(), desc=tma_desc, smem=smem_ptr, crd=crd)
 
 
-def tma_store_arrive():
+def tma_store_arrive() -> None:
     """``cp.async.bulk.commit_group``: close the group of TMA stores issued so far."""
     return _emit("tma_store_arrive", BulkCommitGroupOp())
 
 
-def tma_store_wait(count=0, read=False):
+def tma_store_wait(count: int = 0, read: bool = False) -> None:
     """``cp.async.bulk.wait_group[.read] count``: wait until at most ``count`` store groups are pending."""
     if type(count) is not int or not 0 <= count <= 63:
         raise CuteValueError(f"tma_store_wait takes a static count in 0..63, got {count!r}")
     return _emit("tma_store_wait", BulkWaitGroupOp(count, bool(read)))
 
 
-def cp_async_shared_global(dst, src, cp_size, modifier, src_size=None):
+def cp_async_shared_global(dst: Any, src: Any, cp_size: int, modifier: LoadCacheMode,
+                           src_size: Int | None = None) -> None:
     """``cp.async.{ca,cg}.shared.global [dst], [src], cp_size[, src_size]``: bytes beyond ``src_size`` are zeroed."""
     _need_ptr(dst, (AddressSpace.smem,), "dst")
     _need_ptr(src, (AddressSpace.gmem,), "src")
@@ -270,13 +270,13 @@ def cp_async_shared_global(dst, src, cp_size, modifier, src_size=None):
     return _emit("cp_async_shared_global", CopyG2SOp(modifier), dst=dst, src=src, cp_size=cp_size, src_size=src_size)
 
 
-def cp_async_gs(dst, src, cp_size=16):
+def cp_async_gs(dst: Any, src: Any, cp_size: int = 16) -> None:
     """``cp.async.cg`` (16 bytes) or ``.ca`` (4/8) from global to shared."""
     mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
     return cp_async_shared_global(dst, src, cp_size, mode)
 
 
-def cp_async_gs_conditional(dst, src, pred, cp_size=16):
+def cp_async_gs_conditional(dst: Any, src: Any, pred: Any, cp_size: int = 16) -> None:
     """Like :func:`cp_async_gs`, but copies zeros (``src_size = 0``) where ``pred`` is false."""
     mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
     if type(pred) is bool:

@@ -3,6 +3,11 @@
 Imported only when a descriptor is encoded; needs cuda-python and a CUDA driver.
 """
 
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
 from ..errors import CuteValueError, DriverUnavailable, TmaEncodeError
 
 __all__ = ["encode_tiled", "driver_module", "DriverUnavailable", "TmaEncodeError"]
@@ -17,7 +22,7 @@ _DATA_TYPE = {
 }
 
 
-def driver_module():
+def driver_module() -> ModuleType:
     """cuda-python's driver bindings (``cuda.bindings.driver`` or the older ``cuda.cuda``)."""
     import importlib
 
@@ -35,7 +40,7 @@ def _check(driver, result, what, error=DriverUnavailable):
         raise error(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
 
 
-def encode_tiled(desc, address):
+def encode_tiled(desc: Any, address: int | None) -> bytes:
     """``cuTensorMapEncodeTiled`` for ``desc`` at device address ``address``; returns 128 bytes."""
     if address is None:
         raise CuteValueError("encoding a TMA descriptor needs the tensor's device address")

@@ -12,13 +12,19 @@ tile with ``tile_to_shape``; at a shared-memory pointer (``make_tensor``), or th
 (``S<3,3,3> o 0 o (8,64):(64,1)`` for 16-bit elements).
 """
 
+from __future__ import annotations
+
 import enum
+from typing import TYPE_CHECKING
 
 from ..core.composed import ComposedLayout, SmemPtrFlag
 from ..errors import CuteTypeError
 from ..core.layout import Layout
 from ..core.recast import recast_layout
 from ..core.swizzle import Swizzle
+
+if TYPE_CHECKING:
+    from ..tensor.dtypes import DType
 
 __all__ = ["SmemLayoutAtomKind", "make_smem_layout_atom", "element_bits"]
 
@@ -36,17 +42,17 @@ class SmemLayoutAtomKind(enum.Enum):
     K_SW128 = ("K", 3)
 
     @property
-    def swizzle_bytes(self):
+    def swizzle_bytes(self) -> int:
         """The swizzle span in bytes (16 for the interleave atom)."""
         return 16 << self.value[1]
 
     @property
-    def major(self):
+    def major(self) -> str:
         """``"MN"`` or ``"K"``: which dimension is contiguous."""
         return self.value[0]
 
 
-def element_bits(element_type):
+def element_bits(element_type: DType | int) -> int:
     """Bit width of an element type: an int is the width itself; dtypes give ``.width``."""
     if type(element_type) is int:
         bits = element_type
@@ -64,7 +70,7 @@ def _byte_atom(kind):
     return ComposedLayout(Swizzle(b, 4, 3), SmemPtrFlag(8), outer)
 
 
-def make_smem_layout_atom(kind, element_type):
+def make_smem_layout_atom(kind: SmemLayoutAtomKind, element_type: DType | int) -> ComposedLayout:
     """The shared-memory atom ``kind`` for elements of ``element_type`` (a dtype or a bit width).
 
     ``make_smem_layout_atom(SmemLayoutAtomKind.K_SW128, 16)`` is

@@ -8,13 +8,20 @@ it); ``validate()`` raises a :class:`TmaError` naming the rule and values, ``enc
 :mod:`cute_py.nvgpu.tma_box`.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import enum
+from typing import TYPE_CHECKING
 
 from ..core.composed import get_swizzle_portion, smem_byte_swizzle
 from ..tensor.dtypes import DType
 from ..errors import CuteValueError, TmaError
 from ..core.int_tuple import product
+
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
+    from ..core.layout import Layout
 
 __all__ = [
     "TmaError",
@@ -41,12 +48,12 @@ class TmaSwizzle(enum.Enum):
     B128 = 3
 
     @property
-    def span(self):
+    def span(self) -> int:
         """The swizzle span in bytes (16 for NONE: the interleave granule)."""
         return 16 << self.value
 
     @property
-    def smem_alignment(self):
+    def smem_alignment(self) -> int:
         """The shared-memory alignment a tile with this swizzle needs: 128 B, or the swizzle repeat."""
         return 128 if self is TmaSwizzle.NONE else 256 << (self.value - 1)
 
@@ -71,7 +78,7 @@ class TmaOobFill(enum.Enum):
     NAN_REQUEST_ZERO_FMA = 1
 
 
-def tma_swizzle_of(smem_layout, dtype):
+def tma_swizzle_of(smem_layout: Layout | ComposedLayout, dtype: DType) -> TmaSwizzle:
     """The descriptor swizzle mode of a (possibly swizzled) smem layout of ``dtype`` elements.
 
     The swizzle on byte addresses is the layout's own when it is flagged (``smem_ptr``), else the reading of
@@ -107,25 +114,25 @@ class TmaDescriptor:
     interleave: TmaInterleave = TmaInterleave.NONE
     l2_promotion: TmaL2Promotion = TmaL2Promotion.B128
     oob_fill: TmaOobFill = TmaOobFill.NONE
-    global_address: int = None
+    global_address: int | None = None
     address_alignment: int = 16
     store: bool = False  # used by TMA stores or reductions, which write whole 16-byte granules
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         return len(self.global_dims)
 
     @property
-    def box_bytes(self):
+    def box_bytes(self) -> int:
         """Bytes one TMA instruction moves (the box)."""
         return product(tuple(self.box_dims)) * self.dtype.width // 8
 
     @property
-    def smem_alignment(self):
+    def smem_alignment(self) -> int:
         """The shared-memory alignment the destination/source tile needs."""
         return self.swizzle.smem_alignment
 
-    def validate(self):
+    def validate(self) -> TmaDescriptor:
         """Raise :class:`TmaError` for the first rule this descriptor breaks; return ``self`` otherwise."""
         self._check_types()
         r = self.rank
@@ -203,7 +210,7 @@ class TmaDescriptor:
         if type(self.store) is not bool:
             raise TmaError(f"store must be a bool, got {self.store!r}")
 
-    def encode(self, address=None):
+    def encode(self, address: int | None = None) -> bytes:
         """The 128-byte ``CUtensorMap`` (bytes) from the driver, for the gmem ``address`` (device pointer)."""
         from .encode import encode_tiled
 

@@ -12,7 +12,11 @@ unmergeable modes), cute_py merges only what :func:`exact_dim` proves exact, and
 what cannot be described exactly in 5 dims.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..core.algebra import composition, right_inverse
 from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
@@ -20,8 +24,12 @@ from ..errors import CuteTypeError
 from ..core.int_tuple import flatten, product
 from ..core.layout import Layout, make_layout_unchecked, coalesce
 from ..core.recast import recast_layout
+from ..core.typing import Int, Shape, Stride
 from ..tensor.fake import value_of
 from .tma import TmaDescriptor, TmaError, TmaSwizzle
+
+if TYPE_CHECKING:
+    from ..tensor.dtypes import DType
 
 __all__ = ["construct_tma_gbasis", "make_tma_desc", "tile_extents", "dim_parts", "exact_dim"]
 
@@ -31,7 +39,8 @@ def _flat(x):
     return f if type(f) is tuple else (f,)
 
 
-def tile_extents(cta_v_map, gmem_layout, gmem_bits, tma_bits):
+def tile_extents(cta_v_map: Layout, gmem_layout: Layout, gmem_bits: int,
+                 tma_bits: int) -> dict[tuple[int, ...], tuple[int, bool]]:
     """``{gmem mode path: (extent, contiguous)}``: how far the CTA tile reaches along each gmem mode it walks
     (in TMA elements), and whether it covers that range whole (not strided, as a layout tiler can be)."""
     walks = {}
@@ -98,7 +107,8 @@ def _wrap(x):
     return x if type(x) is tuple else (x,)
 
 
-def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bits, swizzle=None):
+def construct_tma_gbasis(gmem_layout: Layout, gmem_bits: int, smem_layout: Layout, cta_v_map: Layout, tma_bits: int,
+                         swizzle: TmaSwizzle | None = None) -> Layout:
     """The TMA box as a layout ``tma_box_shape : gmem modes`` (basis strides), CuTe's ``construct_tma_gbasis``.
 
     ``gmem_layout`` is the gmem tensor's layout in elements of ``gmem_bits`` bits; ``smem_layout``
@@ -158,7 +168,8 @@ def construct_tma_gbasis(gmem_layout, gmem_bits, smem_layout, cta_v_map, tma_bit
     return make_layout_unchecked(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
 
 
-def dim_parts(mode_shape, mode_stride, g_t, extents):
+def dim_parts(mode_shape: Shape, mode_stride: Stride, g_t: Layout,
+              extents: dict[tuple[int, ...], tuple[int, bool]]) -> list[tuple[Int, int, bool, Int, Int]]:
     """The gmem modes one TMA dim gathers, in box order (the order the box walks them, which is the order of
     the smem tile), one entry per gmem mode: ``(box extent, tile extent, tile contiguous, gmem extent, gmem
     stride)``, with ``extents`` from :func:`tile_extents`."""
@@ -180,7 +191,7 @@ def dim_parts(mode_shape, mode_stride, g_t, extents):
     return out
 
 
-def exact_dim(parts):
+def exact_dim(parts: Sequence[tuple[Int, int, bool, Int, Int]]) -> bool:
     """True when a TMA dim gathering the gmem modes ``parts`` (see :func:`dim_parts`) is exact: every box of
     the tiling addresses exactly the tile's elements inside the tensor, in the tile's order.
 
@@ -256,8 +267,9 @@ def _as_basis(e):
     return e if type(e) is ScaledBasis else ScaledBasis(1, ())
 
 
-def make_tma_desc(gmem_layout, gmem_dtype, tma_dtype, address, address_alignment, tma_gbasis, swizzle, num_multicast,
-                  store=False, extents=None):
+def make_tma_desc(gmem_layout: Layout, gmem_dtype: DType, tma_dtype: DType, address: int | None, address_alignment: int,
+                  tma_gbasis: Layout, swizzle: TmaSwizzle, num_multicast: int, store: bool = False,
+                  extents: dict[tuple[int, ...], tuple[int, bool]] | None = None) -> tuple[TmaDescriptor, Stride]:
     """The :class:`TmaDescriptor` for ``tma_gbasis`` and the strides of the TMA coordinate tensor.
 
     Follows CuTe's ``make_tma_copy_desc``: each TMA dim gathers the gmem modes its

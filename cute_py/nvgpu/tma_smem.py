@@ -6,6 +6,10 @@ instruction per box: its elements must be exactly those runs -- aligned, not ove
 sharing a smem element only where they are one gmem element too.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ..core.algebra import composition, right_inverse
 from ..core.basis import ScaledBasis, basis_get
 from ..core.composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
@@ -15,10 +19,14 @@ from ..core.layout import Layout, coalesce
 from ..core.tiling import logical_divide, tile_to_shape
 from .tma import TmaError
 
+if TYPE_CHECKING:
+    from ..atom import CopyAtom
+    from ..core.composed import ComposedLayout
+
 __all__ = ["value_layout", "check_smem_instructions", "check_same_tile", "check_store_targets"]
 
 
-def value_layout(smem_mode0, tile_size, box_values):
+def value_layout(smem_mode0: Layout | ComposedLayout, tile_size: int, box_values: int) -> Layout:
     """``(TMA, TMA_Iter)``: the tile's element indices in shared-memory order, by instruction.
 
     Mode 0 walks the ``box_values`` elements one TMA instruction moves (consecutive in shared
@@ -29,7 +37,8 @@ def value_layout(smem_mode0, tile_size, box_values):
     return logical_divide(layout_v, Layout(box_values))
 
 
-def check_smem_instructions(atom, tile, cta_v_map, gmem_layout):
+def check_smem_instructions(atom: CopyAtom, tile: Layout | ComposedLayout, cta_v_map: Layout,
+                            gmem_layout: Layout) -> None:
     """Each TMA instruction of a tile moves ``box`` consecutive elements of shared memory starting at a
     128-byte aligned address: the tile's elements must be exactly those runs, with no overlap.
 
@@ -87,7 +96,7 @@ def _check_aliasing(outer, cta_v_map, gmem_layout, where):
                            f"{fmt(g_stride)}, extent {fmt(g_extent)}, {fmt(covered)} in the tile)")
 
 
-def check_store_targets(outer, cta_v_map, gmem_layout):
+def check_store_targets(outer: Layout, cta_v_map: Layout, gmem_layout: Layout) -> None:
     """A plain TMA store writes each tile element to its gmem element: tile elements that share a gmem element
     (a stride-0 gmem mode) must share their smem element too, or whichever write lands last wins."""
     for s, d_smem, e in _common_modes(coalesce(outer), coalesce(cta_v_map)):
@@ -133,7 +142,7 @@ def _element_offset(layout):
     return off.offset if type(off) is SmemPtrFlag else off
 
 
-def check_same_tile(atom, smem_mode0):
+def check_same_tile(atom: Any, smem_mode0: Layout | ComposedLayout) -> None:
     """The boxes were derived from the atom's smem layout: the tile they land in must be laid out the same way,
     with the same swizzle on byte addresses (a smem tensor whose byte swizzle differs from the descriptor's would
     put every element where the TMA does not)."""

@@ -6,9 +6,16 @@ none, e.g. ``BFloat16`` and the fp8 types), and the numpy dtype of the same
 width to store its bits (``storage``).  numpy is imported only when asked for.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .. import device
 from ..core.int_tuple import as_index
 from ..errors import ArgumentError, CuteTypeError, StaticValueRequired
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DType",
@@ -39,7 +46,7 @@ class DType:
 
     __slots__ = ("name", "width", "kind", "_numpy", "_storage")
 
-    def __init__(self, name, width, kind, numpy_name, storage_name):
+    def __init__(self, name: str, width: int, kind: str, numpy_name: str | None, storage_name: str) -> None:
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "width", width)
         object.__setattr__(self, "kind", kind)
@@ -53,24 +60,24 @@ class DType:
         return (dtype_of, (self.name,))
 
     @property
-    def bytes(self):
+    def bytes(self) -> int | float:
         """Width in bytes (a fraction for sub-byte types)."""
         return self.width / 8 if self.width % 8 else self.width // 8
 
     @property
-    def is_float(self):
+    def is_float(self) -> bool:
         return self.kind == "float"
 
     @property
-    def is_integer(self):
+    def is_integer(self) -> bool:
         return self.kind in ("int", "uint")
 
     @property
-    def signed(self):
+    def signed(self) -> bool:
         return self.kind in ("int", "float")
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> np.dtype | None:
         """The numpy dtype holding this type exactly, or ``None`` when numpy has none."""
         if self._numpy is None:
             return None
@@ -79,7 +86,7 @@ class DType:
         return np.dtype(self._numpy)
 
     @property
-    def storage_dtype(self):
+    def storage_dtype(self) -> np.dtype:
         """A numpy dtype of the same width, to hold the raw bits."""
         import numpy as np
 
@@ -90,7 +97,7 @@ class DType:
 
     __str__ = __repr__
 
-    def __call__(self, value):
+    def __call__(self, value: Any) -> Scalar | Any:
         """A value of this type, as the CuTe DSL's ``Int32(x)``.
 
         On the host: a :class:`Scalar` (``value`` checked to be a Python int in range, a float, or a bool,
@@ -112,7 +119,7 @@ class Scalar:
 
     __slots__ = ("dtype", "value")
 
-    def __init__(self, dtype, value):
+    def __init__(self, dtype: DType | str | Any, value: Any) -> None:
         dtype = dtype_of(dtype)
         if isinstance(value, Scalar):
             value = value.value
@@ -135,7 +142,7 @@ class Scalar:
         self.dtype, self.value = dtype, value
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         """The name of the type (``"Int32"``...)."""
         return self.dtype.name
 
@@ -171,7 +178,7 @@ ALL_DTYPES = (
 _BY_NAME = {t.name: t for t in ALL_DTYPES}
 
 
-def dtype_of(x):
+def dtype_of(x: DType | str | Any) -> DType:
     """The :class:`DType` for a DType, its name, or a numpy/torch dtype name (``"float16"``, ``"bfloat16"``)."""
     from ..errors import CuteTypeError
 

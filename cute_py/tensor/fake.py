@@ -1,6 +1,10 @@
 """Tensors for the host side: described without storage (``make_fake_tensor``), to build atoms
 and compile kernels with no GPU and no data."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .dtypes import dtype_of
 from ..errors import CuteValueError
 from ..core.int_tuple import as_index, as_int_tuple
@@ -8,11 +12,16 @@ from ..core.layout import Layout, make_layout_unchecked
 from ..core.valued import ValuedInt, value_of
 from .pointer import AddressSpace, Pointer
 from .tensor import Tensor
+from ..core.typing import Shape, Stride
+
+if TYPE_CHECKING:
+    from .dtypes import DType
 
 __all__ = ["make_fake_tensor", "HostInt", "host_layout", "value_of"]
 
 
-def make_fake_tensor(dtype, shape, stride=None, assumed_align=16, memspace=AddressSpace.gmem, dynamic=False):
+def make_fake_tensor(dtype: DType | str | Any, shape: Shape, stride: Stride | None = None, assumed_align: int = 16,
+                     memspace: AddressSpace = AddressSpace.gmem, dynamic: bool = False) -> Tensor:
     """A global-memory tensor of ``dtype`` with ``shape`` and ``stride`` (column-major by default)
     and no storage: its pointer's address is unknown, aligned to ``assumed_align`` bytes.
 
@@ -39,7 +48,7 @@ class HostInt(ValuedInt):
     __slots__ = ()
 
 
-def host_layout(layout):
+def host_layout(layout: Layout) -> Layout:
     """``layout`` with every static int leaf wrapped as a :class:`HostInt`."""
     def wrap(t):
         if type(t) is tuple:

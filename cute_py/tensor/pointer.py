@@ -6,12 +6,16 @@ shared-cluster, register) and a byte alignment; its address may be unknown (a
 an element offset keeps track of the alignment that is still guaranteed.
 """
 
+from __future__ import annotations
+
 import enum
 import math
+from typing import Any
 
 from .dtypes import DType, dtype_of
 from ..errors import CuteTypeError, CuteValueError
 from ..core.int_tuple import DynamicInt, index_or_none, as_index, short_repr, fmt
+from ..core.typing import Int
 
 _ADDRESS_LIMIT = 1 << 64
 
@@ -45,7 +49,9 @@ class Pointer:
 
     __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard", "peer")
 
-    def __init__(self, dtype, memspace=AddressSpace.gmem, alignment=None, address=None, offset=0, base=None):
+    def __init__(self, dtype: DType | str | Any, memspace: AddressSpace = AddressSpace.gmem,
+                 alignment: int | None = None, address: int | None = None, offset: Int = 0,
+                 base: Int | None = None) -> None:
         dtype = dtype_of(dtype)
         if not isinstance(memspace, AddressSpace):
             raise CuteTypeError(f"memspace must be an AddressSpace, got {memspace!r}")
@@ -74,13 +80,13 @@ class Pointer:
                         ("peer", None)):
             object.__setattr__(self, name, v)
 
-    def guarded(self, reason):
+    def guarded(self, reason: str) -> Pointer:
         """This pointer, refusing stores for ``reason`` (see the class)."""
         p = _with(self, self.alignment, self.address, self.offset)
         object.__setattr__(p, "store_guard", reason)
         return p
 
-    def at_peer(self, rank):
+    def at_peer(self, rank: Int) -> Pointer:
         """This shared-memory pointer's offset in the shared memory of CTA ``rank`` of the cluster (a ``dsmem``
         pointer, see the class)."""
         if self.memspace not in (AddressSpace.smem, AddressSpace.dsmem):
@@ -117,16 +123,16 @@ class Pointer:
 
     __radd__ = __add__
 
-    def byte_offset(self):
+    def byte_offset(self) -> Int:
         """The offset from the base in bytes (``offset * width / 8``)."""
         return self.offset * self.dtype.width // 8
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(other) is Pointer and all(
             getattr(self, k) == getattr(other, k) for k in ("dtype", "memspace", "alignment", "address")
         ) and _same(self.offset, other.offset) and _same(self.peer, other.peer)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.dtype.name, self.memspace, self.alignment, self.address))
 
     def __repr__(self):
@@ -149,7 +155,8 @@ def _with(ptr, align, address, offset):
     return p
 
 
-def make_ptr(dtype, address=None, memspace=AddressSpace.gmem, assumed_align=None):
+def make_ptr(dtype: DType | str | Any, address: int | None = None, memspace: AddressSpace = AddressSpace.gmem,
+             assumed_align: int | None = None) -> Pointer:
     """A :class:`Pointer` (``address=None`` for a pointer known only by its properties)."""
     if not isinstance(dtype, DType):
         dtype = dtype_of(dtype)

@@ -16,6 +16,11 @@ coordinate the same way (a divide pads a partial last tile: that tile is inside)
 On the host, every element offset read or written must also lie inside the array.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 from .. import device
 from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
@@ -28,6 +33,13 @@ from .pointer import AddressSpace, Pointer
 from ..core.recast import recast_exactness, recast_layout
 from ..core.swizzle import Swizzle
 from ..core.tiling import make_fragment_like_layout, zipped_divide
+from ..core.typing import Coord, Int, IntTuple, Shape, Stride, Tiler
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..core.composed import ComposedLayout
+    from .dtypes import DType
 
 __all__ = [
     "Tensor",
@@ -51,7 +63,8 @@ class ArrayEngine:
 
     __slots__ = ("array", "offset", "dtype", "store_guard")
 
-    def __init__(self, array, offset=0, dtype=None, store_guard=None):
+    def __init__(self, array: np.ndarray, offset: Int = 0, dtype: DType | None = None,
+                 store_guard: str | None = None) -> None:
         self.array = array
         self.offset = offset
         self.dtype = dtype if dtype is not None else dtype_of(array.dtype.name)
@@ -70,10 +83,10 @@ class ArrayEngine:
             )
         return j
 
-    def read(self, i):
+    def read(self, i: Int) -> Any:
         return self.array[self._index(i)]
 
-    def write(self, i, v):
+    def write(self, i: Int, v: Any) -> None:
         check_store(self, "a store")
         self.array[self._index(i)] = v
 
@@ -92,14 +105,14 @@ class CoordEngine:
 
     __slots__ = ("origin", "source")
 
-    def __init__(self, origin, source=None):
+    def __init__(self, origin: IntTuple, source: object = None) -> None:
         self.origin = origin
         self.source = source
 
     def __add__(self, n):
         return CoordEngine(_add_coord(self.origin, n), self.source)
 
-    def read(self, i):
+    def read(self, i: IntTuple) -> IntTuple:
         return _add_coord(self.origin, i)
 
     dtype = None
@@ -141,7 +154,7 @@ class Tensor:
 
     __slots__ = ("engine", "layout")
 
-    def __init__(self, engine, layout):
+    def __init__(self, engine: Pointer | ArrayEngine | CoordEngine, layout: Layout | ComposedLayout) -> None:
         if not (type(layout) is Layout or (hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"))):
             raise CuteTypeError(f"a tensor needs a Layout or a composed layout, got {short_repr(layout)}")
         if not isinstance(engine, (Pointer, ArrayEngine, CoordEngine)):
@@ -156,28 +169,28 @@ class Tensor:
 
     # -- properties ---------------------------------------------------------------------------
     @property
-    def shape(self):
+    def shape(self) -> Shape:
         return self.layout.shape
 
     @property
-    def stride(self):
+    def stride(self) -> Stride:
         return self.layout.stride
 
     @property
-    def element_type(self):
+    def element_type(self) -> DType | None:
         """The element type (``None`` for coordinate tensors)."""
         return self.engine.dtype
 
     @property
-    def memspace(self):
+    def memspace(self) -> AddressSpace | None:
         return self.engine.memspace
 
     @property
-    def iterator(self):
+    def iterator(self) -> Pointer | ArrayEngine | CoordEngine:
         """The engine: a pointer, a host array view or a coordinate counter."""
         return self.engine
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.layout)
 
     def __repr__(self):
@@ -202,7 +215,7 @@ class Tensor:
         check_coord(coord, self.layout.shape, self)
         return coord
 
-    def __getitem__(self, coord):
+    def __getitem__(self, coord: Coord) -> Tensor | Any:
         """``tensor[c]`` reads the element at coordinate ``c``; a ``None`` in ``c`` slices."""
         coord = self._coord(coord)
         if has_none(coord):
@@ -215,10 +228,10 @@ class Tensor:
             return access.load(self.engine, self._offset(coord))
         return self.engine.read(self._offset(coord))
 
-    def __call__(self, *coord):
+    def __call__(self, *coord: Coord) -> Tensor | Any:
         return self[coord[0] if len(coord) == 1 else coord]
 
-    def __setitem__(self, coord, value):
+    def __setitem__(self, coord: Coord, value: Any) -> None:
         check_store(self, "a store")
         access = device.active() if isinstance(self.engine, Pointer) else None
         if not isinstance(self.engine, ArrayEngine) and access is None:
@@ -240,7 +253,7 @@ class Tensor:
             return
         self.engine.write(self._offset(coord), value)
 
-    def to_numpy(self):
+    def to_numpy(self) -> np.ndarray:
         """The tensor's elements as a numpy array of its (flattened to rank <= depth-1) shape, column-major order."""
         import numpy as np
 
@@ -282,12 +295,13 @@ def _outside(c, s):
     return type(n) is int and c >= n
 
 
-def is_tensor(x):
+def is_tensor(x: object) -> bool:
     """True for a :class:`Tensor`."""
     return type(x) is Tensor
 
 
-def make_tensor(storage, layout):
+def make_tensor(storage: Pointer | ArrayEngine | CoordEngine | np.ndarray,
+                layout: Layout | ComposedLayout | Shape) -> Tensor:
     """A tensor over ``storage`` (a Pointer, a numpy array, or an engine) with ``layout`` (or a shape).
 
     A numpy array is used as flat storage (in memory order); the layout must stay
@@ -336,7 +350,7 @@ def _leaves(t):
     return t if type(t) is tuple else (t,)
 
 
-def make_identity_tensor(shape):
+def make_identity_tensor(shape: Shape) -> Tensor:
     """The tensor whose element at each coordinate of ``shape`` is that coordinate.
 
     @post make_identity_tensor(s)[c] == c for every coordinate c of s
@@ -345,7 +359,7 @@ def make_identity_tensor(shape):
     return Tensor(CoordEngine(_zeros_like(layout.shape)), layout)
 
 
-def make_coord_tensor(layout):
+def make_coord_tensor(layout: Layout) -> Tensor:
     """A coordinate tensor over ``layout`` (a layout with basis strides), starting at the zero coordinate."""
     if type(layout) is not Layout:
         raise CuteTypeError(f"make_coord_tensor needs a Layout, got {short_repr(layout)}")
@@ -364,7 +378,7 @@ def _zeros_like(s):
     return 0
 
 
-def make_fragment_like(src, dtype=None):
+def make_fragment_like(src: Tensor | Layout | ComposedLayout, dtype: DType | str | Any = None) -> Tensor:
     """A register tensor with a compact layout ordered like ``src``'s (CuTe's ``make_fragment_like``): a host
     array, or, while a kernel is traced, a register fragment of the kernel."""
     import numpy as np
@@ -396,7 +410,7 @@ def make_fragment_like(src, dtype=None):
 _MAX_HOST_ELEMENTS = 1 << 31
 
 
-def recast_tensor(tensor, dtype):
+def recast_tensor(tensor: Tensor, dtype: DType | str | Any) -> Tensor:
     """The same memory seen as elements of ``dtype`` (layout recast as CuTe's ``recast_layout``, engine
     reinterpreted).
 
@@ -446,7 +460,7 @@ def check_store(target, op):
         raise DivisibilityError(f"{op} through this tensor is refused: {guard}")
 
 
-def domain_offset(coord, tensor):
+def domain_offset(coord: Coord, tensor: Tensor) -> Tensor:
     """The tensor whose coordinate 0 is ``coord`` of ``tensor`` (its engine advanced by ``tensor.layout(coord)``).
 
     Over memory the static components of ``coord`` must lie inside the tensor's shape; a
@@ -469,7 +483,7 @@ def _repeat_none(r):
     return None if r == 1 else (None,) * r
 
 
-def inner_partition(tensor, tiler, coord):
+def inner_partition(tensor: Tensor, tiler: Tiler, coord: Coord) -> Tensor:
     """Tile ``tensor`` by ``tiler`` and keep the tile at ``coord`` of the rest modes."""
     _need_tensor(tensor, "inner_partition")
     coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
@@ -484,7 +498,7 @@ def inner_partition(tensor, tiler, coord):
     return tiled[(_repeat_none(r0), coord)]
 
 
-def outer_partition(tensor, tiler, coord):
+def outer_partition(tensor: Tensor, tiler: Tiler, coord: Coord) -> Tensor:
     """Tile ``tensor`` by ``tiler`` and keep, for every tile, the element at ``coord`` of the tile."""
     _need_tensor(tensor, "outer_partition")
     coord = as_int_tuple(coord, "coordinate in the tile", allow_none=True)
@@ -499,7 +513,7 @@ def outer_partition(tensor, tiler, coord):
     return tiled[(coord, _repeat_none(r1))]
 
 
-def local_tile(tensor, tiler, coord, proj=None):
+def local_tile(tensor: Tensor, tiler: Tiler, coord: Coord, proj: Sequence[int | None] | None = None) -> Tensor:
     """The ``coord``-th tile of ``tensor`` under ``tiler`` (CuTe's ``local_tile``).
 
     ``coord`` indexes the rest modes of ``zipped_divide(tensor, tiler)``; a tuple shorter than
@@ -538,7 +552,8 @@ def _proj_coord(proj):
     return tuple(None if p is None else 0 for p in proj)
 
 
-def local_partition(tensor, thr_layout, index, proj=None):
+def local_partition(tensor: Tensor, thr_layout: Layout, index: Int,
+                    proj: Sequence[int | None] | None = None) -> Tensor:
     """The elements of ``tensor`` owned by thread ``index`` when ``thr_layout`` tiles it (CuTe's ``local_partition``).
 
     A static ``index`` must be a thread of ``thr_layout``: ``0 <= index < size(thr_layout)``.

@@ -13,6 +13,10 @@ with ``& | ^ ~`` and refuses to be a Python truth value.  ``==`` and ``!=`` stay
 compatibility), which needs static values.
 """
 
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
 from ..errors import StaticValueRequired
 from ..core.valued import ValuedInt
 from ..core.valued import value_of as _value_of
@@ -73,7 +77,7 @@ class RuntimeBool:
     __slots__ = ("value",)
     __hash__ = None
 
-    def __init__(self, value):
+    def __init__(self, value: object) -> None:
         self.value = bool(value)
 
     def _combine(self, o, fn):
@@ -101,14 +105,14 @@ class RuntimeBool:
     def __invert__(self):
         return RuntimeBool(not self.value)
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise StaticValueRequired("the truth value of a run-time condition is not known while tracing")
 
     def __repr__(self):
         return f"RuntimeBool({self.value})"
 
 
-def value_of(x):
+def value_of(x: Any) -> Any:
     """The value of a run-time integer or condition, or of every such leaf of a tuple, layout or basis stride."""
     if isinstance(x, RuntimeBool):
         return x.value

@@ -8,10 +8,19 @@ admissibility (zero extents, negative and non-dividing strides), for laws stated
 as "raises a CuteError or satisfies the law".
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from hypothesis import strategies as st
 
 from ..core.int_tuple import flatten, prefix_product, product, unflatten
 from ..core.layout import Layout, make_ordered_layout
+from ..core.typing import IntTuple, Shape, Stride, Tiler
+
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
+    from ..core.swizzle import Swizzle
 
 __all__ = [
     "int_tuples",
@@ -32,13 +41,13 @@ __all__ = [
 ]
 
 
-def divisors(n):
+def divisors(n: int) -> list[int]:
     """All positive divisors of ``n`` in increasing order."""
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
 @st.composite
-def profiles(draw, n_leaves, max_depth=2):
+def profiles(draw: st.DrawFn, n_leaves: int, max_depth: int = 2) -> IntTuple:
     """A profile with exactly ``n_leaves`` leaves: ``0`` for a lone leaf, else nested tuples of 0s."""
 
     def build(n, depth):
@@ -63,7 +72,8 @@ def _fill(profile, leaves):
 
 
 @st.composite
-def int_tuples(draw, max_rank=3, max_depth=2, min_value=1, max_value=8):
+def int_tuples(draw: st.DrawFn, max_rank: int = 3, max_depth: int = 2, min_value: int = 1,
+               max_value: int = 8) -> IntTuple:
     """IntTuples: an int or nested tuples (rank <= max_rank per level, depth <= max_depth)."""
     def build(depth):
         if depth == 0 or draw(st.integers(0, 3)) == 0:
@@ -75,7 +85,8 @@ def int_tuples(draw, max_rank=3, max_depth=2, min_value=1, max_value=8):
 
 
 @st.composite
-def shapes(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, min_extent=1):
+def shapes(draw: st.DrawFn, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8, max_size: int = 256,
+           min_extent: int = 1) -> Shape:
     """Shapes with extents >= ``min_extent`` (positive by default) and total size <= ``max_size``."""
     n = draw(st.integers(1, max_rank * max(1, max_depth - 1) if max_depth > 1 else max_rank))
     leaves = []
@@ -89,7 +100,8 @@ def shapes(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, min_extent
 
 
 @st.composite
-def strides(draw, shape, max_stride=32, allow_zero=True, allow_negative=False):
+def strides(draw: st.DrawFn, shape: Shape, max_stride: int = 32, allow_zero: bool = True,
+            allow_negative: bool = False) -> Stride:
     """Strides congruent to ``shape``."""
     lo = -max_stride if allow_negative else (0 if allow_zero else 1)
 
@@ -102,14 +114,16 @@ def strides(draw, shape, max_stride=32, allow_zero=True, allow_negative=False):
 
 
 @st.composite
-def layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, max_stride=32, allow_zero=True):
+def layouts(draw: st.DrawFn, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8, max_size: int = 256,
+            max_stride: int = 32, allow_zero: bool = True) -> Layout:
     """Arbitrary layouts (not necessarily injective) with non-negative strides."""
     s = draw(shapes(max_rank, max_depth, max_extent, max_size))
     return Layout(s, draw(strides(s, max_stride, allow_zero)))
 
 
 @st.composite
-def compact_layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256):
+def compact_layouts(draw: st.DrawFn, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8,
+                    max_size: int = 256) -> Layout:
     """Bijections onto ``[0, size)``: a shape with a random mode order (``make_ordered_layout``)."""
     s = draw(shapes(max_rank, max_depth, max_extent, max_size))
     flat = flatten(s) if type(s) is tuple else (s,)
@@ -119,7 +133,8 @@ def compact_layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256):
 
 
 @st.composite
-def injective_layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, max_gap=4):
+def injective_layouts(draw: st.DrawFn, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8,
+                      max_size: int = 256, max_gap: int = 4) -> Layout:
     """Injective layouts whose sorted strides each divide the next (admissible for ``complement``).
 
     Built from a compact layout by widening the gaps between its modes.
@@ -138,7 +153,8 @@ def injective_layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256,
 
 
 @st.composite
-def layouts_with_degenerate_modes(draw, max_rank=4, max_extent=6, max_size=256):
+def layouts_with_degenerate_modes(draw: st.DrawFn, max_rank: int = 4, max_extent: int = 6,
+                                  max_size: int = 256) -> Layout:
     """Layouts that mix ordinary modes with size-1 modes and stride-0 modes."""
     base = draw(injective_layouts(max_rank=2, max_depth=1, max_extent=max_extent, max_size=max_size))
     modes = list(base) if type(base.shape) is tuple else [base]
@@ -163,7 +179,7 @@ def _divisor_tiler(draw, flat_shape):
 
 
 @st.composite
-def tilers(draw, layout, allow_none=True, as_layout=False):
+def tilers(draw: st.DrawFn, layout: Layout, allow_none: bool = True, as_layout: bool = False) -> Tiler:
     """Tilers that divide ``layout``: a tuple with one element per mode (or fewer), each a layout,
     an int or ``None``; with ``as_layout=True`` a single layout tiling the whole (coalesced) layout."""
     if as_layout:
@@ -190,7 +206,7 @@ def tilers(draw, layout, allow_none=True, as_layout=False):
 
 
 @st.composite
-def composable_pairs(draw, max_size=256):
+def composable_pairs(draw: st.DrawFn, max_size: int = 256) -> tuple[Layout, Layout]:
     """Pairs ``(A, B)`` for which ``composition(A, B)(i) == A(B(i))``: B's modes read disjoint
     digit ranges of A's (coalesced, refined) mixed-radix index, possibly past size(A), or have stride 0."""
     from ..core.layout import coalesce
@@ -222,7 +238,8 @@ def composable_pairs(draw, max_size=256):
 
 
 @st.composite
-def swizzles(draw, max_bits=3, max_base=4, max_extra_shift=2, allow_negative=True):
+def swizzles(draw: st.DrawFn, max_bits: int = 3, max_base: int = 4, max_extra_shift: int = 2,
+             allow_negative: bool = True) -> Swizzle:
     """Swizzles ``S<b,m,s>`` with ``|s| >= b`` (negative shifts included by default)."""
     from ..core.swizzle import Swizzle
 
@@ -235,7 +252,7 @@ def swizzles(draw, max_bits=3, max_base=4, max_extra_shift=2, allow_negative=Tru
 
 
 @st.composite
-def composed_layouts(draw, max_size=256, offset=True):
+def composed_layouts(draw: st.DrawFn, max_size: int = 256, offset: bool = True) -> ComposedLayout:
     """``S<b,m,s> o offset o L`` with L a compact layout (often a swizzled shared-memory tile)."""
     from ..core.composed import ComposedLayout
 
@@ -246,7 +263,8 @@ def composed_layouts(draw, max_size=256, offset=True):
 
 
 @st.composite
-def arbitrary_layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256, max_stride=24):
+def arbitrary_layouts(draw: st.DrawFn, max_rank: int = 3, max_depth: int = 2, max_extent: int = 8,
+                      max_size: int = 256, max_stride: int = 24) -> Layout:
     """Any layout of small static ints: extents in ``[0, max_extent]`` (total size <= ``max_size``), strides
     in ``[-max_stride, max_stride]``; often inadmissible for one operation or another."""
     s = draw(shapes(max_rank, max_depth, max_extent, max_size, min_extent=0))
@@ -260,7 +278,7 @@ def arbitrary_layouts(draw, max_rank=3, max_depth=2, max_extent=8, max_size=256,
 
 
 @st.composite
-def arbitrary_tilers(draw, layout, max_extent=8):
+def arbitrary_tilers(draw: st.DrawFn, layout: Layout, max_extent: int = 8) -> Tiler:
     """A tiler for ``layout`` with no regard for divisibility: a layout, an int, or a tuple of layouts, ints and
     ``None`` with at most one element per mode."""
     def tile():

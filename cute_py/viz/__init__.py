@@ -19,6 +19,10 @@ Pictures (:class:`Picture`: an SVG ``str`` with ``.save(path)``, shown by Jupyte
 through these (``_repr_svg_``).  The command line is ``python -m cute_py show``.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from ._model import bank_of, bank_stats
 from ._svg import PALETTE, Picture, bank_color, thread_color
 from .banks import bank_summary, smem_banks_svg
@@ -57,7 +61,7 @@ __all__ = [
 REPR_MAX_CELLS = 128 * 128
 
 
-def to_svg(obj, **kwargs):
+def to_svg(obj: Any, **kwargs: Any) -> Picture:
     """The natural picture of ``obj``: a TiledCopy, a TMA atom (with ``gmem=``), or a layout/tensor."""
     from ..atom import TiledCopy
 
@@ -69,7 +73,7 @@ def to_svg(obj, **kwargs):
     return layout_svg(obj, **kwargs)
 
 
-def repr_svg(obj):
+def repr_svg(obj: Any) -> str | None:
     """Jupyter's ``_repr_svg_`` for cute_py objects: the picture, or ``None`` (text repr) when it
     cannot be drawn (dynamic shapes, more than ``REPR_MAX_CELLS`` cells, rank-3 TV layouts...)."""
     from ..errors import CuteError

@@ -4,10 +4,20 @@ Everything here is plain data (no text, no SVG), so the text tables and the SVG
 pictures agree by construction.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from ..core.composed import as_position_independent_swizzle_layout, is_byte_swizzled
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
 from ..core.int_tuple import fmt, is_static, product
 from ..core.layout import Layout, group_modes
+from ..core.typing import Tiler
+
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
+    from ..tensor.tensor import Tensor
 
 __all__ = [
     "Grid",
@@ -28,10 +38,11 @@ class Grid:
 
     __slots__ = ("obj", "rows", "cols", "values", "note", "rank")
 
-    def __init__(self, obj, rows, cols, values, note, rank):
+    def __init__(self, obj: Layout | ComposedLayout | Tensor, rows: int, cols: int, values: list[Any], note: str | None,
+                 rank: int) -> None:
         self.obj, self.rows, self.cols, self.values, self.note, self.rank = obj, rows, cols, values, note, rank
 
-    def value(self, m, n):
+    def value(self, m: int, n: int) -> Any:
         return self.values[m + self.rows * n]
 
 
@@ -47,7 +58,8 @@ def _check_drawable(x, what):
         raise StaticValueRequired(f"{what} needs a layout of static shape, got shape {fmt(shape)}")
 
 
-def grid_of(x, what="print_layout", group=True, max_cells=MAX_CELLS):
+def grid_of(x: Layout | ComposedLayout | Tensor, what: str = "print_layout", group: bool = True,
+            max_cells: int = MAX_CELLS) -> Grid:
     """The grid of a layout-like ``x`` (Layout, ComposedLayout, Tensor).
 
     Rank 1 is one row; rank 2 is rows = size(mode 0), cols = size(mode 1); rank > 2
@@ -86,7 +98,7 @@ def _short(x, orig):
     return getattr(x, "layout", x) if hasattr(orig, "engine") else x
 
 
-def format_value(v):
+def format_value(v: Any) -> str:
     """A short, exact label for a layout value or a tensor element."""
     if type(v) is int:
         return str(v)
@@ -107,12 +119,13 @@ class TvGrid:
 
     __slots__ = ("rows", "cols", "owners", "num_threads", "num_values", "layout_tv", "tiler_mn")
 
-    def __init__(self, rows, cols, owners, num_threads, num_values, layout_tv, tiler_mn):
+    def __init__(self, rows: int, cols: int, owners: dict[tuple[int, int], list[tuple[int, int]]], num_threads: int,
+                 num_values: int, layout_tv: Layout, tiler_mn: Tiler) -> None:
         self.rows, self.cols, self.owners = rows, cols, owners
         self.num_threads, self.num_values = num_threads, num_values
         self.layout_tv, self.tiler_mn = layout_tv, tiler_mn
 
-    def owner_list(self, m, n):
+    def owner_list(self, m: int, n: int) -> list[tuple[int, int]]:
         """Every (thread, value) that maps to cell (m, n), in (thread, value) order."""
         return self.owners.get((m, n), [])
 
@@ -138,7 +151,7 @@ def split_tv_args(a, b, what):
     return a, b
 
 
-def tv_grid(layout_tv, tiler_mn, what="tv_svg", max_cells=MAX_CELLS):
+def tv_grid(layout_tv: Layout | Tiler, tiler_mn: Tiler, what: str = "tv_svg", max_cells: int = MAX_CELLS) -> TvGrid:
     """Which (thread, value) owns each cell of the ``tiler_mn`` tile under ``layout_tv``.
 
     ``layout_tv`` maps (thread, value) to the column-major offset of a cell of the
@@ -171,12 +184,12 @@ def tv_grid(layout_tv, tiler_mn, what="tv_svg", max_cells=MAX_CELLS):
     return TvGrid(rows, cols, owners, nt, nv, layout_tv, tiler_mn)
 
 
-def bank_of(offset, element_bits=16):
+def bank_of(offset: int, element_bits: int = 16) -> int:
     """The 4-byte shared-memory bank (0..31) of element ``offset`` of ``element_bits`` bits."""
     return (offset * element_bits // 8 // 4) % 32
 
 
-def bank_stats(offsets, element_bits=16):
+def bank_stats(offsets: Iterable[int], element_bits: int = 16) -> tuple[int, int]:
     """``(distinct_banks, ways)`` of a set of element offsets accessed together.
 
     ``ways`` is the bank-conflict degree: the largest number of distinct 4-byte words

@@ -6,7 +6,11 @@ and ``data-*`` attributes (row, column and what the cell shows), so tools and
 tests can read a picture back with ``xml.etree.ElementTree``.
 """
 
+from __future__ import annotations
+
 import colorsys
+from collections.abc import Callable
+from os import PathLike
 from xml.sax.saxutils import escape, quoteattr
 
 __all__ = [
@@ -47,7 +51,7 @@ MAX_CANVAS = 4096.0  # px: the grid shrinks its cells to stay within this
 MIN_FONT = 5.0  # px: below this, cell labels are dropped (the tooltips stay)
 
 
-def thread_color(t):
+def thread_color(t: int) -> str:
     """The fill of thread ``t`` (the palette, cycling)."""
     return PALETTE[t % len(PALETTE)]
 
@@ -66,7 +70,7 @@ def _bank_palette():
 BANK_PALETTE = _bank_palette()
 
 
-def bank_color(bank):
+def bank_color(bank: int) -> str:
     """The fill of shared-memory bank ``bank`` (0..31)."""
     return BANK_PALETTE[bank % 32]
 
@@ -82,7 +86,7 @@ class Picture(str):
     def _repr_svg_(self):
         return str(self)
 
-    def save(self, path):
+    def save(self, path: str | PathLike[str]) -> str | PathLike[str]:
         """Write the SVG to ``path``; returns ``path``."""
         with open(path, "w", encoding="utf-8") as f:
             f.write(self)
@@ -101,13 +105,14 @@ def _n(x):
 class Canvas:
     """Accumulates SVG elements; ``picture(width, height, title)`` closes the document."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.parts = []
 
-    def add(self, text):
+    def add(self, text: str) -> None:
         self.parts.append(text)
 
-    def text(self, x, y, s, size=12.0, cls=None, anchor="middle", color=None, bold=False, title=None):
+    def text(self, x: float, y: float, s: object, size: float = 12.0, cls: str | None = None, anchor: str = "middle",
+             color: str | None = None, bold: bool = False, title: object = None) -> None:
         attrs = f'x="{_n(x)}" y="{_n(y)}" font-size="{_n(size)}"'
         classes = [cls] if cls else []
         if anchor != "middle":
@@ -123,7 +128,9 @@ class Canvas:
             inner = f"{inner}<title>{escape(str(title))}</title>"
         self.add(f"<text {attrs}>{inner}</text>")
 
-    def rect(self, x, y, w, h, fill, title=None, cls=None, data=None, stroke=None, stroke_width=None, opacity=None):
+    def rect(self, x: float, y: float, w: float, h: float, fill: str, title: object = None, cls: str | None = None,
+             data: dict[str, object] | None = None, stroke: str | None = None, stroke_width: float | None = None,
+             opacity: float | None = None) -> None:
         attrs = f'x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="{fill}"'
         if cls:
             attrs += f' class="{cls}"'
@@ -140,11 +147,11 @@ class Canvas:
         else:
             self.add(f"<rect {attrs}><title>{escape(str(title))}</title></rect>")
 
-    def line(self, x1, y1, x2, y2, color="#333333", width=1.0):
+    def line(self, x1: float, y1: float, x2: float, y2: float, color: str = "#333333", width: float = 1.0) -> None:
         self.add(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="{color}" '
                  f'stroke-width="{_n(width)}"/>')
 
-    def picture(self, width, height, title):
+    def picture(self, width: float, height: float, title: object) -> Picture:
         head = (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(width)}" height="{_n(height)}" '
             f'viewBox="0 0 {_n(width)} {_n(height)}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace">'
@@ -161,7 +168,8 @@ class GridStyle:
 
     __slots__ = ("cell_w", "cell_h", "font", "labels", "head_every_r", "head_every_c", "head_font")
 
-    def __init__(self, cell_w, cell_h, font, labels, head_every_r, head_every_c, head_font):
+    def __init__(self, cell_w: float, cell_h: float, font: float, labels: bool, head_every_r: int, head_every_c: int,
+                 head_font: float) -> None:
         self.cell_w, self.cell_h, self.font, self.labels = cell_w, cell_h, font, labels
         self.head_every_r, self.head_every_c, self.head_font = head_every_r, head_every_c, head_font
 
@@ -175,7 +183,7 @@ def _every(cell, chars, font):
     return k
 
 
-def grid_style(rows, cols, max_label_chars, max_canvas=MAX_CANVAS):
+def grid_style(rows: int, cols: int, max_label_chars: int, max_canvas: float = MAX_CANVAS) -> GridStyle:
     """Choose cell sizes so a rows x cols grid fits ``max_canvas`` px; drop labels that would be too small."""
     font = 11.0
     pref_w = max(2.5, max_label_chars * 0.62) * font + 8
@@ -191,7 +199,9 @@ def grid_style(rows, cols, max_label_chars, max_canvas=MAX_CANVAS):
                      _every(cell_h, 1, head_font * 1.2), _every(cell_w, len(str(cols - 1)), head_font), head_font)
 
 
-def draw_grid(canvas, x0, y0, rows, cols, cell, style):
+def draw_grid(canvas: Canvas, x0: float, y0: float, rows: int, cols: int,
+              cell: Callable[[int, int], tuple[str, object, object, dict[str, object] | None]],
+              style: GridStyle) -> tuple[float, float]:
     """Draw a rows x cols grid at (x0, y0): ``cell(m, n) -> (fill, label, title, data)``.
 
     Row indices go on the left, column indices on top (every k-th when cells are small).

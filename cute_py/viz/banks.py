@@ -9,12 +9,21 @@ the same.  A heading sums it up, so a 128B-swizzled fp16 tile (``S<3,3,3> o 0 o
 conflicts) read differently at a glance.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from ..errors import CuteTypeError, CuteValueError
 from ..core.int_tuple import fmt
 from ._model import MAX_CELLS, bank_of, bank_stats, grid_of
 from ._svg import WARN_COLOR, Canvas, bank_color, draw_grid, grid_style, header_margin
 from .pictures import PAD, headings, text_width
+
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
+    from ..core.layout import Layout
+    from ._svg import Picture
 
 __all__ = ["smem_banks_svg", "bank_summary"]
 
@@ -48,14 +57,15 @@ def _sentence(kind, stats):
     return f"each {kind} hits {span} distinct banks: {verdict}"
 
 
-def bank_summary(layout, element_bits=None):
+def bank_summary(layout: Layout | ComposedLayout, element_bits: int | None = None) -> str:
     """Two sentences: the banks each row and each column of a rank-2 smem layout hit, and the worst conflict."""
     grid, element_bits = _offsets_grid(layout, element_bits, "bank_summary")
     rows, cols = _stats(grid, element_bits)
     return f"{_sentence('row', rows)}; {_sentence('column', cols)}"
 
 
-def smem_banks_svg(layout, element_bits=None, *, title=None):
+def smem_banks_svg(layout: Layout | ComposedLayout, element_bits: int | None = None, *,
+                   title: str | None = None) -> Picture:
     """An SVG picture of the 32 shared-memory banks a rank-2 smem layout's elements fall into.
 
     ``layout`` (a Layout or a swizzled ComposedLayout) maps (m, n) to an element

@@ -10,8 +10,12 @@
         --multicast 2 --tile-coord 1,2 -o tma.svg
 """
 
+from __future__ import annotations
+
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import TextIO
 
 from ..core.composed import smem_element_layout
 from ..errors import CuteError, CuteValueError
@@ -34,7 +38,7 @@ examples:
 """
 
 
-def add_show_parser(sub):
+def add_show_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``show`` subcommand to an argparse subparsers object."""
     p = sub.add_parser(
         "show",
@@ -172,7 +176,7 @@ def _tma(args, smem):
     return "\n".join(lines), tma_svg(atom, gmem, coord)
 
 
-def run_show(args, out=None, err=None):
+def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run ``show`` for parsed arguments; returns the exit status (2 for a bad layout or option)."""
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -189,7 +193,7 @@ def run_show(args, out=None, err=None):
     return 0
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """``cute-py show ...`` on its own (the package's ``__main__`` adds it next to ``demo``)."""
     parser = argparse.ArgumentParser(prog="cute-py")
     add_show_parser(parser.add_subparsers(dest="command", required=True))

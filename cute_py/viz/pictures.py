@@ -11,11 +11,23 @@ Each cell has a ``<title>`` tooltip with its full coordinates and value, so the
 picture stays usable when the cells are too small for labels (a 128 x 128 layout).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..errors import CuteTypeError
 from ..core.int_tuple import fmt, idx2crd
+from ..core.typing import Tiler
 from ._model import MAX_CELLS, format_value, grid_of, tv_grid
 from ._svg import EMPTY_FILL, PALETTE, Canvas, draw_grid, grid_style, header_margin, thread_color
 from .text import tv_label
+
+if TYPE_CHECKING:
+    from ..atom import TiledCopy
+    from ..core.composed import ComposedLayout
+    from ..core.layout import Layout
+    from ..tensor.tensor import Tensor
+    from ._svg import Picture
 
 __all__ = ["layout_svg", "tv_svg", "tiled_copy_svg"]
 
@@ -36,7 +48,8 @@ def headings(canvas, lines, x=PAD):
     return y
 
 
-def layout_svg(layout, *, title=None, max_cells=MAX_CELLS):
+def layout_svg(layout: Layout | ComposedLayout | Tensor, *, title: str | None = None,
+               max_cells: int = MAX_CELLS) -> Picture:
     """An SVG picture of a layout (or composed layout, or host tensor): one cell per element.
 
     Cell (m, n) shows ``layout(m, n)``; its fill is ``PALETTE[layout(m, n) % 8]``
@@ -100,7 +113,8 @@ def _tv_lines(g):
     ]
 
 
-def tv_svg(layout_tv, tiler_mn, *, title=None, max_cells=MAX_CELLS):
+def tv_svg(layout_tv: Layout | Tiler, tiler_mn: Tiler, *, title: str | None = None,
+           max_cells: int = MAX_CELLS) -> Picture:
     """An SVG picture of a TV layout over its ``tiler_mn`` tile: cells coloured by thread, labelled ``T{t}V{v}``.
 
     ``layout_tv`` maps (thread, value) to the column-major offset of a tile cell, as
@@ -118,7 +132,7 @@ def tv_svg(layout_tv, tiler_mn, *, title=None, max_cells=MAX_CELLS):
     return canvas.picture(width, top + h + PAD, lines[0])
 
 
-def tiled_copy_svg(tiled_copy, *, max_cells=MAX_CELLS):
+def tiled_copy_svg(tiled_copy: TiledCopy, *, max_cells: int = MAX_CELLS) -> Picture:
     """An SVG picture of a :class:`~cute_py.atom.TiledCopy`: source and destination TV layouts side by side.
 
     The left panel is ``get_layoutS_TV()``, the right one ``get_layoutD_TV()``, both

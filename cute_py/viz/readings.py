@@ -7,6 +7,10 @@ draws where each element of the tile lands, in bytes, under both readings, and m
 in different places.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..core.composed import ComposedLayout, SmemPtrFlag, smem_element_layout
 from ..errors import CuteTypeError, CuteValueError
 from ..core.layout import Layout
@@ -15,10 +19,13 @@ from ._model import grid_of
 from ._svg import PALETTE, WARN_COLOR, Canvas, draw_grid, grid_style, header_margin
 from .pictures import PAD, headings, text_width
 
+if TYPE_CHECKING:
+    from ._svg import Picture
+
 __all__ = ["swizzle_readings", "swizzle_readings_svg"]
 
 
-def swizzle_readings(swizzle, outer, element_bits):
+def swizzle_readings(swizzle: Swizzle, outer: Layout, element_bits: int) -> tuple[list[int], list[int]]:
     """``(bytes, elements)``: the byte address of each element of ``outer`` (column-major over its grid) when
     ``swizzle`` acts on byte addresses, and when it acts on element offsets."""
     if type(swizzle) is not Swizzle or type(outer) is not Layout:
@@ -33,7 +40,8 @@ def swizzle_readings(swizzle, outer, element_bits):
     return by_bytes, by_elements
 
 
-def swizzle_readings_svg(swizzle, outer, element_bits=16, *, title=None):
+def swizzle_readings_svg(swizzle: Swizzle, outer: Layout, element_bits: int = 16, *,
+                         title: str | None = None) -> Picture:
     """Two grids over the tile of ``outer``: each element's byte address with ``swizzle`` read on bytes (left)
     and on elements (right); elements the readings place differently are outlined in red on the right."""
     by_bytes, by_elements = swizzle_readings(swizzle, outer, element_bits)

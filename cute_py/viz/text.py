@@ -15,11 +15,21 @@ A rank-1 layout is one row; a layout of rank > 2 is grouped to rank 2
 (``group_modes(layout, 1, rank)``) and the table says so.
 """
 
+from __future__ import annotations
+
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
 from ..errors import CuteValueError
 from ..core.int_tuple import fmt
+from ..core.typing import Tiler
 from ._model import format_value, grid_of, tv_grid
+
+if TYPE_CHECKING:
+    from ..core.composed import ComposedLayout
+    from ..core.layout import Layout
+    from ..tensor.tensor import Tensor
 
 __all__ = [
     "format_layout",
@@ -32,7 +42,7 @@ __all__ = [
 ]
 
 
-def format_table(rows, cols, label):
+def format_table(rows: int, cols: int, label: Callable[[int, int], str]) -> str:
     """The CuTe-style table of ``label(m, n)`` (strings) for an ``rows x cols`` grid."""
     cells = [[label(m, n) for n in range(cols)] for m in range(rows)]
     w = max([len(s) for row in cells for s in row] + [len(str(cols - 1)), 1])
@@ -53,18 +63,18 @@ def _grid_text(grid, title):
     return "\n".join(head + [table])
 
 
-def format_layout(layout):
+def format_layout(layout: Layout | ComposedLayout) -> str:
     """The text table of a layout (or composed layout): row ``m``, column ``n`` shows ``layout(m, n)``."""
     grid = grid_of(layout, "print_layout")
     return _grid_text(grid, str(layout))
 
 
-def print_layout(layout, file=None):
+def print_layout(layout: Layout | ComposedLayout, file: TextIO | None = None) -> None:
     """Print the CuTe-style table of ``layout`` (rows x columns of indices; see :func:`format_layout`)."""
     print(format_layout(layout), file=file if file is not None else sys.stdout)
 
 
-def format_tensor(tensor):
+def format_tensor(tensor: Tensor) -> str:
     """The text table of a host tensor's values (over a numpy array or coordinates)."""
     from ..tensor.pointer import Pointer
     from ..tensor.tensor import Tensor
@@ -80,7 +90,7 @@ def format_tensor(tensor):
     return _grid_text(grid, str(tensor))
 
 
-def print_tensor(tensor, file=None):
+def print_tensor(tensor: Tensor, file: TextIO | None = None) -> None:
     """Print a host tensor's values in the :func:`print_layout` grid (``tensor<engine o layout>`` first)."""
     print(format_tensor(tensor), file=file if file is not None else sys.stdout)
 
@@ -89,7 +99,7 @@ def tv_label(t, v):
     return f"T{t}V{v}"
 
 
-def format_layout_tv(layout_tv, tiler_mn):
+def format_layout_tv(layout_tv: Layout | Tiler, tiler_mn: Tiler) -> str:
     """The ``tiler_mn`` tile as a table of ``T{thread}V{value}`` (``*`` marks cells owned several times)."""
     g = tv_grid(layout_tv, tiler_mn, "print_layout_tv")
 
@@ -103,6 +113,6 @@ def format_layout_tv(layout_tv, tiler_mn):
     return head + "\n" + format_table(g.rows, g.cols, label)
 
 
-def print_layout_tv(layout_tv, tiler_mn, file=None):
+def print_layout_tv(layout_tv: Layout | Tiler, tiler_mn: Tiler, file: TextIO | None = None) -> None:
     """Print which thread and value own each cell of the tile (see :func:`format_layout_tv`)."""
     print(format_layout_tv(layout_tv, tiler_mn), file=file if file is not None else sys.stdout)

@@ -5,11 +5,21 @@ gmem shape with the atom's own :func:`~cute_py.nvgpu.cpasync.tma_partition`, onc
 per multicast CTA, and draws the gmem coordinates each CTA's instructions cover.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ..errors import CuteTypeError, CuteValueError, RankError
 from ..core.int_tuple import as_int_tuple, fmt, product, product_each
 from ..core.layout import Layout, group_modes
+from ..core.typing import Coord, Shape
 from ._svg import PALETTE, Canvas
 from .pictures import PAD, headings, text_width
+
+if TYPE_CHECKING:
+    from ..nvgpu.cpasync import TmaCopyAtom
+    from ..tensor.tensor import Tensor
+    from ._svg import Picture
 
 __all__ = ["tma_svg", "tma_boxes"]
 
@@ -26,7 +36,9 @@ def _gmem_shape(gmem):
     return shape
 
 
-def tma_boxes(atom, gmem, tile_coord=None, cta_tiler=None):
+def tma_boxes(atom: TmaCopyAtom, gmem: Tensor | Shape, tile_coord: Coord | None = None,
+              cta_tiler: Shape | None = None) -> tuple[tuple[int, ...], tuple[int, ...],
+                                                       list[tuple[int, int, tuple[int, int], tuple[int, int]]]]:
     """The gmem rectangles each multicast CTA's TMA instructions load for one CTA tile.
 
     Returns ``(tile_origin, tile_shape, boxes)`` where ``boxes`` lists
@@ -121,7 +133,8 @@ def _rectangles(points):
     return out
 
 
-def tma_svg(atom, gmem, tile_coord=None, cta_tiler=None, *, title=None):
+def tma_svg(atom: TmaCopyAtom, gmem: Tensor | Shape, tile_coord: Coord | None = None, cta_tiler: Shape | None = None,
+            *, title: str | None = None) -> Picture:
     """An SVG picture of one TMA tile load: the gmem tensor, its tile grid, and each CTA's boxes.
 
     ``atom`` comes from ``make_tiled_tma_atom``; ``gmem`` is the gmem tensor (or its

@@ -28,7 +28,11 @@ name                       value                                                
 ``block_rank_in_cluster()`` is ``block_idx_in_cluster()`` under the name CuTe C++ and PTX use.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import mlir_dialects as md
 
@@ -40,6 +44,9 @@ from ..frontend.control import if_
 from ...errors import TraceError
 from ..frontend.smem import SmemAllocator, check_mbarrier_pointer
 from ..frontend.values import TracedBool, TracedInt, as_value
+
+if TYPE_CHECKING:
+    from ...tensor.pointer import Pointer
 
 __all__ = [
     "thread_idx", "block_idx", "block_dim", "grid_dim", "cluster_idx", "cluster_dim", "block_in_cluster_idx",
@@ -62,32 +69,32 @@ def _sreg(name):
         return TracedInt(md.read_sreg(name).value, 32, True)
 
 
-def thread_idx():
+def thread_idx() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: this thread's index in its block (``%tid``)."""
     return _sregs("tid")
 
 
-def block_idx():
+def block_idx() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: this block's index in the grid (``%ctaid``)."""
     return _sregs("ctaid")
 
 
-def block_dim():
+def block_dim() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: the block's extent in threads (``%ntid``)."""
     return _sregs("ntid")
 
 
-def grid_dim():
+def grid_dim() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: the grid's extent in blocks (``%nctaid``)."""
     return _sregs("nctaid")
 
 
-def cluster_idx():
+def cluster_idx() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: this cluster's index in the grid (``%clusterid``)."""
     return _sregs("clusterid")
 
 
-def cluster_dim():
+def cluster_dim() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: the number of clusters in each dimension of the grid (``%nclusterid``).
 
     The number of blocks in each dimension of a cluster is :func:`block_in_cluster_dim`.
@@ -95,22 +102,22 @@ def cluster_dim():
     return _sregs("nclusterid")
 
 
-def block_in_cluster_idx():
+def block_in_cluster_idx() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: this block's index in its cluster (``%cluster_ctaid``)."""
     return _sregs("cluster_ctaid")
 
 
-def block_in_cluster_dim():
+def block_in_cluster_dim() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: the number of blocks in each dimension of the cluster (``%cluster_nctaid``)."""
     return _sregs("cluster_nctaid")
 
 
-def cluster_shape():
+def cluster_shape() -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)``: the cluster's extent in blocks; the same as :func:`block_in_cluster_dim`."""
     return block_in_cluster_dim()
 
 
-def block_idx_in_cluster():
+def block_idx_in_cluster() -> TracedInt:
     """This block's linear rank in its cluster (``%cluster_ctarank``), 0 .. cluster size - 1.
 
     The ``(x, y, z)`` index of the block in its cluster is :func:`block_in_cluster_idx`.
@@ -118,22 +125,22 @@ def block_idx_in_cluster():
     return _sreg("cluster_ctarank")
 
 
-def block_rank_in_cluster():
+def block_rank_in_cluster() -> TracedInt:
     """This block's linear rank in its cluster (``%cluster_ctarank``): :func:`block_idx_in_cluster`."""
     return _sreg("cluster_ctarank")
 
 
-def cluster_size():
+def cluster_size() -> TracedInt:
     """The number of blocks in this cluster (``%cluster_nctarank``)."""
     return _sreg("cluster_nctarank")
 
 
-def lane_idx():
+def lane_idx() -> TracedInt:
     """This thread's lane in its warp (``%laneid``)."""
     return _sreg("laneid")
 
 
-def warp_idx():
+def warp_idx() -> TracedInt:
     """The warp's index in its block: the thread's linear index ``x + y * bx + z * bx * by`` over 32.
 
     The block's extent ``(bx, by, bz)`` is the launch's (static), so a 1-D block gives ``tid.x // 32``.
@@ -152,7 +159,7 @@ def warp_idx():
     return linear // 32
 
 
-def make_warp_uniform(value):
+def make_warp_uniform(value: TracedInt | int) -> TracedInt | int:
     """``value``, which the caller guarantees is the same in every lane of the warp (e.g. ``warp_idx()``).
 
     The value is returned as it is: the compiler's uniformity analysis sees through the index arithmetic.
@@ -163,7 +170,7 @@ def make_warp_uniform(value):
 
 
 @contextlib.contextmanager
-def elect_one():
+def elect_one() -> Iterator[None]:
     """``with elect_one():`` traces a body that one lane of each (fully active) warp executes (``elect.sync``)."""
     b = current()
     with b.at_end():
@@ -172,7 +179,7 @@ def elect_one():
         yield
 
 
-def sync_threads():
+def sync_threads() -> None:
     """``bar.sync 0``: wait for every thread of the block."""
     b = current()
     zero = b.const(0, 32)
@@ -180,7 +187,7 @@ def sync_threads():
         md.barrier_sync(zero)
 
 
-def cluster_arrive(relaxed=False, *, aligned=True):
+def cluster_arrive(relaxed: bool = False, *, aligned: bool | None = True) -> None:
     """``barrier.cluster.arrive[.relaxed].aligned``: this thread arrives on the cluster barrier (every
     thread of every block of the cluster must arrive before ``cluster_wait`` returns).
 
@@ -193,31 +200,31 @@ def cluster_arrive(relaxed=False, *, aligned=True):
         md.cluster_arrive(relaxed=bool(relaxed))
 
 
-def cluster_arrive_relaxed(*, aligned=True):
+def cluster_arrive_relaxed(*, aligned: bool | None = True) -> None:
     """``barrier.cluster.arrive.relaxed.aligned``: :func:`cluster_arrive` without release ordering."""
     cluster_arrive(True, aligned=aligned)
 
 
-def cluster_wait():
+def cluster_wait() -> None:
     """``barrier.cluster.wait.aligned``: wait until all threads of the cluster have arrived."""
     with current().at_end():
         md.cluster_wait()
 
 
-def cluster_sync():
+def cluster_sync() -> None:
     """``cluster_arrive()`` then ``cluster_wait()``: a barrier over every thread of the cluster (with
     release/acquire ordering of shared-memory accesses across its blocks)."""
     cluster_arrive()
     cluster_wait()
 
 
-def cp_async_commit_group():
+def cp_async_commit_group() -> None:
     """``cp.async.commit_group``: close the group of this thread's cp.async copies issued so far."""
     with current().at_end():
         md.cp_async_commit_group()
 
 
-def cp_async_wait_group(n=0):
+def cp_async_wait_group(n: int = 0) -> None:
     """``cp.async.wait_group n``: wait until at most ``n`` (a static int, 0..7) of this thread's cp.async
     groups are pending (``n = 0``: all of its copies have landed in shared memory)."""
     if type(n) is not int or not 0 <= n <= 7:
@@ -231,35 +238,35 @@ def _bar(mbar, what="mbarrier"):
     return pointer_value(mbar, f"{what}: the mbarrier")
 
 
-def mbarrier_init(mbar, count=1):
+def mbarrier_init(mbar: Pointer, count: TracedInt | int = 1) -> None:
     """Initialise the mbarrier at ``mbar`` for ``count`` arrivals per phase."""
     p, c = _bar(mbar, "mbarrier_init"), as_value(count)
     with current().at_end():
         md.mbarrier_init(p, c)
 
 
-def mbarrier_arrive(mbar):
+def mbarrier_arrive(mbar: Pointer) -> None:
     """Arrive on the mbarrier at ``mbar``."""
     p = _bar(mbar, "mbarrier_arrive")
     with current().at_end():
         md.mbarrier_arrive(p)
 
 
-def mbarrier_arrive_and_expect_tx(mbar, nbytes):
+def mbarrier_arrive_and_expect_tx(mbar: Pointer, nbytes: TracedInt | int) -> None:
     """Arrive on ``mbar`` and expect ``nbytes`` more bytes of transactions (TMA loads) in this phase."""
     p, n = _bar(mbar, "mbarrier_arrive_and_expect_tx"), as_value(nbytes)
     with current().at_end():
         md.mbarrier_arrive_expect_tx(p, n)
 
 
-def mbarrier_expect_tx(mbar, nbytes):
+def mbarrier_expect_tx(mbar: Pointer, nbytes: TracedInt | int) -> None:
     """Expect ``nbytes`` more bytes of transactions on ``mbar`` without arriving."""
     p, n = _bar(mbar, "mbarrier_expect_tx"), as_value(nbytes)
     with current().at_end():
         md.mbarrier_expect_tx(p, n)
 
 
-def mbarrier_wait(mbar, phase):
+def mbarrier_wait(mbar: Pointer, phase: TracedInt | int) -> None:
     """Wait until the phase of parity ``phase`` (0/1, static or traced) of ``mbar`` has completed."""
     if type(phase) is int and phase not in (0, 1):
         raise TraceError(f"an mbarrier phase parity is 0 or 1, got {phase}")
@@ -268,7 +275,7 @@ def mbarrier_wait(mbar, phase):
         md.mbarrier_wait_parity(p, ph)
 
 
-def mbarrier_try_wait(mbar, phase):
+def mbarrier_try_wait(mbar: Pointer, phase: TracedInt | int) -> TracedBool:
     """A run-time condition: whether the phase of parity ``phase`` of ``mbar`` has completed (one test)."""
     p, ph = _bar(mbar, "mbarrier_try_wait"), as_value(phase)
     with current().at_end():
@@ -279,7 +286,7 @@ _SPACES = {"shared": "shared::cta", "shared::cta": "shared::cta", "shared::clust
            "global": "global"}
 
 
-def fence_proxy_async(space="shared::cta"):
+def fence_proxy_async(space: str = "shared::cta") -> None:
     """``fence.proxy.async.<space>``: order generic-proxy accesses before later TMA (async-proxy) ones."""
     if not isinstance(space, str) or space not in _SPACES:
         raise TraceError(f"fence_proxy_async space must be one of {sorted(_SPACES)}, got {space!r}")
@@ -287,7 +294,7 @@ def fence_proxy_async(space="shared::cta"):
         md.fence_proxy_async(_SPACES[space])
 
 
-def fence_mbarrier_init():
+def fence_mbarrier_init() -> None:
     """``fence.mbarrier_init.release.cluster``: make mbarrier initialisation visible to the cluster."""
     with current().at_end():
         md.fence_mbarrier_init()
@@ -298,7 +305,7 @@ tma_store_arrive = device_ops.tma_store_arrive
 tma_store_wait = device_ops.tma_store_wait
 
 
-def map_dsmem_ptr(ptr, cta_rank):
+def map_dsmem_ptr(ptr: Pointer, cta_rank: TracedInt | int) -> Pointer:
     """The shared-memory pointer ``ptr`` (of this CTA) mapped to CTA ``cta_rank`` of the cluster: the same offset
     in the peer's shared memory (``mapa.shared::cluster``, applied where a DSMEM store uses it). Tensors over it
     are the destinations of ``CopyDsmemStoreOp`` copies, and an mbarrier mapped this way their ``mbar_ptr``."""

@@ -18,6 +18,11 @@ size, so a per-thread address such as ``stg128(out.engine, words, index=tid)`` k
 alignment that the pointer guarantees.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import mlir_dialects as md
 
 from ...tensor.pointer import AddressSpace, Pointer
@@ -99,7 +104,7 @@ def _predicate(pred, what):
 # -- indices and barriers ---------------------------------------------------------------------------
 
 
-def warp_group_idx():
+def warp_group_idx() -> TracedInt:
     """The warp group's index in the block: ``tid.x // 128`` for a 1-D block.
 
     The value is broadcast from lane 0 (``shfl.sync.idx.b32 ... 0, 0x1f, 0xffffffff``) so that it is
@@ -112,7 +117,7 @@ def warp_group_idx():
     return _shuffle("idx", wg, 0, FULL_MASK, WARP_SIZE, "warp_group_idx")
 
 
-def sync_warp(mask=FULL_MASK):
+def sync_warp(mask: TracedInt | int = FULL_MASK) -> None:
     """``bar.warp.sync mask``: wait until every lane of ``mask`` reached it (and order their memory accesses)."""
     m = _mask_value(mask)
     with current().at_end():
@@ -133,7 +138,7 @@ def _barrier_operands(name, barrier_id, count, need_count):
     return bid, _i32_operand(count, f"{name}: the thread count")
 
 
-def barrier_sync(barrier_id, count=None):
+def barrier_sync(barrier_id: TracedInt | int, count: TracedInt | int | None = None) -> None:
     """``bar.sync id{, count}``: wait on named barrier ``id`` (0..15) until ``count`` threads arrived.
 
     ``count`` is a multiple of 32 (whole warps); without it, every thread of the block takes part.
@@ -143,7 +148,7 @@ def barrier_sync(barrier_id, count=None):
         md.barrier_sync(bid, cnt)
 
 
-def barrier_arrive(barrier_id, count):
+def barrier_arrive(barrier_id: TracedInt | int, count: TracedInt | int) -> None:
     """``bar.arrive id, count``: arrive on named barrier ``id`` (0..15) without waiting (producer side).
 
     ``count`` (a multiple of 32) is the number of threads the barrier waits for, as in the
@@ -209,7 +214,8 @@ def _shuffle(kind, value, lane, mask, width, name):
         return TracedInt(arith.OrIOp(hi64, lo64).result, 64, value.nonneg)
 
 
-def shuffle_sync(value, offset, mask=FULL_MASK, mask_and_clamp=WARP_SIZE - 1, *, width=None):
+def shuffle_sync(value: TracedInt | TracedFloat | int, offset: TracedInt | int, mask: TracedInt | int = FULL_MASK,
+                 mask_and_clamp: int = WARP_SIZE - 1, *, width: int | None = None) -> TracedInt | TracedFloat:
     """``shfl.sync.idx.b32``: ``value`` of lane ``offset`` (the source lane) of this lane's ``width``-lane segment.
 
     ``value`` is a traced Int32/Int64 (an i64 moves as two 32-bit shuffles), a Float32, or a static
@@ -234,19 +240,22 @@ def _width_of_clamp(mask_and_clamp, name):
     return width
 
 
-def shuffle_up_sync(value, delta, mask=FULL_MASK, width=WARP_SIZE):
+def shuffle_up_sync(value: TracedInt | TracedFloat | int, delta: TracedInt | int, mask: TracedInt | int = FULL_MASK,
+                    width: int = WARP_SIZE) -> TracedInt | TracedFloat:
     """``shfl.sync.up.b32``: ``value`` of lane ``lane - delta``; lanes below ``delta`` in their segment keep
     their own value."""
     return _shuffle("up", value, delta, mask, width, "shuffle_up_sync")
 
 
-def shuffle_down_sync(value, delta, mask=FULL_MASK, width=WARP_SIZE):
+def shuffle_down_sync(value: TracedInt | TracedFloat | int, delta: TracedInt | int,
+                      mask: TracedInt | int = FULL_MASK, width: int = WARP_SIZE) -> TracedInt | TracedFloat:
     """``shfl.sync.down.b32``: ``value`` of lane ``lane + delta``; lanes whose source is past the end of their
     segment keep their own value."""
     return _shuffle("down", value, delta, mask, width, "shuffle_down_sync")
 
 
-def shuffle_xor_sync(value, lane_mask, mask=FULL_MASK, width=WARP_SIZE):
+def shuffle_xor_sync(value: TracedInt | TracedFloat | int, lane_mask: TracedInt | int,
+                     mask: TracedInt | int = FULL_MASK, width: int = WARP_SIZE) -> TracedInt | TracedFloat:
     """``shfl.sync.bfly.b32``: ``value`` of lane ``lane ^ lane_mask`` (butterfly, for reductions)."""
     return _shuffle("bfly", value, lane_mask, mask, width, "shuffle_xor_sync")
 
@@ -254,7 +263,7 @@ def shuffle_xor_sync(value, lane_mask, mask=FULL_MASK, width=WARP_SIZE):
 # -- election and votes -----------------------------------------------------------------------------
 
 
-def elect_one_sync(mask=FULL_MASK):
+def elect_one_sync(mask: TracedInt | int = FULL_MASK) -> TracedBool:
     """``elect.sync _|p, mask``: a run-time condition true in exactly one lane of ``mask``.
 
     (``with arch.elect_one():`` is the block form for a full warp.)
@@ -264,7 +273,7 @@ def elect_one_sync(mask=FULL_MASK):
         return TracedBool(md.elect_sync(m).is_leader)
 
 
-def shuffle_elect(mask=None):
+def shuffle_elect(mask: TracedInt | int | None = None) -> TracedBool:
     """A run-time condition true in one lane: the lowest lane of ``mask`` (default: the active lanes,
     ``activemask.b32``).
 
@@ -290,27 +299,27 @@ def _vote(kind, pred, mask, name):
         return md.vote_sync(kind, p, m).res
 
 
-def vote_any(pred, mask=FULL_MASK):
+def vote_any(pred: TracedBool | bool, mask: TracedInt | int = FULL_MASK) -> TracedBool:
     """``vote.sync.any.pred``: whether ``pred`` holds in any lane of ``mask`` (the same in every lane)."""
     return TracedBool(_vote("any", pred, mask, "vote_any"))
 
 
-def vote_all(pred, mask=FULL_MASK):
+def vote_all(pred: TracedBool | bool, mask: TracedInt | int = FULL_MASK) -> TracedBool:
     """``vote.sync.all.pred``: whether ``pred`` holds in every lane of ``mask``."""
     return TracedBool(_vote("all", pred, mask, "vote_all"))
 
 
-def vote_uni(pred, mask=FULL_MASK):
+def vote_uni(pred: TracedBool | bool, mask: TracedInt | int = FULL_MASK) -> TracedBool:
     """``vote.sync.uni.pred``: whether ``pred`` has the same value in every lane of ``mask``."""
     return TracedBool(_vote("uni", pred, mask, "vote_uni"))
 
 
-def vote_ballot(pred, mask=FULL_MASK):
+def vote_ballot(pred: TracedBool | bool, mask: TracedInt | int = FULL_MASK) -> TracedInt:
     """``vote.sync.ballot.b32``: an Int32 whose bit ``i`` is ``pred`` of lane ``i`` (0 for lanes not in ``mask``)."""
     return TracedInt(_vote("ballot", pred, mask, "vote_ballot"), 32, False)
 
 
-def active_mask():
+def active_mask() -> TracedInt:
     """``activemask.b32``: an Int32 with a bit set for each lane of the warp executing it now."""
     with current().at_end():
         return TracedInt(md.activemask().mask, 32, False)
@@ -322,7 +331,7 @@ def active_mask():
 _NREG_ACTIONS = ("inc", "dec")
 
 
-def set_max_nreg(n, action):
+def set_max_nreg(n: int, action: str) -> None:
     """``setmaxnreg.{inc,dec}.sync.aligned.u32 n``: raise (``"inc"``) or lower (``"dec"``) the per-thread
     register budget of this warp group to ``n`` (sm_90a).
 
@@ -416,7 +425,8 @@ def _word(w, name, i):
     raise TraceError(f"{name}: word {i} must be an int, a traced Int32 or a Float32, got {w!r}")
 
 
-def ldg(ptr, bits, cache=None, *, index=0):
+def ldg(ptr: Pointer | Any, bits: int, cache: str | None = None, *,
+        index: TracedInt | int = 0) -> tuple[TracedInt, ...]:
     """``ld.global{.cache}{.vN}.b32``: load ``bits`` (32, 64, 128 or 256) bits from global memory at ``ptr``
     plus ``index`` accesses of ``bits // 8`` bytes; a tuple of ``bits // 32`` traced Int32 words.
 
@@ -436,7 +446,8 @@ def ldg(ptr, bits, cache=None, *, index=0):
     return tuple(TracedInt(w, 32, False) for w in words)
 
 
-def stg(ptr, words, cache=None, *, index=0):
+def stg(ptr: Pointer | Any, words: Sequence[TracedInt | TracedFloat | int] | TracedInt | TracedFloat | int,
+        cache: str | None = None, *, index: TracedInt | int = 0) -> None:
     """``st.global{.cache}{.vN}.b32``: store ``len(words) * 32`` bits (32, 64, 128 or 256) to global memory
     at ``ptr`` plus ``index`` accesses of that size.
 
@@ -462,7 +473,7 @@ def stg(ptr, words, cache=None, *, index=0):
 
 
 def _sized_ldg(bits):
-    def load(ptr, cache=None, *, index=0):
+    def load(ptr: Pointer | Any, cache: str | None = None, *, index: TracedInt | int = 0) -> tuple[TracedInt, ...]:
         return ldg(ptr, bits, cache, index=index)
 
     load.__name__ = load.__qualname__ = f"ldg{bits}"
@@ -471,7 +482,8 @@ def _sized_ldg(bits):
 
 
 def _sized_stg(bits):
-    def store(ptr, words, cache=None, *, index=0):
+    def store(ptr: Pointer | Any, words: Sequence[TracedInt | TracedFloat | int] | TracedInt | TracedFloat | int,
+              cache: str | None = None, *, index: TracedInt | int = 0) -> None:
         ws = (words,) if isinstance(words, (TracedInt, TracedFloat)) or _is_int(words) else words
         if not isinstance(ws, (tuple, list)) or len(ws) != bits // 32:
             got = f"{len(ws)} words" if isinstance(ws, (tuple, list)) else repr(words)
@@ -500,7 +512,7 @@ def _smem_bar(mbar, name):
     return p
 
 
-def cp_async_barrier_noinc(mbar):
+def cp_async_barrier_noinc(mbar: Pointer) -> None:
     """``cp.async.mbarrier.arrive.noinc.shared::cta.b64 [mbar]``: the mbarrier's arrival by this thread
     happens once all its prior ``cp.async`` copies completed; ``.noinc``: the arrival was counted in the
     mbarrier's initial count (it does not raise the pending count)."""
@@ -509,7 +521,7 @@ def cp_async_barrier_noinc(mbar):
         md.cp_async_mbarrier_arrive(p, noinc=True)
 
 
-def mbarrier_remote_arrive(mbar, cta_rank):
+def mbarrier_remote_arrive(mbar: Pointer, cta_rank: TracedInt | int) -> None:
     """Arrive on the mbarrier at ``mbar``'s shared-memory offset in CTA ``cta_rank`` of the cluster:
     ``mapa.shared::cluster.u32 r, mbar, cta_rank; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]``.
 

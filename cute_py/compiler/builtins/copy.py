@@ -20,6 +20,10 @@
 ``barrier`` and issue the load) or a TMA store, finding the atom from the TMA coordinate tensor.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from ...core.int_tuple import idx2crd, product
 from ...atom import CopyAtom, CopyUniversalOp, ThrCopy, TiledCopy
 from ...nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
@@ -29,6 +33,10 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
 from ..emit import emit
 from ...errors import TraceError
+
+if TYPE_CHECKING:
+    from ..emit import DescriptorPointer
+    from ..frontend.values import TracedBool, TracedInt
 
 
 __all__ = ["copy", "async_copy", "tma_copy", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST"]
@@ -82,8 +90,10 @@ def _check_tensor(t, role, coord):
         raise TraceError(f"copy: {role} must be a shared-memory tensor, got {t!r}")
 
 
-def copy(atom, src, dst=None, *, pred=None, tma_bar_ptr=None, mcast_mask=None, cache_hint=None, tma_desc_ptr=None,
-         mbar_ptr=None):
+def copy(atom: TmaCopyAtom | CopyAtom | TiledCopy | ThrCopy | Tensor, src: Tensor, dst: Tensor | None = None, *,
+         pred: bool | TracedBool | Tensor | None = None, tma_bar_ptr: Pointer | None = None,
+         mcast_mask: TracedInt | int | None = None, cache_hint: TracedInt | int | None = None,
+         tma_desc_ptr: Pointer | DescriptorPointer | None = None, mbar_ptr: Pointer | None = None) -> None:
     """Copy ``src`` to ``dst`` with ``atom`` (a TMA atom, a copy atom, a tiled copy or a thread slice of one);
     ``copy(src, dst)`` copies with plain loads and stores.
 
@@ -188,7 +198,8 @@ def _no_tma_args(tma_bar_ptr, mcast_mask, what):
         raise TraceError(f"{what} takes no tma_bar_ptr or mcast_mask")
 
 
-def async_copy(src, dst, *, pred=None, cache_mode=LoadCacheMode.ALWAYS, cache_hint=None):
+def async_copy(src: Tensor, dst: Tensor, *, pred: bool | TracedBool | Tensor | None = None,
+               cache_mode: LoadCacheMode = LoadCacheMode.ALWAYS, cache_hint: TracedInt | int | None = None) -> None:
     """cp.async ``src`` (gmem) into ``dst`` (smem) in the widest vectors of 4, 8 or 16 bytes both allow;
     zero-fills where ``pred`` is false. No wait: commit and wait with the ``arch.cp_async_*`` builtins."""
     from .thread_copy import vector_copy, vector_width
@@ -205,7 +216,9 @@ def async_copy(src, dst, *, pred=None, cache_mode=LoadCacheMode.ALWAYS, cache_hi
     return vector_copy(src, dst, vector=v, cp_async=modifier, pred=pred, cache_hint=cache_hint)
 
 
-def tma_copy(src, dst, *, barrier=None, mcast_mask=None, cache_hint=None, expect_bytes=None, tma_desc_ptr=None):
+def tma_copy(src: Tensor, dst: Tensor, *, barrier: Pointer | None = None, mcast_mask: TracedInt | int | None = None,
+             cache_hint: TracedInt | int | None = None, expect_bytes: TracedInt | int | None = None,
+             tma_desc_ptr: Pointer | DescriptorPointer | None = None) -> None:
     """The producer half of a TMA copy of ``tma_partition`` results, the atom found from the coordinate side.
 
     A load (``src`` the gmem coordinate partition) expects its bytes on ``barrier`` (``expect_bytes``;

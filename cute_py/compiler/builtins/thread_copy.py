@@ -17,10 +17,15 @@ whose predicate is false copies no bytes and *zero-fills* its destination (``src
 a plain copy whose predicate is false does nothing.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...core.int_tuple import flatten, product
 from ...core.layout import Layout
+from ...core.typing import Shape
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
 from ...atom import CopyUniversalOp
@@ -30,6 +35,9 @@ from ..frontend.control import if_
 from ...errors import TraceError
 from ..frontend.memory import element_ptr
 from ..frontend.values import TracedBool, select
+
+if TYPE_CHECKING:
+    from ..frontend.values import TracedInt
 
 
 __all__ = ["vector_copy", "predicate", "vector_width"]
@@ -83,7 +91,7 @@ def _engine_align(t):
     return 1 << 30  # registers: any grouping
 
 
-def vector_width(src, dst, max_bits=_MAX_BITS):
+def vector_width(src: Tensor, dst: Tensor, max_bits: int = _MAX_BITS) -> int:
     """The widest vector (elements) for copying ``src`` to ``dst``: contiguous in both, aligned in both."""
     width = src.element_type.width
     limit = max(1, max_bits // width)
@@ -128,7 +136,8 @@ def _check_vector(t, v, role):
 _UNIVERSAL = CopyUniversalOp()
 
 
-def vector_copy(src, dst, *, vector=None, cp_async=None, pred=None, cache_hint=None):
+def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async: str | None = None,
+                pred: bool | TracedBool | Tensor | None = None, cache_hint: TracedInt | int | None = None) -> None:
     """Copy ``src`` to ``dst`` in vectors of ``vector`` elements (default: the widest allowed).
 
     ``cp_async``: ``None`` for plain loads/stores, else ``"ca"``/``"cg"`` (gmem -> smem cp.async).
@@ -184,7 +193,7 @@ def _cp_async(src, dst, n, vector, nbits, modifier, pred, cache_hint):
         emit(op, dst=sp, src=gp, cp_size=nbytes, src_size=size, cache_hint=cache_hint)
 
 
-def predicate(coords, bound):
+def predicate(coords: Tensor, bound: Shape) -> Tensor:
     """A register tensor of run-time conditions: for each element of the coordinate tensor ``coords``,
     whether its coordinate lies inside ``bound`` (``0 <= c < bound`` in every mode; static parts fold)."""
     if not isinstance(coords, Tensor) or not isinstance(coords.engine, CoordEngine):

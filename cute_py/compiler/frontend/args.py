@@ -11,7 +11,11 @@ address of that argument at launch. ``Int32(n)``/``Int64(n)``/``Float32(x)`` (or
 annotated with them) pass a run-time scalar; every other value is static (part of the key).
 """
 
+from __future__ import annotations
+
 import ctypes
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from ...tensor.dtypes import dtype_of
 from ...core.layout import Layout
@@ -19,6 +23,9 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...errors import ArgumentError
 from ...tensor.dtypes import Float32, Int32, Int64, Scalar
+
+if TYPE_CHECKING:
+    from ...tensor.dtypes import DType
 
 __all__ = ["DeviceArraySpec", "TAG_SHIFT", "ArraySpec", "array_spec", "device_pointer", "host_tensor", "tag_of", "untag",
            "is_device_array", "SCALAR_TYPES"]
@@ -39,7 +46,7 @@ class ArraySpec(tuple):
     __slots__ = ()
 
     @property
-    def dtype(self):
+    def dtype(self) -> DType:
         return dtype_of(self[0])
 
 
@@ -47,7 +54,8 @@ class DeviceArraySpec:
     """A device array described without memory (``dtype``, row-major ``shape`` or explicit element
     ``strides``, ``address``): compiles a kernel for arrays like it, with no GPU."""
 
-    def __init__(self, dtype, shape, strides=None, address=1 << 24):
+    def __init__(self, dtype: DType | str | Any, shape: Iterable[int], strides: Iterable[int] | None = None,
+                 address: int = 1 << 24) -> None:
         self.dtype = dtype_of(dtype)
         self.shape = tuple(shape)
         if strides is None:
@@ -67,7 +75,7 @@ def _is_torch(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
-def is_device_array(x):
+def is_device_array(x: object) -> bool:
     """True for an array the JIT can pass to a kernel."""
     return isinstance(x, DeviceArraySpec) or _is_torch(x) or hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__")
 
@@ -76,7 +84,7 @@ def _align(ptr):
     return min(256, ptr & -ptr) if ptr else 256
 
 
-def array_spec(x):
+def array_spec(x: Any) -> tuple[ArraySpec, int]:
     """``(ArraySpec, device pointer)`` of a device array; ``ArgumentError`` for host memory or odd types."""
     if isinstance(x, DeviceArraySpec):
         return ArraySpec((x.dtype.name, x.shape, x.strides, _align(x.address))), x.address
@@ -111,7 +119,7 @@ def array_spec(x):
     raise ArgumentError(f"expected a device array (__cuda_array_interface__, DLPack or torch), got {type(x).__name__}")
 
 
-def device_pointer(x):
+def device_pointer(x: Any) -> int:
     """The device address of a device array (fast path for torch and cupy)."""
     if _is_torch(x):
         return x.data_ptr()
@@ -122,7 +130,7 @@ def device_pointer(x):
     return array_spec(x)[1]
 
 
-def host_tensor(spec, index):
+def host_tensor(spec: ArraySpec, index: int) -> Tensor:
     """The host-side tensor of argument ``index``: a gmem pointer at its tag with the static layout."""
     dt = spec.dtype
     _, shape, strides, align = spec
@@ -133,12 +141,12 @@ def host_tensor(spec, index):
     return Tensor(Pointer(dt, AddressSpace.gmem, max(align, dt.width // 8), tag_of(index)), layout)
 
 
-def tag_of(index):
+def tag_of(index: int) -> int:
     """The tagged address standing for tensor argument ``index``."""
     return (index + 1) << TAG_SHIFT
 
 
-def untag(address):
+def untag(address: int | None) -> tuple[int, int] | None:
     """``(argument index, byte offset)`` of a tagged address; ``None`` for a real one."""
     if address is None or address < (1 << TAG_SHIFT):
         return None

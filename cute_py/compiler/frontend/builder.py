@@ -13,10 +13,18 @@ when its construct ends: a value made inside a run-time loop or branch is only d
 raises a :class:`TraceError` that names where it came from and how to carry it out.
 """
 
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Iterable, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ..runtime import deps as _deps
 from ...errors import TraceError, user_location
+
+if TYPE_CHECKING:
+    from ...nvgpu.cpasync import TmaCopyAtom
 
 __all__ = ["KernelBuilder", "Scope", "current", "active", "current_scope", "DESC_PARAM",
            "SMEM_SYMBOL", "SMEM_BASE_ALIGN"]
@@ -29,19 +37,19 @@ SMEM_BASE_ALIGN = 1024  # the largest TMA swizzle repeat (128B swizzle)
 _stack = []
 
 
-def current():
+def current() -> KernelBuilder:
     """The active :class:`KernelBuilder`; ``TraceError`` when no kernel is being traced."""
     if not _stack:
         raise TraceError("this is a device operation: call it inside a @cute_py.kernel function")
     return _stack[-1]
 
 
-def active():
+def active() -> KernelBuilder | None:
     """The active builder or ``None``."""
     return _stack[-1] if _stack else None
 
 
-def current_scope():
+def current_scope() -> Scope | None:
     """The innermost open :class:`Scope` of the kernel being traced (``None`` outside a kernel)."""
     return _stack[-1].scope if _stack else None
 
@@ -55,7 +63,7 @@ class Scope:
 
     __slots__ = ("kind", "file", "line", "parent", "open")
 
-    def __init__(self, kind, file, line, parent):
+    def __init__(self, kind: str, file: str, line: int, parent: Scope | None) -> None:
         self.kind, self.file, self.line, self.parent = kind, file, line, parent
         self.open = True
 
@@ -66,7 +74,7 @@ class Scope:
 class KernelBuilder:
     """Builds the body of kernel ``name`` with parameters ``param_types`` (MLIR type texts) in ``gpu_block``."""
 
-    def __init__(self, mlir, gpu_block, name, param_types):
+    def __init__(self, mlir: ModuleType, gpu_block: Any, name: str, param_types: Iterable[str]) -> None:
         self.mlir = mlir  # mlir_dialects.bindings, the IR façade
         ir = mlir.ir
         self.ir = ir
@@ -92,14 +100,14 @@ class KernelBuilder:
         self.smem_region = None
         self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
 
-    def descriptor_of(self, atom):
+    def descriptor_of(self, atom: TmaCopyAtom) -> Any:
         """The ``!llvm.ptr`` parameter holding ``atom``'s TMA descriptor."""
         desc = self.descriptors.get(id(atom))
         if desc is None:
             raise TraceError(f"the TMA atom {atom!r} is not an argument of this kernel: pass it to the kernel")
         return desc
 
-    def gmem_base_of(self, address):
+    def gmem_base_of(self, address: int) -> tuple[Any, int] | None:
         """(param value, byte offset) of the tensor argument whose tagged range holds ``address``."""
         for tag, span, param in self.gmem_bases:
             if tag <= address < tag + span:
@@ -107,7 +115,7 @@ class KernelBuilder:
         return None
 
     # -- where ops go -------------------------------------------------------------------------
-    def loc(self, where=None):
+    def loc(self, where: tuple[str, int] | None = None) -> Any:
         """The MLIR location of ``where`` (``(file, line)``; default: the user's current line)."""
         key = where or user_location()
         loc = self.locations.get(key)
@@ -116,7 +124,7 @@ class KernelBuilder:
         return loc
 
     @contextlib.contextmanager
-    def at_end(self):
+    def at_end(self) -> Iterator[None]:
         """Build ops at the end of the current block, located at the user's line; the body must call no user code
         (it is not recorded in the compile's dependencies).
 
@@ -137,29 +145,29 @@ class KernelBuilder:
             _deps.resume(paused)
 
     # -- run-time scopes ----------------------------------------------------------------------
-    def push_scope(self, kind, file, line):
+    def push_scope(self, kind: str, file: str, line: int) -> Scope:
         """Open the scope of a run-time loop or branch body (inside the current scope)."""
         self.scope = Scope(kind, file, line, self.scope)
         return self.scope
 
-    def pop_scope(self, scope):
+    def pop_scope(self, scope: Scope) -> None:
         """Close ``scope`` (the innermost one): values made in it can no longer be used."""
         if scope is not self.scope:  # pragma: no cover - the constructs close their scopes in order
             raise TraceError(f"internal error: closing {scope!r}, but the innermost scope is {self.scope!r}")
         scope.open = False
         self.scope = scope.parent
 
-    def new_block(self, *arg_types):
+    def new_block(self, *arg_types: Any) -> Any:
         return self.region.blocks.append(*arg_types)
 
-    def set_block(self, block):
+    def set_block(self, block: Any) -> None:
         self.block = block
 
-    def int_type(self, width):
+    def int_type(self, width: int) -> Any:
         return self.ir.IntegerType.get_signless(width)
 
     # -- frequently used values ---------------------------------------------------------------
-    def const(self, value, width=32):
+    def const(self, value: int, width: int = 32) -> Any:
         """An ``i<width>`` constant; ``value`` must fit in ``width`` bits (signed, or unsigned)."""
         value = int(value)
         if not -(1 << (width - 1)) <= value < 1 << width:
@@ -168,13 +176,13 @@ class KernelBuilder:
         with self.at_end():
             return arith.ConstantOp(self.int_type(width), value).result
 
-    def smem_base(self):
+    def smem_base(self) -> Any:
         """``!llvm.ptr<3>`` to the start of the kernel's dynamic shared memory."""
         llvm = self.mlir.llvm
         with self.at_end():
             return llvm.AddressOfOp(self.ir.Type.parse("!llvm.ptr<3>"), SMEM_SYMBOL).result
 
-    def smem_ptr(self, byte_offset):
+    def smem_ptr(self, byte_offset: int | Any) -> Any:
         """``!llvm.ptr<3>`` ``byte_offset`` bytes into dynamic shared memory (an int or an i32/i64 value)."""
         llvm = self.mlir.llvm
         base = self.smem_base()
@@ -187,11 +195,11 @@ class KernelBuilder:
             return llvm.GEPOp(base.type, base, [byte_offset], [-2147483648], i8, 0).result
 
     # -- lifetime -----------------------------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> KernelBuilder:
         _stack.append(self)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         _stack.pop()
         scope = self.scope
         while scope is not None:  # the kernel is done: none of its values can be used by another one
@@ -199,7 +207,7 @@ class KernelBuilder:
             scope = scope.parent
         return False
 
-    def finish(self):
+    def finish(self) -> None:
         """Close the kernel with ``llvm.return``; ``TraceError`` for a loop or branch left open."""
         if self.open_regions:
             kind, f, line = self.open_regions[-1]

@@ -58,7 +58,13 @@ the loop/branch unfinished and raises :class:`TraceError` when the kernel is fin
 tracing the kernel there, so do not use it.
 """
 
+from __future__ import annotations
+
 import struct
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any
 
 from .builder import current
 from ...errors import TraceError, user_location
@@ -215,7 +221,8 @@ def _check_count(values, kinds, what, call):
 # -- loops ------------------------------------------------------------------------------------
 
 
-def range(start, stop=None, step=1, *, carry=None, unroll=None):
+def range(start: TracedInt | int, stop: TracedInt | int | None = None, step: int = 1, *,
+          carry: tuple[Any, ...] | list[Any] | None = None, unroll: int | bool | str | None = None) -> Loop:
     """A run-time loop ``for (i = start; i < stop; i += step)``; returns a :class:`Loop`.
 
     ``step`` must be a static non-zero int; ``start``/``stop`` may be traced or static.
@@ -254,7 +261,8 @@ class Loop:
     between two traced bodies), ``done`` (the loop is closed: ``result`` is valid).
     """
 
-    def __init__(self, start, stop, step, carry, kinds, unroll):
+    def __init__(self, start: TracedInt | int, stop: TracedInt | int, step: int, carry: tuple[Any, ...] | None,
+                 kinds: tuple[str, ...] | None, unroll: int | str | None) -> None:
         self._start, self._stop, self._step = start, stop, step
         self._carry, self._kinds, self._unroll = carry, kinds, unroll
         self._state = "new"
@@ -266,7 +274,7 @@ class Loop:
         return f"Loop(step={self._step}, carry={self._kinds}, unroll={self._unroll!r}, {self._state})"
 
     # -- the user's side ----------------------------------------------------------------------
-    def next(self, *values):
+    def next(self, *values: TracedInt | TracedBool | TracedFloat | int | float) -> None:
         """The carried values for the next iteration (one per carried value, of the same kinds).
 
         Call it exactly once per traced body, directly in the body (not inside a nested
@@ -287,7 +295,7 @@ class Loop:
         self._state = "nexted"
 
     @property
-    def result(self):
+    def result(self) -> tuple[TracedInt | TracedBool | TracedFloat, ...]:
         """The carried values after the loop (a tuple; the initial values when it runs no iteration)."""
         if self._kinds is None:
             raise TraceError("cute_py.range loop: result needs carried values: create the loop with "
@@ -297,7 +305,8 @@ class Loop:
                              f"loop is {'not iterated yet' if self._state == 'new' else 'still being traced'})")
         return self._result
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[TracedInt | int
+                                   | tuple[TracedInt | int, tuple[TracedInt | TracedBool | TracedFloat, ...]]]:
         if self._state != "new":
             raise TraceError("a cute_py.range loop is traced once: iterate the object range() returns "
                              "only once")
@@ -419,7 +428,7 @@ def _unroll_annotation(b, unroll):
 # -- branches ---------------------------------------------------------------------------------
 
 
-def if_(cond, carry=None):
+def if_(cond: TracedBool, carry: tuple[Any, ...] | list[Any] | None = None) -> Branch:
     """A run-time branch: ``with if_(cond):`` traces its body as code run where ``cond`` holds.
 
     ``cond`` is a run-time condition (a ``TracedBool``; for a static bool use Python's ``if``).
@@ -445,7 +454,7 @@ class Branch:
     ``set`` values, and ``merge``'s arguments are ``result``.
     """
 
-    def __init__(self, cond, carry, kinds):
+    def __init__(self, cond: TracedBool, carry: tuple[Any, ...] | None, kinds: tuple[str, ...] | None) -> None:
         self._cond, self._carry, self._kinds = cond, carry, kinds
         self._state = "new"
         self._set = None
@@ -458,7 +467,7 @@ class Branch:
         return f"Branch(carry={self._kinds}, {self._state})"
 
     # -- the user's side ----------------------------------------------------------------------
-    def set(self, *values):
+    def set(self, *values: TracedInt | TracedBool | TracedFloat | int | float) -> None:
         """The carried values where this branch (or its ``otherwise()`` body) runs; once, directly in the body."""
         what = "if_ branch"
         if self._kinds is None:
@@ -474,7 +483,7 @@ class Branch:
         self._set = tuple(_to_ir(b, v, k) for v, k in zip(values, self._kinds))
 
     @property
-    def result(self):
+    def result(self) -> tuple[TracedInt | TracedBool | TracedFloat, ...]:
         """The carried values after the branch (a tuple): the ``set`` values where it ran, else the others."""
         if self._kinds is None:
             raise TraceError("if_ branch: result needs carried values: create the branch with "
@@ -484,7 +493,7 @@ class Branch:
                              f"is {'not entered yet' if self._state == 'new' else 'still being traced'})")
         return self._result
 
-    def otherwise(self):
+    def otherwise(self) -> AbstractContextManager[Branch]:
         """A context manager tracing the code run where the condition does not hold.
 
         Use it right after the ``with if_(...)`` block (no operation in between); with carried
@@ -493,7 +502,7 @@ class Branch:
         return _Otherwise(self)
 
     # -- tracing ------------------------------------------------------------------------------
-    def __enter__(self):
+    def __enter__(self) -> Branch:
         if self._state != "new":
             raise TraceError("an if_ branch is traced once: use the object if_() returns in one `with`")
         b = current()
@@ -510,7 +519,8 @@ class Branch:
         self._open(b, "if_ branch", "then")
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
         if exc_type is not None:
             return False  # the branch stays open; the exception propagates
         self._close(current(), "closed")

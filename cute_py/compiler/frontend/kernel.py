@@ -22,6 +22,8 @@ is not device memory, and a kernel that writes to it changes only the list while
 (the launched kernel does nothing); pass device arrays for data, tuples for constants.
 """
 
+from __future__ import annotations
+
 import functools
 import hashlib
 import inspect
@@ -29,6 +31,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from ...errors import CuteError
 from ... import device
@@ -63,14 +67,14 @@ class KernelFunction:
     """A ``@cute_py.kernel`` device function; ``k(*args).launch(grid=, block=, cluster=, smem=,
     non_portable_cluster=)`` inside a jit function. A kernel returns nothing (``TraceError`` otherwise)."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         functools.update_wrapper(self, fn)
 
     def __repr__(self):
         return f"<cute_py.kernel {self.fn.__module__}.{self.fn.__qualname__}>"
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> KernelCall:
         if _builder.active() is not None:
             raise TraceError(f"the kernel {self.fn.__name__} cannot be called from inside a kernel")
         if not _hosts:
@@ -264,7 +268,7 @@ def _annotations(fn):
 class JitFunction:
     """A ``@cute_py.jit`` host function: calling it compiles (once per specialisation) and launches."""
 
-    def __init__(self, fn):
+    def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
         functools.update_wrapper(self, fn)
         self._scalars = [_scalar_annotation(a) for a in _annotations(fn)]
@@ -308,7 +312,7 @@ class JitFunction:
                 sources.append(("static", None))
         return host, tuple(key), sources
 
-    def compile(self, *args):
+    def compile(self, *args: Any) -> Compiled:
         """The :class:`Compiled` kernel(s) of this function for arguments like ``args``."""
         host, key, sources = self._convert(args)
         c = self._compiled.get(key)
@@ -319,7 +323,7 @@ class JitFunction:
         self._compiled[key] = c
         return c
 
-    def __call__(self, *args, stream=0):
+    def __call__(self, *args: Any, stream: int | Any = 0) -> None:
         if _hosts or _builder.active() is not None:
             raise TraceError(f"the jit function {self.fn.__name__} cannot be called while tracing")
         last = self._last
@@ -557,17 +561,17 @@ def _return_line(fn):
 # -- decorators ---------------------------------------------------------------------------------
 
 
-def kernel(fn):
+def kernel(fn: Callable[..., Any]) -> KernelFunction:
     """Mark ``fn`` as a device function (traced when a jit function launches it)."""
     return KernelFunction(fn)
 
 
-def jit(fn):
+def jit(fn: Callable[..., Any]) -> JitFunction:
     """Mark ``fn`` as a host function that builds atoms and launches kernels; calling it compiles and runs."""
     return JitFunction(fn)
 
 
-def compile(fn, *args):
+def compile(fn: JitFunction | Callable[..., Any], *args: Any) -> Compiled:
     """Compile ``fn`` (a ``@jit`` function, or a plain host function) for ``args``; returns a :class:`Compiled`."""
     if not isinstance(fn, JitFunction):
         if not callable(fn):

@@ -12,7 +12,13 @@ static coordinates. ``load_bits``/``store_bits`` move 8-128 bits at an address (
 access), which the tile copies use.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
 from ...tensor.dtypes import dtype_of
+from ...core.typing import Int, Shape
 from ...errors import CuteValueError, TraceError
 from ...core.layout import Layout, cosize
 from ...tensor.pointer import AddressSpace, Pointer
@@ -22,13 +28,17 @@ from .builder import current
 from ...tensor.dtypes import Int64
 from .values import TracedFloat, TracedInt, as_value, convert
 
+if TYPE_CHECKING:
+    from ...core.composed import ComposedLayout
+    from ...tensor.dtypes import DType
+
 __all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
            "store_bits", "pack", "unpack", "RegisterEngine"]
 
 _FLOATS = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32", "Float64": "f64"}
 
 
-def pointer_value(ptr, what="pointer", peer=False):
+def pointer_value(ptr: Pointer | Any, what: str = "pointer", peer: bool = False) -> Any:
     """The MLIR value of a cute_py ``Pointer`` in the kernel being traced.
 
     Shared-memory pointers are static byte offsets into the kernel's dynamic shared memory;
@@ -77,7 +87,7 @@ def pointer_value(ptr, what="pointer", peer=False):
     raise TraceError(f"{what}: {ptr.memspace.name} pointers are not supported here")
 
 
-def element_type(dtype):
+def element_type(dtype: DType) -> Any:
     """The MLIR type of one element of ``dtype`` (floats as floats, everything else as iN)."""
     b = current()
     name = _FLOATS.get(dtype.name)
@@ -101,7 +111,7 @@ def _check_access(ptr, nbytes, what):
                          f"{ptr!r} is only known to be {ptr.alignment}-byte aligned")
 
 
-def load_bits(ptr, nbits, what="load"):
+def load_bits(ptr: Pointer, nbits: int, what: str = "load") -> Any:
     """The ``nbits`` (8..128, a power of two) bits at ``ptr`` (an MLIR iN or vector<4xi32> value)."""
     _check_access(ptr, nbits // 8, what)
     p = pointer_value(ptr, what)
@@ -110,7 +120,7 @@ def load_bits(ptr, nbits, what="load"):
         return b.mlir.llvm.LoadOp(_bits_type(nbits), p, alignment=nbits // 8).result
 
 
-def store_bits(ptr, value, nbits, what="store"):
+def store_bits(ptr: Pointer, value: Any, nbits: int, what: str = "store") -> None:
     """Store the ``nbits``-bit MLIR value ``value`` at ``ptr``."""
     check_store(ptr, what)
     _check_access(ptr, nbits // 8, what)
@@ -154,7 +164,7 @@ def _unwrap(value, dtype, what):
     raise TraceError(f"{what}: a {dtype.name} element takes an integer value, got {value!r}")
 
 
-def load_element(ptr):
+def load_element(ptr: Pointer) -> TracedInt | TracedFloat:
     """The element of ``ptr.dtype`` at ``ptr``, as a traced value."""
     dtype = ptr.dtype
     if dtype.width % 8 or dtype.width > 64:
@@ -167,7 +177,7 @@ def load_element(ptr):
     return _wrap(raw, dtype)
 
 
-def store_element(ptr, value):
+def store_element(ptr: Pointer, value: TracedInt | TracedFloat | int | float) -> None:
     """Store ``value`` (a traced value or a Python number) as one ``ptr.dtype`` element at ``ptr``."""
     dtype = ptr.dtype
     if dtype.width % 8 or dtype.width > 64:
@@ -181,7 +191,7 @@ def store_element(ptr, value):
         b.mlir.llvm.StoreOp(v, p, alignment=dtype.width // 8)
 
 
-def pack(values, dtype, nbits):
+def pack(values: Iterable[TracedInt | TracedFloat | int | float], dtype: DType, nbits: int) -> Any:
     """The ``nbits``-bit MLIR value (as ``load_bits`` gives) holding ``values`` (elements of ``dtype``, first
     element in the lowest bits)."""
     elems = [_unwrap(v, dtype, "copy (store)") for v in values]
@@ -200,7 +210,7 @@ def pack(values, dtype, nbits):
         return llvm.BitcastOp(_bits_type(nbits), vec).result
 
 
-def unpack(bits, dtype, count):
+def unpack(bits: Any, dtype: DType, count: int) -> list[TracedInt | TracedFloat]:
     """The ``count`` traced elements of ``dtype`` held by the MLIR value ``bits`` (the inverse of ``pack``)."""
     b = current()
     llvm = b.mlir.llvm
@@ -253,10 +263,10 @@ class RegisterEngine(ArrayEngine):
                              f"{self.array.size} elements (valid offsets 0..{self.array.size - 1})")
         return at
 
-    def read(self, i):
+    def read(self, i: int) -> Any:
         return self.array[self._element(i)]
 
-    def write(self, i, v):
+    def write(self, i: int, v: Any) -> None:
         self.array[self._element(i)] = v
 
     def __repr__(self):
@@ -266,7 +276,7 @@ class RegisterEngine(ArrayEngine):
 MAX_FRAGMENT = 1 << 16  # elements of one register fragment (each is traced on its own)
 
 
-def make_fragment(layout, dtype):
+def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
     """A register tensor of ``dtype`` with ``layout`` (static), its elements initialised to 0.
 
     Elements hold traced values (or Python numbers) and are read and written with static
@@ -288,7 +298,7 @@ def make_fragment(layout, dtype):
     return Tensor(RegisterEngine(store, 0, dtype), layout)
 
 
-def make_fragment_like(src, dtype=None):
+def make_fragment_like(src: Tensor | Layout | ComposedLayout, dtype: DType | str | Any | None = None) -> Tensor:
     """A register fragment shaped like ``src`` (a tensor or layout), compact in ``src``'s stride order."""
     layout = src.layout if isinstance(src, Tensor) else src
     layout = getattr(layout, "outer", layout)
@@ -299,12 +309,12 @@ def make_fragment_like(src, dtype=None):
     return make_fragment(make_fragment_like_layout(layout), dtype)
 
 
-def element_ptr(t, i):
+def element_ptr(t: Tensor, i: Int) -> Pointer:
     """The pointer to flat element ``i`` of a memory tensor (through its swizzle, if any)."""
     return t.engine + t.layout(i)
 
 
-def move(src, dst, first, vector, nbits):
+def move(src: Tensor, dst: Tensor, first: int, vector: int, nbits: int) -> None:
     """Plain loads and stores of elements ``first .. first + vector`` of ``src`` into ``dst`` (the emission of
     ``CopyUniversalOp``): one vector access between registers and memory where ``nbits`` allows, else element by
     element."""

@@ -12,6 +12,10 @@ Each allocation is recorded with its kind (``"tensor"``, ``"mbarrier"`` or ``"by
 that is not 8-byte aligned.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ...core.composed import smem_element_layout
 from ...tensor.dtypes import dtype_of
 from ...errors import CuteValueError
@@ -22,13 +26,18 @@ from ...tensor.tensor import Tensor
 from .builder import SMEM_BASE_ALIGN, current
 from ...errors import TraceError
 
+if TYPE_CHECKING:
+    from ...core.composed import ComposedLayout
+    from ...core.layout import Layout
+    from ...tensor.dtypes import DType
+
 __all__ = ["SmemAllocator", "smem_alignment_of", "check_mbarrier_pointer", "MAX_SMEM_BYTES", "MBARRIER_BYTES"]
 
 MAX_SMEM_BYTES = 227 * 1024  # dynamic shared memory per block on sm_90
 MBARRIER_BYTES = 8  # an mbarrier is one 8-byte aligned 64-bit word
 
 
-def smem_alignment_of(layout, dtype):
+def smem_alignment_of(layout: Layout | ComposedLayout, dtype: DType) -> int:
     """The byte alignment a TMA copy of a tile with ``layout`` (elements of ``dtype``) needs."""
     from ...nvgpu.tma import tma_swizzle_of
 
@@ -65,7 +74,7 @@ class _Region:
 class SmemAllocator:
     """Allocates the current kernel's shared memory (every allocator of a kernel shares one region)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         b = current()
         region = getattr(b, "smem_region", None)
         if region is None:
@@ -73,18 +82,19 @@ class SmemAllocator:
         self._region = region
 
     @property
-    def total(self):
+    def total(self) -> int:
         """Bytes of dynamic shared memory the kernel uses so far."""
         return self._region.total
 
-    def allocate(self, nbytes, alignment=128):
+    def allocate(self, nbytes: int, alignment: int = 128) -> Pointer:
         """A shared-memory ``Pointer`` (Uint8) to ``nbytes`` bytes aligned to ``alignment``."""
         _check_alignment(alignment)
         if type(nbytes) is not int or nbytes <= 0:
             raise TraceError(f"allocate needs a positive static byte count, got {nbytes!r}")
         return Pointer("Uint8", AddressSpace.smem, alignment, self._region.take(nbytes, alignment, "bytes"))
 
-    def allocate_tensor(self, dtype, layout, alignment=None):
+    def allocate_tensor(self, dtype: DType | str | Any, layout: Layout | ComposedLayout,
+                        alignment: int | None = None) -> Tensor:
         """A shared-memory tensor of ``dtype`` with ``layout`` (swizzled layouts allowed).
 
         ``alignment`` defaults to the TMA alignment of the layout's swizzle; a smaller explicit
@@ -117,7 +127,7 @@ class SmemAllocator:
         start = self._region.take(nbytes, alignment, "tensor")
         return Tensor(Pointer(dtype, AddressSpace.smem, alignment, start), layout)
 
-    def allocate_mbarrier(self, count=1):
+    def allocate_mbarrier(self, count: int = 1) -> Pointer:
         """A shared-memory ``Pointer`` (Int64) to ``count`` consecutive 8-byte mbarriers."""
         if type(count) is not int or count <= 0:
             raise TraceError(f"allocate_mbarrier needs a positive static count, got {count!r}")
@@ -130,7 +140,7 @@ def _check_alignment(a):
         raise TraceError(f"shared-memory alignment must be a power of two up to {SMEM_BASE_ALIGN}, got {a!r}")
 
 
-def check_mbarrier_pointer(ptr, what, peer=False):
+def check_mbarrier_pointer(ptr: object, what: str, peer: bool = False) -> None:
     """Raise ``TraceError`` unless ``ptr`` can address an mbarrier: a shared-memory ``Pointer``, 8-byte aligned,
     into an ``allocate_mbarrier`` (or raw ``allocate``) allocation of this kernel, never a tensor's data.
     With ``peer``, the pointer must be mapped to a peer CTA (``arch.map_dsmem_ptr``)."""

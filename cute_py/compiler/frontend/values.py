@@ -19,12 +19,18 @@ MLIR value (``.ir``, which every operation on it does) once that scope has ended
 and how to carry it out (``carry=``).
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...core.int_tuple import DynamicInt
 from ...tensor.dtypes import Scalar
 from .builder import current, current_scope
 from ...errors import TraceError, user_frame
+
+if TYPE_CHECKING:
+    from ...tensor.dtypes import DType
 
 __all__ = ["TracedInt", "TracedBool", "TracedFloat", "convert", "as_value",
            "select"]
@@ -87,11 +93,11 @@ class TracedBool(_Traced):
     __slots__ = ()
     __hash__ = None
 
-    def __init__(self, value):
+    def __init__(self, value: Any) -> None:
         self._ir = value
         self.scope = current_scope()
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise TraceError("a run-time condition cannot drive Python's `if`, `while`, `and`, `or` or `not`: "
                          "use `with cute_py.compiler.if_(cond):` or `cute_py.compiler.select(cond, a, b)`")
 
@@ -133,11 +139,11 @@ class TracedFloat(_Traced):
     __slots__ = ()
     __hash__ = None
 
-    def __init__(self, value):
+    def __init__(self, value: Any) -> None:
         self._ir = value
         self.scope = current_scope()
 
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise TraceError("a run-time float has no truth value while tracing")
 
     def __repr__(self):
@@ -158,7 +164,7 @@ class TracedInt(_Traced, DynamicInt):
 
     __slots__ = ("width", "nonneg", "known_divisor")
 
-    def __init__(self, value, width=32, nonneg=False, known_divisor=1):
+    def __init__(self, value: Any, width: int = 32, nonneg: bool = False, known_divisor: int = 1) -> None:
         self._ir = value
         self.scope = current_scope()
         self.width = width
@@ -315,15 +321,15 @@ class TracedInt(_Traced, DynamicInt):
         return self._bin(o, "ShRUIOp" if self.nonneg else "ShRSIOp", nonneg_rule=lambda a, b: a,
                          div_rule=lambda a, b: _pow2(a) >> shift if shift is not None else 1)
 
-    def min_(self, o):
+    def min_(self, o: TracedInt | int) -> TracedInt:
         return self._bin(o, "MinUIOp" if self.nonneg and _nonneg(o) else "MinSIOp",
                          nonneg_rule=lambda a, b: a and b)
 
-    def max_(self, o):
+    def max_(self, o: TracedInt | int) -> TracedInt:
         return self._bin(o, "MaxUIOp" if self.nonneg and _nonneg(o) else "MaxSIOp",
                          nonneg_rule=lambda a, b: a or b)
 
-    def signum_(self):
+    def signum_(self) -> TracedInt:
         return select(self > 0, 1, 0) - select(self < 0, 1, 0)
 
     # -- comparisons: run-time conditions -----------------------------------------------------
@@ -350,7 +356,7 @@ class TracedInt(_Traced, DynamicInt):
     def __ge__(self, o):
         return self._cmp(o, "ge")
 
-    def __eq__(self, o):
+    def __eq__(self, o: object) -> TracedBool:
         return self._cmp(o, "eq")
 
     def __ne__(self, o):
@@ -359,11 +365,11 @@ class TracedInt(_Traced, DynamicInt):
     __hash__ = None
 
     # -- what cannot be traced ----------------------------------------------------------------
-    def __bool__(self):
+    def __bool__(self) -> NoReturn:
         raise TraceError("the truth value of a run-time integer is not known while tracing: "
                          "compare it and use `with cute_py.compiler.if_(cond):`")
 
-    def __int__(self):
+    def __int__(self) -> NoReturn:
         raise TraceError("a run-time integer has no Python int value while tracing (use it in arithmetic, "
                          "or pass the value as a static Python int)")
 
@@ -414,7 +420,7 @@ def _widen(x, width):
         return arith.TruncIOp(b.int_type(width), x.ir).result
 
 
-def as_value(x, width=32):
+def as_value(x: TracedInt | int, width: int = 32) -> Any:
     """The MLIR value of an int leaf at ``width`` bits (a Python int becomes a constant)."""
     if isinstance(x, TracedInt):
         return _widen(x, width)
@@ -423,7 +429,7 @@ def as_value(x, width=32):
     raise TraceError(f"expected an integer (a Python int or a traced Int32/Int64), got {x!r}")
 
 
-def select(cond, a, b):
+def select(cond: TracedBool | bool, a: TracedInt | int, b: TracedInt | int) -> TracedInt | int:
     """``a`` where the run-time ``cond`` holds, else ``b`` (integers; a static ``cond`` picks at trace time)."""
     if type(cond) is bool:
         return a if cond else b
@@ -437,7 +443,7 @@ def select(cond, a, b):
     return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)))
 
 
-def convert(dtype, x):
+def convert(dtype: DType, x: Any) -> TracedInt | Scalar:
     """``dtype(x)`` in a kernel being traced (``cute.Int32(x)``...): a traced integer converted to ``Int32`` or
     ``Int64`` (sign-extended or truncated); a host value becomes a :class:`~cute_py.tensor.dtypes.Scalar`."""
     if isinstance(x, TracedInt):

@@ -13,11 +13,14 @@ unparsable or mismatching entry reads as a miss and the kernel is compiled (and 
 rewritten). ``CUTE_PY_CACHE_DIR=`` (empty) turns the disk cache off.
 """
 
+from __future__ import annotations
+
 import hashlib
 import json
 import os
 import sys
 import tempfile
+from typing import Any
 
 __all__ = ["FORMAT", "cache_dir", "library_fingerprint", "read_entry", "write_entry", "stats", "MAX_META_BYTES"]
 
@@ -27,7 +30,7 @@ stats = {"compiles": 0, "disk_hits": 0, "memory_hits": 0, "disk_rejects": 0, "di
 _FINGERPRINT = []
 
 
-def cache_dir():
+def cache_dir() -> str | None:
     """The disk cache directory, or ``None`` when disabled (``CUTE_PY_CACHE_DIR`` set to empty)."""
     d = os.environ.get("CUTE_PY_CACHE_DIR")
     if d is None:
@@ -42,7 +45,7 @@ def _nvjitlink_wheel_library():
     return wheel_library()
 
 
-def library_fingerprint():
+def library_fingerprint() -> str:
     """A hash of everything in the libraries that changes generated code: the source files of cute_py and
     mlir_dialects (path, size and modification time: reading them all would cost ~15 ms per process),
     the Python version, the MLIR bindings chosen, and the installations of numba-cuda-mlir, cuda-bindings
@@ -104,7 +107,7 @@ def _valid_meta(meta, key):
             and meta.get("meta_sha256") == _meta_digest(meta))
 
 
-def read_entry(key):
+def read_entry(key: str) -> tuple[dict[str, Any], bytes, str] | None:
     """``(meta, cubin, ptx)`` of an entry whose every file checks out, or ``None`` (missing or bad: the caller
     compiles and rewrites it). Never raises."""
     if cache_dir() is None:
@@ -151,7 +154,7 @@ def _atomic_write(path, data):
         raise
 
 
-def write_entry(key, meta, cubin, ptx):
+def write_entry(key: str, meta: dict[str, Any], cubin: bytes, ptx: str) -> bool:
     """Store an entry (cubin and PTX first, the metadata last); silently skipped when the disk is unusable."""
     if cache_dir() is None:
         return False

@@ -9,9 +9,17 @@ loaded (function handle, dimensions, parameter-array address): a call whose argu
 did not change costs the argument checks and one ``cuLaunchKernel``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from ..frontend.args import array_spec
 from ...errors import ArgumentError, SpecMismatch
 from ...tensor.dtypes import Scalar
+
+if TYPE_CHECKING:
+    from ..stages import StageResults
 
 __all__ = ["Compiled", "SpecMismatch"]
 
@@ -25,7 +33,9 @@ class Compiled:
     (they are compiled in), run-time ones (arrays, ``Int32``...) are read at each call.
     """
 
-    def __init__(self, jf, launches, smem, sources, cubin, ptx, mlir_text, key, stage_times=None, *, build):
+    def __init__(self, jf: Any, launches: list[Any], smem: dict[str, int], sources: list[tuple[str, Any]],
+                 cubin: bytes, ptx: str | None, mlir_text: str | None, key: str | None,
+                 stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults]) -> None:
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
@@ -49,20 +59,20 @@ class Compiled:
         self._fast_call = None  # generated once every tensor argument was seen (False: not applicable)
 
     @property
-    def ptx(self):
+    def ptx(self) -> str:
         if self._ptx is None:
             self._rebuild()
         return self._ptx
 
     @property
-    def mlir(self):
+    def mlir(self) -> str:
         """The traced module (``mlir`` stage), with cute_nvgpu ops."""
         if self._mlir is None:
             self._rebuild()
         return self._mlir
 
     @property
-    def lowered(self):
+    def lowered(self) -> str:
         """The module after lowering every cute_nvgpu op to NVVM/LLVM (``lowered`` stage)."""
         if self._lowered is None:
             self._rebuild(lowered=True)
@@ -76,7 +86,7 @@ class Compiled:
             self._lowered = r.lowered
 
     @property
-    def kernel_names(self):
+    def kernel_names(self) -> list[str]:
         return [ln.name for ln in self.launches]
 
     def _load(self):
@@ -100,7 +110,7 @@ class Compiled:
             b = self._desc_cache[k] = desc.encode(address)
         return b
 
-    def __call__(self, *args, stream=0):
+    def __call__(self, *args: Any, stream: int | Any = 0) -> None:
         self._call(args, stream)
 
     def _call(self, args, stream):

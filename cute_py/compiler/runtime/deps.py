@@ -35,6 +35,8 @@ more than 20000 values, nested deeper than 6 levels), raises :class:`Unkeyable` 
 cache on disk); otherwise it is keyed by its type alone (or its size).
 """
 
+from __future__ import annotations
+
 import enum
 import functools
 import hashlib
@@ -44,6 +46,8 @@ import os
 import sys
 import sysconfig
 import types
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ...errors import is_library_file as _is_library
 
@@ -84,7 +88,7 @@ def _const_key(c):
 _CODE_DIGESTS = {}
 
 
-def code_digest(code):
+def code_digest(code: types.CodeType) -> str:
     """SHA-256 of what ``code`` executes: instructions, names, constants, argument counts and flags (not its
     file name or line numbers)."""
     d = _CODE_DIGESTS.get(code)
@@ -101,7 +105,7 @@ def _name_of(x):
     return f"{getattr(x, '__module__', None)}.{getattr(x, '__qualname__', getattr(x, '__name__', '?'))}"
 
 
-def value_key(v, strict=False):
+def value_key(v: object, strict: bool = False) -> str:
     """A text that is equal for equal values in any process (see the module documentation)."""
     return _Keyer(strict).key(v, 0)
 
@@ -251,12 +255,12 @@ class Recorder:
     (the kernel builder does, around the MLIR builders: most of a kernel trace's calls).
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.codes = {}  # id(code object) -> (the code object, the globals it ran with)
         self.complete = True  # False when neither hook was free (nothing recorded: do not cache on disk)
         self._kind = None
 
-    def __enter__(self):
+    def __enter__(self) -> Recorder:
         if sys.gettrace() is None:
             self._kind, hook = "trace", _hook_for(self.codes)
             sys.settrace(hook)
@@ -275,7 +279,7 @@ class Recorder:
         _ACTIVE[:] = [self._kind, hook]
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         kind, hook = _ACTIVE
         if kind is not None:
             current = sys.gettrace() if kind == "trace" else sys.getprofile()
@@ -286,7 +290,7 @@ class Recorder:
         _ACTIVE[:] = [None, None]
         return False
 
-    def manifest(self, covered=()):
+    def manifest(self, covered: Iterable[Callable[..., Any]] = ()) -> dict[str, list[Any]] | None:
         """The checks of everything recorded (a JSON-able dict), or ``None`` when it cannot all be checked later.
 
         ``covered``: functions whose code is in the cache key (the jit function and the kernels): their code,
@@ -327,7 +331,7 @@ def _source_of(code, g):
     return fname
 
 
-def pause():
+def pause() -> tuple[str, Callable[..., Any]] | None:
     """Stop recording in this thread (for library code that calls no user code); a token for :func:`resume`."""
     kind, hook = _ACTIVE
     if kind == "trace" and sys.gettrace() is hook:
@@ -339,7 +343,7 @@ def pause():
     return None
 
 
-def resume(token):
+def resume(token: tuple[str, Callable[..., Any]] | None) -> None:
     """Record again after :func:`pause` (``token`` is what it returned): the same hook, in this thread."""
     if token is not None:
         kind, hook = token
@@ -425,7 +429,7 @@ def _current_global(module, name):
     return v
 
 
-def check(manifest):
+def check(manifest: object) -> str | None:
     """``None`` when every check of ``manifest`` still holds, else a text naming the first that does not."""
     if not isinstance(manifest, dict):
         return "no dependency manifest"

@@ -9,7 +9,12 @@ Parameters are a ``void*[]`` of pointers to each parameter's bytes (a TMA descri
 128 bytes are copied by value, as a ``__grid_constant__`` parameter).
 """
 
+from __future__ import annotations
+
 import ctypes
+from collections.abc import Container, Sequence
+from types import ModuleType
+from typing import Any
 
 from ...errors import LaunchError
 
@@ -18,7 +23,7 @@ __all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "laun
 _STATE = {"driver": None, "ctx": None}
 
 
-def driver():
+def driver() -> ModuleType:
     """cuda-python's driver module (``LaunchError`` without cuda-python)."""
     d = _STATE["driver"]
     if d is None:
@@ -30,7 +35,7 @@ def driver():
     return d
 
 
-def check(result, what):
+def check(result: tuple[Any, ...] | Any, what: str) -> Any:
     """The value(s) of a driver call's result tuple; ``LaunchError`` naming ``what`` on failure."""
     d = driver()
     err, *rest = result if isinstance(result, tuple) else (result,)
@@ -42,7 +47,7 @@ def check(result, what):
     return rest[0] if len(rest) == 1 else rest
 
 
-def ensure_context():
+def ensure_context() -> Any:
     """A current CUDA context: the calling thread's, or device 0's primary context made current."""
     d = driver()
     check(d.cuInit(0), "cuInit")
@@ -54,7 +59,7 @@ def ensure_context():
     return ctx
 
 
-def sm_count():
+def sm_count() -> int:
     """The multiprocessor count of the current context's device (``LaunchError`` without a driver or device)."""
     d = driver()
     ensure_context()
@@ -63,7 +68,8 @@ def sm_count():
     return int(check(d.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
 
 
-def load_module(cubin, kernels, non_portable=()):
+def load_module(cubin: bytes, kernels: dict[str, int],
+                non_portable: Container[str] = ()) -> tuple[Any, dict[str, Any]]:
     """Load ``cubin`` in the current context; ``{name: CUfunction}`` for ``kernels`` ({name: smem bytes});
     the kernels named in ``non_portable`` may be launched with clusters of up to 16 CTAs."""
     d = driver()
@@ -87,14 +93,14 @@ class ParamBlock:
 
     _CTYPES = {"ptr": ctypes.c_uint64, "Int32": ctypes.c_int32, "Int64": ctypes.c_int64, "Float32": ctypes.c_float}
 
-    def __init__(self, kinds):
+    def __init__(self, kinds: Sequence[str]) -> None:
         self.slots = []
         for kind in kinds:
             self.slots.append((ctypes.c_char * 128)() if kind == "desc" else self._CTYPES[kind]())
         self.array = (ctypes.c_void_p * max(1, len(kinds)))(*[ctypes.addressof(s) for s in self.slots])
         self.address = ctypes.addressof(self.array)
 
-    def set(self, i, value):
+    def set(self, i: int, value: bytes | bytearray | int | float) -> None:
         slot = self.slots[i]
         if isinstance(value, (bytes, bytearray)):
             ctypes.memmove(slot, value, 128)
@@ -102,7 +108,8 @@ class ParamBlock:
             slot.value = value
 
 
-def launch(func, grid, block, cluster, smem, stream, params):
+def launch(func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], cluster: tuple[int, int, int],
+           smem: int, stream: int | Any, params: ParamBlock | Any) -> None:
     """Launch ``func`` with a ``ParamBlock``; ``cuLaunchKernelEx`` when ``cluster`` is not (1, 1, 1)."""
     d = driver()
     if cluster == (1, 1, 1):

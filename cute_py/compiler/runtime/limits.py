@@ -18,8 +18,16 @@ Each broken rule raises :class:`~cute_py.errors.ArgumentError` at the line of th
 rule, the limit and the value.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from ...errors import ArgumentError
 from ..frontend.smem import MAX_SMEM_BYTES
+
+if TYPE_CHECKING:
+    from ...nvgpu.cpasync import TmaCopyAtom
 
 __all__ = ["MAX_BLOCK_THREADS", "MAX_BLOCK_DIM", "MAX_GRID_DIM", "MAX_PORTABLE_CLUSTER", "MAX_CLUSTER",
            "MAX_SMEM_BYTES", "check_launch", "check_multicast"]
@@ -35,7 +43,8 @@ def _fail(rule):
     raise ArgumentError(f"launch: {rule}")
 
 
-def check_launch(grid, block, cluster, smem, non_portable_cluster):
+def check_launch(grid: tuple[int, int, int], block: tuple[int, int, int], cluster: tuple[int, int, int],
+                 smem: int | None, non_portable_cluster: bool) -> None:
     """Raise ``ArgumentError`` (at the user's launch line) for a launch configuration the hardware rejects.
 
     ``grid``, ``block``, ``cluster``: 3-tuples of positive ints; ``smem``: bytes of dynamic shared memory or
@@ -65,7 +74,7 @@ def check_launch(grid, block, cluster, smem, non_portable_cluster):
               f"on sm_90, got smem={smem}")
 
 
-def check_multicast(atoms, cluster):
+def check_multicast(atoms: Iterable[tuple[str, TmaCopyAtom]], cluster: tuple[int, int, int]) -> None:
     """Raise ``ArgumentError`` when a TMA multicast atom of ``atoms`` spans more CTAs than the cluster has."""
     size = cluster[0] * cluster[1] * cluster[2]
     for where, atom in atoms:
