@@ -217,12 +217,15 @@ def test_traced_values_are_converted_between_integer_widths(dtype, case, other, 
 @pytest.mark.parametrize("dtype,value,other,case,fragment", [
     ("Int32", 1.5, "Float32", "const", "tensor store: a Int32 element takes an integer value, got 1.5"),
     ("Float32", True, "Float32", "const", "tensor store: a Float32 element takes a float value, got True"),
-    ("Float32", 0, "Float32", "tid", "tensor store: a Float32 element takes a float value, got TracedInt(i32)"),
-    ("Float32", 0, "Int32", "loaded", "tensor store: a Float32 element takes a float value, got TracedInt(i32)"),
-    ("Int32", 0, "Float32", "loaded", "tensor store: a Int32 element takes an integer value, got TracedFloat(?)"),
-    ("BFloat16", 0, "Float32", "loaded", "tensor store: a f32 value cannot be stored as BFloat16 (convert it first)"),
-    ("Float64", 0, "Float32", "param", "tensor store: a f32 value cannot be stored as Float64 (convert it first)"),
-    ("Float16", 0, "BFloat16", "loaded", "tensor store: a bf16 value cannot be stored as Float16 (convert it first)"),
+    ("Float32", 0, "Float32", "tid", "tensor store: the Int32 value cannot be stored as Float32 (convert it first: "
+                                     "x.to(cute.Float32))"),
+    ("Float32", 0, "Int32", "loaded", "tensor store: the Int32 value cannot be stored as Float32"),
+    ("Int32", 0, "Float32", "loaded", "tensor store: the Float32 value cannot be stored as Int32"),
+    ("BFloat16", 0, "Float32", "loaded", "tensor store: the Float32 value cannot be stored as BFloat16 (convert it "
+                                         "first: x.to(cute.BFloat16))"),
+    ("Float64", 0, "Float32", "param", "tensor store: the Float32 value cannot be stored as Float64"),
+    ("Float16", 0, "BFloat16", "loaded", "tensor store: the BFloat16 value cannot be stored as Float16"),
+    ("Boolean", 2, "Float32", "const", "tensor store: a Boolean element takes a bool, got 2"),
 ])
 def test_stores_that_need_a_conversion_are_rejected(dtype, value, other, case, fragment):
     with pytest.raises(TraceError) as e:

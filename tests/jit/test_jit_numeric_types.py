@@ -63,17 +63,34 @@ def test_in_a_kernel_the_type_converts_a_traced_integer():
     assert "arith.extsi" in c.mlir and "i64" in c.mlir
 
 
-def test_in_a_kernel_an_unsupported_conversion_is_a_trace_error_at_the_kernels_line():
+def test_in_a_kernel_a_type_converts_any_traced_number():
+    @cute.kernel
+    def k(n: cute.Int32, x: cute.Float32):
+        small = cute.Int8(n)
+        half = cute.Float16(x)
+        back = cute.Int32(small) + cute.Int32(half)
+        with cute.compiler.if_(back == 0):
+            cute.arch.sync_threads()
+
+    def host(n, x):
+        k(n, x).launch(grid=1, block=32)
+
+    c = cute.compile(host, cute.Int32(3), cute.Float32(0.5))
+    for op in ("arith.trunci", "arith.truncf", "arith.extsi", "llvm.fptosi.sat"):
+        assert op in c.mlir, op
+
+
+def test_in_a_kernel_a_type_called_on_no_number_is_a_trace_error_at_the_kernels_line():
     @cute.kernel
     def k(n: cute.Int32):
-        small = cute.Int8(n)  # noqa: F841
+        small = cute.Int8((n, n))  # noqa: F841
 
     def host(n):
         k(n).launch(grid=1, block=32)
 
     with pytest.raises(cute.compiler.TraceError) as e:
         cute.compile(host, cute.Int32(3))
-    assert_trace_error(e, k, "cute.Int8(n)", "to Int8 is not supported")
+    assert_trace_error(e, k, "cute.Int8((n, n))", "Int8() takes a number")
 
 
 def test_a_scalar_a_kernel_cannot_take_is_an_argument_error():

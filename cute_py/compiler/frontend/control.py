@@ -81,12 +81,12 @@ _range = range
 
 def _kind_of(v):
     """The kind of the initial carried value ``v``, or ``None`` if it cannot be carried."""
-    if isinstance(v, TracedInt):
-        return f"i{v.width}" if v.width in (32, 64) else None
+    if isinstance(v, TracedInt):  # the index types (a value of another type would come back as one)
+        return f"i{v.width}" if v.dtype.name in ("Int32", "Int64") else None
     if isinstance(v, TracedBool):
         return "i1"
     if isinstance(v, TracedFloat):
-        return "f32"
+        return "f32" if v.dtype.name == "Float32" else None
     if type(v) is bool:
         return "i1"
     if type(v) is int:
@@ -130,11 +130,11 @@ def _fits_f32(x):
 def _check_value(v, kind, what, j):
     """Raise ``TraceError`` unless ``v`` can stand for carried value ``j`` of ``kind``."""
     if isinstance(v, TracedInt):
-        ok = kind == f"i{v.width}"
+        ok = kind == f"i{v.width}" and v.dtype.name in ("Int32", "Int64")
     elif isinstance(v, TracedBool):
         ok = kind == "i1"
     elif isinstance(v, TracedFloat):
-        ok = kind == "f32"
+        ok = kind == "f32" and v.dtype.name == "Float32"
     elif type(v) is bool:
         ok = kind == "i1"
     elif type(v) is int:

@@ -3,8 +3,8 @@
 Inside a ``@cute_py.kernel``, a tensor over a shared- or global-memory pointer reads and
 writes its elements::
 
-    v = s_tile[i, j]          # a load: TracedInt for integer types, TracedFloat for float types
-    d_tile[j, i] = v          # a store (the value's type must be the tensor's element type)
+    v = s_tile[i, j]          # a load: a traced value of the tensor's element type
+    d_tile[j, i] = v          # a store: a float must have the element type, an integer converts
 
 Coordinates may be traced; swizzled (composed) layouts apply their swizzle. A register
 fragment (``make_fragment``) is a tensor over a Python list of traced values, indexed by
@@ -26,7 +26,8 @@ from ...tensor.tensor import ArrayEngine, Tensor, check_store
 from ...core.tiling import make_fragment_like_layout
 from .builder import current
 from ...tensor.dtypes import Int64
-from .values import TracedFloat, TracedInt, as_value, convert
+from . import numeric
+from .values import TracedBool, TracedFloat, TracedInt, as_value, convert, wrap
 
 if TYPE_CHECKING:
     from ...core.composed import ComposedLayout
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
            "store_bits", "pack", "unpack", "RegisterEngine"]
 
-_FLOATS = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32", "Float64": "f64"}
 
 
 def pointer_value(ptr: Pointer | Any, what: str = "pointer", peer: bool = False) -> Any:
@@ -88,12 +88,15 @@ def pointer_value(ptr: Pointer | Any, what: str = "pointer", peer: bool = False)
 
 
 def element_type(dtype: DType) -> Any:
-    """The MLIR type of one element of ``dtype`` (floats as floats, everything else as iN)."""
-    b = current()
-    name = _FLOATS.get(dtype.name)
-    if name is not None:
-        return b.ir.Type.parse(name)
-    return b.int_type(dtype.width)
+    """The MLIR type of one element of ``dtype`` in memory: its register type (see ``numeric``), but a byte for
+    ``Boolean`` (0 or 1)."""
+    if dtype.kind == "bool":
+        return current().int_type(8)
+    return numeric.register_type(dtype)
+
+
+def _is_float_type(dtype: DType) -> bool:
+    return dtype.is_float and not numeric.is_f8(dtype)
 
 
 def _bits_type(nbits):
@@ -131,36 +134,45 @@ def store_bits(ptr: Pointer, value: Any, nbits: int, what: str = "store") -> Non
 
 
 def _wrap(value, dtype):
-    if dtype.name in _FLOATS:
-        return TracedFloat(value)
-    return TracedInt(value, dtype.width, dtype.name.startswith("Uint") or dtype.name == "Boolean")
+    """The traced value of the element ``value`` (its MLIR value as loaded) of ``dtype``."""
+    if dtype.kind == "bool":  # a byte: any non-zero value is true
+        b = current()
+        zero = b.const(0, 8)
+        with b.at_end():
+            return TracedBool(b.mlir.arith.CmpIOp(b.mlir.arith.CmpIPredicate.ne, value, zero).result)
+    return wrap(value, dtype)
 
 
 def _unwrap(value, dtype, what):
-    """The MLIR value of ``value`` as an element of ``dtype``."""
+    """The MLIR value of ``value`` as an element of ``dtype``: a traced float must have the element type, a traced
+    integer or Boolean converts to an integer element type; Python numbers become constants."""
     b = current()
-    ty = element_type(dtype)
-    if dtype.name in _FLOATS:
-        if isinstance(value, TracedFloat):
-            if str(value.ir.type) != str(ty):
-                raise TraceError(f"{what}: a {value.ir.type} value cannot be stored as {dtype.name} "
-                                 f"(convert it first)")
-            return value.ir
-        if type(value) in (int, float):
+    if isinstance(value, (TracedInt, TracedFloat, TracedBool)):
+        if value.dtype is dtype:
+            v = value.ir
+        elif dtype.is_float or value.dtype.is_float or dtype.kind == "bool":
+            raise TraceError(f"{what}: the {value.dtype.name} value cannot be stored as {dtype.name} (convert it "
+                             f"first: x.to(cute.{dtype.name}))")
+        else:  # integers convert between widths, by the value's signedness
+            v = value.to(dtype).ir
+        if dtype.kind == "bool":
             with b.at_end():
-                return b.mlir.arith.ConstantOp(ty, float(value)).result
+                v = b.mlir.arith.ExtUIOp(b.int_type(8), v).result
+        return v
+    if dtype.is_float:
+        if type(value) in (int, float):
+            return numeric.constant(value, dtype)
         raise TraceError(f"{what}: a {dtype.name} element takes a float value, got {value!r}")
-    if isinstance(value, (TracedInt, int)) and type(value) is not bool:
-        if type(value) is int:
-            unsigned = dtype.name.startswith("Uint") or dtype.name == "Boolean"
-            lo, hi = (0, (1 << dtype.width) - 1) if unsigned else (-(1 << (dtype.width - 1)), (1 << (dtype.width - 1)) - 1)
-            if dtype.name == "Boolean":
-                hi = 1
-            if not lo <= value <= hi:
-                raise TraceError(f"{what}: {value} does not fit in {dtype.name} ([{lo}, {hi}])")
-        return as_value(value, dtype.width)
-    if type(value) is bool:
-        return as_value(int(value), dtype.width)
+    if dtype.kind == "bool":
+        if type(value) is bool or (type(value) is int and value in (0, 1)):
+            return b.const(int(value), 8)
+        raise TraceError(f"{what}: a Boolean element takes a bool, got {value!r}")
+    if type(value) in (int, bool):
+        lo, hi = (0, (1 << dtype.width) - 1) if not dtype.signed else (-(1 << (dtype.width - 1)),
+                                                                      (1 << (dtype.width - 1)) - 1)
+        if not lo <= value <= hi:
+            raise TraceError(f"{what}: {value} does not fit in {dtype.name} ([{lo}, {hi}])")
+        return numeric.constant(int(value), dtype)
     raise TraceError(f"{what}: a {dtype.name} element takes an integer value, got {value!r}")
 
 
@@ -170,7 +182,7 @@ def load_element(ptr: Pointer) -> TracedInt | TracedFloat:
     if dtype.width % 8 or dtype.width > 64:
         raise TraceError(f"loading single {dtype.name} elements ({dtype.width} bits) is not supported")
     raw = load_bits(ptr, dtype.width, "tensor load")
-    if dtype.name in _FLOATS:
+    if _is_float_type(dtype):
         b = current()
         with b.at_end():
             raw = b.mlir.llvm.BitcastOp(element_type(dtype), raw).result
@@ -216,7 +228,7 @@ def unpack(bits: Any, dtype: DType, count: int) -> list[TracedInt | TracedFloat]
     llvm = b.mlir.llvm
     if count == 1:
         with b.at_end():
-            v = bits if dtype.name not in _FLOATS else llvm.BitcastOp(element_type(dtype), bits).result
+            v = bits if not _is_float_type(dtype) else llvm.BitcastOp(element_type(dtype), bits).result
         return [_wrap(v, dtype)]
     vec_t = b.ir.Type.parse(f"vector<{count}x{element_type(dtype)}>")
     with b.at_end():
@@ -230,7 +242,7 @@ def unpack(bits: Any, dtype: DType, count: int) -> list[TracedInt | TracedFloat]
 
 
 def _to_bits(value, dtype, nbits):
-    if dtype.name not in _FLOATS:
+    if not _is_float_type(dtype):
         return value
     b = current()
     with b.at_end():

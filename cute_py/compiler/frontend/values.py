@@ -1,4 +1,15 @@
-"""Traced run-time values: integers that emit ``arith`` ops, and booleans (``i1``).
+"""Traced run-time values: numbers of every CuTe DSL numeric type, which emit ``arith`` ops.
+
+:class:`TracedInt` (the integer types, signed and unsigned, 8 to 64 bits), :class:`TracedFloat` (Float16,
+BFloat16, Float32, TFloat32, Float64 and the 8-bit floats) and :class:`TracedBool` (``Boolean``) each carry
+their ``dtype``; ``x.to(dtype)`` converts (``cute.Float32(x)`` too). Binary operators between any two of them
+or with Python numbers promote both operands by the CuTe DSL's rules (a Python ``int`` is an ``Int32``, a
+``float`` a ``Float32``; see :mod:`.numeric`): ``+ - * / // % **``, comparisons, ``& | ^ << >>`` on integers,
+unary ``-``, ``~`` and ``abs``. ``/`` of integers is a ``Float32`` division. Integers wrap around (two's
+complement); ``//`` and ``%`` round toward minus infinity (Python's rule, also for floats: ``floor(a / b)`` and
+``a - floor(a / b) * b``); a shift by the width or more gives 0 (``<<``, or ``>>`` of an unsigned or
+non-negative value) or -1 (``>>`` of a negative value), as Python's shifts of a value held in that width.
+Dividing an integer by a run-time zero gives an unspecified value, as in CUDA C++.
 
 :class:`TracedInt` is a :class:`cute_py.core.int_tuple.DynamicInt` leaf, so layouts, ``crd2idx``,
 swizzles and coordinate tensors evaluate on it and emit integer arithmetic. An operation with
@@ -25,15 +36,16 @@ import math
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...core.int_tuple import DynamicInt
-from ...tensor.dtypes import Scalar
+from ...tensor.dtypes import (Boolean, Float32, Int8, Int16, Int32, Int64, Scalar, dtype_of)
+from . import numeric
 from .builder import current, current_scope
 from ...errors import TraceError, user_frame
 
 if TYPE_CHECKING:
     from ...tensor.dtypes import DType
 
-__all__ = ["TracedInt", "TracedBool", "TracedFloat", "convert", "as_value",
-           "select"]
+__all__ = ["TracedInt", "TracedBool", "TracedFloat", "convert", "as_value", "select", "wrap", "operand_dtype",
+           "binary", "minmax"]
 
 
 def _arith():
@@ -74,8 +86,9 @@ def _out_of_scope(value):
 
 
 class _Traced:
-    """The scope bookkeeping shared by traced values: ``ir`` is the MLIR value, readable while the scope of
-    the value is open."""
+    """What traced numbers share: ``ir`` is the MLIR value, readable while the scope of the value is open;
+    ``to(dtype)`` converts; the operators that promote their operands (:func:`binary`) are defined here and
+    specialised by the subclasses."""
 
     __slots__ = ("_ir", "scope")
 
@@ -86,12 +99,85 @@ class _Traced:
             raise _out_of_scope(self)
         return self._ir
 
+    def to(self, dtype: DType | str) -> Any:
+        """This value converted to ``dtype`` (a numeric type): rounding, truncation and saturation as PTX's
+        ``cvt`` (see :mod:`.numeric`)."""
+        dtype = dtype_of(dtype)
+        if dtype is self.dtype:
+            return self
+        return wrap(numeric.convert(self.ir, self.dtype, dtype), dtype)
+
+    def __str__(self):
+        return "?"
+
+    def __float__(self):
+        raise TraceError(f"a run-time {self.dtype.name} has no Python float value while tracing")
+
+
+_ARITHMETIC = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow")
+_BITWISE = ("and", "or", "xor", "lshift", "rshift")
+_COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+_PY_NAMES = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+             "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>", "lt": "<", "le": "<=", "gt": ">",
+             "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def operand_dtype(x: object) -> DType | None:
+    """The numeric type of an operand: a traced value's, a host ``Scalar``'s, a Python number's (``int`` ->
+    Int32, ``float`` -> Float32, ``bool`` -> Boolean); ``None`` for anything else."""
+    if isinstance(x, (_Traced, Scalar)):
+        return x.dtype
+    return numeric.python_dtype(x)
+
+
+def _as(x, dtype):
+    """The operand ``x`` as a traced value of ``dtype`` (a Python number or ``Scalar`` becomes a constant)."""
+    if isinstance(x, _Traced):
+        return x.to(dtype)
+    value = x.value if isinstance(x, Scalar) else x
+    src = operand_dtype(x)
+    if src.is_float and not dtype.is_float and dtype is not Boolean:  # a float constant to an integer type
+        return wrap(numeric.constant(value, src), src).to(dtype)
+    return wrap(numeric.constant(value, dtype), dtype)
+
+
+def binary(a: Any, b: Any, op: str) -> Any:
+    """``a op b`` by the CuTe DSL's rules: both operands promoted to one type (see :mod:`.numeric`), the
+    operation done in it; comparisons give a Boolean; ``/`` of integers is a Float32 division.
+    ``NotImplemented`` when an operand is no number."""
+    da, db = operand_dtype(a), operand_dtype(b)
+    if da is None or db is None:
+        return NotImplemented
+    if op in _BITWISE and (da.is_float or db.is_float):
+        raise TraceError(f"{_PY_NAMES[op]} takes integers, got {da.name} and {db.name}")
+    if op == "pow":
+        if isinstance(b, _Traced):
+            raise TraceError("** takes a static Python int exponent; a run-time exponent is not supported")
+        return _power(_as(a, numeric.promote(da, db)), b)
+    common = numeric.promote(da, db, arithmetic=op not in _BITWISE and op not in _COMPARE)
+    if op == "truediv" and not common.is_float:
+        common = Float32
+    x, y = _as(a, common), _as(b, common)
+    if common.is_float:
+        if op in _COMPARE:
+            return TracedBool(numeric.float_compare(op, x.ir, y.ir, common))
+        return TracedFloat(numeric.float_binary(op, x.ir, y.ir, common), common)
+    if common is Boolean and op in _COMPARE:
+        return x._cmp_bool(y, op)
+    return getattr(x, f"__{op}__")(y)
+
+
+def _reflected(op):
+    return lambda self, other: binary(other, self, op)
+
 
 class TracedBool(_Traced):
-    """An ``i1`` run-time condition. Combine with ``& | ~``; branch with ``cute_py.compiler.if_``."""
+    """An ``i1`` run-time condition (``Boolean``). Combine with ``& | ^ ~``; branch with
+    ``cute_py.compiler.if_``; in arithmetic it is 0 or 1 (two Booleans add as Int32)."""
 
     __slots__ = ()
     __hash__ = None
+    dtype = Boolean
 
     def __init__(self, value: Any) -> None:
         self._ir = value
@@ -111,65 +197,185 @@ class TracedBool(_Traced):
         with b.at_end():
             return TracedBool(op(self.ir, o).result)
 
-    def __and__(self, o):
-        return self._bin(o, _arith().AndIOp)
+    def _logic(self, other, name, op):
+        if isinstance(other, TracedBool) or type(other) is bool:
+            return self._bin(other, getattr(_arith(), name))
+        return binary(self, other, op)
 
-    __rand__ = __and__
+    def __and__(self, o):
+        return self._logic(o, "AndIOp", "and")
+
+    def __rand__(self, o):
+        return self._logic(o, "AndIOp", "and") if type(o) is bool else binary(o, self, "and")
 
     def __or__(self, o):
-        return self._bin(o, _arith().OrIOp)
+        return self._logic(o, "OrIOp", "or")
 
-    __ror__ = __or__
+    def __ror__(self, o):
+        return self._logic(o, "OrIOp", "or") if type(o) is bool else binary(o, self, "or")
 
     def __xor__(self, o):
-        return self._bin(o, _arith().XOrIOp)
+        return self._logic(o, "XOrIOp", "xor")
 
-    __rxor__ = __xor__
+    def __rxor__(self, o):
+        return self._logic(o, "XOrIOp", "xor") if type(o) is bool else binary(o, self, "xor")
 
     def __invert__(self):
         return self._bin(True, _arith().XOrIOp)
+
+    def _cmp_bool(self, other, op):
+        if op not in ("eq", "ne"):  # ordered comparisons of Booleans: as 0 and 1
+            return binary(self.to(Int32), other.to(Int32), op)
+        b = current()
+        arith = b.mlir.arith
+        with b.at_end():
+            return TracedBool(arith.CmpIOp(getattr(arith.CmpIPredicate, op), self.ir, other.ir).result)
 
     def __repr__(self):
         return "TracedBool(?)"
 
 
 class TracedFloat(_Traced):
-    """A run-time ``f32`` kernel parameter (arithmetic on floats is not traced yet)."""
+    """A run-time float of ``dtype`` (Float32 by default; Float16, BFloat16, TFloat32, Float64, or an 8-bit
+    float held as its bits, which converts but does not compute). Arithmetic rounds to nearest even."""
 
-    __slots__ = ()
+    __slots__ = ("dtype",)
     __hash__ = None
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, dtype: DType = Float32) -> None:
         self._ir = value
         self.scope = current_scope()
+        self.dtype = dtype
 
     def __bool__(self) -> NoReturn:
-        raise TraceError("a run-time float has no truth value while tracing")
+        raise TraceError("a run-time float has no truth value while tracing: compare it (x > 0) and use "
+                         "`with cute_py.compiler.if_(cond):`")
+
+    def __neg__(self) -> TracedFloat:
+        return TracedFloat(numeric.float_unary("neg", self.ir, self.dtype), self.dtype)
+
+    def __pos__(self) -> TracedFloat:
+        return self
+
+    def __abs__(self) -> TracedFloat:
+        return TracedFloat(numeric.float_unary("abs", self.ir, self.dtype), self.dtype)
+
+    def min_(self, o: Any) -> Any:
+        return minmax(self, o, "min")
+
+    def max_(self, o: Any) -> Any:
+        return minmax(self, o, "max")
 
     def __repr__(self):
-        return "TracedFloat(?)"
+        return f"TracedFloat({self.dtype.name})"
+
+
+def minmax(a: Any, b: Any, op: str) -> Any:
+    """The smaller (``op="min"``) or larger (``"max"``) of two numbers, promoted to one type; for floats NaN
+    when either is NaN."""
+    da, db = operand_dtype(a), operand_dtype(b)
+    if da is None or db is None:
+        raise TraceError(f"{op} takes numbers, got {a!r} and {b!r}")
+    common = numeric.promote(da, db)
+    x, y = _as(a, common), _as(b, common)
+    if common.is_float:
+        return TracedFloat(numeric.float_binary(op, x.ir, y.ir, common), common)
+    if common is Boolean:
+        x, y = x.to(Int32), y.to(Int32)
+    return x.min_(y) if op == "min" else x.max_(y)
+
+
+def _power(base, n):
+    """``base ** n`` for a static Python int ``n``: repeated squaring (for floats each product is rounded, and a
+    negative ``n`` gives ``1 / base ** -n``)."""
+    if isinstance(n, Scalar):
+        n = n.value
+    if type(n) is not int:
+        raise TraceError(f"** takes a static Python int exponent, got {n!r}")
+    if n < 0:
+        if not base.dtype.is_float:
+            raise TraceError(f"a negative exponent ({n}) of a run-time integer has no integer value")
+        return _as(1, base.dtype) / _power(base, -n)
+    result, square = None, base
+    while n:
+        if n & 1:
+            result = square if result is None else result * square
+        n >>= 1
+        if n:
+            square = square * square
+    return _as(1, base.dtype) if result is None else result
+
+
+def _install_operators(cls, ops, guard=None):
+    """Give ``cls`` the promoting forms (through :func:`binary`) of the operators ``ops``; with ``guard``, the
+    class's own forms stay for the operands ``guard(self, other)`` accepts."""
+    for op in ops:
+        for name, reflected in ((f"__{op}__", False), (f"__r{op}__", True)):
+            if reflected and op in _COMPARE:
+                continue
+            own = cls.__dict__.get(name)
+            if own is not None and guard is None:
+                continue
+            setattr(cls, name, _operator(op, reflected, own, guard))
+
+
+def _operator(op, reflected, own, guard):
+    def method(self, other):
+        if own is not None and guard(self, other):
+            return own(self, other)
+        return binary(other, self, op) if reflected else binary(self, other, op)
+
+    method.__name__ = f"__{'r' if reflected else ''}{op}__"
+    method.__annotations__ = {"other": "object", "return": "Any"}
+    return method
+
+
+_install_operators(TracedBool, _ARITHMETIC + _COMPARE)
+_install_operators(TracedFloat, _ARITHMETIC + _COMPARE + _BITWISE)
 
 
 _CMP = {"lt": ("slt", "ult"), "le": ("sle", "ule"), "gt": ("sgt", "ugt"), "ge": ("sge", "uge"),
         "eq": ("eq", "eq"), "ne": ("ne", "ne")}
 
 
-class TracedInt(_Traced, DynamicInt):
-    """A run-time ``i32``/``i64`` value of the kernel being traced.
+_SIGNED = {8: Int8, 16: Int16, 32: Int32, 64: Int64}
+_INDEX_TYPES = (Int32, Int64)  # the types of index arithmetic: mixed with each other and with Python ints directly
 
-    ``nonneg`` records that the value is known to be >= 0 (enables unsigned division);
-    ``known_divisor`` is a positive int known to divide the value (``bx * 128 + 64`` -> 64), which
-    pointers use to keep their alignment across run-time offsets.
+
+class TracedInt(_Traced, DynamicInt):
+    """A run-time integer of the kernel being traced, of ``dtype`` (Int8...Int64, Uint8...Uint64; by default the
+    signed type of ``width`` bits).
+
+    ``nonneg`` records that the value is known to be >= 0 (enables unsigned division; always true for the
+    unsigned types); ``known_divisor`` is a positive int known to divide the value (``bx * 128 + 64`` -> 64),
+    which pointers use to keep their alignment across run-time offsets.
     """
 
-    __slots__ = ("width", "nonneg", "known_divisor")
+    __slots__ = ("width", "nonneg", "known_divisor", "dtype")
 
-    def __init__(self, value: Any, width: int = 32, nonneg: bool = False, known_divisor: int = 1) -> None:
+    def __init__(self, value: Any, width: int = 32, nonneg: bool = False, known_divisor: int = 1,
+                 dtype: DType | None = None) -> None:
         self._ir = value
         self.scope = current_scope()
-        self.width = width
-        self.nonneg = nonneg
+        self.dtype = dtype if dtype is not None else _SIGNED[width]
+        self.width = self.dtype.width
+        self.nonneg = nonneg or not self.dtype.signed
         self.known_divisor = known_divisor
+
+    def _fast(self, other):
+        """True when ``self op other`` needs no promotion: the same type, or index types and Python ints."""
+        if isinstance(other, TracedInt):
+            return other.dtype is self.dtype or (self.dtype in _INDEX_TYPES and other.dtype in _INDEX_TYPES)
+        return type(other) is int and self.dtype in _INDEX_TYPES
+
+    def to(self, dtype: DType | str) -> Any:
+        """This value converted to ``dtype``; a widening to another integer type keeps what is known of it."""
+        dtype = dtype_of(dtype)
+        if dtype is self.dtype:
+            return self
+        if dtype.is_integer and dtype.width >= self.width and (self.dtype.signed or self.nonneg):
+            return TracedInt(_widen(self, dtype.width), dtype.width, self.nonneg, self.known_divisor, dtype)
+        return _Traced.to(self, dtype)
 
     # -- helpers ------------------------------------------------------------------------------
     def _coerce(self, other):
@@ -199,7 +405,11 @@ class TracedInt(_Traced, DynamicInt):
             res = getattr(b.mlir.arith, opname)(a, o).result
         nn = nonneg_rule(self.nonneg, o_nonneg) if nonneg_rule else False
         div = div_rule(self.known_divisor, _divisor(other)) if div_rule else 1
-        return TracedInt(res, w, nn, max(1, div))
+        if w == self.width:
+            dtype = self.dtype
+        else:
+            dtype = other.dtype if isinstance(other, TracedInt) and other.width == w else _SIGNED[w]
+        return TracedInt(res, w, nn, max(1, div), dtype)
 
     # -- arithmetic ---------------------------------------------------------------------------
     def __add__(self, o):
@@ -232,7 +442,16 @@ class TracedInt(_Traced, DynamicInt):
         return self.__mul__(o)
 
     def __neg__(self):
-        return 0 - self
+        return _as(0, self.dtype) - self
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return self ^ _as(-1 if self.dtype.signed else (1 << self.width) - 1, self.dtype)
+
+    def __abs__(self):
+        return self if self.nonneg else select(self < 0, -self, self)
 
     def __floordiv__(self, o):
         if type(o) is int:
@@ -309,23 +528,39 @@ class TracedInt(_Traced, DynamicInt):
     __rxor__ = __xor__
 
     def __lshift__(self, o):
-        if type(o) is int and o == 0:
-            return self
-        shift = o if type(o) is int and 0 < o < self.width else None
-        return self._bin(o, "ShLIOp", div_rule=lambda a, b: a << shift if shift is not None else 1)
+        if type(o) is int:
+            if o < 0:
+                raise TraceError(f"negative shift count {o}")
+            if o == 0:
+                return self
+            if o >= self.width:  # every bit shifted out
+                return _as(0, self.dtype)
+        shift = o if type(o) is int else None
+        res = self._bin(o, "ShLIOp", div_rule=lambda a, b: a << shift if shift is not None else 1)
+        return _clamp_shift(res, o, lambda: _as(0, res.dtype))
 
     def __rshift__(self, o):
-        if type(o) is int and o == 0:
-            return self
-        shift = o if type(o) is int and o > 0 else None
-        return self._bin(o, "ShRUIOp" if self.nonneg else "ShRSIOp", nonneg_rule=lambda a, b: a,
-                         div_rule=lambda a, b: _pow2(a) >> shift if shift is not None else 1)
+        if type(o) is int:
+            if o < 0:
+                raise TraceError(f"negative shift count {o}")
+            if o == 0:
+                return self
+            if o >= self.width:  # the sign (0 for a non-negative value) fills every bit
+                return _as(0, self.dtype) if self.nonneg else self >> (self.width - 1)
+        shift = o if type(o) is int else None
+        res = self._bin(o, "ShRUIOp" if self.nonneg else "ShRSIOp", nonneg_rule=lambda a, b: a,
+                        div_rule=lambda a, b: _pow2(a) >> shift if shift is not None else 1)
+        return _clamp_shift(res, o, lambda: _as(0, res.dtype) if res.nonneg else res >> (res.width - 1))
 
-    def min_(self, o: TracedInt | int) -> TracedInt:
+    def min_(self, o: Any) -> Any:
+        if not self._fast(o):
+            return minmax(self, o, "min")
         return self._bin(o, "MinUIOp" if self.nonneg and _nonneg(o) else "MinSIOp",
                          nonneg_rule=lambda a, b: a and b)
 
-    def max_(self, o: TracedInt | int) -> TracedInt:
+    def max_(self, o: Any) -> Any:
+        if not self._fast(o):
+            return minmax(self, o, "max")
         return self._bin(o, "MaxUIOp" if self.nonneg and _nonneg(o) else "MaxSIOp",
                          nonneg_rule=lambda a, b: a or b)
 
@@ -382,6 +617,23 @@ class TracedInt(_Traced, DynamicInt):
         return f"TracedInt(i{self.width})"
 
 
+_install_operators(TracedInt, _ARITHMETIC + _BITWISE + _COMPARE, guard=TracedInt._fast)
+
+
+def _clamp_shift(res, amount, fill):
+    """``res`` where the run-time shift ``amount`` is below the width, else ``fill()`` (LLVM leaves a shift by the
+    width or more undefined; Python and PTX give the fill)."""
+    if type(amount) is int:
+        return res
+    b = current()
+    arith = b.mlir.arith
+    a = _widen(amount, res.width)
+    limit = b.const(res.width, res.width)
+    with b.at_end():
+        big = TracedBool(arith.CmpIOp(arith.CmpIPredicate.uge, a, limit).result)
+    return select(big, fill(), res)
+
+
 def _pow2(d):
     """The largest power of two dividing ``d`` (> 0)."""
     return d & -d
@@ -429,29 +681,46 @@ def as_value(x: TracedInt | int, width: int = 32) -> Any:
     raise TraceError(f"expected an integer (a Python int or a traced Int32/Int64), got {x!r}")
 
 
-def select(cond: TracedBool | bool, a: TracedInt | int, b: TracedInt | int) -> TracedInt | int:
-    """``a`` where the run-time ``cond`` holds, else ``b`` (integers; a static ``cond`` picks at trace time)."""
+def select(cond: TracedBool | bool, a: Any, b: Any) -> Any:
+    """``a`` where the run-time ``cond`` holds, else ``b`` (numbers, promoted to one type; a static ``cond`` picks
+    at trace time)."""
     if type(cond) is bool:
         return a if cond else b
     if not isinstance(cond, TracedBool):
         raise TraceError(f"select needs a bool or a run-time condition, got {cond!r}")
-    w = max(getattr(a, "width", 32), getattr(b, "width", 32))
-    av, bv = as_value(a, w), as_value(b, w)
+    da, db = operand_dtype(a), operand_dtype(b)
+    if da is None or db is None:
+        raise TraceError(f"select chooses between numbers, got {a!r} and {b!r}")
+    common = numeric.promote(da, db, arithmetic=False)
     bld = current()
+    if common in _INDEX_TYPES and all(type(v) is int or isinstance(v, TracedInt) for v in (a, b)):
+        w = common.width  # index values keep what is known of them
+        av, bv = as_value(a, w), as_value(b, w)
+        with bld.at_end():
+            res = bld.mlir.arith.SelectOp(cond.ir, av, bv).result
+        return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)), common)
+    x, y = _as(a, common), _as(b, common)
     with bld.at_end():
-        res = bld.mlir.arith.SelectOp(cond.ir, av, bv).result
-    return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)))
+        res = bld.mlir.arith.SelectOp(cond.ir, x.ir, y.ir).result
+    return wrap(res, common)
 
 
-def convert(dtype: DType, x: Any) -> TracedInt | Scalar:
-    """``dtype(x)`` in a kernel being traced (``cute.Int32(x)``...): a traced integer converted to ``Int32`` or
-    ``Int64`` (sign-extended or truncated); a host value becomes a :class:`~cute_py.tensor.dtypes.Scalar`."""
-    if isinstance(x, TracedInt):
-        if not dtype.is_integer or dtype.width not in (32, 64):
-            raise TraceError(f"converting a traced integer to {dtype.name} is not supported (Int32 and Int64 are)")
-        return TracedInt(_widen(x, dtype.width), dtype.width, x.nonneg,
-                         x.known_divisor if dtype.width >= x.width else 1)
-    if isinstance(x, (TracedFloat, TracedBool)):
-        what = "float" if isinstance(x, TracedFloat) else "bool"
-        raise TraceError(f"converting a traced {what} to {dtype.name} is not supported")
+def wrap(value: Any, dtype: DType) -> TracedInt | TracedFloat | TracedBool:
+    """The traced value of ``dtype`` holding the MLIR value ``value``."""
+    if dtype is Boolean:
+        return TracedBool(value)
+    if dtype.is_float:
+        return TracedFloat(value, dtype)
+    return TracedInt(value, dtype.width, False, 1, dtype)
+
+
+def convert(dtype: DType, x: Any) -> Any:
+    """``dtype(x)`` in a kernel being traced (``cute.Int32(x)``, ``cute.Float16(x)``...): a traced value converted
+    (``x.to(dtype)``); a Python number becomes a :class:`~cute_py.tensor.dtypes.Scalar` of ``dtype`` (a constant,
+    which operations with traced values take as a value of its type)."""
+    if isinstance(x, _Traced):
+        return x.to(dtype)
+    if operand_dtype(x) is None:
+        raise TraceError(f"{dtype.name}() takes a number (a traced value or a Python int, float or bool), "
+                         f"got {x!r}")
     return Scalar(dtype, x)
