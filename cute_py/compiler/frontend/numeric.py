@@ -157,6 +157,9 @@ def convert(value: Any, src: DType, dst: DType) -> Any:
             return arith.CmpIOp(arith.CmpIPredicate.ne, value, zero).result
     with b.at_end():
         if src.is_float and dst.is_float:
+            if dst.width == src.width:  # Float16 <-> BFloat16: exactly to Float32, then rounded once
+                value = arith.ExtFOp(register_type(Float32), value).result
+                return arith.TruncFOp(rt, value).result
             return (arith.ExtFOp if dst.width > src.width else arith.TruncFOp)(rt, value).result
         if src.is_float:  # to an integer: truncate toward zero, saturating; NaN gives 0
             sign = "s" if dst.signed else "u"
