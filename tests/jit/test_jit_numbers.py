@@ -207,3 +207,27 @@ def test_traced_values_print_as_a_question_mark_and_show_their_type():
 
     _compile(k, "Float16", "Float16")
     assert seen == [("?", "TracedFloat(Float16)", "?")]
+
+
+@cute.kernel
+def wrapping_kernel(u, out):
+    i, _, _ = cute.arch.thread_idx()
+    x = u[i].to(cute.Int32)  # non-negative (from a Uint16), but data: its square may wrap to a negative Int32
+    out[i] = x * x < x
+
+
+def test_sums_and_products_of_data_may_wrap_so_their_sign_is_not_assumed():
+    # the GPU law found it: a Uint16 squared in Int32 wraps negative; a signed compare must stay signed
+    c = _compile(wrapping_kernel, "Uint16", "Boolean")
+    assert re.search(r"arith\.cmpi slt", c.mlir) and not re.search(r"arith\.cmpi ult", c.mlir)
+
+
+def test_index_arithmetic_keeps_its_sign_facts():
+    @cute.kernel
+    def k(out):
+        i, _, _ = cute.arch.thread_idx()
+        b, _, _ = cute.arch.block_idx()
+        out[i] = (b * 128 + i) // 7 < i
+
+    c = _compile(k, "Boolean")
+    assert "arith.divui" in c.mlir and re.search(r"arith\.cmpi ult", c.mlir)

@@ -339,6 +339,7 @@ _CMP = {"lt": ("slt", "ult"), "le": ("sle", "ule"), "gt": ("sgt", "ugt"), "ge": 
 
 
 _SIGNED = {8: Int8, 16: Int16, 32: Int32, 64: Int64}
+_WRAPPING = ("AddIOp", "MulIOp")  # the operations whose non-negative operands may give a negative (wrapped) result
 _INDEX_TYPES = (Int32, Int64)  # the types of index arithmetic: mixed with each other and with Python ints directly
 
 
@@ -349,18 +350,24 @@ class TracedInt(_Traced, DynamicInt):
     ``nonneg`` records that the value is known to be >= 0 (enables unsigned division; always true for the
     unsigned types); ``known_divisor`` is a positive int known to divide the value (``bx * 128 + 64`` -> 64),
     which pointers use to keep their alignment across run-time offsets.
+
+    ``index`` marks index arithmetic (thread and block indices, loop counters, coordinates and what is computed
+    from them), which is taken not to overflow: a sum or product of non-negative indices is non-negative. A
+    *data* value (loaded from memory, converted, or made by ``wrap``) wraps around like any integer, so its sums
+    and products know nothing of their sign.
     """
 
-    __slots__ = ("width", "nonneg", "known_divisor", "dtype")
+    __slots__ = ("width", "nonneg", "known_divisor", "dtype", "index")
 
     def __init__(self, value: Any, width: int = 32, nonneg: bool = False, known_divisor: int = 1,
-                 dtype: DType | None = None) -> None:
+                 dtype: DType | None = None, index: bool = True) -> None:
         self._ir = value
         self.scope = current_scope()
         self.dtype = dtype if dtype is not None else _SIGNED[width]
         self.width = self.dtype.width
         self.nonneg = nonneg or not self.dtype.signed
         self.known_divisor = known_divisor
+        self.index = index
 
     def _fast(self, other):
         """True when ``self op other`` needs no promotion: the same type, or index types and Python ints."""
@@ -374,7 +381,8 @@ class TracedInt(_Traced, DynamicInt):
         if dtype is self.dtype:
             return self
         if dtype.is_integer and dtype.width >= self.width and (self.dtype.signed or self.nonneg):
-            return TracedInt(_widen(self, dtype.width), dtype.width, self.nonneg, self.known_divisor, dtype)
+            return TracedInt(_widen(self, dtype.width), dtype.width, self.nonneg, self.known_divisor, dtype,
+                             self.index)
         return _Traced.to(self, dtype)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -403,13 +411,16 @@ class TracedInt(_Traced, DynamicInt):
         b = current()
         with b.at_end():
             res = getattr(b.mlir.arith, opname)(a, o).result
+        index = self.index and (not isinstance(other, TracedInt) or other.index)
         nn = nonneg_rule(self.nonneg, o_nonneg) if nonneg_rule else False
         div = div_rule(self.known_divisor, _divisor(other)) if div_rule else 1
+        if not index and opname in _WRAPPING:  # data wraps around: a sum or product may turn negative
+            nn, div = False, _pow2(max(1, div))
         if w == self.width:
             dtype = self.dtype
         else:
             dtype = other.dtype if isinstance(other, TracedInt) and other.width == w else _SIGNED[w]
-        return TracedInt(res, w, nn, max(1, div), dtype)
+        return TracedInt(res, w, nn, max(1, div), dtype, index)
 
     # -- arithmetic ---------------------------------------------------------------------------
     def __add__(self, o):
@@ -698,7 +709,8 @@ def select(cond: TracedBool | bool, a: Any, b: Any) -> Any:
         av, bv = as_value(a, w), as_value(b, w)
         with bld.at_end():
             res = bld.mlir.arith.SelectOp(cond.ir, av, bv).result
-        return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)), common)
+        index = all(not isinstance(v, TracedInt) or v.index for v in (a, b))
+        return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)), common, index)
     x, y = _as(a, common), _as(b, common)
     with bld.at_end():
         res = bld.mlir.arith.SelectOp(cond.ir, x.ir, y.ir).result
@@ -711,7 +723,7 @@ def wrap(value: Any, dtype: DType) -> TracedInt | TracedFloat | TracedBool:
         return TracedBool(value)
     if dtype.is_float:
         return TracedFloat(value, dtype)
-    return TracedInt(value, dtype.width, False, 1, dtype)
+    return TracedInt(value, dtype.width, False, 1, dtype, index=False)
 
 
 def convert(dtype: DType, x: Any) -> Any:
