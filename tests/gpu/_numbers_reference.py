@@ -65,9 +65,14 @@ def wrap(v, t):
 def round_to(x, t):
     """The exact value ``x`` (an int, Fraction or float; inf and NaN pass) rounded to the float type ``t``, to nearest
     even, overflowing to infinity, with subnormals; the sign of zero is kept."""
+    return round_to_format(x, *FLOATS[t])
+
+
+def round_to_format(x, man, emin, emax):
+    """``x`` rounded to nearest even in the binary format of ``man`` mantissa bits and normal exponents
+    ``emin..emax`` (IEEE-like: subnormals below, infinity above)."""
     if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
         return x
-    man, emin, emax = FLOATS[t]
     q = Fraction(x)
     if q == 0:
         return math.copysign(0.0, x) if isinstance(x, float) else 0.0
