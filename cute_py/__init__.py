@@ -44,6 +44,7 @@ __version__ = "0.1.0"
 # cuda-python), the kernel builtins and the pictures.  name -> (module, attribute or None for the module)
 _LAZY = {
     "kernel": ("compiler", "kernel"),
+    "math": ("compiler.builtins.math", None),
     "jit": ("compiler", "jit"),
     "compile": ("compiler", "compile"),
     "copy": ("compiler", "copy"),

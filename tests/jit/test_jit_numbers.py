@@ -231,3 +231,37 @@ def test_index_arithmetic_keeps_its_sign_facts():
 
     c = _compile(k, "Boolean")
     assert "arith.divui" in c.mlir and re.search(r"arith\.cmpi ult", c.mlir)
+
+
+@cute.kernel
+def bad_math_f64(x, out):
+    i, _, _ = cute.arch.thread_idx()
+    out[i] = cute.math.exp(x[i])
+
+
+@cute.kernel
+def bad_math_arg(x, out):
+    i, _, _ = cute.arch.thread_idx()
+    out[i] = cute.math.log(x)
+
+
+@pytest.mark.parametrize("kernel, specs, text, fragment", [
+    (bad_math_f64, ("Float64", "Float64"), "out[i] = cute.math.exp(x[i])",
+     "cute.math.exp of Float64 is not supported (sqrt and fma are)"),
+    (bad_math_arg, ("Float32", "Float32"), "out[i] = cute.math.log(x)", "cute.math.log takes a number"),
+])
+def test_math_on_what_it_cannot_take_is_a_trace_error(kernel, specs, text, fragment):
+    with pytest.raises(TraceError) as e:
+        _compile(kernel, *specs)
+    assert_trace_error(e, kernel, text, fragment)
+
+
+@cute.kernel
+def math_f64_kernel(x, out):
+    i, _, _ = cute.arch.thread_idx()
+    out[i] = cute.math.sqrt(x[i]) + cute.math.fma(x[i], x[i], 1.0)
+
+
+def test_float64_has_correctly_rounded_sqrt_and_fma():
+    c = _compile(math_f64_kernel, "Float64", "Float64")
+    assert "sqrt.rn.f64" in c.ptx and "fma.rn.f64" in c.ptx

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ...tensor.dtypes import DType
 
 __all__ = ["TracedInt", "TracedBool", "TracedFloat", "convert", "as_value", "select", "wrap", "operand_dtype",
-           "binary", "minmax"]
+           "binary", "minmax", "as_type"]
 
 
 def _arith():
@@ -130,7 +130,7 @@ def operand_dtype(x: object) -> DType | None:
     return numeric.python_dtype(x)
 
 
-def _as(x, dtype):
+def as_type(x: Any, dtype: DType) -> Any:
     """The operand ``x`` as a traced value of ``dtype`` (a Python number or ``Scalar`` becomes a constant)."""
     if isinstance(x, _Traced):
         return x.to(dtype)
@@ -153,11 +153,11 @@ def binary(a: Any, b: Any, op: str) -> Any:
     if op == "pow":
         if isinstance(b, _Traced):
             raise TraceError("** takes a static Python int exponent; a run-time exponent is not supported")
-        return _power(_as(a, numeric.promote(da, db)), b)
+        return _power(as_type(a, numeric.promote(da, db)), b)
     common = numeric.promote(da, db, arithmetic=op not in _BITWISE and op not in _COMPARE)
     if op == "truediv" and not common.is_float:
         common = Float32
-    x, y = _as(a, common), _as(b, common)
+    x, y = as_type(a, common), as_type(b, common)
     if common.is_float:
         if op in _COMPARE:
             return TracedBool(numeric.float_compare(op, x.ir, y.ir, common))
@@ -277,7 +277,7 @@ def minmax(a: Any, b: Any, op: str) -> Any:
     if da is None or db is None:
         raise TraceError(f"{op} takes numbers, got {a!r} and {b!r}")
     common = numeric.promote(da, db)
-    x, y = _as(a, common), _as(b, common)
+    x, y = as_type(a, common), as_type(b, common)
     if common.is_float:
         return TracedFloat(numeric.float_binary(op, x.ir, y.ir, common), common)
     if common is Boolean:
@@ -295,7 +295,7 @@ def _power(base, n):
     if n < 0:
         if not base.dtype.is_float:
             raise TraceError(f"a negative exponent ({n}) of a run-time integer has no integer value")
-        return _as(1, base.dtype) / _power(base, -n)
+        return as_type(1, base.dtype) / _power(base, -n)
     result, square = None, base
     while n:
         if n & 1:
@@ -303,7 +303,7 @@ def _power(base, n):
         n >>= 1
         if n:
             square = square * square
-    return _as(1, base.dtype) if result is None else result
+    return as_type(1, base.dtype) if result is None else result
 
 
 def _install_operators(cls, ops, guard=None):
@@ -453,13 +453,13 @@ class TracedInt(_Traced, DynamicInt):
         return self.__mul__(o)
 
     def __neg__(self):
-        return _as(0, self.dtype) - self
+        return as_type(0, self.dtype) - self
 
     def __pos__(self):
         return self
 
     def __invert__(self):
-        return self ^ _as(-1 if self.dtype.signed else (1 << self.width) - 1, self.dtype)
+        return self ^ as_type(-1 if self.dtype.signed else (1 << self.width) - 1, self.dtype)
 
     def __abs__(self):
         return self if self.nonneg else select(self < 0, -self, self)
@@ -545,10 +545,10 @@ class TracedInt(_Traced, DynamicInt):
             if o == 0:
                 return self
             if o >= self.width:  # every bit shifted out
-                return _as(0, self.dtype)
+                return as_type(0, self.dtype)
         shift = o if type(o) is int else None
         res = self._bin(o, "ShLIOp", div_rule=lambda a, b: a << shift if shift is not None else 1)
-        return _clamp_shift(res, o, lambda: _as(0, res.dtype))
+        return _clamp_shift(res, o, lambda: as_type(0, res.dtype))
 
     def __rshift__(self, o):
         if type(o) is int:
@@ -557,11 +557,11 @@ class TracedInt(_Traced, DynamicInt):
             if o == 0:
                 return self
             if o >= self.width:  # the sign (0 for a non-negative value) fills every bit
-                return _as(0, self.dtype) if self.nonneg else self >> (self.width - 1)
+                return as_type(0, self.dtype) if self.nonneg else self >> (self.width - 1)
         shift = o if type(o) is int else None
         res = self._bin(o, "ShRUIOp" if self.nonneg else "ShRSIOp", nonneg_rule=lambda a, b: a,
                         div_rule=lambda a, b: _pow2(a) >> shift if shift is not None else 1)
-        return _clamp_shift(res, o, lambda: _as(0, res.dtype) if res.nonneg else res >> (res.width - 1))
+        return _clamp_shift(res, o, lambda: as_type(0, res.dtype) if res.nonneg else res >> (res.width - 1))
 
     def min_(self, o: Any) -> Any:
         if not self._fast(o):
@@ -711,7 +711,7 @@ def select(cond: TracedBool | bool, a: Any, b: Any) -> Any:
             res = bld.mlir.arith.SelectOp(cond.ir, av, bv).result
         index = all(not isinstance(v, TracedInt) or v.index for v in (a, b))
         return TracedInt(res, w, _nonneg(a) and _nonneg(b), math.gcd(_divisor(a), _divisor(b)), common, index)
-    x, y = _as(a, common), _as(b, common)
+    x, y = as_type(a, common), as_type(b, common)
     with bld.at_end():
         res = bld.mlir.arith.SelectOp(cond.ir, x.ir, y.ir).result
     return wrap(res, common)
