@@ -8,10 +8,12 @@
 6. ``tma_transpose``: a transpose through 128B-swizzled shared memory.
 7. ``tma_grouped_copy``: tensors of different shapes in one launch, descriptors updated on the device.
 8. ``dsmem_exchange``: ``st.async`` stores into the next CTA's shared memory around a cluster.
+9. ``elementwise_add``, ``fused_silu_add``: kernels that compute (128-bit vectors, predicated tails).
 """
 
 from .cp_async import cp_async_copy, cp_async_copy_kernel, cp_async_tiled_copies
 from .dsmem_exchange import dsmem_exchange, dsmem_exchange_kernel
+from .elementwise import elementwise_add, elementwise_add_kernel, fused_silu_add, fused_silu_add_kernel
 from .grouped_copy import tma_grouped_copy, tma_grouped_copy_kernel
 from .multicast import tma_multicast_copy, tma_multicast_copy_kernel
 from .reduce_add import tma_reduce_add, tma_reduce_kernel
@@ -23,4 +25,5 @@ __all__ = ["tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipeli
            "smem_tile_layout", "cp_async_copy", "cp_async_copy_kernel", "cp_async_tiled_copies",
            "tma_multicast_copy", "tma_multicast_copy_kernel", "tma_reduce_add", "tma_reduce_kernel", "tma_transpose",
            "tma_transpose_kernel", "tma_grouped_copy", "tma_grouped_copy_kernel",
-           "dsmem_exchange", "dsmem_exchange_kernel"]
+           "dsmem_exchange", "dsmem_exchange_kernel", "elementwise_add", "elementwise_add_kernel", "fused_silu_add",
+           "fused_silu_add_kernel"]

@@ -1,0 +1,96 @@
+"""Elementwise kernels that compute, on a GPU, side by side with torch in one run: ``elementwise_add`` (fp32 and
+bf16) against ``torch.add(a, b, out=c)``, and ``fused_silu_add`` (bf16, Float32 math) against torch's eager
+``silu(x) * scale + y`` (several kernels) — each as GB/s of the bytes it must move (two reads and a write) and as a
+fraction of the device-to-device copy bandwidth of torch ``copy_`` on the same bytes.
+
+    python benchmarks/bench_elementwise.py [--elements N] [--reps 50] [--out FILE]
+
+Every output is checked (add: bit-exact against torch; fused: within one bf16 ulp) before it is timed. Times are
+medians over ``--reps`` of one launch between two CUDA events, after warm-up.
+"""
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+
+def _time(torch, fn, reps):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e-3)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elements", type=int, default=(1 << 28) + 3)
+    parser.add_argument("--reps", type=int, default=50)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    out = open(args.out, "w") if args.out else None
+
+    def say(line):
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+
+    import torch
+    import cute_py as cute
+    from examples import elementwise_add, fused_silu_add
+
+    props = torch.cuda.get_device_properties(0)
+    say(f"device {props.name} ({props.multi_processor_count} SMs, sm_{props.major}{props.minor}), torch "
+        f"{torch.__version__}, cute_py {cute.__version__}, Python {platform.python_version()}, "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {args.elements} elements, "
+        f"reps {args.reps}")
+    n = args.elements
+    for dtype in (torch.float32, torch.bfloat16):
+        size = torch.tensor([], dtype=dtype).element_size()
+        a, b = torch.randn(n, device="cuda").to(dtype), torch.randn(n, device="cuda").to(dtype)
+        c, ref = torch.empty_like(a), torch.empty_like(a)
+        moved = 3 * n * size
+        src, dst = torch.empty(3 * n * size // 2, dtype=torch.uint8, device="cuda"), None
+        dst = torch.empty_like(src)
+        t_copy = _time(torch, lambda: dst.copy_(src), args.reps)  # reads and writes the same 3 n elements' bytes
+        ceiling = moved / t_copy
+        elementwise_add(a, b, c)
+        torch.add(a, b, out=ref)
+        torch.cuda.synchronize()
+        exact = torch.equal(c, ref)
+        t_ours = _time(torch, lambda: elementwise_add(a, b, c), args.reps)
+        t_torch = _time(torch, lambda: torch.add(a, b, out=ref), args.reps)
+        name = str(dtype).replace("torch.", "")
+        say(f"copy_ ceiling {name}: {ceiling / 1e9:8.1f} GB/s")
+        say(f"elementwise_add {name}: cute_py {moved / t_ours / 1e9:8.1f} GB/s ({moved / t_ours / ceiling:.3f} of "
+            f"copy_)   torch.add {moved / t_torch / 1e9:8.1f} GB/s ({moved / t_torch / ceiling:.3f})   "
+            f"cute_py / torch {t_torch / t_ours:.3f}   exact={exact}")
+        if dtype is torch.bfloat16:
+            y = torch.randn(n, device="cuda").to(dtype)
+            fused_silu_add(a, y, c, 0.5)
+            torch.cuda.synchronize()
+            af = a.float()
+            want = (af / (1.0 + torch.exp(-af)) * 0.5 + y.float()).to(dtype)
+            close = int((c.view(torch.int16).int() - want.view(torch.int16).int()).abs().max()) <= 1
+            t_ours = _time(torch, lambda: fused_silu_add(a, y, c, 0.5), args.reps)
+            t_torch = _time(torch, lambda: torch.add(torch.nn.functional.silu(a) * 0.5, y, out=ref), args.reps)
+            say(f"fused_silu_add bf16: cute_py {moved / t_ours / 1e9:8.1f} GB/s ({moved / t_ours / ceiling:.3f} of "
+                f"copy_)   torch eager {moved / t_torch / 1e9:8.1f} GB/s   cute_py / torch {t_torch / t_ours:.3f}   "
+                f"within 1 ulp={close}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""On a Hopper GPU: the elementwise examples compute, for lengths that are not multiples of a vector or a block,
+into poisoned buffers whose guard elements on both sides must stay untouched. ``elementwise_add`` equals
+torch's ``a + b`` bit for bit (one IEEE rounding in the element type); ``fused_silu_add`` equals the same
+formula evaluated in Float32 by torch to within one BFloat16 ulp (its exp differs from torch's by a few Float32
+ulps). The PTX (128-bit vector accesses, the scalar tail) is checked and assembled first, everywhere."""
+
+import pytest
+
+try:
+    import mlir_dialects.bindings  # noqa: F401
+except Exception as e:  # not installed, or no usable bindings
+    pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
+
+import cute_py as cute  # noqa: E402
+from cute_py.compiler import DeviceArraySpec  # noqa: E402
+from examples import elementwise_add, fused_silu_add  # noqa: E402
+from _tma_copy_check import hopper_torch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+GUARD = 64
+LENGTHS = [1, 7, 1000, 4099, (1 << 20) + 3]
+
+
+@pytest.mark.parametrize("dtype", ["Float32", "BFloat16", "Float16"])
+def test_elementwise_add_moves_128_bit_vectors_and_finishes_the_tail_by_elements(dtype, assemble_ptx):
+    c = cute.compile(elementwise_add, *[DeviceArraySpec(dtype, (4099,))] * 3)
+    assert c.ptx.count("ld.global.v4.b32") == 2 and c.ptx.count("st.global.v4.b32") == 1
+    assert "bra" in c.ptx  # the predicated tail
+    assert assemble_ptx(c.ptx)[:4] == b"\x7fELF"
+
+
+def _guarded(torch, n, dtype, poison):
+    buf = torch.full((n + 2 * GUARD,), poison, dtype=dtype, device="cuda")
+    return buf, buf[GUARD:GUARD + n]
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_elementwise_add_equals_torch_and_touches_nothing_else(dtype, n):
+    torch = hopper_torch()
+    t = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    a = torch.randn(n, generator=gen, device="cuda").to(t)
+    b = (torch.randn(n, generator=gen, device="cuda") * 100).to(t)
+    buf, c = _guarded(torch, n, t, -7.0)
+    elementwise_add(a, b, c)
+    torch.cuda.synchronize()
+    assert torch.equal(c.view(torch.int16 if t != torch.float32 else torch.int32),
+                       (a + b).view(torch.int16 if t != torch.float32 else torch.int32))
+    assert (buf[:GUARD] == -7.0).all() and (buf[GUARD + n:] == -7.0).all()
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_fused_silu_add_equals_the_float32_formula_within_one_bfloat16_ulp(n, assemble_ptx):
+    c = cute.compile(fused_silu_add, *[DeviceArraySpec("BFloat16", (n,))] * 3, 0.5)
+    assert assemble_ptx(c.ptx)[:4] == b"\x7fELF"
+    torch = hopper_torch()
+    gen = torch.Generator(device="cuda").manual_seed(n + 1)
+    x = (torch.randn(n, generator=gen, device="cuda") * 4).to(torch.bfloat16)
+    y = torch.randn(n, generator=gen, device="cuda").to(torch.bfloat16)
+    buf, out = _guarded(torch, n, torch.bfloat16, 3.0)
+    fused_silu_add(x, y, out, 0.5)
+    torch.cuda.synchronize()
+    xf = x.float()
+    want = (xf / (1.0 + torch.exp(-xf)) * 0.5 + y.float()).to(torch.bfloat16)
+    diff = (out.view(torch.int16).int() - want.view(torch.int16).int()).abs()
+    assert int(diff.max()) <= 1, f"{int((diff > 1).sum())} elements more than one ulp apart"
+    assert (buf[:GUARD] == 3.0).all() and (buf[GUARD + n:] == 3.0).all()
