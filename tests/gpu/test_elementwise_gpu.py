@@ -1,8 +1,8 @@
 """On a Hopper GPU: the elementwise examples compute, for lengths that are not multiples of a vector or a block,
 into poisoned buffers whose guard elements on both sides must stay untouched. ``elementwise_add`` equals
-torch's ``a + b`` bit for bit (one IEEE rounding in the element type); ``fused_silu_add`` equals the same
-formula evaluated in Float32 by torch to within one BFloat16 ulp (its exp differs from torch's by a few Float32
-ulps). The PTX (128-bit vector accesses, the scalar tail) is checked and assembled first, everywhere."""
+torch's ``a + b`` bit for bit (one IEEE rounding in the element type); ``fused_silu_add`` is within one BFloat16 ulp of
+the exact value (double precision) plus the Float32 rounding of its terms (its Float32 arithmetic, exp included,
+errs by a few Float32 ulps of ``silu(x) * scale`` and ``y``, which a cancelling sum shows at BFloat16's scale). The PTX (128-bit vector accesses, the scalar tail) is checked and assembled first, everywhere."""
 
 import pytest
 
@@ -51,7 +51,7 @@ def test_elementwise_add_equals_torch_and_touches_nothing_else(dtype, n):
 
 
 @pytest.mark.parametrize("n", LENGTHS)
-def test_fused_silu_add_equals_the_float32_formula_within_one_bfloat16_ulp(n, assemble_ptx):
+def test_fused_silu_add_is_within_its_error_bound(n, assemble_ptx):
     c = cute.compile(fused_silu_add, *[DeviceArraySpec("BFloat16", (n,))] * 3, 0.5)
     assert assemble_ptx(c.ptx)[:4] == b"\x7fELF"
     torch = hopper_torch()
@@ -61,8 +61,12 @@ def test_fused_silu_add_equals_the_float32_formula_within_one_bfloat16_ulp(n, as
     buf, out = _guarded(torch, n, torch.bfloat16, 3.0)
     fused_silu_add(x, y, out, 0.5)
     torch.cuda.synchronize()
-    xf = x.float()
-    want = (xf / (1.0 + torch.exp(-xf)) * 0.5 + y.float()).to(torch.bfloat16)
-    diff = (out.view(torch.int16).int() - want.view(torch.int16).int()).abs()
-    assert int(diff.max()) <= 1, f"{int((diff > 1).sum())} elements more than one ulp apart"
+    xd, yd = x.double(), y.double()
+    term = xd / (1.0 + torch.exp(-xd)) * 0.5
+    exact = term + yd
+    ulp = (exact.to(torch.bfloat16).double().abs() * 2.0 ** -7).clamp(min=2.0 ** -133)  # one bf16 ulp, or more
+    bound = ulp + 2.0 ** -20 * (term.abs() + yd.abs())
+    err = (out.double() - exact).abs()
+    assert bool((err <= bound).all()), (f"{int((err > bound).sum())} elements beyond the bound, worst "
+                                        f"{float((err / bound).max())}")
     assert (buf[:GUARD] == 3.0).all() and (buf[GUARD + n:] == 3.0).all()
