@@ -6,7 +6,8 @@ fraction of the device-to-device copy bandwidth of torch ``copy_`` on the same b
     python benchmarks/bench_elementwise.py [--elements N] [--reps 50] [--out FILE]
 
 Every output is checked (add: bit-exact against torch; fused: within |exact| * 2^-7 (a bf16 ulp) plus the Float32
-rounding of its terms, against double precision) before it is timed. Times are medians over ``--reps`` of one launch between two CUDA events, after warm-up.
+rounding of its terms, against double precision) before it is timed. Times are medians over ``--reps`` of one launch
+between two CUDA events, after warm-up.
 """
 import argparse
 import datetime

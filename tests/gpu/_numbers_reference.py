@@ -11,7 +11,8 @@ from fractions import Fraction
 INTS = {"Int8": (8, True), "Int16": (16, True), "Int32": (32, True), "Int64": (64, True),
         "Uint8": (8, False), "Uint16": (16, False), "Uint32": (32, False), "Uint64": (64, False)}
 # name -> (mantissa bits, least normal exponent, greatest exponent)
-FLOATS = {"Float16": (10, -14, 15), "BFloat16": (7, -126, 127), "Float32": (23, -126, 127), "Float64": (52, -1022, 1023)}
+FLOATS = {"Float16": (10, -14, 15), "BFloat16": (7, -126, 127), "Float32": (23, -126, 127),
+          "Float64": (52, -1022, 1023)}
 FLOAT_WIDTH = {"Float16": 16, "BFloat16": 16, "Float32": 32, "Float64": 64}
 
 

@@ -2,7 +2,8 @@
 into poisoned buffers whose guard elements on both sides must stay untouched. ``elementwise_add`` equals
 torch's ``a + b`` bit for bit (one IEEE rounding in the element type); ``fused_silu_add`` is within one BFloat16 ulp of
 the exact value (double precision) plus the Float32 rounding of its terms (its Float32 arithmetic, exp included,
-errs by a few Float32 ulps of ``silu(x) * scale`` and ``y``, which a cancelling sum shows at BFloat16's scale). The PTX (128-bit vector accesses, the scalar tail) is checked and assembled first, everywhere."""
+errs by a few Float32 ulps of ``silu(x) * scale`` and ``y``, which a cancelling sum shows at BFloat16's scale). The
+PTX (128-bit vector accesses, the scalar tail) is checked and assembled first, everywhere."""
 
 import pytest
 

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from ...core.composed import ComposedLayout
     from ...tensor.dtypes import DType
 
-__all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element", "store_element", "load_bits",
+__all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element",
+           "store_element", "load_bits",
            "store_bits", "pack", "unpack", "RegisterEngine"]
 
 
