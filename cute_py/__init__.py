@@ -45,6 +45,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "kernel": ("compiler", "kernel"),
     "math": ("compiler.builtins.math", None),
+    "printf": ("compiler.builtins.printing", "printf"),
     "jit": ("compiler", "jit"),
     "compile": ("compiler", "compile"),
     "copy": ("compiler", "copy"),

@@ -29,7 +29,7 @@ _EXPORTS = {
     "ops_sync": ("fence_proxy_async", "cluster_arrive", "cluster_wait", "elect_sync", "dsmem_store"),
     "ops_warp": ("bar_warp_sync", "barrier_sync", "barrier_arrive", "shfl_sync", "vote_sync", "activemask",
                  "setmaxnreg", "read_sreg", "ld_global", "st_global"),
-    "ops_numeric": ("cvt_f32_to_narrow", "cvt_f8_to_f16", "math_approx"),
+    "ops_numeric": ("cvt_f32_to_narrow", "cvt_f8_to_f16", "math_approx", "printf"),
     "sample": ("build_sample_module", "build_tma_copy_module", "kernel_module"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -1,5 +1,5 @@
 """Numbers that ``arith`` and LLVM cannot express for PTX: conversions to and from the 8-bit floats and TF32,
-and the approximate math instructions (``ex2.approx``, ``rsqrt.approx``...).
+the approximate math instructions (``ex2.approx``, ``rsqrt.approx``...), and printing them (``printf``).
 
 The 8-bit floats live in registers as their bits (``i8``): LLVM has no such type. Conversions to them
 round to nearest even and saturate to the largest finite value (``satfinite``); conversions from them are
@@ -7,7 +7,9 @@ exact (every E4M3 and E5M2 value is an f16). The approximate instructions are pu
 the compiler may merge or drop them like any arithmetic.
 """
 
-from typing import Any
+import hashlib
+import re as _re
+from typing import Any, Sequence
 
 from ._backend import ext, ir, llvm
 from .dialect import CuteOp, str_attr
@@ -24,8 +26,12 @@ __all__ = [
     "NARROW_KINDS",
     "F8_KINDS",
     "APPROX_FUNCTIONS",
+    "PrintfOp",
+    "printf",
+    "format_conversions",
 ]
 
+I64 = ir.IntegerType[64]
 F8_KINDS = ("e4m3", "e5m2")
 NARROW_KINDS = F8_KINDS + ("tf32",)
 # name -> PTX instruction (f32 in, f32 out); ``ftz`` adds .ftz where PTX has it
@@ -176,3 +182,110 @@ def lower_math_approx(op, rewriter):
     with rewriter.ip:
         res = _pure_asm(ptx, "=f,f", [op.value], ir.F32Type.get())
     finish(op, rewriter, res)
+
+
+# -- printing ---------------------------------------------------------------------------------
+
+_CONVERSION = _re.compile(r"%(%|[-+ #0]*\d*(?:\.\d+)?(ll|l|h|hh)?([diuxXcfFeEgGaA]))")
+
+
+def format_conversions(fmt):
+    """The conversions of a C format, in order: ``"i32"``, ``"i64"`` or ``"f64"`` (the vprintf argument each takes);
+    ``%%`` is a literal percent sign. A ``%`` that starts no conversion is a ValueError."""
+    out, pos = [], 0
+    while True:
+        at = fmt.find("%", pos)
+        if at < 0:
+            return out
+        m = _CONVERSION.match(fmt, at)
+        if m is None:
+            raise ValueError(f"the format {fmt!r} has a '%' at {at} that starts no conversion (write %% for a '%')")
+        if m.group(1) != "%":
+            conv, length = m.group(3), m.group(2)
+            out.append("f64" if conv in "fFeEgGaA" else ("i64" if length == "ll" else "i32"))
+        pos = m.end()
+
+
+class PrintfOp(_NumericOp, name="printf"):
+    """Print ``args`` with the C format ``format`` from every thread that runs the op (CUDA's device ``printf``:
+    the driver's ``vprintf``; the output appears on the host at the next synchronisation). Every argument is 64
+    bits (an i64: the bits of an f64 for ``%f %e %g %a``), so every integer conversion has the ``ll`` length
+    (``%lld``, ``%llu``, ``%llx``).
+
+    PTX: call.uni (retval), vprintf, (format, buffer);
+    """
+
+    format: ir.StringAttr
+    args: Sequence[ext.Operand[I64]]
+
+    def verify_rules(self):
+        try:
+            kinds = format_conversions(self.str_attr("format"))
+        except ValueError as e:
+            self.fail("printf-format", str(e))
+        for k, a in enumerate(self.args):
+            self.expect_int(f"argument {k}", a, 64)
+        if len(kinds) != len(self.args):
+            self.fail("printf-arity", f"the format has {len(kinds)} conversions, got {len(self.args)} arguments")
+        for k, kind in enumerate(kinds):
+            if kind == "i32":
+                self.fail("printf-argument-width", f"conversion {k} reads 32 bits, but every argument is 64 bits: "
+                                                   f"give integer conversions the ll length (%lld, %llu, %llx)")
+
+
+def printf(fmt, args=()):
+    """Build ``cute_nvgpu.printf`` of the C format ``fmt`` with the i64 MLIR values ``args``."""
+    return PrintfOp.build(str_attr(fmt), list(args))
+
+
+def _mlir_string(text):
+    """``text`` (with a final NUL) as an MLIR string literal."""
+    out = []
+    for byte in text.encode() + b"\0":
+        ch = chr(byte)
+        out.append(ch if 32 <= byte < 127 and ch not in '"\\' else f"\\{byte:02X}")
+    return '"' + "".join(out) + '"'
+
+
+def _symbols_of(op):
+    """The gpu.module (or module) body holding ``op``, and the symbol names defined in it."""
+    parent = op.operation.parent
+    while parent is not None and parent.name not in ("gpu.module", "builtin.module"):
+        parent = parent.parent
+    block = parent.regions[0].blocks[0]
+    names = set()
+    for o in block.operations:
+        if "sym_name" in o.attributes:
+            names.add(ir.StringAttr(o.attributes["sym_name"]).value)
+    return block, names
+
+
+@lowers(PrintfOp)
+def lower_printf(op, rewriter):
+    fmt = op.str_attr("format")
+    block, names = _symbols_of(op)
+    name = "__cute_nvgpu_printf_" + hashlib.sha256(fmt.encode()).hexdigest()[:16]
+    nbytes = len(fmt.encode()) + 1
+    at_top = ir.InsertionPoint(block.operations[0])
+    if name not in names:
+        at_top.insert(ir.Operation.parse(f"llvm.mlir.global internal constant @{name}({_mlir_string(fmt)}) "
+                                         f"{{addr_space = 1 : i32}} : !llvm.array<{nbytes} x i8>"))
+    if "vprintf" not in names:
+        at_top.insert(ir.Operation.parse("llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32"))
+    generic = ir.Type.parse("!llvm.ptr")
+    with rewriter.ip:
+        text = llvm.AddressOfOp(ir.Type.parse("!llvm.ptr<1>"), name).result
+        text = llvm.AddrSpaceCastOp(generic, text).result
+        args = list(op.args)
+        if args:
+            struct = ir.Type.parse(f"!llvm.struct<({', '.join(str(a.type) for a in args)})>")
+            one = llvm.ConstantOp(ir.IntegerType.get_signless(32),
+                                  ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)).result
+            buf = llvm.AllocaOp(generic, one, struct, alignment=8).result
+            for k, a in enumerate(args):
+                slot = llvm.GEPOp(generic, buf, [], [0, k], struct, 0).result
+                llvm.StoreOp(a, slot)
+        else:
+            buf = llvm.ZeroOp(generic).result
+        llvm.CallOp(ir.IntegerType.get_signless(32), [text, buf], [], [], callee="vprintf")
+    finish(op, rewriter)

@@ -11,7 +11,7 @@ from .lowering import const_int
 from .ops_cpasync import cp_async, cp_async_commit_group, cp_async_mbarrier_arrive, cp_async_wait_group
 from .ops_descriptor import (cp_fence_tensormap_release, fence_tensormap_acquire, fence_tensormap_release,
                              tensormap_copy, tensormap_replace)
-from .ops_numeric import APPROX_FUNCTIONS, cvt_f8_to_f16, cvt_f32_to_narrow, math_approx
+from .ops_numeric import APPROX_FUNCTIONS, cvt_f8_to_f16, cvt_f32_to_narrow, math_approx, printf
 from .ops_mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
                            mbarrier_expect_tx, mbarrier_init, mbarrier_try_wait_parity, mbarrier_wait_parity)
 from .ops_sync import cluster_arrive, cluster_wait, dsmem_store, elect_sync, fence_proxy_async
@@ -158,7 +158,7 @@ def _warp_ops(gmem, x, y, leader):
 
 def _numeric_ops(gmem, word):
     """8-bit float and TF32 conversions and every approximate function, of the float whose bits are ``word``;
-    the results are stored."""
+    the results are stored, and the word printed."""
     i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
     x = llvm.BitcastOp(f32, word).result
     results = [math_approx(fn, x, ftz=fn != "tanh").res for fn in APPROX_FUNCTIONS]
@@ -169,6 +169,9 @@ def _numeric_ops(gmem, word):
     st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[:4]])
     st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[4:8]])
     st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[8:]] + [word])
+    i64 = ir.IntegerType.get_signless(64)
+    wide = llvm.BitcastOp(i64, llvm.FPExtOp(ir.F64Type.get(), x).result).result
+    printf("word %lld is %.9g\n", [llvm.SExtOp(i64, word).result, wide])
 
 
 def build_tma_copy_module(rows, cols, elem_bytes=4):

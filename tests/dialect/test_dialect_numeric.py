@@ -55,6 +55,22 @@ CASES["cvt_f32_narrow_tf32"] = (_tf32, ["CHECK: llvm.inline_asm"], [f"CHECK: cvt
 CASES.update({f"cvt_f8_f16_{kind}": _from_f8(kind) for kind in ("e4m3", "e5m2")})
 
 
+def _printf(k, c):
+    i64, f64 = ir.IntegerType.get_signless(64), ir.F64Type.get()
+    wide = llvm.SExtOp(i64, k.a["x"]).result
+    bits = llvm.BitcastOp(i64, llvm.FPExtOp(f64, k.a["f"]).result).result
+    md.printf("x = %lld, f = %.9g, 100%%\n", [wide, bits])
+    md.printf("no arguments\n")
+
+
+CASES["printf"] = (_printf, ["CHECK: llvm.mlir.global internal constant @__cute_nvgpu_printf_",
+                             "CHECK: llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32",
+                             "CHECK: llvm.alloca", "CHECK: llvm.call @vprintf"],
+                   ["CHECK: .extern .func (.param .b32 func_retval0) vprintf",
+                    "CHECK: call.uni (retval0), vprintf, (param0, param1);",
+                    "CHECK: call.uni (retval0), vprintf, (param0, param1);"])
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_numeric_op_verifies_lowers_and_assembles_for_sm_90a(case, kernel, const, filecheck, assemble):
     build, ir_checks, ptx_checks = CASES[case]
@@ -105,3 +121,15 @@ def test_operand_and_result_types_are_checked(kernel):
         md.cvt_f8_to_f16("e4m3", k.a["x"])
     with kernel as k, pytest.raises(VerificationError, match=r"\[approx-result-type\].*f32, got i8"):
         MathApproxOp.build(str_attr("ex2"), str_attr(""), k.a["f"], i8)
+
+
+def test_printf_formats_are_checked_against_their_arguments(kernel):
+    i64 = ir.IntegerType.get_signless(64)
+    with kernel as k, pytest.raises(VerificationError, match=r"\[printf-format\].*'%' at 3 that starts no conversion"):
+        md.printf("100%", [])
+    with kernel as k, pytest.raises(VerificationError, match=r"\[printf-arity\].*2 conversions, got 1 arguments"):
+        md.printf("%lld %lld", [llvm.SExtOp(i64, k.a["x"]).result])
+    with kernel as k, pytest.raises(VerificationError, match=r"\[printf-argument-width\].*conversion 0 reads 32 bits"):
+        md.printf("%d", [llvm.SExtOp(i64, k.a["x"]).result])
+    with kernel as k, pytest.raises(OperandTypeError, match=r"\[argument 0-type\].*must be i64, got i32"):
+        md.printf("%lld", [k.a["x"]])  # an i32 operand: the op takes 64-bit arguments only

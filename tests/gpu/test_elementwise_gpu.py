@@ -71,3 +71,27 @@ def test_fused_silu_add_is_within_its_error_bound(n, assemble_ptx):
     assert bool((err <= bound).all()), (f"{int((err > bound).sum())} elements beyond the bound, worst "
                                         f"{float((err / bound).max())}")
     assert (buf[:GUARD] == 3.0).all() and (buf[GUARD + n:] == 3.0).all()
+
+
+@cute.kernel
+def printing_kernel(x):
+    i, _, _ = cute.arch.thread_idx()
+    with cute.compiler.if_(i < 3):
+        cute.printf("thread {}: x = {}, pair = {}, {} 100%", i, x[i], (i * 2, x[i] > 1.0), x.shape)
+
+
+@cute.jit
+def printing(x):
+    printing_kernel(x).launch(grid=1, block=32)
+
+
+def test_printf_prints_run_time_values_from_the_device(capfd, assemble_ptx):
+    assert assemble_ptx(cute.compile(printing, DeviceArraySpec("Float32", (32,))).ptx)[:4] == b"\x7fELF"
+    torch = hopper_torch()
+    x = torch.tensor([0.5, 1.25, -3.0] + [0.0] * 29, device="cuda")
+    capfd.readouterr()
+    printing(x)
+    torch.cuda.synchronize()
+    lines = sorted(capfd.readouterr().out.splitlines())
+    assert lines == ["thread 0: x = 0.5, pair = (0, 0), 32 100%", "thread 1: x = 1.25, pair = (2, 1), 32 100%",
+                     "thread 2: x = -3, pair = (4, 0), 32 100%"]

@@ -1,0 +1,91 @@
+"""``cute.printf``: printing from a kernel, as the CuTe DSL's ``cute.printf("x = {}, shape = {}", x, shape)``.
+
+Each ``{}`` of the format takes the next argument (``{{`` and ``}}`` are literal braces). A static argument (a
+Python number, string, tuple of them, a layout...) is printed at trace time, into the format itself; a run-time
+value is printed by the device: integers in decimal, Booleans as 0 or 1,
+floats with the digits that identify them (``%.9g`` up to Float32, ``%.17g`` for Float64); tuples print as
+``(a, b)`` with their run-time elements filled in by the device. A newline ends each call.
+
+Every thread that runs the call prints (guard it with a condition to print once); the output reaches the host's
+standard output at the next synchronisation (``torch.cuda.synchronize()``...), through the driver's ``vprintf``.
+At trace time, Python's own ``print`` shows a run-time value as ``?``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mlir_dialects as md
+
+from ...errors import TraceError
+from ...tensor.dtypes import Float64, Int64, Uint64
+from ..frontend.builder import current
+from ..frontend.values import TracedBool, TracedFloat, TracedInt
+
+__all__ = ["printf"]
+
+
+def _pieces(fmt: str) -> list[tuple[str, bool]]:
+    """``[(literal text, a placeholder follows)]`` of a ``{}`` format."""
+    out, text, k = [], [], 0
+    while k < len(fmt):
+        ch = fmt[k]
+        if fmt.startswith("{{", k) or fmt.startswith("}}", k):
+            text.append(ch)
+            k += 2
+        elif fmt.startswith("{}", k):
+            out.append(("".join(text), True))
+            text = []
+            k += 2
+        elif ch in "{}":
+            raise TraceError(f"cute.printf takes '{{}}' placeholders (and '{{{{', '}}}}' for braces); the format "
+                             f"{fmt!r} has a lone {ch!r} at {k}")
+        else:
+            text.append(ch)
+            k += 1
+    out.append(("".join(text), False))
+    return out
+
+
+def _render(x: Any, c_format: list[str], values: list[Any]) -> None:
+    """Append ``x``'s C format to ``c_format`` and its run-time MLIR values to ``values``."""
+    if isinstance(x, (tuple, list)):
+        c_format.append("(")
+        for k, e in enumerate(x):
+            if k:
+                c_format.append(", ")
+            _render(e, c_format, values)
+        c_format.append(",)" if len(x) == 1 and isinstance(x, tuple) else ")")
+        return
+    if isinstance(x, (TracedBool, TracedInt)):  # every argument is 64 bits
+        unsigned = isinstance(x, TracedInt) and not x.dtype.signed
+        c_format.append("%llu" if unsigned else "%lld")
+        values.append(x.to(Uint64 if unsigned else Int64).ir)
+    elif isinstance(x, TracedFloat):
+        c_format.append("%.17g" if x.dtype is Float64 else "%.9g")
+        b = current()
+        wide = x.to(Float64).ir
+        with b.at_end():
+            values.append(b.mlir.arith.BitcastOp(b.int_type(64), wide).result)
+    else:  # known at trace time: printed into the format
+        c_format.append(str(x).replace("%", "%%"))
+
+
+def printf(fmt: str, *args: Any) -> None:
+    """Print ``fmt`` with each ``{}`` replaced by the next of ``args`` (run-time values by the device), and a
+    newline, from every thread that runs it."""
+    if not isinstance(fmt, str):
+        raise TraceError(f"cute.printf takes a format string first, got {fmt!r}")
+    pieces = _pieces(fmt)
+    wanted = sum(1 for _, placeholder in pieces if placeholder)
+    if wanted != len(args):
+        raise TraceError(f"cute.printf: the format {fmt!r} has {wanted} placeholders, got {len(args)} arguments")
+    c_format, values, rest = [], [], iter(args)
+    for text, placeholder in pieces:
+        c_format.append(text.replace("%", "%%"))
+        if placeholder:
+            _render(next(rest), c_format, values)
+    c_format.append("\n")
+    b = current()
+    with b.at_end():
+        md.printf("".join(c_format), values)
