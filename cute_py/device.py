@@ -54,6 +54,14 @@ class DeviceContext:
         """``dtype(value)`` in the kernel (``cute.Int32(x)``): a converted traced value."""
         raise NotImplementedError
 
+    def load_tensor(self, tensor: Any) -> Any:
+        """``tensor.load()``: every element of ``tensor`` as one register value (a TensorSSA)."""
+        raise NotImplementedError
+
+    def store_tensor(self, tensor: Any, value: Any) -> None:
+        """``tensor.store(value)``: write a register value (or a scalar, to every element) into ``tensor``."""
+        raise NotImplementedError
+
 
 _active = []
 

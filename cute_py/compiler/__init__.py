@@ -32,7 +32,7 @@ from .builtins.thread_copy import predicate
 from .frontend.args import DeviceArraySpec
 from .frontend.control import if_, range
 from .frontend.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
-from .frontend.memory import make_fragment, make_fragment_like
+from .frontend.memory import make_fragment, make_fragment_like, make_rmem_tensor
 from .frontend.smem import SmemAllocator
 from .frontend.values import TracedBool, TracedFloat, TracedInt, select
 from .runtime.cache import stats
@@ -40,7 +40,7 @@ from .runtime.launch import sm_count
 
 __all__ = [
     "kernel", "jit", "compile", "Compiled", "JitFunction", "KernelFunction",
-    "copy", "async_copy", "tma_copy", "make_fragment", "make_fragment_like", "predicate",
+    "copy", "async_copy", "tma_copy", "make_fragment", "make_fragment_like", "make_rmem_tensor", "predicate",
     "range", "if_", "select", "SmemAllocator",
     "TracedInt", "TracedBool", "TracedFloat",
     "JitError", "TraceError", "ArgumentError", "SpecMismatch", "CompileError", "LaunchError", "CacheError",

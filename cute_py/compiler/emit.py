@@ -30,6 +30,7 @@ from .frontend.builder import current
 from .frontend.memory import load_element, make_fragment_like, move, pointer_value, store_element
 from ..errors import TraceError
 from .frontend.smem import check_mbarrier_pointer
+from .frontend.tensor_ssa import TensorSSA, load_tensor, store_tensor
 from .frontend.values import TracedBool, as_value, convert, select
 
 import mlir_dialects as md
@@ -88,6 +89,12 @@ class KernelContext(DeviceContext):
 
     def scalar(self, dtype: DType, value: Any) -> TracedInt | Scalar:
         return convert(dtype, value)
+
+    def load_tensor(self, tensor: Tensor) -> TensorSSA:
+        return load_tensor(tensor)
+
+    def store_tensor(self, tensor: Tensor, value: Any) -> None:
+        store_tensor(tensor, value)
 
 
 # -- descriptors -------------------------------------------------------------------------------------

@@ -253,6 +253,35 @@ class Tensor:
             return
         self.engine.write(self._offset(coord), value)
 
+    def load(self) -> Any:
+        """In a kernel, every element of this tensor as one register value (a TensorSSA: elementwise arithmetic,
+        ``.to(dtype)``, ``.reduce``); on the host, the elements as a numpy array (:meth:`to_numpy`)."""
+        access = device.active()
+        if access is None:
+            return self.to_numpy()
+        return access.load_tensor(self)
+
+    def store(self, value: Any) -> None:
+        """Write ``value`` into this tensor: in a kernel a TensorSSA of the same size or a number for every element;
+        on the host (a tensor over an array) a number, or a sequence of the tensor's size in flat order."""
+        access = device.active()
+        if access is not None:
+            access.store_tensor(self, value)
+            return
+        n = product_unchecked(self.shape)
+        if type(n) is not int:
+            raise StaticValueRequired(f"storing into a tensor needs a static size, got the shape {fmt(self.shape)}")
+        if hasattr(value, "__len__") and len(value) != n:
+            raise CuteValueError(f"cannot store {len(value)} values into a tensor of {n} elements")
+        for i in range(n):
+            self[i] = value[i] if hasattr(value, "__len__") else value
+
+    def fill(self, value: Any) -> None:
+        """Set every element to ``value`` (``store`` of one number)."""
+        if hasattr(value, "__len__"):
+            raise CuteValueError(f"fill takes one value, got {short_repr(value)}")
+        self.store(value)
+
     def to_numpy(self) -> np.ndarray:
         """The tensor's elements as a numpy array of its (flattened to rank <= depth-1) shape, column-major order."""
         import numpy as np

@@ -42,6 +42,7 @@ from ...errors import TraceError
 from ...tensor.dtypes import Float32, Float64, Int32
 from ..frontend import numeric
 from ..frontend.builder import current
+from ..frontend.tensor_ssa import TensorSSA
 from ..frontend.values import TracedBool, TracedFloat, TracedInt, as_type, operand_dtype, select
 
 __all__ = ["sqrt", "rsqrt", "exp2", "exp", "log2", "log", "sin", "cos", "tanh", "fma"]
@@ -123,6 +124,8 @@ def _finish(y: TracedFloat, out: Any) -> Any:
 
 
 def _unary(fn: str, x: Any, precise: Any, fast: Any, host: Any, fastmath: bool) -> Any:
+    if isinstance(x, TensorSSA):  # element by element
+        return x.map(lambda e: _unary(fn, e, precise, fast, host, fastmath))
     got = _operand(x, fn)
     if got is None:
         return host(x)
@@ -135,6 +138,8 @@ def _unary(fn: str, x: Any, precise: Any, fast: Any, host: Any, fastmath: bool) 
 
 def sqrt(x: Any, fastmath: bool = False) -> Any:
     """The square root of ``x`` (NaN below zero): correctly rounded, or ``sqrt.approx.ftz`` with ``fastmath``."""
+    if isinstance(x, TensorSSA):
+        return x.map(lambda e: sqrt(e, fastmath))
     got = _operand(x, "sqrt", f64=True)
     if got is None:
         return _pymath.sqrt(x) if x >= 0 else _pymath.nan

@@ -34,7 +34,7 @@ from ..emit import emit
 from ..frontend.control import if_
 from ...errors import TraceError
 from ..frontend.memory import element_ptr
-from ..frontend.values import TracedBool, select
+from ..frontend.values import TracedBool, as_type, select
 
 if TYPE_CHECKING:
     from ..frontend.values import TracedInt
@@ -165,9 +165,24 @@ def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async
             continue
         if p is True:
             emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
+        elif isinstance(dst.engine, ArrayEngine):
+            _predicated_into_registers(src, dst, c * vector, vector, nbits, p)
         else:
             with if_(p):
                 emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
+
+
+def _predicated_into_registers(src, dst, first, vector, nbits, p):
+    """A predicated copy into registers: the loaded elements leave the branch as its carried values (where ``p``
+    is false the registers keep their values), so that they can be used after it."""
+    slots = [dst.layout(i) for i in range(first, first + vector)]
+    old = tuple(as_type(dst.engine.read(k), dst.element_type) for k in slots)
+    br = if_(p, carry=old)
+    with br:
+        emit(_UNIVERSAL, src=src, dst=dst, first=first, vector=vector, nbits=nbits)
+        br.set(*(dst.engine.read(k) for k in slots))
+    for k, v in zip(slots, br.result):
+        dst.engine.write(k, v)
 
 
 def _cp_async(src, dst, n, vector, nbits, modifier, pred, cache_hint):

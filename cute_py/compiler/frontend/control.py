@@ -68,7 +68,9 @@ from typing import Any
 
 from .builder import current
 from ...errors import TraceError, user_location
-from .values import TracedBool, TracedFloat, TracedInt, as_value
+from . import numeric
+from .values import TracedBool, TracedFloat, TracedInt, as_type, as_value, wrap
+from ...tensor.dtypes import dtype_of
 
 __all__ = ["range", "if_", "Loop", "Branch"]
 
@@ -76,17 +78,18 @@ _range = range
 
 
 # -- carried values ---------------------------------------------------------------------------
-# A carried value's kind is its MLIR type name: "i32", "i64", "i1" or "f32".
+# A carried value's kind is "i32", "i64", "i1" or "f32" for the index types, Booleans and Float32 (and Python
+# numbers), else the name of its numeric type ("Float16", "Uint8"...).
+
+_INDEX_KINDS = {"Int32": "i32", "Int64": "i64", "Float32": "f32"}
 
 
 def _kind_of(v):
     """The kind of the initial carried value ``v``, or ``None`` if it cannot be carried."""
-    if isinstance(v, TracedInt):  # the index types (a value of another type would come back as one)
-        return f"i{v.width}" if v.dtype.name in ("Int32", "Int64") else None
+    if isinstance(v, (TracedInt, TracedFloat)):
+        return _INDEX_KINDS.get(v.dtype.name, v.dtype.name)
     if isinstance(v, TracedBool):
         return "i1"
-    if isinstance(v, TracedFloat):
-        return "f32" if v.dtype.name == "Float32" else None
     if type(v) is bool:
         return "i1"
     if type(v) is int:
@@ -110,13 +113,21 @@ _KIND_NAMES = {"i32": "an i32 integer", "i64": "an i64 integer", "i1": "a bool",
 _CONVERT_HINT = {"i32": " (cute_py.Int32(x) converts an integer)",
                  "i64": " (cute_py.Int64(x) converts an integer)",
                  "i1": " (compare an integer to get a bool)",
-                 "f32": " (integers do not convert to floats yet)"}
+                 "f32": " (x.to(cute_py.Float32) converts a number)"}
+
+
+def _kind_name(kind):
+    return _KIND_NAMES.get(kind, f"a {kind} value")
+
+
+def _dtype_of_kind(kind):
+    return dtype_of({"i32": "Int32", "i64": "Int64", "f32": "Float32", "i1": "Boolean"}.get(kind, kind))
 
 
 def _mlir_type(b, kind):
-    if kind == "f32":
-        return b.ir.F32Type.get()
-    return b.int_type(int(kind[1:]))
+    if kind == "i1":
+        return b.int_type(1)
+    return numeric.register_type(_dtype_of_kind(kind))
 
 
 def _fits_f32(x):
@@ -129,50 +140,49 @@ def _fits_f32(x):
 
 def _check_value(v, kind, what, j):
     """Raise ``TraceError`` unless ``v`` can stand for carried value ``j`` of ``kind``."""
-    if isinstance(v, TracedInt):
-        ok = kind == f"i{v.width}" and v.dtype.name in ("Int32", "Int64")
+    dtype = None if kind == "i1" else _dtype_of_kind(kind)
+    if isinstance(v, (TracedInt, TracedFloat)):
+        ok = v.dtype is dtype
     elif isinstance(v, TracedBool):
         ok = kind == "i1"
-    elif isinstance(v, TracedFloat):
-        ok = kind == "f32" and v.dtype.name == "Float32"
     elif type(v) is bool:
         ok = kind == "i1"
     elif type(v) is int:
-        ok = kind in ("i32", "i64", "f32")
-        if kind in ("i32", "i64"):
-            w = int(kind[1:])
-            if ok and not -(1 << (w - 1)) <= v < (1 << (w - 1)):
-                raise TraceError(f"{what}: carried value {j} is {_KIND_NAMES[kind]}, and {v} does not fit "
-                                 f"in {w} bits")
-        elif kind == "f32" and not _fits_f32(float(v)):
+        ok = dtype is not None
+        if ok and not dtype.is_float:
+            lo, hi = (-(1 << (dtype.width - 1)), 1 << (dtype.width - 1)) if dtype.signed else (0, 1 << dtype.width)
+            if not lo <= v < hi:
+                raise TraceError(f"{what}: carried value {j} is {_kind_name(kind)}, and {v} does not fit "
+                                 f"in {dtype.name if kind not in _KIND_NAMES else str(dtype.width) + ' bits'}")
+        elif ok and kind == "f32" and not _fits_f32(float(v)):
             ok = False
     elif type(v) is float:
-        ok = kind == "f32" and _fits_f32(v)
+        ok = dtype is not None and dtype.is_float and (kind != "f32" or _fits_f32(v))
     else:
         ok = False
     if not ok:
-        hint = _CONVERT_HINT[kind] if isinstance(v, TracedInt) else ""
+        hint = _CONVERT_HINT.get(kind, f" (x.to(cute_py.{kind}) converts a number)") if isinstance(
+            v, (TracedInt, TracedFloat)) else ""
         raise TraceError(f"{what}: carried value {j} must keep the kind of its initial value, "
-                         f"{_KIND_NAMES[kind]}, got {_describe(v)}{hint}")
+                         f"{_kind_name(kind)}, got {_describe(v)}{hint}")
 
 
 def _to_ir(b, v, kind):
     """The MLIR value of the (checked) carried value ``v`` of ``kind`` (Python scalars become constants)."""
     if isinstance(v, (TracedInt, TracedBool, TracedFloat)):
         return v.ir
-    if kind == "f32":
-        with b.at_end():
-            return b.mlir.arith.ConstantOp(b.ir.F32Type.get(), float(v)).result
-    return as_value(int(v), int(kind[1:]))
+    if kind == "i1":
+        return as_value(int(v), 1)
+    return as_type(v, _dtype_of_kind(kind)).ir
 
 
 def _wrap(value, kind):
     """A traced value of ``kind`` for the MLIR value ``value`` (a block argument: sign unknown)."""
     if kind == "i1":
         return TracedBool(value)
-    if kind == "f32":
-        return TracedFloat(value)
-    return TracedInt(value, int(kind[1:]), False)
+    if kind in ("i32", "i64"):
+        return TracedInt(value, int(kind[1:]), False)
+    return wrap(value, _dtype_of_kind(kind))
 
 
 def _traced(b, v, kind):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ...core.composed import ComposedLayout
     from ...tensor.dtypes import DType
 
-__all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_fragment_like", "element_type", "load_element",
+__all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_rmem_tensor", "make_fragment_like", "element_type", "load_element",
            "store_element", "load_bits",
            "store_bits", "pack", "unpack", "RegisterEngine"]
 
@@ -309,6 +309,12 @@ def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
     store = np.empty(max(n, 1), dtype=object)
     store[:] = 0
     return Tensor(RegisterEngine(store, 0, dtype), layout)
+
+
+def make_rmem_tensor(layout_or_shape: Layout | Shape, dtype: DType | str | Any) -> Tensor:
+    """A register tensor of ``dtype`` over ``layout_or_shape`` (a layout, or a shape: compact column-major), as the
+    CuTe DSL's ``make_rmem_tensor``; the same tensor as :func:`make_fragment`."""
+    return make_fragment(layout_or_shape, dtype)
 
 
 def make_fragment_like(src: Tensor | Layout | ComposedLayout, dtype: DType | str | Any | None = None) -> Tensor:

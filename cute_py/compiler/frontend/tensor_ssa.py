@@ -1,0 +1,165 @@
+"""Register values of whole tensors (the CuTe DSL's ``TensorSSA``): ``t.load()``, elementwise arithmetic, ``t.store``.
+
+``t.load()`` of a tensor (registers, shared or global memory; a static number of elements) is a
+:class:`TensorSSA`: its elements, in the order of the tensor's flat (column-major) indices, with its shape and
+element type. Arithmetic, comparisons and ``cute.math`` functions apply element by element, with the numbers'
+promotion rules; a Python number or traced scalar broadcasts; two TensorSSA must have the same shape.
+``.to(dtype)`` converts, ``cute.where(cond, a, b)`` selects, ``.reduce(op, init, 0)`` folds every element.
+``t.store(v)`` writes a TensorSSA (or a scalar, broadcast) into a tensor of the same size; ``t.fill(x)`` is
+``t.store(x)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...core.int_tuple import product, short_repr
+from ...errors import TraceError
+from ...tensor.dtypes import DType, dtype_of
+from .values import as_type, binary, minmax, operand_dtype, select
+
+__all__ = ["TensorSSA", "load_tensor", "store_tensor", "where"]
+
+_OPS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
+        "lt", "le", "gt", "ge", "eq", "ne")
+
+
+def _size(tensor: Any, what: str) -> int:
+    n = product(tensor.shape)
+    if type(n) is not int:
+        raise TraceError(f"{what} needs a tensor of static size, got the shape {tensor.shape}")
+    return n
+
+
+class TensorSSA:
+    """The elements of a tensor as one register value: ``shape``, ``dtype`` (also ``element_type``) and the
+    elements in flat index order (``v[i]``)."""
+
+    __slots__ = ("elements", "shape", "dtype")
+    __hash__ = None
+
+    def __init__(self, elements: list[Any], shape: Any, dtype: DType) -> None:
+        self.elements, self.shape, self.dtype = list(elements), shape, dtype
+
+    @property
+    def element_type(self) -> DType:
+        return self.dtype
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+    def __getitem__(self, i: int) -> Any:
+        if type(i) is not int or not -len(self.elements) <= i < len(self.elements):
+            raise TraceError(f"a TensorSSA is indexed by a static flat index in [0, {len(self.elements)}), got "
+                             f"{short_repr(i)}")
+        return self.elements[i]
+
+    def __bool__(self) -> bool:
+        raise TraceError("a TensorSSA has no truth value: reduce it, or use cute.where")
+
+    def __repr__(self) -> str:
+        return f"TensorSSA({self.dtype.name}, shape={self.shape})"
+
+    def map(self, f: Callable[[Any], Any]) -> TensorSSA:
+        """``f`` applied to every element (the result type is that of ``f``'s results)."""
+        out = [f(e) for e in self.elements]
+        return TensorSSA(out, self.shape, operand_dtype(out[0]) if out else self.dtype)
+
+    def _zip(self, other: Any, op: str, reflected: bool) -> TensorSSA:
+        if isinstance(other, TensorSSA):
+            if len(other.elements) != len(self.elements) or product(other.shape) != product(self.shape):
+                raise TraceError(f"elementwise {op} of TensorSSA of shapes {self.shape} and {other.shape}")
+            pairs = zip(self.elements, other.elements)
+        elif operand_dtype(other) is not None:
+            pairs = ((e, other) for e in self.elements)
+        else:
+            return NotImplemented
+        out = [binary(b, a, op) if reflected else binary(a, b, op) for a, b in pairs]
+        return TensorSSA(out, self.shape, operand_dtype(out[0]) if out else self.dtype)
+
+    def __neg__(self) -> TensorSSA:
+        return self.map(lambda e: -e)
+
+    def __abs__(self) -> TensorSSA:
+        return self.map(abs)
+
+    def __invert__(self) -> TensorSSA:
+        return self.map(lambda e: ~e)
+
+    def to(self, dtype: DType | str) -> TensorSSA:
+        """Every element converted to ``dtype`` (see ``x.to`` of a number)."""
+        dtype = dtype_of(dtype)
+        return TensorSSA([as_type(e, dtype) for e in self.elements],
+                         self.shape, dtype)
+
+    def reduce(self, op: Any, init_val: Any, reduction_profile: Any = 0) -> Any:
+        """Fold every element with ``op`` (a ``ReductionOp``: ADD, MUL, MIN, MAX, AND, OR, XOR, or a function of
+        two values) from ``init_val``; ``reduction_profile`` 0 reduces every mode (the only profile offered)."""
+        if reduction_profile != 0:
+            raise TraceError(f"TensorSSA.reduce reduces every mode (reduction_profile=0), got {reduction_profile!r}")
+        f = _reduction(op)
+        acc = init_val
+        for e in self.elements:
+            acc = f(acc, e)
+        return acc
+
+
+def _reduction(op: Any) -> Callable[[Any, Any], Any]:
+    if callable(op) and not hasattr(op, "name"):
+        return op
+    name = getattr(op, "name", str(op)).upper()
+    table = {"ADD": lambda a, b: a + b, "MUL": lambda a, b: a * b, "MIN": lambda a, b: minmax(a, b, "min"),
+             "MAX": lambda a, b: minmax(a, b, "max"), "AND": lambda a, b: a & b, "OR": lambda a, b: a | b,
+             "XOR": lambda a, b: a ^ b}
+    if name not in table:
+        raise TraceError(f"TensorSSA.reduce takes ADD, MUL, MIN, MAX, AND, OR, XOR or a function, got {op!r}")
+    return table[name]
+
+
+def _install() -> None:
+    for op in _OPS:
+        setattr(TensorSSA, f"__{op}__", (lambda op: lambda self, o: self._zip(o, op, False))(op))
+        if op not in ("lt", "le", "gt", "ge", "eq", "ne"):
+            setattr(TensorSSA, f"__r{op}__", (lambda op: lambda self, o: self._zip(o, op, True))(op))
+
+
+_install()
+
+
+def load_tensor(tensor: Any) -> TensorSSA:
+    """Every element of ``tensor`` (registers or memory, static size) as a :class:`TensorSSA`."""
+    n = _size(tensor, "Tensor.load()")
+    return TensorSSA([tensor[i] for i in range(n)], tensor.shape, tensor.element_type)
+
+
+def store_tensor(tensor: Any, value: Any) -> None:
+    """Write ``value`` (a TensorSSA of the tensor's size, or a scalar for every element) into ``tensor``."""
+    n = _size(tensor, "Tensor.store()")
+    if isinstance(value, TensorSSA):
+        if len(value.elements) != n:
+            raise TraceError(f"Tensor.store of a TensorSSA of {len(value.elements)} elements into a tensor of {n}")
+        for i, e in enumerate(value.elements):
+            tensor[i] = e
+        return
+    if operand_dtype(value) is None:
+        raise TraceError(f"Tensor.store takes a TensorSSA or a number, got {short_repr(value)}")
+    for i in range(n):
+        tensor[i] = value
+
+
+def where(cond: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``cond`` holds, else ``b``, element by element (TensorSSA broadcast with scalars; on scalars,
+    ``select``)."""
+    tensors = [v for v in (cond, a, b) if isinstance(v, TensorSSA)]
+    if not tensors:
+        return select(cond, a, b)
+    n, shape = len(tensors[0].elements), tensors[0].shape
+    if any(len(t.elements) != n for t in tensors):
+        raise TraceError("cute.where of TensorSSA of different sizes")
+
+    def at(v: Any, i: int) -> Any:
+        return v.elements[i] if isinstance(v, TensorSSA) else v
+
+    out = [select(at(cond, i), at(a, i), at(b, i)) for i in range(n)]
+    return TensorSSA(out, shape, operand_dtype(out[0]) if out else tensors[0].dtype)

@@ -1,0 +1,85 @@
+"""Register values of whole tensors (TensorSSA): ``load``, elementwise arithmetic with broadcasting, ``to``,
+``cute.where``, ``reduce``, ``cute.math`` element by element, ``store``/``fill``; and the errors for what does not
+fit. The values are checked on the GPU (tests/gpu/test_dsl_elementwise_gpu.py, test_elementwise_gpu.py)."""
+
+import pytest
+
+try:
+    import mlir_dialects.bindings  # noqa: F401
+except Exception as e:  # not installed, or no usable bindings (BindingsNotFoundError)
+    pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
+
+import cute_py as cute  # noqa: E402
+from cute_py.compiler import DeviceArraySpec, TraceError  # noqa: E402
+from cute_py.nvgpu.copy_ops import ReductionOp  # noqa: E402
+
+from _trace_checks import assert_trace_error  # noqa: E402
+
+
+def _compile(kernel, *specs):
+    @cute.jit
+    def host(*args):
+        kernel(*args).launch(grid=1, block=1)
+
+    return cute.compile(host, *[DeviceArraySpec(d, s) for d, s in specs])
+
+
+def test_tensor_ssa_computes_elementwise_and_reduces():
+    seen = {}
+
+    @cute.kernel
+    def k(x, y, out, total):
+        v = x.load()
+        w = (v * 2 + y.load().to(cute.Float32)) / 3.0
+        w = cute.where(w > 1.0, cute.math.exp(w), -w)
+        seen["w"] = (repr(w), len(w), w.dtype)
+        frag = cute.make_rmem_tensor(x.layout, cute.Float32)
+        frag.store(w)
+        out.store(frag.load())
+        total[0] = w.reduce(ReductionOp.ADD, 0.0)
+        frag.fill(0.5)
+        total[1] = frag.load().reduce(lambda a, b: a + b, 0.0)
+
+    c = _compile(k, ("Float32", (8,)), ("Int32", (8,)), ("Float32", (8,)), ("Float32", (2,)))
+    assert seen["w"] == ("TensorSSA(Float32, shape=8)", 8, cute.Float32)
+    assert c.ptx.count("ex2.approx.f32") == 8 and c.ptx.count("st.global.b32") >= 8
+
+
+@cute.kernel
+def size_mismatch(x, out):
+    out.store(x.load())
+
+
+@cute.kernel
+def bad_profile(x, out):
+    out[0] = x.load().reduce(ReductionOp.ADD, 0.0, reduction_profile=(None, 0))
+
+
+@cute.kernel
+def bad_store(x, out):
+    out.store("zero")
+
+
+@pytest.mark.parametrize("kernel, specs, text, fragment", [
+    (size_mismatch, (("Float32", (8,)), ("Float32", (4,))), "out.store(x.load())",
+     "a TensorSSA of 8 elements into a tensor of 4"),
+    (bad_profile, (("Float32", (8,)), ("Float32", (1,))), "reduction_profile=(None, 0)",
+     "reduces every mode (reduction_profile=0)"),
+    (bad_store, (("Float32", (8,)), ("Float32", (4,))), 'out.store("zero")', "takes a TensorSSA or a number"),
+])
+def test_what_does_not_fit_is_a_trace_error_at_the_users_line(kernel, specs, text, fragment):
+    with pytest.raises(TraceError) as e:
+        _compile(kernel, *specs)
+    assert_trace_error(e, kernel, text, fragment)
+
+
+def test_on_the_host_load_is_the_elements_and_store_and_fill_write_them():
+    import numpy as np
+
+    t = cute.make_tensor(np.zeros(6, dtype=np.float32), cute.Layout((2, 3)))
+    t.store([1, 2, 3, 4, 5, 6])
+    assert t.load().tolist() == [[1, 3, 5], [2, 4, 6]]
+    t.fill(7)
+    assert (t.load() == 7).all()
+    with pytest.raises(cute.CuteValueError, match="cannot store 2 values into a tensor of 6"):
+        t.store([1, 2])
