@@ -117,11 +117,19 @@ def _reduction(op: Any) -> Callable[[Any, Any], Any]:
     return table[name]
 
 
+def _operator(op: str, reflected: bool) -> Callable[[TensorSSA, Any], Any]:
+    def method(self: TensorSSA, o: object) -> Any:
+        return self._zip(o, op, reflected)
+
+    method.__name__ = f"__{'r' if reflected else ''}{op}__"
+    return method
+
+
 def _install() -> None:
     for op in _OPS:
-        setattr(TensorSSA, f"__{op}__", (lambda op: lambda self, o: self._zip(o, op, False))(op))
+        setattr(TensorSSA, f"__{op}__", _operator(op, False))
         if op not in ("lt", "le", "gt", "ge", "eq", "ne"):
-            setattr(TensorSSA, f"__r{op}__", (lambda op: lambda self, o: self._zip(o, op, True))(op))
+            setattr(TensorSSA, f"__r{op}__", _operator(op, True))
 
 
 _install()
