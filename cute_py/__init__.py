@@ -52,6 +52,8 @@ _LAZY = {
     "async_copy": ("compiler", "async_copy"),
     "tma_copy": ("compiler", "tma_copy"),
     "range": ("compiler", "range"),
+    "range_constexpr": ("compiler", "range_constexpr"),
+    "const_expr": ("compiler", "const_expr"),
     "if_": ("compiler", "if_"),
     "make_fragment": ("compiler", "make_fragment"),
     "make_rmem_tensor": ("compiler", "make_rmem_tensor"),

@@ -30,7 +30,7 @@ from ..errors import ArgumentError, CacheError, CompileError, JitError, LaunchEr
 from .builtins.copy import L2_EVICT_FIRST, L2_EVICT_LAST, L2_EVICT_NORMAL, async_copy, copy, tma_copy
 from .builtins.thread_copy import predicate
 from .frontend.args import DeviceArraySpec
-from .frontend.control import if_, range
+from .frontend.control import const_expr, if_, range, range_constexpr
 from .frontend.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
 from .frontend.memory import make_fragment, make_fragment_like, make_rmem_tensor
 from .frontend.smem import SmemAllocator
@@ -41,7 +41,7 @@ from .runtime.launch import sm_count
 __all__ = [
     "kernel", "jit", "compile", "Compiled", "JitFunction", "KernelFunction",
     "copy", "async_copy", "tma_copy", "make_fragment", "make_fragment_like", "make_rmem_tensor", "predicate",
-    "range", "if_", "select", "SmemAllocator",
+    "range", "range_constexpr", "const_expr", "if_", "select", "SmemAllocator",
     "TracedInt", "TracedBool", "TracedFloat",
     "JitError", "TraceError", "ArgumentError", "SpecMismatch", "CompileError", "LaunchError", "CacheError",
     "stats", "DeviceArraySpec", "sm_count", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST",

@@ -265,3 +265,41 @@ def math_f64_kernel(x, out):
 def test_float64_has_correctly_rounded_sqrt_and_fma():
     c = _compile(math_f64_kernel, "Float64", "Float64")
     assert "sqrt.rn.f64" in c.ptx and "fma.rn.f64" in c.ptx
+
+
+def test_range_constexpr_unrolls_and_const_expr_folds():
+    @cute.kernel
+    def k(x, out):
+        i, _, _ = cute.arch.thread_idx()
+        acc = x[i]
+        for j in cute.range_constexpr(3):
+            acc = acc * 2 + j
+        if cute.const_expr(out.element_type is cute.Float32):
+            out[i] = acc
+
+    c = _compile(k, "Float32", "Float32")
+    assert c.mlir.count("arith.mulf") == 3 and "cf.cond_br" not in c.mlir
+
+
+@cute.kernel
+def bad_constexpr_range(x, out):
+    i, _, _ = cute.arch.thread_idx()
+    for j in cute.range_constexpr(i):
+        out[j] = x[j]
+
+
+@cute.kernel
+def bad_const_expr(x, out):
+    i, _, _ = cute.arch.thread_idx()
+    if cute.const_expr(i > 0):
+        out[i] = x[i]
+
+
+@pytest.mark.parametrize("kernel, text, fragment", [
+    (bad_constexpr_range, "cute.range_constexpr(i)", "range_constexpr takes static ints"),
+    (bad_const_expr, "cute.const_expr(i > 0)", "const_expr needs a value known while tracing"),
+])
+def test_constexpr_forms_refuse_run_time_values(kernel, text, fragment):
+    with pytest.raises(TraceError) as e:
+        _compile(kernel, "Float32", "Float32")
+    assert_trace_error(e, kernel, text, fragment)

@@ -72,7 +72,7 @@ from . import numeric
 from .values import TracedBool, TracedFloat, TracedInt, as_type, as_value, wrap
 from ...tensor.dtypes import dtype_of
 
-__all__ = ["range", "if_", "Loop", "Branch"]
+__all__ = ["range", "range_constexpr", "const_expr", "if_", "Loop", "Branch"]
 
 _range = range
 
@@ -229,6 +229,24 @@ def _check_count(values, kinds, what, call):
 
 
 # -- loops ------------------------------------------------------------------------------------
+
+
+def range_constexpr(*args: int) -> Any:
+    """Python's ``range`` over static ints, unrolled while tracing (the CuTe DSL's ``range_constexpr``): the body
+    is traced once per iteration with a Python int; a run-time bound is a TraceError (use ``cute_py.range``)."""
+    for k, v in enumerate(args):
+        if type(v) is not int:
+            raise TraceError(f"range_constexpr takes static ints (it unrolls while tracing), got {v!r} as argument "
+                             f"{k}; for run-time bounds use cute_py.range")
+    return _range(*args)
+
+
+def const_expr(value: Any) -> Any:
+    """``value``, asserted to be known while tracing (the CuTe DSL's ``const_expr``: a condition or bound the
+    tracer folds); a run-time value is a TraceError."""
+    if isinstance(value, (TracedInt, TracedBool, TracedFloat)):
+        raise TraceError(f"const_expr needs a value known while tracing, got the run-time {value!r}")
+    return value
 
 
 def range(start: TracedInt | int, stop: TracedInt | int | None = None, step: int = 1, *,
