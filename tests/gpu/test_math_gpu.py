@@ -21,10 +21,11 @@ from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 N = 1 << 16
-FUNCTIONS = ["exp", "exp2", "log", "log2", "sin", "cos", "tanh", "sqrt", "rsqrt"]
+FUNCTIONS = ["exp", "exp2", "log", "log2", "sin", "cos", "tanh", "sqrt", "rsqrt", "erf"]
 # name -> (precise bound in ulp, reference in double precision)
 PRECISE = {"exp": (3, np.exp), "exp2": (3, np.exp2), "log": (2, np.log), "log2": (3, np.log2), "sin": (2, np.sin),
-           "cos": (2, np.cos), "tanh": (3, np.tanh), "sqrt": (0.5, np.sqrt), "rsqrt": (2, lambda x: 1 / np.sqrt(x))}
+           "cos": (2, np.cos), "tanh": (3, np.tanh), "sqrt": (0.5, np.sqrt), "rsqrt": (2, lambda x: 1 / np.sqrt(x)),
+           "erf": (3, np.vectorize(math.erf, otypes=[np.float64]))}
 
 
 def _kernel(fn, fastmath):
@@ -50,6 +51,11 @@ def _arguments(fn, rng):
         xs = np.concatenate([rng.uniform(-4, 4, N // 4), rng.uniform(-105615, 105615, N // 4),
                              np.exp(rng.uniform(-80, 11.5, N // 2)) * rng.choice([-1, 1], N // 2)])
         edges = [0.0, -0.0, math.pi / 2, math.pi, 105615.0, -105615.0, 1e-30, math.inf, math.nan]
+    elif fn == "erf":
+        xs = np.concatenate([rng.uniform(-5, 5, N // 2), np.exp(rng.uniform(-90, 1.7, N // 2))
+                             * rng.choice([-1, 1], N // 2)])
+        edges = [0.0, -0.0, 1.0, 0.99999994, 1.0000001, 3.92, 3.9199998, -1.0, 1e-30, math.inf, -math.inf,
+                 math.nan]
     elif fn in ("exp", "exp2", "tanh"):
         lim = 128 if fn == "exp2" else 90
         xs = np.concatenate([rng.uniform(-lim, lim, N // 2), np.exp(rng.uniform(-90, 4, N // 2))
