@@ -79,9 +79,9 @@ class CopyUniversalOp(CopyOp):
 class CopyAtom:
     """One copy instruction of ``op`` on elements of ``dtype``, moving ``num_bits`` bits."""
 
-    __slots__ = ("op", "dtype", "num_bits", "thr_id", "layout_src_tv", "layout_dst_tv", "layout_ref_tv")
+    __slots__ = ("op", "dtype", "num_bits", "thr_id", "layout_src_tv", "layout_dst_tv", "layout_ref_tv", "widest")
 
-    def __init__(self, op: CopyOp, dtype: DType | str | Any, num_bits: int) -> None:
+    def __init__(self, op: CopyOp, dtype: DType | str | Any, num_bits: int, widest: bool = False) -> None:
         if not isinstance(op, CopyOp):
             raise CuteTypeError(f"a copy atom needs a CopyOp, got {op!r}")
         dtype = dtype_of(dtype)
@@ -90,7 +90,8 @@ class CopyAtom:
         bits_tv = Layout((product(thr.shape), num_bits))
         vals = recast_layout(dtype.width, 1, bits_tv)
         for name, v in (("op", op), ("dtype", dtype), ("num_bits", num_bits), ("thr_id", thr),
-                        ("layout_src_tv", vals), ("layout_dst_tv", vals), ("layout_ref_tv", vals)):
+                        ("layout_src_tv", vals), ("layout_dst_tv", vals), ("layout_ref_tv", vals),
+                        ("widest", bool(widest))):
             object.__setattr__(self, name, v)
 
     def __setattr__(self, name, value):
@@ -102,17 +103,22 @@ class CopyAtom:
         return product(self.layout_src_tv.shape[1]) if type(self.layout_src_tv.shape) is tuple else 1
 
     def __repr__(self):
-        return (f"CopyAtom({type(self.op).__name__}, {self.dtype.name}, {self.num_bits} bits,"
+        return (f"CopyAtom({type(self.op).__name__}, {self.dtype.name}, {self.num_bits} bits"
+                f"{' (the widest vector allowed in a kernel)' if self.widest else ''},"
                 f" thr_id={self.thr_id}, src_tv={self.layout_src_tv}, dst_tv={self.layout_dst_tv})")
 
 
 def make_copy_atom(op: CopyOp, dtype: DType | str | Any, num_bits_per_copy: int | None = None) -> CopyAtom:
-    """The copy atom of ``op`` for ``dtype`` moving ``num_bits_per_copy`` bits per instruction."""
+    """The copy atom of ``op`` for ``dtype`` moving ``num_bits_per_copy`` bits per instruction.
+
+    A ``CopyUniversalOp`` atom without ``num_bits_per_copy`` is one element in its layouts, and in a kernel copies
+    with the widest vector that both tensors' layouts and alignment allow (as ``cute.copy(src, dst)``), except
+    under a predicate tensor, where each element keeps its own condition."""
     dtype = dtype_of(dtype)
     bits = op.default_bits(dtype) if num_bits_per_copy is None else num_bits_per_copy
     if type(bits) is not int or bits <= 0:
         raise CuteValueError(f"num_bits_per_copy must be a positive int, got {bits!r}")
-    return CopyAtom(op, dtype, bits)
+    return CopyAtom(op, dtype, bits, widest=num_bits_per_copy is None and isinstance(op, CopyUniversalOp))
 
 
 def _zip(layout):

@@ -83,3 +83,20 @@ def test_on_the_host_load_is_the_elements_and_store_and_fill_write_them():
     assert (t.load() == 7).all()
     with pytest.raises(cute.CuteValueError, match="cannot store 2 values into a tensor of 6"):
         t.store([1, 2])
+
+
+def test_a_universal_atom_without_a_width_copies_the_widest_vectors_allowed():
+    from cute_py.atom import CopyUniversalOp
+
+    @cute.kernel
+    def k(x, out):
+        frag = cute.make_rmem_tensor(cute.Layout(8), cute.Float32)
+        auto = cute.make_copy_atom(CopyUniversalOp(), cute.Float32)
+        cute.copy(auto, x, frag)
+        one = cute.make_copy_atom(CopyUniversalOp(), cute.Float32, 32)
+        cute.copy(one, frag, out)
+
+    c = _compile(k, ("Float32", (8,)), ("Float32", (8,)))
+    assert c.ptx.count("ld.global.v4.b32") == 2 and c.ptx.count("st.global.b32") == 8
+    assert "widest" in repr(cute.make_copy_atom(CopyUniversalOp(), cute.Float32))
+    assert "widest" not in repr(cute.make_copy_atom(CopyUniversalOp(), cute.Float32, 32))
