@@ -985,7 +985,9 @@ def as_tiler_tuple(t, what="tiler", level=0):
 
 def evenly_divides_unchecked(shape, tiler):
     if type(tiler) is tuple:
-        if type(shape) is not tuple or len(tiler) > len(shape):
+        if type(shape) is not tuple:
+            shape = (shape,)  # a leaf is its own only mode
+        if len(tiler) > len(shape):
             return False
         return all(evenly_divides_unchecked(s, t) for s, t in zip(shape, tiler))
     t = size(tiler)

@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py import Layout
+from cute_py.core.int_tuple import evenly_divides
 from cute_py.errors import RankError
 from cute_py.testing import (
     compact_layouts,
@@ -217,3 +218,11 @@ def test_identity_composition_laws(shape):
     ident = Layout(cute.size(shape), 1)
     assert values(cute.composition(layout, ident)) == values(layout)
     assert values(cute.composition(ident, layout)) == values(layout)
+
+
+@given(st.one_of(st.integers(1, 64), st.lists(st.integers(1, 64), min_size=1, max_size=3).map(tuple)),
+       st.lists(st.integers(1, 16), min_size=1, max_size=3).map(tuple))
+def test_evenly_divides_is_divisibility_mode_by_mode_and_a_leaf_is_its_own_mode(shape, tiler):
+    modes = shape if type(shape) is tuple else (shape,)
+    want = len(tiler) <= len(modes) and all(m % t == 0 for m, t in zip(modes, tiler))
+    assert evenly_divides(shape, tiler) == want

@@ -100,3 +100,21 @@ def test_a_universal_atom_without_a_width_copies_the_widest_vectors_allowed():
     assert c.ptx.count("ld.global.v4.b32") == 2 and c.ptx.count("st.global.b32") == 8
     assert "widest" in repr(cute.make_copy_atom(CopyUniversalOp(), cute.Float32))
     assert "widest" not in repr(cute.make_copy_atom(CopyUniversalOp(), cute.Float32, 32))
+
+
+def test_a_1d_tiled_copy_partitions_a_1d_tensor_its_tile_divides():
+    from cute_py.atom import CopyUniversalOp
+
+    @cute.kernel
+    def k(x, out):
+        tidx, _, _ = cute.arch.thread_idx()
+        tiled = cute.make_tiled_copy_tv(cute.make_copy_atom(CopyUniversalOp(), cute.Float32, 128),
+                                        cute.make_layout(32), cute.make_layout(4))
+        thr = tiled.get_slice(tidx)
+        src = thr.partition_S(x)  # a (256,) tensor by a (128,) tile
+        frag = cute.make_fragment_like(src)
+        cute.copy(tiled, src, frag)
+        cute.copy(tiled, frag, thr.partition_D(out))
+
+    c = _compile(k, ("Float32", (256,)), ("Float32", (256,)))
+    assert c.ptx.count("ld.global.v4.b32") == 2 and c.ptx.count("st.global.v4.b32") == 2
