@@ -5,6 +5,8 @@ the exact value (double precision) plus the Float32 rounding of its terms (its F
 errs by a few Float32 ulps of ``silu(x) * scale`` and ``y``, which a cancelling sum shows at BFloat16's scale). The
 PTX (128-bit vector accesses, the scalar tail) is checked and assembled first, everywhere."""
 
+import re
+
 import pytest
 
 try:
@@ -13,6 +15,7 @@ except Exception as e:  # not installed, or no usable bindings
     pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
 
 import cute_py as cute  # noqa: E402
+from cute_py.atom import CopyUniversalOp  # noqa: E402
 from cute_py.compiler import DeviceArraySpec  # noqa: E402
 from examples import elementwise_add, fused_silu_add  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
@@ -95,3 +98,39 @@ def test_printf_prints_run_time_values_from_the_device(capfd, assemble_ptx):
     lines = sorted(capfd.readouterr().out.splitlines())
     assert lines == ["thread 0: x = 0.5, pair = (0, 0), 32 100%", "thread 1: x = 1.25, pair = (2, 1), 32 100%",
                      "thread 2: x = -3, pair = (4, 0), 32 100%"]
+
+
+@cute.kernel
+def bounded_copy_kernel(src, dst, n):
+    tidx, _, _ = cute.arch.thread_idx()
+    atom = cute.make_copy_atom(CopyUniversalOp(), src.element_type, 128)
+    tiled = cute.make_tiled_copy_tv(atom, cute.make_layout(8), cute.make_layout(4))
+    thr = tiled.get_slice(tidx)
+    s, d = thr.partition_S(src), thr.partition_D(dst)
+    crd = thr.partition_S(cute.make_identity_tensor(src.shape))
+    pred = cute.predicate(crd, (n,))
+    frag = cute.make_fragment_like(s)
+    cute.copy(tiled, s, frag, pred=pred)
+    cute.copy(tiled, frag, d, pred=pred)
+
+
+@cute.jit
+def bounded_copy(src, dst, n):
+    bounded_copy_kernel(src, dst, n).launch(grid=1, block=8)
+
+
+@pytest.mark.parametrize("n", [30, 29, 32, 1])
+def test_a_per_element_predicate_inside_a_vector_touches_only_the_elements_it_admits(n, assemble_ptx):
+    # 8 threads x 4-element (128-bit) vectors over 32 elements, bound n: a vector split by the bound is copied
+    # element by element, whole vectors with one access
+    c = cute.compile(bounded_copy, DeviceArraySpec("Float32", (32,)), DeviceArraySpec("Float32", (32,)), n)
+    stores = set(re.findall(r"llvm\.store %\w+, %\w+ \{alignment = \d+ : i64\} : ([^,]+),", c.mlir))
+    assert stores == {"i32", "vector<4xi32>"}  # a whole-vector store and the element-by-element fallback
+    assert assemble_ptx(c.ptx)[:4] == b"\x7fELF"
+    torch = hopper_torch()
+    src = torch.arange(32, dtype=torch.float32, device="cuda") + 1
+    dst = torch.full((32,), -5.0, device="cuda")
+    bounded_copy(src, dst, n)
+    torch.cuda.synchronize()
+    want = torch.cat([src[:n], torch.full((32 - n,), -5.0, device="cuda")])
+    assert torch.equal(dst, want), dst.tolist()

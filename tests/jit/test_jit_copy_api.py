@@ -226,8 +226,8 @@ def test_cp_async_with_a_coordinate_predicate_takes_a_run_time_src_size():
     lines = [x for x in c.ptx.splitlines() if "cp.async.cg" in x]
     assert len(lines) == 16
     assert all(re.search(_CP.format(mod="cg", n=16) + r", %r\d+;$", x) for x in lines), lines
-    # the src size is 16 where the vector's first element is inside, else 0
-    assert _count(_body(c.mlir), r"arith\.select ") == 16
+    # the src size counts the bytes of each vector's leading elements inside the bound (one select per element)
+    assert _count(_body(c.mlir), r"arith\.select ") == 16 * 4
 
 
 def test_cp_async_with_a_run_time_condition_for_the_whole_copy():

@@ -11,7 +11,10 @@ pointer after run-time offsets (``TracedInt.known_divisor``) must cover the vect
 
 Predicates: ``pred`` is a static bool, a run-time condition for the whole copy, or a tensor
 holding one condition per vector (size = number of vectors) or per element (size = size of
-``src``; the condition of a vector's first element applies). ``predicate(coords, bound)``
+``src``: each element keeps its own condition, so a plain copy then goes element by element, and a
+cp.async vector copies its leading elements up to the first false condition and zero-fills the rest —
+exactly the elements inside a bound, the usual predicate, which holds for a prefix of each vector).
+``predicate(coords, bound)``
 builds the usual one from a coordinate partition: ``coord < bound`` in every mode. A cp.async
 whose predicate is false copies no bytes and *zero-fills* its destination (``src_size = 0``);
 a plain copy whose predicate is false does nothing.
@@ -153,6 +156,9 @@ def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async
                 _check_vector(t, vector, role)
     if n % vector:
         raise TraceError(f"copy: {n} elements are not a whole number of {vector}-element vectors")
+    per_element = isinstance(pred, Tensor) and vector > 1 and product(_layout(pred).shape) == n
+    if cp_async is None and per_element and isinstance(dst.engine, ArrayEngine):
+        vector = 1  # into registers, one condition per element: each element on its own (its value is carried)
     nbits = vector * width
     if cp_async is not None:
         _cp_async(src, dst, n, vector, nbits, cp_async, pred, cache_hint)
@@ -160,6 +166,9 @@ def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async
     if cache_hint is not None:
         raise TraceError("copy: cache_hint applies to cp.async and TMA copies")
     for c in range(n // vector):
+        if per_element and vector > 1:  # whole vectors where every condition holds, else element by element
+            _per_element_vector(src, dst, pred, c * vector, vector, nbits)
+            continue
         p = _pred_at(pred, c, vector, n)
         if p is False:
             continue
@@ -170,6 +179,45 @@ def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async
         else:
             with if_(p):
                 emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
+
+
+def _per_element_vector(src, dst, pred, first, vector, nbits):
+    """A vector copy into memory under one condition per element: one vector access where all hold, else each
+    element under its own condition (never an access to an element whose condition fails)."""
+    conds = [pred[first + k] for k in range(vector)]
+    if all(c is True for c in conds):
+        emit(_UNIVERSAL, src=src, dst=dst, first=first, vector=vector, nbits=nbits)
+        return
+    every = None
+    for c in conds:
+        if c is False:
+            every = False
+            break
+        if c is not True:
+            every = c if every is None else every & c
+    if every is not False:
+        with if_(every):
+            emit(_UNIVERSAL, src=src, dst=dst, first=first, vector=vector, nbits=nbits)
+        otherwise = ~every
+    else:
+        otherwise = True
+    width = src.element_type.width
+
+    def elements():
+        for k, c in enumerate(conds):
+            if c is False:
+                continue
+            if c is True:
+                emit(_UNIVERSAL, src=src, dst=dst, first=first + k, vector=1, nbits=width)
+            else:
+                with if_(c):
+                    emit(_UNIVERSAL, src=src, dst=dst, first=first + k, vector=1, nbits=width)
+
+    if otherwise is True:
+        elements()
+    else:
+        with if_(otherwise):
+            elements()
 
 
 def _predicated_into_registers(src, dst, first, vector, nbits, p):
@@ -204,8 +252,28 @@ def _cp_async(src, dst, n, vector, nbits, modifier, pred, cache_hint):
             if ptr.alignment < nbytes:
                 raise TraceError(f"cp.async of {nbytes} bytes needs {nbytes}-byte aligned addresses, but the "
                                  f"{role} {ptr!r} is only known to be {ptr.alignment}-byte aligned")
-        size = None if p is True else (nbytes if p else 0) if type(p) is bool else select(p, nbytes, 0)
+        if isinstance(pred, Tensor) and vector > 1 and product(_layout(pred).shape) == n:
+            size = _leading_bytes(pred, c * vector, vector, nbytes // vector)
+        else:
+            size = None if p is True else (nbytes if p else 0) if type(p) is bool else select(p, nbytes, 0)
         emit(op, dst=sp, src=gp, cp_size=nbytes, src_size=size, cache_hint=cache_hint)
+
+
+def _leading_bytes(pred, first, vector, element_bytes):
+    """The bytes of the elements ``first, first + 1...`` of the vector up to its first false condition (``None``
+    when all hold statically): a cp.async of that ``src_size`` never reads an element whose condition fails."""
+    total, run = 0, True
+    for k in range(vector):
+        pk = pred[first + k]
+        if run is True:
+            run = pk
+        elif run is not False and pk is not True:
+            run = False if pk is False else run & pk
+        if run is True:
+            total = total + element_bytes
+        elif run is not False:
+            total = total + select(run, element_bytes, 0)
+    return None if type(total) is int and total == vector * element_bytes else total
 
 
 def predicate(coords: Tensor, bound: Shape) -> Tensor:
