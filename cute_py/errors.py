@@ -31,6 +31,7 @@ __all__ = [
     "TmaEncodeError",
     "LocatedError",
     "TraceError",
+    "StaticTraceError",
     "ArgumentError",
     "SpecMismatch",
     "JitError",
@@ -171,6 +172,11 @@ class LocatedError(CuteError):
 
 class TraceError(LocatedError, TypeError):
     """A Python construct that cannot be traced into a kernel."""
+
+
+class StaticTraceError(TraceError, StaticValueRequired):
+    """A run-time value where tracing needs a static one: an index into a register fragment or a Python sequence,
+    ``int(x)``. Inside a run-time loop with static bounds, it makes the loop unroll while tracing."""
 
 
 class ArgumentError(LocatedError, TypeError):

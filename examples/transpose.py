@@ -37,19 +37,19 @@ def tma_transpose_kernel(load_atom, load_tensor, store_atom, store_tensor, sa_la
     tBsB, tBgB = cpasync.tma_partition(store_atom, 0, cute.Layout(1), cute.group_modes(sB, 0, 2),
                                        cute.group_modes(cute.local_tile(store_tensor, (cols, rows), (by, bx)), 0, 2))
     with arch.elect_one():
-        with cute.compiler.if_(tidx < 32):
+        if tidx < 32:
             arch.mbarrier_init(bar, 1)
             arch.fence_mbarrier_init()
             cute.tma_copy(tAgA, tAsA, barrier=bar)
     arch.sync_threads()  # the mbarrier is initialised before anyone waits on it
     arch.mbarrier_wait(bar, 0)
-    for k in range(rows * cols // threads):
+    for k in cute.range(rows * cols // threads, unroll_full=True):
         f = tidx + k * threads
         r, c = f // cols, f % cols
         sB[c, r] = sA[r, c]
     arch.fence_proxy_async("shared::cta")  # the generic-proxy writes of sB, before the TMA reads it
     arch.sync_threads()
-    with cute.compiler.if_(tidx == 0):
+    if tidx == 0:
         cute.tma_copy(tBsB, tBgB)
         arch.tma_store_arrive()
         arch.tma_store_wait(0, read=True)

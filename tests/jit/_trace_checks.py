@@ -3,6 +3,7 @@
 import inspect
 
 from cute_py.compiler import TraceError
+from cute_py.errors import StaticTraceError
 
 
 def kernel_line(kernel, text):
@@ -16,7 +17,7 @@ def kernel_line(kernel, text):
 def assert_trace_error(excinfo, kernel, text, fragment):
     """The error is a TraceError whose message starts with the kernel's file and the line containing ``text``,
     and contains ``fragment``."""
-    assert type(excinfo.value) is TraceError
+    assert type(excinfo.value) in (TraceError, StaticTraceError)
     msg = str(excinfo.value)
     path = inspect.getsourcefile(kernel.fn)
     assert msg.startswith(f"{path}:{kernel_line(kernel, text)}: "), msg

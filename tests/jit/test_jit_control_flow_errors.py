@@ -207,13 +207,17 @@ def test_invalid_initial_carried_values(carry, message):
     assert _trace_error(k, rf"cute_py.range: {message}")
 
 
-def test_break_out_of_a_fully_unrolled_loop_leaves_it_unfinished():
+def test_break_out_of_a_fully_unrolled_loop_stops_unrolling():
     @cute.kernel
     def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
         for i in cute.range(4, unroll=True):
-            break
+            arch.mbarrier_init(bar, i + 1)
+            if i == 1:
+                break
 
-    assert _trace_error(k, r"this cute_py.range loop was left without finishing its body")
+    body = compile_kernel(k, Int32(4)).mlir
+    assert body.count("cute_nvgpu.mbarrier_init") == 2 and "llvm.cond_br" not in body
 
 
 def test_set_not_called():
@@ -260,7 +264,7 @@ def test_set_in_the_wrong_place():
                 br.set(i)  # @nested-set
 
     assert _trace_error(nested, rf":{line_of('@nested-set')}: if_ branch: set\(\) must be called directly in the branch body, "
-                         r"not inside the nested cute_py.range loop")
+                         r"not inside the nested run-time loop")
 
     @cute.kernel
     def late(n):

@@ -6,6 +6,11 @@ import pytest
 import cute_py as cute
 from cute_py import arch
 from cute_py.compiler import TraceError
+from _control_flow_helpers import line_of, run_kernel
+
+
+def _line_of(marker):
+    return line_of(marker, __file__)
 
 
 def compile_kernel(kernel_fn, *kargs, **launch):
@@ -67,17 +72,28 @@ def test_layouts_evaluate_on_traced_coordinates():
     assert "arith.xori" in body and "arith.andi" in body
 
 
-def test_static_python_loops_unroll():
+def test_range_constexpr_loops_unroll_and_plain_range_is_a_run_time_loop():
     @cute.kernel
     def k():
         smem = arch.SmemAllocator()
         bars = smem.allocate_mbarrier(4)
-        for i in range(4):
+        for i in cute.range_constexpr(4):
             arch.mbarrier_init(bars + i, 1)
 
     body = kernel_body(compile_kernel(k).mlir)
     assert body.count("cute_nvgpu.mbarrier_init") == 4
     assert "llvm.cond_br" not in body
+
+    @cute.kernel
+    def r():
+        smem = arch.SmemAllocator()
+        bars = smem.allocate_mbarrier(4)
+        for i in range(4):  # as in the CuTe DSL: a run-time loop even with static bounds
+            arch.mbarrier_init(bars + i, 1)
+
+    body = kernel_body(compile_kernel(r).mlir)
+    assert body.count("cute_nvgpu.mbarrier_init") == 1
+    assert body.count("llvm.cond_br") == 1
 
 
 def test_cute_range_is_a_run_time_loop_traced_once(filecheck):
@@ -116,37 +132,61 @@ def test_run_time_scalar_parameters_come_from_annotations_or_wrappers():
     assert "arith.extsi" in c.mlir  # the i32 is widened to compare with the i64
 
 
-def test_if_on_a_traced_value_names_the_users_line():
+def plain_helper(tx):
+    if tx == 0:  # @plain-if
+        arch.sync_threads()
+
+
+@cute.jit
+def jit_helper(tx):
+    if tx == 0:
+        arch.sync_threads()
+
+
+def test_if_on_a_traced_value_in_a_plain_helper_names_its_line_and_the_fix():
     @cute.kernel
     def k():
         tx, _, _ = arch.thread_idx()
-        if tx == 0:  # the line the error must name
-            arch.sync_threads()
+        plain_helper(tx)
 
-    line = k.fn.__code__.co_firstlineno + 3
-    with pytest.raises(TraceError, match=rf"test_jit_tracing.py:{line}: a run-time condition cannot drive"):
+    line = _line_of("@plain-if")
+    with pytest.raises(TraceError, match=rf"test_jit_tracing.py:{line}: a run-time condition drives .*decorate that "
+                                         r"function with @cute.jit"):
         compile_kernel(k)
+
+
+def test_a_jit_helper_called_in_a_kernel_has_its_control_flow_compiled():
+    @cute.kernel
+    def k():
+        tx, _, _ = arch.thread_idx()
+        jit_helper(tx)
+
+    body = kernel_body(compile_kernel(k).mlir)
+    assert body.count("llvm.cond_br") == 1 and body.count("cute_nvgpu.barrier_sync") == 1
 
 
 def test_int_of_a_traced_value_is_rejected_with_the_users_line():
     @cute.kernel
     def k():
         tx, _, _ = arch.thread_idx()
-        for _ in range(tx):
-            pass
+        int(tx)
 
     with pytest.raises(TraceError, match=r"test_jit_tracing.py:\d+: a run-time integer has no Python int value"):
         compile_kernel(k)
 
 
-def test_break_out_of_a_run_time_loop_is_rejected():
+def test_break_out_of_a_run_time_loop_leaves_it():
     @cute.kernel
     def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
         for i in cute.range(n):
-            break
+            if i == 2:
+                break
+            arch.mbarrier_init(bar, i)
 
-    with pytest.raises(TraceError, match=r"test_jit_tracing.py:\d+: this cute_py.range loop was left"):
-        compile_kernel(k, cute.Int32(4))
+    c = compile_kernel(k, cute.Int32(4))
+    assert run_kernel(c.mlir, [5]) == [0, 1]
+    assert run_kernel(c.mlir, [1]) == [0]
 
 
 def test_algebra_errors_while_tracing_carry_the_users_line():

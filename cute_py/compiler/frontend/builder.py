@@ -99,6 +99,8 @@ class KernelBuilder:
         self.gmem_bases = []  # (tag, byte span, param value) of tensor arguments
         self.smem_region = None
         self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
+        self.write_logs = []  # register-fragment writes of the open run-time constructs (see flow.note_write)
+        self.loop_frames = []  # the loops being traced (see flow)
 
     def descriptor_of(self, atom: TmaCopyAtom) -> Any:
         """The ``!llvm.ptr`` parameter holding ``atom``'s TMA descriptor."""
@@ -156,6 +158,69 @@ class KernelBuilder:
             raise TraceError(f"internal error: closing {scope!r}, but the innermost scope is {self.scope!r}")
         scope.open = False
         self.scope = scope.parent
+
+    def mark(self) -> tuple[Any, ...]:
+        """Where the trace stands (for :meth:`abandon`): the current block, its op count, the block count, the
+        open scopes and constructs."""
+        return (self.block, len(self.block.operations), len(self.region.blocks), self.scope,
+                len(self.open_regions), len(self.loop_frames), len(self.write_logs))
+
+    def abandon(self, mark: tuple[Any, ...]) -> None:
+        """Undo the trace since ``mark``: erase the ops built since (the blocks made since stay, empty and
+        unreachable), close the scopes opened since (their values can no longer be used) and go back to the
+        block of the mark."""
+        block, nops, nblocks, scope, nregions, nframes, nlogs = mark
+        new_blocks = [self.region.blocks[i] for i in range(nblocks, len(self.region.blocks))]
+        ops = [op.operation for blk in new_blocks for op in blk.operations]
+        ops += [op.operation for j, op in enumerate(block.operations) if j >= nops]
+        self._erase(ops, new_blocks)
+        s = self.scope
+        while s is not None and s is not scope:
+            s.open = False
+            s = s.parent
+        self.scope = scope
+        del self.open_regions[nregions:]
+        del self.loop_frames[nframes:]
+        del self.write_logs[nlogs:]
+        self.block = block
+
+    def _erase(self, ops: list[Any], dead_blocks: list[Any]) -> None:
+        """Erase ``ops`` (users before the values they use) and end each of ``dead_blocks`` with
+        ``llvm.unreachable``."""
+        while ops:
+            rest = []
+            for op in reversed(ops):
+                if any(len(list(r.uses)) for r in op.results):
+                    rest.append(op)
+                else:
+                    op.erase()
+            if len(rest) == len(ops):  # pragma: no cover - every user is among the ops erased
+                raise TraceError("internal error: erasing ops of the trace left ops with uses")
+            ops = rest[::-1]
+        for blk in dead_blocks:
+            with self.ir.InsertionPoint(blk), self.ir.Location.unknown():
+                self.mlir.llvm.UnreachableOp()
+
+    def prune(self) -> None:
+        """Empty the blocks no path from the entry reaches (code after a jump, a loop latch no path continues
+        to): they end with ``llvm.unreachable``, and their ops, which the conversion to LLVM leaves alone, go."""
+        blocks = list(self.region.blocks)
+        seen, todo = {0}, [blocks[0]]
+        index = {b: i for i, b in enumerate(blocks)}
+        while todo:
+            blk = todo.pop()
+            ops = list(blk.operations)
+            if not ops:
+                continue
+            for succ in ops[-1].operation.successors:
+                i = index[succ]
+                if i not in seen:
+                    seen.add(i)
+                    todo.append(succ)
+        dead = [b for i, b in enumerate(blocks) if i not in seen]
+        dead = [b for b in dead if not (len(b.operations) == 1 and b.operations[0].operation.name == "llvm.unreachable")]
+        if dead:
+            self._erase([op.operation for b in dead for op in b.operations], dead)
 
     def new_block(self, *arg_types: Any) -> Any:
         return self.region.blocks.append(*arg_types)
@@ -215,4 +280,5 @@ class KernelBuilder:
                              f"inside a run-time loop/branch is not supported)", where=(f, line))
         with self.at_end():
             self.mlir.llvm.ReturnOp()
+        self.prune()
         self.scope.open = False  # values of this kernel cannot be used by another one

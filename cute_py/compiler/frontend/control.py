@@ -72,7 +72,7 @@ from . import numeric
 from .values import TracedBool, TracedFloat, TracedInt, as_type, as_value, wrap
 from ...tensor.dtypes import dtype_of
 
-__all__ = ["range", "range_constexpr", "const_expr", "if_", "Loop", "Branch"]
+__all__ = ["range", "range_constexpr", "const_expr", "if_", "Loop", "Branch", "segments", "unroll_annotation"]
 
 _range = range
 
@@ -250,7 +250,8 @@ def const_expr(value: Any) -> Any:
 
 
 def range(start: TracedInt | int, stop: TracedInt | int | None = None, step: int = 1, *,
-          carry: tuple[Any, ...] | list[Any] | None = None, unroll: int | bool | str | None = None) -> Loop:
+          carry: tuple[Any, ...] | list[Any] | None = None, unroll: int | bool | str | None = None,
+          unroll_full: bool = False) -> Loop:
     """A run-time loop ``for (i = start; i < stop; i += step)``; returns a :class:`Loop`.
 
     ``step`` must be a static non-zero int; ``start``/``stop`` may be traced or static.
@@ -259,7 +260,8 @@ def range(start: TracedInt | int, stop: TracedInt | int | None = None, step: int
     the values after the loop are ``loop.result``. ``unroll``: ``None`` (LLVM decides), an int
     ``k >= 1`` (unroll the run-time loop by ``k``; 1 forbids unrolling) or ``True``/``"full"``
     (static bounds only: trace the body once per iteration, ``i`` a Python int). See the
-    module documentation for when the body is traced more than once.
+    module documentation for when the body is traced more than once. ``unroll_full=True`` (the CuTe DSL's
+    spelling) is ``unroll="full"`` with static bounds, and asks LLVM to unroll completely with run-time ones.
     """
     if stop is None:
         start, stop = 0, start
@@ -268,7 +270,13 @@ def range(start: TracedInt | int, stop: TracedInt | int | None = None, step: int
     for name, v in (("start", start), ("stop", stop)):
         if not (type(v) is int or isinstance(v, TracedInt)):
             raise TraceError(f"cute_py.range: {name} must be an int or a traced integer, got {v!r}")
-    if unroll is True or (isinstance(unroll, str) and unroll == "full"):
+    if type(unroll_full) is not bool:
+        raise TraceError(f"cute_py.range: unroll_full must be True or False, got {unroll_full!r}")
+    if unroll_full:
+        unroll = "full" if type(start) is int and type(stop) is int else "full-hint"
+    if unroll == "full-hint":
+        pass
+    elif unroll is True or (isinstance(unroll, str) and unroll == "full"):
         if type(start) is not int or type(stop) is not int:
             raise TraceError(f"cute_py.range(unroll={unroll!r}) unrolls at trace time and needs static int "
                              f"bounds, got start={start!r}, stop={stop!r}; use unroll=k to ask the compiler "
@@ -300,6 +308,10 @@ class Loop:
 
     def __repr__(self):
         return f"Loop(step={self._step}, carry={self._kinds}, unroll={self._unroll!r}, {self._state})"
+
+    def bounds(self) -> tuple[TracedInt | int, TracedInt | int, int, int | str | None]:
+        """``(start, stop, step, unroll)`` as checked by :func:`range`."""
+        return self._start, self._stop, self._step, self._unroll
 
     # -- the user's side ----------------------------------------------------------------------
     def next(self, *values: TracedInt | TracedBool | TracedFloat | int | float) -> None:
@@ -376,27 +388,11 @@ class Loop:
         self._result = values
         self._state = "done"
 
-    def _segments(self):
-        """``(start, stop, unroll)`` of the run-time loops to build, in order.
-
-        One loop, except for ``unroll=k`` with static bounds whose trip count ``n > k`` is not a
-        multiple of ``k``: LLVM would then unroll completely (up to its pragma size threshold)
-        instead of by ``k``, so the loop is split into a main loop of ``k * (n // k)`` iterations
-        (unrolled by ``k`` exactly) and a remainder loop of ``n % k`` that is not unrolled.
-        """
-        start, stop, step, k = self._start, self._stop, self._step, self._unroll
-        if type(k) is int and k > 1 and type(start) is int and type(stop) is int:
-            trips = len(_range(start, stop, step))
-            if trips > k and trips % k:
-                mid = start + (trips - trips % k) * step
-                return [(start, mid, k), (mid, stop, 1)]
-        return [(start, stop, k)]
-
     def _run_time(self):
         b = current()
         f, line = user_location()
         values = self._initial(b)
-        for start, stop, unroll in self._segments():
+        for start, stop, unroll in segments(self._start, self._stop, self._step, self._unroll):
             values = yield from self._one_loop(b, f, line, start, stop, unroll, values)
         self._result = values
         self._state = "done"
@@ -436,16 +432,36 @@ class Loop:
         # the body was traced: step and branch back (inside the loop's scope), then leave it
         step_v = as_value(iv + step, width)
         with b.at_end():
-            llvm.BrOp([step_v, *(v.ir for v in nxt)], header, loop_annotation=_unroll_annotation(b, unroll))
+            llvm.BrOp([step_v, *(v.ir for v in nxt)], header, loop_annotation=unroll_annotation(b, unroll))
         b.pop_scope(scope)
         b.set_block(exit_)
         return tuple(_wrap(a, k) for a, k in zip(exit_.arguments, kinds))
 
 
-def _unroll_annotation(b, unroll):
-    """The ``loop_annotation`` of a back edge for ``unroll`` (``None``: no annotation)."""
+def segments(start: TracedInt | int, stop: TracedInt | int, step: int,
+             k: int | str | None) -> list[tuple[TracedInt | int, TracedInt | int, int | str | None]]:
+    """``(start, stop, unroll)`` of the run-time loops that make a loop unrolled by ``k``, in order.
+
+    One loop, except for ``unroll=k`` with static bounds whose trip count ``n > k`` is not a
+    multiple of ``k``: LLVM would then unroll completely (up to its pragma size threshold)
+    instead of by ``k``, so the loop is split into a main loop of ``k * (n // k)`` iterations
+    (unrolled by ``k`` exactly) and a remainder loop of ``n % k`` that is not unrolled.
+    """
+    if type(k) is int and k > 1 and type(start) is int and type(stop) is int:
+        trips = len(_range(start, stop, step))
+        if trips > k and trips % k:
+            mid = start + (trips - trips % k) * step
+            return [(start, mid, k), (mid, stop, 1)]
+    return [(start, stop, k)]
+
+
+def unroll_annotation(b: Any, unroll: int | str | None) -> Any:
+    """The ``loop_annotation`` of a back edge for ``unroll`` (``None``: no annotation; ``"full-hint"``: LLVM
+    unrolls completely, for run-time bounds it can resolve)."""
     if unroll is None:
         return None
+    if unroll == "full-hint":
+        return b.ir.Attribute.parse("#llvm.loop_annotation<unroll = #llvm.loop_unroll<full = true>>")
     if unroll == 1:
         text = "#llvm.loop_annotation<unroll = #llvm.loop_unroll<disable = true>>"
     else:

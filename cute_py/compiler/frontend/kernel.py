@@ -41,6 +41,7 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...core.valued import ValuedInt
 from . import builder as _builder
+from . import rewrite as _rewrite
 from ..runtime import cache as _cache
 from ..runtime import deps as _deps
 from ..runtime import limits as _limits
@@ -323,9 +324,16 @@ class JitFunction:
         self._compiled[key] = c
         return c
 
-    def __call__(self, *args: Any, stream: int | Any = 0) -> None:
-        if _hosts or _builder.active() is not None:
-            raise TraceError(f"the jit function {self.fn.__name__} cannot be called while tracing")
+    def __call__(self, *args: Any, stream: int | Any = 0, **kwargs: Any) -> Any:
+        if _builder.active() is not None:  # a device function called from a kernel: traced inline
+            if stream != 0:
+                kwargs["stream"] = stream
+            return _rewrite.transformed(self.fn, kernel=False)(*args, **kwargs)
+        if _hosts:
+            raise TraceError(f"the jit function {self.fn.__name__} cannot be called while a host function is traced")
+        if kwargs:
+            raise ArgumentError(f"{self.fn.__name__}: a jit function launched from the host takes positional "
+                                f"arguments, got {sorted(kwargs)}")
         last = self._last
         if last is not None and _same_statics(args, last):
             try:
@@ -505,7 +513,7 @@ def _trace_kernel(mlir, gpu_block, ln, tracer):
     types = [_PARAM_TYPES[kind] for kind, _ in ln.params]
     b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
     b.launch = ln
-    fn = ln.call.kernel.fn
+    fn = _rewrite.transformed(ln.call.kernel.fn, kernel=True)
     with device.tracing(tracer):
         with b:
             args, kwargs = [], {}
@@ -519,7 +527,7 @@ def _trace_kernel(mlir, gpu_block, ln, tracer):
             try:
                 result = fn(*args, **kwargs)
                 if result is not None:
-                    f, line = _return_line(fn)
+                    f, line = _return_line(ln.call.kernel.fn)
                     raise TraceError(f"the kernel {fn.__name__} returned {_short(result)}: a kernel returns nothing "
                                      f"(its launch has no result); write results to a tensor argument",
                                      where=(f, line))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...tensor.dtypes import dtype_of
 from ...core.typing import Int, Shape
-from ...errors import CuteValueError, TraceError
+from ...errors import CuteValueError, StaticTraceError, TraceError
 from ...core.layout import Layout, cosize
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, Tensor, check_store
@@ -264,8 +264,10 @@ class RegisterEngine(ArrayEngine):
 
     def _static(self, i):
         if type(i) is not int:
-            raise TraceError(f"a register fragment is indexed with static coordinates (its elements live in "
-                             f"registers), got the run-time offset {i!r}")
+            raise StaticTraceError(f"a register fragment is indexed with static coordinates (its elements live in "
+                                   f"registers), got the run-time offset {i!r}: index it in a loop over "
+                                   f"cute.range_constexpr(...) (a run-time loop with static bounds unrolls "
+                                   f"by itself)")
 
     def _element(self, i):
         """The array index of element ``i``; ``TraceError`` when it is not one of the fragment's elements."""
@@ -280,7 +282,12 @@ class RegisterEngine(ArrayEngine):
         return self.array[self._element(i)]
 
     def write(self, i: int, v: Any) -> None:
-        self.array[self._element(i)] = v
+        at = self._element(i)
+        if current().write_logs:  # inside run-time control flow: the element becomes a carried value
+            from .flow import note_write
+
+            note_write(self.array, at, self.dtype)
+        self.array[at] = v
 
     def __repr__(self):
         return f"registers[{self.dtype.name}](offset={self.offset}, size={self.array.size})"

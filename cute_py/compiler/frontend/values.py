@@ -39,7 +39,7 @@ from ...core.int_tuple import DynamicInt
 from ...tensor.dtypes import (Boolean, Float32, Int8, Int16, Int32, Int64, Scalar, dtype_of)
 from . import numeric
 from .builder import current, current_scope
-from ...errors import TraceError, user_frame
+from ...errors import StaticTraceError, TraceError, user_frame
 
 if TYPE_CHECKING:
     from ...tensor.dtypes import DType
@@ -184,8 +184,9 @@ class TracedBool(_Traced):
         self.scope = current_scope()
 
     def __bool__(self) -> NoReturn:
-        raise TraceError("a run-time condition cannot drive Python's `if`, `while`, `and`, `or` or `not`: "
-                         "use `with cute_py.compiler.if_(cond):` or `cute_py.compiler.select(cond, a, b)`")
+        raise TraceError("a run-time condition drives `if`, `while`, `and`, `or` and `not` in a kernel's own code; "
+                         "in another function called from it, decorate that function with @cute.jit (its control "
+                         "flow is then compiled too), or use cute.where / select")
 
     def _bin(self, other, op):
         b = current()
@@ -248,8 +249,8 @@ class TracedFloat(_Traced):
         self.dtype = dtype
 
     def __bool__(self) -> NoReturn:
-        raise TraceError("a run-time float has no truth value while tracing: compare it (x > 0) and use "
-                         "`with cute_py.compiler.if_(cond):`")
+        raise TraceError("a run-time float has no truth value while tracing: compare it (x > 0); in a function "
+                         "other than the kernel, decorate it with @cute.jit for its `if` to be compiled")
 
     def __neg__(self) -> TracedFloat:
         return TracedFloat(numeric.float_unary("neg", self.ir, self.dtype), self.dtype)
@@ -612,12 +613,14 @@ class TracedInt(_Traced, DynamicInt):
 
     # -- what cannot be traced ----------------------------------------------------------------
     def __bool__(self) -> NoReturn:
-        raise TraceError("the truth value of a run-time integer is not known while tracing: "
-                         "compare it and use `with cute_py.compiler.if_(cond):`")
+        raise TraceError("the truth value of a run-time integer is not known while tracing: a kernel's own "
+                         "`if`/`while`/`and`/`or`/`not` handle it; in another function, decorate it with @cute.jit "
+                         "(or use cute.where / select)")
 
     def __int__(self) -> NoReturn:
-        raise TraceError("a run-time integer has no Python int value while tracing (use it in arithmetic, "
-                         "or pass the value as a static Python int)")
+        raise StaticTraceError("a run-time integer has no Python int value while tracing (use it in arithmetic, "
+                               "or pass the value as a static Python int; a loop index is static in a loop over "
+                               "cute.range_constexpr(...))")
 
     __index__ = __int__
 
