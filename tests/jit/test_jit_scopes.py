@@ -138,7 +138,7 @@ def test_a_value_made_in_a_branch_is_an_error_after_it():
     msg = trace_error(k)
     assert f":{line_of('@branch-after')}: the run-time value of y (TracedInt(i32)) was made inside the run-time " \
            f"if_ branch at {HERE}:{line_of('@branch')}, which has ended" in msg
-    assert "br.set(new_v)" in msg and "br.result" in msg
+    assert "carried out of it by itself" in msg and "if_(..., carry=)" in msg
 
 
 def test_a_value_of_the_then_body_cannot_be_used_in_the_otherwise_body():

@@ -75,12 +75,12 @@ def _out_of_scope(value):
                           f"cross kernels; pass the value to this kernel as an argument instead")
     if "loop" in left.kind:
         why = "it changes with each iteration (a loop's index ends one step past its last iteration)"
-        how = ("carry it out of the loop: `loop = cute.range(..., carry=(initial,))`, `for i, (v,) in loop:` ... "
-               "`loop.next(new_v)`, then `v, = loop.result` after the loop")
     else:
         why = "it exists only where the branch ran"
-        how = ("carry it out of the branch: `br = cute.compiler.if_(cond, carry=(initial,))`, `br.set(new_v)` inside, "
-               "then `v, = br.result` after it")
+    how = ("a variable of the kernel assigned in its own `if`/`for`/`while` is carried out of it by itself, but a "
+           "value kept elsewhere (in a list, an attribute, or by a helper function without @cute.jit) is not: "
+           "assign it to a variable of the kernel (or carry it with cute.range(..., carry=) / "
+           "cute.compiler.if_(..., carry=))")
     return TraceError(f"{what} ({value!r}) was made inside the run-time {left.kind} at {left.file}:"
                       f"{left.line}, which has ended, so it has no value here: {why}; {how}")
 
