@@ -47,6 +47,7 @@ def cp_async_copy_kernel(g2s, s2g, src, dst, tile):
     _predicated(s2g, t_smem, t_dst, t_crd, dst.shape, extent, tile, bx, by)
 
 
+@cute.jit
 def _predicated(tiled_copy, src, dst, crd, shape, extent, tile, bx, by):
     """Copy with predicates only where the tile may reach past ``shape``: not at all when the grid's tiles
     (covering ``extent``) all lie inside it, otherwise behind a run-time test of whether this CTA's tile lies
@@ -54,11 +55,9 @@ def _predicated(tiled_copy, src, dst, crd, shape, extent, tile, bx, by):
     if all(e <= n for e, n in zip(extent, shape)):
         cute.copy(tiled_copy, src, dst)
         return
-    inside = ((bx + 1) * tile[0] <= shape[0]) & ((by + 1) * tile[1] <= shape[1])
-    branch = cute.compiler.if_(inside)
-    with branch:
+    if (bx + 1) * tile[0] <= shape[0] and (by + 1) * tile[1] <= shape[1]:
         cute.copy(tiled_copy, src, dst)
-    with branch.otherwise():
+    else:
         cute.copy(tiled_copy, src, dst, pred=cute.predicate(crd, shape))
 
 

@@ -26,6 +26,7 @@ def _vector(dtype):
     return VECTOR_BITS // dtype.width
 
 
+@cute.jit
 def _apply(f, inputs, out, n):
     """``out[i] = f(*(t[i] for t in inputs))`` for this thread's vector of elements (one vector access each when
     the whole vector lies inside the tensors, else element by element under a predicate)."""
@@ -34,7 +35,7 @@ def _apply(f, inputs, out, n):
     vec = _vector(out.element_type)
     index = bx * THREADS + tx
     first = index * vec
-    with cute.compiler.if_(first + vec <= n):  # a whole vector: 128-bit accesses
+    if first + vec <= n:  # a whole vector: 128-bit accesses
         frags = []
         for t in inputs:
             frag = cute.make_fragment(cute.Layout(vec), t.element_type)
@@ -42,13 +43,13 @@ def _apply(f, inputs, out, n):
                       cute.local_tile(t, (vec,), (index,)), frag)
             frags.append(frag)
         result = cute.make_fragment(cute.Layout(vec), out.element_type)
-        for j in range(vec):
+        for j in cute.range_constexpr(vec):
             result[j] = f(*(frag[j] for frag in frags))
         cute.copy(cute.make_copy_atom(CopyUniversalOp(), out.element_type, VECTOR_BITS), result,
                   cute.local_tile(out, (vec,), (index,)))
-    with cute.compiler.if_((first < n) & (first + vec > n)):  # the tail: element by element
-        for j in range(vec):
-            with cute.compiler.if_(first + j < n):
+    elif first < n:  # the tail: element by element
+        for j in cute.range_constexpr(vec):
+            if first + j < n:
                 out[first + j] = f(*(t[first + j] for t in inputs))
 
 

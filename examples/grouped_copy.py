@@ -28,6 +28,7 @@ __all__ = ["tma_grouped_copy", "tma_grouped_copy_kernel", "DESCRIPTOR_SLOT"]
 DESCRIPTOR_SLOT = cpasync.BYTES_PER_TENSORMAP  # one 128-byte descriptor
 
 
+@cute.jit
 def _copy_tensor(i, load_atom, store_atom, src, dst, workspace, s_desc, s_tile, bar, tile):
     """CTA i's work: its descriptors, then every tile of src -> dst."""
     w_load = workspace.engine + 2 * DESCRIPTOR_SLOT * i
@@ -70,8 +71,8 @@ def tma_grouped_copy_kernel(load_atom, store_atom, srcs, dsts, workspace, smem_l
     with arch.elect_one():
         arch.mbarrier_init(bar, 1)
         arch.fence_mbarrier_init()
-    for i in range(len(srcs)):  # one branch per tensor: its shapes are static
-        with cute.compiler.if_(bx == i):
+    for i in cute.range_constexpr(len(srcs)):  # one branch per tensor: its shapes are static
+        if bx == i:
             _copy_tensor(i, load_atom, store_atom, srcs[i], dsts[i], workspace, s_desc, s_tile, bar, tile)
 
 

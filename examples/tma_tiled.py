@@ -85,19 +85,19 @@ def tma_copy_pipelined_kernel(load_atom, load_tensor, store_atom, store_tensor, 
         arch.tma_store_arrive()
 
     with arch.elect_one():
-        for s in range(stages):
+        for s in cute.range_constexpr(stages):
             arch.mbarrier_init(full[s], 1)
         arch.fence_mbarrier_init()
         # prologue: the first `stages` tiles of this CTA
-        for s in range(stages):
+        for s in cute.range_constexpr(stages):
             t = bx + s * num_ctas
-            with cute.compiler.if_(t < num_tiles):
+            if t < num_tiles:
                 load(t, s)
-        for r in cute.compiler.range(rounds):
-            for s in range(stages):
+        for r in range(rounds):
+            for s in cute.range_constexpr(stages):
                 i = r * stages + s  # this CTA's i-th tile, in stage s
                 t = bx + i * num_ctas
-                with cute.compiler.if_(t < num_tiles):
+                if t < num_tiles:
                     arch.mbarrier_wait(full[s], r & 1)
                     store(t, s)
                     # the store of tile i - lag has read its stage: refill it with tile i - lag + stages
@@ -106,8 +106,8 @@ def tma_copy_pipelined_kernel(load_atom, load_tensor, store_atom, store_tensor, 
                     tn = t + (stages - lag) * num_ctas
                     ok = tn < num_tiles
                     if s < lag:  # in round 0 the stage is still being filled by the prologue
-                        ok = ok & (r > 0)
-                    with cute.compiler.if_(ok):
+                        ok = ok and r > 0
+                    if ok:
                         load(tn, ps)
         arch.tma_store_wait(0, read=True)  # shared memory must outlive the last stores' reads
 
