@@ -125,7 +125,8 @@ def run_kernel(mlir, params, max_steps=200_000):
                 fns = {"addi": lambda: a + b, "subi": lambda: a - b, "muli": lambda: a * b,
                        "andi": lambda: a & b, "ori": lambda: a | b, "xori": lambda: a ^ b, "shli": lambda: a << b,
                        "shrui": lambda: ua >> b, "shrsi": lambda: a >> b, "divui": lambda: ua // ub,
-                       "remui": lambda: ua % ub, "divsi": lambda: int(a / b), "remsi": lambda: a - int(a / b) * b}
+                       "remui": lambda: ua % ub, "divsi": lambda: int(a / b), "remsi": lambda: a - int(a / b) * b,
+                       "maxsi": lambda: max(a, b), "minsi": lambda: min(a, b)}
                 assert m[2] in fns, f"the interpreter does not know arith.{m[2]}"
                 env[m[1]] = _wrap(fns[m[2]](), w)
             elif m := _MBAR_INIT.match(op):

@@ -64,7 +64,7 @@ def bad_store(x, out):
     (size_mismatch, (("Float32", (8,)), ("Float32", (4,))), "out.store(x.load())",
      "a TensorSSA of 8 elements into a tensor of 4"),
     (bad_profile, (("Float32", (8,)), ("Float32", (1,))), "reduction_profile=(None, 0)",
-     "reduces every mode (reduction_profile=0)"),
+     "is not weakly congruent to the shape"),
     (bad_store, (("Float32", (8,)), ("Float32", (4,))), 'out.store("zero")', "takes a TensorSSA or a number"),
 ])
 def test_what_does_not_fit_is_a_trace_error_at_the_users_line(kernel, specs, text, fragment):
@@ -118,3 +118,44 @@ def test_a_1d_tiled_copy_partitions_a_1d_tensor_its_tile_divides():
 
     c = _compile(k, ("Float32", (256,)), ("Float32", (256,)))
     assert c.ptx.count("ld.global.v4.b32") == 2 and c.ptx.count("st.global.v4.b32") == 2
+
+
+def test_reduce_with_a_profile_keeps_the_modes_marked_none():
+    from cute_py import arch
+    from _control_flow_helpers import compile_kernel, run_kernel
+
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        t = cute.make_rmem_tensor((2, (3, 2)), cute.Int32)
+        for i in cute.range_constexpr(12):
+            t[i] = n * i + 1  # flat (column-major) index i
+        v = t.load()
+        rows = v.reduce(cute.ReductionOp.ADD, 0, (None, 1))
+        assert rows.shape == (2,)
+        inner = v.reduce(cute.ReductionOp.MAX, 0, (None, (1, None)))
+        assert inner.shape == (2, 2)
+        for j in cute.range_constexpr(2):
+            arch.mbarrier_init(bar, rows[j])
+        for j in cute.range_constexpr(4):
+            arch.mbarrier_init(bar, inner[j])
+        arch.mbarrier_init(bar, v.reduce(cute.ReductionOp.ADD, 0, 0))
+        assert v.reduce(cute.ReductionOp.ADD, 0, None) is v
+
+    n = 3
+    vals = [n * i + 1 for i in range(12)]  # element (r, (a, b)) at flat index r + 2 * (a + 3 * b)
+    rows = [sum(vals[r + 2 * m] for m in range(6)) for r in range(2)]
+    inner = [max(vals[r + 2 * (a + 3 * b)] for a in range(3)) for b in range(2) for r in range(2)]
+    assert run_kernel(compile_kernel(k, cute.Int32(0)).mlir, [n]) == rows + inner + [sum(vals)]
+
+
+def test_reduce_refuses_a_profile_that_does_not_match_the_shape():
+    @cute.kernel
+    def k(n):
+        t = cute.make_rmem_tensor((2, 3), cute.Int32)
+        t.load().reduce(cute.ReductionOp.ADD, 0, (None, 1, 1))
+
+    from _control_flow_helpers import compile_kernel
+
+    with pytest.raises(TraceError, match="not weakly congruent to the shape"):
+        compile_kernel(k, cute.Int32(0))

@@ -4,7 +4,7 @@
 :class:`TensorSSA`: its elements, in the order of the tensor's flat (column-major) indices, with its shape and
 element type. Arithmetic, comparisons and ``cute.math`` functions apply element by element, with the numbers'
 promotion rules; a Python number or traced scalar broadcasts; two TensorSSA must have the same shape.
-``.to(dtype)`` converts, ``cute.where(cond, a, b)`` selects, ``.reduce(op, init, 0)`` folds every element.
+``.to(dtype)`` converts, ``cute.where(cond, a, b)`` selects, ``.reduce(op, init, profile)`` folds every element (profile 0) or the modes a profile marks.
 ``t.store(v)`` writes a TensorSSA (or a scalar, broadcast) into a tensor of the same size; ``t.fill(x)`` is
 ``t.store(x)``.
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...core.int_tuple import product, short_repr
+from ...core.int_tuple import flatten, is_weakly_congruent, product, short_repr
+from ...core.layout import slice_
 from ...errors import TraceError
 from ...tensor.dtypes import DType, dtype_of
 from .values import as_type, binary, minmax, operand_dtype, select
@@ -94,15 +95,45 @@ class TensorSSA:
                          self.shape, dtype)
 
     def reduce(self, op: Any, init_val: Any, reduction_profile: Any = 0) -> Any:
-        """Fold every element with ``op`` (a ``ReductionOp``: ADD, MUL, MIN, MAX, AND, OR, XOR, or a function of
-        two values) from ``init_val``; ``reduction_profile`` 0 reduces every mode (the only profile offered)."""
-        if reduction_profile != 0:
-            raise TraceError(f"TensorSSA.reduce reduces every mode (reduction_profile=0), got {reduction_profile!r}")
+        """Fold elements with ``op`` (a ``ReductionOp``: ADD, MUL, MIN, MAX, AND, OR, XOR, or a function of two
+        values) from ``init_val``, as the CuTe DSL's ``reduce``: ``reduction_profile`` 0 (any int) folds every
+        element into one value; a profile weakly congruent to the shape keeps the modes marked ``None`` and folds
+        the others, giving a TensorSSA of ``slice_(shape, profile)`` (``(None, 1)`` on ``(4, 5)``: a sum per row,
+        shape ``(4,)``); ``None`` returns the TensorSSA itself. Elements fold in flat index order."""
+        if reduction_profile is None:
+            return self
         f = _reduction(op)
-        acc = init_val
-        for e in self.elements:
-            acc = f(acc, e)
-        return acc
+        if type(reduction_profile) is int:
+            acc = init_val
+            for e in self.elements:
+                acc = f(acc, e)
+            return acc
+        if not is_weakly_congruent(reduction_profile, self.shape):
+            raise TraceError(f"TensorSSA.reduce: the reduction profile {reduction_profile} is not weakly congruent "
+                             f"to the shape {self.shape}")
+        flat = flatten(self.shape)
+        flat = flat if type(flat) is tuple else (flat,)
+        keep = _kept_modes(reduction_profile, self.shape)
+        kept = [e for e, k in zip(flat, keep) if k]
+        out = [init_val] * product(tuple(kept))
+        for i, e in enumerate(self.elements):
+            j, scale, rest = 0, 1, i
+            for extent, k in zip(flat, keep):
+                c, rest = rest % extent, rest // extent
+                if k:
+                    j, scale = j + c * scale, scale * extent
+            out[j] = f(out[j], e)
+        dtype = operand_dtype(out[0]) if out else self.dtype
+        return TensorSSA(out, slice_(self.shape, reduction_profile), dtype)
+
+
+def _kept_modes(profile: Any, shape: Any) -> list[bool]:
+    """For each flat mode of ``shape``: whether ``profile`` keeps it (``None``) or folds it."""
+    if type(profile) is tuple:
+        shape = shape if type(shape) is tuple else (shape,)
+        return [k for p, s in zip(profile, shape) for k in _kept_modes(p, s)]
+    n = len(flatten(shape)) if type(shape) is tuple else 1
+    return [profile is None] * n
 
 
 def _reduction(op: Any) -> Callable[[Any, Any], Any]:
