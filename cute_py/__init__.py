@@ -59,6 +59,8 @@ _LAZY = {
     "make_fragment": ("compiler", "make_fragment"),
     "make_rmem_tensor": ("compiler", "make_rmem_tensor"),
     "where": ("compiler.frontend.tensor_ssa", "where"),
+    "max": ("compiler.frontend.tensor_ssa", "maximum"),
+    "min": ("compiler.frontend.tensor_ssa", "minimum"),
     "TensorSSA": ("compiler.frontend.tensor_ssa", "TensorSSA"),
     "predicate": ("compiler", "predicate"),
     "DeviceArraySpec": ("compiler", "DeviceArraySpec"),

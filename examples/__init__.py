@@ -9,6 +9,7 @@
 7. ``tma_grouped_copy``: tensors of different shapes in one launch, descriptors updated on the device.
 8. ``dsmem_exchange``: ``st.async`` stores into the next CTA's shared memory around a cluster.
 9. ``elementwise_add``, ``fused_silu_add``: kernels that compute (128-bit vectors, predicated tails).
+10. ``softmax``, ``row_sum``: row kernels (warp shuffles, a shared-memory reduction, exp2).
 """
 
 from .cp_async import cp_async_copy, cp_async_copy_kernel, cp_async_tiled_copies
@@ -17,6 +18,7 @@ from .elementwise import elementwise_add, elementwise_add_kernel, fused_silu_add
 from .grouped_copy import tma_grouped_copy, tma_grouped_copy_kernel
 from .multicast import tma_multicast_copy, tma_multicast_copy_kernel
 from .reduce_add import tma_reduce_add, tma_reduce_kernel
+from .softmax import row_sum, row_sum_kernel, softmax, softmax_kernel
 from .transpose import tma_transpose, tma_transpose_kernel
 from .tma_tiled import (pipelined_grid, smem_tile_layout, tma_copy, tma_copy_kernel, tma_copy_pipelined,
                         tma_copy_pipelined_kernel)
@@ -26,4 +28,4 @@ __all__ = ["tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipeli
            "tma_multicast_copy", "tma_multicast_copy_kernel", "tma_reduce_add", "tma_reduce_kernel", "tma_transpose",
            "tma_transpose_kernel", "tma_grouped_copy", "tma_grouped_copy_kernel",
            "dsmem_exchange", "dsmem_exchange_kernel", "elementwise_add", "elementwise_add_kernel", "fused_silu_add",
-           "fused_silu_add_kernel"]
+           "fused_silu_add_kernel", "softmax", "softmax_kernel", "row_sum", "row_sum_kernel"]

@@ -11,6 +11,7 @@ promotion rules; a Python number or traced scalar broadcasts; two TensorSSA must
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from ...errors import TraceError
 from ...tensor.dtypes import DType, dtype_of
 from .values import as_type, binary, minmax, operand_dtype, select
 
-__all__ = ["TensorSSA", "load_tensor", "store_tensor", "where"]
+__all__ = ["TensorSSA", "load_tensor", "store_tensor", "where", "maximum", "minimum"]
 
 _OPS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
         "lt", "le", "gt", "ge", "eq", "ne")
@@ -202,3 +203,36 @@ def where(cond: Any, a: Any, b: Any) -> Any:
 
     out = [select(at(cond, i), at(a, i), at(b, i)) for i in range(n)]
     return TensorSSA(out, shape, operand_dtype(out[0]) if out else tensors[0].dtype)
+
+
+def _fold(op: str, args: tuple[Any, ...]) -> Any:
+    if not args:
+        raise TraceError(f"cute.{op} takes at least one value")
+    if len(args) == 1 and isinstance(args[0], TensorSSA):
+        return args[0].reduce(op.upper(), args[0].elements[0], 0)
+    acc = args[0]
+    for v in args[1:]:
+        if isinstance(acc, TensorSSA) or isinstance(v, TensorSSA):
+            t = acc if isinstance(acc, TensorSSA) else v
+            a = acc.elements if isinstance(acc, TensorSSA) else [acc] * len(t.elements)
+            b = v.elements if isinstance(v, TensorSSA) else [v] * len(t.elements)
+            if len(a) != len(b):
+                raise TraceError(f"cute.{op} of TensorSSA of different sizes")
+            out = [minmax(x, y, op) for x, y in zip(a, b)]
+            acc = TensorSSA(out, t.shape, operand_dtype(out[0]) if out else t.dtype)
+        elif type(acc) in (int, float) and type(v) in (int, float):
+            acc = (builtins.max if op == "max" else builtins.min)(acc, v)
+        else:
+            acc = minmax(acc, v, op)
+    return acc
+
+
+def maximum(*args: Any) -> Any:
+    """``cute.max``: the largest of numbers (promoted to one type; Python numbers stay Python), element by element
+    over TensorSSA, or the largest element of a single TensorSSA; a NaN operand gives NaN."""
+    return _fold("max", args)
+
+
+def minimum(*args: Any) -> Any:
+    """``cute.min``: the smallest of numbers, element by element over TensorSSA (see :func:`maximum`)."""
+    return _fold("min", args)
