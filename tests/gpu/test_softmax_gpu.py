@@ -16,9 +16,11 @@ from examples import row_sum, softmax  # noqa: E402
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-SHAPES = [(1, 1), (3, 77), (17, 1000), (64, 4096), (5, 8191)]
+SHAPES = [(1, 1), (3, 77), (17, 1000), (64, 4096), (5, 4095)]
 # Float32 arithmetic errs by a few ulps; the output type rounds once more
 TOL = {"Float32": 4e-6, "BFloat16": 2 ** -8 + 4e-6, "Float16": 2 ** -11 + 4e-6}
+# and a value below the type's smallest subnormal may round to 0 or to it
+TINY = {"Float32": 2.0 ** -149, "BFloat16": 2.0 ** -133, "Float16": 2.0 ** -24}
 
 
 def test_softmax_ptx_moves_vectors_and_reduces_by_butterflies(assemble_ptx):
@@ -46,8 +48,8 @@ def test_softmax_matches_torch(dtype, shape):
     torch.cuda.synchronize()
     assert torch.isnan(buf[0]).all() and torch.isnan(buf[m + 1]).all()
     exact = torch.softmax(x.double(), dim=1)
-    err = (buf[1:m + 1].double() - exact).abs() / exact.clamp_min(1e-30)
-    assert float(err.max()) <= TOL[dtype], float(err.max())
+    err = (buf[1:m + 1].double() - exact).abs() - TOL[dtype] * exact - TINY[dtype]
+    assert float(err.max()) <= 0, float(err.max())
 
 
 @pytest.mark.parametrize("dtype", ["Float32", "BFloat16"])
