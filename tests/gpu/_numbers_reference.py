@@ -201,5 +201,7 @@ def unary(op, a):
 
 
 def constant(x, n):
+    """A Python number as a traced operation sees it: a float is a Float32 constant (rounded to it), an int an Int32
+    (or Int64) one."""
     t = python_type(x)
-    return t, [float(x) if t == "Float32" else int(x)] * n
+    return t, [round_to(float(x), "Float32") if t == "Float32" else int(x)] * n

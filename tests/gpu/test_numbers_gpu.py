@@ -92,7 +92,8 @@ def _type_of(tree, ta, tb):
     if kind in ("idiv", "shift"):  # integer operations with a safe right operand built from r
         if ref.is_float(l) or ref.is_float(r):
             raise ValueError("integers only")
-        return ref.promote(l, "Int32")
+        # the right operand is masked into range by `& 15 | 1` or `& 63` (Int32 constants) first
+        return ref.promote(l, ref.promote(r, "Int32", arithmetic=False), arithmetic=kind == "idiv")
     if op in ("and", "or", "xor") and (ref.is_float(l) or ref.is_float(r)):
         raise ValueError("integers only")
     if op == "floordiv" and not ref.is_float(ref.promote(l, r)):
