@@ -303,3 +303,16 @@ def test_constexpr_forms_refuse_run_time_values(kernel, text, fragment):
     with pytest.raises(TraceError) as e:
         _compile(kernel, "Float32", "Float32")
     assert_trace_error(e, kernel, text, fragment)
+
+
+def test_a_negative_python_int_with_an_unsigned_value_wraps_as_the_dsl_converts_it():
+    from _control_flow_helpers import compile_kernel, run_kernel
+    from cute_py import arch
+
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        u = n.to(cute.Uint32)
+        arch.mbarrier_init(bar, (u + (-1)).to(cute.Int32))  # u - 1 modulo 2^32
+
+    assert run_kernel(compile_kernel(k, cute.Int32(0)).mlir, [5]) == [4]

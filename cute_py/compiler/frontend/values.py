@@ -136,6 +136,12 @@ def as_type(x: Any, dtype: DType) -> Any:
         return x.to(dtype)
     value = x.value if isinstance(x, Scalar) else x
     src = operand_dtype(x)
+    if (type(value) is int and not src.is_float and src is not Boolean and not dtype.is_float
+            and dtype is not Boolean and dtype.width >= src.width):
+        # an integer constant of src (a Python int is an Int32 or Int64) converts as a value of src would:
+        # sign-extended, then read in dtype's bits (u32 + (-1) is u32 - 1, as in the CuTe DSL and C)
+        bits = value & ((1 << dtype.width) - 1)
+        value = bits - (1 << dtype.width) if dtype.signed and bits >> (dtype.width - 1) else bits
     if src.is_float and not dtype.is_float and dtype is not Boolean:  # a float constant to an integer type
         return wrap(numeric.constant(value, src), src).to(dtype)
     return wrap(numeric.constant(value, dtype), dtype)
