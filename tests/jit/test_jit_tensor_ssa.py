@@ -42,7 +42,7 @@ def test_tensor_ssa_computes_elementwise_and_reduces():
 
     c = _compile(k, ("Float32", (8,)), ("Int32", (8,)), ("Float32", (8,)), ("Float32", (2,)))
     assert seen["w"] == ("TensorSSA(Float32, shape=8)", 8, cute.Float32)
-    assert c.ptx.count("ex2.approx.f32") == 8 and c.ptx.count("st.global.b32") >= 8
+    assert c.ptx.count("ex2.approx.f32") == 8 and c.ptx.count("st.global.v4.b32") == 2
 
 
 @cute.kernel
@@ -159,3 +159,22 @@ def test_reduce_refuses_a_profile_that_does_not_match_the_shape():
 
     with pytest.raises(TraceError, match="not weakly congruent to the shape"):
         compile_kernel(k, cute.Int32(0))
+
+
+def test_load_and_store_of_memory_tensors_move_whole_vectors():
+    @cute.kernel
+    def k(x, out):
+        v = x.load()
+        out.store((v * 2.0).to(out.element_type))
+
+    c = _compile(k, ("Float32", (8,)), ("Float32", (8,)))
+    assert c.ptx.count("ld.global.v4.b32") == 2 and c.ptx.count("st.global.v4.b32") == 2
+    c = _compile(k, ("BFloat16", (16,)), ("BFloat16", (16,)))
+    assert c.ptx.count("ld.global.v4.b32") == 2 and c.ptx.count("st.global.v4.b32") == 2
+
+    @cute.kernel
+    def strided(x, out):  # every other element: no vector covers it, element by element
+        out.store(x[None, 0].load())
+
+    c = _compile(strided, ("Float32", (4, 2)), ("Float32", (4,)))
+    assert c.ptx.count("ld.global.v4") == 0 and c.ptx.count("st.global.v4.b32") == 1

@@ -167,25 +167,53 @@ def _install() -> None:
 _install()
 
 
+def _in_memory(tensor: Any) -> bool:
+    """Whether ``tensor`` lies in shared or global memory (its loads and stores can be vectors)."""
+    from ...tensor.pointer import AddressSpace, Pointer
+
+    engine = getattr(tensor, "engine", None)
+    return isinstance(engine, Pointer) and engine.memspace in (AddressSpace.smem, AddressSpace.gmem)
+
+
+def _staging(tensor: Any) -> Any:
+    """A register fragment shaped like the memory ``tensor`` (the same flat indices), for one vectorised copy."""
+    from .memory import make_fragment_like
+
+    return make_fragment_like(tensor)
+
+
 def load_tensor(tensor: Any) -> TensorSSA:
-    """Every element of ``tensor`` (registers or memory, static size) as a :class:`TensorSSA`."""
+    """Every element of ``tensor`` (registers or memory, static size) as a :class:`TensorSSA`; a shared- or
+    global-memory tensor is read by one copy into registers, with the widest vectors its layout and alignment allow."""
     n = _size(tensor, "Tensor.load()")
+    if _in_memory(tensor):
+        from ..builtins.copy import copy
+
+        frag = _staging(tensor)
+        copy(tensor, frag)
+        tensor = frag
     return TensorSSA([tensor[i] for i in range(n)], tensor.shape, tensor.element_type)
 
 
 def store_tensor(tensor: Any, value: Any) -> None:
-    """Write ``value`` (a TensorSSA of the tensor's size, or a scalar for every element) into ``tensor``."""
+    """Write ``value`` (a TensorSSA of the tensor's size, or a scalar for every element) into ``tensor``; into
+    shared or global memory with one vectorised copy from registers."""
     n = _size(tensor, "Tensor.store()")
     if isinstance(value, TensorSSA):
         if len(value.elements) != n:
             raise TraceError(f"Tensor.store of a TensorSSA of {len(value.elements)} elements into a tensor of {n}")
-        for i, e in enumerate(value.elements):
-            tensor[i] = e
-        return
-    if operand_dtype(value) is None:
+        values = value.elements
+    elif operand_dtype(value) is None:
         raise TraceError(f"Tensor.store takes a TensorSSA or a number, got {short_repr(value)}")
-    for i in range(n):
-        tensor[i] = value
+    else:
+        values = [value] * n
+    target = _staging(tensor) if _in_memory(tensor) else tensor
+    for i, e in enumerate(values):
+        target[i] = e
+    if target is not tensor:
+        from ..builtins.copy import copy
+
+        copy(target, tensor)
 
 
 def where(cond: Any, a: Any, b: Any) -> Any:
