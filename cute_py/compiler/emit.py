@@ -43,9 +43,10 @@ if TYPE_CHECKING:
     from .frontend.builder import KernelBuilder
     from .frontend.values import TracedFloat, TracedInt
 
-__all__ = ["EMIT", "DIALECT_OP", "emits", "emit", "KernelContext", "DescriptorPointer", "descriptor_value"]
+__all__ = ["EMIT", "DIALECT_OP", "TENSOR_COPY", "emits", "tensor_copy", "emit", "KernelContext", "DescriptorPointer", "descriptor_value"]
 
 EMIT = {}  # op class -> entry(b, op, **operands)
+TENSOR_COPY = {}  # "copy" -> the vectorised copy between registers and memory (registered by the tile copies)
 DIALECT_OP = {}  # op class -> the names of the dialect ops its entry builds (their lowering rules lower it)
 
 
@@ -60,6 +61,13 @@ def emits(op_class: type, *dialect_ops: str) -> Callable[[Callable[..., Any]], C
         return fn
 
     return register
+
+
+def tensor_copy(fn: Callable[[Tensor, Tensor], None]) -> Callable[[Tensor, Tensor], None]:
+    """Register ``fn(src, dst)``, the copy ``Tensor.load``/``store`` of a memory tensor go through (registers to or
+    from memory, the widest vectors allowed)."""
+    TENSOR_COPY["copy"] = fn
+    return fn
 
 
 def emit(op: object, **operands: Any) -> Any:
@@ -91,10 +99,10 @@ class KernelContext(DeviceContext):
         return convert(dtype, value)
 
     def load_tensor(self, tensor: Tensor) -> TensorSSA:
-        return load_tensor(tensor)
+        return load_tensor(tensor, TENSOR_COPY.get("copy"))
 
     def store_tensor(self, tensor: Tensor, value: Any) -> None:
-        store_tensor(tensor, value)
+        store_tensor(tensor, value, TENSOR_COPY.get("copy"))
 
 
 # -- descriptors -------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
 from ...atom import CopyUniversalOp
 from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
-from ..emit import emit
+from ..emit import emit, tensor_copy
 from ..frontend.control import if_
 from ...errors import TraceError
 from ..frontend.memory import element_ptr
@@ -137,6 +137,12 @@ def _check_vector(t, v, role):
 
 
 _UNIVERSAL = CopyUniversalOp()
+
+
+@tensor_copy
+def _tensor_copy(src: Tensor, dst: Tensor) -> None:
+    """A memory tensor's ``load``/``store`` through registers: :func:`vector_copy` with the widest vectors."""
+    vector_copy(src, dst)
 
 
 def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async: str | None = None,

@@ -182,22 +182,21 @@ def _staging(tensor: Any) -> Any:
     return make_fragment_like(tensor)
 
 
-def load_tensor(tensor: Any) -> TensorSSA:
-    """Every element of ``tensor`` (registers or memory, static size) as a :class:`TensorSSA`; a shared- or
-    global-memory tensor is read by one copy into registers, with the widest vectors its layout and alignment allow."""
+def load_tensor(tensor: Any, copy: Callable[[Any, Any], None] | None = None) -> TensorSSA:
+    """Every element of ``tensor`` (registers or memory, static size) as a :class:`TensorSSA`; with ``copy`` (the
+    kernel's ``cute.copy``), a shared- or global-memory tensor is read by one copy into registers, with the widest
+    vectors its layout and alignment allow."""
     n = _size(tensor, "Tensor.load()")
-    if _in_memory(tensor):
-        from ..builtins.copy import copy
-
+    if copy is not None and _in_memory(tensor):
         frag = _staging(tensor)
         copy(tensor, frag)
         tensor = frag
     return TensorSSA([tensor[i] for i in range(n)], tensor.shape, tensor.element_type)
 
 
-def store_tensor(tensor: Any, value: Any) -> None:
-    """Write ``value`` (a TensorSSA of the tensor's size, or a scalar for every element) into ``tensor``; into
-    shared or global memory with one vectorised copy from registers."""
+def store_tensor(tensor: Any, value: Any, copy: Callable[[Any, Any], None] | None = None) -> None:
+    """Write ``value`` (a TensorSSA of the tensor's size, or a scalar for every element) into ``tensor``; with
+    ``copy``, into shared or global memory by one vectorised copy from registers."""
     n = _size(tensor, "Tensor.store()")
     if isinstance(value, TensorSSA):
         if len(value.elements) != n:
@@ -207,12 +206,10 @@ def store_tensor(tensor: Any, value: Any) -> None:
         raise TraceError(f"Tensor.store takes a TensorSSA or a number, got {short_repr(value)}")
     else:
         values = [value] * n
-    target = _staging(tensor) if _in_memory(tensor) else tensor
+    target = _staging(tensor) if copy is not None and _in_memory(tensor) else tensor
     for i, e in enumerate(values):
         target[i] = e
     if target is not tensor:
-        from ..builtins.copy import copy
-
         copy(target, tensor)
 
 
