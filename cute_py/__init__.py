@@ -26,7 +26,6 @@ from .tensor.dtypes import (BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16
                             Int64, TFloat32, Uint8, Uint16, Uint32, Uint64)
 from .core.parse import parse_int_tuple, parse_layout, parse_swizzle
 from .core.recast import downcast, recast_exactness, recast_layout, upcast, upcast_exactness
-from .nvgpu.copy_ops import ReductionOp
 from .nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
 from .core.swizzle import Swizzle, is_swizzle, make_swizzle
 from .tensor.pointer import AddressSpace, Pointer, make_ptr
@@ -59,6 +58,7 @@ _LAZY = {
     "make_fragment": ("compiler", "make_fragment"),
     "make_rmem_tensor": ("compiler", "make_rmem_tensor"),
     "where": ("compiler.frontend.tensor_ssa", "where"),
+    "ReductionOp": ("compiler.frontend.tensor_ssa", "ReductionOp"),
     "max": ("compiler.frontend.tensor_ssa", "maximum"),
     "min": ("compiler.frontend.tensor_ssa", "minimum"),
     "TensorSSA": ("compiler.frontend.tensor_ssa", "TensorSSA"),
@@ -223,7 +223,6 @@ __all__ = [
     "slice_",
     "slice_and_offset",
     "SmemLayoutAtomKind",
-    "ReductionOp",
     "SmemPtrFlag",
     "StaticValueRequired",
     "suffix_product",

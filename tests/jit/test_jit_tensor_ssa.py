@@ -178,3 +178,10 @@ def test_load_and_store_of_memory_tensors_move_whole_vectors():
 
     c = _compile(strided, ("Float32", (4, 2)), ("Float32", (4,)))
     assert c.ptx.count("ld.global.v4") == 0 and c.ptx.count("st.global.v4.b32") == 1
+
+
+def test_cute_reduction_op_is_the_dsls_tensor_reduction_not_the_tma_kinds():
+    from cute_py.nvgpu import cpasync
+
+    assert [m.name for m in cute.ReductionOp] == ["ADD", "MUL", "MAX", "MIN"]
+    assert cute.ReductionOp is not cpasync.ReductionOp and "INC" in cpasync.ReductionOp.__members__

@@ -12,6 +12,7 @@ promotion rules; a Python number or traced scalar broadcasts; two TensorSSA must
 from __future__ import annotations
 
 import builtins
+import enum
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from ...errors import TraceError
 from ...tensor.dtypes import DType, dtype_of
 from .values import as_type, binary, minmax, operand_dtype, select
 
-__all__ = ["TensorSSA", "load_tensor", "store_tensor", "where", "maximum", "minimum"]
+__all__ = ["TensorSSA", "ReductionOp", "load_tensor", "store_tensor", "where", "maximum", "minimum"]
 
 _OPS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
         "lt", "le", "gt", "ge", "eq", "ne")
@@ -135,6 +136,16 @@ def _kept_modes(profile: Any, shape: Any) -> list[bool]:
         return [k for p, s in zip(profile, shape) for k in _kept_modes(p, s)]
     n = len(flatten(shape)) if type(shape) is tuple else 1
     return [profile is None] * n
+
+
+class ReductionOp(enum.Enum):
+    """The CuTe DSL's ``cute.ReductionOp``: how ``TensorSSA.reduce`` folds (the TMA reduction kinds are
+    ``cpasync.ReductionOp``, another enum, as in the DSL)."""
+
+    ADD = "add"
+    MUL = "mul"
+    MAX = "max"
+    MIN = "min"
 
 
 def _reduction(op: Any) -> Callable[[Any, Any], Any]:
