@@ -99,7 +99,7 @@ class KernelBuilder:
         self.gmem_bases = []  # (tag, byte span, param value) of tensor arguments
         self.smem_region = None
         self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
-        self.write_logs = []  # register-fragment writes of the open run-time constructs (see flow.note_write)
+        self.write_logs = []  # register-fragment writes of the open run-time constructs (see carry.note_write)
         self.loop_frames = []  # the loops being traced (see flow)
 
     def descriptor_of(self, atom: TmaCopyAtom) -> Any:

@@ -284,7 +284,7 @@ class RegisterEngine(ArrayEngine):
     def write(self, i: int, v: Any) -> None:
         at = self._element(i)
         if current().write_logs:  # inside run-time control flow: the element becomes a carried value
-            from .flow import note_write
+            from .carry import note_write
 
             note_write(self.array, at, self.dtype)
         self.array[at] = v

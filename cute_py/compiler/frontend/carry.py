@@ -1,0 +1,365 @@
+"""Values carried out of a kernel's run-time control flow (see ``flow``): what each path ends with, and one type.
+
+A carried variable's value is flattened into a static structure and number leaves (``flatten_value``): tuples and
+lists by their items, objects with the DSL's ``__extract_mlir_values__``/``__new_from_mlir_values__`` by their
+values, any other Python object as a static part that every path must share (``same_tree``). A leaf that the paths
+agree on statically stays static; one that differs becomes a block argument of one type (``leaf_type``: a Python
+number adopts the traced type of another path if it converts exactly; two Python numbers become ``Int32``/``Int64``,
+``Float32`` or ``Boolean``, as the DSL types them). A path's end (``Path``) captures its leaves' MLIR values while
+their scope is open. Register-fragment elements written inside a construct are logged (``note_write``) and carried
+the same way. ``Jump`` is how a ``break``, ``continue`` or ``return`` leaves a branch or loop body.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ...errors import TraceError
+from ...tensor.dtypes import Boolean, Float32, Int32, Int64, Scalar
+from .builder import current
+from .values import TracedBool, TracedFloat, TracedInt, as_type, as_value, wrap
+
+if TYPE_CHECKING:
+    from ...tensor.dtypes import DType
+
+__all__ = ["UNBOUND", "Jump", "is_jump", "condition", "is_run_time", "TRACED", "note_write", "write_logged",
+           "flatten_value", "unflatten_value", "same_tree", "describe", "describe_tree", "Captured", "Fixed",
+           "leaf_dtype", "capture", "python_dtype", "fits", "leaf_type", "fragment_type", "materialize", "rebuilt",
+           "mlir_type", "copies", "Path", "check_trees", "terminate_dead", "route_return", "leaf_owner",
+           "count_leaves"]
+
+TRACED = (TracedInt, TracedFloat, TracedBool)
+
+
+class _Unbound:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<unbound>"
+
+
+UNBOUND = _Unbound()
+
+
+class Jump:
+    """A ``break``/``continue`` (``value``: the loop's carried values), a ``return`` (``value``: what it returns;
+    ``kernel``: whether it leaves a kernel), or ``dead`` (every path ended in a jump)."""
+
+    __slots__ = ("kind", "value", "kernel")
+
+    def __init__(self, kind: str, value: Any = None, kernel: bool = True) -> None:
+        self.kind, self.value, self.kernel = kind, value, kernel
+
+    def __repr__(self):
+        return f"Jump({self.kind})"
+
+
+def is_jump(r: Any) -> bool:
+    return type(r) is Jump
+
+
+# -- conditions --------------------------------------------------------------------------------------
+
+
+def condition(c: Any) -> Any:
+    """A ``TracedBool`` for a run-time condition, else Python's truth value of ``c``."""
+    if isinstance(c, TracedBool):
+        return c
+    if isinstance(c, (TracedInt, TracedFloat)):
+        return c != 0
+    if isinstance(c, Scalar):
+        return bool(c.value)
+    return bool(c)
+
+
+def is_run_time(v: Any) -> bool:
+    return isinstance(v, TRACED)
+
+
+# -- register fragments -------------------------------------------------------------------------
+
+
+def note_write(array: Any, at: int, dtype: Any) -> None:
+    """Before element ``at`` of a register fragment's ``array`` is written: log its old value in every open
+    run-time construct (the first write of each construct keeps the value from before it)."""
+    b = current()
+    for log in b.write_logs:
+        key = (id(array), at)
+        if key not in log:
+            log[key] = (array, at, array[at], dtype)
+
+
+def write_logged(key_entry: tuple[Any, int, Any, Any], value: Any) -> None:
+    array, at, _, dtype = key_entry
+    note_write(array, at, dtype)
+    array[at] = value
+
+
+# -- carried values: trees of leaves ----------------------------------------------------------------
+
+
+def _is_leaf(v):
+    return isinstance(v, TRACED) or type(v) in (int, float, bool)
+
+
+def flatten_value(v: Any, leaves: list[Any]) -> Any:
+    """The static structure of ``v``; its number leaves (traced or Python) are appended to ``leaves``."""
+    if _is_leaf(v):
+        leaves.append(v)
+        return "leaf"
+    if type(v) in (tuple, list):
+        return (type(v), tuple(flatten_value(e, leaves) for e in v))
+    t = type(v)
+    if hasattr(t, "__extract_mlir_values__") and hasattr(t, "__new_from_mlir_values__"):
+        values = list(v.__extract_mlir_values__())
+        leaves.extend(values)
+        return ("object", v, len(values))
+    return ("static", v)
+
+
+def unflatten_value(tree: Any, leaves: Iterator[Any]) -> Any:
+    if tree == "leaf":
+        return next(leaves)
+    if tree[0] == "static":
+        return tree[1]
+    if tree[0] == "object":
+        return tree[1].__new_from_mlir_values__([next(leaves) for _ in builtins.range(tree[2])])
+    return tree[0](unflatten_value(t, leaves) for t in tree[1])
+
+
+_VALUE_TYPES = (str, bytes, type(None), complex)
+
+
+def _same_static(a, b):
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, _VALUE_TYPES):
+        return a == b
+    from ...core.layout import Layout
+    from ...core.composed import ComposedLayout
+    from ...core.swizzle import Swizzle
+
+    if isinstance(a, (Layout, ComposedLayout, Swizzle)):
+        try:
+            return (a == b) is True
+        except Exception:
+            return False
+    return False
+
+
+def same_tree(a: Any, b: Any) -> bool:
+    if a == "leaf" or b == "leaf":
+        return a == b
+    if a[0] == "static" or b[0] == "static":
+        return a[0] == b[0] and _same_static(a[1], b[1])
+    if a[0] == "object":
+        return b[0] == "object" and type(a[1]) is type(b[1]) and a[2] == b[2]
+    return a[0] is b[0] and len(a[1]) == len(b[1]) and all(same_tree(x, y) for x, y in zip(a[1], b[1]))
+
+
+def describe(v: Any) -> str:
+    if v is UNBOUND:
+        return "not bound"
+    if isinstance(v, TRACED):
+        return f"a run-time {v.dtype.name if hasattr(v, 'dtype') else 'Boolean'}"
+    text = repr(v)
+    return f"{type(v).__name__} {text if len(text) < 60 else text[:57] + '...'}"
+
+
+class Captured:
+    """A traced leaf at the end of a path, captured while its scope was open: its MLIR value, type, sign fact."""
+
+    __slots__ = ("ir", "dtype", "nonneg")
+
+    def __init__(self, v: Any) -> None:
+        self.ir = v.ir
+        self.dtype = leaf_dtype(v)
+        self.nonneg = bool(getattr(v, "nonneg", False))
+
+
+def leaf_dtype(v: Any) -> DType:
+    return Boolean if isinstance(v, TracedBool) else v.dtype
+
+
+def capture(v: Any) -> Any:
+    return Captured(v) if isinstance(v, TRACED) else v
+
+
+def python_dtype(vs: list[Any]) -> DType | None:
+    """The type Python numbers take when they must become a run-time value (``None``: not numbers)."""
+    if all(type(v) is bool for v in vs):
+        return Boolean
+    if all(type(v) in (int, bool) for v in vs):
+        if all(-(1 << 31) <= v < 1 << 31 for v in vs):
+            return Int32
+        if all(-(1 << 63) <= v < 1 << 63 for v in vs):
+            return Int64
+        return None
+    if all(type(v) in (int, float, bool) for v in vs):
+        return Float32
+    return None
+
+
+def fits(v: int | float | bool, dtype: DType) -> bool:
+    """Whether the Python number ``v`` converts exactly to ``dtype``."""
+    if dtype is Boolean:
+        return type(v) is bool
+    if type(v) is float:
+        return dtype.is_float
+    if dtype.is_float:
+        return True
+    lo, hi = ((-(1 << (dtype.width - 1)), 1 << (dtype.width - 1)) if dtype.signed else (0, 1 << dtype.width))
+    return lo <= int(v) < hi
+
+
+def leaf_type(values: list[Any], what: str) -> DType | None:
+    """``None`` when the Python ``values`` agree (the leaf stays static), else the leaf's run-time type."""
+    traced = [v for v in values if isinstance(v, Captured)]
+    if not traced:
+        first = values[0]
+        if all(type(v) is type(first) and v == first for v in values):
+            return None
+        d = python_dtype(values)
+        if d is None:
+            raise TraceError(f"{what}: the values {', '.join(map(repr, values))} cannot share one run-time type")
+        return d
+    dtypes = list(dict.fromkeys(v.dtype for v in traced))
+    if len(dtypes) > 1:
+        raise TraceError(f"{what} is a {dtypes[0].name} on one path and a {dtypes[1].name} on another: a value "
+                         f"carried out of run-time control flow keeps one type (convert it with .to(...))")
+    d = dtypes[0]
+    for v in values:
+        if not isinstance(v, Captured) and not fits(v, d):
+            raise TraceError(f"{what} is a run-time {d.name} on one path and the Python {type(v).__name__} {v!r} "
+                             f"on another, which does not convert exactly to {d.name}")
+    return d
+
+
+def materialize(b: Any, v: Any, dtype: DType) -> Any:
+    """The MLIR value of the captured leaf ``v`` as ``dtype``, built at the end of the current block."""
+    if isinstance(v, Captured):
+        return v.ir
+    if dtype is Boolean:
+        return as_value(int(v), 1)
+    return as_type(v, dtype).ir
+
+
+def rebuilt(value: Any, dtype: DType, nonneg: bool = False) -> Any:
+    if dtype in (Int32, Int64):
+        return TracedInt(value, dtype.width, nonneg)
+    return wrap(value, dtype)
+
+
+def mlir_type(dtype: DType) -> Any:
+    from . import numeric
+
+    return current().int_type(1) if dtype is Boolean else numeric.register_type(dtype)
+
+
+def copies(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Fresh copies of carried objects rebuilt from their values (each path mutates its own); others as they are."""
+    out = []
+    for v in values:
+        leaves = []
+        tree = flatten_value(v, leaves)
+        out.append(unflatten_value(tree, iter(leaves)) if _has_object(tree) else v)
+    return tuple(out)
+
+
+def _has_object(tree):
+    if tree == "leaf" or tree[0] == "static":
+        return False
+    if tree[0] == "object":
+        return True
+    return any(_has_object(t) for t in tree[1])
+
+
+class Path:
+    """Where a path of run-time control flow ends: its block (no terminator yet), its values (flattened and
+    captured), and the values of the logged fragment elements."""
+
+    def __init__(self, b: Any, values: tuple[Any, ...], log: dict[Any, Any]) -> None:
+        self.block = b.block
+        self.trees, leaves = [], []
+        for v in values:
+            self.trees.append(flatten_value(v, leaves))
+        self.leaves = [capture(v) for v in leaves]
+        self.fragments = {k: capture(e[0][e[1]]) for k, e in log.items()}
+
+
+def check_trees(paths: list[Path], names: tuple[str, ...], where: tuple[str, int]) -> None:
+    for j, name in enumerate(names):
+        trees = [p.trees[j] for p in paths]
+        for t in trees[1:]:
+            if not same_tree(trees[0], t):
+                kinds = [describe_tree(x) for x in (trees[0], t)]
+                if "not bound" in kinds:
+                    raise TraceError(f"{name} is bound on one path of the run-time if and not on the other, and it "
+                                     f"is used after the if: assign it before the if (a number of the type it will "
+                                     f"have)", where=where)
+                raise TraceError(f"{name} is {kinds[0]} on one path of the run-time if and {kinds[1]} on the other: "
+                                 f"a variable carried out of run-time control flow has the same kind of value on "
+                                 f"every path (numbers, one type after conversion; the same Python object)",
+                                 where=where)
+
+
+def terminate_dead(b: Any) -> None:
+    with b.at_end():
+        b.mlir.llvm.UnreachableOp()
+
+
+def route_return(b: Any, r: Jump, where: tuple[str, int]) -> None:
+    if r.value is not None or not r.kernel:
+        raise TraceError("`return` under a run-time condition: only a kernel can return there, and it returns "
+                         "nothing; assign the value to a variable and return it after the if", where=where)
+    with b.at_end():
+        b.mlir.llvm.ReturnOp()
+
+
+def fragment_type(values: list[Any], dtype: DType | None, at: int) -> DType | None:
+    """The run-time type of a register-fragment element with ``values`` on the paths (``None``: static)."""
+    t = leaf_type(values, f"register fragment element {at}")
+    if t is None or any(isinstance(v, Captured) for v in values):
+        return t
+    return dtype if dtype is not None and all(fits(v, dtype) for v in values) else t
+
+
+def count_leaves(tree: Any) -> int:
+    if tree == "leaf":
+        return 1
+    if tree[0] == "static":
+        return 0
+    if tree[0] == "object":
+        return tree[2]
+    return sum(count_leaves(t) for t in tree[1])
+
+
+def describe_tree(tree: Any) -> str:
+    if tree == "leaf":
+        return "a number"
+    if tree[0] == "static":
+        return describe(tree[1])
+    if tree[0] == "object":
+        return f"a {type(tree[1]).__name__}"
+    return f"a {tree[0].__name__} of {len(tree[1])}"
+
+
+class Fixed(Captured):
+    """A stand-in for a leaf of known type (for checking a value against it)."""
+
+    def __init__(self, dtype: DType) -> None:  # noqa: super().__init__ takes a traced value
+        self.ir, self.dtype, self.nonneg = None, dtype, False
+
+
+def leaf_owner(trees: list[Any], names: tuple[str, ...], j: int) -> str:
+    count = 0
+    for name, tree in zip(names, trees):
+        n = count_leaves(tree)
+        if j < count + n:
+            return name
+        count += n
+    return "a carried variable"
