@@ -4,7 +4,6 @@ compute, thread by thread for 64 run-time inputs, the values the same source com
 appends what it reports to its row of a poisoned output, and every element of the output is checked (the reported
 values, then the untouched poison). The PTX is built and assembled first, everywhere."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "jit"))
 
 import cute_py as cute  # noqa: E402
 from cute_py.compiler import DeviceArraySpec  # noqa: E402
-from _random_programs import make, run_python  # noqa: E402
+from _random_programs import load_module, make, run_python  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -50,16 +49,8 @@ def device_source(source):
 
 def _load(tmp_path, seed):
     source = make(seed)
-    path = tmp_path / f"random_device_kernel_{seed}.py"
-    path.write_text(device_source(source))
-    name = f"_random_device_kernel_{seed}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
+    module = load_module(tmp_path / f"random_device_kernel_{seed}.py", device_source(source),
+                         f"_random_device_kernel_{seed}")
     return source, module.host
 
 

@@ -10,7 +10,9 @@ so does :func:`run_python`, which runs the same source with ``cute``/``arch`` st
 Every assignment keeps values in 12 bits, so 32-bit arithmetic and Python's agree.
 """
 
+import importlib.util
 import random
+import sys
 import types
 
 VARS = ("a", "b", "c", "s")
@@ -173,3 +175,16 @@ def run_python(source, n):
 
 def make(seed):
     return program(random.Random(seed))
+
+
+def load_module(path, source, name):
+    """The module ``name`` made of ``source``, written to ``path`` first (kernels need their source in a file)."""
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module

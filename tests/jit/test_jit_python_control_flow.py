@@ -350,3 +350,27 @@ def test_a_loop_body_is_traced_again_only_while_its_carries_grow():
 
     assert _run(k, 4) == [[1 + 1 + 2 + 3 + 4]]
     assert 2 <= len(traced) <= 3
+
+
+def test_range_bounds_take_numpy_integers_refuse_floats_and_widen_past_32_bits():
+    import numpy as np
+
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        s = 0
+        for i in range(np.int64(1), np.int32(4)):
+            s += i
+        arch.mbarrier_init(bar, s + n)
+        big = (1 << 31) + 5  # an index past Int32: the loop counts in 64 bits
+        for j in range(big, big + 2):
+            arch.mbarrier_init(bar, (j - big + 10).to(cute.Int32))
+
+    assert _run(k, 1) == [[7, 10, 11]]
+
+    @cute.kernel
+    def bad(n):
+        for i in range(2.0):  # @float-range
+            pass
+
+    assert f":{line_of('@float-range')}: range takes integers" in _error(bad)

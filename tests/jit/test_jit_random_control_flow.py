@@ -2,30 +2,17 @@
 ``break``, ``continue``, ``return``, ``and``/``or``/``not`` and register-fragment writes computes what the same
 source computes as ordinary Python, for every run-time input tried (the traced MLIR run by an interpreter)."""
 
-import importlib.util
-import sys
-
 from hypothesis import given, settings, strategies as st
 
 from _control_flow_helpers import compile_kernel, run_kernel
-from _random_programs import make, run_python
+from _random_programs import load_module, make, run_python
 
 import cute_py as cute
 
 
 def _load(tmp_path, seed):
     source = make(seed)
-    path = tmp_path / f"random_kernel_{seed}.py"
-    path.write_text(source)
-    name = f"_random_kernel_{seed}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
-    return source, module.kernel
+    return source, load_module(tmp_path / f"random_kernel_{seed}.py", source, f"_random_kernel_{seed}").kernel
 
 
 @settings(deadline=None)

@@ -14,6 +14,7 @@ carried values of that point; the loop variable of a run-time loop is not define
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -123,6 +124,7 @@ def _range_loop(func, args, kwargs, body_fn, values, names, else_fn, targets, wh
                          f"unroll=, unroll_full=)", where=where)
     if not 1 <= len(args) <= 3:
         raise TraceError(f"range takes 1 to 3 arguments, got {len(args)}", where=where)
+    args = tuple(_bound(a, where) for a in args)
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
     loop = control.range(start, stop, step, unroll=unroll, unroll_full=unroll_full)
     start, stop, step, unroll = loop.bounds()
@@ -143,6 +145,22 @@ def _range_loop(func, args, kwargs, body_fn, values, names, else_fn, targets, wh
         if not static_bounds or len(builtins.range(start, stop, step)) > MAX_UNROLL:
             raise e.error from None
         return _static_loop(builtins.range(start, stop, step), body_fn, e.values, None, extras)
+
+
+def _bound(v, where):
+    """A bound of ``range``: a traced integer, or a Python integer (numpy's too, as Python's range takes them)."""
+    if isinstance(v, TracedInt) or type(v) is int:
+        return v
+    if isinstance(v, TRACED) or isinstance(v, float) or not hasattr(type(v), "__index__"):
+        raise TraceError(f"range takes integers (Python ints or traced integers), got {v!r}", where=where)
+    return operator.index(v)
+
+
+def _width(v):
+    """The width of a loop index reaching the static bound ``v`` (64 bits past the 32-bit range)."""
+    if type(v) is int:
+        return 32 if -(1 << 31) <= v < (1 << 31) else 64
+    return v.width
 
 
 def _rethrow(loop):
@@ -229,7 +247,7 @@ class _Loop:
         types = [mlir_type(t) for t in self._arg_types()]
         if kind == "range":
             _, start, stop, step, unroll = self.head
-            width = max(getattr(start, "width", 32), getattr(stop, "width", 32))
+            width = max(_width(start), _width(stop))
             iv_types = [b.int_type(width)]
         else:
             iv_types = []
