@@ -23,7 +23,8 @@ LAYERS = [
     ("viz", ("cute_py.viz",)),
     ("testing", ("cute_py.testing",)),
     ("compiler", ("cute_py.compiler",)),
-    ("facade", ("cute_py", "cute_py.__main__", "cute_py.arch", "cute_py.runtime", "cute_py.demo")),
+    ("facade", ("cute_py", "cute_py.__main__", "cute_py.arch", "cute_py.runtime", "cute_py.demo", "cute_py.pipeline",
+                 "cute_py.utils", "cute_py.torch")),
     ("examples", ("examples",)),
     ("mlir_dialects", ("mlir_dialects",)),
 ]

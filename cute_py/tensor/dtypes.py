@@ -65,6 +65,11 @@ class DType:
         return self.width / 8 if self.width % 8 else self.width // 8
 
     @property
+    def short_name(self) -> str:
+        """The MLIR spelling of the type (``f32``, ``bf16``, ``i8``, ``ui16``, ``i1``, ``f8E4M3FN``)."""
+        return _SHORT[self.name]
+
+    @property
     def is_float(self) -> bool:
         return self.kind == "float"
 
@@ -176,6 +181,9 @@ ALL_DTYPES = (
     Float16, BFloat16, TFloat32, Float32, Float64, Float8E4M3FN, Float8E5M2,
 )
 _BY_NAME = {t.name: t for t in ALL_DTYPES}
+_SHORT = {"Boolean": "i1", "Int8": "i8", "Int16": "i16", "Int32": "i32", "Int64": "i64", "Uint8": "ui8",
+          "Uint16": "ui16", "Uint32": "ui32", "Uint64": "ui64", "Float16": "f16", "BFloat16": "bf16", "TFloat32": "tf32",
+          "Float32": "f32", "Float64": "f64", "Float8E4M3FN": "f8E4M3FN", "Float8E5M2": "f8E5M2"}
 
 
 def dtype_of(x: DType | str | Any) -> DType:

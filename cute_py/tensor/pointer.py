@@ -45,9 +45,13 @@ class Pointer:
 
     ``peer`` is, for a ``dsmem`` pointer (``arch.map_dsmem_ptr``), the rank in the cluster of the CTA whose
     shared memory it addresses (at this CTA's offsets); ``None`` otherwise.
+
+    ``owner`` is the object that owns the memory at ``address`` (the array a pointer of
+    :func:`cute_py.runtime.from_dlpack` points into), kept alive by the pointer and every pointer derived from
+    it; ``None`` when nothing is owned.
     """
 
-    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard", "peer")
+    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard", "peer", "owner")
 
     def __init__(self, dtype: DType | str | Any, memspace: AddressSpace = AddressSpace.gmem,
                  alignment: int | None = None, address: int | None = None, offset: Int = 0,
@@ -77,13 +81,19 @@ class Pointer:
             base = address - offset * dtype.width // 8
         for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
                         ("address", address), ("offset", offset), ("base", base), ("store_guard", None),
-                        ("peer", None)):
+                        ("peer", None), ("owner", None)):
             object.__setattr__(self, name, v)
 
     def guarded(self, reason: str) -> Pointer:
         """This pointer, refusing stores for ``reason`` (see the class)."""
         p = _with(self, self.alignment, self.address, self.offset)
         object.__setattr__(p, "store_guard", reason)
+        return p
+
+    def owned_by(self, owner: object) -> Pointer:
+        """This pointer, keeping ``owner`` (the object that owns its memory) alive (see the class)."""
+        p = _with(self, self.alignment, self.address, self.offset)
+        object.__setattr__(p, "owner", owner)
         return p
 
     def at_peer(self, rank: Int) -> Pointer:
@@ -150,7 +160,7 @@ def _with(ptr, align, address, offset):
     p = object.__new__(Pointer)
     for name, v in (("dtype", ptr.dtype), ("memspace", ptr.memspace), ("alignment", align),
                     ("address", address), ("offset", offset), ("base", ptr.base), ("store_guard", ptr.store_guard),
-                    ("peer", ptr.peer)):
+                    ("peer", ptr.peer), ("owner", ptr.owner)):
         object.__setattr__(p, name, v)
     return p
 

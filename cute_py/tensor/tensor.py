@@ -193,6 +193,18 @@ class Tensor:
     def __len__(self) -> int:
         return len(self.layout)
 
+    @property
+    def type(self) -> str:
+        """The tensor's type as text, as the DSL's ``tensor.type`` prints it: element type, memory, alignment and
+        layout (``memref<f32, gmem, align<16>, (8,5):(5,1)>``), or ``coord_tensor<origin o layout>``."""
+        e = self.engine
+        if isinstance(e, CoordEngine):
+            return f"coord_tensor<{fmt(e.origin)} o {self.layout}>"
+        space = "host" if isinstance(e, ArrayEngine) else ("gmem" if e.memspace is AddressSpace.gmem else
+                                                           e.memspace.name)
+        align = f", align<{e.alignment}>" if isinstance(e, Pointer) else ""
+        return f"memref<{e.dtype.short_name}, {space}{align}, {self.layout}>"
+
     def __repr__(self):
         return f"tensor<{self.engine!r} o {self.layout}>"
 
@@ -339,6 +351,12 @@ def make_tensor(storage: Pointer | ArrayEngine | CoordEngine | np.ndarray,
     """
     if type(layout) is not Layout and not (hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer")):
         layout = Layout(layout)
+    host = getattr(storage, "owner", None) if isinstance(storage, Pointer) else None
+    if hasattr(host, "__cute_host_view__") and type(layout) is Layout and device.active() is None:
+        n = cosize(layout)  # a pointer to raw host memory: a view of the elements the layout reaches
+        if type(n) is not int:
+            raise StaticValueRequired(f"a tensor over host memory needs a static layout, got {layout}")
+        return Tensor(host.__cute_host_view__(storage, n), layout)
     if isinstance(storage, (Pointer, ArrayEngine, CoordEngine)):
         return Tensor(storage, layout)
     flags = getattr(storage, "flags", None)

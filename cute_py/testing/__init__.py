@@ -1,4 +1,5 @@
-"""Hypothesis strategies for property-testing layout algebra (needs ``hypothesis``).
+"""Testing helpers: hypothesis strategies for property-testing layout algebra (they need ``hypothesis`` and load
+on first use), and the CuTe DSL's ``benchmark`` / ``JitArguments`` for timing kernels (:mod:`.bench`).
 
 >>> from hypothesis import given
 >>> from cute_py.testing import composable_pairs
@@ -9,12 +10,28 @@
 ...     assert all(r(i) == a(b(i)) for i in range(cute_py.size(b)))
 """
 
+from .bench import JitArguments, benchmark
 from .runtime_int import RuntimeBool, RuntimeInt, value_of
-from .strategies import (arbitrary_layouts, arbitrary_tilers, compact_layouts, composable_pairs, composed_layouts,
-                         divisors, injective_layouts, int_tuples, layouts, layouts_with_degenerate_modes, profiles,
-                         shapes, strides, swizzles, tilers)
+
+_STRATEGIES = ("arbitrary_layouts", "arbitrary_tilers", "compact_layouts", "composable_pairs", "composed_layouts",
+               "divisors", "injective_layouts", "int_tuples", "layouts", "layouts_with_degenerate_modes", "profiles",
+               "shapes", "strides", "swizzles", "tilers")
+
+
+def __getattr__(name):
+    if name not in _STRATEGIES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import strategies
+
+    return getattr(strategies, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_STRATEGIES))
 
 __all__ = [
+    "JitArguments",
+    "benchmark",
     "RuntimeInt",
     "RuntimeBool",
     "value_of",

@@ -3,7 +3,8 @@
 Text (CuTe's ``print_layout`` style)::
 
     print_layout(layout)              # rows x columns of indices
-    print_tensor(tensor)              # a host tensor's values in the same grid
+    print_tensor(tensor)              # a tensor's pointer, layout and values, in the CuTe DSL's format
+    format_tensor(tensor)             # a host tensor's values in the print_layout grid
     print_layout_tv(layout_tv, tile)  # T{thread}V{value} per tile cell
 
 Pictures (:class:`Picture`: an SVG ``str`` with ``.save(path)``, shown by Jupyter)::
@@ -28,7 +29,8 @@ from ._svg import PALETTE, Picture, bank_color, thread_color
 from .banks import bank_summary, smem_banks_svg
 from .pictures import layout_svg, tiled_copy_svg, tv_svg
 from .readings import swizzle_readings, swizzle_readings_svg
-from .text import format_layout, format_layout_tv, format_tensor, print_layout, print_layout_tv, print_tensor
+from .tensor_print import format_tensor_values, print_tensor
+from .text import format_layout, format_layout_tv, format_tensor, print_layout, print_layout_tv
 from .tma import tma_boxes, tma_svg
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "format_layout",
     "format_layout_tv",
     "format_tensor",
+    "format_tensor_values",
     "print_layout",
     "print_layout_tv",
     "print_tensor",

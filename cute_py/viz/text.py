@@ -35,7 +35,6 @@ __all__ = [
     "format_layout",
     "print_layout",
     "format_tensor",
-    "print_tensor",
     "format_layout_tv",
     "print_layout_tv",
     "format_table",
@@ -88,11 +87,6 @@ def format_tensor(tensor: Tensor) -> str:
         )
     grid = grid_of(tensor, "print_tensor")
     return _grid_text(grid, str(tensor))
-
-
-def print_tensor(tensor: Tensor, file: TextIO | None = None) -> None:
-    """Print a host tensor's values in the :func:`print_layout` grid (``tensor<engine o layout>`` first)."""
-    print(format_tensor(tensor), file=file if file is not None else sys.stdout)
 
 
 def tv_label(t, v):

@@ -75,11 +75,9 @@ def test_a_swizzled_layout_table_shows_the_swizzled_offsets():
     assert rows[1][0] == "72"  # S<3,3,3>: row 1 starts at 64 ^ (1 << 3)
 
 
-def test_print_tensor_shows_a_host_tensors_values_in_the_same_grid():
+def test_format_tensor_shows_a_host_tensors_values_in_the_same_grid():
     t = cute.make_tensor(np.arange(12, dtype=np.float32) / 2, cute.Layout((3, 4), (4, 1)))
-    out = io.StringIO()
-    cute.print_tensor(t, file=out)
-    text = out.getvalue()
+    text = viz.format_tensor(t)
     assert text.splitlines()[0] == str(t)
     assert _rows(text) == [["0", "0.5", "1", "1.5"], ["2", "2.5", "3", "3.5"], ["4", "4.5", "5", "5.5"]]
 

@@ -1,0 +1,19 @@
+"""``cute_py.utils``: the helpers of the CuTe DSL's ``cutlass.utils`` that kernels use — the shared-memory
+allocator, the layout enum of a GEMM operand and the Hopper shared-memory layout helpers.  Each loads on
+first use."""
+
+# name -> submodule of cute_py.utils that defines it
+_LAZY = {}
+
+
+def __getattr__(name):
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{where}", __name__), name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
