@@ -75,9 +75,16 @@ def _is_torch(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
+def _dlpack_tensor(x):
+    """True for a tensor of ``runtime.from_dlpack`` over device memory (a gmem pointer that owns its array)."""
+    return type(x) is Tensor and isinstance(x.engine, Pointer) and x.engine.owner is not None \
+        and x.engine.memspace is AddressSpace.gmem
+
+
 def is_device_array(x: object) -> bool:
     """True for an array the JIT can pass to a kernel."""
-    return isinstance(x, DeviceArraySpec) or _is_torch(x) or hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__")
+    return isinstance(x, DeviceArraySpec) or _is_torch(x) or hasattr(x, "__cuda_array_interface__") or \
+        hasattr(x, "__dlpack__") or _dlpack_tensor(x)
 
 
 def _align(ptr):
@@ -88,6 +95,14 @@ def array_spec(x: Any) -> tuple[ArraySpec, int]:
     """``(ArraySpec, device pointer)`` of a device array; ``ArgumentError`` for host memory or odd types."""
     if isinstance(x, DeviceArraySpec):
         return ArraySpec((x.dtype.name, x.shape, x.strides, _align(x.address))), x.address
+    if _dlpack_tensor(x):
+        layout, ptr = x.layout, x.engine.address
+        shape, strides = layout.shape, layout.stride
+        if type(shape) is int:
+            shape, strides = (shape,), (strides,)
+        if not all(type(v) is int for v in shape + strides):
+            raise ArgumentError(f"a tensor passed to a kernel needs a flat static layout, got {layout}")
+        return ArraySpec((x.engine.dtype.name, shape, strides, _align(ptr))), ptr
     if _is_torch(x):
         if not x.is_cuda:
             raise ArgumentError(f"a torch tensor passed to a kernel must be on a CUDA device, got device {x.device}")
@@ -123,6 +138,8 @@ def device_pointer(x: Any) -> int:
     """The device address of a device array (fast path for torch and cupy)."""
     if _is_torch(x):
         return x.data_ptr()
+    if _dlpack_tensor(x):
+        return x.engine.address
     data = getattr(x, "data", None)
     ptr = getattr(data, "ptr", None)
     if type(ptr) is int:
