@@ -13,6 +13,8 @@ compiler reach the kernel being traced only through it:
 - ``make_fragment_like(src, dtype)`` — a register tensor shaped like ``src`` (``cute.make_fragment_like`` in
   a kernel).
 - ``scalar(dtype, value)`` — ``cute.Int32(x)`` and the other numeric types called in a kernel.
+- ``load_tensor`` / ``store_tensor`` / ``print_tensor`` — ``tensor.load()``, ``tensor.store(v)`` and
+  ``cute.print_tensor(tensor)`` in a kernel.
 
 **The protocols.**  The algebra never imports the compiler nor the classes built above it; objects take part
 in its operations by defining these special attributes (``PROTOCOLS`` holds each one's contract, and a test
@@ -60,6 +62,10 @@ class DeviceContext:
 
     def store_tensor(self, tensor: Any, value: Any) -> None:
         """``tensor.store(value)``: write a register value (or a scalar, to every element) into ``tensor``."""
+        raise NotImplementedError
+
+    def print_tensor(self, tensor: Any, verbose: bool = False) -> None:
+        """``cute.print_tensor(tensor)`` in a kernel: print its layout and values from the device."""
         raise NotImplementedError
 
 

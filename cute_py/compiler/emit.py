@@ -104,6 +104,11 @@ class KernelContext(DeviceContext):
     def store_tensor(self, tensor: Tensor, value: Any) -> None:
         store_tensor(tensor, value, TENSOR_COPY.get("copy"))
 
+    def print_tensor(self, tensor: Tensor, verbose: bool = False) -> None:
+        from .builtins.printing import print_tensor
+
+        print_tensor(tensor, verbose)
+
 
 # -- descriptors -------------------------------------------------------------------------------------
 

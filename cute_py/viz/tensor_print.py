@@ -13,14 +13,15 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from .. import device
 from ..core.int_tuple import fmt, product_each
 from ..errors import CuteValueError
 from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import ArrayEngine, CoordEngine, Tensor
+from ..tensor.text import values_text
 
 __all__ = ["format_tensor_values", "print_tensor"]
 
-_INDENT = 7
 
 
 def _host_copy(tensor):
@@ -96,32 +97,6 @@ def _sizes(tensor):
     return tuple(product_each(s)) if isinstance(s, tuple) else (s,)
 
 
-def _nested(tensor, sizes):
-    """The numpy-style nesting of a rank >= 2 tensor's values."""
-    dtype = tensor.element_type
-    rank = len(sizes)
-    order = list(range(rank - 1, 1, -1))  # the outer levels: the last mode first
-
-    def row(fixed, i):
-        return "[" + ", ".join(_value(tensor[tuple([i, j] + fixed)], dtype) for j in range(sizes[1])) + ", ]"
-
-    def level(depth, fixed):
-        indent = " " * (_INDENT + depth + 1)
-        if depth == len(order):  # the matrix of modes 0 and 1
-            rows = [row(fixed, i) for i in range(sizes[0])]
-            return "[" + (",\n" + indent).join(rows) + "]"
-        mode = order[depth]
-        sep = ",\n" + "\n" * (len(order) - depth) + indent
-        parts = []
-        for k in range(sizes[mode]):
-            f = list(fixed)
-            f[mode - 2] = k
-            parts.append(level(depth + 1, f))
-        return "[" + sep.join(parts) + "]"
-
-    return " " * _INDENT + level(0, [0] * (rank - 2)) + ")"
-
-
 def format_tensor_values(tensor: Tensor, verbose: bool = False) -> str:
     """The text :func:`print_tensor` prints (see the module)."""
     if not isinstance(tensor, Tensor):
@@ -129,20 +104,15 @@ def format_tensor_values(tensor: Tensor, verbose: bool = False) -> str:
                              f"print_layout)")
     head = _header(tensor)
     t = _readable(tensor)
-    sizes = _sizes(t)
-    if verbose:
-        import itertools
-
-        dtype = t.element_type
-        lines = [f"\t{fmt(c)}={_value(t[c if len(c) > 1 else c[0]], dtype)}"
-                 for c in itertools.product(*(range(n) for n in sizes))]
-        return head + " (\n" + "\n".join(lines) + "\n)"
-    if len(sizes) == 1:
-        rows = [f"[{_value(t[i], t.element_type)}, ]" for i in range(sizes[0])]
-        return head + "\n" + " " * _INDENT + (",\n" + " " * _INDENT).join(rows) + ")"
-    return head + "\n" + _nested(t, sizes)
+    dtype = t.element_type
+    return head + values_text(_sizes(t), lambda c: _value(t[c if len(c) > 1 else c[0]], dtype), verbose)
 
 
 def print_tensor(tensor: Tensor, *, verbose: bool = False, file: TextIO | None = None) -> None:
-    """Print ``tensor``'s pointer, layout and values in the DSL's format (see the module)."""
+    """Print ``tensor``'s pointer, layout and values in the DSL's format (see the module); in a kernel, every
+    thread that runs it prints them from the device."""
+    ctx = device.active()
+    if ctx is not None:
+        ctx.print_tensor(tensor, verbose)
+        return
     print(format_tensor_values(tensor, verbose), file=file if file is not None else sys.stdout)

@@ -101,6 +101,33 @@ def test_printf_prints_run_time_values_from_the_device(capfd, assemble_ptx):
 
 
 @cute.kernel
+def tensor_printing_kernel(x):
+    i, _, _ = cute.arch.thread_idx()
+    frag = cute.make_rmem_tensor((2, 2), cute.Float32)
+    for k in cute.range_constexpr(4):
+        frag[k] = x[k] * 2.0
+    if i == 0:
+        cute.print_tensor(frag)
+
+
+@cute.jit
+def tensor_printing(x):
+    tensor_printing_kernel(x).launch(grid=1, block=32)
+
+
+def test_print_tensor_prints_a_fragment_from_the_device_in_the_dsls_text(capfd):
+    torch = hopper_torch()
+    x = torch.tensor([0.5, -1.25, 3.0, 0.0] + [0.0] * 28, device="cuda")
+    capfd.readouterr()
+    tensor_printing(x)
+    torch.cuda.synchronize()
+    assert capfd.readouterr().out.splitlines() == [
+        "tensor(raw_ptr(?: f32, rmem) o (2,2):(1,2), data=",
+        "       [[ 1.000000,  6.000000, ],",
+        "        [-2.500000,  0.000000, ]])"]
+
+
+@cute.kernel
 def bounded_copy_kernel(src, dst, n):
     tidx, _, _ = cute.arch.thread_idx()
     atom = cute.make_copy_atom(CopyUniversalOp(), src.element_type, 128)

@@ -69,3 +69,32 @@ def test_python_print_shows_run_time_values_as_a_question_mark(capsys):
 
     _compile(k, "Float32")
     assert capsys.readouterr().out == "value ? index ? size 32\n"
+
+
+@cute.kernel
+def tensor_printing_kernel(x):
+    i, _, _ = cute.arch.thread_idx()
+    frag = cute.make_rmem_tensor((2, 3), cute.Float32)
+    frag.fill(x[i])
+    cute.print_tensor(frag)
+    cute.print_tensor(cute.make_identity_tensor((2, 2)), verbose=True)
+
+
+def test_print_tensor_in_a_kernel_is_one_vprintf_in_the_dsls_text():
+    c = _compile(tensor_printing_kernel, "Float32")
+    formats = re.findall(r'format = "([^"]*)"', c.mlir)
+    assert formats[0] == ("tensor(raw_ptr(?: f32, rmem) o (2,3):(1,2), data=\\0A"
+                          "       [[% f, % f, % f, ],\\0A        [% f, % f, % f, ]])\\0A")
+    assert formats[1] == "tensor((2,2):(1@0,1@1), data= (\\0A\\09(0,0)=(0,0)\\0A\\09(0,1)=(0,1)\\0A" \
+                         "\\09(1,0)=(1,0)\\0A\\09(1,1)=(1,1)\\0A)\\0A"
+    assert c.ptx.count("call.uni (retval0), vprintf") == 2
+
+
+@cute.kernel
+def huge_print(x):
+    cute.print_tensor(cute.make_rmem_tensor((64, 65), cute.Float32))
+
+
+def test_print_tensor_in_a_kernel_refuses_more_than_4096_elements():
+    with pytest.raises(TraceError, match="at most 4096 elements"):
+        _compile(huge_print, "Float32")

@@ -18,11 +18,15 @@ from typing import Any
 import mlir_dialects as md
 
 from ...errors import TraceError
+from ...core.int_tuple import product_each
 from ...tensor.dtypes import Float64, Int64, Uint64
+from ...tensor.text import values_text
 from ..frontend.builder import current
 from ..frontend.values import TracedBool, TracedFloat, TracedInt
 
-__all__ = ["printf"]
+__all__ = ["printf", "print_tensor"]
+
+MAX_PRINTED = 4096  # elements one print_tensor may print from a kernel
 
 
 def _pieces(fmt: str) -> list[tuple[str, bool]]:
@@ -89,3 +93,45 @@ def printf(fmt: str, *args: Any) -> None:
     b = current()
     with b.at_end():
         md.printf("".join(c_format), values)
+
+
+def _cell(x: Any, values: list[Any]) -> str:
+    """The C format of one element of a tensor printed by ``print_tensor`` (its run-time values appended)."""
+    if isinstance(x, (tuple, list)):
+        return "(" + ",".join(_cell(e, values) for e in x) + ")"
+    if isinstance(x, TracedFloat):
+        b = current()
+        wide = x.to(Float64).ir
+        with b.at_end():
+            values.append(b.mlir.arith.BitcastOp(b.int_type(64), wide).result)
+        return "% f"
+    if isinstance(x, (TracedBool, TracedInt)):
+        parts: list[str] = []
+        _render(x, parts, values)
+        return " " + parts[0] if isinstance(x, TracedInt) else parts[0]
+    if isinstance(x, float):
+        return f"{x: f}"
+    return str(x).replace("%", "%%")
+
+
+def print_tensor(tensor: Any, verbose: bool = False) -> None:
+    """``cute.print_tensor`` in a kernel: every thread that runs it prints the tensor's layout and values, in the
+    DSL's text (see :mod:`cute_py.tensor.text`); the address is not printed (``?``)."""
+    shape = tensor.shape
+    sizes = tuple(product_each(shape)) if isinstance(shape, tuple) else (shape,)
+    n = 1
+    for s in sizes:
+        if type(s) is not int:
+            raise TraceError(f"print_tensor in a kernel needs a static shape, got {shape}")
+        n *= s
+    if n > MAX_PRINTED:
+        raise TraceError(f"print_tensor in a kernel prints at most {MAX_PRINTED} elements, the tensor has {n}")
+    e = tensor.iterator
+    dtype = tensor.element_type
+    head = (f"tensor(raw_ptr(?: {dtype.short_name}, {e.memspace.name}) o {tensor.layout}, data="
+            if dtype is not None else f"tensor({tensor.layout}, data=")
+    values: list[Any] = []
+    text = values_text(sizes, lambda c: _cell(tensor[c if len(c) > 1 else c[0]], values), verbose)
+    b = current()
+    with b.at_end():
+        md.printf(head.replace("%", "%%") + text + "\n", values)
