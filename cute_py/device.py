@@ -113,4 +113,7 @@ PROTOCOLS = {
                                "function that is not a layout (a Swizzle: ``f o 0 o layout``).",
     "__cute_transport__": "``f.__cute_transport__(layout)``: ``composition(layout, f)`` for such a function "
                           "(a Swizzle carried through the layout, checked exact).",
+    "__cute_host_view__": "``owner.__cute_host_view__(ptr, n)``: the ``n`` elements at ``ptr`` as a host array engine, "
+                          "for a pointer whose ``owner`` is raw host memory (``make_tensor`` over it is readable on "
+                          "the host).",
 }
