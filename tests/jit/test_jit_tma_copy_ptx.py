@@ -54,3 +54,19 @@ def test_tma_copy_mlir_carries_the_user_source_locations(fake):
     assert "tma_copy_kernel_0" in text
     assert "cute_nvgpu.tma_load" in text and "cute_nvgpu.tma_store" in text
     assert "!llvm.array<16 x i64>" in text and "nvvm.grid_constant" in text
+
+
+@pytest.mark.parametrize("typestr,swizzle,tile", CASES[:2])
+def test_each_tma_instruction_is_issued_by_one_elected_lane_of_the_lanes_running_it(filecheck, typestr, swizzle,
+                                                                                   tile):
+    # as in the CuTe DSL, a TMA copy run by a whole warp is issued once; electing among the active lanes (not all
+    # 32) keeps a copy under elect_one() or a one-thread branch issued once as well, with no hang
+    filecheck(_compile(typestr, swizzle, tile).ptx, [
+        "CHECK: activemask.b32 [[MASK:%r[0-9]+]];",
+        "CHECK: elect.sync{{[[:space:]]+}}{{%r[0-9]+}}|[[P:%p[0-9]+]], [[MASK]];",
+        "CHECK: @{{!?}}[[P]] bra",
+        "CHECK: cp.async.bulk.tensor.2d.shared::cluster.global",
+        "CHECK: activemask.b32 [[MASK2:%r[0-9]+]];",
+        "CHECK: elect.sync{{[[:space:]]+}}{{%r[0-9]+}}|{{%p[0-9]+}}, [[MASK2]];",
+        "CHECK: cp.async.bulk.tensor.2d.global.shared::cta",
+    ])

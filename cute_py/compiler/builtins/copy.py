@@ -4,7 +4,8 @@
 
 - a TMA atom (``make_tiled_tma_atom``): the partitions of ``tma_partition`` have mode 0 =
   ``((TMA, TMA_Iter))`` and any number of rest modes; one TMA instruction (load, store or
-  reduction) is issued per ``(TMA_Iter, rest)`` position, in the order ``reference.run_tma_copy``
+  reduction) is issued per ``(TMA_Iter, rest)`` position, by one lane of each warp that runs the copy
+  (as in the CuTe DSL; see ``_one_lane``), in the order ``reference.run_tma_copy``
   uses: its TMA coordinates are read from the coordinate tensor (traced ``ArithTuple`` s), and its
   shared-memory address is the tile's *unswizzled* byte offset (the TMA applies the swizzle
   itself). The descriptor is the atom's kernel parameter (128 bytes, ``__grid_constant__``).
@@ -281,6 +282,22 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
     if (iters, rest) != (s_iters, s_rest):
         raise TraceError(f"copy: the smem and gmem partitions differ: {iters}x{rest} TMA instructions vs "
                          f"{s_iters}x{s_rest} (smem {smem.layout}, gmem {gmem.layout})")
-    for k in range(iters):
-        for j in range(rest):
-            emit(op, smem=smem.engine + _smem_element(smem, k, j), crd=_tma_coord(gmem, k, j), **operands)
+    with _one_lane():
+        for k in range(iters):
+            for j in range(rest):
+                emit(op, smem=smem.engine + _smem_element(smem, k, j), crd=_tma_coord(gmem, k, j), **operands)
+
+
+def _one_lane():
+    """The TMA instructions are issued by one lane of each warp, as in the CuTe DSL: the lane ``elect.sync``
+    picks among the lanes executing the copy (``activemask``), so a copy under ``elect_one()`` or
+    ``if tidx == 0`` (where the DSL's full-warp election would hang) is issued once too."""
+    import mlir_dialects as md
+
+    from ..frontend.builder import current
+    from ..frontend.control import if_
+    from ..frontend.values import TracedBool
+
+    with current().at_end():
+        leader = md.elect_sync(md.activemask().mask).is_leader
+    return if_(TracedBool(leader))
