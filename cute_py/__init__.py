@@ -27,8 +27,9 @@ from .tensor.dtypes import (BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16
 from .core.parse import parse_int_tuple, parse_layout, parse_swizzle
 from .core.recast import downcast, recast_exactness, recast_layout, upcast, upcast_exactness
 from .nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
+from .nvgpu.multicast import make_layout_image_mask
 from .core.swizzle import Swizzle, is_swizzle, make_swizzle
-from .tensor.pointer import AddressSpace, Pointer, make_ptr
+from .tensor.pointer import AddressSpace, Pointer, make_ptr, recast_ptr
 from .tensor.tensor import (Tensor, domain_offset, is_tensor, local_partition, local_tile, make_fragment_like,
                             make_identity_tensor, make_tensor, recast_tensor)
 from .core.typing import Coord, IntTuple, Shape, Stride, Tile, Tiler, XTuple
@@ -37,6 +38,7 @@ from .core.tiling import (blocked_product, flat_divide, flat_product, logical_di
 
 from . import nvgpu, runtime
 from .tensor import dtypes
+from .tensor.dtypes import DType as Numeric
 
 __version__ = "0.1.0"
 
@@ -66,7 +68,12 @@ _LAZY = {
     "DeviceArraySpec": ("compiler", "DeviceArraySpec"),
     "Compiled": ("compiler", "Compiled"),
     "compiler": ("compiler", None),
+    "Constexpr": ("compiler.frontend.annotations", "Constexpr"),
+    "struct": ("compiler.frontend.smem_struct", "struct"),
+    "size_in_bytes": ("compiler.frontend.smem_struct", "size_in_bytes"),
     "arch": ("arch", None),
+    "utils": ("utils", None),
+    "pipeline": ("pipeline", None),
     "viz": ("viz", None),
     "print_layout": ("viz", "print_layout"),
     "print_tensor": ("viz", "print_tensor"),
@@ -214,6 +221,9 @@ __all__ = [
     "RankError",
     "recast_layout",
     "recast_tensor",
+    "recast_ptr",
+    "struct",
+    "size_in_bytes",
     "right_inverse",
     "runtime",
     "ScaledBasis",
@@ -222,6 +232,7 @@ __all__ = [
     "size",
     "slice_",
     "slice_and_offset",
+    "make_layout_image_mask",
     "SmemLayoutAtomKind",
     "SmemPtrFlag",
     "StaticValueRequired",
@@ -258,5 +269,9 @@ __all__ = [
     "DeviceArraySpec",
     "Compiled",
     "compiler",
+    "Constexpr",
     "arch",
+    "utils",
+    "pipeline",
+    "Numeric",
 ]

@@ -10,6 +10,8 @@
 8. ``dsmem_exchange``: ``st.async`` stores into the next CTA's shared memory around a cluster.
 9. ``elementwise_add``, ``fused_silu_add``: kernels that compute (128-bit vectors, predicated tails).
 10. ``softmax``, ``row_sum``: row kernels (warp shuffles, a shared-memory reduction, exp2).
+11. ``warp_specialized_copy``: a producer warp's multicast TMA loads and consumer warps' scaled TMA stores,
+    joined by ``cute_py.pipeline`` pipelines across a cluster.
 """
 
 from .cp_async import cp_async_copy, cp_async_copy_kernel, cp_async_tiled_copies
@@ -22,10 +24,12 @@ from .softmax import row_sum, row_sum_kernel, softmax, softmax_kernel
 from .transpose import tma_transpose, tma_transpose_kernel
 from .tma_tiled import (pipelined_grid, smem_tile_layout, tma_copy, tma_copy_kernel, tma_copy_pipelined,
                         tma_copy_pipelined_kernel)
+from .warp_specialized_copy import warp_specialized_copy, warp_specialized_copy_kernel
 
 __all__ = ["tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipelined_kernel", "pipelined_grid",
            "smem_tile_layout", "cp_async_copy", "cp_async_copy_kernel", "cp_async_tiled_copies",
            "tma_multicast_copy", "tma_multicast_copy_kernel", "tma_reduce_add", "tma_reduce_kernel", "tma_transpose",
            "tma_transpose_kernel", "tma_grouped_copy", "tma_grouped_copy_kernel",
            "dsmem_exchange", "dsmem_exchange_kernel", "elementwise_add", "elementwise_add_kernel", "fused_silu_add",
-           "fused_silu_add_kernel", "softmax", "softmax_kernel", "row_sum", "row_sum_kernel"]
+           "fused_silu_add_kernel", "softmax", "softmax_kernel", "row_sum", "row_sum_kernel",
+           "warp_specialized_copy", "warp_specialized_copy_kernel"]

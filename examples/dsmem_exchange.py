@@ -34,7 +34,7 @@ def dsmem_exchange_kernel(src, dst, cluster, per_thread, vector):
     bar = smem.allocate_mbarrier()
     with arch.elect_one():
         arch.mbarrier_init(bar, 1)
-        arch.fence_mbarrier_init()
+        arch.mbarrier_init_fence()
     arch.cluster_sync()  # every CTA's mbarrier is initialised before a peer's bytes land on it
     with arch.elect_one():
         arch.mbarrier_arrive_and_expect_tx(bar, row * dtype.width // 8)

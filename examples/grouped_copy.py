@@ -70,7 +70,7 @@ def tma_grouped_copy_kernel(load_atom, store_atom, srcs, dsts, workspace, smem_l
     bar = smem.allocate_mbarrier()
     with arch.elect_one():
         arch.mbarrier_init(bar, 1)
-        arch.fence_mbarrier_init()
+        arch.mbarrier_init_fence()
     for i in cute.range_constexpr(len(srcs)):  # one branch per tensor: its shapes are static
         if bx == i:
             _copy_tensor(i, load_atom, store_atom, srcs[i], dsts[i], workspace, s_desc, s_tile, bar, tile)

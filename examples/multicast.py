@@ -36,7 +36,7 @@ def tma_multicast_copy_kernel(load_atom, load_tensor, store_atom, store_tensor, 
     bar = smem.allocate_mbarrier()
     with arch.elect_one():
         arch.mbarrier_init(bar, 1)
-        arch.fence_mbarrier_init()
+        arch.mbarrier_init_fence()
     arch.cluster_sync()  # every CTA's mbarrier is initialised before any multicast lands on it
     tAsA, tAgA = cpasync.tma_partition(load_atom, rank, cute.Layout(cluster), s_tile,
                                        cute.group_modes(cute.local_tile(load_tensor, tile, (tile_m, by)), 0, 2))

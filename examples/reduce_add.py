@@ -32,7 +32,7 @@ def tma_reduce_kernel(load_atom, load_tensor, reduce_atom, reduce_tensor, smem_l
                                        cute.group_modes(cute.local_tile(reduce_tensor, tile, (bx, by)), 0, 2))
     with arch.elect_one():
         arch.mbarrier_init(bar, 1)
-        arch.fence_mbarrier_init()
+        arch.mbarrier_init_fence()
         cute.tma_copy(tAgA, tAsA, barrier=bar)
         arch.mbarrier_wait(bar, 0)
         cute.tma_copy(tBsB, tBgB)  # the reduce atom: dst tile += smem tile

@@ -56,7 +56,7 @@ def _store_chunk(row, chunk, vec, n, frag):
 def _block_reduce(v, combine, buf):
     """``combine`` of ``v`` over the CTA: a butterfly in each warp, then the warps' results through ``buf``."""
     for k in cute.range_constexpr(5):
-        v = combine(v, arch.shuffle_xor_sync(v, 16 >> k))
+        v = combine(v, arch.shuffle_sync_bfly(v, 16 >> k))
     if arch.lane_idx() == 0:
         buf[arch.warp_idx()] = v
     arch.sync_threads()

@@ -87,7 +87,7 @@ def tma_copy_pipelined_kernel(load_atom, load_tensor, store_atom, store_tensor, 
     with arch.elect_one():
         for s in cute.range_constexpr(stages):
             arch.mbarrier_init(full[s], 1)
-        arch.fence_mbarrier_init()
+        arch.mbarrier_init_fence()
         # prologue: the first `stages` tiles of this CTA
         for s in cute.range_constexpr(stages):
             t = bx + s * num_ctas

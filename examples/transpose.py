@@ -39,7 +39,7 @@ def tma_transpose_kernel(load_atom, load_tensor, store_atom, store_tensor, sa_la
     with arch.elect_one():
         if tidx < 32:
             arch.mbarrier_init(bar, 1)
-            arch.fence_mbarrier_init()
+            arch.mbarrier_init_fence()
             cute.tma_copy(tAgA, tAsA, barrier=bar)
     arch.sync_threads()  # the mbarrier is initialised before anyone waits on it
     arch.mbarrier_wait(bar, 0)
@@ -47,7 +47,7 @@ def tma_transpose_kernel(load_atom, load_tensor, store_atom, store_tensor, sa_la
         f = tidx + k * threads
         r, c = f // cols, f % cols
         sB[c, r] = sA[r, c]
-    arch.fence_proxy_async("shared::cta")  # the generic-proxy writes of sB, before the TMA reads it
+    arch.fence_proxy("async.shared", space="cta")  # the generic-proxy writes of sB, before the TMA reads it
     arch.sync_threads()
     if tidx == 0:
         cute.tma_copy(tBsB, tBgB)

@@ -30,7 +30,7 @@ def tma_copy_kernel(load_atom, load_tensor, store_atom, store_tensor, smem_layou
     nbytes = cute.size(smem_layout) * dtype.width // 8
     with arch.elect_one():
         arch.mbarrier_init(bar, 1)
-        arch.fence_mbarrier_init()
+        arch.mbarrier_init_fence()
         arch.mbarrier_arrive_and_expect_tx(bar, nbytes)
         cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar)
         arch.mbarrier_wait(bar, 0)

@@ -19,13 +19,14 @@ from ..core.composed import get_nonswizzle_portion
 from ..tensor.dtypes import dtype_of
 from ..errors import CuteTypeError, CuteValueError
 from ..core.int_tuple import DynamicInt, fmt, is_static, product
-from ..core.layout import Layout, coalesce, cosize, slice_and_offset
+from ..core.layout import Layout, coalesce, cosize
 from ..core.algebra import composition
 from ..core.recast import recast_exactness
 from ..core.typing import Coord, Shape, Stride, Tiler
 from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import CoordEngine, Tensor, domain_offset
 from . import copy_ops, device_ops
+from .multicast import create_tma_multicast_mask
 from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
                        CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, ReductionOp, TmaOp,
                        is_tma_op)
@@ -273,48 +274,3 @@ def _coord_inside(coord, shape):
 def _mode0(layout):
     s = layout.shape
     return s[0] if type(s) is tuple else s
-
-
-def create_tma_multicast_mask(cta_layout_vmnk: Layout, cta_coord_vmnk: Coord,
-                              mcast_mode: int | tuple[int, ...] | list[int]) -> int:
-    """The 16-bit mask of the CTAs that receive this CTA's multicast along mode(s) ``mcast_mode``.
-
-    The CTAs are those of ``cta_layout_vmnk`` (CTA coordinate -> rank in the cluster, at most 16
-    CTAs) that differ from ``cta_coord_vmnk`` only in the multicast mode(s) (CuTe's
-    ``create_tma_multicast_mask<Mode>``).
-    """
-    if not isinstance(cta_layout_vmnk, Layout) or not is_static(cta_layout_vmnk.shape) \
-            or not is_static(cta_layout_vmnk.stride):
-        raise CuteTypeError(f"create_tma_multicast_mask needs the static cluster layout (CTA coordinate -> rank), "
-                            f"got {cta_layout_vmnk!r}")
-    size = product(cta_layout_vmnk.shape)
-    if size > 16 or cosize(cta_layout_vmnk) > 16:
-        raise CuteValueError(f"the cluster layout {cta_layout_vmnk} has {size} CTAs reaching rank "
-                             f"{cosize(cta_layout_vmnk) - 1}; a cluster holds at most 16 CTAs (ranks 0..15)")
-    coord = cta_coord_vmnk
-    if isinstance(coord, list):
-        coord = tuple(coord)
-    shape = cta_layout_vmnk.shape
-    if type(coord) is not tuple or type(shape) is not tuple or len(coord) != len(shape):
-        raise CuteValueError(f"cta_coord_vmnk {coord!r} must be a coordinate of the cluster layout "
-                             f"{cta_layout_vmnk} (one entry per mode)")
-    modes = (mcast_mode,) if isinstance(mcast_mode, int) and not isinstance(mcast_mode, bool) else mcast_mode
-    if not isinstance(modes, (tuple, list)) or not all(type(m) is int for m in modes):
-        raise CuteTypeError(f"mcast_mode must be a mode index or a tuple of them, got {mcast_mode!r}")
-    coord = list(_coordinate(coord, "create_tma_multicast_mask: cta_coord_vmnk"))
-    for i, (c, s) in enumerate(zip(coord, shape)):
-        if not is_static(c):
-            raise CuteTypeError(f"create_tma_multicast_mask builds the mask on the host from a static coordinate; "
-                                f"entry {i} is a run-time value")
-        if not _coord_inside(c, s):
-            raise CuteValueError(f"cta_coord_vmnk {fmt(tuple(coord))}: entry {i} ({fmt(c)}) is outside "
-                                 f"mode {i} of the cluster layout {cta_layout_vmnk}")
-    for m in modes:
-        if not 0 <= m < len(coord):
-            raise CuteValueError(f"mcast_mode {m} is not a mode of the CTA coordinate {fmt(tuple(coord))}")
-        coord[m] = None
-    sub, elected = slice_and_offset(tuple(coord), cta_layout_vmnk)
-    mask = 0
-    for i in range(product(sub.shape)):
-        mask |= 1 << sub(i)
-    return mask << elected

@@ -1,4 +1,4 @@
-"""Warp builtins (cute_py.compiler.builtins.arch_warp) on a Hopper GPU: one CTA of two warps writes, per thread, the results of
+"""Warp builtins (cute_py.arch) on a Hopper GPU: one CTA of two warps writes, per thread, the results of
 vector loads, shuffles, votes, elections, named barriers and a cp.async mbarrier arrival into an Int32 table,
 compared column by column with the same values computed in numpy.
 
@@ -16,7 +16,6 @@ np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 
 import cute_py as cute  # noqa: E402
 from cute_py import arch  # noqa: E402
-from cute_py.compiler.builtins import arch_warp as aw  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -32,13 +31,13 @@ COLUMNS = {
     "ldg256.nc": range(0, 8), "ldg128.cg": range(8, 12), "ldg64.ca": range(12, 14), "ldg32": [14],
     "ldg32.cv": [15], "ldg32.lu": [16], "ldg32.cs": [17],
     "shuffle_sync(tid, 3, width=8)": [18], "shuffle_sync(run-time lane)": [19],
-    "shuffle_sync(5)": [20], "shuffle_xor_sync(3, width=8)": [21], "shuffle_up_sync(1)": [22],
-    "shuffle_down_sync(2, width=16)": [23], "shuffle_up_sync(tid, 3, width=4)": [24],
-    "shuffle_down_sync(i64, 1)": [25, 26], "shuffle_xor_sync(f32, 1)": [27],
-    "vote_ballot": [28], "vote_any": [29], "vote_all": [30], "vote_uni": [31], "active_mask": [32],
+    "shuffle_sync(5)": [20], "shuffle_sync_bfly(3, width=8)": [21], "shuffle_sync_up(1)": [22],
+    "shuffle_sync_down(2, width=16)": [23], "shuffle_sync_up(tid, 3, width=4)": [24],
+    "shuffle_sync_down(i64, 1)": [25, 26], "shuffle_sync_bfly(f32, 1)": [27],
+    "vote_ballot_sync": [28], "vote_any_sync": [29], "vote_all_sync": [30], "vote_uni_sync": [31], "activemask": [32],
     "warp_group_idx": [33], "shuffle_elect()": [34], "elect_one_sync()": [35], "shuffle_elect(mask)": [36],
-    "barrier_arrive -> barrier_sync (written)": [37], "barrier_arrive -> barrier_sync (read back)": [38],
-    "cp_async_barrier_noinc": [39],
+    "barrier_arrive -> barrier (written)": [37], "barrier_arrive -> barrier (read back)": [38],
+    "cp_async_mbarrier_arrive_noinc": [39],
 }
 
 
@@ -50,51 +49,51 @@ def warp_builtins_kernel(inp, out, f):
     row = COLS * tid                                  # this thread's first word of out
 
     # vector loads with cache modifiers, stored back with vector stores
-    w = aw.ldg256(inp.engine, "nc", index=tid)                       # inp[8t .. 8t+7]
-    aw.stg256(out.engine, w, "wb", index=5 * tid)                    # cols 0..7   (32-byte units)
-    aw.stg128(out.engine, aw.ldg128(inp.engine, "cg", index=2 * tid + 1), "cg", index=10 * tid + 2)  # cols 8..11
-    aw.stg64(out.engine, aw.ldg64(inp.engine + 2, "ca", index=4 * tid), "cs", index=20 * tid + 6)    # cols 12..13
-    aw.stg32(out.engine, aw.ldg32(inp.engine, index=IN_WORDS * tid + 7), "wt", index=row + 14)
-    aw.stg32(out.engine, aw.ldg32(inp.engine, "cv", index=IN_WORDS * tid + 1), index=row + 15)
-    aw.stg32(out.engine, aw.ldg32(inp.engine, "lu", index=IN_WORDS * tid + 6), index=row + 16)
-    aw.stg32(out.engine, aw.ldg32(inp.engine, "cs", index=IN_WORDS * tid + 5), index=row + 17)
+    w = arch.ldg256(inp.engine, "nc", index=tid)                       # inp[8t .. 8t+7]
+    arch.stg256(out.engine, w, "wb", index=5 * tid)                    # cols 0..7   (32-byte units)
+    arch.stg128(out.engine, arch.ldg128(inp.engine, "cg", index=2 * tid + 1), "cg", index=10 * tid + 2)  # cols 8..11
+    arch.stg64(out.engine, arch.ldg64(inp.engine + 2, "ca", index=4 * tid), "cs", index=20 * tid + 6)    # cols 12..13
+    arch.stg32(out.engine, arch.ldg32(inp.engine, index=IN_WORDS * tid + 7), "wt", index=row + 14)
+    arch.stg32(out.engine, arch.ldg32(inp.engine, "cv", index=IN_WORDS * tid + 1), index=row + 15)
+    arch.stg32(out.engine, arch.ldg32(inp.engine, "lu", index=IN_WORDS * tid + 6), index=row + 16)
+    arch.stg32(out.engine, arch.ldg32(inp.engine, "cs", index=IN_WORDS * tid + 5), index=row + 17)
 
     # shuffles
-    aw.sync_warp()
-    aw.stg64(out.engine, (aw.shuffle_sync(tid, 3, width=8), aw.shuffle_sync(w[4], (lane * 5) % 32)),
+    arch.sync_warp()
+    arch.stg64(out.engine, (arch.shuffle_sync(tid, 3, width=8), arch.shuffle_sync(w[4], (lane * 5) % 32)),
              index=20 * tid + 9)                                     # cols 18..19
-    aw.stg128(out.engine, (aw.shuffle_sync(w[0], 5), aw.shuffle_xor_sync(w[1], 3, width=8),
-                           aw.shuffle_up_sync(w[2], 1), aw.shuffle_down_sync(w[3], 2, width=16)),
+    arch.stg128(out.engine, (arch.shuffle_sync(w[0], 5), arch.shuffle_sync_bfly(w[1], 3, width=8),
+                           arch.shuffle_sync_up(w[2], 1), arch.shuffle_sync_down(w[3], 2, width=16)),
               index=10 * tid + 5)                                    # cols 20..23
     x = (cute.Int64(w[5]) << 32) | (cute.Int64(w[6]) & 0xFFFFFFFF)
-    y = aw.shuffle_down_sync(x, 1)
-    aw.stg32(out.engine, aw.shuffle_up_sync(tid, 3, width=4), index=row + 24)
-    aw.stg32(out.engine, (cute.Int32(y),), index=row + 25)
-    aw.stg32(out.engine, (cute.Int32(y >> 32),), index=row + 26)
-    aw.stg32(out.engine, aw.shuffle_xor_sync(f, 1), index=row + 27)
+    y = arch.shuffle_sync_down(x, 1)
+    arch.stg32(out.engine, arch.shuffle_sync_up(tid, 3, width=4), index=row + 24)
+    arch.stg32(out.engine, (cute.Int32(y),), index=row + 25)
+    arch.stg32(out.engine, (cute.Int32(y >> 32),), index=row + 26)
+    arch.stg32(out.engine, arch.shuffle_sync_bfly(f, 1), index=row + 27)
 
     # votes and elections (the warps are converged here)
-    aw.sync_warp()
-    flags = (aw.vote_ballot((w[0] & 1) == 0), cute.compiler.select(aw.vote_any(tid == 40), 1, 0),
-             cute.compiler.select(aw.vote_all(tid < 48), 1, 0), cute.compiler.select(aw.vote_uni(tid < 32), 1, 0))
-    aw.stg128(out.engine, flags, index=10 * tid + 7)                 # cols 28..31
-    aw.stg64(out.engine, (aw.active_mask(), aw.warp_group_idx()), index=20 * tid + 16)  # cols 32..33
-    aw.stg64(out.engine, (cute.compiler.select(aw.shuffle_elect(), 1, 0), cute.compiler.select(aw.elect_one_sync(), 1, 0)),
+    arch.sync_warp()
+    flags = (arch.vote_ballot_sync((w[0] & 1) == 0), cute.compiler.select(arch.vote_any_sync(tid == 40), 1, 0),
+             cute.compiler.select(arch.vote_all_sync(tid < 48), 1, 0), cute.compiler.select(arch.vote_uni_sync(tid < 32), 1, 0))
+    arch.stg128(out.engine, flags, index=10 * tid + 7)                 # cols 28..31
+    arch.stg64(out.engine, (arch.activemask(), arch.warp_group_idx()), index=20 * tid + 16)  # cols 32..33
+    arch.stg64(out.engine, (cute.compiler.select(arch.shuffle_elect(), 1, 0), cute.compiler.select(arch.elect_one_sync(), 1, 0)),
              index=20 * tid + 17)                                    # cols 34..35
     with cute.compiler.if_(lane >= 16):
-        aw.stg32(out.engine, cute.compiler.select(aw.shuffle_elect(0xFFFF0000), 1, 0), index=row + 36)
+        arch.stg32(out.engine, cute.compiler.select(arch.shuffle_elect(0xFFFF0000), 1, 0), index=row + 36)
     with cute.compiler.if_(lane < 16):
-        aw.stg32(out.engine, cute.compiler.select(aw.shuffle_elect(0x0000FFFF), 1, 0), index=row + 36)
+        arch.stg32(out.engine, cute.compiler.select(arch.shuffle_elect(0x0000FFFF), 1, 0), index=row + 36)
 
     # named barrier 1: warp 0 produces into warp 1's rows and arrives; warp 1 waits and reads them back
-    aw.barrier_sync(2, THREADS)
+    arch.barrier(barrier_id=2, number_of_threads=THREADS)
     with cute.compiler.if_(warp == 0):
-        aw.stg32(out.engine, 1000 + tid, index=row + 32 * COLS + 37)
-        aw.barrier_arrive(1, THREADS)
-        aw.stg32(out.engine, 7, index=row + 38)
+        arch.stg32(out.engine, 1000 + tid, index=row + 32 * COLS + 37)
+        arch.barrier_arrive(barrier_id=1, number_of_threads=THREADS)
+        arch.stg32(out.engine, 7, index=row + 38)
     with cute.compiler.if_(warp == 1):
-        aw.barrier_sync(1, THREADS)
-        aw.stg32(out.engine, aw.ldg32(out.engine, "cg", index=row + 37), index=row + 38)
+        arch.barrier(barrier_id=1, number_of_threads=THREADS)
+        arch.stg32(out.engine, arch.ldg32(out.engine, "cg", index=row + 37), index=row + 38)
 
     # cp.async.mbarrier.arrive.noinc: every thread's arrival is counted in the initial count
     smem = arch.SmemAllocator()
@@ -102,10 +101,10 @@ def warp_builtins_kernel(inp, out, f):
     with cute.compiler.if_(tid == 0):
         arch.mbarrier_init(bar, THREADS)
     arch.sync_threads()
-    aw.cp_async_barrier_noinc(bar)
+    arch.cp_async_mbarrier_arrive_noinc(bar)
     for _ in cute.range(POLL):
         with cute.compiler.if_(arch.mbarrier_try_wait(bar, 0)):
-            aw.stg32(out.engine, 1, index=row + 39)
+            arch.stg32(out.engine, 1, index=row + 39)
 
 
 @cute.jit

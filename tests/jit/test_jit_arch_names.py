@@ -6,7 +6,6 @@ import pytest
 import cute_py as cute
 from cute_py import arch
 from cute_py.compiler import TraceError
-from cute_py.compiler.builtins import arch_warp as aw
 
 
 def _ptx(body, block=32, cluster=(2, 1, 1), grid=2):
@@ -14,7 +13,7 @@ def _ptx(body, block=32, cluster=(2, 1, 1), grid=2):
     def k(out):
         words = body()
         words = words if isinstance(words, tuple) else (words,)
-        aw.stg(out.engine, tuple(words), index=0) if len(words) > 1 else aw.stg32(out.engine, words)
+        arch.stg(out.engine, tuple(words), index=0) if len(words) > 1 else arch.stg32(out.engine, words)
 
     def host(out):
         k(out).launch(grid=grid, block=block, cluster=cluster)
@@ -95,17 +94,24 @@ def test_make_warp_uniform_returns_its_value_and_rejects_others():
         _ptx(lambda: arch.make_warp_uniform(1.5), cluster=(1, 1, 1), grid=1)
 
 
-def test_cluster_arrive_relaxed_and_the_aligned_form():
+def test_cluster_arrive_and_wait_are_the_dsls_unaligned_forms_unless_aligned_is_asked(filecheck):
+    # the DSL's cluster_arrive(aligned=None) and cluster_wait() are barrier.cluster.arrive / .wait without .aligned
     def body():
         arch.cluster_arrive_relaxed()
+        arch.cluster_arrive()
         arch.cluster_arrive(aligned=True)
+        arch.cluster_arrive_relaxed(aligned=True)
         arch.cluster_wait()
         return 0
 
     c = _ptx(body)
-    assert "barrier.cluster.arrive.relaxed.aligned" in c.ptx and "barrier.cluster.wait.aligned" in c.ptx
-    with pytest.raises(TraceError, match=r"cluster_arrive: only the .aligned form is supported"):
-        _ptx(lambda: arch.cluster_arrive(aligned=False) or 0)
+    filecheck(c.ptx, ["CHECK: barrier.cluster.arrive.relaxed;", "CHECK-NEXT: barrier.cluster.arrive;",
+                      "CHECK-NEXT: barrier.cluster.arrive.aligned;", "CHECK-NEXT: barrier.cluster.arrive.relaxed.aligned;",
+                      "CHECK-NEXT: barrier.cluster.wait;"])
+    with pytest.raises(TraceError, match=r"cluster_arrive: aligned must be None, True or False, got 'yes'"):
+        _ptx(lambda: arch.cluster_arrive(aligned="yes") or 0)
+    with pytest.raises(TypeError):
+        arch.cluster_arrive(True)  # keyword-only, as in the DSL
 
 
 def test_the_dsl_cluster_and_index_names_are_there():
@@ -119,11 +125,14 @@ def test_the_dsl_cluster_and_index_names_are_there():
 
 
 def test_shuffle_sync_reads_a_fourth_argument_as_the_dsls_mask_and_clamp(filecheck):
-    # the DSL's fourth parameter packs the segment: ((32 - width) << 8) | 31; 0x181f is width 8
+    # the DSL's fourth parameter is PTX's c operand: ((32 - width) << 8) | clamp; 0x181f is a segment of 8 lanes
     def body():
-        return aw.shuffle_sync(arch.lane_idx(), 3, 0xFFFFFFFF, 0x181F), aw.shuffle_sync(arch.lane_idx(), 3, width=8)
+        return (arch.shuffle_sync(arch.lane_idx(), 3, 0xFFFFFFFF, 0x181F), arch.shuffle_sync(arch.lane_idx(), 3, width=8),
+                arch.shuffle_sync(arch.lane_idx(), 3, 0xFFFFFFFF, 16), 0)
 
     c = _ptx(body, cluster=(1, 1, 1), grid=1)
-    assert c.ptx.count("shfl.sync.idx.b32") == 2 and c.ptx.count(", 3, 6175, -1;") == 2
-    with pytest.raises(TraceError, match=r"mask_and_clamp must be \(\(32 - width\) << 8\) \| 31 .* got 0x10"):
-        _ptx(lambda: aw.shuffle_sync(arch.lane_idx(), 3, 0xFFFFFFFF, 16), cluster=(1, 1, 1), grid=1)
+    assert c.ptx.count("shfl.sync.idx.b32") == 3 and c.ptx.count(", 3, 6175, -1;") == 2
+    assert c.ptx.count(", 3, 16, -1;") == 1  # a clamp at lane 16, as PTX reads it
+    with pytest.raises(TraceError, match=r"mask_and_clamp packs a segment mask in bits 8..12 and a clamp lane in bits "
+                                         r"0..4 .* got 0x2000"):
+        _ptx(lambda: arch.shuffle_sync(arch.lane_idx(), 3, 0xFFFFFFFF, 0x2000), cluster=(1, 1, 1), grid=1)

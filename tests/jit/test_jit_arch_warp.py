@@ -1,4 +1,4 @@
-"""Warp-level kernel builtins (cute_py.compiler.builtins.arch_warp): the PTX each one becomes, assembly with nvJitLink, and
+"""Warp-level kernel builtins (shuffles, votes, named barriers, register reallocation, ldg/stg): the PTX each one becomes, assembly with nvJitLink, and
 one error per argument rule, raised while tracing at the kernel's line."""
 
 import re
@@ -8,7 +8,6 @@ import pytest
 import cute_py as cute
 from cute_py import arch
 from cute_py.compiler import TraceError
-from cute_py.compiler.builtins import arch_warp as aw
 
 I32 = cute.Int32
 I64 = cute.Int64
@@ -39,7 +38,7 @@ def trace_error(kernel_fn, *kargs, **launch):
 def test_warp_group_idx_is_tid_over_128_broadcast_from_lane_0(filecheck):
     @cute.kernel
     def k(inp, out):
-        aw.stg32(out.engine, aw.warp_group_idx(), index=arch.thread_idx()[0])
+        arch.stg32(out.engine, arch.warp_group_idx(), index=arch.thread_idx()[0])
 
     c = compile_kernel(k, block=256)
     filecheck(c.ptx, [
@@ -53,12 +52,12 @@ def test_warp_group_idx_is_tid_over_128_broadcast_from_lane_0(filecheck):
 def test_sync_warp_and_named_barriers(filecheck):
     @cute.kernel
     def k(inp, out):
-        aw.sync_warp()
-        aw.sync_warp(0x0000FFFF)
-        aw.barrier_sync(1, 64)
-        aw.barrier_arrive(2, 128)
-        aw.barrier_sync(3)
-        aw.barrier_sync(arch.warp_idx() + 4, 32)
+        arch.sync_warp()
+        arch.sync_warp(0x0000FFFF)
+        arch.barrier(barrier_id=1, number_of_threads=64)
+        arch.barrier_arrive(barrier_id=2, number_of_threads=128)
+        arch.barrier(barrier_id=3)
+        arch.barrier(barrier_id=arch.warp_idx() + 4, number_of_threads=32)
 
     c = compile_kernel(k, block=128)
     filecheck(c.ptx, [
@@ -75,14 +74,14 @@ def test_sync_warp_and_named_barriers(filecheck):
 
 # (builtin, PTX mode, lane/offset, width, the c operand: segment mask << 8 | clamp)
 SHUFFLES = [
-    (aw.shuffle_sync, "idx", 5, 32, 31),
-    (aw.shuffle_sync, "idx", 3, 8, (24 << 8) | 31),
-    (aw.shuffle_up_sync, "up", 1, 32, 0),
-    (aw.shuffle_up_sync, "up", 2, 16, 16 << 8),
-    (aw.shuffle_down_sync, "down", 2, 32, 31),
-    (aw.shuffle_down_sync, "down", 1, 4, (28 << 8) | 31),
-    (aw.shuffle_xor_sync, "bfly", 16, 32, 31),
-    (aw.shuffle_xor_sync, "bfly", 1, 2, (30 << 8) | 31),
+    (arch.shuffle_sync, "idx", 5, 32, 31),
+    (arch.shuffle_sync, "idx", 3, 8, (24 << 8) | 31),
+    (arch.shuffle_sync_up, "up", 1, 32, 0),
+    (arch.shuffle_sync_up, "up", 2, 16, 16 << 8),
+    (arch.shuffle_sync_down, "down", 2, 32, 31),
+    (arch.shuffle_sync_down, "down", 1, 4, (28 << 8) | 31),
+    (arch.shuffle_sync_bfly, "bfly", 16, 32, 31),
+    (arch.shuffle_sync_bfly, "bfly", 1, 2, (30 << 8) | 31),
 ]
 
 
@@ -91,8 +90,8 @@ SHUFFLES = [
 def test_shuffles_of_int32_use_the_mode_and_the_width_clamp(fn, mode, lane, width, c, filecheck):
     @cute.kernel
     def k(inp, out):
-        (x,) = aw.ldg32(inp.engine, index=arch.thread_idx()[0])
-        aw.stg32(out.engine, fn(x, lane, width=width), index=arch.thread_idx()[0])
+        (x,) = arch.ldg32(inp.engine, index=arch.thread_idx()[0])
+        arch.stg32(out.engine, fn(x, lane, width=width), index=arch.thread_idx()[0])
 
     filecheck(compile_kernel(k).ptx, [
         "CHECK: ld.global.b32 [[X:%r[0-9]+]], [{{%rd[0-9]+}}];",
@@ -105,8 +104,8 @@ def test_shuffle_with_a_run_time_lane_and_mask(filecheck):
     @cute.kernel
     def k(inp, out):
         tid = arch.thread_idx()[0]
-        (m,) = aw.ldg32(inp.engine)
-        aw.stg32(out.engine, aw.shuffle_sync(tid, (arch.lane_idx() * 5) % 32, mask=m), index=tid)
+        (m,) = arch.ldg32(inp.engine)
+        arch.stg32(out.engine, arch.shuffle_sync(tid, (arch.lane_idx() * 5) % 32, mask=m), index=tid)
 
     filecheck(compile_kernel(k).ptx, [
         "CHECK: ld.global.b32 [[M:%r[0-9]+]], [{{%rd[0-9]+}}];",
@@ -118,10 +117,10 @@ def test_an_int64_shuffles_as_two_32_bit_halves(filecheck):
     @cute.kernel
     def k(inp, out):
         tid = arch.thread_idx()[0]
-        a, b_ = aw.ldg64(inp.engine, index=tid)
+        a, b_ = arch.ldg64(inp.engine, index=tid)
         x = (I64(a) << 32) | (I64(b_) & 0xFFFFFFFF)
-        y = aw.shuffle_down_sync(x, 3)
-        aw.stg64(out.engine, (I32(y), I32(y >> 32)), index=tid)
+        y = arch.shuffle_sync_down(x, 3)
+        arch.stg64(out.engine, (I32(y), I32(y >> 32)), index=tid)
 
     filecheck(compile_kernel(k).ptx, [
         "CHECK: ld.global.v2.b32 {[[A:%r[0-9]+]], [[B:%r[0-9]+]]}, [{{%rd[0-9]+}}];",
@@ -134,7 +133,7 @@ def test_an_int64_shuffles_as_two_32_bit_halves(filecheck):
 def test_a_float32_shuffles_and_stores_its_bits(filecheck):
     @cute.kernel
     def k(inp, out, f):
-        aw.stg32(out.engine, aw.shuffle_xor_sync(f, 1), index=arch.thread_idx()[0])
+        arch.stg32(out.engine, arch.shuffle_sync_bfly(f, 1), index=arch.thread_idx()[0])
 
     filecheck(compile_kernel(k, cute.Float32(1.5)).ptx, [
         "CHECK: ld.param.b32 [[F:%r[0-9]+]], [k_0_param_2];",
@@ -150,13 +149,13 @@ def test_votes_and_the_active_mask(filecheck):
     @cute.kernel
     def k(inp, out):
         tid = arch.thread_idx()[0]
-        (x,) = aw.ldg32(inp.engine, index=tid)
-        ballot = aw.vote_ballot((x & 1) == 0)
-        any_ = cute.compiler.select(aw.vote_any(x == 7), 1, 0)
-        all_ = cute.compiler.select(aw.vote_all(x > 0, mask=0xFF), 1, 0)
-        uni = cute.compiler.select(aw.vote_uni(x < 5), 1, 0)
-        aw.stg128(out.engine, (ballot, any_, all_, uni), index=tid)
-        aw.stg32(out.engine + 256, aw.active_mask(), index=tid)
+        (x,) = arch.ldg32(inp.engine, index=tid)
+        ballot = arch.vote_ballot_sync((x & 1) == 0)
+        any_ = cute.compiler.select(arch.vote_any_sync(x == 7), 1, 0)
+        all_ = cute.compiler.select(arch.vote_all_sync(x > 0, mask=0xFF), 1, 0)
+        uni = cute.compiler.select(arch.vote_uni_sync(x < 5), 1, 0)
+        arch.stg128(out.engine, (ballot, any_, all_, uni), index=tid)
+        arch.stg32(out.engine + 256, arch.activemask(), index=tid)
 
     filecheck(compile_kernel(k).ptx, [
         "CHECK-DAG: vote.sync.ballot.b32 {{%r[0-9]+}}, {{%p[0-9]+}}, -1;",
@@ -171,13 +170,13 @@ def test_elect_one_sync_and_shuffle_elect(filecheck):
     @cute.kernel
     def k(inp, out):
         tid = arch.thread_idx()[0]
-        with cute.compiler.if_(aw.elect_one_sync()):
-            aw.stg32(out.engine, 1, index=tid)
-        with cute.compiler.if_(aw.shuffle_elect()):
-            aw.stg32(out.engine + 64, 2, index=tid)
+        with cute.compiler.if_(arch.elect_one_sync()):
+            arch.stg32(out.engine, 1, index=tid)
+        with cute.compiler.if_(arch.shuffle_elect()):
+            arch.stg32(out.engine + 64, 2, index=tid)
         with cute.compiler.if_(arch.lane_idx() >= 16):
-            with cute.compiler.if_(aw.shuffle_elect(0xFFFF0000)):
-                aw.stg32(out.engine + 128, 3, index=tid)
+            with cute.compiler.if_(arch.shuffle_elect(0xFFFF0000)):
+                arch.stg32(out.engine + 128, 3, index=tid)
 
     filecheck(compile_kernel(k).ptx, [
         "CHECK: elect.sync {{%r[0-9]+}}|{{%p[0-9]+}}, -1;",
@@ -192,13 +191,13 @@ def test_elect_one_sync_and_shuffle_elect(filecheck):
 # -- register reallocation -------------------------------------------------------------------------------
 
 
-def test_set_max_nreg_inc_and_dec(filecheck, assemble):
+def test_setmaxregister_increase_and_decrease(filecheck, assemble):
     @cute.kernel
     def k(inp, out):
-        with cute.compiler.if_(aw.warp_group_idx() == 0):
-            aw.set_max_nreg(40, "dec")
-        with cute.compiler.if_(aw.warp_group_idx() != 0):
-            aw.set_max_nreg(240, "inc")
+        with cute.compiler.if_(arch.warp_group_idx() == 0):
+            arch.setmaxregister_decrease(40)
+        with cute.compiler.if_(arch.warp_group_idx() != 0):
+            arch.setmaxregister_increase(240)
 
     c = compile_kernel(k, block=256)
     filecheck(c.ptx, [
@@ -217,9 +216,9 @@ def test_set_max_nreg_inc_and_dec(filecheck, assemble):
 def test_ldg_of_every_width_and_cache_modifier(bits, cache, filecheck, assemble):
     @cute.kernel
     def k(inp, out):
-        words = aw.ldg(inp.engine, bits, cache, index=arch.thread_idx()[0])
+        words = arch.ldg(inp.engine, bits, cache, index=arch.thread_idx()[0])
         assert len(words) == bits // 32 and all(isinstance(w, cute.compiler.TracedInt) for w in words)
-        aw.stg(out.engine, words, index=arch.thread_idx()[0])
+        arch.stg(out.engine, words, index=arch.thread_idx()[0])
 
     c = compile_kernel(k)
     cop = "" if cache is None else f".{cache}"
@@ -243,7 +242,7 @@ def test_stg_of_every_width_and_cache_modifier(bits, cache, filecheck, assemble)
     def k(inp, out):
         tid = arch.thread_idx()[0]
         words = tuple(tid + i for i in range(bits // 32))
-        getattr(aw, f"stg{bits}")(out.engine, words, cache, index=tid)
+        getattr(arch, f"stg{bits}")(out.engine, words, cache, index=tid)
 
     c = compile_kernel(k)
     cop = "" if cache is None else f".{cache}"
@@ -263,9 +262,9 @@ def test_ldg_stg_addresses_static_offsets_and_per_thread_indices(filecheck):
     @cute.kernel
     def k(inp, out):
         tid = arch.thread_idx()[0]
-        w = aw.ldg128(inp.engine + 8, index=tid)        # 32 bytes in, then 16 bytes per thread
-        aw.stg128(out.engine + 4, w, "cs", index=2 * tid)
-        aw.stg32(out.engine + 3, (0xFFFFFFFF,))        # a static word; 0xFFFFFFFF is -1 as an i32
+        w = arch.ldg128(inp.engine + 8, index=tid)        # 32 bytes in, then 16 bytes per thread
+        arch.stg128(out.engine + 4, w, "cs", index=2 * tid)
+        arch.stg32(out.engine + 3, (0xFFFFFFFF,))        # a static word; 0xFFFFFFFF is -1 as an i32
 
     c = compile_kernel(k)
     filecheck(c.ptx, [
@@ -289,16 +288,16 @@ def test_ldg_stg_addresses_static_offsets_and_per_thread_indices(filecheck):
 # -- cp.async and cluster mbarrier arrivals -----------------------------------------------------------------
 
 
-def test_cp_async_barrier_noinc_and_mbarrier_remote_arrive(filecheck, assemble):
+def test_cp_async_mbarrier_arrive_noinc_and_a_remote_mbarrier_arrive(filecheck, assemble):
     @cute.kernel
     def k(inp, out):
         smem = arch.SmemAllocator()
         bars = smem.allocate_mbarrier(2)
         arch.mbarrier_init(bars, 64)
-        aw.cp_async_barrier_noinc(bars)
+        arch.cp_async_mbarrier_arrive_noinc(bars)
         peer = arch.block_in_cluster_idx()[0] ^ 1
-        aw.mbarrier_remote_arrive(bars + 1, peer)
-        aw.mbarrier_remote_arrive(bars + 1, 0)
+        arch.mbarrier_arrive(bars + 1, peer, scope="cluster")
+        arch.mbarrier_arrive(bars + 1, 0, scope="cluster")
 
     c = compile_kernel(k, grid=2, cluster=(2, 1, 1))
     filecheck(c.ptx, [
@@ -319,21 +318,21 @@ def test_a_kernel_using_every_builtin_assembles(assemble):
     def k(inp, out, f):
         tid = arch.thread_idx()[0]
         lane = arch.lane_idx()
-        w = aw.ldg256(inp.engine, "nc", index=tid)
-        shuffled = (aw.shuffle_sync(w[0], 5), aw.shuffle_xor_sync(w[1], 3, width=8),
-                    aw.shuffle_up_sync(w[2], 1), aw.shuffle_down_sync(w[3], 2, width=16))
-        big = aw.shuffle_xor_sync(I64(tid) * 0x100000001, 1)
-        aw.stg256(out.engine, shuffled + (I32(big), I32(big >> 32), aw.shuffle_sync(f, 0),
-                                          aw.vote_ballot(lane % 3 == 0)), "cs", index=tid)
-        flags = tuple(cute.compiler.select(c, 1, 0) for c in (aw.vote_any(tid == 40), aw.vote_all(lane < 16),
-                                                          aw.elect_one_sync(), aw.shuffle_elect()))
-        aw.stg128(out.engine + 512, flags, index=tid)
-        aw.stg64(out.engine + 1024, (aw.active_mask(), aw.warp_group_idx()), "wt", index=tid)
-        aw.sync_warp()
-        aw.barrier_sync(1, 64)
+        w = arch.ldg256(inp.engine, "nc", index=tid)
+        shuffled = (arch.shuffle_sync(w[0], 5), arch.shuffle_sync_bfly(w[1], 3, width=8),
+                    arch.shuffle_sync_up(w[2], 1), arch.shuffle_sync_down(w[3], 2, width=16))
+        big = arch.shuffle_sync_bfly(I64(tid) * 0x100000001, 1)
+        arch.stg256(out.engine, shuffled + (I32(big), I32(big >> 32), arch.shuffle_sync(f, 0),
+                                          arch.vote_ballot_sync(lane % 3 == 0)), "cs", index=tid)
+        flags = tuple(cute.compiler.select(c, 1, 0) for c in (arch.vote_any_sync(tid == 40), arch.vote_all_sync(lane < 16),
+                                                          arch.elect_one_sync(), arch.shuffle_elect()))
+        arch.stg128(out.engine + 512, flags, index=tid)
+        arch.stg64(out.engine + 1024, (arch.activemask(), arch.warp_group_idx()), "wt", index=tid)
+        arch.sync_warp()
+        arch.barrier(barrier_id=1, number_of_threads=64)
         smem = arch.SmemAllocator()
         bar = smem.allocate_mbarrier()
-        aw.cp_async_barrier_noinc(bar)
+        arch.cp_async_mbarrier_arrive_noinc(bar)
 
     c = compile_kernel(k, cute.Float32(2.0), n=4096)
     cubin = assemble(c.ptx)
@@ -354,16 +353,16 @@ def test_a_kernel_using_every_builtin_assembles(assemble):
 def test_errors_name_the_kernel_line():
     @cute.kernel
     def k(inp, out):
-        aw.barrier_sync(16, 64)
+        arch.barrier(barrier_id=16, number_of_threads=64)
 
     line = k.fn.__code__.co_firstlineno + 2
     msg = trace_error(k)
     assert f"test_jit_arch_warp.py:{line}:" in msg
-    assert "the barrier id must lie in [0, 16) (the hardware has 16 named barriers per CTA), got 16" in msg
+    assert "barrier: barrier_id must lie in [0, 16) (the hardware has 16 named barriers per CTA), got 16" in msg
 
 
 def test_builtins_outside_a_kernel_are_rejected():
-    for call in (aw.warp_group_idx, aw.active_mask, lambda: aw.sync_warp(), lambda: aw.set_max_nreg(240, "inc")):
+    for call in (arch.warp_group_idx, arch.activemask, lambda: arch.sync_warp(), lambda: arch.setmaxregister_increase(240)):
         with pytest.raises(TraceError, match="call it inside a @cute_py.kernel"):
             call()
 
@@ -379,101 +378,99 @@ def _rejects(body, match, **launch):
 
 
 def test_named_barrier_id_range():
-    assert _rejects(lambda i, o: aw.barrier_arrive(-1, 64), r"barrier_arrive: the barrier id must lie in \[0, 16\)")
+    assert _rejects(lambda i, o: arch.barrier_arrive(barrier_id=-1, number_of_threads=64),
+                    r"barrier_arrive: barrier_id must lie in \[0, 16\)")
 
 
 @pytest.mark.parametrize("count", [48, 0, 1056])
 def test_named_barrier_count_is_whole_warps(count):
-    assert _rejects(lambda i, o: aw.barrier_sync(1, count),
-             rf"barrier_sync: the thread count must be a positive multiple of the warp size \(32\) of at most "
+    assert _rejects(lambda i, o: arch.barrier(barrier_id=1, number_of_threads=count),
+             rf"barrier: number_of_threads must be a positive multiple of the warp size \(32\) of at most "
              rf"1024, got {count}")
 
 
 def test_barrier_arrive_needs_a_count():
-    assert _rejects(lambda i, o: aw.barrier_arrive(1, None), "barrier_arrive needs a thread count")
+    assert _rejects(lambda i, o: arch.barrier_arrive(barrier_id=1), "barrier_arrive needs number_of_threads")
+    with pytest.raises(TypeError):
+        arch.barrier_arrive(1, 64)  # keyword-only, as in the DSL
 
 
 @pytest.mark.parametrize("mask,match", [
     (0, r"mask names no lane \(0\)"),
-    (1 << 32, r"mask must be a 32-bit lane mask in \[0, 0xFFFFFFFF\], got 0x100000000"),
-    (-1, r"mask must be a 32-bit lane mask in \[0, 0xFFFFFFFF\], got -0x1"),
+    (1 << 32, r"mask must be a 32-bit lane mask in \[-2\^31, 0xFFFFFFFF\] .*, got 0x100000000"),
+    (-(1 << 31) - 1, r"mask must be a 32-bit lane mask in \[-2\^31, 0xFFFFFFFF\] .*, got -0x80000001"),
     ("all", r"mask must be a 32-bit lane mask \(an int or a traced Int32\), got 'all'"),
 ])
 def test_lane_masks(mask, match):
-    assert _rejects(lambda i, o: aw.sync_warp(mask), match)
+    assert _rejects(lambda i, o: arch.sync_warp(mask), match)
 
 
 def test_a_traced_mask_is_32_bits():
-    assert _rejects(lambda i, o: aw.vote_any(arch.lane_idx() < 3, mask=I64(arch.lane_idx())),
-             "vote_any: mask is a 32-bit lane mask: pass an Int32, got a traced i64")
+    assert _rejects(lambda i, o: arch.vote_any_sync(arch.lane_idx() < 3, mask=I64(arch.lane_idx())),
+             "vote_any_sync: mask is a 32-bit lane mask: pass an Int32, got a traced i64")
 
 
 @pytest.mark.parametrize("width,match", [
     (12, "width must be a power of two in 1..32, got 12"),
     (64, "width must be a power of two in 1..32, got 64"),
-    (None, r"width must be a static Python int \(a power of two in 1..32\), got None"),
 ])
 def test_shuffle_width(width, match):
-    assert _rejects(lambda i, o: aw.shuffle_xor_sync(arch.lane_idx(), 1, width=width), "shuffle_xor_sync: " + match)
+    assert _rejects(lambda i, o: arch.shuffle_sync_bfly(arch.lane_idx(), 1, width=width), "shuffle_sync_bfly: " + match)
 
 
 def test_a_traced_shuffle_width_is_rejected():
-    assert _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx(), 1, width=arch.lane_idx()),
+    assert _rejects(lambda i, o: arch.shuffle_sync(arch.lane_idx(), 1, width=arch.lane_idx()),
              r"shuffle_sync: width must be a static Python int \(a power of two in 1..32\), got a traced value")
 
 
-@pytest.mark.parametrize("fn,what", [(aw.shuffle_sync, "src_lane"), (aw.shuffle_up_sync, "delta"),
-                                     (aw.shuffle_down_sync, "delta"), (aw.shuffle_xor_sync, "lane_mask")])
+@pytest.mark.parametrize("fn,what", [(arch.shuffle_sync, "src_lane"), (arch.shuffle_sync_up, "delta"),
+                                     (arch.shuffle_sync_down, "delta"), (arch.shuffle_sync_bfly, "lane_mask")])
 def test_a_static_shuffle_lane_lies_within_the_width(fn, what):
     assert _rejects(lambda i, o: fn(arch.lane_idx(), 8, width=8),
              rf"{fn.__name__}: {what} must lie in \[0, 8\) \(less than the width 8\), got 8")
 
 
 def test_shuffle_value_types():
-    assert _rejects(lambda i, o: aw.shuffle_sync(arch.lane_idx() == 0, 0),
-             r"shuffle_sync shuffles traced Int32/Int64 integers and Float32 floats, got TracedBool")
-    assert _rejects(lambda i, o: aw.shuffle_sync(1 << 40, 0), "shuffle_sync: a static value is shuffled as an Int32")
+    assert _rejects(lambda i, o: arch.shuffle_sync(arch.SmemAllocator(), 0),
+             r"shuffle_sync shuffles traced numbers \(Booleans, integers and floats of up to 64 bits\), got "
+             r"SmemAllocator")
+    assert _rejects(lambda i, o: arch.shuffle_sync(1 << 40, 0), "shuffle_sync: a static value is shuffled as an Int32")
 
 
 def test_a_vote_needs_a_condition():
-    assert _rejects(lambda i, o: aw.vote_ballot(arch.lane_idx()),
-             r"vote_ballot: the predicate must be a run-time condition .* or a bool, got TracedInt\(i32\)")
+    assert _rejects(lambda i, o: arch.vote_ballot_sync(arch.lane_idx()),
+             r"vote_ballot_sync: the predicate must be a run-time condition .* or a bool, got TracedInt\(i32\)")
 
 
 @pytest.mark.parametrize("n", [16, 20, 244, 264])
-def test_set_max_nreg_count(n):
-    assert _rejects(lambda i, o: aw.set_max_nreg(n, "inc"),
-             f"set_max_nreg: the register count must be a multiple of 8 in 24..256, got {n}")
+def test_setmaxregister_count(n):
+    assert _rejects(lambda i, o: arch.setmaxregister_increase(n),
+             f"setmaxregister_increase: reg_count must be a multiple of 8 in 24..256, got {n}")
 
 
-def test_set_max_nreg_count_is_static():
-    assert _rejects(lambda i, o: aw.set_max_nreg(arch.lane_idx(), "dec"),
-             r"set_max_nreg: the register count must be a static Python int")
-
-
-def test_set_max_nreg_action():
-    assert _rejects(lambda i, o: aw.set_max_nreg(240, "increase"),
-             "set_max_nreg: action must be 'inc' or 'dec', got 'increase'")
+def test_setmaxregister_count_is_static():
+    assert _rejects(lambda i, o: arch.setmaxregister_decrease(arch.lane_idx()),
+             r"setmaxregister_decrease: reg_count must be a static Python int")
 
 
 def test_access_width():
-    assert _rejects(lambda i, o: aw.ldg(i.engine, 48), r"ldg: the access width must be one of \(32, 64, 128, 256\) bits, "
+    assert _rejects(lambda i, o: arch.ldg(i.engine, 48), r"ldg: the access width must be one of \(32, 64, 128, 256\) bits, "
                                                 r"got 48")
-    assert _rejects(lambda i, o: aw.stg(o.engine, (1, 2, 3)),
+    assert _rejects(lambda i, o: arch.stg(o.engine, (1, 2, 3)),
              r"stg stores 1, 2, 4 or 8 words of 32 bits .*got 3 words")
-    assert _rejects(lambda i, o: aw.stg128(o.engine, (1, 2)), "stg128 stores 4 words of 32 bits, got 2 words")
+    assert _rejects(lambda i, o: arch.stg128(o.engine, (1, 2)), "stg128 stores 4 words of 32 bits, got 2 words")
 
 
 def test_cache_modifiers():
-    assert _rejects(lambda i, o: aw.ldg128(i.engine, "wb"),
+    assert _rejects(lambda i, o: arch.ldg128(i.engine, "wb"),
              r"ldg128: cache modifier must be one of ca, cg, cs, lu, cv, nc \(or None\), got 'wb'")
-    assert _rejects(lambda i, o: aw.stg64(o.engine, (1, 2), "nc"),
+    assert _rejects(lambda i, o: arch.stg64(o.engine, (1, 2), "nc"),
              r"stg64: cache modifier must be one of wb, cg, cs, wt \(or None\), got 'nc'")
 
 
 @pytest.mark.parametrize("bits,offset,align", [(64, 1, 4), (128, 2, 8), (256, 4, 16), (128, 9, 4)])
 def test_access_alignment(bits, offset, align):
-    assert _rejects(lambda i, o: aw.ldg(i.engine + offset, bits),
+    assert _rejects(lambda i, o: arch.ldg(i.engine + offset, bits),
              rf"ldg{bits}: a {bits}-bit access needs a {bits // 8}-byte aligned address, but the pointer .* is only "
              rf"{align}-byte aligned")
 
@@ -481,7 +478,7 @@ def test_access_alignment(bits, offset, align):
 def test_an_underaligned_argument_is_rejected():
     @cute.kernel
     def k(inp, out):
-        aw.stg128(out.engine, (1, 2, 3, 4))
+        arch.stg128(out.engine, (1, 2, 3, 4))
 
     def host(inp, out):
         k(inp, out).launch(grid=1, block=32)
@@ -494,31 +491,31 @@ def test_an_underaligned_argument_is_rejected():
 
 
 def test_global_accesses_need_a_global_pointer_at_a_static_offset():
-    assert _rejects(lambda i, o: aw.ldg32(arch.SmemAllocator().allocate_mbarrier()),
+    assert _rejects(lambda i, o: arch.ldg32(arch.SmemAllocator().allocate_mbarrier()),
              "ldg32 accesses global memory, got a smem pointer")
-    assert _rejects(lambda i, o: aw.ldg32(i.engine + arch.thread_idx()[0]),
+    assert _rejects(lambda i, o: arch.ldg32(i.engine + arch.thread_idx()[0]),
              r"ldg32: the pointer .* has a run-time offset; pass the pointer at a static offset and the run-time part "
              r"as index= \(in 32-bit units\)")
-    assert _rejects(lambda i, o: aw.stg32(o, (1,)), r"stg32 needs a global-memory pointer \(e.g. tensor.engine")
-    assert _rejects(lambda i, o: aw.ldg64(i.engine, index=1.5), "ldg64: index must be an int or a traced integer, got 1.5")
+    assert _rejects(lambda i, o: arch.stg32(o, (1,)), r"stg32 needs a global-memory pointer \(e.g. tensor.engine")
+    assert _rejects(lambda i, o: arch.ldg64(i.engine, index=1.5), "ldg64: index must be an int or a traced integer, got 1.5")
 
 
 def test_store_words_are_32_bits():
-    assert _rejects(lambda i, o: aw.stg64(o.engine, (1, I64(arch.lane_idx()))),
+    assert _rejects(lambda i, o: arch.stg64(o.engine, (1, I64(arch.lane_idx()))),
              r"stg64: word 1 must be 32 bits wide, got a traced i64 \(convert it with Int32\(x\)\)")
-    assert _rejects(lambda i, o: aw.stg32(o.engine, (1 << 32,)), "stg32: word 0 must fit in 32 bits, got 4294967296")
-    assert _rejects(lambda i, o: aw.stg32(o.engine, (1.0,)), "stg32: word 0 must be an int, a traced Int32 or a Float32")
+    assert _rejects(lambda i, o: arch.stg32(o.engine, (1 << 32,)), "stg32: word 0 must fit in 32 bits, got 4294967296")
+    assert _rejects(lambda i, o: arch.stg32(o.engine, (1.0,)), "stg32: word 0 must be an int, a traced Int32 or a Float32")
 
 
 def test_mbarrier_builtins_need_shared_memory():
-    assert _rejects(lambda i, o: aw.cp_async_barrier_noinc(i.engine),
-             "cp_async_barrier_noinc: the mbarrier must be in shared memory, got a gmem pointer")
+    assert _rejects(lambda i, o: arch.cp_async_mbarrier_arrive_noinc(i.engine),
+             "cp_async_mbarrier_arrive_noinc: the mbarrier must be in shared memory, got a gmem pointer")
 
 
 def test_remote_arrive_cta_rank():
     def body(i, o):
         bar = arch.SmemAllocator().allocate_mbarrier()
-        aw.mbarrier_remote_arrive(bar, 16)
+        arch.mbarrier_arrive(bar, 16)
 
-    assert _rejects(body, r"mbarrier_remote_arrive: cta_rank must lie in \[0, 16\) \(a cluster has at most 16 CTAs\), "
-                   r"got 16")
+    assert _rejects(body, r"mbarrier_arrive: peer_cta_rank_in_cluster must lie in \[0, 16\) \(a cluster has at most "
+                          r"16 CTAs\), got 16")

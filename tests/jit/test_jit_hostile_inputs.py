@@ -59,19 +59,21 @@ def _use(case, v, g):
     elif case == "shuffle offset":
         g[0] = arch.shuffle_sync(tid, v)
     elif case == "named barrier":
-        arch.barrier_sync(v)
+        arch.barrier(barrier_id=v)
     elif case == "cp_async_wait_group":
         arch.cp_async_wait_group(v)
     elif case == "tma_store_wait":
         arch.tma_store_wait(v)
-    elif case == "set_max_nreg":
-        arch.set_max_nreg(v, "inc")
-    elif case == "set_max_nreg action":
-        arch.set_max_nreg(232, v)
+    elif case == "setmaxregister":
+        arch.setmaxregister_increase(v)
+    elif case == "named barrier threads":
+        arch.barrier_arrive(barrier_id=1, number_of_threads=v)
     elif case == "shuffle mask":
         g[0] = arch.shuffle_sync(tid, 0, v)
-    elif case == "fence_proxy_async":
-        arch.fence_proxy_async(v)
+    elif case == "fence_proxy":
+        arch.fence_proxy(v)
+    elif case == "fence_proxy space":
+        arch.fence_proxy("async.shared", space=v)
     elif case == "make_fragment":
         cute.make_fragment(v, cute.Int32)
     elif case == "fragment index":
@@ -86,12 +88,13 @@ def _use(case, v, g):
     elif case == "smem tensor":
         alloc.allocate_tensor(cute.Float32, v)
     elif case == "vote":
-        g[0] = arch.vote_ballot(v)
+        g[0] = arch.vote_ballot_sync(v)
 
 
 KERNEL_CASES = ["mbarrier_init count", "mbarrier_init barrier", "mbarrier_wait phase", "expect_tx bytes", "range",
                 "range unroll", "if_", "shuffle value", "shuffle offset", "named barrier", "cp_async_wait_group",
-                "tma_store_wait", "set_max_nreg", "set_max_nreg action", "shuffle mask", "fence_proxy_async", "make_fragment", "fragment index", "gmem read",
+                "tma_store_wait", "setmaxregister", "named barrier threads", "shuffle mask", "fence_proxy",
+                "fence_proxy space", "make_fragment", "fragment index", "gmem read",
                 "gmem store", "smem allocate", "smem tensor", "vote"]
 LAUNCH_CASES = ["grid", "block", "cluster", "smem"]
 
@@ -146,8 +149,9 @@ def test_jit_entry_points_reject_what_is_not_a_function_or_a_scalar():
 
 
 @pytest.mark.parametrize("case, v, match", [
-    ("fence_proxy_async", {2: 4}, "fence_proxy_async space must be one of"),
-    ("set_max_nreg action", {2: 4}, "inc"),
+    ("fence_proxy", {2: 4}, "fence_proxy: kind must be one of"),
+    ("fence_proxy space", {2: 4}, r"fence_proxy: kind 'async.shared' needs space='cta' or space='cluster'"),
+    ("setmaxregister", {2: 4}, "setmaxregister_increase: reg_count must be a static Python int"),
     ("make_fragment", 2**31, "fragments are limited to 65536 elements"),
     ("mbarrier_init count", 2**70, "does not fit in 32 bits"),
     ("range unroll", 2**40, r"unroll must be None, an int in 1..2\^31-1"),

@@ -51,7 +51,7 @@ def law_kernel(load_atom, load_t, out_atom, out_t, dump, smem_layout, tile, tile
                                        cute.group_modes(cute.local_tile(load_t, tile, coord), 0, rank))
     with arch.elect_one():
         arch.mbarrier_init(bar, 1)
-        arch.fence_mbarrier_init()
+        arch.mbarrier_init_fence()
     if mc > 1:
         arch.cluster_sync()  # every CTA's mbarrier is ready before a peer's multicast lands on it
     else:

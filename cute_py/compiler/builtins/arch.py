@@ -1,10 +1,9 @@
-"""Kernel builtins (``cute_py.arch``): thread/block/cluster indices, elect, barriers, mbarriers, fences.
+"""Kernel builtins (``cute_py.arch``): thread/block/cluster indices, elect, block and cluster barriers, cp.async
+groups, DSMEM addresses.
 
 Each function emits its operation into the kernel being traced (outside a kernel it raises
 :class:`~cute_py.errors.TraceError`). Indices are traced ``Int32`` values known to be
-non-negative. mbarrier arguments are shared-memory pointers from
-``SmemAllocator.allocate_mbarrier`` (or 8-byte aligned raw ``allocate`` bytes; never a tensor's
-data).
+non-negative. The mbarriers are in :mod:`.arch_mbar`, named barriers and fences in :mod:`.arch_sync`.
 
 Names and meanings follow the CuTe DSL's ``cute.arch``:
 
@@ -26,6 +25,10 @@ name                       value                                                
 =========================  ==========================================================  ===================
 
 ``block_rank_in_cluster()`` is ``block_idx_in_cluster()`` under the name CuTe C++ and PTX use.
+
+Cluster barriers follow the DSL: ``cluster_arrive()`` and ``cluster_wait()`` are ``barrier.cluster.arrive`` and
+``barrier.cluster.wait`` (any thread may execute them alone); ``cluster_arrive(aligned=True)`` is the
+``.aligned`` form, which every thread of the warp must execute together.
 """
 
 from __future__ import annotations
@@ -37,13 +40,13 @@ from typing import TYPE_CHECKING
 import mlir_dialects as md
 
 from ...nvgpu import device_ops
+from ...nvgpu.copy_ops import LoadCacheMode
 
 from ..frontend.builder import current
-from ..frontend.memory import pointer_value
 from ..frontend.control import if_
 from ...errors import TraceError
-from ..frontend.smem import SmemAllocator, check_mbarrier_pointer
-from ..frontend.values import TracedBool, TracedInt, as_value
+from ..frontend.smem import SmemAllocator
+from ..frontend.values import TracedBool, TracedInt
 
 if TYPE_CHECKING:
     from ...tensor.pointer import Pointer
@@ -53,10 +56,13 @@ __all__ = [
     "block_in_cluster_dim", "cluster_shape", "block_idx_in_cluster", "block_rank_in_cluster", "cluster_size",
     "lane_idx", "warp_idx", "make_warp_uniform", "elect_one", "sync_threads",
     "cluster_arrive", "cluster_arrive_relaxed", "cluster_wait", "cluster_sync", "cp_async_commit_group",
-    "cp_async_wait_group", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_and_expect_tx", "mbarrier_expect_tx",
-    "mbarrier_wait", "mbarrier_try_wait", "fence_proxy_async", "fence_mbarrier_init", "tma_store_arrive",
-    "tma_store_wait", "SmemAllocator", "map_dsmem_ptr",
+    "cp_async_wait_group", "cp_async_shared_global", "tma_store_arrive", "tma_store_wait", "SmemAllocator",
+    "map_dsmem_ptr", "WARP_SIZE", "WARPS_PER_WARPGROUP", "THREADS_PER_WARPGROUP",
 ]
+
+WARP_SIZE = 32
+WARPS_PER_WARPGROUP = 4
+THREADS_PER_WARPGROUP = WARP_SIZE * WARPS_PER_WARPGROUP
 
 
 def _sregs(prefix):
@@ -187,35 +193,42 @@ def sync_threads() -> None:
         md.barrier_sync(zero)
 
 
-def cluster_arrive(relaxed: bool = False, *, aligned: bool | None = True) -> None:
-    """``barrier.cluster.arrive[.relaxed].aligned``: this thread arrives on the cluster barrier (every
-    thread of every block of the cluster must arrive before ``cluster_wait`` returns).
+def _aligned(aligned, name):
+    if aligned is not None and type(aligned) is not bool:
+        raise TraceError(f"{name}: aligned must be None, True or False, got {aligned!r}")
+    return bool(aligned)
 
-    ``aligned``: every thread of the warp executes it (the only form emitted; ``False`` is rejected).
-    """
-    if aligned not in (True, None):
-        raise TraceError(f"cluster_arrive: only the .aligned form is supported (every thread of the warp "
-                         f"arrives), got aligned={aligned!r}")
+
+def cluster_arrive(*, aligned: bool | None = None) -> None:
+    """``barrier.cluster.arrive``: this thread arrives on the cluster barrier (every thread of every block of
+    the cluster must arrive before ``cluster_wait`` returns), releasing its earlier memory accesses to the
+    cluster. ``aligned=True``: the ``.aligned`` form, executed by every thread of the warp together."""
+    a = _aligned(aligned, "cluster_arrive")
     with current().at_end():
-        md.cluster_arrive(relaxed=bool(relaxed))
+        md.cluster_arrive(relaxed=False, aligned=a)
 
 
-def cluster_arrive_relaxed(*, aligned: bool | None = True) -> None:
-    """``barrier.cluster.arrive.relaxed.aligned``: :func:`cluster_arrive` without release ordering."""
-    cluster_arrive(True, aligned=aligned)
+def cluster_arrive_relaxed(*, aligned: bool | None = None) -> None:
+    """``barrier.cluster.arrive.relaxed``: :func:`cluster_arrive` without release ordering."""
+    a = _aligned(aligned, "cluster_arrive_relaxed")
+    with current().at_end():
+        md.cluster_arrive(relaxed=True, aligned=a)
 
 
 def cluster_wait() -> None:
-    """``barrier.cluster.wait.aligned``: wait until all threads of the cluster have arrived."""
+    """``barrier.cluster.wait``: wait until every thread of the cluster has arrived (acquiring their released
+    accesses)."""
     with current().at_end():
-        md.cluster_wait()
+        md.cluster_wait(aligned=False)
 
 
 def cluster_sync() -> None:
-    """``cluster_arrive()`` then ``cluster_wait()``: a barrier over every thread of the cluster (with
-    release/acquire ordering of shared-memory accesses across its blocks)."""
-    cluster_arrive()
-    cluster_wait()
+    """``barrier.cluster.arrive.aligned`` then ``barrier.cluster.wait.aligned`` (CuTe C++'s ``cluster_sync()``): a
+    barrier over every thread of the cluster, with release/acquire ordering of memory accesses across its
+    blocks. Every thread of a warp executes it together (the ``.aligned`` forms)."""
+    cluster_arrive(aligned=True)
+    with current().at_end():
+        md.cluster_wait(aligned=True)
 
 
 def cp_async_commit_group() -> None:
@@ -233,71 +246,27 @@ def cp_async_wait_group(n: int = 0) -> None:
         md.cp_async_wait_group(n)
 
 
-def _bar(mbar, what="mbarrier"):
-    check_mbarrier_pointer(mbar, what)
-    return pointer_value(mbar, f"{what}: the mbarrier")
+def cp_async_shared_global(dst: Pointer, src: Pointer, size: int, modifier: str | LoadCacheMode, *,
+                           cp_size: TracedInt | int | None = None) -> None:
+    """``cp.async.{ca,cg}.shared.global [dst], [src], size{, cp_size}``: this thread copies ``size`` bytes (4, 8
+    or 16; ``"cg"`` only 16) from global memory ``src`` to shared memory ``dst`` asynchronously; with
+    ``cp_size`` (0 .. size) only that many are read and the rest of the ``size`` bytes are zeroed.
 
-
-def mbarrier_init(mbar: Pointer, count: TracedInt | int = 1) -> None:
-    """Initialise the mbarrier at ``mbar`` for ``count`` arrivals per phase."""
-    p, c = _bar(mbar, "mbarrier_init"), as_value(count)
-    with current().at_end():
-        md.mbarrier_init(p, c)
-
-
-def mbarrier_arrive(mbar: Pointer) -> None:
-    """Arrive on the mbarrier at ``mbar``."""
-    p = _bar(mbar, "mbarrier_arrive")
-    with current().at_end():
-        md.mbarrier_arrive(p)
-
-
-def mbarrier_arrive_and_expect_tx(mbar: Pointer, nbytes: TracedInt | int) -> None:
-    """Arrive on ``mbar`` and expect ``nbytes`` more bytes of transactions (TMA loads) in this phase."""
-    p, n = _bar(mbar, "mbarrier_arrive_and_expect_tx"), as_value(nbytes)
-    with current().at_end():
-        md.mbarrier_arrive_expect_tx(p, n)
-
-
-def mbarrier_expect_tx(mbar: Pointer, nbytes: TracedInt | int) -> None:
-    """Expect ``nbytes`` more bytes of transactions on ``mbar`` without arriving."""
-    p, n = _bar(mbar, "mbarrier_expect_tx"), as_value(nbytes)
-    with current().at_end():
-        md.mbarrier_expect_tx(p, n)
-
-
-def mbarrier_wait(mbar: Pointer, phase: TracedInt | int) -> None:
-    """Wait until the phase of parity ``phase`` (0/1, static or traced) of ``mbar`` has completed."""
-    if type(phase) is int and phase not in (0, 1):
-        raise TraceError(f"an mbarrier phase parity is 0 or 1, got {phase}")
-    p, ph = _bar(mbar, "mbarrier_wait"), as_value(phase)
-    with current().at_end():
-        md.mbarrier_wait_parity(p, ph)
-
-
-def mbarrier_try_wait(mbar: Pointer, phase: TracedInt | int) -> TracedBool:
-    """A run-time condition: whether the phase of parity ``phase`` of ``mbar`` has completed (one test)."""
-    p, ph = _bar(mbar, "mbarrier_try_wait"), as_value(phase)
-    with current().at_end():
-        return TracedBool(md.mbarrier_try_wait_parity(p, ph).done)
-
-
-_SPACES = {"shared": "shared::cta", "shared::cta": "shared::cta", "shared::cluster": "shared::cluster",
-           "global": "global"}
-
-
-def fence_proxy_async(space: str = "shared::cta") -> None:
-    """``fence.proxy.async.<space>``: order generic-proxy accesses before later TMA (async-proxy) ones."""
-    if not isinstance(space, str) or space not in _SPACES:
-        raise TraceError(f"fence_proxy_async space must be one of {sorted(_SPACES)}, got {space!r}")
-    with current().at_end():
-        md.fence_proxy_async(_SPACES[space])
-
-
-def fence_mbarrier_init() -> None:
-    """``fence.mbarrier_init.release.cluster``: make mbarrier initialisation visible to the cluster."""
-    with current().at_end():
-        md.fence_mbarrier_init()
+    ``modifier`` is ``"ca"`` (cache in L1 and L2) or ``"cg"`` (L2 only), or a ``LoadCacheMode``. (The DSL's
+    names: ``size`` is what ``cpasync.cp_async_shared_global`` calls ``cp_size``, ``cp_size`` its ``src_size``.)
+    """
+    modes = {"ca": LoadCacheMode.ALWAYS, "cg": LoadCacheMode.GLOBAL}
+    mode = modes.get(modifier.lower()) if isinstance(modifier, str) else modifier
+    if mode not in (LoadCacheMode.ALWAYS, LoadCacheMode.GLOBAL):
+        raise TraceError(f"cp_async_shared_global: modifier must be 'ca' or 'cg' (cp.async caches in L1 and L2, or "
+                         f"in L2 only), got {modifier!r}")
+    if type(size) is not int or size not in (4, 8, 16):
+        raise TraceError(f"cp_async_shared_global: size must be 4, 8 or 16 bytes (a static int), got {size!r}")
+    if mode is LoadCacheMode.GLOBAL and size != 16:
+        raise TraceError(f"cp_async_shared_global: the 'cg' modifier copies 16 bytes, got size={size}")
+    if type(cp_size) is int and not 0 <= cp_size <= size:
+        raise TraceError(f"cp_async_shared_global: cp_size (the bytes read) must lie in [0, {size}], got {cp_size}")
+    device_ops.cp_async_shared_global(dst, src, size, mode, src_size=cp_size)
 
 
 # one front door: the same functions as cute_py.nvgpu.cpasync's (they emit through the op table)
@@ -305,12 +274,13 @@ tma_store_arrive = device_ops.tma_store_arrive
 tma_store_wait = device_ops.tma_store_wait
 
 
-def map_dsmem_ptr(ptr: Pointer, cta_rank: TracedInt | int) -> Pointer:
-    """The shared-memory pointer ``ptr`` (of this CTA) mapped to CTA ``cta_rank`` of the cluster: the same offset
+def map_dsmem_ptr(smem_ptr: Pointer, cta_rank_in_cluster: TracedInt | int) -> Pointer:
+    """The shared-memory pointer ``smem_ptr`` (of this CTA) mapped to CTA ``cta_rank_in_cluster`` of the cluster: the same offset
     in the peer's shared memory (``mapa.shared::cluster``, applied where a DSMEM store uses it). Tensors over it
     are the destinations of ``CopyDsmemStoreOp`` copies, and an mbarrier mapped this way their ``mbar_ptr``."""
     from ...tensor.pointer import AddressSpace, Pointer
 
+    ptr, cta_rank = smem_ptr, cta_rank_in_cluster
     if not isinstance(ptr, Pointer) or ptr.memspace is not AddressSpace.smem:
         raise TraceError(f"map_dsmem_ptr maps a shared-memory pointer of this CTA, got {ptr!r}")
     if type(cta_rank) is int:

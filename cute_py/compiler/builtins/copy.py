@@ -237,11 +237,11 @@ def tma_copy(src: Tensor, dst: Tensor, *, barrier: Pointer | None = None, mcast_
     if coord is src:
         if barrier is None:
             raise TraceError("a TMA load needs barrier= (the mbarrier its bytes complete)")
-        from . import arch
+        from .arch_mbar import mbarrier_arrive_and_expect_tx
 
         if expect_bytes is None:  # the whole tile (with multicast, every CTA receives every slice)
             expect_bytes = product(smem.layout.shape) * smem.engine.dtype.width // 8
-        arch.mbarrier_arrive_and_expect_tx(barrier, expect_bytes)
+        mbarrier_arrive_and_expect_tx(barrier, expect_bytes)
         return _tma(atom, src, dst, barrier, mcast_mask, cache_hint, tma_desc_ptr)
     if barrier is not None or expect_bytes is not None:
         raise TraceError("a TMA store takes no barrier or expect_bytes")
