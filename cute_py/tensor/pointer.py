@@ -15,11 +15,12 @@ from typing import Any
 from .dtypes import DType, dtype_of
 from ..errors import CuteTypeError, CuteValueError
 from ..core.int_tuple import DynamicInt, index_or_none, as_index, short_repr, fmt
+from ..core.swizzle import Swizzle
 from ..core.typing import Int
 
 _ADDRESS_LIMIT = 1 << 64
 
-__all__ = ["AddressSpace", "Pointer", "make_ptr"]
+__all__ = ["AddressSpace", "Pointer", "make_ptr", "recast_ptr"]
 
 
 class AddressSpace(enum.Enum):
@@ -173,3 +174,58 @@ def make_ptr(dtype: DType | str | Any, address: int | None = None, memspace: Add
     if not isinstance(memspace, AddressSpace):
         raise CuteTypeError(f"memspace must be an AddressSpace, got {short_repr(memspace)}")
     return Pointer(dtype, memspace, assumed_align, address)
+
+
+def recast_ptr(ptr: Pointer, swizzle_: Any = None, dtype: DType | str | Any | None = None) -> Pointer:
+    """``ptr`` seen as a pointer to ``dtype`` elements (the CuTe DSL's ``recast_ptr``): the same byte address,
+    memory space and alignment; ``dtype=None`` keeps the element type.
+
+    @post recast_ptr(p, dtype=t) addresses byte ``base + offset * width / 8`` of ``p``, and its alignment is ``p``'s.
+
+    Raises ``CuteValueError`` when ``ptr`` is not aligned to a whole ``dtype`` element, or when a run-time element
+    offset of ``ptr`` is not known to be a whole number of ``dtype`` elements.
+
+    Deliberately unlike the DSL, a pointer carries no swizzle here: ``swizzle_`` must be ``None`` or an identity
+    swizzle (``S<0,m,s>``), anything else raises ``CuteValueError`` (a swizzled shared-memory tensor is a tensor with
+    a swizzled layout: ``MemRange.get_tensor(layout, swizzle=...)``, or ``make_tensor`` with
+    ``make_composed_layout(swizzle, 0, layout)``).
+    """
+    if not isinstance(ptr, Pointer):
+        raise CuteTypeError(f"recast_ptr needs a Pointer, got {short_repr(ptr)} ({type(ptr).__name__})")
+    if swizzle_ is not None:
+        if not isinstance(swizzle_, Swizzle):
+            raise CuteTypeError(f"recast_ptr's swizzle_ must be a Swizzle or None, got {short_repr(swizzle_)}")
+        if swizzle_.bits:
+            raise CuteValueError(f"recast_ptr: a cute_py pointer carries no swizzle ({swizzle_} given for {ptr!r}); "
+                                 f"swizzle the tensor's layout instead (MemRange.get_tensor(layout, swizzle=...) or "
+                                 f"make_tensor(ptr, make_composed_layout(swizzle, 0, layout)))")
+    if dtype is None:
+        return ptr
+    dtype = dtype_of(dtype)
+    if dtype is ptr.dtype:
+        return ptr
+    need = max(1, dtype.width // 8)
+    if ptr.alignment < need:
+        raise CuteValueError(f"recast_ptr: {ptr!r} is {ptr.alignment}-byte aligned, a {dtype.name} pointer needs "
+                             f"{need}-byte alignment")
+    old, new = ptr.dtype.width, dtype.width
+    offset = ptr.offset
+    if type(offset) is int:
+        bits = offset * old
+        if bits % new:
+            raise CuteValueError(f"recast_ptr: {ptr!r} is {bits} bits past its base, not a whole number of "
+                                 f"{new}-bit {dtype.name} elements")
+        offset = bits // new
+    elif old % new == 0:
+        offset = offset * (old // new)
+    elif (getattr(offset, "known_divisor", 1) * old) % new == 0:
+        offset = offset // (new // old)
+    else:
+        raise CuteValueError(f"recast_ptr: the run-time offset of {ptr!r} ({fmt(offset)} {old}-bit elements) is not "
+                             f"known to be a whole number of {new}-bit {dtype.name} elements")
+    p = object.__new__(Pointer)
+    for name, v in (("dtype", dtype), ("memspace", ptr.memspace), ("alignment", ptr.alignment),
+                    ("address", ptr.address), ("offset", offset), ("base", ptr.base),
+                    ("store_guard", ptr.store_guard), ("peer", ptr.peer), ("owner", ptr.owner)):
+        object.__setattr__(p, name, v)
+    return p

@@ -92,8 +92,8 @@ def test_cuda_array_interface_arrays_become_static_layouts_over_tagged_pointers(
     def host(x):
         seen["tensor"] = x
 
-    with pytest.raises(cute.compiler.JitError, match="launched no kernel"):
-        cute.compile(host, fake((64, 32), "<f2", strides=(128, 2)))
+    c = cute.compile(host, fake((64, 32), "<f2", strides=(128, 2)))  # host code only: nothing to compile
+    assert c.launches == [] and c.kernel_names == []
     t = seen["tensor"]
     assert str(t.layout) == "(64,32):(64,1)" and untag(t.engine.address) == (0, 0)
 
