@@ -69,6 +69,16 @@ def required_ptx_isa(module):
     return max((classes[op.name].PTX_ISA for op in dialect_ops_in(module) if op.name in classes), default=0)
 
 
+def _at_op_location(rule):
+    """``rule`` building its ops at the location of the op it lowers (so that line information survives)."""
+
+    def located(op, rewriter):
+        with op.location:
+            return rule(op, rewriter)
+
+    return located
+
+
 def lower(module, *, check=True):
     """Rewrite every ``cute_nvgpu`` op of ``module`` into NVVM/LLVM, in place; returns ``module``."""
     if check:
@@ -76,7 +86,7 @@ def lower(module, *, check=True):
     names = sorted({op.name for op in dialect_ops_in(module)})
     patterns = rewrite.RewritePatternSet()
     for name in names:
-        patterns.add(name, rule_for(name))
+        patterns.add(name, _at_op_location(rule_for(name)))
     rewrite.walk_and_apply_patterns(module.operation, patterns.freeze())
     left = sorted({op.name for op in dialect_ops_in(module)})
     if left:

@@ -7,7 +7,10 @@ points each ``gpu.module`` at ``#nvvm.target<chip, features>``, and runs::
 
     gpu-module-to-binary{format=isa}
 
-The same module gives byte-identical PTX.
+The same module gives byte-identical PTX. ``to_ptx(..., line_info=True)`` keeps the ops' file:line
+locations and adds ``ensure-debug-info-scope-on-llvm-func{emission-kind=DebugDirectivesOnly}`` before
+them, so that the PTX carries ``.file``/``.loc`` directives (no DWARF sections: what ``-lineinfo`` gives);
+``opt_level`` sets the ``O`` of the NVVM target (LLVM's optimisation level; default 2).
 """
 
 import re
@@ -26,6 +29,7 @@ PIPELINE = (
     "builtin.module(gpu.module(convert-arith-to-llvm,"
     "convert-nvvm-to-llvm,reconcile-unrealized-casts),gpu-module-to-binary{format=isa})"
 )
+LINE_INFO_PASS = "ensure-debug-info-scope-on-llvm-func{emission-kind=DebugDirectivesOnly}"
 _PTX_FEATURE = re.compile(r"\+ptx(\d+)")
 
 
@@ -39,10 +43,12 @@ def _gpu_modules(module):
     return [op for op in module.body.operations if op.operation.name == "gpu.module"]
 
 
-def lower_copy(module):
-    """A lowered copy of ``module`` (verified first); the argument is not changed."""
+def lower_copy(module, *, keep_locations=False):
+    """A lowered copy of ``module`` (verified first); the argument is not changed. ``keep_locations``: the
+    copy keeps the ops' source locations (by default they are dropped)."""
     verify(module)
-    work = ir.Module.parse(str(module.operation), context=module.context)
+    text = module.operation.get_asm(enable_debug_info=True) if keep_locations else str(module.operation)
+    work = ir.Module.parse(text, context=module.context)
     return lower(work, check=False)
 
 
@@ -56,24 +62,29 @@ def _features_for(module, features):
     return ",".join(f for f in (features, f"+ptx{need}") if f)
 
 
-def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES):
+def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES, *, line_info=False, opt_level=None):
     """PTX text of the single ``gpu.module`` in ``module``, compiled for ``chip``.
 
     ``features`` is the NVPTX feature string; its PTX ISA version is raised when an op of the
-    module needs a later one (the tensormap ops need 8.3, ``dsmem_store`` 8.1).
+    module needs a later one (the tensormap ops need 8.3, ``dsmem_store`` 8.1). ``line_info``: ``.file``
+    and ``.loc`` directives from the ops' locations; ``opt_level`` (0-3): LLVM's optimisation level.
     """
+    if opt_level is not None and opt_level not in (0, 1, 2, 3):
+        raise PipelineError(f"opt_level is 0, 1, 2 or 3, got {opt_level!r}")
     gpu_mods = _gpu_modules(module)
     if len(gpu_mods) != 1:
         raise PipelineError(f"to_ptx compiles a module holding exactly one gpu.module, found {len(gpu_mods)}")
     features = _features_for(module, features)
-    work = lower_copy(module)
+    work = lower_copy(module, keep_locations=line_info)
     ctx = work.context
-    target = ir.Attribute.parse(f'#nvvm.target<chip = "{chip}", features = "{features}">', context=ctx)
+    level = "" if opt_level is None else f"O = {opt_level}, "
+    target = ir.Attribute.parse(f'#nvvm.target<{level}chip = "{chip}", features = "{features}">', context=ctx)
     for gm in _gpu_modules(work):
         gm.operation.attributes["targets"] = ir.ArrayAttr.get([target], context=ctx)
     work.operation.attributes["gpu.container_module"] = ir.UnitAttr.get(ctx)
+    pipeline = PIPELINE.replace("builtin.module(", f"builtin.module({LINE_INFO_PASS},", 1) if line_info else PIPELINE
     try:
-        PassManager.parse(PIPELINE, context=ctx).run(work.operation)
+        PassManager.parse(pipeline, context=ctx).run(work.operation)
     except ir.MLIRError as e:
         raise PipelineError(f"the pipeline to PTX failed for chip={chip} features={features}: "
                             f"{diagnostics_text(e)}") from None

@@ -192,7 +192,7 @@ def test_the_rules_see_imports_at_every_depth():
     # are all seen
     targets = {t for t, _, _ in imports_of("cute_py")}
     assert "cute_py.viz" in targets and "cute_py.core.layout" in targets
-    assert any(not level0 for _, _, level0 in imports_of("cute_py.compiler.frontend.kernel"))
+    assert any(not level0 for _, _, level0 in imports_of("cute_py.compiler.frontend.device_trace"))
 
 
 def test_mlir_dialects_never_imports_cute_py():

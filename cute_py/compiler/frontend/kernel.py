@@ -1,59 +1,70 @@
 """``@kernel``, ``@jit`` and ``compile``: tracing host and device functions, compiling, caching, launching.
 
 A ``@jit`` host function runs in Python once per specialisation (argument dtypes, shapes,
-strides and alignments, the kinds of run-time scalars, the static values): device arrays
-are tensors over tagged addresses (``args``), and each ``kernel(...).launch(...)`` it makes
-is recorded, its configuration checked against the hardware's limits (``limits``). Each
-launched ``@kernel`` is then traced into one ``llvm.func`` of a ``gpu.module`` (its TMA atoms,
-gmem tensors and run-time scalars become parameters; every other argument is static),
-compiled to PTX and a cubin, and cached. The result, a :class:`Compiled`, replays the
-recorded launches with the real addresses of new arguments of the same specialisation: TMA
-descriptors are encoded for them on the host.
+strides and alignments, the kinds of run-time scalars, the static values, the instance it is bound to,
+the compile options): device arrays are tensors over tagged addresses (``args``), and each
+``kernel(...).launch(...)`` it makes is recorded (``launches``), its configuration checked against the
+hardware's limits. Each launched ``@kernel`` is then traced into one ``llvm.func`` of a ``gpu.module``,
+compiled to PTX and a cubin (``device_trace``), and cached. The result, a :class:`Compiled`, replays the
+recorded launches with the real addresses of new arguments of the same specialisation: TMA descriptors
+are encoded for them on the host.
+
+**Methods** (``methods``): ``@jit`` and ``@kernel`` on methods bind ``self``; the instance is part of the key
+by value. **Annotations** (``annotations``): ``Int32``/``Int64``/``Float32`` make numbers run-time scalars,
+``Constexpr`` marks compile-time values, ``CUstream`` stream arguments; keyword arguments bind by name.
+**Options** (``options``): ``compile(fn, *args, options="--generate-line-info --opt-level 3")``.
+
+A jit function that launches **no kernel** (host algebra, prints) just runs: called, it runs as plain Python
+each time and returns what it returns (its first call records it once); ``compile`` of it gives a
+:class:`Compiled` with no kernels, whose call does nothing. Nothing is compiled and MLIR is not loaded.
 
 **The disk cache** (``cache``) is keyed by the library's fingerprint, the jit function (its code,
-closure and defaults, ``deps.value_key``), the specialisation, and each recorded launch (the
-kernel's code and closure, its static arguments, grid, block, cluster and shared memory): what
-the host trace produced. The kernel traces are not run to look an entry up: instead each entry
-stores the manifest of the code both traces ran and the module values it read (``deps``), and is
-used only while that manifest still holds; otherwise the kernels are compiled again.
-
-A Python ``list`` of numbers is not accepted as an argument (of a jit function or a kernel): it
-is not device memory, and a kernel that writes to it changes only the list while it is traced
-(the launched kernel does nothing); pass device arrays for data, tuples for constants.
+closure and defaults), its name prefix, the specialisation, the code-generation options and each recorded
+launch (the kernel's code and closure, its entry name, its static arguments by value — ``self`` of a kernel
+method among them —, grid, block, cluster, shared memory and stream): what the host trace produced. The
+instance a jit method is bound to is not itself in the disk key: the host trace runs again on every
+in-memory miss, and everything of the instance that reaches the code does so through the launches. Each
+entry stores the manifest of the code both traces ran and the module values it read (``deps``), and is used
+only while that manifest still holds. A compile whose static values have no key (``config_key``) is not
+cached at all.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import hashlib
 import inspect
 import os
-import re
 import sys
 import time
+import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import CuteError
-from ... import device
-from ...nvgpu.cpasync import TmaCopyAtom
-from ...tensor.pointer import AddressSpace, Pointer
-from ...tensor.tensor import Tensor
-from ...core.valued import ValuedInt
-from . import builder as _builder
-from . import rewrite as _rewrite
+from ...errors import ArgumentError, CuteError, SpecMismatch
+from ...tensor.dtypes import Scalar
 from ..runtime import cache as _cache
 from ..runtime import deps as _deps
-from ..runtime import limits as _limits
-from .args import SCALAR_TYPES, TAG_SHIFT, array_spec, host_tensor, is_device_array, untag
 from ..runtime.compiled import Compiled
-from ...errors import ArgumentError, CompileError, JitError, LocatedError, SpecMismatch, TraceError, is_user_file, user_location
-from ...tensor.dtypes import Scalar
-from .values import TracedFloat, TracedInt
+from ..runtime.config_key import Unkeyable, config_key
+from . import builder as _builder
+from . import rewrite as _rewrite
+from .annotations import ParamInfo, StreamArg, is_stream
+from .args import SCALAR_TYPES, array_spec, host_tensor, is_device_array
+from .device_trace import build, located, short_repr
+from .launches import (HostTrace, KernelFunction, check_name_prefix, host_trace_active, list_message, naming_epoch,
+                       number_list, unwrap_method)
+from .methods import BoundJit, BoundKernel, self_key
+from .options import CompileOptions, parse_options
 
 __all__ = ["kernel", "jit", "compile", "Compiled", "KernelFunction", "JitFunction"]
 
-_hosts = []
+_HostTrace = HostTrace
+_UNBOUND = object()
+_NOT_RUN = object()
+_WARNED = set()
 
 
 def _log(msg):
@@ -61,218 +72,21 @@ def _log(msg):
         print(f"cute_py.jit: {msg}", file=sys.stderr, flush=True)
 
 
-# -- device functions ---------------------------------------------------------------------------
-
-
-class KernelFunction:
-    """A ``@cute_py.kernel`` device function; ``k(*args).launch(grid=, block=, cluster=, smem=,
-    non_portable_cluster=)`` inside a jit function. A kernel returns nothing (``TraceError`` otherwise)."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        functools.update_wrapper(self, fn)
-
-    def __repr__(self):
-        return f"<cute_py.kernel {self.fn.__module__}.{self.fn.__qualname__}>"
-
-    def __call__(self, *args: Any, **kwargs: Any) -> KernelCall:
-        if _builder.active() is not None:
-            raise TraceError(f"the kernel {self.fn.__name__} cannot be called from inside a kernel")
-        if not _hosts:
-            raise JitError(f"launch the kernel {self.fn.__name__} from a @cute_py.jit function (or cute_py.compile): "
-                           f"{self.fn.__name__}(...).launch(grid=..., block=...)")
-        return KernelCall(self, args, kwargs)
-
-
-class KernelCall:
-    """A kernel with its arguments, waiting for ``.launch``."""
-
-    def __init__(self, kernel_fn, args, kwargs):
-        self.kernel, self.args, self.kwargs = kernel_fn, args, kwargs
-
-    def launch(self, *, grid, block, cluster=(1, 1, 1), smem=None, non_portable_cluster=False):
-        """Record a launch of ``grid`` blocks of ``block`` threads (1-3 static ints each), in clusters of
-        ``cluster`` blocks, with ``smem`` bytes of dynamic shared memory (default: what the kernel allocates).
-
-        The configuration must fit sm_90 (see :mod:`cute_py.compiler.runtime.limits`); ``non_portable_cluster=True``
-        allows clusters of 9 to 16 CTAs. ``ArgumentError`` at this line otherwise.
-        """
-        host = _hosts[-1]
-        dims = [_dim3(v, what) for v, what in ((grid, "grid"), (block, "block"), (cluster, "cluster"))]
-        if smem is not None and (type(smem) is not int or smem < 0):
-            raise ArgumentError(f"smem must be a non-negative int number of bytes, got {smem!r}")
-        if type(non_portable_cluster) is not bool:
-            raise ArgumentError(f"non_portable_cluster must be True or False, got {non_portable_cluster!r}")
-        _limits.check_launch(*dims, smem, non_portable_cluster)
-        _limits.check_multicast(_tma_atoms(self.args, self.kwargs), dims[2])
-        host.launches.append(_Launch(self, *dims, smem, len(host.launches), non_portable_cluster, user_location()))
-
-
-def _tma_atoms(args, kwargs):
-    """``(where, atom)`` of every TMA atom among a kernel's arguments (inside tuples and lists too)."""
-    out = []
-
-    def walk(x, where):
-        if isinstance(x, TmaCopyAtom):
-            out.append((where, x))
-        elif type(x) in (tuple, list):
-            for j, e in enumerate(x):
-                walk(e, f"{where}[{j}]")
-
-    for pos, a in list(enumerate(args)) + sorted(kwargs.items()):
-        walk(a, f"kernel argument {pos!r}")
-    return out
-
-
-def _dim3(v, what):
-    v = v if isinstance(v, (tuple, list)) else (v,)
-    out = []
-    for x in v:
-        if isinstance(x, ValuedInt):
-            x = x.value
-        if type(x) is not int or x < 1:
-            raise ArgumentError(f"{what} dimensions must be static positive ints, got {v!r}")
-        out.append(x)
-    if not 1 <= len(out) <= 3:
-        raise ArgumentError(f"{what} has 1 to 3 dimensions, got {v!r}")
-    return tuple(out) + (1,) * (3 - len(out))
-
-
-class _Launch:
-    def __init__(self, call, grid, block, cluster, smem, index, non_portable_cluster=False, where=("<unknown>", 0)):
-        self.call, self.grid, self.block, self.cluster, self.smem = call, grid, block, cluster, smem
-        self.non_portable_cluster = non_portable_cluster and cluster[0] * cluster[1] * cluster[2] > 8
-        self.where = where  # (file, line) of the launch in the user's code
-        self.name = f"{call.kernel.fn.__name__}_{index}"
-        self.params = []  # (kind, source) per kernel parameter
-        self.kernel_args = []  # (position or name, classification)
-        for pos, a in list(enumerate(call.args)) + sorted(call.kwargs.items()):
-            self.kernel_args.append((pos, _classify(a, self.params)))
-
-
-def _classify(a, params):
-    """('static', a), (param kind, param index) or ('tuple', [classifications]) for a tuple/list holding
-    run-time arguments; appends the parameters' sources to ``params``."""
-    if type(a) in (tuple, list):
-        mark = len(params)
-        subs = [_classify(x, params) for x in a]
-        if len(params) > mark:
-            return "tuple", (type(a), subs)
-        if _number_list(a):
-            raise ArgumentError(_list_message(f"a kernel argument is the Python list {_short(a)}"))
-        return "static", a
-    if isinstance(a, TmaCopyAtom):
-        where = untag(a.descriptor.global_address)
-        if where is None:
-            raise ArgumentError("a TMA atom passed to a kernel must be built from a tensor argument of the "
-                                "jit function")
-        params.append(("desc", (a.descriptor, where)))
-        return "desc", len(params) - 1
-    if isinstance(a, Tensor) and isinstance(a.engine, Pointer) and a.engine.memspace is AddressSpace.gmem:
-        where = untag(a.engine.address)
-        if where is None:
-            raise ArgumentError(f"a gmem tensor passed to a kernel must come from a device-array argument of "
-                                f"the jit function at a static offset, got {a!r}")
-        params.append(("ptr", where))
-        return "ptr", len(params) - 1
-    if isinstance(a, Scalar):
-        if a.kind not in SCALAR_TYPES:
-            raise ArgumentError(f"a run-time scalar passed to a kernel is an Int32, Int64 or Float32, got {a!r}")
-        params.append((a.kind, a))
-        return a.kind, len(params) - 1
-    if is_device_array(a):
-        raise ArgumentError("pass device arrays to the jit function; a kernel gets them as tensors")
-    return "static", a
-
-
-def _short(x, n=60):
-    text = repr(x)
-    return text if len(text) <= n else text[:n] + "...]"
-
-
-def _list_message(what):
-    return (f"{what}: a list is not device memory (a kernel writing to it would change the list only while it "
-            f"is traced, and the launched kernel would do nothing); pass a device array (torch, cupy, DLPack) "
-            f"for data a kernel reads or writes, or a tuple for compile-time constants")
-
-
-def _holds_numbers(x):
-    return type(x) in (int, float, bool, complex) or (type(x) in (tuple, list) and any(_holds_numbers(e) for e in x))
-
-
-def _number_list(x):
-    """Whether ``x`` is (or a tuple holds) a list of numbers: data a device array should hold."""
-    if type(x) is list:
-        return _holds_numbers(x)
-    return type(x) is tuple and any(_number_list(e) for e in x)
-
-
-_PARAM_TYPES = {"desc": _builder.DESC_PARAM, "ptr": "!llvm.ptr<1>", "Int32": "i32", "Int64": "i64", "Float32": "f32"}
-
-
-# -- host functions -----------------------------------------------------------------------------
-
-
-class _HostTrace:
-    def __init__(self):
-        self.launches = []
-
-    def __enter__(self):
-        _hosts.append(self)
-        return self
-
-    def __exit__(self, *exc):
-        _hosts.pop()
-        return False
-
-
-def _static_key(x):
-    if x is None or type(x) in (int, float, bool, str):
-        return repr(x)
-    if type(x) in (tuple, list):
-        return type(x).__name__ + "(" + ",".join(_static_key(e) for e in x) + ")"
-    r = f"{type(x).__module__}.{type(x).__qualname__}:{x}"
-    return r
-
-
-def _scalar_annotation(ann):
-    name = getattr(ann, "name", None)
-    return name if name in SCALAR_TYPES and (ann is SCALAR_TYPES[name] or type(ann).__name__ == "DType") else None
-
-
-def _annotations(fn):
-    """The annotation of each parameter of ``fn``, evaluated where it is a string (a module written with
-    ``from __future__ import annotations``). A string that does not evaluate is ignored (it may name a
-    type-checking-only import) unless it names a numeric type, whose meaning (a run-time scalar) would be lost:
-    that is an ArgumentError at the definition."""
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):  # no signature (a builtin): no annotated scalars
-        return []
-    out = []
-    for p in params:
-        ann = p.annotation
-        if isinstance(ann, str):
-            try:
-                ann = eval(ann, getattr(fn, "__globals__", {}))
-            except Exception as e:
-                if re.search(r"\b(" + "|".join(SCALAR_TYPES) + r")\b", ann):
-                    code = fn.__code__
-                    raise ArgumentError(f"the annotation {ann!r} of {p.name} does not evaluate "
-                                        f"({type(e).__name__}: {e})", where=(code.co_filename, code.co_firstlineno)
-                                        ) from None
-                ann = None
-        out.append(ann)
-    return out
-
-
 class JitFunction:
-    """A ``@cute_py.jit`` host function: calling it compiles (once per specialisation) and launches."""
+    """A ``@cute_py.jit`` host function: calling it compiles (once per specialisation) and launches.
+
+    On a method it binds ``self`` (see ``methods``); ``set_name_prefix`` names the compiled function;
+    keyword arguments bind by name; a ``stream=`` keyword that names no parameter is the stream of the
+    launches that name none. Called while a kernel is traced it is traced inline (a device function); called
+    while another jit function's host code runs, it runs inline as plain Python (as the DSL's nested jit
+    calls do).
+    """
 
     def __init__(self, fn: Callable[..., Any]) -> None:
+        fn, self.binding = unwrap_method(fn)
         self.fn = fn
         functools.update_wrapper(self, fn)
-        self._scalars = [_scalar_annotation(a) for a in _annotations(fn)]
+        self.params = ParamInfo(fn)
         try:
             src = inspect.getsourcefile(fn)
             with open(src, "rb") as f:
@@ -280,20 +94,57 @@ class JitFunction:
         except (OSError, TypeError):  # no source file (a REPL, exec): the compiled code itself
             code = getattr(fn, "__code__", None)
             self._source = _deps.code_digest(code) if code is not None else repr(fn)
+        # in-memory key -> Compiled, and ("disk", disk key) -> Compiled (for a host trace that made the same
+        # launches again under another in-memory key: a jit method that changed its instance)
         self._compiled = {}
-        self._last = None  # (Compiled, [(index, static value)], number of arguments) of the last call
+        self._last = None  # _Last: the specialisation of the last call
+        self.name_prefix, self.keep_mangled_name = "", True
 
     def __repr__(self):
         return f"<cute_py.jit {self.fn.__module__}.{self.fn.__qualname__}>"
 
-    def _convert(self, args):
-        """(host args, spec key, jit arg sources) of the call arguments."""
+    def __get__(self, obj: Any, objtype: type | None = None) -> JitFunction | BoundJit:
+        if self.binding == "static" or (obj is None and self.binding is None):
+            return self
+        if self.binding == "class":
+            return BoundJit(self, objtype if objtype is not None else type(obj))
+        return BoundJit(self, obj)
+
+    def set_name_prefix(self, name: str, *, remove_cutlass_symbol: bool = False, keep_mangled_name: bool = True
+                        ) -> None:
+        """Name the compiled function ``<name>_<function>`` (``<name>`` with ``keep_mangled_name=False``): the
+        :class:`Compiled`'s ``function_name``, the files of ``--keep-ptx``; part of the cache keys. (cute_py
+        has no host function in the PTX; kernels take their own prefixes, ``KernelFunction.set_name_prefix``.)"""
+        check_name_prefix(name, remove_cutlass_symbol, keep_mangled_name)
+        self.name_prefix, self.keep_mangled_name = name, keep_mangled_name
+
+    @property
+    def function_name(self) -> str:
+        """The compiled function's name (with the name prefix)."""
+        if not self.name_prefix:
+            return self.fn.__name__
+        return f"{self.name_prefix}_{self.fn.__name__}" if self.keep_mangled_name else self.name_prefix
+
+    # -- arguments ----------------------------------------------------------------------------------
+    def _convert(self, args, skip=0):
+        """(host args, spec key, jit arg sources) of the call arguments (``skip``: parameters bound already);
+        a static value with no key has ``None`` as its key (the compile is then cached nowhere)."""
         host, key, sources = [], [], []
         for i, a in enumerate(args):
-            kind = self._scalars[i] if i < len(self._scalars) else None
-            if kind is not None and not isinstance(a, Scalar):
+            kind = self.params.kind(i + skip)
+            if kind == "constexpr":
+                if is_device_array(a) or is_stream(a):
+                    raise ArgumentError(f"{self.fn.__name__}: parameter {self.params.names[i + skip]} is annotated "
+                                        f"Constexpr (a compile-time value), got {type(a).__name__}")
+                a = a.value if isinstance(a, Scalar) else a
+            elif kind == "stream" or is_stream(a):
+                host.append(StreamArg(i))
+                key.append(("stream",))
+                sources.append(("stream", None))
+                continue
+            elif kind in SCALAR_TYPES and not isinstance(a, Scalar):
                 a = SCALAR_TYPES[kind](a)
-            if isinstance(a, Scalar):
+            if isinstance(a, Scalar) and kind != "constexpr":
                 host.append(_IndexedScalar(a.value, a.kind, i))
                 key.append(("S", a.kind))
                 sources.append(("scalar", a.kind))
@@ -303,57 +154,142 @@ class JitFunction:
                 key.append(("T",) + tuple(spec))
                 sources.append(("tensor", spec))
             else:
-                if _number_list(a):
-                    raise ArgumentError(_list_message(f"argument {i} of {self.fn.__name__} is the Python "
-                                                             f"list {_short(a)}" if type(a) is list else
-                                                             f"argument {i} of {self.fn.__name__} holds a Python "
-                                                             f"list ({_short(a)})"))
+                if number_list(a):
+                    raise ArgumentError(list_message(f"argument {i} of {self.fn.__name__} is the Python list "
+                                                     f"{short_repr(a)}" if type(a) is list else
+                                                     f"argument {i} of {self.fn.__name__} holds a Python list "
+                                                     f"({short_repr(a)})"))
                 host.append(a)
-                key.append(("C", _static_key(a)))
+                key.append(("C", _static_key(a, f"argument {i} of {self.fn.__qualname__}")))
                 sources.append(("static", None))
         return host, tuple(key), sources
 
-    def compile(self, *args: Any) -> Compiled:
-        """The :class:`Compiled` kernel(s) of this function for arguments like ``args``."""
-        host, key, sources = self._convert(args)
-        c = self._compiled.get(key)
+    def _memory_key(self, obj, key, opts):
+        if any(k[0] == "C" and k[1] is None for k in key):
+            return None
+        bound = None
+        if obj is not _UNBOUND:
+            bound = self_key(obj, self.fn.__qualname__)
+            if bound is None:
+                return None
+        return bound, naming_epoch(), opts.key(), self.name_prefix, self.keep_mangled_name, key
+
+    # -- compiling ----------------------------------------------------------------------------------
+    def compile(self, *args: Any, options: str | CompileOptions | None = None, **kwargs: Any) -> Compiled:
+        """The :class:`Compiled` kernel(s) of this function for arguments like ``args`` (``options``: a compile
+        options string, see ``options``)."""
+        return self._specialise(_UNBOUND, args, kwargs, options)[0]
+
+    def compile_bound(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                      options: str | CompileOptions | None = None) -> Compiled:
+        """:meth:`compile` with ``obj`` bound as the first parameter (``self``); the result takes the rest."""
+        return self._specialise(obj, args, kwargs, options)[0]
+
+    def _specialise(self, obj, args, kwargs, options):
+        """``(Compiled, the host function's result or _NOT_RUN, positional arguments, memory key, host arguments)``."""
+        opts = parse_options(options)
+        args = self.params.positional(tuple(args), kwargs, 0 if obj is _UNBOUND else 1)
+        host, key, sources = self._convert(args, 0 if obj is _UNBOUND else 1)
+        mkey = self._memory_key(obj, key, opts)
+        c = self._compiled.get(mkey) if mkey is not None else None
         if c is not None:
             _cache.stats["memory_hits"] += 1
-            return c
-        c = _compile(self, host, key, sources)
-        self._compiled[key] = c
-        return c
+            return c, _NOT_RUN, args, mkey, host
+        c, result = _compile(self, obj, host, key, sources, opts)
+        if mkey is not None:
+            self._compiled[mkey] = c
+        return c, result, args, mkey, host
 
-    def __call__(self, *args: Any, stream: int | Any = 0, **kwargs: Any) -> Any:
+    # -- calling ------------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._invoke(_UNBOUND, args, kwargs)
+
+    def call_bound(self, obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call the function with ``obj`` bound as its first parameter (``instance.method(*args)``)."""
+        return self._invoke(obj, tuple(args), kwargs)
+
+    def _invoke(self, obj, args, kwargs):
+        full = args if obj is _UNBOUND else (obj,) + args
         if _builder.active() is not None:  # a device function called from a kernel: traced inline
-            if stream != 0:
-                kwargs["stream"] = stream
-            return _rewrite.transformed(self.fn, kernel=False)(*args, **kwargs)
-        if _hosts:
-            raise TraceError(f"the jit function {self.fn.__name__} cannot be called while a host function is traced")
-        if kwargs:
-            raise ArgumentError(f"{self.fn.__name__}: a jit function launched from the host takes positional "
-                                f"arguments, got {sorted(kwargs)}")
+            return _rewrite.transformed(self.fn, kernel=False)(*full, **kwargs)
+        if host_trace_active() is not None:  # a host helper of the jit function being traced: it runs inline
+            return self.fn(*full, **kwargs)
+        stream = kwargs.pop("stream", None) if "stream" not in self.params.names else None
         last = self._last
-        if last is not None and _same_statics(args, last):
+        if last is not None and not kwargs and last.matches(obj, args):
             try:
-                return last[0](*args, stream=stream)  # the specialisation of the previous call (checked there)
+                return last.compiled(*args, stream=stream)  # the specialisation of the previous call
             except SpecMismatch:
                 pass
-        c = self.compile(*args)
-        self._last = (c, [(i, a) for i, (kind, _) in enumerate(c.sources) if kind == "static" for a in (args[i],)],
-                      len(args))
+        c, result, args, mkey, host = self._specialise(obj, args, kwargs, None)
+        if not c.launches:  # host code only: it runs each call, as plain Python
+            self._last = None
+            if result is _NOT_RUN:
+                result = _run_host(self, obj, host)
+            if result is _NOT_RUN:  # it launches kernels now: compile it again
+                self._compiled.pop(mkey, None)
+                c, result, args, mkey, _ = self._specialise(obj, args, {}, None)
+                if not c.launches:
+                    return result
+            else:
+                return result
+        self._last = _Last(c, obj, mkey, args) if mkey is not None else None
         return c(*args, stream=stream)
 
 
-def _same_statics(args, last):
-    _, statics, n = last
-    if len(args) != n:
-        return False
+class _Last:
+    """The specialisation of a jit function's last call: a new call whose statics (and instance) are the same
+    reuses it without building keys (immutable statics compare by value, others by their key)."""
+
+    __slots__ = ("compiled", "obj", "self_key", "statics", "n")
+
+    def __init__(self, compiled, obj, mkey, args):
+        self.compiled, self.obj, self.n = compiled, obj, len(args)
+        self.self_key = mkey[0]
+        self.statics = []
+        for i, (kind, _) in enumerate(compiled.sources):
+            if kind == "static" and i < len(args):
+                a = args[i]
+                self.statics.append((i, a, None if _immutable(a) else config_key(a)))
+
+    def matches(self, obj, args):
+        if len(args) != self.n or obj is not self.obj:
+            return False
+        try:
+            for i, v, k in self.statics:
+                a = args[i]
+                if k is None:
+                    if not (a is v or (type(a) is type(v) and bool(a == v))):
+                        return False
+                elif config_key(a) != k:
+                    return False
+            return self.self_key is None or config_key(obj, "self") == self.self_key
+        except Exception:  # a value whose == is not a plain truth value, or that lost its key
+            return False
+
+
+def _immutable(x):
+    """Whether ``x`` cannot change and ``==`` tells it from any other value: ints, strings, bools, enum members,
+    element types and the algebra's immutable values (layouts, swizzles), and tuples of them (not floats:
+    ``-0.0 == 0.0`` though they make different code; they compare by key)."""
+    t = type(x)
+    if x is None or t in (int, bool, str, bytes) or isinstance(x, enum.Enum):
+        return True
+    if t in (tuple, frozenset):
+        return all(_immutable(e) for e in x)
+    return t.__module__.startswith("cute_py.") and t.__setattr__ is not object.__setattr__ and t.__hash__ is not None
+
+
+def _static_key(a, what):
     try:
-        return all(args[i] is v or (type(args[i]) is type(v) and bool(args[i] == v)) for i, v in statics)
-    except Exception:  # a value whose == is not a plain truth value (an array, a traced value...)
-        return False
+        return config_key(a, what)
+    except Unkeyable as e:
+        token = (what, str(e).split(" ")[0])
+        if token not in _WARNED:
+            _WARNED.add(token)
+            warnings.warn(f"{what} has no key ({e}): compiled without a cache on every call", RuntimeWarning,
+                          stacklevel=5)
+        return None
 
 
 class _IndexedScalar(Scalar):
@@ -364,67 +300,78 @@ class _IndexedScalar(Scalar):
         self.index = index
 
 
-def _located(e):
-    """A copy of the CuteError ``e`` whose message starts with the user's file:line (from its traceback)."""
-    if isinstance(e, LocatedError):  # located when made
-        return None
-    msg = str(e)
-    tb, where = e.__traceback__, None
-    while tb is not None:
-        if is_user_file(tb.tb_frame.f_code.co_filename):
-            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
-        tb = tb.tb_next
-    if where is None or msg.startswith(where.split(":")[0]):
-        return None
-    try:
-        new = type(e)(f"{where}: {msg}")
-    except Exception:
-        return None
-    return new
+def _run_host(jf, obj, host):
+    """Run a jit function that launched no kernel as plain Python on ``host`` (its arguments as its host trace
+    takes them); its result, or ``_NOT_RUN`` when it launched kernels this time (then it is compiled again)."""
+    full = list(host) if obj is _UNBOUND else [obj] + list(host)
+    with HostTrace() as ht:
+        try:
+            result = jf.fn(*full)
+        except CuteError as e:
+            new = located(e)
+            if new is not None:
+                raise new from e
+            raise
+    return _NOT_RUN if ht.launches else result
 
 
-def _disk_static_key(x):
-    """The process-independent key of a static value (``deps.Unkeyable`` when it has none)."""
-    return _deps.value_key(x, strict=True)
+# -- keys -----------------------------------------------------------------------------------------
 
 
 def _launch_key(ln):
-    """Everything of a recorded launch that changes the generated code."""
+    """Everything of a recorded launch that changes the generated code or the launch."""
     call = ln.call
-    args = [(pos, kind, _disk_static_key(call.args[pos] if type(pos) is int else call.kwargs[pos]))
-            for pos, (kind, _) in ln.kernel_args]
-    return (_disk_static_key(call.kernel.fn), ln.name, args, ln.grid, ln.block, ln.cluster, ln.smem,
-            ln.non_portable_cluster)
+    args = []
+    for pos, (kind, _) in ln.kernel_args:
+        a = call.args[pos] if type(pos) is int else call.kwargs[pos]
+        index = getattr(a, "index", None)
+        args.append((pos, kind, f"arg{index}" if isinstance(a, _IndexedScalar) else config_key(a, f"kernel argument "
+                                                                                                 f"{pos}")))
+    return (_deps.value_key(call.kernel.fn, strict=True), ln.name, args, ln.grid, ln.block, ln.cluster, ln.smem,
+            ln.non_portable_cluster, ln.stream)
 
 
-def _disk_key(jf, host, key, launches):
-    """The disk-cache key of a compile: the library, the jit function, the specialisation and the recorded
-    launches (``None`` when a static value has no process-independent key: the compile is not stored)."""
+def _disk_key(jf, host, key, launches, opts=None):
+    """The disk-cache key of a compile: the library, the jit function, the specialisation, the code-generation
+    options and the recorded launches (``None`` when a value has no process-independent key: not stored)."""
+    opts = opts or CompileOptions()
     try:
-        spec = [(k[0], _disk_static_key(host[i])) if k[0] == "C" else k for i, k in enumerate(key)]
-        text = repr((_cache.library_fingerprint(), jf._source, _disk_static_key(jf.fn), spec,
-                     [_launch_key(ln) for ln in launches]))
-    except _deps.Unkeyable as e:
+        if any(k[0] == "C" and k[1] is None for k in key):
+            raise Unkeyable("a static argument has no key")
+        text = repr((_cache.library_fingerprint(), jf._source, _deps.value_key(jf.fn, strict=True), jf.function_name,
+                     list(key), opts.codegen_key(), [_launch_key(ln) for ln in launches]))
+    except Unkeyable as e:
         _log(f"{jf.fn.__name__} is not cached on disk: {e}")
         return None
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _compile(jf, host, key, sources):
+def _compile(jf, obj, host, key, sources, opts):
+    """``(Compiled, the host function's result)``: trace the host function, then find its kernels in a cache or
+    compile them."""
     t0 = time.perf_counter()
     recorder = _deps.Recorder()
-    with _HostTrace() as ht:
+    full = host if obj is _UNBOUND else [obj] + host
+    with HostTrace() as ht:
         try:
             with recorder:
-                jf.fn(*host)
+                result = jf.fn(*full)
         except CuteError as e:
-            new = _located(e)
+            new = located(e)
             if new is not None:
                 raise new from e
             raise
+    name = jf.function_name
     if not ht.launches:
-        raise JitError(f"the jit function {jf.fn.__name__} launched no kernel")
-    dkey = _disk_key(jf, host, key, ht.launches)
+        c = Compiled(jf, [], {}, sources, b"", "", "", None, build=build, name=name)
+        _log(f"{jf.fn.__name__} launched no kernel: nothing to compile")
+        return c, result
+    dkey = _disk_key(jf, host, key, ht.launches, opts)
+    builder = functools.partial(build, options=opts) if not opts.default_pipeline else build
+    c = jf._compiled.get(("disk", dkey)) if dkey else None
+    if c is not None:  # this process compiled these launches already (another key of the same code)
+        _cache.stats["memory_hits"] += 1
+        return c, result
     entry = _cache.read_entry(dkey) if dkey else None
     if entry is not None:
         meta, cubin, ptx = entry
@@ -433,10 +380,12 @@ def _compile(jf, host, key, sources):
         if stale is None:
             _cache.stats["disk_hits"] += 1
             _log(f"loaded {jf.fn.__name__} from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
-            return Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=_build)
+            opts.write_kept(name, ptx, cubin)
+            c = Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=builder, name=name)
+            return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
-    built = _build(ht.launches, recorder)
+    built = build(ht.launches, recorder, options=opts)
     mlir_text, ptx, cubin, smem = built.mlir, built.ptx, built.cubin, built.smem
     _cache.stats["compiles"] += 1
     if dkey:
@@ -446,143 +395,55 @@ def _compile(jf, host, key, sources):
         else:
             _log(f"{jf.fn.__name__} is not cached on disk: its traces ran code whose source cannot be checked")
     _log(f"compiled {jf.fn.__name__} in {1e3 * (time.perf_counter() - t0):.1f} ms")
-    return Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=_build)
+    opts.write_kept(name, ptx, cubin)
+    c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name)
+    return _remember(jf, dkey, c), result
 
 
-def _build(launches, recorder=None, lowered=False):
-    """Run the stages (``stages.STAGES``) for every launched kernel, traced into one module; a
-    ``stages.StageResults``. ``recorder`` (a ``deps.Recorder``) records the code the kernel traces run;
-    ``lowered`` also keeps the lowered module's text."""
-    import mlir_dialects as md
-    from mlir_dialects import bindings as mlir
-
-    from .. import stages
-    from ..emit import KernelContext
-
-    ctx = md.make_context()
-
-    def trace():
-        smem = {}
-        module = mlir.ir.Module.parse(
-            "module attributes {gpu.container_module} {\n  gpu.module @cute_py_kernels {\n"
-            f"    llvm.mlir.global external @{_builder.SMEM_SYMBOL}() {{addr_space = 3 : i32, alignment = "
-            f"{_builder.SMEM_BASE_ALIGN} : i64}} : !llvm.array<0 x i8>\n  }}\n}}")
-        gpu_block = module.body.operations[0].regions[0].blocks[0]
-        for ln in launches:
-            if recorder is None:
-                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext())
-            else:
-                with recorder:
-                    smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext())
-        return module, smem
-
-    with ctx, mlir.ir.Location.unknown(ctx):
-        try:
-            r = stages.run(trace, upto="ptx", lowered=lowered)
-        except md.DialectError as e:
-            raise CompileError(f"compiling {', '.join(ln.name for ln in launches)} failed: {e}") from None
-    t0 = time.perf_counter()
-    try:
-        r.cubin = md.to_cubin(r.ptx)
-    except md.DialectError as e:
-        raise CompileError(str(e)) from None
-    r.times["cubin"] = time.perf_counter() - t0
-    return r
-
-
-def _kernel_value(b, kind, v, orig):
-    """The value a kernel parameter (or static argument) ``orig`` takes inside the traced kernel."""
-    if kind == "static":
-        return v
-    if kind == "tuple":
-        seq_type, subs = v
-        return seq_type(_kernel_value(b, k, sv, o) for (k, sv), o in zip(subs, orig))
-    if kind == "desc":
-        b.descriptors[id(orig)] = b.params[v]
-        return orig
-    if kind == "ptr":
-        tag = orig.engine.address
-        b.gmem_bases.append((tag, (1 << TAG_SHIFT) - (tag & ((1 << TAG_SHIFT) - 1)), b.params[v]))
-        return orig
-    if kind == "Float32":
-        return TracedFloat(b.params[v])
-    return TracedInt(b.params[v], 32 if kind == "Int32" else 64)
-
-
-def _trace_kernel(mlir, gpu_block, ln, tracer):
-    types = [_PARAM_TYPES[kind] for kind, _ in ln.params]
-    b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
-    b.launch = ln
-    fn = _rewrite.transformed(ln.call.kernel.fn, kernel=True)
-    with device.tracing(tracer):
-        with b:
-            args, kwargs = [], {}
-            for pos, (kind, v) in ln.kernel_args:
-                orig = ln.call.args[pos] if type(pos) is int else ln.call.kwargs[pos]
-                val = _kernel_value(b, kind, v, orig)
-                if type(pos) is int:
-                    args.append(val)
-                else:
-                    kwargs[pos] = val
-            try:
-                result = fn(*args, **kwargs)
-                if result is not None:
-                    f, line = _return_line(ln.call.kernel.fn)
-                    raise TraceError(f"the kernel {fn.__name__} returned {_short(result)}: a kernel returns nothing "
-                                     f"(its launch has no result); write results to a tensor argument",
-                                     where=(f, line))
-                b.finish()
-            except CuteError as e:
-                new = _located(e)
-                if new is not None:
-                    raise new from e
-                raise
-    used = b.smem_region.total if b.smem_region is not None else 0
-    if ln.smem is not None and ln.smem < used:
-        f, line = ln.where
-        raise ArgumentError(f"launch(smem={ln.smem}) of {ln.name} is less than the {used} bytes of shared memory "
-                            f"the kernel allocates", where=(f, line))
-    return max(used, ln.smem or 0)
-
-
-def _return_line(fn):
-    """(file, line) of the first ``return <value>`` statement of ``fn`` (its ``def`` line when none is found)."""
-    import ast
-    import textwrap
-
-    code = fn.__code__
-    try:
-        lines, first = inspect.getsourcelines(fn)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
-        return code.co_filename, code.co_firstlineno
-    todo = list(tree.body[0].body) if tree.body and hasattr(tree.body[0], "body") else []
-    while todo:  # the kernel's own statements (nested functions and classes have returns of their own)
-        node = todo.pop(0)
-        if isinstance(node, ast.Return) and node.value is not None:
-            return code.co_filename, first + node.lineno - 1
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(node))
-    return code.co_filename, code.co_firstlineno
+def _remember(jf, dkey, c):
+    if dkey:
+        jf._compiled[("disk", dkey)] = c
+    return c
 
 
 # -- decorators ---------------------------------------------------------------------------------
 
 
-def kernel(fn: Callable[..., Any]) -> KernelFunction:
-    """Mark ``fn`` as a device function (traced when a jit function launches it)."""
+def kernel(fn: Callable[..., Any] | None = None) -> KernelFunction | Callable[..., KernelFunction]:
+    """Mark ``fn`` as a device function (traced when a jit function launches it); ``@kernel()`` too."""
+    if fn is None:
+        return kernel
     return KernelFunction(fn)
 
 
-def jit(fn: Callable[..., Any]) -> JitFunction:
-    """Mark ``fn`` as a host function that builds atoms and launches kernels; calling it compiles and runs."""
+def jit(fn: Callable[..., Any] | None = None) -> JitFunction | Callable[..., JitFunction]:
+    """Mark ``fn`` as a host function that builds atoms and launches kernels; calling it compiles and runs.
+    ``@jit()`` too."""
+    if fn is None:
+        return jit
     return JitFunction(fn)
 
 
-def compile(fn: JitFunction | Callable[..., Any], *args: Any) -> Compiled:
-    """Compile ``fn`` (a ``@jit`` function, or a plain host function) for ``args``; returns a :class:`Compiled`."""
-    if not isinstance(fn, JitFunction):
-        if not callable(fn):
-            raise ArgumentError(f"compile needs a @cute_py.jit function, got {fn!r}")
-        fn = JitFunction(fn)
-    return fn.compile(*args)
+def compile(fn: Any, *args: Any, options: str | CompileOptions | None = None, **kwargs: Any) -> Compiled:
+    """Compile ``fn`` for ``args`` (and keyword arguments); returns a :class:`Compiled`.
+
+    ``fn`` is a ``@jit`` function, a bound ``@jit`` method (``instance.method``), an instance whose class's
+    ``__call__`` is ``@jit`` (``self`` is compiled in; the result takes the other arguments), or a plain host
+    function or method. ``options``: the CuTe DSL's options string (``"--generate-line-info"``...; see
+    ``options``)."""
+    if isinstance(fn, (JitFunction, BoundJit)):
+        return fn.compile(*args, options=options, **kwargs)
+    if isinstance(fn, (KernelFunction, BoundKernel)):
+        raise ArgumentError(f"compile takes the @cute_py.jit function that launches a kernel, got the kernel {fn!r}")
+    if isinstance(fn, types.MethodType):
+        f = fn.__func__
+        jf = f if isinstance(f, JitFunction) else JitFunction(f)
+        return jf.compile_bound(fn.__self__, args, kwargs, options)
+    if isinstance(fn, (types.FunctionType, types.BuiltinFunctionType, functools.partial)):
+        return JitFunction(fn).compile(*args, options=options, **kwargs)
+    call = inspect.getattr_static(type(fn), "__call__", None)
+    if not isinstance(fn, type) and isinstance(call, (JitFunction, types.FunctionType)):  # a callable instance
+        jf = call if isinstance(call, JitFunction) else JitFunction(call)
+        return jf.compile_bound(fn, args, kwargs, options)
+    raise ArgumentError(f"compile needs a @cute_py.jit function (or a method, or an instance whose __call__ is "
+                        f"one), got {short_repr(fn)}")

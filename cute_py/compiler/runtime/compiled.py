@@ -7,6 +7,11 @@ parameter block (skipped when the addresses and scalars are those of the previou
 and launches every recorded kernel. The launch itself is prepared when the module is
 loaded (function handle, dimensions, parameter-array address): a call whose arguments
 did not change costs the argument checks and one ``cuLaunchKernel``.
+
+A launch recorded with ``stream=`` a stream argument of the jit function runs on the stream passed at that
+position of each call (a driver ``CUstream``, a torch stream or an int handle); the others on the call's
+``stream=`` (default: the legacy default stream). A compile of a jit function that launched no kernel has no
+kernels: calling it checks the argument count and does nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..frontend.annotations import stream_handle
 from ..frontend.args import array_spec
 from ...errors import ArgumentError, SpecMismatch
 from ...tensor.dtypes import Scalar
@@ -29,16 +35,20 @@ class Compiled:
     (the products of the named stages, ``cute_py.compiler.stages``), ``.stage_times`` and ``__call__``.
 
     Calling it with arguments of the same specialisation launches every recorded kernel on
-    ``stream`` (default: the legacy default stream); trailing static arguments may be left out
-    (they are compiled in), run-time ones (arrays, ``Int32``...) are read at each call.
+    ``stream`` (default: the legacy default stream) or on its stream argument; trailing static arguments may be
+    left out (they are compiled in), run-time ones (arrays, ``Int32``, streams...) are read at each call. A stream
+    parameter left out may be given as ``stream=``. ``function_name`` is the jit function's name with its name
+    prefix.
     """
 
     def __init__(self, jf: Any, launches: list[Any], smem: dict[str, int], sources: list[tuple[str, Any]],
                  cubin: bytes, ptx: str | None, mlir_text: str | None, key: str | None,
-                 stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults]) -> None:
+                 stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults],
+                 name: str | None = None) -> None:
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
+        self.function_name = name or jf.fn.__name__
         self._build = build
         self.cubin, self._ptx, self._mlir, self.key = cubin, ptx, mlir_text, key
         self._lowered = None
@@ -54,6 +64,10 @@ class Compiled:
         self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
         # the fewest arguments a call may pass: up to the last run-time one (trailing statics are compiled in)
         self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
+        # a stream parameter that is the last run-time argument may come as the call's stream= instead
+        self._stream_at = self._min_args - 1 if self._min_args and sources[self._min_args - 1][0] == "stream" \
+            else None
+        self._streams = tuple(getattr(ln, "stream", None) for ln in launches)  # per launch: stream argument or None
         self._plan = None  # per launch: (CUfunction, grid x3, block x3, smem, parameter array address, cluster)
         self._launch_kernel = self._ok = None
         self._fast_call = None  # generated once every tensor argument was seen (False: not applicable)
@@ -110,14 +124,20 @@ class Compiled:
             b = self._desc_cache[k] = desc.encode(address)
         return b
 
-    def __call__(self, *args: Any, stream: int | Any = 0) -> None:
+    def __call__(self, *args: Any, stream: int | Any = None) -> None:
         self._call(args, stream)
 
     def _call(self, args, stream):
         n = len(args)
+        if stream is not None and n == self._stream_at:  # the stream parameter given as stream=
+            args, stream, n = args + (stream,), None, n + 1
+        if stream is None:
+            stream = 0
         if not self._min_args <= n <= len(self.sources):
             raise ArgumentError(f"{self.jit_function.fn.__name__} was compiled for {len(self.sources)} arguments (the "
                                 f"trailing static ones may be left out), got {n}")
+        if not self.launches:
+            return
         key = self._fast_pointers(args)
         if key is None:
             pointer = self._pointer
@@ -131,15 +151,16 @@ class Compiled:
             self._fill(key, args)
             self._last = key
         launch_kernel, ok = self._launch_kernel, self._ok
-        for func, gx, gy, gz, bx, by, bz, smem, params, cluster in self._plan:
+        for (func, gx, gy, gz, bx, by, bz, smem, params, cluster), at in zip(self._plan, self._streams):
+            s = stream if at is None else stream_handle(args[at])
             if cluster is None:
-                err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, params, 0)
+                err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, s, params, 0)
                 if err is not ok and err != ok:
                     self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
             else:
                 from . import launch as _launch
 
-                _launch.launch(func, (gx, gy, gz), (bx, by, bz), cluster, smem, stream, _Params(params))
+                _launch.launch(func, (gx, gy, gz), (bx, by, bz), cluster, smem, s, _Params(params))
         if self._fast_call is None and self._fast is not None:
             self._fast_call = _make_fast_call(self, self._fast) or False
             if self._fast_call:  # this object's calls now go straight to it (see _make_fast_call)
@@ -206,23 +227,28 @@ class Compiled:
                     block.set(j, v.value if isinstance(v, Scalar) else v)
 
     def __repr__(self):
-        return f"Compiled({self.jit_function.fn.__name__}: {', '.join(f'{n} smem={s}' for n, s in self.smem.items())})"
+        kernels = ', '.join(f'{n} smem={s}' for n, s in self.smem.items()) or "no kernels"
+        return f"Compiled({self.function_name}: {kernels})"
 
 
 def _make_fast_call(c, fast):
     """``c.__call__`` for its common call: every run-time argument a torch tensor of its compiled type,
-    dtype, shape and strides on the GPU, no run-time scalars, no cluster launches (otherwise ``None``).
+    dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cluster launches
+    (otherwise ``None``).
 
     Generated code: exactly the checks of ``_fast_pointers`` unrolled per argument (the attribute reads
     are most of a call's host time), a refill of the parameters when an address changed, the launches.
     Any argument that does not match goes to the general path (``Compiled._call``) untouched. ``c``
     becomes an instance of a one-off subclass whose ``__call__`` this is (a call is then one Python frame).
     """
-    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan):
+    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan) or \
+            any(at is not None for at in c._streams) or c._stream_at is not None:
         return None
     env = {"ok": c._ok, "general": Compiled._call}
-    lines = ["def call(c, *args, stream=0):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
-             "        return general(c, args, stream)"]
+    lines = ["def call(c, *args, stream=None):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
+             "        return general(c, args, stream)",
+             "    if stream is None:",
+             "        stream = 0"]
     for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
         env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
         layout = f"a{k}.is_contiguous()" if dense else f"a{k}.stride() == T{k}"

@@ -1,0 +1,181 @@
+"""Parameter annotations of ``@jit`` and ``@kernel`` functions, keyword arguments, and stream arguments.
+
+What an annotation means (the CuTe DSL's meaning where cute_py can give it):
+
+- ``Int32``, ``Int64``, ``Float32``: a Python number passed for the parameter becomes a **run-time** scalar
+  of that type (one compile serves every value), in a jit function as in a kernel (a kernel parameter
+  annotated so takes the launch's value in its parameter block);
+- :class:`Constexpr` (or ``Constexpr[T]``): a compile-time value, part of the cache key. A run-time
+  scalar (``Int32(5)``) passed for it gives its Python value, compiled in (as the DSL's Python-valued
+  numbers are); a device array or a stream passed for it is an ``ArgumentError``;
+- ``cuda.CUstream`` (any annotation named ``CUstream``): the argument is a stream, read at each call;
+- anything else (``cute.Tensor``, ``cute.Layout``, ``cute.Shape``, ``cute.Pointer``, ``cute.CopyAtom``,
+  other element types...) is documentation: it is accepted and changes nothing.
+
+Deliberate differences from the DSL: an *unannotated* Python number is static in cute_py (the DSL makes it a
+run-time ``Int32``); a number passed for a parameter annotated with another element type (``Float16``,
+``Int8``, ``Boolean``...) is static too (cute_py has run-time scalars of 32-bit ints, 64-bit ints and 32-bit
+floats only) — the result is the same, with one compile per value.
+
+A **stream** argument is a driver ``CUstream``, an object with ``cuda_stream`` (torch) or ``__cuda_stream__``,
+or any value passed for a ``CUstream``-annotated parameter. Passed to a jit function it is a run-time
+argument (not in the key); ``kernel(...).launch(stream=s)`` with it launches on that stream.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import re
+import typing
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from ...errors import ArgumentError
+from ...tensor.dtypes import Scalar
+from .args import SCALAR_TYPES
+
+__all__ = ["Constexpr", "ParamInfo", "is_stream", "stream_handle", "StreamArg"]
+
+T = TypeVar("T")
+
+
+class Constexpr(Generic[T]):
+    """Marks a parameter of a ``@jit`` or ``@kernel`` function as a compile-time value (``x: Constexpr`` or
+    ``x: Constexpr[int]``): its value is compiled in and is part of the cache key."""
+
+
+def _is_constexpr(ann):
+    return ann is Constexpr or typing.get_origin(ann) is Constexpr or \
+        (isinstance(ann, type) and issubclass(ann, Constexpr)) or \
+        (typing.get_origin(ann) is typing.Annotated and "constexpr" in getattr(ann, "__metadata__", ()))
+
+
+def _scalar_kind(ann):
+    name = getattr(ann, "name", None)
+    return name if name in SCALAR_TYPES and (ann is SCALAR_TYPES[name] or type(ann).__name__ == "DType") else None
+
+
+def _names_stream(ann):
+    if isinstance(ann, str):
+        return bool(re.search(r"\bCUstream\b", ann))
+    return getattr(ann, "__name__", None) == "CUstream"
+
+
+def is_stream(x: object) -> bool:
+    """Whether ``x`` is a CUDA stream object (a driver ``CUstream``, a torch stream, ``__cuda_stream__``)."""
+    t = type(x)
+    return (t.__name__ == "CUstream" and t.__module__.startswith("cuda")) or hasattr(x, "__cuda_stream__") or \
+        (t.__module__.startswith("torch") and hasattr(x, "cuda_stream"))
+
+
+def stream_handle(x: Any) -> Any:
+    """What the driver's launch takes for the stream ``x``: a ``CUstream`` as it is, else an int handle."""
+    if x is None:
+        return 0
+    t = type(x)
+    if t is int or t.__name__ == "CUstream":
+        return x
+    if hasattr(x, "__cuda_stream__"):
+        return int(x.__cuda_stream__()[1])
+    if hasattr(x, "cuda_stream"):
+        return int(x.cuda_stream)
+    raise ArgumentError(f"expected a CUDA stream (a cuda.bindings CUstream, a torch stream or an int handle), got "
+                        f"{t.__name__}")
+
+
+class StreamArg:
+    """The stream argument ``index`` of a jit function, as its host trace sees it: pass it to
+    ``launch(stream=...)``."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __repr__(self):
+        return f"<stream argument {self.index}>"
+
+
+class ParamInfo:
+    """The parameters of a function: ``names`` and per parameter ``kinds`` (``"Int32"``/``"Int64"``/
+    ``"Float32"``, ``"constexpr"``, ``"stream"`` or ``None``), with keyword binding (:meth:`positional`)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.name = getattr(fn, "__name__", repr(fn))
+        try:
+            self.params = list(inspect.signature(fn).parameters.values())
+        except (TypeError, ValueError):  # no signature (a builtin): positional only, no annotations
+            self.params = []
+        self.names = [p.name for p in self.params]
+        self.kinds = [self._kind(fn, p) for p in self.params]
+        self.varargs = any(p.kind is p.VAR_POSITIONAL for p in self.params)
+
+    @staticmethod
+    def _kind(fn, p):
+        ann = p.annotation
+        if ann is p.empty:
+            return None
+        if isinstance(ann, str):
+            if _names_stream(ann):
+                return "stream"
+            try:
+                ann = eval(ann, getattr(fn, "__globals__", {}))
+            except Exception as e:
+                if re.search(r"\b(" + "|".join(SCALAR_TYPES) + r"|Constexpr)\b", ann):
+                    code = fn.__code__
+                    raise ArgumentError(f"the annotation {ann!r} of {p.name} does not evaluate "
+                                        f"({type(e).__name__}: {e})", where=(code.co_filename, code.co_firstlineno)
+                                        ) from None
+                return None  # a name imported for type checking only
+        if _is_constexpr(ann):
+            return "constexpr"
+        if _names_stream(ann):
+            return "stream"
+        return _scalar_kind(ann)
+
+    def kind(self, i: int) -> str | None:
+        """The kind of positional parameter ``i`` (``None`` past the named ones)."""
+        return self.kinds[i] if i < len(self.kinds) and self.params[i].kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD) else None
+
+    def positional(self, args: tuple[Any, ...], kwargs: dict[str, Any], skip: int = 0) -> tuple[Any, ...]:
+        """``args`` with ``kwargs`` placed at their parameters' positions (the first ``skip`` parameters are bound
+        already: ``self``); a parameter between two given ones takes its default. ``ArgumentError`` for a name
+        that is no parameter, a parameter given twice, a missing one, or a keyword-only parameter."""
+        if not kwargs:
+            return args
+        params = self.params[skip:]
+        index = {p.name: i for i, p in enumerate(params) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        unknown = sorted(set(kwargs) - set(index))
+        if unknown:
+            kw_only = [n for n in unknown if any(p.name == n and p.kind is p.KEYWORD_ONLY for p in params)]
+            why = "keyword-only parameters are not supported: make them positional" if kw_only else "no such parameter"
+            raise ArgumentError(f"{self.name}: {', '.join(unknown)}: {why}")
+        twice = sorted(n for n in kwargs if index[n] < len(args))
+        if twice:
+            raise ArgumentError(f"{self.name}: {', '.join(twice)} given both by position and by keyword")
+        out = list(args)
+        last = max(index[n] for n in kwargs)
+        for i in range(len(args), last + 1):
+            p = params[i]
+            if p.name in kwargs:
+                out.append(kwargs[p.name])
+            elif p.default is not p.empty:
+                out.append(p.default)
+            else:
+                raise ArgumentError(f"{self.name}: missing the argument {p.name}")
+        return tuple(out)
+
+    def convert_kernel_arg(self, i: int | str, a: Any) -> Any:
+        """A kernel argument as its annotation makes it: a Python number for an ``Int32``/``Int64``/``Float32``
+        parameter becomes a run-time scalar; a run-time scalar for a ``Constexpr`` one is its static value."""
+        if type(i) is int:
+            kind = self.kind(i)
+        else:
+            kind = next((k for n, k in zip(self.names, self.kinds) if n == i), None)
+        if kind in SCALAR_TYPES and isinstance(a, numbers.Real) and not isinstance(a, bool):
+            return SCALAR_TYPES[kind](a)
+        if kind == "constexpr" and isinstance(a, Scalar):
+            return a.value
+        return a

@@ -1,0 +1,140 @@
+"""``cute.compile(fn, *args, options="...")``: the CuTe DSL's compile-options string, parsed.
+
+The string is split as a shell would (``shlex``); each option is ``--name``, ``--name value`` or
+``--name=value``. Supported:
+
+- ``--generate-line-info``: the PTX carries ``.file``/``.loc`` directives mapping each instruction to the
+  kernel's Python source line (what ``nvcc -lineinfo`` gives; for profilers and ``compute-sanitizer``), and
+  the cubin nvJitLink assembles from it keeps them (its ``.nv_debug_line_sass`` section; the ``ptxas``
+  fallback of ``mlir_dialects.assembler`` runs without the ``-lineinfo`` that ptxas needs for them). It
+  changes the PTX, so it is part of the cache key;
+- ``--opt-level N`` (0 to 3): LLVM's optimisation level for the NVPTX back end; part of the cache key.
+  Without it the pipeline's default applies (level 2; the DSL's default is 3);
+- ``--enable-assertions``: accepted, and changes nothing: cute_py kernels have no device-side assertions
+  for it to enable (every check cute_py makes runs while tracing);
+- ``--keep-ptx`` / ``--keep-cubin``: also write ``<dump dir>/<function name>.sm_90a.ptx`` / ``.cubin`` (the
+  function name carries the jit function's name prefix); ``--dump-dir DIR`` (default: the current
+  directory). They do not change the code, and a compile found in a cache writes the files too;
+- ``--gpu-arch sm_90a``: the only target cute_py compiles for (any other is an error).
+
+Options of the DSL that cute_py does not implement (``--ptxas-options``, ``--keep-sass``, ``--rdc``,
+``--link-libraries``, ``--enable-tvm-ffi``, ``--host-target``, ``--nvdisasm-options``, ``--enable-pyir``,
+``--remark-filter``, ``--remark-output``, ``--warnings``, ``--remarks``, ``--iket``, ``--debug``) and unknown
+ones are a ``CuteValueError`` naming them: an option is never silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+
+from ...errors import CuteValueError
+
+__all__ = ["CompileOptions", "parse_options", "GPU_ARCH"]
+
+GPU_ARCH = "sm_90a"
+_BOOL = {"generate-line-info": "line_info", "enable-assertions": "assertions", "keep-ptx": "keep_ptx",
+         "keep-cubin": "keep_cubin"}
+_VALUED = {"opt-level", "dump-dir", "gpu-arch"}
+_UNSUPPORTED = {"ptxas-options", "keep-sass", "rdc", "link-libraries", "enable-tvm-ffi", "host-target",
+                "nvdisasm-options", "enable-pyir", "remark-filter", "remark-output", "warnings", "remarks", "iket",
+                "debug", "warnings-filter"}
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileOptions:
+    """What ``options=`` asked for (see the module documentation); the default is no option."""
+
+    line_info: bool = False
+    opt_level: int | None = None
+    assertions: bool = False
+    keep_ptx: bool = False
+    keep_cubin: bool = False
+    dump_dir: str | None = None
+
+    def codegen_key(self) -> tuple[bool, int | None]:
+        """The options that change the generated code (part of every cache key)."""
+        return self.line_info, self.opt_level
+
+    def key(self) -> tuple[object, ...]:
+        """Every option (the in-memory cache key: a compile asked to keep files is not one that was not)."""
+        return dataclasses.astuple(self)
+
+    @property
+    def default_pipeline(self) -> bool:
+        """Whether the PTX comes from the pipeline's defaults."""
+        return not self.line_info and self.opt_level is None
+
+    def write_kept(self, name: str, ptx: str | None, cubin: bytes | None) -> list[str]:
+        """Write the PTX and cubin that ``--keep-ptx`` / ``--keep-cubin`` asked for; the paths written."""
+        out = []
+        d = self.dump_dir or os.getcwd()
+        for wanted, suffix, data in ((self.keep_ptx, "ptx", ptx), (self.keep_cubin, "cubin", cubin)):
+            if wanted and data is not None:
+                os.makedirs(d, exist_ok=True)
+                path = os.path.join(d, f"{name}.{GPU_ARCH}.{suffix}")
+                with open(path, "wb") as f:
+                    f.write(data.encode() if isinstance(data, str) else data)
+                out.append(path)
+        return out
+
+
+_DEFAULT = CompileOptions()
+
+
+def parse_options(options: str | CompileOptions | None) -> CompileOptions:
+    """The :class:`CompileOptions` of a DSL options string; ``CuteValueError`` naming every option that is
+    unknown, unsupported, malformed or given a bad value."""
+    if options is None or isinstance(options, CompileOptions):
+        return options or _DEFAULT
+    if not isinstance(options, str):
+        raise CuteValueError(f"options is a string of compile options (e.g. '--generate-line-info'), got "
+                             f"{type(options).__name__}")
+    try:
+        tokens = shlex.split(options)
+    except ValueError as e:
+        raise CuteValueError(f"the compile options {options!r} do not parse: {e}") from None
+    values, bad, unsupported = {}, [], []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
+        name, eq, value = tok[2:].partition("=") if tok.startswith("--") else (None, "", "")
+        base = name.split("{")[0] if name else None
+        if base in _BOOL:
+            if eq:
+                bad.append(f"{tok} (takes no value)")
+            else:
+                values[_BOOL[base]] = True
+        elif base in _VALUED:
+            if not eq:
+                if i >= len(tokens) or tokens[i].startswith("--"):
+                    bad.append(f"{tok} (needs a value)")
+                    continue
+                value = tokens[i]
+                i += 1
+            values[base] = value
+        elif base in _UNSUPPORTED:
+            unsupported.append(tok)
+        else:
+            bad.append(tok)
+    problems = []
+    if unsupported:
+        problems.append(f"options of the CuTe DSL that cute_py does not support: {', '.join(unsupported)}")
+    level = values.pop("opt-level", None)
+    if level is not None:
+        if not (level.isdigit() and 0 <= int(level) <= 3):
+            problems.append(f"--opt-level takes 0, 1, 2 or 3, got {level!r}")
+        else:
+            values["opt_level"] = int(level)
+    arch = values.pop("gpu-arch", None)
+    if arch is not None and arch != GPU_ARCH:
+        problems.append(f"--gpu-arch {arch}: cute_py compiles for {GPU_ARCH} only")
+    if "dump-dir" in values:
+        values["dump_dir"] = values.pop("dump-dir")
+    if bad:
+        problems.append(f"unknown compile options: {', '.join(bad)}")
+    if problems:
+        raise CuteValueError("; ".join(problems) + f" (in options={options!r})")
+    return CompileOptions(**values)
