@@ -3,7 +3,16 @@ allocator, the layout enum of a GEMM operand and the Hopper shared-memory layout
 first use."""
 
 # name -> submodule of cute_py.utils that defines it
-_LAZY = {}
+_LAZY = {
+    "SmemAllocator": "smem_allocator",
+    "get_smem_capacity_in_bytes": "smem_allocator",
+    "LayoutEnum": "layout",
+    "compute_tile_shape_or_override": "hopper_helpers",
+    "sm90_get_smem_layout_atom": "hopper_helpers",
+    "sm90_make_smem_layout_a": "hopper_helpers",
+    "sm90_make_smem_layout_b": "hopper_helpers",
+    "sm90_make_smem_layout_epi": "hopper_helpers",
+}
 
 
 def __getattr__(name):
