@@ -11,7 +11,7 @@ from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, D
                      RankError, StaticValueRequired)
 from .core.int_tuple import (ceil_div, crd2idx, depth, elem_less, elem_scale, get, idx2crd, inner_product,
                              is_compatible, is_congruent, is_static, is_weakly_congruent, prefix_product, product,
-                             product_each, rank, shape_div, size, suffix_product)
+                             product_each, rank, round_up, shape_div, size, suffix_product)
 from .core.layout import (Layout, append, coalesce, cosize, dice, filter, filter_zeros, flatten, group_modes,
                           is_layout, make_layout, make_layout_like, make_ordered_layout, prepend, select, slice_,
                           slice_and_offset)
@@ -125,6 +125,7 @@ __all__ = [
     "blocked_product",
     "Boolean",
     "ceil_div",
+    "round_up",
     "clear_caches",
     "coalesce",
     "complement",

@@ -247,6 +247,24 @@ def law_depth(args, r):
     assert r == depth(shape)
 
 
+def law_round_up(args, r):
+    """Each leaf of ``a`` rounded up to the least multiple of its divisor (missing modes of ``b`` are 1)."""
+    a, b = args
+
+    def check(x, y, z):
+        if isinstance(x, tuple):
+            ys = y if isinstance(y, tuple) else (y,) * len(x)
+            ys = tuple(ys) + (1,) * (len(x) - len(ys))
+            assert isinstance(z, tuple) and len(z) == len(x)
+            for xi, yi, zi in zip(x, ys, z):
+                check(xi, yi, zi)
+        else:
+            assert not isinstance(y, tuple)
+            assert z % y == 0 and x <= z < x + y, (x, y, z)
+
+    check(a, b, r)
+
+
 def law_ceil_div(args, r):
     a, b = ref(args[0]), ref(args[1])
     assert all_python_ints(r)
@@ -583,6 +601,7 @@ API = [
     ("depth", cute.depth, ["tuple"], law_depth),
     ("get", cute.get, ["tuple", "coord"], None),
     ("ceil_div", cute.ceil_div, ["tuple", "tuple"], law_ceil_div),
+    ("round_up", cute.round_up, ["tuple", "tuple"], law_round_up),
     ("shape_div", cute.shape_div, ["tuple", "tuple"], law_shape_div),
     ("prefix_product", cute.prefix_product, ["tuple"], law_prefix_product),
     ("suffix_product", cute.suffix_product, ["tuple"], law_suffix_product),

@@ -511,9 +511,16 @@ def bad_tma_kernel(load_atom, load_tensor, store_atom, store_tensor, tile, case)
         cute.copy(load_atom, tAgA, tAsA)
     elif case == "store_with_barrier":
         cute.tma_copy(tBsB, tBgB, barrier=bar)
+    elif case == "mask_on_plain":
+        cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=3)
+    elif case == "traced_mask_on_plain":
+        cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=cute.Int16(bx))
     elif case == "ok":
         cute.tma_copy(tAgA, tAsA, barrier=bar)
         cute.tma_copy(tBsB, tBgB)
+    elif case == "zero_mask":   # "no multicast", as the DSL's GEMMs pass when a cluster mode has one CTA
+        cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=0)
+        cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=cute.Int16(0))
 
 
 @cute.jit
@@ -529,6 +536,9 @@ def bad_tma(src, case, tile=(32, 32)):
     ("pred", "pred=True", "a TMA copy takes no pred"),
     ("copy_no_barrier", "cute.copy(load_atom, tAgA, tAsA)", "a TMA load needs tma_bar_ptr="),
     ("store_with_barrier", "cute.tma_copy(tBsB, tBgB, barrier=bar)", "a TMA store takes no barrier or expect_bytes"),
+    ("mask_on_plain", "mcast_mask=3)", "mcast_mask=3 needs an atom of CopyBulkTensorTileG2SMulticastOp (only a static "
+     "0, no multicast, goes with CopyBulkTensorTileG2SOp)"),
+    ("traced_mask_on_plain", "mcast_mask=cute.Int16(bx))", "needs an atom of CopyBulkTensorTileG2SMulticastOp"),
 ])
 def test_tma_copy_errors_name_the_userskernel_line(case, text, fragment):
     with pytest.raises(TraceError) as e:
@@ -546,3 +556,33 @@ def test_tma_copy_expects_the_tiles_bytes_and_issues_the_load_and_the_store(file
         "CHECK: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
     ])
     assert _count(c.ptx, r"cp\.async\.bulk\.tensor") == 2
+
+
+def test_a_static_zero_mask_on_a_plain_tma_load_means_no_multicast():
+    c = cute.compile(bad_tma, F("Float32", (64, 64)), "zero_mask")
+    assert _count(c.ptx, r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile\.mbarrier::complete_tx::bytes \[") == 2
+    assert "multicast" not in c.ptx
+
+
+@cute.kernel
+def zero_mask_multicast_kernel(load_atom, load_tensor, tile):
+    smem = arch.SmemAllocator()
+    s_tile = smem.allocate_tensor(load_atom.dtype, cute.Layout(tile, (tile[1], 1)))
+    bar = smem.allocate_mbarrier()
+    tAsA, tAgA = cpasync.tma_partition(load_atom, 0, cute.Layout(2), cute.group_modes(s_tile, 0, 2),
+                                       cute.group_modes(cute.local_tile(load_tensor, tile, (0, 0)), 0, 2))
+    cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=0)
+
+
+@cute.jit
+def zero_mask_multicast(src, tile=(32, 32)):
+    load = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SMulticastOp(), src,
+                                       cute.Layout(tile, (tile[1], 1)), tile, num_multicast=2)
+    zero_mask_multicast_kernel(*load, tile).launch(grid=2, block=32, cluster=(2, 1, 1))
+
+
+def test_a_zero_mask_on_a_multicast_load_is_an_error():
+    # no CTA would receive the tile, and its mbarrier would wait forever
+    with pytest.raises(TraceError) as e:
+        cute.compile(zero_mask_multicast, F("Float32", (64, 64)))
+    assert_trace_error(e, zero_mask_multicast_kernel, "mcast_mask=0)", "mcast_mask=0 multicasts to no CTA")

@@ -263,9 +263,16 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
 
         check_mbarrier_pointer(tma_bar_ptr, "copy: tma_bar_ptr")
         operands["mbar"] = tma_bar_ptr
+        static_mask = _static_int(mcast_mask)
+        if static_mask == 0 and not isinstance(op, CopyBulkTensorTileG2SMulticastOp):
+            mcast_mask = None  # "no multicast", as the DSL's GEMMs pass to the atom of a cluster mode of size 1
         if mcast_mask is not None:
             if not isinstance(op, CopyBulkTensorTileG2SMulticastOp):
-                raise TraceError("mcast_mask needs an atom of CopyBulkTensorTileG2SMulticastOp")
+                raise TraceError(f"mcast_mask={mcast_mask!r} needs an atom of CopyBulkTensorTileG2SMulticastOp (only "
+                                 f"a static 0, no multicast, goes with {type(op).__name__})")
+            if static_mask == 0:
+                raise TraceError("mcast_mask=0 multicasts to no CTA: the load would never complete (pass None, or "
+                                 "the mask of the CTAs that receive the tile)")
             operands["mcast_mask"] = mcast_mask
         else:
             op = CopyBulkTensorTileG2SOp()  # a multicast atom without a mask loads into this CTA only
@@ -286,6 +293,14 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
         for k in range(iters):
             for j in range(rest):
                 emit(op, smem=smem.engine + _smem_element(smem, k, j), crd=_tma_coord(gmem, k, j), **operands)
+
+
+def _static_int(x):
+    """``x`` as a Python int when it is a static integer (an int or a numeric constant), else None."""
+    if type(x) is int:
+        return x
+    value = getattr(x, "value", None)
+    return value if type(value) is int else None
 
 
 def _one_lane():
