@@ -50,3 +50,12 @@ def filecheck():
     """``filecheck(text, check_lines)``: the ``filecheck`` package's FileCheck, asserted."""
     pytest.importorskip("filecheck", reason="FileCheck checks need the filecheck package (pip install filecheck)")
     return _filecheck
+
+
+@pytest.fixture
+def assemble_ptx():
+    """``assemble_ptx(ptx)``: the sm_90a cubin nvJitLink makes of ``ptx`` (skips without nvJitLink)."""
+    pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
+    from mlir_dialects.pipeline import to_cubin
+
+    return lambda ptx: to_cubin(ptx, "sm_90a")

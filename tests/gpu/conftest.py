@@ -32,12 +32,3 @@ def cuda_context():
     (err,) = driver.cuCtxSetCurrent(ctx)
     yield driver, ctx
     driver.cuDevicePrimaryCtxRelease(dev)
-
-
-@pytest.fixture
-def assemble_ptx():
-    """``assemble_ptx(ptx)``: the sm_90a cubin nvJitLink makes of ``ptx`` (skips without nvJitLink)."""
-    pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
-    from mlir_dialects.pipeline import to_cubin
-
-    return lambda ptx: to_cubin(ptx, "sm_90a")

@@ -182,13 +182,14 @@ def test_elementwise_add_run_and_benchmark_as_the_dsl_example_does():
 
 
 @pytest.mark.parametrize("dtype, shape, tile", [("Float16", (200, 136), (64, 64)), ("Float32", (128, 96), (32, 64)),
-                                                ("BFloat16", (64, 64), (64, 64)), ("Float32", (65, 33), (16, 32))])
+                                                ("BFloat16", (64, 64), (64, 64)), ("Float32", (65, 36), (16, 32))])
 def test_tma_load_store_copies_every_element_and_nothing_else(dtype, shape, tile):
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
     m, n = shape
-    src = (torch.randn(shape, device="cuda") * 100).to(t)
-    pad = 16 // src.element_size()    # rows stay 16-byte aligned
+    per16 = 16 // torch.empty((), dtype=t).element_size()
+    pad = (-n) % per16 + per16                      # TMA needs 16-byte row strides: views into padded rows
+    src = (torch.randn((m, n + pad), device="cuda") * 100).to(t)[:, :n]
     poison = torch.full((m + 2, n + pad), float("nan"), dtype=t, device="cuda")
     dst = poison[1:m + 1, :n]
     guard = poison.clone()
@@ -198,6 +199,19 @@ def test_tma_load_store_copies_every_element_and_nothing_else(dtype, shape, tile
     outside = torch.ones_like(poison, dtype=torch.bool)
     outside[1:m + 1, :n] = False
     assert _same_bits(torch, poison[outside], guard[outside]) == 0, "a write outside the tensor"
+
+
+def test_tma_load_store_refuses_an_unaligned_view_before_the_launch():
+    torch = hopper_torch()
+    src = torch.randn((65, 33), device="cuda")                 # 132-byte rows
+    dst = torch.full((67, 33), float("nan"), device="cuda")[1:66]
+    with pytest.raises(cute.CuteValueError, match="is not 16-byte aligned as claimed"):
+        tma_load_store.run(src, dst, (16, 32))
+    assert torch.isnan(dst).all()
+    # a row of 33 floats cannot be TMA-stored without writing past it (whole 16-byte granules): an error, not a write
+    src, dst = (torch.randn((64, 36), device="cuda")[:, :33] for _ in range(2))
+    with pytest.raises(cute.CuteError, match="writes whole 16-byte granules"):
+        tma_load_store.run(src, dst, (16, 32))
 
 
 @pytest.mark.parametrize("config", [dict(), dict(stages=2, tile=128), dict(stages=4, producer_warps=2,

@@ -116,14 +116,6 @@ def _device():
     return torch
 
 
-@pytest.fixture
-def assemble_ptx():
-    pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
-    from mlir_dialects.pipeline import to_cubin
-
-    return lambda ptx: to_cubin(ptx, "sm_90a")
-
-
 _COMPILED_WITHOUT_GPU = []
 
 
