@@ -1,12 +1,13 @@
-"""``python -m examples``: run kernels 1-7 on small torch tensors and check each against numpy
-(needs a Hopper GPU and torch)."""
+"""``python -m examples``: run kernels 1-11 on small torch tensors and check each against torch (needs a Hopper
+GPU and torch)."""
 
 import sys
 
 import torch
 
-from . import (cp_async_copy, tma_copy, tma_copy_pipelined, tma_grouped_copy, tma_multicast_copy, tma_reduce_add,
-               tma_transpose)
+from . import (cp_async_copy, dsmem_exchange, elementwise_add, fused_silu_add, row_sum, softmax, tma_copy,
+               tma_copy_pipelined, tma_grouped_copy, tma_multicast_copy, tma_reduce_add, tma_transpose,
+               warp_specialized_copy)
 
 
 def _rand(shape, dtype, seed):
@@ -66,6 +67,40 @@ def main():
     tma_grouped_copy(ws, (64, 64), *[x for p in zip(srcs, dsts) for x in p])
     torch.cuda.synchronize()
     ok &= _check(f"tma_grouped_copy {shapes}", all(torch.equal(s, d) for s, d in zip(srcs, dsts)))
+    # 8: rows rotated by one inside clusters of 4 CTAs, through st.async into the next CTA's shared memory
+    src = _rand((8, 256), torch.float32, 10)
+    dst = torch.zeros_like(src)
+    dsmem_exchange(src, dst, 4, 4)
+    torch.cuda.synchronize()
+    ok &= _check("dsmem_exchange cluster 4", torch.equal(dst, src.view(2, 4, 256).roll(1, 1).view(8, 256)))
+    # 9: elementwise kernels on a length that is not a multiple of a vector
+    a, b = _rand((4099,), torch.bfloat16, 11), _rand((4099,), torch.bfloat16, 12)
+    c = torch.zeros_like(a)
+    elementwise_add(a, b, c)
+    torch.cuda.synchronize()
+    ok &= _check("elementwise_add bf16 4099", torch.equal(c, a + b))
+    x, y = _rand((4099,), torch.bfloat16, 13), _rand((4099,), torch.bfloat16, 14)
+    out = torch.zeros_like(x)
+    fused_silu_add(x, y, out, 0.5)
+    torch.cuda.synchronize()
+    want = torch.nn.functional.silu(x.double()) * 0.5 + y.double()
+    ok &= _check("fused_silu_add bf16 4099", float((out.double() - want).abs().max()) < 0.07)
+    # 10: row kernels
+    x = _rand((37, 1000), torch.float32, 15) * 4
+    y = torch.zeros_like(x)
+    softmax(x, y)
+    torch.cuda.synchronize()
+    ok &= _check("softmax (37, 1000)", torch.allclose(y, torch.softmax(x, 1), rtol=1e-5, atol=1e-7))
+    s = torch.zeros((37,), device="cuda")
+    row_sum(x, s)
+    torch.cuda.synchronize()
+    ok &= _check("row_sum (37, 1000)", torch.allclose(s, x.sum(1), rtol=1e-5, atol=1e-3))
+    # 11: warp-specialised multicast copy through cute_py.pipeline, each CTA rank scaling by its own factor
+    src = _rand((256, 1000), torch.float32, 16)
+    dst = torch.zeros((512, 1000), device="cuda")
+    warp_specialized_copy(src, dst, (1.0, -2.0), (64, 64), 3, 2, 2, "none", 2)
+    torch.cuda.synchronize()
+    ok &= _check("warp_specialized_copy cluster 2", torch.equal(dst, torch.cat([src, src * -2.0])))
     return 0 if ok else 1
 
 
