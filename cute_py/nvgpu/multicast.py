@@ -3,7 +3,8 @@
 ``create_tma_multicast_mask<Mode>`` in ``copy_traits_sm90_tma.hpp``).
 
 The mask of ``make_layout_image_mask(lay, coord, mode)`` has bit ``lay(x)`` set for every coordinate ``x`` of
-``lay``'s domain that agrees with ``coord`` in every mode but ``mode`` (whose entry of ``coord`` is ignored):
+``lay``'s domain that agrees with ``coord`` in every mode but ``mode`` (whose entry of ``coord`` does not select,
+but must lie inside its mode like the others, or be ``None``, since ``coord`` names this CTA):
 the image of mode ``mode`` through ``lay``, placed at the offset that ``coord``'s other modes select. With a
 cluster layout (CTA coordinate -> rank in the cluster), it names the CTAs that share this CTA's coordinates
 except along ``mode``: the receivers of a TMA multicast along that mode.
@@ -70,13 +71,14 @@ def _image_mask(lay: Any, coord: Any, modes: tuple[int, ...], name: str) -> Any:
             raise CuteValueError(f"{name}: mode {m!r} is not a mode of {lay} (0..{len(shape) - 1})")
     entries = list(coord)
     for i, (c, s) in enumerate(zip(entries, shape)):
-        if i in modes:
-            entries[i] = None
-        elif c is None:
-            raise CuteValueError(f"{name}: entry {i} of the coordinate is None, but only mode(s) {modes} vary")
+        if c is None:
+            if i not in modes:
+                raise CuteValueError(f"{name}: entry {i} of the coordinate is None, but only mode(s) {modes} vary")
         elif is_static(c) and not _inside(c, s):
             raise CuteValueError(f"{name}: entry {i} ({fmt(c)}) of the coordinate {fmt(tuple(coord))} is outside "
                                  f"mode {i} (shape {fmt(s)}) of {lay}")
+        if i in modes:
+            entries[i] = None
     sub, offset = slice_and_offset(tuple(entries) if type(lay.shape) is tuple else entries[0], lay)
     mask = 0
     for i in range(product(sub.shape)):
