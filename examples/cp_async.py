@@ -31,31 +31,31 @@ def cp_async_copy_kernel(g2s, s2g, src, dst, tile):
     s_tile = smem.allocate_tensor(src.element_type, cute.Layout(tile, (tile[1], 1)))
     # gmem -> smem: cp.async, zero-filling what lies outside src
     load = g2s.get_slice(tidx)
-    t_src = load.partition_S(cute.local_tile(src, tile, (bx, by)))
+    t_src = load.partition_S(cute.local_tile(src, tile, (by, bx)))
     t_smem = load.partition_D(s_tile)
-    t_crd = load.partition_S(cute.local_tile(cute.make_identity_tensor(src.shape), tile, (bx, by)))
+    t_crd = load.partition_S(cute.local_tile(cute.make_identity_tensor(src.shape), tile, (by, bx)))
     extent = tuple(cute.ceil_div(d, t) * t for d, t in zip(dst.shape, tile))  # what the grid's tiles cover
-    _predicated(g2s, t_src, t_smem, t_crd, src.shape, extent, tile, bx, by)
+    _predicated(g2s, t_src, t_smem, t_crd, src.shape, extent, tile, by, bx)   # (tile row, tile column)
     arch.cp_async_commit_group()
     arch.cp_async_wait_group(0)
     arch.sync_threads()
     # smem -> gmem: vector loads and stores, skipping what lies outside dst
     store = s2g.get_slice(tidx)
     t_smem = store.partition_S(s_tile)
-    t_dst = store.partition_D(cute.local_tile(dst, tile, (bx, by)))
-    t_crd = store.partition_D(cute.local_tile(cute.make_identity_tensor(dst.shape), tile, (bx, by)))
-    _predicated(s2g, t_smem, t_dst, t_crd, dst.shape, extent, tile, bx, by)
+    t_dst = store.partition_D(cute.local_tile(dst, tile, (by, bx)))
+    t_crd = store.partition_D(cute.local_tile(cute.make_identity_tensor(dst.shape), tile, (by, bx)))
+    _predicated(s2g, t_smem, t_dst, t_crd, dst.shape, extent, tile, by, bx)   # (tile row, tile column)
 
 
 @cute.jit
-def _predicated(tiled_copy, src, dst, crd, shape, extent, tile, bx, by):
+def _predicated(tiled_copy, src, dst, crd, shape, extent, tile, row, col):
     """Copy with predicates only where the tile may reach past ``shape``: not at all when the grid's tiles
     (covering ``extent``) all lie inside it, otherwise behind a run-time test of whether this CTA's tile lies
     wholly inside (the usual case)."""
     if all(e <= n for e, n in zip(extent, shape)):
         cute.copy(tiled_copy, src, dst)
         return
-    if (bx + 1) * tile[0] <= shape[0] and (by + 1) * tile[1] <= shape[1]:
+    if (row + 1) * tile[0] <= shape[0] and (col + 1) * tile[1] <= shape[1]:
         cute.copy(tiled_copy, src, dst)
     else:
         cute.copy(tiled_copy, src, dst, pred=cute.predicate(crd, shape))
@@ -101,5 +101,5 @@ def cp_async_copy(src, dst, tile=(64, 128), threads=128):
     if dst.shape[1] % (g2s.atom.num_bits // src.element_type.width):
         raise cute.CuteValueError(f"dst rows of {dst.shape[1]} elements are not a whole number of the "
                                   f"{g2s.atom.num_bits // 8}-byte vectors src needs")
-    grid = (cute.ceil_div(dst.shape[0], tile[0]), cute.ceil_div(dst.shape[1], tile[1]))
+    grid = (cute.ceil_div(dst.shape[1], tile[1]), cute.ceil_div(dst.shape[0], tile[0]))   # rows of tiles, in order
     cp_async_copy_kernel(g2s, s2g, src, dst, tile).launch(grid=grid, block=threads)

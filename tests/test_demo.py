@@ -76,7 +76,7 @@ def test_the_kernel_tour_compiles_the_tma_copy_and_shows_its_tma_ptx(demo, jit_b
     part = _section(demo, 3)
     m = re.search(r"(compiled|loaded from the disk cache) in (\d+) ms.*sm_90a cubin \((\d+) bytes\)", part)
     assert m and int(m.group(3)) > 1000, part
-    assert "tma_copy_kernel_0: grid (64, 128, 1), block (32, 1, 1), 16392 bytes of shared memory" in part
+    assert "tma_copy_kernel_0: grid (128, 64, 1), block (32, 1, 1), 16392 bytes of shared memory" in part
     excerpt = part.split("PTX excerpt", 1)[1].split("(the whole module", 1)[0]
     lines = [ln.strip() for ln in excerpt.splitlines()[1:] if ln.strip()]
     loads = [ln for ln in lines if ln.startswith("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier")]

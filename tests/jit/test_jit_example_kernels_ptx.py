@@ -32,7 +32,8 @@ def test_cp_async_copy_cp_async_vectors_predicates_and_stores(filecheck, assembl
         # interior tiles copy without predicates, edge tiles with a src-size per vector (zero fill)
         assert _count(c.ptx, cp + ";") == per_thread
         assert _count(c.ptx, cp + r", %r\d+;") == per_thread
-        assert _count(c.ptx, st) == 2 * per_thread
+        # a store per vector on each path (LLVM may merge the paths' last store into their common tail)
+        assert 2 * per_thread - 1 <= _count(c.ptx, st) <= 2 * per_thread
     filecheck(c.ptx, ["CHECK: cp.async.commit_group;", "CHECK: cp.async.wait_group", "CHECK: bar.sync"])
     assemble(c.ptx)
 
