@@ -69,6 +69,11 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
         # lhs integral: scale the rhs stride
         return make_layout_unchecked(rs, rd * ld)
     # general case: lhs tuple, rhs integral
+    if not isinstance(rd, int) and len(ls) > 1:
+        # the stride walks the lhs modes by division: a run-time stride could be 0 or negative, which the
+        # divisions cannot tell (CuTe C++ assumes a positive one); say so instead of dividing by it
+        raise StaticValueRequired(f"composition: the rhs stride {fmt(rd)} splits the lhs modes {fmt(ls)} by "
+                                  f"division, so it must be static (a run-time stride could be 0 or negative)")
     result_shape, result_stride = [], []
     rest_shape, rest_stride = rs, rd
     for m in range(len(ls) - 1):
@@ -85,6 +90,13 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
                     f"divisible by, or less than, the lhs mode shape {curr_shape} "
                     f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
                 )
+        elif not _is(rest_stride, 1) and not _is(rest_shape, 1):
+            # a run-time extent or stride: whether the stride divides, or stays inside, the lhs mode is a run-time
+            # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs)
+            raise StaticValueRequired(
+                f"composition: whether the rhs stride {fmt(rest_stride)} divides, or is less than, the lhs mode of "
+                f"extent {fmt(curr_shape)} depends on run-time values (lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:"
+                f"{fmt(rd)}); make them static")
         abs_stride = abs(rest_stride)
         next_shape = ceil_div_unchecked(curr_shape, abs_stride)
         next_stride = ceil_div_unchecked(abs_stride, curr_shape) * signum(rest_stride)
@@ -92,6 +104,13 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
             rest_stride = next_stride
             continue
         new_shape = imin(next_shape, rest_shape)
+        if type(new_shape) is not int or type(rest_shape) is not int:
+            # the rhs takes min(next, rest) of this mode and the rest from the next ones: exact only when that
+            # minimum divides the rhs extent, which run-time values leave open
+            raise StaticValueRequired(
+                f"composition: whether the rhs extent {fmt(rest_shape)} splits at the lhs mode of extent "
+                f"{fmt(curr_shape)} (it must divide, or be divided by, {fmt(next_shape)}) depends on run-time values "
+                f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)}); make them static")
         if type(new_shape) is int and type(rest_shape) is int:
             if new_shape <= 0:
                 raise CuteValueError(f"composition: the rhs mode {fmt(rs)}:{fmt(rd)} is empty "
@@ -295,7 +314,7 @@ def complement(layout: Any, cotarget: Shape | Layout | None = None) -> Layout:
 
     ``cotarget`` is an int or a shape (its size is the target; a shape keeps its
     static/dynamic split); by default it is ``cosize(layout)``.
-    Rejects what CuTe rejects (non-injective layouts, run-time strides in rank > 1) and,
+    Rejects what CuTe rejects (non-injective layouts, run-time strides) and,
     where CuTe's result would not be the complement, layouts with negative strides or
     empty modes, layouts whose strides, sorted, do not each divide by the extent of the
     modes below them, and shape cotargets that the rest of the complement would not cover.
@@ -353,12 +372,13 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
         # irreducible rank-1 stride-0 layout: everything is in the complement
         everything = make_layout(coalesce_shape(cotarget))
         return (everything, True) if with_open else everything
-    if len(stride) > 1:
-        for d in stride:
-            if type(d) is not int:
-                raise StaticValueRequired(
-                    f"complement of a layout of rank > 1 needs static strides, but {layout} has a run-time stride"
-                )
+    for d in stride:
+        if type(d) is not int:
+            # the order of the modes, the gaps between them and whether a mode is there at all (stride 0) are
+            # decided by the strides
+            raise StaticValueRequired(
+                f"complement needs static strides, but {layout} has a run-time stride (it decides the order and "
+                f"the gaps of the modes, and could be 0)")
     # repeatedly take the mode with the smallest stride (the first one on ties), as CuTe does
     result_shape, result_stride = [], [1]
     for _ in range(len(stride) - 1):

@@ -45,7 +45,7 @@ def test_complement_with_a_runtime_cotarget_keeps_it_dynamic():
 def test_static_only_operations_name_the_value_that_must_be_static():
     with pytest.raises(StaticValueRequired, match="left_inverse needs static strides"):
         cute.left_inverse(Layout((4, 8), (1, RuntimeInt(4))))
-    with pytest.raises(StaticValueRequired, match="complement of a layout of rank > 1 needs static strides"):
+    with pytest.raises(StaticValueRequired, match="complement needs static strides"):
         cute.complement(Layout((4, 8), (1, RuntimeInt(8))), 64)
     with pytest.raises(StaticValueRequired, match="must be a static int"):
         cute.make_ordered_layout((2, 3), (0, RuntimeInt(1)))
@@ -55,6 +55,6 @@ def test_runtime_values_are_never_memoised():
     x = RuntimeInt(8)
     with pytest.raises(TypeError):
         hash(x)
-    a = cute.composition(Layout((x, 4), (1, x)), Layout(2, 1))
-    b = cute.composition(Layout((x, 4), (1, x)), Layout(2, 1))
+    a = cute.composition(Layout((4, x), (1, 4)), Layout(2, 1))
+    b = cute.composition(Layout((4, x), (1, 4)), Layout(2, 1))
     assert a is not b

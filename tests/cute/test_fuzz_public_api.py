@@ -249,7 +249,10 @@ def law_depth(args, r):
 
 def law_round_up(args, r):
     """Each leaf of ``a`` rounded up to the least multiple of its divisor (missing modes of ``b`` are 1)."""
-    a, b = args
+    def tup(x):   # the arguments as IntTuples (lists are tuples to the algebra)
+        return tuple(tup(v) for v in x) if isinstance(x, (tuple, list)) else operator.index(x)
+
+    a, b = tup(args[0]), tup(args[1])
 
     def check(x, y, z):
         if isinstance(x, tuple):

@@ -56,7 +56,8 @@ def test_the_launch_is_prepared_once_and_parameters_refilled_only_on_change(fake
     c(a, b)
     assert encodes == [1 << 24, 1 << 25]
     func, gx, gy, gz, bx, by, bz, smem, stream, params, extra = fake_driver.calls[0]
-    assert (func, gx, gy, gz, bx, by, bz, smem, stream, extra) == ("F:tma_copy_kernel_0", 2, 8, 1, 32, 1, 1,
+    # grid x: the 8 tile columns, y: the 2 tile rows (row-major rasterisation)
+    assert (func, gx, gy, gz, bx, by, bz, smem, stream, extra) == ("F:tma_copy_kernel_0", 8, 2, 1, 32, 1, 1,
                                                                     128 * 64 * 4 + 8, 0, 0)
     assert params == c._blocks[0].address
     c(a, b, stream=7)  # the same buffers: no re-encoding
@@ -102,7 +103,7 @@ def test_cluster_launches_go_through_launch_kernel_ex(fake_driver, encodes, monk
     c = cute.compile(tma_copy, a, a, (128, 64), "128B", (2, 1, 1))
     c(a, a)
     func, grid, block, cluster, smem, stream, params = seen[0]
-    assert (func, grid, block, cluster, stream) == ("F:tma_copy_kernel_0", (2, 8, 1), (32, 1, 1), (2, 1, 1), 0)
+    assert (func, grid, block, cluster, stream) == ("F:tma_copy_kernel_0", (8, 2, 1), (32, 1, 1), (2, 1, 1), 0)
     assert params.address == c._blocks[0].address
     assert fake_driver.calls == []
 

@@ -328,7 +328,7 @@ def red(ptr: Pointer, val: Any, *, op: str, dtype: str | DType, sem: str | None 
                  else f"{'s' if dtype.signed else 'u'}{dtype.width}"))
     else:
         text = dtype
-    if text not in RED_DTYPES:
+    if type(text) is not str or text not in RED_DTYPES:
         raise TraceError(f"{name}: dtype must be a numeric type of 16 to 64 bits or one of "
                          f"{', '.join(RED_DTYPES)}, got {dtype!r}")
     q = _qualifiers(sem, scope, ("relaxed", "release"), name, need_scope=False)

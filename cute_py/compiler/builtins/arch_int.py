@@ -224,7 +224,7 @@ def shf(a: TracedInt | int, b: TracedInt | int, shift: TracedInt | int, kind: st
     """``shf.{l,r}.{wrap,clamp}.b32``: a funnel shift of the 64-bit value whose bits 31..0 are ``a`` and bits
     63..32 are ``b``: ``"l"`` gives the high word after shifting it left, ``"r"`` the low word after shifting it
     right, by ``shift`` modulo 32 (``"clamp_left"``/``"clamp_right"``: by ``min(shift, 32)``)."""
-    if kind not in _SHF:
+    if type(kind) is not str or kind not in _SHF:
         raise TraceError(f"shf: kind must be one of {', '.join(_SHF)}, got {kind!r}")
     (x, y), dtype = _common("shf", (a, b), I32_TYPES)
     n = int_operand(shift, "shf: shift")
