@@ -9,7 +9,7 @@ from .core.algebra import (complement, composition, left_inverse, max_common_lay
                            nullspace, right_inverse)
 from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError,
                      RankError, StaticValueRequired)
-from .core.int_tuple import (ceil_div, crd2idx, depth, elem_less, elem_scale, get, idx2crd, inner_product,
+from .core.int_tuple import (assume, ceil_div, crd2idx, depth, elem_less, elem_scale, get, idx2crd, inner_product,
                              is_compatible, is_congruent, is_static, is_weakly_congruent, prefix_product, product,
                              product_each, rank, round_up, shape_div, size, suffix_product)
 from .core.layout import (Layout, append, coalesce, cosize, dice, filter, filter_zeros, flatten, group_modes,
@@ -125,6 +125,7 @@ __all__ = [
     "blocked_product",
     "Boolean",
     "ceil_div",
+    "assume",
     "round_up",
     "clear_caches",
     "coalesce",

@@ -12,8 +12,8 @@ from typing import Any
 
 from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
-from .int_tuple import (ceil_div_unchecked, compact_col_major_unchecked, flatten_unchecked, product_unchecked,
-                        as_int_tuple, fmt, imin, is_int, signum)
+from .int_tuple import (ceil_div_unchecked, divisor_of, compact_col_major_unchecked, flatten_unchecked, product_unchecked,
+                        as_int_tuple, fmt, is_int, signum)
 from .layout import (UPPER_LAYER_OPERATIONS, Layout, coalesce_flat, coalesce_flat_lists, coalesce_unchecked,
                      concat_layouts, make_layout_unchecked, coalesce_x, cosize, make_layout)
 from .typing import Shape
@@ -90,27 +90,38 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
                     f"divisible by, or less than, the lhs mode shape {curr_shape} "
                     f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
                 )
-        elif not _is(rest_stride, 1) and not _is(rest_shape, 1):
+        elif not _is(rest_shape, 1):
             # a run-time extent or stride: whether the stride divides, or stays inside, the lhs mode is a run-time
-            # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs)
-            raise StaticValueRequired(
-                f"composition: whether the rhs stride {fmt(rest_stride)} divides, or is less than, the lhs mode of "
-                f"extent {fmt(curr_shape)} depends on run-time values (lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:"
-                f"{fmt(rd)}); make them static")
+            # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs). It is proven when the
+            # stride is a static divisor of what is known to divide the (positive) extent: then it divides it.
+            if not (type(rest_stride) is int and rest_stride > 0 and divisor_of(curr_shape) % rest_stride == 0):
+                raise StaticValueRequired(
+                    f"composition: whether the rhs stride {fmt(rest_stride)} divides, or is less than, the lhs mode "
+                    f"of extent {fmt(curr_shape)} depends on run-time values (lhs {fmt(ls)}:{fmt(ld)}, rhs "
+                    f"{fmt(rs)}:{fmt(rd)}); make them static, or assume a divisibility (cute.assume) that proves it")
         abs_stride = abs(rest_stride)
-        next_shape = ceil_div_unchecked(curr_shape, abs_stride)
-        next_stride = ceil_div_unchecked(abs_stride, curr_shape) * signum(rest_stride)
+        if not static and type(rest_stride) is int and rest_stride > 0 and divisor_of(curr_shape) % rest_stride == 0:
+            next_shape, next_stride = curr_shape // rest_stride, 1   # exact: the stride divides the extent
+        else:
+            next_shape = ceil_div_unchecked(curr_shape, abs_stride)
+            next_stride = ceil_div_unchecked(abs_stride, curr_shape) * signum(rest_stride)
         if _is(next_shape, 1) or _is(rest_shape, 1):
             rest_stride = next_stride
             continue
-        new_shape = imin(next_shape, rest_shape)
-        if type(new_shape) is not int or type(rest_shape) is not int:
+        if type(next_shape) is int and type(rest_shape) is int:
+            new_shape = min(next_shape, rest_shape)
+        elif type(rest_shape) is int and divisor_of(next_shape) % rest_shape == 0:
+            new_shape = rest_shape   # the mode holds a multiple of the rhs extent: all of it fits
+        elif type(next_shape) is int and divisor_of(rest_shape) % next_shape == 0:
+            new_shape = next_shape   # the rhs extent is a multiple of what the mode holds
+        else:
             # the rhs takes min(next, rest) of this mode and the rest from the next ones: exact only when that
             # minimum divides the rhs extent, which run-time values leave open
             raise StaticValueRequired(
                 f"composition: whether the rhs extent {fmt(rest_shape)} splits at the lhs mode of extent "
                 f"{fmt(curr_shape)} (it must divide, or be divided by, {fmt(next_shape)}) depends on run-time values "
-                f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)}); make them static")
+                f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)}); make them static, or assume a divisibility "
+                f"(cute.assume) that proves it")
         if type(new_shape) is int and type(rest_shape) is int:
             if new_shape <= 0:
                 raise CuteValueError(f"composition: the rhs mode {fmt(rs)}:{fmt(rd)} is empty "

@@ -50,6 +50,8 @@ __all__ = [
     "sum_",
     "shape_div",
     "ceil_div",
+    "assume",
+    "divisor_of",
     "round_up",
     "prefix_product",
     "suffix_product",
@@ -96,6 +98,37 @@ class DynamicInt(abc.ABC):
     def signum_(self) -> DynamicInt:
         """-1, 0 or 1 as a run-time value."""
         raise StaticValueRequired(f"signum of a run-time value is not supported by {type(self).__name__}")
+
+
+def divisor_of(x: Any) -> int:
+    """A positive int known to divide ``x``: ``|x|`` for a static int (0: every int divides it, given as 0), a
+    run-time value's ``known_divisor`` (1 when nothing is known)."""
+    if type(x) is int:
+        return abs(x)
+    return getattr(x, "known_divisor", 1) if isinstance(x, DynamicInt) else 1
+
+
+def assume(x: Any, divby: int | None = None) -> Any:
+    """``x`` with the fact that ``divby`` divides it (the CuTe DSL's ``cute.assume``): a run-time value carries it
+    (and prints ``?{div=N}``), so the algebra can decide what the fact proves; a static int is checked.
+
+    @post divisor_of(result) % divby == 0 (static ints: result == x)
+    """
+    if type(x) is not int and not isinstance(x, DynamicInt):
+        raise CuteTypeError(f"assume needs an int or a run-time integer, got {x!r}")
+    if divby is None:
+        return x
+    if type(divby) is not int or divby < 1:
+        raise CuteValueError(f"assume: divby must be a positive int, got {divby!r}")
+    if type(x) is int:
+        if x % divby:
+            raise CuteValueError(f"assume: {x} is not divisible by {divby}")
+        return x
+    if isinstance(x, DynamicInt):
+        known = getattr(x, "assume_divisor_", None)
+        if known is None:
+            raise CuteTypeError(f"assume: {type(x).__name__} cannot carry a divisibility")
+        return known(divby)
 
 
 def imin(a: Int, b: Int) -> Int:
@@ -231,14 +264,16 @@ def short_repr(x: object, limit: int = 80) -> str:
 
 
 def fmt(x: object) -> str:
-    """Print an IntTuple in CuTe notation: ``(4,(2,8))``; a dynamic leaf prints ``?``."""
+    """Print an IntTuple in CuTe notation: ``(4,(2,8))``; a dynamic leaf prints ``?``, or ``?{div=N}`` when an int
+    ``N`` > 1 is known to divide it (as the CuTe DSL prints them)."""
     t = type(x)
     if t is int:
         return str(x)
     if t is tuple:
         return "(" + ",".join(fmt(e) for e in x) + ")"
     if isinstance(x, DynamicInt):
-        return "?"
+        d = divisor_of(x)
+        return "?" if d <= 1 else f"?{{div={d}}}"
     return str(x)
 
 

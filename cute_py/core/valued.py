@@ -17,10 +17,11 @@ The integer-like classes form one set:
 
 from __future__ import annotations
 
+import math
 from typing import Any, NoReturn
 
 from ..errors import CuteValueError, StaticValueRequired
-from .int_tuple import DynamicInt, as_index, index_or_none
+from .int_tuple import DynamicInt, as_index, divisor_of, index_or_none
 
 __all__ = ["ValuedInt", "value_of"]
 
@@ -32,48 +33,59 @@ class ValuedInt(DynamicInt):
     too): deciding on a run-time value needs a run-time branch.
     """
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "known_divisor")
 
-    def __init__(self, value: int | ValuedInt) -> None:
+    def __init__(self, value: int | ValuedInt, known_divisor: int = 1) -> None:
+        """``known_divisor``: a positive int known to divide the value (what the algebra may rely on, as it does
+        on a traced value's); it must divide ``value``."""
         self.value = value.value if isinstance(value, ValuedInt) else as_index(value, f"the value of a {type(self).__name__}")
+        if type(known_divisor) is not int or known_divisor < 1:
+            raise CuteValueError(f"known_divisor must be a positive int, got {known_divisor!r}")
+        if self.value % known_divisor:
+            raise CuteValueError(f"{known_divisor} does not divide the run-time value {self.value}")
+        self.known_divisor = known_divisor
 
-    def _op(self, other, fn):
+    def _op(self, other, fn, div_rule=None):
         o = other.value if isinstance(other, ValuedInt) else other
         if type(o) is not int:
             o = None if isinstance(o, (bool, float)) else index_or_none(o)  # integer-likes count as ints
             if o is None:
                 return NotImplemented
         try:
-            return type(self)(fn(self.value, o))
+            value = fn(self.value, o)
         except ZeroDivisionError:
             raise CuteValueError(f"a run-time integer ({self.value}) is divided by zero") from None
+        div = div_rule(self.known_divisor, divisor_of(other)) if div_rule else 1
+        return type(self)(value, max(1, div) if value % max(1, div) == 0 else 1)
 
     def __add__(self, o):
-        return self._op(o, lambda a, b: a + b)
+        return self._op(o, lambda a, b: a + b, math.gcd)
 
     def __radd__(self, o):
-        return self._op(o, lambda a, b: b + a)
+        return self._op(o, lambda a, b: b + a, math.gcd)
 
     def __sub__(self, o):
-        return self._op(o, lambda a, b: a - b)
+        return self._op(o, lambda a, b: a - b, math.gcd)
 
     def __rsub__(self, o):
-        return self._op(o, lambda a, b: b - a)
+        return self._op(o, lambda a, b: b - a, math.gcd)
 
     def __mul__(self, o):
-        return self._op(o, lambda a, b: a * b)
+        return self._op(o, lambda a, b: a * b, lambda a, b: a * b)
 
     def __rmul__(self, o):
-        return self._op(o, lambda a, b: b * a)
+        return self._op(o, lambda a, b: b * a, lambda a, b: a * b)
 
     def __floordiv__(self, o):
-        return self._op(o, lambda a, b: a // b)
+        # an exact division by a static divisor of the known divisor keeps the rest of it
+        return self._op(o, lambda a, b: a // b,
+                        lambda a, b: a // b if type(o) is int and o > 0 and a % o == 0 else 1)
 
     def __rfloordiv__(self, o):
         return self._op(o, lambda a, b: b // a)
 
     def __mod__(self, o):
-        return self._op(o, lambda a, b: a % b)
+        return self._op(o, lambda a, b: a % b, math.gcd)
 
     def __rmod__(self, o):
         return self._op(o, lambda a, b: b % a)
@@ -103,10 +115,16 @@ class ValuedInt(DynamicInt):
         return self._op(o, lambda a, b: a << b)
 
     def __neg__(self):
-        return type(self)(-self.value)
+        return type(self)(-self.value, self.known_divisor)
 
     def __abs__(self):
-        return type(self)(abs(self.value))
+        return type(self)(abs(self.value), self.known_divisor)
+
+    def assume_divisor_(self, n: int) -> ValuedInt:
+        """This value, known to be divisible by ``n`` too (checked: the value is known)."""
+        if self.value % n:
+            raise CuteValueError(f"assume: the run-time value {self.value} is not divisible by {n}")
+        return type(self)(self.value, math.lcm(self.known_divisor, n))
 
     def __bool__(self) -> NoReturn:
         raise StaticValueRequired("the truth value of a run-time integer is not known while tracing")
@@ -127,10 +145,12 @@ class ValuedInt(DynamicInt):
         return type(self)((self.value > 0) - (self.value < 0))
 
     def __str__(self):
-        return "?"
+        return "?" if self.known_divisor == 1 else f"?{{div={self.known_divisor}}}"
 
     def __repr__(self):
-        return f"{type(self).__name__}({self.value})"
+        if self.known_divisor == 1:
+            return f"{type(self).__name__}({self.value})"
+        return f"{type(self).__name__}({self.value}, known_divisor={self.known_divisor})"
 
 
 def value_of(x: Any) -> Any:

@@ -58,7 +58,10 @@ def _image_mask(lay: Any, coord: Any, modes: tuple[int, ...], name: str) -> Any:
                              f"positions 0..{MAX_MASK_BITS - 1} (cosize <= {MAX_MASK_BITS}: a cluster holds at most "
                              f"{MAX_MASK_BITS} CTAs)")
     shape = lay.shape if type(lay.shape) is tuple else (lay.shape,)
-    coord = _entry(coord, f"{name}: the coordinate")
+    try:
+        coord = _entry(coord, f"{name}: the coordinate")
+    except RecursionError:
+        raise CuteValueError(f"{name}: the coordinate is nested too deeply") from None
     if type(lay.shape) is not tuple and type(coord) is not tuple:
         coord = (coord,)
     if type(coord) is not tuple or len(coord) != len(shape):

@@ -247,6 +247,13 @@ def law_depth(args, r):
     assert r == depth(shape)
 
 
+def law_assume(args, r):
+    """A static int comes back unchanged (it was checked); a run-time one carries the divisor."""
+    x, divby = args
+    if type(x) is int:
+        assert r == x and (divby is None or x % divby == 0)
+
+
 def law_round_up(args, r):
     """Each leaf of ``a`` rounded up to the least multiple of its divisor (missing modes of ``b`` are 1)."""
     def tup(x):   # the arguments as IntTuples (lists are tuples to the algebra)
@@ -605,6 +612,7 @@ API = [
     ("get", cute.get, ["tuple", "coord"], None),
     ("ceil_div", cute.ceil_div, ["tuple", "tuple"], law_ceil_div),
     ("round_up", cute.round_up, ["tuple", "tuple"], law_round_up),
+    ("assume", cute.assume, ["any", "any"], law_assume),
     ("shape_div", cute.shape_div, ["tuple", "tuple"], law_shape_div),
     ("prefix_product", cute.prefix_product, ["tuple"], law_prefix_product),
     ("suffix_product", cute.suffix_product, ["tuple"], law_suffix_product),

@@ -142,3 +142,24 @@ def test_a_numeric_annotation_string_that_does_not_evaluate_is_an_argument_error
     path.write_text("from __future__ import annotations\nimport cute_py as cute\n\n"
                     "@cute.jit\ndef host(t: torch.Tensor):\n    pass\n")
     exec(compile(path.read_text(), str(path), "exec"), {})
+
+
+def test_assume_gives_a_traced_integer_a_divisor_that_it_prints_and_pointers_use():
+    seen = []
+
+    @cute.kernel
+    def k(g, n: cute.Int32):
+        m = cute.assume(n, divby=16)
+        seen.append((str(n), str(m), str(m * 2), str(cute.Layout((m, 4), (4, 1)))))
+        # a gmem pointer advanced by a multiple of 4 floats stays 16-byte aligned: a 128-bit store
+        p = g.iterator + m
+        v = cute.make_fragment(cute.Layout(4), cute.Float32)
+        v.fill(1.0)
+        cute.copy(v, cute.make_tensor(p, cute.Layout(4)))
+
+    def host(g, n):
+        k(g, n).launch(grid=1, block=1)
+
+    c = cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (1024,)), cute.Int32(32))
+    assert seen[0] == ("?", "?{div=16}", "?{div=32}", "(?{div=16},4):(4,1)")
+    assert re.search(r"st\.global\.v4\.(f32|b32)", c.ptx), c.ptx

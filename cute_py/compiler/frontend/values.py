@@ -376,6 +376,13 @@ class TracedInt(_Traced, DynamicInt):
         self.known_divisor = known_divisor
         self.index = index
 
+    def assume_divisor_(self, n: int) -> TracedInt:
+        """This value, known to be divisible by ``n`` too (``cute.assume(x, divby=n)``: the caller's promise)."""
+        return TracedInt(self._ir, self.width, self.nonneg, math.lcm(self.known_divisor, n), self.dtype, self.index)
+
+    def __str__(self):
+        return "?" if self.known_divisor == 1 else f"?{{div={self.known_divisor}}}"
+
     def _fast(self, other):
         """True when ``self op other`` needs no promotion: the same type, or index types and Python ints."""
         if isinstance(other, TracedInt):
@@ -629,9 +636,6 @@ class TracedInt(_Traced, DynamicInt):
                                "cute.range_constexpr(...))")
 
     __index__ = __int__
-
-    def __str__(self):
-        return "?"
 
     def __repr__(self):
         return f"TracedInt(i{self.width})"
