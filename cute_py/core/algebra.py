@@ -396,14 +396,14 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
         min_stride = min(stride)
         i = stride.index(min_stride)
         below = result_stride[-1]
-        gap = min_stride // below
+        gap = _static_gap(min_stride, below, layout)
         if gap == 0 or (covering and min_stride % below):
             _complement_gap_error(min_stride, below, layout)
         result_shape.append(gap)
         result_stride.append(min_stride * shape[i])
         del shape[i], stride[i]
     below = result_stride[-1]
-    gap = stride[0] // below
+    gap = _static_gap(stride[0], below, layout)
     if _is(gap, 0) or (covering and type(below) is int and type(stride[0]) is int and stride[0] % below):
         _complement_gap_error(stride[0], below, layout)
     result_shape.append(gap)
@@ -431,6 +431,16 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
     if with_open:
         return result, type(rest_shape) is tuple or not _is(rest_shape, 1)
     return result
+
+
+def _static_gap(stride, below, layout):
+    """``stride // below``: how many times the modes below a stride fit under it. With a run-time extent among
+    those modes, whether they overlap the next one (a gap of 0: not injective) or leave a hole is a run-time fact."""
+    if type(below) is not int:
+        raise StaticValueRequired(
+            f"complement: whether the modes of {layout} below the stride {stride} (reaching {fmt(below)}) overlap it "
+            f"depends on a run-time extent; make it static")
+    return stride // below
 
 
 def _complement_gap_error(stride, below, layout):
