@@ -47,7 +47,8 @@ KERNEL1 = [("Float32", (128, 64), "none"), ("Float32", (128, 128), "none"), ("Fl
            ("Float32", (64, 64), "none"), ("Float32", (128, 32), "128B"), ("Float32", (256, 32), "128B"),
            ("BFloat16", (128, 64), "128B"), ("BFloat16", (256, 64), "128B"), ("BFloat16", (128, 128), "none"),
            ("Float32", (64, 256), "none", 256), ("Float32", (256, 32), "128B", 32)]
-KERNEL1_QUICK = [("Float32", (128, 64), "none"), ("BFloat16", (64, 64), "none"), ("Float32", (64, 256), "none", 256),
+KERNEL1_QUICK = [("Float32", (128, 64), "none"), ("Float32", (64, 64), "none"), ("BFloat16", (64, 64), "none"),
+                 ("BFloat16", (128, 128), "none"), ("Float32", (64, 256), "none", 256),
                  ("Float32", (256, 32), "128B", 32)]
 
 # kernel 2: (dtype, tile, swizzle, stages, lag, CTAs per SM or None for the default[, columns of the 2-D view,
