@@ -64,9 +64,11 @@ def _row_major(shape):
     return tuple(reversed(strides))
 
 
-def dlpack_info(x: Any) -> DLPackInfo:
+def dlpack_info(x: Any, device_stream: int | None = -1) -> DLPackInfo:
     """What ``x.__dlpack__()`` describes (the export is released at once; ``x`` keeps the memory alive).
-    ``CuteTypeError`` for an object without ``__dlpack__`` or an element type cute_py has no name for."""
+    ``device_stream`` is the ``stream=`` a device array exports with (-1: no synchronisation; ``None``: the
+    legacy default stream). ``CuteTypeError`` for an object without ``__dlpack__`` or an element type cute_py has
+    no name for."""
     export = getattr(x, "__dlpack__", None)
     if export is None:
         raise CuteTypeError(f"from_dlpack needs an object with __dlpack__ (torch, cupy, jax, numpy...), got "
@@ -74,7 +76,7 @@ def dlpack_info(x: Any) -> DLPackInfo:
     where = getattr(x, "__dlpack_device__", None)
     device = where()[0] if where is not None else None
     # no stream synchronisation for device arrays (the caller orders its own work); host arrays take none
-    kwargs = {} if device in _HOST_DEVICES else {"stream": -1}
+    kwargs = {} if device in _HOST_DEVICES else {"stream": device_stream}
     try:
         capsule = export(max_version=(1, 1), **kwargs)  # versioned: read-only arrays export too
     except TypeError:  # a producer of the older protocol

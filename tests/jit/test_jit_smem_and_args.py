@@ -136,3 +136,18 @@ def test_a_compiled_kernel_rejects_arguments_of_another_specialisation(fake):
 def test_run_time_scalars_check_their_range():
     with pytest.raises(ArgumentError, match=r"does not fit in Int32"):
         cute.Int32(1 << 31)
+
+
+def test_a_host_dlpack_array_is_not_a_kernel_argument():
+    # numpy exports host memory through DLPack: the device type is read from the export and refused
+    np = pytest.importorskip("numpy")
+
+    @cute.kernel
+    def k(g):
+        pass
+
+    def host(g):
+        k(g).launch(grid=1, block=32)
+
+    with pytest.raises(cute.compiler.ArgumentError, match=r"must be on a CUDA device \(device type 1\)"):
+        cute.compile(host, np.zeros(4, np.float32))

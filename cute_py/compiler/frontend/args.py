@@ -13,7 +13,6 @@ annotated with them) pass a run-time scalar; every other value is static (part o
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,8 @@ from ...tensor.dtypes import dtype_of
 from ...core.layout import Layout
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
-from ...errors import ArgumentError
+from ...errors import ArgumentError, CuteTypeError
+from ...tensor.dlpack import dlpack_info
 from ...tensor.dtypes import Float32, Int32, Int64, Scalar
 
 if TYPE_CHECKING:
@@ -35,9 +35,6 @@ SCALAR_TYPES = {"Int32": Int32, "Int64": Int64, "Float32": Float32}
 
 _CAI_TYPES = {"<f4": "Float32", "<f2": "Float16", "<f8": "Float64", "<i4": "Int32", "<i8": "Int64", "|i1": "Int8",
               "|u1": "Uint8", "<i2": "Int16", "<u2": "Uint16", "<u4": "Uint32", "<u8": "Uint64", "|b1": "Boolean"}
-_DL_TYPES = {(2, 32): "Float32", (2, 16): "Float16", (2, 64): "Float64", (4, 16): "BFloat16", (0, 32): "Int32",
-             (0, 64): "Int64", (0, 8): "Int8", (0, 16): "Int16", (1, 8): "Uint8", (1, 16): "Uint16",
-             (1, 32): "Uint32", (1, 64): "Uint64", (6, 8): "Boolean"}
 
 
 class ArraySpec(tuple):
@@ -178,44 +175,11 @@ def scalar_of(x):
 # -- DLPack (for producers without __cuda_array_interface__, e.g. jax) ------------------------------
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
 def _dlpack_spec(x):
     try:
-        capsule = x.__dlpack__(stream=None)
-    except TypeError:
-        capsule = x.__dlpack__()
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    addr = get(capsule, b"dltensor")
-    t = _DLTensor.from_address(addr)  # DLManagedTensor starts with its DLTensor
-    if t.device.device_type not in (2, 13):  # kDLCUDA, kDLCUDAManaged
-        raise ArgumentError(f"a DLPack tensor passed to a kernel must be on a CUDA device (device type "
-                            f"{t.device.device_type})")
-    key = (t.dtype.code, t.dtype.bits)
-    if key not in _DL_TYPES or t.dtype.lanes != 1:
-        raise ArgumentError(f"unsupported DLPack element type code={t.dtype.code} bits={t.dtype.bits}")
-    shape = tuple(t.shape[i] for i in range(t.ndim))
-    if t.strides:
-        strides = tuple(t.strides[i] for i in range(t.ndim))
-    else:
-        strides, acc = [], 1
-        for s in reversed(shape):
-            strides.append(acc)
-            acc *= s
-        strides = tuple(reversed(strides))
-    ptr = (t.data or 0) + t.byte_offset
-    # the capsule is not consumed: its deleter frees the export, and x keeps the memory alive
-    return ArraySpec((_DL_TYPES[key], shape, strides, _align(ptr))), ptr
+        dtype_name, shape, strides, ptr, device = dlpack_info(x, device_stream=None)
+    except CuteTypeError as e:
+        raise ArgumentError(str(e)) from None
+    if device not in (2, 13):  # kDLCUDA, kDLCUDAManaged
+        raise ArgumentError(f"a DLPack tensor passed to a kernel must be on a CUDA device (device type {device})")
+    return ArraySpec((dtype_name, shape, strides, _align(ptr))), ptr
