@@ -140,9 +140,7 @@ def mbarrier_arrive(mbar_ptr: Pointer, peer_cta_rank_in_cluster: TracedInt | int
         asm(f"{{\n\t.reg .b64 %st;\n\tmbarrier.arrive.release.{sc}.shared::cta.b64 %st, [$0], $1;\n\t}}",
             "r,r,~{memory}", [_u32(p), n])
     else:
-        asm(f"{{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t"
-            f"mbarrier.arrive.release.{sc}.shared::cluster.b64 _, [%rb], $2;\n\t}}",
-            "r,r,r,~{memory}", [_u32(p), peer, n])
+        _on_peer(p, peer, f"mbarrier.arrive.release.{sc}.shared::cluster.b64 _, [%rb], $2;", n)
 
 
 def mbarrier_arrive_and_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
@@ -164,9 +162,7 @@ def mbarrier_arrive_and_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
     elif peer is None:
         asm(f"mbarrier.arrive.expect_tx.release.{sc}.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", [_u32(p), n])
     else:
-        asm(f"{{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t"
-            f"mbarrier.arrive.expect_tx.release.{sc}.shared::cluster.b64 _, [%rb], $2;\n\t}}",
-            "r,r,r,~{memory}", [_u32(p), peer, n])
+        _on_peer(p, peer, f"mbarrier.arrive.expect_tx.release.{sc}.shared::cluster.b64 _, [%rb], $2;", n)
 
 
 def mbarrier_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
@@ -184,9 +180,14 @@ def mbarrier_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
     elif peer is None:
         asm(f"mbarrier.expect_tx.relaxed.{sc}.shared::cta.b64 [$0], $1;", "r,r,~{memory}", [_u32(p), n])
     else:
-        asm(f"{{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t"
-            f"mbarrier.expect_tx.relaxed.{sc}.shared::cluster.b64 [%rb], $2;\n\t}}",
-            "r,r,r,~{memory}", [_u32(p), peer, n])
+        _on_peer(p, peer, f"mbarrier.expect_tx.relaxed.{sc}.shared::cluster.b64 [%rb], $2;", n)
+
+
+def _on_peer(p, peer, instr, value):
+    """``instr`` on the mbarrier at ``p``'s offset in CTA ``peer`` of the cluster: ``%rb`` is its address there
+    (``mapa``), ``$2`` is ``value``."""
+    asm("{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t" + instr + "\n\t}", "r,r,r,~{memory}",
+        [_u32(p), peer, value])
 
 
 def _phase(phase, name):
