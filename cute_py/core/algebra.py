@@ -69,11 +69,6 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
         # lhs integral: scale the rhs stride
         return make_layout_unchecked(rs, rd * ld)
     # general case: lhs tuple, rhs integral
-    if not isinstance(rd, int) and len(ls) > 1:
-        # the stride walks the lhs modes by division: a run-time stride could be 0 or negative, which the
-        # divisions cannot tell (CuTe C++ assumes a positive one); say so instead of dividing by it
-        raise StaticValueRequired(f"composition: the rhs stride {fmt(rd)} splits the lhs modes {fmt(ls)} by "
-                                  f"division, so it must be static (a run-time stride could be 0 or negative)")
     result_shape, result_stride = [], []
     rest_shape, rest_stride = rs, rd
     for m in range(len(ls) - 1):
@@ -90,10 +85,11 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
                     f"divisible by, or less than, the lhs mode shape {curr_shape} "
                     f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
                 )
-        elif not _is(rest_shape, 1):
+        elif not _is(rest_shape, 1) or type(rest_stride) is not int:
             # a run-time extent or stride: whether the stride divides, or stays inside, the lhs mode is a run-time
-            # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs). It is proven when the
-            # stride is a static divisor of what is known to divide the (positive) extent: then it divides it.
+            # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs), and the walk divides
+            # by the stride, which could be 0 or negative at run time. It is proven when the stride is a static
+            # divisor of what is known to divide the (positive) extent: then it divides it.
             if not (type(rest_stride) is int and rest_stride > 0 and divisor_of(curr_shape) % rest_stride == 0):
                 raise StaticValueRequired(
                     f"composition: whether the rhs stride {fmt(rest_stride)} divides, or is less than, the lhs mode "
