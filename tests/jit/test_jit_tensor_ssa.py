@@ -1,6 +1,6 @@
 """Register values of whole tensors (TensorSSA): ``load``, elementwise arithmetic with broadcasting, ``to``,
 ``cute.where``, ``reduce``, ``cute.math`` element by element, ``store``/``fill``; and the errors for what does not
-fit. The values are checked on the GPU (tests/gpu/test_dsl_elementwise_gpu.py, test_elementwise_gpu.py)."""
+fit. The values are checked on the GPU (tests/gpu/test_dsl_programs_gpu.py, test_elementwise_gpu.py)."""
 
 import pytest
 
