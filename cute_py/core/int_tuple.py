@@ -110,7 +110,8 @@ def divisor_of(x: Any) -> int:
 
 def assume(x: Any, divby: int | None = None) -> Any:
     """``x`` with the fact that ``divby`` divides it (the CuTe DSL's ``cute.assume``): a run-time value carries it
-    (and prints ``?{div=N}``), so the algebra can decide what the fact proves; a static int is checked.
+    (and prints ``?{div=N}``), so the algebra can decide what the fact proves; a static int is checked. Anything
+    else is a ``CuteTypeError``, also without ``divby`` (where the DSL hands it back unchanged).
 
     @post divisor_of(result) % divby == 0 (static ints: result == x)
     """
