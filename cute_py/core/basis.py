@@ -58,6 +58,10 @@ class ScaledBasis:
     def __reduce__(self):
         return (ScaledBasis, (self.value, self.modes))
 
+    def __cute_substitute__(self, fn):
+        """This basis with ``fn`` applied to its scale (see ``symbolic.substitute``)."""
+        return ScaledBasis(fn(self.value), self.modes)
+
     @property
     def __cute_static__(self):
         return type(self.value) is int
@@ -158,6 +162,10 @@ class ArithTuple(tuple):
         except TypeError:
             raise CuteTypeError(f"an ArithTuple is built from a sequence of ints, got {short_repr(items)}") from None
         return tuple.__new__(cls, [_coord_element(e) for e in items])
+
+    def __cute_substitute__(self, fn):
+        """This coordinate with ``fn`` applied to each element (see ``symbolic.substitute``)."""
+        return type(self)(fn(e) for e in self)
 
     def __add__(self, other):
         if type(other) is int and other == 0:

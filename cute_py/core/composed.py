@@ -133,6 +133,12 @@ class ComposedLayout:
     def __reduce__(self):
         return (ComposedLayout, (self.inner, self.offset, self.outer))
 
+    def __cute_substitute__(self, fn):
+        """This composed layout with ``fn`` applied to its parts (see ``symbolic.substitute``)."""
+        inner = fn(self.inner) if type(self.inner) is not Swizzle else self.inner
+        offset = fn(self.offset) if type(self.offset) is not SmemPtrFlag else self.offset
+        return ComposedLayout(inner, offset, fn(self.outer))
+
     @property
     def shape(self) -> Shape:
         """The shape of the outer layout."""

@@ -126,6 +126,10 @@ class Layout:
             _set(self, "_hash", h)
             return h
 
+    def __cute_substitute__(self, fn):
+        """This layout with ``fn`` applied to its shape and stride (see ``symbolic.substitute``)."""
+        return make_layout_unchecked(fn(self.shape), fn(self.stride))
+
     def __str__(self):
         try:
             return f"{fmt(self.shape)}:{fmt(self.stride)}"

@@ -18,6 +18,7 @@ from ..core.composed import get_swizzle_portion, smem_byte_swizzle
 from ..tensor.dtypes import DType
 from ..errors import CuteValueError, TmaError
 from ..core.int_tuple import product
+from ..core.symbolic import SymInt
 
 if TYPE_CHECKING:
     from ..core.composed import ComposedLayout
@@ -123,6 +124,26 @@ class TmaDescriptor:
         return len(self.global_dims)
 
     @property
+    def is_dynamic(self) -> bool:
+        """Whether a global dim or stride is a run-time value (bound at each call of the compiled function)."""
+        return any(type(v) is not int for v in self.global_dims + self.global_strides)
+
+    def bind(self, env: dict[str, int]) -> TmaDescriptor:
+        """This descriptor with its run-time dims and strides evaluated for the leaf values ``env``, validated
+        with every rule of :meth:`validate` (``TmaError`` naming the rule and the values of this call)."""
+        def ev(v):
+            return v if type(v) is int else v.evaluate(env)
+
+        bound = dataclasses.replace(self, global_dims=tuple(ev(v) for v in self.global_dims),
+                                    global_strides=tuple(ev(v) for v in self.global_strides))
+        try:
+            return bound.validate()
+        except TmaError as e:
+            exprs = ", ".join(f"{v.describe()} = {ev(v)}" for v in self.global_dims + self.global_strides
+                              if type(v) is not int)
+            raise TmaError(f"for the extents and strides of this call ({exprs}): {e}") from None
+
+    @property
     def box_bytes(self) -> int:
         """Bytes one TMA instruction moves (the box)."""
         return product(tuple(self.box_dims)) * self.dtype.width // 8
@@ -149,9 +170,13 @@ class TmaDescriptor:
             raise TmaError(f"the global address must be 16-byte aligned, but only {self.address_alignment}-byte "
                            f"alignment is known (assumed_align)")
         for i, d in enumerate(self.global_dims):
+            if type(d) is not int:  # a run-time dim: checked when bound (see bind)
+                continue
             if not 1 <= d <= 1 << 32:
                 raise TmaError(f"global dim {i} is {d}; TMA global dims must be in 1..2^32")
         for i, s in enumerate(self.global_strides, start=1):
+            if type(s) is not int:  # a run-time stride: checked when bound (see bind)
+                continue
             if s % 16:
                 raise TmaError(f"global stride {i} is {s} bytes; TMA global strides must be multiples of 16 bytes")
             if not 0 < s < 1 << 40:
@@ -181,6 +206,8 @@ class TmaDescriptor:
             if not 1 <= e <= 8:
                 raise TmaError(f"element stride {i} is {e}; TMA element strides must be in 1..8")
         row_bits = self.global_dims[0] * self.dtype.width
+        if type(row_bits) is not int:  # checked when bound
+            return self
         if self.store and self.interleave is TmaInterleave.NONE and row_bits % 128:
             raise TmaError(
                 f"a TMA store or reduction writes whole 16-byte granules: the contiguous dim has "
@@ -195,7 +222,8 @@ class TmaDescriptor:
             raise TmaError(f"the descriptor's dtype must be a cute_py element type, got {self.dtype!r}")
         for name in ("global_dims", "global_strides", "box_dims", "element_strides"):
             v = getattr(self, name)
-            if type(v) not in (tuple, list) or not all(type(x) is int for x in v):
+            ok = (int, SymInt) if name in ("global_dims", "global_strides") else (int,)
+            if type(v) not in (tuple, list) or not all(type(x) in ok for x in v):
                 raise TmaError(f"{name} must be a tuple of ints, got {v!r}")
         for name, kind in (("swizzle", TmaSwizzle), ("interleave", TmaInterleave),
                            ("l2_promotion", TmaL2Promotion), ("oob_fill", TmaOobFill)):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ..core.algebra import composition, right_inverse
 from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
+from ..core.symbolic import SymInt
 from ..errors import CuteTypeError
 from ..core.int_tuple import flatten, product
 from ..core.layout import Layout, make_layout_unchecked, coalesce
@@ -57,7 +58,7 @@ def tile_extents(cta_v_map: Layout, gmem_layout: Layout, gmem_bits: int,
             contiguous = contiguous and type(scale) is int and scale == expect
             expect, extent = expect * size, extent * size
         g_stride = value_of(basis_get(ScaledBasis(1, path), gmem_layout.stride) if path else gmem_layout.stride)
-        if g_stride == 1 and gmem_bits != tma_bits:
+        if type(g_stride) is int and g_stride == 1 and gmem_bits != tma_bits:
             extent = extent * gmem_bits // tma_bits
         out[path] = (extent, contiguous)
     return out
@@ -306,8 +307,13 @@ def make_tma_desc(gmem_layout: Layout, gmem_dtype: DType, tma_dtype: DType, addr
             else:
                 dims[i] = s_j
     for i, d in enumerate(dims):
-        if type(d) is not int or type(strides[i]) is not int:
-            raise CuteTypeError(f"TMA descriptors are built on the host from known shapes and strides; dim {i} is {d}:{strides[i]}")
+        if not all(type(v) is int or isinstance(v, SymInt) for v in (d, strides[i])):
+            raise CuteTypeError(f"TMA descriptors are built on the host from known shapes and strides (or run-time "
+                                f"extents of the arguments); dim {i} is {d}:{strides[i]}")
+    if type(strides[0]) is not int:
+        raise TmaError(f"the contiguous TMA dim has the run-time gmem stride {strides[0].describe()}: it must be the "
+                       f"static 1 (mark_layout_dynamic keeps the leading dimension's stride static; pass "
+                       f"leading_dim= to name it)")
     if strides[0] != 1:
         raise TmaError(
             f"the contiguous TMA dim has gmem stride {strides[0]} (must be 1): the majorness of the smem tile does "

@@ -118,7 +118,9 @@ def from_dlpack(tensor_dlpack: Any, assumed_align: int | None = None, use_32bit_
     writes); device memory gives a tensor over a global-memory pointer at the array's address, which a jit
     function takes as it takes the array.  ``assumed_align`` (bytes, default: the element's size) is the
     alignment the pointer promises: an address that does not honour it is a ``CuteValueError``.
-    ``use_32bit_stride`` is accepted for the DSL's signature (strides are static: their width is moot).
+    The layout is static until marked dynamic (``mark_layout_dynamic``, ``mark_compact_shape_dynamic``:
+    :mod:`cute_py.tensor.dynamic`); ``use_32bit_stride`` makes the dynamic strides 32-bit run-time values
+    (default 64-bit).
     """
     if not isinstance(use_32bit_stride, bool):
         raise CuteTypeError(f"use_32bit_stride must be a bool, got {use_32bit_stride!r}")
@@ -132,7 +134,9 @@ def from_dlpack(tensor_dlpack: Any, assumed_align: int | None = None, use_32bit_
     layout = _layout(shape, strides)
     if device in _DEVICE_DEVICES:
         ptr = Pointer(dt, AddressSpace.gmem, assumed_align, address)
-        return Tensor(ptr.owned_by(tensor_dlpack), layout)
+        from .dynamic import DeviceOwner
+
+        return Tensor(ptr.owned_by(DeviceOwner(tensor_dlpack, 32 if use_32bit_stride else 64)), layout)
     if device not in _HOST_DEVICES:
         raise CuteValueError(f"from_dlpack: arrays on DLPack device type {device} are not supported (host memory "
                              f"and CUDA device memory are)")

@@ -115,6 +115,9 @@ class CoordEngine:
     def read(self, i: IntTuple) -> IntTuple:
         return _add_coord(self.origin, i)
 
+    def __cute_substitute__(self, fn):
+        return CoordEngine(fn(self.origin), self.source)
+
     dtype = None
     memspace = None
 
@@ -216,6 +219,26 @@ class Tensor:
 
     def __cute_slice__(self, coord):
         return self[coord]
+
+    def __cute_substitute__(self, fn):
+        """This tensor with ``fn`` applied to its layout and a coordinate engine's origin (``symbolic.substitute``)."""
+        t = object.__new__(Tensor)
+        object.__setattr__(t, "engine", fn(self.engine) if isinstance(self.engine, CoordEngine) else self.engine)
+        object.__setattr__(t, "layout", fn(self.layout))
+        return t
+
+    def mark_layout_dynamic(self, leading_dim: int | None = None) -> Tensor:
+        """Make this device tensor's shape and strides run-time values (``cute_py.tensor.dynamic``)."""
+        from .dynamic import mark_layout_dynamic
+
+        return mark_layout_dynamic(self, leading_dim)
+
+    def mark_compact_shape_dynamic(self, mode: int, stride_order: tuple[int, ...] | None = None,
+                                   divisibility: int = 1) -> Tensor:
+        """Make one extent of this compact device tensor a run-time value (``cute_py.tensor.dynamic``)."""
+        from .dynamic import mark_compact_shape_dynamic
+
+        return mark_compact_shape_dynamic(self, mode, stride_order, divisibility)
 
     # -- access ------------------------------------------------------------------------------
     def _offset(self, coord):

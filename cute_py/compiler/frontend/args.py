@@ -17,7 +17,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...tensor.dtypes import dtype_of
+from ...core.int_tuple import fmt
 from ...core.layout import Layout
+from ...core.symbolic import SymInt
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...errors import ArgumentError, CuteTypeError
@@ -27,7 +29,8 @@ from ...tensor.dtypes import Float32, Int32, Int64, Scalar
 if TYPE_CHECKING:
     from ...tensor.dtypes import DType
 
-__all__ = ["DeviceArraySpec", "TAG_SHIFT", "ArraySpec", "array_spec", "device_pointer", "host_tensor", "tag_of", "untag",
+__all__ = ["DeviceArraySpec", "TAG_SHIFT", "ArraySpec", "array_spec", "concrete_spec", "is_static_spec",
+           "device_pointer", "host_tensor", "tag_of", "untag",
            "is_device_array", "SCALAR_TYPES"]
 
 TAG_SHIFT = 40  # tensor argument i is seen at address (i + 1) << 40 while tracing
@@ -49,23 +52,37 @@ class ArraySpec(tuple):
 
 class DeviceArraySpec:
     """A device array described without memory (``dtype``, row-major ``shape`` or explicit element
-    ``strides``, ``address``): compiles a kernel for arrays like it, with no GPU."""
+    ``strides``, ``address``): compiles a kernel for arrays like it, with no GPU.
 
-    def __init__(self, dtype: DType | str | Any, shape: Iterable[int], strides: Iterable[int] | None = None,
+    An extent or stride may be a :func:`~cute_py.sym_int` (a run-time value: one compile serves every value
+    that honours its divisibility; the same symbol in several places means the same value); row-major strides
+    of run-time extents are run-time products of them."""
+
+    def __init__(self, dtype: DType | str | Any, shape: Iterable[Any], strides: Iterable[Any] | None = None,
                  address: int = 1 << 24) -> None:
         self.dtype = dtype_of(dtype)
-        self.shape = tuple(shape)
+        self.shape = tuple(_entry(s, "shape") for s in shape)
         if strides is None:
             strides, acc = [], 1
             for s in reversed(self.shape):
                 strides.append(acc)
-                acc *= s
+                acc = acc * s
             strides = tuple(reversed(strides))
-        self.strides = tuple(strides)
+        self.strides = tuple(_entry(s, "strides") for s in strides)
+        if len(self.strides) != len(self.shape):
+            raise ArgumentError(f"DeviceArraySpec: {len(self.shape)} extents but {len(self.strides)} strides")
         self.address = address
 
     def __repr__(self):
-        return f"DeviceArraySpec({self.dtype.name}, {self.shape}, {self.strides})"
+        return f"DeviceArraySpec({self.dtype.name}, {fmt(self.shape)}, {fmt(self.strides)})"
+
+
+def _entry(x, what):
+    if isinstance(x, SymInt):
+        return x
+    if type(x) is not int or x < 0:
+        raise ArgumentError(f"DeviceArraySpec: {what} entries are non-negative ints or sym_int(), got {x!r}")
+    return x
 
 
 def _is_torch(x):
@@ -95,10 +112,10 @@ def array_spec(x: Any) -> tuple[ArraySpec, int]:
     if _dlpack_tensor(x):
         layout, ptr = x.layout, x.engine.address
         shape, strides = layout.shape, layout.stride
-        if type(shape) is int:
+        if type(shape) is not tuple:
             shape, strides = (shape,), (strides,)
-        if not all(type(v) is int for v in shape + strides):
-            raise ArgumentError(f"a tensor passed to a kernel needs a flat static layout, got {layout}")
+        if not all(type(v) is int or isinstance(v, SymInt) for v in shape + strides):
+            raise ArgumentError(f"a tensor passed to a kernel needs a flat layout, got {layout}")
         return ArraySpec((x.engine.dtype.name, shape, strides, _align(ptr))), ptr
     if _is_torch(x):
         if not x.is_cuda:
@@ -129,6 +146,21 @@ def array_spec(x: Any) -> tuple[ArraySpec, int]:
     if hasattr(x, "__dlpack__"):
         return _dlpack_spec(x)
     raise ArgumentError(f"expected a device array (__cuda_array_interface__, DLPack or torch), got {type(x).__name__}")
+
+
+def concrete_spec(x: Any) -> tuple[ArraySpec, int]:
+    """``(ArraySpec, device pointer)`` of the array a call passes: for a tensor marked dynamic, its array's
+    actual extents and strides."""
+    if _dlpack_tensor(x) and not is_static_spec(array_spec(x)[0]):
+        got, _ = array_spec(x.engine.owner.array)
+        ptr = x.engine.address
+        return ArraySpec((got[0], got[1], got[2], _align(ptr))), ptr
+    return array_spec(x)
+
+
+def is_static_spec(spec: ArraySpec) -> bool:
+    """Whether every extent and stride of ``spec`` is a static int."""
+    return all(type(v) is int for v in spec[1] + spec[2])
 
 
 def device_pointer(x: Any) -> int:

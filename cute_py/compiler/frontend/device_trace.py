@@ -18,6 +18,7 @@ from ...errors import ArgumentError, CompileError, CuteError, LocatedError, Trac
 from . import builder as _builder
 from . import methods as _methods
 from . import rewrite as _rewrite
+from ...core.symbolic import substitute
 from .args import TAG_SHIFT
 from .options import CompileOptions
 from .values import TracedFloat, TracedInt
@@ -114,6 +115,13 @@ def _kernel_value(b, kind, v, orig):
     """The value a kernel parameter (or static argument) ``orig`` takes inside the traced kernel."""
     if kind == "static":
         return v
+    if kind == "sym":  # a value holding run-time extents: each leaf is a parameter, expressions are recomputed
+        inner, slots = v
+        value = _kernel_value(b, *inner, orig)
+        env = {name: TracedInt(b.params[j], 32 if b.launch.params[j][0] == "Int32" else 64, nonneg=True,
+                               known_divisor=b.launch.params[j][1].known_divisor)
+               for name, j in slots.items()}
+        return substitute(value, lambda s: s.evaluate(env))
     if kind == "tuple":
         seq_type, subs = v
         return seq_type(_kernel_value(b, k, sv, o) for (k, sv), o in zip(subs, orig))

@@ -48,11 +48,13 @@ from ...tensor.dtypes import Scalar
 from ..runtime import cache as _cache
 from ..runtime import deps as _deps
 from ..runtime.compiled import Compiled
+from ...core.symbolic import SymInt, substitute
 from ..runtime.config_key import Unkeyable, config_key
 from . import builder as _builder
 from . import rewrite as _rewrite
 from .annotations import ParamInfo, StreamArg, is_stream
-from .args import SCALAR_TYPES, array_spec, host_tensor, is_device_array
+from .args import SCALAR_TYPES, array_spec, host_tensor, is_device_array, is_static_spec
+from .dyn_specs import canonicalise, spec_key
 from .device_trace import build, located, short_repr
 from .launches import (HostTrace, KernelFunction, check_name_prefix, host_trace_active, list_message, naming_epoch,
                        number_list, unwrap_method)
@@ -129,7 +131,7 @@ class JitFunction:
     def _convert(self, args, skip=0):
         """(host args, spec key, jit arg sources) of the call arguments (``skip``: parameters bound already);
         a static value with no key has ``None`` as its key (the compile is then cached nowhere)."""
-        host, key, sources = [], [], []
+        host, key, sources, dynamic = [], [], [], []
         for i, a in enumerate(args):
             kind = self.params.kind(i + skip)
             if kind == "constexpr":
@@ -150,9 +152,12 @@ class JitFunction:
                 sources.append(("scalar", a.kind))
             elif is_device_array(a):
                 spec, _ = array_spec(a)
-                host.append(host_tensor(spec, i))
-                key.append(("T",) + tuple(spec))
+                host.append(None)  # the tensor is made below, once every run-time extent has its name
+                key.append(None)
                 sources.append(("tensor", spec))
+                if not is_static_spec(spec):
+                    dynamic.append((i, self.params.names[i + skip] if i + skip < len(self.params.names)
+                                    else f"arg{i}", spec))
             else:
                 if number_list(a):
                     raise ArgumentError(list_message(f"argument {i} of {self.fn.__name__} is the Python list "
@@ -162,6 +167,13 @@ class JitFunction:
                 host.append(a)
                 key.append(("C", _static_key(a, f"argument {i} of {self.fn.__qualname__}")))
                 sources.append(("static", None))
+        canonical = canonicalise(dynamic) if dynamic else {}
+        for i, (kind, spec) in enumerate(sources):
+            if kind == "tensor":
+                spec = canonical.get(i, spec)
+                sources[i] = ("tensor", spec)
+                host[i] = host_tensor(spec, i)
+                key[i] = ("T",) + spec_key(spec)
         return host, tuple(key), sources
 
     def _memory_key(self, obj, key, opts):
@@ -319,16 +331,33 @@ def _run_host(jf, obj, host):
 
 
 def _launch_key(ln):
-    """Everything of a recorded launch that changes the generated code or the launch."""
+    """Everything of a recorded launch that changes the generated code or the launch (run-time extents by their
+    structure: their names, widths, divisors and the expressions that use them)."""
     call = ln.call
     args = []
     for pos, (kind, _) in ln.kernel_args:
         a = call.args[pos] if type(pos) is int else call.kwargs[pos]
         index = getattr(a, "index", None)
-        args.append((pos, kind, f"arg{index}" if isinstance(a, _IndexedScalar) else config_key(a, f"kernel argument "
-                                                                                                 f"{pos}")))
-    return (_deps.value_key(call.kernel.fn, strict=True), ln.name, args, ln.grid, ln.block, ln.cluster, ln.smem,
-            ln.non_portable_cluster, ln.stream)
+        if isinstance(a, _IndexedScalar):
+            args.append((pos, kind, f"arg{index}"))
+        else:
+            args.append((pos, kind, config_key(substitute(a, _SymText) if kind in ("sym", "tuple") else a,
+                                               f"kernel argument {pos}")))
+    return (_deps.value_key(call.kernel.fn, strict=True), ln.name, args, [repr(g) for g in ln.grid], ln.block,
+            ln.cluster, ln.smem, ln.non_portable_cluster, ln.stream, [(k, repr(s) if isinstance(s, SymInt) else "")
+                                                                      for k, s in ln.params])
+
+
+class _SymText(str):
+    """A run-time extent in a key: the text of its structure (``repr``), printed as itself."""
+
+    __slots__ = ()
+
+    def __new__(cls, s):
+        return str.__new__(cls, repr(s))
+
+    def __repr__(self):
+        return str(self)
 
 
 def _disk_key(jf, host, key, launches, opts=None):
@@ -381,7 +410,8 @@ def _compile(jf, obj, host, key, sources, opts):
             _cache.stats["disk_hits"] += 1
             _log(f"loaded {jf.fn.__name__} from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
             opts.write_kept(name, ptx, cubin)
-            c = Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=builder, name=name)
+            c = Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=builder, name=name,
+                         arg_names=jf.params.names[0 if obj is _UNBOUND else 1:])
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
@@ -396,7 +426,8 @@ def _compile(jf, obj, host, key, sources, opts):
             _log(f"{jf.fn.__name__} is not cached on disk: its traces ran code whose source cannot be checked")
     _log(f"compiled {jf.fn.__name__} in {1e3 * (time.perf_counter() - t0):.1f} ms")
     opts.write_kept(name, ptx, cubin)
-    c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name)
+    c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name,
+                         arg_names=jf.params.names[0 if obj is _UNBOUND else 1:])
     return _remember(jf, dkey, c), result
 
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ...core.symbolic import SymInt, substitute, sym_leaves
 from ...core.valued import ValuedInt
 from ...errors import ArgumentError, JitError, TraceError, user_location
 from ...nvgpu.cpasync import TmaCopyAtom
@@ -208,8 +209,12 @@ def _dim3(v, what):
     for x in v:
         if isinstance(x, ValuedInt):
             x = x.value
+        if isinstance(x, SymInt) and what == "grid":  # a run-time extent: evaluated (and checked) at each call
+            out.append(x)
+            continue
         if type(x) is not int or x < 1:
-            raise ArgumentError(f"{what} dimensions must be static positive ints, got {v!r}")
+            raise ArgumentError(f"{what} dimensions must be static positive ints"
+                                f"{' or run-time extents of the arguments' if what == 'grid' else ''}, got {v!r}")
         out.append(x)
     if not 1 <= len(out) <= 3:
         raise ArgumentError(f"{what} has 1 to 3 dimensions, got {v!r}")
@@ -231,17 +236,40 @@ class Launch:
         self.name = call.kernel.entry_name(index)
         self.params = []  # (kind, source) per kernel parameter
         self.kernel_args = []  # (position or name, classification)
+        syms = {}  # run-time extent (leaf name) -> its parameter index
         for pos, a in list(enumerate(call.args)) + sorted(call.kwargs.items()):
-            self.kernel_args.append((pos, _classify(a, self.params, call.kernel.params, pos)))
+            self.kernel_args.append((pos, _classify(a, self.params, call.kernel.params, pos, syms)))
+
+    @property
+    def dynamic_grid(self) -> bool:
+        """Whether the grid depends on run-time extents of the arguments (evaluated at each call)."""
+        return any(type(g) is not int for g in self.grid)
 
 
-def _classify(a, params, info, pos):
-    """('static', a), (param kind, param index) or ('tuple', [classifications]) for a tuple/list holding
-    run-time arguments; appends the parameters' sources to ``params``."""
+def _classify(a, params, info, pos, syms):
+    """('static', a), (param kind, param index), ('tuple', [classifications]) for a tuple/list holding
+    run-time arguments, or ('sym', (classification, {leaf: param index})) for a value holding run-time extents
+    (symbols: each leaf becomes an Int32/Int64 parameter, shared by every argument of the launch naming it);
+    appends the parameters' sources to ``params``."""
+    if type(a) not in (tuple, list) and not isinstance(a, TmaCopyAtom):
+        leaves = sym_leaves(a)
+        if leaves:
+            if type(pos) is int and info.kind(pos) == "constexpr":
+                raise ArgumentError(f"kernel parameter {info.names[pos]} is annotated Constexpr (a compile-time "
+                                    f"value), got {short_repr(a)}, which holds run-time extents of the arguments")
+            inner = _classify_plain(a, params, info, pos)
+            for leaf in leaves:
+                if leaf.name not in syms:
+                    params.append(("Int32" if leaf.width == 32 else "Int64", leaf))
+                    syms[leaf.name] = len(params) - 1
+            return "sym", (inner, {leaf.name: syms[leaf.name] for leaf in leaves})
+    return _classify_plain(a, params, info, pos, syms)
+
+
+def _classify_plain(a, params, info, pos, syms=None):
     if type(a) in (tuple, list):
-        mark = len(params)
-        subs = [_classify(x, params, info, pos) for x in a]
-        if len(params) > mark:
+        subs = [_classify(x, params, info, pos, syms) for x in a]
+        if any(k != "static" for k, _ in subs):
             return "tuple", (type(a), subs)
         if number_list(a):
             raise ArgumentError(list_message(f"a kernel argument is the Python list {short_repr(a)}"))

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..frontend.annotations import stream_handle
-from ..frontend.args import array_spec
+from ..frontend.args import array_spec, concrete_spec, is_static_spec
+from ..frontend.dyn_specs import Binder
+from ...core.symbolic import SymInt
 from ...errors import ArgumentError, SpecMismatch
 from ...tensor.dtypes import Scalar
 
@@ -44,7 +46,7 @@ class Compiled:
     def __init__(self, jf: Any, launches: list[Any], smem: dict[str, int], sources: list[tuple[str, Any]],
                  cubin: bytes, ptx: str | None, mlir_text: str | None, key: str | None,
                  stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults],
-                 name: str | None = None) -> None:
+                 name: str | None = None, arg_names: list[str] | None = None) -> None:
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
@@ -60,7 +62,13 @@ class Compiled:
         self._last = None  # the pointers and scalars the parameter blocks hold
         self._torch_specs = {}  # argument index -> (torch type, dtype, shape, strides, alignment) seen to match
         self._fast = None  # those of every tensor argument, in argument order, once all were seen
-        self._tensor_args = tuple((i, spec) for i, (kind, spec) in enumerate(sources) if kind == "tensor")
+        self._tensor_args = tuple((i, spec) for i, (kind, spec) in enumerate(sources)
+                                  if kind == "tensor" and is_static_spec(spec))
+        # tensor arguments with run-time extents or strides: bound at each call (see dyn_specs)
+        dynamic = {i: spec for i, (kind, spec) in enumerate(sources) if kind == "tensor" and not is_static_spec(spec)}
+        names = list(arg_names or [])
+        self._binder = Binder(dynamic, names) if dynamic else None
+        self._dynamic_args = tuple(sorted(dynamic.items()))
         self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
         # the fewest arguments a call may pass: up to the last run-time one (trailing statics are compiled in)
         self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
@@ -115,13 +123,14 @@ class Compiled:
                             None if ln.cluster == (1, 1, 1) else ln.cluster)
                            for ln, block in zip(self.launches, self._blocks))
 
-    def _descriptor(self, desc, address):
-        k = (id(desc), address)
+    def _descriptor(self, desc, address, env=None):
+        bound = desc.bind(env) if env is not None and desc.is_dynamic else desc
+        k = (id(desc), address, bound.global_dims, bound.global_strides)
         b = self._desc_cache.get(k)
         if b is None:
             if len(self._desc_cache) > 256:
                 self._desc_cache.clear()
-            b = self._desc_cache[k] = desc.encode(address)
+            b = self._desc_cache[k] = bound.encode(address)
         return b
 
     def __call__(self, *args: Any, stream: int | Any = None) -> None:
@@ -138,10 +147,12 @@ class Compiled:
                                 f"trailing static ones may be left out), got {n}")
         if not self.launches:
             return
-        key = self._fast_pointers(args)
+        key = self._fast_pointers(args) if self._binder is None else None
         if key is None:
             pointer = self._pointer
             key = tuple([pointer(i, spec, args[i]) for i, spec in self._tensor_args])
+            if self._binder is not None:
+                key = (key,) + self._bind(args)
         if self._scalar_args:
             key = (key, tuple([a.value if isinstance(a, Scalar) else a
                                for a in [args[i] for i in self._scalar_args]]))
@@ -212,15 +223,38 @@ class Compiled:
             self.__class__ = Compiled
         return ptr
 
+    def _bind(self, args):
+        """``(pointers, leaf values)`` of the tensor arguments with run-time extents (see ``dyn_specs``)."""
+        ptrs, actual = [], {}
+        for i, spec in self._dynamic_args:
+            got, ptr = concrete_spec(args[i])
+            if got[0] != spec[0] or ptr % spec[3]:
+                raise SpecMismatch(f"argument {i}: compiled for {spec[0]} elements aligned to {spec[3]} bytes, got "
+                                   f"{got[0]} at {ptr:#x}")
+            ptrs.append(ptr)
+            actual[i] = (got[1], got[2])
+        return tuple(ptrs), self._binder.bind(actual)
+
     def _fill(self, key, args):
-        ptrs = dict(zip([i for i, _ in self._tensor_args], key[0] if self._scalar_args else key))
+        key = key[0] if self._scalar_args else key
+        env = None
+        if self._binder is not None:
+            static, dyn_ptrs, values = key
+            ptrs = dict(zip([i for i, _ in self._tensor_args], static))
+            ptrs.update(zip([i for i, _ in self._dynamic_args], dyn_ptrs))
+            env = self._binder.env(values)
+            self._plan = tuple(_grid_for(p, ln, env) if ln.dynamic_grid else p for p, ln in zip(self._plan, self.launches))
+        else:
+            ptrs = dict(zip([i for i, _ in self._tensor_args], key))
         for ln, block in zip(self.launches, self._blocks):
             for j, (kind, src) in enumerate(ln.params):
                 if kind == "ptr":
                     block.set(j, ptrs[src[0]] + src[1])
                 elif kind == "desc":
                     desc, (idx, off) = src
-                    block.set(j, self._descriptor(desc, ptrs[idx] + off))
+                    block.set(j, self._descriptor(desc, ptrs[idx] + off, env))
+                elif isinstance(src, SymInt):
+                    block.set(j, env[src.name])
                 else:
                     idx = getattr(src, "index", None)
                     v = args[idx] if idx is not None else src
@@ -241,7 +275,7 @@ def _make_fast_call(c, fast):
     Any argument that does not match goes to the general path (``Compiled._call``) untouched. ``c``
     becomes an instance of a one-off subclass whose ``__call__`` this is (a call is then one Python frame).
     """
-    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan) or \
+    if c._scalar_args or c._binder is not None or c._plan is None or any(p[-1] is not None for p in c._plan) or \
             any(at is not None for at in c._streams) or c._stream_at is not None:
         return None
     env = {"ok": c._ok, "general": Compiled._call}
@@ -271,6 +305,20 @@ def _make_fast_call(c, fast):
                   f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
     return env["call"]
+
+
+def _grid_for(plan, ln, env):
+    """``plan`` (a launch's entry of ``Compiled._plan``) with the grid of ``ln`` evaluated for ``env``, checked
+    against the hardware's limits as a static grid is when it is recorded."""
+    from . import limits as _limits
+
+    grid = tuple(g if type(g) is int else g.evaluate(env) for g in ln.grid)
+    try:
+        _limits.check_launch(grid, ln.block, ln.cluster, None, True)
+    except ArgumentError as e:
+        exprs = ", ".join(f"{'xyz'[a]} = {g.describe()}" for a, g in enumerate(ln.grid) if type(g) is not int)
+        raise ArgumentError(f"{ln.name}: for the extents of this call ({exprs}) the {e}") from None
+    return (plan[0],) + grid + plan[4:]
 
 
 def _row_major(shape, strides):

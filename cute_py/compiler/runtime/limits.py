@@ -39,6 +39,10 @@ MAX_PORTABLE_CLUSTER = 8
 MAX_CLUSTER = 16
 
 
+def _show(grid):
+    return "(" + ", ".join(str(g) if type(g) is int else g.describe() for g in grid) + ")"
+
+
 def _fail(rule):
     raise ArgumentError(f"launch: {rule}")
 
@@ -56,9 +60,11 @@ def check_launch(grid: tuple[int, int, int], block: tuple[int, int, int], cluste
     for axis, n, most in zip("xyz", block, MAX_BLOCK_DIM):
         if n > most:
             _fail(f"block.{axis} is at most {most}, got block={block}")
-    for axis, n, most in zip("xyz", grid, MAX_GRID_DIM):
-        if n > most:
-            _fail(f"grid.{axis} is at most {most}, got grid={grid}")
+    for axis, n, most in zip("xyz", grid, MAX_GRID_DIM):  # a run-time extent is checked at each call
+        if type(n) is int and n > most:
+            _fail(f"grid.{axis} is at most {most}, got grid={_show(grid)}")
+        if type(n) is int and n < 1:
+            _fail(f"grid.{axis} is at least 1, got grid={_show(grid)} (a launch of no blocks)")
     size = cluster[0] * cluster[1] * cluster[2]
     if size > MAX_CLUSTER:
         _fail(f"a cluster has at most {MAX_CLUSTER} CTAs, got cluster={cluster} ({size} CTAs)")
@@ -66,9 +72,9 @@ def check_launch(grid: tuple[int, int, int], block: tuple[int, int, int], cluste
         _fail(f"a cluster of more than {MAX_PORTABLE_CLUSTER} CTAs is non-portable, got cluster={cluster} ({size} "
               f"CTAs): pass non_portable_cluster=True to launch it (it runs on H100/H200)")
     for axis, g, c in zip("xyz", grid, cluster):
-        if g % c:
+        if type(g) is int and g % c:
             _fail(f"the grid is made of whole clusters: grid.{axis} must be a multiple of cluster.{axis}, got "
-                  f"grid={grid}, cluster={cluster}")
+                  f"grid={_show(grid)}, cluster={cluster}")
     if smem is not None and smem > MAX_SMEM_BYTES:
         _fail(f"a block has at most {MAX_SMEM_BYTES} bytes ({MAX_SMEM_BYTES // 1024} KB) of dynamic shared memory "
               f"on sm_90, got smem={smem}")
