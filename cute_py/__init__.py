@@ -33,6 +33,7 @@ from .tensor.pointer import AddressSpace, Pointer, make_ptr, recast_ptr
 from .tensor.tensor import (Tensor, domain_offset, is_tensor, local_partition, local_tile, make_fragment_like,
                             make_identity_tensor, make_tensor, recast_tensor)
 from .core.typing import Coord, IntTuple, Shape, Stride, Tile, Tiler, XTuple
+from .core.symbolic import SymInt, sym_int, sym_int32, sym_int64
 from .core.tiling import (blocked_product, flat_divide, flat_product, logical_divide, logical_product, make_layout_tv,
                           raked_product, tile_to_shape, tiled_divide, tiled_product, zipped_divide, zipped_product)
 
@@ -126,6 +127,10 @@ __all__ = [
     "Boolean",
     "ceil_div",
     "assume",
+    "SymInt",
+    "sym_int",
+    "sym_int32",
+    "sym_int64",
     "round_up",
     "clear_caches",
     "coalesce",

@@ -227,6 +227,8 @@ def combine(op: str, a: int | SymInt, b: int | SymInt) -> int | SymInt:
         return 0
     if op in ("//", "%") and not sb and b == 0:
         raise CuteValueError(f"{a.describe()} {op} 0 divides by zero")
+    if op in ("+", "-") and not sb and sa and a.op == "+" and type(a.args[1]) is int:  # (s + c1) +- c2
+        return combine("+", a.args[0], a.args[1] + b if op == "+" else a.args[1] - b)
     da, db = divisor_of(a), divisor_of(b)
     if op in ("+", "-", "min", "max"):
         div = math.gcd(da, db)

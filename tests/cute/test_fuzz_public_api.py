@@ -597,6 +597,12 @@ def with_any(law):
     return both
 
 
+def law_sym_int(args, r):
+    """A run-time leaf: 32 or 64 bits, a positive divisibility, printed ? or ?{div=N}."""
+    assert isinstance(r, cute.SymInt) and r.is_leaf and r.width in (32, 64) and r.known_divisor >= 1
+    assert str(r) == ("?" if r.known_divisor == 1 else f"?{{div={r.known_divisor}}}")
+
+
 def _ptr():
     return cute.make_ptr(cute.Float32, 4096, cute.AddressSpace.gmem, 16)
 
@@ -613,6 +619,10 @@ API = [
     ("ceil_div", cute.ceil_div, ["tuple", "tuple"], law_ceil_div),
     ("round_up", cute.round_up, ["tuple", "tuple"], law_round_up),
     ("assume", cute.assume, ["any", "any"], law_assume),
+    ("sym_int", cute.sym_int, ["any"], law_sym_int),
+    ("sym_int32", cute.sym_int32, ["any"], law_sym_int),
+    ("sym_int64", cute.sym_int64, ["any"], law_sym_int),
+    ("SymInt", lambda a, b: cute.SymInt.leaf("s", a, b), ["any", "any"], law_sym_int),
     ("shape_div", cute.shape_div, ["tuple", "tuple"], law_shape_div),
     ("prefix_product", cute.prefix_product, ["tuple"], law_prefix_product),
     ("suffix_product", cute.suffix_product, ["tuple"], law_suffix_product),

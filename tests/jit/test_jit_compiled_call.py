@@ -41,7 +41,7 @@ def fake_driver(monkeypatch):
 def encodes(monkeypatch):
     seen = []
 
-    def fake_encode(self, desc, address):
+    def fake_encode(self, desc, address, env=None):
         seen.append(address)
         return bytes([len(seen)]) * 128
 

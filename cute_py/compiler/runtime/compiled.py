@@ -313,11 +313,11 @@ def _grid_for(plan, ln, env):
     from . import limits as _limits
 
     grid = tuple(g if type(g) is int else g.evaluate(env) for g in ln.grid)
-    try:
-        _limits.check_launch(grid, ln.block, ln.cluster, None, True)
-    except ArgumentError as e:
+    rule = _limits.launch_problem(grid, ln.block, ln.cluster, None, True)
+    if rule is not None:
         exprs = ", ".join(f"{'xyz'[a]} = {g.describe()}" for a, g in enumerate(ln.grid) if type(g) is not int)
-        raise ArgumentError(f"{ln.name}: for the extents of this call ({exprs}) the {e}") from None
+        raise ArgumentError(f"launch of {ln.name}: {rule}; the grid is run-time ({exprs}), and these are the "
+                            f"extents of this call")
     return (plan[0],) + grid + plan[4:]
 
 

@@ -44,16 +44,37 @@ def _show(grid):
 
 
 def _fail(rule):
-    raise ArgumentError(f"launch: {rule}")
+    raise _Broken(rule)
 
 
 def check_launch(grid: tuple[int, int, int], block: tuple[int, int, int], cluster: tuple[int, int, int],
                  smem: int | None, non_portable_cluster: bool) -> None:
     """Raise ``ArgumentError`` (at the user's launch line) for a launch configuration the hardware rejects.
 
-    ``grid``, ``block``, ``cluster``: 3-tuples of positive ints; ``smem``: bytes of dynamic shared memory or
-    ``None``; ``non_portable_cluster``: the opt-in to clusters of 9 to 16 CTAs.
+    ``grid``, ``block``, ``cluster``: 3-tuples of positive ints (grid entries may be run-time extents, checked
+    per call: :func:`launch_problem`); ``smem``: bytes of dynamic shared memory or ``None``;
+    ``non_portable_cluster``: the opt-in to clusters of 9 to 16 CTAs.
     """
+    rule = launch_problem(grid, block, cluster, smem, non_portable_cluster)
+    if rule is not None:
+        raise ArgumentError(f"launch: {rule}")
+
+
+def launch_problem(grid: tuple[int, int, int], block: tuple[int, int, int], cluster: tuple[int, int, int],
+                   smem: int | None, non_portable_cluster: bool) -> str | None:
+    """The first rule of :func:`check_launch` the configuration breaks (its text), or ``None``."""
+    try:
+        _check(grid, block, cluster, smem, non_portable_cluster)
+    except _Broken as e:
+        return str(e)
+    return None
+
+
+class _Broken(Exception):
+    pass
+
+
+def _check(grid, block, cluster, smem, non_portable_cluster):
     threads = block[0] * block[1] * block[2]
     if threads > MAX_BLOCK_THREADS:
         _fail(f"a block has at most {MAX_BLOCK_THREADS} threads, got block={block} ({threads} threads)")
@@ -86,5 +107,5 @@ def check_multicast(atoms: Iterable[tuple[str, TmaCopyAtom]], cluster: tuple[int
     for where, atom in atoms:
         n = getattr(atom, "num_multicast", 1)
         if n > size:
-            _fail(f"the TMA atom of {where} multicasts to {n} CTAs, but cluster={cluster} has {size}: launch "
-                  f"with clusters of at least {n} CTAs (cluster=({n}, 1, 1) for instance)")
+            raise ArgumentError(f"launch: the TMA atom of {where} multicasts to {n} CTAs, but cluster={cluster} has "
+                                f"{size}: launch with clusters of at least {n} CTAs (cluster=({n}, 1, 1) for instance)")
