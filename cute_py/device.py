@@ -88,6 +88,9 @@ def tracing(context: DeviceContext) -> Iterator[DeviceContext]:
 
 
 PROTOCOLS = {
+    "__cute_substitute__": "``x.__cute_substitute__(fn)``: ``x`` rebuilt with ``fn`` applied to its int-tuple parts "
+                           "(layouts, composed layouts, tensors, coordinates, basis strides); "
+                           "``symbolic.substitute`` replaces run-time extents with it.",
     "__cute_value__": "``p.__cute_value__()``: the MLIR value of a traced pointer (a descriptor address made "
                       "in the kernel); device forms and pointer lowering pass it through instead of a Pointer.",
     "__cute_static__": "``x.__cute_static__()``: True when a stride or coordinate object (a basis stride) is "

@@ -69,6 +69,8 @@ class Compiled:
         names = list(arg_names or [])
         self._binder = Binder(dynamic, names) if dynamic else None
         self._dynamic_args = tuple(sorted(dynamic.items()))
+        self._last_bound = None  # ({argument: (shape, strides)}, leaf values) of the last binding
+        self._torch_dtypes = {}  # torch dtype -> cute_py element type name, for arguments with run-time extents
         self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
         # the fewest arguments a call may pass: up to the last run-time one (trailing statics are compiled in)
         self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
@@ -224,16 +226,30 @@ class Compiled:
         return ptr
 
     def _bind(self, args):
-        """``(pointers, leaf values)`` of the tensor arguments with run-time extents (see ``dyn_specs``)."""
+        """``(pointers, leaf values)`` of the tensor arguments with run-time extents (see ``dyn_specs``); the
+        extents and strides of a call equal to the previous call's reuse its values."""
         ptrs, actual = [], {}
+        torch_dtypes = self._torch_dtypes
         for i, spec in self._dynamic_args:
-            got, ptr = concrete_spec(args[i])
+            a = args[i]
+            name = torch_dtypes.get(getattr(a, "dtype", None)) if type(a).__module__ == "torch" else None
+            if name is not None and a.is_cuda:  # a torch tensor whose dtype was seen: read it directly
+                got, ptr = (name, a.shape, a.stride()), a.data_ptr()
+            else:
+                got, ptr = concrete_spec(a)
+                if type(a).__module__ == "torch":
+                    torch_dtypes[a.dtype] = got[0]
             if got[0] != spec[0] or ptr % spec[3]:
                 raise SpecMismatch(f"argument {i}: compiled for {spec[0]} elements aligned to {spec[3]} bytes, got "
                                    f"{got[0]} at {ptr:#x}")
             ptrs.append(ptr)
-            actual[i] = (got[1], got[2])
-        return tuple(ptrs), self._binder.bind(actual)
+            actual[i] = (tuple(got[1]), tuple(got[2]))
+        last = self._last_bound
+        if last is not None and last[0] == actual:
+            return tuple(ptrs), last[1]
+        values = self._binder.bind(actual)
+        self._last_bound = (actual, values)
+        return tuple(ptrs), values
 
     def _fill(self, key, args):
         key = key[0] if self._scalar_args else key
