@@ -221,3 +221,40 @@ def test_an_extent_only_inside_an_expression_cannot_be_bound():
     M = cute.sym_int()
     with pytest.raises(ArgumentError, match="appears only inside expressions"):
         tma_copy.compile(DeviceArraySpec(cute.Float16, (M * 2, 64)), DeviceArraySpec(cute.Float16, (64, 64)))
+
+
+# -- the generated launch path of a dynamic compile ------------------------------------------------------------
+
+
+def test_the_generated_dynamic_launch_replays_rebinds_and_refuses(monkeypatch):
+    from test_jit_compiled_call import FakeDriver, FakeTorchTensor
+    from cute_py.compiler.runtime import launch as L
+
+    driver = FakeDriver()
+    monkeypatch.setitem(L._STATE, "driver", driver)
+    monkeypatch.setattr(L, "load_module", lambda cubin, kernels, *rest: (None, {n: f"F:{n}" for n in kernels}))
+    monkeypatch.setattr(tma_copy, "_compiled", {})
+    encoded = []
+    monkeypatch.setattr(cute.compiler.Compiled, "_descriptor",
+                        lambda self, desc, address, env=None: encoded.append(desc.bind(env).global_dims) or b"\0" * 128)
+    T = type("Tensor", (FakeTorchTensor,), {})
+    T.__module__ = "torch"
+    M, N = cute.sym_int(), cute.sym_int(divisibility=8)
+    c = tma_copy.compile(DeviceArraySpec(cute.Float32, (M, N)), DeviceArraySpec(cute.Float32, (M, N)))
+    a, b = T(1 << 26, shape=(300, 64)), T(1 << 27, shape=(300, 64))
+    c(a, b)
+    c(a, b)
+    assert callable(c._fast_call) and type(c).__call__ is c._fast_call
+    n = len(encoded)
+    c(a, b)  # the same addresses and extents: replayed, nothing bound or encoded again
+    assert len(encoded) == n and driver.calls[-1][1:4] == (1, 3, 1)  # ceil(64 / 64), ceil(300 / 128)
+    c(T(1 << 26, shape=(1000, 128)), T(1 << 27, shape=(1000, 128)))  # new extents: bound, grid and descriptors
+    assert driver.calls[-1][1:4] == (2, 8, 1) and encoded[-2:] == [(128, 1000), (128, 1000)]
+    calls = len(driver.calls)
+    with pytest.raises(SpecMismatch, match="not a multiple of 8"):
+        c(T(1 << 26, shape=(10, 60)), T(1 << 27, shape=(10, 60)))
+    with pytest.raises(SpecMismatch, match="bound before"):
+        c(T(1 << 26, shape=(10, 64)), T(1 << 27, shape=(11, 64)))
+    assert len(driver.calls) == calls  # nothing launched for a refused call
+    c(a, b)
+    assert driver.calls[-1][1:4] == (1, 3, 1)

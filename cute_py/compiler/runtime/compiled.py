@@ -71,6 +71,9 @@ class Compiled:
         self._dynamic_args = tuple(sorted(dynamic.items()))
         self._last_bound = None  # ({argument: (shape, strides)}, leaf values) of the last binding
         self._torch_dtypes = {}  # torch dtype -> cute_py element type name, for arguments with run-time extents
+        self._dynamic_torch = {}  # argument -> (torch type, dtype) seen at a position with run-time extents
+        self._fast_dynamic = True  # None once a call passed something else than torch tensors there
+        self._fast_last = None  # the generated dynamic call's key of the last call it passed to the general path
         self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
         # the fewest arguments a call may pass: up to the last run-time one (trailing statics are compiled in)
         self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
@@ -174,7 +177,12 @@ class Compiled:
                 from . import launch as _launch
 
                 _launch.launch(func, (gx, gy, gz), (bx, by, bz), cluster, smem, s, _Params(params))
-        if self._fast_call is None and self._fast is not None:
+        if self._fast_call is None and self._binder is not None and self._fast_dynamic is not None and \
+                len(self._torch_specs) == len(self._tensor_args):
+            self._fast_call = _make_dynamic_fast_call(self) or False
+            if self._fast_call:
+                self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
+        elif self._fast_call is None and self._fast is not None:
             self._fast_call = _make_fast_call(self, self._fast) or False
             if self._fast_call:  # this object's calls now go straight to it (see _make_fast_call)
                 self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
@@ -235,10 +243,14 @@ class Compiled:
             name = torch_dtypes.get(getattr(a, "dtype", None)) if type(a).__module__ == "torch" else None
             if name is not None and a.is_cuda:  # a torch tensor whose dtype was seen: read it directly
                 got, ptr = (name, a.shape, a.stride()), a.data_ptr()
+                self._dynamic_torch.setdefault(i, (type(a), a.dtype))
             else:
                 got, ptr = concrete_spec(a)
                 if type(a).__module__ == "torch":
                     torch_dtypes[a.dtype] = got[0]
+                    self._dynamic_torch[i] = (type(a), a.dtype)
+                else:
+                    self._fast_dynamic = None  # not every call is torch tensors: no generated call
             if got[0] != spec[0] or ptr % spec[3]:
                 raise SpecMismatch(f"argument {i}: compiled for {spec[0]} elements aligned to {spec[3]} bytes, got "
                                    f"{got[0]} at {ptr:#x}")
@@ -335,6 +347,54 @@ def _grid_for(plan, ln, env):
         raise ArgumentError(f"launch of {ln.name}: {rule}; the grid is run-time ({exprs}), and these are the "
                             f"extents of this call")
     return (plan[0],) + grid + plan[4:]
+
+
+def _make_dynamic_fast_call(c):
+    """``c.__call__`` for calls of a compile with run-time extents whose tensor arguments are torch tensors of the
+    types and dtypes seen before (else ``None``): each tensor's type, dtype, device, address, alignment, extents
+    and strides are read; when they are those of the previous call the recorded launches are replayed (the
+    parameters, descriptors and grids bound for them stay valid), otherwise the general path binds and checks
+    the call (``Compiled._call``) and the key is remembered. No run-time scalars, stream arguments or clusters."""
+    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan) or \
+            any(at is not None for at in c._streams) or c._stream_at is not None or \
+            len(c._dynamic_torch) != len(c._dynamic_args):
+        return None
+    env = {"ok": c._ok, "general": Compiled._call}
+    lines = ["def call(c, *args, stream=None):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
+             "        return general(c, args, stream)",
+             "    if stream is None:",
+             "        stream = 0"]
+    keys = []
+    static = {i: c._torch_specs[i] for i, _ in c._tensor_args}
+    for k, (i, spec) in enumerate(sorted(list(c._tensor_args) + list(c._dynamic_args))):
+        lines.append(f"    a{k} = args[{i}]")
+        if i in static:
+            cls, dtype, shape, strides, align, dense = static[i]
+            env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
+            layout = f"a{k}.is_contiguous()" if dense else f"a{k}.stride() == T{k}"
+            lines += [f"    if type(a{k}) is not C{k} or a{k}.dtype is not D{k} or a{k}.shape != S{k} or "
+                      f"not a{k}.is_cuda or not {layout}:",
+                      "        return general(c, args, stream)"]
+            keys.append(f"a{k}.data_ptr()")
+        else:
+            cls, dtype = c._dynamic_torch[i]
+            env.update({f"C{k}": cls, f"D{k}": dtype})
+            lines += [f"    if type(a{k}) is not C{k} or a{k}.dtype is not D{k} or not a{k}.is_cuda:",
+                      "        return general(c, args, stream)"]
+            keys += [f"a{k}.data_ptr()", f"a{k}.shape", f"a{k}.stride()"]
+    lines += [f"    key = ({', '.join(keys)},)",
+              "    if key != c._fast_last:  # new addresses or extents: bound, checked and filled by the general path",
+              "        general(c, args, stream)",
+              "        c._fast_last = key",
+              "        return",
+              "    launch = c._launch_kernel"]
+    for j in range(len(c._plan)):
+        lines += [f"    f, gx, gy, gz, bx, by, bz, smem, params, _ = c._plan[{j}]",
+                  "    err, = launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0)",
+                  "    if err is not ok and err != ok:",
+                  "        c._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)"]
+    exec(compile("\n".join(lines), f"<cute_py dynamic launch of {c.jit_function.fn.__name__}>", "exec"), env)
+    return env["call"]
 
 
 def _row_major(shape, strides):
