@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ...core.symbolic import SymInt, substitute, sym_leaves
+from ...core.symbolic import SymInt, sym_leaves
 from ...core.valued import ValuedInt
 from ...errors import ArgumentError, JitError, TraceError, user_location
 from ...nvgpu.cpasync import TmaCopyAtom
