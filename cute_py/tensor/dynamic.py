@@ -8,8 +8,9 @@ every call (a divisibility, a compact stride, a static stride kept): an argument
 with :class:`~cute_py.errors.SpecMismatch`.
 
 As in the CuTe DSL, both methods change the tensor and return it (``from_dlpack(t).mark_layout_dynamic()``);
-they take flat layouts only. Shape leaves are 32-bit run-time values; stride leaves 64-bit, or 32-bit with
-``from_dlpack(..., use_32bit_stride=True)``.
+they take flat layouts only. Shape leaves are 32-bit run-time values; the stride leaves of
+``mark_layout_dynamic`` 64-bit, or 32-bit with ``from_dlpack(..., use_32bit_stride=True)`` (the compact strides of
+``mark_compact_shape_dynamic`` are products of extents, not leaves of their own).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def mark_compact_shape_dynamic(t: Any, mode: int, stride_order: tuple[int, ...] 
     (as ``torch.Tensor.dim_order()``: outermost mode first) says which strides those are; without it the order
     is deduced from the strides (a compact layout with exactly one mode of stride 1). The layout must be
     compact in that order; the extent now must be a multiple of ``divisibility``. Returns ``t`` (changed)."""
-    shape, stride, width = _flat_parts(t, "mark_compact_shape_dynamic")
+    shape, stride, _ = _flat_parts(t, "mark_compact_shape_dynamic")
     r = len(shape)
     if type(mode) is not int or not -r <= mode < r:
         raise CuteValueError(f"mark_compact_shape_dynamic: mode must be a mode of the rank-{r} layout {t.layout}, "
@@ -121,17 +122,7 @@ def mark_compact_shape_dynamic(t: Any, mode: int, stride_order: tuple[int, ...] 
     for m in reversed(order):  # innermost first: each stride is the product of the extents inside it
         stride[m] = acc
         acc = acc * shape[m]
-    if width == 32:  # use_32bit_stride: dynamic strides are 32-bit expressions
-        stride = [_narrow(s) for s in stride]
     return _set_layout(t, shape, stride)
-
-
-def _narrow(s):
-    if isinstance(s, SymInt):
-        s.width = 32
-        for a in s.args:
-            _narrow(a)
-    return s
 
 
 def _stride_order(shape, stride, stride_order, layout):

@@ -21,7 +21,9 @@ from cute_py.runtime import from_dlpack  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
 
 sys.path.insert(0, "tests")
+sys.path.insert(0, "tests/jit")
 from dsl_programs.elementwise_add import elementwise_add  # noqa: E402
+from _fake_device import copy_rows as _copy_rows  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 POISON = 0x5A
@@ -126,22 +128,6 @@ def test_the_dsl_elementwise_add_compiled_once_for_fifty_shapes():
         assert torch.equal(out, a + b), (m, n)
         _check_outside(torch, buf, out)
     assert _compiles() == before
-
-
-@cute.kernel
-def _rows(gA, gB):
-    t, _, _ = cute.arch.thread_idx()
-    b, _, _ = cute.arch.block_idx()
-    s = cute.local_tile(gA, (1, 8), (b, t))
-    r = cute.make_fragment_like(s)
-    atom = cute.make_copy_atom(cute.CopyUniversalOp(), gA.element_type)
-    cute.copy(atom, s, r)
-    cute.copy(atom, r, cute.local_tile(gB, (1, 8), (b, t)))
-
-
-@cute.jit
-def _copy_rows(a, b):
-    _rows(a, b).launch(grid=(a.shape[0], 1, 1), block=32)
 
 
 def test_vectorised_rows_of_run_time_length():

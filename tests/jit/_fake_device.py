@@ -1,21 +1,12 @@
-"""A stand-in for a CUDA array on a machine without a GPU: an object whose ``__dlpack__`` exports a DLTensor on
-device type kDLCUDA at a made-up address (never dereferenced: the tests only compile and bind)."""
+"""A stand-in for a CUDA array on a machine without a GPU (an object whose ``__dlpack__`` exports a DLTensor on
+device type kDLCUDA at a made-up address, never dereferenced: the CPU tests only compile and bind), and a row-copy
+kernel the CPU and GPU tests of dynamic shapes share."""
 
 import ctypes
 
+import cute_py as cute
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
+from cute_py.tensor.dlpack import _DLDataType, _DLDevice, _DLTensor, _row_major
 
 
 class _DLManaged(ctypes.Structure):
@@ -33,11 +24,7 @@ class FakeCudaArray:
 
     def __init__(self, dtype, shape, strides=None, address=1 << 32):
         if strides is None:
-            strides, acc = [], 1
-            for s in reversed(shape):
-                strides.append(acc)
-                acc *= s
-            strides = tuple(reversed(strides))
+            strides = _row_major(shape)
         self.dtype, self.shape, self.strides, self.address = dtype, tuple(shape), tuple(strides), address
         n = len(shape)
         self._shape = (ctypes.c_int64 * n)(*shape)
@@ -51,3 +38,21 @@ class FakeCudaArray:
 
     def __dlpack__(self, stream=None, max_version=None, **kwargs):
         return _new_capsule(ctypes.addressof(self._managed), b"dltensor", None)
+
+
+@cute.kernel
+def _rows(gA, gB):
+    """Thread ``t`` of block ``b`` copies elements ``8t .. 8t+7`` of row ``b`` through registers."""
+    t, _, _ = cute.arch.thread_idx()
+    b, _, _ = cute.arch.block_idx()
+    s = cute.local_tile(gA, (1, 8), (b, t))
+    r = cute.make_fragment_like(s)
+    atom = cute.make_copy_atom(cute.CopyUniversalOp(), gA.element_type)
+    cute.copy(atom, s, r)
+    cute.copy(atom, r, cute.local_tile(gB, (1, 8), (b, t)))
+
+
+@cute.jit
+def copy_rows(a, b):
+    """The first 256 elements of every row of ``a`` into ``b`` (rows of a run-time count)."""
+    _rows(a, b).launch(grid=(a.shape[0], 1, 1), block=32)

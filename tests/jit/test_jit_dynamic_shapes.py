@@ -12,7 +12,7 @@ from cute_py.demo.kernel import tma_copy
 from cute_py.errors import ArgumentError, CuteTypeError, CuteValueError, SpecMismatch, StaticValueRequired, TmaError
 from cute_py.runtime import from_dlpack
 
-from _fake_device import FakeCudaArray
+from _fake_device import FakeCudaArray, copy_rows as _copy_rows
 
 pytest.importorskip("numba_cuda_mlir", reason="compiling needs the MLIR bindings (the jit extra)")
 
@@ -128,22 +128,6 @@ def test_elementwise_with_dynamic_strides_passes_64_bit_strides(assemble_ptx):
     assert [k for k, _ in c.launches[0].params] == ["ptr", "Int32", "Int32", "Int64"] * 3
     assert re.findall(r"\.param (\.u\d+)[^\n]*_param_\d+", c.ptx) == [".u64", ".u32", ".u32", ".u64"] * 3
     assemble_ptx(c.ptx)
-
-
-@cute.kernel
-def _rows(gA, gB):
-    t, _, _ = cute.arch.thread_idx()
-    b, _, _ = cute.arch.block_idx()
-    s = cute.local_tile(gA, (1, 8), (b, t))
-    r = cute.make_fragment_like(s)
-    atom = cute.make_copy_atom(cute.CopyUniversalOp(), gA.element_type)
-    cute.copy(atom, s, r)
-    cute.copy(atom, r, cute.local_tile(gB, (1, 8), (b, t)))
-
-
-@cute.jit
-def _copy_rows(a, b):
-    _rows(a, b).launch(grid=(a.shape[0], 1, 1), block=32)
 
 
 @pytest.mark.parametrize("mark, width", [(lambda x: x, "v4.b32"),

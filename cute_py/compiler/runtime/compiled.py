@@ -293,6 +293,14 @@ class Compiled:
         return f"Compiled({self.function_name}: {kernels})"
 
 
+def _prologue(c):
+    """The first lines of a generated ``__call__``: the argument count (else the general path) and the stream."""
+    return ["def call(c, *args, stream=None):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
+            "        return general(c, args, stream)",
+            "    if stream is None:",
+            "        stream = 0"]
+
+
 def _make_fast_call(c, fast):
     """``c.__call__`` for its common call: every run-time argument a torch tensor of its compiled type,
     dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cluster launches
@@ -306,11 +314,7 @@ def _make_fast_call(c, fast):
     if c._scalar_args or c._binder is not None or c._plan is None or any(p[-1] is not None for p in c._plan) or \
             any(at is not None for at in c._streams) or c._stream_at is not None:
         return None
-    env = {"ok": c._ok, "general": Compiled._call}
-    lines = ["def call(c, *args, stream=None):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
-             "        return general(c, args, stream)",
-             "    if stream is None:",
-             "        stream = 0"]
+    env, lines = {"ok": c._ok, "general": Compiled._call}, _prologue(c)
     for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
         env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
         layout = f"a{k}.is_contiguous()" if dense else f"a{k}.stride() == T{k}"
@@ -359,11 +363,7 @@ def _make_dynamic_fast_call(c):
             any(at is not None for at in c._streams) or c._stream_at is not None or \
             len(c._dynamic_torch) != len(c._dynamic_args):
         return None
-    env = {"ok": c._ok, "general": Compiled._call}
-    lines = ["def call(c, *args, stream=None):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
-             "        return general(c, args, stream)",
-             "    if stream is None:",
-             "        stream = 0"]
+    env, lines = {"ok": c._ok, "general": Compiled._call}, _prologue(c)
     keys = []
     static = {i: c._torch_specs[i] for i, _ in c._tensor_args}
     for k, (i, spec) in enumerate(sorted(list(c._tensor_args) + list(c._dynamic_args))):
