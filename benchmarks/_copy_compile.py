@@ -63,7 +63,7 @@ def compile_latency(out):
 def cute_dsl_compile(out):
     """``cute.compile`` of the NVIDIA CuTe DSL (package nvidia-cutlass-dsl) for a TMA copy like kernel 1's (one
     128x64 fp32 tile per CTA): the first compile in this process (cold) and another specialisation (warm).
-    Not run on a machine with the DSL yet: a failure is printed as such."""
+    A failure is printed as such."""
     t0 = time.perf_counter()
     try:
         import cutlass
@@ -91,39 +91,9 @@ def _cute_dsl_times(cutlass, cd, dcp, from_dlpack):
     """Milliseconds of two ``cute.compile`` calls (two shapes) of a CuTe DSL TMA copy kernel."""
     import torch
 
-    tile = (128, 64)
-    nbytes = tile[0] * tile[1] * 4
+    from _dsl_tma_copy import build
 
-    @cd.kernel
-    def dsl_copy_kernel(load_atom: cd.CopyAtom, load_t: cd.Tensor, store_atom: cd.CopyAtom, store_t: cd.Tensor,
-                        smem_layout: cutlass.Constexpr):
-        bx, by, _ = cd.arch.block_idx()
-        smem = cutlass.utils.SmemAllocator()
-        s_tile = smem.allocate_tensor(cutlass.Float32, smem_layout, 128)
-        bar = smem.allocate_array(cutlass.Int64, 1)
-        s_grouped = cd.group_modes(s_tile, 0, 2)
-        tAsA, tAgA = dcp.tma_partition(load_atom, 0, cd.make_layout(1), s_grouped,
-                                       cd.group_modes(cd.local_tile(load_t, tile, (bx, by)), 0, 2))
-        tBsB, tBgB = dcp.tma_partition(store_atom, 0, cd.make_layout(1), s_grouped,
-                                       cd.group_modes(cd.local_tile(store_t, tile, (bx, by)), 0, 2))
-        with cd.arch.elect_one():
-            cd.arch.mbarrier_init(bar, 1)
-            cd.arch.mbarrier_init_fence()
-            cd.arch.mbarrier_arrive_and_expect_tx(bar, nbytes)
-            cd.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar)
-            cd.arch.mbarrier_wait(bar, 0)
-            cd.copy(store_atom, tBsB, tBgB)
-            cd.arch.cp_async_bulk_commit_group()
-            cd.arch.cp_async_bulk_wait_group(0, read=True)
-
-    @cd.jit
-    def dsl_copy(src: cd.Tensor, dst: cd.Tensor):
-        smem_layout = cd.make_layout(tile, stride=(tile[1], 1))
-        la, lt = dcp.make_tiled_tma_atom(dcp.CopyBulkTensorTileG2SOp(), src, smem_layout, tile)
-        sa, st = dcp.make_tiled_tma_atom(dcp.CopyBulkTensorTileS2GOp(), dst, smem_layout, tile)
-        grid = (cd.ceil_div(src.shape[0], tile[0]), cd.ceil_div(src.shape[1], tile[1]), 1)
-        dsl_copy_kernel(la, lt, sa, st, smem_layout).launch(grid=grid, block=(32, 1, 1), smem=nbytes + 1024)
-
+    dsl_copy = build(cutlass, cd, dcp, cutlass.Float32, (128, 64))
     times = []
     for shape in ((4096, 4096), (2048, 8192)):
         x = torch.empty(shape, device="cuda", dtype=torch.float32)

@@ -76,7 +76,9 @@ def _register_light_numba_cuda_mlir():
     if not os.path.isdir(libs):
         return False
     if sys.platform.startswith("linux"):
-        mode = os.RTLD_NOW | os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0)
+        # lazy binding: the libraries' functions are bound on first call (about 10 ms less than RTLD_NOW for the
+        # 170 MB CAPI library); DEEPBIND still binds them to the bundled copies
+        mode = os.RTLD_LAZY | os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0)
         for name in _PRELOAD:
             path = os.path.join(libs, name)
             if os.path.exists(path):
@@ -92,10 +94,54 @@ def _register_light_numba_cuda_mlir():
     return True
 
 
+class _NoNumpy:
+    """A meta-path finder that makes ``import numpy`` fail while the bindings load (see :func:`_load`)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "numpy" or name.startswith("numpy."):
+            raise ImportError("numpy is imported when an ElementsAttr builder first needs it")
+        return None
+
+
+# the attribute builders the bindings' ``ir`` module defines only when it can import numpy: the element type of
+# each, made in the builder's context
+_ELEMENTS_ATTRS = {
+    "F64ElementsAttr": ("float64", lambda ir, ctx: ir.F64Type.get(context=ctx)),
+    "I32ElementsAttr": ("int32", lambda ir, ctx: ir.IntegerType.get_signless(32, context=ctx)),
+    "I64ElementsAttr": ("int64", lambda ir, ctx: ir.IntegerType.get_signless(64, context=ctx)),
+    "IndexElementsAttr": ("int64", lambda ir, ctx: ir.IndexType.get(context=ctx)),
+}
+
+
+def _register_elements_builders(ir):
+    """The ElementsAttr builders of the bindings, importing numpy when one is first used."""
+    for kind, (dtype, element) in _ELEMENTS_ATTRS.items():
+        def build(x, context, dtype=dtype, element=element):
+            import numpy as np
+
+            return ir.DenseElementsAttr.get(np.array(x, dtype=dtype), type=element(ir, context), context=context)
+
+        ir.register_attribute_builder(kind)(build)
+
+
 def _load(prefix):
+    """The binding modules. Their ``ir`` imports numpy (about 45 ms) only to define four ElementsAttr builders
+    that nothing here uses: when numpy is not imported yet, it is kept out while they load and the same builders
+    are registered to import it on first use."""
     names = ("ir", "passmanager", "rewrite", "dialects.ext", "dialects.irdl", "dialects.llvm",
              "dialects.nvvm", "dialects.gpu", "dialects.arith")
-    return [importlib.import_module(f"{prefix}.{n}") for n in names]
+    defer = "numpy" not in sys.modules
+    if defer:
+        sys.meta_path.insert(0, _NoNumpy)
+    try:
+        modules = [importlib.import_module(f"{prefix}.{n}") for n in names]
+    finally:
+        if defer:
+            sys.meta_path.remove(_NoNumpy)
+    if defer:
+        _register_elements_builders(modules[0])
+    return modules
 
 
 def _import_bindings():

@@ -3,17 +3,16 @@ to be good, else ptxas or nvJitLink in a child process.
 
 nvJitLink 13.0 (13.0.88, the library of CUDA 13.0 toolkits and GPU images) crashes with a segmentation
 fault on some valid PTX (a loop split for unrolling, for one); ptxas 13.0.88 and nvJitLink 13.5.37 (pip
-``nvidia-nvjitlink``) assemble it. cuda-bindings loads the first ``libnvJitLink.so.13`` its search finds,
-which can be a system one rather than the pip wheel's, so :func:`load_nvjitlink` loads the wheel's
-library (``RTLD_GLOBAL``) before the first nvJitLink call, and :func:`assemble` checks the version
-that the loaded library reports:
+``nvidia-nvjitlink``) assemble it. The library is called through :mod:`mlir_dialects.nvjitlink` (ctypes, its own
+handle: the pip wheel's first, whatever copy another package loaded), and :func:`assemble` checks the version that
+library reports:
 
-1. nvJitLink in this process when the loaded library is at least :data:`MIN_NVJITLINK`;
+1. nvJitLink in this process when it is at least :data:`MIN_NVJITLINK`;
 2. otherwise ptxas (``PATH``, ``$CUDA_HOME/bin``, ``/usr/local/cuda/bin``) in a child process;
 3. otherwise nvJitLink in a child process: a crash there is an :class:`AssemblyError` naming the signal.
 
 The fallback is announced once per process with an :class:`AssemblerWarning` naming the library, its
-version and what is used instead. Nothing here imports cuda-bindings until PTX is assembled.
+version and what is used instead. Nothing here opens the library until PTX is assembled.
 """
 
 import os
@@ -29,8 +28,7 @@ __all__ = ["MIN_NVJITLINK", "KNOWN_BAD", "AssemblerWarning", "wheel_library", "l
 
 MIN_NVJITLINK = (13, 5)  # the oldest nvJitLink tested to assemble everything this package emits
 KNOWN_BAD = {(13, 0): "nvJitLink 13.0 crashes (SIGSEGV) on some valid PTX, e.g. a loop split for unrolling"}
-_WHEEL_PATHS = (("nvidia", "cu13", "lib", "libnvJitLink.so.13"), ("nvidia", "nvjitlink", "lib", "libnvJitLink.so.13"))
-_STATE = {"preloaded": None, "choice": None, "warned": set()}
+_STATE = {"library": None, "choice": None, "warned": set()}
 
 
 class AssemblerWarning(UserWarning):
@@ -39,51 +37,32 @@ class AssemblerWarning(UserWarning):
 
 def wheel_library():
     """The path of the pip wheel's ``libnvJitLink.so.13`` (``nvidia-nvjitlink``), or ``None``."""
-    for entry in sys.path:
-        for parts in _WHEEL_PATHS:
-            path = os.path.join(entry or ".", *parts)
-            if os.path.isfile(path):
-                return os.path.abspath(path)
-    return None
+    from .nvjitlink import wheel_library as find
+
+    return find()
 
 
 def load_nvjitlink():
-    """``(cuda.bindings.nvjitlink, (major, minor))`` with the wheel's library loaded first when there is one.
+    """``(library, (major, minor))``: the :class:`mlir_dialects.nvjitlink.Library` this process assembles with
+    (opened once: the wheel's when there is one). Raises :class:`AssemblyError` without any nvJitLink library."""
+    lib = _STATE["library"]
+    if lib is None:
+        from . import nvjitlink
 
-    Raises :class:`AssemblyError` without cuda-bindings or without any nvJitLink library.
-    """
-    if _STATE["preloaded"] is None:
-        path = wheel_library()
-        if path is not None and sys.platform.startswith("linux"):
-            import ctypes
-
-            try:
-                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-            except OSError:
-                path = None
-        _STATE["preloaded"] = path or ""
-    try:
-        from cuda.bindings import nvjitlink
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise AssemblyError(f"assembling PTX needs cuda-bindings' nvjitlink: {e}") from None
-    try:
-        version = tuple(nvjitlink.version())
-    except Exception as e:  # no library at all
-        raise AssemblyError(f"no nvJitLink library could be loaded ({e}); install nvidia-nvjitlink>="
-                            f"{MIN_NVJITLINK[0]}.{MIN_NVJITLINK[1]}") from None
-    return nvjitlink, version
+        lib = nvjitlink.open_library()
+        if lib is None:
+            raise AssemblyError(f"no nvJitLink library could be loaded ({'; '.join(nvjitlink.last_errors)}); "
+                                f"install nvidia-nvjitlink>={MIN_NVJITLINK[0]}.{MIN_NVJITLINK[1]}")
+        _STATE["library"] = lib
+    return lib, lib.version
 
 
 def loaded_library():
-    """The path of the ``libnvJitLink`` this process has loaded (from ``/proc/self/maps``), or ``None``."""
+    """The path of the nvJitLink library this process assembles with, or ``None`` when none could be opened."""
     try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if "libnvJitLink" in line:
-                    return line.split(None, 5)[-1].strip()
-    except OSError:
-        pass
-    return None
+        return load_nvjitlink()[0].path
+    except AssemblyError:
+        return None
 
 
 def _find_ptxas():
@@ -156,24 +135,13 @@ def assemble(ptx, arch):
 
 
 def _nvjitlink_in_process(data, arch):
-    nvjitlink, _ = load_nvjitlink()
-    handle = nvjitlink.create(1, [f"-arch={arch}"])
+    from .nvjitlink import NvJitLinkError
+
+    lib, _ = load_nvjitlink()
     try:
-        try:
-            nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "cute_nvgpu.ptx")
-            nvjitlink.complete(handle)
-        except nvjitlink.nvJitLinkError as e:
-            size = nvjitlink.get_error_log_size(handle)
-            log = bytearray(size)
-            nvjitlink.get_error_log(handle, log)
-            raise AssemblyError(f"nvJitLink could not assemble the PTX for {arch}: {e}: "
-                                f"{bytes(log).decode(errors='replace').rstrip(chr(0))}") from None
-        size = nvjitlink.get_linked_cubin_size(handle)
-        cubin = bytearray(size)
-        nvjitlink.get_linked_cubin(handle, cubin)
-        return bytes(cubin)
-    finally:
-        nvjitlink.destroy(handle)
+        return lib.link(data, [f"-arch={arch}"], "cute_nvgpu.ptx")
+    except NvJitLinkError as e:
+        raise AssemblyError(f"nvJitLink could not assemble the PTX for {arch}: {e}") from None
 
 
 def _signal_name(code):

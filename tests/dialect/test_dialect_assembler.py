@@ -1,6 +1,6 @@
-"""PTX assembly never crashes the caller: the nvJitLink that runs in-process is the pip wheel's (loaded before
-cuda-bindings looks for one) at a version known to be good; with a known-bad one the PTX goes to ptxas, or to
-nvJitLink in a child process whose crash is an ``AssemblyError``."""
+"""PTX assembly never crashes the caller: the nvJitLink that runs in-process is the pip wheel's (called through
+its own handle, whatever other copy the process loaded first) at a version known to be good; with a known-bad one
+the PTX goes to ptxas, or to nvJitLink in a child process whose crash is an ``AssemblyError``."""
 
 import json
 import os
@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
-pytest.importorskip("cuda.bindings.nvjitlink", reason="assembly needs cuda-bindings and nvidia-nvjitlink")
-
-from mlir_dialects import assembler  # noqa: E402
+from mlir_dialects import assembler, nvjitlink  # noqa: E402
 from mlir_dialects.errors import AssemblyError  # noqa: E402
+
+if assembler.loaded_library() is None:
+    pytest.skip("no nvJitLink library here (pip install nvidia-nvjitlink)", allow_module_level=True)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -46,18 +47,22 @@ def _known_bad(monkeypatch):
     monkeypatch.setattr(assembler, "_loaded_version", lambda: (13, 0))
 
 
+def _run_fresh(code):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def test_the_nvjitlink_that_runs_is_the_wheels_at_the_required_version():
-    # a fresh process: the library cuda-bindings ends up with must be the wheel's, not whichever it finds first
+    # a fresh process: the library that assembles must be the wheel's, not whichever the loader finds first
     code = ("import json\n"
             "from mlir_dialects import assembler, pipeline\n"
             f"cubin = pipeline.to_cubin({PTX!r})\n"
             "print(json.dumps({'elf': cubin[:4] == b'\\x7fELF', 'version': assembler.load_nvjitlink()[1],\n"
             "                  'loaded': assembler.loaded_library(), 'wheel': assembler.wheel_library(),\n"
             "                  'uses': assembler.assembler_in_use()}))")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = _run_fresh(code)
     assert got["elf"]
     if got["wheel"] is None:
         pytest.skip("the nvidia-nvjitlink wheel is not installed here")
@@ -122,3 +127,44 @@ def test_the_package_requires_the_nvjitlink_the_assembler_requires():
     for extra in ("jit", "test"):
         (req,) = [r for r in project["optional-dependencies"][extra] if r.startswith("nvidia-nvjitlink")]
         assert req.startswith(need), (extra, req)
+
+
+def test_another_copy_loaded_first_does_not_take_over_the_assembly(tmp_path):
+    # another package (torch, a toolkit) may have loaded a different libnvJitLink.so.13 globally before the first
+    # assembly: the calls must still go to the library opened here, by its own handle
+    wheel = assembler.wheel_library()
+    if wheel is None:
+        pytest.skip("the nvidia-nvjitlink wheel is not installed here")
+    other = tmp_path / "libnvJitLink.so.13"
+    os.symlink(os.path.realpath(wheel), other)  # the same file under another name stands for "another copy"
+    code = ("import ctypes, json\n"
+            f"ctypes.CDLL({str(other)!r}, mode=ctypes.RTLD_GLOBAL)\n"
+            "from mlir_dialects import assembler\n"
+            f"cubin = assembler.assemble({PTX!r}, 'sm_90a')\n"
+            "print(json.dumps({'elf': cubin[:4] == b'\\x7fELF', 'loaded': assembler.loaded_library()}))")
+    got = _run_fresh(code)
+    assert got["elf"] and os.path.realpath(got["loaded"]) == os.path.realpath(wheel)
+
+
+def test_ptx_nvjitlink_rejects_in_process_is_an_assembly_error_with_the_result_and_its_log(fresh):
+    fresh.setattr(assembler, "_loaded_version", lambda: assembler.MIN_NVJITLINK)
+    with pytest.raises(AssemblyError, match=r"nvJitLink could not assemble the PTX for sm_90a: nvJitLink\w+: "
+                                            r"ERROR_PTX_COMPILE: .*Unknown modifier '\.bogus'"):
+        assembler.assemble(PTX.replace("mov.u32", "mov.bogus"), "sm_90a")
+
+
+def test_an_option_nvjitlink_does_not_know_names_the_result():
+    lib, _ = assembler.load_nvjitlink()
+    with pytest.raises(nvjitlink.NvJitLinkError) as e:
+        lib.link(PTX.encode(), ["-arch=sm_90a", "-no-such-option"])
+    assert e.value.result == "ERROR_UNRECOGNIZED_OPTION" and e.value.call == "nvJitLinkCreate"
+
+
+def test_a_file_that_is_not_nvjitlink_is_not_taken_for_it(tmp_path, monkeypatch):
+    # candidates that fail to open (or lack the API) are skipped, each with its reason; none left is an
+    # AssemblyError naming them
+    monkeypatch.setattr(nvjitlink, "candidates", lambda: [str(tmp_path / "missing.so"), "libc.so.6"])
+    monkeypatch.setitem(assembler._STATE, "library", None)
+    with pytest.raises(AssemblyError, match=r"no nvJitLink library could be loaded \(.*missing\.so.*libc\.so\.6: "
+                                            r".*nvJitLinkCreate"):
+        assembler.load_nvjitlink()

@@ -1,5 +1,6 @@
 """The pipeline: missing rules, PTX determinism and version, nvJitLink, the CLI, and import cost."""
 
+import json
 import pathlib
 import subprocess
 import sys
@@ -96,6 +97,37 @@ def test_the_backend_skips_numba_cuda_mlirs_compiler_but_keeps_its_preload():
         pytest.skip(f"bindings come from {bindings}")
     assert int(handles) >= 1, "the RTLD_DEEPBIND preload did not run"
     assert heavy == "False", "numba_cuda_mlir's compiler was imported"
+
+
+def test_the_bindings_defer_numpy_and_their_elements_attr_builders_still_build():
+    # the bindings' ir module imports numpy only for four ElementsAttr builders: loading them without numpy, then
+    # building each attribute (numpy imported on that first use) gives what the bindings' own builders give
+    code = ("import json, sys\n"
+            "from mlir_dialects.bindings import ir\n"
+            "before = 'numpy' in sys.modules\n"
+            "with ir.Context() as ctx:\n"
+            "    got = {k: str(ir.AttrBuilder.get(k)(v, ctx)) for k, v in [('F64ElementsAttr', [1.5, -2.0]),\n"
+            "           ('I32ElementsAttr', [1, -2]), ('I64ElementsAttr', [2**40]), ('IndexElementsAttr', [3, 4])]}\n"
+            "print(json.dumps({'before': before, 'after': 'numpy' in sys.modules, 'got': got}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT_DIR)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["before"] is False and got["after"] is True
+    assert got["got"] == {"F64ElementsAttr": "dense<[1.500000e+00, -2.000000e+00]> : tensor<2xf64>",
+                          "I32ElementsAttr": "dense<[1, -2]> : tensor<2xi32>",
+                          "I64ElementsAttr": "dense<1099511627776> : tensor<1xi64>",
+                          "IndexElementsAttr": "dense<[3, 4]> : tensor<2xindex>"}
+
+
+def test_with_numpy_imported_first_the_bindings_define_their_own_builders():
+    code = ("import numpy, sys\n"
+            "from mlir_dialects import _backend\n"
+            "from mlir_dialects.bindings import ir\n"
+            "with ir.Context() as ctx:\n"
+            "    f = ir.AttrBuilder.get('I32ElementsAttr')\n"
+            "    print(f.__module__, f([7], ctx))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT_DIR)
+    module, attr = out.stdout.strip().split(" ", 1)
+    assert module != "mlir_dialects._backend" and attr == "dense<7> : tensor<1xi32>"
 
 
 def test_mlir_dialects_never_imports_cute_py():

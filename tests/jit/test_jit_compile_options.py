@@ -253,6 +253,21 @@ def test_a_host_only_call_loads_neither_mlir_nor_cuda():
     assert out.stdout.splitlines() == ["(4,8):(1,4)", "[]"]
 
 
+def test_a_first_compile_in_a_new_process_imports_neither_numpy_nor_cuda_bindings(tmp_path):
+    # the first-compile budget (benchmarks/bench_first_compile.py): the MLIR bindings' optional numpy import is
+    # deferred and nvJitLink is called through ctypes, so a TMA copy compiles to a cubin without either package
+    code = ("import sys, cute_py as cute\n"
+            "from cute_py.demo.kernel import tma_copy\n"
+            "a = cute.compiler.DeviceArraySpec('Float16', (256, 256))\n"
+            "c = cute.compile(tma_copy, a, a, (64, 64), 'none')\n"
+            "assert c.cubin[:4] == b'\\x7fELF'\n"
+            "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('cuda.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT), CUTE_PY_CACHE_DIR=str(tmp_path)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "[]"
+
+
 # -- annotations and keyword arguments ------------------------------------------------------------------
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
 
 from ...core.int_tuple import flatten, product
 from ...core.layout import Layout
@@ -291,6 +290,8 @@ def predicate(coords: Tensor, bound: Shape) -> Tensor:
     lay = _layout(coords)
     n = product(lay.shape)
     bound = flatten(bound) if type(bound) is tuple else (bound,)
+    import numpy as np  # the compiler imports numpy only where an object array is made
+
     store = np.empty(n, dtype=object)
     for i in range(n):
         crd = coords[i]
