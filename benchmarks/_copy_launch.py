@@ -28,72 +28,91 @@ def _per_launch(fn, n=2000):
     return statistics.median(samples)
 
 
+def _paired(fns, n=2000, rounds=9):
+    """``{name: (median us per call, median ratio to the first entry)}`` for the callables ``fns`` ({name: fn}),
+    timed in interleaved samples: each round takes one sample of ``n`` calls of each, in rotating order, and each
+    ratio is of samples of the same round (a noisy host slows both sides of it alike)."""
+    import torch
+
+    names = list(fns)
+    for fn in fns.values():
+        for _ in range(50):
+            fn()
+    torch.cuda.synchronize()
+    times = {k: [] for k in names}
+    for r in range(rounds):
+        for k in names[r % len(names):] + names[:r % len(names)]:
+            fn = fns[k]
+            t = time.perf_counter()
+            for _ in range(n):
+                fn()
+            times[k].append((time.perf_counter() - t) / n * 1e6)
+            torch.cuda.synchronize()
+    base = times[names[0]]
+    return {k: (statistics.median(v), statistics.median([x / b for x, b in zip(v, base)])) for k, v in times.items()}
+
+
 def launch_overhead(out):
     import ctypes
+    import os
 
     import torch
 
     import cute_py as cute
     from cute_py.compiler.runtime import launch as L
+    from cute_py.runtime import from_dlpack
     from examples import tma_copy
 
+    if hasattr(os, "sched_setaffinity"):  # one core: no migrations in the middle of a sample, for every side
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})
     src = torch.rand((128, 64), device="cuda")
     dst = torch.empty_like(src)
-    t_raw = None
     try:
         compiled = cute.compile(tma_copy, src, dst, (128, 64), "none")
         compiled(src, dst)
+        marked = [from_dlpack(x, assumed_align=16).mark_layout_dynamic() for x in (src, dst)]
+        dynamic = cute.compile(tma_copy, *marked, (128, 64), "none")
+        dynamic(src, dst)
         torch.cuda.synchronize()
         d = L.driver()
         func = compiled._funcs["tma_copy_kernel_0"]
-        block = compiled._blocks[0]
         smem = compiled.smem["tma_copy_kernel_0"]
-        raw_params = ctypes.addressof(block.array)
-
-        def raw():
-            d.cuLaunchKernel(func, 1, 1, 1, 32, 1, 1, smem, 0, raw_params, 0)
-
-        t_raw = _per_launch(raw)
-        out(f"launch, raw cuLaunchKernel (cuda-python)      {t_raw:9.2f} us")
+        raw_params = ctypes.addressof(compiled._blocks[0].array)
+        s0 = d.CUstream(0)
+        launch = d.cuLaunchKernel
+        fns = {
+            "raw": lambda: launch(func, 1, 1, 1, 32, 1, 1, smem, s0, raw_params, 0),
+            "raw, int stream": lambda: launch(func, 1, 1, 1, 32, 1, 1, smem, 0, raw_params, 0),
+            "compiled": lambda: compiled(src, dst),
+            "dynamic": lambda: dynamic(src, dst),
+            "jit": lambda: tma_copy(src, dst, (128, 64), "none"),
+        }
+        t = _paired(fns)
     except Exception as e:
-        out(f"launch, raw cuLaunchKernel (cuda-python)      failed ({_err(e)})")
-        compiled = None
-
-    def ratio(t):
-        return f"   {t / t_raw:.2f}x raw" if t_raw else ""
-
+        out(f"launch, raw / Compiled / dynamic / jit          failed ({_err(e)})")
+        return
+    dst.zero_()
+    dynamic(src, dst)
+    torch.cuda.synchronize()
+    verified = torch.equal(dst, src)
+    goal = TARGETS["launch"]
+    out(f"launch, raw cuLaunchKernel (cuda-python)      {t['raw'][0]:9.2f} us   (stream handle made once)")
+    out(f"launch, raw, stream given as int 0            {t['raw, int stream'][0]:9.2f} us   {t['raw, int stream'][1]:.2f}x raw")
+    out(f"launch, Compiled(src, dst)                    {t['compiled'][0]:9.2f} us   {t['compiled'][1]:.2f}x raw   "
+        f"target <= {goal}x: {_verdict(t['compiled'][1], goal, False)}")
+    out(f"launch, Compiled, dynamic shapes (torch args) {t['dynamic'][0]:9.2f} us   {t['dynamic'][1]:.2f}x raw   "
+        f"target <= {goal}x: {_verdict(t['dynamic'][1], goal, False)}   verified={verified}")
+    out(f"launch, jit function tma_copy(src, dst, ...)  {t['jit'][0]:9.2f} us   {t['jit'][1]:.2f}x raw")
+    out("  (ratios: medians of per-round ratios, samples interleaved with the raw launch's)")
+    # the host-side work of a call alone: the driver call replaced by a no-op returning success
+    real, ok_code = compiled._launch_kernel, compiled._ok
+    compiled._launch_kernel = lambda *a: (ok_code,)
     try:
-        if compiled is None:
-            raise RuntimeError("no compiled kernel")
-        t_compiled = _per_launch(lambda: compiled(src, dst))
-        out(f"launch, Compiled(src, dst)                    {t_compiled:9.2f} us{ratio(t_compiled)}"
-            + (f"   target <= {TARGETS['launch']}x: {_verdict(t_compiled / t_raw, TARGETS['launch'], False)}"
-               if t_raw else ""))
-        t_jit = _per_launch(lambda: tma_copy(src, dst, (128, 64), "none"))
-        ok = torch.equal(dst, src)
-        out(f"launch, jit function tma_copy(src, dst, ...)  {t_jit:9.2f} us{ratio(t_jit)}   verified={ok}")
-        # the host-side work of a call alone: the driver call replaced by a no-op returning success
-        real, ok_code = compiled._launch_kernel, compiled._ok
-        compiled._launch_kernel = lambda *a: (ok_code,)
-        try:
-            t_host = _per_launch(lambda: compiled(src, dst))
-        finally:
-            compiled._launch_kernel = real
-        out(f"launch, Compiled host work only (no driver)   {t_host:9.2f} us")
-    except Exception as e:
-        out(f"launch, cute_py Compiled / jit function       failed ({_err(e)})")
-    try:  # one compile for every shape: extents bound, grid evaluated per call (the same shape: values reused)
-        from cute_py.runtime import from_dlpack
-
-        marked = [from_dlpack(x, assumed_align=16).mark_layout_dynamic() for x in (src, dst)]
-        dynamic = cute.compile(tma_copy, *marked, (128, 64), "none")
-        dst.zero_()
-        t_dyn = _per_launch(lambda: dynamic(src, dst))
-        ok = torch.equal(dst, src)
-        out(f"launch, Compiled, dynamic shapes (torch args) {t_dyn:9.2f} us{ratio(t_dyn)}   verified={ok}")
-    except Exception as e:
-        out(f"launch, Compiled, dynamic shapes              failed ({_err(e)})")
-    triton_launch(out, ratio)
+        t_host = _per_launch(lambda: compiled(src, dst))
+    finally:
+        compiled._launch_kernel = real
+    out(f"launch, Compiled host work only (no driver)   {t_host:9.2f} us")
+    triton_launch(out, lambda x: f"   {x / t['raw'][0]:.2f}x raw")
 
 
 def triton_launch(out, ratio):

@@ -344,23 +344,10 @@ def test_compile_rejects_a_kernel_and_non_callables():
 # -- direct calls (a stand-in driver records the launches) ------------------------------------------
 
 
-class _Result:
-    CUDA_SUCCESS = 0
-
-
-class FakeDriver:
-    CUresult = _Result
-
-    def __init__(self):
-        self.calls = []
-
-    def cuLaunchKernel(self, *args):
-        self.calls.append(args)
-        return (0,)
-
-
 @pytest.fixture
 def fake_driver(monkeypatch):
+    from tests.jit.test_jit_compiled_call import FakeDriver
+
     d = FakeDriver()
     monkeypatch.setitem(L._STATE, "driver", d)
     monkeypatch.setattr(L, "load_module", lambda cubin, kernels, *rest: (None, {name: f"F:{name}" for name in kernels}))

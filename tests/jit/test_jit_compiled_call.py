@@ -15,6 +15,7 @@ class _Result:
 
 class FakeDriver:
     CUresult = _Result
+    CUstream = int  # the driver binding's stream handle type (its CUstream(0) is the legacy default stream)
 
     def __init__(self, err=0):
         self.calls, self.err = [], err
@@ -181,3 +182,13 @@ def test_the_generated_launch_path_checks_like_the_general_one(fake_driver, enco
     assert len(seen) == 2
     with pytest.raises(ArgumentError, match="arguments"):
         c(t1)
+    # the argument count as the general path takes it: trailing static arguments may be given, more is an error
+    monkeypatch.setattr(c, "_fast_pointers", lambda args: pytest.fail("the general path ran"))
+    n = len(fake_driver.calls)
+    c(t1, t2, (128, 64), "none")
+    c(t1, t2, (128, 64))
+    assert len(fake_driver.calls) == n + 2
+    with pytest.raises(ArgumentError, match=r"compiled for 4 arguments .*got 5"):
+        c(t1, t2, (128, 64), "none", 0)
+    with pytest.raises(TypeError):
+        c(t1, t2, tile=(128, 64))  # parameters are positional, as in the general path

@@ -124,6 +124,8 @@ class Compiled:
         self._blocks = [_launch.ParamBlock([k for k, _ in ln.params]) for ln in self.launches]
         d = _launch.driver()
         self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS
+        # the legacy default stream as the driver binding's own handle type: an int would be converted on each call
+        self._default_stream = d.CUstream(0)
         self._plan = tuple((self._funcs[ln.name], *ln.grid, *ln.block, self.smem[ln.name], block.address,
                             None if ln.cluster == (1, 1, 1) else ln.cluster)
                            for ln, block in zip(self.launches, self._blocks))
@@ -293,12 +295,32 @@ class Compiled:
         return f"Compiled({self.function_name}: {kernels})"
 
 
-def _prologue(c):
-    """The first lines of a generated ``__call__``: the argument count (else the general path) and the stream."""
-    return ["def call(c, *args, stream=None):", f"    if not {c._min_args} <= len(args) <= {len(c.sources)}:",
-            "        return general(c, args, stream)",
+_MISSING = object()  # a positional parameter of a generated call that the caller left out
+
+
+def _given(values, rest):
+    """The positional arguments of a generated call: its parameters up to the last one given, then the rest."""
+    n = len(values)
+    while n and values[n - 1] is _MISSING:
+        n -= 1
+    return values[:n] + rest
+
+
+def _prologue(c, env):
+    """The first lines of a generated ``__call__``: positional-only parameters ``x0, x1...`` (one per source; more,
+    or fewer than the run-time ones, go to the general path, which names the count) and the stream (the legacy
+    default stream's handle, made once, when none is given). Returns the lines and the expression of the argument
+    tuple (for the general path and ``_fill``)."""
+    n = len(c.sources)
+    env.update({"default_stream": c._default_stream, "MISSING": _MISSING, "given": _given})
+    params = "".join(f"x{i}=MISSING, " for i in range(n))
+    values = f"({''.join(f'x{i}, ' for i in range(n))})"
+    missing = f"x{c._min_args - 1} is MISSING or " if c._min_args else ""
+    return [f"def call(c, {params}/, *rest, stream=None):",
+            f"    if {missing}rest:",
+            f"        return general(c, given({values}, rest), stream)",
             "    if stream is None:",
-            "        stream = 0"]
+            "        stream = default_stream"], f"given({values}, rest)"
 
 
 def _make_fast_call(c, fast):
@@ -314,20 +336,21 @@ def _make_fast_call(c, fast):
     if c._scalar_args or c._binder is not None or c._plan is None or any(p[-1] is not None for p in c._plan) or \
             any(at is not None for at in c._streams) or c._stream_at is not None:
         return None
-    env, lines = {"ok": c._ok, "general": Compiled._call}, _prologue(c)
+    env = {"ok": c._ok, "general": Compiled._call}
+    lines, args = _prologue(c, env)
     for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
         env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
         layout = f"a{k}.is_contiguous()" if dense else f"a{k}.stride() == T{k}"
-        lines += [f"    a{k} = args[{i}]",
+        lines += [f"    a{k} = x{i}",
                   f"    if type(a{k}) is not C{k} or a{k}.dtype is not D{k} or a{k}.shape != S{k} or not a{k}.is_cuda "
                   f"or not {layout}:",
-                  "        return general(c, args, stream)",
+                  f"        return general(c, {args}, stream)",
                   f"    p{k} = a{k}.data_ptr()",
                   f"    if p{k} % {align}:",
-                  "        return general(c, args, stream)"]
+                  f"        return general(c, {args}, stream)"]
     lines += [f"    key = ({''.join(f'p{k}, ' for k in range(len(fast)))})",
               "    if key != c._last:",
-              "        c._fill(key, args)",
+              f"        c._fill(key, {args})",
               "        c._last = key",
               "    launch = c._launch_kernel"]
     for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
@@ -363,28 +386,29 @@ def _make_dynamic_fast_call(c):
             any(at is not None for at in c._streams) or c._stream_at is not None or \
             len(c._dynamic_torch) != len(c._dynamic_args):
         return None
-    env, lines = {"ok": c._ok, "general": Compiled._call}, _prologue(c)
+    env = {"ok": c._ok, "general": Compiled._call}
+    lines, args = _prologue(c, env)
     keys = []
     static = {i: c._torch_specs[i] for i, _ in c._tensor_args}
     for k, (i, spec) in enumerate(sorted(list(c._tensor_args) + list(c._dynamic_args))):
-        lines.append(f"    a{k} = args[{i}]")
+        lines.append(f"    a{k} = x{i}")
         if i in static:
             cls, dtype, shape, strides, align, dense = static[i]
             env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
             layout = f"a{k}.is_contiguous()" if dense else f"a{k}.stride() == T{k}"
             lines += [f"    if type(a{k}) is not C{k} or a{k}.dtype is not D{k} or a{k}.shape != S{k} or "
                       f"not a{k}.is_cuda or not {layout}:",
-                      "        return general(c, args, stream)"]
+                      f"        return general(c, {args}, stream)"]
             keys.append(f"a{k}.data_ptr()")
         else:
             cls, dtype = c._dynamic_torch[i]
             env.update({f"C{k}": cls, f"D{k}": dtype})
             lines += [f"    if type(a{k}) is not C{k} or a{k}.dtype is not D{k} or not a{k}.is_cuda:",
-                      "        return general(c, args, stream)"]
+                      f"        return general(c, {args}, stream)"]
             keys += [f"a{k}.data_ptr()", f"a{k}.shape", f"a{k}.stride()"]
     lines += [f"    key = ({', '.join(keys)},)",
               "    if key != c._fast_last:  # new addresses or extents: bound, checked and filled by the general path",
-              "        general(c, args, stream)",
+              f"        general(c, {args}, stream)",
               "        c._fast_last = key",
               "        return",
               "    launch = c._launch_kernel"]
