@@ -10,7 +10,9 @@
 - integer instructions: ``popc``, ``clz``, ``bfe``, ``lop3``, ``prmt``... (:mod:`~cute_py.compiler.builtins.arch_int`);
 - atomics, ordered loads and stores, reductions (:mod:`~cute_py.compiler.builtins.arch_atomic`);
 - float instructions and conversions (:mod:`~cute_py.compiler.builtins.arch_float`);
-- cute_py's own vector global loads and stores ``ldg``/``stg`` (:mod:`~cute_py.compiler.builtins.arch_global`).
+- cute_py's own vector global loads and stores ``ldg``/``stg`` (:mod:`~cute_py.compiler.builtins.arch_global`);
+- TileLang's builtin names: aliases of the above, logical warp sizes, ``loop_break``, the register plan of
+  warp-specialised kernels, ``access_ptr`` (:mod:`~cute_py.compiler.builtins.arch_names`).
 
 The DSL's Blackwell-only names (TMEM, cluster launch control, tcgen05 fences, packed f32x2 arithmetic,
 FP4 conversions) are not offered: the kernels here target sm_90a. Importing this module loads the compiler.
@@ -32,6 +34,13 @@ from .compiler.builtins.arch_float import (cvt_f32_bf16, cvt_f32_tf32, cvt_f32x2
 from .compiler.builtins.arch_global import ldg, ldg128, ldg256, ldg32, ldg64, stg, stg128, stg256, stg32, stg64
 from .compiler.builtins.arch_int import (add_cc, add_sat_int, addc, bfe, bfi, bfind, brev, clz, lop3, mad24, mad_cc,
                                          madc, mul24, mul_hi, mul_wide, popc, prmt, shf, sub_cc, sub_sat_int, subc)
+from .compiler.builtins.arch_names import (access_ptr, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc,
+                                           barrier_wait, cp_async_barrier_noinc, create_tma_descriptor, dec_max_nreg,
+                                           disable_warp_group_reg_alloc, fence_proxy_async, get_lane_idx,
+                                           get_warp_group_idx, get_warp_idx, get_warp_idx_sync, inc_max_nreg,
+                                           loop_break, mbarrier_wait_parity, no_set_max_nreg,
+                                           ptx_arrive_cluster_barrier, set_max_nreg, shfl_down, shfl_sync, shfl_up,
+                                           shfl_xor, tma_load)
 from .compiler.builtins.arch_mbar import (cp_async_mbarrier_arrive_noinc, mbarrier_arrive,
                                           mbarrier_arrive_and_expect_tx, mbarrier_conditional_try_wait,
                                           mbarrier_expect_tx, mbarrier_init, mbarrier_init_fence, mbarrier_test_wait,
@@ -97,4 +106,10 @@ __all__ = [
     "cvt_i8x2_to_bf16x2", "cvt_i8x4_to_bf16x4", "cvt_i8x2_to_f32x2", "cvt_i8x4_to_f32x4", "cvt_i8_bf16_intrinsic",
     # cute_py's vector global loads and stores
     "ldg", "stg", "ldg32", "ldg64", "ldg128", "ldg256", "stg32", "stg64", "stg128", "stg256",
+    # TileLang's builtin names
+    "get_lane_idx", "get_warp_idx", "get_warp_idx_sync", "get_warp_group_idx", "shfl_xor", "shfl_down", "shfl_up",
+    "shfl_sync", "mbarrier_wait_parity", "barrier_wait", "ptx_arrive_cluster_barrier", "cp_async_barrier_noinc",
+    "fence_proxy_async", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
+    "annotate_consumer_reg_alloc", "no_set_max_nreg", "disable_warp_group_reg_alloc", "loop_break", "access_ptr",
+    "create_tma_descriptor", "tma_load",
 ]

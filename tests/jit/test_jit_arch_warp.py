@@ -175,7 +175,7 @@ def test_elect_one_sync_and_shuffle_elect(filecheck):
         with cute.compiler.if_(arch.shuffle_elect()):
             arch.stg32(out.engine + 64, 2, index=tid)
         with cute.compiler.if_(arch.lane_idx() >= 16):
-            with cute.compiler.if_(arch.shuffle_elect(0xFFFF0000)):
+            with cute.compiler.if_(arch.shuffle_elect(mask=0xFFFF0000)):
                 arch.stg32(out.engine + 128, 3, index=tid)
 
     filecheck(compile_kernel(k).ptx, [

@@ -28,6 +28,8 @@ the DSL's older names of ``setmaxregister_increase``/``_decrease``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import mlir_dialects as md
 
 from ...errors import TraceError
@@ -40,7 +42,7 @@ __all__ = ["barrier", "barrier_arrive", "sync_warp", "fence_proxy", "fence_view_
            "fence_acq_rel_cluster", "fence_acq_rel_gpu", "fence_acq_rel_sys", "cp_async_bulk_commit_group",
            "cp_async_bulk_wait_group", "setmaxregister_increase", "setmaxregister_decrease", "warpgroup_reg_alloc",
            "warpgroup_reg_dealloc", "griddepcontrol_wait", "griddepcontrol_launch_dependents", "FULL_MASK",
-           "lane_mask_value"]
+           "lane_mask_value", "RegisterPlan", "register_plan", "reg_count_value"]
 
 FULL_MASK = 0xFFFFFFFF
 WARP_SIZE = 32
@@ -90,14 +92,25 @@ def barrier(*, barrier_id: TracedInt | int | None = None, number_of_threads: Tra
         md.barrier_sync(bid, cnt)
 
 
-def barrier_arrive(*, barrier_id: TracedInt | int | None = None, number_of_threads: TracedInt | int | None = None,
-                   aligned: bool = True) -> None:
+def barrier_arrive(mbarrier: Any = None, *, barrier_id: TracedInt | int | None = None,
+                   number_of_threads: TracedInt | int | None = None, aligned: bool = True) -> None:
     """Arrive on a named barrier without waiting (a producer's side): ``number_of_threads`` (required) is the
     count the barrier waits for, as in the consumers' ``barrier(...)``.
+
+    ``barrier_arrive(mbarrier)`` (a positional shared-memory pointer, TileLang's form) arrives on that mbarrier
+    instead (``mbarrier_arrive``); the named-barrier form takes keywords only, so the two cannot be confused.
 
     ``aligned=True``: ``bar.arrive`` (every thread of the warp executes the same instruction);
     ``aligned=False``: ``barrier.cta.arrive``, for threads that may diverge.
     """
+    if mbarrier is not None:
+        if barrier_id is not None or number_of_threads is not None:
+            raise TraceError("barrier_arrive: an mbarrier (positional) or barrier_id=/number_of_threads= (a named "
+                             "barrier), not both")
+        from .arch_mbar import mbarrier_arrive
+
+        mbarrier_arrive(mbarrier)
+        return
     if number_of_threads is None:
         raise TraceError("barrier_arrive needs number_of_threads: the count of threads the barrier waits for")
     if type(aligned) is not bool:
@@ -228,12 +241,39 @@ def griddepcontrol_launch_dependents() -> None:
 # -- register reallocation -----------------------------------------------------------------------
 
 
-def _setmaxnreg(action, reg_count, name):
+def reg_count_value(reg_count, name):
+    """``reg_count`` as setmaxnreg takes it: a static multiple of 8 in 24..256."""
     n = static_int(reg_count, f"{name}: reg_count", "a multiple of 8 in 24..256")
     if not 24 <= n <= 256 or n % 8:
         raise TraceError(f"{name}: reg_count must be a multiple of 8 in 24..256, got {n}")
+    return n
+
+
+def _setmaxnreg(action, reg_count, name):
+    n = reg_count_value(reg_count, name)
     with current().at_end():
         md.setmaxnreg(action, n)
+
+
+class RegisterPlan:
+    """A kernel's register reallocation for warp specialisation: the producers' count (``dealloc``, default 24),
+    the consumers' (``alloc``, default 240), and whether reallocation is on (``enabled``). One per traced
+    kernel: ``annotate_producer_reg_dealloc``, ``annotate_consumer_reg_alloc``, ``no_set_max_nreg`` and
+    ``disable_warp_group_reg_alloc`` set it; ``warpgroup_reg_alloc()`` / ``warpgroup_reg_dealloc()`` called
+    without a count follow it."""
+
+    __slots__ = ("dealloc", "alloc", "enabled")
+
+    def __init__(self) -> None:
+        self.dealloc, self.alloc, self.enabled = 24, 240, True
+
+
+def register_plan() -> RegisterPlan:
+    """The register plan of the kernel being traced."""
+    b = current()
+    if b.reg_plan is None:
+        b.reg_plan = RegisterPlan()
+    return b.reg_plan
 
 
 def setmaxregister_increase(reg_count: int) -> None:
@@ -248,11 +288,23 @@ def setmaxregister_decrease(reg_count: int) -> None:
     _setmaxnreg("dec", reg_count, "setmaxregister_decrease")
 
 
-def warpgroup_reg_alloc(reg_count: int) -> None:
-    """The DSL's older name of :func:`setmaxregister_increase`."""
+def warpgroup_reg_alloc(reg_count: int | None = None) -> None:
+    """The DSL's older name of :func:`setmaxregister_increase`. Without ``reg_count``: the kernel's register plan
+    (:class:`RegisterPlan`: 240 unless annotated; nothing when the plan is off)."""
+    if reg_count is None:
+        plan = register_plan()
+        if not plan.enabled:
+            return
+        reg_count = plan.alloc
     _setmaxnreg("inc", reg_count, "warpgroup_reg_alloc")
 
 
-def warpgroup_reg_dealloc(reg_count: int) -> None:
-    """The DSL's older name of :func:`setmaxregister_decrease`."""
+def warpgroup_reg_dealloc(reg_count: int | None = None) -> None:
+    """The DSL's older name of :func:`setmaxregister_decrease`. Without ``reg_count``: the kernel's register plan
+    (:class:`RegisterPlan`: 24 unless annotated; nothing when the plan is off)."""
+    if reg_count is None:
+        plan = register_plan()
+        if not plan.enabled:
+            return
+        reg_count = plan.dealloc
     _setmaxnreg("dec", reg_count, "warpgroup_reg_dealloc")

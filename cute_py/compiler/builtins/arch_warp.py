@@ -219,14 +219,41 @@ def activemask() -> TracedInt:
         return wrap(md.activemask().mask, Uint32)
 
 
-def shuffle_elect(mask: TracedInt | int | None = None) -> TracedBool:
-    """A run-time condition true in one lane: the lowest lane of ``mask`` (default: the active lanes,
-    ``activemask.b32``).
+def shuffle_elect(thread_extent: int | None = None, *, mask: TracedInt | int | None = None) -> TracedBool:
+    """A run-time condition true in one thread of each group of ``thread_extent`` consecutive threads of the block
+    (linear thread index; TileLang's ``shuffle_elect``):
 
-    The lowest lane (``ctz`` of the mask) is broadcast with ``shfl.sync.idx.b32`` from itself, so every
-    lane compares its ``%laneid`` with the same, warp-uniform leader. Unlike ``elect.sync`` it works in
-    partially active warps; every lane of ``mask`` must execute it.
+    - ``thread_extent`` 0: one thread of the whole block (in warp 0);
+    - a multiple of 32: one thread in the first warp of each group of ``thread_extent // 32`` warps;
+    - a power of two below 32: the first lane of each group of that many lanes;
+    - ``None`` (the default): one lane of each warp, the lowest lane of ``mask`` (default: the active lanes,
+      ``activemask.b32``).
+
+    In a warp that elects, the lowest lane of ``mask`` is broadcast with ``shfl.sync.idx.b32`` from itself, so
+    every lane compares its ``%laneid`` with the same, warp-uniform leader; unlike ``elect.sync`` this works in
+    partially active warps. Every lane of ``mask`` must execute it.
     """
+    if thread_extent is None:
+        return _lowest_lane(mask)
+    n = static_int(thread_extent, "shuffle_elect: thread_extent", "0, a multiple of 32 or a power of two below 32")
+    if n < 0 or not (n == 0 or n % WARP_SIZE == 0 or (n < WARP_SIZE and n & (n - 1) == 0)):
+        raise TraceError(f"shuffle_elect: thread_extent must be 0 (the block), a multiple of 32 (warps) or a power "
+                         f"of two below 32 (lanes), got {n}")
+    if 0 < n < WARP_SIZE:
+        if mask is not None:
+            raise TraceError("shuffle_elect: a thread_extent below 32 elects fixed lanes; it takes no mask")
+        from .arch import lane_idx
+
+        return lane_idx() % n == 0
+    from .arch import warp_idx
+
+    w = warp_idx()
+    in_group = (w == 0) if n == 0 else (w % (n // WARP_SIZE) == 0)
+    return in_group & _lowest_lane(mask)
+
+
+def _lowest_lane(mask):
+    """True in the lowest lane of ``mask`` (default: the active lanes) of this warp."""
     b = current()
     m = activemask().ir if mask is None else lane_mask_value(mask, "shuffle_elect: mask")
     llvm, arith = b.mlir.llvm, b.mlir.arith

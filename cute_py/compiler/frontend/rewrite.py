@@ -319,6 +319,33 @@ def _is_const_expr(test):
                                                                  and f.attr == "const_expr")
 
 
+def _is_loop_break(stmt):
+    """Whether ``stmt`` is the statement ``loop_break()`` (or ``<module>.loop_break()``), without arguments."""
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call) or stmt.value.args or \
+            stmt.value.keywords:
+        return False
+    f = stmt.value.func
+    return (isinstance(f, ast.Name) and f.id == "loop_break") or (isinstance(f, ast.Attribute)
+                                                                 and f.attr == "loop_break")
+
+
+def _loop_breaks(stmts, in_loop):
+    """Replace each ``loop_break()`` statement inside a loop of ``stmts`` (not inside a nested function) by
+    ``break``, in place; one outside any loop stays a call (an error when it runs)."""
+    for i, s in enumerate(stmts):
+        if in_loop and _is_loop_break(s):
+            stmts[i] = ast.copy_location(ast.Break(), s)
+        elif isinstance(s, (ast.For, ast.While, ast.AsyncFor)):
+            _loop_breaks(s.body, True)
+            _loop_breaks(s.orelse, in_loop)
+        elif isinstance(s, (ast.If, ast.With, ast.AsyncWith)):
+            _loop_breaks(s.body, in_loop)
+            _loop_breaks(getattr(s, "orelse", []), in_loop)
+        elif isinstance(s, ast.Try):
+            for block in (s.body, s.orelse, s.finalbody, *[h.body for h in s.handlers]):
+                _loop_breaks(block, in_loop)
+
+
 def source_tree(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, str] | None:
     """The ``def`` of ``fn`` with its original line numbers, and its file (``None`` without a source)."""
     code = getattr(fn, "__code__", None)
@@ -374,6 +401,7 @@ def _compile(fn, kernel):
     if any(isinstance(s, (ast.Global, ast.Nonlocal)) for s in ast.walk(fdef)) and not any(
             isinstance(s, (ast.If, ast.For, ast.While)) for s in ast.walk(fdef)):
         return False
+    _loop_breaks(fdef.body, False)
     args = fdef.args
     local_names = {p.arg for p in args.posonlyargs + args.args + args.kwonlyargs}
     local_names |= {p.arg for p in (args.vararg, args.kwarg) if p is not None} | set(liveness.assigned(fdef.body))

@@ -1,0 +1,66 @@
+"""On a Hopper GPU: the values of TileLang's builtin names in ``cute_py.arch`` (logical warp indices, shuffles,
+``shuffle_elect`` over thread extents, ``loop_break`` in a run-time loop), against formulas written here."""
+
+import pytest
+
+try:
+    import mlir_dialects.bindings  # noqa: F401
+except Exception as e:  # not installed, or no usable bindings (BindingsNotFoundError)
+    pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
+
+import cute_py as cute  # noqa: E402
+from cute_py import arch  # noqa: E402
+from _tma_copy_check import hopper_torch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+THREADS = 256
+COLS = 12
+
+
+@cute.kernel
+def names_kernel(limits, out):
+    tid = arch.thread_idx()[0]
+    total = 0
+    for i in range(limits[0]):
+        if i >= limits[1]:
+            arch.loop_break()
+        total = total + i + 1
+    values = (arch.get_lane_idx(16), arch.get_warp_idx(64), arch.get_warp_idx_sync(), arch.get_warp_group_idx(32, 2),
+              arch.shfl_xor(tid, 1), arch.shfl_down(tid, 2), arch.shfl_up(tid, 3),
+              arch.shfl_sync(0xFFFFFFFF, tid, 5, width=8), total)
+    for c, v in enumerate(values):
+        out[tid, c] = v
+    for c, extent in ((9, 0), (10, 64), (11, 8)):
+        out[tid, c] = 0
+        with cute.compiler.if_(arch.shuffle_elect(extent)):
+            out[tid, c] = 1
+
+
+@cute.jit
+def names(limits, out):
+    names_kernel(limits, out).launch(grid=1, block=THREADS)
+
+
+def _want(tid, n, stop):
+    lane = tid % 32
+    total = sum(i + 1 for i in range(min(n, stop)))
+    return [tid % 16, tid // 64, tid // 32, tid // 64,
+            tid ^ 1, tid + 2 if lane + 2 < 32 else tid, tid - 3 if lane >= 3 else tid,
+            (tid // 8) * 8 + 5, total,
+            int(tid == 0), int(tid % 64 == 0), int(tid % 8 == 0)]
+
+
+@pytest.mark.parametrize("n, stop", [(10, 4), (10, 20), (0, 3), (7, 0)])
+def test_builtin_names_compute_their_formulas(n, stop):
+    spec = cute.compiler.DeviceArraySpec
+    ptx = cute.compile(names, spec("Int32", (2,)), spec("Int32", (THREADS, COLS))).ptx  # built first, everywhere
+    assert "shfl.sync.bfly.b32" in ptx and "activemask.b32" in ptx
+    torch = hopper_torch()
+    limits = torch.tensor([n, stop], dtype=torch.int32, device="cuda")
+    out = torch.full((THREADS, COLS), -7, dtype=torch.int32, device="cuda")
+    names(limits, out)
+    torch.cuda.synchronize()
+    got = out.cpu().tolist()
+    for tid in range(THREADS):
+        assert got[tid] == _want(tid, n, stop), f"thread {tid}"

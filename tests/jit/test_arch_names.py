@@ -1,0 +1,262 @@
+"""TileLang's builtin names in ``cute_py.arch``: every name of that surface listed (present, or knowingly absent
+with the reason), the PTX each alias or behaviour becomes, assembly with nvJitLink, and the errors of their
+rules. Values computed on a GPU are checked in tests/gpu/test_arch_names_gpu.py."""
+
+import re
+
+import pytest
+
+import cute_py as cute
+from cute_py import arch
+from cute_py.compiler import TraceError
+
+# the 52 functions of TileLang's ``language.builtin`` surface, in its order
+TILELANG_BUILTINS = (
+    "access_ptr create_tma_descriptor tma_load fence_proxy_async tma_store_arrive tma_store_wait set_max_nreg "
+    "inc_max_nreg dec_max_nreg annotate_producer_reg_dealloc annotate_consumer_reg_alloc no_set_max_nreg "
+    "disable_warp_group_reg_alloc ptx_arrive_cluster_barrier mbarrier_wait_parity mbarrier_arrive mbarrier_expect_tx "
+    "warpgroup_arrive warpgroup_commit_batch warpgroup_wait get_lane_idx get_warp_idx_sync get_warp_idx "
+    "get_warp_group_idx shuffle_elect warpgroup_fence_operand wait_wgmma barrier_wait barrier_arrive shfl_xor "
+    "shfl_down shfl_up sync_threads sync_warp shfl_sync sync_global sync_grid initialize_wgmma_descriptor "
+    "initialize_tcgen05_descriptor increase_descriptor_offset loop_break cp_async_barrier_noinc tcgen05_mma_arrive "
+    "ptx_mma_sm70 ldg32 ldg64 ldg128 ldg256 stg32 stg64 stg128 stg256").split()
+# not offered yet, each with its reason: WGMMA and the sm_70 MMA come with the MMA atoms; a grid-wide barrier needs
+# a cooperative launch; the tcgen05 names need an sm_100a target
+NOT_YET = {
+    "warpgroup_arrive": "mma", "warpgroup_commit_batch": "mma", "warpgroup_wait": "mma", "wait_wgmma": "mma",
+    "warpgroup_fence_operand": "mma", "initialize_wgmma_descriptor": "mma", "increase_descriptor_offset": "mma",
+    "ptx_mma_sm70": "mma", "sync_grid": "cooperative launch", "sync_global": "cooperative launch",
+    "initialize_tcgen05_descriptor": "sm_100a", "tcgen05_mma_arrive": "sm_100a",
+}
+
+
+def test_every_builtin_name_is_in_cute_py_arch_or_listed_as_not_yet_offered():
+    assert len(TILELANG_BUILTINS) == 52 and len(set(TILELANG_BUILTINS)) == 52
+    present = {n for n in TILELANG_BUILTINS if hasattr(arch, n)}
+    assert set(TILELANG_BUILTINS) - present == set(NOT_YET)
+    assert present <= set(arch.__all__)
+
+
+def compile_kernel(kernel_fn, n=1024, block=128, cluster=None):
+    def host(inp, out):
+        kernel_fn(inp, out).launch(grid=2 if cluster else 1, block=block, **({"cluster": cluster} if cluster else {}))
+
+    spec = cute.compiler.DeviceArraySpec("Int32", (n,))
+    return cute.compile(host, spec, spec)
+
+
+def test_logical_warp_indices(filecheck, assemble):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        out[tid] = arch.get_lane_idx(16)
+        out[tid + 128] = arch.get_warp_idx(64)
+        out[tid + 256] = arch.get_warp_idx_sync()
+        out[tid + 384] = arch.get_warp_group_idx(32, 2)
+        out[tid + 512] = arch.get_lane_idx() + arch.get_warp_idx()
+
+    c = compile_kernel(k)
+    filecheck(c.ptx, [
+        "CHECK: mov.u32 [[TID:%r[0-9]+]], %tid.x;",
+        "CHECK-DAG: and.b32 {{%r[0-9]+}}, [[TID]], 15;",
+        "CHECK-DAG: shr.u32 {{%r[0-9]+}}, [[TID]], 6;",
+        "CHECK-DAG: shr.u32 [[W:%r[0-9]+]], [[TID]], 5;",
+        "CHECK-DAG: shfl.sync.idx.b32 {{%r[0-9]+}}, [[W]], 0, 31, -1;",
+        "CHECK-DAG: mov.u32 {{%r[0-9]+}}, %laneid;",
+    ])
+    assemble(c.ptx)
+
+
+def test_shuffles_under_their_other_names(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        v = inp[tid]
+        out[tid] = arch.shfl_xor(v, 1) + arch.shfl_down(v, 2) + arch.shfl_up(v, 3) + \
+            arch.shfl_sync(0xFFFFFFFF, v, 5, width=8)
+
+    filecheck(compile_kernel(k).ptx, [
+        "CHECK-DAG: shfl.sync.bfly.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 1, 31, -1;",
+        "CHECK-DAG: shfl.sync.down.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2, 31, -1;",
+        "CHECK-DAG: shfl.sync.up.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 3, 0, -1;",
+        "CHECK-DAG: shfl.sync.idx.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 5, 6175, -1;",  # (32 - 8) << 8 | 31
+    ])
+
+
+def test_mbarrier_names_fences_and_barrier_arrive_on_an_mbarrier(filecheck, assemble):
+    @cute.kernel
+    def k(inp, out):
+        smem = arch.SmemAllocator()
+        bar = smem.allocate_mbarrier()
+        with arch.elect_one():
+            arch.mbarrier_init(bar, 2)
+        arch.mbarrier_init_fence()
+        arch.sync_threads()
+        arch.barrier_arrive(bar)
+        arch.cp_async_barrier_noinc(bar)
+        arch.ptx_arrive_cluster_barrier(bar, 1)
+        arch.fence_proxy_async()
+        arch.mbarrier_wait_parity(bar, 0)
+        arch.barrier_wait(bar, 1)
+
+    c = compile_kernel(k, cluster=(2, 1, 1))
+    filecheck(c.ptx, [
+        "CHECK: mbarrier.init.shared{{(::cta)?}}.b64",
+        "CHECK: mbarrier.arrive.shared{{(::cta)?}}.b64",
+        "CHECK: cp.async.mbarrier.arrive.noinc.shared{{(::cta)?}}.b64",
+        "CHECK: mapa.shared::cluster",
+        "CHECK: mbarrier.arrive.release.cta.shared::cluster.b64",
+        "CHECK: fence.proxy.async.shared::cta;",
+        "CHECK: mbarrier.try_wait.parity",
+        "CHECK: mbarrier.try_wait.parity",
+    ])
+    assemble(c.ptx)
+
+
+def test_barrier_arrive_takes_an_mbarrier_or_a_named_barrier_not_both():
+    @cute.kernel
+    def k(inp, out):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        arch.barrier_arrive(bar, barrier_id=1, number_of_threads=64)
+
+    with pytest.raises(TraceError, match="an mbarrier .* or barrier_id=/number_of_threads=.* not both"):
+        compile_kernel(k)
+
+
+def test_register_names_and_the_register_plan(filecheck, assemble):
+    @cute.kernel
+    def k(inp, out):
+        arch.annotate_producer_reg_dealloc(40)
+        arch.annotate_consumer_reg_alloc(232)
+        wg = arch.warp_group_idx()
+        with cute.compiler.if_(wg == 0):
+            arch.warpgroup_reg_dealloc()          # the plan's 40
+        with cute.compiler.if_(wg == 1):
+            arch.warpgroup_reg_alloc()            # the plan's 232
+        with cute.compiler.if_(wg == 2):
+            arch.set_max_nreg(56, 0)
+            arch.inc_max_nreg(64)
+            arch.dec_max_nreg(48)
+
+    c = compile_kernel(k, block=384)
+    filecheck(c.ptx, [
+        "CHECK: setmaxnreg.dec.sync.aligned.u32 40;",
+        "CHECK: setmaxnreg.inc.sync.aligned.u32 232;",
+        "CHECK: setmaxnreg.dec.sync.aligned.u32 56;",
+        "CHECK: setmaxnreg.inc.sync.aligned.u32 64;",
+        "CHECK: setmaxnreg.dec.sync.aligned.u32 48;",
+    ])
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("off", ["no_set_max_nreg", "disable_warp_group_reg_alloc"])
+def test_a_plan_turned_off_emits_no_reallocation_and_the_defaults_are_24_and_240(off, filecheck):
+    @cute.kernel
+    def planned(inp, out):
+        with cute.compiler.if_(arch.warp_group_idx() == 0):
+            arch.warpgroup_reg_dealloc()
+        with cute.compiler.if_(arch.warp_group_idx() == 1):
+            arch.warpgroup_reg_alloc()
+
+    filecheck(compile_kernel(planned, block=256).ptx, ["CHECK: setmaxnreg.dec.sync.aligned.u32 24;",
+                                                       "CHECK: setmaxnreg.inc.sync.aligned.u32 240;"])
+
+    @cute.kernel
+    def off_kernel(inp, out):
+        getattr(arch, off)()
+        with cute.compiler.if_(arch.warp_group_idx() == 0):
+            arch.warpgroup_reg_dealloc()
+        with cute.compiler.if_(arch.warp_group_idx() == 1):
+            arch.warpgroup_reg_alloc()
+        arch.setmaxregister_decrease(32)  # an explicit count is not the plan's
+
+    ptx = compile_kernel(off_kernel, block=256).ptx
+    assert re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx) == [("dec", "32")]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: arch.annotate_producer_reg_dealloc(20), "multiple of 8 in 24..256, got 20"),
+    (lambda: arch.annotate_consumer_reg_alloc(250), "multiple of 8 in 24..256, got 250"),
+    (lambda: arch.set_max_nreg(64, 2), "is_inc must be 1 .* or 0 .*, got 2"),
+    (lambda: arch.get_lane_idx(0), "warp_size must be a positive int, got 0"),
+    (lambda: arch.get_warp_group_idx(32, -1), "warps_per_group must be a positive int, got -1"),
+    (lambda: arch.shuffle_elect(48), "thread_extent must be 0 .*, a multiple of 32 .* or a power of two below 32"),
+    (lambda: arch.loop_break(), r"loop_break\(\) leaves the innermost loop: write it as a statement"),
+])
+def test_argument_rules_are_trace_errors_naming_the_value(call, match):
+    @cute.kernel
+    def k(inp, out):
+        call()
+
+    with pytest.raises(TraceError, match=match):
+        compile_kernel(k)
+
+
+def test_loop_break_is_break_in_a_run_time_loop():
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        total = 0
+        for i in range(inp[0]):
+            if i >= inp[1]:
+                arch.loop_break()
+            total = total + i
+        out[tid] = total
+
+    @cute.kernel
+    def no_break(inp, out):
+        tid = arch.thread_idx()[0]
+        total = 0
+        for i in range(inp[0]):
+            total = total + i
+        out[tid] = total
+
+    def exits(kernel):
+        return len(re.findall(r"@!?%p\d+\s+bra", compile_kernel(kernel).ptx))
+
+    assert exits(k) > exits(no_break)  # the break is one more exit (its values: the GPU test)
+
+
+def test_shuffle_elect_thread_extents(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        tid = arch.thread_idx()[0]
+        with cute.compiler.if_(arch.shuffle_elect(0)):
+            out[0] = tid
+        with cute.compiler.if_(arch.shuffle_elect(64)):
+            out[1 + tid // 64] = tid
+        with cute.compiler.if_(arch.shuffle_elect(8)):
+            out[8 + tid // 8] = tid
+
+    filecheck(compile_kernel(k).ptx, ["CHECK: activemask.b32", "CHECK: shfl.sync.idx.b32"])
+
+
+def test_access_ptr_points_at_elements_and_checks_the_extent(filecheck):
+    @cute.kernel
+    def k(inp, out):
+        t = cute.make_tensor(inp.iterator, cute.make_layout((32, 32), stride=(32, 1)))
+        p = arch.access_ptr((t, (2, 3)), "r", 4)               # element (2, 3): 2 * 32 + 3
+        q = arch.access_ptr((t, (5, 7)), "w", ignore_last_ndim=1, offset=1)   # (5, 0) + 1
+        r = arch.access_ptr(t, "rw", extent=1024)
+        out[0] = cute.make_tensor(p, cute.make_layout(4))[0]
+        out[1] = cute.make_tensor(q, cute.make_layout(1))[0]
+        out[2] = cute.make_tensor(r, cute.make_layout(1))[0]
+
+    c = compile_kernel(k)
+    filecheck(c.ptx, ["CHECK-DAG: ld.global.{{[a-z0-9]+}} {{%r[0-9]+}}, [{{%rd[0-9]+}}+268];",   # 67 * 4
+                      "CHECK-DAG: ld.global.{{[a-z0-9]+}} {{%r[0-9]+}}, [{{%rd[0-9]+}}+644];"])   # 161 * 4
+
+    @cute.kernel
+    def bad(inp, out):
+        t = cute.make_tensor(inp.iterator, cute.make_layout((32, 32), stride=(32, 1)))
+        arch.access_ptr((t, (31, 30)), "r", 4)
+
+    with pytest.raises(TraceError, match=r"elements 1022\.\.1025 lie outside the tensor's 1024 elements"):
+        compile_kernel(bad)
+
+    @cute.kernel
+    def bad_mode(inp, out):
+        arch.access_ptr(inp, "x")
+
+    with pytest.raises(TraceError, match="access_type must be 'r', 'w', 'rw' or 1, 2, 3, got 'x'"):
+        compile_kernel(bad_mode)
