@@ -53,7 +53,8 @@ from .compiler.builtins.arch_sync import (barrier, barrier_arrive, cp_async_bulk
                                           cp_async_bulk_wait_group, fence_acq_rel_cluster, fence_acq_rel_cta,
                                           fence_acq_rel_gpu, fence_acq_rel_sys, fence_proxy, fence_view_async_shared,
                                           FULL_MASK, griddepcontrol_launch_dependents, griddepcontrol_wait,
-                                          setmaxregister_decrease, setmaxregister_increase, sync_warp,
+                                          setmaxregister_decrease, setmaxregister_increase, sync_global, sync_grid,
+                                          sync_warp,
                                           warpgroup_reg_alloc, warpgroup_reg_dealloc)
 from .compiler.builtins.arch_warp import (activemask, elect_one_sync, match_sync, shuffle_elect, shuffle_sync,
                                           shuffle_sync_bfly, shuffle_sync_down, shuffle_sync_op, shuffle_sync_up,
@@ -111,5 +112,5 @@ __all__ = [
     "shfl_sync", "mbarrier_wait_parity", "barrier_wait", "ptx_arrive_cluster_barrier", "cp_async_barrier_noinc",
     "fence_proxy_async", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
     "annotate_consumer_reg_alloc", "no_set_max_nreg", "disable_warp_group_reg_alloc", "loop_break", "access_ptr",
-    "create_tma_descriptor", "tma_load",
+    "create_tma_descriptor", "tma_load", "sync_grid", "sync_global",
 ]

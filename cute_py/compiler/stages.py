@@ -23,6 +23,7 @@ class StageResults:
 
     module: object = None  # the traced MLIR module (the ``trace`` stage)
     smem: dict[str, int] | None = None  # kernel name -> dynamic shared memory bytes (found while tracing)
+    cooperative: list[str] = dataclasses.field(default_factory=list)  # kernels that sync their grid
     mlir: str | None = None
     lowered: str | None = None
     ptx: str | None = None

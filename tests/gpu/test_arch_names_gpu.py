@@ -64,3 +64,45 @@ def test_builtin_names_compute_their_formulas(n, stop):
     got = out.cpu().tolist()
     for tid in range(THREADS):
         assert got[tid] == _want(tid, n, stop), f"thread {tid}"
+
+
+@cute.kernel
+def ring_kernel(data, out, rounds: cute.Int32):
+    bx = arch.block_idx()[0]
+    nb = arch.grid_dim()[0]
+    tid = arch.thread_idx()[0]
+    for r in range(rounds):
+        if tid == 0:
+            data[r, bx] = bx * 1000 + r
+        arch.sync_grid()
+        if tid == 0:
+            out[r, bx] = data[r, (bx + 1) % nb]  # written by another block before the barrier
+        arch.sync_global()
+
+
+@cute.jit
+def ring(data, out, rounds: cute.Int32, blocks: cute.Constexpr):
+    ring_kernel(data, out, rounds).launch(grid=blocks, block=128)
+
+
+def test_sync_grid_orders_every_block_around_each_barrier():
+    spec = cute.compiler.DeviceArraySpec
+    ptx = cute.compile(ring, spec("Int32", (8, 264)), spec("Int32", (8, 264)), cute.Int32(8), 264).ptx
+    assert "%envreg1" in ptx
+    torch = hopper_torch()
+    from cute_py.compiler.runtime import launch as L
+
+    blocks = 2 * 132
+    for rounds in (1, 8):
+        data = torch.full((8, blocks), -1, dtype=torch.int32, device="cuda")
+        out = torch.full((8, blocks), -1, dtype=torch.int32, device="cuda")
+        ring(data, out, rounds, blocks)
+        torch.cuda.synchronize()
+        want = [[((b + 1) % blocks) * 1000 + r if r < rounds else -1 for b in range(blocks)] for r in range(8)]
+        assert out.cpu().tolist() == want
+    most = L.resident_blocks(cute.compile(ring, data, out, cute.Int32(1), blocks)._funcs["ring_kernel_0"], 128, 0)
+    out.fill_(-1)
+    with pytest.raises(cute.compiler.LaunchError, match="needs every block resident at once"):
+        ring(data, out, 1, most + 1)
+    torch.cuda.synchronize()
+    assert bool((out == -1).all())  # the refused launch ran nothing

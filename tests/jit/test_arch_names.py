@@ -20,13 +20,12 @@ TILELANG_BUILTINS = (
     "shfl_down shfl_up sync_threads sync_warp shfl_sync sync_global sync_grid initialize_wgmma_descriptor "
     "initialize_tcgen05_descriptor increase_descriptor_offset loop_break cp_async_barrier_noinc tcgen05_mma_arrive "
     "ptx_mma_sm70 ldg32 ldg64 ldg128 ldg256 stg32 stg64 stg128 stg256").split()
-# not offered yet, each with its reason: WGMMA and the sm_70 MMA come with the MMA atoms; a grid-wide barrier needs
-# a cooperative launch; the tcgen05 names need an sm_100a target
+# not offered yet, each with its reason: WGMMA and the sm_70 MMA come with the MMA atoms; the tcgen05 names need
+# an sm_100a target
 NOT_YET = {
     "warpgroup_arrive": "mma", "warpgroup_commit_batch": "mma", "warpgroup_wait": "mma", "wait_wgmma": "mma",
     "warpgroup_fence_operand": "mma", "initialize_wgmma_descriptor": "mma", "increase_descriptor_offset": "mma",
-    "ptx_mma_sm70": "mma", "sync_grid": "cooperative launch", "sync_global": "cooperative launch",
-    "initialize_tcgen05_descriptor": "sm_100a", "tcgen05_mma_arrive": "sm_100a",
+    "ptx_mma_sm70": "mma", "initialize_tcgen05_descriptor": "sm_100a", "tcgen05_mma_arrive": "sm_100a",
 }
 
 
@@ -260,3 +259,106 @@ def test_access_ptr_points_at_elements_and_checks_the_extent(filecheck):
 
     with pytest.raises(TraceError, match="access_type must be 'r', 'w', 'rw' or 1, 2, 3, got 'x'"):
         compile_kernel(bad_mode)
+
+
+# -- grid-wide barrier ----------------------------------------------------------------------------------
+
+
+@cute.kernel
+def grid_kernel(inp, out):
+    bx = arch.block_idx()[0]
+    out[bx] = bx
+    arch.sync_grid()
+    out[bx + 64] = out[(bx + 1) % 8]
+    arch.sync_global()
+
+
+def test_sync_grid_reads_the_grid_workspace_and_makes_the_kernel_cooperative(filecheck, assemble):
+    c = compile_kernel(grid_kernel)
+    filecheck(c.ptx, [
+        "CHECK: barrier.sync 0;",
+        "CHECK: mov.b64 [[W:%[a-z_0-9]+]], {%envreg2, %envreg1};",
+        "CHECK: fence.acq_rel.gpu;",
+        "CHECK: atom.add.release.gpu.global.u32",
+        "CHECK: ld.acquire.gpu.global.u32",
+        "CHECK: barrier.sync 0;",
+        "CHECK: mov.b64 {{%[a-z_0-9]+}}, {%envreg2, %envreg1};",  # the second barrier
+    ])
+    assemble(c.ptx)
+    assert c.cooperative == {"grid_kernel_0"}
+    assert compile_kernel(TestKernels.plain).cooperative == frozenset()
+
+
+class TestKernels:
+    @cute.kernel
+    def plain(inp, out):
+        out[0] = 1
+
+
+def test_sync_grid_in_a_cluster_launch_is_a_trace_error():
+    with pytest.raises(TraceError, match=r"sync_grid: the kernel .* is launched in clusters of \(2, 1, 1\); a "
+                                         r"grid-wide barrier needs a cooperative launch without clusters"):
+        compile_kernel(grid_kernel, cluster=(2, 1, 1))
+
+
+def test_a_cooperative_kernel_is_launched_with_the_attribute_after_the_residency_check(monkeypatch, tmp_path):
+    from cute_py.compiler.runtime import launch as L
+    from tests.jit.test_jit_compiled_call import FakeDriver
+
+    monkeypatch.setenv("CUTE_PY_CACHE_DIR", str(tmp_path))
+    d = FakeDriver()
+    monkeypatch.setitem(L._STATE, "driver", d)
+    monkeypatch.setattr(L, "load_module", lambda cubin, kernels, *rest: (None, {n: 7 for n in kernels}))
+    seen = []
+    monkeypatch.setattr(L, "resident_blocks", lambda func, threads, smem: seen.append((func, threads, smem)) or 4)
+    ex = []
+    d.cuLaunchKernelEx = lambda cfg, func, params, extra: ex.append(cfg) or (0,)
+
+    class Cfg:
+        pass
+
+    class Attr:
+        def __init__(self):
+            self.value = type("V", (), {})()
+            self.value.clusterDim = type("C", (), {})()
+
+    d.CUlaunchConfig, d.CUlaunchAttribute = Cfg, Attr
+    d.CUlaunchAttributeID = type("I", (), {"CU_LAUNCH_ATTRIBUTE_COOPERATIVE": "coop",
+                                           "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION": "cluster"})
+    spec = cute.compiler.DeviceArraySpec("Int32", (1024,), address=1 << 20)
+
+    @cute.jit
+    def host(inp, out, blocks: cute.Constexpr):
+        grid_kernel(inp, out).launch(grid=blocks, block=128)
+
+    cute.compile(host, spec, spec, 4)(spec, spec)
+    assert seen == [(7, 128, 0)] and d.calls == []
+    (cfg,) = ex
+    assert (cfg.gridDimX, cfg.blockDimX, cfg.numAttrs) == (4, 128, 1)
+    assert cfg.attrs[0].id == "coop" and cfg.attrs[0].value.cooperative == 1
+    from cute_py.errors import LaunchError
+
+    with pytest.raises(LaunchError, match=r"a kernel that syncs its grid needs every block resident at once: "
+                                          r"grid=\(5, 1, 1\) is 5 blocks, and at most 4 blocks of 128 threads"):
+        cute.compile(host, spec, spec, 5)(spec, spec)
+    assert len(ex) == 1  # nothing launched
+
+
+def test_the_disk_cache_keeps_the_cooperative_launch(tmp_path):
+    import json
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = ("import json, cute_py as cute\n"
+            "from tests.jit.test_arch_names import compile_kernel, grid_kernel\n"
+            "c = compile_kernel(grid_kernel)\n"
+            "print(json.dumps([sorted(c.cooperative), cute.compiler.stats['disk_hits']]))")
+    env = dict(os.environ, PYTHONPATH=str(root), CUTE_PY_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=root)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
+    assert first == [["grid_kernel_0"], 0] and second == [["grid_kernel_0"], 1]

@@ -99,11 +99,12 @@ def test_a_failed_launch_raises_a_launch_error(fake_driver, encodes):
 
 def test_cluster_launches_go_through_launch_kernel_ex(fake_driver, encodes, monkeypatch):
     seen = []
-    monkeypatch.setattr(L, "launch", lambda *args: seen.append(args))
+    monkeypatch.setattr(L, "launch", lambda *args, cooperative=False: seen.append(args + (cooperative,)))
     a = cute.compiler.DeviceArraySpec("BFloat16", (256, 512))
     c = cute.compile(tma_copy, a, a, (128, 64), "128B", (2, 1, 1))
     c(a, a)
-    func, grid, block, cluster, smem, stream, params = seen[0]
+    func, grid, block, cluster, smem, stream, params, cooperative = seen[0]
+    assert cooperative is False
     assert (func, grid, block, cluster, stream) == ("F:tma_copy_kernel_0", (8, 2, 1), (32, 1, 1), (2, 1, 1), 0)
     assert params.address == c._blocks[0].address
     assert fake_driver.calls == []

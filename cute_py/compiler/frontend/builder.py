@@ -101,6 +101,7 @@ class KernelBuilder:
         self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
         self.write_logs = []  # register-fragment writes of the open run-time constructs (see carry.note_write)
         self.loop_frames = []  # the loops being traced (see flow)
+        self.cooperative = False  # the kernel syncs its grid: launched cooperatively
         self.reg_plan = None  # the register reallocation plan (builtins.arch_sync.RegisterPlan), when one is used
 
     def descriptor_of(self, atom: TmaCopyAtom) -> Any:

@@ -72,6 +72,8 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
     options = options or _DEFAULT_OPTIONS
     ctx = md.make_context()
 
+    cooperative = set()  # the kernels that sync their grid (launched cooperatively)
+
     def trace():
         smem = {}
         module = mlir.ir.Module.parse(
@@ -81,10 +83,11 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
         gpu_block = module.body.operations[0].regions[0].blocks[0]
         for ln in launches:
             if recorder is None:
-                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext(), options.line_info)
+                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext(), options.line_info, cooperative)
             else:
                 with recorder:
-                    smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext(), options.line_info)
+                    smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext(), options.line_info,
+                                                  cooperative)
         return module, smem
 
     with ctx, mlir.ir.Location.unknown(ctx):
@@ -108,6 +111,7 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
     except md.DialectError as e:
         raise CompileError(str(e)) from None
     r.times["cubin"] = time.perf_counter() - t0
+    r.cooperative = sorted(cooperative)
     return r
 
 
@@ -151,7 +155,9 @@ def _locate_function(b, fn):
         pass
 
 
-def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False):
+def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False, cooperative=None):
+    """Trace the kernel of launch ``ln`` into ``gpu_block``; its dynamic shared-memory bytes. Its name is added to
+    the set ``cooperative`` when it syncs its grid."""
     types = [PARAM_TYPES[kind] for kind, _ in ln.params]
     b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
     b.launch = ln
@@ -187,6 +193,8 @@ def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False):
                 raise
     if line_info:
         _locate_function(b, kfn)
+    if b.cooperative and cooperative is not None:
+        cooperative.add(ln.name)
     used = b.smem_region.total if b.smem_region is not None else 0
     if ln.smem is not None and ln.smem < used:
         f, line = ln.where

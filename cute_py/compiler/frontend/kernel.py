@@ -411,7 +411,8 @@ def _compile(jf, obj, host, key, sources, opts):
             _log(f"loaded {jf.fn.__name__} from the disk cache in {1e3 * (time.perf_counter() - t0):.1f} ms")
             opts.write_kept(name, ptx, cubin)
             c = Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=builder, name=name,
-                         arg_names=jf.params.names[0 if obj is _UNBOUND else 1:])
+                         arg_names=jf.params.names[0 if obj is _UNBOUND else 1:],
+                         cooperative=meta.get("cooperative", ()))
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
@@ -421,13 +422,14 @@ def _compile(jf, obj, host, key, sources, opts):
     if dkey:
         manifest = recorder.manifest(covered=[jf.fn] + [ln.call.kernel.fn for ln in ht.launches])
         if manifest is not None:
-            _cache.write_entry(dkey, {"kernels": smem, "deps": manifest}, cubin, ptx)
+            _cache.write_entry(dkey, {"kernels": smem, "cooperative": built.cooperative, "deps": manifest}, cubin,
+                               ptx)
         else:
             _log(f"{jf.fn.__name__} is not cached on disk: its traces ran code whose source cannot be checked")
     _log(f"compiled {jf.fn.__name__} in {1e3 * (time.perf_counter() - t0):.1f} ms")
     opts.write_kept(name, ptx, cubin)
     c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name,
-                         arg_names=jf.params.names[0 if obj is _UNBOUND else 1:])
+                 arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], cooperative=built.cooperative)
     return _remember(jf, dkey, c), result
 
 

@@ -16,7 +16,7 @@ kernels: calling it checks the argument count and does nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..frontend.annotations import stream_handle
@@ -46,11 +46,13 @@ class Compiled:
     def __init__(self, jf: Any, launches: list[Any], smem: dict[str, int], sources: list[tuple[str, Any]],
                  cubin: bytes, ptx: str | None, mlir_text: str | None, key: str | None,
                  stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults],
-                 name: str | None = None, arg_names: list[str] | None = None) -> None:
+                 name: str | None = None, arg_names: list[str] | None = None,
+                 cooperative: Iterable[str] = ()) -> None:
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
         self.function_name = name or jf.fn.__name__
+        self.cooperative = frozenset(cooperative)  # the kernels that sync their grid: launched cooperatively
         self._build = build
         self.cubin, self._ptx, self._mlir, self.key = cubin, ptx, mlir_text, key
         self._lowered = None
@@ -126,8 +128,10 @@ class Compiled:
         self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS
         # the legacy default stream as the driver binding's own handle type: an int would be converted on each call
         self._default_stream = d.CUstream(0)
+        # the last entry: None for a plain cuLaunchKernel, else (cluster, cooperative) for cuLaunchKernelEx
         self._plan = tuple((self._funcs[ln.name], *ln.grid, *ln.block, self.smem[ln.name], block.address,
-                            None if ln.cluster == (1, 1, 1) else ln.cluster)
+                            None if ln.cluster == (1, 1, 1) and ln.name not in self.cooperative
+                            else (ln.cluster, ln.name in self.cooperative))
                            for ln, block in zip(self.launches, self._blocks))
 
     def _descriptor(self, desc, address, env=None):
@@ -169,16 +173,16 @@ class Compiled:
             self._fill(key, args)
             self._last = key
         launch_kernel, ok = self._launch_kernel, self._ok
-        for (func, gx, gy, gz, bx, by, bz, smem, params, cluster), at in zip(self._plan, self._streams):
+        for (func, gx, gy, gz, bx, by, bz, smem, params, ex), at in zip(self._plan, self._streams):
             s = stream if at is None else stream_handle(args[at])
-            if cluster is None:
+            if ex is None:
                 err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, s, params, 0)
                 if err is not ok and err != ok:
                     self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
             else:
                 from . import launch as _launch
 
-                _launch.launch(func, (gx, gy, gz), (bx, by, bz), cluster, smem, s, _Params(params))
+                _launch.launch(func, (gx, gy, gz), (bx, by, bz), ex[0], smem, s, _Params(params), cooperative=ex[1])
         if self._fast_call is None and self._binder is not None and self._fast_dynamic is not None and \
                 len(self._torch_specs) == len(self._tensor_args):
             self._fast_call = _make_dynamic_fast_call(self) or False

@@ -1,7 +1,9 @@
 """Loading cubins and launching kernels through cuda-python's driver API.
 
-Kernels with a cluster go through ``cuLaunchKernelEx`` (cluster dimension attribute); the
-others through ``cuLaunchKernel``. A kernel using more than 48 KB of dynamic shared memory
+Kernels with a cluster, or that sync their grid (cooperative), go through ``cuLaunchKernelEx`` (cluster
+dimension and cooperative attributes); the others through ``cuLaunchKernel``. Before a cooperative launch its
+grid is checked against the blocks that can be resident at once (occupancy x SMs): more is a ``LaunchError``
+naming both, instead of the driver's refusal. A kernel using more than 48 KB of dynamic shared memory
 gets ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised once, when it is loaded, and
 one launched with a non-portable cluster (9 to 16 CTAs, ``launch(non_portable_cluster=True)``)
 gets ``CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED``.
@@ -18,7 +20,7 @@ from typing import Any
 
 from ...errors import LaunchError
 
-__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "ParamBlock"]
+__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "resident_blocks", "ParamBlock"]
 
 _STATE = {"driver": None, "ctx": None}
 
@@ -108,11 +110,35 @@ class ParamBlock:
             slot.value = value
 
 
+_RESIDENT: dict[tuple[Any, int, int], int] = {}  # (function, threads, smem) -> blocks resident at once
+
+
+def resident_blocks(func: Any, threads: int, smem: int) -> int:
+    """How many blocks of ``threads`` threads and ``smem`` bytes of dynamic shared memory of ``func`` the device
+    holds at once (``cuOccupancyMaxActiveBlocksPerMultiprocessor`` x SMs)."""
+    key = (int(func), threads, smem)
+    n = _RESIDENT.get(key)
+    if n is None:
+        d = driver()
+        per_sm = check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, threads, smem),
+                       "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        n = _RESIDENT[key] = int(per_sm) * sm_count()
+    return n
+
+
 def launch(func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], cluster: tuple[int, int, int],
-           smem: int, stream: int | Any, params: ParamBlock | Any) -> None:
-    """Launch ``func`` with a ``ParamBlock``; ``cuLaunchKernelEx`` when ``cluster`` is not (1, 1, 1)."""
+           smem: int, stream: int | Any, params: ParamBlock | Any, cooperative: bool = False) -> None:
+    """Launch ``func`` with a ``ParamBlock``; ``cuLaunchKernelEx`` when ``cluster`` is not (1, 1, 1) or the launch
+    is ``cooperative`` (its grid checked against the resident blocks first)."""
     d = driver()
-    if cluster == (1, 1, 1):
+    if cooperative:
+        blocks, threads = grid[0] * grid[1] * grid[2], block[0] * block[1] * block[2]
+        most = resident_blocks(func, threads, smem)
+        if blocks > most:
+            raise LaunchError(f"a kernel that syncs its grid needs every block resident at once: grid={grid} is "
+                              f"{blocks} blocks, and at most {most} blocks of {threads} threads and {smem} bytes of "
+                              f"shared memory fit on this device")
+    if cluster == (1, 1, 1) and not cooperative:
         err, = d.cuLaunchKernel(func, *grid, *block, smem, stream, params.address, 0)
     else:
         cfg = d.CUlaunchConfig()
@@ -120,11 +146,19 @@ def launch(func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], c
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
         cfg.sharedMemBytes = smem
         cfg.hStream = stream
-        attr = d.CUlaunchAttribute()
-        attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-        cfg.attrs = [attr]
-        cfg.numAttrs = 1
+        attrs = []
+        if cluster != (1, 1, 1):
+            attr = d.CUlaunchAttribute()
+            attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            attrs.append(attr)
+        if cooperative:
+            attr = d.CUlaunchAttribute()
+            attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+            attr.value.cooperative = 1
+            attrs.append(attr)
+        cfg.attrs = attrs
+        cfg.numAttrs = len(attrs)
         err, = d.cuLaunchKernelEx(cfg, func, params.address, 0)
     if err != d.CUresult.CUDA_SUCCESS:
         check((err,), f"launching grid={grid} block={block} cluster={cluster} smem={smem}")
