@@ -15,7 +15,9 @@
   warp-specialised kernels, ``access_ptr`` (:mod:`~cute_py.compiler.builtins.arch_names`).
 
 The DSL's Blackwell-only names (TMEM, cluster launch control, tcgen05 fences, packed f32x2 arithmetic,
-FP4 conversions) are not offered: the kernels here target sm_90a. Importing this module loads the compiler.
+FP4 conversions) are not offered: the kernels here target sm_90a. Two tcgen05 names of TileLang's surface are
+(:mod:`~cute_py.compiler.builtins.arch_tcgen05`, for compiles with ``--gpu-arch sm_100a``; built and assembled,
+never run here: no Blackwell GPU). Importing this module loads the compiler.
 """
 
 from .compiler.builtins.arch import (block_dim, block_idx, block_idx_in_cluster, block_in_cluster_dim,
@@ -56,6 +58,7 @@ from .compiler.builtins.arch_sync import (barrier, barrier_arrive, cp_async_bulk
                                           setmaxregister_decrease, setmaxregister_increase, sync_global, sync_grid,
                                           sync_warp,
                                           warpgroup_reg_alloc, warpgroup_reg_dealloc)
+from .compiler.builtins.arch_tcgen05 import initialize_tcgen05_descriptor, tcgen05_mma_arrive
 from .compiler.builtins.arch_warp import (activemask, elect_one_sync, match_sync, shuffle_elect, shuffle_sync,
                                           shuffle_sync_bfly, shuffle_sync_down, shuffle_sync_op, shuffle_sync_up,
                                           vote_all_sync, vote_any_sync, vote_ballot_sync, vote_uni_sync,
@@ -113,4 +116,6 @@ __all__ = [
     "fence_proxy_async", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
     "annotate_consumer_reg_alloc", "no_set_max_nreg", "disable_warp_group_reg_alloc", "loop_break", "access_ptr",
     "create_tma_descriptor", "tma_load", "sync_grid", "sync_global",
+    # Blackwell (compiled with --gpu-arch sm_100a)
+    "tcgen05_mma_arrive", "initialize_tcgen05_descriptor",
 ]

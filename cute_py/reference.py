@@ -10,6 +10,8 @@ the instructions do:
   ``swizzle(smem_byte + k * element_bytes)`` (the swizzle acts on the byte address);
   with a multicast mask, into every CTA of the mask; completes ``box bytes`` of
   transaction on each receiving CTA's mbarrier;
+- :func:`tma_load_im2col`: the im2col-mode load (pixels of a bounding-box traversal, channels per pixel,
+  zeros outside the tensor; see :func:`im2col_box_elements`);
 - :func:`tma_store` / :func:`tma_reduce`: the reverse, writing (or reducing with
   add, min, max, inc, dec, and, or, xor) only in-bounds elements;
 - :func:`dsmem_store`: ``st.async`` into a peer CTA's shared memory, with complete_tx.
@@ -30,8 +32,9 @@ from .errors import CuteTypeError, CuteValueError
 from .core.int_tuple import ceil_div, product, product_each
 from .core.layout import Layout, group_modes
 from .atom import CopyUniversalOp
-from .nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
-                             CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, ReductionOp)
+from .nvgpu.copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
+                             CopyBulkTensorTileS2GOp, CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp,
+                             ReductionOp)
 from .nvgpu.cpasync import tma_partition
 from .nvgpu.tma import TmaSwizzle
 from .core.swizzle import Swizzle
@@ -43,11 +46,14 @@ if TYPE_CHECKING:
     from .core.composed import ComposedLayout
     from .nvgpu.cpasync import TmaCopyAtom
     from .nvgpu.tma import TmaDescriptor
+    from .nvgpu.tma_im2col import Im2colDescriptor
 
 __all__ = [
     "MBarrier",
     "cp_async",
     "tma_load",
+    "tma_load_im2col",
+    "im2col_box_elements",
     "tma_store",
     "tma_reduce",
     "box_gmem_bytes",
@@ -199,6 +205,69 @@ def tma_load(desc: TmaDescriptor, gmem: np.ndarray, crd: Sequence[int], smem: np
             bar.complete_tx(values.nbytes)
 
 
+def im2col_box_elements(desc: Im2colDescriptor, crd: Sequence[int], offsets: Sequence[int]) -> np.ndarray:
+    """The gmem element index (or -1: out of bounds, read as zero) of each element an im2col TMA load at ``crd``
+    with im2col ``offsets`` moves, in shared-memory order (pixel-major, ``channels_per_pixel`` per pixel).
+
+    The pixels are those the traversal visits from ``crd``'s pixel: along spatial dim ``i`` (innermost first)
+    in steps of ``element_strides[i + 1]`` while inside the bounding box ``[lower_corner[i], dims[i + 1] - 1 +
+    upper_corner[i]]``, then back to ``lower_corner[i]`` with the next dim advanced (past the outermost spatial
+    dim: the next image). Each reads at its position plus ``offsets``."""
+    r = desc.rank
+    if not isinstance(crd, (tuple, list)) or len(crd) != r:
+        raise CuteValueError(f"an im2col load of a rank-{r} descriptor takes {r} coordinates, got {crd!r}")
+    if not isinstance(offsets, (tuple, list)) or len(offsets) != r - 2:
+        raise CuteValueError(f"an im2col load of a rank-{r} descriptor takes {r - 2} offsets, got {offsets!r}")
+    for v in tuple(crd) + tuple(offsets):
+        if type(v) is not int and not isinstance(v, np.integer):
+            raise CuteTypeError(f"im2col coordinates and offsets are ints, got {v!r}")
+    if not all(-(1 << 31) <= int(v) < 1 << 31 for v in crd):
+        raise CuteValueError(f"TMA coordinates are 32-bit signed ints, got {tuple(crd)}")
+    if not all(0 <= int(o) < 1 << 16 for o in offsets):
+        raise CuteValueError(f"im2col offsets are 16-bit unsigned ints, got {tuple(offsets)}")
+    dims, eb = desc.global_dims, desc.dtype.width // 8
+    elem_strides = [1] + [s // eb for s in desc.global_strides]
+    spatial = r - 2
+    pos = [int(v) for v in crd[1:-1]]
+    n = int(crd[-1])
+    hi = [dims[i + 1] - 1 + desc.upper_corner[i] for i in range(spatial)]
+    chans = int(crd[0]) + np.arange(desc.channels_per_pixel, dtype=np.int64)
+    c_ok = (chans >= 0) & (chans < dims[0])
+    rows = []
+    for _ in range(desc.pixels_per_column):
+        at = [pos[i] + int(offsets[i]) for i in range(spatial)] + [n]
+        inside = all(0 <= at[i] < dims[i + 1] for i in range(spatial + 1))
+        base = sum(a * s for a, s in zip(at, elem_strides[1:]))
+        rows.append(np.where(c_ok & inside, base + chans, -1))
+        for i in range(spatial):  # the traversal's next pixel
+            pos[i] += desc.element_strides[i + 1]
+            if pos[i] <= hi[i]:
+                break
+            pos[i] = desc.lower_corner[i]
+        else:
+            n += 1
+    return np.concatenate(rows)
+
+
+def tma_load_im2col(desc: Im2colDescriptor, gmem: np.ndarray, crd: Sequence[int], offsets: Sequence[int],
+                    smem: np.ndarray, smem_byte: int, mbar: MBarrier | None = None) -> None:
+    """Im2col TMA load (see :func:`im2col_box_elements`) into ``smem`` at ``smem_byte`` (box element ``k`` at
+    byte ``swizzle(smem_byte + k * element_bytes)``); completes the box's bytes on ``mbar``."""
+    _check_smem(desc, smem_byte)
+    elems = im2col_box_elements(desc, crd, offsets)
+    g = gmem.reshape(-1).view(desc.dtype.storage_dtype)
+    values = np.zeros(elems.size, dtype=g.dtype)
+    ok = elems >= 0
+    values[ok] = g[elems[ok]]
+    dst_idx = _smem_bytes(desc, smem_byte, elems.size)
+    sb = _bytes(smem)
+    if dst_idx.max(initial=-1) >= sb.size:
+        raise CuteValueError(f"the TMA box ends beyond shared memory ({dst_idx.max() + 1} > {sb.size} bytes)")
+    sb[dst_idx] = values.view(np.uint8)
+    if mbar is not None:
+        mbar.complete_tx(values.nbytes)
+
+
 def _gather_smem(desc, smem, smem_byte, n, dtype):
     idx = _smem_bytes(desc, smem_byte, n)
     sb = _bytes(smem)
@@ -290,6 +359,7 @@ REFERENCE = {
     CopyG2SOp: cp_async,
     CopyBulkTensorTileG2SOp: tma_load,
     CopyBulkTensorTileG2SMulticastOp: tma_load,  # with its ``mcast`` argument
+    CopyBulkTensorIm2colG2SOp: tma_load_im2col,
     CopyBulkTensorTileS2GOp: tma_store,
     CopyReduceBulkTensorTileS2GOp: tma_reduce,  # with the op's ``reduction_kind``
     CopyDsmemStoreOp: dsmem_store,

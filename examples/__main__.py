@@ -1,11 +1,11 @@
-"""``python -m examples``: run kernels 1-11 on small torch tensors and check each against torch (needs a Hopper
+"""``python -m examples``: run kernels 1-12 on small torch tensors and check each against torch (needs a Hopper
 GPU and torch)."""
 
 import sys
 
 import torch
 
-from . import (cp_async_copy, dsmem_exchange, elementwise_add, fused_silu_add, row_sum, softmax, tma_copy,
+from . import (conv_output_size, cp_async_copy, dsmem_exchange, elementwise_add, fused_silu_add, im2col, row_sum, softmax, tma_copy,
                tma_copy_pipelined, tma_grouped_copy, tma_multicast_copy, tma_reduce_add, tma_transpose,
                warp_specialized_copy)
 
@@ -101,6 +101,15 @@ def main():
     warp_specialized_copy(src, dst, (1.0, -2.0), (64, 64), 3, 2, 2, "none", 2)
     torch.cuda.synchronize()
     ok &= _check("warp_specialized_copy cluster 2", torch.equal(dst, torch.cat([src, src * -2.0])))
+    # 12: a conv2d's im2col matrix by im2col TMA, against unfold (columns (c, kh, kw) permuted to (kh, kw, c))
+    img = _rand((2, 9, 11, 64), torch.float16, 17)
+    oh, ow = conv_output_size(9, 3, 1, 2, 1), conv_output_size(11, 3, 1, 2, 1)
+    out = torch.zeros((2 * oh * ow, 9 * 64), dtype=torch.float16, device="cuda")
+    im2col(img, out, 3, 1, 2, 1)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.unfold(img.permute(0, 3, 1, 2), 3, dilation=2, padding=1, stride=1)
+    ref = ref.view(2, 64, 3, 3, oh * ow).permute(0, 4, 2, 3, 1).reshape(2 * oh * ow, 9 * 64)
+    ok &= _check("im2col 3x3 dilation 2 pad 1", torch.equal(out, ref))
     return 0 if ok else 1
 
 

@@ -22,6 +22,7 @@ _EXPORTS = {
     "ops_cpasync": ("cp_async", "cp_async_commit_group", "cp_async_wait_group", "cp_async_mbarrier_arrive"),
     "ops_tma": ("tma_load", "tma_store", "tma_reduce", "tma_store_arrive", "tma_store_wait", "prefetch_tensormap",
                 "tma_prefetch_tile"),
+    "ops_tma_im2col": ("tma_load_im2col",),
     "ops_descriptor": ("tensormap_replace", "tensormap_copy", "fence_tensormap_acquire", "fence_tensormap_release",
                        "cp_fence_tensormap_release"),
     "ops_mbarrier": ("mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_cluster", "mbarrier_arrive_expect_tx",

@@ -33,7 +33,8 @@ __all__ = [
 DIALECT_NAME = "cute_nvgpu"
 # A boolean attribute: an i1 IntegerAttr (what ``ir.BoolAttr`` builds), declared by its base class.
 Flag = ir.IntegerAttr
-OP_MODULES = ("ops_cpasync", "ops_tma", "ops_descriptor", "ops_mbarrier", "ops_sync", "ops_warp", "ops_numeric")
+OP_MODULES = ("ops_cpasync", "ops_tma", "ops_tma_im2col", "ops_descriptor", "ops_mbarrier", "ops_sync", "ops_warp",
+              "ops_numeric")
 
 
 class CuteNvgpu(ext.Dialect, name=DIALECT_NAME):

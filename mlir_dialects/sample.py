@@ -15,6 +15,7 @@ from .ops_numeric import APPROX_FUNCTIONS, cvt_f8_to_f16, cvt_f32_to_narrow, mat
 from .ops_mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
                            mbarrier_expect_tx, mbarrier_init, mbarrier_try_wait_parity, mbarrier_wait_parity)
 from .ops_sync import cluster_arrive, cluster_wait, dsmem_store, elect_sync, fence_proxy_async
+from .ops_tma_im2col import tma_load_im2col
 from .ops_tma import (prefetch_tensormap, tma_load, tma_prefetch_tile, tma_reduce, tma_store, tma_store_arrive,
                       tma_store_wait)
 from .ops_warp import (activemask, bar_warp_sync, barrier_arrive, barrier_sync, ld_global, read_sreg, setmaxnreg,
@@ -97,6 +98,7 @@ def build_sample_module():
         tma_load(tile, a["desc"], bar, [a["x"], a["y"]], multicast_mask=mask, cache_hint=a["hint"])
         tma_load(tile, a["desc"], bar, [a["x"]])
         tma_load(tile, a["desc"], bar, [a["x"], a["y"], a["z"], a["x"], a["y"]])
+        tma_load_im2col(tile, a["desc"], bar, [a["x"], a["y"], a["z"], a["x"]], [mask, mask])
         tma_prefetch_tile(a["desc"], [a["x"], a["y"]])
         tma_prefetch_tile(a["desc"], [a["x"], a["y"], a["z"]], cache_hint=a["hint"])
         mbarrier_expect_tx(bar2, tx)

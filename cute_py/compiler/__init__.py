@@ -28,7 +28,9 @@ their helpers.  Heavy parts (the MLIR bindings, cuda-python) load on first use.
 
 from ..errors import ArgumentError, CacheError, CompileError, JitError, LaunchError, SpecMismatch, TraceError
 from .builtins.copy import L2_EVICT_FIRST, L2_EVICT_LAST, L2_EVICT_NORMAL, async_copy, copy, tma_copy
+from .builtins.im2col import c2d_im2col
 from .builtins.thread_copy import predicate
+from .builtins import tile_copier as _tile_copier  # noqa: F401 (registers the tile copier's emission)
 from .frontend.args import DeviceArraySpec
 from .frontend.control import const_expr, if_, range, range_constexpr
 from .frontend.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
@@ -40,7 +42,8 @@ from .runtime.launch import sm_count
 
 __all__ = [
     "kernel", "jit", "compile", "Compiled", "JitFunction", "KernelFunction",
-    "copy", "async_copy", "tma_copy", "make_fragment", "make_fragment_like", "make_rmem_tensor", "predicate",
+    "copy", "async_copy", "tma_copy", "c2d_im2col", "make_fragment", "make_fragment_like", "make_rmem_tensor",
+    "predicate",
     "range", "range_constexpr", "const_expr", "if_", "select", "SmemAllocator",
     "TracedInt", "TracedBool", "TracedFloat",
     "JitError", "TraceError", "ArgumentError", "SpecMismatch", "CompileError", "LaunchError", "CacheError",

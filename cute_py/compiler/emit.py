@@ -21,8 +21,9 @@ from ..atom import CopyUniversalOp
 from ..core.typing import Int
 from ..errors import CuteError
 from ..nvgpu import device_ops as dops
-from ..nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
-                              CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode)
+from ..nvgpu.copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
+                              CopyBulkTensorTileS2GOp, CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp,
+                              LoadCacheMode)
 from ..nvgpu.cpasync import TmaCopyAtom
 from ..nvgpu.tma_box import make_tma_desc
 from ..tensor.pointer import AddressSpace, Pointer
@@ -263,6 +264,17 @@ def _tma_load_tile(b, op, desc, mbar, smem, crd, cache_hint=None):
 @emits(CopyBulkTensorTileG2SMulticastOp, "tma_load")
 def _tma_load_multicast(b, op, desc, mbar, smem, crd, mcast_mask, cache_hint=None):
     _tma_load(b, desc, mbar, smem, crd, as_value(mcast_mask, 16), cache_hint)
+
+
+@emits(CopyBulkTensorIm2colG2SOp, "tma_load_im2col")
+def _tma_load_im2col(b, op, desc, mbar, smem, crd, offsets, cache_hint=None):
+    """One im2col TMA load: ``crd`` the 3-5 coordinates, ``offsets`` the 16-bit im2col offsets."""
+    d, sp, coords, hint = _tma_operands(b, desc, smem, crd, cache_hint)
+    check_mbarrier_pointer(mbar, "tma_load_im2col: mbar")
+    bar = pointer_value(mbar, "mbar")
+    offs = [as_value(o, 16) for o in offsets]
+    with b.at_end():
+        md.tma_load_im2col(sp, d, bar, coords, offs, cache_hint=hint)
 
 
 @emits(CopyBulkTensorTileS2GOp, "tma_store")

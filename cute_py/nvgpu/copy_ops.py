@@ -24,6 +24,7 @@ __all__ = [
     "CopyG2SOp",
     "CopyBulkTensorTileG2SOp",
     "CopyBulkTensorTileG2SMulticastOp",
+    "CopyBulkTensorIm2colG2SOp",
     "CopyBulkTensorTileS2GOp",
     "CopyReduceBulkTensorTileS2GOp",
     "CopyDsmemStoreOp",
@@ -107,6 +108,12 @@ class CopyBulkTensorTileG2SMulticastOp(TmaOp):
 
 
 @dataclasses.dataclass(frozen=True)
+class CopyBulkTensorIm2colG2SOp(TmaOp):
+    """TMA load in im2col mode: ``cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes``
+    (``N`` = 3..5 coordinates, ``N - 2`` 16-bit im2col offsets; see :mod:`cute_py.nvgpu.im2col`)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class CopyBulkTensorTileS2GOp(TmaOp):
     """TMA store: ``cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group``."""
 
@@ -139,5 +146,5 @@ def is_tma_op(op: object) -> bool:
 
 
 # every concrete copy op of this module (the op tables are checked complete against it)
-COPY_OP_CLASSES = (CopyG2SOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileS2GOp,
-                   CopyReduceBulkTensorTileS2GOp, CopyDsmemStoreOp)
+COPY_OP_CLASSES = (CopyG2SOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorIm2colG2SOp,
+                   CopyBulkTensorTileS2GOp, CopyReduceBulkTensorTileS2GOp, CopyDsmemStoreOp)

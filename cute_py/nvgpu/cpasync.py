@@ -27,8 +27,8 @@ from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import CoordEngine, Tensor, domain_offset
 from . import copy_ops, device_ops
 from .multicast import create_tma_multicast_mask
-from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
-                       CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, ReductionOp, TmaOp,
+from .copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
+                       CopyBulkTensorTileS2GOp, CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, ReductionOp, TmaOp,
                        is_tma_op)
 from .device_ops import (BYTES_PER_POINTER, DeviceOnlyError, BYTES_PER_TENSORMAP, copy_tensormap,
                          cp_async_gs, cp_async_gs_conditional, cp_async_shared_global, cp_fence_tma_desc_release,
@@ -37,6 +37,7 @@ from .device_ops import (BYTES_PER_POINTER, DeviceOnlyError, BYTES_PER_TENSORMAP
                          update_tma_descriptor)
 from ..tensor.fake import value_of
 from .tma import TmaDescriptor, TmaError, TmaSwizzle, tma_swizzle_of
+from .tile_copier import EvictionPolicy, GenericToSharedAsyncTileCopier, ThreadScope
 from .tma_box import construct_tma_gbasis, make_tma_desc, tile_extents
 from .tma_smem import check_same_tile, check_smem_instructions, check_store_targets, value_layout
 
@@ -51,6 +52,9 @@ __all__ = [n for n in copy_ops.__all__ if n not in ("TmaOp", "COPY_OP_CLASSES")]
     "TmaDescriptor",
     "TmaError",
     "TmaSwizzle",
+    "GenericToSharedAsyncTileCopier",
+    "EvictionPolicy",
+    "ThreadScope",
     # the low-level builtins (the instruction classes behind them stay in device_ops)
     "BYTES_PER_POINTER",
     "BYTES_PER_TENSORMAP",
@@ -123,6 +127,9 @@ def make_tiled_tma_atom(op: TmaOp, gmem_tensor: Tensor, smem_layout: Layout | Co
     """
     if not is_tma_op(op):
         raise CuteTypeError(f"make_tiled_tma_atom needs a TMA operation, got {op!r}")
+    if isinstance(op, CopyBulkTensorIm2colG2SOp):
+        raise CuteTypeError("make_tiled_tma_atom builds tiled-mode descriptors; an im2col TMA atom comes from "
+                            "cute_py.nvgpu.im2col.make_im2col_tma_atom")
     if not isinstance(gmem_tensor, Tensor) or not isinstance(gmem_tensor.engine, Pointer):
         raise CuteTypeError(f"make_tiled_tma_atom needs a gmem tensor (over a Pointer), got {gmem_tensor!r}")
     ptr = gmem_tensor.engine

@@ -53,6 +53,7 @@ __all__ = [
     "CpFenceTensormapReleaseOp",
     "BulkCommitGroupOp",
     "BulkWaitGroupOp",
+    "CpAsyncTileCopyOp",
     "INSTRUCTION_CLASSES",
 ]
 
@@ -124,9 +125,17 @@ class BulkWaitGroupOp(DeviceInstruction):
     read: bool = False
 
 
+@dataclasses.dataclass(frozen=True)
+class CpAsyncTileCopyOp(DeviceInstruction):
+    """One thread's cp.async copies of a tile (``GenericToSharedAsyncTileCopier.copy``): operands ``dst``,
+    ``src``, ``plan`` (its checked static facts) and ``num_valid_rows`` (``None``: no mask)."""
+
+    copier: Any = None
+
+
 INSTRUCTION_CLASSES = (PrefetchTensormapOp, TensormapPtrOp, TensormapCopyOp, TensormapReplaceOp,
                        FenceTensormapAcquireOp, FenceTensormapReleaseOp, CpFenceTensormapReleaseOp, BulkCommitGroupOp,
-                       BulkWaitGroupOp)
+                       BulkWaitGroupOp, CpAsyncTileCopyOp)
 
 
 def _need_ptr(p, spaces, what):

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import CuteValueError, DriverUnavailable, TmaEncodeError
 
-__all__ = ["encode_tiled", "driver_module", "DriverUnavailable", "TmaEncodeError"]
+__all__ = ["encode_tiled", "encode_im2col", "driver_module", "DriverUnavailable", "TmaEncodeError"]
 
 # CUtensorMapDataType values by element type name
 _DATA_TYPE = {
@@ -40,8 +40,8 @@ def _check(driver, result, what, error=DriverUnavailable):
         raise error(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
 
 
-def encode_tiled(desc: Any, address: int | None) -> bytes:
-    """``cuTensorMapEncodeTiled`` for ``desc`` at device address ``address``; returns 128 bytes."""
+def _prologue(desc, address):
+    # the driver module and the enum values shared by the tiled and im2col encoders
     if address is None:
         raise CuteValueError("encoding a TMA descriptor needs the tensor's device address")
     if address % 16:
@@ -51,9 +51,19 @@ def encode_tiled(desc: Any, address: int | None) -> bytes:
     _check(driver, err, "cuInit")
     dt = getattr(driver.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + _DATA_TYPE[desc.dtype.name])
     sw = getattr(driver.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + ("NONE" if desc.swizzle.value == 0 else f"{desc.swizzle.span}B"))
-    il = getattr(driver.CUtensorMapInterleave, "CU_TENSOR_MAP_INTERLEAVE_" + ("NONE" if desc.interleave.value == 0 else desc.interleave.name[1:] + "B"))
     l2 = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if desc.l2_promotion.value == 0 else "L2_" + desc.l2_promotion.name[1:] + "B"))
     oob = getattr(driver.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + desc.oob_fill.name)
+    return driver, dt, sw, l2, oob
+
+
+def _words(tmap):
+    return b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque)
+
+
+def encode_tiled(desc: Any, address: int | None) -> bytes:
+    """``cuTensorMapEncodeTiled`` for ``desc`` at device address ``address``; returns 128 bytes."""
+    driver, dt, sw, l2, oob = _prologue(desc, address)
+    il = getattr(driver.CUtensorMapInterleave, "CU_TENSOR_MAP_INTERLEAVE_" + ("NONE" if desc.interleave.value == 0 else desc.interleave.name[1:] + "B"))
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
     # cuda-python passes an empty list as a null pointer, which the driver refuses even for rank 1 (where it
     # reads no stride): give it one entry it ignores, the row's byte size rounded up to 16
@@ -66,5 +76,22 @@ def encode_tiled(desc: Any, address: int | None) -> bytes:
         il, sw, l2, oob,
     )
     _check(driver, err, f"cuTensorMapEncodeTiled of {desc}", TmaEncodeError)
-    words = tmap.opaque
-    return b"".join(int(w).to_bytes(8, "little") for w in words)
+    return _words(tmap)
+
+
+def encode_im2col(desc: Any, address: int | None) -> bytes:
+    """``cuTensorMapEncodeIm2col`` for ``desc`` (an :class:`~cute_py.nvgpu.tma_im2col.Im2colDescriptor`) at device
+    address ``address``; returns 128 bytes."""
+    driver, dt, sw, l2, oob = _prologue(desc, address)
+    il = driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    err, tmap = driver.cuTensorMapEncodeIm2col(
+        dt, desc.rank, address,
+        [u64(x) for x in desc.global_dims], [u64(x) for x in desc.global_strides],
+        list(desc.lower_corner), list(desc.upper_corner),
+        desc.channels_per_pixel, desc.pixels_per_column,
+        [u32(x) for x in desc.element_strides],
+        il, sw, l2, oob,
+    )
+    _check(driver, err, f"cuTensorMapEncodeIm2col of {desc}", TmaEncodeError)
+    return _words(tmap)

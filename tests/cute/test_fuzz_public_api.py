@@ -813,7 +813,7 @@ def test_the_fuzz_covers_every_public_algebra_and_tensor_name():
     }
     # the compiler's names (decorators, kernel builtins, device copies) are exercised by tests/jit and tests/gpu
     skipped |= {"Compiled", "DeviceArraySpec", "arch", "async_copy", "compile", "compiler", "copy", "if_", "jit",
-                "kernel", "make_fragment", "predicate", "range", "tma_copy", "struct", "Constexpr"}
+                "kernel", "make_fragment", "predicate", "range", "tma_copy", "struct", "Constexpr", "c2d_im2col"}
     # the numeric base class and the submodules of the DSL's layout (utils, pipeline: tests/jit, tests/cute)
     skipped |= {"Numeric", "pipeline", "utils"}
     # the type aliases of annotations (no values to fuzz)

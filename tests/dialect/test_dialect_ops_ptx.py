@@ -68,6 +68,21 @@ CASES = {
         ["CHECK: cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
          " [{{.*}}], [{{.*}}, {{.}}{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}{{.}}], [{{.*}}], {{%rd[0-9]+}};"],
     ),
+    "tma_load_im2col_4d": (
+        lambda k, c: md.tma_load_im2col(k.s["tile"], k.a["desc"], k.s["bar"], [k.a["x"], k.a["y"], k.a["z"], k.a["x"]],
+                                        [k.a["small"], k.a["small"]]),
+        ["CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}im2col"],
+        ["CHECK: cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+         " [{{%rd[0-9]+}}], [{{%rd[0-9]+}}, {{.}}{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}{{.}}], [{{.*}}],"
+         " {{.}}{{%rs[0-9]+}}, {{%rs[0-9]+}}{{.}};"],
+    ),
+    "tma_load_im2col_3d_cache_hint": (
+        lambda k, c: md.tma_load_im2col(k.s["tile"], k.a["desc"], k.s["bar"], [k.a["x"], k.a["y"], k.a["z"]],
+                                        [k.a["small"]], cache_hint=k.a["hint"]),
+        ["CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}im2col"],
+        ["CHECK: cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.L2::cache_hint"
+         " [{{.*}}], [{{.*}}], [{{.*}}], {{.}}{{%rs[0-9]+}}{{.}}, {{%rd[0-9]+}};"],
+    ),
     "tma_store_2d": (
         lambda k, c: md.tma_store(k.a["desc"], k.s["tile"], [k.a["x"], k.a["y"]]),
         ["CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta"],

@@ -19,7 +19,7 @@ def test_the_sample_kernel_uses_every_op_and_verifies(ctx):
 
 def test_every_op_class_names_its_ptx_and_has_a_lowering_rule():
     classes = md.all_op_classes()
-    assert len(classes) == 43  # 39 copy, sync and warp ops; 3 numeric ops and printf
+    assert len(classes) == 44  # 40 copy, sync and warp ops; 3 numeric ops and printf
     for cls in classes:
         assert "PTX:" in (cls.__doc__ or ""), f"{cls.__name__} has no 'PTX:' line"
         assert md.rule_for(cls.OPERATION_NAME).__name__.startswith("lower_")
@@ -272,3 +272,24 @@ def test_lowering_refuses_a_module_that_does_not_verify(kernel):
         CpAsyncOp(k.s["tile"], k.a["g"], i32_attr(3), str_attr("ca"))  # the raw constructor checks nothing
     with pytest.raises(VerificationError, match=r"\[cp-async-size\].*got 3"):
         md.lower(k.module)
+
+
+@pytest.mark.parametrize("ncoords,noffs,match", [
+    (2, 0, r"\[tma-im2col-rank\].*3 to 5 coordinates, got 2"),
+    (6, 4, r"\[tma-im2col-rank\].*got 6"),
+    (4, 1, r"\[tma-im2col-offsets\].*4 coordinates takes 2 im2col offsets .*got 1"),
+    (5, 2, r"\[tma-im2col-offsets\].*5 coordinates takes 3"),
+])
+def test_tma_load_im2col_rank_and_offsets(kernel, ncoords, noffs, match):
+    with kernel as k, pytest.raises(VerificationError, match=match):
+        md.tma_load_im2col(k.s["tile"], k.a["desc"], k.s["bar"], [k.a["x"]] * ncoords, [k.a["small"]] * noffs)
+
+
+def test_tma_load_im2col_offsets_are_16_bit(kernel):
+    with kernel as k, pytest.raises(Exception, match=r"i16|16"):
+        md.tma_load_im2col(k.s["tile"], k.a["desc"], k.s["bar"], [k.a["x"]] * 4, [k.a["x"], k.a["x"]])
+
+
+def test_tma_load_im2col_destination_is_shared(kernel):
+    with kernel as k, pytest.raises(VerificationError, match=r"\[dst-address-space\]"):
+        md.tma_load_im2col(k.a["g"], k.a["desc"], k.s["bar"], [k.a["x"]] * 4, [k.a["small"]] * 2)

@@ -106,3 +106,49 @@ def test_sync_grid_orders_every_block_around_each_barrier():
         ring(data, out, 1, most + 1)
     torch.cuda.synchronize()
     assert bool((out == -1).all())  # the refused launch ran nothing
+
+
+@cute.kernel
+def descriptor_kernel(fields, out):
+    i = arch.thread_idx()[0]
+    out[i] = arch.initialize_tcgen05_descriptor(None, fields[i, 0], fields[i, 1], fields[i, 2], 3, True, 4)
+
+
+@cute.jit
+def descriptors(fields, out):
+    descriptor_kernel(fields, out).launch(grid=1, block=64)
+
+
+def _bits(addr, lbo, sbo):
+    """The tcgen05 descriptor from the PTX ISA's field table (base offset 3, absolute mode, 64B swizzle)."""
+    return (((addr % (1 << 18)) >> 4) | ((lbo >> 4) % (1 << 14)) << 16 | ((sbo >> 4) % (1 << 14)) << 32 | 1 << 46
+            | 3 << 49 | 1 << 52 | 4 << 61)
+
+
+def test_run_time_tcgen05_descriptors_have_the_ptx_isa_bits():
+    spec = cute.compiler.DeviceArraySpec
+    cute.compile(descriptors, spec("Int32", (64, 3)), spec("Uint64", (64,)))  # built first, everywhere
+    torch = hopper_torch()
+    import random
+
+    rng = random.Random(7)
+    rows = [[rng.randrange(0, 1 << 24) & ~15, rng.randrange(0, 1 << 18) & ~15, rng.randrange(0, 1 << 18) & ~15]
+            for _ in range(64)]
+    fields = torch.tensor(rows, dtype=torch.int32, device="cuda")
+    out = torch.zeros(64, dtype=torch.uint64, device="cuda")
+    descriptors(fields, out)
+    torch.cuda.synchronize()
+    got = [v & (1 << 64) - 1 for v in out.view(torch.int64).cpu().tolist()]
+    assert got == [_bits(*r) for r in rows]
+
+
+def test_a_blackwell_compile_is_refused_on_hopper_with_the_target_named():
+    spec = cute.compiler.DeviceArraySpec
+    c = cute.compile(descriptors, spec("Int32", (64, 3)), spec("Uint64", (64,)), options="--gpu-arch sm_100a")
+    torch = hopper_torch()
+    fields = torch.zeros((64, 3), dtype=torch.int32, device="cuda")
+    out = torch.zeros(64, dtype=torch.uint64, device="cuda")
+    with pytest.raises(cute.compiler.LaunchError, match=r"compiled for sm_100a \(compute capability 10\.0\); this "
+                                                        r"device has compute capability 9\.0: compile it with "
+                                                        r"--gpu-arch sm_90a"):
+        c(fields, out)

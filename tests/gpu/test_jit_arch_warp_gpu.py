@@ -81,9 +81,9 @@ def warp_builtins_kernel(inp, out, f):
     arch.stg64(out.engine, (cute.compiler.select(arch.shuffle_elect(), 1, 0), cute.compiler.select(arch.elect_one_sync(), 1, 0)),
              index=20 * tid + 17)                                    # cols 34..35
     with cute.compiler.if_(lane >= 16):
-        arch.stg32(out.engine, cute.compiler.select(arch.shuffle_elect(0xFFFF0000), 1, 0), index=row + 36)
+        arch.stg32(out.engine, cute.compiler.select(arch.shuffle_elect(mask=0xFFFF0000), 1, 0), index=row + 36)
     with cute.compiler.if_(lane < 16):
-        arch.stg32(out.engine, cute.compiler.select(arch.shuffle_elect(0x0000FFFF), 1, 0), index=row + 36)
+        arch.stg32(out.engine, cute.compiler.select(arch.shuffle_elect(mask=0x0000FFFF), 1, 0), index=row + 36)
 
     # named barrier 1: warp 0 produces into warp 1's rows and arrives; warp 1 waits and reads them back
     arch.barrier(barrier_id=2, number_of_threads=THREADS)

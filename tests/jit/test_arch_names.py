@@ -20,12 +20,11 @@ TILELANG_BUILTINS = (
     "shfl_down shfl_up sync_threads sync_warp shfl_sync sync_global sync_grid initialize_wgmma_descriptor "
     "initialize_tcgen05_descriptor increase_descriptor_offset loop_break cp_async_barrier_noinc tcgen05_mma_arrive "
     "ptx_mma_sm70 ldg32 ldg64 ldg128 ldg256 stg32 stg64 stg128 stg256").split()
-# not offered yet, each with its reason: WGMMA and the sm_70 MMA come with the MMA atoms; the tcgen05 names need
-# an sm_100a target
+# not offered yet: WGMMA and the sm_70 MMA come with the MMA atoms
 NOT_YET = {
     "warpgroup_arrive": "mma", "warpgroup_commit_batch": "mma", "warpgroup_wait": "mma", "wait_wgmma": "mma",
     "warpgroup_fence_operand": "mma", "initialize_wgmma_descriptor": "mma", "increase_descriptor_offset": "mma",
-    "ptx_mma_sm70": "mma", "initialize_tcgen05_descriptor": "sm_100a", "tcgen05_mma_arrive": "sm_100a",
+    "ptx_mma_sm70": "mma",
 }
 
 
@@ -362,3 +361,75 @@ def test_the_disk_cache_keeps_the_cooperative_launch(tmp_path):
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr
     first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
     assert first == [["grid_kernel_0"], 0] and second == [["grid_kernel_0"], 1]
+
+
+# -- Blackwell: tcgen05 ------------------------------------------------------------------------------------
+
+
+def _descriptor_bits(addr, lbo, sbo, base=0, absolute=0, swizzle=0):
+    """The tcgen05 shared-memory descriptor, field by field from the PTX ISA's table (independent of cute_py)."""
+    fields = [(0, 14, (addr % (1 << 18)) // 16), (16, 14, lbo // 16), (32, 14, sbo // 16), (46, 3, 0b001),
+              (49, 3, base), (52, 1, absolute), (61, 3, swizzle)]
+    return sum(v << lo for lo, _, v in fields)
+
+
+@pytest.mark.parametrize("args", [(0x400, 16, 1024, 0, False, 2), (0x3FFF0, 0x3FFF0, 0x3FFF0, 7, True, 6),
+                                  (0x10000 + 0x40, 128, 256, 1, False, 4), (0x1230, 0, 16, 0, False, 1)])
+def test_a_static_tcgen05_descriptor_has_the_ptx_isa_bits(args):
+    addr, lbo, sbo, base, absolute, swizzle = args
+
+    @cute.kernel
+    def k(inp, out):
+        got = arch.initialize_tcgen05_descriptor(None, addr, lbo, sbo, base, absolute, swizzle)
+        assert got == _descriptor_bits(addr, lbo, sbo, base, int(absolute), swizzle)
+        out[0] = 0
+
+    compile_kernel(k)
+
+
+@cute.kernel
+def tcgen05_kernel(inp, out):
+    smem = arch.SmemAllocator()
+    bar = smem.allocate_mbarrier()
+    tile = smem.allocate_tensor(cute.Float16, cute.make_layout((64, 64)), byte_alignment=1024)
+    lbo = inp[0]
+    desc = arch.initialize_tcgen05_descriptor(None, tile.iterator, lbo, 1024, 0, False, 2)
+    out[0] = desc
+    arch.tcgen05_mma_arrive(bar)
+
+
+def test_tcgen05_builtins_assemble_for_sm_100a_and_need_that_target(filecheck, assemble):
+    spec, words = cute.compiler.DeviceArraySpec("Int32", (1024,)), cute.compiler.DeviceArraySpec("Uint64", (4,))
+
+    @cute.jit
+    def host(inp, out):
+        tcgen05_kernel(inp, out).launch(grid=1, block=128)
+
+    c = cute.compile(host, spec, words, options="--gpu-arch sm_100a")
+    filecheck(c.ptx, [
+        "CHECK: .version 8.6",
+        "CHECK: .target sm_100a",
+        "CHECK: mov.b64 {{%rd[0-9]+}}, {{[{]%r[0-9]+, %r[0-9]+[}]}};",
+        "CHECK: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [{{%r[0-9]+}}];",
+    ])
+    assert c.cubin[:4] == b"\x7fELF" and c.arch == "sm_100a"
+    with pytest.raises(TraceError, match=r"tcgen05_mma_arrive is a tcgen05 \(Blackwell\) instruction: compile with "
+                                         r"options=\"--gpu-arch sm_100a\" \(this compile targets sm_90a\)"):
+        cute.compile(host, spec, words)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: arch.initialize_tcgen05_descriptor(None, 0x408, 16, 16), r"start_address .* multiple of 16 .*got 1032"),
+    (lambda: arch.initialize_tcgen05_descriptor(None, 0, 1 << 18, 16), r"leading_byte_offset must be a multiple "
+                                                                        r"of 16 in 0\.\.262128 \(bytes\), got 262144"),
+    (lambda: arch.initialize_tcgen05_descriptor(None, 0, 16, 24), "stride_byte_offset must be a multiple of 16"),
+    (lambda: arch.initialize_tcgen05_descriptor(None, 0, 16, 16, 8), "base_offset must be an int in 0..7, got 8"),
+    (lambda: arch.initialize_tcgen05_descriptor(None, 0, 16, 16, swizzle_mode=3), "swizzle_mode must be one of"),
+])
+def test_tcgen05_descriptor_rules(call, match):
+    @cute.kernel
+    def k(inp, out):
+        call()
+
+    with pytest.raises(TraceError, match=match):
+        compile_kernel(k)

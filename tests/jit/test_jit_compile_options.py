@@ -115,6 +115,18 @@ def test_keep_ptx_and_cubin_write_files_named_after_the_function(tmp_path):
     assert ptx.read_text() == c.ptx and cubin.read_bytes() == c.cubin
 
 
+def test_the_blackwell_target_is_its_own_compile_with_its_own_files(tmp_path, cache_dir):
+    opts = parse_options("--gpu-arch sm_100a")
+    assert opts.gpu_arch == "sm_100a" and opts.features == "+ptx86" and not opts.default_pipeline
+    assert opts.codegen_key() != CompileOptions().codegen_key()
+    jf = _fresh(add)
+    hopper = cute.compile(jf, A, A, 5)
+    c = cute.compile(jf, A, A, 5, options=f"--gpu-arch sm_100a --keep-ptx --dump-dir {tmp_path}")
+    assert c is not hopper and ".target sm_100a" in c.ptx and ".target sm_90a" in hopper.ptx
+    assert (c.arch, hopper.arch) == ("sm_100a", "sm_90a") and c.cubin[:4] == b"\x7fELF"
+    assert (tmp_path / "add.sm_100a.ptx").read_text() == c.ptx
+
+
 def test_enable_assertions_and_the_one_target_are_accepted():
     assert parse_options("--enable-assertions --gpu-arch sm_90a") == CompileOptions(assertions=True)
     assert cute.compile(_fresh(add), A, A, 5, options="--enable-assertions").kernel_names == ["add_kernel_0"]
@@ -128,7 +140,7 @@ def test_enable_assertions_and_the_one_target_are_accepted():
     ("--keep-sass", r"does not support: --keep-sass"),
     ("--opt-level 4", r"--opt-level takes 0, 1, 2 or 3, got '4'"),
     ("--opt-level", r"--opt-level \(needs a value\)"),
-    ("--gpu-arch sm_100a", r"--gpu-arch sm_100a: cute_py compiles for sm_90a only"),
+    ("--gpu-arch sm_80", r"--gpu-arch sm_80: cute_py compiles for sm_90a or sm_100a"),
     ("--keep-ptx=yes", r"--keep-ptx=yes \(takes no value\)"),
     ("'unclosed", r"do not parse"),
 ])

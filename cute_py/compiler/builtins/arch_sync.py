@@ -241,7 +241,7 @@ def griddepcontrol_launch_dependents() -> None:
 # -- register reallocation -----------------------------------------------------------------------
 
 
-def reg_count_value(reg_count, name):
+def reg_count_value(reg_count: object, name: str) -> int:
     """``reg_count`` as setmaxnreg takes it: a static multiple of 8 in 24..256."""
     n = static_int(reg_count, f"{name}: reg_count", "a multiple of 8 in 24..256")
     if not 24 <= n <= 256 or n % 8:

@@ -102,6 +102,7 @@ class KernelBuilder:
         self.write_logs = []  # register-fragment writes of the open run-time constructs (see carry.note_write)
         self.loop_frames = []  # the loops being traced (see flow)
         self.cooperative = False  # the kernel syncs its grid: launched cooperatively
+        self.arch = "sm_90a"  # the compile's target (--gpu-arch)
         self.reg_plan = None  # the register reallocation plan (builtins.arch_sync.RegisterPlan), when one is used
 
     def descriptor_of(self, atom: TmaCopyAtom) -> Any:

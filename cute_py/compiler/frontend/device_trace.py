@@ -83,11 +83,12 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
         gpu_block = module.body.operations[0].regions[0].blocks[0]
         for ln in launches:
             if recorder is None:
-                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext(), options.line_info, cooperative)
+                smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext(), options.line_info, cooperative,
+                                              options.gpu_arch)
             else:
                 with recorder:
                     smem[ln.name] = _trace_kernel(mlir, gpu_block, ln, KernelContext(), options.line_info,
-                                                  cooperative)
+                                                  cooperative, options.gpu_arch)
         return module, smem
 
     with ctx, mlir.ir.Location.unknown(ctx):
@@ -101,13 +102,14 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
                     r.lowered = str(md.lower_copy(r.module))
                     r.times["lowered"] = time.perf_counter() - t0
                     t0 = time.perf_counter()
-                r.ptx = md.to_ptx(r.module, line_info=options.line_info, opt_level=options.opt_level)
+                r.ptx = md.to_ptx(r.module, chip=options.gpu_arch, features=options.features,
+                                  line_info=options.line_info, opt_level=options.opt_level)
                 r.times["ptx"] = time.perf_counter() - t0
         except md.DialectError as e:
             raise CompileError(f"compiling {', '.join(ln.name for ln in launches)} failed: {e}") from None
     t0 = time.perf_counter()
     try:
-        r.cubin = md.to_cubin(r.ptx)
+        r.cubin = md.to_cubin(r.ptx, options.gpu_arch)
     except md.DialectError as e:
         raise CompileError(str(e)) from None
     r.times["cubin"] = time.perf_counter() - t0
@@ -155,12 +157,13 @@ def _locate_function(b, fn):
         pass
 
 
-def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False, cooperative=None):
-    """Trace the kernel of launch ``ln`` into ``gpu_block``; its dynamic shared-memory bytes. Its name is added to
-    the set ``cooperative`` when it syncs its grid."""
+def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False, cooperative=None, arch="sm_90a"):
+    """Trace the kernel of launch ``ln`` into ``gpu_block`` for the target ``arch``; its dynamic shared-memory bytes.
+    Its name is added to the set ``cooperative`` when it syncs its grid."""
     types = [PARAM_TYPES[kind] for kind, _ in ln.params]
     b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
     b.launch = ln
+    b.arch = arch
     kfn = ln.call.kernel.fn
     fn = _rewrite.transformed(kfn, kernel=True)
     bound = ln.call.bound

@@ -412,7 +412,7 @@ def _compile(jf, obj, host, key, sources, opts):
             opts.write_kept(name, ptx, cubin)
             c = Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=builder, name=name,
                          arg_names=jf.params.names[0 if obj is _UNBOUND else 1:],
-                         cooperative=meta.get("cooperative", ()))
+                         cooperative=meta.get("cooperative", ()), arch=opts.gpu_arch)
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
@@ -429,7 +429,8 @@ def _compile(jf, obj, host, key, sources, opts):
     _log(f"compiled {jf.fn.__name__} in {1e3 * (time.perf_counter() - t0):.1f} ms")
     opts.write_kept(name, ptx, cubin)
     c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name,
-                 arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], cooperative=built.cooperative)
+                 arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], cooperative=built.cooperative,
+                 arch=opts.gpu_arch)
     return _remember(jf, dkey, c), result
 
 

@@ -12,10 +12,12 @@ The string is split as a shell would (``shlex``); each option is ``--name``, ``-
   Without it the pipeline's default applies (level 2; the DSL's default is 3);
 - ``--enable-assertions``: accepted, and changes nothing: cute_py kernels have no device-side assertions
   for it to enable (every check cute_py makes runs while tracing);
-- ``--keep-ptx`` / ``--keep-cubin``: also write ``<dump dir>/<function name>.sm_90a.ptx`` / ``.cubin`` (the
+- ``--keep-ptx`` / ``--keep-cubin``: also write ``<dump dir>/<function name>.<gpu arch>.ptx`` / ``.cubin`` (the
   function name carries the jit function's name prefix); ``--dump-dir DIR`` (default: the current
   directory). They do not change the code, and a compile found in a cache writes the files too;
-- ``--gpu-arch sm_90a``: the only target cute_py compiles for (any other is an error).
+- ``--gpu-arch sm_90a`` (the default: Hopper) or ``sm_100a`` (Blackwell, PTX ISA 8.6): the target; part of the
+  cache key. A compile for sm_100a is assembled here but launched only on a device of compute capability 10.0
+  (``LaunchError`` elsewhere); the kernels' rules (limits, shared memory) stay sm_90's. Any other is an error.
 
 Options of the DSL that cute_py does not implement (``--ptxas-options``, ``--keep-sass``, ``--rdc``,
 ``--link-libraries``, ``--enable-tvm-ffi``, ``--host-target``, ``--nvdisasm-options``, ``--enable-pyir``,
@@ -31,9 +33,11 @@ import shlex
 
 from ...errors import CuteValueError
 
-__all__ = ["CompileOptions", "parse_options", "GPU_ARCH"]
+__all__ = ["CompileOptions", "parse_options", "GPU_ARCH", "GPU_ARCHS"]
 
 GPU_ARCH = "sm_90a"
+# target -> (the NVPTX features (its PTX ISA), the compute capability of the devices that run it)
+GPU_ARCHS = {"sm_90a": ("+ptx80", (9, 0)), "sm_100a": ("+ptx86", (10, 0))}
 _BOOL = {"generate-line-info": "line_info", "enable-assertions": "assertions", "keep-ptx": "keep_ptx",
          "keep-cubin": "keep_cubin"}
 _VALUED = {"opt-level", "dump-dir", "gpu-arch"}
@@ -52,10 +56,11 @@ class CompileOptions:
     keep_ptx: bool = False
     keep_cubin: bool = False
     dump_dir: str | None = None
+    gpu_arch: str = GPU_ARCH
 
-    def codegen_key(self) -> tuple[bool, int | None]:
+    def codegen_key(self) -> tuple[object, ...]:
         """The options that change the generated code (part of every cache key)."""
-        return self.line_info, self.opt_level
+        return (self.line_info, self.opt_level) + (() if self.gpu_arch == GPU_ARCH else (self.gpu_arch,))
 
     def key(self) -> tuple[object, ...]:
         """Every option (the in-memory cache key: a compile asked to keep files is not one that was not)."""
@@ -64,7 +69,12 @@ class CompileOptions:
     @property
     def default_pipeline(self) -> bool:
         """Whether the PTX comes from the pipeline's defaults."""
-        return not self.line_info and self.opt_level is None
+        return not self.line_info and self.opt_level is None and self.gpu_arch == GPU_ARCH
+
+    @property
+    def features(self) -> str:
+        """The NVPTX feature string of the target (its PTX ISA version)."""
+        return GPU_ARCHS[self.gpu_arch][0]
 
     def write_kept(self, name: str, ptx: str | None, cubin: bytes | None) -> list[str]:
         """Write the PTX and cubin that ``--keep-ptx`` / ``--keep-cubin`` asked for; the paths written."""
@@ -73,7 +83,7 @@ class CompileOptions:
         for wanted, suffix, data in ((self.keep_ptx, "ptx", ptx), (self.keep_cubin, "cubin", cubin)):
             if wanted and data is not None:
                 os.makedirs(d, exist_ok=True)
-                path = os.path.join(d, f"{name}.{GPU_ARCH}.{suffix}")
+                path = os.path.join(d, f"{name}.{self.gpu_arch}.{suffix}")
                 with open(path, "wb") as f:
                     f.write(data.encode() if isinstance(data, str) else data)
                 out.append(path)
@@ -129,8 +139,11 @@ def parse_options(options: str | CompileOptions | None) -> CompileOptions:
         else:
             values["opt_level"] = int(level)
     arch = values.pop("gpu-arch", None)
-    if arch is not None and arch != GPU_ARCH:
-        problems.append(f"--gpu-arch {arch}: cute_py compiles for {GPU_ARCH} only")
+    if arch is not None:
+        if arch not in GPU_ARCHS:
+            problems.append(f"--gpu-arch {arch}: cute_py compiles for {' or '.join(GPU_ARCHS)}")
+        else:
+            values["gpu_arch"] = arch
     if "dump-dir" in values:
         values["dump_dir"] = values.pop("dump-dir")
     if bad:

@@ -23,7 +23,7 @@ from ..frontend.annotations import stream_handle
 from ..frontend.args import array_spec, concrete_spec, is_static_spec
 from ..frontend.dyn_specs import Binder
 from ...core.symbolic import SymInt
-from ...errors import ArgumentError, SpecMismatch
+from ...errors import ArgumentError, LaunchError, SpecMismatch
 from ...tensor.dtypes import Scalar
 
 if TYPE_CHECKING:
@@ -47,12 +47,13 @@ class Compiled:
                  cubin: bytes, ptx: str | None, mlir_text: str | None, key: str | None,
                  stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults],
                  name: str | None = None, arg_names: list[str] | None = None,
-                 cooperative: Iterable[str] = ()) -> None:
+                 cooperative: Iterable[str] = (), arch: str = "sm_90a") -> None:
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
         self.function_name = name or jf.fn.__name__
         self.cooperative = frozenset(cooperative)  # the kernels that sync their grid: launched cooperatively
+        self.arch = arch  # the target the cubin was assembled for
         self._build = build
         self.cubin, self._ptx, self._mlir, self.key = cubin, ptx, mlir_text, key
         self._lowered = None
@@ -121,8 +122,13 @@ class Compiled:
     def _load(self):
         from . import launch as _launch
 
+
         non_portable = {ln.name for ln in self.launches if ln.non_portable_cluster}
-        _, self._funcs = _launch.load_module(self.cubin, self.smem, non_portable)
+        try:
+            _, self._funcs = _launch.load_module(self.cubin, self.smem, non_portable)
+        except LaunchError:  # a cubin for another target: say so rather than the driver's code
+            _launch.check_target(self.arch, self.function_name)
+            raise
         self._blocks = [_launch.ParamBlock([k for k, _ in ln.params]) for ln in self.launches]
         d = _launch.driver()
         self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS

@@ -20,7 +20,8 @@ from typing import Any
 
 from ...errors import LaunchError
 
-__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "resident_blocks", "ParamBlock"]
+__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "resident_blocks", "ParamBlock",
+           "check_target"]
 
 _STATE = {"driver": None, "ctx": None}
 
@@ -108,6 +109,25 @@ class ParamBlock:
             ctypes.memmove(slot, value, 128)
         else:
             slot.value = value
+
+
+def check_target(arch: str, what: str) -> None:
+    """``LaunchError`` unless the current device runs cubins for ``arch`` (sm_90a: compute capability 9.0,
+    sm_100a: 10.0)."""
+    from ..frontend.options import GPU_ARCHS
+
+    d = driver()
+    ensure_context()
+    dev = check(d.cuCtxGetDevice(), "cuCtxGetDevice")
+    attrs = d.CUdevice_attribute
+    cc = tuple(int(check(d.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute"))
+               for a in (attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                         attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    need = GPU_ARCHS[arch][1]
+    if cc != need:
+        raise LaunchError(f"{what} was compiled for {arch} (compute capability {need[0]}.{need[1]}); this device "
+                          f"has compute capability {cc[0]}.{cc[1]}: compile it with --gpu-arch "
+                          f"{next((a for a, (_, c) in GPU_ARCHS.items() if c == cc), 'for this device')}")
 
 
 _RESIDENT: dict[tuple[Any, int, int], int] = {}  # (function, threads, smem) -> blocks resident at once

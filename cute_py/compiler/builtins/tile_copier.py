@@ -1,0 +1,91 @@
+"""The kernel side of ``GenericToSharedAsyncTileCopier``: the emission entry of ``CpAsyncTileCopyOp``.
+
+For the thread of index ``t`` (``%tid`` linearised over the block, or ``%laneid`` with ``ThreadScope.WARP``):
+threads with ``t`` past the thread layout's size branch around everything; the others (with an eviction
+policy other than NORMAL) make one L2 policy, ``createpolicy.fractional.L2::evict_{first,last}.b64 p, 1.0``,
+then issue one ``cp.async`` per vector of ``copier.thread_vectors(plan, t)``: ``.cg`` for 16 bytes, ``.ca``
+for 4 and 8, with ``.L2::cache_hint p`` under a policy, and -- where the vector's row may lie at or past the
+bound -- the run-time ``src_size`` ``row < bound ? size : 0`` (zero-fill). The alignment of every address is
+checked on the traced offsets (what is known to divide them) before it is emitted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from ...errors import TraceError
+from ...nvgpu import device_ops as dops
+from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
+from ...nvgpu.tile_copier import EvictionPolicy, ThreadScope
+from ...tensor.dtypes import dtype_of
+from ..emit import emit, emits
+from ..frontend.control import if_
+from .arch import block_dim, lane_idx, thread_idx
+from .arch_ptx import asm_value
+
+__all__ = ["thread_index", "l2_policy"]
+
+_INT64 = dtype_of("Int64")
+
+
+def thread_index(scope: ThreadScope, block: tuple[int, int, int] | None) -> Any:
+    """The thread's index for ``scope``: its lane, or ``x + y * bx + z * bx * by`` over the launch's block
+    ``block`` (read from ``%ntid`` when the launch is not known)."""
+    if scope is ThreadScope.WARP:
+        return lane_idx()
+    tx, ty, tz = thread_idx()
+    if block is None:
+        nx, ny, _ = block_dim()
+        return tx + ty * nx + tz * (nx * ny)
+    bx, by, bz = block
+    linear = tx
+    if by > 1:
+        linear = linear + ty * bx
+    if bz > 1:
+        linear = linear + tz * (bx * by)
+    return linear
+
+
+def l2_policy(policy: EvictionPolicy) -> Any:
+    """A 64-bit L2 cache policy giving every line ``policy``'s eviction priority (``None`` for NORMAL)."""
+    if policy is EvictionPolicy.NORMAL:
+        return None
+    return asm_value(f"createpolicy.fractional.L2::{policy.value}.b64 $0, 1.0;", "=l", [], _INT64)
+
+
+def _launch_block(b):
+    launch = getattr(b, "launch", None)
+    return None if launch is None else tuple(launch.block)
+
+
+@emits(dops.CpAsyncTileCopyOp, "cp_async")
+def _tile_copy(b, op, dst, src, plan, num_valid_rows=None):
+    copier = op.copier
+    block = _launch_block(b)
+    threads = 32 if copier.thread_scope is ThreadScope.WARP else None
+    if block is not None and copier.thread_scope is ThreadScope.BLOCK:
+        threads = block[0] * block[1] * block[2]
+        if threads != copier.num_threads:
+            raise TraceError(f"GenericToSharedAsyncTileCopier: num_threads={copier.num_threads}, but the kernel "
+                             f"is launched with {threads} threads per block {block}")
+    t = thread_index(copier.thread_scope, block)
+    guard = contextlib.nullcontext() if threads == copier.size else if_(t < copier.size)
+    nbytes = plan.vector_bytes
+    cg = CopyG2SOp(LoadCacheMode.GLOBAL if nbytes == 16 else LoadCacheMode.ALWAYS)
+    with guard:
+        hint = l2_policy(copier.eviction_policy)
+        for row, src_off, dst_off in copier.thread_vectors(plan, t):
+            sp, gp = dst.engine + dst_off, src.engine + src_off
+            for role, ptr in (("dst", sp), ("src", gp)):
+                if ptr.alignment < nbytes:
+                    raise TraceError(f"GenericToSharedAsyncTileCopier: a {nbytes}-byte cp.async needs "
+                                     f"{nbytes}-byte aligned addresses, but the {role} address is only known to be "
+                                     f"{ptr.alignment}-byte aligned")
+            pred = None if num_valid_rows is None else row < num_valid_rows
+            if pred is True:
+                pred = None
+            if pred is False:
+                emit(cg, dst=sp, src=gp, cp_size=nbytes, src_size=0, cache_hint=hint)
+            else:
+                emit(cg, dst=sp, src=gp, cp_size=nbytes, pred=pred, cache_hint=hint)
