@@ -39,8 +39,8 @@ def _copy_tensor(i, load_atom, store_atom, src, dst, workspace, s_desc, s_tile, 
         cpasync.update_tma_descriptor(load_atom, src, s_desc)
         cpasync.update_tma_descriptor(store_atom, dst, s_desc + DESCRIPTOR_SLOT)
     arch.sync_warp()
-    cpasync.cp_fence_tma_desc_release(s_desc, w_load)  # warp-wide
-    cpasync.cp_fence_tma_desc_release(s_desc + DESCRIPTOR_SLOT, w_store)
+    cpasync.cp_fence_tma_desc_release(w_load, s_desc)  # warp-wide
+    cpasync.cp_fence_tma_desc_release(w_store, s_desc + DESCRIPTOR_SLOT)
     load_tensor, store_tensor = load_atom.get_tma_tensor(src.shape), store_atom.get_tma_tensor(dst.shape)
     tiles_m, tiles_n = cute.ceil_div(src.shape[0], tile[0]), cute.ceil_div(src.shape[1], tile[1])
     with arch.elect_one():

@@ -85,7 +85,7 @@ def test_the_low_level_forms_issue_the_copy_op_objects():
         device_ops.tma_load(object(), bar, smem, (0, 0))
         device_ops.tma_load(object(), bar, smem, (0, 0), mcast_mask=3)
         device_ops.tma_store(object(), smem, (1, 2))
-        device_ops.cp_async_gs(smem, gmem)
+        device_ops.cp_async_gs(16, smem, gmem)
         device_ops.tma_store_arrive()
         device_ops.tma_store_wait(0)
     assert device.active() is None

@@ -149,58 +149,63 @@ def _need_ptr(p, spaces, what):
     raise CuteTypeError(f"{what} must be a pointer, got {p!r}")
 
 
-def prefetch_descriptor(atom: Any) -> None:
-    """``prefetch.tensormap [desc]``: bring the TMA descriptor of ``atom`` into the cache."""
-    _check_tma_atom(atom)
-    return _emit("prefetch_descriptor", PrefetchTensormapOp(), atom=atom)
+def prefetch_descriptor(tma_atom: Any) -> None:
+    """``prefetch.tensormap [desc]``: bring the TMA descriptor of ``tma_atom`` into the cache."""
+    _check_tma_atom(tma_atom)
+    return _emit("prefetch_descriptor", PrefetchTensormapOp(), atom=tma_atom)
 
 
-prefetch_tma_descriptor = prefetch_descriptor
+def prefetch_tma_descriptor(tma_desc: Any) -> None:
+    """:func:`prefetch_descriptor` under TileLang's name: ``prefetch.tensormap`` of the atom ``tma_desc``'s
+    descriptor."""
+    prefetch_descriptor(tma_desc)
 
 
-def copy_tensormap(atom: Any, dst_ptr: Any) -> None:
-    """Copy the 128-byte descriptor of ``atom`` to ``dst_ptr`` (global or shared, 64-byte aligned)."""
-    _check_tma_atom(atom)
-    p = _need_ptr(dst_ptr, (AddressSpace.gmem, AddressSpace.smem), "the tensormap destination")
+def copy_tensormap(tma_atom: Any, tensormap_ptr: Any) -> None:
+    """Copy the 128-byte descriptor of ``tma_atom`` to ``tensormap_ptr`` (global or shared, 64-byte aligned)."""
+    _check_tma_atom(tma_atom)
+    p = _need_ptr(tensormap_ptr, (AddressSpace.gmem, AddressSpace.smem), "the tensormap destination")
     if isinstance(p, Pointer) and p.alignment < 64:
         raise CuteValueError(f"a tensormap must be 64-byte aligned, but the destination is only {p.alignment}-byte aligned")
-    return _emit("copy_tensormap", TensormapCopyOp(), atom=atom, dst=dst_ptr)
+    return _emit("copy_tensormap", TensormapCopyOp(), atom=tma_atom, dst=tensormap_ptr)
 
 
-def update_tma_descriptor(atom: Any, gmem_tensor: Tensor, desc_ptr: Any) -> None:
-    """Rewrite the descriptor at ``desc_ptr`` for ``gmem_tensor`` (address, dims, strides; same box)."""
-    _check_tma_atom(atom)
-    _need_ptr(desc_ptr, (AddressSpace.gmem, AddressSpace.smem), "desc_ptr")
+def update_tma_descriptor(tma_atom: Any, gmem_tensor: Tensor, tma_desc_ptr: Any) -> None:
+    """Rewrite the descriptor at ``tma_desc_ptr`` for ``gmem_tensor`` (address, dims, strides; same box)."""
+    _check_tma_atom(tma_atom)
+    _need_ptr(tma_desc_ptr, (AddressSpace.gmem, AddressSpace.smem), "tma_desc_ptr")
     if not hasattr(gmem_tensor, "layout"):
         raise CuteTypeError(f"update_tma_descriptor needs the new gmem tensor, got {gmem_tensor!r}")
-    if len(gmem_tensor.layout) != len(atom.g_stride if isinstance(atom.g_stride, tuple) else (atom.g_stride,)):
+    g_stride = tma_atom.g_stride
+    if len(gmem_tensor.layout) != len(g_stride if isinstance(g_stride, tuple) else (g_stride,)):
         raise CuteValueError("the new gmem tensor must have the rank of the atom's tensor")
     if is_static(gmem_tensor.layout.shape) and is_static(gmem_tensor.layout.stride):
         # the rewritten descriptor keeps every rule of the atom's: exact dims, the 16-byte store granule...
         from .tma import TmaError
         from .tma_box import make_tma_desc
 
-        d = atom.descriptor
+        d = tma_atom.descriptor
         try:
-            make_tma_desc(gmem_tensor.layout, atom.dtype, d.dtype, None, 16, atom.tma_gbasis, d.swizzle,
-                          atom.num_multicast, store=d.store, extents=atom.tile_extents)
+            make_tma_desc(gmem_tensor.layout, tma_atom.dtype, d.dtype, None, 16, tma_atom.tma_gbasis, d.swizzle,
+                          tma_atom.num_multicast, store=d.store, extents=tma_atom.tile_extents)
         except CuteError as e:
             raise TmaError(f"update_tma_descriptor: the tensor {gmem_tensor.layout} does not fit the atom's TMA "
                            f"box: {e}") from None
-    return _emit("update_tma_descriptor", TensormapReplaceOp(), atom=atom, tensor=gmem_tensor, desc=desc_ptr)
+    return _emit("update_tma_descriptor", TensormapReplaceOp(), atom=tma_atom, tensor=gmem_tensor, desc=tma_desc_ptr)
 
 
-def fence_tma_desc_acquire(desc_ptr: Any) -> None:
+def fence_tma_desc_acquire(tma_desc_ptr: Any) -> None:
     """``fence.proxy.tensormap::generic.acquire.gpu [desc], 128``: see descriptor writes before using it."""
-    _need_ptr(desc_ptr, (AddressSpace.gmem, AddressSpace.generic), "desc_ptr")
-    return _emit("fence_tma_desc_acquire", FenceTensormapAcquireOp(), desc=desc_ptr)
+    _need_ptr(tma_desc_ptr, (AddressSpace.gmem, AddressSpace.generic), "tma_desc_ptr")
+    return _emit("fence_tma_desc_acquire", FenceTensormapAcquireOp(), desc=tma_desc_ptr)
 
 
-def cp_fence_tma_desc_release(src_ptr: Any, dst_ptr: Any) -> None:
+def cp_fence_tma_desc_release(tma_desc_global_ptr: Any, tma_desc_shared_ptr: Any) -> None:
     """Copy a descriptor from shared to global memory and release it (``tensormap.cp_fenceproxy``)."""
-    _need_ptr(src_ptr, (AddressSpace.smem,), "src_ptr")
-    _need_ptr(dst_ptr, (AddressSpace.gmem,), "dst_ptr")
-    return _emit("cp_fence_tma_desc_release", CpFenceTensormapReleaseOp(), src=src_ptr, dst=dst_ptr)
+    _need_ptr(tma_desc_shared_ptr, (AddressSpace.smem,), "tma_desc_shared_ptr")
+    _need_ptr(tma_desc_global_ptr, (AddressSpace.gmem,), "tma_desc_global_ptr")
+    return _emit("cp_fence_tma_desc_release", CpFenceTensormapReleaseOp(), src=tma_desc_shared_ptr,
+                 dst=tma_desc_global_ptr)
 
 
 def fence_tma_desc_release() -> None:
@@ -208,10 +213,10 @@ def fence_tma_desc_release() -> None:
     return _emit("fence_tma_desc_release", FenceTensormapReleaseOp())
 
 
-def extract_tensormap_ptr(atom: Any) -> Any:
-    """The address of the descriptor of ``atom`` inside the kernel's parameters."""
-    _check_tma_atom(atom)
-    return _emit("extract_tensormap_ptr", TensormapPtrOp(), atom=atom)
+def extract_tensormap_ptr(tma_atom: Any) -> Any:
+    """The address of the descriptor of ``tma_atom`` inside the kernel's parameters."""
+    _check_tma_atom(tma_atom)
+    return _emit("extract_tensormap_ptr", TensormapPtrOp(), atom=tma_atom)
 
 
 def _check_tma_atom(atom):
@@ -279,15 +284,16 @@ def cp_async_shared_global(dst: Any, src: Any, cp_size: int, modifier: LoadCache
     return _emit("cp_async_shared_global", CopyG2SOp(modifier), dst=dst, src=src, cp_size=cp_size, src_size=src_size)
 
 
-def cp_async_gs(dst: Any, src: Any, cp_size: int = 16) -> None:
-    """``cp.async.cg`` (16 bytes) or ``.ca`` (4/8) from global to shared."""
-    mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
-    return cp_async_shared_global(dst, src, cp_size, mode)
+def cp_async_gs(size: int, dst: Any, src: Any) -> None:
+    """``cp.async.cg`` (``size`` 16 bytes) or ``.ca`` (4 or 8) of ``size`` bytes from global ``src`` to shared
+    ``dst``."""
+    mode = LoadCacheMode.GLOBAL if size == 16 else LoadCacheMode.ALWAYS
+    return cp_async_shared_global(dst, src, size, mode)
 
 
-def cp_async_gs_conditional(dst: Any, src: Any, pred: Any, cp_size: int = 16) -> None:
-    """Like :func:`cp_async_gs`, but copies zeros (``src_size = 0``) where ``pred`` is false."""
-    mode = LoadCacheMode.GLOBAL if cp_size == 16 else LoadCacheMode.ALWAYS
-    if type(pred) is bool:
-        return cp_async_shared_global(dst, src, cp_size, mode, cp_size if pred else 0)
-    return _emit("cp_async_gs_conditional", CopyG2SOp(mode), dst=dst, src=src, cp_size=cp_size, pred=pred)
+def cp_async_gs_conditional(size: int, dst: Any, src: Any, cond: Any) -> None:
+    """Like :func:`cp_async_gs`, but copies zeros (``src_size = 0``) where ``cond`` is false."""
+    mode = LoadCacheMode.GLOBAL if size == 16 else LoadCacheMode.ALWAYS
+    if type(cond) is bool:
+        return cp_async_shared_global(dst, src, size, mode, size if cond else 0)
+    return _emit("cp_async_gs_conditional", CopyG2SOp(mode), dst=dst, src=src, cp_size=size, pred=cond)

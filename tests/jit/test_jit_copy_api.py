@@ -518,6 +518,13 @@ def bad_tma_kernel(load_atom, load_tensor, store_atom, store_tensor, tile, case)
     elif case == "ok":
         cute.tma_copy(tAgA, tAsA, barrier=bar)
         cute.tma_copy(tBsB, tBgB)
+    elif case == "evict":       # TileLang's eviction_policy: the L2 policy of that name as cache_hint
+        cute.tma_copy(tAgA, tAsA, barrier=bar, eviction_policy="evict_first")
+        cute.tma_copy(tBsB, tBgB, eviction_policy="evict_last")
+    elif case == "evict_bad":
+        cute.tma_copy(tAgA, tAsA, barrier=bar, eviction_policy="evict_sometimes")
+    elif case == "evict_both":
+        cute.tma_copy(tAgA, tAsA, barrier=bar, eviction_policy="evict_first", cache_hint=L2_EVICT_LAST)
     elif case == "zero_mask":   # "no multicast", as the DSL's GEMMs pass when a cluster mode has one CTA
         cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=0)
         cute.copy(load_atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=cute.Int16(0))
@@ -539,6 +546,9 @@ def bad_tma(src, case, tile=(32, 32)):
     ("mask_on_plain", "mcast_mask=3)", "mcast_mask=3 needs an atom of CopyBulkTensorTileG2SMulticastOp (only a static "
      "0, no multicast, goes with CopyBulkTensorTileG2SOp)"),
     ("traced_mask_on_plain", "mcast_mask=cute.Int16(bx))", "needs an atom of CopyBulkTensorTileG2SMulticastOp"),
+    ("evict_bad", 'eviction_policy="evict_sometimes")', "tma_copy: eviction_policy must be one of ['evict_first', "
+     "'evict_last', 'evict_normal'] or None, got 'evict_sometimes'"),
+    ("evict_both", "cache_hint=L2_EVICT_LAST)", "tma_copy: give eviction_policy= or cache_hint=, not both"),
 ])
 def test_tma_copy_errors_name_the_userskernel_line(case, text, fragment):
     with pytest.raises(TraceError) as e:
@@ -586,3 +596,16 @@ def test_a_zero_mask_on_a_multicast_load_is_an_error():
     with pytest.raises(TraceError) as e:
         cute.compile(zero_mask_multicast, F("Float32", (64, 64)))
     assert_trace_error(e, zero_mask_multicast_kernel, "mcast_mask=0)", "mcast_mask=0 multicasts to no CTA")
+
+
+def test_tma_copy_eviction_policies_are_l2_cache_hints(filecheck):
+    from cute_py.compiler.builtins.copy import L2_EVICT_FIRST
+
+    c = cute.compile(bad_tma, F("Float32", (64, 64)), "evict")
+    filecheck(c.ptx, [
+        f"CHECK: mov.b64 [[P:%rd[0-9]+]], {L2_EVICT_FIRST};",
+        "CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint "
+        "{{.*}}, [[P]];",
+        f"CHECK: mov.b64 [[Q:%rd[0-9]+]], {L2_EVICT_LAST};",
+        "CHECK: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group.L2::cache_hint {{.*}}, [[Q]];",
+    ])

@@ -32,9 +32,9 @@ def _low_level_kernel(atom, store_atom, src, flag):
         cpasync.tma_store_arrive()
         cpasync.tma_store_wait(0, read=True)
     # cp.async forms: 16 bytes per thread, a static and a run-time zero-fill predicate
-    cpasync.cp_async_gs(s_tile.engine + 4 * tidx, src.engine + 4 * tidx)
-    cpasync.cp_async_gs_conditional(s_tile.engine + 4 * tidx, src.engine + 4 * tidx, tidx < flag)
-    cpasync.cp_async_gs_conditional(s_tile.engine + 4 * tidx, src.engine + 4 * tidx, False)
+    cpasync.cp_async_gs(16, s_tile.engine + 4 * tidx, src.engine + 4 * tidx)
+    cpasync.cp_async_gs_conditional(16, s_tile.engine + 4 * tidx, src.engine + 4 * tidx, tidx < flag)
+    cpasync.cp_async_gs_conditional(16, s_tile.engine + 4 * tidx, src.engine + 4 * tidx, False)
     cpasync.cp_async_shared_global(s_tile.engine + 2 * tidx, src.engine + 2 * tidx, 8, cpasync.LoadCacheMode.ALWAYS)
     arch.cp_async_commit_group()
     arch.cp_async_wait_group(1)

@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import TraceError
+from ...nvgpu.device_ops import tma_load  # (tma_desc, mbar, smem_ptr, crd): one TMA load, as the builtin issues it
 from ..frontend.builder import current
 from .arch import WARP_SIZE, lane_idx, thread_idx, warp_idx
 from .arch_mbar import cp_async_mbarrier_arrive_noinc, mbarrier_arrive, mbarrier_wait
@@ -272,11 +273,3 @@ def create_tma_descriptor(op: Any, gmem_tensor: Any, smem_layout: Any, cta_tiler
     from ...nvgpu.cpasync import make_tiled_tma_atom
 
     return make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, *args, **kwargs)
-
-
-def tma_load(atom: Any, src: Any, dst: Any, mbarrier: Any, **kwargs: Any) -> None:
-    """The TMA load of ``atom`` from the partition ``src`` (global, from ``tma_partition``) into ``dst`` (shared),
-    completing on ``mbarrier``: ``cute.copy(atom, src, dst, tma_bar_ptr=mbarrier, **kwargs)``."""
-    from .copy import copy
-
-    copy(atom, src, dst, tma_bar_ptr=mbarrier, **kwargs)

@@ -221,14 +221,24 @@ def async_copy(src: Tensor, dst: Tensor, *, pred: bool | TracedBool | Tensor | N
 
 def tma_copy(src: Tensor, dst: Tensor, *, barrier: Pointer | None = None, mcast_mask: TracedInt | int | None = None,
              cache_hint: TracedInt | int | None = None, expect_bytes: TracedInt | int | None = None,
-             tma_desc_ptr: Pointer | DescriptorPointer | None = None) -> None:
+             tma_desc_ptr: Pointer | DescriptorPointer | None = None, eviction_policy: str | None = None) -> None:
     """The producer half of a TMA copy of ``tma_partition`` results, the atom found from the coordinate side.
 
     A load (``src`` the gmem coordinate partition) expects its bytes on ``barrier`` (``expect_bytes``;
     default: the bytes of the whole smem tile of the partition — with multicast every CTA of the
     group receives every CTA's slice, so each expects the whole tile) and issues its load; the consumer waits
     on ``barrier``. A store or reduction (``dst`` the coordinate partition) is issued into the bulk group.
+    ``eviction_policy`` (TileLang's: ``"evict_normal"``, ``"evict_first"``, ``"evict_last"``) is the L2 cache
+    policy of that name as ``cache_hint``.
     """
+    if eviction_policy is not None:
+        policies = {"evict_normal": L2_EVICT_NORMAL, "evict_first": L2_EVICT_FIRST, "evict_last": L2_EVICT_LAST}
+        if eviction_policy not in policies:
+            raise TraceError(f"tma_copy: eviction_policy must be one of {sorted(policies)} or None, got "
+                             f"{eviction_policy!r}")
+        if cache_hint is not None:
+            raise TraceError("tma_copy: give eviction_policy= or cache_hint=, not both")
+        cache_hint = policies[eviction_policy]
     coord, smem = (src, dst) if isinstance(getattr(src, "engine", None), CoordEngine) else (dst, src)
     atom = getattr(getattr(coord, "engine", None), "source", None)
     if not isinstance(atom, TmaCopyAtom):
