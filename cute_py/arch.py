@@ -4,6 +4,7 @@
   (:mod:`cute_py.compiler.builtins.arch`);
 - mbarriers (:mod:`~cute_py.compiler.builtins.arch_mbar`);
 - named barriers, fences, bulk-copy groups, register reallocation (:mod:`~cute_py.compiler.builtins.arch_sync`);
+- the grid-wide barrier ``sync_grid`` of cooperative launches (:mod:`~cute_py.compiler.builtins.arch_grid`);
 - shuffles, votes, ``activemask``, ``match_sync``, ``warp_redux_sync`` (:mod:`~cute_py.compiler.builtins.arch_warp`);
 - special registers: shared-memory sizes, SM ids, clocks, lane masks (:mod:`~cute_py.compiler.builtins.arch_sreg`);
 - shared memory: ``alloc_smem``, ``get_dyn_smem``, ``store_async_dsmem`` (:mod:`~cute_py.compiler.builtins.arch_smem`);
@@ -34,6 +35,7 @@ from .compiler.builtins.arch_float import (cvt_f32_bf16, cvt_f32_tf32, cvt_f32x2
                                            cvt_i8_bf16_intrinsic, cvt_i8x2_to_bf16x2, cvt_i8x2_to_f32x2,
                                            cvt_i8x4_to_bf16x4, cvt_i8x4_to_f32x4, exp2, fmax, fmin, rcp_approx)
 from .compiler.builtins.arch_global import ldg, ldg128, ldg256, ldg32, ldg64, stg, stg128, stg256, stg32, stg64
+from .compiler.builtins.arch_grid import sync_global, sync_grid
 from .compiler.builtins.arch_int import (add_cc, add_sat_int, addc, bfe, bfi, bfind, brev, clz, lop3, mad24, mad_cc,
                                          madc, mul24, mul_hi, mul_wide, popc, prmt, shf, sub_cc, sub_sat_int, subc)
 from .compiler.builtins.arch_names import (access_ptr, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc,
@@ -55,8 +57,7 @@ from .compiler.builtins.arch_sync import (barrier, barrier_arrive, cp_async_bulk
                                           cp_async_bulk_wait_group, fence_acq_rel_cluster, fence_acq_rel_cta,
                                           fence_acq_rel_gpu, fence_acq_rel_sys, fence_proxy, fence_view_async_shared,
                                           FULL_MASK, griddepcontrol_launch_dependents, griddepcontrol_wait,
-                                          setmaxregister_decrease, setmaxregister_increase, sync_global, sync_grid,
-                                          sync_warp,
+                                          setmaxregister_decrease, setmaxregister_increase, sync_warp,
                                           warpgroup_reg_alloc, warpgroup_reg_dealloc)
 from .compiler.builtins.arch_tcgen05 import initialize_tcgen05_descriptor, tcgen05_mma_arrive
 from .compiler.builtins.arch_warp import (activemask, elect_one_sync, match_sync, shuffle_elect, shuffle_sync,

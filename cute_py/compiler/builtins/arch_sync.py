@@ -42,7 +42,7 @@ __all__ = ["barrier", "barrier_arrive", "sync_warp", "fence_proxy", "fence_view_
            "fence_acq_rel_cluster", "fence_acq_rel_gpu", "fence_acq_rel_sys", "cp_async_bulk_commit_group",
            "cp_async_bulk_wait_group", "setmaxregister_increase", "setmaxregister_decrease", "warpgroup_reg_alloc",
            "warpgroup_reg_dealloc", "griddepcontrol_wait", "griddepcontrol_launch_dependents", "FULL_MASK",
-           "lane_mask_value", "RegisterPlan", "register_plan", "reg_count_value", "sync_grid", "sync_global"]
+           "lane_mask_value", "RegisterPlan", "register_plan", "reg_count_value"]
 
 FULL_MASK = 0xFFFFFFFF
 WARP_SIZE = 32
@@ -308,72 +308,3 @@ def warpgroup_reg_dealloc(reg_count: int | None = None) -> None:
             return
         reg_count = plan.dealloc
     _setmaxnreg("dec", reg_count, "warpgroup_reg_dealloc")
-
-
-# -- grid-wide barrier -------------------------------------------------------------------------------
-
-# Thread (0, 0, 0) of each block arrives on the barrier word of the grid's workspace, which the driver provides to
-# a cooperative launch (its address in %envreg2 (low) and %envreg1 (high), the word at byte 4). Every block adds 1
-# except block (0, 0, 0), which adds 2^31 - (blocks - 1): once all have arrived the word has grown by exactly 2^31,
-# so its top bit flips, and each arriving thread waits for the flip from the value its own atomic saw. The word
-# keeps the same low bits after each barrier, so a kernel may sync the grid any number of times.
-_SYNC_GRID = """{
-\t.reg .pred %cute_gs_p;
-\t.reg .u32 %cute_gs_a<8>;
-\t.reg .b64 %cute_gs_w;
-\tbarrier.sync 0;
-\tmov.u32 %cute_gs_a0, %tid.x;
-\tmov.u32 %cute_gs_a1, %tid.y;
-\tmov.u32 %cute_gs_a2, %tid.z;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
-\tsetp.ne.u32 %cute_gs_p, %cute_gs_a0, 0;
-\t@%cute_gs_p bra CUTE_GRID_SYNC_DONE;
-\tmov.u32 %cute_gs_a0, %ctaid.x;
-\tmov.u32 %cute_gs_a1, %ctaid.y;
-\tmov.u32 %cute_gs_a2, %ctaid.z;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
-\tsetp.eq.u32 %cute_gs_p, %cute_gs_a0, 0;
-\tmov.u32 %cute_gs_a3, %nctaid.x;
-\tmov.u32 %cute_gs_a4, %nctaid.y;
-\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
-\tmov.u32 %cute_gs_a4, %nctaid.z;
-\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
-\tsub.u32 %cute_gs_a3, -2147483647, %cute_gs_a3;
-\tselp.u32 %cute_gs_a3, %cute_gs_a3, 1, %cute_gs_p;
-\tmov.b64 %cute_gs_w, {%envreg2, %envreg1};
-\tadd.u64 %cute_gs_w, %cute_gs_w, 4;
-\tfence.acq_rel.gpu;
-\tatom.add.release.gpu.global.u32 %cute_gs_a5, [%cute_gs_w], %cute_gs_a3;
-CUTE_GRID_SYNC_SPIN:
-\tld.acquire.gpu.global.u32 %cute_gs_a6, [%cute_gs_w];
-\txor.b32 %cute_gs_a7, %cute_gs_a5, %cute_gs_a6;
-\tsetp.lt.s32 %cute_gs_p, %cute_gs_a7, 0;
-\t@!%cute_gs_p bra CUTE_GRID_SYNC_SPIN;
-\tfence.acq_rel.gpu;
-CUTE_GRID_SYNC_DONE:
-\tbarrier.sync 0;
-}"""
-
-
-def sync_grid() -> None:
-    """Wait until every thread of the grid has reached this barrier; memory accesses before it (of any block) are
-    visible to every thread after it (a grid-wide ``__syncthreads``).
-
-    The kernel is then launched cooperatively (``CU_LAUNCH_ATTRIBUTE_COOPERATIVE``): every block of its grid must
-    be resident at once, which is checked before each launch against the device's occupancy for the kernel
-    (``LaunchError`` naming both counts). Every thread of every block must reach each ``sync_grid`` (as for
-    ``sync_threads``); kernels launched in clusters cannot use it.
-    """
-    b = current()
-    if b.launch is not None and tuple(b.launch.cluster) != (1, 1, 1):
-        raise TraceError(f"sync_grid: the kernel {b.launch.name} is launched in clusters of {b.launch.cluster}; a "
-                         f"grid-wide barrier needs a cooperative launch without clusters")
-    b.cooperative = True
-    asm(_SYNC_GRID, "~{memory}", [])
-
-
-def sync_global() -> None:
-    """:func:`sync_grid`: every thread of the grid waits for all the others."""
-    sync_grid()
