@@ -13,7 +13,9 @@
 - float instructions and conversions (:mod:`~cute_py.compiler.builtins.arch_float`);
 - cute_py's own vector global loads and stores ``ldg``/``stg`` (:mod:`~cute_py.compiler.builtins.arch_global`);
 - TileLang's builtin names: aliases of the above, logical warp sizes, ``loop_break``, the register plan of
-  warp-specialised kernels, ``access_ptr`` (:mod:`~cute_py.compiler.builtins.arch_names`).
+  warp-specialised kernels, ``access_ptr`` (:mod:`~cute_py.compiler.builtins.arch_names`);
+- TileLang's warpgroup MMA builtins: ``warpgroup_arrive``, ``warpgroup_commit_batch``, ``warpgroup_wait``,
+  ``wait_wgmma``, ``warpgroup_fence_operand``, WGMMA descriptors (:mod:`~cute_py.compiler.builtins.arch_wgmma`).
 
 The DSL's Blackwell-only names (TMEM, cluster launch control, tcgen05 fences, packed f32x2 arithmetic,
 FP4 conversions) are not offered: the kernels here target sm_90a. Two tcgen05 names of TileLang's surface are
@@ -60,6 +62,9 @@ from .compiler.builtins.arch_sync import (barrier, barrier_arrive, cp_async_bulk
                                           setmaxregister_decrease, setmaxregister_increase, sync_warp,
                                           warpgroup_reg_alloc, warpgroup_reg_dealloc)
 from .compiler.builtins.arch_tcgen05 import initialize_tcgen05_descriptor, tcgen05_mma_arrive
+from .compiler.builtins.arch_wgmma import (increase_descriptor_offset, initialize_wgmma_descriptor, wait_wgmma,
+                                           warpgroup_arrive, warpgroup_commit_batch, warpgroup_fence_operand,
+                                           warpgroup_wait)
 from .compiler.builtins.arch_warp import (activemask, elect_one_sync, match_sync, shuffle_elect, shuffle_sync,
                                           shuffle_sync_bfly, shuffle_sync_down, shuffle_sync_op, shuffle_sync_up,
                                           vote_all_sync, vote_any_sync, vote_ballot_sync, vote_uni_sync,
@@ -117,6 +122,9 @@ __all__ = [
     "fence_proxy_async", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
     "annotate_consumer_reg_alloc", "no_set_max_nreg", "disable_warp_group_reg_alloc", "loop_break", "access_ptr",
     "create_tma_descriptor", "tma_load", "sync_grid", "sync_global",
+    # Hopper's warpgroup MMA under TileLang's names
+    "warpgroup_arrive", "warpgroup_commit_batch", "warpgroup_wait", "wait_wgmma", "warpgroup_fence_operand",
+    "initialize_wgmma_descriptor", "increase_descriptor_offset",
     # Blackwell (compiled with --gpu-arch sm_100a)
     "tcgen05_mma_arrive", "initialize_tcgen05_descriptor",
 ]

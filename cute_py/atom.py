@@ -43,7 +43,9 @@ __all__ = [
 @dataclasses.dataclass(frozen=True)
 class CopyOp:
     """Base of copy operations (frozen dataclasses).  Subclasses say how many bits one
-    instruction moves (``valid_bits``) and may validate the element type."""
+    instruction moves (``valid_bits``) and may validate the element type.  An op whose threads hold different
+    bits on the source and destination sides (``ldmatrix``) defines ``bit_layouts()``: its (src, dst, ref)
+    (thread, value) -> bit layouts, as CuTe's copy traits."""
 
     def valid_bits(self, dtype: DType) -> set[int] | None:
         """The copy widths (in bits) this operation supports for ``dtype``; ``None``: any multiple."""
@@ -87,10 +89,13 @@ class CopyAtom:
         dtype = dtype_of(dtype)
         op.check(dtype, num_bits)
         thr = op.thr_id()
-        bits_tv = Layout((product(thr.shape), num_bits))
-        vals = recast_layout(dtype.width, 1, bits_tv)
+        bit_layouts = getattr(op, "bit_layouts", None)
+        if bit_layouts is not None:  # an op whose threads see the bits differently on each side
+            src, dst, ref = (recast_layout(dtype.width, 1, lay) for lay in bit_layouts())
+        else:
+            src = dst = ref = recast_layout(dtype.width, 1, Layout((product(thr.shape), num_bits)))
         for name, v in (("op", op), ("dtype", dtype), ("num_bits", num_bits), ("thr_id", thr),
-                        ("layout_src_tv", vals), ("layout_dst_tv", vals), ("layout_ref_tv", vals),
+                        ("layout_src_tv", src), ("layout_dst_tv", dst), ("layout_ref_tv", ref),
                         ("widest", bool(widest))):
             object.__setattr__(self, name, v)
 

@@ -574,3 +574,11 @@ def _vec_coord(layout, j, i):
 def _inside(c, shape):
     c = tuple(c) if isinstance(c, tuple) else (c,)
     return all(0 <= x < y for x, y in zip(c, shape))
+
+
+# the warp-level ldmatrix / stmatrix (their CPU semantics are in :mod:`cute_py.reference_warp`)
+from .nvgpu.warp import LdMatrix8x8x16bOp, StMatrix8x8x16bOp  # noqa: E402
+from .reference_warp import ldmatrix, stmatrix  # noqa: E402
+
+REFERENCE[LdMatrix8x8x16bOp] = ldmatrix
+REFERENCE[StMatrix8x8x16bOp] = stmatrix

@@ -31,6 +31,8 @@ _EXPORTS = {
     "ops_warp": ("bar_warp_sync", "barrier_sync", "barrier_arrive", "shfl_sync", "vote_sync", "activemask",
                  "setmaxnreg", "read_sreg", "ld_global", "st_global"),
     "ops_numeric": ("cvt_f32_to_narrow", "cvt_f8_to_f16", "math_approx", "printf"),
+    "ops_mma": ("mma_sync", "ldmatrix", "stmatrix"),
+    "ops_wgmma": ("wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_mma_async", "wgmma_acc_type"),
     "sample": ("build_sample_module", "build_tma_copy_module", "kernel_module"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

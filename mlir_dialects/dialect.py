@@ -34,7 +34,7 @@ DIALECT_NAME = "cute_nvgpu"
 # A boolean attribute: an i1 IntegerAttr (what ``ir.BoolAttr`` builds), declared by its base class.
 Flag = ir.IntegerAttr
 OP_MODULES = ("ops_cpasync", "ops_tma", "ops_tma_im2col", "ops_descriptor", "ops_mbarrier", "ops_sync", "ops_warp",
-              "ops_numeric")
+              "ops_numeric", "ops_mma", "ops_wgmma")
 
 
 class CuteNvgpu(ext.Dialect, name=DIALECT_NAME):

@@ -14,6 +14,7 @@ from .ops_descriptor import (cp_fence_tensormap_release, fence_tensormap_acquire
 from .ops_numeric import APPROX_FUNCTIONS, cvt_f8_to_f16, cvt_f32_to_narrow, math_approx, printf
 from .ops_mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
                            mbarrier_expect_tx, mbarrier_init, mbarrier_try_wait_parity, mbarrier_wait_parity)
+from .ops_wgmma import wgmma_acc_type, wgmma_commit_group, wgmma_fence, wgmma_mma_async, wgmma_wait_group
 from .ops_sync import cluster_arrive, cluster_wait, dsmem_store, elect_sync, fence_proxy_async
 from .ops_tma_im2col import tma_load_im2col
 from .ops_tma import (prefetch_tensormap, tma_load, tma_prefetch_tile, tma_reduce, tma_store, tma_store_arrive,
@@ -128,8 +129,34 @@ def build_sample_module():
         mbarrier_arrive(bar)
         _warp_ops(a["gsrc"], a["x"], a["y"], leader)
         _numeric_ops(a["gsrc"], a["val"])
+        _mma_ops(a["gsrc"], s["tile"], a["val"])
+        _wgmma_ops(a["hint"], a["val"])
         del ready
     return module
+
+
+def _wgmma_ops(desc, reg):
+    """A warpgroup MMA with descriptors and one with A in registers, between its fence, commit and wait."""
+    acc = llvm.UndefOp(wgmma_acc_type(8, "f32")).result
+    on = const_int(1, 1)
+    wgmma_fence()
+    acc = wgmma_mma_async(acc, [desc], desc, on, n=8, type_ab="bf16", trans_b=1).res
+    wgmma_mma_async(acc, [reg] * 4, desc, on, n=8, type_ab="f16")
+    wgmma_commit_group()
+    wgmma_wait_group(0)
+
+
+def _mma_ops(gmem, tile, word):
+    """A warp's mma.sync (bf16 into f32, f16 into f16), ldmatrix and stmatrix; the accumulators are stored."""
+    from .ops_mma import ldmatrix, mma_sync, stmatrix
+
+    f32 = llvm.BitcastOp(ir.F32Type.get(), word).result
+    for v in mma_sync("m16n8k16", "bf16", "f32", [word] * 4, [word] * 2, [f32] * 4).d:
+        llvm.StoreOp(v, gmem)
+    for v in mma_sync("m16n8k8", "f16", "f16", [word] * 2, [word], [word] * 2).d:
+        llvm.StoreOp(v, gmem)
+    words = ldmatrix(tile, 4, trans=True).words
+    stmatrix(tile, list(words))
 
 
 def _warp_ops(gmem, x, y, leader):

@@ -10,7 +10,8 @@ import mlir_dialects as md
 from cute_py import device, reference
 from cute_py.atom import CopyOp, CopyUniversalOp
 from cute_py.compiler import emit as emission
-from cute_py.nvgpu import copy_ops, device_ops
+from cute_py.mma import MmaOp
+from cute_py.nvgpu import copy_ops, device_ops, warp
 
 
 def _subclasses(cls):
@@ -21,7 +22,8 @@ def _subclasses(cls):
     return out
 
 
-COPY_OPS = (CopyUniversalOp,) + copy_ops.COPY_OP_CLASSES
+COPY_OPS = (CopyUniversalOp,) + copy_ops.COPY_OP_CLASSES + warp.COPY_OP_CLASSES
+MMA_OPS = warp.MMA_OP_CLASSES
 
 
 def test_every_copy_op_class_is_in_the_tables_list():
@@ -56,8 +58,25 @@ def test_every_device_instruction_class_is_listed():
     assert defined == set(device_ops.INSTRUCTION_CLASSES)
 
 
+def test_every_mma_op_class_is_listed():
+    concrete = {c for c in _subclasses(MmaOp) if not c.__name__.startswith("_")}
+    concrete = {c for c in concrete if c.__module__.startswith("cute_py.")}
+    missing = sorted(c.__name__ for c in concrete - set(MMA_OPS))
+    assert not missing, f"MMA ops outside the MMA_OP_CLASSES lists (so unchecked by the table tests): {missing}"
+
+
+@pytest.mark.parametrize("op", MMA_OPS, ids=lambda c: c.__name__)
+def test_every_mma_op_has_an_emission_entry_and_lowered_dialect_ops(op):
+    assert op in emission.EMIT, f"{op.__name__} has no emission entry"
+    names = {c.OPERATION_NAME.split(".", 1)[1]: c for c in md.all_op_classes()}
+    assert emission.DIALECT_OP[op], f"{op.__name__}'s emission entry names no dialect op"
+    for name in emission.DIALECT_OP[op]:
+        assert name in names, f"{op.__name__} emits cute_nvgpu.{name}, which the dialect does not define"
+        assert md.rule_for(names[name].OPERATION_NAME) is not None
+
+
 def test_the_tables_hold_nothing_else():
-    assert set(emission.EMIT) == set(COPY_OPS) | set(device_ops.INSTRUCTION_CLASSES)
+    assert set(emission.EMIT) == set(COPY_OPS) | set(device_ops.INSTRUCTION_CLASSES) | set(MMA_OPS)
     assert set(reference.REFERENCE) == set(COPY_OPS)
 
 

@@ -37,7 +37,7 @@ def test_statuses_are_checked_both_ways():
     assert not pn.resolves("utils.no_such_name") and not pn.resolves("cute_py.utils.no_such_module.x")
     # a row that lies is reported, with the row and a fix
     lying = DOC.replace("| `cute.make_layout` | same |", "| `cute.make_layout` | absent |", 1)
-    lying = lying.replace("| `cute.gemm` | absent |", "| `cute.gemm` | same |", 1)
+    lying = lying.replace("| `cutlass.CUDA_VERSION` | absent |", "| `cutlass.CUDA_VERSION` | same |", 1)
     lying = lying.replace("| `cute.zipped_divide` | same |", "| `cute.zipped_divide` | gone |", 1)
     lying = lying.replace("renamed → `cute.math.exp`", "renamed → `cute.math.no_such_exp`", 1)
     lying = lying.replace("| `cute.size` | same |", "| `cute.size` | renamed → `cute.cosize` |", 1)
@@ -45,8 +45,8 @@ def test_statuses_are_checked_both_ways():
     assert problems["renamed target absent"][0].startswith("| `cute.exp` | renamed → `cute.math.no_such_exp`")
     assert problems["renamed but present"][0].startswith("| `cute.size` | renamed → `cute.cosize`")
     assert [line.split("  ->")[0] for line in problems["absent but present"]][0].startswith("| `cute.make_layout`")
-    assert problems["same but absent"][0].startswith("| `cute.gemm` | same |")
-    assert "| `cute.gemm` | absent | TODO: why |" in problems["same but absent"][0]
+    assert problems["same but absent"][0].startswith("| `cutlass.CUDA_VERSION` | same |")
+    assert "| `cutlass.CUDA_VERSION` | absent | TODO: why |" in problems["same but absent"][0]
     assert problems["bad status"][0].startswith("| `cute.zipped_divide` | gone |")
     problems = pn.stale_rows(DOC, pn.read_names() + ["cute.brand_new_name"])
     assert problems == {"missing": ["cute.brand_new_name  -> add: | `cute.brand_new_name` | absent | TODO: why |"]}

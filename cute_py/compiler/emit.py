@@ -325,3 +325,4 @@ def _universal_move(b, op, src, dst, first, vector, nbits):
     """Plain loads and stores of elements ``first .. first + vector`` of ``src`` into ``dst`` (``nbits`` each
     vector): LLVM loads and stores, no dialect op."""
     move(src, dst, first, vector, nbits)
+

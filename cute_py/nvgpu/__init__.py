@@ -1,7 +1,9 @@
-"""NVIDIA Hopper copy operations: ``cute_py.nvgpu.cpasync`` (cp.async and TMA), and the universal copy
-(``CopyUniversalOp``, as the DSL's ``cute.nvgpu.CopyUniversalOp``)."""
+"""NVIDIA Hopper copy and MMA operations: ``cute_py.nvgpu.cpasync`` (cp.async and TMA), ``cute_py.nvgpu.warp``
+(mma.sync, ldmatrix, stmatrix), ``cute_py.nvgpu.warpgroup`` (wgmma), ``OperandMajorMode``, and the universal copy (``CopyUniversalOp``, as the DSL's
+``cute.nvgpu.CopyUniversalOp``)."""
 
 from ..atom import CopyUniversalOp
-from . import cpasync
+from . import cpasync, warp, warpgroup
+from .warpgroup.operands import OperandMajorMode
 
-__all__ = ["cpasync", "CopyUniversalOp"]
+__all__ = ["cpasync", "warp", "warpgroup", "CopyUniversalOp", "OperandMajorMode"]

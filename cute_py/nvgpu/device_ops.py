@@ -54,6 +54,10 @@ __all__ = [
     "BulkCommitGroupOp",
     "BulkWaitGroupOp",
     "CpAsyncTileCopyOp",
+    "WgmmaFenceOp",
+    "WgmmaCommitGroupOp",
+    "WgmmaWaitGroupOp",
+    "WgmmaMmaAsyncOp",
     "INSTRUCTION_CLASSES",
 ]
 
@@ -133,9 +137,35 @@ class CpAsyncTileCopyOp(DeviceInstruction):
     copier: Any = None
 
 
+@dataclasses.dataclass(frozen=True)
+class WgmmaFenceOp(DeviceInstruction):
+    """``wgmma.fence.sync.aligned`` (``cute_py.nvgpu.warpgroup.fence``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WgmmaCommitGroupOp(DeviceInstruction):
+    """``wgmma.commit_group.sync.aligned``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WgmmaWaitGroupOp(DeviceInstruction):
+    """``wgmma.wait_group.sync.aligned count`` (a static count in 0..7)."""
+
+    count: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class WgmmaMmaAsyncOp(DeviceInstruction):
+    """One ``wgmma.mma_async`` of ``mma`` (a ``warpgroup.MmaF16BF16Op``): operands ``acc``, ``a``, ``b``,
+    ``accumulate`` (see ``MmaF16BF16Op.mma``)."""
+
+    mma: Any = None
+
+
 INSTRUCTION_CLASSES = (PrefetchTensormapOp, TensormapPtrOp, TensormapCopyOp, TensormapReplaceOp,
                        FenceTensormapAcquireOp, FenceTensormapReleaseOp, CpFenceTensormapReleaseOp, BulkCommitGroupOp,
-                       BulkWaitGroupOp, CpAsyncTileCopyOp)
+                       BulkWaitGroupOp, CpAsyncTileCopyOp, WgmmaFenceOp, WgmmaCommitGroupOp, WgmmaWaitGroupOp,
+                       WgmmaMmaAsyncOp)
 
 
 def _need_ptr(p, spaces, what):

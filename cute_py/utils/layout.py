@@ -7,8 +7,8 @@ contiguous one (stride 1): K for A and B, N for C; ``COL_MAJOR`` the first: M fo
 row-major A or B is K-major for the MMA and a column-major one MN-major (``mma_major_mode``), and a
 row-major C is N-major.
 
-``OperandMajorMode`` (the DSL's ``cute.nvgpu.OperandMajorMode``: ``MN`` or ``K``) is defined here until the
-warpgroup MMA brings its own home for it.
+``OperandMajorMode`` is the DSL's ``cute.nvgpu.OperandMajorMode`` (``MN`` or ``K``), defined in
+:mod:`cute_py.nvgpu.warpgroup.operands`.
 """
 
 from __future__ import annotations
@@ -18,18 +18,9 @@ from typing import Any
 
 from ..core.int_tuple import fmt
 from ..errors import CuteTypeError, CuteValueError
+from ..nvgpu.warpgroup.operands import OperandMajorMode
 
 __all__ = ["LayoutEnum", "OperandMajorMode"]
-
-
-class OperandMajorMode(enum.Enum):
-    """Which mode of an MMA operand is contiguous in memory: ``MN`` (M for A, N for B) or ``K``."""
-
-    MN = "mn"
-    K = "k"
-
-    def __str__(self) -> str:
-        return f"OperandMajorMode.{self.name}"
 
 
 def _leaves(shape: Any, stride: Any):

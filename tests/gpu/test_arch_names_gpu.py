@@ -152,3 +152,36 @@ def test_a_blackwell_compile_is_refused_on_hopper_with_the_target_named():
                                                         r"device has compute capability 9\.0: compile it with "
                                                         r"--gpu-arch sm_90a"):
         c(fields, out)
+
+
+@cute.kernel
+def wgmma_descriptor_kernel(fields, out):
+    i = arch.thread_idx()[0]
+    d = arch.initialize_wgmma_descriptor(None, fields[i, 0], 1, fields[i, 1], fields[i, 2])
+    out[i] = arch.increase_descriptor_offset(d, fields[i, 3])
+
+
+@cute.jit
+def wgmma_descriptors(fields, out):
+    wgmma_descriptor_kernel(fields, out).launch(grid=1, block=64)
+
+
+def test_run_time_wgmma_descriptors_have_the_ptx_isa_bits():
+    spec = cute.compiler.DeviceArraySpec
+    cute.compile(wgmma_descriptors, spec("Int32", (64, 4)), spec("Uint64", (64,)))  # built first, everywhere
+    torch = hopper_torch()
+    import random
+
+    rng = random.Random(11)
+    rows = [[rng.randrange(0, 1 << 18) & ~15, rng.randrange(0, 1 << 14), rng.randrange(0, 1 << 14),
+             rng.randrange(0, 1 << 12) & ~15] for _ in range(64)]
+    fields = torch.tensor(rows, dtype=torch.int32, device="cuda")
+    out = torch.zeros(64, dtype=torch.uint64, device="cuda")
+    wgmma_descriptors(fields, out)
+    torch.cuda.synchronize()
+    got = [v & (1 << 64) - 1 for v in out.view(torch.int64).cpu().tolist()]
+    want = []
+    for start, lbo, sbo, step in rows:
+        d = (start >> 4) & 0x3FFF | lbo << 16 | sbo << 32 | 1 << 62
+        want.append((d & ~0xFFFFFFFF) | (((d & 0xFFFFFFFF) + (step >> 4)) & 0xFFFFFFFF))
+    assert got == want

@@ -20,10 +20,8 @@ TILELANG_BUILTINS = (
     "shfl_down shfl_up sync_threads sync_warp shfl_sync sync_global sync_grid initialize_wgmma_descriptor "
     "initialize_tcgen05_descriptor increase_descriptor_offset loop_break cp_async_barrier_noinc tcgen05_mma_arrive "
     "ptx_mma_sm70 ldg32 ldg64 ldg128 ldg256 stg32 stg64 stg128 stg256").split()
-# not offered yet: WGMMA and the sm_70 MMA come with the MMA atoms
+# not offered yet: the sm_70 MMA comes with the warp-level MMA atoms
 NOT_YET = {
-    "warpgroup_arrive": "mma", "warpgroup_commit_batch": "mma", "warpgroup_wait": "mma", "wait_wgmma": "mma",
-    "warpgroup_fence_operand": "mma", "initialize_wgmma_descriptor": "mma", "increase_descriptor_offset": "mma",
     "ptx_mma_sm70": "mma",
 }
 

@@ -11,6 +11,8 @@
   itself). The descriptor is the atom's kernel parameter (128 bytes, ``__grid_constant__``).
 - a copy atom, tiled copy or thread slice of ``CopyG2SOp``: cp.async, one per atom instruction,
   zero-filling where ``pred`` is false (see ``thread_copy``);
+- an ``LdMatrix8x8x16bOp`` / ``StMatrix8x8x16bOp`` atom: ldmatrix / stmatrix between a shared-memory
+  partition and a register fragment (see :mod:`cute_py.compiler.builtins.warp_mma`);
 - any other copy atom (``CopyUniversalOp``): plain vector loads and stores, skipped where
   ``pred`` is false.
 
@@ -30,6 +32,7 @@ from ...atom import CopyAtom, CopyUniversalOp, ThrCopy, TiledCopy
 from ...nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
                                CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode)
 from ...nvgpu.cpasync import TmaCopyAtom
+from ...nvgpu.warp import LdMatrix8x8x16bOp, StMatrix8x8x16bOp
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
 from ..emit import emit
@@ -131,6 +134,10 @@ def copy(atom: TmaCopyAtom | CopyAtom | TiledCopy | ThrCopy | Tensor, src: Tenso
     if not isinstance(atom, CopyAtom):
         raise TraceError(f"copy needs a copy atom, a tiled copy or a TMA atom, got {atom!r}")
     _no_tma_args(tma_bar_ptr, mcast_mask, "a cp.async, DSMEM or plain copy")
+    if isinstance(atom.op, (LdMatrix8x8x16bOp, StMatrix8x8x16bOp)):
+        if pred is not None or cache_hint is not None or mbar_ptr is not None:
+            raise TraceError("ldmatrix/stmatrix copies take no pred, cache_hint or mbar_ptr")
+        return emit(atom.op, atom=atom, src=src, dst=dst)
     vector = atom.num_bits // atom.dtype.width
     if isinstance(atom.op, CopyDsmemStoreOp):
         if pred is not None or cache_hint is not None:

@@ -1,0 +1,152 @@
+"""The emission entries of the warp-level tensor-core ops (:mod:`cute_py.nvgpu.warp`): ``mma.sync`` for
+``cute_py.gemm``, and ``ldmatrix`` / ``stmatrix`` for ``cute_py.copy`` with their copy atoms.
+
+An MMA entry takes one instruction's operands as tensors over its values (``D``, ``A``, ``B``, ``C``: mode
+``V`` of the thread's fragments, see :mod:`cute_py.mma`), packs 16-bit elements two to an i32 word (the
+first in the low half), and writes ``D``.  A matrix copy issues one instruction per atom of the thread's
+partitions: the shared-memory side's atom values are the 8 contiguous elements of the row this thread
+addresses (16 bytes, 16-byte aligned); the register side's are its ``2 * num_matrices`` elements, in the
+order of the instruction's words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import mlir_dialects as md
+
+from ...core.int_tuple import product
+from ...errors import TraceError
+from ...nvgpu.warp import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
+from ...tensor.dtypes import Float16, Float32
+from ...tensor.pointer import AddressSpace, Pointer
+from ...tensor.tensor import ArrayEngine, Tensor
+from ..emit import emits
+from ..frontend import numeric
+from ..frontend.builder import current
+from ..frontend.memory import element_ptr, pack, pointer_value, unpack
+from ..frontend.values import TracedFloat, wrap
+
+if TYPE_CHECKING:
+    from ...atom import CopyAtom
+
+__all__ = ["matrix_copy"]
+
+
+def _values(t: Tensor) -> list[Any]:
+    return [t.engine.read(t.layout(i)) for i in range(product(t.layout.shape))]
+
+
+def _need(t, n, role, dtype, op):
+    if not isinstance(t, Tensor) or not isinstance(t.engine, ArrayEngine):
+        raise TraceError(f"gemm: {role} must be a register fragment, got {t!r}")
+    got = product(t.layout.shape)
+    if got != n:
+        raise TraceError(f"gemm: one {op.ptx} takes {n} values of {role} per thread, got {got} ({t.layout})")
+    if t.element_type is not dtype:
+        raise TraceError(f"gemm: {role} of {op!r} holds {dtype.name} elements, got a {t.element_type.name} fragment")
+
+
+def _f32(v):
+    if isinstance(v, TracedFloat) and v.dtype is Float32:
+        return v.ir
+    if type(v) in (int, float):
+        return numeric.constant(float(v), Float32)
+    raise TraceError(f"gemm: Float32 accumulators hold Float32 values, got {v!r}")
+
+
+@emits(MmaF16BF16Op, "mma_sync")
+def _mma_sync(b, op: MmaF16BF16Op, D: Tensor, A: Tensor, B: Tensor, C: Tensor) -> None:
+    m, n, k = op.shape_mnk
+    ab, acc = op.ab_dtype, op.acc_dtype
+    _need(A, k // 2, "A", ab, op)
+    _need(B, k // 4, "B", ab, op)
+    _need(C, 4, "C", acc, op)
+    _need(D, 4, "D", acc, op)
+    av, bv, cv = _values(A), _values(B), _values(C)
+    a_words = [pack(av[i:i + 2], ab, 32) for i in range(0, len(av), 2)]
+    b_words = [pack(bv[i:i + 2], ab, 32) for i in range(0, len(bv), 2)]
+    if acc is Float32:
+        c_regs = [_f32(v) for v in cv]
+    else:
+        c_regs = [pack(cv[i:i + 2], Float16, 32) for i in range(0, 4, 2)]
+    abn = "f16" if ab is Float16 else "bf16"
+    accn = "f32" if acc is Float32 else "f16"
+    with b.at_end():
+        d = list(md.mma_sync(f"m{m}n{n}k{k}", abn, accn, a_words, b_words, c_regs).d)
+    if acc is Float32:
+        out = [wrap(x, Float32) for x in d]
+    else:
+        out = [v for w in d for v in unpack(w, Float16, 2)]
+    for i, v in enumerate(out):
+        D.engine.write(D.layout(i), v)
+
+
+def _smem_side(t, role):
+    if not (isinstance(t, Tensor) and isinstance(t.engine, Pointer) and t.engine.memspace is AddressSpace.smem):
+        raise TraceError(f"copy: the {role} of ldmatrix/stmatrix must be a shared-memory tensor, got {t!r}")
+
+
+def _reg_side(t, role):
+    if not (isinstance(t, Tensor) and isinstance(t.engine, ArrayEngine)):
+        raise TraceError(f"copy: the {role} of ldmatrix/stmatrix must be a register fragment, got {t!r}")
+
+
+def _row_address(t, j):
+    """The shared-memory address of the 8-element row of instruction ``j`` (flat elements ``8 j .. 8 j + 7``)."""
+    lay = t.layout
+    first = lay(8 * j)
+    for i in range(1, 8):
+        at = lay(8 * j + i)
+        if type(first) is int and type(at) is int and at != first + i:
+            raise TraceError(f"copy: ldmatrix/stmatrix rows are 8 contiguous 16-bit elements, but elements "
+                             f"{8 * j}..{8 * j + 7} of {lay} are not contiguous")
+    ptr = element_ptr(t, 8 * j)
+    if ptr.alignment < 16:
+        raise TraceError(f"copy: an ldmatrix/stmatrix row must be 16-byte aligned, but {ptr!r} is only known to be "
+                         f"{ptr.alignment}-byte aligned")
+    return pointer_value(ptr, "the matrix row")
+
+
+def matrix_copy(atom: CopyAtom, src: Tensor, dst: Tensor) -> None:
+    """``cute_py.copy`` with an ldmatrix or stmatrix atom: ``src`` -> ``dst`` (see the module)."""
+    op = atom.op
+    load = isinstance(op, LdMatrix8x8x16bOp)
+    smem, regs = (src, dst) if load else (dst, src)
+    _smem_side(smem, "source" if load else "destination")
+    _reg_side(regs, "destination" if load else "source")
+    for t in (smem, regs):
+        if t.element_type.width != 16:
+            raise TraceError(f"copy: {type(op).__name__} moves 16-bit elements, got {t.element_type.name}")
+    per_reg = 2 * op.num_matrices
+    n_smem, n_regs = product(smem.layout.shape), product(regs.layout.shape)
+    if n_smem % 8 or n_regs % per_reg or n_smem // 8 != n_regs // per_reg:
+        raise TraceError(f"copy: {type(op).__name__}(x{op.num_matrices}) takes 8 shared-memory elements (a row) and "
+                         f"{per_reg} register elements per instruction; got {n_smem} and {n_regs} "
+                         f"(shared {smem.layout}, registers {regs.layout})")
+    b = current()
+    dtype = regs.element_type
+    for j in range(n_smem // 8):
+        addr = _row_address(smem, j)
+        base = j * per_reg
+        if load:
+            with b.at_end():
+                words = list(md.ldmatrix(addr, op.num_matrices, op.transpose).words)
+            for w, word in enumerate(words):
+                for h, v in enumerate(unpack(word, dtype, 2)):
+                    regs.engine.write(regs.layout(base + 2 * w + h), v)
+        else:
+            vals = [regs.engine.read(regs.layout(base + i)) for i in range(per_reg)]
+            words = [pack(vals[i:i + 2], dtype, 32) for i in range(0, per_reg, 2)]
+            with b.at_end():
+                md.stmatrix(addr, words, op.transpose)
+
+
+@emits(LdMatrix8x8x16bOp, "ldmatrix")
+def _ldmatrix(b, op: LdMatrix8x8x16bOp, atom: CopyAtom, src: Tensor, dst: Tensor) -> None:
+    matrix_copy(atom, src, dst)
+
+
+@emits(StMatrix8x8x16bOp, "stmatrix")
+def _stmatrix(b, op: StMatrix8x8x16bOp, atom: CopyAtom, src: Tensor, dst: Tensor) -> None:
+    matrix_copy(atom, src, dst)

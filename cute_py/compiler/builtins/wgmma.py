@@ -1,0 +1,139 @@
+"""The emission of the warpgroup MMA's instructions (:mod:`cute_py.nvgpu.warpgroup`): ``wgmma.fence``,
+``commit_group``, ``wait_group`` and ``wgmma.mma_async`` as ops of the ``cute_nvgpu`` dialect.
+
+A descriptor operand is an int (the whole 64-bit value), a traced 64-bit integer, or a
+:class:`~cute_py.nvgpu.warpgroup.GmmaDescriptor` whose start is a shared-memory pointer (its address joins the
+static fields at run time). The accumulators are a register fragment of the op's ``acc_dtype``, read and written
+back in value order (Float16 values two to a 32-bit register, the lower index in the low half).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mlir_dialects as md
+
+from ...errors import TraceError
+from ...nvgpu import device_ops as dops
+from ...nvgpu.warpgroup.descriptor import GmmaDescriptor
+from ...nvgpu.warpgroup.operands import OperandSource
+from ...tensor.dtypes import Float16, Float32
+from ...tensor.pointer import AddressSpace, Pointer
+from ..emit import emits
+from ..frontend.memory import pack, pointer_value, unpack
+from ..frontend.values import TracedInt
+from .arch_ptx import asm, int_operand, predicate_value
+
+__all__ = ["descriptor_value", "smem_address"]
+
+
+def smem_address(ptr: Pointer, what: str) -> TracedInt:
+    """The 32-bit shared-memory address of ``ptr``."""
+    if not isinstance(ptr, Pointer) or ptr.memspace is not AddressSpace.smem:
+        raise TraceError(f"{what} must be a shared-memory pointer, got {ptr!r}")
+    from ..frontend.builder import current
+
+    p = pointer_value(ptr, what)
+    b = current()
+    with b.at_end():
+        return TracedInt(b.mlir.llvm.PtrToIntOp(b.int_type(32), p).result, 32, True)
+
+
+def descriptor_value(desc: Any, what: str) -> Any:
+    """The i64 MLIR value of a descriptor operand (see the module)."""
+    from ..frontend.builder import current
+
+    b = current()
+    if isinstance(desc, GmmaDescriptor):
+        if type(desc.start) is int:
+            desc = desc.value
+        else:
+            addr = smem_address(desc.start, f"{what}: the descriptor's start")
+            lo = ((addr >> 4) & 0x3FFF) | desc.low_fixed
+            hi = desc.high_word
+            (v,) = asm("mov.b64 $0, {$1, $2};", "=l,r,r",
+                       [int_operand(lo, what, 32), b.const(hi - (1 << 32) if hi >= 1 << 31 else hi, 32)],
+                       [b.int_type(64)])
+            return v
+    if type(desc) is int:
+        if not 0 <= desc < 1 << 64:
+            raise TraceError(f"{what}: a descriptor is a 64-bit value, got {desc:#x}")
+        return b.const(desc - (1 << 64) if desc >= 1 << 63 else desc, 64)
+    if isinstance(desc, TracedInt) and desc.width == 64:
+        return desc.ir
+    raise TraceError(f"{what} must be a WGMMA descriptor (make_gmma_desc), an int or a traced 64-bit integer, "
+                     f"got {desc!r}")
+
+
+@emits(dops.WgmmaFenceOp, "wgmma_fence")
+def _fence(b, op):
+    with b.at_end():
+        md.wgmma_fence()
+
+
+@emits(dops.WgmmaCommitGroupOp, "wgmma_commit_group")
+def _commit_group(b, op):
+    with b.at_end():
+        md.wgmma_commit_group()
+
+
+@emits(dops.WgmmaWaitGroupOp, "wgmma_wait_group")
+def _wait_group(b, op):
+    with b.at_end():
+        md.wgmma_wait_group(op.count)
+
+
+def _fragment(t, dtype, count, what):
+    """The elements of the register fragment ``t`` (``count`` of ``dtype``), as traced values."""
+    if not hasattr(t, "engine") or type(t.engine).__name__ != "RegisterEngine":
+        raise TraceError(f"{what} must be a register fragment (make_fragment), got {t!r}")
+    if t.element_type is not dtype:
+        raise TraceError(f"{what} holds {t.element_type.name} values, the MMA needs {dtype.name}")
+    from ...core.int_tuple import size
+
+    if size(t.layout.shape) != count:
+        raise TraceError(f"{what} must hold {count} values (the MMA's layout), got {size(t.layout.shape)}")
+    return [t[i] for i in range(count)]
+
+
+def _words(values, dtype):
+    """The i32 words of ``values``: one per 32-bit value, one per pair of 16-bit values (low half first)."""
+    per = 32 // dtype.width
+    return [pack(values[i:i + per], dtype, 32) for i in range(0, len(values), per)]
+
+
+@emits(dops.WgmmaMmaAsyncOp, "wgmma_mma_async")
+def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
+    mma = op.mma
+    _, n, _ = mma.shape_mnk
+    what = f"{mma!r}.mma"
+    count = n // 2
+    values = _fragment(acc, mma.acc_dtype, count, f"{what}: acc")
+    if mma.a_src is OperandSource.RMEM:
+        a_vals = _words(_fragment(a_operand, mma.a_dtype, 8, f"{what}: a (registers)"), mma.a_dtype)
+    else:
+        a_vals = [descriptor_value(a_operand, f"{what}: a")]
+    b_val = descriptor_value(b_operand, f"{what}: b")
+    scale = predicate_value(accumulate, f"{what}: accumulate")
+    words = _words(values, mma.acc_dtype)
+    llvm = b.mlir.llvm
+    d_type = "f32" if mma.acc_dtype is Float32 else "f16"
+    ab_type = "f16" if mma.a_dtype is Float16 else "bf16"
+    with b.at_end():
+        struct_t = md.wgmma_acc_type(n, d_type)
+        s = llvm.UndefOp(struct_t).result
+        for k, w in enumerate(words):
+            if d_type == "f32":
+                w = llvm.BitcastOp(b.ir.F32Type.get(), w).result
+            s = llvm.InsertValueOp(s, w, [k]).result
+        res = md.wgmma_mma_async(s, a_vals, b_val, scale, n=n, type_ab=ab_type, type_d=d_type,
+                                 trans_a=mma.transpose_a, trans_b=mma.transpose_b).res
+        word_t = b.ir.F32Type.get() if d_type == "f32" else b.int_type(32)
+        outs = [llvm.ExtractValueOp(word_t, res, [k]).result for k in range(len(words))]
+        if d_type == "f32":
+            outs = [llvm.BitcastOp(b.int_type(32), w).result for w in outs]
+    per = 32 // mma.acc_dtype.width
+    new = [v for w in outs for v in unpack(w, mma.acc_dtype, per)]
+    for i, v in enumerate(new):
+        acc[i] = v
+

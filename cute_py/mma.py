@@ -1,0 +1,526 @@
+"""MMA operations, MMA atoms, tiled MMAs and per-thread partitions (CuTe's ``mma_atom.hpp``).
+
+An :class:`MmaOp` says what one MMA instruction computes, ``D = A * B + C`` on an ``(M, N, K)`` tile,
+and how its operands are spread over the threads that issue it.  An :class:`MmaAtom` wraps one op;
+a :class:`TiledMma` repeats the atom over a grid of threads (``atom_layout_mnk``) and, optionally,
+reorders the M/N/K coordinates it covers (``permutation_mnk``); ``tiled_mma.get_slice(t)`` is thread
+``t``'s :class:`ThrMma`, whose ``partition_A/B/C`` give the thread's view of a tile as CuTe C++'s
+``ThrMMA::partition_A/B/C`` do: ``(MMA_V, MMA_M, MMA_K, ...)`` for A (an ``(M, K)`` tensor),
+``(MMA_V, MMA_N, MMA_K, ...)`` for B (an ``(N, K)`` tensor: B is K-major, "TN"), ``(MMA_V, MMA_M, MMA_N,
+...)`` for C.  :func:`gemm` issues the atom over such register fragments.
+
+**The op interface** (what any MMA op -- the warp-level ``mma.sync`` ops of :mod:`cute_py.nvgpu.warp`, or a
+warpgroup op -- provides to plug into :class:`MmaAtom`, :class:`TiledMma` and :func:`gemm`):
+
+- ``shape_mnk``: ``(M, N, K)`` of one instruction (static ints);
+- ``thr_id()``: a :class:`Layout` of the instruction's threads (its size is the number of threads that
+  issue one instruction together: 32 for a warp, 128 for a warpgroup);
+- ``layout_a_tv()`` / ``layout_b_tv()`` / ``layout_c_tv()``: ``(thread, value) -> element`` layouts into the
+  column-major ``(M, K)``, ``(N, K)`` and ``(M, N)`` tiles (CuTe's ``ALayout``/``BLayout``/``CLayout``);
+  each covers its tile (a thread holding no element of an operand, such as a warpgroup op's A read from
+  shared memory, uses stride 0);
+- ``a_dtype``, ``b_dtype``, ``acc_dtype`` (C and D): element types of :mod:`cute_py.tensor.dtypes`;
+- optionally ``make_fragment_A/B/C(tensor)``: the fragment of an operand given its partition (default: a
+  register fragment like the partition, of the operand's element type; an op whose A or B come from shared
+  memory as descriptors returns its descriptor tensor here);
+- a kernel emission entry: ``@emits(OpClass, "dialect_op", ...)`` in the compiler's emission table,
+  called once per instruction as ``entry(builder, op, D=, A=, B=, C=)`` with the four operands as tensors over
+  one instruction's values (mode ``V`` of each fragment: ``D``/``C`` the accumulator values, ``A``/``B`` as
+  ``make_fragment_A/B`` built them); it reads ``A``, ``B``, ``C`` and writes ``D``;
+- ``check_gemm(d, a, b, c)`` (optional): extra rules on the fragments, raising a ``CuteError`` naming the rule.
+
+:func:`gemm` checks the fragments' ranks and mode sizes against each other, then issues one instruction per
+``(m, n, k)`` of the fragments' ``(V, M, N)`` / ``(V, M, K)`` / ``(V, N, K)`` modes: ``D = A * B + C`` with
+the ``K`` blocks accumulated in order (the first into ``D`` from ``C``, the others from ``D``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from . import device
+from .core.int_tuple import fmt, product
+from .core.layout import Layout, append, make_layout_unchecked
+from .core.algebra import composition, complement, right_inverse
+from .core.tiling import logical_divide, tiled_product, zipped_divide
+from .core.typing import Int
+from .errors import CuteTypeError, CuteValueError, DeviceOnlyError
+
+if TYPE_CHECKING:
+    from .atom import CopyAtom, TiledCopy
+    from .tensor.dtypes import DType
+    from .tensor.tensor import Tensor
+
+__all__ = [
+    "MmaOp",
+    "MmaAtom",
+    "TiledMma",
+    "ThrMma",
+    "make_mma_atom",
+    "make_tiled_mma",
+    "make_tiled_copy_A",
+    "make_tiled_copy_B",
+    "make_tiled_copy_C",
+    "gemm",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaOp:
+    """Base of MMA operations (frozen dataclasses); see the module for what a subclass provides."""
+
+    shape_mnk = (1, 1, 1)
+
+    def thr_id(self) -> Layout:
+        """The instruction's threads."""
+        raise NotImplementedError
+
+    def layout_a_tv(self) -> Layout:
+        """(thread, value) -> (m, k) index into the column-major (M, K) tile."""
+        raise NotImplementedError
+
+    def layout_b_tv(self) -> Layout:
+        """(thread, value) -> (n, k) index into the column-major (N, K) tile."""
+        raise NotImplementedError
+
+    def layout_c_tv(self) -> Layout:
+        """(thread, value) -> (m, n) index into the column-major (M, N) tile."""
+        raise NotImplementedError
+
+
+def _mode(layout, i):
+    s, d = layout.shape, layout.stride
+    if type(s) is not tuple:
+        return layout
+    return make_layout_unchecked(s[i], d[i])
+
+
+def _size(layout, i=None):
+    s = layout.shape
+    if i is not None:
+        s = s[i] if type(s) is tuple else s
+    return product(s)
+
+
+class MmaAtom:
+    """One MMA instruction of ``op``: its shape and the thread-value layouts of its operands."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: MmaOp) -> None:
+        if not isinstance(op, MmaOp):
+            raise CuteTypeError(f"an MMA atom needs an MmaOp, got {op!r}")
+        object.__setattr__(self, "op", op)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("MmaAtom is immutable")
+
+    @property
+    def shape_mnk(self) -> tuple[int, int, int]:
+        """(M, N, K) of one instruction."""
+        return tuple(self.op.shape_mnk)
+
+    @property
+    def thr_id(self) -> Layout:
+        """The instruction's threads (a layout of thread ids)."""
+        return self.op.thr_id()
+
+    @property
+    def size(self) -> int:
+        """Threads that issue one instruction."""
+        return _size(self.op.thr_id())
+
+    @property
+    def tv_layout_A(self) -> Layout:
+        """(thread, value) -> (m, k) index of the (M, K) tile."""
+        return self.op.layout_a_tv()
+
+    @property
+    def tv_layout_B(self) -> Layout:
+        """(thread, value) -> (n, k) index of the (N, K) tile."""
+        return self.op.layout_b_tv()
+
+    @property
+    def tv_layout_C(self) -> Layout:
+        """(thread, value) -> (m, n) index of the (M, N) tile."""
+        return self.op.layout_c_tv()
+
+    def make_fragment_A(self, tensor: Tensor | Layout) -> Tensor:
+        """The A fragment of a partition ``tensor`` (``(V, M, K, ...)``)."""
+        return _fragment(self.op, "A", tensor, self.op.a_dtype)
+
+    def make_fragment_B(self, tensor: Tensor | Layout) -> Tensor:
+        """The B fragment of a partition ``tensor`` (``(V, N, K, ...)``)."""
+        return _fragment(self.op, "B", tensor, self.op.b_dtype)
+
+    def make_fragment_C(self, tensor: Tensor | Layout) -> Tensor:
+        """The accumulator fragment of a partition ``tensor`` (``(V, M, N, ...)``)."""
+        return _fragment(self.op, "C", tensor, self.op.acc_dtype)
+
+    def __repr__(self):
+        return (f"MmaAtom({self.op!r}, shape_mnk={fmt(self.shape_mnk)}, thr_id={self.thr_id}, "
+                f"tv_A={self.tv_layout_A}, tv_B={self.tv_layout_B}, tv_C={self.tv_layout_C})")
+
+
+def _fragment(op, which, tensor, dtype):
+    from .tensor.tensor import make_fragment_like
+
+    hook = getattr(op, f"make_fragment_{which}", None)
+    if hook is not None:
+        return hook(tensor)
+    layout = getattr(tensor, "layout", tensor)
+    if len(layout) < 3 and which != "C":
+        raise CuteValueError(f"make_fragment_{which} takes a partition of rank >= 3 ((V, MN, K, ...)), got {layout}")
+    return make_fragment_like(layout, dtype)
+
+
+def make_mma_atom(op: MmaOp) -> MmaAtom:
+    """The MMA atom of ``op``."""
+    return MmaAtom(op)
+
+
+def _perm(p, i):
+    if p is None or isinstance(p, Layout):
+        return p
+    if type(p) is int and p > 0:
+        return Layout(p)
+    raise CuteTypeError(f"permutation_mnk[{i}] must be None, a positive int or a Layout, got {p!r}")
+
+
+class TiledMma:
+    """``atom`` repeated over the thread grid ``atom_layout_mnk``, its M/N/K coordinates reordered by
+    ``permutation_mnk`` (CuTe's ``TiledMMA``)."""
+
+    __slots__ = ("atom", "atom_layout_mnk", "permutation", "thr_layout_vmnk")
+
+    def __init__(self, atom: MmaAtom, atom_layout_mnk: Layout, permutation_mnk: tuple = (None, None, None)) -> None:
+        if not isinstance(atom, MmaAtom):
+            raise CuteTypeError(f"a tiled MMA needs an MmaAtom, got {atom!r}")
+        if not isinstance(atom_layout_mnk, Layout) or len(atom_layout_mnk) > 3:
+            raise CuteValueError(f"atom_layout_mnk must be a layout of rank <= 3 (M, N, K), got {atom_layout_mnk!r}")
+        lay = append(atom_layout_mnk, Layout(1, 0), up_to_rank=3)
+        perm = tuple(permutation_mnk) + (None,) * (3 - len(permutation_mnk))
+        if len(perm) != 3:
+            raise CuteValueError(f"permutation_mnk has one entry per mode (M, N, K), got {len(permutation_mnk)}")
+        perm = tuple(_perm(p, i) for i, p in enumerate(perm))
+        vmnk = tiled_product(atom.thr_id, lay)
+        object.__setattr__(self, "atom", atom)
+        object.__setattr__(self, "atom_layout_mnk", lay)
+        object.__setattr__(self, "permutation", perm)
+        object.__setattr__(self, "thr_layout_vmnk", vmnk)
+        for i in range(3):
+            t, base = self.tile_size(i), atom.shape_mnk[i]
+            if type(t) is int and t % base:
+                raise CuteValueError(f"permutation_mnk[{i}] covers {t} elements, not a multiple of the atom's "
+                                     f"{'MNK'[i]} = {base}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("TiledMma is immutable")
+
+    # -- sizes ----------------------------------------------------------------------------------------
+    @property
+    def op(self) -> MmaOp:
+        """The atom's operation."""
+        return self.atom.op
+
+    @property
+    def size(self) -> int:
+        """Number of threads."""
+        return _size(self.thr_layout_vmnk)
+
+    @property
+    def thr_id(self) -> Layout:
+        """The atom's threads."""
+        return self.atom.thr_id
+
+    @property
+    def shape_mnk(self) -> tuple[int, int, int]:
+        """(M, N, K) covered by the tiled MMA (the sizes of the permutations)."""
+        return tuple(self.tile_size(i) for i in range(3))
+
+    def permutation_mnk(self, i: int) -> Layout:
+        """The permutation of mode ``i`` (M, N or K): ``atom size * threads in that mode`` when none was given."""
+        p = self.permutation[i]
+        if p is None:
+            return Layout(self.atom.shape_mnk[i] * _size(self.thr_layout_vmnk, i + 1))
+        return p
+
+    def tile_size(self, i: int) -> int:
+        """Elements of mode ``i`` (M, N, K) covered by one tile of this MMA."""
+        return _size(self.permutation_mnk(i))
+
+    get_tile_size = tile_size
+
+    # -- thread-fragment layouts ---------------------------------------------------------------------
+    def _thrfrg(self, layout, im, ik, atom_tv, what):
+        _check_tile(layout, (self.tile_size(im), self.tile_size(ik)), what)
+        t = logical_divide(layout, (self.permutation_mnk(im), self.permutation_mnk(ik)))
+        a = zipped_divide(t, (Layout(self.atom.shape_mnk[im]), Layout(self.atom.shape_mnk[ik])))
+        tv = composition(a, (atom_tv, None))
+        thr = (None, (Layout(_size(self.thr_layout_vmnk, im + 1)), Layout(_size(self.thr_layout_vmnk, ik + 1))))
+        return zipped_divide(tv, thr)
+
+    def thrfrg_A(self, layout: Layout) -> Layout:
+        """``(M, K, ...) -> ((ThrV, (ThrM, ThrK)), (FrgV, (RestM, RestK, ...)))``."""
+        return self._thrfrg(layout, 0, 2, self.atom.tv_layout_A, "A (M, K)")
+
+    def thrfrg_B(self, layout: Layout) -> Layout:
+        """``(N, K, ...) -> ((ThrV, (ThrN, ThrK)), (FrgV, (RestN, RestK, ...)))``."""
+        return self._thrfrg(layout, 1, 2, self.atom.tv_layout_B, "B (N, K)")
+
+    def thrfrg_C(self, layout: Layout) -> Layout:
+        """``(M, N, ...) -> ((ThrV, (ThrM, ThrN)), (FrgV, (RestM, RestN, ...)))``."""
+        return self._thrfrg(layout, 0, 1, self.atom.tv_layout_C, "C (M, N)")
+
+    def _thridx_to_thrid(self):
+        v = self.thr_layout_vmnk
+        n = _size(v)
+        return composition(Layout((n, 1), (1, 0)), right_inverse(Layout((v.shape, complement(v).shape),
+                                                                         (v.stride, complement(v).stride))))
+
+    def _tv(self, im, ik, keep):
+        ref = Layout((self.tile_size(im), self.tile_size(ik)))
+        frg = {0: self.thrfrg_A, 1: self.thrfrg_B, 2: self.thrfrg_C}[keep](ref)
+        v = self.thr_layout_vmnk
+        if keep != 2:  # (ThrV, (ThrM, ThrK)) or (ThrV, (ThrN, ThrK)) -> (ThrV, (ThrM, ThrN, ThrK))
+            sm, sn = _size(v, 1), _size(v, 2)
+            mn = Layout((sm, sn), (1, 0) if keep == 0 else (0, 1))
+            frg = composition(frg, ((None, (mn, None)), None))
+        return composition(frg, (self._thridx_to_thrid(), None))
+
+    @property
+    def tv_layout_A(self) -> Layout:
+        """(thread index, value) -> (m, k) index of the (M, K) tile."""
+        return self._tv(0, 2, 0)
+
+    @property
+    def tv_layout_B(self) -> Layout:
+        """(thread index, value) -> (n, k) index of the (N, K) tile."""
+        return self._tv(1, 2, 1)
+
+    @property
+    def tv_layout_C(self) -> Layout:
+        """(thread index, value) -> (m, n) index of the (M, N) tile."""
+        return self._tv(0, 1, 2)
+
+    get_layoutA_TV = tv_layout_A
+    get_layoutB_TV = tv_layout_B
+    get_layoutC_TV = tv_layout_C
+
+    # -- fragments ----------------------------------------------------------------------------------
+    def make_fragment_A(self, tensor: Tensor | Layout) -> Tensor:
+        """The A fragment of a thread's partition ``(V, M, K, ...)``."""
+        return self.atom.make_fragment_A(tensor)
+
+    def make_fragment_B(self, tensor: Tensor | Layout) -> Tensor:
+        """The B fragment of a thread's partition ``(V, N, K, ...)``."""
+        return self.atom.make_fragment_B(tensor)
+
+    def make_fragment_C(self, tensor: Tensor | Layout) -> Tensor:
+        """The accumulator fragment of a thread's partition ``(V, M, N, ...)``."""
+        return self.atom.make_fragment_C(tensor)
+
+    def get_slice(self, thr_idx: Int) -> ThrMma:
+        """The :class:`ThrMma` of thread ``thr_idx``."""
+        return ThrMma(self, thr_idx)
+
+    get_thread_slice = get_slice
+
+    def partition_shape_A(self, shape_mk: tuple) -> tuple:
+        """The shape of a thread's A partition of an ``(M, K, ...)`` tile."""
+        return self.get_slice(0).partition_A(Layout(shape_mk)).shape
+
+    def partition_shape_B(self, shape_nk: tuple) -> tuple:
+        """The shape of a thread's B partition of an ``(N, K, ...)`` tile."""
+        return self.get_slice(0).partition_B(Layout(shape_nk)).shape
+
+    def partition_shape_C(self, shape_mn: tuple) -> tuple:
+        """The shape of a thread's C partition of an ``(M, N, ...)`` tile."""
+        return self.get_slice(0).partition_C(Layout(shape_mn)).shape
+
+    def __repr__(self):
+        return (f"TiledMma(thr_layout_vmnk={self.thr_layout_vmnk}, permutation_mnk="
+                f"{tuple(self.permutation_mnk(i) for i in range(3))}, atom={self.atom!r})")
+
+
+def _check_tile(layout, tile, what):
+    from .core.int_tuple import is_static
+
+    if len(layout) < 2:
+        raise CuteValueError(f"the MMA operand {what} needs a tensor of rank >= 2, got {layout}")
+    for i in range(2):
+        s = product(_mode(layout, i).shape)
+        if is_static(s) and s % tile[i]:
+            raise CuteValueError(f"the tiled MMA's {what} tile {fmt(tile)} does not divide mode {i} of {layout} "
+                                 f"({s} elements)")
+
+
+def _hier_coord(layout, idx):
+    """The flat coordinate of ``layout`` whose image is ``idx`` (CuTe's ``get_flat_coord``)."""
+    from .core.int_tuple import flatten
+
+    shapes, strides = flatten(layout.shape), flatten(layout.stride)
+    shapes = shapes if type(shapes) is tuple else (shapes,)
+    strides = strides if type(strides) is tuple else (strides,)
+    return tuple(0 if d == 0 else (idx // d) % s for s, d in zip(shapes, strides))
+
+
+class ThrMma:
+    """One thread's view of a :class:`TiledMma`."""
+
+    __slots__ = ("tiled_mma", "thr_idx", "thr_vmnk")
+
+    def __init__(self, tiled_mma: TiledMma, thr_idx: Int) -> None:
+        n = tiled_mma.size
+        if type(thr_idx) is int and not 0 <= thr_idx < n:
+            raise CuteValueError(f"thread index {thr_idx} is out of range for a tiled MMA of {n} threads")
+        v = tiled_mma.thr_layout_vmnk
+        coord = _hier_coord(v, thr_idx)
+        if type(thr_idx) is int and v(coord) != thr_idx:
+            raise CuteValueError(f"the thread layout {v} does not reach thread {thr_idx} (it is not a bijection "
+                                 "onto the threads)")
+        self.tiled_mma = tiled_mma
+        self.thr_idx = thr_idx
+        self.thr_vmnk = coord
+
+    def _partition(self, tensor, frg, i, j):
+        from .core.layout import slice_
+        from .tensor.tensor import Tensor
+
+        layout = tensor.layout if isinstance(tensor, Tensor) else tensor
+        thr = frg(layout)
+        rest = len(layout)
+        c = self.thr_vmnk
+        coord = ((c[0], (c[i], c[j])), (None, (None,) * rest))
+        if isinstance(tensor, Tensor):
+            return Tensor(tensor.engine, thr)[coord]
+        return slice_(thr, coord)
+
+    def partition_A(self, tensor: Tensor | Layout) -> Tensor | Layout:
+        """This thread's ``(MMA_V, MMA_M, MMA_K, ...)`` view of an ``(M, K, ...)`` tensor (or layout)."""
+        return self._partition(tensor, self.tiled_mma.thrfrg_A, 1, 3)
+
+    def partition_B(self, tensor: Tensor | Layout) -> Tensor | Layout:
+        """This thread's ``(MMA_V, MMA_N, MMA_K, ...)`` view of an ``(N, K, ...)`` tensor (or layout)."""
+        return self._partition(tensor, self.tiled_mma.thrfrg_B, 2, 3)
+
+    def partition_C(self, tensor: Tensor | Layout) -> Tensor | Layout:
+        """This thread's ``(MMA_V, MMA_M, MMA_N, ...)`` view of an ``(M, N, ...)`` tensor (or layout)."""
+        return self._partition(tensor, self.tiled_mma.thrfrg_C, 1, 2)
+
+    def partition_fragment_A(self, tensor: Tensor | Layout) -> Tensor:
+        """The A fragment of this thread's partition of ``tensor``."""
+        return self.tiled_mma.make_fragment_A(self.partition_A(tensor))
+
+    def partition_fragment_B(self, tensor: Tensor | Layout) -> Tensor:
+        """The B fragment of this thread's partition of ``tensor``."""
+        return self.tiled_mma.make_fragment_B(self.partition_B(tensor))
+
+    def partition_fragment_C(self, tensor: Tensor | Layout) -> Tensor:
+        """The accumulator fragment of this thread's partition of ``tensor``."""
+        return self.tiled_mma.make_fragment_C(self.partition_C(tensor))
+
+    make_fragment_A = partition_fragment_A
+    make_fragment_B = partition_fragment_B
+    make_fragment_C = partition_fragment_C
+
+    def partition_shape_C(self, shape_mn: tuple) -> tuple:
+        """The shape of this thread's C partition of an ``(M, N, ...)`` tile."""
+        return self.partition_C(Layout(shape_mn)).shape
+
+
+def make_tiled_mma(op_or_atom: MmaOp | MmaAtom, atom_layout_mnk: Layout | tuple = (1, 1, 1),
+                   permutation_mnk: tuple | None = None) -> TiledMma:
+    """A tiled MMA of ``op_or_atom`` over the thread grid ``atom_layout_mnk`` (a layout or a shape, made
+    column-major), its M/N/K modes reordered by ``permutation_mnk`` (each ``None``, an int ``n`` -- the
+    identity on ``n`` elements, extending the tile -- or a layout)."""
+    atom = op_or_atom if isinstance(op_or_atom, MmaAtom) else make_mma_atom(op_or_atom)
+    if not isinstance(atom_layout_mnk, Layout):
+        if not isinstance(atom_layout_mnk, (tuple, list)) or not all(type(x) is int and x > 0 for x in atom_layout_mnk):
+            raise CuteValueError(f"atom_layout_mnk must be a layout or a tuple of positive ints, got {atom_layout_mnk!r}")
+        atom_layout_mnk = Layout(tuple(atom_layout_mnk))
+    return TiledMma(atom, atom_layout_mnk, tuple(permutation_mnk) if permutation_mnk is not None else ())
+
+
+def _tiled_copy_for(copy_atom, layout_tv, tiler):
+    from .atom import TiledCopy
+
+    return TiledCopy(copy_atom, layout_tv, tiler)
+
+
+def make_tiled_copy_A(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
+    """A tiled copy whose threads and values are those of ``tiled_mma``'s A operand (tile ``(M, K)``)."""
+    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_A, (tiled_mma.tile_size(0), tiled_mma.tile_size(2)))
+
+
+def make_tiled_copy_B(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
+    """A tiled copy whose threads and values are those of ``tiled_mma``'s B operand (tile ``(N, K)``)."""
+    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_B, (tiled_mma.tile_size(1), tiled_mma.tile_size(2)))
+
+
+def make_tiled_copy_C(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
+    """A tiled copy whose threads and values are those of ``tiled_mma``'s accumulators (tile ``(M, N)``)."""
+    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_C, (tiled_mma.tile_size(0), tiled_mma.tile_size(1)))
+
+
+# -- gemm ---------------------------------------------------------------------------------------------
+
+
+def _shape_of(t):
+    s = t.layout.shape
+    return s if type(s) is tuple else (s,)
+
+
+def gemm(atom: MmaAtom | TiledMma | ThrMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor) -> None:
+    """``D = A * B + C`` on one thread's fragments, in a kernel: ``a`` ``(V, M[, K])``, ``b`` ``(V, N[, K])``,
+    ``c`` and ``d`` ``(V, M, N)`` (or all rank 1: one instruction).  One instruction per ``(m, n, k)``; the K
+    blocks accumulate in order, the first from ``c``, the others from ``d``.  ``d`` may be ``c``."""
+    from .tensor.tensor import Tensor
+
+    if isinstance(atom, ThrMma):
+        atom = atom.tiled_mma
+    if isinstance(atom, TiledMma):
+        atom = atom.atom
+    if not isinstance(atom, MmaAtom):
+        raise CuteTypeError(f"gemm needs an MMA atom, a tiled MMA or a thread slice of one, got {atom!r}")
+    for role, t in (("d", d), ("a", a), ("b", b), ("c", c)):
+        if not isinstance(t, Tensor):
+            raise CuteTypeError(f"gemm: {role} must be a tensor (a fragment), got {t!r}")
+    sd, sa, sb, sc = _shape_of(d), _shape_of(a), _shape_of(b), _shape_of(c)
+    if len(sd) != len(sc) or any(product(x) != product(y) for x, y in zip(sd, sc)):
+        raise CuteValueError(f"gemm: D {d.layout} and C {c.layout} must have the same shape")
+    if len(sd) == 1 and len(sa) == 1 and len(sb) == 1:
+        sd, sa, sb = sd + (1, 1), sa + (1, 1), sb + (1, 1)
+    elif len(sd) == 3 and len(sa) in (2, 3) and len(sb) in (2, 3) and len(sa) == len(sb):
+        sa, sb = (sa + (1,)) if len(sa) == 2 else sa, (sb + (1,)) if len(sb) == 2 else sb
+    else:
+        raise CuteValueError(f"gemm takes D, C of rank 3 (V, M, N) and A, B of rank 2 or 3 ((V, M[, K]), (V, N[, K])), "
+                             f"or all of rank 1; got D {d.layout}, A {a.layout}, B {b.layout}")
+    mm, nn, kk = product(sd[1]), product(sd[2]), product(sa[2])
+    if product(sa[1]) != mm or product(sb[1]) != nn or product(sb[2]) != kk:
+        raise CuteValueError(f"gemm: the modes disagree: D {fmt(sd)} (V, M, N), A {fmt(sa)} (V, M, K), "
+                             f"B {fmt(sb)} (V, N, K) need A's M = D's M, B's N = D's N and A's K = B's K")
+    op = atom.op
+    check = getattr(op, "check_gemm", None)
+    if check is not None:
+        check(d, a, b, c)
+    tracer = device.active()
+    if tracer is None:
+        raise DeviceOnlyError("gemm is a device operation: call it inside a kernel (@cute_py.kernel); "
+                              "cute_py.reference.mma_atom runs one instruction over all its threads on the CPU")
+
+    def mode_v(t, rank, *idx):
+        if rank == 1:
+            return t
+        return t[(None,) + idx]
+
+    rd, ra = len(_shape_of(d)), len(_shape_of(a))
+    for k in range(kk):
+        for m in range(mm):
+            for n in range(nn):
+                src = c if k == 0 else d
+                ai = (m,) if ra == 2 else (m, k)
+                bi = (n,) if ra == 2 else (n, k)
+                tracer.emit(op, D=mode_v(d, rd, m, n), A=mode_v(a, ra, *ai), B=mode_v(b, ra, *bi),
+                            C=mode_v(src, rd, m, n))

@@ -1,0 +1,18 @@
+"""``cute_py.nvgpu.warpgroup`` (the CuTe DSL's ``cute.nvgpu.warpgroup``): Hopper's warpgroup MMA.
+
+- :class:`MmaF16BF16Op` (:mod:`.mma`): ``wgmma.mma_async`` on Float16/BFloat16, its shape, TV layouts and
+  kernel-side issue;
+- ``OperandMajorMode``, ``OperandSource``, ``Field`` (:mod:`.operands`);
+- the shared-memory matrix descriptor: :func:`make_gmma_desc`, :func:`encode_gmma_desc` (:mod:`.descriptor`);
+- ``fence()``, ``commit_group()``, ``wait_group(n)`` (:mod:`.sync`): ``wgmma.fence``, ``wgmma.commit_group``,
+  ``wgmma.wait_group``.
+"""
+
+from .descriptor import GmmaDescriptor, GmmaLayoutError, LayoutType, encode_gmma_desc, make_gmma_desc
+from .mma import MmaF16BF16Op, WgmmaShapeError
+from .operands import Field, OperandMajorMode, OperandSource
+from .sync import commit_group, fence, wait_group
+
+__all__ = ["MmaF16BF16Op", "WgmmaShapeError", "OperandMajorMode", "OperandSource", "Field", "GmmaDescriptor",
+           "GmmaLayoutError", "LayoutType", "encode_gmma_desc", "make_gmma_desc", "fence", "commit_group",
+           "wait_group"]

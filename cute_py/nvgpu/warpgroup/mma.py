@@ -1,0 +1,180 @@
+"""``MmaF16BF16Op``: the Hopper warpgroup MMA (``wgmma.mma_async``) on 16-bit floats, as an op that an MMA
+framework (atoms, tiled MMAs, ``gemm``) can drive.
+
+**The op's interface** (everything a tiled MMA needs; static, host-side):
+
+- ``shape_mnk``: ``(64, N, 16)``; ``thr_id``: ``Layout(128)`` (one warpgroup, ``num_threads == 128``);
+- ``tv_layout_A`` / ``tv_layout_B`` / ``tv_layout_C``: ``(thread, value) -> index`` into the column-major
+  ``(M, K)``, ``(N, K)`` and ``(M, N)`` tiles, CuTe C++'s GMMA traits (``mma_traits_sm90_gmma.hpp``):
+
+  - C: ``((4,8,4),(2,2,N/8)):((128,1,16),(64,8,512))`` -- thread ``t`` holds rows ``16*(t//32) + (t%32)//4``
+    and ``+8``, columns ``2*(t%4) + {0,1} + 8*j``; value ``v`` is accumulator register ``v`` (f32), or half of
+    register ``v//2`` (f16, low half first);
+  - A and B from shared memory: the whole tile for every thread, ``(128,(M,K)):(0,(1,M))`` (each thread names
+    the tile; the hardware reads it through a descriptor);
+  - A from registers: ``((4,8,4),(2,2,2)):((128,1,16),(64,8,512))`` (8 values, 4 registers of two halves);
+- ``a_dtype``, ``b_dtype``, ``acc_dtype``, ``a_src``, ``a_major_mode``, ``b_major_mode``, ``transpose_a`` /
+  ``transpose_b`` (WGMMA's ``imm-trans`` bits: 1 for an MN-major operand), ``ptx_name`` (the instruction);
+- ``num_acc_registers``: 32-bit accumulator registers per thread (``N/2`` for f32, ``N/4`` for f16);
+- kernel side, :meth:`MmaF16BF16Op.mma` issues one ``wgmma.mma_async``: ``acc`` (a register fragment of
+  ``acc_dtype`` with ``size(tv_layout_C[1])`` elements in value order, updated in place), ``a`` (a descriptor:
+  an int or a traced 64-bit integer from :func:`~cute_py.nvgpu.warpgroup.make_gmma_desc`; or, for
+  ``OperandSource.RMEM``, a register fragment of 8 ``a_dtype`` values in ``tv_layout_A``'s value order),
+  ``b`` (a descriptor), ``accumulate`` (``scale-d``: a bool or a traced Boolean). The MMA is asynchronous:
+  ``fence()`` before it, ``commit_group()`` after, ``wait_group(n)`` before reading ``acc``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import device
+from ...core.layout import Layout
+from ...errors import CuteTypeError, CuteValueError, DeviceOnlyError
+from ...tensor.dtypes import BFloat16, Float16, Float32, dtype_of
+from .operands import OperandMajorMode, OperandSource
+
+__all__ = ["MmaF16BF16Op", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout", "ab_smem_tv_layout",
+           "a_rmem_tv_layout"]
+
+WARPGROUP_THREADS = 128
+
+
+class WgmmaShapeError(CuteValueError):
+    """A warpgroup MMA's shape, types or operand modes break a rule of ``wgmma.mma_async``."""
+
+
+def c_tv_layout(n: int) -> Layout:
+    """The accumulator layout of a ``64 x n`` WGMMA: ``(thread, value) -> m + 64 * n``."""
+    return Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))
+
+
+def ab_smem_tv_layout(mn: int, k: int) -> Layout:
+    """A shared-memory operand's layout: every one of the 128 threads names the whole ``mn x k`` tile."""
+    return Layout((WARPGROUP_THREADS, (mn, k)), (0, (1, mn)))
+
+
+def a_rmem_tv_layout() -> Layout:
+    """A 64x16 A operand in registers: ``(thread, value) -> m + 64 * k``, 8 values per thread."""
+    return Layout(((4, 8, 4), (2, 2, 2)), ((128, 1, 16), (64, 8, 512)))
+
+
+_PTX_TYPE = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32"}
+
+
+def _dtype(value, what):
+    try:
+        return dtype_of(value)
+    except Exception:
+        raise CuteTypeError(f"MmaF16BF16Op: {what} must be a dtype (Float16, BFloat16, Float32), got {value!r}") \
+            from None
+
+
+class MmaF16BF16Op:
+    """``wgmma.mma_async.sync.aligned.m64nNk16.<acc>.<ab>.<ab>``: D(64xN) = A(64x16) * B(16xN) (+ D) by 128
+    threads; ``ab_dtype`` Float16 or BFloat16, ``acc_dtype`` Float32 (or Float16 with Float16 inputs);
+    ``instruction_shape`` ``(64, N, 16)`` (or ``(64, N)``) with N a multiple of 8 in 8..256. A from registers
+    (``OperandSource.RMEM``) is K-major. See the module for the interface."""
+
+    __slots__ = ("a_dtype", "b_dtype", "acc_dtype", "shape_mnk", "a_src", "a_major_mode", "b_major_mode")
+
+    def __init__(self, ab_dtype: Any, acc_dtype: Any, instruction_shape: tuple[int, ...],
+                 a_src: OperandSource = OperandSource.SMEM, a_major_mode: OperandMajorMode = OperandMajorMode.K,
+                 b_major_mode: OperandMajorMode = OperandMajorMode.K) -> None:
+        ab, acc = _dtype(ab_dtype, "ab_dtype"), _dtype(acc_dtype, "acc_dtype")
+        if ab not in (Float16, BFloat16):
+            raise WgmmaShapeError(f"MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got {ab.name}")
+        if acc not in (Float32, Float16):
+            raise WgmmaShapeError(f"MmaF16BF16Op: acc_dtype must be Float32 or Float16, got {acc.name}")
+        if ab is BFloat16 and acc is not Float32:
+            raise WgmmaShapeError(f"MmaF16BF16Op: BFloat16 inputs accumulate in Float32, got acc_dtype {acc.name}")
+        shape = tuple(instruction_shape) if isinstance(instruction_shape, (tuple, list)) else None
+        if shape is None or len(shape) not in (2, 3) or any(type(s) is not int for s in shape):
+            raise WgmmaShapeError(f"MmaF16BF16Op: instruction_shape must be a flat (M, N) or (M, N, K) tuple of "
+                                  f"ints, got {instruction_shape!r}")
+        m, n = shape[0], shape[1]
+        k = shape[2] if len(shape) == 3 else 16
+        if m != 64:
+            raise WgmmaShapeError(f"MmaF16BF16Op: the M extent of a warpgroup MMA is 64, got {m}")
+        if not (8 <= n <= 256 and n % 8 == 0):
+            raise WgmmaShapeError(f"MmaF16BF16Op: the N extent must be a multiple of 8 in 8..256, got {n}")
+        if k != 16:
+            raise WgmmaShapeError(f"MmaF16BF16Op: the K extent of a 16-bit warpgroup MMA is 16, got {k}")
+        if not isinstance(a_src, OperandSource):
+            raise CuteTypeError(f"MmaF16BF16Op: a_src must be an OperandSource, got {a_src!r}")
+        for name, mode in (("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
+            if not isinstance(mode, OperandMajorMode):
+                raise CuteTypeError(f"MmaF16BF16Op: {name} must be an OperandMajorMode, got {mode!r}")
+        if a_src is OperandSource.RMEM and a_major_mode is not OperandMajorMode.K:
+            raise WgmmaShapeError("MmaF16BF16Op: A read from registers (OperandSource.RMEM) is K-major, got "
+                                  f"a_major_mode {a_major_mode}")
+        for name, value in (("a_dtype", ab), ("b_dtype", ab), ("acc_dtype", acc), ("shape_mnk", (m, n, k)),
+                            ("a_src", a_src), ("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"MmaF16BF16Op is immutable (tried to set {name!r})")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is MmaF16BF16Op and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, s) for s in self.__slots__))
+
+    def __repr__(self):
+        m, n, k = self.shape_mnk
+        return (f"MmaF16BF16Op({self.a_dtype.name}, {self.acc_dtype.name}, ({m}, {n}, {k}), {self.a_src}, "
+                f"{self.a_major_mode}, {self.b_major_mode})")
+
+    # -- the static facts -------------------------------------------------------------------------------
+    @property
+    def num_threads(self) -> int:
+        return WARPGROUP_THREADS
+
+    @property
+    def thr_id(self) -> Layout:
+        return Layout(WARPGROUP_THREADS)
+
+    @property
+    def tv_layout_A(self) -> Layout:
+        m, _, k = self.shape_mnk
+        return a_rmem_tv_layout() if self.a_src is OperandSource.RMEM else ab_smem_tv_layout(m, k)
+
+    @property
+    def tv_layout_B(self) -> Layout:
+        _, n, k = self.shape_mnk
+        return ab_smem_tv_layout(n, k)
+
+    @property
+    def tv_layout_C(self) -> Layout:
+        return c_tv_layout(self.shape_mnk[1])
+
+    @property
+    def transpose_a(self) -> int:
+        return int(self.a_major_mode is OperandMajorMode.MN)
+
+    @property
+    def transpose_b(self) -> int:
+        return int(self.b_major_mode is OperandMajorMode.MN)
+
+    @property
+    def num_acc_registers(self) -> int:
+        n = self.shape_mnk[1]
+        return n // 2 if self.acc_dtype is Float32 else n // 4
+
+    @property
+    def ptx_name(self) -> str:
+        m, n, k = self.shape_mnk
+        ab, acc = _PTX_TYPE[self.a_dtype.name], _PTX_TYPE[self.acc_dtype.name]
+        return f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.{acc}.{ab}.{ab}"
+
+    # -- kernel side --------------------------------------------------------------------------------------
+    def mma(self, acc: Any, a: Any, b: Any, accumulate: Any = True) -> None:
+        """Issue one ``wgmma.mma_async`` in the kernel being traced (see the module for the operands); outside
+        a kernel, ``DeviceOnlyError``."""
+        from ..device_ops import WgmmaMmaAsyncOp
+
+        tracer = device.active()
+        if tracer is None:
+            raise DeviceOnlyError("MmaF16BF16Op.mma is a device operation: call it inside a kernel (@cute_py.kernel)")
+        return tracer.emit(WgmmaMmaAsyncOp(self), acc=acc, a_operand=a, b_operand=b, accumulate=accumulate)

@@ -1,0 +1,195 @@
+"""Warp-level tensor-core ops: ``mma.sync`` and the matrix loads and stores ``ldmatrix`` / ``stmatrix``.
+
+Registers are i32 words: two 16-bit elements each (the first in the low half) for the f16/bf16 operands, the
+ldmatrix/stmatrix words and packed f16 accumulators; f32 accumulators are f32 values.  Every lane of the warp
+executes these instructions together (``.sync.aligned``).
+"""
+
+from typing import Any, Sequence
+
+from ._backend import ext, ir, llvm
+from .dialect import CuteOp, str_attr, bool_attr, Flag
+from .errors import OperandTypeError
+from .lowering import finish, inline_ptx, lowers
+from .types import AddressSpace
+
+__all__ = [
+    "MmaSyncOp",
+    "LdMatrixOp",
+    "StMatrixOp",
+    "mma_sync",
+    "ldmatrix",
+    "stmatrix",
+    "MMA_SHAPES",
+    "MMA_AB_TYPES",
+    "MMA_ACC_TYPES",
+    "MATRIX_COUNTS",
+]
+
+# shape -> (A words, B words) per lane
+MMA_SHAPES = {"m16n8k8": (2, 1), "m16n8k16": (4, 2)}
+MMA_AB_TYPES = ("f16", "bf16")
+MMA_ACC_TYPES = {"f32": 4, "f16": 2}  # accumulator registers per lane
+MATRIX_COUNTS = (1, 2, 4)
+
+
+def _is_i32(t):
+    return isinstance(t, ir.IntegerType) and t.width == 32
+
+
+class MmaSyncOp(CuteOp, name="mma_sync"):
+    """``D = A * B + C`` of one warp: A row-major (M x K), B column-major (K x N).  ``a``, ``b``: i32 words of two
+    ``ab_type`` elements; ``c`` and the results ``d``: 4 f32 (``acc_type`` f32) or 2 i32 words of two f16.
+
+    PTX: mma.sync.aligned.{m16n8k8,m16n8k16}.row.col.{f32,f16}.{f16,bf16}.{f16,bf16}.{f32,f16} d, a, b, c;
+    """
+
+    shape: ir.StringAttr
+    ab_type: ir.StringAttr
+    acc_type: ir.StringAttr
+    a: Sequence[ext.Operand[Any]]
+    b: Sequence[ext.Operand[Any]]
+    c: Sequence[ext.Operand[Any]]
+    d: Sequence[ext.Result[Any]]
+
+    def verify_rules(self):
+        shape, ab, acc = self.str_attr("shape"), self.str_attr("ab_type"), self.str_attr("acc_type")
+        if shape not in MMA_SHAPES:
+            self.fail("mma-shape", f"the shape must be one of {', '.join(MMA_SHAPES)}, got {shape!r}")
+        if ab not in MMA_AB_TYPES:
+            self.fail("mma-ab-type", f"the A/B element type must be f16 or bf16, got {ab!r}")
+        if acc not in MMA_ACC_TYPES:
+            self.fail("mma-acc-type", f"the accumulator type must be f32 or f16, got {acc!r}")
+        if acc == "f16" and ab != "f16":
+            self.fail("mma-acc-type", f"f16 accumulators need f16 inputs, got {ab} (bf16 accumulates in f32)")
+        na, nb = MMA_SHAPES[shape]
+        nc = MMA_ACC_TYPES[acc]
+        for role, values, n in (("a", self.a, na), ("b", self.b, nb)):
+            if len(values) != n:
+                self.fail(f"mma-{role}-regs", f"{shape} takes {n} i32 words of {role.upper()} per lane, got {len(values)}")
+            for v in values:
+                if not _is_i32(v.type):
+                    self.fail(f"mma-{role}-type", f"{role.upper()} words are i32 (two {ab} each), got {v.type}",
+                              OperandTypeError)
+        want = "f32" if acc == "f32" else "i32"
+        for role, values in (("c", list(self.c)), ("d", list(self.operation.results))):
+            if len(values) != nc:
+                self.fail(f"mma-{role}-regs", f"{acc} accumulators are {nc} {want} values per lane, got {len(values)}")
+            for v in values:
+                if str(v.type) != want:
+                    self.fail(f"mma-{role}-type", f"{acc} accumulators are {want} values, got {v.type}",
+                              OperandTypeError)
+
+
+class _MatrixOp(CuteOp):
+    def check_matrix(self, words):
+        self.expect_space("addr", self.addr, AddressSpace.SHARED)
+        n = len(words)
+        if n not in MATRIX_COUNTS:
+            self.fail("matrix-count", f"one instruction moves 1, 2 or 4 matrices (one i32 word each per lane), got {n}")
+        for w in words:
+            if not _is_i32(w.type):
+                self.fail("matrix-word-type", f"matrix words are i32 (two b16 elements), got {w.type}",
+                          OperandTypeError)
+
+
+class LdMatrixOp(_MatrixOp, name="ldmatrix"):
+    """Load 1, 2 or 4 8x8 matrices of 16-bit elements from shared memory: this lane gives the address of one
+    16-byte row (lanes ``8 i .. 8 i + 7``: the rows of matrix ``i``), and receives one i32 word per matrix.
+
+    PTX: ldmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 d, [addr];
+    """
+
+    addr: ext.Operand[llvm.PointerType]
+    trans: Flag
+    words: Sequence[ext.Result[Any]]
+
+    def verify_rules(self):
+        self.check_matrix(list(self.operation.results))
+
+
+class StMatrixOp(_MatrixOp, name="stmatrix"):
+    """Store 1, 2 or 4 8x8 matrices of 16-bit elements to shared memory (the reverse of ``ldmatrix``; sm_90).
+
+    PTX: stmatrix.sync.aligned.m8n8.{x1,x2,x4}{.trans}.shared.b16 [addr], a;
+    """
+
+    addr: ext.Operand[llvm.PointerType]
+    trans: Flag
+    words: Sequence[ext.Operand[Any]]
+
+    def verify_rules(self):
+        self.check_matrix(list(self.words))
+
+
+# -- builders ------------------------------------------------------------------------------------
+
+
+def mma_sync(shape, ab_type, acc_type, a, b, c):
+    """Build ``cute_nvgpu.mma_sync``; its results ``d`` have ``c``'s types."""
+    return MmaSyncOp.build(str_attr(shape), str_attr(ab_type), str_attr(acc_type), list(a), list(b), list(c),
+                           [v.type for v in c])
+
+
+def ldmatrix(addr, num, trans=False):
+    """Build ``cute_nvgpu.ldmatrix`` of ``num`` matrices; its ``words`` are ``num`` i32 results."""
+    i32 = ir.IntegerType.get_signless(32)
+    n = num if type(num) is int and num > 0 else 1
+    return LdMatrixOp.build(addr, bool_attr(trans), [i32] * n)
+
+
+def stmatrix(addr, words, trans=False):
+    """Build ``cute_nvgpu.stmatrix`` of the i32 ``words`` (one per matrix)."""
+    return StMatrixOp.build(addr, bool_attr(trans), list(words))
+
+
+# -- lowering ------------------------------------------------------------------------------------
+
+
+def _vec(first, n):
+    return "{" + ", ".join(f"${first + i}" for i in range(n)) + "}"
+
+
+@lowers(MmaSyncOp)
+def lower_mma_sync(op, rewriter):
+    shape, ab, acc = op.str_attr("shape"), op.str_attr("ab_type"), op.str_attr("acc_type")
+    a, b, c = list(op.a), list(op.b), list(op.c)
+    nd = len(c)
+    ptx = (f"mma.sync.aligned.{shape}.row.col.{acc}.{ab}.{ab}.{acc} {_vec(0, nd)}, {_vec(nd, len(a))}, "
+           f"{_vec(nd + len(a), len(b))}, {_vec(nd + len(a) + len(b), nd)};")
+    reg = "f" if acc == "f32" else "r"
+    cons = ",".join([f"={reg}"] * nd + ["r"] * (len(a) + len(b)) + [reg] * nd)
+    t = c[0].type
+    with rewriter.ip:
+        res = inline_ptx(ptx, cons, a + b + c, ir.Type.parse(f"!llvm.struct<({', '.join([str(t)] * nd)})>")).result
+        d = [llvm.ExtractValueOp(t, res, [i]).result for i in range(nd)]
+    finish(op, rewriter, *d)
+
+
+def _suffix(op, n):
+    return f"m8n8.x{n}{'.trans' if op.bool_attr('trans') else ''}.shared.b16"
+
+
+@lowers(LdMatrixOp)
+def lower_ldmatrix(op, rewriter):
+    n = len(op.operation.results)
+    i32 = ir.IntegerType.get_signless(32)
+    with rewriter.ip:
+        addr = llvm.PtrToIntOp(i32, op.addr).result
+        rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
+        res = inline_ptx(f"ldmatrix.sync.aligned.{_suffix(op, n)} {_vec(0, n)}, [${n}];",
+                         ",".join(["=r"] * n + ["r", "~{memory}"]), [addr], rtype).result
+        words = [res] if n == 1 else [llvm.ExtractValueOp(i32, res, [i]).result for i in range(n)]
+    finish(op, rewriter, *words)
+
+
+@lowers(StMatrixOp)
+def lower_stmatrix(op, rewriter):
+    words = list(op.words)
+    n = len(words)
+    i32 = ir.IntegerType.get_signless(32)
+    with rewriter.ip:
+        addr = llvm.PtrToIntOp(i32, op.addr).result
+        inline_ptx(f"stmatrix.sync.aligned.{_suffix(op, n)} [$0], {_vec(1, n)};", ",".join(["r"] * (n + 1) + ["~{memory}"]),
+                   [addr] + words)
+    finish(op, rewriter)

@@ -1,0 +1,179 @@
+"""Hopper's warpgroup MMA: ``wgmma.mma_async`` and its fence, commit and wait.
+
+``wgmma_mma_async`` takes the accumulators as one ``!llvm.struct`` value (``N/2`` f32, or ``N/4`` i32 each
+holding two f16) and returns the updated struct; A is a 64-bit shared-memory descriptor (one i64) or four i32
+registers, B a descriptor; ``scale_d`` (i1, at run time) says whether D is added (1) or overwritten (0). It
+lowers to inline PTX: NVVM's op takes neither registers for A nor a run-time ``scale-d``. The fence, commit
+and wait lower to NVVM's ops.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._backend import ext, ir, llvm, nvvm
+from .dialect import CuteOp, i32_attr, str_attr
+from .lowering import finish, inline_ptx, lowers
+
+__all__ = ["WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaWaitGroupOp", "WgmmaMmaAsyncOp", "wgmma_fence",
+           "wgmma_commit_group", "wgmma_wait_group", "wgmma_mma_async", "wgmma_acc_type", "AB_TYPES", "D_TYPES"]
+
+I1, I32, I64 = ir.IntegerType[1], ir.IntegerType[32], ir.IntegerType[64]
+AB_TYPES = ("f16", "bf16")
+D_TYPES = ("f32", "f16")
+
+
+def wgmma_acc_type(n, type_d):
+    """The accumulator struct of an m64nNk16 MMA accumulating in ``type_d`` (``"f32"`` or ``"f16"``)."""
+    count, elem = (n // 2, "f32") if type_d == "f32" else (n // 4, "i32")
+    return ir.Type.parse(f"!llvm.struct<({', '.join([elem] * count)})>")
+
+
+class WgmmaFenceOp(CuteOp, name="wgmma_fence"):
+    """Order the warpgroup's earlier register and shared-memory accesses before its next ``wgmma.mma_async``.
+
+    PTX: wgmma.fence.sync.aligned;
+    """
+
+
+class WgmmaCommitGroupOp(CuteOp, name="wgmma_commit_group"):
+    """Close a group of the ``wgmma.mma_async`` operations issued so far.
+
+    PTX: wgmma.commit_group.sync.aligned;
+    """
+
+
+class WgmmaWaitGroupOp(CuteOp, name="wgmma_wait_group"):
+    """Wait until at most ``count`` (0..7) groups of ``wgmma.mma_async`` are pending.
+
+    PTX: wgmma.wait_group.sync.aligned count;
+    """
+
+    count: ir.IntegerAttr
+
+    def verify_rules(self):
+        n = self.int_attr("count")
+        if not 0 <= n <= 7:
+            self.fail("wgmma-wait-count", f"the count of pending groups is in 0..7, got {n}")
+
+
+class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
+    """D(64xN) = A(64x16) * B(16xN) + (scale_d ? D : 0), by the 128 threads of a warpgroup, asynchronously.
+
+    PTX: wgmma.mma_async.sync.aligned.m64n<N>k16.<f32|f16>.<f16|bf16>.<f16|bf16> {d...}, a-desc|{a...}, b-desc, p, 1, 1[, trans-a], trans-b;
+    """
+
+    n: ir.IntegerAttr
+    type_ab: ir.StringAttr
+    type_d: ir.StringAttr
+    trans_a: ir.IntegerAttr
+    trans_b: ir.IntegerAttr
+    a: Sequence[ext.Operand[Any]]
+    b: ext.Operand[I64]
+    scale_d: ext.Operand[I1]
+    acc: ext.Operand[Any]
+    res: ext.Result[Any]
+
+    def verify_rules(self):
+        n, ab, d = self.int_attr("n"), self.str_attr("type_ab"), self.str_attr("type_d")
+        if not (8 <= n <= 256 and n % 8 == 0):
+            self.fail("wgmma-shape", f"N is a multiple of 8 in 8..256, got {n}")
+        if ab not in AB_TYPES:
+            self.fail("wgmma-ab-type", f"A and B are one of {AB_TYPES}, got {ab!r}")
+        if d not in D_TYPES:
+            self.fail("wgmma-d-type", f"D is one of {D_TYPES}, got {d!r}")
+        if ab == "bf16" and d != "f32":
+            self.fail("wgmma-d-type", f"bf16 inputs accumulate in f32, got {d}")
+        for name in ("trans_a", "trans_b"):
+            if self.int_attr(name) not in (0, 1):
+                self.fail("wgmma-transpose", f"{name} is 0 (K-major) or 1 (MN-major), got {self.int_attr(name)}")
+        a = list(self.a)
+        if len(a) == 1:
+            self.expect_int("a (a descriptor)", a[0], 64)
+        elif len(a) == 4:
+            for k, v in enumerate(a):
+                self.expect_int(f"a register {k}", v, 32)
+            if self.int_attr("trans_a"):
+                self.fail("wgmma-transpose", "A from registers is K-major: trans_a must be 0")
+        else:
+            self.fail("wgmma-a-operand", f"A is one i64 descriptor or four i32 registers, got {len(a)} values")
+        want = wgmma_acc_type(n, d) if n % 8 == 0 and d in D_TYPES else None
+        if want is not None and self.acc.type != want:
+            self.fail("wgmma-acc-type", f"an m64n{n}k16 {d} accumulator is {want}, got {self.acc.type}")
+        if self.res.type != self.acc.type:
+            self.fail("wgmma-acc-type", f"the result has the accumulator's type {self.acc.type}, got {self.res.type}")
+
+
+# -- builders ------------------------------------------------------------------------------
+
+
+def wgmma_fence():
+    """Build ``cute_nvgpu.wgmma_fence``."""
+    return WgmmaFenceOp.build()
+
+
+def wgmma_commit_group():
+    """Build ``cute_nvgpu.wgmma_commit_group``."""
+    return WgmmaCommitGroupOp.build()
+
+
+def wgmma_wait_group(count):
+    """Build ``cute_nvgpu.wgmma_wait_group``."""
+    return WgmmaWaitGroupOp.build(i32_attr(count))
+
+
+def wgmma_mma_async(acc, a, b, scale_d, *, n, type_ab, type_d="f32", trans_a=0, trans_b=0):
+    """Build ``cute_nvgpu.wgmma_mma_async``; ``a`` is a list (one i64 descriptor or four i32 registers); the op's
+    ``res`` is the updated accumulator struct."""
+    return WgmmaMmaAsyncOp.build(i32_attr(n), str_attr(type_ab), str_attr(type_d), i32_attr(trans_a),
+                                 i32_attr(trans_b), list(a), b, scale_d, acc, acc.type)
+
+
+# -- lowering ------------------------------------------------------------------------------
+
+
+@lowers(WgmmaFenceOp)
+def lower_wgmma_fence(op, rewriter):
+    with rewriter.ip:
+        nvvm.WgmmaFenceAlignedOp()
+    finish(op, rewriter)
+
+
+@lowers(WgmmaCommitGroupOp)
+def lower_wgmma_commit_group(op, rewriter):
+    with rewriter.ip:
+        nvvm.WgmmaGroupSyncAlignedOp()
+    finish(op, rewriter)
+
+
+@lowers(WgmmaWaitGroupOp)
+def lower_wgmma_wait_group(op, rewriter):
+    with rewriter.ip:
+        nvvm.WgmmaWaitGroupSyncOp(op.int_attr("count"))
+    finish(op, rewriter)
+
+
+@lowers(WgmmaMmaAsyncOp)
+def lower_wgmma_mma_async(op, rewriter):
+    n, ab, d = op.int_attr("n"), op.str_attr("type_ab"), op.str_attr("type_d")
+    trans_a, trans_b = op.int_attr("trans_a"), op.int_attr("trans_b")
+    count, cons = (n // 2, "f") if d == "f32" else (n // 4, "r")
+    a = list(op.a)
+    with rewriter.ip:
+        accs = [llvm.ExtractValueOp(ir.Type.parse("f32" if d == "f32" else "i32"), op.acc, [k]).result
+                for k in range(count)]
+        scale = llvm.ZExtOp(ir.IntegerType.get_signless(32), op.scale_d).result
+        # operands: $0..$count-1 the outputs, then the tied inputs, then A, B and scale-d
+        first = 2 * count
+        outs = "{" + ", ".join(f"${k}" for k in range(count)) + "}"
+        if len(a) == 1:
+            a_text, a_cons, tail = f"${first}", "l", f"{trans_a}, {trans_b}"
+            rest = first + 1
+        else:
+            a_text = "{" + ", ".join(f"${first + k}" for k in range(4)) + "}"
+            a_cons, tail, rest = "r,r,r,r", f"{trans_b}", first + 4
+        ptx = ("{\n\t.reg .pred p;\n\t"
+               f"setp.ne.b32 p, ${rest + 1}, 0;\n\t"
+               f"wgmma.mma_async.sync.aligned.m64n{n}k16.{d}.{ab}.{ab} {outs}, {a_text}, ${rest}, p, 1, 1, {tail};\n\t}}")
+        constraints = ",".join([f"={cons}"] * count + [str(k) for k in range(count)] + [a_cons, "l", "r"])
+        res = inline_ptx(ptx, constraints, [*accs, *a, op.b, scale], op.acc.type).result
+    finish(op, rewriter, res)
