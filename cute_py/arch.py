@@ -40,6 +40,7 @@ from .compiler.builtins.arch_global import ldg, ldg128, ldg256, ldg32, ldg64, st
 from .compiler.builtins.arch_grid import sync_global, sync_grid
 from .compiler.builtins.arch_int import (add_cc, add_sat_int, addc, bfe, bfi, bfind, brev, clz, lop3, mad24, mad_cc,
                                          madc, mul24, mul_hi, mul_wide, popc, prmt, shf, sub_cc, sub_sat_int, subc)
+from .compiler.builtins.arch_mma_sm70 import ptx_mma_sm70
 from .compiler.builtins.arch_names import (access_ptr, annotate_consumer_reg_alloc, annotate_producer_reg_dealloc,
                                            barrier_wait, cp_async_barrier_noinc, create_tma_descriptor, dec_max_nreg,
                                            disable_warp_group_reg_alloc, fence_proxy_async, get_lane_idx,
@@ -121,7 +122,7 @@ __all__ = [
     "shfl_sync", "mbarrier_wait_parity", "barrier_wait", "ptx_arrive_cluster_barrier", "cp_async_barrier_noinc",
     "fence_proxy_async", "set_max_nreg", "inc_max_nreg", "dec_max_nreg", "annotate_producer_reg_dealloc",
     "annotate_consumer_reg_alloc", "no_set_max_nreg", "disable_warp_group_reg_alloc", "loop_break", "access_ptr",
-    "create_tma_descriptor", "tma_load", "sync_grid", "sync_global",
+    "create_tma_descriptor", "tma_load", "sync_grid", "sync_global", "ptx_mma_sm70",
     # Hopper's warpgroup MMA under TileLang's names
     "warpgroup_arrive", "warpgroup_commit_batch", "warpgroup_wait", "wait_wgmma", "warpgroup_fence_operand",
     "initialize_wgmma_descriptor", "increase_descriptor_offset",

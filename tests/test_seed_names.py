@@ -70,19 +70,24 @@ def test_seed_002_the_tile_copier_has_the_documented_parameters_and_methods():
     assert {s.name for s in cpasync.ThreadScope} == {"BLOCK", "WARP"}
 
 
-def test_seed_003_every_builtin_name_is_in_arch_except_the_mma_ones():
+def test_seed_003_every_builtin_name_is_in_arch():
     from tests.jit.test_arch_names import NOT_YET, TILELANG_BUILTINS
 
-    assert set(NOT_YET.values()) == {"mma"}  # only WGMMA and the sm_70 MMA wait for the MMA atoms
+    assert NOT_YET == {}
     for name in TILELANG_BUILTINS:
-        assert hasattr(arch, name) != (name in NOT_YET), name
+        assert hasattr(arch, name), name
     signatures = {"get_warp_group_idx": ("warp_size", "warps_per_group"), "shfl_sync": ("mask", "value", "srcLane"),
                   "set_max_nreg": ("reg_count", "is_inc"), "mbarrier_wait_parity": ("mbarrier", "parity"),
                   "ptx_arrive_cluster_barrier": ("mbarrier", "cta_id"), "shuffle_elect": ("thread_extent",),
                   "access_ptr": ("base", "access_type"), "tcgen05_mma_arrive": ("mbar",),
                   "initialize_tcgen05_descriptor": ("descriptor", "start_address", "leading_byte_offset",
                                                     "stride_byte_offset", "base_offset", "leading_is_absolute",
-                                                    "swizzle_mode")}
+                                                    "swizzle_mode"),
+                  "ptx_mma_sm70": ("shape", "A_layout", "B_layout", "A_dtype", "B_dtype", "C_dtype", "multiplicand_a",
+                                   "a_index", "multiplicand_b", "b_index", "accumulator", "c_index"),
+                  "initialize_wgmma_descriptor": ("descriptor", "start_address", "layout_type_", "leading_byte_offset",
+                                                  "stride_byte_offset"),
+                  "warpgroup_fence_operand": ("buffer_or_ptr", "offset", "num_regs", "dtype")}
     for name, want in signatures.items():
         assert _leading(getattr(arch, name), len(want)) == want, name
     assert inspect.signature(arch.annotate_producer_reg_dealloc).parameters["reg_count"].default == 24

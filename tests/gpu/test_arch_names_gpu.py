@@ -185,3 +185,42 @@ def test_run_time_wgmma_descriptors_have_the_ptx_isa_bits():
         d = (start >> 4) & 0x3FFF | lbo << 16 | sbo << 32 | 1 << 62
         want.append((d & ~0xFFFFFFFF) | (((d & 0xFFFFFFFF) + (step >> 4)) & 0xFFFFFFFF))
     assert got == want
+
+
+def _sm70_kernel(acc_t):
+    @cute.kernel
+    def k(vals, out):
+        t = arch.thread_idx()[0]
+        a = cute.make_fragment(cute.make_layout(4), cute.Float16)
+        b = cute.make_fragment(cute.make_layout(4), cute.Float16)
+        c = cute.make_fragment(cute.make_layout(8), acc_t)
+        for i in cute.range_constexpr(4):
+            a[i] = vals[0].to(cute.Float16)
+            b[i] = vals[1].to(cute.Float16)
+        for i in cute.range_constexpr(8):
+            c[i] = vals[2].to(acc_t)
+        arch.ptx_mma_sm70("m16n16k4", "row", "col", "fp16", "fp16", "fp32" if acc_t is cute.Float32 else "fp16",
+                          a, 0, b, 0, c, 0)
+        for i in cute.range_constexpr(8):
+            out[t, i] = c[i].to(cute.Float32)
+
+    @cute.jit
+    def host(vals, out):
+        k(vals, out).launch(grid=1, block=32)
+
+    return host
+
+
+@pytest.mark.parametrize("acc", ["Float32", "Float16"])
+def test_ptx_mma_sm70_adds_the_k4_products_to_every_accumulator(acc):
+    # with A and B uniform the fragment order does not matter: every D element is c + 4 * a * b
+    host = _sm70_kernel(getattr(cute, acc))
+    spec = cute.compiler.DeviceArraySpec
+    assert "mma.sync.aligned.m8n8k4" in cute.compile(host, spec("Float32", (3,)), spec("Float32", (32, 8))).ptx
+    torch = hopper_torch()
+    for a, b, c in ((1.0, 2.0, 0.5), (-0.75, 1.5, 3.0), (0.125, -4.0, -1.0)):
+        vals = torch.tensor([a, b, c], dtype=torch.float32, device="cuda")
+        out = torch.full((32, 8), float("nan"), dtype=torch.float32, device="cuda")
+        host(vals, out)
+        torch.cuda.synchronize()
+        assert bool((out == c + 4 * a * b).all()), (a, b, c, out)

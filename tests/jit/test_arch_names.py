@@ -20,10 +20,8 @@ TILELANG_BUILTINS = (
     "shfl_down shfl_up sync_threads sync_warp shfl_sync sync_global sync_grid initialize_wgmma_descriptor "
     "initialize_tcgen05_descriptor increase_descriptor_offset loop_break cp_async_barrier_noinc tcgen05_mma_arrive "
     "ptx_mma_sm70 ldg32 ldg64 ldg128 ldg256 stg32 stg64 stg128 stg256").split()
-# not offered yet: the sm_70 MMA comes with the warp-level MMA atoms
-NOT_YET = {
-    "ptx_mma_sm70": "mma",
-}
+# every name is offered
+NOT_YET = {}
 
 
 def test_every_builtin_name_is_in_cute_py_arch_or_listed_as_not_yet_offered():
@@ -430,4 +428,62 @@ def test_tcgen05_descriptor_rules(call, match):
         call()
 
     with pytest.raises(TraceError, match=match):
+        compile_kernel(k)
+
+
+# -- Volta's mma.sync m8n8k4 ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("c_dtype, ctext", [("fp32", "f32"), ("fp16", "f16")])
+@pytest.mark.parametrize("layouts", [("row", "col"), ("col", "row")])
+def test_ptx_mma_sm70_is_mma_m8n8k4_and_assembles(c_dtype, ctext, layouts, filecheck, assemble):
+    acc_t = cute.Float32 if c_dtype == "fp32" else cute.Float16
+
+    @cute.kernel
+    def k(inp, out):
+        a = cute.make_fragment(cute.make_layout(8), cute.Float16)
+        b = cute.make_fragment(cute.make_layout(4), cute.Float16)
+        c = cute.make_fragment(cute.make_layout(8), acc_t)
+        for i in cute.range_constexpr(8):
+            a[i] = 1.0
+            c[i] = 0.5
+        for i in cute.range_constexpr(4):
+            b[i] = 2.0
+        arch.ptx_mma_sm70("m16n16k4", *layouts, "fp16", "fp16", c_dtype, a, 4, b, 0, c, 0)
+        out[arch.thread_idx()[0]] = cute.Int32(c[7])
+
+    c = compile_kernel(k)
+    regs = 8 if ctext == "f32" else 4
+    reg = "%{{[rf][0-9]+}}"  # this LLVM prints f32 registers as %r too
+    filecheck(c.ptx, [f"CHECK: mma.sync.aligned.m8n8k4.{layouts[0]}.{layouts[1]}.{ctext}.f16.f16.{ctext} "
+                      "{{[{]}}" + ", ".join([reg] * regs) + "{{[}]}}, {{[{]}}" + ", ".join([reg] * 2) + "{{[}]}}"])
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("args, match", [
+    (("m16n8k16", "row", "col", "fp16", "fp16", "fp32"), "shape must be one of m16n16k4, m8n8k4, got 'm16n8k16'"),
+    (("m8n8k4", "rows", "col", "fp16", "fp16", "fp32"), "A_layout must be 'row' or 'col', got 'rows'"),
+    (("m8n8k4", "row", "col", "bf16", "fp16", "fp32"), "A_dtype must be one of fp16, float16, got 'bf16'"),
+    (("m8n8k4", "row", "col", "fp16", "fp16", "int32"), "C_dtype must be one of"),
+])
+def test_ptx_mma_sm70_rules(args, match):
+    @cute.kernel
+    def k(inp, out):
+        a = cute.make_fragment(cute.make_layout(4), cute.Float16)
+        c = cute.make_fragment(cute.make_layout(8), cute.Float32)
+        arch.ptx_mma_sm70(*args, a, 0, a, 0, c, 0)
+
+    with pytest.raises(TraceError, match=match):
+        compile_kernel(k)
+
+
+def test_ptx_mma_sm70_fragment_bounds():
+    @cute.kernel
+    def k(inp, out):
+        a = cute.make_fragment(cute.make_layout(4), cute.Float16)
+        c = cute.make_fragment(cute.make_layout(8), cute.Float32)
+        arch.ptx_mma_sm70("m8n8k4", "row", "col", "fp16", "fp16", "fp32", a, 2, a, 0, c, 0)
+
+    with pytest.raises(TraceError, match=r"multiplicand_a elements 2\.\.5 \(a static index\) lie outside the "
+                                         r"fragment's 4 elements"):
         compile_kernel(k)
