@@ -15,6 +15,9 @@ compiler reach the kernel being traced only through it:
 - ``scalar(dtype, value)`` — ``cute.Int32(x)`` and the other numeric types called in a kernel.
 - ``load_tensor`` / ``store_tensor`` / ``print_tensor`` — ``tensor.load()``, ``tensor.store(v)`` and
   ``cute.print_tensor(tensor)`` in a kernel.
+- ``run_time_scope()`` — the innermost run-time loop or branch being traced (an object with ``kind``, ``file``,
+  ``line``, ``parent`` and ``open``), or ``None`` at the kernel's top level: state kept in Python objects cannot
+  vary inside one.
 
 **The protocols.**  The algebra never imports the compiler nor the classes built above it; objects take part
 in its operations by defining these special attributes (``PROTOCOLS`` holds each one's contract, and a test
@@ -68,6 +71,11 @@ class DeviceContext:
         """``cute.print_tensor(tensor)`` in a kernel: print its layout and values from the device."""
         raise NotImplementedError
 
+    def run_time_scope(self) -> Any:
+        """The innermost run-time loop or branch being traced (``kind``, ``file``, ``line``, ``parent``,
+        ``open``), or ``None`` at the kernel's top level."""
+        raise NotImplementedError
+
 
 _active = []
 
@@ -119,4 +127,7 @@ PROTOCOLS = {
     "__cute_host_view__": "``owner.__cute_host_view__(ptr, n)``: the ``n`` elements at ``ptr`` as a host array engine, "
                           "for a pointer whose ``owner`` is raw host memory (``make_tensor`` over it is readable on "
                           "the host).",
+    "__cute_mma_descriptors__": "``t.__cute_mma_descriptors__``: true on a tensor of MMA operand descriptors (a "
+                                "warpgroup MMA's A/B fragment over shared memory), which ``gemm`` takes in place of "
+                                "a register fragment and hands to the op's emission entry.",
 }

@@ -27,7 +27,14 @@ warpgroup op -- provides to plug into :class:`MmaAtom`, :class:`TiledMma` and :f
   called once per instruction as ``entry(builder, op, D=, A=, B=, C=)`` with the four operands as tensors over
   one instruction's values (mode ``V`` of each fragment: ``D``/``C`` the accumulator values, ``A``/``B`` as
   ``make_fragment_A/B`` built them); it reads ``A``, ``B``, ``C`` and writes ``D``;
-- ``check_gemm(d, a, b, c)`` (optional): extra rules on the fragments, raising a ``CuteError`` naming the rule.
+- ``check_gemm(d, a, b, c)`` (optional): extra rules on the fragments, raising a ``CuteError`` naming the rule;
+- ``field_defaults()`` (optional): the op's settable fields (an enum member -> its default), which
+  ``atom.set(field, value)`` / ``tiled_mma.set(...)`` change and ``get`` reads (trace-time state of the atom:
+  a ``set`` holds for the instructions traced after it); with them, ``gemm_fields(fields, k)`` gives the extra
+  keyword operands of the emission entry for the instructions of K block ``k`` (a warpgroup op's
+  ``accumulate``: the field for ``k == 0``, true after it).
+
+``thr_id`` may also be a property holding the layout (a :class:`Layout` attribute instead of a method).
 
 :func:`gemm` checks the fragments' ranks and mode sizes against each other, then issues one instruction per
 ``(m, n, k)`` of the fragments' ``(V, M, N)`` / ``(V, M, K)`` / ``(V, N, K)`` modes: ``D = A * B + C`` with
@@ -45,11 +52,10 @@ from .core.layout import Layout, append, make_layout_unchecked
 from .core.algebra import composition, complement, right_inverse
 from .core.tiling import logical_divide, tiled_product, zipped_divide
 from .core.typing import Int
-from .errors import CuteTypeError, CuteValueError, DeviceOnlyError
+from .errors import CuteTypeError, CuteValueError, DeviceOnlyError, TraceError
 
 if TYPE_CHECKING:
     from .atom import CopyAtom, TiledCopy
-    from .tensor.dtypes import DType
     from .tensor.tensor import Tensor
 
 __all__ = [
@@ -106,12 +112,55 @@ def _size(layout, i=None):
 class MmaAtom:
     """One MMA instruction of ``op``: its shape and the thread-value layouts of its operands."""
 
-    __slots__ = ("op",)
+    __slots__ = ("op", "fields", "set_in")
 
     def __init__(self, op: MmaOp) -> None:
         if not isinstance(op, MmaOp):
             raise CuteTypeError(f"an MMA atom needs an MmaOp, got {op!r}")
         object.__setattr__(self, "op", op)
+        defaults = getattr(op, "field_defaults", None)
+        object.__setattr__(self, "fields", dict(defaults()) if defaults is not None else {})
+        object.__setattr__(self, "set_in", {})  # field -> the run-time branch its value was set in
+
+    def set(self, field: Any, value: Any) -> None:
+        """Set the op's field ``field`` (a static bool or a traced Boolean, as the field takes) for the
+        instructions traced after this call.
+
+        The field is kept while tracing, so it cannot differ between the iterations of a run-time loop: a change
+        inside one is a ``TraceError`` (set it before the loop and peel the first k-block, as ``examples/gemm.py``
+        does, or unroll with ``range_constexpr``; setting the value it already has is allowed). A value set
+        inside a run-time branch holds in that branch; using it after the branch has ended (where it would
+        depend on the path taken) is a ``TraceError`` in ``gemm``."""
+        if field not in self.fields:
+            raise CuteValueError(f"{self.op!r} has no settable field {field} (its fields: "
+                                 f"{', '.join(str(f) for f in self.fields) or 'none'})")
+        ctx = device.active()
+        scope = ctx.run_time_scope() if ctx is not None else None
+        same = type(value) is bool and type(self.fields[field]) is bool and value == self.fields[field]
+        loop = scope
+        while loop is not None and "loop" not in loop.kind:
+            loop = loop.parent
+        if loop is not None and not same:
+            raise TraceError(f"set({field}, {value!r}) inside the {loop.kind} at {loop.file}:{loop.line}: the "
+                             f"field is fixed while tracing, so the change would hold for every iteration; set it "
+                             f"before the loop and peel the first k-block (or unroll the loop with range_constexpr)")
+        self.fields[field] = value
+        self.set_in[field] = scope
+
+    def checked_fields(self) -> dict:
+        """The fields as ``gemm`` uses them now; ``TraceError`` for one set in a run-time branch that has ended."""
+        for field, scope in self.set_in.items():
+            if scope is not None and not scope.open:
+                raise TraceError(f"{field} was set inside the {scope.kind} at {scope.file}:{scope.line}, which has "
+                                 f"ended: after it its value depends on the path taken; set it outside the branch")
+        return dict(self.fields)
+
+    def get(self, field: Any) -> Any:
+        """The current value of the op's field ``field``."""
+        if field not in self.fields:
+            raise CuteValueError(f"{self.op!r} has no settable field {field} (its fields: "
+                                 f"{', '.join(str(f) for f in self.fields) or 'none'})")
+        return self.fields[field]
 
     def __setattr__(self, name, value):
         raise AttributeError("MmaAtom is immutable")
@@ -124,12 +173,12 @@ class MmaAtom:
     @property
     def thr_id(self) -> Layout:
         """The instruction's threads (a layout of thread ids)."""
-        return self.op.thr_id()
+        return _op_thr_id(self.op)
 
     @property
     def size(self) -> int:
         """Threads that issue one instruction."""
-        return _size(self.op.thr_id())
+        return _size(_op_thr_id(self.op))
 
     @property
     def tv_layout_A(self) -> Layout:
@@ -161,6 +210,11 @@ class MmaAtom:
     def __repr__(self):
         return (f"MmaAtom({self.op!r}, shape_mnk={fmt(self.shape_mnk)}, thr_id={self.thr_id}, "
                 f"tv_A={self.tv_layout_A}, tv_B={self.tv_layout_B}, tv_C={self.tv_layout_C})")
+
+
+def _op_thr_id(op):
+    t = op.thr_id
+    return t if isinstance(t, Layout) else t()
 
 
 def _fragment(op, which, tensor, dtype):
@@ -251,6 +305,14 @@ class TiledMma:
         return _size(self.permutation_mnk(i))
 
     get_tile_size = tile_size
+
+    def set(self, field: Any, value: Any) -> None:
+        """Set a field of the atom's op (``warpgroup.Field.ACCUMULATE``); see :meth:`MmaAtom.set`."""
+        self.atom.set(field, value)
+
+    def get(self, field: Any) -> Any:
+        """A field of the atom's op; see :meth:`MmaAtom.get`."""
+        return self.atom.get(field)
 
     # -- thread-fragment layouts ---------------------------------------------------------------------
     def _thrfrg(self, layout, im, ik, atom_tv, what):
@@ -389,7 +451,10 @@ class ThrMma:
         from .tensor.tensor import Tensor
 
         layout = tensor.layout if isinstance(tensor, Tensor) else tensor
-        thr = frg(layout)
+        if type(layout) is Layout:
+            thr = frg(layout)
+        else:  # a composed (swizzled shared-memory) layout: partition its outer layout, keep the swizzle
+            thr = layout.__cute_map_outer__(frg)
         rest = len(layout)
         c = self.thr_vmnk
         coord = ((c[0], (c[i], c[j])), (None, (None,) * rest))
@@ -485,7 +550,7 @@ def gemm(atom: MmaAtom | TiledMma | ThrMma, d: Tensor, a: Tensor, b: Tensor, c: 
     if not isinstance(atom, MmaAtom):
         raise CuteTypeError(f"gemm needs an MMA atom, a tiled MMA or a thread slice of one, got {atom!r}")
     for role, t in (("d", d), ("a", a), ("b", b), ("c", c)):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, Tensor) and not (role in "ab" and getattr(t, "__cute_mma_descriptors__", False)):
             raise CuteTypeError(f"gemm: {role} must be a tensor (a fragment), got {t!r}")
     sd, sa, sb, sc = _shape_of(d), _shape_of(a), _shape_of(b), _shape_of(c)
     if len(sd) != len(sc) or any(product(x) != product(y) for x, y in zip(sd, sc)):
@@ -502,6 +567,7 @@ def gemm(atom: MmaAtom | TiledMma | ThrMma, d: Tensor, a: Tensor, b: Tensor, c: 
         raise CuteValueError(f"gemm: the modes disagree: D {fmt(sd)} (V, M, N), A {fmt(sa)} (V, M, K), "
                              f"B {fmt(sb)} (V, N, K) need A's M = D's M, B's N = D's N and A's K = B's K")
     op = atom.op
+    fields = atom.checked_fields()
     check = getattr(op, "check_gemm", None)
     if check is not None:
         check(d, a, b, c)
@@ -516,11 +582,13 @@ def gemm(atom: MmaAtom | TiledMma | ThrMma, d: Tensor, a: Tensor, b: Tensor, c: 
         return t[(None,) + idx]
 
     rd, ra = len(_shape_of(d)), len(_shape_of(a))
+    fields_of = getattr(op, "gemm_fields", None)
     for k in range(kk):
+        extra = fields_of(dict(fields), k) if fields_of is not None else {}
         for m in range(mm):
             for n in range(nn):
                 src = c if k == 0 else d
                 ai = (m,) if ra == 2 else (m, k)
                 bi = (n,) if ra == 2 else (n, k)
                 tracer.emit(op, D=mode_v(d, rd, m, n), A=mode_v(a, ra, *ai), B=mode_v(b, ra, *bi),
-                            C=mode_v(src, rd, m, n))
+                            C=mode_v(src, rd, m, n), **extra)

@@ -13,10 +13,13 @@
 11. ``warp_specialized_copy``: a producer warp's multicast TMA loads and consumer warps' scaled TMA stores,
     joined by ``cute_py.pipeline`` pipelines across a cluster.
 12. ``im2col``: a conv2d's implicit-GEMM A matrix gathered by im2col TMA (``c2d_im2col``).
+13. ``gemm``: ``C = A @ B^T`` in bf16/fp16 with fp32 accumulation: TMA loads through a ``PipelineTmaAsync`` into
+    128B-swizzled shared memory, two warpgroups of ``wgmma.mma_async``, predicated edge tiles.
 """
 
 from .cp_async import cp_async_copy, cp_async_copy_kernel, cp_async_tiled_copies
 from .dsmem_exchange import dsmem_exchange, dsmem_exchange_kernel
+from .gemm import gemm, gemm_kernel
 from .elementwise import elementwise_add, elementwise_add_kernel, fused_silu_add, fused_silu_add_kernel
 from .im2col import conv_output_size, im2col, im2col_kernel
 from .grouped_copy import tma_grouped_copy, tma_grouped_copy_kernel
@@ -34,4 +37,5 @@ __all__ = ["tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipeli
            "tma_transpose_kernel", "tma_grouped_copy", "tma_grouped_copy_kernel",
            "dsmem_exchange", "dsmem_exchange_kernel", "elementwise_add", "elementwise_add_kernel", "fused_silu_add",
            "fused_silu_add_kernel", "softmax", "softmax_kernel", "row_sum", "row_sum_kernel",
-           "warp_specialized_copy", "warp_specialized_copy_kernel", "im2col", "im2col_kernel", "conv_output_size"]
+           "warp_specialized_copy", "warp_specialized_copy_kernel", "im2col", "im2col_kernel", "conv_output_size",
+           "gemm", "gemm_kernel"]

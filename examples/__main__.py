@@ -1,4 +1,4 @@
-"""``python -m examples``: run kernels 1-12 on small torch tensors and check each against torch (needs a Hopper
+"""``python -m examples``: run kernels 1-13 on small torch tensors and check each against torch (needs a Hopper
 GPU and torch)."""
 
 import sys
@@ -7,7 +7,7 @@ import torch
 
 from . import (conv_output_size, cp_async_copy, dsmem_exchange, elementwise_add, fused_silu_add, im2col, row_sum, softmax, tma_copy,
                tma_copy_pipelined, tma_grouped_copy, tma_multicast_copy, tma_reduce_add, tma_transpose,
-               warp_specialized_copy)
+               warp_specialized_copy, gemm)
 
 
 def _rand(shape, dtype, seed):
@@ -110,6 +110,12 @@ def main():
     ref = torch.nn.functional.unfold(img.permute(0, 3, 1, 2), 3, dilation=2, padding=1, stride=1)
     ref = ref.view(2, 64, 3, 3, oh * ow).permute(0, 4, 2, 3, 1).reshape(2 * oh * ow, 9 * 64)
     ok &= _check("im2col 3x3 dilation 2 pad 1", torch.equal(out, ref))
+    # 13: the pipelined GEMM, a partial edge tile in M, N and K, against torch in fp32
+    a, b = _rand((200, 104), torch.bfloat16, 13)[:, :100], _rand((136, 104), torch.bfloat16, 14)[:, :100]
+    c = torch.full((200, 136), float("nan"), device="cuda")
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    ok &= _check("gemm 200x136x100 bf16 -> fp32", torch.allclose(c, a.float() @ b.float().t(), rtol=1e-2, atol=1e-2))
     return 0 if ok else 1
 
 

@@ -11,7 +11,7 @@ from cute_py import device, reference
 from cute_py.atom import CopyOp, CopyUniversalOp
 from cute_py.compiler import emit as emission
 from cute_py.mma import MmaOp
-from cute_py.nvgpu import copy_ops, device_ops, warp
+from cute_py.nvgpu import copy_ops, device_ops, warp, warpgroup
 
 
 def _subclasses(cls):
@@ -23,7 +23,7 @@ def _subclasses(cls):
 
 
 COPY_OPS = (CopyUniversalOp,) + copy_ops.COPY_OP_CLASSES + warp.COPY_OP_CLASSES
-MMA_OPS = warp.MMA_OP_CLASSES
+MMA_OPS = warp.MMA_OP_CLASSES + warpgroup.MMA_OP_CLASSES
 
 
 def test_every_copy_op_class_is_in_the_tables_list():

@@ -110,6 +110,12 @@ class KernelContext(DeviceContext):
 
         print_tensor(tensor, verbose)
 
+    def run_time_scope(self) -> Any:
+        from .frontend.builder import current
+
+        scope = current().scope
+        return None if scope.parent is None else scope
+
 
 # -- descriptors -------------------------------------------------------------------------------------
 

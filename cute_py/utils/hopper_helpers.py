@@ -14,7 +14,7 @@ pointers and TMA; both address the same bytes.  The difference shows only where 
 form in elements (``recast_layout``, ``crd2idx``, ``make_tensor`` over a non-pointer): cute_py's flagged form
 refuses bare evaluation instead (``as_position_independent_swizzle_layout`` gives the element function).
 
-Not here yet (they need the warpgroup MMA and stmatrix atoms): ``make_trivial_tiled_mma`` and
+``make_trivial_tiled_mma`` builds the warpgroup MMA a GEMM of the given types and majors uses.  Not here yet:
 ``get_smem_store_op`` / ``sm90_get_smem_store_op``.
 """
 
@@ -31,7 +31,7 @@ from ..tensor.dtypes import DType
 from .layout import LayoutEnum, OperandMajorMode
 
 __all__ = ["get_smem_layout_atom", "make_smem_layout_a", "make_smem_layout_b", "make_smem_layout_epi",
-           "compute_tile_shape_or_override"]
+           "compute_tile_shape_or_override", "make_trivial_tiled_mma"]
 
 # (row bits of the atom, K-major kind, MN-major kind), widest first: ss_smem_selector's order
 _ATOMS = ((1024, SmemLayoutAtomKind.K_SW128, SmemLayoutAtomKind.MN_SW128),
@@ -196,6 +196,36 @@ def compute_tile_shape_or_override(tile_shape_mnk: tuple, element_type: DType, i
         return (min(128, m), math.gcd(min(32, n), n))
     n_perf = 64 if bits == 8 and n % 64 == 0 else 32
     return (min(64, m), math.gcd(min(n_perf, n), n))
+
+
+def make_trivial_tiled_mma(a_dtype: DType, b_dtype: DType, a_leading_mode: Any, b_leading_mode: Any,
+                           acc_dtype: DType, atom_layout_mnk: tuple, tiler_mn: tuple,
+                           a_source: Any = None) -> Any:
+    """The tiled warpgroup MMA ``make_tiled_mma(MmaF16BF16Op(a_dtype, acc_dtype, (*tiler_mn, 16), a_source,
+    a_leading_mode, b_leading_mode), atom_layout_mnk)``: one instruction of ``tiler_mn`` = ``(64, N)`` per
+    warpgroup, the warpgroups laid out by ``atom_layout_mnk``.
+
+    @pre a_dtype is b_dtype, Float16 or BFloat16 (8-bit float MMAs are not available: ``CuteTypeError``);
+         the op's rules (``WgmmaShapeError``): tiler_mn[0] == 64, tiler_mn[1] a multiple of 8 in 8..256
+    """
+    from ..mma import make_tiled_mma
+    from ..nvgpu.warpgroup import MmaF16BF16Op, OperandSource
+    from ..tensor.dtypes import BFloat16, Float16, dtype_of
+
+    who = "make_trivial_tiled_mma"
+    a, b = dtype_of(a_dtype), dtype_of(b_dtype)
+    if a not in (Float16, BFloat16):
+        raise CuteTypeError(f"{who}: a warpgroup MMA of {a.name} inputs is not available (Float16 and BFloat16 "
+                            f"are)")
+    if a is not b:
+        raise CuteTypeError(f"{who}: A and B have one element type, got {a.name} and {b.name}")
+    if isinstance(tiler_mn, list):
+        tiler_mn = tuple(tiler_mn)
+    if not isinstance(tiler_mn, tuple) or len(tiler_mn) != 2:
+        raise CuteValueError(f"{who}: tiler_mn must be an (M, N) tuple, got {tiler_mn!r}")
+    op = MmaF16BF16Op(a, acc_dtype, (*tiler_mn, 16), OperandSource.SMEM if a_source is None else a_source,
+                      a_leading_mode, b_leading_mode)
+    return make_tiled_mma(op, tuple(atom_layout_mnk))
 
 
 # the names the DSL's cutlass.utils gives these helpers

@@ -3,7 +3,10 @@
 
 A descriptor operand is an int (the whole 64-bit value), a traced 64-bit integer, or a
 :class:`~cute_py.nvgpu.warpgroup.GmmaDescriptor` whose start is a shared-memory pointer (its address joins the
-static fields at run time). The accumulators are a register fragment of the op's ``acc_dtype``, read and written
+static fields at run time). ``cute_py.gemm`` with a warpgroup op issues one ``wgmma.mma_async`` per instruction
+of the fragments: ``A``/``B`` one-instruction descriptor tensors (or, for A from registers, 8 register values),
+``D``/``C`` the instruction's accumulator values (C copied into D first when they are different registers). The
+accumulators are a register fragment of the op's ``acc_dtype``, read and written
 back in value order (Float16 values two to a 32-bit register, the lower index in the low half).
 """
 
@@ -16,6 +19,7 @@ import mlir_dialects as md
 from ...errors import TraceError
 from ...nvgpu import device_ops as dops
 from ...nvgpu.warpgroup.descriptor import GmmaDescriptor
+from ...nvgpu.warpgroup.mma import MmaF16BF16Op
 from ...nvgpu.warpgroup.operands import OperandSource
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
@@ -137,3 +141,28 @@ def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
     for i, v in enumerate(new):
         acc[i] = v
 
+
+
+def _same_registers(x, y):
+    ex, ey = getattr(x, "engine", None), getattr(y, "engine", None)
+    return (ex is not None and ey is not None and getattr(ex, "array", None) is getattr(ey, "array", 0)
+            and ex.offset == ey.offset and x.layout == y.layout)
+
+
+@emits(MmaF16BF16Op, "wgmma_mma_async")
+def _gemm(b, op, D, A, B, C, accumulate=True):
+    what = f"gemm with {op!r}"
+    a = A if op.a_src is OperandSource.RMEM else _one_descriptor(A, f"{what}: A")
+    if not _same_registers(C, D) and accumulate is not False:
+        count = op.shape_mnk[1] // 2
+        for i, v in enumerate(_fragment(C, op.acc_dtype, count, f"{what}: C")):
+            D[i] = v
+    _mma_async(b, dops.WgmmaMmaAsyncOp(op), acc=D, a_operand=a, b_operand=_one_descriptor(B, f"{what}: B"),
+               accumulate=accumulate)
+
+
+def _one_descriptor(t, what):
+    if not getattr(t, "__cute_mma_descriptors__", False):
+        raise TraceError(f"{what} must be a descriptor tensor (tiled_mma.make_fragment_A/B of a shared-memory "
+                         f"partition), got {t!r}")
+    return t.descriptor()

@@ -2,6 +2,8 @@
 
 - :class:`MmaF16BF16Op` (:mod:`.mma`): ``wgmma.mma_async`` on Float16/BFloat16, its shape, TV layouts and
   kernel-side issue;
+- ``GmmaDescriptorTensor`` (:mod:`.fragment`): the A/B fragments of a tiled warpgroup MMA over shared
+  memory (``tiled_mma.make_fragment_A/B``), descriptors for ``cute_py.gemm``;
 - ``OperandMajorMode``, ``OperandSource``, ``Field`` (:mod:`.operands`);
 - the shared-memory matrix descriptor: :func:`make_gmma_desc`, :func:`encode_gmma_desc` (:mod:`.descriptor`);
 - ``fence()``, ``commit_group()``, ``wait_group(n)`` (:mod:`.sync`): ``wgmma.fence``, ``wgmma.commit_group``,
@@ -9,10 +11,11 @@
 """
 
 from .descriptor import GmmaDescriptor, GmmaLayoutError, LayoutType, encode_gmma_desc, make_gmma_desc
-from .mma import MmaF16BF16Op, WgmmaShapeError
+from .fragment import GmmaDescriptorTensor
+from .mma import MMA_OP_CLASSES, MmaF16BF16Op, WgmmaShapeError
 from .operands import Field, OperandMajorMode, OperandSource
 from .sync import commit_group, fence, wait_group
 
-__all__ = ["MmaF16BF16Op", "WgmmaShapeError", "OperandMajorMode", "OperandSource", "Field", "GmmaDescriptor",
+__all__ = ["MmaF16BF16Op", "MMA_OP_CLASSES", "GmmaDescriptorTensor", "WgmmaShapeError", "OperandMajorMode", "OperandSource", "Field", "GmmaDescriptor",
            "GmmaLayoutError", "LayoutType", "encode_gmma_desc", "make_gmma_desc", "fence", "commit_group",
            "wait_group"]

@@ -30,11 +30,12 @@ from typing import Any
 
 from ... import device
 from ...core.layout import Layout
+from ...mma import MmaOp
 from ...errors import CuteTypeError, CuteValueError, DeviceOnlyError
 from ...tensor.dtypes import BFloat16, Float16, Float32, dtype_of
-from .operands import OperandMajorMode, OperandSource
+from .operands import Field, OperandMajorMode, OperandSource
 
-__all__ = ["MmaF16BF16Op", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout", "ab_smem_tv_layout",
+__all__ = ["MmaF16BF16Op", "MMA_OP_CLASSES", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout", "ab_smem_tv_layout",
            "a_rmem_tv_layout"]
 
 WARPGROUP_THREADS = 128
@@ -70,7 +71,7 @@ def _dtype(value, what):
             from None
 
 
-class MmaF16BF16Op:
+class MmaF16BF16Op(MmaOp):
     """``wgmma.mma_async.sync.aligned.m64nNk16.<acc>.<ab>.<ab>``: D(64xN) = A(64x16) * B(16xN) (+ D) by 128
     threads; ``ab_dtype`` Float16 or BFloat16, ``acc_dtype`` Float32 (or Float16 with Float16 inputs);
     ``instruction_shape`` ``(64, N, 16)`` (or ``(64, N)``) with N a multiple of 8 in 8..256. A from registers
@@ -149,6 +150,53 @@ class MmaF16BF16Op:
     def tv_layout_C(self) -> Layout:
         return c_tv_layout(self.shape_mnk[1])
 
+    # -- the MmaOp interface (cute_py.mma: make_mma_atom, make_tiled_mma, partitions, gemm) --------------
+    def layout_a_tv(self) -> Layout:
+        return self.tv_layout_A
+
+    def layout_b_tv(self) -> Layout:
+        return self.tv_layout_B
+
+    def layout_c_tv(self) -> Layout:
+        return self.tv_layout_C
+
+    def make_fragment_A(self, partition: Any) -> Any:
+        """A from shared memory: the descriptor tensor ``(1, MMA_M, MMA_K, ...)`` of the partition
+        (:mod:`.fragment`); from registers: a register fragment like the partition."""
+        if self.a_src is OperandSource.RMEM:
+            from ...tensor.tensor import make_fragment_like
+
+            return make_fragment_like(getattr(partition, "layout", partition), self.a_dtype)
+        from .fragment import make_descriptor_fragment
+
+        return make_descriptor_fragment(partition, self.a_major_mode, self.a_dtype, "A")
+
+    def make_fragment_B(self, partition: Any) -> Any:
+        """The descriptor tensor ``(1, MMA_N, MMA_K, ...)`` of a shared-memory partition of B."""
+        from .fragment import make_descriptor_fragment
+
+        return make_descriptor_fragment(partition, self.b_major_mode, self.b_dtype, "B")
+
+    def field_defaults(self) -> dict:
+        """``Field.ACCUMULATE``: true (D = A*B + D), as CuTe C++'s GMMA atoms start (``ScaleOut::One``)."""
+        return {Field.ACCUMULATE: True}
+
+    def gemm_fields(self, fields: dict, k: int) -> dict:
+        """``accumulate`` of the instructions of K block ``k`` of one ``gemm``: the field for the first block,
+        true for the others (they add to what the first wrote)."""
+        return {"accumulate": fields[Field.ACCUMULATE] if k == 0 else True}
+
+    def check_gemm(self, d: Any, a: Any, b: Any, c: Any) -> None:
+        """A and B (A from shared memory) are descriptor tensors (``make_fragment_A/B``), not data."""
+        for role, t, smem in (("A", a, self.a_src is OperandSource.SMEM), ("B", b, True)):
+            if smem and not getattr(t, "__cute_mma_descriptors__", False):
+                raise WgmmaShapeError(f"gemm with {self!r}: {role} is read from shared memory through descriptors; "
+                                      f"pass tiled_mma.make_fragment_{role}(thr_mma.partition_{role}(s{role})), "
+                                      f"got {t!r}")
+        if self.a_src is OperandSource.RMEM and getattr(a, "__cute_mma_descriptors__", False):
+            raise WgmmaShapeError(f"gemm with {self!r}: A is read from registers (OperandSource.RMEM), got "
+                                  f"descriptors {a!r}")
+
     @property
     def transpose_a(self) -> int:
         return int(self.a_major_mode is OperandMajorMode.MN)
@@ -178,3 +226,6 @@ class MmaF16BF16Op:
         if tracer is None:
             raise DeviceOnlyError("MmaF16BF16Op.mma is a device operation: call it inside a kernel (@cute_py.kernel)")
         return tracer.emit(WgmmaMmaAsyncOp(self), acc=acc, a_operand=a, b_operand=b, accumulate=accumulate)
+
+
+MMA_OP_CLASSES = (MmaF16BF16Op,)

@@ -1,0 +1,127 @@
+"""The A/B "fragments" of a warpgroup MMA whose operands are in shared memory: tensors of WGMMA descriptors
+(CuTe C++'s ``GMMA::DescriptorIterator`` tensors, which GMMA's ``make_fragment_A/B`` build).
+
+A thread's partition of a shared-memory operand is ``((MN, K), MMA_MN, MMA_K, ...)``: mode 0 is one
+instruction's whole ``(MN, K)`` operand tile (every thread of the warpgroup names the same tile).  Its
+descriptor tensor :class:`GmmaDescriptorTensor` has the shape ``(1, MMA_MN, MMA_K, ...)``: one descriptor per
+instruction, its other modes those of the partition, with their strides in 16-byte units (the units in which a
+descriptor's start address moves, as C++'s ``recast<uint128_t>`` gives them).
+
+Slicing (``t[None, None, k]``, ``t[None, None, k, stage]`` with a run-time stage) slices the shared-memory
+partition alongside; :meth:`GmmaDescriptorTensor.descriptor` of a one-instruction tensor (all modes but mode 0
+fixed) is :func:`~cute_py.nvgpu.warpgroup.make_gmma_desc` of its tile, a :class:`GmmaDescriptor` whose start is
+the tile's shared-memory pointer.  The tile must be a canonical GMMA layout of the op's major mode: any other is a
+``GmmaLayoutError`` when the fragment is made (the first tile is checked) or when a descriptor is taken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.composed import get_nonswizzle_portion
+from ...core.int_tuple import fmt
+from ...core.layout import Layout
+from ...errors import CuteTypeError, CuteValueError
+from ...tensor.pointer import AddressSpace, Pointer
+from ..smem_atoms import element_bits
+from .descriptor import GmmaDescriptor, GmmaLayoutError, make_gmma_desc
+from .operands import OperandMajorMode
+
+__all__ = ["GmmaDescriptorTensor", "make_descriptor_fragment"]
+
+
+def _modes(x):
+    return x if type(x) is tuple else (x,)
+
+
+class GmmaDescriptorTensor:
+    """``(1, MMA_MN, MMA_K, ...)`` WGMMA descriptors over a shared-memory partition (see the module)."""
+
+    __cute_mma_descriptors__ = True
+    __slots__ = ("smem", "major", "layout")
+
+    def __init__(self, smem: Any, major: OperandMajorMode, layout: Layout) -> None:
+        self.smem = smem
+        self.major = major
+        self.layout = layout
+
+    @property
+    def shape(self) -> Any:
+        return self.layout.shape
+
+    @property
+    def stride(self) -> Any:
+        return self.layout.stride
+
+    @property
+    def element_type(self) -> None:
+        """Descriptors have no numeric element type."""
+        return None
+
+    def __len__(self) -> int:
+        return len(self.layout)
+
+    def __getitem__(self, coord: Any) -> GmmaDescriptorTensor:
+        """Slice: ``coord`` names every mode; mode 0 (the one descriptor) is ``None`` or 0."""
+        coord = tuple(coord) if isinstance(coord, (tuple, list)) else (coord,)
+        if len(coord) != len(self):
+            raise CuteValueError(f"a descriptor tensor of shape {fmt(self.shape)} is indexed with {len(self)} "
+                                 f"coordinates (mode 0 None), got {coord!r}")
+        if coord[0] not in (None, 0):
+            raise CuteValueError(f"mode 0 of a descriptor tensor is its one descriptor: index it with None or 0, "
+                                 f"got {coord[0]!r}")
+        smem = self.smem[(None,) + coord[1:]]
+        kept = [i for i, c in enumerate(coord) if i == 0 or c is None]
+        shapes, strides = _modes(self.layout.shape), _modes(self.layout.stride)
+        layout = Layout(tuple(shapes[i] for i in kept), tuple(strides[i] for i in kept))
+        return GmmaDescriptorTensor(smem, self.major, layout)
+
+    def descriptor(self) -> GmmaDescriptor:
+        """The descriptor of a one-instruction tensor (rank 1: every mode but mode 0 fixed)."""
+        if len(self) != 1:
+            raise CuteValueError(f"descriptor() takes a one-instruction descriptor tensor (rank 1), got the shape "
+                                 f"{fmt(self.shape)}: slice its modes first")
+        tile = self.smem
+        if len(tile.layout) == 1:  # ((MN, K)): the instruction's tile is the one mode
+            tile = tile.__cute_map_outer__(lambda layout: layout[0])
+        return make_gmma_desc(tile, self.major)
+
+    def __repr__(self):
+        return f"gmma_desc_tensor<{self.major} o {self.smem!r} | {self.layout}>"
+
+
+def make_descriptor_fragment(partition: Any, major: OperandMajorMode, dtype: Any, which: str) -> GmmaDescriptorTensor:
+    """The descriptor tensor of a shared-memory operand partition ``((MN, K), MMA_MN, MMA_K, ...)`` of
+    ``dtype`` elements read ``major``-major (see the module)."""
+    ptr = getattr(partition, "iterator", None)
+    if not isinstance(ptr, Pointer) or ptr.memspace is not AddressSpace.smem:
+        raise GmmaLayoutError(f"make_fragment_{which} of a warpgroup MMA reading {which} from shared memory takes "
+                              f"a shared-memory partition (thr_mma.partition_{which}(sX)), got {partition!r}")
+    if ptr.dtype is not dtype:
+        raise CuteTypeError(f"make_fragment_{which}: the MMA reads {dtype.name} elements, the shared-memory "
+                            f"tensor holds {ptr.dtype.name}")
+    layout = partition.layout
+    if len(layout) < 3:
+        raise CuteValueError(f"make_fragment_{which} takes a partition of rank >= 3 ((V, MN, K, ...)), got {layout}")
+    outer = get_nonswizzle_portion(layout)
+    outer = getattr(outer, "outer", outer)
+    shapes, strides = _modes(outer.shape), _modes(outer.stride)
+    bits = element_bits(dtype)
+
+    def unit(shape, s, i):  # a stride in 16-byte units (a mode of one element: 0)
+        if type(shape) is tuple:
+            return tuple(unit(x, y, i) for x, y in zip(shape, s))
+        if shape == 1:
+            return 0
+        if type(s) is not int or (s * bits) % 128:
+            raise GmmaLayoutError(f"make_fragment_{which}: mode {i} of the partition {layout} moves by {s!r} "
+                                  f"elements, not a whole number of 16-byte units (a descriptor's start moves in "
+                                  f"16-byte steps)")
+        return s * bits // 128
+
+    units = [unit(shapes[i], strides[i], i) for i in range(1, len(shapes))]
+    desc = Layout((1,) + tuple(shapes[1:]), (0,) + tuple(units))
+    frag = GmmaDescriptorTensor(partition, major, desc)
+    first = frag[(None,) + (0,) * (len(shapes) - 1)]
+    first.descriptor()  # the tile must be canonical: a GmmaLayoutError naming the rule here, not in the kernel
+    return frag

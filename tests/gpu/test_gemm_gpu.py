@@ -1,0 +1,68 @@
+"""On a Hopper GPU: kernel 13, the pipelined TMA + WGMMA GEMM ``C = A @ B^T``, against ``torch.matmul`` in fp32
+for tile multiples and partial edge tiles in M, N and K, into a NaN-poisoned, padded C whose padding must stay
+untouched."""
+
+import pytest
+
+try:
+    import mlir_dialects.bindings  # noqa: F401
+except Exception as e:  # not installed, or no usable bindings (BindingsNotFoundError)
+    pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
+
+import cute_py as cute  # noqa: E402
+from examples import gemm  # noqa: E402
+from _tma_copy_check import hopper_torch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [(200, 136, 100), (1024, 1024, 1024), (64, 64, 64), (4096, 512, 1024), (129, 255, 8), (300, 72, 520)]
+TYPES = [("bfloat16", "float32"), ("float16", "float32"), ("bfloat16", "bfloat16")]
+GUARD = 3          # rows of poison above and below C, and columns after each row
+
+
+def _padded_k(k):
+    return -(-k // 8) * 8   # rows of 16-byte multiples (TMA's row-stride rule)
+
+
+@pytest.mark.parametrize("ab, out", TYPES)
+@pytest.mark.parametrize("m, n, k", SHAPES)
+def test_gemm_matches_torch(m, n, k, ab, out):
+    cdt = {"bfloat16": "BFloat16", "float16": "Float16", "float32": "Float32"}
+    kp, ldc = _padded_k(k), n + GUARD
+    spec = cute.compiler.DeviceArraySpec
+    c = cute.compile(gemm, spec(cdt[ab], (m, k), (kp, 1)), spec(cdt[ab], (n, k), (kp, 1)),
+                     spec(cdt[out], (m, n), (ldc, 1)))      # built first, everywhere
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32" in c.ptx and "cp.async.bulk.tensor" in c.ptx
+    torch = hopper_torch()
+    tab, tout = getattr(torch, ab), getattr(torch, out)
+    g = torch.Generator(device="cpu").manual_seed(m * 7 + n * 3 + k)
+    a_store = torch.randn(m, kp, generator=g).to(tab).cuda()
+    b_store = torch.randn(n, kp, generator=g).to(tab).cuda()
+    a, b = a_store[:, :k], b_store[:, :k]
+    # the pad columns of A and B hold data the GEMM must not read: make any read show
+    a_store[:, k:] = float("nan")
+    b_store[:, k:] = float("nan")
+    c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=tout, device="cuda")
+    cv = c_store[GUARD:GUARD + m, :n]
+    gemm(a, b, cv)
+    torch.cuda.synchronize()
+    want = torch.matmul(a.float(), b.float().t())
+    atol = 1e-2 if out == "float32" else 5e-2
+    torch.testing.assert_close(cv.float(), want, rtol=1e-2, atol=atol)
+    assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
+    assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
+
+
+def test_gemm_is_deterministic_and_reruns_on_the_same_buffers():
+    spec = cute.compiler.DeviceArraySpec
+    cute.compile(gemm, spec("BFloat16", (256, 192)), spec("BFloat16", (384, 192)), spec("Float32", (256, 384)))
+    torch = hopper_torch()
+    g = torch.Generator(device="cpu").manual_seed(5)
+    a = torch.randn(256, 192, generator=g).to(torch.bfloat16).cuda()
+    b = torch.randn(384, 192, generator=g).to(torch.bfloat16).cuda()
+    c1 = torch.full((256, 384), float("nan"), device="cuda")
+    c2 = torch.full((256, 384), float("nan"), device="cuda")
+    gemm(a, b, c1)
+    gemm(a, b, c2)
+    torch.cuda.synchronize()
+    assert torch.equal(c1, c2)

@@ -1,0 +1,212 @@
+"""The warpgroup MMA through the MMA framework (make_tiled_mma, partitions, descriptor fragments, gemm): thread
+partitions against CuTe C++'s GMMA traits and the PTX ISA's accumulator figure, descriptor fragments against
+hand-derived byte offsets, the rules, and the PTX of a kernel (FileChecked, assembled for sm_90a)."""
+
+import pytest
+
+import cute_py as cute
+from cute_py.core.layout import Layout
+from cute_py.errors import CuteTypeError, CuteValueError
+from cute_py.nvgpu import warp
+from cute_py.nvgpu import warpgroup as wg
+from cute_py.tensor.pointer import AddressSpace, Pointer
+from cute_py.utils import LayoutEnum
+from cute_py.utils import hopper_helpers as hh
+from tests.gpu._wgmma_tiled_kernels import tiled_product_program
+
+OpM = wg.OperandMajorMode
+
+
+def _op(n=128, dt=cute.BFloat16, **kw):
+    return wg.MmaF16BF16Op(dt, cute.Float32, (64, n, 16), **kw)
+
+
+def _smem(layout, address=0):
+    return cute.make_tensor(Pointer(cute.BFloat16, AddressSpace.smem, alignment=1024, address=address), layout)
+
+
+def test_the_op_is_an_mma_op_of_one_warpgroup():
+    tiled = cute.make_tiled_mma(_op(), (2, 1, 1))
+    assert isinstance(_op(), cute.mma.MmaOp)
+    assert (tiled.size, tiled.shape_mnk, tiled.thr_id) == (256, (128, 128, 16), Layout(128))
+    assert tiled.atom.tv_layout_C == Layout(((4, 8, 4), (2, 2, 16)), ((128, 1, 16), (64, 8, 512)))
+
+
+@pytest.mark.parametrize("t", [0, 1, 5, 31, 32, 77, 127, 128, 130, 200, 255])
+def test_c_partition_is_the_ptx_accumulator_figure_per_warpgroup(t):
+    tiled = cute.make_tiled_mma(_op(), (2, 1, 1))
+    part = tiled.get_slice(t).partition_C(cute.make_identity_tensor((128, 256)))
+    assert part.shape == ((2, 2, 16), 1, 2)
+    w, u = t // 128, t % 128
+    for n_tile in range(2):
+        for v in range(64):
+            # PTX ISA, wgmma m64nNk16 D fragment: row 16*(u//32) + (u%32)//4 + 8*((v//2)%2), column 2*(u%4) + v%2 + 8*(v//4)
+            row = 64 * w + 16 * (u // 32) + (u % 32) // 4 + 8 * ((v // 2) % 2)
+            col = 128 * n_tile + 2 * (u % 4) + v % 2 + 8 * (v // 4)
+            assert tuple(part[v, 0, n_tile]) == (row, col)
+
+
+@pytest.mark.parametrize("t", [0, 127, 128, 255])
+def test_a_and_b_partitions_are_the_whole_instruction_tile(t):
+    tiled = cute.make_tiled_mma(_op(), (2, 1, 1))
+    thr = tiled.get_slice(t)
+    pa = thr.partition_A(cute.make_identity_tensor((128, 64)))
+    pb = thr.partition_B(cute.make_identity_tensor((128, 64)))
+    assert (pa.shape, pb.shape) == (((64, 16), 1, 4), ((128, 16), 1, 4))
+    for kb in range(4):
+        for i, j in ((0, 0), (1, 0), (0, 1), (63, 15), (17, 9)):
+            assert tuple(pa[(i, j), 0, kb]) == (64 * (t // 128) + i, 16 * kb + j)  # GMMA ALayout: (128,(64,16)):(0,(1,64))
+        for i, j in ((0, 0), (127, 15), (100, 3)):
+            assert tuple(pb[(i, j), 0, kb]) == (i, 16 * kb + j)
+
+
+def test_descriptor_fragments_of_a_staged_128b_swizzled_tile():
+    tiled = cute.make_tiled_mma(_op(), (2, 1, 1))
+    la = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (128, 128, 64), cute.BFloat16, 4)
+    lb = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (128, 128, 64), cute.BFloat16, 4)
+    sA, sB = _smem(la, 0x4000), _smem(lb, 0x24000)
+    for t in (0, 130):
+        thr = tiled.get_slice(t)
+        fa = tiled.make_fragment_A(thr.partition_A(sA))
+        fb = tiled.make_fragment_B(thr.partition_B(sB))
+        # C++'s recast<uint128_t> strides: a k-block is 16 bf16 = 2 units, a stage 128*64 bf16 = 1024 units
+        assert fa.layout == Layout((1, 1, 4, (1, 4)), (0, 0, 2, (0, 1024)))
+        assert fb.layout == Layout((1, 1, 4, (1, 4)), (0, 0, 2, (0, 1024)))
+        for kb in range(4):
+            for s in range(4):
+                da = fa[None, 0, kb, s].descriptor()
+                db = fb[None, 0, kb, s].descriptor()
+                # rows of 128 B, 8-row groups 1024 B apart (SBO), K steps of 32 B inside the swizzle row
+                assert da.start.address == 0x4000 + 16384 * s + 8192 * (t // 128) + 32 * kb
+                assert db.start.address == 0x24000 + 16384 * s + 32 * kb
+                for d in (da, db):
+                    assert (d.leading_byte_offset, d.stride_byte_offset, d.layout_type) == (16, 1024, wg.LayoutType.B128)
+        sliced = fa[None, None, 2, None]
+        assert sliced.shape == (1, 1, (1, 4))
+
+
+def test_fragment_rules():
+    tiled = cute.make_tiled_mma(_op(), (1, 1, 1))
+    thr = tiled.get_slice(0)
+    g = cute.make_tensor(Pointer(cute.BFloat16, AddressSpace.gmem, alignment=16, address=0), Layout((64, 64), (64, 1)))
+    with pytest.raises(wg.GmmaLayoutError, match="takes a shared-memory partition"):
+        tiled.make_fragment_A(thr.partition_A(g))
+    # row-major 64x64 bf16 without a swizzle is no canonical K-major GMMA layout (rows 128 B apart)
+    with pytest.raises(wg.GmmaLayoutError, match="not a canonical K-major WGMMA layout"):
+        tiled.make_fragment_A(thr.partition_A(_smem(Layout((64, 64), (64, 1)))))
+    f16 = cute.make_tensor(Pointer(cute.Float16, AddressSpace.smem, alignment=1024, address=0),
+                           hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (64, 128, 64), cute.Float16, 1))
+    with pytest.raises(CuteTypeError, match="reads BFloat16 elements, the shared-memory tensor holds Float16"):
+        tiled.make_fragment_A(thr.partition_A(f16[None, None, 0]))
+    f = tiled.make_fragment_A(thr.partition_A(_smem(hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (64, 8, 64),
+                                                                          cute.BFloat16, 1))[None, None, 0]))
+    with pytest.raises(CuteValueError, match="mode 0 of a descriptor tensor is its one descriptor"):
+        f[1, 0, 0]
+    with pytest.raises(CuteValueError, match="takes a one-instruction descriptor tensor"):
+        f.descriptor()
+
+
+def test_fields_set_and_get():
+    tiled = cute.make_tiled_mma(_op(), (1, 1, 1))
+    assert tiled.get(wg.Field.ACCUMULATE) is True  # CuTe C++'s GMMA atoms start with ScaleOut::One
+    tiled.set(wg.Field.ACCUMULATE, False)
+    assert tiled.get(wg.Field.ACCUMULATE) is False
+    assert _op().gemm_fields({wg.Field.ACCUMULATE: False}, 0) == {"accumulate": False}
+    assert _op().gemm_fields({wg.Field.ACCUMULATE: False}, 1) == {"accumulate": True}
+    sync = cute.make_tiled_mma(warp.MmaF16BF16Op(cute.Float16, cute.Float32, (16, 8, 16)))
+    with pytest.raises(CuteValueError, match="has no settable field Field.ACCUMULATE .*none"):
+        sync.set(wg.Field.ACCUMULATE, True)
+
+
+def test_make_trivial_tiled_mma():
+    tiled = hh.make_trivial_tiled_mma(cute.BFloat16, cute.BFloat16, OpM.K, OpM.MN, cute.Float32, (2, 1, 1), (64, 256))
+    assert tiled.op == wg.MmaF16BF16Op(cute.BFloat16, cute.Float32, (64, 256, 16), b_major_mode=OpM.MN)
+    assert (tiled.size, tiled.shape_mnk) == (256, (128, 256, 16))
+    with pytest.raises(CuteTypeError, match="one element type, got Float16 and BFloat16"):
+        hh.make_trivial_tiled_mma(cute.Float16, cute.BFloat16, OpM.K, OpM.K, cute.Float32, (1, 1, 1), (64, 64))
+    with pytest.raises(CuteTypeError, match="Float8E4M3FN inputs is not available"):
+        hh.make_trivial_tiled_mma(cute.Float8E4M3FN, cute.Float8E4M3FN, OpM.K, OpM.K, cute.Float32, (1, 1, 1),
+                                  (64, 64))
+    with pytest.raises(wg.WgmmaShapeError, match="M extent of a warpgroup MMA is 64, got 128"):
+        hh.make_trivial_tiled_mma(cute.Float16, cute.Float16, OpM.K, OpM.K, cute.Float32, (1, 1, 1), (128, 64))
+
+
+# -- kernels -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("atom_m, n, gemm_all_k", [(1, 64, False), (2, 128, False), (2, 256, True)])
+def test_tiled_gemm_ptx_and_its_assembly(atom_m, n, gemm_all_k, filecheck, assemble):
+    host, specs = tiled_product_program(_op(n), atom_m, 4, gemm_all_k)
+    c = cute.compile(host, *specs)
+    mma = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16"
+    filecheck(c.ptx, ["CHECK: .target sm_90a", "CHECK: wgmma.fence.sync.aligned;",
+                      f"CHECK: {mma} {{{{[{{].*[}}]}}}}, {{{{%rd[0-9]+}}}}, {{{{%rd[0-9]+}}}}, p, 1, 1, 0, 0;",
+                      f"CHECK-COUNT-3: {mma}", f"CHECK-NOT: {mma}",
+                      "CHECK: wgmma.commit_group.sync.aligned;", "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}0;"])
+    assert c.ptx.count("wgmma.mma_async") == 4
+    assemble(c.ptx)
+
+
+def test_gemm_with_a_register_tensor_for_a_smem_operand_is_an_error():
+    op = _op(64)
+    tiled = cute.make_tiled_mma(op, (1, 1, 1))
+
+    @cute.kernel
+    def kernel(out):
+        acc = cute.make_fragment(cute.make_layout(((2, 2, 8), 1, 1)), cute.Float32)
+        a = cute.make_fragment(cute.make_layout(((64, 16), 1, 1)), cute.BFloat16)
+        cute.gemm(tiled, acc, a, a, acc)
+
+    def host(out):
+        kernel(out).launch(grid=1, block=128)
+
+    with pytest.raises(wg.WgmmaShapeError, match="A is read from shared memory through descriptors"):
+        cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (4,)))
+
+
+def test_a_field_change_inside_a_run_time_loop_is_an_error_not_a_fixed_value():
+    # the field is kept while tracing: a change inside a run-time loop would hold for every iteration
+    tiled = cute.make_tiled_mma(_op(64), (1, 1, 1))
+
+    @cute.kernel
+    def kernel(out, n: cute.Int32):
+        tiled.set(wg.Field.ACCUMULATE, False)
+        for _ in range(n):
+            tiled.set(wg.Field.ACCUMULATE, False)   # the value it has: allowed
+            tiled.set(wg.Field.ACCUMULATE, True)    # a change: refused
+        out[0] = 0.0
+
+    @cute.jit
+    def host(out, n: cute.Int32):
+        kernel(out, n).launch(grid=1, block=128)
+
+    from cute_py.compiler import TraceError
+
+    with pytest.raises(TraceError, match=r"set\(Field.ACCUMULATE, True\) inside the .*loop at .*test_wgmma_tiled.py:"
+                                         r"\d+: the field is fixed while tracing"):
+        cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (4,)), cute.Int32(3))
+
+
+def test_a_field_set_in_a_branch_holds_there_and_is_an_error_after_it():
+    host, specs = tiled_product_program(_op(64), 1, 2)  # the reference program: the field set before its gemms
+    cute.compile(host, *specs)
+    tiled = cute.make_tiled_mma(_op(64), (1, 1, 1))
+
+    @cute.kernel
+    def kernel(out, flag: cute.Int32):
+        acc = cute.make_fragment(cute.make_layout(((2, 2, 8), 1, 1)), cute.Float32)
+        if flag > 0:
+            tiled.set(wg.Field.ACCUMULATE, False)
+        wg.fence()
+        cute.gemm(tiled, acc, acc, acc, acc)  # reached on both paths: the field's value would depend on the path
+        out[0] = 0.0
+
+    @cute.jit
+    def host2(out, flag: cute.Int32):
+        kernel(out, flag).launch(grid=1, block=128)
+
+    from cute_py.compiler import TraceError
+
+    with pytest.raises(TraceError, match=r"Field.ACCUMULATE was set inside the if branch at .*test_wgmma_tiled.py:\d+, "
+                                         r"which has ended: after it its value depends on the path taken"):
+        cute.compile(host2, cute.compiler.DeviceArraySpec("Float32", (4,)), cute.Int32(1))
