@@ -4,23 +4,43 @@
 
     from examples import gemm
     gemm(a, b, c)            # a: (M, K), b: (N, K) bf16 or fp16, row-major; c: (M, N) fp32, bf16 or fp16
-    gemm(a, b, c, stages=3)
+    gemm(a, b, c, stages=3, tile_n=128, reg_realloc=True, epilogue="scalar")
 
-Each CTA computes one ``128 x 128`` tile of C, walking K in ``64``-wide k-tiles. It has three warpgroups:
+Each CTA computes one ``128 x tile_n`` tile of C, walking K in ``64``-wide k-tiles. It has three warpgroups:
 
-- warpgroups 0 and 1 (threads 0-255) are the consumers: a tiled warpgroup MMA of ``m64n128k16`` instructions
-  with atom layout ``(2, 1, 1)`` (each warpgroup owns 64 rows), fp32 accumulators in registers;
+- warpgroups 0 and 1 (threads 0-255) are the consumers: a tiled warpgroup MMA of ``m64n{tile_n}k16``
+  instructions with atom layout ``(2, 1, 1)`` (each warpgroup owns 64 rows), fp32 accumulators in registers;
 - warpgroup 2 (threads 256-383) is the producer: one elected thread of its first warp issues the TMA loads
-  of the A (``128 x 64``) and B (``128 x 64``) tiles of each k-tile into a ``stages``-deep ring of 128B-swizzled
-  K-major shared-memory buffers (``hopper_helpers.make_smem_layout_a/b``), joined to the consumers by a
-  ``PipelineTmaAsync``: the ``full`` barrier of a stage counts the bytes of both tiles, the ``empty`` barrier one
-  arrival per consumer warp.
+  of the A (``128 x 64``) and B (``tile_n x 64``) tiles of each k-tile into a ``stages``-deep ring of
+  128B-swizzled K-major shared-memory buffers (``hopper_helpers.make_smem_layout_a/b``), joined to the consumers
+  by a ``PipelineTmaAsync``: the ``full`` barrier of a stage counts the bytes of both tiles, the ``empty`` barrier
+  one arrival per consumer warp.
 
 The consumers wait for a stage, issue its four k-blocks of WGMMAs (descriptors from
 ``tiled_mma.make_fragment_A/B``), commit them as one group, and keep one group in flight
 (``wait_group(1)``): the stage of the *previous* k-tile is released only once its group has completed. After
-the last k-tile they wait for every group and write their accumulators to C, converted to C's type, each
-element predicated on lying inside ``(M, N)``.
+the last k-tile they wait for every group and write their accumulators to C, converted to C's type, predicated
+on lying inside ``(M, N)``.
+
+Options (keyword arguments of :func:`gemm`; the defaults are the fastest configuration):
+
+- ``tile_n`` (``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
+  consumer warpgroup, 128 fp32 accumulators per thread) and halves the loads of A per FLOP; a stage holds
+  48 KiB, so at most 4 stages fit the 227 KiB of shared memory (``128``: 32 KiB a stage, up to 6).
+- ``stages`` (``4``): the load pipeline's depth, 2..6 as shared memory allows.
+- ``reg_realloc`` (``False``): the producer warpgroup lowers its register budget to ``PRODUCER_REGS`` (40) and
+  the consumers raise theirs to ``CONSUMER_REGS`` (232) with ``setmaxnreg``. The kernel needs no more than the
+  168 registers a thread of a 384-thread block has (no spills at either ``tile_n``), and nvJitLink, which
+  assembles the JIT's PTX, drops ``setmaxnreg`` (ptxas info C7504: "ignored to maintain compatibility across
+  compilation units"); so it is off by default, and the instructions it emits change no result where they act.
+- ``epilogue`` (``"vector"``; or ``"scalar"``): accumulators ``2j`` and ``2j + 1`` of a thread are two adjacent
+  columns of one row; ``"vector"`` stores both with one instruction (``st.global.v2.b32`` for fp32, 32 bits for a
+  16-bit pair) where the pair lies inside C, and the last column of an odd N alone. It needs the pairs aligned:
+  C's column stride 1, an even static row stride and a pointer aligned to two elements (known when the kernel is
+  specialised); any other C is stored as ``"scalar"`` does, one element at a time. The stored values are the
+  same either way.
+
+The original configuration is ``tile_n=128, reg_realloc=False, epilogue="scalar"`` (``stages=4``).
 
 Edge tiles: TMA loads of a tile that reaches past ``M``, ``N`` or ``K`` fill the missing elements with zeros, so
 they add nothing to the products; the epilogue's predicates keep the stores inside C. A and B rows must start on
@@ -34,19 +54,25 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-__all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS"]
+__all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "PRODUCER_REGS",
+           "CONSUMER_REGS"]
 
-GEMM_TILE = (128, 128, 64)
+GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128; tile_n=256 gives (128, 256, 64)
+TILE_NS = (128, 256)                   # the CTA tile's N extents
+EPILOGUES = ("scalar", "vector")
 MMA_WARPGROUPS = 2
 MMA_THREADS = 128 * MMA_WARPGROUPS
 GEMM_THREADS = MMA_THREADS + 128       # + the producer warpgroup
 PRODUCER_WARP = MMA_THREADS // 32      # the first warp of the producer warpgroup issues the loads
+PRODUCER_REGS = 40                     # setmaxnreg: the producer warpgroup's registers per thread ...
+CONSUMER_REGS = 232                    # ... and each consumer warpgroup's: 128 * 40 + 256 * 232 <= 65536
 SMEM_LIMIT = 227 * 1024
 
 
 @cute.kernel
-def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, stages):
-    bm, bn, bk = GEMM_TILE
+def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
+                vector_c):
+    bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, bidy, _ = arch.block_idx()
     warp = arch.make_warp_uniform(arch.warp_idx())
@@ -65,26 +91,37 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         tx_count=tile_bytes,
         barrier_storage=barriers)
 
-    gA = cute.local_tile(tma_a, GEMM_TILE, (bidx, bidy, None), proj=(1, None, 1))    # (bm, bk, k-tiles)
-    gB = cute.local_tile(tma_b, GEMM_TILE, (bidx, bidy, None), proj=(None, 1, 1))    # (bn, bk, k-tiles)
+    gA = cute.local_tile(tma_a, tile, (bidx, bidy, None), proj=(1, None, 1))    # (bm, bk, k-tiles)
+    gB = cute.local_tile(tma_b, tile, (bidx, bidy, None), proj=(None, 1, 1))    # (bn, bk, k-tiles)
     k_tiles = cute.size(gA, mode=[2])
+    # the vector epilogue's predicates, one per pair of a consumer thread's accumulators (made here, outside
+    # the run-time branches: a Boolean fragment starts as False)
+    inside = cute.make_fragment(bm * bn // MMA_THREADS // 2, cute.Boolean)
+    for j in cute.range_constexpr(cute.size(inside)):
+        inside[j] = False
 
-    if warp == PRODUCER_WARP:
-        tAsA, tAgA = cpasync.tma_partition(load_a, 0, cute.Layout(1), cute.group_modes(sA, 0, 2),
-                                           cute.group_modes(gA, 0, 2))
-        tBsB, tBgB = cpasync.tma_partition(load_b, 0, cute.Layout(1), cute.group_modes(sB, 0, 2),
-                                           cute.group_modes(gB, 0, 2))
-        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
-        for k in range(k_tiles):
-            loads.producer_acquire(state)
-            cute.copy(load_a, tAgA[None, state.count], tAsA[None, state.index],
-                      tma_bar_ptr=loads.producer_get_barrier(state))
-            cute.copy(load_b, tBgB[None, state.count], tBsB[None, state.index],
-                      tma_bar_ptr=loads.producer_get_barrier(state))
-            loads.producer_commit(state)
-            state.advance()
-        loads.producer_tail(state)
-    elif tidx < MMA_THREADS:
+    if warp >= PRODUCER_WARP:
+        # the producer warpgroup: all four warps give registers back, one thread issues the loads
+        if reg_realloc:
+            arch.warpgroup_reg_dealloc(PRODUCER_REGS)
+        if warp == PRODUCER_WARP:
+            tAsA, tAgA = cpasync.tma_partition(load_a, 0, cute.Layout(1), cute.group_modes(sA, 0, 2),
+                                               cute.group_modes(gA, 0, 2))
+            tBsB, tBgB = cpasync.tma_partition(load_b, 0, cute.Layout(1), cute.group_modes(sB, 0, 2),
+                                               cute.group_modes(gB, 0, 2))
+            state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+            for k in range(k_tiles):
+                loads.producer_acquire(state)
+                cute.copy(load_a, tAgA[None, state.count], tAsA[None, state.index],
+                          tma_bar_ptr=loads.producer_get_barrier(state))
+                cute.copy(load_b, tBgB[None, state.count], tBsB[None, state.index],
+                          tma_bar_ptr=loads.producer_get_barrier(state))
+                loads.producer_commit(state)
+                state.advance()
+            loads.producer_tail(state)
+    else:
+        if reg_realloc:
+            arch.warpgroup_reg_alloc(CONSUMER_REGS)
         thr = tiled_mma.get_slice(tidx)
         tCrA = tiled_mma.make_fragment_A(thr.partition_A(sA))     # (1, 1, 4, stages) descriptors
         tCrB = tiled_mma.make_fragment_B(thr.partition_B(sB))
@@ -118,13 +155,38 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         wg.wait_group(0)
         loads.consumer_release(release)
         m, n = c.shape
-        for i in cute.range_constexpr(cute.size(acc)):
-            row, col = tCcC[i]
-            if row < m and col < n:
-                tCgC[i] = acc[i].to(c.element_type)
+        if vector_c:
+            # values 2j and 2j + 1 of a thread's accumulators are two adjacent columns of one row: one store
+            # of both where the pair lies inside C, C's row stride and pointer making it aligned
+            out = cute.make_fragment(acc.layout, c.element_type)
+            for i in cute.range_constexpr(cute.size(acc)):
+                out[i] = acc[i].to(c.element_type)
+            for j in cute.range_constexpr(cute.size(acc) // 2):
+                row, col = tCcC[2 * j]
+                inside[j] = row < m and col + 1 < n
+            pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), c.element_type,
+                                       num_bits_per_copy=2 * c.element_type.width)
+            cute.copy(pair, out, tCgC, pred=inside)
+            if not (type(n) is int and n % 2 == 0):
+                # an odd N: the pair at columns (N - 1, N) stores its first element alone
+                for j in cute.range_constexpr(cute.size(acc) // 2):
+                    row, col = tCcC[2 * j]
+                    if row < m and col + 1 == n:
+                        tCgC[2 * j] = out[2 * j]
+        else:
+            for i in cute.range_constexpr(cute.size(acc)):
+                row, col = tCcC[i]
+                if row < m and col < n:
+                    tCgC[i] = acc[i].to(c.element_type)
 
 
-def _check_args(a, b, c, stages):
+def _smem_bytes(tile, stages):
+    """Shared memory of the kernel: the A and B stages (16-bit elements), their barriers, alignment slack."""
+    bm, bn, bk = tile
+    return stages * (bm + bn) * bk * 2 + 16 * stages + 2048
+
+
+def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue):
     for name, t in (("a", a), ("b", b), ("c", c)):
         if len(t.shape) != 2:
             raise cute.CuteValueError(f"gemm: {name} must be 2-D, got the shape {tuple(t.shape)}")
@@ -145,30 +207,50 @@ def _check_args(a, b, c, stages):
                                       f"{t.layout.stride}")
     if type(stages) is not int or not 2 <= stages <= 6:
         raise cute.CuteValueError(f"gemm: stages must be an int in 2..6, got {stages!r}")
-    bm, bn, bk = GEMM_TILE
-    need = stages * (bm + bn) * bk * 2 + 16 * stages + 2048
+    if type(tile_n) is not int or tile_n not in TILE_NS:
+        raise cute.CuteValueError(f"gemm: tile_n must be one of {TILE_NS}, got {tile_n!r}")
+    if type(reg_realloc) is not bool:
+        raise cute.CuteValueError(f"gemm: reg_realloc must be a bool, got {reg_realloc!r}")
+    if epilogue not in EPILOGUES:
+        raise cute.CuteValueError(f"gemm: epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
+    need = _smem_bytes(tile, stages)
     if need > SMEM_LIMIT:
-        raise cute.CuteValueError(f"gemm: {stages} stages need {need} bytes of shared memory, more than {SMEM_LIMIT}")
+        raise cute.CuteValueError(f"gemm: {stages} stages of {tile[0]}x{tile[1]}x{tile[2]} tiles need {need} bytes "
+                                  f"of shared memory, more than {SMEM_LIMIT}")
+
+
+def _pairs_aligned(c):
+    """Whether every pair of adjacent columns ``(j, j + 1)`` with ``j`` even starts on a boundary of the pair's
+    size in ``c``: unit column stride, a static even row stride and a pointer aligned to two elements."""
+    row_stride, col_stride = c.layout.stride
+    return (col_stride == 1 and type(row_stride) is int and row_stride % 2 == 0
+            and c.iterator.alignment >= c.element_type.width // 4)
 
 
 @cute.jit
-def gemm(a, b, c, stages=4):
+def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="vector"):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type.
 
     ``a``: (M, K) and ``b``: (N, K), both BFloat16 or both Float16, row-major with 16-byte aligned rows;
-    ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); ``stages``: the load pipeline's depth (2..6).
-    Any M, N, K >= 1. See the module for the kernel."""
-    _check_args(a, b, c, stages)
-    bm, bn, bk = GEMM_TILE
+    ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); any M, N, K >= 1. ``stages``: the load pipeline's
+    depth (2..6, as shared memory allows: at most 4 with ``tile_n=256``); ``tile_n``: the CTA tile's N (128 or
+    256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``);
+    ``epilogue``: ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
+    ``"scalar"``) or ``"scalar"`` (one element per store). See the module for the kernel."""
+    _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue)
+    tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
+    bm, bn, bk = tile
     ab = a.element_type
     tiled_mma = hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
                                           (MMA_WARPGROUPS, 1, 1), (64, bn))
-    a_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, GEMM_TILE, ab, stages)
-    b_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, GEMM_TILE, ab, stages)
+    a_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile, ab, stages)
+    b_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile, ab, stages)
     load_a, tma_a = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
                                                 cute.slice_(a_layout, (None, None, 0)), (bm, bk))
     load_b, tma_b = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b,
                                                 cute.slice_(b_layout, (None, None, 0)), (bn, bk))
+    vector_c = epilogue == "vector" and _pairs_aligned(c)
     grid = (cute.ceil_div(a.shape[0], bm), cute.ceil_div(b.shape[0], bn), 1)
-    gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, stages).launch(
-        grid=grid, block=GEMM_THREADS)
+    gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
+                vector_c).launch(grid=grid, block=GEMM_THREADS)

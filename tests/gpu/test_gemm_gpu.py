@@ -1,6 +1,6 @@
 """On a Hopper GPU: kernel 13, the pipelined TMA + WGMMA GEMM ``C = A @ B^T``, against ``torch.matmul`` in fp32
 for tile multiples and partial edge tiles in M, N and K, into a NaN-poisoned, padded C whose padding must stay
-untouched."""
+untouched, in each of its configurations (CTA tile, register reallocation, epilogue)."""
 
 import pytest
 
@@ -17,22 +17,40 @@ pytestmark = pytest.mark.gpu
 
 SHAPES = [(200, 136, 100), (1024, 1024, 1024), (64, 64, 64), (4096, 512, 1024), (129, 255, 8), (300, 72, 520)]
 TYPES = [("bfloat16", "float32"), ("float16", "float32"), ("bfloat16", "bfloat16")]
-GUARD = 3          # rows of poison above and below C, and columns after each row
+GUARD = 3          # rows of poison above and below C
+# (gemm's keyword arguments, columns of poison after each row of C). An odd row stride (N + 3 for an even N)
+# leaves pairs of adjacent columns misaligned, so the vector epilogue stores one element at a time; an even one
+# (N + 4) aligns them (C starts GUARD rows into its buffer) and it stores pairs.
+CONFIGS = {
+    "128x128-scalar": (dict(tile_n=128, reg_realloc=False, epilogue="scalar"), 3),
+    "default-even-ldc": (dict(), 4),
+    "default-odd-ldc": (dict(), 3),
+    "128x256-realloc-3-stages": (dict(tile_n=256, reg_realloc=True, stages=3, epilogue="vector"), 4),
+    "128x128-vector": (dict(tile_n=128, epilogue="vector"), 4),
+}
+SIZES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 def _padded_k(k):
     return -(-k // 8) * 8   # rows of 16-byte multiples (TMA's row-stride rule)
 
 
+@pytest.mark.parametrize("config", list(CONFIGS))
 @pytest.mark.parametrize("ab, out", TYPES)
 @pytest.mark.parametrize("m, n, k", SHAPES)
-def test_gemm_matches_torch(m, n, k, ab, out):
+def test_gemm_matches_torch(m, n, k, ab, out, config):
+    kwargs, pad = CONFIGS[config]
     cdt = {"bfloat16": "BFloat16", "float16": "Float16", "float32": "Float32"}
-    kp, ldc = _padded_k(k), n + GUARD
+    kp, ldc = _padded_k(k), n + pad
     spec = cute.compiler.DeviceArraySpec
+    c_address = (1 << 24) + GUARD * ldc * SIZES[out]      # where C starts in its buffer, as the call sees it
     c = cute.compile(gemm, spec(cdt[ab], (m, k), (kp, 1)), spec(cdt[ab], (n, k), (kp, 1)),
-                     spec(cdt[out], (m, n), (ldc, 1)))      # built first, everywhere
-    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32" in c.ptx and "cp.async.bulk.tensor" in c.ptx
+                     spec(cdt[out], (m, n), (ldc, 1), address=c_address), **kwargs)      # built first, everywhere
+    tile_n = kwargs.get("tile_n", 256)
+    assert f"wgmma.mma_async.sync.aligned.m64n{tile_n}k16.f32" in c.ptx and "cp.async.bulk.tensor" in c.ptx
+    if out == "float32":
+        pairs = kwargs.get("epilogue", "vector") == "vector" and ldc % 2 == 0
+        assert ("st.global.v2.b32" in c.ptx) == pairs
     torch = hopper_torch()
     tab, tout = getattr(torch, ab), getattr(torch, out)
     g = torch.Generator(device="cpu").manual_seed(m * 7 + n * 3 + k)
@@ -44,7 +62,7 @@ def test_gemm_matches_torch(m, n, k, ab, out):
     b_store[:, k:] = float("nan")
     c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=tout, device="cuda")
     cv = c_store[GUARD:GUARD + m, :n]
-    gemm(a, b, cv)
+    gemm(a, b, cv, **kwargs)
     torch.cuda.synchronize()
     want = torch.matmul(a.float(), b.float().t())
     atol = 1e-2 if out == "float32" else 5e-2
@@ -53,16 +71,41 @@ def test_gemm_matches_torch(m, n, k, ab, out):
     assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
 
 
-def test_gemm_is_deterministic_and_reruns_on_the_same_buffers():
+@pytest.mark.parametrize("config", ["128x128-scalar", "default-even-ldc"])
+def test_gemm_is_deterministic_and_reruns_on_the_same_buffers(config):
+    kwargs, _ = CONFIGS[config]
     spec = cute.compiler.DeviceArraySpec
-    cute.compile(gemm, spec("BFloat16", (256, 192)), spec("BFloat16", (384, 192)), spec("Float32", (256, 384)))
+    cute.compile(gemm, spec("BFloat16", (256, 192)), spec("BFloat16", (384, 192)), spec("Float32", (256, 384)),
+                 **kwargs)
     torch = hopper_torch()
     g = torch.Generator(device="cpu").manual_seed(5)
     a = torch.randn(256, 192, generator=g).to(torch.bfloat16).cuda()
     b = torch.randn(384, 192, generator=g).to(torch.bfloat16).cuda()
     c1 = torch.full((256, 384), float("nan"), device="cuda")
     c2 = torch.full((256, 384), float("nan"), device="cuda")
-    gemm(a, b, c1)
-    gemm(a, b, c2)
+    gemm(a, b, c1, **kwargs)
+    gemm(a, b, c2, **kwargs)
     torch.cuda.synchronize()
     assert torch.equal(c1, c2)
+
+
+@pytest.mark.parametrize("configs", [
+    [dict(), dict(epilogue="scalar"), dict(stages=3, reg_realloc=True)],
+    [dict(tile_n=128, epilogue="scalar"), dict(tile_n=128, epilogue="vector", stages=6)],
+])
+def test_gemm_options_of_one_tile_agree_bit_for_bit(configs):
+    """With one CTA tile, the pipeline's depth, the register budget and the store width change no value: every
+    element is the same fp32 sum of the same instructions, rounded once."""
+    torch = hopper_torch()
+    g = torch.Generator(device="cpu").manual_seed(11)
+    a = torch.randn(300, 520, generator=g).to(torch.bfloat16).cuda()
+    b = torch.randn(392, 520, generator=g).to(torch.bfloat16).cuda()
+    outs = []
+    for kwargs in configs:
+        c = torch.full((300, 392), float("nan"), device="cuda")
+        gemm(a, b, c, **kwargs)
+        outs.append(c)
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[0]).any()
+    for c in outs[1:]:
+        assert torch.equal(c, outs[0])
