@@ -20,7 +20,7 @@ def compile_kernel(kernel_fn, *kargs):
 
 
 def kernel_body(mlir):
-    return mlir.split("attributes {nvvm.kernel}", 1)[1]
+    return re.split(r"attributes \{nvvm\.kernel[^}]*\}", mlir, maxsplit=1)[1]
 
 
 def line_of(marker, path):

@@ -27,7 +27,7 @@ def _count(text, pattern):
 
 
 def _body(mlir):
-    return mlir.split("attributes {nvvm.kernel}", 1)[1]
+    return re.split(r"attributes \{nvvm\.kernel[^}]*\}", mlir, maxsplit=1)[1]
 
 
 def _mlir_loads(mlir, space, nbytes):

@@ -24,7 +24,7 @@ def _count(text, pattern):
 
 
 def _body(mlir):
-    return mlir.split("attributes {nvvm.kernel}", 1)[1]
+    return re.split(r"attributes \{nvvm\.kernel[^}]*\}", mlir, maxsplit=1)[1]
 
 
 def _ptx_body(ptx):

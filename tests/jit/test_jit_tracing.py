@@ -1,6 +1,7 @@
 """Tracing kernels: traced integers emit arith, static Python unrolls, run-time loops and branches become
 LLVM blocks, and untraceable constructs raise TraceError at the user's line."""
 
+import re
 import pytest
 
 import cute_py as cute
@@ -23,7 +24,7 @@ def compile_kernel(kernel_fn, *kargs, **launch):
 
 
 def kernel_body(mlir):
-    return mlir.split("attributes {nvvm.kernel}", 1)[1]
+    return re.split(r"attributes \{nvvm\.kernel[^}]*\}", mlir, maxsplit=1)[1]
 
 
 def test_traced_integers_emit_arith_and_fold_static_operands():
@@ -243,3 +244,19 @@ def test_import_cute_py_loads_neither_mlir_nor_cuda():
             "or m.startswith('cute_py.compiler')])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_each_kernel_carries_its_launchs_block_as_maxntid():
+    # the back end then keeps the registers per thread within what the block can hold: a launch of a kernel
+    # needing more registers than 65536 / threads would fail (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) instead
+    @cute.kernel
+    def k(out):
+        out[arch.thread_idx()[0]] = 1
+
+    @cute.jit
+    def host(out):
+        k(out).launch(grid=1, block=(16, 4, 1))
+        k(out).launch(grid=2, block=384)
+
+    ptx = cute.compile(host, cute.compiler.DeviceArraySpec("Int32", (512,))).ptx
+    assert re.findall(r"\.maxntid (\d+), (\d+), (\d+)", ptx) == [("16", "4", "1"), ("384", "1", "1")]

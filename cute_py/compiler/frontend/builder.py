@@ -74,13 +74,17 @@ class Scope:
 class KernelBuilder:
     """Builds the body of kernel ``name`` with parameters ``param_types`` (MLIR type texts) in ``gpu_block``."""
 
-    def __init__(self, mlir: ModuleType, gpu_block: Any, name: str, param_types: Iterable[str]) -> None:
+    def __init__(self, mlir: ModuleType, gpu_block: Any, name: str, param_types: Iterable[str],
+                 block: tuple[int, int, int] | None = None) -> None:
         self.mlir = mlir  # mlir_dialects.bindings, the IR façade
         ir = mlir.ir
         self.ir = ir
         self.name = name
         args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(param_types))
-        text = f"llvm.func @{name}({args}) attributes {{nvvm.kernel}} {{\n  llvm.return\n}}"
+        # the launch's block as the kernel's .maxntid: the back end then keeps the registers per thread within
+        # what a block of that size can hold (a launch never fails for lack of registers)
+        bounds = "" if block is None else f", nvvm.maxntid = array<i32: {block[0]}, {block[1]}, {block[2]}>"
+        text = f"llvm.func @{name}({args}) attributes {{nvvm.kernel{bounds}}} {{\n  llvm.return\n}}"
         with ir.InsertionPoint(gpu_block):
             self.func = ir.Operation.parse(text)
         gpu_block.append(self.func)

@@ -161,7 +161,7 @@ def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False, cooperative=None
     """Trace the kernel of launch ``ln`` into ``gpu_block`` for the target ``arch``; its dynamic shared-memory bytes.
     Its name is added to the set ``cooperative`` when it syncs its grid."""
     types = [PARAM_TYPES[kind] for kind, _ in ln.params]
-    b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types)
+    b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types, tuple(ln.block))
     b.launch = ln
     b.arch = arch
     kfn = ln.call.kernel.fn
