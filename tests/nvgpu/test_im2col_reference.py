@@ -81,7 +81,6 @@ def test_reference_matches_torch_unfold(k, s, d, p):
 
 def test_the_traversal_wraps_rows_and_images_at_the_bounding_box():
     # W=3, H=2, N=2, C=8, 1x1 kernel, stride 1, no padding: 12 pixels in (n, h, w) order, then zeros
-    img = np.arange(2 * 2 * 3 * 8, dtype=np.float16).reshape(2, 2, 3, 8)
     t = make_fake_tensor("Float16", (2, 2, 3, 8), (48, 24, 8, 1))
     atom = make_im2col_tma_atom(t, Layout((16, 8), (8, 1)), 1)
     idx = im2col_box_elements(atom.descriptor, (0, 0, 0, 0), (0, 0)).reshape(16, 8)

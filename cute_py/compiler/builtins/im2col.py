@@ -13,7 +13,7 @@ expecting the tile's bytes and issues the one im2col TMA instruction; the caller
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import TraceError
 from ...nvgpu.im2col import Im2colCopyAtom, im2col_instruction, tma_load_im2col
