@@ -79,6 +79,15 @@ class TmaOobFill(enum.Enum):
     NAN_REQUEST_ZERO_FMA = 1
 
 
+def check_global_address(address: int | None, alignment: int) -> None:
+    """A descriptor's global address is 16-byte aligned: the address when known, else its known alignment."""
+    if address is not None and address % 16:
+        raise TmaError(f"the global address {address:#x} must be 16-byte aligned")
+    if alignment % 16:
+        raise TmaError(f"the global address must be 16-byte aligned, but only {alignment}-byte alignment is known "
+                       f"(assumed_align)")
+
+
 def tma_swizzle_of(smem_layout: Layout | ComposedLayout, dtype: DType) -> TmaSwizzle:
     """The descriptor swizzle mode of a (possibly swizzled) smem layout of ``dtype`` elements.
 
@@ -164,11 +173,7 @@ class TmaDescriptor:
             want = r - 1 if name == "global_strides" else r
             if len(v) != want:
                 raise TmaError(f"{name} must have {want} entries for rank {r}, got {list(v)}")
-        if self.global_address is not None and self.global_address % 16:
-            raise TmaError(f"the global address {self.global_address:#x} must be 16-byte aligned")
-        if self.address_alignment % 16:
-            raise TmaError(f"the global address must be 16-byte aligned, but only {self.address_alignment}-byte "
-                           f"alignment is known (assumed_align)")
+        check_global_address(self.global_address, self.address_alignment)
         for i, d in enumerate(self.global_dims):
             if type(d) is not int:  # a run-time dim: checked when bound (see bind)
                 continue

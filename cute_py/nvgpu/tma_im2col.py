@@ -22,7 +22,7 @@ import dataclasses
 
 from ..errors import TmaError
 from ..tensor.dtypes import DType
-from .tma import TmaL2Promotion, TmaOobFill, TmaSwizzle
+from .tma import TmaL2Promotion, TmaOobFill, TmaSwizzle, check_global_address
 
 __all__ = ["Im2colDescriptor", "CORNER_RANGE", "MAX_CHANNELS_PER_PIXEL", "MAX_PIXELS_PER_COLUMN"]
 
@@ -102,11 +102,7 @@ class Im2colDescriptor:
                            ("element_strides", r)):
             if len(getattr(self, name)) != want:
                 raise TmaError(f"{name} must have {want} entries for rank {r}, got {list(getattr(self, name))}")
-        if self.global_address is not None and self.global_address % 16:
-            raise TmaError(f"the global address {self.global_address:#x} must be 16-byte aligned")
-        if self.address_alignment % 16:
-            raise TmaError(f"the global address must be 16-byte aligned, but only {self.address_alignment}-byte "
-                           f"alignment is known (assumed_align)")
+        check_global_address(self.global_address, self.address_alignment)
         for i, d in enumerate(self.global_dims):
             if not 1 <= d <= 1 << 32:
                 raise TmaError(f"global dim {i} is {d}; TMA global dims must be in 1..2^32")

@@ -77,8 +77,10 @@ def test_an_empty_bounding_box_is_rejected():
 
 
 def test_swizzle_matching_the_row_is_accepted():
-    _good(channels_per_pixel=64, swizzle=TmaSwizzle.B128).validate()
-    _good(channels_per_pixel=32, swizzle=TmaSwizzle.B64).validate()
+    for channels, swizzle in ((64, TmaSwizzle.B128), (32, TmaSwizzle.B64)):
+        d = _good(channels_per_pixel=channels, swizzle=swizzle)
+        d.validate()  # a row of exactly the swizzle's width: no TmaError
+        assert (d.channels_per_pixel * 2, d.swizzle) == (swizzle.span, swizzle)
 
 
 @pytest.mark.parametrize("n,h,w,c,k,s,d,p", [(2, 9, 9, 64, 3, 1, 1, 1), (1, 16, 12, 32, 5, 2, 2, 2),

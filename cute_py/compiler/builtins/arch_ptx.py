@@ -22,7 +22,7 @@ from ...tensor.dtypes import DType
 from ..frontend.builder import current
 from ..frontend.values import TracedBool, TracedFloat, TracedInt, as_value, wrap
 
-__all__ = ["asm", "asm_value", "int_type", "static_int", "int_operand", "predicate_value", "ir_type_of"]
+__all__ = ["asm", "asm_value", "int_type", "static_int", "int_operand", "predicate_value", "ir_type_of", "join_words"]
 
 
 def ir_type_of(dtype: DType) -> Any:
@@ -102,3 +102,23 @@ def predicate_value(pred: object, what: str) -> Any:
         return current().const(int(pred), 1)
     raise TraceError(f"{what} must be a run-time condition (a comparison of traced values) or a bool, "
                      f"got {pred!r}")
+
+
+def _signed32(v):
+    """A static 32-bit word as the signed int with the same bits (what a traced Int32 combines with)."""
+    return v - (1 << 32) if type(v) is int and v >= 1 << 31 else v
+
+
+def join_words(lo: Any, hi: Any, what: str, hi_bits: int = 0) -> Any:
+    """The 64-bit value ``lo | (hi | hi_bits) << 32`` of two 32-bit words (ints in 0..2^32 or traced 32-bit
+    integers; ``hi_bits`` a constant or-ed into the high word): an int when both are static, else a traced Uint64
+    (``mov.b64 d, {lo, hi}``)."""
+    if type(lo) is int and type(hi) is int:
+        return lo | (hi | hi_bits) << 32
+    hi = hi | (hi_bits if type(hi) is int else _signed32(hi_bits)) if hi_bits else hi
+    from ...tensor.dtypes import Uint64
+
+    lo_v = int_operand(_signed32(lo), f"{what}: the low word", 32)
+    hi_v = int_operand(_signed32(hi), f"{what}: the high word", 32)
+    (res,) = asm("mov.b64 $0, {$1, $2};", "=l,r,r", [lo_v, hi_v], [current().int_type(64)])
+    return wrap(res, Uint64)

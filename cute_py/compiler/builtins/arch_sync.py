@@ -288,23 +288,23 @@ def setmaxregister_decrease(reg_count: int) -> None:
     _setmaxnreg("dec", reg_count, "setmaxregister_decrease")
 
 
-def warpgroup_reg_alloc(reg_count: int | None = None) -> None:
-    """The DSL's older name of :func:`setmaxregister_increase`. Without ``reg_count``: the kernel's register plan
-    (:class:`RegisterPlan`: 240 unless annotated; nothing when the plan is off)."""
+def _planned(action, reg_count, name):
+    """``setmaxnreg`` of ``reg_count``, or without one the kernel's register plan (nothing when it is off)."""
     if reg_count is None:
         plan = register_plan()
         if not plan.enabled:
             return
-        reg_count = plan.alloc
-    _setmaxnreg("inc", reg_count, "warpgroup_reg_alloc")
+        reg_count = plan.alloc if action == "inc" else plan.dealloc
+    _setmaxnreg(action, reg_count, name)
+
+
+def warpgroup_reg_alloc(reg_count: int | None = None) -> None:
+    """The DSL's older name of :func:`setmaxregister_increase`. Without ``reg_count``: the kernel's register plan
+    (:class:`RegisterPlan`: 240 unless annotated; nothing when the plan is off)."""
+    _planned("inc", reg_count, "warpgroup_reg_alloc")
 
 
 def warpgroup_reg_dealloc(reg_count: int | None = None) -> None:
     """The DSL's older name of :func:`setmaxregister_decrease`. Without ``reg_count``: the kernel's register plan
     (:class:`RegisterPlan`: 24 unless annotated; nothing when the plan is off)."""
-    if reg_count is None:
-        plan = register_plan()
-        if not plan.enabled:
-            return
-        reg_count = plan.dealloc
-    _setmaxnreg("dec", reg_count, "warpgroup_reg_dealloc")
+    _planned("dec", reg_count, "warpgroup_reg_dealloc")

@@ -16,12 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import TraceError
-from ...tensor.dtypes import Uint64
 from ...tensor.pointer import AddressSpace, Pointer
 from ..frontend.builder import current
 from ..frontend.memory import pointer_value
-from ..frontend.values import TracedInt, wrap
-from .arch_ptx import asm, int_operand
+from ..frontend.values import TracedInt
+from .arch_ptx import asm, int_operand, join_words
 
 __all__ = ["tcgen05_mma_arrive", "initialize_tcgen05_descriptor", "SWIZZLE_MODES", "TCGEN05_ARCH"]
 
@@ -98,17 +97,7 @@ def initialize_tcgen05_descriptor(descriptor: Any, start_address: Any, leading_b
     lbo = _offset_field(leading_byte_offset, name, "leading_byte_offset")
     sbo = _offset_field(stride_byte_offset, name, "stride_byte_offset")
     high_fixed = (1 << 14) | (base_offset << 17) | (int(leading_is_absolute) << 20) | (swizzle_mode << 29)
-    lo = start | (lbo << 16)
-    # a traced word stays 32-bit: its constant part is or-ed as the signed 32-bit int with the same bits
-    hi = sbo | (high_fixed if type(sbo) is int or high_fixed < 1 << 31 else high_fixed - (1 << 32))
-    if type(lo) is int and type(hi) is int:
-        value = lo | (hi % (1 << 32)) << 32
-    else:
-        b = current()
-        lo_v = int_operand(lo, f"{name}: the low word", 32)
-        hi_v = int_operand(hi, f"{name}: the high word", 32)
-        (res,) = asm("mov.b64 $0, {$1, $2};", "=l,r,r", [lo_v, hi_v], [b.int_type(64)])
-        value = wrap(res, Uint64)
+    value = join_words(start | (lbo << 16), sbo, name, high_fixed)
     if descriptor is not None:
         descriptor[0] = value
     return value

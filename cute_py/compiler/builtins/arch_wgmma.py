@@ -28,7 +28,7 @@ from ...tensor.pointer import Pointer
 from ..frontend.builder import current
 from ..frontend.memory import pack, unpack
 from ..frontend.values import TracedInt, wrap
-from .arch_ptx import asm, int_operand, static_int
+from .arch_ptx import asm, int_operand, join_words, static_int
 from .wgmma import smem_address
 
 __all__ = ["warpgroup_arrive", "warpgroup_commit_batch", "warpgroup_wait", "wait_wgmma", "warpgroup_fence_operand",
@@ -114,17 +114,6 @@ def _store(descriptor, value):
     return value
 
 
-def _join(lo, hi, name):
-    """The 64-bit value of the words ``lo`` and ``hi`` (ints or traced 32-bit integers)."""
-    if type(lo) is int and type(hi) is int:
-        return lo | hi << 32
-    b = current()
-    lo_v = int_operand(lo if type(lo) is not int or lo < 1 << 31 else lo - (1 << 32), f"{name}: the low word", 32)
-    hi_v = int_operand(hi if type(hi) is not int or hi < 1 << 31 else hi - (1 << 32), f"{name}: the high word", 32)
-    (res,) = asm("mov.b64 $0, {$1, $2};", "=l,r,r", [lo_v, hi_v], [b.int_type(64)])
-    return wrap(res, Uint64)
-
-
 def initialize_wgmma_descriptor(descriptor: Any, start_address: Any, layout_type_: int = 0,
                                 leading_byte_offset: Any = 0, stride_byte_offset: Any = 0) -> Any:
     """The WGMMA shared-memory descriptor (see the module; fields in 16-byte units), stored in ``descriptor``'s
@@ -147,9 +136,7 @@ def initialize_wgmma_descriptor(descriptor: Any, start_address: Any, layout_type
                          f"{start_address!r}")
     lbo = _field(leading_byte_offset, name, "leading_byte_offset")
     sbo = _field(stride_byte_offset, name, "stride_byte_offset")
-    lo = start | (lbo << 16)
-    hi = sbo | (layout_type_ << 30) if type(sbo) is int else sbo | ((layout_type_ << 30) - ((1 << 32) if layout_type_ >= 2 else 0))
-    return _store(descriptor, _join(lo, hi, name))
+    return _store(descriptor, join_words(start | (lbo << 16), sbo, name, layout_type_ << 30))
 
 
 def increase_descriptor_offset(descriptor: Any, offset: Any) -> Any:

@@ -26,7 +26,7 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ..emit import emits
 from ..frontend.memory import pack, pointer_value, unpack
 from ..frontend.values import TracedInt
-from .arch_ptx import asm, int_operand, predicate_value
+from .arch_ptx import join_words, predicate_value
 
 __all__ = ["descriptor_value", "smem_address"]
 
@@ -53,12 +53,7 @@ def descriptor_value(desc: Any, what: str) -> Any:
             desc = desc.value
         else:
             addr = smem_address(desc.start, f"{what}: the descriptor's start")
-            lo = ((addr >> 4) & 0x3FFF) | desc.low_fixed
-            hi = desc.high_word
-            (v,) = asm("mov.b64 $0, {$1, $2};", "=l,r,r",
-                       [int_operand(lo, what, 32), b.const(hi - (1 << 32) if hi >= 1 << 31 else hi, 32)],
-                       [b.int_type(64)])
-            return v
+            return join_words(((addr >> 4) & 0x3FFF) | desc.low_fixed, desc.high_word, what).ir
     if type(desc) is int:
         if not 0 <= desc < 1 << 64:
             raise TraceError(f"{what}: a descriptor is a 64-bit value, got {desc:#x}")
