@@ -1,10 +1,14 @@
-"""cute_py's Hopper GEMM (``examples.gemm``, kernel 13) against ``torch.matmul`` (cuBLAS), shape for shape, in one
-run: TFLOP/s and ratios, outputs checked first.
+"""cute_py's Hopper GEMM (``examples.gemm``, kernel 13) against ``torch.matmul`` (cuBLAS) and Triton's matmul
+(``triton_matmul.py``, autotuned), shape for shape, in one run: TFLOP/s and ratios, outputs checked first.
 
-Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 8192,8192,8192 ...] [--reps 20]
+Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--reps 20] [--c fp32|bf16]
+     [--config persistent=True,cluster_m=2 ...]
 
-Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C fp32 (cute_py) / bf16
-(torch); timed with CUDA events over ``--reps`` back-to-back launches after warm-up (median of 5 samples).
+Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by
+default, as cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after
+warm-up (median of 5 samples). ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one
+above 512, plus skinny shapes. Each ``--config`` is a set of ``examples.gemm`` keyword arguments
+measured as its own column (default: the default configuration).
 """
 
 import argparse
@@ -18,6 +22,22 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 DEFAULT_SHAPES = ["4096,4096,4096", "8192,8192,8192", "8192,8192,1024", "1024,8192,8192", "512,16384,4096",
                   "16384,512,4096"]
+SKINNY = ["512,16384,16384", "16384,512,16384", "16384,16384,512", "512,512,16384", "512,8192,8192",
+          "8192,512,8192", "16384,16384,16384"]
+
+
+def sweep_shapes():
+    sizes = (512, 4096, 16384)
+    out = [f"{m},{n},{k}" for m in sizes for n in sizes for k in sizes if max(m, n, k) >= 4096]
+    return out + [s for s in SKINNY if s not in out]
+
+
+def _config(text):
+    kw = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        kw[key] = {"True": True, "False": False}.get(value, int(value) if value.lstrip("-").isdigit() else value)
+    return kw
 
 
 def _time(fn, reps):
@@ -40,31 +60,63 @@ def _time(fn, reps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", nargs="*", default=DEFAULT_SHAPES)
+    ap.add_argument("--shapes", nargs="*", default=None)
+    ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--c", choices=("bf16", "fp32"), default="bf16")
+    ap.add_argument("--config", nargs="*", default=[""])
+    ap.add_argument("--no-triton", action="store_true")
     args = ap.parse_args()
     import torch
 
     from examples import gemm
 
+    shapes = list(args.shapes if args.shapes is not None else DEFAULT_SHAPES)
+    if args.sweep:
+        shapes += [s for s in sweep_shapes() if s not in shapes]
+    configs = [_config(c) for c in args.config]
+    triton_mm = None
+    if not args.no_triton:
+        from triton_matmul import matmul_abt as triton_mm
+    cdt = torch.bfloat16 if args.c == "bf16" else torch.float32
     props = torch.cuda.get_device_properties(0)
     print(f"# {props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, "
-          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, bf16 inputs, fp32 accumulation")
-    print(f"{'M,N,K':>20} {'cute_py TFLOP/s':>16} {'cuBLAS TFLOP/s':>15} {'ratio':>7}  check")
-    for text in args.shapes:
+          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, bf16 inputs, fp32 accumulation, "
+          f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)")
+    names = [",".join(f"{k}={v}" for k, v in kw.items()) or "default" for kw in configs]
+    head = f"{'M,N,K':>18} " + " ".join(f"{n[:22]:>22}" for n in names)
+    head += f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check"
+    print(head)
+    print("# TFLOP/s; the ratios take the best cute_py configuration")
+    for text in shapes:
         m, n, k = (int(x) for x in text.split(","))
         a = torch.randn((m, k), device="cuda").to(torch.bfloat16)
         b = torch.randn((n, k), device="cuda").to(torch.bfloat16)
-        c = torch.empty((m, n), device="cuda", dtype=torch.float32)
-        gemm(a, b, c)
-        torch.cuda.synchronize()
+        c = torch.empty((m, n), device="cuda", dtype=cdt)
         ref = a.float() @ b.float().T
-        ok = torch.allclose(c, ref, rtol=1e-2, atol=1e-2 * k ** 0.5)
         flops = 2 * m * n * k
-        t_cute = _time(lambda: gemm(a, b, c), args.reps)
-        t_blas = _time(lambda: torch.matmul(a, b.T), args.reps)
-        print(f"{text:>20} {flops / t_cute / 1e12:16.1f} {flops / t_blas / 1e12:15.1f} {t_blas / t_cute:7.3f}  "
-              f"{'ok' if ok else 'MISMATCH'}")
+        tol = dict(rtol=2e-2, atol=2e-2 * k ** 0.5)
+        ok = True
+        ours = []
+        for kw in configs:
+            c.fill_(float("nan"))
+            gemm(a, b, c, **kw)
+            torch.cuda.synchronize()
+            ok &= bool(torch.allclose(c.float(), ref, **tol))
+            ours.append(flops / _time(lambda: gemm(a, b, c, **kw), args.reps) / 1e12)
+        t_blas = flops / _time(lambda: torch.matmul(a, b.T), args.reps) / 1e12
+        t_tri = float("nan")
+        if triton_mm is not None:
+            ct = torch.empty((m, n), device="cuda", dtype=cdt)
+            triton_mm(a, b, ct)
+            torch.cuda.synchronize()
+            ok &= bool(torch.allclose(ct.float(), ref, **tol))
+            t_tri = flops / _time(lambda: triton_mm(a, b, ct), args.reps) / 1e12
+        best = max(ours)
+        print(f"{text:>18} " + " ".join(f"{x:22.1f}" for x in ours) + f" {t_blas:8.1f} {t_tri:8.1f}   "
+              f"{best / t_blas:11.3f} {best / t_tri:11.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
+        del a, b, c, ref
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -109,10 +109,29 @@ def _size(layout, i=None):
     return product(s)
 
 
+def _open_loops(scope: Any) -> list:
+    """The run-time loops around ``scope`` (innermost first)."""
+    loops = []
+    while scope is not None:
+        if "loop" in scope.kind:
+            loops.append(scope)
+        scope = scope.parent
+    return loops
+
+
+def _within(scope: Any, outer: Any) -> bool:
+    """Whether the run-time scope ``scope`` is ``outer`` or inside it (``None``: the kernel's top level)."""
+    while scope is not None:
+        if scope is outer:
+            return True
+        scope = scope.parent
+    return False
+
+
 class MmaAtom:
     """One MMA instruction of ``op``: its shape and the thread-value layouts of its operands."""
 
-    __slots__ = ("op", "fields", "set_in")
+    __slots__ = ("op", "fields", "set_in", "inherited_in")
 
     def __init__(self, op: MmaOp) -> None:
         if not isinstance(op, MmaOp):
@@ -120,39 +139,60 @@ class MmaAtom:
         object.__setattr__(self, "op", op)
         defaults = getattr(op, "field_defaults", None)
         object.__setattr__(self, "fields", dict(defaults()) if defaults is not None else {})
-        object.__setattr__(self, "set_in", {})  # field -> the run-time branch its value was set in
+        object.__setattr__(self, "set_in", {})  # field -> the run-time scope its value was set in
+        object.__setattr__(self, "inherited_in", {})  # field -> run-time loops whose body read a value from before them
 
     def set(self, field: Any, value: Any) -> None:
         """Set the op's field ``field`` (a static bool or a traced Boolean, as the field takes) for the
         instructions traced after this call.
 
-        The field is kept while tracing, so it cannot differ between the iterations of a run-time loop: a change
-        inside one is a ``TraceError`` (set it before the loop and peel the first k-block, as ``examples/gemm.py``
-        does, or unroll with ``range_constexpr``; setting the value it already has is allowed). A value set
-        inside a run-time branch holds in that branch; using it after the branch has ended (where it would
-        depend on the path taken) is a ``TraceError`` in ``gemm``."""
+        The field is kept while tracing, and a run-time loop's body is traced once, so a value holds as the
+        trace has it only where that is what every iteration would see:
+
+        - inside a run-time loop, a change after a ``gemm`` of the same body that read the value set *before*
+          the loop is a ``TraceError`` (the next iteration would read the new value, the trace the old one):
+          set the field at the top of the body instead (``set(Field.ACCUMULATE, k > 0)`` with a traced
+          Boolean, or ``False`` then ``True`` around the first k-block, as ``examples/gemm.py`` does for each
+          tile), or peel the first iteration, or unroll with ``range_constexpr``; setting the value it
+          already has is always allowed;
+        - a value set inside a run-time branch or loop holds there; using it after the branch or loop has ended
+          (where it would depend on the path taken, or on whether the loop ran) is a ``TraceError`` in
+          ``gemm``."""
         if field not in self.fields:
             raise CuteValueError(f"{self.op!r} has no settable field {field} (its fields: "
                                  f"{', '.join(str(f) for f in self.fields) or 'none'})")
         ctx = device.active()
         scope = ctx.run_time_scope() if ctx is not None else None
         same = type(value) is bool and type(self.fields[field]) is bool and value == self.fields[field]
-        loop = scope
-        while loop is not None and "loop" not in loop.kind:
-            loop = loop.parent
-        if loop is not None and not same:
-            raise TraceError(f"set({field}, {value!r}) inside the {loop.kind} at {loop.file}:{loop.line}: the "
-                             f"field is fixed while tracing, so the change would hold for every iteration; set it "
-                             f"before the loop and peel the first k-block (or unroll the loop with range_constexpr)")
+        if not same:
+            for loop in _open_loops(scope):
+                if any(seen is loop for seen in self.inherited_in.get(field, ())):
+                    raise TraceError(
+                        f"set({field}, {value!r}) inside the {loop.kind} at {loop.file}:{loop.line}, after a gemm of "
+                        f"its body read the value set before the loop: the next iteration would read the new value, "
+                        f"but the body is traced once with the old one; set the field at the top of the body "
+                        f"(e.g. set({field}, k > 0)), peel the first iteration, or unroll with range_constexpr")
         self.fields[field] = value
         self.set_in[field] = scope
 
     def checked_fields(self) -> dict:
-        """The fields as ``gemm`` uses them now; ``TraceError`` for one set in a run-time branch that has ended."""
+        """The fields as ``gemm`` uses them now; ``TraceError`` for one set in a run-time branch or loop that has
+        ended. Records, for each open run-time loop, the fields whose value this read took from before it."""
+        ctx = device.active()
+        here = ctx.run_time_scope() if ctx is not None else None
         for field, scope in self.set_in.items():
             if scope is not None and not scope.open:
                 raise TraceError(f"{field} was set inside the {scope.kind} at {scope.file}:{scope.line}, which has "
-                                 f"ended: after it its value depends on the path taken; set it outside the branch")
+                                 f"ended: after it its value depends on the path taken (or on whether the loop ran); set it "
+                                 f"again after the {scope.kind.split()[-1]}")
+        for field in self.fields:
+            origin = self.set_in.get(field)
+            for loop in _open_loops(here):
+                if not _within(origin, loop):
+                    seen = [s for s in self.inherited_in.get(field, ()) if s.open]
+                    if not any(s is loop for s in seen):
+                        seen.append(loop)
+                    self.inherited_in[field] = seen
         return dict(self.fields)
 
     def get(self, field: Any) -> Any:

@@ -60,6 +60,7 @@ __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILO
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128; tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
 EPILOGUES = ("scalar", "vector")
+CLUSTER_MS = (1, 2)                    # CTAs per cluster along M (2: B multicast to both)
 MMA_WARPGROUPS = 2
 MMA_THREADS = 128 * MMA_WARPGROUPS
 GEMM_THREADS = MMA_THREADS + 128       # + the producer warpgroup
@@ -71,10 +72,11 @@ SMEM_LIMIT = 227 * 1024
 
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
-                vector_c):
+                vector_c, cluster_m):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
-    bidx, bidy, _ = arch.block_idx()
+    bidx, _, _ = arch.block_idx()
+    gridx, _, _ = arch.grid_dim()
     warp = arch.make_warp_uniform(arch.warp_idx())
     if warp == PRODUCER_WARP:
         cpasync.prefetch_descriptor(load_a)
@@ -83,41 +85,53 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     sA = smem.allocate_tensor(load_a.dtype, a_layout, 1024)    # (bm, bk, stages)
     sB = smem.allocate_tensor(load_b.dtype, b_layout, 1024)    # (bn, bk, stages)
     barriers = smem.allocate_mbarrier(2 * stages)
-    tile_bytes = (bm + bn) * bk * load_a.dtype.width // 8
+    tile_bytes = (bm + bn) * bk * load_a.dtype.width // 8       # A from this CTA, all of B (half from the peer)
     loads = pipeline.PipelineTmaAsync.create(
         num_stages=stages,
         producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, MMA_THREADS // 32),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, cluster_m * MMA_THREADS // 32),
         tx_count=tile_bytes,
-        barrier_storage=barriers)
+        barrier_storage=barriers,
+        cta_layout_vmnk=cute.make_layout((1, cluster_m, 1, 1)))
 
-    gA = cute.local_tile(tma_a, tile, (bidx, bidy, None), proj=(1, None, 1))    # (bm, bk, k-tiles)
-    gB = cute.local_tile(tma_b, tile, (bidx, bidy, None), proj=(None, 1, 1))    # (bn, bk, k-tiles)
-    k_tiles = cute.size(gA, mode=[2])
-    # the vector epilogue's predicates, one per pair of a consumer thread's accumulators (made here, outside
-    # the run-time branches: a Boolean fragment starts as False)
-    inside = cute.make_fragment(bm * bn // MMA_THREADS // 2, cute.Boolean)
-    for j in cute.range_constexpr(cute.size(inside)):
-        inside[j] = False
-
+    # the tiles: the cluster's CTAs take cluster_m adjacent tiles of one column of C; cluster j takes the
+    # cluster tiles j, j + clusters, j + 2 clusters, ... (one each when the grid covers C)
+    m, n = c.shape
+    k_tiles = cute.size(cute.local_tile(tma_a, tile, (0, 0, None), proj=(1, None, 1)), mode=[2])
+    cluster_tiles_m = ((m + bm - 1) // bm + cluster_m - 1) // cluster_m
+    num_tiles = cluster_tiles_m * ((n + bn - 1) // bn)
+    rank = bidx % cluster_m
+    first = bidx // cluster_m
+    clusters = gridx // cluster_m
+    my_tiles = (num_tiles - first + clusters - 1) // clusters     # first < clusters: never negative
     if warp >= PRODUCER_WARP:
         # the producer warpgroup: all four warps give registers back, one thread issues the loads
         if reg_realloc:
             arch.warpgroup_reg_dealloc(PRODUCER_REGS)
         if warp == PRODUCER_WARP:
-            tAsA, tAgA = cpasync.tma_partition(load_a, 0, cute.Layout(1), cute.group_modes(sA, 0, 2),
-                                               cute.group_modes(gA, 0, 2))
-            tBsB, tBgB = cpasync.tma_partition(load_b, 0, cute.Layout(1), cute.group_modes(sB, 0, 2),
-                                               cute.group_modes(gB, 0, 2))
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
-            for k in range(k_tiles):
-                loads.producer_acquire(state)
-                cute.copy(load_a, tAgA[None, state.count], tAsA[None, state.index],
-                          tma_bar_ptr=loads.producer_get_barrier(state))
-                cute.copy(load_b, tBgB[None, state.count], tBsB[None, state.index],
-                          tma_bar_ptr=loads.producer_get_barrier(state))
-                loads.producer_commit(state)
-                state.advance()
+            for i in range(my_tiles):
+                t = first + i * clusters
+                tm, tn = (t % cluster_tiles_m) * cluster_m + rank, t // cluster_tiles_m
+                gA = cute.local_tile(tma_a, tile, (tm, tn, None), proj=(1, None, 1))    # (bm, bk, k-tiles)
+                gB = cute.local_tile(tma_b, tile, (tm, tn, None), proj=(None, 1, 1))    # (bn, bk, k-tiles)
+                tAsA, tAgA = cpasync.tma_partition(load_a, 0, cute.Layout(1), cute.group_modes(sA, 0, 2),
+                                                   cute.group_modes(gA, 0, 2))
+                # B: this CTA loads its 1/cluster_m of the tile and multicasts it to the cluster
+                tBsB, tBgB = cpasync.tma_partition(load_b, rank, cute.Layout(cluster_m),
+                                                   cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+                for k in range(k_tiles):
+                    loads.producer_acquire(state)
+                    cute.copy(load_a, tAgA[None, k], tAsA[None, state.index],
+                              tma_bar_ptr=loads.producer_get_barrier(state))
+                    if cluster_m > 1:
+                        cute.copy(load_b, tBgB[None, k], tBsB[None, state.index],
+                                  tma_bar_ptr=loads.producer_get_barrier(state), mcast_mask=(1 << cluster_m) - 1)
+                    else:
+                        cute.copy(load_b, tBgB[None, k], tBsB[None, state.index],
+                                  tma_bar_ptr=loads.producer_get_barrier(state))
+                    loads.producer_commit(state)
+                    state.advance()
             loads.producer_tail(state)
     else:
         if reg_realloc:
@@ -125,59 +139,71 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         thr = tiled_mma.get_slice(tidx)
         tCrA = tiled_mma.make_fragment_A(thr.partition_A(sA))     # (1, 1, 4, stages) descriptors
         tCrB = tiled_mma.make_fragment_B(thr.partition_B(sB))
-        gC = cute.local_tile(c, (bm, bn), (bidx, bidy))
-        cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (bidx, bidy))
-        tCgC = thr.partition_C(gC)
-        tCcC = thr.partition_C(cC)
-        acc = tiled_mma.make_fragment_C(tCgC)
         k_blocks = cute.size(tCrA, mode=[2])
-        tiled_mma.set(wg.Field.ACCUMULATE, False)
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
-        # k-tile 0 (there is one: K >= 1): its first k-block writes the accumulators (scale-d 0)
-        loads.consumer_wait(read)
-        wg.fence()
-        for kb in cute.range_constexpr(k_blocks):
-            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
-            tiled_mma.set(wg.Field.ACCUMULATE, True)
-        wg.commit_group()
-        read.advance()
-        for k in range(1, k_tiles):
+        for i in range(my_tiles):
+            t = first + i * clusters
+            tm, tn = (t % cluster_tiles_m) * cluster_m + rank, t // cluster_tiles_m
+            gC = cute.local_tile(c, (bm, bn), (tm, tn))
+            cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn))
+            tCgC = thr.partition_C(gC)
+            tCcC = thr.partition_C(cC)
+            acc = tiled_mma.make_fragment_C(tCgC)
+            # k-tile 0 (there is one: K >= 1): its first k-block writes the accumulators (scale-d 0)
+            tiled_mma.set(wg.Field.ACCUMULATE, False)
             loads.consumer_wait(read)
             wg.fence()
             for kb in cute.range_constexpr(k_blocks):
                 cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
+                tiled_mma.set(wg.Field.ACCUMULATE, True)
             wg.commit_group()
-            wg.wait_group(1)             # the previous k-tile's group is done: its stage may be refilled
+            read.advance()
+            for k in range(1, k_tiles):
+                loads.consumer_wait(read)
+                wg.fence()
+                for kb in cute.range_constexpr(k_blocks):
+                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index],
+                              acc)
+                wg.commit_group()
+                wg.wait_group(1)             # the previous k-tile's group is done: its stage may be refilled
+                loads.consumer_release(release)
+                release.advance()
+                read.advance()
+            wg.wait_group(0)
             loads.consumer_release(release)
             release.advance()
-            read.advance()
-        wg.wait_group(0)
-        loads.consumer_release(release)
-        m, n = c.shape
-        if vector_c:
-            # values 2j and 2j + 1 of a thread's accumulators are two adjacent columns of one row: one store
-            # of both where the pair lies inside C, C's row stride and pointer making it aligned
-            out = cute.make_fragment(acc.layout, c.element_type)
-            for i in cute.range_constexpr(cute.size(acc)):
-                out[i] = acc[i].to(c.element_type)
+            _store_tile(acc, tCgC, tCcC, c, m, n, vector_c)
+
+
+@cute.jit
+def _store_tile(acc, tCgC, tCcC, c, m, n, vector_c):
+    """Write a consumer thread's accumulators to its elements of C, converted to C's type, predicated on
+    ``(row, col)`` lying inside ``(m, n)``."""
+    if vector_c:
+        # values 2j and 2j + 1 of a thread's accumulators are two adjacent columns of one row: one store
+        # of both where the pair lies inside C, C's row stride and pointer making it aligned
+        out = cute.make_fragment(acc.layout, c.element_type)
+        for i in cute.range_constexpr(cute.size(acc)):
+            out[i] = acc[i].to(c.element_type)
+        inside = cute.make_fragment(cute.size(acc) // 2, cute.Boolean)
+        for j in cute.range_constexpr(cute.size(acc) // 2):
+            row, col = tCcC[2 * j]
+            inside[j] = row < m and col + 1 < n
+        pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), c.element_type,
+                                   num_bits_per_copy=2 * c.element_type.width)
+        cute.copy(pair, out, tCgC, pred=inside)
+        if not (type(n) is int and n % 2 == 0):
+            # an odd N: the pair at columns (N - 1, N) stores its first element alone
             for j in cute.range_constexpr(cute.size(acc) // 2):
                 row, col = tCcC[2 * j]
-                inside[j] = row < m and col + 1 < n
-            pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), c.element_type,
-                                       num_bits_per_copy=2 * c.element_type.width)
-            cute.copy(pair, out, tCgC, pred=inside)
-            if not (type(n) is int and n % 2 == 0):
-                # an odd N: the pair at columns (N - 1, N) stores its first element alone
-                for j in cute.range_constexpr(cute.size(acc) // 2):
-                    row, col = tCcC[2 * j]
-                    if row < m and col + 1 == n:
-                        tCgC[2 * j] = out[2 * j]
-        else:
-            for i in cute.range_constexpr(cute.size(acc)):
-                row, col = tCcC[i]
-                if row < m and col < n:
-                    tCgC[i] = acc[i].to(c.element_type)
+                if row < m and col + 1 == n:
+                    tCgC[2 * j] = out[2 * j]
+    else:
+        for i in cute.range_constexpr(cute.size(acc)):
+            row, col = tCcC[i]
+            if row < m and col < n:
+                tCgC[i] = acc[i].to(c.element_type)
 
 
 def _smem_bytes(tile, stages):
@@ -186,7 +212,7 @@ def _smem_bytes(tile, stages):
     return stages * (bm + bn) * bk * 2 + 16 * stages + 2048
 
 
-def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue):
+def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent):
     for name, t in (("a", a), ("b", b), ("c", c)):
         if len(t.shape) != 2:
             raise cute.CuteValueError(f"gemm: {name} must be 2-D, got the shape {tuple(t.shape)}")
@@ -213,6 +239,11 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue):
         raise cute.CuteValueError(f"gemm: reg_realloc must be a bool, got {reg_realloc!r}")
     if epilogue not in EPILOGUES:
         raise cute.CuteValueError(f"gemm: epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    if type(cluster_m) is not int or cluster_m not in CLUSTER_MS:
+        raise cute.CuteValueError(f"gemm: cluster_m must be one of {CLUSTER_MS}, got {cluster_m!r}")
+    if not (type(persistent) is bool or (type(persistent) is int and persistent >= cluster_m)):
+        raise cute.CuteValueError(f"gemm: persistent is a bool or a number of CTAs >= cluster_m ({cluster_m}), got "
+                                  f"{persistent!r}")
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
     need = _smem_bytes(tile, stages)
     if need > SMEM_LIMIT:
@@ -228,8 +259,21 @@ def _pairs_aligned(c):
             and c.iterator.alignment >= c.element_type.width // 4)
 
 
+def _grid(m, n, bm, bn, cluster_m, persistent):
+    """The launch's grid: a cluster per cluster tile, or, when persistent, as many clusters as fit the CTAs
+    ``persistent`` gives (an int, or ``True``: the device's SMs), fewer where C has fewer cluster tiles."""
+    tiles = cute.ceil_div(cute.ceil_div(m, bm), cluster_m) * cute.ceil_div(n, bn)
+    if persistent is False:
+        return tiles * cluster_m
+    ctas = cute.compiler.sm_count() if persistent is True else persistent
+    clusters = ctas // cluster_m
+    if type(tiles) is int:
+        clusters = min(clusters, tiles)
+    return clusters * cluster_m
+
+
 @cute.jit
-def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="vector"):
+def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="vector", cluster_m=1, persistent=False):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type.
 
     ``a``: (M, K) and ``b``: (N, K), both BFloat16 or both Float16, row-major with 16-byte aligned rows;
@@ -237,8 +281,10 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="vector"):
     depth (2..6, as shared memory allows: at most 4 with ``tile_n=256``); ``tile_n``: the CTA tile's N (128 or
     256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``);
     ``epilogue``: ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
-    ``"scalar"``) or ``"scalar"`` (one element per store). See the module for the kernel."""
-    _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue)
+    ``"scalar"``) or ``"scalar"`` (one element per store); ``cluster_m``: CTAs per cluster along M (1 or 2; 2
+    multicasts B); ``persistent``: ``False`` (a CTA per tile), ``True`` (a CTA per SM, each walking tiles) or a
+    number of CTAs. See the module for the kernel."""
+    _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent)
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
     bm, bn, bk = tile
     ab = a.element_type
@@ -248,9 +294,10 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="vector"):
     b_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile, ab, stages)
     load_a, tma_a = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
                                                 cute.slice_(a_layout, (None, None, 0)), (bm, bk))
-    load_b, tma_b = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b,
-                                                cute.slice_(b_layout, (None, None, 0)), (bn, bk))
+    b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cluster_m > 1 else cpasync.CopyBulkTensorTileG2SOp()
+    load_b, tma_b = cpasync.make_tiled_tma_atom(b_op, b, cute.slice_(b_layout, (None, None, 0)), (bn, bk),
+                                                num_multicast=cluster_m)
     vector_c = epilogue == "vector" and _pairs_aligned(c)
-    grid = (cute.ceil_div(a.shape[0], bm), cute.ceil_div(b.shape[0], bn), 1)
+    grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent), 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
-                vector_c).launch(grid=grid, block=GEMM_THREADS)
+                vector_c, cluster_m).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m, 1, 1))

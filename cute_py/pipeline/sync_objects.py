@@ -188,8 +188,8 @@ class MbarrierArray(SyncObject):
         bar = self.get_barrier(index)
         if dst_rank is None:
             arch.mbarrier_arrive(bar)
-        else:  # .release.cluster: the peer's producer then writes this CTA's memory again
-            arch.mbarrier_arrive(bar, dst_rank, scope="cluster")
+        else:  # .release.cta, as CuTe C++'s ClusterBarrier::arrive(cta_id) (see the package's differences)
+            arch.mbarrier_arrive(bar, dst_rank, scope="cta")
 
     def arrive_cp_async_mbarrier(self, index: TracedInt | int) -> None:
         """Every calling thread's earlier cp.async copies arrive on stage ``index``'s barrier when they land."""

@@ -516,3 +516,25 @@ def test_a_cached_property_read_in_a_kernel_is_not_a_change_of_self():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the class (and its cached property) has a key: cached as usual
         assert FIVE in cute.compile(Lazy(5.0), A).ptx
+
+
+def test_keyword_arguments_take_the_previous_calls_specialisation_and_a_changed_one_its_own(fake_driver):
+    @cute.kernel
+    def k(a, s):
+        tidx, _, _ = arch.thread_idx()
+        a[tidx] = a[tidx] * s
+
+    @cute.jit
+    def host(a, s=1.0, blocks=1):
+        k(a, s).launch(grid=blocks, block=32)
+
+    host(A, blocks=2)
+    _, n = _counted(lambda: host(A, blocks=2))  # by keyword, as before: no key is built
+    assert n["compiles"] == 0 and n["memory_hits"] == 0
+    _, n = _counted(lambda: host(A, 1.0, 2))  # the same arguments by position
+    assert n["compiles"] == 0 and n["memory_hits"] == 0
+    _, n = _counted(lambda: host(A, blocks=3))  # another value: its own specialisation
+    assert n["compiles"] == 1
+    _, n = _counted(lambda: host(A, s=1.0, blocks=2))  # back to the first: from memory
+    assert n["compiles"] == 0 and n["memory_hits"] == 1
+    assert [call[1] for call in fake_driver.calls] == [2, 2, 2, 3, 2]

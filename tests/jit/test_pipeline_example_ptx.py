@@ -45,7 +45,7 @@ def test_the_pipeline_is_in_the_ptx(case, filecheck, assemble):
                     ".multicast::cluster"])
     # a consumer releases the stage on the barrier of a CTA of the cluster
     filecheck(ptx, ["CHECK: mapa.shared::cluster.u32 %rb, %r{{[0-9]+}}, %r{{[0-9]+}};",
-                    "CHECK-NEXT: mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rb];"])
+                    "CHECK-NEXT: mbarrier.arrive.release.cta.shared::cluster.b64 _, [%rb]"])
     # the consumers publish their writes to the TMA unit, meet, and one warp stores
     filecheck(ptx, ["CHECK: fence.proxy.async.shared::cta;",
                     f"CHECK-NEXT: bar.sync 1, {32 * CONSUMER_WARPS};"])

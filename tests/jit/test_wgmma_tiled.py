@@ -164,27 +164,95 @@ def test_gemm_with_a_register_tensor_for_a_smem_operand_is_an_error():
         cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (4,)))
 
 
-def test_a_field_change_inside_a_run_time_loop_is_an_error_not_a_fixed_value():
-    # the field is kept while tracing: a change inside a run-time loop would hold for every iteration
+def _operands(tiled):
+    """Descriptor fragments of a 64x16 A and a 64x16 B in shared memory, and the accumulators."""
+    la = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (64, 64, 16), cute.BFloat16, 1)
+    lb = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (64, 64, 16), cute.BFloat16, 1)
+    smem = cute.arch.SmemAllocator()
+    sA = smem.allocate_tensor(cute.BFloat16, la, byte_alignment=1024)[None, None, 0]
+    sB = smem.allocate_tensor(cute.BFloat16, lb, byte_alignment=1024)[None, None, 0]
+    thr = tiled.get_slice(cute.arch.thread_idx()[0])
+    acc = cute.make_fragment(cute.make_layout(((2, 2, 8), 1, 1)), cute.Float32)
+    return tiled.make_fragment_A(thr.partition_A(sA)), tiled.make_fragment_B(thr.partition_B(sB)), acc
+
+
+def _compile_loop(body, after=None):
+    """Compile a kernel whose run-time loop over ``n`` runs ``body(tiled, gemm, k)`` (``gemm()`` issues one
+    tiled gemm), then ``after(tiled, gemm)`` past the loop."""
     tiled = cute.make_tiled_mma(_op(64), (1, 1, 1))
 
     @cute.kernel
     def kernel(out, n: cute.Int32):
-        tiled.set(wg.Field.ACCUMULATE, False)
-        for _ in range(n):
-            tiled.set(wg.Field.ACCUMULATE, False)   # the value it has: allowed
-            tiled.set(wg.Field.ACCUMULATE, True)    # a change: refused
-        out[0] = 0.0
+        tA, tB, acc = _operands(tiled)
+
+        def gemm():
+            wg.fence()
+            cute.gemm(tiled, acc, tA, tB, acc)
+
+        tiled.set(wg.Field.ACCUMULATE, True)
+        for k in range(n):
+            body(tiled, gemm, k)
+        if after is not None:
+            after(tiled, gemm)
+        out[0] = acc[0]
 
     @cute.jit
     def host(out, n: cute.Int32):
         kernel(out, n).launch(grid=1, block=128)
 
+    return cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (4,)), cute.Int32(3))
+
+
+WGMMA_64 = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"
+
+
+def test_a_field_read_in_a_loop_then_changed_there_is_an_error_not_a_fixed_value():
+    # a gemm reads the value set before the loop, then the body changes it: the body is traced once, so every
+    # iteration would run with the first value, where the second iteration should see the new one: refused
+    def body(tiled, gemm, k):
+        gemm()
+        tiled.set(wg.Field.ACCUMULATE, True)    # the value it has: allowed
+        tiled.set(wg.Field.ACCUMULATE, False)   # a change after a read of the value from before the loop
+
     from cute_py.compiler import TraceError
 
-    with pytest.raises(TraceError, match=r"set\(Field.ACCUMULATE, True\) inside the .*loop at .*test_wgmma_tiled.py:"
-                                         r"\d+: the field is fixed while tracing"):
-        cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (4,)), cute.Int32(3))
+    with pytest.raises(TraceError, match=r"set\(Field.ACCUMULATE, False\) inside the .*loop at .*test_wgmma_tiled.py:"
+                                         r"\d+, after a gemm of its body read the value set before the loop"):
+        _compile_loop(body)
+
+
+def test_a_field_set_at_the_top_of_a_loop_body_holds_for_every_iteration():
+    # the persistent GEMM's pattern: each iteration (tile) starts with False, its first gemm writes, then True
+    def body(tiled, gemm, k):
+        tiled.set(wg.Field.ACCUMULATE, False)
+        gemm()
+        tiled.set(wg.Field.ACCUMULATE, True)
+        gemm()
+
+    ptx = _compile_loop(body).ptx
+    assert ptx.count(WGMMA_64) % 2 == 0 and ptx.count(WGMMA_64) >= 2   # (the back end may unroll the loop)
+
+
+def test_a_traced_boolean_field_drives_the_instructions_scale_d():
+    def body(tiled, gemm, k):
+        tiled.set(wg.Field.ACCUMULATE, k > 0)
+        gemm()
+
+    ptx = _compile_loop(body).ptx
+    assert ptx.count(WGMMA_64) >= 1 and "setp." in ptx
+
+
+def test_a_field_set_in_a_loop_is_an_error_after_the_loop():
+    # after the loop the value depends on whether the loop ran
+    def body(tiled, gemm, k):
+        tiled.set(wg.Field.ACCUMULATE, False)
+
+    from cute_py.compiler import TraceError
+
+    with pytest.raises(TraceError, match=r"Field.ACCUMULATE was set inside the .*loop at .*which has ended: .*or on "
+                                         r"whether the loop ran"):
+        _compile_loop(body, after=lambda tiled, gemm: gemm())
+    _compile_loop(body, after=lambda tiled, gemm: (tiled.set(wg.Field.ACCUMULATE, True), gemm()))  # set again: fine
 
 
 def test_a_field_set_in_a_branch_holds_there_and_is_an_error_after_it():

@@ -104,6 +104,7 @@ class KernelBuilder:
         self.smem_region = None
         self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
         self.write_logs = []  # register-fragment writes of the open run-time constructs (see carry.note_write)
+        self.fragment_births = {}  # id(fragment array) -> (array, the loop logs open when it was made)
         self.loop_frames = []  # the loops being traced (see flow)
         self.cooperative = False  # the kernel syncs its grid: launched cooperatively
         self.arch = "sm_90a"  # the compile's target (--gpu-arch)

@@ -227,8 +227,11 @@ class JitFunction:
         if host_trace_active() is not None:  # a host helper of the jit function being traced: it runs inline
             return self.fn(*full, **kwargs)
         stream = kwargs.pop("stream", None) if "stream" not in self.params.names else None
+        if kwargs:  # keyword arguments at their positions: a call with them takes the fast path below too
+            args = self.params.positional(tuple(args), kwargs, 0 if obj is _UNBOUND else 1)
+            kwargs = {}
         last = self._last
-        if last is not None and not kwargs and last.matches(obj, args):
+        if last is not None and last.matches(obj, args):
             try:
                 return last.compiled(*args, stream=stream)  # the specialisation of the previous call
             except SpecMismatch:

@@ -315,6 +315,13 @@ def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
                          f"registers, and fragments are limited to {MAX_FRAGMENT} elements")
     store = np.empty(max(n, 1), dtype=object)
     store[:] = 0
+    from .builder import active
+
+    b = active()
+    if b is not None and b.write_logs:
+        from .carry import note_fragment
+
+        note_fragment(store)
     return Tensor(RegisterEngine(store, 0, dtype), layout)
 
 
