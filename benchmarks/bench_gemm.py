@@ -58,6 +58,69 @@ def _time(fn, reps):
     return statistics.median(samples)
 
 
+def _tensors(text, cdt):
+    import torch
+
+    m, n, k = (int(x) for x in text.split(","))
+    a = torch.randn((m, k), device="cuda").to(torch.bfloat16)
+    b = torch.randn((n, k), device="cuda").to(torch.bfloat16)
+    return a, b, torch.empty((m, n), device="cuda", dtype=cdt)
+
+
+def _compile_jobs(jobs):
+    """Compile ``(shape, C type, gemm keyword arguments)`` jobs into the disk cache (a worker process)."""
+    import torch
+
+    import cute_py as cute
+    from examples import gemm
+
+    for text, cname, kw in jobs:
+        a, b, c = _tensors(text, getattr(torch, cname))
+        cute.compile(gemm, a, b, c, **kw)
+        del a, b, c
+        torch.cuda.empty_cache()
+
+
+def _precompile(shapes, configs, cname, workers):
+    """Fill the disk cache with every (shape, configuration) in ``workers`` processes (compiles are CPU work)."""
+    import multiprocessing
+
+    jobs = [(s, cname, kw) for s in shapes for kw in configs]
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(workers) as pool:
+        pool.map(_compile_jobs, [jobs[i::workers] for i in range(workers)])
+
+
+def _one_shape(text, configs, cdt, reps, triton_mm):
+    """(TFLOP/s of each configuration, cuBLAS's, Triton's, whether every output matched)."""
+    import torch
+
+    from examples import gemm
+
+    m, n, k = (int(x) for x in text.split(","))
+    a, b, c = _tensors(text, cdt)
+    ref = a.float() @ b.float().T
+    flops = 2 * m * n * k
+    tol = dict(rtol=2e-2, atol=2e-2 * k ** 0.5)
+    ok = True
+    ours = []
+    for kw in configs:
+        c.fill_(float("nan"))
+        gemm(a, b, c, **kw)
+        torch.cuda.synchronize()
+        ok &= bool(torch.allclose(c.float(), ref, **tol))
+        ours.append(flops / _time(lambda: gemm(a, b, c, **kw), reps) / 1e12)
+    blas = flops / _time(lambda: torch.matmul(a, b.T), reps) / 1e12
+    tri = float("nan")
+    if triton_mm is not None:
+        ct = torch.empty((m, n), device="cuda", dtype=cdt)
+        triton_mm(a, b, ct)
+        torch.cuda.synchronize()
+        ok &= bool(torch.allclose(ct.float(), ref, **tol))
+        tri = flops / _time(lambda: triton_mm(a, b, ct), reps) / 1e12
+    return ours, blas, tri, ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", nargs="*", default=None)
@@ -66,56 +129,34 @@ def main():
     ap.add_argument("--c", choices=("bf16", "fp32"), default="bf16")
     ap.add_argument("--config", nargs="*", default=[""])
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--precompile", type=int, default=0, metavar="N",
+                    help="compile every shape and configuration first, in N processes")
     args = ap.parse_args()
     import torch
-
-    from examples import gemm
 
     shapes = list(args.shapes if args.shapes is not None else DEFAULT_SHAPES)
     if args.sweep:
         shapes += [s for s in sweep_shapes() if s not in shapes]
     configs = [_config(c) for c in args.config]
+    cname = "bfloat16" if args.c == "bf16" else "float32"
+    if args.precompile:
+        _precompile(shapes, configs, cname, args.precompile)
     triton_mm = None
     if not args.no_triton:
         from triton_matmul import matmul_abt as triton_mm
-    cdt = torch.bfloat16 if args.c == "bf16" else torch.float32
     props = torch.cuda.get_device_properties(0)
     print(f"# {props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, bf16 inputs, fp32 accumulation, "
           f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)")
     names = [",".join(f"{k}={v}" for k, v in kw.items()) or "default" for kw in configs]
-    head = f"{'M,N,K':>18} " + " ".join(f"{n[:22]:>22}" for n in names)
-    head += f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check"
-    print(head)
+    print(f"{'M,N,K':>18} " + " ".join(f"{n[:26]:>26}" for n in names)
+          + f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check")
     print("# TFLOP/s; the ratios take the best cute_py configuration")
     for text in shapes:
-        m, n, k = (int(x) for x in text.split(","))
-        a = torch.randn((m, k), device="cuda").to(torch.bfloat16)
-        b = torch.randn((n, k), device="cuda").to(torch.bfloat16)
-        c = torch.empty((m, n), device="cuda", dtype=cdt)
-        ref = a.float() @ b.float().T
-        flops = 2 * m * n * k
-        tol = dict(rtol=2e-2, atol=2e-2 * k ** 0.5)
-        ok = True
-        ours = []
-        for kw in configs:
-            c.fill_(float("nan"))
-            gemm(a, b, c, **kw)
-            torch.cuda.synchronize()
-            ok &= bool(torch.allclose(c.float(), ref, **tol))
-            ours.append(flops / _time(lambda: gemm(a, b, c, **kw), args.reps) / 1e12)
-        t_blas = flops / _time(lambda: torch.matmul(a, b.T), args.reps) / 1e12
-        t_tri = float("nan")
-        if triton_mm is not None:
-            ct = torch.empty((m, n), device="cuda", dtype=cdt)
-            triton_mm(a, b, ct)
-            torch.cuda.synchronize()
-            ok &= bool(torch.allclose(ct.float(), ref, **tol))
-            t_tri = flops / _time(lambda: triton_mm(a, b, ct), args.reps) / 1e12
+        ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm)
         best = max(ours)
-        print(f"{text:>18} " + " ".join(f"{x:22.1f}" for x in ours) + f" {t_blas:8.1f} {t_tri:8.1f}   "
-              f"{best / t_blas:11.3f} {best / t_tri:11.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
-        del a, b, c, ref
+        print(f"{text:>18} " + " ".join(f"{x:26.1f}" for x in ours) + f" {blas:8.1f} {tri:8.1f}   "
+              f"{best / blas:11.3f} {best / tri:11.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
         torch.cuda.empty_cache()
 
 

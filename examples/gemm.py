@@ -6,7 +6,8 @@
     gemm(a, b, c)            # a: (M, K), b: (N, K) bf16 or fp16, row-major; c: (M, N) fp32, bf16 or fp16
     gemm(a, b, c, stages=3, tile_n=128, reg_realloc=True, epilogue="scalar")
 
-Each CTA computes one ``128 x tile_n`` tile of C, walking K in ``64``-wide k-tiles. It has three warpgroups:
+Each CTA computes ``128 x tile_n`` tiles of C (one, or, when persistent, every ``clusters``-th cluster tile from
+its cluster's index on), walking K in ``64``-wide k-tiles. It has three warpgroups:
 
 - warpgroups 0 and 1 (threads 0-255) are the consumers: a tiled warpgroup MMA of ``m64n{tile_n}k16``
   instructions with atom layout ``(2, 1, 1)`` (each warpgroup owns 64 rows), fp32 accumulators in registers;
@@ -22,7 +23,18 @@ The consumers wait for a stage, issue its four k-blocks of WGMMAs (descriptors f
 the last k-tile they wait for every group and write their accumulators to C, converted to C's type, predicated
 on lying inside ``(M, N)``.
 
-Options (keyword arguments of :func:`gemm`; the defaults are the fastest configuration):
+Options (keyword arguments of :func:`gemm`; the defaults are the fastest configuration at 8192^3):
+
+- ``cluster_m`` (``1``; or ``2``): CTAs per cluster along M. The two CTAs of a 2x1 cluster compute vertically
+  adjacent tiles that share their B tile: each loads half of it and multicasts it to both
+  (``CopyBulkTensorTileG2SMulticastOp``, mask ``0b11``); a stage's ``empty`` barrier then counts the consumer warps
+  of both CTAs (each consumer warp's lanes 0 and 1 arrive on CTA 0's and CTA 1's), so neither producer refills a
+  stage its peer still reads. When M has an odd number of tiles the second CTA's last tile lies past M: its A
+  loads are all zero fill and its stores are predicated away.
+- ``persistent`` (``False``; ``True``; or a number of CTAs): ``False`` launches a cluster per cluster tile;
+  otherwise ``persistent`` CTAs (``True``: the device's SMs; fewer when C has fewer tiles) walk the tiles, the
+  pipeline's states carrying on from tile to tile, so the producer loads the next tile while the consumers
+  store the last. Each tile starts its accumulators anew (``ACCUMULATE`` false for its first k-block).
 
 - ``tile_n`` (``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
   consumer warpgroup, 128 fp32 accumulators per thread) and halves the loads of A per FLOP; a stage holds

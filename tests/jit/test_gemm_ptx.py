@@ -1,6 +1,6 @@
 """Kernel 13 (examples.gemm) without a GPU: its PTX (TMA loads, the WGMMAs of the prologue and of the pipelined
 main loop, one group kept in flight, predicated stores) FileChecked and assembled for sm_90a, in each of its
-configurations (CTA tile, register reallocation, epilogue), and its rules."""
+configurations (CTA tile, register reallocation, epilogue, 2x1 cluster, persistent CTAs), and its rules."""
 
 import pytest
 
@@ -136,3 +136,47 @@ def test_option_rules():
                                                   r"memory, more than 232448"):
         _compile(64, 64, 64, stages=5)
     _compile(64, 64, 64, stages=5, tile_n=128)   # 160 KiB: fits
+
+
+def test_cluster_and_persistent_rules():
+    with pytest.raises(cute.CuteValueError, match=r"cluster_m must be one of \(1, 2\), got 4"):
+        _compile(64, 64, 64, cluster_m=4)
+    with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(2\), "
+                                                  r"got 1"):
+        _compile(64, 64, 64, cluster_m=2, persistent=1)
+    with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(1\), "
+                                                  r"got 'yes'"):
+        _compile(64, 64, 64, persistent="yes")
+
+
+@pytest.mark.parametrize("m, n, kwargs, grid, cluster", [
+    (1024, 1024, dict(), 32, 1),                                 # 8 x 4 tiles of 128 x 256
+    (1024, 1024, dict(cluster_m=2), 32, 2),                      # 4 x 4 cluster tiles, 2 CTAs each
+    (1152, 1024, dict(cluster_m=2), 40, 2),                      # 9 tiles along M: 5 cluster tiles
+    (1024, 1024, dict(persistent=7), 7, 1),                      # 7 CTAs walk 32 tiles
+    (1024, 1024, dict(persistent=7, cluster_m=2), 6, 2),         # 3 clusters
+    (1024, 1024, dict(persistent=132), 32, 1),                   # never more CTAs than tiles
+    (1024, 1024, dict(persistent=132, cluster_m=2), 32, 2),
+])
+def test_grid_of_clusters_and_persistent_ctas(m, n, kwargs, grid, cluster):
+    c = _compile(m, n, 128, **kwargs)
+    (launch,) = c.launches
+    assert launch.grid == (grid, 1, 1) and launch.cluster == (cluster, 1, 1)
+
+
+def test_cluster_ptx_multicasts_b_and_releases_both_ctas_stages(filecheck, assemble):
+    c = _compile(1024, 1024, 1024, out="BFloat16", cluster_m=2, persistent=66)
+    filecheck(c.ptx, [
+        "CHECK: .target sm_90a",
+        "CHECK: fence.mbarrier_init.release.cluster;",
+        "CHECK: barrier.cluster.arrive",
+        "CHECK: barrier.cluster.wait",
+        # A for this CTA alone, B's half multicast to both CTAs of the cluster
+        "CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [",
+        "CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+        # a consumer warp releases the stage on both CTAs' empty barriers
+        "CHECK: mapa.shared::cluster.u32",
+        "CHECK-NEXT: mbarrier.arrive.release.cta.shared::cluster.b64",
+    ])
+    assert c.ptx.count("multicast::cluster") == 1 and c.ptx.count("wgmma.mma_async") == 8
+    assemble(c.ptx)
