@@ -135,7 +135,7 @@ def test_gemm_mainloop_compiles(shape, cluster, stages, assemble_ptx):
     assert multicasts == (cluster[0] > 1) + (cluster[1] > 1)
     assert c.ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile") == 2
     assert c.ptx.count("mbarrier.init.shared.b64") == 2 * stages
-    assert ("mbarrier.arrive.release.cluster.shared::cluster.b64" in c.ptx) == (cluster != (1, 1))
+    assert ("mbarrier.arrive.release.cta.shared::cluster.b64" in c.ptx) == (cluster != (1, 1))
     assert assemble_ptx(c.ptx)[:4] == b"\x7fELF"
 
 
