@@ -18,6 +18,8 @@ compiler reach the kernel being traced only through it:
 - ``run_time_scope()`` — the innermost run-time loop or branch being traced (an object with ``kind``, ``file``,
   ``line``, ``parent`` and ``open``), or ``None`` at the kernel's top level: state kept in Python objects cannot
   vary inside one.
+- ``on_abandon(undo)`` — call ``undo()`` if the trace from here on is abandoned (a run-time loop traces its
+  body again once it knows what it carries): state kept in Python objects goes back with the instructions.
 
 **The protocols.**  The algebra never imports the compiler nor the classes built above it; objects take part
 in its operations by defining these special attributes (``PROTOCOLS`` holds each one's contract, and a test
@@ -74,6 +76,10 @@ class DeviceContext:
     def run_time_scope(self) -> Any:
         """The innermost run-time loop or branch being traced (``kind``, ``file``, ``line``, ``parent``,
         ``open``), or ``None`` at the kernel's top level."""
+        raise NotImplementedError
+
+    def on_abandon(self, undo: Any) -> None:
+        """Call ``undo()`` if the trace from here on is abandoned (it is traced again)."""
         raise NotImplementedError
 
 

@@ -172,8 +172,23 @@ class MmaAtom:
                         f"its body read the value set before the loop: the next iteration would read the new value, "
                         f"but the body is traced once with the old one; set the field at the top of the body "
                         f"(e.g. set({field}, k > 0)), peel the first iteration, or unroll with range_constexpr")
+        if ctx is not None:  # a body traced again starts from the state before this set
+            ctx.on_abandon(self._restorer(field))
         self.fields[field] = value
         self.set_in[field] = scope
+
+    def _restorer(self, field: Any) -> Any:
+        """A callable putting ``field``'s value and the scope it was set in back as they are now."""
+        value, had, scope = self.fields[field], field in self.set_in, self.set_in.get(field)
+
+        def restore():
+            self.fields[field] = value
+            if had:
+                self.set_in[field] = scope
+            else:
+                self.set_in.pop(field, None)
+
+        return restore
 
     def checked_fields(self) -> dict:
         """The fields as ``gemm`` uses them now; ``TraceError`` for one set in a run-time branch or loop that has
@@ -183,16 +198,14 @@ class MmaAtom:
         for field, scope in self.set_in.items():
             if scope is not None and not scope.open:
                 raise TraceError(f"{field} was set inside the {scope.kind} at {scope.file}:{scope.line}, which has "
-                                 f"ended: after it its value depends on the path taken (or on whether the loop ran); set it "
-                                 f"again after the {scope.kind.split()[-1]}")
+                                 f"ended: after it its value depends on the path taken (or on whether the loop ran); "
+                                 f"set it again after the {scope.kind.split()[-1]}")
+        loops = _open_loops(here)
         for field in self.fields:
             origin = self.set_in.get(field)
-            for loop in _open_loops(here):
-                if not _within(origin, loop):
-                    seen = [s for s in self.inherited_in.get(field, ()) if s.open]
-                    if not any(s is loop for s in seen):
-                        seen.append(loop)
-                    self.inherited_in[field] = seen
+            seen = [s for s in self.inherited_in.get(field, ()) if s.open]
+            seen += [loop for loop in loops if not _within(origin, loop) and not any(s is loop for s in seen)]
+            self.inherited_in[field] = seen
         return dict(self.fields)
 
     def get(self, field: Any) -> Any:

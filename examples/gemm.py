@@ -32,9 +32,9 @@ Options (keyword arguments of :func:`gemm`; the defaults are the fastest configu
   stage its peer still reads. When M has an odd number of tiles the second CTA's last tile lies past M: its A
   loads are all zero fill and its stores are predicated away.
 - ``persistent`` (``False``; ``True``; or a number of CTAs): ``False`` launches a cluster per cluster tile;
-  otherwise ``persistent`` CTAs (``True``: the device's SMs; fewer when C has fewer tiles) walk the tiles, the
-  pipeline's states carrying on from tile to tile, so the producer loads the next tile while the consumers
-  store the last. Each tile starts its accumulators anew (``ACCUMULATE`` false for its first k-block).
+  otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where no device can be asked; fewer when C
+  has fewer tiles) walk the tiles, the pipeline's states carrying on from tile to tile, so the producer loads
+  the next tile while the consumers store the last. Each tile starts its accumulators anew (``ACCUMULATE`` false for its first k-block).
 
 - ``tile_n`` (``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
   consumer warpgroup, 128 fp32 accumulators per thread) and halves the loads of A per FLOP; a stage holds
@@ -65,6 +65,8 @@ from cute_py.nvgpu import cpasync
 from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
+
+from .tma_tiled import sm_count
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "PRODUCER_REGS",
            "CONSUMER_REGS"]
@@ -109,13 +111,14 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     # the tiles: the cluster's CTAs take cluster_m adjacent tiles of one column of C; cluster j takes the
     # cluster tiles j, j + clusters, j + 2 clusters, ... (one each when the grid covers C)
     m, n = c.shape
-    k_tiles = cute.size(cute.local_tile(tma_a, tile, (0, 0, None), proj=(1, None, 1)), mode=[2])
+    k_tiles = (tma_a.shape[1] + bk - 1) // bk
     cluster_tiles_m = ((m + bm - 1) // bm + cluster_m - 1) // cluster_m
     num_tiles = cluster_tiles_m * ((n + bn - 1) // bn)
     rank = bidx % cluster_m
     first = bidx // cluster_m
     clusters = gridx // cluster_m
     my_tiles = (num_tiles - first + clusters - 1) // clusters     # first < clusters: never negative
+    b_mask = (1 << cluster_m) - 1 if cluster_m > 1 else None        # B to every CTA of the cluster
     if warp >= PRODUCER_WARP:
         # the producer warpgroup: all four warps give registers back, one thread issues the loads
         if reg_realloc:
@@ -136,12 +139,8 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                     loads.producer_acquire(state)
                     cute.copy(load_a, tAgA[None, k], tAsA[None, state.index],
                               tma_bar_ptr=loads.producer_get_barrier(state))
-                    if cluster_m > 1:
-                        cute.copy(load_b, tBgB[None, k], tBsB[None, state.index],
-                                  tma_bar_ptr=loads.producer_get_barrier(state), mcast_mask=(1 << cluster_m) - 1)
-                    else:
-                        cute.copy(load_b, tBgB[None, k], tBsB[None, state.index],
-                                  tma_bar_ptr=loads.producer_get_barrier(state))
+                    cute.copy(load_b, tBgB[None, k], tBsB[None, state.index],
+                              tma_bar_ptr=loads.producer_get_barrier(state), mcast_mask=b_mask)
                     loads.producer_commit(state)
                     state.advance()
             loads.producer_tail(state)
@@ -277,7 +276,7 @@ def _grid(m, n, bm, bn, cluster_m, persistent):
     tiles = cute.ceil_div(cute.ceil_div(m, bm), cluster_m) * cute.ceil_div(n, bn)
     if persistent is False:
         return tiles * cluster_m
-    ctas = cute.compiler.sm_count() if persistent is True else persistent
+    ctas = sm_count() if persistent is True else persistent
     clusters = ctas // cluster_m
     if type(tiles) is int:
         clusters = min(clusters, tiles)

@@ -34,16 +34,16 @@ __all__ = ["tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipeli
 # -- kernel 2: persistent, pipelined ---------------------------------------------------------------
 
 _L2_HINTS = {None: None, "evict_first": L2_EVICT_FIRST, "evict_last": L2_EVICT_LAST}
-_DEFAULT_SMS = 132  # the SM count assumed when no device can be asked (an H100 SXM / H200)
+DEFAULT_SMS = 132  # the SM count assumed when no device can be asked (an H100 SXM / H200)
 _SMEM_PER_SM = 228 * 1024  # shared memory of an sm_90 SM (each resident CTA also reserves 1 KB)
 
 
-def _sm_count():
-    """The multiprocessor count of device 0, or ``_DEFAULT_SMS`` without a usable CUDA driver/device."""
+def sm_count():
+    """The multiprocessor count of device 0, or ``DEFAULT_SMS`` without a usable CUDA driver/device."""
     try:
         return cute.compiler.sm_count()
     except Exception:  # no cuda-python, no driver, no device: compile for the default
-        return _DEFAULT_SMS
+        return DEFAULT_SMS
 
 
 def pipelined_grid(num_tiles, smem_bytes, ctas_per_sm=None, sms=None):
@@ -52,7 +52,7 @@ def pipelined_grid(num_tiles, smem_bytes, ctas_per_sm=None, sms=None):
     ``ctas_per_sm`` defaults to as many CTAs of ``smem_bytes`` as fit in an SM's shared memory
     (at most 2: more only splits the same bytes in flight across more pipelines).
     """
-    sms = _sm_count() if sms is None else sms
+    sms = sm_count() if sms is None else sms
     if ctas_per_sm is None:
         ctas_per_sm = max(1, min(2, _SMEM_PER_SM // (smem_bytes + 1024)))
     return max(1, min(num_tiles, sms * ctas_per_sm))

@@ -27,7 +27,7 @@ import cute_py as cute
 from cute_py import arch, pipeline
 from cute_py.nvgpu import cpasync
 
-from .tma_tiled import smem_tile_layout
+from .tma_tiled import sm_count, smem_tile_layout
 
 __all__ = ["warp_specialized_copy", "warp_specialized_copy_kernel", "CONSUMER_WARPS", "THREADS"]
 
@@ -38,15 +38,6 @@ THREADS = 32 + CONSUMER_THREADS
 STORE_WARP = 1            # the consumer warp that issues the TMA stores
 EPILOGUE_BARRIER = 1      # the named barrier of the consumer warps
 SMEM_LIMIT = 227 * 1024
-DEFAULT_SMS = 132         # the SM count assumed when no device can be asked (an H100 SXM)
-
-
-def sm_count():
-    """The multiprocessor count of device 0, or ``DEFAULT_SMS`` without a usable CUDA driver or device."""
-    try:
-        return cute.compiler.sm_count()
-    except Exception:  # no cuda-python, no driver, no device: compile for the default
-        return DEFAULT_SMS
 
 
 @cute.kernel

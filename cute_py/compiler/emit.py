@@ -116,6 +116,11 @@ class KernelContext(DeviceContext):
         scope = current().scope
         return None if scope.parent is None else scope
 
+    def on_abandon(self, undo: Any) -> None:
+        from .frontend.builder import current
+
+        current().undo_log.append(undo)
+
 
 # -- descriptors -------------------------------------------------------------------------------------
 

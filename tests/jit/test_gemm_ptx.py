@@ -147,6 +147,14 @@ def test_cluster_and_persistent_rules():
     with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(1\), "
                                                   r"got 'yes'"):
         _compile(64, 64, 64, persistent="yes")
+    import numpy as np
+
+    for bad in (0, -3, np.int64(8), 8.0, None):
+        with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs"):
+            _compile(64, 64, 64, persistent=bad)
+    for bad in (True, 0, -1, np.int32(2)):
+        with pytest.raises(cute.CuteValueError, match=r"cluster_m must be one of \(1, 2\)"):
+            _compile(64, 64, 64, cluster_m=bad)
 
 
 @pytest.mark.parametrize("m, n, kwargs, grid, cluster", [

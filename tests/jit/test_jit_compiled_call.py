@@ -193,3 +193,19 @@ def test_the_generated_launch_path_checks_like_the_general_one(fake_driver, enco
         c(t1, t2, (128, 64), "none", 0)
     with pytest.raises(TypeError):
         c(t1, t2, tile=(128, 64))  # parameters are positional, as in the general path
+
+
+class _NoDriverLibrary(FakeDriver):
+    def cuInit(self, flags):
+        raise RuntimeError('"cuda" is an NVIDIA driver library and can only be found via system search')
+
+
+def test_without_a_driver_library_asking_the_device_is_a_launch_error(monkeypatch):
+    # cuda-python imports without the driver and fails on its first call: a LaunchError saying so, which the
+    # examples' SM count (persistent grids) takes as "no device" and answers with its default
+    from examples import tma_tiled
+
+    monkeypatch.setitem(L._STATE, "driver", _NoDriverLibrary())
+    with pytest.raises(cute.compiler.LaunchError, match=r"cuInit failed: no NVIDIA driver library could be loaded"):
+        L.sm_count()
+    assert tma_tiled.sm_count() == tma_tiled.DEFAULT_SMS

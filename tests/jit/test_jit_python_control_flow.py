@@ -134,6 +134,37 @@ def test_register_fragment_elements_are_carried_through_loops_and_branches():
     assert _run(k, 0, 3, 6) == [expect(0), expect(3), expect(6)]
 
 
+def test_a_fragment_made_in_a_run_time_loop_is_new_each_iteration_and_carried_by_the_loops_inside():
+    # the fragment exists only inside the outer body: the outer loop does not carry it (each iteration makes
+    # it anew, from zeros); the inner run-time loop that adds into it does
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        total = 0
+        for i in range(n):
+            acc = cute.make_rmem_tensor((2,), cute.Int32)
+            acc.fill(0)
+            if i % 2 == 1:
+                acc[1] = 100
+            for j in range(i):
+                acc[0] = acc[0] + j
+                acc[1] = acc[1] + 1
+            total = total + acc[0] * 1000 + acc[1]
+        arch.mbarrier_init(bar, total + 1)
+
+    def expect(n):
+        total = 0
+        for i in range(n):
+            acc = [0, 100 if i % 2 == 1 else 0]
+            for j in range(i):
+                acc[0] += j
+                acc[1] += 1
+            total += acc[0] * 1000 + acc[1]
+        return [total + 1]
+
+    assert _run(k, 0, 1, 4, 7) == [expect(0), expect(1), expect(4), expect(7)]
+
+
 def test_a_run_time_loop_with_static_bounds_indexing_a_fragment_unrolls():
     @cute.kernel
     def k(n):

@@ -88,7 +88,7 @@ def test_pipelined_copy_grid_is_persistent_and_bounded():
     assert pipelined_grid(10_000, 32 * 1024 * 3, sms=132) == 264           # 96 KB: two
     assert pipelined_grid(10_000, 32 * 1024 * 3, ctas_per_sm=3, sms=132) == 396
     assert pipelined_grid(20, 1024, sms=132) == 20                         # never more CTAs than tiles
-    assert examples._sm_count() >= 1
+    assert examples.sm_count() >= 1
 
 
 def test_pipelined_copy_more_tiles_than_ctas_runs_a_loop_with_round_parity():

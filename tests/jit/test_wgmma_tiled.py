@@ -3,6 +3,8 @@ partitions against CuTe C++'s GMMA traits and the PTX ISA's accumulator figure, 
 hand-derived byte offsets, the rules, and the PTX of a kernel (FileChecked, assembled for sm_90a)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py.core.layout import Layout
@@ -278,3 +280,81 @@ def test_a_field_set_in_a_branch_holds_there_and_is_an_error_after_it():
     with pytest.raises(TraceError, match=r"Field.ACCUMULATE was set inside the if branch at .*test_wgmma_tiled.py:\d+, "
                                          r"which has ended: after it its value depends on the path taken"):
         cute.compile(host2, cute.compiler.DeviceArraySpec("Float32", (4,)), cute.Int32(1))
+
+
+def _simulate(ops, start):
+    """Python's meaning of one iteration of ``ops`` (``"T"``/``"F"`` set the field, ``"G"`` a gemm reads it)
+    from ``start``: (the values the gemms read, the value at the end)."""
+    value, reads = start, []
+    for op in ops:
+        if op == "G":
+            reads.append(value)
+        else:
+            value = op == "T"
+    return reads, value
+
+
+def _refused(ops, start, gemm_after):
+    """Whether the rules refuse the loop: a gemm of the body reads the value from before the loop and a later
+    set changes it, or a gemm after the loop reads a value set inside it."""
+    value, inherited, set_inside = start, False, False
+    for op in ops:
+        if op == "G":
+            inherited = inherited or not set_inside
+        else:
+            if (op == "T") != value and inherited:
+                return True
+            value, set_inside = op == "T", True
+    return gemm_after and set_inside
+
+
+@settings(max_examples=60, deadline=None)
+@given(body=st.lists(st.sampled_from("TFG"), max_size=6), start=st.booleans(), gemm_after=st.booleans())
+def test_a_traced_field_is_what_every_iteration_reads_or_a_trace_error(body, start, gemm_after):
+    """The law of the field inside a run-time loop (run at least twice, or not at all): a kernel that compiles
+    gives each gemm of the body the value Python would give it in the first iteration and in every later
+    one, and a gemm after the loop the value it would read whether or not the loop ran; the kernels the rules
+    refuse (and only those) are a TraceError. The body holds a gemm into carried accumulators, so the loop
+    traces it twice: the second trace starts from the field as it was before the loop."""
+    tiled = cute.make_tiled_mma(_op(64), (1, 1, 1))
+    traced, after = [], []
+
+    @cute.kernel
+    def kernel(out, n: cute.Int32):
+        tA, tB, acc = _operands(tiled)
+
+        def gemm(into):
+            into.append(tiled.get(wg.Field.ACCUMULATE))
+            wg.fence()
+            cute.gemm(tiled, acc, tA, tB, acc)
+
+        tiled.set(wg.Field.ACCUMULATE, start)
+        for _ in range(n):
+            traced.clear()  # the loop traces its body again: keep the last trace
+            for op in body:
+                if op == "G":
+                    gemm(traced)
+                else:
+                    tiled.set(wg.Field.ACCUMULATE, op == "T")
+        if gemm_after:
+            gemm(after)
+        out[0] = acc[0]
+
+    @cute.jit
+    def host(out, n: cute.Int32):
+        kernel(out, n).launch(grid=1, block=128)
+
+    from cute_py.compiler import TraceError
+
+    first, end1 = _simulate(body, start)
+    second, _ = _simulate(body, end1)
+    refused = _refused(body, start, gemm_after)
+    try:
+        cute.compile(host, cute.compiler.DeviceArraySpec("Float32", (4,)), cute.Int32(3))
+    except TraceError as e:
+        assert refused, f"refused {body} from {start} (gemm after: {gemm_after}): {e}"
+        return
+    assert not refused, f"{body} from {start} (gemm after: {gemm_after}) compiled"
+    assert traced == first == second, (body, start, traced, first, second)
+    if gemm_after:
+        assert after == [end1] and end1 == start, (body, start, after)

@@ -104,7 +104,8 @@ class KernelBuilder:
         self.smem_region = None
         self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
         self.write_logs = []  # register-fragment writes of the open run-time constructs (see carry.note_write)
-        self.fragment_births = {}  # id(fragment array) -> (array, the loop logs open when it was made)
+        self.undo_log = []  # callables restoring Python-side trace state if the trace is abandoned (abandon)
+        self.fragment_births = {}  # id(fragment array) -> (array, the write logs open when it was made)
         self.loop_frames = []  # the loops being traced (see flow)
         self.cooperative = False  # the kernel syncs its grid: launched cooperatively
         self.arch = "sm_90a"  # the compile's target (--gpu-arch)
@@ -171,13 +172,13 @@ class KernelBuilder:
         """Where the trace stands (for :meth:`abandon`): the current block, its op count, the block count, the
         open scopes and constructs."""
         return (self.block, len(self.block.operations), len(self.region.blocks), self.scope,
-                len(self.open_regions), len(self.loop_frames), len(self.write_logs))
+                len(self.open_regions), len(self.loop_frames), len(self.write_logs), len(self.undo_log))
 
     def abandon(self, mark: tuple[Any, ...]) -> None:
         """Undo the trace since ``mark``: erase the ops built since (the blocks made since stay, empty and
-        unreachable), close the scopes opened since (their values can no longer be used) and go back to the
-        block of the mark."""
-        block, nops, nblocks, scope, nregions, nframes, nlogs = mark
+        unreachable), close the scopes opened since (their values can no longer be used), undo the Python-side
+        state changes logged since (``undo_log``, latest first) and go back to the block of the mark."""
+        block, nops, nblocks, scope, nregions, nframes, nlogs, nundo = mark
         new_blocks = [self.region.blocks[i] for i in range(nblocks, len(self.region.blocks))]
         ops = [op.operation for blk in new_blocks for op in blk.operations]
         ops += [op.operation for j, op in enumerate(block.operations) if j >= nops]
@@ -190,6 +191,8 @@ class KernelBuilder:
         del self.open_regions[nregions:]
         del self.loop_frames[nframes:]
         del self.write_logs[nlogs:]
+        while len(self.undo_log) > nundo:
+            self.undo_log.pop()()
         self.block = block
 
     def _erase(self, ops: list[Any], dead_blocks: list[Any]) -> None:

@@ -81,19 +81,12 @@ def is_run_time(v: Any) -> bool:
 # -- register fragments -------------------------------------------------------------------------
 
 
-def note_fragment(array: Any) -> None:
-    """A register fragment's ``array`` was just made: the run-time constructs open now do not carry it (it does
-    not exist before them; each iteration of a loop makes it anew). Used after the construct, its values are
-    out of scope (a ``TraceError``)."""
-    b = current()
-    if b.write_logs:
-        b.fragment_births[id(array)] = (array, tuple(b.write_logs))
-
-
 def note_write(array: Any, at: int, dtype: Any) -> None:
     """Before element ``at`` of a register fragment's ``array`` is written: log its old value in every open
     run-time construct (the first write of each construct keeps the value from before it), except the
-    constructs the fragment was made in."""
+    constructs the fragment was made in (``make_fragment`` records them in ``fragment_births``): it does not
+    exist before them, and each iteration of a loop makes it anew. Used after such a construct, its values are
+    out of scope (a ``TraceError``)."""
     b = current()
     born = b.fragment_births.get(id(array))
     inside = born[1] if born is not None and born[0] is array else ()

@@ -24,7 +24,7 @@ from ...core.layout import Layout, cosize
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, Tensor, check_store
 from ...core.tiling import make_fragment_like_layout
-from .builder import current
+from .builder import active, current
 from ...tensor.dtypes import Int64
 from . import numeric
 from .values import TracedBool, TracedFloat, TracedInt, as_value, convert, wrap
@@ -315,13 +315,9 @@ def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
                          f"registers, and fragments are limited to {MAX_FRAGMENT} elements")
     store = np.empty(max(n, 1), dtype=object)
     store[:] = 0
-    from .builder import active
-
     b = active()
-    if b is not None and b.write_logs:
-        from .carry import note_fragment
-
-        note_fragment(store)
+    if b is not None and b.write_logs:  # made inside run-time control flow: not carried by it (carry.note_write)
+        b.fragment_births[id(store)] = (store, tuple(b.write_logs))
     return Tensor(RegisterEngine(store, 0, dtype), layout)
 
 

@@ -53,7 +53,11 @@ def check(result: tuple[Any, ...] | Any, what: str) -> Any:
 def ensure_context() -> Any:
     """A current CUDA context: the calling thread's, or device 0's primary context made current."""
     d = driver()
-    check(d.cuInit(0), "cuInit")
+    try:
+        result = d.cuInit(0)
+    except RuntimeError as e:  # cuda-python finds no driver library (DynamicLibNotFoundError)
+        raise LaunchError(f"cuInit failed: no NVIDIA driver library could be loaded ({e})") from None
+    check(result, "cuInit")
     ctx = check(d.cuCtxGetCurrent(), "cuCtxGetCurrent")
     if ctx is None or int(ctx) == 0:
         dev = check(d.cuDeviceGet(0), "cuDeviceGet")
