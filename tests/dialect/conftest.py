@@ -70,3 +70,23 @@ def const(ctx):
     from mlir_dialects.lowering import const_int
 
     return const_int
+
+
+@pytest.fixture
+def op_case(kernel, const, filecheck, assemble):
+    """``op_case(build, ir_checks, ptx_checks, ptx_head)``: build ops into the kernel (``build(k, const)``), verify
+    the module, FileCheck its lowering (``ir_checks``, no ``cute_nvgpu.`` op left) and its PTX (``ptx_head`` then
+    ``ptx_checks``), and assemble the PTX for sm_90a."""
+    from mlir_dialects import verify
+    from mlir_dialects.pipeline import lower_copy, to_ptx
+
+    def check(build, ir_checks, ptx_checks, ptx_head=("CHECK: .target sm_90a",)):
+        with kernel as k:
+            build(k, const)
+        verify(k.module)
+        filecheck(str(lower_copy(k.module)), list(ir_checks) + ["CHECK-NOT: cute_nvgpu."])
+        ptx = to_ptx(k.module)
+        filecheck(ptx, list(ptx_head) + list(ptx_checks))
+        assemble(ptx)
+
+    return check

@@ -9,7 +9,6 @@ pytest.importorskip("mlir_dialects._backend", reason="needs the MLIR Python bind
 import mlir_dialects as md  # noqa: E402
 from mlir_dialects._backend import ir, llvm  # noqa: E402
 from mlir_dialects.errors import OperandTypeError, VerificationError  # noqa: E402
-from mlir_dialects.pipeline import lower_copy, to_ptx  # noqa: E402
 
 R = "%r{{[0-9]+}}"
 
@@ -67,15 +66,8 @@ CASES.update({f"stmatrix_x{n}{'_trans' if t else ''}": _stsm(n, t) for n in (1, 
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_mma_op_verifies_lowers_and_assembles_for_sm_90a(case, kernel, const, filecheck, assemble):
-    build, ir_checks, ptx_checks = CASES[case]
-    with kernel as k:
-        build(k, const)
-    md.verify(k.module)
-    filecheck(str(lower_copy(k.module)), ir_checks + ["CHECK-NOT: cute_nvgpu."])
-    ptx = to_ptx(k.module)
-    filecheck(ptx, ["CHECK: .version 8.0", "CHECK: .target sm_90a"] + ptx_checks)
-    assemble(ptx)
+def test_mma_op_verifies_lowers_and_assembles_for_sm_90a(case, op_case):
+    op_case(*CASES[case], ptx_head=("CHECK: .version 8.0", "CHECK: .target sm_90a"))
 
 
 def test_mma_sync_results_have_the_accumulators_types(kernel):

@@ -11,7 +11,7 @@ from mlir_dialects._backend import ir, llvm  # noqa: E402
 from mlir_dialects.dialect import str_attr  # noqa: E402
 from mlir_dialects.errors import OperandTypeError, VerificationError  # noqa: E402
 from mlir_dialects.ops_numeric import APPROX_FUNCTIONS, CvtF8ToF16Op, CvtF32ToNarrowOp, MathApproxOp  # noqa: E402
-from mlir_dialects.pipeline import lower_copy, to_ptx  # noqa: E402
+from mlir_dialects.pipeline import to_ptx  # noqa: E402
 
 R, RS = "{{%r[0-9]+}}", "{{%rs[0-9]+}}"
 
@@ -72,15 +72,8 @@ CASES["printf"] = (_printf, ["CHECK: llvm.mlir.global internal constant @__cute_
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_numeric_op_verifies_lowers_and_assembles_for_sm_90a(case, kernel, const, filecheck, assemble):
-    build, ir_checks, ptx_checks = CASES[case]
-    with kernel as k:
-        build(k, const)
-    md.verify(k.module)
-    filecheck(str(lower_copy(k.module)), ir_checks + ["CHECK-NOT: cute_nvgpu."])
-    ptx = to_ptx(k.module)
-    filecheck(ptx, ["CHECK: .target sm_90a"] + ptx_checks)
-    assemble(ptx)
+def test_numeric_op_verifies_lowers_and_assembles_for_sm_90a(case, op_case):
+    op_case(*CASES[case])
 
 
 def test_the_approximations_are_pure_and_merge(kernel):

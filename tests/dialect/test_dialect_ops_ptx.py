@@ -7,7 +7,6 @@ import pytest
 pytest.importorskip("mlir_dialects._backend", reason="needs the MLIR Python bindings (pip install numba-cuda-mlir==0.6.0)")
 
 import mlir_dialects as md  # noqa: E402
-from mlir_dialects.pipeline import lower_copy, to_ptx  # noqa: E402
 
 SH = "shared{{(::cta)?}}"  # .shared and .shared::cta name the same state space
 
@@ -267,16 +266,8 @@ for _kind in ("add", "min", "max", "inc", "dec", "and", "or", "xor"):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_op_verifies_lowers_and_assembles_for_sm_90a(case, kernel, const, filecheck, assemble):
-    build, ir_checks, ptx_checks = CASES[case]
-    with kernel as k:
-        build(k, const)
-    md.verify(k.module)
-    lowered = str(lower_copy(k.module))
-    filecheck(lowered, ir_checks + ["CHECK-NOT: cute_nvgpu."])
-    ptx = to_ptx(k.module)
-    filecheck(ptx, ["CHECK: .target sm_90a"] + ptx_checks)
-    assemble(ptx)
+def test_op_verifies_lowers_and_assembles_for_sm_90a(case, op_case):
+    op_case(*CASES[case])
 
 
 def test_every_op_has_a_filecheck_case_and_a_lowering_rule():

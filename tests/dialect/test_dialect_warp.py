@@ -10,7 +10,6 @@ from mlir_dialects._backend import ir, llvm  # noqa: E402
 from mlir_dialects.dialect import i32_attr, str_attr  # noqa: E402
 from mlir_dialects.errors import OperandTypeError, VerificationError  # noqa: E402
 from mlir_dialects.ops_warp import LdGlobalOp, ShflSyncOp, VoteSyncOp  # noqa: E402
-from mlir_dialects.pipeline import lower_copy, to_ptx  # noqa: E402
 
 R, P, RD = "{{%r[0-9]+}}", "{{%p[0-9]+}}", "{{%rd[0-9]+}}"
 
@@ -133,15 +132,8 @@ for _n in (1, 2, 4, 8):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_warp_op_verifies_lowers_and_assembles_for_sm_90a(case, kernel, const, filecheck, assemble):
-    build, ir_checks, ptx_checks = CASES[case]
-    with kernel as k:
-        build(k, const)
-    md.verify(k.module)
-    filecheck(str(lower_copy(k.module)), ir_checks + ["CHECK-NOT: cute_nvgpu."])
-    ptx = to_ptx(k.module)
-    filecheck(ptx, ["CHECK: .version 8.0", "CHECK: .target sm_90a"] + ptx_checks)
-    assemble(ptx)
+def test_warp_op_verifies_lowers_and_assembles_for_sm_90a(case, op_case):
+    op_case(*CASES[case], ptx_head=("CHECK: .version 8.0", "CHECK: .target sm_90a"))
 
 
 def test_ld_global_gives_one_i32_result_per_word(kernel):

@@ -8,7 +8,6 @@ pytest.importorskip("mlir_dialects._backend", reason="needs the MLIR Python bind
 import mlir_dialects as md  # noqa: E402
 from mlir_dialects._backend import arith, ir, llvm  # noqa: E402
 from mlir_dialects.ops_wgmma import wgmma_acc_type  # noqa: E402
-from mlir_dialects.pipeline import lower_copy, to_ptx  # noqa: E402
 
 
 def _fence(k):
@@ -54,12 +53,6 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_wgmma_op_verifies_lowers_and_assembles_for_sm_90a(case, kernel, filecheck, assemble):
+def test_wgmma_op_verifies_lowers_and_assembles_for_sm_90a(case, op_case):
     build, ptx_checks = CASES[case]
-    with kernel as k:
-        build(k)
-    md.verify(k.module)
-    filecheck(str(lower_copy(k.module)), ["CHECK-NOT: cute_nvgpu."])
-    ptx = to_ptx(k.module)
-    filecheck(ptx, ["CHECK: .target sm_90a"] + ptx_checks)
-    assemble(ptx)
+    op_case(lambda k, const: build(k), [], ptx_checks)
