@@ -36,7 +36,7 @@ def _config(text):
     kw = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")
-        kw[key] = {"True": True, "False": False}.get(value, int(value) if value.lstrip("-").isdigit() else value)
+        kw[key] = {"True": True, "False": False, "None": None}.get(value, int(value) if value.lstrip("-").isdigit() else value)
     return kw
 
 

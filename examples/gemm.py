@@ -4,7 +4,7 @@
 
     from examples import gemm
     gemm(a, b, c)            # a: (M, K), b: (N, K) bf16 or fp16, row-major; c: (M, N) fp32, bf16 or fp16
-    gemm(a, b, c, stages=3, tile_n=128, reg_realloc=True, epilogue="scalar")
+    gemm(a, b, c, stages=3, tile_n=128, epilogue="scalar", cluster_m=1, persistent=False)
 
 Each CTA computes ``128 x tile_n`` tiles of C (one, or, when persistent, every ``clusters``-th cluster tile from
 its cluster's index on), walking K in ``64``-wide k-tiles. It has three warpgroups:
@@ -20,48 +20,63 @@ its cluster's index on), walking K in ``64``-wide k-tiles. It has three warpgrou
 The consumers wait for a stage, issue its four k-blocks of WGMMAs (descriptors from
 ``tiled_mma.make_fragment_A/B``), commit them as one group, and keep one group in flight
 (``wait_group(1)``): the stage of the *previous* k-tile is released only once its group has completed. After
-the last k-tile they wait for every group and write their accumulators to C, converted to C's type, predicated
-on lying inside ``(M, N)``.
+the last k-tile they wait for every group and write their accumulators to C, converted to C's type (see
+``epilogue``).
 
-Options (keyword arguments of :func:`gemm`; the defaults are the fastest configuration at 8192^3):
+Options (keyword arguments of :func:`gemm`; the defaults are the fastest configuration on an H100 over the
+benchmark's shapes, benchmarks/RESULTS.md):
 
-- ``cluster_m`` (``1``; or ``2``): CTAs per cluster along M. The two CTAs of a 2x1 cluster compute vertically
+- ``epilogue`` (``"tma"``; ``"vector"``; or ``"scalar"``): ``"tma"`` goes through shared memory. Each consumer
+  warpgroup writes its ``64 x tile_n`` accumulators in subtiles of 64 rows of 128 bytes (``64 x 64`` 16-bit or
+  ``64 x 32`` fp32 elements, 128B-swizzled as ``hopper_helpers.make_smem_layout_epi`` lays them out), two
+  buffers per warpgroup: ``stmatrix.x4`` for a 16-bit C, two adjacent columns per ``st.shared`` for fp32; then
+  a proxy fence, the warpgroup's named barrier, and one thread's TMA store of the subtile, which clips at C's
+  edges, while the warpgroup fills the other buffer. It needs a C that TMA can store to: unit column stride, a
+  static row stride and N of whole 16-byte granules, a 16-byte aligned pointer (a TMA store writes whole
+  granules); any other C is stored from registers as ``"vector"`` does. ``"vector"``: accumulators ``2j`` and
+  ``2j + 1`` of a thread are two adjacent columns of one row, stored with one instruction
+  (``st.global.v2.b32`` for fp32, 32 bits for a 16-bit pair) where the pair lies inside C, and the last column
+  of an odd N alone; it needs the pairs aligned (C's column stride 1, an even static row stride and a pointer
+  aligned to two elements), and stores any other C as ``"scalar"`` does, one element at a time, predicated on
+  lying inside ``(M, N)``. The stored values are the same in every epilogue.
+- ``persistent`` (``True``; ``False``; or a number of CTAs): ``False`` launches a cluster per cluster tile;
+  otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where no device can be asked; fewer when C
+  has fewer tiles) walk the tiles, the pipeline's states carrying on from tile to tile, so the producer loads
+  the next tile while the consumers store the last. Each tile starts its accumulators anew (``ACCUMULATE``
+  false for its first k-block).
+- ``cluster_m`` (``2``; or ``1``): CTAs per cluster along M. The two CTAs of a 2x1 cluster compute vertically
   adjacent tiles that share their B tile: each loads half of it and multicasts it to both
   (``CopyBulkTensorTileG2SMulticastOp``, mask ``0b11``); a stage's ``empty`` barrier then counts the consumer warps
   of both CTAs (each consumer warp's lanes 0 and 1 arrive on CTA 0's and CTA 1's), so neither producer refills a
-  stage its peer still reads. When M has an odd number of tiles the second CTA's last tile lies past M: its A
-  loads are all zero fill and its stores are predicated away.
-- ``persistent`` (``False``; ``True``; or a number of CTAs): ``False`` launches a cluster per cluster tile;
-  otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where no device can be asked; fewer when C
-  has fewer tiles) walk the tiles, the pipeline's states carrying on from tile to tile, so the producer loads
-  the next tile while the consumers store the last. Each tile starts its accumulators anew (``ACCUMULATE`` false for its first k-block).
-
+  stage its peer still reads. When M has an odd number of tiles the second CTA's last tile lies past M: it
+  computes it (its loads keep the pipeline's byte counts) and stores nothing.
+- ``group_m`` (``8``; a positive int; or ``None``): the order of the tiles. Cluster tiles go in groups of
+  ``group_m`` rows of cluster tiles, M fastest within a group, then N, one group after another (``None``: one
+  group, the whole of M). The CTAs at work at one time then read few A and B tiles, which stay in L2.
 - ``tile_n`` (``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
   consumer warpgroup, 128 fp32 accumulators per thread) and halves the loads of A per FLOP; a stage holds
-  48 KiB, so at most 4 stages fit the 227 KiB of shared memory (``128``: 32 KiB a stage, up to 6).
+  48 KiB, so at most 4 stages fit the 227 KiB of shared memory with the ``"tma"`` epilogue's 32 KiB of
+  buffers (``128``: 32 KiB a stage, up to 6).
 - ``stages`` (``4``): the load pipeline's depth, 2..6 as shared memory allows.
 - ``reg_realloc`` (``False``): the producer warpgroup lowers its register budget to ``PRODUCER_REGS`` (40) and
   the consumers raise theirs to ``CONSUMER_REGS`` (232) with ``setmaxnreg``. The kernel needs no more than the
   168 registers a thread of a 384-thread block has (no spills at either ``tile_n``), and nvJitLink, which
   assembles the JIT's PTX, drops ``setmaxnreg`` (ptxas info C7504: "ignored to maintain compatibility across
   compilation units"); so it is off by default, and the instructions it emits change no result where they act.
-- ``epilogue`` (``"vector"``; or ``"scalar"``): accumulators ``2j`` and ``2j + 1`` of a thread are two adjacent
-  columns of one row; ``"vector"`` stores both with one instruction (``st.global.v2.b32`` for fp32, 32 bits for a
-  16-bit pair) where the pair lies inside C, and the last column of an odd N alone. It needs the pairs aligned:
-  C's column stride 1, an even static row stride and a pointer aligned to two elements (known when the kernel is
-  specialised); any other C is stored as ``"scalar"`` does, one element at a time. The stored values are the
-  same either way.
 
-The original configuration is ``tile_n=128, reg_realloc=False, epilogue="scalar"`` (``stages=4``).
+The original configuration is ``tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1,
+persistent=False`` (``stages=4``).
 
 Edge tiles: TMA loads of a tile that reaches past ``M``, ``N`` or ``K`` fill the missing elements with zeros, so
-they add nothing to the products; the epilogue's predicates keep the stores inside C. A and B rows must start on
-16-byte boundaries (TMA's rule for a row stride): ``K`` a multiple of 8, or a padded row stride.
+they add nothing to the products; the TMA stores clip at C's edges (and a subtile wholly past N is not stored),
+the register epilogues' predicates keep their stores inside C. A and B rows must start on 16-byte boundaries
+(TMA's rule for a row stride): ``K`` a multiple of 8, or a padded row stride.
 """
 
 import cute_py as cute
 from cute_py import arch, pipeline
 from cute_py.nvgpu import cpasync
+from cute_py.nvgpu import warp as warp_ops
 from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
@@ -73,7 +88,9 @@ __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILO
 
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128; tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
-EPILOGUES = ("scalar", "vector")
+EPILOGUES = ("scalar", "vector", "tma")
+EPI_ROW_BYTES = 128                    # "tma": a subtile row of C is 128 bytes (64 16-bit or 32 fp32 elements)
+EPI_BUFFERS = 2                        # "tma": shared subtile buffers per consumer warpgroup
 CLUSTER_MS = (1, 2)                    # CTAs per cluster along M (2: B multicast to both)
 MMA_WARPGROUPS = 2
 MMA_THREADS = 128 * MMA_WARPGROUPS
@@ -86,7 +103,7 @@ SMEM_LIMIT = 227 * 1024
 
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
-                vector_c, cluster_m):
+                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -99,6 +116,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     sA = smem.allocate_tensor(load_a.dtype, a_layout, 1024)    # (bm, bk, stages)
     sB = smem.allocate_tensor(load_b.dtype, b_layout, 1024)    # (bn, bk, stages)
     barriers = smem.allocate_mbarrier(2 * stages)
+    sC = smem.allocate_tensor(store_c.dtype, c_layout, 1024) if store_c is not None else None   # (64, en, 4)
     tile_bytes = (bm + bn) * bk * load_a.dtype.width // 8       # A from this CTA, all of B (half from the peer)
     loads = pipeline.PipelineTmaAsync.create(
         num_stages=stages,
@@ -113,11 +131,13 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     m, n = c.shape
     k_tiles = (tma_a.shape[1] + bk - 1) // bk
     cluster_tiles_m = ((m + bm - 1) // bm + cluster_m - 1) // cluster_m
-    num_tiles = cluster_tiles_m * ((n + bn - 1) // bn)
+    tiles_n = (n + bn - 1) // bn
+    num_tiles = cluster_tiles_m * tiles_n
     rank = bidx % cluster_m
     first = bidx // cluster_m
     clusters = gridx // cluster_m
     my_tiles = (num_tiles - first + clusters - 1) // clusters     # first < clusters: never negative
+    group_m = cluster_tiles_m if group_m is None else group_m
     b_mask = (1 << cluster_m) - 1 if cluster_m > 1 else None        # B to every CTA of the cluster
     if warp >= PRODUCER_WARP:
         # the producer warpgroup: all four warps give registers back, one thread issues the loads
@@ -126,8 +146,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         if warp == PRODUCER_WARP:
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
             for i in range(my_tiles):
-                t = first + i * clusters
-                tm, tn = (t % cluster_tiles_m) * cluster_m + rank, t // cluster_tiles_m
+                tm, tn = _tile_of(first + i * clusters, cluster_tiles_m, tiles_n, group_m, cluster_m, rank)
                 gA = cute.local_tile(tma_a, tile, (tm, tn, None), proj=(1, None, 1))    # (bm, bk, k-tiles)
                 gB = cute.local_tile(tma_b, tile, (tm, tn, None), proj=(None, 1, 1))    # (bn, bk, k-tiles)
                 tAsA, tAgA = cpasync.tma_partition(load_a, 0, cute.Layout(1), cute.group_modes(sA, 0, 2),
@@ -154,8 +173,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         for i in range(my_tiles):
-            t = first + i * clusters
-            tm, tn = (t % cluster_tiles_m) * cluster_m + rank, t // cluster_tiles_m
+            tm, tn = _tile_of(first + i * clusters, cluster_tiles_m, tiles_n, group_m, cluster_m, rank)
             gC = cute.local_tile(c, (bm, bn), (tm, tn))
             cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn))
             tCgC = thr.partition_C(gC)
@@ -184,7 +202,28 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             wg.wait_group(0)
             loads.consumer_release(release)
             release.advance()
-            _store_tile(acc, tCgC, tCcC, c, m, n, vector_c)
+            # a tile past M (the second CTA of a cluster, for an odd number of M tiles) is not stored: its tile
+            # index lies outside the tiled C (whose tile modes of extent 1 have stride 0)
+            if tm * bm < m:
+                if store_c is not None:
+                    _store_tile_tma(acc, store_c, tma_c, sC, epi_mma, tidx, tm, tn, bn, m, n)
+                else:
+                    _store_tile(acc, tCgC, tCcC, c, m, n, vector_c)
+        if store_c is not None and tidx % 128 == 0:
+            arch.tma_store_wait(0, read=True)     # the last stores have read shared memory before the CTA exits
+
+
+@cute.jit
+def _tile_of(t, cluster_tiles_m, tiles_n, group_m, cluster_m, rank):
+    """The tile ``(tm, tn)`` of C that a cluster's CTA ``rank`` computes as the cluster's ``t``-th tile: the
+    cluster tiles in groups of ``group_m`` rows of cluster tiles (the last group may be shorter), a group's
+    tiles M fastest, then N; the groups one after another. A group of a few rows of tiles across all of N
+    keeps the A and B tiles that concurrent CTAs read few (and in L2)."""
+    group = t // (group_m * tiles_n)
+    first = group * group_m
+    rows = cute.min(group_m, cluster_tiles_m - first)
+    within = t - group * (group_m * tiles_n)
+    return (first + within % rows) * cluster_m + rank, within // rows
 
 
 @cute.jit
@@ -217,13 +256,74 @@ def _store_tile(acc, tCgC, tCcC, c, m, n, vector_c):
                 tCgC[i] = acc[i].to(c.element_type)
 
 
-def _smem_bytes(tile, stages):
-    """Shared memory of the kernel: the A and B stages (16-bit elements), their barriers, alignment slack."""
+@cute.jit
+def _store_tile_tma(acc, store_c, tma_c, sC, epi_mma, tidx, tm, tn, bn, m, n):
+    """Write a consumer warpgroup's ``64 x bn`` accumulators to C through shared memory, one ``64 x en`` subtile
+    at a time: every thread writes its values of the subtile to one of the warpgroup's two buffers (converted to
+    C's type: ``stmatrix`` for 16-bit C, two adjacent columns per ``st.shared`` for fp32), fences them for the
+    async proxy, and the warpgroup meets on its named barrier; then thread 0 of the warpgroup issues the
+    subtile's TMA store, which clips at C's edges.
+
+    Before the barrier thread 0 waits until every store it issued has read its buffer, so after the barrier the
+    next subtile's buffer (the other one) is free while the store just issued reads this one. The subtiles
+    alternate buffers in a fixed order (an even number of them per tile), so a warpgroup may skip a whole tile --
+    its rows lie past M -- but never one subtile; a subtile past N skips only its store. Tile indices past C's
+    are never formed: a tiled tensor's index is only meaningful inside its extent."""
+    epi_m, epi_n = cute.size(sC, mode=[0]), cute.size(sC, mode=[1])
+    subtiles = bn // epi_n
+    per = cute.size(acc) // subtiles           # a subtile's accumulators of a thread: values per * s ..
+    dtype = store_c.dtype
+    g = tidx // 128                            # the consumer warpgroup: rows 64 g .. 64 g + 63 of the tile
+    thr = epi_mma.get_slice(tidx % 128)
+    issuer = tidx % 128 == 0
+    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=2 * dtype.width)
+    stm = cute.make_copy_atom(warp_ops.StMatrix8x8x16bOp(False, 4), dtype) if dtype.width == 16 else None
+    lane, warp = tidx % 32, tidx % 128 // 32
+    if (2 * tm + g) * epi_m < m:
+        for s in cute.range_constexpr(subtiles):
+            buf = sC[None, None, EPI_BUFFERS * g + s % EPI_BUFFERS]
+            if dtype.width == 16:
+                # stmatrix.x4: the warp stores four 8x8 matrices, rows 16 w .. 16 w + 15 by columns 16 q ..
+                # 16 q + 15 (warp w of the warpgroup); a thread's registers are its values 8 q .. 8 q + 7 of the
+                # subtile, and lane l gives the address of row l % 8 (+ 8 for (l / 8) odd) of columns
+                # 16 q + 8 (l / 16) ..
+                srow = buf[16 * warp + 8 * (lane // 8 % 2) + lane % 8, None]
+                for q in cute.range_constexpr(epi_n // 16):
+                    out = cute.make_fragment(8, dtype)
+                    for v in cute.range_constexpr(8):
+                        out[v] = acc[per * s + 8 * q + v].to(dtype)
+                    cute.copy(stm, out, cute.local_tile(srow, (8,), (2 * q + lane // 16,)))
+            else:
+                tCsC = thr.partition_C(buf)
+                out = cute.make_fragment(tCsC.layout.shape, dtype)
+                for v in cute.range_constexpr(per):
+                    out[v] = acc[per * s + v].to(dtype)
+                cute.copy(pair, out, tCsC)
+            arch.fence_proxy("async.shared", space="cta")    # the generic-proxy writes, before the TMA reads them
+            if issuer:
+                arch.tma_store_wait(0, read=True)             # the other buffer's store has read it
+            arch.barrier(barrier_id=1 + g, number_of_threads=128)
+            if issuer and (subtiles * tn + s) * epi_n < n:
+                gC = cute.local_tile(tma_c, (epi_m, epi_n), (2 * tm + g, subtiles * tn + s))
+                tCsC_box, tCgC_box = cpasync.tma_partition(store_c, 0, cute.Layout(1), cute.group_modes(buf, 0, 2),
+                                                           cute.group_modes(gC, 0, 2))
+                cute.copy(store_c, tCsC_box, tCgC_box)
+                arch.tma_store_arrive()
+
+
+def _epi_tile(c_dtype):
+    """The ``"tma"`` epilogue's subtile of a consumer warpgroup: 64 rows of 128 bytes."""
+    return (64, EPI_ROW_BYTES * 8 // c_dtype.width)
+
+
+def _smem_bytes(tile, stages, epilogue_bytes=0):
+    """Shared memory of the kernel: the A and B stages (16-bit elements), their barriers, the epilogue's
+    buffers, alignment slack."""
     bm, bn, bk = tile
-    return stages * (bm + bn) * bk * 2 + 16 * stages + 2048
+    return stages * (bm + bn) * bk * 2 + 16 * stages + epilogue_bytes + 2048
 
 
-def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent):
+def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m):
     for name, t in (("a", a), ("b", b), ("c", c)):
         if len(t.shape) != 2:
             raise cute.CuteValueError(f"gemm: {name} must be 2-D, got the shape {tuple(t.shape)}")
@@ -255,11 +355,29 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if not (type(persistent) is bool or (type(persistent) is int and persistent >= cluster_m)):
         raise cute.CuteValueError(f"gemm: persistent is a bool or a number of CTAs >= cluster_m ({cluster_m}), got "
                                   f"{persistent!r}")
+    if not (group_m is None or (type(group_m) is int and group_m >= 1)):
+        raise cute.CuteValueError(f"gemm: group_m is None or a positive int (rows of cluster tiles per group), got "
+                                  f"{group_m!r}")
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
-    need = _smem_bytes(tile, stages)
+    need = _smem_bytes(tile, stages, _epi_bytes() if epilogue == "tma" else 0)
     if need > SMEM_LIMIT:
         raise cute.CuteValueError(f"gemm: {stages} stages of {tile[0]}x{tile[1]}x{tile[2]} tiles need {need} bytes "
                                   f"of shared memory, more than {SMEM_LIMIT}")
+
+
+def _epi_bytes():
+    """The ``"tma"`` epilogue's shared memory: two 64-row subtiles of 128-byte rows per consumer warpgroup."""
+    return MMA_WARPGROUPS * EPI_BUFFERS * 64 * EPI_ROW_BYTES
+
+
+def _tma_storable(c):
+    """Whether TMA can store to ``c``: unit column stride, a static row stride of a multiple of 16 bytes and a
+    16-byte aligned pointer (TMA's rules for a global tensor), and rows of a static multiple of 16 bytes (a TMA
+    store writes whole 16-byte granules, so a box reaching the end of a shorter row would write past it)."""
+    row_stride, col_stride = c.layout.stride
+    bits = c.element_type.width
+    return (col_stride == 1 and type(row_stride) is int and row_stride * bits % 128 == 0
+            and type(c.shape[1]) is int and c.shape[1] * bits % 128 == 0 and c.iterator.alignment >= 16)
 
 
 def _pairs_aligned(c):
@@ -284,18 +402,21 @@ def _grid(m, n, bm, bn, cluster_m, persistent):
 
 
 @cute.jit
-def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="vector", cluster_m=1, persistent=False):
+def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", cluster_m=2, persistent=True,
+         group_m=8):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type.
 
     ``a``: (M, K) and ``b``: (N, K), both BFloat16 or both Float16, row-major with 16-byte aligned rows;
     ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); any M, N, K >= 1. ``stages``: the load pipeline's
     depth (2..6, as shared memory allows: at most 4 with ``tile_n=256``); ``tile_n``: the CTA tile's N (128 or
     256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``);
-    ``epilogue``: ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
+    ``epilogue``: ``"tma"`` (through shared memory and TMA stores where TMA can store to C, else as
+    ``"vector"``), ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
     ``"scalar"``) or ``"scalar"`` (one element per store); ``cluster_m``: CTAs per cluster along M (1 or 2; 2
     multicasts B); ``persistent``: ``False`` (a CTA per tile), ``True`` (a CTA per SM, each walking tiles) or a
-    number of CTAs. See the module for the kernel."""
-    _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent)
+    number of CTAs; ``group_m``: rows of cluster tiles per group of the tile order (``None``: all of M). See the
+    module for the kernel."""
+    _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m)
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
     bm, bn, bk = tile
     ab = a.element_type
@@ -308,7 +429,16 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="vector", cl
     b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cluster_m > 1 else cpasync.CopyBulkTensorTileG2SOp()
     load_b, tma_b = cpasync.make_tiled_tma_atom(b_op, b, cute.slice_(b_layout, (None, None, 0)), (bn, bk),
                                                 num_multicast=cluster_m)
-    vector_c = epilogue == "vector" and _pairs_aligned(c)
+    store_c = tma_c = c_layout = epi_mma = None
+    if epilogue == "tma" and _tma_storable(c):
+        epi_tile = _epi_tile(c.element_type)
+        c_layout = hh.make_smem_layout_epi(c.element_type, LayoutEnum.ROW_MAJOR, epi_tile,
+                                           MMA_WARPGROUPS * EPI_BUFFERS)
+        store_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                                     cute.slice_(c_layout, (None, None, 0)), epi_tile)
+        epi_mma = hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
+                                            (1, 1, 1), epi_tile)
+    vector_c = epilogue in ("vector", "tma") and _pairs_aligned(c)
     grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent), 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
-                vector_c, cluster_m).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m, 1, 1))
+                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m, 1, 1))

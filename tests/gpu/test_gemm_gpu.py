@@ -1,6 +1,7 @@
 """On a Hopper GPU: kernel 13, the pipelined TMA + WGMMA GEMM ``C = A @ B^T``, against ``torch.matmul`` in fp32
 for tile multiples and partial edge tiles in M, N and K, into a NaN-poisoned, padded C whose padding must stay
-untouched, in each of its configurations (CTA tile, register reallocation, epilogue)."""
+untouched, in each of its configurations (CTA tile, register reallocation, epilogue, cluster, persistent CTAs, tile
+order)."""
 
 import pytest
 
@@ -18,24 +19,34 @@ pytestmark = pytest.mark.gpu
 SHAPES = [(200, 136, 100), (1024, 1024, 1024), (64, 64, 64), (4096, 512, 1024), (129, 255, 8), (300, 72, 520)]
 TYPES = [("bfloat16", "float32"), ("float16", "float32"), ("bfloat16", "bfloat16")]
 GUARD = 3          # rows of poison above and below C
+ALIGNED = "16B"    # a pad making C's row stride the first multiple of 16 bytes past N
 # (gemm's keyword arguments, columns of poison after each row of C). An odd row stride (N + 3 for an even N)
 # leaves pairs of adjacent columns misaligned, so the vector epilogue stores one element at a time; an even one
 # (N + 4) aligns them (C starts GUARD rows into its buffer) and it stores pairs.
 CONFIGS = {
-    "128x128-scalar": (dict(tile_n=128, reg_realloc=False, epilogue="scalar"), 3),
-    "default-even-ldc": (dict(), 4),
+    "128x128-scalar": (dict(tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1, persistent=False), 3),
+    # the default: persistent CTAs in 2x1 clusters, tiles in groups of 8 rows, the epilogue through shared
+    # memory and TMA stores (stmatrix for 16-bit C) into a C whose rows start on 16-byte boundaries (ALIGNED: a
+    # row stride of N + 1 rounded up to 16 bytes), whose extent the stores clip at; with a row stride TMA cannot
+    # take (N + 3), or rows not a multiple of 16 bytes (N = 255), it stores from registers instead
+    "default": (dict(), ALIGNED),
     "default-odd-ldc": (dict(), 3),
-    "128x256-realloc-3-stages": (dict(tile_n=256, reg_realloc=True, stages=3, epilogue="vector"), 4),
-    "128x128-vector": (dict(tile_n=128, epilogue="vector"), 4),
+    "vector-even-ldc": (dict(epilogue="vector", cluster_m=1, persistent=False), 4),
+    "128x256-realloc-3-stages": (dict(tile_n=256, reg_realloc=True, stages=3, epilogue="vector", cluster_m=1,
+                                      persistent=False), 4),
+    "128x128-vector": (dict(tile_n=128, epilogue="vector", cluster_m=1, persistent=False), 4),
     # a 2x1 cluster multicasting B; persistent CTAs (few, so that each walks several tiles, with and without
-    # a cluster; 5 CTAs make 2 clusters of 2)
-    "2x1-cluster": (dict(cluster_m=2), 4),
-    "persistent": (dict(persistent=3), 4),
-    "persistent-2x1-cluster": (dict(persistent=5, cluster_m=2, epilogue="scalar"), 3),
+    # a cluster; 5 CTAs make 2 clusters of 2); the TMA epilogue with tile_n = 128 and groups of one row
+    "2x1-cluster": (dict(cluster_m=2, persistent=False, epilogue="vector"), 4),
+    "persistent": (dict(persistent=3, cluster_m=1, epilogue="vector", group_m=None), 4),
+    "persistent-2x1-cluster": (dict(persistent=5, cluster_m=2, epilogue="scalar", group_m=None), 3),
+    "tma-128-5-ctas-group-1": (dict(tile_n=128, persistent=5, group_m=1), ALIGNED),
 }
-# the configurations added to the original five run with one pair of types each (every shape)
+# all but the default and the original configuration run with one pair of types each (every shape)
 ONE_TYPE = {"2x1-cluster": ("bfloat16", "float32"), "persistent": ("float16", "bfloat16"),
-            "persistent-2x1-cluster": ("bfloat16", "float32")}
+            "persistent-2x1-cluster": ("bfloat16", "float32"), "tma-128-5-ctas-group-1": ("bfloat16", "bfloat16"),
+            "default-odd-ldc": ("float16", "float32"), "vector-even-ldc": ("float16", "bfloat16"),
+            "128x256-realloc-3-stages": ("bfloat16", "float32"), "128x128-vector": ("bfloat16", "bfloat16")}
 SIZES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
@@ -43,25 +54,30 @@ def _padded_k(k):
     return -(-k // 8) * 8   # rows of 16-byte multiples (TMA's row-stride rule)
 
 
-CASES = [(m, n, k, ab, out, config) for (m, n, k) in SHAPES for (ab, out) in TYPES for config in CONFIGS
-         if ONE_TYPE.get(config, (ab, out)) == (ab, out)]
+CASES = [(m, n, k, ab, out, config) for (m, n, k) in SHAPES for config in CONFIGS
+         for (ab, out) in ([ONE_TYPE[config]] if config in ONE_TYPE else TYPES)]
 
 
 @pytest.mark.parametrize("m, n, k, ab, out, config", CASES)
 def test_gemm_matches_torch(m, n, k, ab, out, config):
     kwargs, pad = CONFIGS[config]
     cdt = {"bfloat16": "BFloat16", "float16": "Float16", "float32": "Float32"}
-    kp, ldc = _padded_k(k), n + pad
+    kp = _padded_k(k)
+    per_16_bytes = 16 // SIZES[out]
+    ldc = (n // per_16_bytes + 1) * per_16_bytes if pad == ALIGNED else n + pad
     spec = cute.compiler.DeviceArraySpec
     c_address = (1 << 24) + GUARD * ldc * SIZES[out]      # where C starts in its buffer, as the call sees it
     c = cute.compile(gemm, spec(cdt[ab], (m, k), (kp, 1)), spec(cdt[ab], (n, k), (kp, 1)),
                      spec(cdt[out], (m, n), (ldc, 1), address=c_address), **kwargs)      # built first, everywhere
     tile_n = kwargs.get("tile_n", 256)
-    assert ("multicast::cluster" in c.ptx) == (kwargs.get("cluster_m", 1) == 2)
+    assert ("multicast::cluster" in c.ptx) == (kwargs.get("cluster_m", 2) == 2)
     assert f"wgmma.mma_async.sync.aligned.m64n{tile_n}k16.f32" in c.ptx and "cp.async.bulk.tensor" in c.ptx
+    tma_store = kwargs.get("epilogue", "tma") == "tma" and pad == ALIGNED and n % per_16_bytes == 0
+    assert ("cp.async.bulk.tensor.2d.global.shared::cta" in c.ptx) == tma_store
+    assert ("stmatrix.sync.aligned.m8n8.x4.shared.b16" in c.ptx) == (tma_store and out != "float32")
     if out == "float32":
-        pairs = kwargs.get("epilogue", "vector") == "vector" and ldc % 2 == 0
-        assert ("st.global.v2.b32" in c.ptx) == pairs
+        pairs = kwargs.get("epilogue", "tma") in ("vector", "tma") and ldc % 2 == 0
+        assert ("st.global.v2.b32" in c.ptx) == (pairs and not tma_store)
     torch = hopper_torch()
     tab, tout = getattr(torch, ab), getattr(torch, out)
     g = torch.Generator(device="cpu").manual_seed(m * 7 + n * 3 + k)
@@ -82,7 +98,7 @@ def test_gemm_matches_torch(m, n, k, ab, out, config):
     assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
 
 
-@pytest.mark.parametrize("config", ["128x128-scalar", "default-even-ldc"])
+@pytest.mark.parametrize("config", ["128x128-scalar", "vector-even-ldc", "default"])
 def test_gemm_is_deterministic_and_reruns_on_the_same_buffers(config):
     kwargs, _ = CONFIGS[config]
     spec = cute.compiler.DeviceArraySpec
@@ -101,9 +117,11 @@ def test_gemm_is_deterministic_and_reruns_on_the_same_buffers(config):
 
 
 @pytest.mark.parametrize("configs", [
-    [dict(), dict(epilogue="scalar"), dict(stages=3, reg_realloc=True), dict(cluster_m=2), dict(persistent=2),
-     dict(persistent=4, cluster_m=2), dict(persistent=1)],
-    [dict(tile_n=128, epilogue="scalar"), dict(tile_n=128, epilogue="vector", stages=6)],
+    [dict(), dict(epilogue="scalar"), dict(epilogue="vector", stages=3, reg_realloc=True),
+     dict(cluster_m=1, persistent=False), dict(cluster_m=1, persistent=2, group_m=1), dict(persistent=4),
+     dict(persistent=2, group_m=None), dict(cluster_m=1, persistent=1, epilogue="vector")],
+    [dict(tile_n=128, epilogue="scalar"), dict(tile_n=128, epilogue="vector", stages=6),
+     dict(tile_n=128, stages=6)],
 ])
 def test_gemm_options_of_one_tile_agree_bit_for_bit(configs):
     """With one CTA tile, the pipeline's depth, the register budget, the store width, the cluster and the CTA

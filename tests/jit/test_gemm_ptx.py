@@ -3,12 +3,15 @@ main loop, one group kept in flight, predicated stores) FileChecked and assemble
 configurations (CTA tile, register reallocation, epilogue, 2x1 cluster, persistent CTAs), and its rules."""
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import cute_py as cute
 from examples import gemm
 
 spec = cute.compiler.DeviceArraySpec
-ORIGINAL = dict(tile_n=128, reg_realloc=False, epilogue="scalar")
+ORIGINAL = dict(tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1, persistent=False)
+# the register epilogues' configuration of the earlier default: one CTA per 128 x 256 tile, pairs stored
+VECTOR = dict(epilogue="vector", cluster_m=1, persistent=False)
 
 
 def _mma(tile_n):
@@ -27,10 +30,10 @@ def _compile(m, n, k, ab="BFloat16", out="Float32", kp=None, stages=4, ldc=None,
 PTX_CASES = [
     (ORIGINAL, "BFloat16", "Float32", 128, r"st.global.b32", 64),
     (ORIGINAL, "Float16", "BFloat16", 128, r"st.global.b16", 64),
-    (dict(), "BFloat16", "Float32", 256, r"st.global.v2.b32", 64),
-    (dict(tile_n=128, epilogue="vector"), "BFloat16", "Float32", 128, r"st.global.v2.b32", 32),
-    (dict(tile_n=256, epilogue="scalar"), "Float16", "Float32", 256, r"st.global.b32", 128),
-    (dict(reg_realloc=True), "Float16", "BFloat16", 256, None, 64),
+    (VECTOR, "BFloat16", "Float32", 256, r"st.global.v2.b32", 64),
+    (dict(VECTOR, tile_n=128), "BFloat16", "Float32", 128, r"st.global.v2.b32", 32),
+    (dict(VECTOR, tile_n=256, epilogue="scalar"), "Float16", "Float32", 256, r"st.global.b32", 128),
+    (dict(VECTOR, reg_realloc=True), "Float16", "BFloat16", 256, None, 64),
 ]
 
 
@@ -79,7 +82,7 @@ def test_pipelined_gemm_ptx(kwargs, ab, out, tile_n, store, stores, filecheck, a
     (259, 0, 0),             # odd row stride: the odd rows' pairs are misaligned
 ])
 def test_vector_epilogue_stores_pairs_only_where_c_aligns_them(ldc, c_offset, pairs, assemble):
-    c = _compile(129, 255, 8, ldc=ldc, c_address=(1 << 24) + c_offset)
+    c = _compile(129, 255, 8, ldc=ldc, c_address=(1 << 24) + c_offset, **VECTOR)
     assert c.ptx.count("st.global.v2.b32") == pairs
     # 128 accumulators per thread: 64 pairs, or 128 single stores; with pairs, N = 255 is odd and the pair
     # at columns (254, 255) stores its first element alone (one per row of the thread: 2)
@@ -88,7 +91,7 @@ def test_vector_epilogue_stores_pairs_only_where_c_aligns_them(ldc, c_offset, pa
 
 
 @pytest.mark.parametrize("m, n, k, kp", [(200, 136, 100, 104), (64, 64, 64, None), (4096, 512, 1024, None)])
-@pytest.mark.parametrize("kwargs, per_thread", [(ORIGINAL, 64), (dict(), 128)])
+@pytest.mark.parametrize("kwargs, per_thread", [(ORIGINAL, 64), (VECTOR, 128)])
 def test_edge_and_other_shapes_build_and_assemble(m, n, k, kp, kwargs, per_thread, assemble):
     c = _compile(m, n, k, kp=kp, stages=3, **kwargs)
     assert "wgmma.mma_async" in c.ptx and "cp.async.bulk.tensor" in c.ptx
@@ -129,13 +132,16 @@ def test_option_rules():
         _compile(64, 64, 64, tile_n=192)
     with pytest.raises(cute.CuteValueError, match="reg_realloc must be a bool, got 1"):
         _compile(64, 64, 64, reg_realloc=1)
-    with pytest.raises(cute.CuteValueError, match=r"epilogue must be one of \('scalar', 'vector'\), got 'tma'"):
-        _compile(64, 64, 64, epilogue="tma")
+    with pytest.raises(cute.CuteValueError, match=r"epilogue must be one of \('scalar', 'vector', 'tma'\), "
+                                                  r"got 'smem'"):
+        _compile(64, 64, 64, epilogue="smem")
     # 128 x 256 x 64 tiles of 16-bit A and B: 48 KiB a stage; 5 stages (240 KiB + barriers) exceed 227 KiB
     with pytest.raises(cute.CuteValueError, match=r"5 stages of 128x256x64 tiles need 247888 bytes of shared "
                                                   r"memory, more than 232448"):
-        _compile(64, 64, 64, stages=5)
-    _compile(64, 64, 64, stages=5, tile_n=128)   # 160 KiB: fits
+        _compile(64, 64, 64, stages=5, epilogue="vector")
+    _compile(64, 64, 64, stages=5, tile_n=128)   # 160 KiB + the TMA epilogue's 32 KiB: fits
+    _compile(64, 64, 64, stages=6, tile_n=128)   # 192 + 32 KiB: fits
+    _compile(64, 64, 64, stages=4)               # 192 + 32 KiB: fits
 
 
 def test_cluster_and_persistent_rules():
@@ -144,7 +150,7 @@ def test_cluster_and_persistent_rules():
     with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(2\), "
                                                   r"got 1"):
         _compile(64, 64, 64, cluster_m=2, persistent=1)
-    with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(1\), "
+    with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(2\), "
                                                   r"got 'yes'"):
         _compile(64, 64, 64, persistent="yes")
     import numpy as np
@@ -158,17 +164,23 @@ def test_cluster_and_persistent_rules():
 
 
 @pytest.mark.parametrize("m, n, kwargs, grid, cluster", [
-    (1024, 1024, dict(), 32, 1),                                 # 8 x 4 tiles of 128 x 256
-    (1024, 1024, dict(cluster_m=2), 32, 2),                      # 4 x 4 cluster tiles, 2 CTAs each
-    (1152, 1024, dict(cluster_m=2), 40, 2),                      # 9 tiles along M: 5 cluster tiles
-    (1024, 1024, dict(persistent=7), 7, 1),                      # 7 CTAs walk 32 tiles
+    (1024, 1024, dict(cluster_m=1, persistent=False), 32, 1),    # 8 x 4 tiles of 128 x 256
+    (1024, 1024, dict(cluster_m=2, persistent=False), 32, 2),    # 4 x 4 cluster tiles, 2 CTAs each
+    (1152, 1024, dict(cluster_m=2, persistent=False), 40, 2),    # 9 tiles along M: 5 cluster tiles
+    (1024, 1024, dict(persistent=7, cluster_m=1), 7, 1),         # 7 CTAs walk 32 tiles
     (1024, 1024, dict(persistent=7, cluster_m=2), 6, 2),         # 3 clusters
-    (1024, 1024, dict(persistent=132), 32, 1),                   # never more CTAs than tiles
+    (1024, 1024, dict(persistent=132, cluster_m=1), 32, 1),      # never more CTAs than tiles
     (1024, 1024, dict(persistent=132, cluster_m=2), 32, 2),
+    (1024, 1024, dict(), 32, 2),                                 # the default: persistent, 2x1 clusters
+    (8192, 8192, dict(), "sms", 2),                              # 1024 cluster tiles: a cluster per 2 SMs
 ])
 def test_grid_of_clusters_and_persistent_ctas(m, n, kwargs, grid, cluster):
     c = _compile(m, n, 128, **kwargs)
     (launch,) = c.launches
+    if grid == "sms":
+        from examples.tma_tiled import sm_count
+
+        grid = sm_count() // 2 * 2
     assert launch.grid == (grid, 1, 1) and launch.cluster == (cluster, 1, 1)
 
 
@@ -188,3 +200,76 @@ def test_cluster_ptx_multicasts_b_and_releases_both_ctas_stages(filecheck, assem
     ])
     assert c.ptx.count("multicast::cluster") == 1 and c.ptx.count("wgmma.mma_async") == 8
     assemble(c.ptx)
+
+
+# (C's type, TMA stores of a 128 x 256 tile: 64-row subtiles of 128 bytes per warpgroup, the instruction that
+# writes a subtile to shared memory, and how many of them a thread issues per tile)
+@pytest.mark.parametrize("out, subtiles, smem_store, per_thread", [
+    ("BFloat16", 4, "stmatrix.sync.aligned.m8n8.x4.shared.b16", 16),    # 128 accumulators, 8 per stmatrix
+    ("Float16", 4, "stmatrix.sync.aligned.m8n8.x4.shared.b16", 16),
+    ("Float32", 8, "st.shared.v2.b32", 64),                              # a pair of columns per store
+])
+def test_tma_epilogue_goes_through_shared_memory(out, subtiles, smem_store, per_thread, filecheck, assemble):
+    c = _compile(1024, 1024, 1024, "BFloat16", out)      # the default epilogue
+    filecheck(c.ptx, [
+        "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}0;",
+        # a subtile: written to shared memory, fenced for the async proxy; the store before it has read its
+        # buffer; the warpgroup's barrier; the TMA store of the subtile, committed as a bulk group
+        f"CHECK: {smem_store}",
+        "CHECK: fence.proxy.async.shared::cta;",
+        "CHECK: cp.async.bulk.wait_group.read {{[ \t]*}}0;",
+        "CHECK: bar.sync {{[ \t]*}}{{%r[0-9]+}}, 128;",
+        "CHECK: cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+        "CHECK: cp.async.bulk.commit_group;",
+        f"CHECK: {smem_store}",
+    ])
+    assert c.ptx.count(smem_store) == per_thread
+    assert c.ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == subtiles
+    assert c.ptx.count("cp.async.bulk.commit_group") == subtiles
+    assert c.ptx.count("fence.proxy.async.shared::cta") == subtiles
+    assert c.ptx.count("cp.async.bulk.wait_group.read") == subtiles + 1     # + the last, before the CTA exits
+    assert "st.global" not in c.ptx
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("n, ldc, c_offset, tma", [
+    (1024, 1024, 0, True),
+    (1020, 1024, 0, True),      # rows of 255 granules
+    (1022, 1024, 0, False),     # rows of 4088 bytes: a box at the end of a row would write past it
+    (1024, 1026, 0, False),     # a row stride of 4104 bytes: not whole granules
+    (1024, 1024, 8, False),     # C 8 bytes past a 16-byte boundary
+])
+def test_tma_epilogue_only_where_tma_can_store_to_c(n, ldc, c_offset, tma, assemble):
+    c = _compile(512, n, 256, ldc=ldc, c_address=(1 << 24) + c_offset)
+    assert ("cp.async.bulk.tensor.2d.global.shared::cta" in c.ptx) == tma
+    # otherwise the vector epilogue's pairs (C's pairs are 8-byte aligned in every case)
+    assert ("st.global.v2.b32" in c.ptx) == (not tma)
+    assemble(c.ptx)
+
+
+def test_group_rules():
+    import numpy as np
+
+    for bad in (0, -1, True, 2.0, np.int64(8), "8"):
+        with pytest.raises(cute.CuteValueError, match=r"group_m is None or a positive int"):
+            _compile(64, 64, 64, group_m=bad)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 20), st.integers(1, 20), st.integers(1, 25), st.sampled_from([1, 2]))
+def test_the_tile_order_visits_every_tile_once_a_group_at_a_time(cluster_tiles_m, tiles_n, group_m, cluster_m):
+    from examples.gemm import _tile_of
+
+    num = cluster_tiles_m * tiles_n
+    for rank in range(cluster_m):
+        seen = [_tile_of(t, cluster_tiles_m, tiles_n, group_m, cluster_m, rank) for t in range(num)]
+        assert sorted(seen) == [(cm * cluster_m + rank, tn) for cm in range(cluster_tiles_m)
+                                for tn in range(tiles_n)]
+        # the tiles of one group span at most group_m rows of cluster tiles, and M is fastest within it
+        for start in range(0, num, group_m * tiles_n):
+            rows = {tm // cluster_m for tm, _ in seen[start:start + group_m * tiles_n]}
+            assert len(rows) <= group_m and max(rows) - min(rows) < group_m
+        assert seen[0] == (rank, 0)
+        if num > 1:     # M fastest: the second tile is the next row's, unless the group has one row
+            one_row = min(group_m, cluster_tiles_m) == 1 and tiles_n > 1
+            assert seen[1] == ((rank, 1) if one_row else (cluster_m + rank, 0))
