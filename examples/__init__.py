@@ -14,7 +14,9 @@
     joined by ``cute_py.pipeline`` pipelines across a cluster.
 12. ``im2col``: a conv2d's implicit-GEMM A matrix gathered by im2col TMA (``c2d_im2col``).
 13. ``gemm``: ``C = A @ B^T`` in bf16/fp16 with fp32 accumulation: TMA loads through a ``PipelineTmaAsync`` into
-    128B-swizzled shared memory, two warpgroups of ``wgmma.mma_async``, predicated edge tiles.
+    128B-swizzled shared memory, two warpgroups of ``wgmma.mma_async``, an epilogue through shared memory
+    (``stmatrix``) and TMA stores, persistent 2x1 clusters, K split across a cluster for shapes of few tiles
+    (its epilogues in ``gemm_epilogue``).
 """
 
 from .cp_async import cp_async_copy, cp_async_copy_kernel, cp_async_tiled_copies

@@ -4,7 +4,8 @@
 
     from examples import gemm
     gemm(a, b, c)            # a: (M, K), b: (N, K) bf16 or fp16, row-major; c: (M, N) fp32, bf16 or fp16
-    gemm(a, b, c, stages=3, tile_n=128, epilogue="scalar", cluster_m=1, persistent=False)
+    gemm(a, b, c, stages=3, tile_n=128, epilogue="scalar", cluster_m=1, persistent=False, split_k=1)
+    gemm(a, b, c, split_k=4)    # four CTAs per tile, each a quarter of K, the products summed across a cluster
 
 Each CTA computes ``128 x tile_n`` tiles of C (one, or, when persistent, every ``clusters``-th cluster tile from
 its cluster's index on), walking K in ``64``-wide k-tiles. It has three warpgroups:
@@ -39,17 +40,28 @@ benchmark's shapes, benchmarks/RESULTS.md):
   of an odd N alone; it needs the pairs aligned (C's column stride 1, an even static row stride and a pointer
   aligned to two elements), and stores any other C as ``"scalar"`` does, one element at a time, predicated on
   lying inside ``(M, N)``. The stored values are the same in every epilogue.
-- ``persistent`` (``True``; ``False``; or a number of CTAs): ``False`` launches a cluster per cluster tile;
-  otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where no device can be asked; fewer when C
-  has fewer tiles) walk the tiles, the pipeline's states carrying on from tile to tile, so the producer loads
-  the next tile while the consumers store the last. Each tile starts its accumulators anew (``ACCUMULATE``
-  false for its first k-block).
-- ``cluster_m`` (``2``; or ``1``): CTAs per cluster along M. The two CTAs of a 2x1 cluster compute vertically
-  adjacent tiles that share their B tile: each loads half of it and multicasts it to both
-  (``CopyBulkTensorTileG2SMulticastOp``, mask ``0b11``); a stage's ``empty`` barrier then counts the consumer warps
-  of both CTAs (each consumer warp's lanes 0 and 1 arrive on CTA 0's and CTA 1's), so neither producer refills a
-  stage its peer still reads. When M has an odd number of tiles the second CTA's last tile lies past M: it
-  computes it (its loads keep the pipeline's byte counts) and stores nothing.
+- ``split_k`` (``None``; or 1, 2, 4, 8): CTAs per tile along K. ``split_k`` CTAs, a cluster, compute one tile
+  over consecutive ranges of its k-tiles (CTA ``r``: k-tiles ``r * k_tiles // split_k`` up to
+  ``(r + 1) * k_tiles // split_k``); then, once every CTA of the cluster has read its stages (a cluster
+  barrier), each sends its products of the other CTAs' column slices (``st.async``, into a buffer over their
+  stages, completing bytes on their barrier) and sums the ``split_k`` products of its own slice in rank order
+  -- the same sum in the same order for every element and run -- and stores its slice (TMA where the slice is
+  a whole number of subtiles, else from registers). It needs a static K of at least ``split_k`` k-tiles and
+  the ``128 x tile_n`` fp32 products to fit over the stages; it takes the cluster and one tile per CTA, so not
+  with ``cluster_m=2`` or ``persistent``. ``None``, with neither of those asked for, splits K where C has few
+  tiles: the largest of 2, 4, 8 whose CTAs fit one wave of the SMs and leave each split 8 k-tiles or more
+  (512x512x16384: 8 tiles, split 8), else 1.
+- ``persistent`` (``None``: ``True`` unless K is split; ``True``; ``False``; or a number of CTAs): ``False``
+  launches a cluster per cluster tile; otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where
+  no device can be asked; fewer when C has fewer tiles) walk the tiles, the pipeline's states carrying on from
+  tile to tile, so the producer loads the next tile while the consumers store the last. Each tile starts its
+  accumulators anew (``ACCUMULATE`` false for its first k-block).
+- ``cluster_m`` (``None``: 2 unless K is split; ``2``; or ``1``): CTAs per cluster along M. The two CTAs of a
+  2x1 cluster compute vertically adjacent tiles that share their B tile: each loads half of it and multicasts
+  it to both (``CopyBulkTensorTileG2SMulticastOp``, mask ``0b11``); a stage's ``empty`` barrier then counts the
+  consumer warps of both CTAs (each consumer warp's lanes 0 and 1 arrive on CTA 0's and CTA 1's), so neither
+  producer refills a stage its peer still reads. When M has an odd number of tiles the second CTA's last tile
+  lies past M: it computes it (its loads keep the pipeline's byte counts) and stores nothing.
 - ``group_m`` (``8``; a positive int; or ``None``): the order of the tiles. Cluster tiles go in groups of
   ``group_m`` rows of cluster tiles, M fastest within a group, then N, one group after another (``None``: one
   group, the whole of M). The CTAs at work at one time then read few A and B tiles, which stay in L2.
@@ -65,7 +77,7 @@ benchmark's shapes, benchmarks/RESULTS.md):
   compilation units"); so it is off by default, and the instructions it emits change no result where they act.
 
 The original configuration is ``tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1,
-persistent=False`` (``stages=4``).
+persistent=False, split_k=1`` (``stages=4``).
 
 Edge tiles: TMA loads of a tile that reaches past ``M``, ``N`` or ``K`` fill the missing elements with zeros, so
 they add nothing to the products; the TMA stores clip at C's edges (and a subtile wholly past N is not stored),
@@ -76,11 +88,12 @@ the register epilogues' predicates keep their stores inside C. A and B rows must
 import cute_py as cute
 from cute_py import arch, pipeline
 from cute_py.nvgpu import cpasync
-from cute_py.nvgpu import warp as warp_ops
 from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
+from .gemm_epilogue import (EPI_BUFFERS, EPI_ROW_BYTES, epi_tile, reduce_splits, split_recv_layout, store_tile,
+                            store_tile_tma)
 from .tma_tiled import sm_count
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "PRODUCER_REGS",
@@ -89,9 +102,8 @@ __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILO
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128; tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
 EPILOGUES = ("scalar", "vector", "tma")
-EPI_ROW_BYTES = 128                    # "tma": a subtile row of C is 128 bytes (64 16-bit or 32 fp32 elements)
-EPI_BUFFERS = 2                        # "tma": shared subtile buffers per consumer warpgroup
 CLUSTER_MS = (1, 2)                    # CTAs per cluster along M (2: B multicast to both)
+SPLITS = (1, 2, 4, 8)                  # CTAs per tile along K (a cluster: their products summed across it)
 MMA_WARPGROUPS = 2
 MMA_THREADS = 128 * MMA_WARPGROUPS
 GEMM_THREADS = MMA_THREADS + 128       # + the producer warpgroup
@@ -103,7 +115,7 @@ SMEM_LIMIT = 227 * 1024
 
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
-                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m):
+                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -117,6 +129,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     sB = smem.allocate_tensor(load_b.dtype, b_layout, 1024)    # (bn, bk, stages)
     barriers = smem.allocate_mbarrier(2 * stages)
     sC = smem.allocate_tensor(store_c.dtype, c_layout, 1024) if store_c is not None else None   # (64, en, 4)
+    red_bar = smem.allocate_mbarrier(1) if split_k > 1 else None
     tile_bytes = (bm + bn) * bk * load_a.dtype.width // 8       # A from this CTA, all of B (half from the peer)
     loads = pipeline.PipelineTmaAsync.create(
         num_stages=stages,
@@ -124,7 +137,16 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, cluster_m * MMA_THREADS // 32),
         tx_count=tile_bytes,
         barrier_storage=barriers,
-        cta_layout_vmnk=cute.make_layout((1, cluster_m, 1, 1)))
+        cta_layout_vmnk=cute.make_layout((1, cluster_m, 1, split_k)))
+    bn_s = bn // split_k                                        # the columns of a tile this CTA stores
+    if split_k > 1:
+        # the split reduction's receive buffer lies over the stages, its barrier expects the peers' slices
+        recv = cute.make_tensor(cute.recast_ptr(sA.iterator, dtype=cute.Float32),
+                                split_recv_layout(bm * bn_s // MMA_THREADS, split_k, MMA_THREADS))
+        if tidx == 0:
+            arch.mbarrier_init(red_bar, 1)
+            arch.mbarrier_init_fence()
+            arch.mbarrier_arrive_and_expect_tx(red_bar, (split_k - 1) * bm * bn_s * 4)
 
     # the tiles: the cluster's CTAs take cluster_m adjacent tiles of one column of C; cluster j takes the
     # cluster tiles j, j + clusters, j + 2 clusters, ... (one each when the grid covers C)
@@ -133,9 +155,11 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     cluster_tiles_m = ((m + bm - 1) // bm + cluster_m - 1) // cluster_m
     tiles_n = (n + bn - 1) // bn
     num_tiles = cluster_tiles_m * tiles_n
-    rank = bidx % cluster_m
-    first = bidx // cluster_m
-    clusters = gridx // cluster_m
+    rank = bidx % cluster_m                 # along M, in a 2x1 cluster
+    split = bidx % split_k                  # the K split, in a cluster of split_k CTAs (then cluster_m is 1)
+    first = bidx // (cluster_m * split_k)
+    clusters = gridx // (cluster_m * split_k)
+    k_lo, k_hi = split * k_tiles // split_k, (split + 1) * k_tiles // split_k      # k_tiles >= split_k
     my_tiles = (num_tiles - first + clusters - 1) // clusters     # first < clusters: never negative
     group_m = cluster_tiles_m if group_m is None else group_m
     b_mask = (1 << cluster_m) - 1 if cluster_m > 1 else None        # B to every CTA of the cluster
@@ -154,7 +178,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                 # B: this CTA loads its 1/cluster_m of the tile and multicasts it to the cluster
                 tBsB, tBgB = cpasync.tma_partition(load_b, rank, cute.Layout(cluster_m),
                                                    cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
-                for k in range(k_tiles):
+                for k in range(k_lo, k_hi):
                     loads.producer_acquire(state)
                     cute.copy(load_a, tAgA[None, k], tAsA[None, state.index],
                               tma_bar_ptr=loads.producer_get_barrier(state))
@@ -163,6 +187,8 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                     loads.producer_commit(state)
                     state.advance()
             loads.producer_tail(state)
+        if split_k > 1:
+            arch.cluster_sync()          # the consumers' barrier before the reduction: every thread takes part
     else:
         if reg_realloc:
             arch.warpgroup_reg_alloc(CONSUMER_REGS)
@@ -174,11 +200,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         for i in range(my_tiles):
             tm, tn = _tile_of(first + i * clusters, cluster_tiles_m, tiles_n, group_m, cluster_m, rank)
-            gC = cute.local_tile(c, (bm, bn), (tm, tn))
-            cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn))
-            tCgC = thr.partition_C(gC)
-            tCcC = thr.partition_C(cC)
-            acc = tiled_mma.make_fragment_C(tCgC)
+            acc = tiled_mma.make_fragment_C(thr.partition_C(cute.local_tile(c, (bm, bn), (tm, tn))))
             # k-tile 0 (there is one: K >= 1): its first k-block writes the accumulators (scale-d 0)
             tiled_mma.set(wg.Field.ACCUMULATE, False)
             loads.consumer_wait(read)
@@ -188,7 +210,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                 tiled_mma.set(wg.Field.ACCUMULATE, True)
             wg.commit_group()
             read.advance()
-            for k in range(1, k_tiles):
+            for k in range(k_lo + 1, k_hi):
                 loads.consumer_wait(read)
                 wg.fence()
                 for kb in cute.range_constexpr(k_blocks):
@@ -202,13 +224,24 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             wg.wait_group(0)
             loads.consumer_release(release)
             release.advance()
-            # a tile past M (the second CTA of a cluster, for an odd number of M tiles) is not stored: its tile
-            # index lies outside the tiled C (whose tile modes of extent 1 have stride 0)
-            if tm * bm < m:
+            # this CTA stores the columns tn_s * bn_s .. of the tile: all of them, or with split_k > 1 its slice of
+            # the sum of the cluster's partial products
+            tn_s = tn * split_k + split
+            thr_s = slice_mma.get_slice(tidx)
+            tCgC = thr_s.partition_C(cute.local_tile(c, (bm, bn_s), (tm, tn_s)))
+            out = acc
+            if split_k > 1:
+                arch.cluster_sync()          # every CTA of the cluster has read its stages: they take the slices
+                out = slice_mma.make_fragment_C(tCgC)
+                reduce_splits(acc, out, recv, red_bar, split, split_k, tidx)
+            # a tile past M (the second CTA of a cluster, for an odd number of M tiles), or a slice past N, is not
+            # stored: its tile index lies outside the tiled C (whose tile modes of extent 1 have stride 0)
+            if tm * bm < m and tn_s * bn_s < n:
                 if store_c is not None:
-                    _store_tile_tma(acc, store_c, tma_c, sC, epi_mma, tidx, tm, tn, bn, m, n)
+                    store_tile_tma(out, store_c, tma_c, sC, epi_mma, tidx, tm, tn_s, bn_s, m, n)
                 else:
-                    _store_tile(acc, tCgC, tCcC, c, m, n, vector_c)
+                    cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn_s), (tm, tn_s))
+                    store_tile(out, tCgC, thr_s.partition_C(cC), c, m, n, vector_c)
         if store_c is not None and tidx % 128 == 0:
             arch.tma_store_wait(0, read=True)     # the last stores have read shared memory before the CTA exits
 
@@ -226,96 +259,6 @@ def _tile_of(t, cluster_tiles_m, tiles_n, group_m, cluster_m, rank):
     return (first + within % rows) * cluster_m + rank, within // rows
 
 
-@cute.jit
-def _store_tile(acc, tCgC, tCcC, c, m, n, vector_c):
-    """Write a consumer thread's accumulators to its elements of C, converted to C's type, predicated on
-    ``(row, col)`` lying inside ``(m, n)``."""
-    if vector_c:
-        # values 2j and 2j + 1 of a thread's accumulators are two adjacent columns of one row: one store
-        # of both where the pair lies inside C, C's row stride and pointer making it aligned
-        out = cute.make_fragment(acc.layout, c.element_type)
-        for i in cute.range_constexpr(cute.size(acc)):
-            out[i] = acc[i].to(c.element_type)
-        inside = cute.make_fragment(cute.size(acc) // 2, cute.Boolean)
-        for j in cute.range_constexpr(cute.size(acc) // 2):
-            row, col = tCcC[2 * j]
-            inside[j] = row < m and col + 1 < n
-        pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), c.element_type,
-                                   num_bits_per_copy=2 * c.element_type.width)
-        cute.copy(pair, out, tCgC, pred=inside)
-        if not (type(n) is int and n % 2 == 0):
-            # an odd N: the pair at columns (N - 1, N) stores its first element alone
-            for j in cute.range_constexpr(cute.size(acc) // 2):
-                row, col = tCcC[2 * j]
-                if row < m and col + 1 == n:
-                    tCgC[2 * j] = out[2 * j]
-    else:
-        for i in cute.range_constexpr(cute.size(acc)):
-            row, col = tCcC[i]
-            if row < m and col < n:
-                tCgC[i] = acc[i].to(c.element_type)
-
-
-@cute.jit
-def _store_tile_tma(acc, store_c, tma_c, sC, epi_mma, tidx, tm, tn, bn, m, n):
-    """Write a consumer warpgroup's ``64 x bn`` accumulators to C through shared memory, one ``64 x en`` subtile
-    at a time: every thread writes its values of the subtile to one of the warpgroup's two buffers (converted to
-    C's type: ``stmatrix`` for 16-bit C, two adjacent columns per ``st.shared`` for fp32), fences them for the
-    async proxy, and the warpgroup meets on its named barrier; then thread 0 of the warpgroup issues the
-    subtile's TMA store, which clips at C's edges.
-
-    Before the barrier thread 0 waits until every store it issued has read its buffer, so after the barrier the
-    next subtile's buffer (the other one) is free while the store just issued reads this one. The subtiles
-    alternate buffers in a fixed order (an even number of them per tile), so a warpgroup may skip a whole tile --
-    its rows lie past M -- but never one subtile; a subtile past N skips only its store. Tile indices past C's
-    are never formed: a tiled tensor's index is only meaningful inside its extent."""
-    epi_m, epi_n = cute.size(sC, mode=[0]), cute.size(sC, mode=[1])
-    subtiles = bn // epi_n
-    per = cute.size(acc) // subtiles           # a subtile's accumulators of a thread: values per * s ..
-    dtype = store_c.dtype
-    g = tidx // 128                            # the consumer warpgroup: rows 64 g .. 64 g + 63 of the tile
-    thr = epi_mma.get_slice(tidx % 128)
-    issuer = tidx % 128 == 0
-    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=2 * dtype.width)
-    stm = cute.make_copy_atom(warp_ops.StMatrix8x8x16bOp(False, 4), dtype) if dtype.width == 16 else None
-    lane, warp = tidx % 32, tidx % 128 // 32
-    if (2 * tm + g) * epi_m < m:
-        for s in cute.range_constexpr(subtiles):
-            buf = sC[None, None, EPI_BUFFERS * g + s % EPI_BUFFERS]
-            if dtype.width == 16:
-                # stmatrix.x4: the warp stores four 8x8 matrices, rows 16 w .. 16 w + 15 by columns 16 q ..
-                # 16 q + 15 (warp w of the warpgroup); a thread's registers are its values 8 q .. 8 q + 7 of the
-                # subtile, and lane l gives the address of row l % 8 (+ 8 for (l / 8) odd) of columns
-                # 16 q + 8 (l / 16) ..
-                srow = buf[16 * warp + 8 * (lane // 8 % 2) + lane % 8, None]
-                for q in cute.range_constexpr(epi_n // 16):
-                    out = cute.make_fragment(8, dtype)
-                    for v in cute.range_constexpr(8):
-                        out[v] = acc[per * s + 8 * q + v].to(dtype)
-                    cute.copy(stm, out, cute.local_tile(srow, (8,), (2 * q + lane // 16,)))
-            else:
-                tCsC = thr.partition_C(buf)
-                out = cute.make_fragment(tCsC.layout.shape, dtype)
-                for v in cute.range_constexpr(per):
-                    out[v] = acc[per * s + v].to(dtype)
-                cute.copy(pair, out, tCsC)
-            arch.fence_proxy("async.shared", space="cta")    # the generic-proxy writes, before the TMA reads them
-            if issuer:
-                arch.tma_store_wait(0, read=True)             # the other buffer's store has read it
-            arch.barrier(barrier_id=1 + g, number_of_threads=128)
-            if issuer and (subtiles * tn + s) * epi_n < n:
-                gC = cute.local_tile(tma_c, (epi_m, epi_n), (2 * tm + g, subtiles * tn + s))
-                tCsC_box, tCgC_box = cpasync.tma_partition(store_c, 0, cute.Layout(1), cute.group_modes(buf, 0, 2),
-                                                           cute.group_modes(gC, 0, 2))
-                cute.copy(store_c, tCsC_box, tCgC_box)
-                arch.tma_store_arrive()
-
-
-def _epi_tile(c_dtype):
-    """The ``"tma"`` epilogue's subtile of a consumer warpgroup: 64 rows of 128 bytes."""
-    return (64, EPI_ROW_BYTES * 8 // c_dtype.width)
-
-
 def _smem_bytes(tile, stages, epilogue_bytes=0):
     """Shared memory of the kernel: the A and B stages (16-bit elements), their barriers, the epilogue's
     buffers, alignment slack."""
@@ -323,7 +266,7 @@ def _smem_bytes(tile, stages, epilogue_bytes=0):
     return stages * (bm + bn) * bk * 2 + 16 * stages + epilogue_bytes + 2048
 
 
-def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m):
+def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k):
     for name, t in (("a", a), ("b", b), ("c", c)):
         if len(t.shape) != 2:
             raise cute.CuteValueError(f"gemm: {name} must be 2-D, got the shape {tuple(t.shape)}")
@@ -350,11 +293,12 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
         raise cute.CuteValueError(f"gemm: reg_realloc must be a bool, got {reg_realloc!r}")
     if epilogue not in EPILOGUES:
         raise cute.CuteValueError(f"gemm: epilogue must be one of {EPILOGUES}, got {epilogue!r}")
-    if type(cluster_m) is not int or cluster_m not in CLUSTER_MS:
-        raise cute.CuteValueError(f"gemm: cluster_m must be one of {CLUSTER_MS}, got {cluster_m!r}")
-    if not (type(persistent) is bool or (type(persistent) is int and persistent >= cluster_m)):
-        raise cute.CuteValueError(f"gemm: persistent is a bool or a number of CTAs >= cluster_m ({cluster_m}), got "
-                                  f"{persistent!r}")
+    if cluster_m is not None and (type(cluster_m) is not int or cluster_m not in CLUSTER_MS):
+        raise cute.CuteValueError(f"gemm: cluster_m must be one of {CLUSTER_MS} or None, got {cluster_m!r}")
+    if not (persistent is None or type(persistent) is bool or (type(persistent) is int and persistent >= 1)):
+        raise cute.CuteValueError(f"gemm: persistent is None, a bool or a number of CTAs, got {persistent!r}")
+    if split_k is not None and (type(split_k) is not int or split_k not in SPLITS):
+        raise cute.CuteValueError(f"gemm: split_k must be one of {SPLITS} or None, got {split_k!r}")
     if not (group_m is None or (type(group_m) is int and group_m >= 1)):
         raise cute.CuteValueError(f"gemm: group_m is None or a positive int (rows of cluster tiles per group), got "
                                   f"{group_m!r}")
@@ -363,6 +307,56 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if need > SMEM_LIMIT:
         raise cute.CuteValueError(f"gemm: {stages} stages of {tile[0]}x{tile[1]}x{tile[2]} tiles need {need} bytes "
                                   f"of shared memory, more than {SMEM_LIMIT}")
+
+
+def _recv_fits(tile, stages):
+    """Whether a tile's fp32 partial products fit over the stages (the split reduction's receive buffer)."""
+    bm, bn, bk = tile
+    return bm * bn * 4 <= stages * (bm + bn) * bk * 2
+
+
+def _auto_split(m, n, k, tile, stages):
+    """The K splits of the default: doubled from 1 (to at most 8) while the CTAs stay within one wave of the
+    device's SMs at half of them or less before doubling, and each split keeps at least 8 k-tiles; 1 unless
+    M, N and K are static."""
+    bm, bn, bk = tile
+    if not (type(m) is int and type(n) is int and type(k) is int) or not _recv_fits(tile, stages):
+        return 1
+    tiles, k_tiles, sms = cute.ceil_div(m, bm) * cute.ceil_div(n, bn), cute.ceil_div(k, bk), sm_count()
+    split = 1
+    while split < SPLITS[-1] and tiles * split * 2 <= sms and k_tiles >= 8 * split * 2:
+        split *= 2
+    return split
+
+
+def _resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):
+    """``(cluster_m, persistent, split_k)`` with the defaults (``None``) chosen: split K where the tiles are too
+    few for the SMs (``_auto_split``) unless a cluster along M or persistence was asked for; otherwise 2x1
+    clusters of persistent CTAs. A split of K takes the cluster (``split_k`` CTAs per tile) and one tile per
+    CTA, so it excludes the other two."""
+    if split_k is None:
+        asked = cluster_m not in (None, 1) or persistent not in (None, False)
+        split_k = 1 if asked else _auto_split(m, n, k, tile, stages)
+    if split_k == 1:
+        cluster_m = 2 if cluster_m is None else cluster_m
+        persistent = True if persistent is None else persistent
+        if type(persistent) is int and persistent < cluster_m:
+            raise cute.CuteValueError(f"gemm: persistent is a bool or a number of CTAs >= cluster_m ({cluster_m}), "
+                                      f"got {persistent!r}")
+        return cluster_m, persistent, 1
+    if cluster_m not in (None, 1) or persistent not in (None, False):
+        raise cute.CuteValueError(f"gemm: split_k={split_k} makes a cluster of {split_k} CTAs per tile, one tile each: "
+                                  f"it needs cluster_m 1 and persistent False, got cluster_m={cluster_m!r}, "
+                                  f"persistent={persistent!r}")
+    bm, bn, bk = tile
+    if type(k) is not int or cute.ceil_div(k, bk) < split_k:
+        raise cute.CuteValueError(f"gemm: split_k={split_k} needs a static K of at least {split_k} k-tiles of {bk}, "
+                                  f"got K={k!r}")
+    if not _recv_fits(tile, stages):
+        raise cute.CuteValueError(f"gemm: split_k={split_k} sums the {bm}x{bn} fp32 partial products over the "
+                                  f"stages' shared memory: {stages} stages of {bm}x{bn}x{bk} tiles are too few "
+                                  f"(at least {cute.ceil_div(bm * bn * 2, (bm + bn) * bk)})")
+    return 1, False, split_k
 
 
 def _epi_bytes():
@@ -402,8 +396,8 @@ def _grid(m, n, bm, bn, cluster_m, persistent):
 
 
 @cute.jit
-def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", cluster_m=2, persistent=True,
-         group_m=8):
+def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", cluster_m=None, persistent=None,
+         group_m=8, split_k=None):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type.
 
     ``a``: (M, K) and ``b``: (N, K), both BFloat16 or both Float16, row-major with 16-byte aligned rows;
@@ -414,11 +408,16 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", clust
     ``"vector"``), ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
     ``"scalar"``) or ``"scalar"`` (one element per store); ``cluster_m``: CTAs per cluster along M (1 or 2; 2
     multicasts B); ``persistent``: ``False`` (a CTA per tile), ``True`` (a CTA per SM, each walking tiles) or a
-    number of CTAs; ``group_m``: rows of cluster tiles per group of the tile order (``None``: all of M). See the
-    module for the kernel."""
-    _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m)
+    number of CTAs; ``group_m``: rows of cluster tiles per group of the tile order (``None``: all of M);
+    ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8).
+    ``None`` for ``cluster_m``, ``persistent`` and ``split_k`` chooses them: split K for shapes of few tiles,
+    else persistent 2x1 clusters. See the module for the kernel."""
+    _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
     bm, bn, bk = tile
+    cluster_m, persistent, split_k = _resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
+                                              persistent, split_k)
+    bn_s = bn // split_k
     ab = a.element_type
     tiled_mma = hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
                                           (MMA_WARPGROUPS, 1, 1), (64, bn))
@@ -429,16 +428,20 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", clust
     b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cluster_m > 1 else cpasync.CopyBulkTensorTileG2SOp()
     load_b, tma_b = cpasync.make_tiled_tma_atom(b_op, b, cute.slice_(b_layout, (None, None, 0)), (bn, bk),
                                                 num_multicast=cluster_m)
+    # the MMA of the columns a CTA stores: all of the tile's, or its slice of them with split_k > 1
+    slice_mma = tiled_mma if split_k == 1 else hh.make_trivial_tiled_mma(
+        ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32, (MMA_WARPGROUPS, 1, 1), (64, bn_s))
     store_c = tma_c = c_layout = epi_mma = None
-    if epilogue == "tma" and _tma_storable(c):
-        epi_tile = _epi_tile(c.element_type)
-        c_layout = hh.make_smem_layout_epi(c.element_type, LayoutEnum.ROW_MAJOR, epi_tile,
+    tile_epi = epi_tile(c.element_type)
+    if epilogue == "tma" and _tma_storable(c) and bn_s % tile_epi[1] == 0:
+        c_layout = hh.make_smem_layout_epi(c.element_type, LayoutEnum.ROW_MAJOR, tile_epi,
                                            MMA_WARPGROUPS * EPI_BUFFERS)
         store_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
-                                                     cute.slice_(c_layout, (None, None, 0)), epi_tile)
+                                                     cute.slice_(c_layout, (None, None, 0)), tile_epi)
         epi_mma = hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
-                                            (1, 1, 1), epi_tile)
+                                            (1, 1, 1), tile_epi)
     vector_c = epilogue in ("vector", "tma") and _pairs_aligned(c)
-    grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent), 1, 1)
+    grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
-                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m, 1, 1))
+                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
+                slice_mma).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))

@@ -24,17 +24,18 @@ ALIGNED = "16B"    # a pad making C's row stride the first multiple of 16 bytes 
 # leaves pairs of adjacent columns misaligned, so the vector epilogue stores one element at a time; an even one
 # (N + 4) aligns them (C starts GUARD rows into its buffer) and it stores pairs.
 CONFIGS = {
-    "128x128-scalar": (dict(tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1, persistent=False), 3),
+    "128x128-scalar": (dict(tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1, persistent=False,
+                            split_k=1), 3),
     # the default: persistent CTAs in 2x1 clusters, tiles in groups of 8 rows, the epilogue through shared
     # memory and TMA stores (stmatrix for 16-bit C) into a C whose rows start on 16-byte boundaries (ALIGNED: a
     # row stride of N + 1 rounded up to 16 bytes), whose extent the stores clip at; with a row stride TMA cannot
     # take (N + 3), or rows not a multiple of 16 bytes (N = 255), it stores from registers instead
     "default": (dict(), ALIGNED),
     "default-odd-ldc": (dict(), 3),
-    "vector-even-ldc": (dict(epilogue="vector", cluster_m=1, persistent=False), 4),
+    "vector-even-ldc": (dict(epilogue="vector", cluster_m=1, persistent=False, split_k=1), 4),
     "128x256-realloc-3-stages": (dict(tile_n=256, reg_realloc=True, stages=3, epilogue="vector", cluster_m=1,
-                                      persistent=False), 4),
-    "128x128-vector": (dict(tile_n=128, epilogue="vector", cluster_m=1, persistent=False), 4),
+                                      persistent=False, split_k=1), 4),
+    "128x128-vector": (dict(tile_n=128, epilogue="vector", cluster_m=1, persistent=False, split_k=1), 4),
     # a 2x1 cluster multicasting B; persistent CTAs (few, so that each walks several tiles, with and without
     # a cluster; 5 CTAs make 2 clusters of 2); the TMA epilogue with tile_n = 128 and groups of one row
     "2x1-cluster": (dict(cluster_m=2, persistent=False, epilogue="vector"), 4),
@@ -42,11 +43,13 @@ CONFIGS = {
     "persistent-2x1-cluster": (dict(persistent=5, cluster_m=2, epilogue="scalar", group_m=None), 3),
     "tma-128-5-ctas-group-1": (dict(tile_n=128, persistent=5, group_m=1), ALIGNED),
 }
-# all but the default and the original configuration run with one pair of types each (every shape)
+# the default runs with every pair of types on every shape (splitting K on 1024^3 and 4096x512x1024), the other
+# configurations with one pair on the shapes of SOME_SHAPES (edge tiles, and several tiles per persistent CTA)
 ONE_TYPE = {"2x1-cluster": ("bfloat16", "float32"), "persistent": ("float16", "bfloat16"),
             "persistent-2x1-cluster": ("bfloat16", "float32"), "tma-128-5-ctas-group-1": ("bfloat16", "bfloat16"),
             "default-odd-ldc": ("float16", "float32"), "vector-even-ldc": ("float16", "bfloat16"),
-            "128x256-realloc-3-stages": ("bfloat16", "float32"), "128x128-vector": ("bfloat16", "bfloat16")}
+            "128x256-realloc-3-stages": ("bfloat16", "float32"), "128x128-vector": ("bfloat16", "bfloat16"),
+            "128x128-scalar": ("float16", "float32")}
 SIZES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
@@ -54,13 +57,43 @@ def _padded_k(k):
     return -(-k // 8) * 8   # rows of 16-byte multiples (TMA's row-stride rule)
 
 
-CASES = [(m, n, k, ab, out, config) for (m, n, k) in SHAPES for config in CONFIGS
+SOME_SHAPES = [(200, 136, 100), (1024, 1024, 1024), (300, 72, 520)]
+CASES = [(m, n, k, ab, out, config) for config in CONFIGS
+         for (m, n, k) in (SHAPES if config.startswith("default") else SOME_SHAPES)
          for (ab, out) in ([ONE_TYPE[config]] if config in ONE_TYPE else TYPES)]
 
 
 @pytest.mark.parametrize("m, n, k, ab, out, config", CASES)
 def test_gemm_matches_torch(m, n, k, ab, out, config):
     kwargs, pad = CONFIGS[config]
+    _check_gemm(m, n, k, ab, out, kwargs, pad)
+
+
+# a split of K across a cluster: (M, N, K, types, options, pad of C). TMA-stored slices (fp32 subtiles are 32
+# columns wide), slices too narrow for a subtile (stored from registers), an odd row stride (one element per
+# store), the default's own split on a shape of few tiles, a single tile whose slices lie partly past N
+SPLIT_CASES = [
+    (300, 520, 1000, "bfloat16", "float32", dict(split_k=4, tile_n=128), ALIGNED),
+    (300, 520, 1000, "bfloat16", "bfloat16", dict(split_k=8, tile_n=128), ALIGNED),
+    (129, 255, 520, "float16", "float32", dict(split_k=2), 3),
+    (512, 512, 4096, "bfloat16", "bfloat16", dict(), ALIGNED),
+    (64, 200, 256, "float16", "bfloat16", dict(split_k=4), ALIGNED),
+    (1000, 136, 2048, "bfloat16", "float32", dict(split_k=2, epilogue="scalar"), 4),
+]
+
+
+@pytest.mark.parametrize("m, n, k, ab, out, kwargs, pad", SPLIT_CASES)
+def test_split_k_matches_torch_and_repeats_bit_for_bit(m, n, k, ab, out, kwargs, pad):
+    """Each CTA of a cluster multiplies its K range; the slices of the partial products are summed in a fixed
+    order, so a second run gives the same bits."""
+    c1 = _check_gemm(m, n, k, ab, out, kwargs, pad)
+    assert "st.async.shared::cluster" in c1["ptx"]
+    c2 = _check_gemm(m, n, k, ab, out, kwargs, pad)
+    assert hopper_torch().equal(c1["c"], c2["c"])
+
+
+def _check_gemm(m, n, k, ab, out, kwargs, pad):
+    """Build, check the PTX's form, run into a NaN-poisoned padded C, compare with torch; the PTX and C."""
     cdt = {"bfloat16": "BFloat16", "float16": "Float16", "float32": "Float32"}
     kp = _padded_k(k)
     per_16_bytes = 16 // SIZES[out]
@@ -70,9 +103,13 @@ def test_gemm_matches_torch(m, n, k, ab, out, config):
     c = cute.compile(gemm, spec(cdt[ab], (m, k), (kp, 1)), spec(cdt[ab], (n, k), (kp, 1)),
                      spec(cdt[out], (m, n), (ldc, 1), address=c_address), **kwargs)      # built first, everywhere
     tile_n = kwargs.get("tile_n", 256)
-    assert ("multicast::cluster" in c.ptx) == (kwargs.get("cluster_m", 2) == 2)
+    (launch,) = c.launches
+    split = "st.async" in c.ptx          # a cluster along K (explicit, or the default's for few tiles)
+    assert ("multicast::cluster" in c.ptx) == (launch.cluster == (2, 1, 1) and not split)
     assert f"wgmma.mma_async.sync.aligned.m64n{tile_n}k16.f32" in c.ptx and "cp.async.bulk.tensor" in c.ptx
-    tma_store = kwargs.get("epilogue", "tma") == "tma" and pad == ALIGNED and n % per_16_bytes == 0
+    slice_n = tile_n // (launch.cluster[0] if split else 1)
+    tma_store = (kwargs.get("epilogue", "tma") == "tma" and pad == ALIGNED and n % per_16_bytes == 0
+                 and slice_n % (128 // SIZES[out]) == 0)
     assert ("cp.async.bulk.tensor.2d.global.shared::cta" in c.ptx) == tma_store
     assert ("stmatrix.sync.aligned.m8n8.x4.shared.b16" in c.ptx) == (tma_store and out != "float32")
     if out == "float32":
@@ -96,6 +133,7 @@ def test_gemm_matches_torch(m, n, k, ab, out, config):
     torch.testing.assert_close(cv.float(), want, rtol=1e-2, atol=atol)
     assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
     assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
+    return {"ptx": c.ptx, "c": cv.clone()}
 
 
 @pytest.mark.parametrize("config", ["128x128-scalar", "vector-even-ldc", "default"])

@@ -9,9 +9,9 @@ import cute_py as cute
 from examples import gemm
 
 spec = cute.compiler.DeviceArraySpec
-ORIGINAL = dict(tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1, persistent=False)
+ORIGINAL = dict(tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1, persistent=False, split_k=1)
 # the register epilogues' configuration of the earlier default: one CTA per 128 x 256 tile, pairs stored
-VECTOR = dict(epilogue="vector", cluster_m=1, persistent=False)
+VECTOR = dict(epilogue="vector", cluster_m=1, persistent=False, split_k=1)
 
 
 def _mma(tile_n):
@@ -145,22 +145,100 @@ def test_option_rules():
 
 
 def test_cluster_and_persistent_rules():
-    with pytest.raises(cute.CuteValueError, match=r"cluster_m must be one of \(1, 2\), got 4"):
+    with pytest.raises(cute.CuteValueError, match=r"cluster_m must be one of \(1, 2\) or None, got 4"):
         _compile(64, 64, 64, cluster_m=4)
     with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(2\), "
                                                   r"got 1"):
         _compile(64, 64, 64, cluster_m=2, persistent=1)
-    with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs >= cluster_m \(2\), "
-                                                  r"got 'yes'"):
+    with pytest.raises(cute.CuteValueError, match=r"persistent is None, a bool or a number of CTAs, got 'yes'"):
         _compile(64, 64, 64, persistent="yes")
     import numpy as np
 
-    for bad in (0, -3, np.int64(8), 8.0, None):
-        with pytest.raises(cute.CuteValueError, match=r"persistent is a bool or a number of CTAs"):
+    for bad in (0, -3, np.int64(8), 8.0, "8"):
+        with pytest.raises(cute.CuteValueError, match=r"persistent is None, a bool or a number of CTAs"):
             _compile(64, 64, 64, persistent=bad)
     for bad in (True, 0, -1, np.int32(2)):
-        with pytest.raises(cute.CuteValueError, match=r"cluster_m must be one of \(1, 2\)"):
+        with pytest.raises(cute.CuteValueError, match=r"cluster_m must be one of \(1, 2\) or None"):
             _compile(64, 64, 64, cluster_m=bad)
+
+
+def test_split_rules():
+    import numpy as np
+
+    for bad in (0, 3, 16, True, 2.0, np.int64(2), "2"):
+        with pytest.raises(cute.CuteValueError, match=r"split_k must be one of \(1, 2, 4, 8\) or None"):
+            _compile(512, 512, 4096, split_k=bad)
+    for other in (dict(cluster_m=2), dict(persistent=True), dict(persistent=4)):
+        with pytest.raises(cute.CuteValueError, match=r"split_k=2 makes a cluster of 2 CTAs per tile, one tile each: "
+                                                      r"it needs cluster_m 1 and persistent False"):
+            _compile(512, 512, 4096, split_k=2, **other)
+    # 200 k-tiles of 64: a split of 4 needs 4
+    with pytest.raises(cute.CuteValueError, match=r"split_k=4 needs a static K of at least 4 k-tiles of 64, got K=192"):
+        _compile(512, 512, 192, split_k=4)
+    # a 128 x 256 fp32 partial (128 KiB) does not fit over 2 stages of 48 KiB
+    with pytest.raises(cute.CuteValueError, match=r"split_k=2 sums the 128x256 fp32 partial products over the stages' "
+                                                  r"shared memory: 2 stages of 128x256x64 tiles are too few "
+                                                  r"\(at least 3\)"):
+        _compile(512, 512, 4096, split_k=2, stages=2)
+    _compile(512, 512, 4096, split_k=2, stages=2, tile_n=128)     # 64 KiB over 2 x 32 KiB: fits
+
+
+def _expected_split(m, n, k, sms, tile_n=256):
+    """The default's split of K, by its documented rule: the largest power of two up to 8 whose CTAs fit one wave
+    of the SMs and that leaves each split at least 8 k-tiles."""
+    tiles, k_tiles = -(-m // 128) * -(-n // tile_n), -(-k // 64)
+    return next(s for s in (8, 4, 2, 1) if s == 1 or (tiles * s <= sms and k_tiles >= 8 * s))
+
+
+@pytest.mark.parametrize("m, n, k", [(512, 512, 16384), (512, 4096, 16384), (4096, 512, 4096), (512, 512, 4096),
+                                     (512, 512, 512), (4096, 4096, 4096), (300, 520, 1000), (64, 64, 64)])
+def test_the_default_splits_k_for_few_tiles(m, n, k):
+    from examples.tma_tiled import sm_count
+
+    sms = sm_count()
+    split = _expected_split(m, n, k, sms)
+    c = _compile(m, n, k)
+    (launch,) = c.launches
+    tiles = -(-m // 128) * -(-n // 256)
+    if split > 1:       # a cluster of split CTAs per tile, one tile each
+        assert launch.cluster == (split, 1, 1) and launch.grid == (tiles * split, 1, 1)
+        assert c.ptx.count("st.async") > 0
+    else:               # persistent 2x1 clusters
+        clusters = -(-m // 256) * -(-n // 256)
+        assert launch.cluster == (2, 1, 1) and launch.grid == (2 * min(sms // 2, clusters), 1, 1)
+        assert "st.async" not in c.ptx
+    if sms == 132:      # the shapes' splits on a 132-SM device (and without one)
+        assert split == {(512, 512, 16384): 8, (512, 4096, 16384): 2, (4096, 512, 4096): 2, (512, 512, 4096): 8,
+                         (300, 520, 1000): 2}.get((m, n, k), 1)
+
+
+@pytest.mark.parametrize("out, split, tile_n, slot_stores, tma", [
+    ("BFloat16", 2, 256, 16, True),      # 128 values per thread: 64 per slice, 16 bytes (4 values) a store
+    ("Float32", 4, 256, 8, True),        # 32 values per slice; 64-column slices: two fp32 subtiles
+    ("BFloat16", 8, 128, 2, False),      # 8 values per slice; 16-column slices: narrower than a subtile
+])
+def test_split_k_ptx_sends_slices_to_peers_and_sums_them(out, split, tile_n, slot_stores, tma, filecheck, assemble):
+    c = _compile(512, 512, 4096, "BFloat16", out, split_k=split, tile_n=tile_n)
+    (launch,) = c.launches
+    assert launch.cluster == (split, 1, 1) and launch.grid == (4 * (512 // tile_n) * split, 1, 1)
+    filecheck(c.ptx, [
+        "CHECK: mbarrier.init.shared",
+        "CHECK: fence.mbarrier_init.release.cluster;",
+        "CHECK: mbarrier.arrive.expect_tx.shared",
+        "CHECK: wgmma.wait_group.sync.aligned {{[ 	]*}}0;",
+        # every CTA has read its stages; the slices go to the peers; the sum once this CTA's have landed
+        "CHECK: barrier.cluster.arrive",
+        "CHECK: barrier.cluster.wait",
+        "CHECK: mapa.shared::cluster",
+        "CHECK: st.async.shared::cluster.mbarrier::complete_tx::bytes.v4",
+        "CHECK: mbarrier.try_wait.parity.shared",
+        "CHECK: add.rn.f32",                # .rn: never contracted into an FMA
+        "CHECK: cp.async.bulk.tensor.2d.global.shared::cta" if tma else "CHECK: st.global",
+    ])
+    # every slice q has its code (sent when q is not this CTA's split): slot_stores 16-byte stores each
+    assert c.ptx.count("st.async.shared::cluster") == split * slot_stores
+    assert c.ptx.count("wgmma.mma_async") == 8
+    assemble(c.ptx)
 
 
 @pytest.mark.parametrize("m, n, kwargs, grid, cluster", [
@@ -210,7 +288,7 @@ def test_cluster_ptx_multicasts_b_and_releases_both_ctas_stages(filecheck, assem
     ("Float32", 8, "st.shared.v2.b32", 64),                              # a pair of columns per store
 ])
 def test_tma_epilogue_goes_through_shared_memory(out, subtiles, smem_store, per_thread, filecheck, assemble):
-    c = _compile(1024, 1024, 1024, "BFloat16", out)      # the default epilogue
+    c = _compile(1024, 1024, 1024, "BFloat16", out, split_k=1)      # the default epilogue, without a split of K
     filecheck(c.ptx, [
         "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}0;",
         # a subtile: written to shared memory, fenced for the async proxy; the store before it has read its
