@@ -2,13 +2,14 @@
 (``triton_matmul.py``, autotuned), shape for shape, in one run: TFLOP/s and ratios, outputs checked first.
 
 Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--reps 20] [--c fp32|bf16]
-     [--config persistent=True,cluster_m=2 ...]
+     [--config split_k=2,tile_n=128 epilogue=vector,group_m=None ...]
 
 Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by
 default, as cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after
 warm-up (median of 5 samples). ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one
 above 512, plus skinny shapes. Each ``--config`` is a set of ``examples.gemm`` keyword arguments
-measured as its own column (default: the default configuration).
+measured as its own column (default: the default configuration); ``None``, ``True`` and ``False`` are read as
+Python's.
 """
 
 import argparse
