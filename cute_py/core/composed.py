@@ -398,19 +398,33 @@ def slice_and_offset_composed(coord, layout):
     general = (ComposedLayout(inner, off + o, sub), 0)
     if type(inner) is not Swizzle or not _static_coord(coord) or type(off) is not int:
         return general
-    try:
-        decayed = _swizzle_slice(coord, inner, off, outer)
-    except CuteValueError:
-        return general
-    d_layout, d_off = decayed
-    n = _size(sub)
-    if type(n) is int and n <= _DECAY_CHECK_LIMIT and all(d_layout(i) + d_off == general[0](i) for i in range(n)):
-        return decayed
-    return general
+    decayed = _checked_decay(coord, inner.bits, inner.base, inner.shift, off, outer)
+    return general if decayed is None else decayed
 
 
 # the decayed form of a slice is only used where it has been checked point by point
 _DECAY_CHECK_LIMIT = 1 << 16
+
+
+@memoize
+def _checked_decay(coord, bits, base, shift, off, outer):
+    """The decayed slice of ``S<bits,base,shift> o off o outer`` at the static ``coord``, or ``None`` where it
+    does not equal the general form on every point of the sub-domain (or has more than ``_DECAY_CHECK_LIMIT``).
+
+    Keyed on the swizzle's parameters rather than on the swizzle (not a memoisation key), so a kernel that
+    slices one swizzled buffer many times checks each slice once."""
+    inner = Swizzle(bits, base, shift)
+    try:
+        decayed = _swizzle_slice(coord, inner, off, outer)
+    except CuteValueError:
+        return None
+    sub, o = slice_and_offset(coord, outer)
+    general = ComposedLayout(inner, off + o, sub)
+    d_layout, d_off = decayed
+    n = _size(sub)
+    if type(n) is int and n <= _DECAY_CHECK_LIMIT and all(d_layout(i) + d_off == general(i) for i in range(n)):
+        return decayed
+    return None
 
 
 def _swizzle_slice(coord, inner, off, outer):

@@ -176,3 +176,36 @@ def test_a_composed_layout_with_a_tuple_offset_and_basis_strides_slices_as_its_f
     assert str(sub) == "(8,16):(16,1) o (1,3) o (4):(1@0)" and off == 0
     assert [sub(i) for i in range(4)] == [c((i, 1)) for i in range(4)] == [16 * (1 + i) + 3 for i in range(4)]
     assert str(c((2, None))) == str(cute.slice_(c, (2, None))) == "(8,16):(16,1) o (3,2) o (8):(1@1)"
+
+
+def test_a_checked_slice_of_a_swizzled_layout_is_cached_per_swizzle_and_never_another_swizzles():
+    """Slicing a swizzled layout at a static coordinate checks its decayed form point by point once per
+    (swizzle parameters, offset, layout, coordinate); a cached result is the one the uncached slice gives,
+    for identity swizzles of different parameters (equal as functions) too."""
+    from cute_py.core.layout import slice_and_offset
+    from cute_py.core.memo import memoization
+
+    outer = Layout(((8, 16), (64, 2)), ((64, 512), (1, 8192)))
+    swizzles_ = [Swizzle(3, 4, 3), Swizzle(0, 4, 3), Swizzle(0, 3, 3), Swizzle(2, 4, 3), Swizzle(0, 4, 3)]
+    coords = [((3, None), None), (None, (None, 1)), ((None, 2), (5, None)), ((1, 2), (None, 0))]
+    with memoization(False):
+        want = {(str(sw), c): slice_and_offset(c, ComposedLayout(sw, 0, outer)) for sw in swizzles_ for c in coords}
+    for _ in range(2):
+        for sw in swizzles_:
+            layout = ComposedLayout(sw, 0, outer)
+            for c in coords:
+                got = slice_and_offset(c, layout)
+                ref = want[(str(sw), c)]
+                assert str(got[0]) == str(ref[0]) and got[1] == ref[1]
+                sub, off = got
+                # the slice's values are the layout's on the coordinates the slice keeps, in their order
+                kept = [x for x in (cute.idx2crd(i, outer.shape) for i in range(cute.size(outer))) if _matches(c, x)]
+                assert [sub(j) + off for j in range(cute.size(sub))] == [layout(x) for x in kept]
+
+
+def _matches(c, x):
+    if c is None:
+        return True
+    if type(c) is tuple:
+        return all(_matches(ci, xi) for ci, xi in zip(c, x))
+    return c == x
