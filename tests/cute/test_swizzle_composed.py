@@ -8,7 +8,7 @@ import cute_py as cute
 from cute_py import ComposedLayout, Layout, Swizzle, make_swizzle, parse_layout as P
 from cute_py.errors import CuteTypeError, CuteValueError
 from cute_py.core.swizzle import compose_swizzles
-from cute_py.testing import RuntimeInt, compact_layouts, composed_layouts, swizzles, value_of
+from cute_py.testing import RuntimeInt, composed_layouts, swizzles, value_of
 
 
 def values(layout):
