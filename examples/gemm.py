@@ -62,7 +62,7 @@ benchmark's shapes, benchmarks/RESULTS.md):
   consumer warps of both CTAs (each consumer warp's lanes 0 and 1 arrive on CTA 0's and CTA 1's), so neither
   producer refills a stage its peer still reads. When M has an odd number of tiles the second CTA's last tile
   lies past M: it computes it (its loads keep the pipeline's byte counts) and stores nothing.
-- ``group_m`` (``8``; a positive int; or ``None``): the order of the tiles. Cluster tiles go in groups of
+- ``group_m`` (``8``; a positive int below 2**31; or ``None``): the order of the tiles. Cluster tiles go in groups of
   ``group_m`` rows of cluster tiles, M fastest within a group, then N, one group after another (``None``: one
   group, the whole of M). The CTAs at work at one time then read few A and B tiles, which stay in L2.
 - ``tile_n`` (``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
@@ -299,9 +299,9 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
         raise cute.CuteValueError(f"gemm: persistent is None, a bool or a number of CTAs, got {persistent!r}")
     if split_k is not None and (type(split_k) is not int or split_k not in SPLITS):
         raise cute.CuteValueError(f"gemm: split_k must be one of {SPLITS} or None, got {split_k!r}")
-    if not (group_m is None or (type(group_m) is int and group_m >= 1)):
-        raise cute.CuteValueError(f"gemm: group_m is None or a positive int (rows of cluster tiles per group), got "
-                                  f"{group_m!r}")
+    if not (group_m is None or (type(group_m) is int and 1 <= group_m < 2 ** 31)):
+        raise cute.CuteValueError(f"gemm: group_m is None or a positive int below 2**31 (rows of cluster tiles per "
+                                  f"group), got {group_m!r}")
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
     need = _smem_bytes(tile, stages, _epi_bytes() if epilogue == "tma" else 0)
     if need > SMEM_LIMIT:
@@ -382,6 +382,13 @@ def _pairs_aligned(c):
             and c.iterator.alignment >= c.element_type.width // 4)
 
 
+def _warpgroup_mma(ab, warpgroups, tiler_mn):
+    """The tiled warpgroup MMA of K-major ``ab`` operands into fp32: ``warpgroups`` along M, each an
+    instruction of ``tiler_mn``."""
+    return hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
+                                     (warpgroups, 1, 1), tiler_mn)
+
+
 def _grid(m, n, bm, bn, cluster_m, persistent):
     """The launch's grid: a cluster per cluster tile, or, when persistent, as many clusters as fit the CTAs
     ``persistent`` gives (an int, or ``True``: the device's SMs), fewer where C has fewer cluster tiles."""
@@ -419,8 +426,7 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", clust
                                               persistent, split_k)
     bn_s = bn // split_k
     ab = a.element_type
-    tiled_mma = hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
-                                          (MMA_WARPGROUPS, 1, 1), (64, bn))
+    tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn))
     a_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile, ab, stages)
     b_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile, ab, stages)
     load_a, tma_a = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
@@ -429,8 +435,7 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", clust
     load_b, tma_b = cpasync.make_tiled_tma_atom(b_op, b, cute.slice_(b_layout, (None, None, 0)), (bn, bk),
                                                 num_multicast=cluster_m)
     # the MMA of the columns a CTA stores: all of the tile's, or its slice of them with split_k > 1
-    slice_mma = tiled_mma if split_k == 1 else hh.make_trivial_tiled_mma(
-        ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32, (MMA_WARPGROUPS, 1, 1), (64, bn_s))
+    slice_mma = tiled_mma if split_k == 1 else _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn_s))
     store_c = tma_c = c_layout = epi_mma = None
     tile_epi = epi_tile(c.element_type)
     if epilogue == "tma" and _tma_storable(c) and bn_s % tile_epi[1] == 0:
@@ -438,8 +443,7 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", clust
                                            MMA_WARPGROUPS * EPI_BUFFERS)
         store_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
                                                      cute.slice_(c_layout, (None, None, 0)), tile_epi)
-        epi_mma = hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
-                                            (1, 1, 1), tile_epi)
+        epi_mma = _warpgroup_mma(ab, 1, tile_epi)
     vector_c = epilogue in ("vector", "tma") and _pairs_aligned(c)
     grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,

@@ -328,9 +328,12 @@ def test_tma_epilogue_only_where_tma_can_store_to_c(n, ldc, c_offset, tma, assem
 def test_group_rules():
     import numpy as np
 
-    for bad in (0, -1, True, 2.0, np.int64(8), "8"):
-        with pytest.raises(cute.CuteValueError, match=r"group_m is None or a positive int"):
+    for bad in (0, -1, True, 2.0, np.int64(8), "8", 2 ** 31, 2 ** 70):
+        with pytest.raises(cute.CuteValueError, match=r"group_m is None or a positive int below 2\*\*31"):
             _compile(64, 64, 64, group_m=bad)
+    # the largest group builds (its products of tile counts are 64-bit), as None does
+    big, none = _compile(1024, 8192, 1024, group_m=2 ** 31 - 1), _compile(1024, 8192, 1024, group_m=None)
+    assert big.launches[0].grid == none.launches[0].grid and "wgmma.mma_async" in big.ptx
 
 
 @settings(max_examples=300, deadline=None)

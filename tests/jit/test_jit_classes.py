@@ -477,15 +477,16 @@ def test_direct_calls_through_the_generated_launch_path_use_the_default_stream(f
     assert [call[8] for call in fake_driver.calls] == [0, 0, 0, 0, 9]
 
 
-def test_a_negative_zero_is_not_mistaken_for_zero_by_a_direct_call(fake_driver):
-    @cute.kernel
-    def k(a, s):
-        tidx, _, _ = arch.thread_idx()
-        a[tidx] = a[tidx] * s
+@cute.kernel
+def _scale(a, s):
+    tidx, _, _ = arch.thread_idx()
+    a[tidx] = a[tidx] * s
 
+
+def test_a_negative_zero_is_not_mistaken_for_zero_by_a_direct_call(fake_driver):
     @cute.jit
     def host(a, s):
-        k(a, s).launch(grid=1, block=32)
+        _scale(a, s).launch(grid=1, block=32)
 
     host(A, 0.0)
     host(A, 0.0)  # the previous call's specialisation
@@ -519,14 +520,9 @@ def test_a_cached_property_read_in_a_kernel_is_not_a_change_of_self():
 
 
 def test_keyword_arguments_take_the_previous_calls_specialisation_and_a_changed_one_its_own(fake_driver):
-    @cute.kernel
-    def k(a, s):
-        tidx, _, _ = arch.thread_idx()
-        a[tidx] = a[tidx] * s
-
     @cute.jit
     def host(a, s=1.0, blocks=1):
-        k(a, s).launch(grid=blocks, block=32)
+        _scale(a, s).launch(grid=blocks, block=32)
 
     host(A, blocks=2)
     _, n = _counted(lambda: host(A, blocks=2))  # by keyword, as before: no key is built
