@@ -71,10 +71,12 @@ benchmark's shapes, benchmarks/RESULTS.md):
   buffers (``128``: 32 KiB a stage, up to 6).
 - ``stages`` (``4``): the load pipeline's depth, 2..6 as shared memory allows.
 - ``reg_realloc`` (``False``): the producer warpgroup lowers its register budget to ``PRODUCER_REGS`` (40) and
-  the consumers raise theirs to ``CONSUMER_REGS`` (232) with ``setmaxnreg``. The kernel needs no more than the
-  168 registers a thread of a 384-thread block has (no spills at either ``tile_n``), and nvJitLink, which
-  assembles the JIT's PTX, drops ``setmaxnreg`` (ptxas info C7504: "ignored to maintain compatibility across
-  compilation units"); so it is off by default, and the instructions it emits change no result where they act.
+  the consumers raise theirs to ``CONSUMER_REGS`` (232) with ``setmaxnreg`` (40 + 2 x 232 = 3 x 168, the
+  registers a 384-thread CTA starts with). Its PTX is assembled by a whole-program ptxas (a CUDA toolkit's, or
+  pip ``nvidia-cuda-nvcc``), which keeps the reallocation in the cubin; nvJitLink would drop it (ptxas info
+  C7504), and without a ptxas it does, with an ``AssemblerWarning``. The kernel needs no more than the 168
+  registers a thread starts with (no spills at either ``tile_n``), and on an H100 the reallocation changed no
+  speed beyond run-to-run noise (``benchmarks/RESULTS.md``), so it is off by default.
 
 The original configuration is ``tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1,
 persistent=False, split_k=1`` (``stages=4``).

@@ -1,5 +1,6 @@
 """PTX to cubin, never at the price of the caller's process: nvJitLink in-process only when its version is known
-to be good, else ptxas or nvJitLink in a child process.
+to be good, else ptxas or nvJitLink in a child process; whole-program ptxas for PTX that separate compilation
+would change.
 
 nvJitLink 13.0 (13.0.88, the library of CUDA 13.0 toolkits and GPU images) crashes with a segmentation
 fault on some valid PTX (a loop split for unrolling, for one); ptxas 13.0.88 and nvJitLink 13.5.37 (pip
@@ -8,11 +9,17 @@ handle: the pip wheel's first, whatever copy another package loaded), and :func:
 library reports:
 
 1. nvJitLink in this process when it is at least :data:`MIN_NVJITLINK`;
-2. otherwise ptxas (``PATH``, ``$CUDA_HOME/bin``, ``/usr/local/cuda/bin``) in a child process;
+2. otherwise ptxas (see :func:`find_ptxas`) in a child process;
 3. otherwise nvJitLink in a child process: a crash there is an :class:`AssemblyError` naming the signal.
 
-The fallback is announced once per process with an :class:`AssemblerWarning` naming the library, its
-version and what is used instead. Nothing here opens the library until PTX is assembled.
+nvJitLink compiles PTX as a separate compilation unit, and ptxas then ignores ``setmaxnreg`` (its info C7504:
+"ignored to maintain compatibility across compilation units"): the warpgroups would keep the entry's register
+budget. PTX with any instruction of :data:`WHOLE_PROGRAM` is therefore assembled by ptxas as a whole program
+(``ptxas -arch=...``, a child process), which keeps it; without a ptxas of at least :data:`MIN_PTXAS` it is
+assembled as above and an :class:`AssemblerWarning` says what was dropped and how to get ptxas.
+
+A fallback is announced once per process with an :class:`AssemblerWarning` naming the library, its version and
+what is used instead. Nothing here opens the library until PTX is assembled.
 """
 
 import os
@@ -23,12 +30,18 @@ from .errors import AssemblyError
 # ctypes, shutil, signal, subprocess, tempfile and warnings are imported where they are used: finding the
 # wheel's library (for cache fingerprints) must stay cheap
 
-__all__ = ["MIN_NVJITLINK", "KNOWN_BAD", "AssemblerWarning", "wheel_library", "load_nvjitlink", "loaded_library",
-           "assemble", "assembler_in_use"]
+__all__ = ["MIN_NVJITLINK", "MIN_PTXAS", "KNOWN_BAD", "WHOLE_PROGRAM", "AssemblerWarning", "wheel_library",
+           "load_nvjitlink", "loaded_library", "find_ptxas", "ptxas_version", "assemble", "assembler_in_use",
+           "assembler_for"]
 
 MIN_NVJITLINK = (13, 5)  # the oldest nvJitLink tested to assemble everything this package emits
 KNOWN_BAD = {(13, 0): "nvJitLink 13.0 crashes (SIGSEGV) on some valid PTX, e.g. a loop split for unrolling"}
-_STATE = {"library": None, "choice": None, "warned": set()}
+MIN_PTXAS = (12, 0)  # the first ptxas of sm_90a and setmaxnreg (PTX ISA 8.0)
+# instructions that only a whole-program compile keeps: nvJitLink's separate compilation drops them
+WHOLE_PROGRAM = ("setmaxnreg",)
+# the ptxas of the pip wheel nvidia-cuda-nvcc (CUDA 13, then CUDA 12), relative to a sys.path entry
+_PTXAS_WHEEL_PATHS = (("nvidia", "cu13", "bin", "ptxas"), ("nvidia", "cuda_nvcc", "bin", "ptxas"))
+_STATE = {"library": None, "choice": None, "warned": set(), "ptxas_versions": {}}
 
 
 class AssemblerWarning(UserWarning):
@@ -65,18 +78,61 @@ def loaded_library():
         return None
 
 
-def _find_ptxas():
+def _executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_ptxas():
+    """The ptxas this package runs, or ``None``: the pip wheel's (``nvidia-cuda-nvcc``, on ``sys.path``) first,
+    then ``PATH``, ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin`` and ``/usr/local/cuda/bin``."""
     import shutil
 
+    for entry in sys.path:
+        for parts in _PTXAS_WHEEL_PATHS:
+            path = os.path.join(entry or ".", *parts)
+            if _executable(path):
+                return os.path.abspath(path)
     found = shutil.which("ptxas")
     if found:
         return found
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root:
-            path = os.path.join(root, "bin", "ptxas")
-            if os.path.isfile(path) and os.access(path, os.X_OK):
-                return path
+        if root and _executable(os.path.join(root, "bin", "ptxas")):
+            return os.path.join(root, "bin", "ptxas")
     return None
+
+
+def ptxas_version(ptxas):
+    """``(major, minor)`` of the ptxas at ``ptxas`` (its ``--version``; once per path and process), or ``None``
+    when it does not run or says no release."""
+    import re
+    import subprocess
+
+    versions = _STATE["ptxas_versions"]
+    if ptxas not in versions:
+        try:
+            out = subprocess.run([ptxas, "--version"], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        found = re.search(r"release (\d+)\.(\d+)", out)
+        versions[ptxas] = (int(found.group(1)), int(found.group(2))) if found else None
+    return versions[ptxas]
+
+
+def _whole_program_ptxas():
+    """``(ptxas, None)`` for a ptxas of at least :data:`MIN_PTXAS`, else ``(None, why)``."""
+    ptxas = find_ptxas()
+    if ptxas is None:
+        return None, "no ptxas was found (pip install nvidia-cuda-nvcc, or a CUDA toolkit on PATH or CUDA_HOME)"
+    version = ptxas_version(ptxas)
+    if version is None or version < MIN_PTXAS:
+        return None, (f"{ptxas} is {'not a ptxas that runs' if version is None else f'release {version[0]}.{version[1]}'}"
+                      f"; ptxas >= {MIN_PTXAS[0]}.{MIN_PTXAS[1]} is needed (pip install nvidia-cuda-nvcc)")
+    return ptxas, None
+
+
+def _whole_program_only(data):
+    """The instructions of :data:`WHOLE_PROGRAM` that ``data`` (PTX bytes) uses, in that order."""
+    return [name for name in WHOLE_PROGRAM if name.encode() + b"." in data]
 
 
 def _loaded_version():
@@ -106,10 +162,21 @@ def _choose():
 
 
 def assembler_in_use():
-    """``"nvjitlink"`` (in-process), ``"ptxas"`` or ``"nvjitlink-subprocess"``: what :func:`assemble` uses now."""
+    """``"nvjitlink"`` (in-process), ``"ptxas"`` or ``"nvjitlink-subprocess"``: what :func:`assemble` uses now for
+    PTX without the instructions of :data:`WHOLE_PROGRAM`."""
     if _choose()[0] == "nvjitlink":
         return "nvjitlink"
-    return "ptxas" if _find_ptxas() else "nvjitlink-subprocess"
+    return "ptxas" if find_ptxas() else "nvjitlink-subprocess"
+
+
+def assembler_for(ptx):
+    """What :func:`assemble` uses for ``ptx`` (str or bytes): ``"ptxas"`` as a whole program where it uses an
+    instruction of :data:`WHOLE_PROGRAM` and a ptxas of at least :data:`MIN_PTXAS` is found, else
+    :func:`assembler_in_use`."""
+    data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+    if _whole_program_only(data) and _whole_program_ptxas()[0] is not None:
+        return "ptxas"
+    return assembler_in_use()
 
 
 def _warn_once(message):
@@ -121,12 +188,22 @@ def _warn_once(message):
 
 
 def assemble(ptx, arch):
-    """The cubin of ``ptx`` (str or bytes) for ``arch`` (e.g. ``"sm_90a"``); :class:`AssemblyError` on failure."""
+    """The cubin of ``ptx`` (str or bytes) for ``arch`` (e.g. ``"sm_90a"``); :class:`AssemblyError` on failure.
+
+    PTX that uses an instruction of :data:`WHOLE_PROGRAM` is assembled by a whole-program ptxas when there is one
+    (otherwise it is assembled as any other PTX, with an :class:`AssemblerWarning` naming what is dropped)."""
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
+    whole = _whole_program_only(data)
+    if whole:
+        ptxas, missing = _whole_program_ptxas()
+        if ptxas is not None:
+            return _ptxas(ptxas, data, arch)
+        _warn_once(f"the PTX uses {', '.join(whole)}, which only a whole-program ptxas keeps: {missing}; "
+                   f"assembled as a separate compilation unit, the cubin runs without it (ptxas info C7504)")
     kind, why = _choose()
     if kind == "nvjitlink":
         return _nvjitlink_in_process(data, arch)
-    ptxas = _find_ptxas()
+    ptxas = find_ptxas()
     if ptxas is not None:
         _warn_once(f"assembling PTX with {ptxas} in a child process: {why}")
         return _ptxas(ptxas, data, arch)
@@ -168,13 +245,16 @@ def _run(cmd, what, why, env=None):
 
 
 def _ptxas(ptxas, data, arch):
+    import re
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="mlir_dialects_ptxas_") as d:
         src, dst = os.path.join(d, "kernel.ptx"), os.path.join(d, "kernel.cubin")
         with open(src, "wb") as f:
             f.write(data)
-        _run([ptxas, f"-arch={arch}", "-o", dst, src], f"ptxas ({ptxas}) for {arch}", "a child process")
+        # -lineinfo keeps the PTX's .loc lines in the cubin (as nvJitLink does without being asked)
+        lines = ["-lineinfo"] if re.search(rb"^[ \t]*\.loc[ \t]", data, re.M) else []
+        _run([ptxas, f"-arch={arch}", *lines, "-o", dst, src], f"ptxas ({ptxas}) for {arch}", "a child process")
         with open(dst, "rb") as f:
             return f.read()
 

@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import cute_py as cute
 from examples import gemm
+from mlir_dialects import assembler
 
 spec = cute.compiler.DeviceArraySpec
 ORIGINAL = dict(tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1, persistent=False, split_k=1)
@@ -67,6 +68,10 @@ def test_pipelined_gemm_ptx(kwargs, ab, out, tile_n, store, stores, filecheck, a
     assert c.ptx.count("wgmma.mma_async") == 8, "4 k-blocks in k-tile 0 and 4 in the (run-time) loop"
     assert c.ptx.count("cp.async.bulk.tensor") == 2
     assert c.ptx.count("setmaxnreg") == (2 if realloc else 0)
+    # setmaxnreg needs the registers at entry fixed (one CTA per SM) and a whole-program assembler
+    assert (".minnctapersm 1" in c.ptx) == realloc
+    if realloc and assembler.find_ptxas() is not None:
+        assert assembler.assembler_for(c.ptx) == "ptxas"
     if store is not None:
         assert c.ptx.count(store) == stores
     else:   # a 16-bit pair: 32 bits, however the backend spells it

@@ -208,6 +208,65 @@ def test_setmaxregister_increase_and_decrease(filecheck, assemble):
     assemble(c.ptx)
 
 
+def _realloc_kernel(low, high, consumers_first=False):
+    """Warp group 0 lowers its registers to ``low`` (none when ``None``), the others raise theirs to ``high``."""
+    @cute.kernel
+    def k(inp, out):
+        if consumers_first:
+            with cute.compiler.if_(arch.warp_group_idx() != 0):
+                arch.setmaxregister_increase(high)
+        if low is not None:
+            with cute.compiler.if_(arch.warp_group_idx() == 0):
+                arch.setmaxregister_decrease(low)
+        if not consumers_first:
+            with cute.compiler.if_(arch.warp_group_idx() != 0):
+                arch.setmaxregister_increase(high)
+
+    return k
+
+
+# a CTA's warp groups share 64K registers over its threads (at most 255 per thread, whole units of 8); the highest
+# increase must fit with every other warp group at the lowest count the kernel decreases to
+@pytest.mark.parametrize("block, low, high, entry, fits", [
+    (384, 40, 232, 168, True),    # the GEMM's plan: 232 + 2 x 40 <= 3 x 168
+    (384, 24, 256, 168, True),    # 256 + 48 = 304 <= 504 (two consumers at 256 would hang: the kernel's to avoid)
+    (384, None, 168, 168, True),  # nothing returned, nothing more taken
+    (384, None, 176, 168, False),  # 176 + 2 x 168 = 512 > 504
+    (384, 160, 200, 168, False),  # 200 + 2 x 160 = 520 > 504
+    (256, 24, 256, 255, True),
+    (128, None, 256, 255, False),  # one warp group: 256 > 255
+    (512, 24, 160, 128, True),    # 160 + 3 x 24 = 232 <= 512
+    (512, 120, 152, 128, True),   # exactly the pool: 152 + 3 x 120 = 512
+    (512, 120, 160, 128, False),  # 520 > 512
+])
+def test_setmaxnreg_counts_the_register_pool_cannot_hold_are_refused(block, low, high, entry, fits):
+    from cute_py.compiler.builtins.arch_sync import entry_registers
+
+    assert entry_registers(block) == entry
+    if fits:
+        c = compile_kernel(_realloc_kernel(low, high), block=block)
+        assert ".minnctapersm 1" in c.ptx
+    else:
+        msg = trace_error(_realloc_kernel(low, high), block=block)
+        need = high + (block // 128 - 1) * (entry if low is None else low)
+        assert f"setmaxnreg.inc to {high} would wait for registers forever: a {block}-thread block starts with " \
+               f"{entry} registers per thread" in msg and f"needs {need}" in msg, msg
+
+
+def test_setmaxnreg_pool_rule_sees_the_whole_kernel_whatever_the_order():
+    # the increase traced before the decrease that makes room for it: checked when the kernel is finished
+    c = compile_kernel(_realloc_kernel(40, 232, consumers_first=True), block=384)
+    assert c.ptx.count("setmaxnreg") == 2
+
+
+def test_only_kernels_that_reallocate_registers_get_one_cta_per_sm():
+    @cute.kernel
+    def k(inp, out):
+        out[arch.thread_idx()[0]] = inp[arch.thread_idx()[0]]
+
+    assert ".minnctapersm" not in compile_kernel(k, block=384).ptx
+
+
 # -- vector global loads and stores -----------------------------------------------------------------------
 
 

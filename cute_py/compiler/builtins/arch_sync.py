@@ -249,9 +249,49 @@ def reg_count_value(reg_count: object, name: str) -> int:
     return n
 
 
+def entry_registers(threads: int) -> int:
+    """The most registers per thread a CTA of ``threads`` threads can start with in a kernel that reallocates
+    them: ptxas gives such a kernel (``.maxntid`` the block, ``.minnctapersm 1``) at most what one CTA may hold,
+    64K registers over its threads in whole units of 8, and never more than 255 (it gives the highest count the
+    kernel increases to when that is less)."""
+    return min(255, 65536 // threads // 8 * 8)
+
+
+def _check_register_pool(b):
+    """A CTA's warp groups share the registers it started with (:func:`entry_registers` per thread):
+    ``setmaxnreg.dec`` returns some to that pool and ``setmaxnreg.inc`` waits until the pool holds enough, so
+    counts the pool cannot hold hang the kernel. Checked when the kernel is finished: a ``TraceError`` where the
+    highest increase cannot be met even with every other warp group of the block at the lowest count the kernel
+    decreases to (which warp groups run which ``setmaxnreg`` is the kernel's run-time choice, so a plan that
+    fits only some assignments is the kernel's to get right: one producer warp group at ``d`` and ``n - 1``
+    consumers at ``i`` need ``d + (n - 1) * i <= n * entry``, 40 + 2 * 232 = 3 * 168 for 384 threads)."""
+    counts = b.setmaxnreg_counts
+    if b.threads is None or b.threads % 128 or not counts.get("inc"):
+        return
+    groups, entry = b.threads // 128, entry_registers(b.threads)
+    low = min(counts.get("dec", []) + [entry])
+    high = max(counts["inc"])
+    need = high + (groups - 1) * low
+    if need > groups * entry:
+        others = f" and the other {groups - 1} at {low} (the least any is left with)" if groups > 1 else ""
+        raise TraceError(f"setmaxnreg.inc to {high} would wait for registers forever: a {b.threads}-thread block "
+                         f"starts with {entry} registers per thread, {groups} warp group(s) x {entry} = "
+                         f"{groups * entry}, and one warp group at {high}{others} needs {need} (the rule: the "
+                         f"highest increase + (warp groups - 1) x the lowest count <= warp groups x {entry})")
+
+
 def _setmaxnreg(action, reg_count, name):
     n = reg_count_value(reg_count, name)
-    with current().at_end():
+    b = current()
+    asked = b.setmaxnreg_counts.setdefault(action, [])
+    asked.append(n)
+    b.undo_log.append(asked.pop)  # a trace abandoned past this point asked for nothing
+    if b.threads is not None and not b.finish_checks.count(_check_register_pool):
+        b.finish_checks.append(_check_register_pool)
+        # ptxas keeps setmaxnreg only where it knows the registers the kernel starts with: one CTA per SM fixes
+        # them at what the block may hold (entry_registers)
+        b.func.attributes["nvvm.minctasm"] = b.ir.IntegerAttr.get(b._i32, 1)
+    with b.at_end():
         md.setmaxnreg(action, n)
 
 
@@ -278,7 +318,12 @@ def register_plan() -> RegisterPlan:
 
 def setmaxregister_increase(reg_count: int) -> None:
     """``setmaxnreg.inc.sync.aligned.u32 reg_count``: raise this warp group's per-thread register budget to
-    ``reg_count`` (a static multiple of 8 in 24..256; sm_90a). Every warp of the warp group executes it."""
+    ``reg_count`` (a static multiple of 8 in 24..256; sm_90a). Every warp of the warp group executes it.
+
+    The registers come from those the CTA started with (:func:`entry_registers` per thread) that other warp
+    groups returned; it waits until they are there (see :func:`_check_register_pool` for the rule checked while
+    tracing). The kernel gets ``.minnctapersm 1``, and its PTX is assembled by a whole-program ptxas, without
+    which setmaxnreg is dropped (``mlir_dialects.assembler``)."""
     _setmaxnreg("inc", reg_count, "setmaxregister_increase")
 
 

@@ -110,6 +110,9 @@ class KernelBuilder:
         self.cooperative = False  # the kernel syncs its grid: launched cooperatively
         self.arch = "sm_90a"  # the compile's target (--gpu-arch)
         self.reg_plan = None  # the register reallocation plan (builtins.arch_sync.RegisterPlan), when one is used
+        self.threads = None if block is None else block[0] * block[1] * block[2]  # per CTA, when static
+        self.setmaxnreg_counts = {}  # "inc" / "dec" -> the register counts the kernel's setmaxnreg ask for
+        self.finish_checks = []  # callables run on the builder when the kernel is finished (rules of the whole kernel)
 
     def descriptor_of(self, atom: TmaCopyAtom) -> Any:
         """The ``!llvm.ptr`` parameter holding ``atom``'s TMA descriptor."""
@@ -292,4 +295,6 @@ class KernelBuilder:
         with self.at_end():
             self.mlir.llvm.ReturnOp()
         self.prune()
+        for check in self.finish_checks:
+            check(self)
         self.scope.open = False  # values of this kernel cannot be used by another one

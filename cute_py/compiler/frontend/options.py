@@ -5,8 +5,8 @@ The string is split as a shell would (``shlex``); each option is ``--name``, ``-
 
 - ``--generate-line-info``: the PTX carries ``.file``/``.loc`` directives mapping each instruction to the
   kernel's Python source line (what ``nvcc -lineinfo`` gives; for profilers and ``compute-sanitizer``), and
-  the cubin nvJitLink assembles from it keeps them (its ``.nv_debug_line_sass`` section; the ``ptxas``
-  fallback of ``mlir_dialects.assembler`` runs without the ``-lineinfo`` that ptxas needs for them). It
+  the cubin keeps them (its ``.nv_debug_line_sass`` section; ``mlir_dialects.assembler`` gives ptxas the
+  ``-lineinfo`` it needs for them). It
   changes the PTX, so it is part of the cache key;
 - ``--opt-level N`` (0 to 3): LLVM's optimisation level for the NVPTX back end; part of the cache key.
   Without it the pipeline's default applies (level 2; the DSL's default is 3);

@@ -49,7 +49,7 @@ def library_fingerprint() -> str:
     """A hash of everything in the libraries that changes generated code: the source files of cute_py and
     mlir_dialects (path, size and modification time: reading them all would cost ~15 ms per process),
     the Python version, the MLIR bindings chosen, and the installations of numba-cuda-mlir, cuda-bindings
-    and nvJitLink (location, size and time)."""
+    and nvJitLink, and the ptxas that assembles whole-program PTX (location, size and time)."""
     if _FINGERPRINT:
         return _FINGERPRINT[0]
     h = hashlib.sha256(f"format={FORMAT};python={sys.version};"
@@ -76,6 +76,9 @@ def library_fingerprint() -> str:
         wheres.append((name, None if spec is None else (spec.origin if spec.origin not in (None, "namespace")
                                                          else next(iter(spec.submodule_search_locations or []), None))))
     wheres.append(("libnvJitLink", _nvjitlink_wheel_library()))
+    from mlir_dialects.assembler import find_ptxas
+
+    wheres.append(("ptxas", find_ptxas()))
     for name, where in wheres:
         try:
             st = os.stat(where) if where else None
