@@ -272,7 +272,8 @@ def test_a_first_compile_in_a_new_process_imports_neither_numpy_nor_cuda_binding
             "assert c.cubin[:4] == b'\\x7fELF'\n"
             "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('cuda.')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT), CUTE_PY_CACHE_DIR=str(tmp_path)))
+                         env=dict(os.environ, CUTE_PY_CACHE_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join(
+                             p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[-1] == "[]"
 
