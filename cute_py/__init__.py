@@ -9,9 +9,10 @@ from .core.algebra import (complement, composition, left_inverse, max_common_lay
                            nullspace, right_inverse)
 from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError,
                      RankError, StaticValueRequired)
-from .core.int_tuple import (assume, ceil_div, crd2idx, depth, elem_less, elem_scale, get, idx2crd, inner_product,
-                             is_compatible, is_congruent, is_static, is_weakly_congruent, prefix_product, product,
-                             product_each, rank, round_up, shape_div, size, suffix_product)
+from .core.congruence import elem_less, elem_scale, inner_product, is_compatible, is_congruent, is_weakly_congruent
+from .core.coords import crd2idx, idx2crd, prefix_product, suffix_product
+from .core.int_tuple import (assume, ceil_div, depth, get, is_static, product, product_each, rank, round_up,
+                             shape_div, size)
 from .core.layout import (Layout, append, coalesce, cosize, dice, filter, filter_zeros, flatten, group_modes,
                           is_layout, make_layout, make_layout_like, make_ordered_layout, prepend, select, slice_,
                           slice_and_offset)

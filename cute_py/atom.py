@@ -270,7 +270,8 @@ def _atom_sizes(atom):
 
 
 def _check_rank(layout, tiler):
-    from .core.int_tuple import evenly_divides, is_static
+    from .core.congruence import evenly_divides
+    from .core.int_tuple import is_static
 
     r = len(tiler) if type(tiler) is tuple else 1
     if len(layout) < r:

@@ -432,7 +432,7 @@ def _first(t, k, j):
 
 
 def _rest_coord(rest, j):
-    from .core.int_tuple import idx2crd
+    from .core.coords import idx2crd
 
     if not rest:
         return ()
@@ -563,7 +563,7 @@ def run_cp_async_copy(src: np.ndarray, dst: np.ndarray, tiled_copy: TiledCopy, g
 
 def _vec_coord(layout, j, i):
     # coordinate (j, rest index i) of a partitioned (V, rest...) layout
-    from .core.int_tuple import idx2crd
+    from .core.coords import idx2crd
 
     shape = layout.shape
     rest = shape[1:]

@@ -1,4 +1,5 @@
-"""The layout algebra: IntTuples (``int_tuple``), ``Layout`` and its operations (``layout``), composition,
+"""The layout algebra: IntTuples (``int_tuple``; their comparisons and congruence in ``congruence``, coordinates
+and compact strides in ``coords``), ``Layout`` and its operations (``layout``), composition,
 complement and inverses (``algebra``), divides and products (``tiling``), swizzles (``swizzle``), composed
 layouts (``composed``), basis strides (``basis``), recast (``recast``), run-time integers with known values
 (``valued``), parsing of CuTe notation (``parse``) and memoisation (``memo``).
@@ -17,23 +18,33 @@ layout from such a shape and stride without validating them.
 INTERNAL_API = {
     "int_tuple": (
         "as_mode",                       # a (nested) mode index given as an int or a sequence, as a tuple
-        "as_tiler_tuple",                # a tiler normalised: lists to tuples, layouts and None kept
         "ceil_div_unchecked",
-        "compact_col_major_unchecked",
-        "congruent_unchecked",
-        "crd2idx_colex",                 # the colexicographic index of a coordinate in a shape
-        "crd2idx_unchecked",
         "depth_unchecked",
-        "evenly_divides_unchecked",
-        "filter_zeros_tuple_unchecked",
         "flatten_unchecked",
         "get_unchecked",
-        "idx2crd_unchecked",
         "index_or_none",                 # the int of an integer-like value, or None
         "is_shaped",                     # a layout, tensor or other algebra object with a shape
         "is_static_unchecked",
         "product_each_unchecked",
         "product_unchecked",
+        "depth_guarded",                 # a recursive function guarded against nesting deeper than MAX_DEPTH
+        "need_static",                   # StaticValueRequired unless a value is static
+        "product_like_unchecked",        # the product of a tuple over the profile of another
+        "shape_of",                      # the shape of an IntTuple, layout or tensor
+    ),
+    "congruence": (
+        "as_tiler_tuple",                # a tiler normalised: lists to tuples, layouts and None kept
+        "congruent_unchecked",
+        "evenly_divides_unchecked",
+        "filter_zeros_tuple_unchecked",
+        "weakly_congruent_unchecked",
+        "zeros_like",                    # zeros of the profile of an IntTuple
+    ),
+    "coords": (
+        "compact_col_major_unchecked",
+        "crd2idx_colex",                 # the colexicographic index of a coordinate in a shape
+        "crd2idx_unchecked",
+        "idx2crd_unchecked",
     ),
     "layout": (
         "UPPER_LAYER_OPERATIONS",        # where the layers above register the operations a Layout offers

@@ -12,8 +12,9 @@ from typing import Any
 
 from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
-from .int_tuple import (ceil_div_unchecked, divisor_of, compact_col_major_unchecked, flatten_unchecked, product_unchecked,
-                        as_int_tuple, fmt, is_int, signum)
+from .coords import compact_col_major_unchecked
+from .int_tuple import (as_int_tuple, ceil_div_unchecked, divisor_of, flatten_unchecked, fmt, is_int,
+                        product_unchecked, signum)
 from .layout import (UPPER_LAYER_OPERATIONS, Layout, coalesce_flat, coalesce_flat_lists, coalesce_unchecked,
                      concat_layouts, make_layout_unchecked, coalesce_x, cosize, make_layout)
 from .typing import Shape

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
-from .typing import Coord, Int, IntTuple, Shape, Stride, Tiler, XTuple
+from .typing import Int, IntTuple, Shape, Stride, XTuple
 
 __all__ = [
     "DynamicInt",
@@ -53,21 +53,6 @@ __all__ = [
     "assume",
     "divisor_of",
     "round_up",
-    "prefix_product",
-    "suffix_product",
-    "compact_col_major",
-    "compact_row_major",
-    "compact_order",
-    "crd2idx",
-    "idx2crd",
-    "elem_less",
-    "elem_scale",
-    "inner_product",
-    "is_congruent",
-    "is_weakly_congruent",
-    "is_compatible",
-    "evenly_divides",
-    "filter_zeros_tuple",
     "as_index",
     "short_repr",
     "MAX_DEPTH",
@@ -278,7 +263,7 @@ def fmt(x: object) -> str:
     return str(x)
 
 
-def _depth_guarded(fn):
+def depth_guarded(fn):
     """Turn a ``RecursionError`` (an argument built nested far too deeply by repeated operations) into a
     :class:`CuteValueError`."""
 
@@ -294,7 +279,8 @@ def _depth_guarded(fn):
     return guarded
 
 
-def _need_static(x, what):
+def need_static(x, what):
+    """``x`` when it is a static int, else :class:`StaticValueRequired` naming ``what``."""
     if type(x) is not int:
         raise StaticValueRequired(f"{what} must be a static int, but it is only known at run time ({fmt(x)})")
     return x
@@ -372,20 +358,22 @@ def product_each_unchecked(a):
 
 def product_like(a: IntTuple, guide: IntTuple) -> IntTuple:
     """Products of ``a`` at the leaves of ``guide`` (``a``'s profile refines ``guide``'s)."""
-    return _product_like(as_int_tuple(a, "product_like argument"), as_int_tuple(guide, "product_like guide"))
+    return product_like_unchecked(as_int_tuple(a, "product_like argument"), as_int_tuple(guide, "product_like guide"))
 
 
-def _product_like(a, guide):
+def product_like_unchecked(a, guide):
+    """:func:`product_like` on a normalised ``a`` and ``guide``."""
     if type(guide) is tuple:
         # tuple guide: recurse mode by mode
         if type(a) is not tuple or len(a) != len(guide):
             raise RankError(f"{fmt(a)} does not have the profile of {fmt(guide)}")
-        return tuple(_product_like(x, g) for x, g in zip(a, guide))
+        return tuple(product_like_unchecked(x, g) for x, g in zip(a, guide))
     # leaf guide: the whole sub-tuple collapses to its product
     return product_unchecked(a)
 
 
-def _shape_of(x, allow_basis=False):
+def shape_of(x, allow_basis=False):
+    """The shape of ``x``: an IntTuple normalised, or the ``shape`` of a layout, tensor or other shaped object."""
     t = type(x)
     if t is int:
         return x
@@ -398,28 +386,28 @@ def _shape_of(x, allow_basis=False):
     return as_int_tuple(x, "shape (an IntTuple, a layout or a tensor)")
 
 
-@_depth_guarded
+@depth_guarded
 def size(a: Any, mode: int | Sequence[int] = ()) -> Int:
     """Number of elements of an IntTuple, layout or tensor (of its ``mode`` if given)."""
-    x = _shape_of(a)
+    x = shape_of(a)
     if mode != ():
         x = get_unchecked(x, as_mode(mode, "size"))
     return product_unchecked(x)
 
 
-@_depth_guarded
+@depth_guarded
 def rank(a: Any, mode: int | Sequence[int] = ()) -> int:
     """Number of top-level modes: ``len`` of a tuple, 1 for an int."""
-    x = _shape_of(a, allow_basis=True)
+    x = shape_of(a, allow_basis=True)
     if mode != ():
         x = get_unchecked(x, as_mode(mode, "rank"))
     return len(x) if type(x) is tuple else 1
 
 
-@_depth_guarded
+@depth_guarded
 def depth(a: Any, mode: int | Sequence[int] = ()) -> int:
     """Nesting depth: 0 for an int, 1 + the deepest element for a tuple."""
-    x = _shape_of(a, allow_basis=True)
+    x = shape_of(a, allow_basis=True)
     if mode != ():
         x = get_unchecked(x, as_mode(mode, "depth"))
     return depth_unchecked(x)
@@ -583,481 +571,3 @@ def _round_up(a, b):
         raise CuteValueError(f"round_up needs a positive multiple, got round_up({fmt(a)}, {b})")
     return ((a + b - 1) // b) * b
 
-
-def prefix_product(a: IntTuple, init: IntTuple = 1) -> IntTuple:
-    """Exclusive prefix product, hierarchical: ``prefix_product((2,(3,4))) == (1,(2,6))``."""
-    return _prefix_product(as_int_tuple(a, "prefix_product argument"), as_int_tuple(init, "prefix_product init"))
-
-
-def _prefix_product(a, init=1):
-    if type(a) is tuple:
-        if type(init) is tuple:
-            # tuple tuple: element-wise
-            if len(a) != len(init):
-                raise RankError(f"prefix_product needs equal ranks, got {fmt(a)} and init {fmt(init)}")
-            return tuple(_prefix_product(x, i) for x, i in zip(a, init))
-        # tuple int: running product
-        out = []
-        for x in a:
-            out.append(_prefix_product(x, init))
-            init = init * product_unchecked(x)
-        return tuple(out)
-    if type(init) is tuple:
-        raise RankError(f"prefix_product of an int {fmt(a)} with a tuple init {fmt(init)}")
-    # int int
-    return init
-
-
-def suffix_product(a: IntTuple, init: IntTuple = 1) -> IntTuple:
-    """Exclusive suffix product, hierarchical: ``suffix_product((2,3,4)) == (12,4,1)``."""
-    return _suffix_product(as_int_tuple(a, "suffix_product argument"), as_int_tuple(init, "suffix_product init"))
-
-
-def _suffix_product(a, init=1):
-    if type(a) is tuple:
-        if type(init) is tuple:
-            # tuple tuple: element-wise
-            if len(a) != len(init):
-                raise RankError(f"suffix_product needs equal ranks, got {fmt(a)} and init {fmt(init)}")
-            return tuple(_suffix_product(x, i) for x, i in zip(a, init))
-        # tuple int: running product from the right
-        out = []
-        for x in reversed(a):
-            out.append(_suffix_product(x, init))
-            init = init * product_unchecked(x)
-        return tuple(reversed(out))
-    if type(init) is tuple:
-        raise RankError(f"suffix_product of an int {fmt(a)} with a tuple init {fmt(init)}")
-    # int int
-    return init
-
-
-def _compact(shape, current, left):
-    # returns (stride, current * size(shape)); static size-1 modes get stride 0 as in CuTe
-    if type(shape) is tuple:
-        out = [None] * len(shape)
-        order = range(len(shape)) if left else range(len(shape) - 1, -1, -1)
-        for i in order:
-            out[i], current = _compact(shape[i], current, left)
-        return tuple(out), current
-    if type(shape) is int and shape == 1:
-        return 0, current
-    return current, current * shape
-
-
-def compact_col_major(shape: Shape, current: IntTuple = 1) -> Stride:
-    """Column-major (LayoutLeft) compact strides; static size-1 modes get stride 0."""
-    return _compact_major(as_int_tuple(shape, "shape"), as_int_tuple(current, "compact_col_major start"), True)
-
-
-def compact_row_major(shape: Shape, current: IntTuple = 1) -> Stride:
-    """Row-major (LayoutRight) compact strides; static size-1 modes get stride 0."""
-    return _compact_major(as_int_tuple(shape, "shape"), as_int_tuple(current, "compact_row_major start"), False)
-
-
-def _compact_major(shape, current, left):
-    if type(current) is tuple:
-        if type(shape) is not tuple or len(shape) != len(current):
-            raise RankError(f"the start strides {fmt(current)} do not match the shape {fmt(shape)}")
-        return tuple(_compact_major(s, c, left) for s, c in zip(shape, current))
-    return _compact(shape, current, left)[0]
-
-
-def compact_col_major_unchecked(shape, current=1):
-    return _compact(shape, current, True)[0]
-
-
-def compact_order(shape: Shape, order: IntTuple) -> Stride:
-    """Compact strides that visit the modes of ``shape`` in increasing ``order``.
-
-    ``order`` is weakly congruent to ``shape``; a leaf of ``order`` orders a whole
-    sub-shape, which is then compact column-major.  Equal orders are visited left
-    to right.  ``compact_order((2,2,2,2), (0,2,3,1)) == (1,4,8,2)``.
-    """
-    shape = as_int_tuple(shape, "shape")
-    order = as_int_tuple(order, "order")
-    if not _weakly_congruent(order, shape):
-        raise RankError(f"order {fmt(order)} must be weakly congruent to shape {fmt(shape)}")
-    ref_shape = flatten_unchecked(_product_like(shape, order))
-    ref_order = flatten_unchecked(order)
-    if type(ref_shape) is not tuple:
-        ref_shape, ref_order = (ref_shape,), (ref_order,)
-    for o in ref_order:
-        _need_static(o, "each element of the order of compact_order")
-
-    def rec(s, o):
-        if type(o) is tuple:
-            return tuple(rec(x, y) for x, y in zip(s, o))
-        start = 1
-        for rs, ro in zip(ref_shape, ref_order):
-            if ro < o:
-                start = start * rs
-        return compact_col_major_unchecked(s, start)
-
-    return rec(shape, order)
-
-
-def crd2idx(coord: Coord, shape: Any, stride: Stride | None = None) -> Any:
-    """Map a coordinate to an index.
-
-    With ``stride``: the inner product of the (hierarchical) coordinate with the
-    strides, an int coordinate being split colexicographically over a tuple mode.
-    Without ``stride``: ``shape`` may be a layout of any kind (a composed layout too) or a
-    tensor, and this is ``layout(coord)``; or a shape, giving the colexicographic
-    (column-major) index of ``coord``.
-    """
-    if stride is None:
-        if is_shaped(shape):
-            return _crd2idx_layout(coord, shape)
-        return crd2idx_colex(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"))
-    if type(coord) is tuple and type(shape) is tuple and type(stride) is tuple and len(coord) == len(shape) == len(stride):
-        # flat static coordinates: checked and summed in one pass
-        r = 0
-        for c, s, d in zip(coord, shape, stride):
-            if type(c) is not int or type(s) is not int or type(d) is not int:
-                break
-            r = r + c * d
-        else:
-            return r
-    return crd2idx_unchecked(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"),
-                    as_int_tuple(stride, "stride", allow_basis=True))
-
-
-def _crd2idx_layout(coord, layout):
-    # crd2idx(coord, layout) is layout(coord), whatever the kind of layout; a tensor's layout is evaluated
-    layout = getattr(layout, "layout", layout)
-    if getattr(layout, "__cute_map_outer__", None) is None:
-        if type(layout).__name__ != "Layout":
-            raise CuteTypeError(f"crd2idx needs a layout, a tensor or a shape, got {short_repr(layout)}")
-        try:  # a plain layout: its shape and stride
-            return crd2idx(coord, layout.shape, layout.stride)
-        except RecursionError:
-            raise CuteValueError("crd2idx: the layout is nested too deeply") from None
-    coord = as_int_tuple(coord, "coordinate")  # evaluated, never sliced: no None
-    return layout(coord)
-
-
-def crd2idx_unchecked(coord, shape, stride):
-    if type(coord) is tuple:
-        if type(shape) is tuple:
-            # tuple tuple tuple: sum over the modes
-            if type(stride) is not tuple or len(coord) != len(shape) or len(shape) != len(stride):
-                raise RankError(
-                    f"coordinate {fmt(coord)} does not match the rank of shape {fmt(shape)} / stride {fmt(stride)}"
-                )
-            r = 0
-            for c, s, d in zip(coord, shape, stride):
-                if type(c) is int and type(s) is int and type(d) is int:
-                    r = r + c * d  # int int int, inlined
-                else:
-                    r = r + crd2idx_unchecked(c, s, d)
-            return r
-        # tuple int int: a tuple coordinate into a leaf mode is an error (as in CuTe)
-        raise RankError(f"the coordinate {fmt(coord)} is a tuple but the shape {fmt(shape)} is an int")
-    if coord is None:
-        raise CuteValueError("a coordinate with None slices a layout; use slice_ instead of evaluating it")
-    if type(shape) is tuple:
-        # int tuple tuple: split the index colexicographically over the modes
-        if type(stride) is not tuple or len(shape) != len(stride):
-            raise RankError(f"shape {fmt(shape)} and stride {fmt(stride)} are not congruent")
-        r = 0
-        last = len(shape) - 1
-        for i, (s, d) in enumerate(zip(shape, stride)):
-            if i == last:
-                return r + crd2idx_unchecked(coord, s, d)
-            p = product_unchecked(s)
-            if type(p) is int and p == 0:
-                raise CuteValueError(f"the index {fmt(coord)} cannot be split over the empty mode {fmt(s)} "
-                                     f"of shape {fmt(shape)}")
-            r = r + crd2idx_unchecked(coord % p, s, d)
-            coord = coord // p
-        return r
-    if type(stride) is tuple:
-        raise RankError(f"the shape {fmt(shape)} is an int but the stride {fmt(stride)} is a tuple")
-    # int int int (a static stride 0 contributes a static 0, as CuTe's i * _0)
-    return 0 if type(stride) is int and stride == 0 else coord * stride
-
-
-def crd2idx_colex(coord, shape):
-    if type(coord) is not tuple:
-        # int coordinate: already an index
-        return coord
-    if type(shape) is not tuple:
-        raise RankError(f"coordinate {fmt(coord)} has more modes than shape {fmt(shape)}")
-    # tuple tuple: flatten both to the coordinate's profile and apply Horner's rule
-    if len(coord) != len(shape):
-        raise RankError(f"coordinate {fmt(coord)} does not match the rank of shape {fmt(shape)}")
-    fc = flatten_unchecked(coord)
-    fs = flatten_unchecked(_product_like(shape, coord))
-    if not fc:
-        return 0
-    r = fc[-1]
-    for c, s in zip(reversed(fc[:-1]), reversed(fs[:-1])):
-        r = c + s * r
-    return r
-
-
-def idx2crd(idx: IntTuple, shape: Shape, stride: IntTuple | None = None) -> Coord:
-    """Split an index into a (hierarchical) coordinate of ``shape``.
-
-    Without ``stride`` the enumeration is colexicographic, ``c0 = i % s0, c1 = (i // s0) % s1, ...``,
-    and the last (sub)mode takes what is left, unbounded, as in CuTe (``crd2idx`` of the index over
-    the shape's unit bases): ``idx2crd(32, (4,)) == (32,)``, ``idx2crd(526, (4,(8,1),(2,8))) ==
-    (2,(3,0),(0,8))``.  With ``stride`` (for compact layouts) every leaf is bounded: ``c = (i // d) % s``.
-
-    @post crd2idx(result, shape) == idx (without stride, for an empty-free shape)
-    """
-    idx = as_int_tuple(idx, "index")
-    shape = as_int_tuple(shape, "shape")
-    if stride is not None:
-        stride = as_int_tuple(stride, "stride")
-    return idx2crd_unchecked(idx, shape, stride)
-
-
-def idx2crd_unchecked(idx, shape, stride=None):
-    if stride is None:
-        if type(idx) is tuple:
-            # tuple tuple: mode by mode
-            if type(shape) is not tuple or len(idx) != len(shape):
-                raise RankError(f"index {fmt(idx)} does not match the rank of shape {fmt(shape)}")
-            return tuple(idx2crd_unchecked(i, s) for i, s in zip(idx, shape))
-        if type(shape) is tuple:
-            # int tuple: colexicographic split, the last mode taking the rest
-            return _idx2crd_colex(idx, shape)
-        # int int: the index is the coordinate
-        return idx
-    return _idx2crd_strided(idx, shape, stride)
-
-
-def _idx2crd_colex(idx, shape):
-    # CuTe's crd2idx(idx, shape, make_basis_like(shape)): each mode but the last takes idx % size(mode), the
-    # last takes idx // (size of the modes before it), recursively inside tuple modes
-    out = []
-    last = len(shape) - 1
-    for i, s in enumerate(shape):
-        if i == last:
-            out.append(_idx2crd_colex(idx, s) if type(s) is tuple else idx)
-            break
-        p = product_unchecked(s)
-        if type(p) is int and p == 0:
-            raise CuteValueError(f"idx2crd cannot split the index {fmt(idx)} over the empty mode {fmt(s)} "
-                                 f"of shape {fmt(shape)}")
-        if type(p) is int and p == 1:
-            out.append(_zeros_like(s))  # a static 0, as CuTe's i % _1
-            continue
-        r = idx % p
-        out.append(_idx2crd_colex(r, s) if type(s) is tuple else r)
-        idx = idx // p
-    return tuple(out)
-
-
-def _idx2crd_strided(idx, shape, stride):
-    if type(idx) is tuple:
-        # tuple tuple tuple
-        if type(shape) is not tuple or type(stride) is not tuple or not len(idx) == len(shape) == len(stride):
-            raise RankError(f"index {fmt(idx)} does not match the rank of shape {fmt(shape)} / stride {fmt(stride)}")
-        return tuple(_idx2crd_strided(i, s, d) for i, s, d in zip(idx, shape, stride))
-    if type(shape) is tuple:
-        if type(stride) is not tuple:
-            # int tuple int: compact column-major strides starting at `stride`
-            stride = _prefix_product(shape, stride)
-        # int tuple tuple
-        if len(shape) != len(stride):
-            raise RankError(f"shape {fmt(shape)} and stride {fmt(stride)} are not congruent")
-        return tuple(_idx2crd_strided(idx, s, d) for s, d in zip(shape, stride))
-    if type(stride) is tuple:
-        raise RankError(f"the shape {fmt(shape)} is an int but the stride {fmt(stride)} is a tuple")
-    # int int int
-    if type(shape) is int and shape == 1:
-        return 0
-    if (type(stride) is int and stride == 0) or (type(shape) is int and shape == 0):
-        raise CuteValueError(f"idx2crd cannot split the index {fmt(idx)} by the stride {fmt(stride)} "
-                             f"over the extent {fmt(shape)}: both must be non-zero")
-    return (idx // stride) % shape
-
-
-def elem_less(a: IntTuple | Stride, b: IntTuple | Stride) -> Any:
-    """Element-wise ``a < b`` over all modes of ``a`` (extra modes of ``b`` are ignored; a longer ``a`` is
-    never less), as CuTe's ``elem_less``.  Coordinates may be arithmetic tuples or basis strides.
-
-    With run-time leaves the result is a run-time condition: the ``&`` of the run-time comparisons (a
-    static ``False`` among them decides alone); with static leaves only, a Python ``bool``.
-    @post result == all(a_i < b_i) over the leaves of a and the matching leaves of b
-    """
-    return _elem_less(_as_coord(a), _as_coord(b))
-
-
-def _as_coord(x):
-    # a coordinate operand: an IntTuple, an arithmetic tuple (a tuple) or a basis stride (its coordinate)
-    x = as_int_tuple(x, "elem_less argument", allow_basis=True)
-    as_coord = getattr(x, "__cute_coord__", None)
-    return x if as_coord is None else as_int_tuple(as_coord(), "elem_less argument")
-
-
-def _elem_less(a, b):
-    if type(a) is tuple and type(b) is tuple:
-        # tuple tuple: every mode of a less than the matching mode of b
-        if len(a) > len(b):
-            return False
-        result = True
-        for x, y in zip(a, b):
-            term = _elem_less(x, y)
-            if term is False:
-                return False
-            if term is not True:  # a run-time condition
-                result = term if result is True else result & term
-        return result
-    if type(a) is tuple or type(b) is tuple:
-        raise RankError(f"elem_less of {fmt(a)} and {fmt(b)}: one is a tuple, the other an int")
-    # int int (a run-time leaf gives a run-time condition)
-    return a < b
-
-
-def elem_scale(a: IntTuple, b: IntTuple) -> IntTuple:
-    """``a`` scaled leaf by leaf by the products of the matching modes of ``b``."""
-    return _elem_scale(as_int_tuple(a, "elem_scale argument"), as_int_tuple(b, "elem_scale argument"))
-
-
-def _elem_scale(a, b):
-    if type(a) is tuple:
-        # tuple: element-wise
-        if type(b) is not tuple or len(a) != len(b):
-            raise RankError(f"elem_scale needs {fmt(b)} to have the rank of {fmt(a)}")
-        return tuple(_elem_scale(x, y) for x, y in zip(a, b))
-    # int: scale by the whole of b
-    return a * product_unchecked(b)
-
-
-def inner_product(a: IntTuple | Stride, b: IntTuple | Stride) -> Any:
-    """Sum of the products of matching leaves of two congruent IntTuples."""
-    return _inner_product(as_int_tuple(a, "inner_product argument", allow_basis=True),
-                          as_int_tuple(b, "inner_product argument", allow_basis=True))
-
-
-def _inner_product(a, b):
-    if type(a) is tuple and type(b) is tuple:
-        # tuple tuple
-        if len(a) != len(b):
-            raise RankError(f"inner_product needs equal ranks, got {fmt(a)} and {fmt(b)}")
-        r = 0
-        for x, y in zip(a, b):
-            r = r + _inner_product(x, y)
-        return r
-    if type(a) is tuple or type(b) is tuple:
-        raise RankError(f"inner_product of {fmt(a)} and {fmt(b)}: profiles differ")
-    # int int
-    return a * b
-
-
-def _profile_of(x, allow_none=True):
-    # a shape-like argument of the profile predicates: objects give their shape, tuples are normalised
-    t = type(x)
-    if t is int:
-        return x
-    if t is tuple or t is list:
-        return as_int_tuple(x, "argument", allow_none=allow_none, allow_basis=allow_none)
-    return _shape_of(x, allow_basis=allow_none)
-
-
-@_depth_guarded
-def is_congruent(a: Any, b: Any) -> bool:
-    """True if ``a`` and ``b`` have the same profile (same nesting, same ranks)."""
-    return congruent_unchecked(_profile_of(a), _profile_of(b))
-
-
-def congruent_unchecked(a, b):
-    if type(a) is tuple and type(b) is tuple:
-        return len(a) == len(b) and all(congruent_unchecked(x, y) for x, y in zip(a, b))
-    return (type(a) is tuple) == (type(b) is tuple)
-
-
-@_depth_guarded
-def is_weakly_congruent(a: Any, b: Any) -> bool:
-    """True if the profile of ``a`` is a coarsening of the profile of ``b`` (``a <= b``)."""
-    return _weakly_congruent(_profile_of(a), _profile_of(b))
-
-
-def _weakly_congruent(a, b):
-    if type(a) is tuple and type(b) is tuple:
-        # tuple tuple: same rank, weakly congruent mode by mode
-        return len(a) == len(b) and all(_weakly_congruent(x, y) for x, y in zip(a, b))
-    # int anything: true; tuple int: false
-    return type(a) is not tuple
-
-
-@_depth_guarded
-def is_compatible(a: Any, b: Any) -> bool:
-    """True if every coordinate of shape ``a`` is a coordinate of shape ``b`` (``a <= b``)."""
-    return _compatible(_profile_of(a, False), _profile_of(b, False))
-
-
-def _compatible(a, b):
-    if type(a) is tuple and type(b) is tuple:
-        # tuple tuple: same rank, compatible mode by mode
-        return len(a) == len(b) and all(_compatible(x, y) for x, y in zip(a, b))
-    if type(a) is tuple:
-        # tuple int
-        return False
-    # int anything: a equals the size of b
-    return a == product_unchecked(b)
-
-
-def evenly_divides(shape: Shape, tiler: Tiler) -> bool:
-    """True if ``tiler`` (an IntTuple or layout per mode) tiles ``shape`` with no remainder."""
-    return evenly_divides_unchecked(as_int_tuple(shape, "shape"), as_tiler_tuple(tiler))
-
-
-def as_tiler_tuple(t, what="tiler", level=0):
-    # lists become tuples, integer-likes ints; layouts (and other shaped objects), None and basis strides
-    # are kept; anything else is rejected
-    if type(t) is tuple or type(t) is list or isinstance(t, tuple):
-        if level >= MAX_DEPTH:
-            raise CuteValueError(f"{what} is nested more than {MAX_DEPTH} levels deep (the limit of cute_py)")
-        return tuple(as_tiler_tuple(e, what, level + 1) for e in t)
-    if type(t) is int or t is None or is_shaped(t) or getattr(t, "__cute_stride__", False):
-        return t
-    return as_int_tuple(t, what)
-
-
-def evenly_divides_unchecked(shape, tiler):
-    if type(tiler) is tuple:
-        if type(shape) is not tuple:
-            shape = (shape,)  # a leaf is its own only mode
-        if len(tiler) > len(shape):
-            return False
-        return all(evenly_divides_unchecked(s, t) for s, t in zip(shape, tiler))
-    t = size(tiler)
-    if type(t) is int and t <= 0:
-        return False
-    return size(shape) == t * size(ceil_div_unchecked(product_unchecked(shape), t))
-
-
-def filter_zeros_tuple(a: Stride, b: XTuple | None = None) -> XTuple:
-    """Replace the modes of ``b`` paired with a static 0 in ``a`` by 1s (``b`` defaults to ``a``)."""
-    a = as_int_tuple(a, "filter_zeros guide", allow_basis=True)
-    b = a if b is None else as_int_tuple(b, "filter_zeros argument", allow_basis=True)
-    return filter_zeros_tuple_unchecked(a, b)
-
-
-def filter_zeros_tuple_unchecked(a, b=None):
-    if b is None:
-        b = a
-    if type(a) is tuple:
-        if type(b) is not tuple or len(a) != len(b):
-            raise RankError(f"filter_zeros: the profile {fmt(a)} does not match {fmt(b)}")
-        return tuple(filter_zeros_tuple_unchecked(x, y) for x, y in zip(a, b))
-    if type(a) is int and a == 0:
-        return _ones_like(b)
-    return b
-
-
-def _zeros_like(x):
-    if type(x) is tuple:
-        return tuple(_zeros_like(e) for e in x)
-    return 0
-
-
-def _ones_like(x):
-    if type(x) is tuple:
-        return tuple(_ones_like(e) for e in x)
-    return 1

@@ -14,10 +14,10 @@ from typing import Any
 
 from .memo import memoize, register_key_type, set_error_type
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
-from .int_tuple import (MAX_DEPTH, DynamicInt, as_mode, as_tiler_tuple, compact_col_major_unchecked,
-                        congruent_unchecked, crd2idx_unchecked, crd2idx_colex, depth_unchecked,
-                        filter_zeros_tuple_unchecked, get_unchecked, idx2crd_unchecked, is_shaped, as_index,
-                        as_int_tuple, short_repr, compact_order, fmt, is_int)
+from .congruence import as_tiler_tuple, congruent_unchecked, filter_zeros_tuple_unchecked
+from .coords import compact_col_major_unchecked, compact_order, crd2idx_colex, crd2idx_unchecked, idx2crd_unchecked
+from .int_tuple import (as_index, as_int_tuple, as_mode, depth_unchecked, DynamicInt, fmt, get_unchecked, is_int,
+                        is_shaped, MAX_DEPTH, short_repr)
 from .int_tuple import flatten_unchecked as _flatten_tuple
 from .typing import Coord, Int, IntTuple, Shape, Stride, XTuple
 

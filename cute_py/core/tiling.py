@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from .memo import memoize
 from .algebra import complement_unchecked, composition_unchecked, disjoint_complement, right_inverse
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
-from .int_tuple import (as_int_tuple, ceil_div_unchecked, compact_col_major_unchecked, evenly_divides_unchecked,
-                        filter_zeros_tuple_unchecked, fmt, is_int, is_static_unchecked, product_each_unchecked,
+from .congruence import evenly_divides_unchecked, filter_zeros_tuple_unchecked
+from .coords import compact_col_major_unchecked
+from .int_tuple import (as_int_tuple, ceil_div_unchecked, fmt, is_int, is_static_unchecked, product_each_unchecked,
                         product_unchecked, short_repr)
 from .layout import (Layout, coalesce_unchecked, concat_layouts, make_layout_unchecked, vector_layout, append, cosize,
                      make_ordered_layout, slice_)

@@ -26,8 +26,9 @@ from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
 from ..errors import CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
-from ..core.int_tuple import (DynamicInt, as_index, as_int_tuple, crd2idx_colex, flatten_unchecked, fmt,
-                               idx2crd_unchecked, product_each_unchecked, product_unchecked, short_repr)
+from ..core.coords import crd2idx_colex, idx2crd_unchecked
+from ..core.int_tuple import (as_index, as_int_tuple, DynamicInt, flatten_unchecked, fmt, product_each_unchecked,
+                              product_unchecked, short_repr)
 from ..core.layout import Layout, has_none, cosize, dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
 from ..core.recast import recast_exactness, recast_layout

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
-from ..core.int_tuple import flatten, prefix_product, product, unflatten
+from ..core.coords import prefix_product
+from ..core.int_tuple import flatten, product, unflatten
 from ..core.layout import Layout, make_ordered_layout
 from ..core.typing import IntTuple, Shape, Stride, Tiler
 

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py import Layout
-from cute_py.core.int_tuple import evenly_divides
+from cute_py.core.congruence import evenly_divides
 from cute_py.errors import RankError
 from cute_py.testing import (
     compact_layouts,

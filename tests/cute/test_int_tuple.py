@@ -6,15 +6,8 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py.errors import CuteTypeError, DivisibilityError, RankError
-from cute_py.core.int_tuple import (
-    as_int_tuple,
-    compact_col_major,
-    compact_order,
-    compact_row_major,
-    flatten,
-    fmt,
-    unflatten,
-)
+from cute_py.core.coords import compact_col_major, compact_order, compact_row_major
+from cute_py.core.int_tuple import as_int_tuple, flatten, fmt, unflatten
 from cute_py.testing import divisors, shapes
 
 

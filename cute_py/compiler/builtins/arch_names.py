@@ -236,7 +236,8 @@ def access_ptr(base: Any, access_type: str | int = "r", *extents: Any, offset: A
     product of ``extents``, else 1) the elements accessed from the pointer: with a tensor and static values,
     ``offset + extent`` must stay inside the tensor's span from the element (``cosize``), else a TraceError.
     """
-    from ...core.int_tuple import crd2idx, product
+    from ...core.coords import crd2idx
+    from ...core.int_tuple import product
     from ...core.layout import cosize
     from ...tensor.pointer import Pointer
     from ...tensor.tensor import Tensor

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...core.int_tuple import idx2crd, product
+from ...core.coords import idx2crd
+from ...core.int_tuple import product
 from ...atom import CopyAtom, CopyUniversalOp, ThrCopy, TiledCopy
 from ...nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
                                CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode)

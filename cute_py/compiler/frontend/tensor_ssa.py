@@ -16,7 +16,8 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
-from ...core.int_tuple import flatten, is_weakly_congruent, product, short_repr
+from ...core.congruence import is_weakly_congruent
+from ...core.int_tuple import flatten, product, short_repr
 from ...core.layout import slice_
 from ...errors import TraceError
 from ...tensor.dtypes import DType, dtype_of
