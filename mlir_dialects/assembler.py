@@ -190,14 +190,19 @@ def _warn_once(message):
 def assemble(ptx, arch):
     """The cubin of ``ptx`` (str or bytes) for ``arch`` (e.g. ``"sm_90a"``); :class:`AssemblyError` on failure.
 
-    PTX that uses an instruction of :data:`WHOLE_PROGRAM` is assembled by a whole-program ptxas when there is one
-    (otherwise it is assembled as any other PTX, with an :class:`AssemblerWarning` naming what is dropped)."""
+    PTX that uses an instruction of :data:`WHOLE_PROGRAM` is assembled by a whole-program ptxas when there is one.
+    Otherwise, or where that ptxas fails (an older ptxas and a newer PTX ISA, say), it is assembled as any other
+    PTX, with an :class:`AssemblerWarning` naming what is dropped and why; PTX that nothing assembles is an
+    :class:`AssemblyError`."""
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     whole = _whole_program_only(data)
     if whole:
         ptxas, missing = _whole_program_ptxas()
         if ptxas is not None:
-            return _ptxas(ptxas, data, arch)
+            try:
+                return _ptxas(ptxas, data, arch)
+            except AssemblyError as e:
+                missing = f"{e}"
         _warn_once(f"the PTX uses {', '.join(whole)}, which only a whole-program ptxas keeps: {missing}; "
                    f"assembled as a separate compilation unit, the cubin runs without it (ptxas info C7504)")
     kind, why = _choose()

@@ -296,3 +296,23 @@ def test_ptxas_keeps_the_ptx_lines_in_the_cubin():
         "    st.global.u32", "    .loc 1 7 0\n    st.global.u32")
     assert b".nv_debug_line_sass" in assembler._ptxas(ptxas, lined.encode(), "sm_90a")
     assert b".nv_debug_line_sass" not in assembler._ptxas(ptxas, PTX.encode(), "sm_90a")
+
+
+def test_a_whole_program_ptxas_that_fails_leaves_the_ptx_to_nvjitlink_with_a_warning_naming_its_error(fresh):
+    # e.g. a ptxas older than the PTX ISA of the kernel: the kernel still assembles, without the reallocation
+    fresh.setattr(assembler, "_loaded_version", lambda: assembler.MIN_NVJITLINK)
+    fresh.setattr(assembler, "find_ptxas", lambda: "/opt/ptxas")
+    fresh.setattr(assembler, "ptxas_version", lambda path: (12, 0))
+
+    def old_ptxas(ptxas, data, arch):
+        raise AssemblyError("ptxas (/opt/ptxas) for sm_90a could not assemble the PTX: Unsupported .version 8.6")
+
+    fresh.setattr(assembler, "_ptxas", old_ptxas)
+    with pytest.warns(assembler.AssemblerWarning, match=r"the PTX uses setmaxnreg, which only a whole-program ptxas "
+                                                        r"keeps: ptxas \(/opt/ptxas\) .*Unsupported \.version 8\.6"):
+        cubin = assembler.assemble(REALLOC_PTX, "sm_90a")
+    assert cubin[:4] == b"\x7fELF"
+    # PTX that neither assembles is an error
+    fresh.setattr(assembler, "_STATE", dict(assembler._STATE, warned=set()))
+    with pytest.warns(assembler.AssemblerWarning), pytest.raises(AssemblyError, match="nvJitLink could not assemble"):
+        assembler.assemble(REALLOC_PTX.replace("mov.u32", "mov.bogus"), "sm_90a")
