@@ -5,8 +5,8 @@ CuTe DSL so code and habits move between the two.
 """
 
 from .core.memo import clear_caches, memoization
-from .core.algebra import (complement, composition, left_inverse, max_common_layout, max_alignment, max_common_vector,
-                           nullspace, right_inverse)
+from .core.algebra import complement, composition
+from .core.inverse import left_inverse, max_alignment, max_common_layout, max_common_vector, nullspace, right_inverse
 from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError,
                      RankError, StaticValueRequired)
 from .core.congruence import elem_less, elem_scale, inner_product, is_compatible, is_congruent, is_weakly_congruent

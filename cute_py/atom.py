@@ -14,7 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from .core.algebra import composition, right_inverse
+from .core.algebra import composition
+from .core.inverse import right_inverse
 from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
 from .core.int_tuple import fmt, product, product_each

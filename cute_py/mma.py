@@ -49,7 +49,8 @@ from typing import TYPE_CHECKING, Any
 from . import device
 from .core.int_tuple import fmt, product
 from .core.layout import Layout, append, make_layout_unchecked
-from .core.algebra import composition, complement, right_inverse
+from .core.algebra import complement, composition
+from .core.inverse import right_inverse
 from .core.tiling import logical_divide, tiled_product, zipped_divide
 from .core.typing import Int
 from .errors import CuteTypeError, CuteValueError, DeviceOnlyError, TraceError

@@ -1,8 +1,9 @@
 """The layout algebra: IntTuples (``int_tuple``; their comparisons and congruence in ``congruence``, coordinates
-and compact strides in ``coords``), ``Layout`` and its operations (``layout``), composition,
-complement and inverses (``algebra``), divides and products (``tiling``), swizzles (``swizzle``), composed
-layouts (``composed``), basis strides (``basis``), recast (``recast``), run-time integers with known values
-(``valued``), parsing of CuTe notation (``parse``) and memoisation (``memo``).
+and compact strides in ``coords``), ``Layout`` and its operations (``layout``), composition and complement
+(``algebra``), inverses, common vectors, nullspaces and alignment (``inverse``), divides and products
+(``tiling``), swizzles (``swizzle``), composed layouts (``composed``), basis strides (``basis``), recast
+(``recast``), run-time integers with known values (``valued``), parsing of CuTe notation (``parse``) and
+memoisation (``memo``).
 
 This layer imports only the standard library and :mod:`cute_py.errors`; the package façade
 (``cute_py``) re-exports its public names (each module's ``__all__``).
@@ -61,6 +62,10 @@ INTERNAL_API = {
         "complement_unchecked",
         "composition_unchecked",
         "disjoint_complement",           # a complement that keeps order and disjointness (it may leave gaps)
+        "exchange_sort",                 # CuTe's (unstable) exchange sort, as the indices of the sorted keys
+        "is_int_value",                  # a static int equal to a value
+        "need_layout",                   # CuteTypeError unless a Layout
+        "unwrap_single",                 # the element of a 1-tuple, else the tuple
     ),
     "recast": (
         "upcast_unchecked",              # CuTe's upcast<n>, rounding as the C++ does

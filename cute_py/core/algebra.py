@@ -1,4 +1,4 @@
-"""Composition, complement, inverses, common vectors and nullspaces of layouts.
+"""Composition and complement of layouts (inverses, common vectors, nullspaces and alignment: ``inverse``).
 
 Each function follows the current CuTe C++ (``layout.hpp``) case by case,
 including which inputs it rejects; where the C++ preconditions are weaker than the
@@ -10,33 +10,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
 from .coords import compact_col_major_unchecked
 from .int_tuple import (as_int_tuple, ceil_div_unchecked, divisor_of, flatten_unchecked, fmt, is_int,
                         product_unchecked, signum)
-from .layout import (UPPER_LAYER_OPERATIONS, Layout, coalesce_flat, coalesce_flat_lists, coalesce_unchecked,
-                     concat_layouts, make_layout_unchecked, coalesce_x, cosize, make_layout)
+from .layout import (Layout, coalesce_flat, coalesce_flat_lists, coalesce_x, concat_layouts, cosize, make_layout,
+                     make_layout_unchecked)
+from .memo import memoize
 from .typing import Shape
 
 __all__ = [
     "composition",
     "complement",
-    "right_inverse",
-    "left_inverse",
-    "max_common_layout",
-    "max_common_vector",
-    "nullspace",
     "coalesce_shape",
-    "max_alignment",
 ]
 
 
-def _is(x, v):
+def is_int_value(x, v):
     return type(x) is int and x == v
 
 
-def _unwrap(t):
+def unwrap_single(t):
     return t[0] if len(t) == 1 else t
 
 
@@ -63,7 +57,7 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
     if compose_basis is not None:
         # rhs basis stride: select the lhs mode it names
         return compose_basis(ls, ld, rs, lambda a, b, c, d, modes: _composition_impl(a, b, c, d, usage, path + modes))
-    if _is(rd, 0):
+    if is_int_value(rd, 0):
         # rhs static stride 0: the result is rhs
         return make_layout_unchecked(rs, rd)
     if type(ls) is not tuple:
@@ -86,7 +80,7 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
                     f"divisible by, or less than, the lhs mode shape {curr_shape} "
                     f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
                 )
-        elif not _is(rest_shape, 1) or type(rest_stride) is not int:
+        elif not is_int_value(rest_shape, 1) or type(rest_stride) is not int:
             # a run-time extent or stride: whether the stride divides, or stays inside, the lhs mode is a run-time
             # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs), and the walk divides
             # by the stride, which could be 0 or negative at run time. It is proven when the stride is a static
@@ -102,7 +96,7 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
         else:
             next_shape = ceil_div_unchecked(curr_shape, abs_stride)
             next_stride = ceil_div_unchecked(abs_stride, curr_shape) * signum(rest_stride)
-        if _is(next_shape, 1) or _is(rest_shape, 1):
+        if is_int_value(next_shape, 1) or is_int_value(rest_shape, 1):
             rest_stride = next_stride
             continue
         if type(next_shape) is int and type(rest_shape) is int:
@@ -155,8 +149,8 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
         rest_stride = next_stride
     if not result_shape:
         return make_layout_unchecked(rest_shape, rest_stride * ld[-1])
-    if _is(rest_shape, 1):
-        return make_layout_unchecked(_unwrap(tuple(result_shape)), _unwrap(tuple(result_stride)))
+    if is_int_value(rest_shape, 1):
+        return make_layout_unchecked(unwrap_single(tuple(result_shape)), unwrap_single(tuple(result_stride)))
     result_shape.append(rest_shape)
     result_stride.append(rest_stride * ld[-1])
     return make_layout_unchecked(tuple(result_shape), tuple(result_stride))
@@ -197,7 +191,7 @@ def _compose_layouts(lhs, rhs):
     return result
 
 
-def _need_layout(x, op, what="lhs"):
+def need_layout(x, op, what="lhs"):
     if type(x) is not Layout:
         raise CuteTypeError(f"{op}: {what} must be a Layout, got {type(x).__name__} {x!r}")
 
@@ -300,10 +294,10 @@ def coalesce_shape(shape: Shape) -> Shape:
             out[-1] = out[-1] * a
         else:
             out.append(a)
-    return _unwrap(tuple(out))
+    return unwrap_single(tuple(out))
 
 
-def _exchange_sort(keys):
+def exchange_sort(keys):
     # CuTe's exchange sort of (key, index) pairs: not stable, reproduced exactly
     n = len(keys)
     k = list(keys)
@@ -344,7 +338,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
             # a composed layout: the complement of its outer layout
             return _complement_impl(layout.outer, cosize(layout.outer) if cotarget is None else cotarget, covering,
                                     with_open)
-        _need_layout(layout, "complement", "layout")
+        need_layout(layout, "complement", "layout")
     # filter (drop stride-0 and size-1 modes) and coalesce, checking the modes on the way
     fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
     if type(fs) is not tuple:
@@ -376,7 +370,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
         for c in (flatten_unchecked(cotarget) if type(cotarget) is tuple else (cotarget,)):
             if type(c) is int and c < 0:
                 raise CuteValueError(f"complement: the cotarget {fmt(cotarget)} has a negative extent")
-    if len(stride) == 1 and _is(stride[0], 0):
+    if len(stride) == 1 and is_int_value(stride[0], 0):
         # irreducible rank-1 stride-0 layout: everything is in the complement
         everything = make_layout(coalesce_shape(cotarget))
         return (everything, True) if with_open else everything
@@ -401,7 +395,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
         del shape[i], stride[i]
     below = result_stride[-1]
     gap = _static_gap(stride[0], below, layout)
-    if _is(gap, 0) or (covering and type(below) is int and type(stride[0]) is int and stride[0] % below):
+    if is_int_value(gap, 0) or (covering and type(below) is int and type(stride[0]) is int and stride[0] % below):
         _complement_gap_error(stride[0], below, layout)
     result_shape.append(gap)
     new_stride = stride[0] * shape[0]
@@ -426,7 +420,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
         result_stride.append(rest_stride)
     result = coalesce_flat(result_shape, result_stride, result_shape[-1], result_stride[-1])
     if with_open:
-        return result, type(rest_shape) is tuple or not _is(rest_shape, 1)
+        return result, type(rest_shape) is tuple or not is_int_value(rest_shape, 1)
     return result
 
 
@@ -464,297 +458,3 @@ def disjoint_complement(layout, cotarget):
 
 def _mul(a, b):
     return a * b
-
-
-# -- inverses --------------------------------------------------------------------------------
-
-
-def _need_int_strides(strides, layout, op):
-    for x in strides:
-        if not is_int(x):
-            raise CuteTypeError(f"{op} needs integer strides, but {layout} has the stride {x}")
-
-
-def _inverse_other(layout, inverse, op):
-    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
-        inner, off = layout.inner, layout.offset
-        if hasattr(inner, "yyy_msk") and type(off) is int and off == 0:
-            # inv(S o L) == inv(L) o S for a swizzle (its own inverse)
-            return composition_unchecked(inverse(layout.outer), inner)
-        raise CuteValueError(
-            f"{op} of a composed layout is supported for a swizzle with offset 0 (its own inverse), got {layout}"
-        )
-    raise CuteTypeError(f"{op}: layout must be a Layout, got {type(layout).__name__} {layout!r}")
-
-
-def _flat_modes(layout):
-    fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
-    if type(fs) is not tuple:
-        fs, fd = (fs,), (fd,)
-    if not fs:
-        return [1], [0], [1, 1]
-    s, d = coalesce_flat_lists(fs, fd, fs[-1], fd[-1])
-    pre = [1]
-    for x in s:
-        pre.append(x * pre[-1])
-    return s, d, pre
-
-
-@memoize
-def right_inverse(layout: Any) -> Any:
-    """A layout ``R`` with ``layout(R(i)) == i`` for all ``i < size(R)``, as large as CuTe finds it.
-
-    CuTe's algorithm: coalesce, sort the modes with static strides by stride, and follow the strides from 1
-    (each mode whose stride is the extent reached so far extends the run).
-
-    @post layout(result(i)) == i for 0 <= i < size(result)
-    """
-    if type(layout) is not Layout:
-        return _inverse_other(layout, _right_inverse, "right_inverse")
-    shape, stride = layout.shape, layout.stride
-    if type(shape) is tuple:
-        fs, fd = flatten_unchecked(shape), flatten_unchecked(stride)
-        if not fs:
-            return make_layout_unchecked(1, 0)
-        s, d = coalesce_flat_lists(fs, fd, fs[-1], fd[-1])
-    else:
-        s, d = [shape], [stride]
-    keys, pre, p = [], [], 1
-    for i, x in enumerate(s):
-        y = d[i]
-        if type(y) is int:
-            keys.append(i)
-        elif not is_int(y):
-            raise CuteTypeError(f"right_inverse needs integer strides, but {layout} has the stride {y}")
-        if type(x) is int and x == 0:
-            # the empty layout has no value to invert; CuTe's result would claim some
-            raise CuteValueError(f"right_inverse of the empty layout {layout} (a mode of extent 0)")
-        pre.append(p)
-        p = p * x
-    strides = [d[i] for i in keys]
-    if len(set(strides)) == len(strides):
-        order = sorted(keys, key=d.__getitem__)  # distinct strides: any sort gives CuTe's order
-    else:
-        order = [keys[j] for j in _exchange_sort(strides)]
-    rs, rd, curr = [], [], 1
-    for i in order:
-        x = d[i]
-        if x == curr:
-            rs.append(s[i])
-            rd.append(pre[i])
-            curr = s[i] * x
-            if type(curr) is not int:
-                break  # a run-time extent: no static stride follows it
-        elif x > curr:
-            break  # sorted: no later stride is the extent reached
-    if not rs:
-        return make_layout_unchecked(1, 0)
-    return coalesce_flat(rs, rd, rs[-1], rd[-1])
-
-
-_right_inverse = right_inverse.__wrapped__
-
-
-@memoize
-def left_inverse(layout: Any) -> Any:
-    """A layout ``L`` with ``layout(L(layout(i))) == layout(i)`` (``L(layout(i)) == i`` if injective).
-
-    Rejects layouts whose strides break CuTe's left-inverse divisibility condition
-    and layouts with run-time strides, as CuTe does, and, where CuTe's result would not
-    be a left inverse, layouts with negative strides and layouts whose modes, sorted by
-    stride, overlap (a mode reaching past the stride of the next one: not injective
-    once the stride-0 modes are set aside).
-
-    @post layout(result(layout(i))) == layout(i) for 0 <= i < size(layout)
-    """
-    if type(layout) is not Layout:
-        return _inverse_other(layout, left_inverse.__wrapped__, "left_inverse")
-    s, d, pre = _flat_modes(layout)
-    _need_int_strides(d, layout, "left_inverse")
-    for x in d:
-        if type(x) is not int:
-            raise StaticValueRequired(f"left_inverse needs static strides, but {layout} has a run-time stride")
-    if any(x < 0 for x in d) and sum(1 for x in d if x != 0) > 1:
-        # one negative stride inverts (CuTe gives a negative extent, which floor division reads right);
-        # with more non-zero modes the digits of a negative offset are not the coordinates
-        raise CuteValueError(
-            f"left_inverse of a layout with a negative stride needs it to be the only non-zero stride, got {layout}"
-        )
-    order = _exchange_sort(d)
-    rs, rd, size, reach = [], [0], 1, 0
-    for i in order:
-        x = d[i]
-        if x == 0:
-            continue
-        if x < 0:  # the only non-zero mode: its stride is the gap, its extent the last mode
-            rs.append(x)
-            rd.append(pre[i])
-            continue
-        if x % size != 0:
-            raise DivisibilityError(
-                f"left_inverse divisibility condition: stride {x} must be divisible by {size}, "
-                f"the size of the modes with smaller strides, in {layout}"
-            )
-        if x < reach:
-            raise NotInjectiveError(
-                f"left_inverse needs the modes of {layout}, sorted by stride, not to overlap: the stride {x} "
-                f"is below {reach}, the extent of the modes with smaller strides"
-            )
-        rs.append(x // size)
-        rd.append(pre[i])
-        size = size * (x // size)
-        reach = x * s[i]
-    rs.append(s[order[-1]])
-    return coalesce_unchecked(make_layout_unchecked(tuple(rs), tuple(rd)))
-
-
-# -- common vectors and nullspace --------------------------------------------------------------
-
-
-def _common(a, b):
-    _need_layout(a, "max_common_layout", "a")
-    _need_layout(b, "max_common_layout", "b")
-    inv_b = _right_inverse(b)
-    try:
-        common = coalesce_unchecked(composition_unchecked(a, inv_b))
-    except DivisibilityError:
-        # a o inv_b is no layout as a whole; its first mode is a o (the first mode of inv_b)
-        try:
-            common = coalesce_unchecked(composition_unchecked(a, coalesce_unchecked(inv_b)[0]))
-        except DivisibilityError:
-            return inv_b, None  # not even that: one element in common
-    first = common[0]
-    if type(first.shape) is int and _is(first.stride, 1):
-        return inv_b, first
-    return inv_b, None
-
-
-def _swizzle_base(x):
-    # the size of the unswizzled run of a swizzled composed layout, or None
-    inner = getattr(x, "inner", None)
-    return (1 << inner.base) if hasattr(inner, "yyy_msk") and hasattr(x, "__cute_map_outer__") else None
-
-
-@memoize
-def max_common_layout(a: Any, b: Any) -> Layout:
-    """The layout of the largest contiguous run of indices on which ``a`` and ``b`` agree.
-
-    With a swizzled composed layout, the run stops at the swizzle's unswizzled base.
-    @post a(result(i)) == i and b(result(i)) == i for 0 <= i < size(result)
-    """
-    base_a, base_b = _swizzle_base(a), _swizzle_base(b)
-    if base_b is not None and base_a is None:
-        a, b, base_a, base_b = b, a, base_b, base_a
-    if base_a is not None:
-        common = max_common_layout(a.outer, b.outer if base_b is not None else b)
-        n = product_unchecked(common.shape)
-        return composition_unchecked(common, base_a) if type(n) is int and base_a < n else common
-    inv_b, first = _common(a, b)
-    if first is None:
-        return make_layout_unchecked(1, 0)
-    return composition_unchecked(inv_b, first)
-
-
-@memoize
-def max_common_vector(a: Any, b: Any) -> int:
-    """The number N of contiguous elements on which ``a`` and ``b`` agree (``>= 1``).
-
-    With swizzled composed layouts, N stops at the swizzles' unswizzled base(s).
-    @post a(b.get_1d_coord(n)) == n for 0 <= n < N (non-negative strides)
-    """
-    base_a, base_b = _swizzle_base(a), _swizzle_base(b)
-    if base_a is not None or base_b is not None:
-        vec = max_common_vector(a.outer if base_a else a, b.outer if base_b else b)
-        if base_a is not None and base_b is not None and a.inner == b.inner:
-            return vec
-        return min(x for x in (vec, base_a, base_b) if x is not None)
-    _, first = _common(a, b)
-    return 1 if first is None else first.shape
-
-
-@memoize
-def nullspace(layout: Any) -> Layout:
-    """The layout of the coordinates (as 1-D indices) that ``layout`` maps to 0 through stride-0 modes.
-
-    @post layout(result(i)) == 0 for 0 <= i < size(result)
-    @post size(result) == size(layout) // size(filter(layout))
-    """
-    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
-        return make_layout_unchecked(1, 0)  # not attempted for composed layouts, as in CuTe
-    _need_layout(layout, "nullspace", "layout")
-    fd = flatten_unchecked(layout.stride)
-    fs = flatten_unchecked(layout.shape)
-    if type(fd) is not tuple:
-        fd, fs = (fd,), (fs,)
-    idx = [i for i, x in enumerate(fd) if _is(x, 0)]
-    if not idx:
-        return make_layout_unchecked(1, 0)
-    rstride = compact_col_major_unchecked(fs)
-    return make_layout_unchecked(_unwrap(tuple(fs[i] for i in idx)), _unwrap(tuple(rstride[i] for i in idx)))
-
-
-# -- alignment ---------------------------------------------------------------------------------
-
-
-@memoize
-def max_alignment(layout: Any) -> int:
-    """The largest N such that the offsets of ``layout`` come in runs of N consecutive offsets, each starting at
-    a multiple of N: CuTe's ``max_alignment``, ``gcd(size<0>(P), stride<1>(P))`` with
-    ``P = logical_divide(F, right_inverse(F))`` and ``F`` the coalesced layout with its run-time extents read
-    as 1 and its run-time strides as 0 (so N holds for every value they take).
-
-    ``F o right_inverse(F)`` is the identity on ``[0, n)``: the run of ``n`` offsets from 0; the other modes of
-    ``F`` (those ``right_inverse`` leaves out) repeat it at their strides, so N is the gcd of ``n`` and those
-    strides (a stride 0 leaves it as it is); an empty layout gives 1.  A swizzled composed layout
-    ``S<b,m,s> o off o L`` gives ``gcd(2**m, off, max_alignment(L))``; other composed layouts give 1, as in CuTe.
-
-    @post every offset o of layout has o - o % N ... o - o % N + N - 1 among the offsets of layout
-    @post N divides size(right_inverse(layout)) (for static layouts)
-    """
-    if type(layout) is not Layout:
-        return _composed_alignment(layout)
-    s, d, _ = _flat_modes(layout)
-    if any(type(x) is int and x == 0 for x in s):
-        return 1  # an empty layout: no offsets, and 1 holds for any
-    shapes, strides = [], []
-    for x, y in zip(s, d):
-        if not is_int(y):
-            raise CuteTypeError(f"max_alignment needs integer strides, but {layout} has the stride {y}")
-        if type(x) is not int:
-            continue  # a run-time extent counts as 1
-        shapes.append(x)
-        strides.append(y if type(y) is int else 0)  # a run-time stride counts as 0
-    # the modes right_inverse chains (strides 1, s0, s0*s1, ...) make the run [0, n); the others repeat it
-    n = 1
-    others = []
-    for i in _exchange_sort(strides):
-        if strides[i] == n:
-            n = shapes[i] * strides[i]
-        elif shapes[i] != 1:
-            others.append(strides[i])
-    for x in others:
-        n = _gcd(n, abs(x))
-    return n
-
-
-def _gcd(a, b):
-    while b:
-        a, b = b, a % b
-    return a
-
-
-def _composed_alignment(layout):
-    inner = getattr(layout, "inner", None)
-    if not hasattr(layout, "__cute_map_outer__") or inner is None:
-        _need_layout(layout, "max_alignment", "layout")
-    if not hasattr(inner, "yyy_msk"):
-        return 1  # a general composed layout: not attempted, as in CuTe
-    offset = layout.offset
-    offset = getattr(offset, "offset", offset)  # a smem_ptr flag: the offset it carries (CuTe's flag is a 0)
-    if type(offset) is not int:
-        return 1  # a run-time offset: only 1 is known
-    n = _gcd(1 << inner.base, abs(offset))
-    return _gcd(n, max_alignment(layout.outer))
-
-
-UPPER_LAYER_OPERATIONS["max_alignment"] = max_alignment

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .memo import memoize
-from .algebra import complement_unchecked, composition_unchecked, disjoint_complement, right_inverse
+from .algebra import complement_unchecked, composition_unchecked, disjoint_complement
+from .inverse import right_inverse
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
 from .congruence import evenly_divides_unchecked, filter_zeros_tuple_unchecked
 from .coords import compact_col_major_unchecked

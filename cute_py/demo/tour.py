@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core.algebra import complement, composition, left_inverse, right_inverse
+from ..core.algebra import complement, composition
+from ..core.inverse import left_inverse, right_inverse
 from ..core.int_tuple import size
 from ..core.layout import Layout, coalesce, group_modes, make_layout
 from ..core.tiling import blocked_product, raked_product, tile_to_shape, zipped_divide

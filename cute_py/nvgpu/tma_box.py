@@ -18,7 +18,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..core.algebra import composition, right_inverse
+from ..core.algebra import composition
+from ..core.inverse import right_inverse
 from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
 from ..core.symbolic import SymInt
 from ..errors import CuteTypeError

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.algebra import composition, right_inverse
+from ..core.algebra import composition
+from ..core.inverse import right_inverse
 from ..core.basis import ScaledBasis, basis_get
 from ..core.composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
 from ..errors import CuteError
