@@ -13,9 +13,9 @@ from .core.congruence import elem_less, elem_scale, inner_product, is_compatible
 from .core.coords import crd2idx, idx2crd, prefix_product, suffix_product
 from .core.int_tuple import (assume, ceil_div, depth, get, is_static, product, product_each, rank, round_up,
                              shape_div, size)
-from .core.layout import (Layout, append, coalesce, cosize, dice, filter, filter_zeros, flatten, group_modes,
-                          is_layout, make_layout, make_layout_like, make_ordered_layout, prepend, select, slice_,
-                          slice_and_offset)
+from .core.coalescing import coalesce, filter, filter_zeros
+from .core.layout import cosize, is_layout, Layout, make_layout, make_layout_like, make_ordered_layout
+from .core.modes import append, dice, flatten, group_modes, prepend, select, slice_, slice_and_offset
 from .core.basis import (ArithTuple, E, ScaledBasis, as_arith_tuple, basis_get, basis_value, is_scaled_basis,
                          make_basis_like, make_identity_layout)
 from .core.composed import (ComposedLayout, SmemPtrFlag, as_position_independent_swizzle_layout,

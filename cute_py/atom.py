@@ -19,7 +19,9 @@ from .core.inverse import right_inverse
 from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
 from .core.int_tuple import fmt, product, product_each
-from .core.layout import Layout, make_layout_unchecked, coalesce, slice_
+from .core.coalescing import coalesce
+from .core.layout import Layout, make_layout_unchecked
+from .core.modes import slice_
 from .core.recast import recast_layout
 from .core.tiling import logical_product, make_layout_tv, zipped_divide
 from .core.typing import Int, Shape

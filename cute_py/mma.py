@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import device
 from .core.int_tuple import fmt, product
-from .core.layout import Layout, append, make_layout_unchecked
+from .core.layout import Layout, make_layout_unchecked
+from .core.modes import append
 from .core.algebra import complement, composition
 from .core.inverse import right_inverse
 from .core.tiling import logical_divide, tiled_product, zipped_divide
@@ -501,7 +502,7 @@ class ThrMma:
         self.thr_vmnk = coord
 
     def _partition(self, tensor, frg, i, j):
-        from .core.layout import slice_
+        from .core.modes import slice_
         from .tensor.tensor import Tensor
 
         layout = tensor.layout if isinstance(tensor, Tensor) else tensor

@@ -30,7 +30,8 @@ import numpy as np
 from .core.composed import smem_element_layout
 from .errors import CuteTypeError, CuteValueError
 from .core.int_tuple import ceil_div, product, product_each
-from .core.layout import Layout, group_modes
+from .core.layout import Layout
+from .core.modes import group_modes
 from .atom import CopyUniversalOp
 from .nvgpu.copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
                              CopyBulkTensorTileS2GOp, CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp,

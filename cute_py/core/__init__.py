@@ -1,9 +1,9 @@
 """The layout algebra: IntTuples (``int_tuple``; their comparisons and congruence in ``congruence``, coordinates
-and compact strides in ``coords``), ``Layout`` and its operations (``layout``), composition and complement
-(``algebra``), inverses, common vectors, nullspaces and alignment (``inverse``), divides and products
-(``tiling``), swizzles (``swizzle``), composed layouts (``composed``), basis strides (``basis``), recast
-(``recast``), run-time integers with known values (``valued``), parsing of CuTe notation (``parse``) and
-memoisation (``memo``).
+and compact strides in ``coords``), ``Layout`` and its basic operations (``layout``; coalescing and filtering in
+``coalescing``; modes, slices and dice in ``modes``), composition and complement (``algebra``), inverses,
+common vectors, nullspaces and alignment (``inverse``), divides and products (``tiling``), swizzles
+(``swizzle``), composed layouts (``composed``), basis strides (``basis``), recast (``recast``), run-time
+integers with known values (``valued``), parsing of CuTe notation (``parse``) and memoisation (``memo``).
 
 This layer imports only the standard library and :mod:`cute_py.errors`; the package façade
 (``cute_py``) re-exports its public names (each module's ``__all__``).
@@ -49,14 +49,19 @@ INTERNAL_API = {
     ),
     "layout": (
         "UPPER_LAYER_OPERATIONS",        # where the layers above register the operations a Layout offers
-        "coalesce_flat",                 # CuTe's back-to-front coalescing of flat modes, as a layout
-        "coalesce_flat_lists",           # ... as lists of shapes and strides
-        "coalesce_unchecked",
+        "check_layout",                  # CuteTypeError unless a Layout, naming the operation
         "concat_layouts",                # layouts as the modes of one layout
         "has_none",                      # a coordinate with a None (a slice)
         "is_flat_int_tuple",             # a flat tuple of ints (a coordinate needing no normalising)
+        "limit_depth",                   # a layout, unless nested deeper than MAX_DEPTH
         "make_layout_unchecked",
+        "map_outer",                     # the outer-layout mapper of a composed layout, or None
         "vector_layout",                 # ``n:1`` (``1:0`` for a static 1)
+    ),
+    "coalescing": (
+        "coalesce_flat",                 # CuTe's back-to-front coalescing of flat modes, as a layout
+        "coalesce_flat_lists",           # ... as lists of shapes and strides
+        "coalesce_unchecked",
     ),
     "algebra": (
         "complement_unchecked",

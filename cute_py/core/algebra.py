@@ -14,8 +14,8 @@ from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInject
 from .coords import compact_col_major_unchecked
 from .int_tuple import (as_int_tuple, ceil_div_unchecked, divisor_of, flatten_unchecked, fmt, is_int,
                         product_unchecked, signum)
-from .layout import (Layout, coalesce_flat, coalesce_flat_lists, coalesce_x, concat_layouts, cosize, make_layout,
-                     make_layout_unchecked)
+from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_x
+from .layout import concat_layouts, cosize, Layout, make_layout, make_layout_unchecked
 from .memo import memoize
 from .typing import Shape
 

@@ -17,7 +17,8 @@ from .algebra import composition
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
 from .coords import crd2idx_unchecked
 from .int_tuple import as_index, as_int_tuple, fmt, is_int, product_unchecked, short_repr
-from .layout import Layout, is_flat_int_tuple, has_none, make_layout_unchecked, dice, slice_, slice_and_offset
+from .layout import has_none, is_flat_int_tuple, Layout, make_layout_unchecked
+from .modes import dice, slice_, slice_and_offset
 from .swizzle import Swizzle, carries_exactly, make_swizzle
 from .typing import Coord, Int, IntTuple, Shape
 

@@ -14,8 +14,8 @@ from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInject
 from .algebra import composition_unchecked, exchange_sort, is_int_value, need_layout, unwrap_single
 from .coords import compact_col_major_unchecked
 from .int_tuple import flatten_unchecked, is_int, product_unchecked
-from .layout import (UPPER_LAYER_OPERATIONS, Layout, coalesce_flat, coalesce_flat_lists, coalesce_unchecked,
-                     make_layout_unchecked)
+from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_unchecked
+from .layout import Layout, make_layout_unchecked, UPPER_LAYER_OPERATIONS
 from .memo import memoize
 
 __all__ = ["right_inverse", "left_inverse", "max_common_layout", "max_common_vector", "nullspace", "max_alignment"]

@@ -17,8 +17,9 @@ from .congruence import evenly_divides_unchecked, filter_zeros_tuple_unchecked
 from .coords import compact_col_major_unchecked
 from .int_tuple import (as_int_tuple, ceil_div_unchecked, fmt, is_int, is_static_unchecked, product_each_unchecked,
                         product_unchecked, short_repr)
-from .layout import (Layout, coalesce_unchecked, concat_layouts, make_layout_unchecked, vector_layout, append, cosize,
-                     make_ordered_layout, slice_)
+from .coalescing import coalesce_unchecked
+from .layout import concat_layouts, cosize, Layout, make_layout_unchecked, make_ordered_layout, vector_layout
+from .modes import append, slice_
 from .typing import Int, IntTuple, Shape, Tiler
 
 if TYPE_CHECKING:

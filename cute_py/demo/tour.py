@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 from ..core.algebra import complement, composition
 from ..core.inverse import left_inverse, right_inverse
 from ..core.int_tuple import size
-from ..core.layout import Layout, coalesce, group_modes, make_layout
+from ..core.coalescing import coalesce
+from ..core.layout import Layout, make_layout
+from ..core.modes import group_modes
 from ..core.tiling import blocked_product, raked_product, tile_to_shape, zipped_divide
 from ..errors import CuteValueError
 from ..nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom

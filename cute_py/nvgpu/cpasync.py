@@ -19,7 +19,8 @@ from ..core.composed import get_nonswizzle_portion
 from ..tensor.dtypes import dtype_of
 from ..errors import CuteTypeError, CuteValueError
 from ..core.int_tuple import DynamicInt, fmt, is_static, product
-from ..core.layout import Layout, coalesce, cosize
+from ..core.coalescing import coalesce
+from ..core.layout import cosize, Layout
 from ..core.algebra import composition
 from ..core.recast import recast_exactness
 from ..core.typing import Coord, Shape, Stride, Tiler

@@ -29,7 +29,8 @@ from typing import Any
 
 from .. import device
 from ..core.composed import get_nonswizzle_portion
-from ..core.layout import Layout, coalesce
+from ..core.coalescing import coalesce
+from ..core.layout import Layout
 from ..errors import CuteTypeError, CuteValueError, DeviceOnlyError, TmaError
 from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import Tensor

@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.int_tuple import DynamicInt, fmt, is_static, product
-from ..core.layout import Layout, cosize, slice_and_offset
+from ..core.layout import cosize, Layout
+from ..core.modes import slice_and_offset
 from ..core.typing import Coord
 from ..errors import CuteTypeError, CuteValueError
 from ..tensor.dtypes import Int16

@@ -24,7 +24,8 @@ from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, m
 from ..core.symbolic import SymInt
 from ..errors import CuteTypeError
 from ..core.int_tuple import flatten, product
-from ..core.layout import Layout, make_layout_unchecked, coalesce
+from ..core.coalescing import coalesce
+from ..core.layout import Layout, make_layout_unchecked
 from ..core.recast import recast_layout
 from ..core.typing import Int, Shape, Stride
 from ..tensor.fake import value_of

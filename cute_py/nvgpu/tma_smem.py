@@ -16,7 +16,8 @@ from ..core.basis import ScaledBasis, basis_get
 from ..core.composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
 from ..errors import CuteError
 from ..core.int_tuple import flatten, fmt, product
-from ..core.layout import Layout, coalesce
+from ..core.coalescing import coalesce
+from ..core.layout import Layout
 from ..core.tiling import logical_divide, tile_to_shape
 from .tma import TmaError
 

@@ -29,7 +29,8 @@ from ..errors import CuteIndexError, CuteTypeError, CuteValueError, Divisibility
 from ..core.coords import crd2idx_colex, idx2crd_unchecked
 from ..core.int_tuple import (as_index, as_int_tuple, DynamicInt, flatten_unchecked, fmt, product_each_unchecked,
                               product_unchecked, short_repr)
-from ..core.layout import Layout, has_none, cosize, dice, slice_and_offset
+from ..core.layout import cosize, has_none, Layout
+from ..core.modes import dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
 from ..core.recast import recast_exactness, recast_layout
 from ..core.swizzle import Swizzle

@@ -184,7 +184,7 @@ def tilers(draw: st.DrawFn, layout: Layout, allow_none: bool = True, as_layout: 
     """Tilers that divide ``layout``: a tuple with one element per mode (or fewer), each a layout,
     an int or ``None``; with ``as_layout=True`` a single layout tiling the whole (coalesced) layout."""
     if as_layout:
-        from ..core.layout import coalesce
+        from ..core.coalescing import coalesce
 
         c = coalesce(layout)
         fs = list(c.shape) if type(c.shape) is tuple else [c.shape]
@@ -210,7 +210,7 @@ def tilers(draw: st.DrawFn, layout: Layout, allow_none: bool = True, as_layout: 
 def composable_pairs(draw: st.DrawFn, max_size: int = 256) -> tuple[Layout, Layout]:
     """Pairs ``(A, B)`` for which ``composition(A, B)(i) == A(B(i))``: B's modes read disjoint
     digit ranges of A's (coalesced, refined) mixed-radix index, possibly past size(A), or have stride 0."""
-    from ..core.layout import coalesce
+    from ..core.coalescing import coalesce
 
     a = draw(layouts(max_rank=3, max_depth=2, max_extent=6, max_size=max_size, max_stride=16))
     c = coalesce(a)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.composed import as_position_independent_swizzle_layout, is_byte_swizzled
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
 from ..core.int_tuple import fmt, is_static, product
-from ..core.layout import Layout, group_modes
+from ..core.layout import Layout
+from ..core.modes import group_modes
 from ..core.typing import Tiler
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import CuteTypeError, CuteValueError, RankError
 from ..core.int_tuple import as_int_tuple, fmt, product, product_each
-from ..core.layout import Layout, group_modes
+from ..core.layout import Layout
+from ..core.modes import group_modes
 from ..core.typing import Coord, Shape
 from ._svg import PALETTE, Canvas
 from .pictures import PAD, headings, text_width

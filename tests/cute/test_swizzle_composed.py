@@ -182,7 +182,7 @@ def test_a_checked_slice_of_a_swizzled_layout_is_cached_per_swizzle_and_never_an
     """Slicing a swizzled layout at a static coordinate checks its decayed form point by point once per
     (swizzle parameters, offset, layout, coordinate); a cached result is the one the uncached slice gives,
     for identity swizzles of different parameters (equal as functions) too."""
-    from cute_py.core.layout import slice_and_offset
+    from cute_py.core.modes import slice_and_offset
     from cute_py.core.memo import memoization
 
     outer = Layout(((8, 16), (64, 2)), ((64, 512), (1, 8192)))

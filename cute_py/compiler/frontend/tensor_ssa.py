@@ -18,7 +18,7 @@ from typing import Any
 
 from ...core.congruence import is_weakly_congruent
 from ...core.int_tuple import flatten, product, short_repr
-from ...core.layout import slice_
+from ...core.modes import slice_
 from ...errors import TraceError
 from ...tensor.dtypes import DType, dtype_of
 from .values import as_type, binary, minmax, operand_dtype, select
