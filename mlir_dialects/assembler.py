@@ -88,6 +88,8 @@ def find_ptxas():
     import shutil
 
     for entry in sys.path:
+        if not isinstance(entry, str):  # the import system skips such entries too
+            continue
         for parts in _PTXAS_WHEEL_PATHS:
             path = os.path.join(entry or ".", *parts)
             if _executable(path):

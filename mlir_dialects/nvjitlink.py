@@ -119,6 +119,8 @@ class Library:
 def wheel_library():
     """The path of the pip wheel's ``libnvJitLink.so.13`` (``nvidia-nvjitlink``) on ``sys.path``, or ``None``."""
     for entry in sys.path:
+        if not isinstance(entry, str):  # the import system skips such entries too
+            continue
         for parts in _WHEEL_PATHS:
             path = os.path.join(entry or ".", *parts)
             if os.path.isfile(path):

@@ -259,6 +259,10 @@ def test_the_ptxas_of_the_pip_wheel_comes_first_and_its_version_is_read(fresh, t
     (tmp_path / "nvidia" / "cu13" / "bin" / "ptxas").chmod(0o644)  # not executable: not a ptxas
     assert assembler.find_ptxas() != wheel
     assert assembler.ptxas_version(str(tmp_path / "missing")) is None
+    # entries of sys.path that are not strings are skipped, as the import system skips them
+    fresh.setattr(sys, "path", [b"/bytes", None, 3, str(tmp_path), *sys.path])
+    (tmp_path / "nvidia" / "cu13" / "bin" / "ptxas").chmod(0o755)
+    assert assembler.find_ptxas() == wheel and assembler.wheel_library() == nvjitlink.wheel_library()
 
 
 def test_the_cache_fingerprint_follows_the_ptxas(fresh, tmp_path):
