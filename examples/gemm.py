@@ -75,8 +75,9 @@ benchmark's shapes, benchmarks/RESULTS.md):
   registers a 384-thread CTA starts with). Its PTX is assembled by a whole-program ptxas (a CUDA toolkit's, or
   pip ``nvidia-cuda-nvcc``), which keeps the reallocation in the cubin; nvJitLink would drop it (ptxas info
   C7504), and without a ptxas it does, with an ``AssemblerWarning``. The kernel needs no more than the 168
-  registers a thread starts with (no spills at either ``tile_n``), and on an H100 the reallocation changed no
-  speed beyond run-to-run noise (``benchmarks/RESULTS.md``), so it is off by default.
+  registers a thread starts with (no spills at either ``tile_n``). On an H100 the reallocation made 4096^3 and
+  8192^3 no faster and shapes of one tile per CTA about 20% slower (``benchmarks/RESULTS.md``), so it is off
+  by default.
 
 The original configuration is ``tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1,
 persistent=False, split_k=1`` (``stages=4``).
