@@ -87,14 +87,9 @@ def find_ptxas():
     then ``PATH``, ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin`` and ``/usr/local/cuda/bin``."""
     import shutil
 
-    for entry in sys.path:
-        if not isinstance(entry, str):  # the import system skips such entries too
-            continue
-        for parts in _PTXAS_WHEEL_PATHS:
-            path = os.path.join(entry or ".", *parts)
-            if _executable(path):
-                return os.path.abspath(path)
-    found = shutil.which("ptxas")
+    from .nvjitlink import find_on_sys_path
+
+    found = find_on_sys_path(_PTXAS_WHEEL_PATHS, _executable) or shutil.which("ptxas")
     if found:
         return found
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
@@ -204,7 +199,7 @@ def assemble(ptx, arch):
             try:
                 return _ptxas(ptxas, data, arch)
             except AssemblyError as e:
-                missing = f"{e}"
+                missing = str(e)
         _warn_once(f"the PTX uses {', '.join(whole)}, which only a whole-program ptxas keeps: {missing}; "
                    f"assembled as a separate compilation unit, the cubin runs without it (ptxas info C7504)")
     kind, why = _choose()

@@ -116,16 +116,22 @@ class Library:
             self._fn["nvJitLinkDestroy"](ctypes.byref(handle))
 
 
-def wheel_library():
-    """The path of the pip wheel's ``libnvJitLink.so.13`` (``nvidia-nvjitlink``) on ``sys.path``, or ``None``."""
+def find_on_sys_path(relative_paths, accept=os.path.isfile):
+    """The absolute path of the first of ``relative_paths`` (tuples of path parts) under an entry of ``sys.path``
+    that ``accept`` takes (a pip wheel's file), or ``None``; entries are tried in order, each with every path."""
     for entry in sys.path:
         if not isinstance(entry, str):  # the import system skips such entries too
             continue
-        for parts in _WHEEL_PATHS:
+        for parts in relative_paths:
             path = os.path.join(entry or ".", *parts)
-            if os.path.isfile(path):
+            if accept(path):
                 return os.path.abspath(path)
     return None
+
+
+def wheel_library():
+    """The path of the pip wheel's ``libnvJitLink.so.13`` (``nvidia-nvjitlink``) on ``sys.path``, or ``None``."""
+    return find_on_sys_path(_WHEEL_PATHS)
 
 
 def candidates():

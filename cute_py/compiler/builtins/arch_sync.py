@@ -260,13 +260,14 @@ def entry_registers(threads: int) -> int:
 def _check_register_pool(b):
     """A CTA's warp groups share the registers it started with (:func:`entry_registers` per thread):
     ``setmaxnreg.dec`` returns some to that pool and ``setmaxnreg.inc`` waits until the pool holds enough, so
-    counts the pool cannot hold hang the kernel. Checked when the kernel is finished: a ``TraceError`` where the
-    highest increase cannot be met even with every other warp group of the block at the lowest count the kernel
-    decreases to (which warp groups run which ``setmaxnreg`` is the kernel's run-time choice, so a plan that
-    fits only some assignments is the kernel's to get right: one producer warp group at ``d`` and ``n - 1``
-    consumers at ``i`` need ``d + (n - 1) * i <= n * entry``, 40 + 2 * 232 = 3 * 168 for 384 threads)."""
+    counts the pool cannot hold hang the kernel. Checked when a kernel of a static block is finished: a
+    ``TraceError`` where the highest increase cannot be met even with every other warp group of the block at the
+    lowest count the kernel decreases to (which warp groups run which ``setmaxnreg`` is the kernel's run-time
+    choice, so a plan that fits only some assignments is the kernel's to get right: one producer warp group at
+    ``d`` and ``n - 1`` consumers at ``i`` need ``d + (n - 1) * i <= n * entry``, 40 + 2 * 232 = 3 * 168 for 384
+    threads)."""
     counts = b.setmaxnreg_counts
-    if b.threads is None or b.threads % 128 or not counts.get("inc"):
+    if b.threads % 128 or not counts.get("inc"):
         return
     groups, entry = b.threads // 128, entry_registers(b.threads)
     low = min(counts.get("dec", []) + [entry])
@@ -286,7 +287,7 @@ def _setmaxnreg(action, reg_count, name):
     asked = b.setmaxnreg_counts.setdefault(action, [])
     asked.append(n)
     b.undo_log.append(asked.pop)  # a trace abandoned past this point asked for nothing
-    if b.threads is not None and not b.finish_checks.count(_check_register_pool):
+    if b.threads is not None and _check_register_pool not in b.finish_checks:
         b.finish_checks.append(_check_register_pool)
         # ptxas keeps setmaxnreg only where it knows the registers the kernel starts with: one CTA per SM fixes
         # them at what the block may hold (entry_registers)
