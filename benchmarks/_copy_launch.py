@@ -52,13 +52,24 @@ def _paired(fns, n=2000, rounds=9):
     return {k: (statistics.median(v), statistics.median([x / b for x, b in zip(v, base)])) for k, v in times.items()}
 
 
+def _compiled_pair(jf, static_args, dynamic_args, src, dst):
+    """The static and the run-time-shaped compile of ``jf``, each called twice (its launch path generated)."""
+    import cute_py as cute
+
+    pair = cute.compile(jf, *static_args), cute.compile(jf, *dynamic_args)
+    for c in pair:
+        c(src, dst)
+        c(src, dst)
+    return pair
+
+
 def launch_overhead(out):
     import ctypes
     import os
 
     import torch
 
-    import cute_py as cute
+    from cute_py.compiler.runtime import compiled as CM
     from cute_py.compiler.runtime import launch as L
     from cute_py.runtime import from_dlpack
     from examples import tma_copy
@@ -68,11 +79,18 @@ def launch_overhead(out):
     src = torch.rand((128, 64), device="cuda")
     dst = torch.empty_like(src)
     try:
-        compiled = cute.compile(tma_copy, src, dst, (128, 64), "none")
-        compiled(src, dst)
         marked = [from_dlpack(x, assumed_align=16).mark_layout_dynamic() for x in (src, dst)]
-        dynamic = cute.compile(tma_copy, *marked, (128, 64), "none")
-        dynamic(src, dst)
+        real_guard = CM.tensor_guard
+        CM.tensor_guard = lambda *a: None  # first the launch paths without torch's guard (the Python checks)
+        try:
+            compiled_py, dynamic_py = _compiled_pair(tma_copy, (src, dst, (128, 64), "none"),
+                                                     (*marked, (128, 64), "none"), src, dst)
+        finally:
+            CM.tensor_guard = real_guard
+        tma_copy._compiled.clear()  # the same specialisations again, as the jit function will find them
+        compiled, dynamic = _compiled_pair(tma_copy, (src, dst, (128, 64), "none"), (*marked, (128, 64), "none"),
+                                           src, dst)
+        guarded = "guard" in type(compiled).__call__.__globals__ and "guard" in type(dynamic).__call__.__globals__
         torch.cuda.synchronize()
         d = L.driver()
         func = compiled._funcs["tma_copy_kernel_0"]
@@ -85,6 +103,8 @@ def launch_overhead(out):
             "raw, int stream": lambda: launch(func, 1, 1, 1, 32, 1, 1, smem, 0, raw_params, 0),
             "compiled": lambda: compiled(src, dst),
             "dynamic": lambda: dynamic(src, dst),
+            "compiled, python": lambda: compiled_py(src, dst),
+            "dynamic, python": lambda: dynamic_py(src, dst),
             "jit": lambda: tma_copy(src, dst, (128, 64), "none"),
         }
         t = _paired(fns)
@@ -103,15 +123,20 @@ def launch_overhead(out):
     out(f"launch, Compiled, dynamic shapes (torch args) {t['dynamic'][0]:9.2f} us   {t['dynamic'][1]:.2f}x raw   "
         f"target <= {goal}x: {_verdict(t['dynamic'][1], goal, False)}   verified={verified}")
     out(f"launch, jit function tma_copy(src, dst, ...)  {t['jit'][0]:9.2f} us   {t['jit'][1]:.2f}x raw")
+    out(f"launch, Compiled, Python checks (no guard)    {t['compiled, python'][0]:9.2f} us   "
+        f"{t['compiled, python'][1]:.2f}x raw   (torch's guard used above: {guarded})")
+    out(f"launch, dynamic shapes, Python checks         {t['dynamic, python'][0]:9.2f} us   "
+        f"{t['dynamic, python'][1]:.2f}x raw")
     out("  (ratios: medians of per-round ratios, samples interleaved with the raw launch's)")
     # the host-side work of a call alone: the driver call replaced by a no-op returning success
-    real, ok_code = compiled._launch_kernel, compiled._ok
-    compiled._launch_kernel = lambda *a: (ok_code,)
-    try:
-        t_host = _per_launch(lambda: compiled(src, dst))
-    finally:
-        compiled._launch_kernel = real
-    out(f"launch, Compiled host work only (no driver)   {t_host:9.2f} us")
+    for name, c in ((" (no driver)", compiled), (", Python checks", compiled_py)):
+        real, ok_code = c._launch_kernel, c._ok
+        c._launch_kernel = lambda *a: (ok_code,)
+        try:
+            t_host = _per_launch(lambda: c(src, dst))
+        finally:
+            c._launch_kernel = real
+        out(f"{'launch, Compiled host work only' + name:46s}{t_host:9.2f} us")
     triton_launch(out, lambda x: f"   {x / t['raw'][0]:.2f}x raw")
 
 

@@ -1,4 +1,5 @@
-"""Shared by the GPU tests of the JIT's TMA copy kernels: torch dtypes, bit views, the CPU reference."""
+"""Shared by the GPU tests of the JIT's TMA copy kernels: torch dtypes, bit views, the CPU reference, tensors
+inside buffers of poison bytes."""
 
 import numpy as np
 import pytest
@@ -44,3 +45,30 @@ def reference_copy(dtype, shape, tile, swizzle, src_bits):
     dst = np.zeros_like(src)
     ref.run_tma_copy(src, dst, load, load_t, store, store_t, smem, tile)
     return dst.reshape(shape)
+
+
+POISON = 0x5A
+
+
+def guarded(torch, shape, dtype, row_pad=0, guard=4096):
+    """``(buffer, view)``: a ``shape`` tensor (rows padded by ``row_pad`` elements) inside a buffer of poison
+    bytes with ``guard`` poison bytes on both sides."""
+    rows, cols = shape
+    esize = torch.empty((), dtype=dtype).element_size()
+    n = rows * (cols + row_pad) * esize
+    buf = torch.full((n + 2 * guard,), POISON, dtype=torch.uint8, device="cuda")
+    view = buf[guard:guard + n].view(dtype).view(rows, cols + row_pad)[:, :cols]
+    return buf, view
+
+
+def check_outside(torch, buf, view, guard=4096):
+    """Every byte of ``buf`` not under ``view`` is still poison."""
+    mask = torch.ones(buf.numel(), dtype=torch.bool, device="cuda")
+    esize = view.element_size()
+    base = view.data_ptr() - buf.data_ptr()
+    rows, cols = view.shape
+    idx = (torch.arange(rows, device="cuda")[:, None] * view.stride(0) * esize
+           + torch.arange(cols * esize, device="cuda")[None, :]).flatten() + base
+    mask[idx] = False
+    outside = buf[mask]
+    assert bool((outside == POISON).all()), f"{int((outside != POISON).sum())} bytes outside the tensor were written"

@@ -18,7 +18,7 @@ from cute_py.compiler.runtime import cache as _cache  # noqa: E402
 from cute_py.demo.kernel import tma_copy  # noqa: E402
 from cute_py.errors import SpecMismatch, TmaError  # noqa: E402
 from cute_py.runtime import from_dlpack  # noqa: E402
-from _tma_copy_check import hopper_torch  # noqa: E402
+from _tma_copy_check import POISON, check_outside as _check_outside, guarded as _guarded, hopper_torch  # noqa: E402
 
 sys.path.insert(0, "tests")
 sys.path.insert(0, "tests/jit")
@@ -26,35 +26,10 @@ from dsl_programs.elementwise_add import elementwise_add  # noqa: E402
 from _fake_device import copy_rows as _copy_rows  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-POISON = 0x5A
 
 
 def _compiles():
     return _cache.stats["compiles"] + _cache.stats["disk_hits"]
-
-
-def _guarded(torch, shape, dtype, row_pad=0, guard=4096):
-    """``(buffer, view)``: a ``shape`` tensor (rows padded by ``row_pad`` elements) inside a buffer of poison
-    bytes with ``guard`` poison bytes on both sides."""
-    rows, cols = shape
-    esize = torch.empty((), dtype=dtype).element_size()
-    n = rows * (cols + row_pad) * esize
-    buf = torch.full((n + 2 * guard,), POISON, dtype=torch.uint8, device="cuda")
-    view = buf[guard:guard + n].view(dtype).view(rows, cols + row_pad)[:, :cols]
-    return buf, view
-
-
-def _check_outside(torch, buf, view, guard=4096):
-    """Every byte of ``buf`` not under ``view`` is still poison."""
-    mask = torch.ones(buf.numel(), dtype=torch.bool, device="cuda")
-    esize = view.element_size()
-    base = view.data_ptr() - buf.data_ptr()
-    rows, cols = view.shape
-    idx = (torch.arange(rows, device="cuda")[:, None] * view.stride(0) * esize
-           + torch.arange(cols * esize, device="cuda")[None, :]).flatten() + base
-    mask[idx] = False
-    outside = buf[mask]
-    assert bool((outside == POISON).all()), f"{int((outside != POISON).sum())} bytes outside the tensor were written"
 
 
 def test_one_tma_copy_compile_serves_fifty_shapes(assemble_ptx):

@@ -242,3 +242,12 @@ def test_the_generated_dynamic_launch_replays_rebinds_and_refuses(monkeypatch):
     assert len(driver.calls) == calls  # nothing launched for a refused call
     c(a, b)
     assert driver.calls[-1][1:4] == (1, 3, 1)
+    # a call the generated path passes to the general one binds other extents: the next call of the first
+    # tensors binds theirs again instead of replaying the launch bound for the other call
+    U = type("OtherTensor", (FakeTorchTensor,), {})
+    U.__module__ = "torch"
+    c(a, b)
+    c(U(1 << 28, shape=(1000, 128)), U(1 << 29, shape=(1000, 128)))
+    assert driver.calls[-1][1:4] == (2, 8, 1)
+    c(a, b)
+    assert driver.calls[-1][1:4] == (1, 3, 1), "the launch bound for the other call was replayed"

@@ -1,0 +1,186 @@
+"""The generated launch path of a compiled TMA copy on a Hopper GPU, for a static and a run-time-shaped compile:
+once generated (torch's one-call guard in front of the Python checks where this torch has it), every hostile or
+unusual tensor is either refused with a CuteError before any launch (destination still all poison) or copied
+exactly (every byte of the result checked, every byte around it still poison). Tensors changed in place after
+the path was made (``resize_``, ``set_``, ``.data =``) included.
+
+The PTX is built and assembled everywhere; the launches need a CUDA device (sm_90) and torch."""
+
+import pytest
+
+pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
+pytest.importorskip("numpy", reason="the GPU helpers use numpy")
+
+import cute_py as cute  # noqa: E402
+from cute_py.demo.kernel import tma_copy  # noqa: E402
+from cute_py.errors import CuteError  # noqa: E402
+from cute_py.runtime import from_dlpack  # noqa: E402
+from _tma_copy_check import POISON, check_outside, guarded, hopper_torch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+SHAPE = (256, 128)
+
+
+def _ptx_first(dynamic, assemble_ptx):
+    """The kernel's PTX, built and assembled for sm_90a from specs (everywhere, GPU or not)."""
+    shape = (cute.sym_int(), cute.sym_int(divisibility=8)) if dynamic else SHAPE
+    spec = cute.DeviceArraySpec(cute.Float16, shape)
+    assemble_ptx(tma_copy.compile(spec, spec).ptx)
+
+
+def _compile(torch, dynamic, assemble_ptx):
+    src = torch.randn(SHAPE, device="cuda").to(torch.float16)
+    dst = torch.empty(SHAPE, device="cuda", dtype=torch.float16)
+    mk = (lambda x: from_dlpack(x, assumed_align=16).mark_layout_dynamic()) if dynamic else (lambda x: x)
+    c = tma_copy.compile(mk(src), mk(dst))
+    assemble_ptx(c.ptx)
+    c(src, dst)
+    c(src, dst)  # the second call of the same kind generates the path
+    torch.cuda.synchronize()
+    assert torch.equal(dst, src)
+    call = type(c).__call__
+    assert call is c._fast_call, "no generated launch path"
+    return c, src, call.__globals__
+
+
+def _copies(torch, c, src, dst, buf):
+    c(src, dst)
+    torch.cuda.synchronize()
+    assert torch.equal(dst.view(torch.int16), src.view(torch.int16))
+    check_outside(torch, buf, dst)
+
+
+def _refused(torch, c, src, dst, buf):
+    with pytest.raises(CuteError):
+        c(src, dst)
+    torch.cuda.synchronize()
+    assert bool((buf == POISON).all()), "a refused call wrote"
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_every_hostile_tensor_is_refused_or_copied_exactly(dynamic, assemble_ptx):
+    _ptx_first(dynamic, assemble_ptx)
+    torch = hopper_torch()
+    c, src, env = _compile(torch, dynamic, assemble_ptx)
+    guard = env.get("guard")
+    assert guard is not None, "torch's guard was not used for ordinary tensors"
+    answers = []
+    env["guard"] = lambda *a: answers.append(guard(*a)) or answers[-1]
+    # the usual call: accepted by the guard alone
+    plain = torch.empty(SHAPE, device="cuda", dtype=torch.float16)
+    c(src, plain)
+    torch.cuda.synchronize()
+    assert torch.equal(plain, src) and answers[-1] is True
+
+    def fresh(shape=SHAPE, pad=0):
+        return guarded(torch, shape, torch.float16, row_pad=pad)
+
+    # another dtype of the same size, on either side: refused by both compiles
+    buf, dst = fresh()
+    _refused(torch, c, src.view(torch.int16), dst, buf)
+    _refused(torch, c, src, dst.view(torch.bfloat16), buf)
+    # one tensor as both arguments (a copy onto itself): torch's guard refuses aliases, the Python checks take it
+    same = src.clone()
+    c(same, same)
+    torch.cuda.synchronize()
+    assert torch.equal(same, src)
+    # on the host, not the device
+    _refused(torch, c, src.cpu(), dst, buf)
+    # a misaligned view (2 bytes in): the compiled alignment is 16 bytes
+    big = torch.randn((SHAPE[0], SHAPE[1] + 8), device="cuda").to(torch.float16)
+    buf, dst = fresh()
+    _refused(torch, c, big.flatten()[1:1 + SHAPE[0] * SHAPE[1]].view(SHAPE), dst, buf)
+    # padded rows (strides differ from the compiled ones): the run-time-shaped compile copies them
+    src_padded = big[:, :SHAPE[1]]
+    buf, dst = fresh(pad=8)
+    (_copies if dynamic else _refused)(torch, c, src_padded, dst, buf)
+    # another shape: transposed extents
+    other = torch.randn(SHAPE[::-1], device="cuda").to(torch.float16)
+    buf, dst = fresh(SHAPE[::-1])
+    (_copies if dynamic else _refused)(torch, c, other, dst, buf)
+    # tensors that need autograd, parameters, inference tensors, calls under no_grad: all copied
+    buf, dst = fresh()
+    _copies(torch, c, src.clone().requires_grad_(), dst, buf)
+    with torch.inference_mode():
+        inf = src.clone()
+        buf, dst = fresh()
+        _copies(torch, c, inf, dst, buf)
+    with torch.no_grad():
+        buf, dst = fresh()
+        _copies(torch, c, src, dst, buf)
+    # changed in place after the path was generated: the same object, a new shape (same address) ...
+    moving = src.clone()
+    buf, dst = fresh()
+    _copies(torch, c, moving, dst, buf)
+    moving.resize_(SHAPE[::-1])
+    buf, dst = fresh(SHAPE[::-1])
+    (_copies if dynamic else _refused)(torch, c, moving, dst, buf)
+    # ... new memory under the same object
+    moving = src.clone()
+    buf, dst = fresh()
+    _copies(torch, c, moving, dst, buf)
+    moving.set_(torch.randn(SHAPE, device="cuda").to(torch.float16))
+    buf, dst = fresh()
+    _copies(torch, c, moving, dst, buf)
+    moving.data = torch.randn(SHAPE, device="cuda").to(torch.float16)
+    buf, dst = fresh()
+    _copies(torch, c, moving, dst, buf)
+    moving.data = torch.randn(SHAPE, device="cuda")  # now float32 under the same object
+    buf, dst = fresh()
+    _refused(torch, c, moving, dst, buf)
+    # after all of that the usual call is still accepted by the guard alone
+    n = len(answers)
+    c(src, plain)
+    torch.cuda.synchronize()
+    assert torch.equal(plain, src) and answers[n:] == [True]
+    assert False in answers, "no hostile call reached the guard"
+    # a subclass (a parameter) is copied too (the static compile makes its path again for it)
+    buf, dst = fresh()
+    _copies(torch, c, torch.nn.Parameter(src.clone()), dst, buf)
+    buf, dst = fresh()
+    _copies(torch, c, torch.nn.Parameter(src.clone()), dst, buf)
+    buf, dst = fresh()
+    _copies(torch, c, src, dst, buf)
+
+
+def test_a_repeated_dynamic_call_is_replayed_and_never_after_another_binding(assemble_ptx):
+    _ptx_first(True, assemble_ptx)
+    torch = hopper_torch()
+    c, src, _ = _compile(torch, True, assemble_ptx)
+    dst = torch.zeros(SHAPE, device="cuda", dtype=torch.float16)
+    for _ in range(3):  # bound, repeated (its exact guard made), replayed
+        c(src, dst)
+    torch.cuda.synchronize()
+    assert torch.equal(dst, src)
+    assert c._exact is not None, "a repeated call made no exact guard"
+    guard, ptrs = c._exact
+    seen = []
+    c._exact = (lambda *a: seen.append(guard(*a)) or seen[-1], ptrs)
+    dst.zero_()
+    c(src, dst)
+    torch.cuda.synchronize()
+    assert torch.equal(dst, src) and seen == [True]
+    # another type and shape through the general path: the next call of the first tensors binds them again
+    other = torch.nn.Parameter(torch.randn(SHAPE[::-1], device="cuda").to(torch.float16))
+    buf, out = guarded(torch, SHAPE[::-1], torch.float16)
+    _copies(torch, c, other, out, buf)
+    dst.zero_()
+    c(src, dst)
+    torch.cuda.synchronize()
+    assert torch.equal(dst, src), "the launch bound for the other call was replayed"
+    # the same addresses, one extent changed in place: not replayed either
+    c(src, dst)
+    c(src, dst)
+    torch.cuda.synchronize()
+    src2, dst2 = src.clone(), dst.clone().zero_()
+    for _ in range(3):
+        c(src2, dst2)
+    torch.cuda.synchronize()
+    tail = dst2[SHAPE[0] // 2:]  # the rows the resize cuts off: a replay of the old extents would write them
+    tail.zero_()
+    src2.resize_(SHAPE[0] // 2, SHAPE[1])
+    dst2.resize_(SHAPE[0] // 2, SHAPE[1]).fill_(0)
+    src2.fill_(1.5)
+    c(src2, dst2)
+    torch.cuda.synchronize()
+    assert bool((dst2 == 1.5).all()) and bool((tail == 0).all())
