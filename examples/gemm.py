@@ -65,11 +65,13 @@ benchmark's shapes, benchmarks/RESULTS.md):
 - ``group_m`` (``8``; a positive int below 2**31; or ``None``): the order of the tiles. Cluster tiles go in groups of
   ``group_m`` rows of cluster tiles, M fastest within a group, then N, one group after another (``None``: one
   group, the whole of M). The CTAs at work at one time then read few A and B tiles, which stay in L2.
-- ``tile_n`` (``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
+- ``tile_n`` (``None``: 256, or 128 for the wide shapes of few tiles that ``_auto_tile_n`` names, where nothing
+  else was asked for; ``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
   consumer warpgroup, 128 fp32 accumulators per thread) and halves the loads of A per FLOP; a stage holds
   48 KiB, so at most 4 stages fit the 227 KiB of shared memory with the ``"tma"`` epilogue's 32 KiB of
   buffers (``128``: 32 KiB a stage, up to 6).
-- ``stages`` (``4``): the load pipeline's depth, 2..6 as shared memory allows.
+- ``stages`` (``None``: 4 with ``tile_n=256``, 6 with ``128``; or 2..6 as shared memory allows): the load
+  pipeline's depth.
 - ``reg_realloc`` (``False``): the producer warpgroup lowers its register budget to ``PRODUCER_REGS`` (40) and
   the consumers raise theirs to ``CONSUMER_REGS`` (232) with ``setmaxnreg`` (40 + 2 x 232 = 3 x 168, the
   registers a 384-thread CTA starts with). Its PTX is assembled by a whole-program ptxas (a CUDA toolkit's, or
@@ -79,8 +81,8 @@ benchmark's shapes, benchmarks/RESULTS.md):
   8192^3 no faster and shapes of one tile per CTA about 20% slower (``benchmarks/RESULTS.md``), so it is off
   by default.
 
-The original configuration is ``tile_n=128, reg_realloc=False, epilogue="scalar", cluster_m=1,
-persistent=False, split_k=1`` (``stages=4``).
+The original configuration is ``tile_n=128, stages=4, reg_realloc=False, epilogue="scalar", cluster_m=1,
+persistent=False, split_k=1``.
 
 Edge tiles: TMA loads of a tile that reaches past ``M``, ``N`` or ``K`` fill the missing elements with zeros, so
 they add nothing to the products; the TMA stores clip at C's edges (and a subtile wholly past N is not stored),
@@ -104,6 +106,7 @@ __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILO
 
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128; tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
+STAGES = {128: 6, 256: 4}              # the default stages of each tile_n: as many as shared memory holds
 EPILOGUES = ("scalar", "vector", "tma")
 CLUSTER_MS = (1, 2)                    # CTAs per cluster along M (2: B multicast to both)
 SPLITS = (1, 2, 4, 8)                  # CTAs per tile along K (a cluster: their products summed across it)
@@ -332,6 +335,21 @@ def _auto_split(m, n, k, tile, stages):
     return split
 
 
+def _auto_tile_n(m, n, k):
+    """The default ``tile_n``: 128 where C is wider than tall (M < N), its 128 x 256 tiles are so few that the
+    default would split K by exactly 2 (``_auto_split``) and K has at least 64 k-tiles; 256 otherwise (and for a
+    run-time M, N or K). There 128 x 128 tiles, enough for the SMs without a split, in persistent 2x1 clusters
+    were measured faster on an H100: 512x4096x4096 at 547-590 TFLOP/s against 489-498 with the split
+    (``benchmarks/RESULTS.md``). On the measured shapes outside the rule it was no faster, or slower: taller than
+    wide (4096x512xK), K of 512, or more tiles (2048^3, 1024x4096x4096, 512x8192x8192)."""
+    if not (type(m) is int and type(n) is int and type(k) is int):
+        return 256
+    wide = (GEMM_TILE[0], TILE_NS[-1], GEMM_TILE[2])
+    if m < n and cute.ceil_div(k, wide[2]) >= 64 and _auto_split(m, n, k, wide, STAGES[wide[1]]) == 2:
+        return 128
+    return 256
+
+
 def _resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):
     """``(cluster_m, persistent, split_k)`` with the defaults (``None``) chosen: split K where the tiles are too
     few for the SMs (``_auto_split``) unless a cluster along M or persistence was asked for; otherwise 2x1
@@ -406,7 +424,7 @@ def _grid(m, n, bm, bn, cluster_m, persistent):
 
 
 @cute.jit
-def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", cluster_m=None, persistent=None,
+def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", cluster_m=None, persistent=None,
          group_m=8, split_k=None):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type.
 
@@ -420,8 +438,14 @@ def gemm(a, b, c, stages=4, tile_n=256, reg_realloc=False, epilogue="tma", clust
     multicasts B); ``persistent``: ``False`` (a CTA per tile), ``True`` (a CTA per SM, each walking tiles) or a
     number of CTAs; ``group_m``: rows of cluster tiles per group of the tile order (``None``: all of M);
     ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8).
-    ``None`` for ``cluster_m``, ``persistent`` and ``split_k`` chooses them: split K for shapes of few tiles,
-    else persistent 2x1 clusters. See the module for the kernel."""
+    ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and ``split_k`` chooses them: 128 x 256
+    tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1 clusters; 128 x 128 tiles in 6
+    stages for the wide shapes of few tiles that ``_auto_tile_n`` names. See the module for the kernel."""
+    if tile_n is None:
+        auto = split_k is None and cluster_m is None and persistent is None
+        tile_n = _auto_tile_n(a.shape[0], b.shape[0], a.shape[1]) if auto else 256
+    if stages is None:
+        stages = STAGES.get(tile_n, 4)
     _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
     bm, bn, bk = tile

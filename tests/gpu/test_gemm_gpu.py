@@ -16,7 +16,8 @@ from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
-SHAPES = [(200, 136, 100), (1024, 1024, 1024), (64, 64, 64), (4096, 512, 1024), (129, 255, 8), (300, 72, 520)]
+SHAPES = [(200, 136, 100), (1024, 1024, 1024), (64, 64, 64), (4096, 512, 1024), (129, 255, 8), (300, 72, 520),
+          (500, 4000, 4096)]   # the last: wide and of few tiles, the default takes 128 x 128 tiles (_auto_tile_n)
 TYPES = [("bfloat16", "float32"), ("float16", "float32"), ("bfloat16", "bfloat16")]
 GUARD = 3          # rows of poison above and below C
 ALIGNED = "16B"    # a pad making C's row stride the first multiple of 16 bytes past N

@@ -195,26 +195,40 @@ def _expected_split(m, n, k, sms, tile_n=256):
     return next(s for s in (8, 4, 2, 1) if s == 1 or (tiles * s <= sms and k_tiles >= 8 * s))
 
 
+def _expected_tile_n(m, n, k, sms):
+    """The default's tile N, by its documented rule: 128 where M < N, K has 64 k-tiles or more and 128 x 256
+    tiles would split K by exactly 2; else 256."""
+    return 128 if m < n and -(-k // 64) >= 64 and _expected_split(m, n, k, sms) == 2 else 256
+
+
 @pytest.mark.parametrize("m, n, k", [(512, 512, 16384), (512, 4096, 16384), (4096, 512, 4096), (512, 512, 4096),
-                                     (512, 512, 512), (4096, 4096, 4096), (300, 520, 1000), (64, 64, 64)])
+                                     (512, 512, 512), (4096, 4096, 4096), (300, 520, 1000), (64, 64, 64),
+                                     (512, 4096, 4096), (512, 4096, 2048), (4096, 512, 16384)])
 def test_the_default_splits_k_for_few_tiles(m, n, k):
     from examples.tma_tiled import sm_count
 
     sms = sm_count()
-    split = _expected_split(m, n, k, sms)
+    tile_n = _expected_tile_n(m, n, k, sms)
+    split = _expected_split(m, n, k, sms, tile_n)
     c = _compile(m, n, k)
     (launch,) = c.launches
-    tiles = -(-m // 128) * -(-n // 256)
+    assert _mma(tile_n) in c.ptx
+    tiles = -(-m // 128) * -(-n // tile_n)
     if split > 1:       # a cluster of split CTAs per tile, one tile each
         assert launch.cluster == (split, 1, 1) and launch.grid == (tiles * split, 1, 1)
         assert c.ptx.count("st.async") > 0
     else:               # persistent 2x1 clusters
-        clusters = -(-m // 256) * -(-n // 256)
+        clusters = -(-m // 256) * -(-n // tile_n)
         assert launch.cluster == (2, 1, 1) and launch.grid == (2 * min(sms // 2, clusters), 1, 1)
         assert "st.async" not in c.ptx
-    if sms == 132:      # the shapes' splits on a 132-SM device (and without one)
-        assert split == {(512, 512, 16384): 8, (512, 4096, 16384): 2, (4096, 512, 4096): 2, (512, 512, 4096): 8,
-                         (300, 520, 1000): 2}.get((m, n, k), 1)
+    if sms == 132:      # the shapes' tiles and splits on a 132-SM device (and without one)
+        assert (tile_n, split) == {(512, 512, 16384): (256, 8), (512, 4096, 16384): (128, 1),
+                                   (4096, 512, 4096): (256, 2), (512, 512, 4096): (256, 8), (300, 520, 1000): (256, 2),
+                                   (512, 4096, 4096): (128, 1), (512, 4096, 2048): (256, 2),
+                                   (4096, 512, 16384): (256, 2)}.get((m, n, k), (256, 1))
+    # anything asked for keeps the 128 x 256 tiles
+    if tile_n == 128:
+        assert _mma(256) in _compile(m, n, k, cluster_m=2).ptx and _mma(256) in _compile(m, n, k, split_k=2).ptx
 
 
 @pytest.mark.parametrize("out, split, tile_n, slot_stores, tma", [
