@@ -52,6 +52,8 @@ ONE_TYPE = {"2x1-cluster": ("bfloat16", "float32"), "persistent": ("float16", "b
             "128x256-realloc-3-stages": ("bfloat16", "float32"), "128x128-vector": ("bfloat16", "bfloat16"),
             "128x128-scalar": ("float16", "float32")}
 SIZES = {"bfloat16": 2, "float16": 2, "float32": 4}
+# the default's tile N where it is not 256 (gemm's documented rule: wide, few tiles, K split by 2, 64+ k-tiles)
+DEFAULT_TILE_N = {(500, 4000, 4096): 128}
 
 
 def _padded_k(k):
@@ -103,7 +105,7 @@ def _check_gemm(m, n, k, ab, out, kwargs, pad):
     c_address = (1 << 24) + GUARD * ldc * SIZES[out]      # where C starts in its buffer, as the call sees it
     c = cute.compile(gemm, spec(cdt[ab], (m, k), (kp, 1)), spec(cdt[ab], (n, k), (kp, 1)),
                      spec(cdt[out], (m, n), (ldc, 1), address=c_address), **kwargs)      # built first, everywhere
-    tile_n = kwargs.get("tile_n", 256)
+    tile_n = kwargs.get("tile_n") or DEFAULT_TILE_N.get((m, n, k), 256)
     (launch,) = c.launches
     split = "st.async" in c.ptx          # a cluster along K (explicit, or the default's for few tiles)
     assert ("multicast::cluster" in c.ptx) == (launch.cluster == (2, 1, 1) and not split)
