@@ -15,8 +15,9 @@ Sections (all by default; each one, and each configuration in it, fails soft: th
 - triton: Triton tiled copies through TMA descriptors (``triton_copy.py``), on the same source;
 - cpasync: kernel 3 (``cp_async_copy``, cp.async through shared memory), on the same source, plus a small
   tensor with partial edge tiles;
-- launch: host time per launch of a one-CTA copy through the compiled object and the jit function, vs raw
-  ``cuLaunchKernel`` of the same cubin through cuda-python, and Triton's copy kernel launched on one block.
+- launch: host time per launch of a one-CTA copy through the compiled object (static and run-time shapes, each
+  also with its launch path made without torch's tensor guard, the Python checks alone) and the jit function, vs
+  raw ``cuLaunchKernel`` of the same cubin through cuda-python, and Triton's copy kernel launched on one block.
 
 Each bandwidth row also gives ``sync``: the median of ``--reps`` single launches between two events, synchronised
 after each (the host's launch latency is then in every figure). A summary
