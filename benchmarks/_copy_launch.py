@@ -69,7 +69,7 @@ def launch_overhead(out):
 
     import torch
 
-    from cute_py.compiler.runtime import compiled as CM
+    from cute_py.compiler.runtime import launch_paths as LP
     from cute_py.compiler.runtime import launch as L
     from cute_py.runtime import from_dlpack
     from examples import tma_copy
@@ -80,13 +80,13 @@ def launch_overhead(out):
     dst = torch.empty_like(src)
     try:
         marked = [from_dlpack(x, assumed_align=16).mark_layout_dynamic() for x in (src, dst)]
-        real_guard = CM.tensor_guard
-        CM.tensor_guard = lambda *a: None  # first the launch paths without torch's guard (the Python checks)
+        real_guard = LP.tensor_guard
+        LP.tensor_guard = lambda *a: None  # first the launch paths without torch's guard (the Python checks)
         try:
             compiled_py, dynamic_py = _compiled_pair(tma_copy, (src, dst, (128, 64), "none"),
                                                      (*marked, (128, 64), "none"), src, dst)
         finally:
-            CM.tensor_guard = real_guard
+            LP.tensor_guard = real_guard
         tma_copy._compiled.clear()  # the same specialisations again, as the jit function will find them
         compiled, dynamic = _compiled_pair(tma_copy, (src, dst, (128, 64), "none"), (*marked, (128, 64), "none"),
                                            src, dst)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..frontend.annotations import stream_handle
 from ..frontend.args import array_spec, concrete_spec, is_static_spec
 from ..frontend.dyn_specs import Binder
-from .torch_guard import tensor_guard
+from .launch_paths import make_dynamic_fast_call, make_fast_call
 from ...core.symbolic import SymInt
 from ...errors import ArgumentError, LaunchError, SpecMismatch
 from ...tensor.dtypes import Scalar
@@ -195,11 +195,11 @@ class Compiled:
                 _launch.launch(func, (gx, gy, gz), (bx, by, bz), ex[0], smem, s, _Params(params), cooperative=ex[1])
         if self._fast_call is None and self._binder is not None and self._fast_dynamic is not None and \
                 len(self._torch_specs) == len(self._tensor_args):
-            self._fast_call = _make_dynamic_fast_call(self, args) or False
+            self._fast_call = make_dynamic_fast_call(self, args, Compiled._call) or False
             if self._fast_call:
                 self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
         elif self._fast_call is None and self._fast is not None:
-            self._fast_call = _make_fast_call(self, self._fast, args) or False
+            self._fast_call = make_fast_call(self, self._fast, args, Compiled._call) or False
             if self._fast_call:  # this object's calls now go straight to it (see _make_fast_call)
                 self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
 
@@ -309,99 +309,6 @@ class Compiled:
         return f"Compiled({self.function_name}: {kernels})"
 
 
-_MISSING = object()  # a positional parameter of a generated call that the caller left out
-
-
-def _given(values, rest):
-    """The positional arguments of a generated call: its parameters up to the last one given, then the rest."""
-    n = len(values)
-    while n and values[n - 1] is _MISSING:
-        n -= 1
-    return values[:n] + rest
-
-
-def _prologue(c, env):
-    """The first lines of a generated ``__call__``: positional-only parameters ``x0, x1...`` (one per source; more,
-    or fewer than the run-time ones, go to the general path, which names the count) and the stream (the legacy
-    default stream's handle, made once, when none is given). Returns the lines and the expression of the argument
-    tuple (for the general path and ``_fill``)."""
-    n = len(c.sources)
-    env.update({"default_stream": c._default_stream, "MISSING": _MISSING, "given": _given})
-    params = "".join(f"x{i}=MISSING, " for i in range(n))
-    values = f"({''.join(f'x{i}, ' for i in range(n))})"
-    missing = f"x{c._min_args - 1} is MISSING or " if c._min_args else ""
-    return [f"def call(c, {params}/, *rest, stream=None):",
-            f"    if {missing}rest:",
-            f"        return general(c, given({values}, rest), stream)",
-            "    if stream is None:",
-            "        stream = default_stream"], f"given({values}, rest)"
-
-
-def _make_fast_call(c, fast, args):
-    """``c.__call__`` for its common call: every run-time argument a torch tensor of its compiled type,
-    dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cluster launches
-    (otherwise ``None``). ``args`` are the arguments of the call that made it (tensors that pass its checks).
-
-    Generated code: the checks of ``_fast_pointers`` (one torch guard for all tensors, or unrolled per argument:
-    see ``_checked``), a refill of the parameters when an address changed, the launches. Any argument that does
-    not match goes to the general path (``Compiled._call``) untouched. ``c`` becomes an instance of a one-off
-    subclass whose ``__call__`` this is (a call is then one Python frame).
-    """
-    if c._scalar_args or c._binder is not None or c._plan is None or any(p[-1] is not None for p in c._plan) or \
-            any(at is not None for at in c._streams) or c._stream_at is not None:
-        return None
-    env = {"ok": c._ok, "general": Compiled._call}
-    lines, argx = _prologue(c, env)
-    checks = []
-    for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
-        env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
-        layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
-        checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
-                          f"not x{i}.is_cuda or not {layout}", False))
-    lines += _checked(env, checks, args, argx)
-    lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
-    by_align = {}  # the addresses that need each alignment: one test for each (an OR of powers of two)
-    for k, (*_, align, _) in enumerate(fast):
-        by_align.setdefault(align, []).append(f"p{k}")
-    for align, ps in by_align.items():
-        test = f"({' | '.join(ps)}) & {align - 1}" if align & (align - 1) == 0 else \
-            " or ".join(f"{p} % {align}" for p in ps)
-        lines += [f"    if {test}:",
-                  f"        return general(c, {argx}, stream)"]
-    lines += [f"    key = ({''.join(f'p{k}, ' for k in range(len(fast)))})",
-              "    if key != c._last:",
-              f"        c._fill(key, {argx})",
-              "        c._last = key",
-              "    launch = c._launch_kernel"]
-    for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
-        env[f"F{j}"] = func
-        lines += [f"    err, = launch(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
-                  "    if err is not ok and err != ok:",
-                  f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
-    exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
-    return env["call"]
-
-
-def _checked(env, checks, args, argx):
-    """Lines that send a generated call to the general path unless every tensor argument passes its check:
-    ``checks`` holds ``(position, Python condition of a mismatch on x<position>, run-time extents?)``. Where
-    torch's guard applies (``torch_guard``: the tensors of this call ``args`` pass every condition, and the guard
-    made of them passes its probes), one guard call accepts the usual call and the Python conditions run only
-    when it refuses; otherwise they run on every call."""
-    fallback = []
-    for i, cond, _ in checks:
-        fallback += [f"    if {cond}:", f"        return general(c, {argx}, stream)"]
-    templates = [args[i] for i, _, _ in checks]
-    names = {f"x{i}": args[i] for i, _, _ in checks}
-    if not all(eval(f"not ({cond})", env, names) for _, cond, _ in checks):  # noqa: S307 (our own expressions)
-        return fallback
-    guard = tensor_guard(templates, [dynamic for _, _, dynamic in checks])
-    if guard is None:
-        return fallback
-    env["guard"] = guard
-    return [f"    if not guard({', '.join(f'x{i}' for i, _, _ in checks)}):"] + ["    " + ln for ln in fallback]
-
-
 def _grid_for(plan, ln, env):
     """``plan`` (a launch's entry of ``Compiled._plan``) with the grid of ``ln`` evaluated for ``env``, checked
     against the hardware's limits as a static grid is when it is recorded."""
@@ -414,73 +321,6 @@ def _grid_for(plan, ln, env):
         raise ArgumentError(f"launch of {ln.name}: {rule}; the grid is run-time ({exprs}), and these are the "
                             f"extents of this call")
     return (plan[0],) + grid + plan[4:]
-
-
-def _make_dynamic_fast_call(c, args):
-    """``c.__call__`` for calls of a compile with run-time extents whose tensor arguments are torch tensors of the
-    types and dtypes seen before (else ``None``): each tensor's type, dtype, device, address, alignment, extents
-    and strides are read; when they are those of the previous call the recorded launches are replayed (the
-    parameters, descriptors and grids bound for them stay valid), otherwise the general path binds and checks
-    the call (``Compiled._call``) and the key is remembered. No run-time scalars, stream arguments or clusters.
-    ``args`` are the arguments of the call that made it (see ``_checked``).
-
-    Where torch's guard applies, the second call with a key is also remembered as a guard of its tensors' exact
-    extents and strides and their addresses: a call that passes that guard with the same addresses is replayed
-    after one guard call and the address reads, without the reads of its extents and strides. Every call of the
-    general path forgets both (it binds for its own arguments)."""
-    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan) or \
-            any(at is not None for at in c._streams) or c._stream_at is not None or \
-            len(c._dynamic_torch) != len(c._dynamic_args):
-        return None
-    env = {"ok": c._ok, "general": Compiled._call}
-    lines, argx = _prologue(c, env)
-    keys, checks = [], []
-    static = {i: c._torch_specs[i] for i, _ in c._tensor_args}
-    for k, (i, spec) in enumerate(sorted(list(c._tensor_args) + list(c._dynamic_args))):
-        if i in static:
-            cls, dtype, shape, strides, align, dense = static[i]
-            env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
-            layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
-            checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
-                              f"not x{i}.is_cuda or not {layout}", False))
-            keys.append(f"x{i}.data_ptr()")
-        else:
-            cls, dtype = c._dynamic_torch[i]
-            env.update({f"C{k}": cls, f"D{k}": dtype})
-            checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or not x{i}.is_cuda", True))
-            keys += [f"x{i}.data_ptr()", f"x{i}.shape", f"x{i}.stride()"]
-    checked = _checked(env, checks, args, argx)
-    launches = ["    launch = c._launch_kernel"]
-    for j in range(len(c._plan)):
-        launches += [f"    f, gx, gy, gz, bx, by, bz, smem, params, _ = c._plan[{j}]",
-                     "    err, = launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0)",
-                     "    if err is not ok and err != ok:",
-                     "        c._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)"]
-    xs = ", ".join(f"x{i}" for i, _, _ in checks)
-    ptrs = f"({''.join(f'x{i}.data_ptr(), ' for i, _, _ in checks)})"
-    exact = "guard" in env  # torch's guard applies: a repeated call is checked by one guard of its exact extents
-    if exact:
-        env["exact_guard"] = lambda *ts: tensor_guard(ts, [False] * len(ts)) or _never
-        lines += ["    e = c._exact",
-                  f"    if e is not None and e[0]({xs}) and {ptrs} == e[1]:  # as the last call: replayed"]
-        lines += ["    " + ln for ln in launches] + ["        return"]
-    lines += checked
-    lines += [f"    key = ({', '.join(keys)},)",
-              "    if key != c._fast_last:  # new addresses or extents: bound, checked and filled by the general path",
-              f"        general(c, {argx}, stream)",
-              "        c._fast_last = key",
-              "        return"]
-    if exact:  # the same call twice: its extents and strides are worth one guard
-        lines += ["    if c._exact is None:",
-                  f"        c._exact = (exact_guard({xs}), {ptrs})"]
-    lines += launches
-    exec(compile("\n".join(lines), f"<cute_py dynamic launch of {c.jit_function.fn.__name__}>", "exec"), env)
-    return env["call"]
-
-
-def _never(*tensors):
-    """The exact guard of a call whose tensors torch's guard does not take: the checks of every call then run."""
-    return False
 
 
 def _row_major(shape, strides):
