@@ -38,7 +38,8 @@ from .frontend.control import const_expr, if_, range, range_constexpr
 from .frontend.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
 from .frontend.memory import make_fragment, make_fragment_like, make_rmem_tensor
 from .frontend.smem import SmemAllocator
-from .frontend.values import TracedBool, TracedFloat, TracedInt, select
+from .frontend.values import TracedBool, TracedFloat
+from .frontend.traced_int import TracedInt, select
 from .runtime.cache import stats
 from .runtime.launch import sm_count
 

@@ -32,7 +32,8 @@ from .frontend.memory import load_element, make_fragment_like, move, pointer_val
 from ..errors import TraceError
 from .frontend.smem import check_mbarrier_pointer
 from .frontend.tensor_ssa import TensorSSA, load_tensor, store_tensor
-from .frontend.values import TracedBool, as_value, convert, select
+from .frontend.values import TracedBool, convert
+from .frontend.traced_int import as_value, select
 
 import mlir_dialects as md
 
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
     from ..tensor.dtypes import DType, Scalar
     from ..tensor.tensor import Tensor
     from .frontend.builder import KernelBuilder
-    from .frontend.values import TracedFloat, TracedInt
+    from .frontend.values import TracedFloat
+    from .frontend.traced_int import TracedInt
 
 __all__ = ["EMIT", "DIALECT_OP", "TENSOR_COPY", "emits", "tensor_copy", "emit", "KernelContext", "DescriptorPointer", "descriptor_value"]
 

@@ -46,7 +46,8 @@ from ..frontend.builder import current
 from ..frontend.control import if_
 from ...errors import TraceError
 from ..frontend.smem import SmemAllocator
-from ..frontend.values import TracedBool, TracedInt
+from ..frontend.values import TracedBool
+from ..frontend.traced_int import TracedInt
 
 if TYPE_CHECKING:
     from ...tensor.pointer import Pointer

@@ -38,7 +38,8 @@ from ...tensor.dtypes import DType, Float32, Int32, dtype_of
 from ...tensor.pointer import AddressSpace, Pointer
 from ..frontend.builder import current
 from ..frontend.memory import pointer_value
-from ..frontend.values import TracedBool, TracedFloat, TracedInt, as_type, wrap
+from ..frontend.values import TracedBool, TracedFloat, as_type, wrap
+from ..frontend.traced_int import TracedInt
 from .arch_ptx import asm, int_operand, ir_type_of
 
 __all__ = ["atomic_add", "atomic_and", "atomic_or", "atomic_xor", "atomic_max", "atomic_min", "atomic_exch",

@@ -23,7 +23,8 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ..frontend.builder import current
 from ..frontend.memory import pointer_value
 from ...errors import TraceError
-from ..frontend.values import TracedFloat, TracedInt, as_value
+from ..frontend.values import TracedFloat
+from ..frontend.traced_int import TracedInt, as_value
 
 __all__ = ["ldg", "stg", "ldg32", "ldg64", "ldg128", "ldg256", "stg32", "stg64", "stg128", "stg256"]
 

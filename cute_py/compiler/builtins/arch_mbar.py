@@ -43,7 +43,8 @@ from ...tensor.pointer import AddressSpace
 from ..frontend.builder import current
 from ..frontend.memory import pointer_value
 from ..frontend.smem import check_mbarrier_pointer
-from ..frontend.values import TracedBool, TracedInt, as_value
+from ..frontend.values import TracedBool
+from ..frontend.traced_int import TracedInt, as_value
 from .arch_ptx import asm, int_operand, predicate_value
 
 if TYPE_CHECKING:

@@ -24,7 +24,8 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ..frontend.builder import SMEM_BASE_ALIGN, current
 from ..frontend.memory import pointer_value
 from ..frontend.smem import SmemAllocator, check_mbarrier_pointer
-from ..frontend.values import TracedFloat, TracedInt
+from ..frontend.values import TracedFloat
+from ..frontend.traced_int import TracedInt
 from .arch_ptx import int_operand
 from .arch_sreg import dynamic_smem_size
 

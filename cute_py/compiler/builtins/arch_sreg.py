@@ -37,7 +37,8 @@ import mlir_dialects as md
 
 from ...tensor.dtypes import DType, Int32, Int64, Uint32
 from ..frontend.builder import current
-from ..frontend.values import TracedInt, wrap
+from ..frontend.values import wrap
+from ..frontend.traced_int import TracedInt
 from .arch_ptx import asm_value
 
 __all__ = ["dynamic_smem_size", "total_smem_size", "smid", "nsmid", "physical_warp_id",

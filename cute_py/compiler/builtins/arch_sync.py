@@ -35,7 +35,7 @@ import mlir_dialects as md
 from ...errors import TraceError
 from ...nvgpu import device_ops
 from ..frontend.builder import current
-from ..frontend.values import TracedInt
+from ..frontend.traced_int import TracedInt
 from .arch_ptx import asm, int_operand, static_int
 
 __all__ = ["barrier", "barrier_arrive", "sync_warp", "fence_proxy", "fence_view_async_shared", "fence_acq_rel_cta",

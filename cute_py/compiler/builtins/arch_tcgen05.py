@@ -19,7 +19,7 @@ from ...errors import TraceError
 from ...tensor.pointer import AddressSpace, Pointer
 from ..frontend.builder import current
 from ..frontend.memory import pointer_value
-from ..frontend.values import TracedInt
+from ..frontend.traced_int import TracedInt
 from .arch_ptx import asm, int_operand, join_words
 
 __all__ = ["tcgen05_mma_arrive", "initialize_tcgen05_descriptor", "SWIZZLE_MODES", "TCGEN05_ARCH"]

@@ -26,7 +26,8 @@ from ...errors import TraceError
 from ...tensor.dtypes import Float32, Int32, Uint32
 from ..frontend.builder import current
 from ..frontend.tensor_ssa import maximum
-from ..frontend.values import TracedBool, TracedFloat, TracedInt, select, wrap
+from ..frontend.values import TracedBool, TracedFloat, wrap
+from ..frontend.traced_int import TracedInt, select
 from .arch_float import fmax
 from .arch_ptx import asm, int_operand, predicate_value, static_int
 from .arch_sync import FULL_MASK, lane_mask_value

@@ -27,7 +27,8 @@ from ...tensor.dtypes import Uint64
 from ...tensor.pointer import Pointer
 from ..frontend.builder import current
 from ..frontend.memory import pack, unpack
-from ..frontend.values import TracedInt, wrap
+from ..frontend.values import wrap
+from ..frontend.traced_int import TracedInt
 from .arch_ptx import asm, int_operand, join_words, static_int
 from .wgmma import smem_address
 

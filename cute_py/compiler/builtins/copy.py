@@ -41,7 +41,8 @@ from ...errors import TraceError
 
 if TYPE_CHECKING:
     from ..emit import DescriptorPointer
-    from ..frontend.values import TracedBool, TracedInt
+    from ..frontend.values import TracedBool
+    from ..frontend.traced_int import TracedInt
 
 
 __all__ = ["copy", "async_copy", "tma_copy", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST"]

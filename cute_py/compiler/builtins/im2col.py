@@ -22,7 +22,7 @@ from ...tensor.tensor import Tensor, check_store
 from .copy import L2_EVICT_FIRST, L2_EVICT_LAST, L2_EVICT_NORMAL
 
 if TYPE_CHECKING:
-    from ..frontend.values import TracedInt
+    from ..frontend.traced_int import TracedInt
 
 __all__ = ["c2d_im2col", "EVICTION_POLICIES"]
 

@@ -45,7 +45,8 @@ from ...tensor.dtypes import Float32, Float64, Int32
 from ..frontend import numeric
 from ..frontend.builder import current
 from ..frontend.tensor_ssa import TensorSSA
-from ..frontend.values import TracedBool, TracedFloat, TracedInt, as_type, operand_dtype, select
+from ..frontend.values import TracedBool, TracedFloat, as_type, operand_dtype
+from ..frontend.traced_int import TracedInt, select
 
 __all__ = ["sqrt", "rsqrt", "exp2", "exp", "log2", "log", "sin", "cos", "tanh", "erf", "fma"]
 

@@ -22,7 +22,8 @@ from ...core.int_tuple import product_each
 from ...tensor.dtypes import Float64, Int64, Uint64
 from ...tensor.text import values_text
 from ..frontend.builder import current
-from ..frontend.values import TracedBool, TracedFloat, TracedInt
+from ..frontend.values import TracedBool, TracedFloat
+from ..frontend.traced_int import TracedInt
 
 __all__ = ["printf", "print_tensor"]
 

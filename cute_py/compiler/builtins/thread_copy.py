@@ -36,10 +36,11 @@ from ..emit import emit, tensor_copy
 from ..frontend.control import if_
 from ...errors import TraceError
 from ..frontend.memory import element_ptr
-from ..frontend.values import TracedBool, as_type, select
+from ..frontend.values import TracedBool, as_type
+from ..frontend.traced_int import select
 
 if TYPE_CHECKING:
-    from ..frontend.values import TracedInt
+    from ..frontend.traced_int import TracedInt
 
 
 __all__ = ["vector_copy", "predicate", "vector_width"]

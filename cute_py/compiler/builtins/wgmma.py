@@ -25,7 +25,7 @@ from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
 from ..emit import emits
 from ..frontend.memory import pack, pointer_value, unpack
-from ..frontend.values import TracedInt
+from ..frontend.traced_int import TracedInt
 from .arch_ptx import join_words, predicate_value
 
 __all__ = ["descriptor_value", "smem_address"]

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from ...errors import TraceError
 from ...tensor.dtypes import Boolean, Float32, Int32, Int64, Scalar
 from .builder import current
-from .values import TracedBool, TracedFloat, TracedInt, as_type, as_value, wrap
+from .values import TracedBool, TracedFloat, as_type, wrap
+from .traced_int import TracedInt, as_value
 
 if TYPE_CHECKING:
     from ...tensor.dtypes import DType

@@ -69,7 +69,8 @@ from typing import Any
 from .builder import current
 from ...errors import TraceError, user_location
 from . import numeric
-from .values import TracedBool, TracedFloat, TracedInt, as_type, as_value, wrap
+from .values import TracedBool, TracedFloat, as_type, wrap
+from .traced_int import TracedInt, as_value
 from ...tensor.dtypes import dtype_of
 
 __all__ = ["range", "range_constexpr", "const_expr", "if_", "Loop", "Branch", "segments", "unroll_annotation"]

@@ -21,7 +21,8 @@ from . import rewrite as _rewrite
 from ...core.symbolic import substitute
 from .args import TAG_SHIFT
 from .options import CompileOptions
-from .values import TracedFloat, TracedInt
+from .values import TracedFloat
+from .traced_int import TracedInt
 
 if TYPE_CHECKING:
     from ..stages import StageResults

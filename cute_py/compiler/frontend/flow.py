@@ -30,7 +30,8 @@ from .carry import (UNBOUND, Jump, Path, capture, check_trees, condition, copies
                     is_run_time, leaf_owner, leaf_type, materialize, mlir_type, note_write, rebuilt, route_return,
                     terminate_dead, unflatten_value, write_logged)
 from .loops import MAX_UNROLL, for_stmt, while_stmt
-from .values import TracedBool, select
+from .values import TracedBool
+from .traced_int import select
 
 __all__ = ["UNBOUND", "Jump", "is_jump", "if_stmt", "for_stmt", "while_stmt", "and_", "or_", "not_", "ifexp",
            "compare", "note_write", "MAX_UNROLL"]

@@ -25,7 +25,8 @@ from .builder import current
 from .carry import (UNBOUND, Captured, Fixed, Path, capture, condition, describe, describe_tree,
                     flatten_value, is_jump, leaf_dtype, leaf_owner, leaf_type, materialize, mlir_type,
                     note_write, python_dtype, rebuilt, same_tree, terminate_dead, TRACED, unflatten_value)
-from .values import TracedBool, TracedInt, as_value
+from .values import TracedBool
+from .traced_int import TracedInt, as_value
 
 __all__ = ["for_stmt", "while_stmt", "MAX_UNROLL"]
 

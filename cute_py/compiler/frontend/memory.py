@@ -27,7 +27,8 @@ from ...core.tiling import make_fragment_like_layout
 from .builder import active, current
 from ...tensor.dtypes import Int64
 from . import numeric
-from .values import TracedBool, TracedFloat, TracedInt, as_value, convert, wrap
+from .values import TracedBool, TracedFloat, convert, wrap
+from .traced_int import TracedInt, as_value
 
 if TYPE_CHECKING:
     from ...core.composed import ComposedLayout

@@ -21,7 +21,8 @@ from ...core.int_tuple import flatten, product, short_repr
 from ...core.modes import slice_
 from ...errors import TraceError
 from ...tensor.dtypes import DType, dtype_of
-from .values import as_type, binary, minmax, operand_dtype, select
+from .values import as_type, binary, minmax, operand_dtype
+from .traced_int import select
 
 __all__ = ["TensorSSA", "ReductionOp", "load_tensor", "store_tensor", "where", "maximum", "minimum"]
 

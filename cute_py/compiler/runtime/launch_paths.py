@@ -9,6 +9,9 @@ only when it refuses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .torch_guard import tensor_guard
 
 __all__ = ["make_fast_call", "make_dynamic_fast_call"]
@@ -42,14 +45,14 @@ def _prologue(c, env):
             "        stream = default_stream"], f"given({values}, rest)"
 
 
-def make_fast_call(c, fast, args, general):
+def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
     """``c.__call__`` for its common call: every run-time argument a torch tensor of its compiled type,
     dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cluster launches
     (otherwise ``None``). ``args`` are the arguments of the call that made it (tensors that pass its checks),
     ``general`` the general path (``Compiled._call``).
 
-    Generated code: the checks of ``Compiled._fast_pointers`` (one torch guard for all tensors, or unrolled per argument:
-    see ``_checked``), a refill of the parameters when an address changed, the launches. Any argument that does
+    Generated code: the checks of ``Compiled._fast_pointers`` (one torch guard for all tensors, or unrolled per
+    argument: see ``_checked``), a refill of the parameters when an address changed, the launches. Any argument that does
     not match goes to the general path (``Compiled._call``) untouched. ``c`` becomes an instance of a one-off
     subclass whose ``__call__`` this is (a call is then one Python frame).
     """
@@ -108,7 +111,7 @@ def _checked(env, checks, args, argx):
     return [f"    if not guard({', '.join(f'x{i}' for i, _, _ in checks)}):"] + ["    " + ln for ln in fallback]
 
 
-def make_dynamic_fast_call(c, args, general):
+def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
     """``c.__call__`` for calls of a compile with run-time extents whose tensor arguments are torch tensors of the
     types and dtypes seen before (else ``None``): each tensor's type, dtype, device, address, alignment, extents
     and strides are read; when they are those of the previous call the recorded launches are replayed (the

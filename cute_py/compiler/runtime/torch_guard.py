@@ -56,8 +56,9 @@ _PROBED: set = set()  # (guard class, kinds of tensors) whose guards passed ever
 
 def _probes(t, dynamic):
     """Tensors that differ from ``t`` in one property the guard must check: the dtype (a reinterpreting view of
-    another dtype of the same size), the device type (a CPU tensor, or a meta one for a CPU ``t``), the dimension count and, for a static ``t``, an
-    extent and a stride (views of the same memory: nothing is allocated on the device)."""
+    another dtype of the same size), the device type (a CPU tensor, or a meta one for a CPU ``t``), the dimension
+    count and, for a static ``t``, an extent and a stride (views of the same memory: nothing is allocated on the
+    device)."""
     import torch
 
     other = {1: torch.int8 if t.dtype != torch.int8 else torch.uint8,
