@@ -1,6 +1,7 @@
 """Shared by JIT tests: checking that a TraceError names the user's file and the kernel line that caused it."""
 
 import inspect
+import re
 
 from cute_py.compiler import TraceError
 from cute_py.errors import StaticTraceError
@@ -22,3 +23,18 @@ def assert_trace_error(excinfo, kernel, text, fragment):
     path = inspect.getsourcefile(kernel.fn)
     assert msg.startswith(f"{path}:{kernel_line(kernel, text)}: "), msg
     assert fragment in msg, msg
+
+
+def count_matches(text, pattern):
+    """How many times the regular expression ``pattern`` matches in ``text``."""
+    return len(re.findall(pattern, text))
+
+
+def kernel_body(mlir):
+    """The traced module's text after the kernel's ``nvvm.kernel`` attributes (its body)."""
+    return re.split(r"attributes \{nvvm\.kernel[^}]*\}", mlir, maxsplit=1)[1]
+
+
+def ptx_body(ptx):
+    """The PTX after its ``.entry`` (the kernel)."""
+    return ptx.split(".entry", 1)[1]
