@@ -71,6 +71,10 @@ def test_every_hostile_tensor_is_refused_or_copied_exactly(dynamic, assemble_ptx
     c(src, plain)
     torch.cuda.synchronize()
     assert torch.equal(plain, src) and answers[-1] is True
+    plain.zero_()
+    c(src, plain, stream=None)  # None given: the legacy default stream, as when no stream is given
+    torch.cuda.synchronize()
+    assert torch.equal(plain, src) and answers[-1] is True
 
     def fresh(shape=SHAPE, pad=0):
         return guarded(torch, shape, torch.float16, row_pad=pad)

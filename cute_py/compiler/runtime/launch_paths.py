@@ -30,19 +30,17 @@ def _given(values, rest):
 
 def _prologue(c, env):
     """The first lines of a generated ``__call__``: positional-only parameters ``x0, x1...`` (one per source; more,
-    or fewer than the run-time ones, go to the general path, which names the count) and the stream (the legacy
-    default stream's handle, made once, when none is given). Returns the lines and the expression of the argument
-    tuple (for the general path and ``_fill``)."""
+    or fewer than the run-time ones, go to the general path, which names the count) and the stream (by default the
+    legacy default stream's handle, made once; ``None`` given explicitly is that stream too, as the driver binding
+    reads it). Returns the lines and the expression of the argument tuple (for the general path and ``_fill``)."""
     n = len(c.sources)
     env.update({"default_stream": c._default_stream, "MISSING": _MISSING, "given": _given})
     params = "".join(f"x{i}=MISSING, " for i in range(n))
     values = f"({''.join(f'x{i}, ' for i in range(n))})"
     missing = f"x{c._min_args - 1} is MISSING or " if c._min_args else ""
-    return [f"def call(c, {params}/, *rest, stream=None):",
+    return [f"def call(c, {params}/, *rest, stream=default_stream):",
             f"    if {missing}rest:",
-            f"        return general(c, given({values}, rest), stream)",
-            "    if stream is None:",
-            "        stream = default_stream"], f"given({values}, rest)"
+            f"        return general(c, given({values}, rest), stream)"], f"given({values}, rest)"
 
 
 def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -77,14 +75,13 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
             " or ".join(f"{p} % {align}" for p in ps)
         lines += [f"    if {test}:",
                   f"        return general(c, {argx}, stream)"]
-    lines += [f"    key = ({''.join(f'p{k}, ' for k in range(len(fast)))})",
-              "    if key != c._last:",
-              f"        c._fill(key, {argx})",
-              "        c._last = key",
-              "    launch = c._launch_kernel"]
+    key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
+    lines += [f"    if {key} != c._last:",
+              f"        c._fill({key}, {argx})",
+              f"        c._last = {key}"]
     for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
         env[f"F{j}"] = func
-        lines += [f"    err, = launch(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
+        lines += [f"    err, = c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
                   "    if err is not ok and err != ok:",
                   f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
