@@ -37,9 +37,9 @@ def _prologue(c, env):
     env.update({"default_stream": c._default_stream, "MISSING": _MISSING, "given": _given})
     params = "".join(f"x{i}=MISSING, " for i in range(n))
     values = f"({''.join(f'x{i}, ' for i in range(n))})"
-    missing = f"x{c._min_args - 1} is MISSING or " if c._min_args else ""
+    # a run-time argument left out is MISSING where a tensor is checked: the checks send the call to the general path
     return [f"def call(c, {params}/, *rest, stream=default_stream):",
-            f"    if {missing}rest:",
+            "    if rest:",
             f"        return general(c, given({values}, rest), stream)"], f"given({values}, rest)"
 
 
@@ -67,17 +67,19 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
                           f"not x{i}.is_cuda or not {layout}", False))
     lines += _checked(env, checks, args, argx)
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
-    by_align = {}  # the addresses that need each alignment: one test for each (an OR of powers of two)
+    key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
+    # the addresses of the last call were aligned: new ones are tested, one test per alignment (an OR of powers of
+    # two), before the parameters are filled for them
+    lines.append(f"    if {key} != c._last:")
+    by_align = {}
     for k, (*_, align, _) in enumerate(fast):
         by_align.setdefault(align, []).append(f"p{k}")
     for align, ps in by_align.items():
         test = f"({' | '.join(ps)}) & {align - 1}" if align & (align - 1) == 0 else \
             " or ".join(f"{p} % {align}" for p in ps)
-        lines += [f"    if {test}:",
-                  f"        return general(c, {argx}, stream)"]
-    key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
-    lines += [f"    if {key} != c._last:",
-              f"        c._fill({key}, {argx})",
+        lines += [f"        if {test}:",
+                  f"            return general(c, {argx}, stream)"]
+    lines += [f"        c._fill({key}, {argx})",
               f"        c._last = {key}"]
     for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
         env[f"F{j}"] = func
