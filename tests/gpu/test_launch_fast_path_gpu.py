@@ -72,7 +72,7 @@ def test_every_hostile_tensor_is_refused_or_copied_exactly(dynamic, assemble_ptx
     torch.cuda.synchronize()
     assert torch.equal(plain, src) and answers[-1] is True
     plain.zero_()
-    c(src, plain, stream=None)  # None given: the legacy default stream, as when no stream is given
+    c(src, plain, stream=None)  # None given (as the jit function passes it): the legacy default stream
     torch.cuda.synchronize()
     assert torch.equal(plain, src) and answers[-1] is True
 

@@ -193,11 +193,10 @@ def test_the_generated_launch_path_checks_like_the_general_one(fake_driver, enco
         c(t1, t2, (128, 64), "none", 0)
     with pytest.raises(TypeError):
         c(t1, t2, tile=(128, 64))  # parameters are positional, as in the general path
-    # the stream: the legacy default stream's handle when none is given; None and handles go to the driver as given
-    for given, expect in (({}, 0), ({"stream": None}, None), ({"stream": 7}, 7)):
+    # the stream: the legacy default stream's handle when none or None is given; a handle goes to the driver
+    for given, expect in (({}, 0), ({"stream": None}, 0), ({"stream": 7}, 7)):
         c(t1, t2, **given)
-        got = fake_driver.calls[-1][8]
-        assert (got is None) if expect is None else (got == expect), (given, got)
+        assert fake_driver.calls[-1][8] == expect, given
 
 
 class _NoDriverLibrary(FakeDriver):

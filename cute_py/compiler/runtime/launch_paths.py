@@ -30,9 +30,9 @@ def _given(values, rest):
 
 def _prologue(c, env):
     """The first lines of a generated ``__call__``: positional-only parameters ``x0, x1...`` (one per source; more,
-    or fewer than the run-time ones, go to the general path, which names the count) and the stream (by default the
-    legacy default stream's handle, made once; ``None`` given explicitly is that stream too, as the driver binding
-    reads it). Returns the lines and the expression of the argument tuple (for the general path and ``_fill``)."""
+    or fewer than the run-time ones, go to the general path, which names the count) and the stream (the legacy
+    default stream's handle, made once, when none or ``None`` is given: the jit function passes ``None``). Returns
+    the lines and the expression of the argument tuple (for the general path and ``_fill``)."""
     n = len(c.sources)
     env.update({"default_stream": c._default_stream, "MISSING": _MISSING, "given": _given})
     params = "".join(f"x{i}=MISSING, " for i in range(n))
@@ -40,7 +40,9 @@ def _prologue(c, env):
     # a run-time argument left out is MISSING where a tensor is checked: the checks send the call to the general path
     return [f"def call(c, {params}/, *rest, stream=default_stream):",
             "    if rest:",
-            f"        return general(c, given({values}, rest), stream)"], f"given({values}, rest)"
+            f"        return general(c, given({values}, rest), stream)",
+            "    if stream is None:",
+            "        stream = default_stream"], f"given({values}, rest)"
 
 
 def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
