@@ -147,7 +147,7 @@ def test_a_guard_that_raises_or_answers_oddly_is_not_used(monkeypatch):
 def test_the_probes_run_once_per_kind_of_tensor_list(monkeypatch):
     probed = []
     real = torch_guard._probes
-    monkeypatch.setattr(torch_guard, "_probes", lambda t, d: probed.append(t.shape) or real(t, d))
+    monkeypatch.setattr(torch_guard, "_probes", lambda torch_, t, d: probed.append(t.shape) or real(torch_, t, d))
     monkeypatch.setattr(torch_guard, "_PROBED", set())
     assert tensor_guard([torch.zeros(4, 4)], [False]) is not None
     assert tensor_guard([torch.zeros(7, 3)], [False]) is not None  # same kind, other extents: not probed again
@@ -168,3 +168,11 @@ def test_anything_but_torch_tensors_gets_no_guard():
     assert tensor_guard([Lookalike()], [False]) is None
     assert tensor_guard([torch.zeros(4, 4), Lookalike()], [False, True]) is None
     assert tensor_guard([torch.zeros(4, 4), 3], [False, False]) is None
+
+
+def test_the_guard_comes_from_the_torch_already_loaded(monkeypatch):
+    import sys
+
+    t = torch.zeros(4, 4)
+    monkeypatch.delitem(sys.modules, "torch")  # the guard imports nothing: no torch loaded, no guard
+    assert tensor_guard([t], [False]) is None

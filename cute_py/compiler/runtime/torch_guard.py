@@ -16,6 +16,7 @@ accept one the Python checks would refuse.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,9 +29,10 @@ def tensor_guard(tensors: Sequence[Any], dynamic: Sequence[bool]) -> Callable[..
     ``None`` where torch offers no such check or it fails its probes (see the module's docstring). The probes run
     once per process for each kind of tensor list (types, dtypes, device types, dimension counts, ``dynamic``):
     what they establish is how torch's guard treats that kind, not these tensors' values."""
+    torch = sys.modules.get("torch")  # torch tensors mean torch is loaded: nothing is imported here
     try:
-        from torch._C._dynamo.guards import TensorGuards
-    except Exception:  # an older or newer torch without it: the Python checks
+        TensorGuards = torch._C._dynamo.guards.TensorGuards
+    except Exception:  # no torch, or an older or newer one without it: the Python checks
         return None
     try:  # anything but torch tensors (or a guard of another signature) raises here: the Python checks
         sizes = [[None] * t.dim() if d else list(t.shape) for t, d in zip(tensors, dynamic)]
@@ -42,7 +44,7 @@ def tensor_guard(tensors: Sequence[Any], dynamic: Sequence[bool]) -> Callable[..
                                        for t, d in zip(tensors, dynamic))
         if kind not in _PROBED:
             for k, (t, d) in enumerate(zip(tensors, dynamic)):
-                for probe in _probes(t, d):
+                for probe in _probes(torch, t, d):
                     if check(*tensors[:k], probe, *tensors[k + 1:]) is not False:
                         return None
             _PROBED.add(kind)
@@ -54,13 +56,11 @@ def tensor_guard(tensors: Sequence[Any], dynamic: Sequence[bool]) -> Callable[..
 _PROBED: set = set()  # (guard class, kinds of tensors) whose guards passed every probe in this process
 
 
-def _probes(t, dynamic):
+def _probes(torch, t, dynamic):
     """Tensors that differ from ``t`` in one property the guard must check: the dtype (a reinterpreting view of
     another dtype of the same size), the device type (a CPU tensor, or a meta one for a CPU ``t``), the dimension
     count and, for a static ``t``, an extent and a stride (views of the same memory: nothing is allocated on the
-    device)."""
-    import torch
-
+    device). ``torch``: the torch module."""
     other = {1: torch.int8 if t.dtype != torch.int8 else torch.uint8,
              2: torch.int16 if t.dtype != torch.int16 else torch.float16,
              4: torch.int32 if t.dtype != torch.int32 else torch.float32,
