@@ -2,6 +2,7 @@
 main loop, one group kept in flight, predicated stores) FileChecked and assembled for sm_90a, in each of its
 configurations (CTA tile, register reallocation, epilogue, 2x1 cluster, persistent CTAs), and its rules."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -130,6 +131,18 @@ def test_type_and_layout_rules():
         cute.compile(gemm, spec("BFloat16", (64, 64), (1, 64)), spec("BFloat16", (64, 64)), spec("Float32", (64, 64)))
     with pytest.raises(cute.CuteValueError, match="stages must be an int in 2..6, got 7"):
         _compile(64, 64, 64, stages=7)
+
+
+@pytest.mark.parametrize("m, k, kwargs, match", [
+    (0, 4096, {}, r"M, N, K >= 1, got \(0, 4096, 4096\)"),          # the chosen tile sees the zero first
+    (512, 0, {}, r"M, N, K >= 1, got \(512, 4096, 0\)"),
+    (512, 4096, dict(tile_n=np.int64(128)), r"tile_n must be one of \(128, 256\), got np.int64\(128\)"),
+    (512, 4096, dict(tile_n="128"), r"tile_n must be one of \(128, 256\), got '128'"),
+    (512, 4096, dict(stages=np.int64(6)), r"stages must be an int in 2..6, got np.int64\(6\)"),
+])
+def test_the_chosen_tile_and_stages_leave_hostile_values_to_the_rules(m, k, kwargs, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        cute.compile(gemm, spec("BFloat16", (m, k)), spec("BFloat16", (4096, k)), spec("Float32", (m, 4096)), **kwargs)
 
 
 def test_option_rules():
