@@ -71,6 +71,7 @@ def launch_overhead(out):
 
     from cute_py.compiler.runtime import launch_paths as LP
     from cute_py.compiler.runtime import launch as L
+    from cute_py.compiler.runtime import native_launch as NL
     from cute_py.runtime import from_dlpack
     from examples import tma_copy
 
@@ -80,17 +81,26 @@ def launch_overhead(out):
     dst = torch.empty_like(src)
     try:
         marked = [from_dlpack(x, assumed_align=16).mark_layout_dynamic() for x in (src, dst)]
-        real_guard = LP.tensor_guard
-        LP.tensor_guard = lambda *a: None  # first the launch paths without torch's guard (the Python checks)
-        try:
-            compiled_py, dynamic_py = _compiled_pair(tma_copy, (src, dst, (128, 64), "none"),
-                                                     (*marked, (128, 64), "none"), src, dst)
-        finally:
-            LP.tensor_guard = real_guard
-        tma_copy._compiled.clear()  # the same specialisations again, as the jit function will find them
-        compiled, dynamic = _compiled_pair(tma_copy, (src, dst, (128, 64), "none"), (*marked, (128, 64), "none"),
-                                           src, dst)
-        guarded = "guard" in type(compiled).__call__.__globals__ and "guard" in type(dynamic).__call__.__globals__
+        pairs = {}
+        # the launch paths as they were before each step: without torch's guard (the Python checks), then with
+        # the guard but without the native launcher; then as they are
+        for name, module, attr, off in (("python", LP, "tensor_guard", lambda *a: None),
+                                        ("guard", NL, "make_launcher", lambda *a: None), ("now", None, None, None)):
+            real = getattr(module, attr) if module else None
+            if module:
+                setattr(module, attr, off)
+            try:
+                tma_copy._compiled.clear()  # the same specialisations again, each pair with its own paths
+                pairs[name] = _compiled_pair(tma_copy, (src, dst, (128, 64), "none"), (*marked, (128, 64), "none"),
+                                             src, dst)
+            finally:
+                if module:
+                    setattr(module, attr, real)
+        compiled_py, dynamic_py = pairs["python"]
+        compiled_g, dynamic_g = pairs["guard"]
+        compiled, dynamic = pairs["now"]
+        guarded = "guard" in type(compiled_g).__call__.__globals__ and "guard" in type(dynamic_g).__call__.__globals__
+        native = compiled._native is not None and dynamic._native is not None
         torch.cuda.synchronize()
         d = L.driver()
         func = compiled._funcs["tma_copy_kernel_0"]
@@ -105,16 +115,20 @@ def launch_overhead(out):
             "dynamic": lambda: dynamic(src, dst),
             "compiled, python": lambda: compiled_py(src, dst),
             "dynamic, python": lambda: dynamic_py(src, dst),
+            "compiled, guard": lambda: compiled_g(src, dst),
+            "dynamic, guard": lambda: dynamic_g(src, dst),
             "jit": lambda: tma_copy(src, dst, (128, 64), "none"),
         }
         t = _paired(fns)
     except Exception as e:
         out(f"launch, raw / Compiled / dynamic / jit          failed ({_err(e)})")
         return
-    dst.zero_()
-    dynamic(src, dst)
-    torch.cuda.synchronize()
-    verified = torch.equal(dst, src)
+    verified = True
+    for c in (compiled, dynamic):
+        dst.zero_()
+        c(src, dst)
+        torch.cuda.synchronize()
+        verified = verified and torch.equal(dst, src)
     goal = TARGETS["launch"]
     out(f"launch, raw cuLaunchKernel (cuda-python)      {t['raw'][0]:9.2f} us   (stream handle made once)")
     out(f"launch, raw, stream given as int 0            {t['raw, int stream'][0]:9.2f} us   {t['raw, int stream'][1]:.2f}x raw")
@@ -123,13 +137,25 @@ def launch_overhead(out):
     out(f"launch, Compiled, dynamic shapes (torch args) {t['dynamic'][0]:9.2f} us   {t['dynamic'][1]:.2f}x raw   "
         f"target <= {goal}x: {_verdict(t['dynamic'][1], goal, False)}   verified={verified}")
     out(f"launch, jit function tma_copy(src, dst, ...)  {t['jit'][0]:9.2f} us   {t['jit'][1]:.2f}x raw")
+    out(f"  (native launcher: {NL.status() if not native else 'used'})")
+    out(f"launch, Compiled, guard, Python path          {t['compiled, guard'][0]:9.2f} us   "
+        f"{t['compiled, guard'][1]:.2f}x raw   (torch's guard used: {guarded})")
+    out(f"launch, dynamic shapes, guard, Python path    {t['dynamic, guard'][0]:9.2f} us   "
+        f"{t['dynamic, guard'][1]:.2f}x raw")
     out(f"launch, Compiled, Python checks (no guard)    {t['compiled, python'][0]:9.2f} us   "
-        f"{t['compiled, python'][1]:.2f}x raw   (torch's guard used above: {guarded})")
+        f"{t['compiled, python'][1]:.2f}x raw")
     out(f"launch, dynamic shapes, Python checks         {t['dynamic, python'][0]:9.2f} us   "
         f"{t['dynamic, python'][1]:.2f}x raw")
     out("  (ratios: medians of per-round ratios, samples interleaved with the raw launch's)")
     # the host-side work of a call alone: the driver call replaced by a no-op returning success
-    for name, c in ((" (no driver)", compiled), (", Python checks", compiled_py)):
+    if native:  # a launcher like compiled's, of libc's abs() (0 for the function 0: success)
+        libc = ctypes.CDLL(None)
+        probe = NL.launcher_class()(ctypes.cast(libc.abs, ctypes.c_void_p).value, (0, 1), 4)
+        probe.arm(LP.tensor_guard([src, dst], [False, False]),
+                  (src.data_ptr(), dst.data_ptr()), ((0, 1, 1, 1, 32, 1, 1, 0, 0),))
+        t_host = _per_launch(lambda: probe(src, dst))
+        out(f"{'launch, Compiled host work only, native':46s}{t_host:9.2f} us   (hits {probe.hits})")
+    for name, c in ((", guard, Python path", compiled_g), (", Python checks", compiled_py)):
         real, ok_code = c._launch_kernel, c._ok
         c._launch_kernel = lambda *a: (ok_code,)
         try:

@@ -16,7 +16,8 @@ Sections (all by default; each one, and each configuration in it, fails soft: th
 - cpasync: kernel 3 (``cp_async_copy``, cp.async through shared memory), on the same source, plus a small
   tensor with partial edge tiles;
 - launch: host time per launch of a one-CTA copy through the compiled object (static and run-time shapes, each
-  also with its launch path made without torch's tensor guard, the Python checks alone) and the jit function, vs
+  also with its launch path made as before the native launcher, and before torch's tensor guard: the Python
+  checks alone) and the jit function, vs
   raw ``cuLaunchKernel`` of the same cubin through cuda-python, and Triton's copy kernel launched on one block.
 
 Each bandwidth row also gives ``sync``: the median of ``--reps`` single launches between two events, synchronised

@@ -130,14 +130,17 @@ def test_compiled_kernels_replay_in_a_cuda_graph(dynamic):
     mk = (lambda x: from_dlpack(x, assumed_align=16).mark_layout_dynamic()) if dynamic else (lambda x: x)
     c = tma_copy.compile(mk(src), mk(dst))
     stream = torch.cuda.Stream()
-    c(src, dst, stream=stream.cuda_stream)  # first call: module loaded, parameters filled (not capturable)
+    for _ in range(4):  # module loaded, parameters filled (not capturable), launch path made, native launcher armed
+        c(src, dst, stream=stream.cuda_stream)
     torch.cuda.synchronize()
     dst.zero_()
+    hits = c._native.hits if c._native is not None else None
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
         c(src, dst, stream=stream.cuda_stream)
     torch.cuda.synchronize()
     assert not bool((dst == src).all())  # captured, not run
+    assert hits is None or c._native.hits == hits + 1, "not captured through the native launcher"
     for _ in range(3):
         src.copy_(torch.randn_like(src, dtype=torch.float32).to(torch.float16))
         dst.zero_()

@@ -2,9 +2,13 @@
 once generated (torch's one-call guard in front of the Python checks where this torch has it), every hostile or
 unusual tensor is either refused with a CuteError before any launch (destination still all poison) or copied
 exactly (every byte of the result checked, every byte around it still poison). Tensors changed in place after
-the path was made (``resize_``, ``set_``, ``.data =``) included.
+the path was made (``resize_``, ``set_``, ``.data =``) included. Where the native launcher is built (see
+``native_launch``) it takes the repeated call, and random call sequences check that it never replays a launch
+made for other tensors.
 
 The PTX is built and assembled everywhere; the launches need a CUDA device (sm_90) and torch."""
+
+import random
 
 import pytest
 
@@ -14,6 +18,7 @@ pytest.importorskip("numpy", reason="the GPU helpers use numpy")
 import cute_py as cute  # noqa: E402
 from cute_py.demo.kernel import tma_copy  # noqa: E402
 from cute_py.errors import CuteError  # noqa: E402
+from cute_py.compiler.runtime import native_launch  # noqa: E402
 from cute_py.runtime import from_dlpack  # noqa: E402
 from _tma_copy_check import POISON, check_outside, guarded, hopper_torch  # noqa: E402
 
@@ -40,6 +45,9 @@ def _compile(torch, dynamic, assemble_ptx):
     assert torch.equal(dst, src)
     call = type(c).__call__
     assert call is c._fast_call, "no generated launch path"
+    if native_launch.launcher_class() is not None:  # the launcher in front of the generated Python path
+        assert call is c._native, f"no native launcher ({native_launch.status()})"
+        call = call.fallback.__func__
     return c, src, call.__globals__
 
 
@@ -132,11 +140,16 @@ def test_every_hostile_tensor_is_refused_or_copied_exactly(dynamic, assemble_ptx
     moving.data = torch.randn(SHAPE, device="cuda")  # now float32 under the same object
     buf, dst = fresh()
     _refused(torch, c, moving, dst, buf)
-    # after all of that the usual call is still accepted by the guard alone
+    # after all of that the usual call is still accepted by the guard alone (a native launcher was disarmed by the
+    # refused call's general path: it passes the call on without asking the guard)
     n = len(answers)
     c(src, plain)
     torch.cuda.synchronize()
     assert torch.equal(plain, src) and answers[n:] == [True]
+    if c._native is not None:  # armed again by the path (the run-time-shaped one after a repeat)
+        c(src, plain)
+        torch.cuda.synchronize()
+        assert c._native.armed and torch.equal(plain, src)
     assert False in answers, "no hostile call reached the guard"
     # a subclass (a parameter) is copied too (the static compile makes its path again for it)
     buf, dst = fresh()
@@ -160,10 +173,15 @@ def test_a_repeated_dynamic_call_is_replayed_and_never_after_another_binding(ass
     guard, ptrs = c._exact
     seen = []
     c._exact = (lambda *a: seen.append(guard(*a)) or seen[-1], ptrs)
+    hits = c._native.hits if c._native is not None else None
     dst.zero_()
     c(src, dst)
     torch.cuda.synchronize()
-    assert torch.equal(dst, src) and seen == [True]
+    assert torch.equal(dst, src)
+    if c._native is None:
+        assert seen == [True]
+    else:  # replayed by the native launcher, armed with the exact guard itself
+        assert c._native.hits == hits + 1 and seen == []
     # another type and shape through the general path: the next call of the first tensors binds them again
     other = torch.nn.Parameter(torch.randn(SHAPE[::-1], device="cuda").to(torch.float16))
     buf, out = guarded(torch, SHAPE[::-1], torch.float16)
@@ -188,3 +206,41 @@ def test_a_repeated_dynamic_call_is_replayed_and_never_after_another_binding(ass
     c(src2, dst2)
     torch.cuda.synchronize()
     assert bool((dst2 == 1.5).all()) and bool((tail == 0).all())
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_random_call_sequences_never_replay_a_launch_made_for_other_tensors(dynamic, assemble_ptx):
+    """60 calls drawn at random from a few sources and poisoned destinations (repeats, new addresses, streams
+    given as ints, another shape for the run-time-shaped compile, an aliased pair): every result exact, every
+    byte around it still poison; the native launcher took the repeats."""
+    _ptx_first(dynamic, assemble_ptx)
+    torch = hopper_torch()
+    c, src, _ = _compile(torch, dynamic, assemble_ptx)
+    rng = random.Random(1234 + dynamic)
+    shapes = [SHAPE, SHAPE[::-1]] if dynamic else [SHAPE]
+    sources = {shape: [torch.randn(shape, device="cuda").to(torch.float16) for _ in range(2)] for shape in shapes}
+    dests = {shape: [guarded(torch, shape, torch.float16) for _ in range(2)] for shape in shapes}
+    side = torch.cuda.Stream()
+    for step in range(60):
+        shape = rng.choice(shapes)
+        x = rng.choice(sources[shape])
+        buf, dst = rng.choice(dests[shape])
+        buf.fill_(POISON)
+        how = rng.random()
+        if how < 0.2:  # on another stream, given by its handle
+            side.wait_stream(torch.cuda.current_stream())
+            c(x, dst, stream=side.cuda_stream)
+            torch.cuda.current_stream().wait_stream(side)
+        elif how < 0.25:  # a copy onto itself
+            y = x.clone()
+            c(y, y)
+            torch.cuda.synchronize()
+            assert torch.equal(y, x), f"step {step}: the aliased copy changed the tensor"
+            c(x, dst)
+        else:
+            c(x, dst)
+        torch.cuda.synchronize()
+        assert torch.equal(dst.view(torch.int16), x.view(torch.int16)), f"step {step}: wrong bytes"
+        check_outside(torch, buf, dst)
+    if c._native is not None:
+        assert c._native.hits > 0, "the native launcher launched none of the repeated calls"

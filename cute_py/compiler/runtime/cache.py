@@ -22,7 +22,8 @@ import sys
 import tempfile
 from typing import Any
 
-__all__ = ["FORMAT", "cache_dir", "library_fingerprint", "read_entry", "write_entry", "stats", "MAX_META_BYTES"]
+__all__ = ["FORMAT", "cache_dir", "atomic_write", "library_fingerprint", "read_entry", "write_entry", "stats",
+           "MAX_META_BYTES"]
 
 FORMAT = 2
 MAX_META_BYTES = 4 << 20  # a metadata file larger than this is not an entry of ours
@@ -141,7 +142,8 @@ def read_entry(key: str) -> tuple[dict[str, Any], bytes, str] | None:
     return meta, cubin, text
 
 
-def _atomic_write(path, data):
+def atomic_write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in its directory (made if missing), then renamed."""
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
@@ -167,9 +169,9 @@ def write_entry(key: str, meta: dict[str, Any], cubin: bytes, ptx: str) -> bool:
                 ptx_sha256=hashlib.sha256(data).hexdigest())
     meta["meta_sha256"] = _meta_digest(meta)
     try:
-        _atomic_write(cubin_path, cubin)
-        _atomic_write(ptx_path, data)
-        _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
+        atomic_write(cubin_path, cubin)
+        atomic_write(ptx_path, data)
+        atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
     except OSError:
         return False
     return True

@@ -89,6 +89,7 @@ class Compiled:
         self._plan = None  # per launch: (CUfunction, grid x3, block x3, smem, parameter array address, cluster)
         self._launch_kernel = self._ok = None
         self._fast_call = None  # generated once every tensor argument was seen (False: not applicable)
+        self._native = None  # the native launcher its generated path made, if any (see launch_paths)
 
     @property
     def ptx(self) -> str:
@@ -158,6 +159,8 @@ class Compiled:
     def _call(self, args, stream):
         # the general path binds and fills for this call: what the generated dynamic call remembers is stale now
         self._fast_last = self._exact = None
+        if self._native is not None:
+            self._native.disarm()
         n = len(args)
         if stream is not None and n == self._stream_at:  # the stream parameter given as stream=
             args, stream, n = args + (stream,), None, n + 1
@@ -245,7 +248,7 @@ class Compiled:
                                 f"{got}; compile again for it (calling the jit function does)")
         if type(a).__module__.startswith("torch"):
             self._torch_specs[i] = (type(a), a.dtype, a.shape, a.stride(), spec[3], _row_major(a.shape, a.stride()))
-            self._fast = self._fast_call = None
+            self._fast = self._fast_call = self._native = None
             self.__class__ = Compiled
         return ptr
 
@@ -280,6 +283,8 @@ class Compiled:
         return tuple(ptrs), values
 
     def _fill(self, key, args):
+        if self._native is not None:  # it replays the parameters as they are: not while they change
+            self._native.disarm()
         key = key[0] if self._scalar_args else key
         env = None
         if self._binder is not None:

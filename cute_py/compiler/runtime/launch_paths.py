@@ -4,7 +4,10 @@ launches are unrolled for that object (the attribute reads are most of a launch'
 not match goes to the general path untouched.
 
 Each check runs torch's one-call tensor guard first where it applies (``torch_guard``), and the Python checks
-only when it refuses.
+only when it refuses. Where the guard applies and a native launcher can be made (``native_launch``), the object
+is called through it: it launches a call that passes the guard with the addresses it was armed with, and passes
+every other call to the generated Python path, which arms it again after a call the guard accepted. The
+parameter arrays change only in ``Compiled._fill``, which disarms it first.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import native_launch
 from .torch_guard import tensor_guard
 
-__all__ = ["make_fast_call", "make_dynamic_fast_call"]
+__all__ = ["make_fast_call", "make_dynamic_fast_call", "native_plan"]
 
 
 _MISSING = object()  # a positional parameter of a generated call that the caller left out
@@ -67,7 +71,12 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
         layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
         checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
                           f"not x{i}.is_cuda or not {layout}", False))
-    lines += _checked(env, checks, args, argx)
+    checked = _checked(env, checks, args, argx)
+    native = _native(c, [i for i, *_ in fast], env) if "guard" in env else None
+    if native is not None:  # the guard's answer decides whether this call arms the native launcher
+        checked = [checked[0].replace("if not guard(", "armed = guard(").replace("):", ")"),
+                   "    if not armed:"] + checked[1:]
+    lines += checked
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
     key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
     # the addresses of the last call were aligned: new ones are tested, one test per alignment (an OR of powers of
@@ -88,8 +97,12 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
         lines += [f"    err, = c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
                   "    if err is not ok and err != ok:",
                   f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
+    if native is not None:  # launched, with the parameters filled for these addresses: the launcher replays it
+        env["plan"] = native_plan(c._plan)
+        lines += ["    if armed:",
+                  f"        native.arm(guard, {key}, plan)"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
-    return env["call"]
+    return _installed(c, env["call"], native)
 
 
 def _checked(env, checks, args, argx):
@@ -146,6 +159,7 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
             checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or not x{i}.is_cuda", True))
             keys += [f"x{i}.data_ptr()", f"x{i}.shape", f"x{i}.stride()"]
     checked = _checked(env, checks, args, argx)
+    native = _native(c, [i for i, _, _ in checks], env) if "guard" in env else None
     launches = ["    launch = c._launch_kernel"]
     for j in range(len(c._plan)):
         launches += [f"    f, gx, gy, gz, bx, by, bz, smem, params, _ = c._plan[{j}]",
@@ -170,8 +184,50 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
         lines += ["    if c._exact is None:",
                   f"        c._exact = (exact_guard({xs}), {ptrs})"]
     lines += launches
+    if native is not None:  # launched as bound by the general path: the launcher replays it for the exact guard
+        env.update({"never": _never, "native_plan": native_plan})
+        lines += ["    e = c._exact",
+                  "    if e[0] is not never and not native.armed:",
+                  "        native.arm(e[0], e[1], native_plan(c._plan))"]
     exec(compile("\n".join(lines), f"<cute_py dynamic launch of {c.jit_function.fn.__name__}>", "exec"), env)
-    return env["call"]
+    return _installed(c, env["call"], native)
+
+
+def native_plan(plan: tuple) -> tuple:
+    """A ``Compiled._plan`` as the native launcher takes it: per launch (function address, grid x3, block x3,
+    shared memory bytes, parameter array address)."""
+    return tuple((int(f), gx, gy, gz, bx, by, bz, smem, params) for f, gx, gy, gz, bx, by, bz, smem, params, _ in plan)
+
+
+def _native(c, positions, env):
+    """A native launcher for ``c`` (its tensors at ``positions``) where one can be made and the plan fits it,
+    also put in ``env`` as ``native``; else ``None``."""
+    if len(c._plan) > native_launch.MAX_LAUNCHES:
+        return None
+    launcher = native_launch.make_launcher(tuple(positions), len(c.sources))
+    if launcher is not None:
+        env["native"] = launcher
+    return launcher
+
+
+def _installed(c, call, native):
+    """What ``c.__call__`` becomes: ``call``, or the native launcher that passes it what it does not launch
+    (``c._native`` either way)."""
+    import types
+
+    c._native = native
+    if native is None:
+        return call
+    native.fallback = types.MethodType(call, c)
+
+    def on_error(code, j):
+        from . import launch as _launch
+
+        f, gx, gy, gz, bx, by, bz, smem, *_ = c._plan[j]
+        c._launch_error(_launch.driver().CUresult(code), (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
+
+    native.on_error = on_error
+    return native
 
 
 def _never(*tensors):

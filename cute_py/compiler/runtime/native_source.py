@@ -1,0 +1,410 @@
+"""The C source of the native launcher (``native_launch`` builds it): one extension type, ``Launcher``.
+
+A ``Launcher`` replays one armed launch: called with a compiled object's arguments, it launches the armed plan
+only when every one of these holds, and otherwise passes the call, untouched, to its ``fallback`` (the generated
+Python path, which checks, refills, launches and arms again):
+
+- it is armed (``arm(guard, addresses, plan)``; ``disarm()`` undoes it);
+- the call has between ``min_args`` and ``max_args`` positional arguments, and no keyword but ``stream``,
+  given as ``None`` or a non-negative int (the handle; ``None``, or none given, is the legacy default stream);
+- ``guard(*tensors)`` returns ``True`` (the arguments at ``positions``, in order);
+- each of those arguments' ``data_ptr()`` equals the armed address at its place.
+
+The plan's launches go to the driver's ``cuLaunchKernel`` (its address is given at construction) one after the
+other, without the GIL; a failed one stops the rest and the result is ``on_error(code, index)``. An exception
+raised by the guard or by ``data_ptr()`` propagates. ``hits`` counts the calls launched here.
+
+The caller's contract (``launch_paths``): armed only with addresses whose parameters are filled in the plan's
+parameter arrays, and disarmed before those arrays or the plan change.
+"""
+
+SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef Py_TPFLAGS_HAVE_VECTORCALL
+#define Py_TPFLAGS_HAVE_VECTORCALL _Py_TPFLAGS_HAVE_VECTORCALL
+#endif
+
+#define MAX_TENSORS 16
+#define MAX_LAUNCHES 8
+
+typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                         void **, void **);
+
+typedef struct {
+    void *func;
+    unsigned dims[7]; /* grid x, y, z, block x, y, z, dynamic shared memory bytes */
+    void **params;
+} Launch;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    launch_fn launch;
+    PyObject *fallback;
+    PyObject *on_error;
+    PyObject *guard; /* NULL: disarmed */
+    Py_ssize_t min_args, max_args, ntensors, nlaunches;
+    Py_ssize_t positions[MAX_TENSORS];
+    unsigned long long addresses[MAX_TENSORS];
+    Launch launches[MAX_LAUNCHES];
+    unsigned long long hits;
+} Launcher;
+
+static PyObject *data_ptr_name;
+
+static PyObject *
+pass_on(Launcher *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Launcher: no fallback set");
+        return NULL;
+    }
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Launcher *self = (Launcher *)obj;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), k, j, m;
+    PyObject *stack[MAX_TENSORS], *guard = self->guard, *r;
+    Launch plan[MAX_LAUNCHES];
+    void *stream = NULL;
+    int ok, err = 0;
+
+    if (guard == NULL || n < self->min_args || n > self->max_args)
+        return pass_on(self, args, nargsf, kwnames);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) {
+        PyObject *s = args[n];
+        if (PyTuple_GET_SIZE(kwnames) != 1 ||
+            PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "stream") != 0)
+            return pass_on(self, args, nargsf, kwnames);
+        if (s != Py_None) {
+            unsigned long long v;
+            if (!PyLong_CheckExact(s))
+                return pass_on(self, args, nargsf, kwnames);
+            v = PyLong_AsUnsignedLongLong(s);
+            if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return pass_on(self, args, nargsf, kwnames);
+            }
+            stream = (void *)(uintptr_t)v;
+        }
+    }
+    for (k = 0; k < self->ntensors; k++)
+        stack[k] = args[self->positions[k]];
+    Py_INCREF(guard); /* the guard may run Python code that disarms this launcher */
+    r = PyObject_Vectorcall(guard, stack, self->ntensors, NULL);
+    if (r == NULL) {
+        Py_DECREF(guard);
+        return NULL;
+    }
+    ok = r == Py_True;
+    Py_DECREF(r);
+    for (k = 0; ok && k < self->ntensors; k++) {
+        unsigned long long a;
+        PyObject *p = PyObject_CallMethodNoArgs(stack[k], data_ptr_name);
+        if (p == NULL) {
+            Py_DECREF(guard);
+            return NULL;
+        }
+        a = PyLong_AsUnsignedLongLong(p);
+        Py_DECREF(p);
+        if (a == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_DECREF(guard);
+            return NULL;
+        }
+        ok = a == self->addresses[k];
+    }
+    ok = ok && self->guard == guard; /* still armed as when the checks began */
+    Py_DECREF(guard);
+    if (!ok)
+        return pass_on(self, args, nargsf, kwnames);
+    m = self->nlaunches;
+    memcpy(plan, self->launches, (size_t)m * sizeof(Launch));
+    Py_BEGIN_ALLOW_THREADS
+    for (j = 0; j < m; j++) {
+        Launch *L = &plan[j];
+        err = self->launch(L->func, L->dims[0], L->dims[1], L->dims[2], L->dims[3], L->dims[4], L->dims[5],
+                           L->dims[6], stream, L->params, NULL);
+        if (err)
+            break;
+    }
+    Py_END_ALLOW_THREADS
+    if (err) {
+        if (self->on_error == NULL) {
+            PyErr_Format(PyExc_RuntimeError, "Launcher: launch %zd failed with code %d", j, err);
+            return NULL;
+        }
+        return PyObject_CallFunction(self->on_error, "in", err, j);
+    }
+    self->hits++;
+    Py_RETURN_NONE;
+}
+
+static int
+as_address(PyObject *o, unsigned long long *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "Launcher: %R is not an int", o);
+        return -1;
+    }
+    *out = PyLong_AsUnsignedLongLong(o);
+    return *out == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int
+as_unsigned(PyObject *o, unsigned *out)
+{
+    unsigned long long v;
+    if (as_address(o, &v) < 0)
+        return -1;
+    if (v > 0xffffffffULL) {
+        PyErr_Format(PyExc_OverflowError, "Launcher: %R does not fit 32 bits", o);
+        return -1;
+    }
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int
+launcher_init(PyObject *obj, PyObject *args, PyObject *kwds)
+{
+    Launcher *self = (Launcher *)obj;
+    static char *names[] = {"launch", "positions", "max_args", NULL};
+    PyObject *launch, *positions;
+    Py_ssize_t max_args, k, n;
+    unsigned long long address;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!n", names, &launch, &PyTuple_Type, &positions, &max_args))
+        return -1;
+    if (as_address(launch, &address) < 0)
+        return -1;
+    if (address == 0) {
+        PyErr_SetString(PyExc_ValueError, "Launcher: the launch function's address is 0");
+        return -1;
+    }
+    n = PyTuple_GET_SIZE(positions);
+    if (n < 1 || n > MAX_TENSORS) {
+        PyErr_Format(PyExc_ValueError, "Launcher: 1 to %d tensor positions, got %zd", MAX_TENSORS, n);
+        return -1;
+    }
+    self->min_args = 0;
+    for (k = 0; k < n; k++) {
+        Py_ssize_t p = PyLong_AsSsize_t(PyTuple_GET_ITEM(positions, k));
+        if (p == -1 && PyErr_Occurred())
+            return -1;
+        if (p < 0 || p >= max_args) {
+            PyErr_Format(PyExc_ValueError, "Launcher: tensor position %zd outside 0..%zd", p, max_args - 1);
+            return -1;
+        }
+        self->positions[k] = p;
+        if (p + 1 > self->min_args)
+            self->min_args = p + 1;
+    }
+    self->ntensors = n;
+    self->max_args = max_args;
+    self->launch = (launch_fn)(uintptr_t)address;
+    Py_CLEAR(self->guard);
+    return 0;
+}
+
+static PyObject *
+launcher_arm(PyObject *obj, PyObject *args)
+{
+    Launcher *self = (Launcher *)obj;
+    PyObject *guard, *addresses, *plan;
+    unsigned long long got[MAX_TENSORS];
+    Launch launches[MAX_LAUNCHES];
+    Py_ssize_t k, j, m;
+
+    if (!PyArg_ParseTuple(args, "OO!O!", &guard, &PyTuple_Type, &addresses, &PyTuple_Type, &plan))
+        return NULL;
+    Py_CLEAR(self->guard); /* disarmed until every value is read */
+    if (self->launch == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Launcher.arm: the launcher was not initialised");
+        return NULL;
+    }
+    if (!PyCallable_Check(guard)) {
+        PyErr_SetString(PyExc_TypeError, "Launcher.arm: the guard must be callable");
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(addresses) != self->ntensors) {
+        PyErr_Format(PyExc_ValueError, "Launcher.arm: %zd addresses for %zd tensors", PyTuple_GET_SIZE(addresses),
+                     self->ntensors);
+        return NULL;
+    }
+    for (k = 0; k < self->ntensors; k++)
+        if (as_address(PyTuple_GET_ITEM(addresses, k), &got[k]) < 0)
+            return NULL;
+    m = PyTuple_GET_SIZE(plan);
+    if (m < 1 || m > MAX_LAUNCHES) {
+        PyErr_Format(PyExc_ValueError, "Launcher.arm: 1 to %d launches, got %zd", MAX_LAUNCHES, m);
+        return NULL;
+    }
+    for (j = 0; j < m; j++) {
+        PyObject *e = PyTuple_GET_ITEM(plan, j);
+        unsigned long long a;
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 9) {
+            PyErr_SetString(PyExc_ValueError,
+                            "Launcher.arm: a launch is (function, grid x, y, z, block x, y, z, smem, parameters)");
+            return NULL;
+        }
+        if (as_address(PyTuple_GET_ITEM(e, 0), &a) < 0)
+            return NULL;
+        launches[j].func = (void *)(uintptr_t)a;
+        for (k = 0; k < 7; k++)
+            if (as_unsigned(PyTuple_GET_ITEM(e, k + 1), &launches[j].dims[k]) < 0)
+                return NULL;
+        if (as_address(PyTuple_GET_ITEM(e, 8), &a) < 0)
+            return NULL;
+        launches[j].params = (void **)(uintptr_t)a;
+    }
+    memcpy(self->addresses, got, sizeof(got));
+    memcpy(self->launches, launches, (size_t)m * sizeof(Launch));
+    self->nlaunches = m;
+    Py_INCREF(guard);
+    self->guard = guard;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+launcher_disarm(PyObject *obj, PyObject *unused)
+{
+    Py_CLEAR(((Launcher *)obj)->guard);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+launcher_get_armed(PyObject *obj, void *closure)
+{
+    return PyBool_FromLong(((Launcher *)obj)->guard != NULL);
+}
+
+static PyObject *
+launcher_get_hits(PyObject *obj, void *closure)
+{
+    return PyLong_FromUnsignedLongLong(((Launcher *)obj)->hits);
+}
+
+static PyObject *
+launcher_get_object(PyObject **slot)
+{
+    PyObject *v = *slot ? *slot : Py_None;
+    Py_INCREF(v);
+    return v;
+}
+
+static int
+launcher_set_object(PyObject **slot, PyObject *v)
+{
+    if (v != NULL && v != Py_None && !PyCallable_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "Launcher: fallback and on_error must be callable or None");
+        return -1;
+    }
+    Py_XINCREF(v == Py_None ? NULL : v);
+    Py_XSETREF(*slot, v == Py_None ? NULL : v);
+    return 0;
+}
+
+static PyObject *get_fallback(PyObject *o, void *c) { return launcher_get_object(&((Launcher *)o)->fallback); }
+static int set_fallback(PyObject *o, PyObject *v, void *c) { return launcher_set_object(&((Launcher *)o)->fallback, v); }
+static PyObject *get_on_error(PyObject *o, void *c) { return launcher_get_object(&((Launcher *)o)->on_error); }
+static int set_on_error(PyObject *o, PyObject *v, void *c) { return launcher_set_object(&((Launcher *)o)->on_error, v); }
+
+static int
+launcher_traverse(PyObject *obj, visitproc visit, void *arg)
+{
+    Launcher *self = (Launcher *)obj;
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->on_error);
+    Py_VISIT(self->guard);
+    return 0;
+}
+
+static int
+launcher_clear(PyObject *obj)
+{
+    Launcher *self = (Launcher *)obj;
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->on_error);
+    Py_CLEAR(self->guard);
+    return 0;
+}
+
+static void
+launcher_dealloc(PyObject *obj)
+{
+    PyObject_GC_UnTrack(obj);
+    launcher_clear(obj);
+    Py_TYPE(obj)->tp_free(obj);
+}
+
+static PyObject *
+launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Launcher *self = (Launcher *)type->tp_alloc(type, 0);
+    if (self != NULL)
+        self->vectorcall = launcher_vectorcall;
+    return (PyObject *)self;
+}
+
+static PyMethodDef launcher_methods[] = {
+    {"arm", launcher_arm, METH_VARARGS, "arm(guard, addresses, plan): launch the plan for calls that pass"},
+    {"disarm", launcher_disarm, METH_NOARGS, "disarm(): pass every call to the fallback"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef launcher_getset[] = {
+    {"armed", launcher_get_armed, NULL, "whether a plan is armed", NULL},
+    {"hits", launcher_get_hits, NULL, "calls launched by the launcher itself", NULL},
+    {"fallback", get_fallback, set_fallback, "called with every call the armed plan does not take", NULL},
+    {"on_error", get_on_error, set_on_error, "on_error(code, index) for a failed launch", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject LauncherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_cute_py_launch.Launcher",
+    .tp_basicsize = sizeof(Launcher),
+    .tp_dealloc = launcher_dealloc,
+    .tp_vectorcall_offset = offsetof(Launcher, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Launcher(launch, positions, max_args): replays one armed launch plan",
+    .tp_traverse = launcher_traverse,
+    .tp_clear = launcher_clear,
+    .tp_methods = launcher_methods,
+    .tp_getset = launcher_getset,
+    .tp_init = launcher_init,
+    .tp_new = launcher_new,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cute_py_launch", NULL, -1, NULL};
+
+PyMODINIT_FUNC
+PyInit__cute_py_launch(void)
+{
+    PyObject *m;
+    if (PyType_Ready(&LauncherType) < 0)
+        return NULL;
+    data_ptr_name = PyUnicode_InternFromString("data_ptr");
+    if (data_ptr_name == NULL)
+        return NULL;
+    m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&LauncherType);
+    if (PyModule_AddObject(m, "Launcher", (PyObject *)&LauncherType) < 0) {
+        Py_DECREF(&LauncherType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
+"""

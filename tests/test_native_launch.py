@@ -1,0 +1,330 @@
+"""The native launcher (``cute_py.compiler.runtime.native_launch``): its law over arbitrary calls, its argument
+rules, its build and disk cache, and (with torch) the generated launch paths that arm it.
+
+The driver's ``cuLaunchKernel`` is replaced by a ctypes callback with its signature, which records each launch:
+no GPU is needed. The extension is built with the machine's C compiler; without one these tests skip, saying so.
+"""
+
+import ctypes
+import gc
+import os
+import subprocess
+import sys
+import types
+import weakref
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cute_py.compiler.runtime import native_launch as N
+
+PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
+                         ctypes.c_void_p)
+
+
+@pytest.fixture(scope="module")
+def Launcher():
+    cls = N.launcher_class()
+    if cls is None:
+        pytest.skip(f"no native launcher on this machine: {N.status()}")
+    return cls
+
+
+class Driver:
+    """A stand-in ``cuLaunchKernel``: records (function, grid, block, smem, stream, params, extra) and returns the
+    codes in ``fail`` ({launch number: code}) else 0."""
+
+    def __init__(self):
+        self.calls, self.fail = [], {}
+        self._cb = PROTO(self._launch)
+        self.address = ctypes.cast(self._cb, ctypes.c_void_p).value
+
+    def _launch(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        self.calls.append((f or 0, (gx, gy, gz), (bx, by, bz), smem, stream or 0, params or 0, extra))
+        return self.fail.get(len(self.calls) - 1, 0)
+
+
+class Arg:
+    """A tensor stand-in: only ``data_ptr()`` is read."""
+
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+
+PLAN = ((0x1000, 2, 3, 4, 128, 1, 1, 4096, 0x2000), (0x1100, 5, 1, 1, 32, 2, 1, 0, 0x2100))
+
+
+def _expected(plan, stream):
+    return [(f, (gx, gy, gz), (bx, by, bz), smem, stream, params, None)
+            for f, gx, gy, gz, bx, by, bz, smem, params in plan]
+
+
+def _made(Launcher, driver, positions=(0, 1), max_args=3):
+    seen = []
+    launcher = Launcher(driver.address, positions, max_args)
+    launcher.fallback = lambda *a, **k: seen.append((a, k)) or "passed on"
+    return launcher, seen
+
+
+# -- the law -----------------------------------------------------------------------------------------------
+
+_STREAMS = st.one_of(st.just("absent"), st.none(), st.integers(0, 2**64 - 1), st.integers(-5, -1), st.just("text"),
+                     st.just(2**64), st.floats(allow_nan=False).map(lambda x: x))
+
+
+@settings(max_examples=300, deadline=None)
+@given(armed=st.booleans(), n=st.integers(0, 5), positions=st.sampled_from([(0,), (0, 1), (1, 0), (2, 0), (0, 2)]),
+       addresses=st.lists(st.integers(0, 2**64 - 1), min_size=3, max_size=3),
+       moved=st.lists(st.booleans(), min_size=3, max_size=3),
+       verdict=st.sampled_from([True, False, 1, None, "raise"]), stream=_STREAMS, other_kw=st.booleans())
+def test_it_launches_exactly_the_calls_the_rule_admits_and_passes_on_every_other(
+        Launcher, armed, n, positions, addresses, moved, verdict, stream, other_kw):
+    """Launched iff armed, min_args <= n <= max_args (min_args: past the last tensor position), no keyword but
+    ``stream`` (None or an int of 0..2**64-1), the guard returned True for the tensors in position order and
+    every address is the armed one; then each launch of the plan exactly as armed, on that stream. Otherwise the
+    fallback gets the call untouched (the same objects and keywords), except a raising guard, whose exception
+    propagates with nothing launched."""
+    driver = Driver()
+    launcher, seen = _made(Launcher, driver, positions, max_args=4)
+    guarded = []
+
+    def guard(*tensors):
+        guarded.append(tensors)
+        if verdict == "raise":
+            raise KeyError("guard")
+        return verdict
+
+    if armed:
+        launcher.arm(guard, tuple(addresses[p] for p in positions), PLAN)
+    args = tuple(Arg(addresses[k] ^ (1 if moved[k] and k in positions else 0)) for k in range(min(n, 3))) + \
+        tuple(object() for _ in range(n - 3))
+    kwargs = {} if stream == "absent" else {"stream": stream}
+    if other_kw:
+        kwargs["grid"] = 1
+    shape_ok = max(positions) + 1 <= n <= 4
+    stream_ok = stream in ("absent", None) or (type(stream) is int and 0 <= stream < 2**64)
+    admitted = armed and shape_ok and stream_ok and not other_kw
+    if admitted and verdict == "raise":
+        with pytest.raises(KeyError):
+            launcher(*args, **kwargs)
+        assert driver.calls == [] and seen == []
+        return
+    result = launcher(*args, **kwargs)
+    if admitted:
+        assert guarded == [tuple(args[p] for p in positions)]
+    launched = admitted and verdict is True and not any(moved[p] for p in positions)
+    if launched:
+        assert result is None and seen == []
+        assert driver.calls == _expected(PLAN, stream if type(stream) is int else 0)
+        assert launcher.hits == 1
+    else:
+        assert result == "passed on" and driver.calls == [] and launcher.hits == 0
+        assert len(seen) == 1 and len(seen[0][0]) == len(args)
+        assert all(a is b for a, b in zip(seen[0][0], args)) and seen[0][1] == kwargs
+
+
+def test_a_failed_launch_stops_the_plan_and_reports_its_code_and_index(Launcher):
+    driver = Driver()
+    launcher, _ = _made(Launcher, driver)
+    launcher.arm(lambda *t: True, (16, 32), PLAN)
+    driver.fail = {1: 700}
+    reports = []
+
+    def on_error(code, index):
+        reports.append((code, index))
+        raise RuntimeError("launch failed")
+
+    launcher.on_error = on_error
+    with pytest.raises(RuntimeError, match="launch failed"):
+        launcher(Arg(16), Arg(32))
+    assert reports == [(700, 1)] and len(driver.calls) == 2 and launcher.hits == 0
+    driver.fail = {2: 1}
+    launcher.on_error = None  # none set: the code is still an error
+    with pytest.raises(RuntimeError, match="launch 0 failed with code 1"):
+        launcher(Arg(16), Arg(32))
+
+
+def test_data_ptr_errors_propagate_and_a_guard_that_disarms_it_passes_the_call_on(Launcher):
+    driver = Driver()
+    launcher, seen = _made(Launcher, driver)
+    launcher.arm(lambda *t: True, (16, 32), PLAN)
+
+    class Bad:
+        def data_ptr(self):
+            raise ValueError("no address")
+
+    class NotInt:
+        def data_ptr(self):
+            return "16"
+
+    with pytest.raises(ValueError, match="no address"):
+        launcher(Bad(), Arg(32))
+    with pytest.raises(TypeError):
+        launcher(NotInt(), Arg(32))
+
+    def disarming(*tensors):
+        launcher.disarm()
+        return True
+
+    launcher.arm(disarming, (16, 32), PLAN)
+    assert launcher(Arg(16), Arg(32)) == "passed on" and driver.calls == [] and not launcher.armed
+    launcher.arm(lambda *t: True, (16, 32), PLAN)
+    launcher.fallback = None
+    with pytest.raises(RuntimeError, match="no fallback"):
+        launcher(Arg(16), Arg(99))
+
+
+@pytest.mark.parametrize("addresses, plan, error", [
+    ((16,), PLAN, "1 addresses for 2 tensors"),
+    ((16, 32, 48), PLAN, "3 addresses for 2 tensors"),
+    ((16, -32), PLAN, "OverflowError|can't convert negative"),
+    ((16, "32"), PLAN, "is not an int"),
+    ((16, 32), (), "1 to 8 launches, got 0"),
+    ((16, 32), PLAN[:1] * 9, "1 to 8 launches, got 9"),
+    ((16, 32), ((1, 2, 3),), "a launch is"),
+    ((16, 32), ((1, 1, 1, 1, 1, 1, 1, 2**32, 1),), "does not fit 32 bits"),
+    ((16, 32), ((1, 1, 1, 1, 1, 1, 1, 1.0, 1),), "1.0 is not an int"),
+])
+def test_arm_refuses_what_it_cannot_launch_and_stays_disarmed(Launcher, addresses, plan, error):
+    launcher, _ = _made(Launcher, Driver())
+    launcher.arm(lambda *t: True, (16, 32), PLAN)
+    with pytest.raises((ValueError, TypeError, OverflowError), match=error):
+        launcher.arm(lambda *t: True, addresses, plan)
+    assert not launcher.armed
+    with pytest.raises(TypeError, match="callable"):
+        launcher.arm(3, (16, 32), PLAN)
+    with pytest.raises(TypeError, match="callable"):
+        launcher.fallback = 3
+
+
+@pytest.mark.parametrize("args, error", [
+    ((0, (0,), 1), "address is 0"),
+    ((1, (), 1), "1 to 16 tensor positions, got 0"),
+    ((1, tuple(range(17)), 17), "1 to 16 tensor positions, got 17"),
+    ((1, (2,), 2), "tensor position 2 outside 0..1"),
+    ((1, (-1,), 2), "tensor position -1"),
+    ((1, [0], 2), "tuple"),
+])
+def test_the_constructor_refuses_a_launcher_it_could_not_run(Launcher, args, error):
+    with pytest.raises((ValueError, TypeError), match=error):
+        Launcher(*args)
+
+
+def test_an_uninitialised_launcher_cannot_be_armed(Launcher):
+    launcher = Launcher.__new__(Launcher)
+    with pytest.raises(RuntimeError, match="not initialised"):
+        launcher.arm(lambda *t: True, (), PLAN)
+
+
+def test_the_cycle_through_its_fallback_is_collected(Launcher):
+    class Owner:
+        pass
+
+    owner = Owner()
+    launcher = Launcher(Driver().address, (0,), 1)
+    launcher.fallback = types.MethodType(lambda self, *a: None, owner)
+    owner.launcher = launcher
+    gone = weakref.ref(owner)
+    del owner, launcher
+    gc.collect()
+    assert gone() is None
+
+
+# -- the build and its cache ---------------------------------------------------------------------------------
+
+def _status_in_subprocess(env, code="print(N.status())"):
+    script = f"from cute_py.compiler.runtime import native_launch as N\nN.launcher_class()\n{code}"
+    full = dict(os.environ, **env)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=full, timeout=300,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_the_library_is_cached_checked_and_rebuilt_when_it_does_not_match(Launcher, tmp_path):
+    env = {"CUTE_PY_CACHE_DIR": str(tmp_path)}
+    assert _status_in_subprocess(env) == "native"
+    (lib,) = [p for p in (tmp_path / "native").iterdir() if not p.name.endswith(".sha256")]
+    digest = (tmp_path / "native" / (lib.name + ".sha256")).read_text()
+    stamp = lib.stat().st_mtime_ns
+    assert _status_in_subprocess(env) == "native" and lib.stat().st_mtime_ns == stamp  # loaded, not rebuilt
+    lib.write_bytes(b"\x7fELF not a library")  # a damaged library is rebuilt, never loaded
+    assert _status_in_subprocess(env) == "native"
+    assert (tmp_path / "native" / (lib.name + ".sha256")).read_text() == digest
+    assert lib.read_bytes()[:4] == b"\x7fELF" and len(lib.read_bytes()) > 1000
+    (tmp_path / "native" / (lib.name + ".sha256")).write_text("0" * 64)  # a checksum that does not match either
+    assert _status_in_subprocess(env) == "native"
+    assert (tmp_path / "native" / (lib.name + ".sha256")).read_text() == digest
+    assert not [p for p in (tmp_path / "native").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_without_the_disk_cache_it_is_built_in_a_directory_removed_after_loading(Launcher, tmp_path):
+    code = "import glob, tempfile; print(N.status(), len(glob.glob(tempfile.gettempdir() + '/cute_py_launch-*')))"
+    env = {"CUTE_PY_CACHE_DIR": "", "TMPDIR": str(tmp_path)}
+    assert _status_in_subprocess(env, code) == "native 0"
+
+
+@pytest.mark.parametrize("env, why", [
+    ({"CUTE_PY_NATIVE_LAUNCH": "0"}, "turned off"),
+    ({"CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM": "1"}, "per-thread default stream"),
+    ({"CC": "/nonexistent/cc"}, "could not run"),
+    ({"CC": "false"}, "failed"),
+])
+def test_without_a_native_launcher_status_says_why(tmp_path, env, why):
+    out = _status_in_subprocess(dict(env, CUTE_PY_CACHE_DIR=str(tmp_path)))
+    assert why in out and out != "native"
+
+
+# -- the generated launch paths (torch on the CPU; the is_cuda test of the Python checks faked) -----------------
+
+def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from cute_py.compiler.runtime import launch_paths as LP
+
+    driver = Driver()
+    monkeypatch.setitem(N._STATE, "address", driver.address)
+
+    class T(torch.Tensor):  # the Python checks ask is_cuda: these CPU tensors say yes
+        @property
+        def is_cuda(self):
+            return True
+
+    a, b = (torch.zeros(16, 8).as_subclass(T) for _ in range(2))
+    filled, python_launches = [], []
+
+    class Fake:
+        _scalar_args, _binder, _streams, _stream_at, _last, _native = (), None, (None,), None, None, None
+        _plan = ((0x1000, 2, 1, 1, 32, 1, 1, 0, 0x2000, None),)
+        sources, _default_stream, _ok = [("tensor", None)] * 2, 0, 0
+        jit_function = types.SimpleNamespace(fn=types.SimpleNamespace(__name__="k"))
+
+        def _fill(self, key, args):
+            filled.append(key)
+            self._native.disarm()
+
+        def _launch_kernel(self, *args):
+            python_launches.append(args)
+            return (0,)
+
+    c = Fake()
+    fast = tuple((i, T, torch.float32, a.shape, a.stride(), 16, True) for i in range(2))
+    call = LP.make_fast_call(c, fast, (a, b), None)
+    assert call is c._native and isinstance(call, Launcher)
+    c.__class__ = type("Fake", (Fake,), {"__call__": call})
+    c(a, b)  # the Python path: filled, launched, armed
+    assert filled == [(a.data_ptr(), b.data_ptr())] and len(python_launches) == 1 and c._native.armed
+    c(a, b)
+    c(a, b, stream=5)
+    assert len(python_launches) == 1 and c._native.hits == 2
+    assert [(s, p) for *_, s, p, _ in driver.calls] == [(0, 0x2000), (5, 0x2000)]
+    other = torch.zeros(16, 8).as_subclass(T)
+    c(a, other)  # new addresses: the Python path refills (disarming) and arms for them
+    assert len(filled) == 2 and len(python_launches) == 2 and c._native.armed
+    c(a, other)
+    assert c._native.hits == 3
+    c(a, b)  # the first addresses again: refilled, not replayed from the launcher's memory
+    assert len(filled) == 3 and len(python_launches) == 3
