@@ -234,6 +234,75 @@ def test_the_cycle_through_its_fallback_is_collected(Launcher):
     assert gone() is None
 
 
+@settings(max_examples=200, deadline=None)
+@given(aligns=st.lists(st.sampled_from([1, 2, 16, 48, 256]), min_size=2, max_size=2),
+       old=st.lists(st.integers(0, 2**40).map(lambda x: x * 256), min_size=2, max_size=2),
+       new=st.lists(st.one_of(st.none(), st.integers(0, 2**48)), min_size=2, max_size=2),
+       offsets=st.lists(st.integers(0, 4096), min_size=3, max_size=3), verdict=st.booleans())
+def test_new_addresses_are_refilled_exactly_where_every_one_is_aligned(Launcher, aligns, old, new, offsets, verdict):
+    """Armed with a refill, a call the guard accepts at new addresses is launched only when each address is a
+    multiple of its tensor's alignment; then, before the launch, the owner's named attributes are None, each slot
+    holds its tensor's new address plus its offset, and the new addresses are the armed ones (the same call again
+    launches without a refill). Otherwise it is passed on with the slots and the attributes as they were."""
+    driver = Driver()
+    launcher, seen = _made(Launcher, driver)
+    slots = (ctypes.c_uint64 * 3)(7, 7, 7)
+    owner = types.SimpleNamespace(_last="filled", _other="kept")
+    base = ctypes.addressof(slots)
+    writes = ((base, 0, offsets[0]), (base + 8, 1, offsets[1]), (base + 16, 0, offsets[2]))
+    launcher.arm(lambda *t: verdict, tuple(old), PLAN, (owner, ("_last",), tuple(aligns), writes))
+    now = [o if n is None else n for o, n in zip(old, new)]
+    result = launcher(Arg(now[0]), Arg(now[1]))
+    moved = now != old
+    fits = all(a % al == 0 for a, al in zip(now, aligns))
+    if verdict and (not moved or fits):
+        assert result is None and seen == [] and driver.calls == _expected(PLAN, 0)
+        if moved:
+            assert owner._last is None and launcher.refills == 1
+            assert list(slots) == [now[0] + offsets[0], now[1] + offsets[1], now[0] + offsets[2]]
+        else:
+            assert owner._last == "filled" and list(slots) == [7, 7, 7] and launcher.refills == 0
+        launcher(Arg(now[0]), Arg(now[1]))
+        assert launcher.hits == 2 and launcher.refills == int(moved)
+    else:
+        assert result == "passed on" and driver.calls == [] and launcher.refills == 0
+        assert owner._last == "filled" and list(slots) == [7, 7, 7]
+    assert owner._other == "kept"
+
+
+def test_a_refill_whose_owner_refuses_the_reset_writes_nothing(Launcher):
+    class Frozen:
+        __slots__ = ()
+
+    slots = (ctypes.c_uint64 * 1)(7)
+    launcher, _ = _made(Launcher, Driver())
+    launcher.arm(lambda *t: True, (16, 32), PLAN, (Frozen(), ("_last",), (16, 16), ((ctypes.addressof(slots), 0, 0),)))
+    with pytest.raises(AttributeError):
+        launcher(Arg(64), Arg(32))
+    assert slots[0] == 7 and launcher.hits == 0
+
+
+@pytest.mark.parametrize("refill, error", [
+    ([], "a refill is a tuple"),
+    ((None, (), (16, 16)), "a refill is"),
+    ((None, ("_last",) * 9, (16, 16), ()), "up to 8 resets"),
+    ((None, (), (16,), ()), "one alignment per tensor"),
+    ((None, (), (16, 0), ()), "an alignment is 0"),
+    ((None, (3,), (16, 16), ()), "attribute names"),
+    ((None, (), (16, 16), ((8, 0, 0),) * 33), "32 writes"),
+    ((None, (), (16, 16), ((8, 0),)), "a write is"),
+    ((None, (), (16, 16), ((12, 0, 0),)), "8-byte aligned"),
+    ((None, (), (16, 16), ((0, 0, 0),)), "8-byte aligned and not 0"),
+    ((None, (), (16, 16), ((8, 2, 0),)), "the tensor one of 2"),
+    ((None, (), (16, 16), ((8, 0, -1),)), "can't convert negative|OverflowError"),
+])
+def test_arm_refuses_a_refill_it_could_not_apply(Launcher, refill, error):
+    launcher, _ = _made(Launcher, Driver())
+    with pytest.raises((ValueError, TypeError, OverflowError), match=error):
+        launcher.arm(lambda *t: True, (16, 32), PLAN, refill)
+    assert not launcher.armed
+
+
 # -- the build and its cache ---------------------------------------------------------------------------------
 
 def _status_in_subprocess(env, code="print(N.status())"):
@@ -296,15 +365,25 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
     a, b = (torch.zeros(16, 8).as_subclass(T) for _ in range(2))
     filled, python_launches = [], []
 
+    from cute_py.compiler.runtime.launch import ParamBlock
+
+    block = ParamBlock(["ptr", "Int32", "ptr"])
+
     class Fake:
         _scalar_args, _binder, _streams, _stream_at, _last, _native = (), None, (None,), None, None, None
-        _plan = ((0x1000, 2, 1, 1, 32, 1, 1, 0, 0x2000, None),)
+        _plan = ((0x1000, 2, 1, 1, 32, 1, 1, 0, block.address, None),)
+        launches = [types.SimpleNamespace(params=[("ptr", (0, 0)), ("Int32", 5), ("ptr", (1, 64))])]
+        _blocks = [block]
         sources, _default_stream, _ok = [("tensor", None)] * 2, 0, 0
         jit_function = types.SimpleNamespace(fn=types.SimpleNamespace(__name__="k"))
 
         def _fill(self, key, args):
             filled.append(key)
-            self._native.disarm()
+            if self._native is not None:
+                self._native.disarm()
+            block.set(0, key[0])
+            block.set(1, 5)
+            block.set(2, key[1] + 64)
 
         def _launch_kernel(self, *args):
             python_launches.append(args)
@@ -312,19 +391,38 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
 
     c = Fake()
     fast = tuple((i, T, torch.float32, a.shape, a.stride(), 16, True) for i in range(2))
-    call = LP.make_fast_call(c, fast, (a, b), None)
+    c._fill((a.data_ptr(), b.data_ptr()), (a, b))  # as the first call (the general path) left it
+    c._last = (a.data_ptr(), b.data_ptr())
+    filled.clear()
+
+    def general(c, args, stream):
+        raise LookupError("the general path")
+
+    call = LP.make_fast_call(c, fast, (a, b), general)
     assert call is c._native and isinstance(call, Launcher)
     c.__class__ = type("Fake", (Fake,), {"__call__": call})
-    c(a, b)  # the Python path: filled, launched, armed
-    assert filled == [(a.data_ptr(), b.data_ptr())] and len(python_launches) == 1 and c._native.armed
+    c(a, b)  # the Python path: launched (the parameters hold these addresses already) and armed
+    assert filled == [] and len(python_launches) == 1 and c._native.armed
     c(a, b)
     c(a, b, stream=5)
     assert len(python_launches) == 1 and c._native.hits == 2
-    assert [(s, p) for *_, s, p, _ in driver.calls] == [(0, 0x2000), (5, 0x2000)]
+    assert [(s, p) for *_, s, p, _ in driver.calls] == [(0, block.address), (5, block.address)]
+
+    def held():
+        return [block.slots[0].value, block.slots[2].value]
+
     other = torch.zeros(16, 8).as_subclass(T)
-    c(a, other)  # new addresses: the Python path refills (disarming) and arms for them
-    assert len(filled) == 2 and len(python_launches) == 2 and c._native.armed
+    c(a, other)  # new addresses: the launcher rewrites the two pointers and forgets the Python path's record
+    assert filled == [] and len(python_launches) == 1 and c._native.refills == 1 and c._last is None
+    assert held() == [a.data_ptr(), other.data_ptr() + 64] and block.slots[1].value == 5
     c(a, other)
-    assert c._native.hits == 3
-    c(a, b)  # the first addresses again: refilled, not replayed from the launcher's memory
-    assert len(filled) == 3 and len(python_launches) == 3
+    assert c._native.hits == 4 and c._native.refills == 1
+    c(a, b)  # the first addresses again: refilled for them, not replayed from the launcher's memory
+    assert held() == [a.data_ptr(), b.data_ptr() + 64] and c._native.refills == 2
+    odd = torch.zeros(16 * 8 + 1)[1:].view(16, 8).as_subclass(T)  # 4 bytes in: misaligned for 16
+    with pytest.raises(LookupError, match="the general path"):  # passed on, and by the Python path to the general
+        c(odd, b)
+    assert held() == [a.data_ptr(), b.data_ptr() + 64]
+    c._native.disarm()  # as a general path would: the Python path refills (its record was forgotten) and arms
+    c(a, other)
+    assert filled[-1] == (a.data_ptr(), other.data_ptr()) and len(python_launches) == 2 and c._native.armed

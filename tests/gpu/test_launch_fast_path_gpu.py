@@ -212,7 +212,8 @@ def test_a_repeated_dynamic_call_is_replayed_and_never_after_another_binding(ass
 def test_random_call_sequences_never_replay_a_launch_made_for_other_tensors(dynamic, assemble_ptx):
     """60 calls drawn at random from a few sources and poisoned destinations (repeats, new addresses, streams
     given as ints, another shape for the run-time-shaped compile, an aliased pair): every result exact, every
-    byte around it still poison; the native launcher took the repeats."""
+    byte around it still poison; the native launcher took the repeats and refilled for new addresses (its
+    rewritten TMA descriptors then copied every byte right)."""
     _ptx_first(dynamic, assemble_ptx)
     torch = hopper_torch()
     c, src, _ = _compile(torch, dynamic, assemble_ptx)
@@ -244,3 +245,5 @@ def test_random_call_sequences_never_replay_a_launch_made_for_other_tensors(dyna
         check_outside(torch, buf, dst)
     if c._native is not None:
         assert c._native.hits > 0, "the native launcher launched none of the repeated calls"
+        # new destinations were refilled by it (the driver's descriptors were seen to hold the address verbatim)
+        assert c._native.refills > 0, "the native launcher refilled none of the calls at new addresses"

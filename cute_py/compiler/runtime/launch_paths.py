@@ -99,8 +99,9 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
                   f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
     if native is not None:  # launched, with the parameters filled for these addresses: the launcher replays it
         env["plan"] = native_plan(c._plan)
+        env["refill"] = _refill(c, [i for i, *_ in fast], [f[5] for f in fast], ("_last",), c._last, lambda d: d)
         lines += ["    if armed:",
-                  f"        native.arm(guard, {key}, plan)"]
+                  f"        native.arm(guard, {key}, plan, refill)"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
     return _installed(c, env["call"], native)
 
@@ -143,7 +144,7 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
         return None
     env = {"ok": c._ok, "general": general}
     lines, argx = _prologue(c, env)
-    keys, checks = [], []
+    keys, checks, aligns = [], [], []
     static = {i: c._torch_specs[i] for i, _ in c._tensor_args}
     for k, (i, spec) in enumerate(sorted(list(c._tensor_args) + list(c._dynamic_args))):
         if i in static:
@@ -153,11 +154,13 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
             checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
                               f"not x{i}.is_cuda or not {layout}", False))
             keys.append(f"x{i}.data_ptr()")
+            aligns.append(align)
         else:
             cls, dtype = c._dynamic_torch[i]
             env.update({f"C{k}": cls, f"D{k}": dtype})
             checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or not x{i}.is_cuda", True))
             keys += [f"x{i}.data_ptr()", f"x{i}.shape", f"x{i}.stride()"]
+            aligns.append(spec[3])
     checked = _checked(env, checks, args, argx)
     native = _native(c, [i for i, _, _ in checks], env) if "guard" in env else None
     launches = ["    launch = c._launch_kernel"]
@@ -185,10 +188,17 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
                   f"        c._exact = (exact_guard({xs}), {ptrs})"]
     lines += launches
     if native is not None:  # launched as bound by the general path: the launcher replays it for the exact guard
-        env.update({"never": _never, "native_plan": native_plan})
+        positions = [i for i, _, _ in checks]
+
+        def refill(c, addresses):  # its descriptors as bound for these extents
+            env = c._binder.env(c._last_bound[1])
+            return _refill(c, positions, aligns, ("_last", "_fast_last", "_exact"), addresses,
+                           lambda d: d.bind(env) if d.is_dynamic else d)
+
+        env.update({"never": _never, "native_plan": native_plan, "refill": refill})
         lines += ["    e = c._exact",
                   "    if e[0] is not never and not native.armed:",
-                  "        native.arm(e[0], e[1], native_plan(c._plan))"]
+                  "        native.arm(e[0], e[1], native_plan(c._plan), refill(c, e[1]))"]
     exec(compile("\n".join(lines), f"<cute_py dynamic launch of {c.jit_function.fn.__name__}>", "exec"), env)
     return _installed(c, env["call"], native)
 
@@ -197,6 +207,65 @@ def native_plan(plan: tuple) -> tuple:
     """A ``Compiled._plan`` as the native launcher takes it: per launch (function address, grid x3, block x3,
     shared memory bytes, parameter array address)."""
     return tuple((int(f), gx, gy, gz, bx, by, bz, smem, params) for f, gx, gy, gz, bx, by, bz, smem, params, _ in plan)
+
+
+def _refill(c, positions, aligns, resets, addresses, bound):
+    """The native launcher's refill for ``c`` (see ``native_source``): ``(c, resets, alignments, writes)``, one
+    write per pointer parameter and per TMA descriptor (its address field), or ``None`` where new addresses change
+    more than that: a parameter made from a tensor not at ``positions``, or a descriptor whose encoding is not
+    the address in its first 8 bytes and the rest independent of it (``_patchable``). ``aligns``: the compiled
+    alignment of each tensor; ``addresses``: those the parameters are filled for now; ``bound(desc)``: the
+    descriptor as encoded (bound to the extents, for a run-time-shaped one)."""
+    import ctypes
+    import math
+
+    slot_of = {i: k for k, i in enumerate(positions)}
+    aligns, writes = list(aligns), []
+    for ln, block in zip(c.launches, c._blocks):
+        for j, (kind, src) in enumerate(ln.params):
+            if kind == "ptr":
+                i, off = src
+            elif kind == "desc":
+                desc, (i, off) = src
+                if i not in slot_of or not _patchable(bound(desc), bytes(block.slots[j]), addresses[slot_of[i]] + off):
+                    return None
+                aligns[slot_of[i]] = math.lcm(aligns[slot_of[i]], 16)  # a descriptor's address: 16 bytes
+            else:
+                continue
+            if i not in slot_of or type(off) is not int or off < 0:
+                return None
+            writes.append((ctypes.addressof(block.slots[j]), slot_of[i], off))
+    if len(writes) > native_launch.MAX_WRITES:
+        return None
+    return c, resets, tuple(aligns), tuple(writes)
+
+
+_PROBES = (0x0000_1234_5678_9A00, 0x0000_7EDC_BA98_7600, 0x0000_0000_0010_0000)
+_PATCHABLE: dict = {}  # descriptor (without its address) -> whether its encodings differ only in the address field
+
+
+def _patchable(desc, current, address):
+    """Whether ``current``, the 128 bytes the driver encoded for ``desc`` at ``address``, holds that address in its
+    first 8 bytes (little-endian) and whether the driver's encodings of ``desc`` at other addresses (the probes,
+    once per kind of descriptor and process) are ``current`` with only those 8 bytes changed: the driver's format
+    is not documented, so a refill patches it only where that was seen."""
+    import dataclasses
+
+    if current[:8] != address.to_bytes(8, "little"):
+        return False
+    try:
+        key = repr(dataclasses.replace(desc, global_address=None))
+    except Exception:  # not a dataclass of ours: probed each time
+        key = None
+    verdict = _PATCHABLE.get(key)
+    if verdict is None:
+        try:
+            verdict = all(desc.encode(p) == p.to_bytes(8, "little") + current[8:] for p in _PROBES)
+        except Exception:  # a descriptor the probes cannot encode: re-encoded by the Python path
+            verdict = False
+        if key is not None:
+            _PATCHABLE[key] = verdict
+    return verdict
 
 
 def _native(c, positions, env):

@@ -2,10 +2,11 @@
 
 A generated launch path (``launch_paths``) spends most of its host time in bytecodes and in cuda-python's
 argument conversion, around a driver call that costs a few microseconds. Its common call, the same tensors as
-the last call, is taken over by a small C object (``native_source``): one call of torch's tensor guard, the
-tensors' ``data_ptr()``, and ``cuLaunchKernel`` through the function pointer that cuda-python's
-``cuGetProcAddress`` returns (the driver entry point cuda-python itself calls). Everything else (new addresses,
-another dtype or shape, a stream object, an error) is passed, untouched, to the generated Python path.
+the last call or tensors like them at new addresses, is taken over by a small C object (``native_source``): one
+call of torch's tensor guard, the tensors' ``data_ptr()``, for new addresses a rewrite of the pointer parameters
+and of the descriptors' address fields, and ``cuLaunchKernel`` through the function pointer that cuda-python's
+``cuGetProcAddress`` returns (the driver entry point cuda-python itself calls). Everything else (misaligned
+addresses, another dtype or shape, a stream object, an error) is passed, untouched, to the generated Python path.
 
 The extension is compiled once per machine with the C compiler (``CC``, else ``cc``, ``gcc`` or ``clang``) against
 the running Python's headers, and kept in the disk cache (``CUTE_PY_CACHE_DIR``) under a key of its source, the
@@ -26,10 +27,12 @@ from typing import Any
 from .cache import cache_dir
 from .native_source import SOURCE
 
-__all__ = ["launcher_class", "launch_address", "make_launcher", "status", "MAX_TENSORS", "MAX_LAUNCHES"]
+__all__ = ["launcher_class", "launch_address", "make_launcher", "status", "MAX_TENSORS", "MAX_LAUNCHES",
+           "MAX_WRITES"]
 
 MAX_TENSORS = 16  # as the C source's limits: a compile beyond them keeps the Python path
 MAX_LAUNCHES = 8
+MAX_WRITES = 32  # a refill beyond it: new addresses go to the Python path
 _MODULE = "_cute_py_launch"
 _STATE: dict[str, Any] = {}  # "class": the Launcher type or None, "why": the reason for None, "address": int or None
 

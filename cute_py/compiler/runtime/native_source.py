@@ -8,14 +8,19 @@ Python path, which checks, refills, launches and arms again):
 - the call has between ``min_args`` and ``max_args`` positional arguments, and no keyword but ``stream``,
   given as ``None`` or a non-negative int (the handle; ``None``, or none given, is the legacy default stream);
 - ``guard(*tensors)`` returns ``True`` (the arguments at ``positions``, in order);
-- each of those arguments' ``data_ptr()`` equals the armed address at its place.
+- each of those arguments' ``data_ptr()`` equals the armed address at its place, or it was armed with a refill
+  and every new address is a multiple of its tensor's alignment: then, before the launch, each of the refill's
+  attributes of its owner is set to ``None`` (the Python path's record of what the parameters hold), each write
+  ``(slot, k, offset)`` stores the 64-bit ``address[k] + offset`` at ``slot`` (a pointer parameter, or the
+  address field of a TMA descriptor: its first 8 bytes), and the new addresses become the armed ones.
 
 The plan's launches go to the driver's ``cuLaunchKernel`` (its address is given at construction) one after the
 other, without the GIL; a failed one stops the rest and the result is ``on_error(code, index)``. An exception
 raised by the guard or by ``data_ptr()`` propagates. ``hits`` counts the calls launched here.
 
 The caller's contract (``launch_paths``): armed only with addresses whose parameters are filled in the plan's
-parameter arrays, and disarmed before those arrays or the plan change.
+parameter arrays, disarmed before those arrays or the plan change, and armed with a refill only where those
+writes are all that new addresses change in them (the owner keeps the slots alive).
 """
 
 SOURCE = r"""
@@ -31,6 +36,8 @@ SOURCE = r"""
 
 #define MAX_TENSORS 16
 #define MAX_LAUNCHES 8
+#define MAX_WRITES 32
+#define MAX_RESETS 8
 
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                          void **, void **);
@@ -40,6 +47,12 @@ typedef struct {
     unsigned dims[7]; /* grid x, y, z, block x, y, z, dynamic shared memory bytes */
     void **params;
 } Launch;
+
+typedef struct {
+    uint64_t *slot;
+    Py_ssize_t k;
+    unsigned long long offset;
+} Write;
 
 typedef struct {
     PyObject_HEAD
@@ -52,7 +65,12 @@ typedef struct {
     Py_ssize_t positions[MAX_TENSORS];
     unsigned long long addresses[MAX_TENSORS];
     Launch launches[MAX_LAUNCHES];
-    unsigned long long hits;
+    unsigned long long hits, refills;
+    PyObject *owner; /* NULL: no refill */
+    PyObject *resets[MAX_RESETS];
+    Py_ssize_t nresets, nwrites;
+    unsigned long long aligns[MAX_TENSORS];
+    Write writes[MAX_WRITES];
 } Launcher;
 
 static PyObject *data_ptr_name;
@@ -73,9 +91,10 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
     Launcher *self = (Launcher *)obj;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf), k, j, m;
     PyObject *stack[MAX_TENSORS], *guard = self->guard, *r;
+    unsigned long long got[MAX_TENSORS];
     Launch plan[MAX_LAUNCHES];
     void *stream = NULL;
-    int ok, err = 0;
+    int ok, moved = 0, err = 0;
 
     if (guard == NULL || n < self->min_args || n > self->max_args)
         return pass_on(self, args, nargsf, kwnames);
@@ -107,21 +126,43 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
     ok = r == Py_True;
     Py_DECREF(r);
     for (k = 0; ok && k < self->ntensors; k++) {
-        unsigned long long a;
         PyObject *p = PyObject_CallMethodNoArgs(stack[k], data_ptr_name);
         if (p == NULL) {
             Py_DECREF(guard);
             return NULL;
         }
-        a = PyLong_AsUnsignedLongLong(p);
+        got[k] = PyLong_AsUnsignedLongLong(p);
         Py_DECREF(p);
-        if (a == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (got[k] == (unsigned long long)-1 && PyErr_Occurred()) {
             Py_DECREF(guard);
             return NULL;
         }
-        ok = a == self->addresses[k];
+        moved |= got[k] != self->addresses[k];
     }
     ok = ok && self->guard == guard; /* still armed as when the checks began */
+    if (ok && moved) { /* new addresses: refilled here where the refill allows it */
+        ok = self->owner != NULL;
+        for (k = 0; ok && k < self->ntensors; k++)
+            ok = got[k] % self->aligns[k] == 0;
+        if (ok) {
+            PyObject *owner = self->owner;
+            Py_INCREF(owner);
+            for (k = 0; k < self->nresets; k++)
+                if (PyObject_SetAttr(owner, self->resets[k], Py_None) < 0) {
+                    Py_DECREF(owner);
+                    Py_DECREF(guard);
+                    return NULL;
+                }
+            Py_DECREF(owner);
+            ok = self->guard == guard && self->owner == owner; /* the attributes' owner may run code */
+        }
+        if (ok) {
+            for (k = 0; k < self->nwrites; k++)
+                *self->writes[k].slot = (uint64_t)(got[self->writes[k].k] + self->writes[k].offset);
+            memcpy(self->addresses, got, (size_t)self->ntensors * sizeof(got[0]));
+            self->refills++;
+        }
+    }
     Py_DECREF(guard);
     if (!ok)
         return pass_on(self, args, nargsf, kwnames);
@@ -223,7 +264,12 @@ launcher_arm(PyObject *obj, PyObject *args)
     Launch launches[MAX_LAUNCHES];
     Py_ssize_t k, j, m;
 
-    if (!PyArg_ParseTuple(args, "OO!O!", &guard, &PyTuple_Type, &addresses, &PyTuple_Type, &plan))
+    PyObject *refill = Py_None, *owner = NULL, *resets = NULL, *aligns = NULL, *writes = NULL;
+    unsigned long long align[MAX_TENSORS];
+    Write wr[MAX_WRITES];
+    Py_ssize_t nw = 0, nr = 0;
+
+    if (!PyArg_ParseTuple(args, "OO!O!|O", &guard, &PyTuple_Type, &addresses, &PyTuple_Type, &plan, &refill))
         return NULL;
     Py_CLEAR(self->guard); /* disarmed until every value is read */
     if (self->launch == NULL) {
@@ -265,6 +311,69 @@ launcher_arm(PyObject *obj, PyObject *args)
             return NULL;
         launches[j].params = (void **)(uintptr_t)a;
     }
+    if (refill != Py_None) {
+        if (!PyTuple_Check(refill)) {
+            PyErr_SetString(PyExc_TypeError, "Launcher.arm: a refill is a tuple (owner, resets, alignments, writes)");
+            return NULL;
+        }
+        if (!PyArg_ParseTuple(refill, "OO!O!O!;Launcher.arm: a refill is (owner, resets, alignments, writes)", &owner,
+                              &PyTuple_Type, &resets, &PyTuple_Type, &aligns, &PyTuple_Type, &writes))
+            return NULL;
+        nr = PyTuple_GET_SIZE(resets);
+        nw = PyTuple_GET_SIZE(writes);
+        if (nr > MAX_RESETS || nw > MAX_WRITES || PyTuple_GET_SIZE(aligns) != self->ntensors) {
+            PyErr_Format(PyExc_ValueError, "Launcher.arm: up to %d resets and %d writes, and one alignment per "
+                         "tensor, got %zd, %zd and %zd", MAX_RESETS, MAX_WRITES, nr, nw, PyTuple_GET_SIZE(aligns));
+            return NULL;
+        }
+        for (k = 0; k < nr; k++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(resets, k))) {
+                PyErr_SetString(PyExc_TypeError, "Launcher.arm: the resets are attribute names");
+                return NULL;
+            }
+        for (k = 0; k < self->ntensors; k++) {
+            if (as_address(PyTuple_GET_ITEM(aligns, k), &align[k]) < 0)
+                return NULL;
+            if (align[k] == 0) {
+                PyErr_SetString(PyExc_ValueError, "Launcher.arm: an alignment is 0");
+                return NULL;
+            }
+        }
+        for (j = 0; j < nw; j++) {
+            PyObject *e = PyTuple_GET_ITEM(writes, j);
+            unsigned long long a, t;
+            if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 3) {
+                PyErr_SetString(PyExc_ValueError, "Launcher.arm: a write is (slot address, tensor, offset)");
+                return NULL;
+            }
+            if (as_address(PyTuple_GET_ITEM(e, 0), &a) < 0 || as_address(PyTuple_GET_ITEM(e, 1), &t) < 0 ||
+                as_address(PyTuple_GET_ITEM(e, 2), &wr[j].offset) < 0)
+                return NULL;
+            if (a == 0 || a % 8 || t >= (unsigned long long)self->ntensors) {
+                PyErr_Format(PyExc_ValueError, "Launcher.arm: write %zd: a slot must be 8-byte aligned and not 0, "
+                             "the tensor one of %zd", j, self->ntensors);
+                return NULL;
+            }
+            wr[j].slot = (uint64_t *)(uintptr_t)a;
+            wr[j].k = (Py_ssize_t)t;
+        }
+    }
+    for (k = 0; k < self->nresets; k++)
+        Py_CLEAR(self->resets[k]);
+    Py_CLEAR(self->owner);
+    self->nresets = self->nwrites = 0;
+    if (owner != NULL) {
+        for (k = 0; k < nr; k++) {
+            self->resets[k] = PyTuple_GET_ITEM(resets, k);
+            Py_INCREF(self->resets[k]);
+        }
+        self->nresets = nr;
+        memcpy(self->aligns, align, (size_t)self->ntensors * sizeof(align[0]));
+        memcpy(self->writes, wr, (size_t)nw * sizeof(Write));
+        self->nwrites = nw;
+        Py_INCREF(owner);
+        self->owner = owner;
+    }
     memcpy(self->addresses, got, sizeof(got));
     memcpy(self->launches, launches, (size_t)m * sizeof(Launch));
     self->nlaunches = m;
@@ -276,7 +385,13 @@ launcher_arm(PyObject *obj, PyObject *args)
 static PyObject *
 launcher_disarm(PyObject *obj, PyObject *unused)
 {
-    Py_CLEAR(((Launcher *)obj)->guard);
+    Launcher *self = (Launcher *)obj;
+    Py_ssize_t k;
+    Py_CLEAR(self->guard);
+    Py_CLEAR(self->owner);
+    for (k = 0; k < self->nresets; k++)
+        Py_CLEAR(self->resets[k]);
+    self->nresets = self->nwrites = 0;
     Py_RETURN_NONE;
 }
 
@@ -290,6 +405,12 @@ static PyObject *
 launcher_get_hits(PyObject *obj, void *closure)
 {
     return PyLong_FromUnsignedLongLong(((Launcher *)obj)->hits);
+}
+
+static PyObject *
+launcher_get_refills(PyObject *obj, void *closure)
+{
+    return PyLong_FromUnsignedLongLong(((Launcher *)obj)->refills);
 }
 
 static PyObject *
@@ -324,6 +445,7 @@ launcher_traverse(PyObject *obj, visitproc visit, void *arg)
     Py_VISIT(self->fallback);
     Py_VISIT(self->on_error);
     Py_VISIT(self->guard);
+    Py_VISIT(self->owner);
     return 0;
 }
 
@@ -331,9 +453,14 @@ static int
 launcher_clear(PyObject *obj)
 {
     Launcher *self = (Launcher *)obj;
+    Py_ssize_t k;
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->on_error);
     Py_CLEAR(self->guard);
+    Py_CLEAR(self->owner);
+    for (k = 0; k < self->nresets; k++)
+        Py_CLEAR(self->resets[k]);
+    self->nresets = self->nwrites = 0;
     return 0;
 }
 
@@ -355,7 +482,8 @@ launcher_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 }
 
 static PyMethodDef launcher_methods[] = {
-    {"arm", launcher_arm, METH_VARARGS, "arm(guard, addresses, plan): launch the plan for calls that pass"},
+    {"arm", launcher_arm, METH_VARARGS,
+     "arm(guard, addresses, plan, refill=None): launch the plan for calls that pass"},
     {"disarm", launcher_disarm, METH_NOARGS, "disarm(): pass every call to the fallback"},
     {NULL, NULL, 0, NULL},
 };
@@ -363,6 +491,7 @@ static PyMethodDef launcher_methods[] = {
 static PyGetSetDef launcher_getset[] = {
     {"armed", launcher_get_armed, NULL, "whether a plan is armed", NULL},
     {"hits", launcher_get_hits, NULL, "calls launched by the launcher itself", NULL},
+    {"refills", launcher_get_refills, NULL, "of those, the calls it refilled for new addresses", NULL},
     {"fallback", get_fallback, set_fallback, "called with every call the armed plan does not take", NULL},
     {"on_error", get_on_error, set_on_error, "on_error(code, index) for a failed launch", NULL},
     {NULL, NULL, NULL, NULL, NULL},
