@@ -71,12 +71,9 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
         layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
         checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
                           f"not x{i}.is_cuda or not {layout}", False))
-    checked = _checked(env, checks, args, argx)
+    lines += _checked(env, checks, args, argx)
+    # the guard's answer (``armed``) decides whether a call arms the native launcher
     native = _native(c, [i for i, *_ in fast], env) if "guard" in env else None
-    if native is not None:  # the guard's answer decides whether this call arms the native launcher
-        checked = [checked[0].replace("if not guard(", "armed = guard(").replace("):", ")"),
-                   "    if not armed:"] + checked[1:]
-    lines += checked
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
     key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
     # the addresses of the last call were aligned: new ones are tested, one test per alignment (an OR of powers of
@@ -110,8 +107,8 @@ def _checked(env, checks, args, argx):
     """Lines that send a generated call to the general path unless every tensor argument passes its check:
     ``checks`` holds ``(position, Python condition of a mismatch on x<position>, run-time extents?)``. Where
     torch's guard applies (``torch_guard``: the tensors of this call ``args`` pass every condition, and the guard
-    made of them passes its probes), one guard call accepts the usual call and the Python conditions run only
-    when it refuses; otherwise they run on every call."""
+    made of them passes its probes), one guard call accepts the usual call (its answer kept as ``armed``) and the
+    Python conditions run only when it refuses; otherwise they run on every call."""
     fallback = []
     for i, cond, _ in checks:
         fallback += [f"    if {cond}:", f"        return general(c, {argx}, stream)"]
@@ -123,7 +120,8 @@ def _checked(env, checks, args, argx):
     if guard is None:
         return fallback
     env["guard"] = guard
-    return [f"    if not guard({', '.join(f'x{i}' for i, _, _ in checks)}):"] + ["    " + ln for ln in fallback]
+    return [f"    armed = guard({', '.join(f'x{i}' for i, _, _ in checks)})",
+            "    if not armed:"] + ["    " + ln for ln in fallback]
 
 
 def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -227,14 +225,16 @@ def _refill(c, positions, aligns, resets, addresses, bound):
                 i, off = src
             elif kind == "desc":
                 desc, (i, off) = src
-                if i not in slot_of or not _patchable(bound(desc), bytes(block.slots[j]), addresses[slot_of[i]] + off):
-                    return None
-                aligns[slot_of[i]] = math.lcm(aligns[slot_of[i]], 16)  # a descriptor's address: 16 bytes
             else:
                 continue
             if i not in slot_of or type(off) is not int or off < 0:
                 return None
-            writes.append((ctypes.addressof(block.slots[j]), slot_of[i], off))
+            k = slot_of[i]
+            if kind == "desc":
+                if not _patchable(bound(desc), bytes(block.slots[j]), addresses[k] + off):
+                    return None
+                aligns[k] = math.lcm(aligns[k], 16)  # a descriptor's address: 16 bytes
+            writes.append((ctypes.addressof(block.slots[j]), k, off))
     if len(writes) > native_launch.MAX_WRITES:
         return None
     return c, resets, tuple(aligns), tuple(writes)
