@@ -443,3 +443,80 @@ def test_a_store_through_a_partly_covering_recast_is_rejected(how, line, fragmen
 def test_reading_a_partly_covering_recast_compiles():
     c = cute.compile(partial_recast, F("Float16", (256,)), "read")
     assert count_matches(c.ptx, r"ld\.global\.(u|b)64") == 1 and count_matches(c.ptx, r"st\.global\.(u|b)64") == 1
+
+
+# -- typed constants (host Scalars) stored into tensors of every element type --------------------------------
+
+_INT_TYPES = ["Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16", "Uint32", "Uint64"]
+_FLOAT_TYPES = ["Float16", "BFloat16", "TFloat32", "Float32", "Float64", "Float8E4M3FN", "Float8E5M2"]
+
+
+def _scalar_store(dtype, captured, made):
+    """A kernel storing ``captured`` (a Scalar made on the host, captured by the kernel) at element 0 and
+    ``made()`` (made while tracing) at element 1 of a gmem tensor of ``dtype``."""
+
+    @cute.kernel
+    def k(t):
+        t[0] = captured
+        t[1] = made()
+
+    @cute.jit
+    def f(t):
+        k(t).launch(grid=1, block=1)
+
+    return cute.compile(f, F(dtype, (4,)))
+
+
+def _bounds(name):
+    dtype = getattr(cute, name)
+    if dtype.signed:
+        return -(1 << (dtype.width - 1)), (1 << (dtype.width - 1)) - 1
+    return 0, (1 << dtype.width) - 1
+
+
+@pytest.mark.parametrize("name", _INT_TYPES)
+@pytest.mark.parametrize("end", [0, 1])
+def test_typed_int_constant_stores_into_tensor_of_its_type(name, end):
+    """cute.Uint8(255) (captured from the host or made in the kernel) stores as that i8 constant: every integer
+    type, at both ends of its range."""
+    dtype = getattr(cute, name)
+    value = _bounds(name)[end]
+    c = _scalar_store(dtype, dtype(value), lambda: dtype(value))
+    w = dtype.width
+    as_signed = value - (1 << w) if value >= 1 << (w - 1) else value
+    body = kernel_body(c.mlir)
+    assert count_matches(body, rf"arith\.constant {as_signed} : i{w}\b") == 2, body
+    assert count_matches(body, rf"llvm\.store %\S+, %\S+ \{{alignment = {w // 8} : i64\}} : i{w}, !llvm\.ptr<1>") == 2
+
+
+@pytest.mark.parametrize("name", _FLOAT_TYPES)
+def test_typed_float_constant_stores_into_tensor_of_its_type(name):
+    dtype = getattr(cute, name)
+    c = _scalar_store(dtype, dtype(1.5), lambda: dtype(-2.0))
+    ptx = ptx_body(c.ptx)
+    assert count_matches(ptx, rf"st\.global\.b{dtype.width}\b") == 2, ptx
+
+
+def test_typed_bool_constant_stores_into_boolean_tensor():
+    c = _scalar_store(cute.Boolean, cute.Boolean(True), lambda: cute.Boolean(False))
+    body = kernel_body(c.mlir)
+    assert count_matches(body, r"arith\.constant 1 : i8") == 1 and count_matches(body, r"arith\.constant 0 : i8") == 1
+
+
+@pytest.mark.parametrize("src,dst,rule", [
+    ("Float32", "Float16", "cannot be stored as Float16"),
+    ("Int32", "Float32", "cannot be stored as Float32"),
+    ("Float16", "Int16", "cannot be stored as Int16"),
+    ("Int32", "Boolean", "cannot be stored as Boolean"),
+])
+def test_typed_constant_of_another_kind_is_a_trace_error(src, dst, rule):
+    value = cute.Int32(1) if src == "Int32" else getattr(cute, src)(1.0)
+    with pytest.raises(TraceError, match=rule):
+        _scalar_store(getattr(cute, dst), value, lambda: 0)
+
+
+def test_typed_int_constant_that_does_not_fit_the_element_is_a_trace_error():
+    with pytest.raises(TraceError, match=r"300 does not fit in Uint8"):
+        _scalar_store(cute.Uint8, cute.Int32(300), lambda: 0)
+    c = _scalar_store(cute.Uint8, cute.Int32(7), lambda: cute.Int64(9))  # integers that fit convert
+    assert count_matches(kernel_body(c.mlir), r"arith\.constant (7|9) : i8") == 2

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ...tensor.dtypes import dtype_of
+from ...tensor.dtypes import Scalar, dtype_of
 from ...core.typing import Int, Shape
 from ...errors import CuteValueError, StaticTraceError, TraceError
 from ...core.layout import Layout, cosize
@@ -149,6 +149,11 @@ def _unwrap(value, dtype, what):
     """The MLIR value of ``value`` as an element of ``dtype``: a traced float must have the element type, a traced
     integer or Boolean converts to an integer element type; Python numbers become constants."""
     b = current()
+    if isinstance(value, Scalar):  # a typed constant (cute.Uint8(1), in the kernel or captured): its number, by
+        if value.dtype is not dtype and (dtype.is_float or value.dtype.is_float or dtype.kind == "bool"):
+            raise TraceError(f"{what}: the {value.dtype.name} value {value.value!r} cannot be stored as "  # the
+                             f"{dtype.name} (convert it first: cute.{dtype.name}(...))")  # rules of traced values
+        value = value.value
     if isinstance(value, (TracedInt, TracedFloat, TracedBool)):
         if value.dtype is dtype:
             v = value.ir
