@@ -20,6 +20,17 @@ assembled as above and an :class:`AssemblerWarning` says what was dropped and ho
 
 A fallback is announced once per process with an :class:`AssemblerWarning` naming the library, its version and
 what is used instead. Nothing here opens the library until PTX is assembled.
+
+``MLIR_DIALECTS_ASSEMBLER=ptxas`` (:data:`ASSEMBLER_ENV`) sends all PTX to ptxas in a child process, the fallback
+path, whatever nvJitLink is installed (an :class:`AssemblyError` without a ptxas); unset, empty or ``auto``: the
+choice above. It is read at every assembly.
+
+**Forms the assembler gets wrong.** Before PTX goes to an assembler, the forms that this assembler's release is
+known to mishandle (:data:`mlir_dialects.ptx_forms.KNOWN_BAD_FORMS`: ``cp.async ... .L2::cache_hint`` for ptxas and
+nvJitLink older than 13.5) are rewritten away, with an :class:`AssemblerWarning` naming why and the fix, or, where
+a form cannot be dropped, refused with an :class:`AssemblyError` naming the fix. :func:`prepare` gives the PTX
+exactly as it will be assembled and the assembler that gets it; :func:`identity` names the assemblers for a
+compile cache's key.
 """
 
 import os
@@ -27,12 +38,12 @@ import sys
 
 from .errors import AssemblyError
 
-# ctypes, shutil, signal, subprocess, tempfile and warnings are imported where they are used: finding the
-# wheel's library (for cache fingerprints) must stay cheap
+# ctypes, shutil, signal, subprocess, tempfile, warnings and the table of bad forms (.ptx_forms) are imported where
+# they are used: finding the wheel's library and the ptxas (for cache fingerprints) must stay cheap
 
-__all__ = ["MIN_NVJITLINK", "MIN_PTXAS", "KNOWN_BAD", "WHOLE_PROGRAM", "AssemblerWarning", "wheel_library",
-           "load_nvjitlink", "loaded_library", "find_ptxas", "ptxas_version", "assemble", "assembler_in_use",
-           "assembler_for"]
+__all__ = ["MIN_NVJITLINK", "MIN_PTXAS", "KNOWN_BAD", "WHOLE_PROGRAM", "ASSEMBLER_ENV", "AssemblerWarning",
+           "wheel_library", "load_nvjitlink", "loaded_library", "find_ptxas", "ptxas_version", "assemble",
+           "assembler_in_use", "assembler_for", "prepare", "identity", "forced_assembler"]
 
 MIN_NVJITLINK = (13, 5)  # the oldest nvJitLink tested to assemble everything this package emits
 KNOWN_BAD = {(13, 0): "nvJitLink 13.0 crashes (SIGSEGV) on some valid PTX, e.g. a loop split for unrolling"}
@@ -41,6 +52,7 @@ MIN_PTXAS = (12, 0)  # the first ptxas of sm_90a and setmaxnreg (PTX ISA 8.0)
 WHOLE_PROGRAM = ("setmaxnreg",)
 # the ptxas of the pip wheel nvidia-cuda-nvcc (CUDA 13, then CUDA 12), relative to a sys.path entry
 _PTXAS_WHEEL_PATHS = (("nvidia", "cu13", "bin", "ptxas"), ("nvidia", "cuda_nvcc", "bin", "ptxas"))
+ASSEMBLER_ENV = "MLIR_DIALECTS_ASSEMBLER"  # "ptxas": every PTX to ptxas (the fallback); "" or "auto": the choice
 _STATE = {"library": None, "choice": None, "warned": set(), "ptxas_versions": {}}
 
 
@@ -140,8 +152,22 @@ def _loaded_version():
         return None
 
 
+def forced_assembler():
+    """The assembler :data:`ASSEMBLER_ENV` names (``"ptxas"``), or ``None`` for the automatic choice."""
+    value = os.environ.get(ASSEMBLER_ENV, "").strip().lower()
+    if value in ("", "auto"):
+        return None
+    if value != "ptxas":
+        raise AssemblyError(f"{ASSEMBLER_ENV}={os.environ[ASSEMBLER_ENV]!r}: the values are 'ptxas' (every PTX to "
+                            f"ptxas in a child process) and 'auto' or empty (nvJitLink in-process when good)")
+    return value
+
+
 def _choose():
-    """``("nvjitlink", None)`` or ``("fallback", why)``, decided once per process."""
+    """``("nvjitlink", None)`` or ``("fallback", why)``: decided once per process, unless :data:`ASSEMBLER_ENV`
+    asks for ptxas."""
+    if forced_assembler():
+        return ("fallback", f"{ASSEMBLER_ENV}=ptxas")
     choice = _STATE["choice"]
     if choice is None:
         version = _loaded_version()
@@ -166,14 +192,70 @@ def assembler_in_use():
     return "ptxas" if find_ptxas() else "nvjitlink-subprocess"
 
 
+def _route(data):
+    """``(name, path, version)`` of the assembler :func:`assemble` hands ``data`` (bytes) to first: ``name`` as
+    :func:`assembler_for` says it, ``version`` its ``(major, minor)`` or ``None`` when unknown."""
+    if _whole_program_only(data):
+        ptxas = _whole_program_ptxas()[0]
+        if ptxas is not None:
+            return "ptxas", ptxas, ptxas_version(ptxas)
+    name = assembler_in_use()
+    if name == "ptxas":
+        ptxas = find_ptxas()
+        return name, ptxas, ptxas_version(ptxas)
+    return name, loaded_library(), _loaded_version()
+
+
 def assembler_for(ptx):
     """What :func:`assemble` uses for ``ptx`` (str or bytes): ``"ptxas"`` as a whole program where it uses an
     instruction of :data:`WHOLE_PROGRAM` and a ptxas of at least :data:`MIN_PTXAS` is found, else
     :func:`assembler_in_use`."""
+    return _route(ptx.encode() if isinstance(ptx, str) else bytes(ptx))[0]
+
+
+def _adapted(data, name, version, where):
+    """``data`` (PTX bytes) with the forms that the assembler ``name`` (at ``where``) at ``version`` mishandles
+    rewritten away (see :mod:`mlir_dialects.ptx_forms`), each announced once with an :class:`AssemblerWarning`;
+    :class:`AssemblyError` for a form that cannot be dropped."""
+    from .ptx_forms import adapt, may_need_adapting
+
+    text = data.decode("utf-8", "surrogateescape")
+    if not may_need_adapting(text):
+        return data
+    text, dropped = adapt(text, "ptxas" if name == "ptxas" else "nvjitlink", version)
+    who = f"{name} {'.'.join(map(str, version)) if version else '(version unknown)'}" + (f" ({where})" if where else "")
+    for form in dropped:
+        _warn_once(f"{who} {form.effect}: {form.dropped} is dropped from the PTX it assembles (the kernel computes "
+                   f"the same); for the hint, {form.fix}")
+    return text.encode("utf-8", "surrogateescape")
+
+
+def prepare(ptx):
+    """``(text, assembler)``: the PTX exactly as :func:`assemble` hands it to its first assembler (the forms that
+    assembler mishandles rewritten away) and that assembler's name (as :func:`assembler_for`)."""
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
-    if _whole_program_only(data) and _whole_program_ptxas()[0] is not None:
-        return "ptxas"
-    return assembler_in_use()
+    name, where, version = _route(data)
+    return _adapted(data, name, version, where).decode("utf-8", "surrogateescape"), name
+
+
+def _file_identity(path):
+    if not path:
+        return "none"
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return f"{real}:missing"
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def identity():
+    """A text that changes with the assemblers this process would use, for a compile cache's key (with
+    :func:`forced_assembler`, which may change within a process): the nvJitLink library (the wheel's file, else the one the loader opens: path,
+    size and modification time) and the ptxas :func:`find_ptxas` finds (likewise: another release is another file).
+    Cheap: no child process, and the library is opened only where no wheel holds it."""
+    lib = wheel_library() or loaded_library()
+    return f"nvjitlink={_file_identity(lib)};ptxas={_file_identity(find_ptxas())}"
 
 
 def _warn_once(message):
@@ -190,26 +272,31 @@ def assemble(ptx, arch):
     PTX that uses an instruction of :data:`WHOLE_PROGRAM` is assembled by a whole-program ptxas when there is one.
     Otherwise, or where that ptxas fails (an older ptxas and a newer PTX ISA, say), it is assembled as any other
     PTX, with an :class:`AssemblerWarning` naming what is dropped and why; PTX that nothing assembles is an
-    :class:`AssemblyError`."""
+    :class:`AssemblyError`. Each assembler gets the PTX without the forms its release mishandles (:func:`prepare`)."""
     data = ptx.encode() if isinstance(ptx, str) else bytes(ptx)
     whole = _whole_program_only(data)
     if whole:
         ptxas, missing = _whole_program_ptxas()
         if ptxas is not None:
+            adapted = _adapted(data, "ptxas", ptxas_version(ptxas), ptxas)
             try:
-                return _ptxas(ptxas, data, arch)
+                return _ptxas(ptxas, adapted, arch)
             except AssemblyError as e:
                 missing = str(e)
         _warn_once(f"the PTX uses {', '.join(whole)}, which only a whole-program ptxas keeps: {missing}; "
                    f"assembled as a separate compilation unit, the cubin runs without it (ptxas info C7504)")
     kind, why = _choose()
     if kind == "nvjitlink":
-        return _nvjitlink_in_process(data, arch)
+        return _nvjitlink_in_process(_adapted(data, "nvjitlink", _loaded_version(), loaded_library()), arch)
     ptxas = find_ptxas()
     if ptxas is not None:
         _warn_once(f"assembling PTX with {ptxas} in a child process: {why}")
-        return _ptxas(ptxas, data, arch)
+        return _ptxas(ptxas, _adapted(data, "ptxas", ptxas_version(ptxas), ptxas), arch)
+    if forced_assembler():
+        raise AssemblyError(f"{ASSEMBLER_ENV}=ptxas, but no ptxas was found (pip install nvidia-cuda-nvcc, or a CUDA "
+                            f"toolkit on PATH or CUDA_HOME)")
     _warn_once(f"assembling PTX with nvJitLink in a child process (no ptxas found): {why}")
+    data = _adapted(data, "nvjitlink-subprocess", _loaded_version(), loaded_library())
     return _nvjitlink_child(data, arch, why)
 
 

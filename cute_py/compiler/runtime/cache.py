@@ -22,8 +22,8 @@ import sys
 import tempfile
 from typing import Any
 
-__all__ = ["FORMAT", "cache_dir", "atomic_write", "library_fingerprint", "read_entry", "write_entry", "stats",
-           "MAX_META_BYTES"]
+__all__ = ["FORMAT", "cache_dir", "atomic_write", "library_fingerprint", "library_roots", "library_files",
+           "read_entry", "write_entry", "stats", "MAX_META_BYTES"]
 
 FORMAT = 2
 MAX_META_BYTES = 4 << 20  # a metadata file larger than this is not an entry of ours
@@ -39,55 +39,112 @@ def cache_dir() -> str | None:
     return d or None
 
 
-def _nvjitlink_wheel_library():
-    """The path of the nvJitLink library of the pip wheel, if installed (see ``mlir_dialects.assembler``)."""
-    from mlir_dialects.assembler import wheel_library
+# the installed packages whose release changes generated code or the cubin: their ``*.dist-info`` versions (by
+# distribution name prefix) and their files (by import name); mlir is the upstream MLIR bindings' package
+_DISTRIBUTIONS = ("numba_cuda_mlir", "cuda_bindings", "mlir", "nvidia_nvjitlink", "nvidia_cuda_nvcc")
+_IMPORTED_PACKAGES = ("numba_cuda_mlir", "cuda.bindings", "mlir")
+_SKIPPED_FILES = (".pyc", ".pyo")
 
-    return wheel_library()
+
+def library_roots() -> list[str]:
+    """The directories of the two packages whose every file is in :func:`library_fingerprint`: cute_py (the
+    package this module belongs to) and mlir_dialects."""
+    import mlir_dialects
+
+    top = sys.modules[__name__.partition(".")[0]]
+    return [os.path.dirname(os.path.abspath(m.__file__)) for m in (top, mlir_dialects)]
 
 
-def library_fingerprint() -> str:
-    """A hash of everything in the libraries that changes generated code: the source files of cute_py and
-    mlir_dialects (path, size and modification time: reading them all would cost ~15 ms per process),
-    the Python version, the MLIR bindings chosen, and the installations of numba-cuda-mlir, cuda-bindings
-    and nvJitLink, and the ptxas that assembles whole-program PTX (location, size and time)."""
-    if _FINGERPRINT:
-        return _FINGERPRINT[0]
-    h = hashlib.sha256(f"format={FORMAT};python={sys.version};"
-                       f"bindings={os.environ.get('MLIR_DIALECTS_BINDINGS', '')}\0".encode())
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for root in (here, os.path.join(os.path.dirname(here), "mlir_dialects")):
-        for dirpath, dirnames, files in sorted(os.walk(root)):
+def library_files() -> list[tuple[str, str]]:
+    """``[(name, path)]`` of every file of :func:`library_roots`, in order: ``name`` is the path below the roots'
+    parent (``cute_py/core/layout.py``); compiled bytecode (``__pycache__``, ``.pyc``) is left out."""
+    out = []
+    for root in library_roots():
+        base = os.path.dirname(root)
+        for dirpath, dirnames, files in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             for f in sorted(files):
-                if f.endswith(".py"):
-                    st = os.stat(os.path.join(dirpath, f))
-                    rel = os.path.relpath(os.path.join(dirpath, f), os.path.dirname(here))
-                    h.update(f"{rel}:{st.st_size}:{st.st_mtime_ns}\0".encode())
+                if not f.endswith(_SKIPPED_FILES):
+                    path = os.path.join(dirpath, f)
+                    out.append((os.path.relpath(path, base).replace(os.sep, "/"), path))
+    return out
+
+
+def _installed():
+    """Texts naming the installed bindings and CUDA packages: each package's location and the modification time
+    of its ``__init__``, and the versions of the distributions of :data:`_DISTRIBUTIONS` found next to them."""
     import importlib.util
 
-    # the installed numba-cuda-mlir, cuda-bindings and nvJitLink, by location and install time
-    # (importlib.metadata would cost ~20 ms of imports per process)
-    wheres = []
-    for name in ("numba_cuda_mlir", "cuda.bindings"):
+    out, dirs = [], set()
+    for name in _IMPORTED_PACKAGES:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
-        wheres.append((name, None if spec is None else (spec.origin if spec.origin not in (None, "namespace")
-                                                         else next(iter(spec.submodule_search_locations or []), None))))
-    wheres.append(("libnvJitLink", _nvjitlink_wheel_library()))
-    from mlir_dialects.assembler import find_ptxas
-
-    wheres.append(("ptxas", find_ptxas()))
-    for name, where in wheres:
+        where = None if spec is None else (spec.origin if spec.origin not in (None, "namespace")
+                                           else next(iter(spec.submodule_search_locations or []), None))
         try:
             st = os.stat(where) if where else None
         except OSError:
             st = None
-        h.update(f"{name}={where}:{st and st.st_size}:{st and st.st_mtime_ns}\0".encode())
-    _FINGERPRINT.append(h.hexdigest())
-    return _FINGERPRINT[0]
+        out.append(f"{name}={where}:{st and st.st_size}:{st and st.st_mtime_ns}")
+        if where:  # the directory holding the top-level package: where its .dist-info lies
+            top = os.path.abspath(where)
+            for _ in range(name.count(".") + (2 if os.path.basename(top).startswith("__init__") else 1)):
+                top = os.path.dirname(top)
+            dirs.add(top)
+    for d in sorted(dirs):
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        out += sorted(f"{d}/{n}" for n in names if n.endswith(".dist-info")
+                      and n.lower().replace("-", "_").startswith(_DISTRIBUTIONS))
+    return out
+
+
+def _file_key(path):
+    """What identifies a file's version without reading it: size, modification and change times, inode (an edit
+    that keeps the size and restores the modification time still changes the change time)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"missing:{type(e).__name__}"
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+def _base_fingerprint():
+    from mlir_dialects.assembler import identity
+
+    h = hashlib.sha256(f"format={FORMAT};python={sys.version};"
+                       f"bindings={os.environ.get('MLIR_DIALECTS_BINDINGS', '')}\0".encode())
+    for name, path in library_files():  # by status, not contents: reading them all would double the cost
+        h.update(f"{name}:{_file_key(path)}\0".encode())
+    for text in _installed():
+        h.update(f"{text}\0".encode())
+    h.update(f"assemblers={identity()}".encode())
+    return h.hexdigest()
+
+
+def library_fingerprint() -> str:
+    """A hash of everything outside the user's code that changes generated code or the cubin: every file of the
+    packages cute_py and mlir_dialects (:func:`library_files`: sources, lowering rules, package data; each by path,
+    size, modification and change times and inode, which any edit changes),
+    the Python version, the MLIR bindings chosen and their package, the installations and versions of
+    numba-cuda-mlir, cuda-bindings and nvJitLink, the assemblers (``mlir_dialects.assembler.identity``: the
+    nvJitLink library and the ptxas, by file) and the assembler ``MLIR_DIALECTS_ASSEMBLER`` forces. Computed once
+    per process (about 1 ms for the files), but for the forced assembler, read at every call."""
+    from mlir_dialects.assembler import ASSEMBLER_ENV, forced_assembler
+
+    if not _FINGERPRINT:
+        _FINGERPRINT.append(_base_fingerprint())
+    try:
+        forced = forced_assembler()
+    except ValueError:  # an invalid value: the assembly will say so
+        forced = f"invalid:{os.environ.get(ASSEMBLER_ENV)}"
+    if forced is None:
+        return _FINGERPRINT[0]
+    return hashlib.sha256(f"{_FINGERPRINT[0]};forced={forced}".encode()).hexdigest()
 
 
 def _paths(key):
