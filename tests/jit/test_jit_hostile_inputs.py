@@ -160,3 +160,58 @@ def test_jit_entry_points_reject_what_is_not_a_function_or_a_scalar():
 def test_values_the_fuzz_found_are_cute_errors(case, v, match):
     with pytest.raises(CuteError, match=match):
         _with_watchdog(_compile, case, v)
+
+
+# -- a helper that recurses without end while the kernel is traced ----------------------------------------------
+
+
+def _endless(x):
+    return _endless(x + 1)  # the recursing line
+
+
+def _ping(x, n):
+    return _pong(x, n + 1)
+
+
+def _pong(x, n=0):
+    if n < 0:  # never true: n only grows
+        return x
+    return _ping(x * 2, n)  # the recursing line
+
+
+def _until_runtime_zero(x):
+    with cute.compiler.if_(x == 0):  # a run-time condition does not end a trace-time recursion
+        pass
+    return _until_runtime_zero(x - 1)  # the recursing line
+
+
+@pytest.mark.parametrize("where", ["body", "loop", "branch"])
+@pytest.mark.parametrize("helper", [_endless, _pong, _until_runtime_zero])
+def test_endless_recursion_of_a_kernel_helper_is_a_trace_error_at_its_line(helper, where):
+    import inspect
+    import re
+
+    @cute.kernel
+    def k(t):
+        tid, _, _ = arch.thread_idx()
+        if where == "body":
+            t[0] = helper(t[1])
+        elif where == "loop":
+            for i in cute.range(tid):
+                t[i] = helper(t[1])
+        else:
+            with cute.compiler.if_(tid == 0):
+                t[0] = helper(t[1])
+
+    @cute.jit
+    def f(t):
+        k(t).launch(grid=1, block=32)
+
+    with pytest.raises(cute.compiler.TraceError) as e:
+        cute.compile(f, ARRAY)
+    src, first = inspect.getsourcelines(helper)
+    line = first + next(i for i, s in enumerate(src) if "the recursing line" in s)
+    name = helper.__name__
+    assert str(e.value).startswith(f"{inspect.getsourcefile(helper)}:{line}: "), str(e.value)
+    assert re.search(rf"the function {name} recursed without end while tracing the kernel k", str(e.value))
+    assert "base case" in str(e.value)

@@ -59,6 +59,32 @@ def located(e: CuteError) -> CuteError | None:
     return new
 
 
+def endless_recursion(e: RecursionError, what: str) -> TraceError:
+    """The ``TraceError`` of a ``RecursionError`` raised while tracing ``what``: at the user's line in the function
+    of the user's code that recursed (the user function most often on the traceback, at its line most often
+    there: the recursing call)."""
+    frames, tb = [], e.__traceback__
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+        tb = tb.tb_next
+    if not frames:
+        return TraceError(f"tracing {what} exceeded Python's recursion limit ({e})")
+    counts = {}
+    for code, _ in frames:
+        counts[code] = counts.get(code, 0) + 1
+    code = max(counts, key=lambda c: counts[c])
+    lines = {}
+    for c, ln in frames:
+        if c is code:
+            lines[ln] = lines.get(ln, 0) + 1
+    line = max(lines, key=lambda ln: lines[ln])  # the line of the call that recurses
+    return TraceError(f"the function {code.co_name} recursed without end while tracing {what} ({counts[code]} "
+                      f"nested calls before Python's recursion limit): a helper called at trace time runs as Python, "
+                      f"so its recursion needs a base case reached with static values (a run-time condition does "
+                      f"not stop it)", where=(code.co_filename, line))
+
+
 def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
           options: CompileOptions | None = None) -> StageResults:
     """Run the stages (``stages.STAGES``) for every launched kernel, traced into one module; a
@@ -195,6 +221,8 @@ def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False, cooperative=None
                 if new is not None:
                     raise new from e
                 raise
+            except RecursionError as e:
+                raise endless_recursion(e, f"the kernel {kfn.__name__}") from None
     if line_info:
         _locate_function(b, kfn)
     if b.cooperative and cooperative is not None:
