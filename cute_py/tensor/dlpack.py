@@ -56,6 +56,26 @@ class DLPackInfo(tuple):
     __slots__ = ()
 
 
+_MAX_RANK = 64  # more extents than any array library makes: a corrupt export
+
+
+def _device_of(x, where):
+    """The DLPack device type ``x.__dlpack_device__()`` names (``CuteTypeError`` unless it is ``(int, int)``)."""
+    try:
+        got = where()
+        device, _ = got
+    except Exception as e:
+        raise CuteTypeError(f"{type(x).__name__}.__dlpack_device__() did not return (device type, device id): "
+                            f"{type(e).__name__}: {e}") from None
+    if type(device) is not int:
+        index = getattr(type(device), "__index__", None)
+        if index is None or isinstance(device, bool):
+            raise CuteTypeError(f"{type(x).__name__}.__dlpack_device__() returned the device type {device!r}, not an "
+                                f"int")
+        device = index(device)
+    return device
+
+
 def _row_major(shape):
     strides, acc = [], 1
     for s in reversed(shape):
@@ -74,13 +94,16 @@ def dlpack_info(x: Any, device_stream: int | None = -1) -> DLPackInfo:
         raise CuteTypeError(f"from_dlpack needs an object with __dlpack__ (torch, cupy, jax, numpy...), got "
                             f"{type(x).__name__}")
     where = getattr(x, "__dlpack_device__", None)
-    device = where()[0] if where is not None else None
+    device = _device_of(x, where) if where is not None else None
     # no stream synchronisation for device arrays (the caller orders its own work); host arrays take none
     kwargs = {} if device in _HOST_DEVICES else {"stream": device_stream}
     try:
-        capsule = export(max_version=(1, 1), **kwargs)  # versioned: read-only arrays export too
-    except TypeError:  # a producer of the older protocol
-        capsule = export(**kwargs)
+        try:
+            capsule = export(max_version=(1, 1), **kwargs)  # versioned: read-only arrays export too
+        except TypeError:  # a producer of the older protocol
+            capsule = export(**kwargs)
+    except Exception as e:  # a producer that cannot export (a host array asked for a stream, a broken one)
+        raise CuteTypeError(f"{type(x).__name__}.__dlpack__() failed: {type(e).__name__}: {e}") from e
     name = b"dltensor"
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
@@ -91,6 +114,8 @@ def dlpack_info(x: Any, device_stream: int | None = -1) -> DLPackInfo:
         if not is_named(capsule, name):
             raise CuteTypeError(f"{type(x).__name__}.__dlpack__() returned no DLPack capsule")
     addr = get(capsule, name)
+    if not addr:
+        raise CuteTypeError(f"{type(x).__name__}.__dlpack__() returned a DLPack capsule of a null pointer")
     if name == b"dltensor_versioned":  # DLManagedTensorVersioned: version (2 x u32), manager ctx, deleter, flags
         addr += 8 + 2 * ctypes.sizeof(ctypes.c_void_p) + 8
     t = _DLTensor.from_address(addr)  # a DLManagedTensor starts with its DLTensor
@@ -98,9 +123,17 @@ def dlpack_info(x: Any, device_stream: int | None = -1) -> DLPackInfo:
     if key not in _DL_TYPES or t.dtype.lanes != 1:
         raise CuteTypeError(f"from_dlpack: no cute_py element type for DLPack type code={t.dtype.code} "
                             f"bits={t.dtype.bits} lanes={t.dtype.lanes}")
+    if not 0 <= t.ndim <= _MAX_RANK or (t.ndim and not t.shape):
+        raise CuteTypeError(f"{type(x).__name__}.__dlpack__() describes ndim={t.ndim}" +
+                            (" with no shape" if t.ndim > 0 else "") + f" (0 to {_MAX_RANK} extents and their shape)")
     shape = tuple(t.shape[i] for i in range(t.ndim))
+    if any(n < 0 for n in shape):
+        raise CuteTypeError(f"{type(x).__name__}.__dlpack__() describes the negative extents {shape}")
     strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else _row_major(shape)
     address = (t.data or 0) + t.byte_offset
+    if device is not None and device != t.device.device_type:
+        raise CuteTypeError(f"{type(x).__name__}: __dlpack_device__() says device type {device}, its export "
+                            f"{t.device.device_type}")
     return DLPackInfo((_DL_TYPES[key], shape, strides, address, t.device.device_type))
 
 

@@ -17,8 +17,9 @@ run-time ``Int32``); a number passed for a parameter annotated with another elem
 ``Int8``, ``Boolean``...) is static too (cute_py has run-time scalars of 32-bit ints, 64-bit ints and 32-bit
 floats only) — the result is the same, with one compile per value.
 
-A **stream** argument is a driver ``CUstream``, an object with ``cuda_stream`` (torch) or ``__cuda_stream__``,
-or any value passed for a ``CUstream``-annotated parameter. Passed to a jit function it is a run-time
+A **stream** argument is a driver ``CUstream``, an object with ``cuda_stream`` (torch), a cupy stream or an object
+with ``__cuda_stream__``, or any value passed for a ``CUstream``-annotated parameter (checked at each call by
+:func:`stream_handle`: anything that is no stream is an ``ArgumentError`` before the launch). Passed to a jit function it is a run-time
 argument (not in the key); ``kernel(...).launch(stream=s)`` with it launches on that stream.
 """
 
@@ -63,25 +64,64 @@ def _names_stream(ann):
 
 
 def is_stream(x: object) -> bool:
-    """Whether ``x`` is a CUDA stream object (a driver ``CUstream``, a torch stream, ``__cuda_stream__``)."""
+    """Whether ``x`` is a CUDA stream object (a driver ``CUstream``, a torch stream, a cupy stream,
+    ``__cuda_stream__``)."""
     t = type(x)
     return (t.__name__ == "CUstream" and t.__module__.startswith("cuda")) or hasattr(x, "__cuda_stream__") or \
-        (t.__module__.startswith("torch") and hasattr(x, "cuda_stream"))
+        (t.__module__.startswith("torch") and hasattr(x, "cuda_stream")) or _is_cupy_stream(x)
+
+
+def _is_cupy_stream(x):
+    t = type(x)
+    return t.__module__.startswith("cupy") and "Stream" in t.__name__ and hasattr(x, "ptr")
+
+
+_STREAM_RULE = ("a stream is None (the legacy default stream), a cuda-python CUstream, a torch stream (its "
+                ".cuda_stream), a cupy stream (its .ptr), an object with __cuda_stream__ (returning (version, "
+                "handle)) or an int handle in [0, 2**64) (numpy integers too; not a bool, a float or a string)")
 
 
 def stream_handle(x: Any) -> Any:
-    """What the driver's launch takes for the stream ``x``: a ``CUstream`` as it is, else an int handle."""
+    """What the driver's launch takes for the stream ``x``: a ``CUstream`` of the driver binding as it is, else
+    an int handle in ``[0, 2**64)``; ``ArgumentError`` naming the rule for anything else."""
     if x is None:
         return 0
     t = type(x)
-    if t is int or t.__name__ == "CUstream":
-        return x
-    if hasattr(x, "__cuda_stream__"):
-        return int(x.__cuda_stream__()[1])
-    if hasattr(x, "cuda_stream"):
-        return int(x.cuda_stream)
-    raise ArgumentError(f"expected a CUDA stream (a cuda.bindings CUstream, a torch stream or an int handle), got "
-                        f"{t.__name__}")
+    if t is int:
+        if 0 <= x < 1 << 64:
+            return x
+        raise ArgumentError(f"{_STREAM_RULE}; got the int {x}, outside [0, 2**64)")
+    if t.__name__ == "CUstream" and t.__module__.startswith("cuda"):
+        return x if t.__module__ == "cuda.bindings.driver" else _handle(int(x), x)
+    if t is bool or isinstance(x, (float, complex, str, bytes)):
+        raise ArgumentError(f"{_STREAM_RULE}; got {x!r} ({t.__name__})")
+    protocol = getattr(x, "__cuda_stream__", None)
+    if protocol is not None:
+        try:
+            got = protocol()
+            version, handle = got
+        except Exception as e:
+            raise ArgumentError(f"{_STREAM_RULE}; {t.__name__}.__cuda_stream__() did not return (version, handle): "
+                                f"{type(e).__name__}: {e}") from None
+        return _handle(handle, x)
+    if t.__module__.startswith("torch") and hasattr(x, "cuda_stream"):
+        return _handle(x.cuda_stream, x)
+    if _is_cupy_stream(x):
+        return _handle(x.ptr, x)
+    index = getattr(t, "__index__", None)  # numpy integers
+    if index is not None and getattr(getattr(x, "dtype", None), "kind", "i") in "iu":
+        return _handle(index(x), x)
+    raise ArgumentError(f"{_STREAM_RULE}; got {t.__name__}")
+
+
+def _handle(h, x):
+    if type(h) is not int and not (getattr(type(h), "__index__", None) is not None and type(h) is not bool
+                                   and getattr(getattr(h, "dtype", None), "kind", "i") in "iu"):
+        raise ArgumentError(f"{_STREAM_RULE}; {type(x).__name__} gave the handle {h!r} ({type(h).__name__})")
+    h = int(h)
+    if not 0 <= h < 1 << 64:
+        raise ArgumentError(f"{_STREAM_RULE}; {type(x).__name__} gave the handle {h}, outside [0, 2**64)")
+    return h
 
 
 class StreamArg:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DeviceArraySpec", "TAG_SHIFT", "ArraySpec", "array_spec", "concrete_spec", "is_static_spec",
            "device_pointer", "host_tensor", "tag_of", "untag",
-           "is_device_array", "SCALAR_TYPES"]
+           "is_device_array", "SCALAR_TYPES", "device_address"]
 
 TAG_SHIFT = 40  # tensor argument i is seen at address (i + 1) << 40 while tracing
 SCALAR_TYPES = {"Int32": Int32, "Int64": Int64, "Float32": Float32}
@@ -120,32 +120,87 @@ def array_spec(x: Any) -> tuple[ArraySpec, int]:
     if _is_torch(x):
         if not x.is_cuda:
             raise ArgumentError(f"a torch tensor passed to a kernel must be on a CUDA device, got device {x.device}")
-        ptr = x.data_ptr()
+        ptr = device_address(x.data_ptr(), "the torch tensor's data_ptr()")
         return ArraySpec((dtype_of(str(x.dtype)).name, tuple(x.shape), tuple(x.stride()), _align(ptr))), ptr
     cai = getattr(x, "__cuda_array_interface__", None)
     if cai is not None:
-        typestr = cai["typestr"]
-        if typestr not in _CAI_TYPES:
-            raise ArgumentError(f"unsupported __cuda_array_interface__ element type {typestr!r}")
-        dt = dtype_of(_CAI_TYPES[typestr])
-        shape = tuple(cai["shape"])
-        eb = dt.width // 8
-        strides = cai.get("strides")
-        if strides is None:
-            strides, acc = [], 1
-            for s in reversed(shape):
-                strides.append(acc)
-                acc *= s
-            strides = tuple(reversed(strides))
-        else:
-            if any(s % eb for s in strides):
-                raise ArgumentError(f"strides {strides} (bytes) are not multiples of the {eb}-byte element")
-            strides = tuple(s // eb for s in strides)
-        ptr = cai["data"][0]
-        return ArraySpec((dt.name, shape, strides, _align(ptr))), ptr
+        return _cai_spec(cai)
     if hasattr(x, "__dlpack__"):
         return _dlpack_spec(x)
     raise ArgumentError(f"expected a device array (__cuda_array_interface__, DLPack or torch), got {type(x).__name__}")
+
+
+def device_address(ptr: Any, what: str) -> int:
+    """``ptr`` as the int device address a kernel takes: an integer (numpy integers too, not a bool) in
+    ``(0, 2**64)``; ``ArgumentError`` naming ``what`` otherwise (a null address, a negative one, one past 64 bits)."""
+    if type(ptr) is not int:
+        v = _index(ptr)
+        if v is None:
+            raise ArgumentError(f"{what}: a device address is an int, got {ptr!r} ({type(ptr).__name__})")
+        ptr = v
+    if not 0 < ptr < 1 << 64:
+        why = "a null address" if ptr == 0 else "outside [1, 2**64)"
+        raise ArgumentError(f"{what}: the device address {ptr:#x} is {why}; a kernel cannot be launched on it")
+    return ptr
+
+
+def _index(v):
+    """An integer-like that is not a bool (numpy integers) as a Python int, else ``None``."""
+    if isinstance(v, (bool, float, complex, str, bytes)) or getattr(getattr(v, "dtype", None), "kind", "i") not in "iu":
+        return None
+    index = getattr(type(v), "__index__", None)
+    try:
+        return None if index is None else index(v)
+    except Exception:  # an __index__ that refuses
+        return None
+
+
+def _cai_spec(cai):
+    """``(ArraySpec, pointer)`` of a ``__cuda_array_interface__`` dict, every entry checked (version 0 to 3):
+    ``typestr`` one of the element types, ``shape`` a tuple of non-negative ints, ``strides`` ``None`` or a tuple
+    of as many ints (bytes, multiples of the element), ``data`` ``(address, read-only flag)``, no ``mask``."""
+    def bad(why):
+        return ArgumentError(f"a __cuda_array_interface__ {why}")
+
+    if not isinstance(cai, dict):
+        raise bad(f"is a dict, got {type(cai).__name__}")
+    missing = [k for k in ("typestr", "shape", "data") if k not in cai]
+    if missing:
+        raise bad(f"needs the keys typestr, shape and data; {', '.join(missing)} missing")
+    if cai.get("mask") is not None:
+        raise bad("with a mask cannot be passed to a kernel (the kernel would read the masked elements)")
+    typestr = cai["typestr"]
+    if type(typestr) is not str or typestr not in _CAI_TYPES:
+        raise ArgumentError(f"unsupported __cuda_array_interface__ element type {typestr!r}")
+    dt = dtype_of(_CAI_TYPES[typestr])
+    shape = cai["shape"]
+    if not isinstance(shape, (tuple, list)):
+        raise bad(f"shape is a tuple of ints, got {shape!r}")
+    shape = tuple(_index(s) for s in shape)
+    if any(s is None or s < 0 for s in shape):
+        raise bad(f"shape is a tuple of non-negative ints, got {cai['shape']!r}")
+    eb = dt.width // 8
+    strides = cai.get("strides")
+    if strides is None:
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.append(acc)
+            acc *= s
+        strides = tuple(reversed(strides))
+    else:
+        if not isinstance(strides, (tuple, list)) or len(strides) != len(shape):
+            raise bad(f"strides are None or a tuple of {len(shape)} ints (one per extent), got {strides!r}")
+        given = tuple(_index(s) for s in strides)
+        if any(s is None for s in given):
+            raise bad(f"strides are ints (bytes), got {strides!r}")
+        if any(s % eb for s in given):
+            raise ArgumentError(f"strides {given} (bytes) are not multiples of the {eb}-byte element")
+        strides = tuple(s // eb for s in given)
+    data = cai["data"]
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise bad(f"data is (address, read-only flag), got {data!r}")
+    ptr = device_address(data[0], "__cuda_array_interface__ data")
+    return ArraySpec((dt.name, shape, strides, _align(ptr))), ptr
 
 
 def concrete_spec(x: Any) -> tuple[ArraySpec, int]:
@@ -214,4 +269,5 @@ def _dlpack_spec(x):
         raise ArgumentError(str(e)) from None
     if device not in (2, 13):  # kDLCUDA, kDLCUDAManaged
         raise ArgumentError(f"a DLPack tensor passed to a kernel must be on a CUDA device (device type {device})")
+    ptr = device_address(ptr, "the DLPack tensor's data")
     return ArraySpec((dtype_name, shape, strides, _align(ptr))), ptr

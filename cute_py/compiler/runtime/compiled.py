@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..frontend.annotations import stream_handle
-from ..frontend.args import array_spec, concrete_spec, is_static_spec
-from ..frontend.dyn_specs import Binder
+from ..frontend.args import array_spec, concrete_spec, device_address, is_static_spec
+from ..frontend.dyn_specs import Binder, kernel_values
 from .launch_paths import make_dynamic_fast_call, make_fast_call
+from .native_launch import new_lock
+from .scalars import converter, fits
 from ...core.symbolic import SymInt
 from ...errors import ArgumentError, LaunchError, SpecMismatch
 from ...tensor.dtypes import Scalar
@@ -71,7 +73,9 @@ class Compiled:
         # tensor arguments with run-time extents or strides: bound at each call (see dyn_specs)
         dynamic = {i: spec for i, (kind, spec) in enumerate(sources) if kind == "tensor" and not is_static_spec(spec)}
         names = list(arg_names or [])
-        self._binder = Binder(dynamic, names) if dynamic else None
+        # every run-time value the kernels get is checked at each binding: width and assumed divisors
+        self._binder = Binder(dynamic, names, kernel_values(
+            [a for ln in launches for a in list(ln.call.args) + list(ln.call.kwargs.values())])) if dynamic else None
         self._dynamic_args = tuple(sorted(dynamic.items()))
         self._last_bound = None  # ({argument: (shape, strides)}, leaf values) of the last binding
         self._torch_dtypes = {}  # torch dtype -> cute_py element type name, for arguments with run-time extents
@@ -80,6 +84,10 @@ class Compiled:
         self._fast_last = None  # the generated dynamic call's key of the last call it passed to the general path
         self._exact = None  # (torch guard of its tensors' extents and strides, addresses) of that call, once repeated
         self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
+        self._scalar_checks = tuple(converter(kind, i) for i, (k, kind) in enumerate(sources) if k == "scalar")
+        # held while the parameter arrays, the plan and what records them change, and until the launches that
+        # read them are enqueued (the driver copies the parameters then): calls from several threads
+        self._lock = new_lock()
         # the fewest arguments a call may pass: up to the last run-time one (trailing statics are compiled in)
         self._min_args = 1 + max((i for i, (kind, _) in enumerate(sources) if kind != "static"), default=-1)
         # a stream parameter that is the last run-time argument may come as the call's stream= instead
@@ -156,21 +164,22 @@ class Compiled:
     def __call__(self, *args: Any, stream: int | Any = None) -> None:
         self._call(args, stream)
 
-    def _call(self, args, stream):
-        # the general path binds and fills for this call: what the generated dynamic call remembers is stale now
-        self._fast_last = self._exact = None
-        if self._native is not None:
-            self._native.disarm()
+    def _call(self, args, stream, fast_key=None):
+        # every argument is checked and converted first; the state (parameter arrays, plan, records, the native
+        # launcher) changes only after that, under the lock, so that a call that raises leaves no trace
         n = len(args)
         if stream is not None and n == self._stream_at:  # the stream parameter given as stream=
             args, stream, n = args + (stream,), None, n + 1
-        if stream is None:
-            stream = 0
         if not self._min_args <= n <= len(self.sources):
             raise ArgumentError(f"{self.jit_function.fn.__name__} was compiled for {len(self.sources)} arguments (the "
                                 f"trailing static ones may be left out), got {n}")
+        stream = None if stream is None else stream_handle(stream)
         if not self.launches:
             return
+        if self._plan is None:
+            with self._lock:
+                if self._plan is None:
+                    self._load()
         key = self._fast_pointers(args) if self._binder is None else None
         if key is None:
             pointer = self._pointer
@@ -178,24 +187,31 @@ class Compiled:
             if self._binder is not None:
                 key = (key,) + self._bind(args)
         if self._scalar_args:
-            key = (key, tuple([a.value if isinstance(a, Scalar) else a
-                               for a in [args[i] for i in self._scalar_args]]))
-        if self._plan is None:
-            self._load()
-        if key != self._last:  # new addresses or scalars: re-encode the descriptors and refill the parameters
-            self._fill(key, args)
-            self._last = key
+            key = (key, tuple([check(args[i]) for i, check in zip(self._scalar_args, self._scalar_checks)]))
+        if stream is None:
+            stream = self._default_stream
+        streams = tuple(stream if at is None else stream_handle(args[at]) for at in self._streams)
         launch_kernel, ok = self._launch_kernel, self._ok
-        for (func, gx, gy, gz, bx, by, bz, smem, params, ex), at in zip(self._plan, self._streams):
-            s = stream if at is None else stream_handle(args[at])
-            if ex is None:
-                err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, s, params, 0)
-                if err is not ok and err != ok:
-                    self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
-            else:
-                from . import launch as _launch
+        with self._lock:
+            # the general path binds and fills for this call: what the generated calls remember is stale now
+            self._fast_last = self._exact = None
+            if self._native is not None:
+                self._native.disarm()
+            if key != self._last:  # new addresses or scalars: re-encode the descriptors and refill the parameters
+                self._commit(*self._prepare(key))
+                self._last = key
+            if fast_key is not None:
+                self._fast_last = fast_key
+            for (func, gx, gy, gz, bx, by, bz, smem, params, ex), s in zip(self._plan, streams):
+                if ex is None:
+                    err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, s, params, 0)
+                    if err is not ok and err != ok:
+                        self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
+                else:
+                    from . import launch as _launch
 
-                _launch.launch(func, (gx, gy, gz), (bx, by, bz), ex[0], smem, s, _Params(params), cooperative=ex[1])
+                    _launch.launch(func, (gx, gy, gz), (bx, by, bz), ex[0], smem, s, _Params(params),
+                                   cooperative=ex[1])
         if self._fast_call is None and self._binder is not None and self._fast_dynamic is not None and \
                 len(self._torch_specs) == len(self._tensor_args):
             self._fast_call = make_dynamic_fast_call(self, args, Compiled._call) or False
@@ -228,7 +244,7 @@ class Compiled:
                     not (a.is_contiguous() if dense else a.stride() == strides):
                 return None
             ptr = a.data_ptr()
-            if ptr % align:
+            if ptr % align or not ptr:
                 return None
             ptrs.append(ptr)
         return tuple(ptrs)
@@ -240,14 +256,17 @@ class Compiled:
             _, dtype, shape, strides, align, _ = fast
             if a.dtype is dtype and a.shape == shape and a.stride() == strides and a.is_cuda:
                 ptr = a.data_ptr()
-                if ptr % align == 0:
+                if ptr % align == 0 and ptr:
                     return ptr
         got, ptr = array_spec(a)
+        ptr = device_address(ptr, f"argument {i}")
         if got[:3] != spec[:3] or ptr % spec[3]:
             raise SpecMismatch(f"argument {i}: compiled for {spec} (dtype, shape, strides, alignment), got "
                                 f"{got}; compile again for it (calling the jit function does)")
         if type(a).__module__.startswith("torch"):
             self._torch_specs[i] = (type(a), a.dtype, a.shape, a.stride(), spec[3], _row_major(a.shape, a.stride()))
+            if self._native is not None:  # its plan may be in flight: disarmed, then dropped with the path
+                self._native.disarm()
             self._fast = self._fast_call = self._native = None
             self.__class__ = Compiled
         return ptr
@@ -270,6 +289,7 @@ class Compiled:
                     self._dynamic_torch[i] = (type(a), a.dtype)
                 else:
                     self._fast_dynamic = None  # not every call is torch tensors: no generated call
+            ptr = device_address(ptr, f"argument {i}")
             if got[0] != spec[0] or ptr % spec[3]:
                 raise SpecMismatch(f"argument {i}: compiled for {spec[0]} elements aligned to {spec[3]} bytes, got "
                                    f"{got[0]} at {ptr:#x}")
@@ -283,35 +303,77 @@ class Compiled:
         return tuple(ptrs), values
 
     def _fill(self, key, args):
+        """Refill the parameter arrays (and the run-time grids) for ``key``; the caller holds the lock. Nothing
+        changes when it raises (every value is computed and checked before the first write)."""
+        prepared = self._prepare(key)
         if self._native is not None:  # it replays the parameters as they are: not while they change
             self._native.disarm()
-        key = key[0] if self._scalar_args else key
-        env = None
+        self._commit(*prepared)
+
+    def _prepare(self, key):
+        """``(plan, writes)`` for ``key``: the plan with the run-time grids of these extents, and per parameter
+        ``(block, index, value)``, every value checked against its slot. Changes nothing."""
+        scalars = {}
+        if self._scalar_args:
+            key, values = key
+            scalars = dict(zip(self._scalar_args, values))
+        env, plan = None, self._plan
         if self._binder is not None:
             static, dyn_ptrs, values = key
             ptrs = dict(zip([i for i, _ in self._tensor_args], static))
             ptrs.update(zip([i for i, _ in self._dynamic_args], dyn_ptrs))
             env = self._binder.env(values)
-            self._plan = tuple(_grid_for(p, ln, env) if ln.dynamic_grid else p for p, ln in zip(self._plan, self.launches))
+            plan = tuple(_grid_for(p, ln, env) if ln.dynamic_grid else p for p, ln in zip(plan, self.launches))
         else:
             ptrs = dict(zip([i for i, _ in self._tensor_args], key))
+        writes = []
         for ln, block in zip(self.launches, self._blocks):
             for j, (kind, src) in enumerate(ln.params):
                 if kind == "ptr":
-                    block.set(j, ptrs[src[0]] + src[1])
+                    v = _address(ptrs[src[0]] + src[1], ln.name, j)
                 elif kind == "desc":
                     desc, (idx, off) = src
-                    block.set(j, self._descriptor(desc, ptrs[idx] + off, env))
+                    v = self._descriptor(desc, _address(ptrs[idx] + off, ln.name, j), env)
                 elif isinstance(src, SymInt):
-                    block.set(j, env[src.name])
+                    v = _slot_value(kind, env[src.name], ln.name, j, src.name)
                 else:
                     idx = getattr(src, "index", None)
-                    v = args[idx] if idx is not None else src
-                    block.set(j, v.value if isinstance(v, Scalar) else v)
+                    v = scalars[idx] if idx in scalars else _constant(src)
+                    v = _slot_value(kind, v, ln.name, j, f"argument {idx}" if idx is not None else "a constant")
+                writes.append((block, j, v))
+        return plan, writes
+
+    def _commit(self, plan, writes):
+        for block, j, v in writes:
+            block.set(j, v)
+        self._plan = plan
 
     def __repr__(self):
         kernels = ', '.join(f'{n} smem={s}' for n, s in self.smem.items()) or "no kernels"
         return f"Compiled({self.function_name}: {kernels})"
+
+
+def _constant(src):
+    """The value of a parameter that is no argument of the call: a constant (or a Scalar of one)."""
+    return src.value if isinstance(src, Scalar) else src
+
+
+def _address(v, name, j):
+    if type(v) is int and not 0 < v < 1 << 64:
+        raise ArgumentError(f"launch of {name}: parameter {j} would be the device address {v:#x}, outside [1, 2**64)")
+    return v
+
+
+def _slot_value(kind, v, name, j, what):
+    """``v`` for a parameter slot of ``kind``, checked: a value the slot cannot hold is an ``ArgumentError``."""
+    if kind == "Float32" and type(v) is int:
+        try:
+            v = float(v)
+        except OverflowError:
+            pass
+    if not fits(kind, v):
+        raise ArgumentError(f"launch of {name}: parameter {j} is a {kind}; {what} is {v!r}, which it cannot hold")
+    return v
 
 
 def _grid_for(plan, ln, env):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import native_launch
+from ..frontend.annotations import stream_handle
 from .torch_guard import tensor_guard
 
 __all__ = ["make_fast_call", "make_dynamic_fast_call", "native_plan"]
@@ -38,15 +39,16 @@ def _prologue(c, env):
     default stream's handle, made once, when none or ``None`` is given: the jit function passes ``None``). Returns
     the lines and the expression of the argument tuple (for the general path and ``_fill``)."""
     n = len(c.sources)
-    env.update({"default_stream": c._default_stream, "MISSING": _MISSING, "given": _given})
+    env.update({"default_stream": c._default_stream, "MISSING": _MISSING, "given": _given, "handle": stream_handle,
+                "lock": c._lock})
     params = "".join(f"x{i}=MISSING, " for i in range(n))
     values = f"({''.join(f'x{i}, ' for i in range(n))})"
     # a run-time argument left out is MISSING where a tensor is checked: the checks send the call to the general path
     return [f"def call(c, {params}/, *rest, stream=default_stream):",
             "    if rest:",
             f"        return general(c, given({values}, rest), stream)",
-            "    if stream is None:",
-            "        stream = default_stream"], f"given({values}, rest)"
+            "    if stream is not default_stream:  # checked: a stream object, a handle in [0, 2**64), None",
+            "        stream = default_stream if stream is None else handle(stream)"], f"given({values}, rest)"
 
 
 def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -77,8 +79,11 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
     key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
     # the addresses of the last call were aligned: new ones are tested, one test per alignment (an OR of powers of
-    # two), before the parameters are filled for them
-    lines.append(f"    if {key} != c._last:")
+    # two), and against null, before the parameters are filled for them
+    lines += [f"    key = {key}",
+              "    if key != c._last:",
+              f"        if not ({' and '.join(f'p{k}' for k in range(len(fast)))}):",
+              f"            return general(c, {argx}, stream)"]
     by_align = {}
     for k, (*_, align, _) in enumerate(fast):
         by_align.setdefault(align, []).append(f"p{k}")
@@ -87,18 +92,21 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
             " or ".join(f"{p} % {align}" for p in ps)
         lines += [f"        if {test}:",
                   f"            return general(c, {argx}, stream)"]
-    lines += [f"        c._fill({key}, {argx})",
-              f"        c._last = {key}"]
+    # under the lock: the refill, the launches and the arming (another thread's refill waits for the driver's copy)
+    lines += ["    with lock:",
+              "        if key != c._last:",
+              f"            c._fill(key, {argx})",
+              "            c._last = key"]
     for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
         env[f"F{j}"] = func
-        lines += [f"    err, = c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
-                  "    if err is not ok and err != ok:",
-                  f"        c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
+        lines += [f"        err, = c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
+                  "        if err is not ok and err != ok:",
+                  f"            c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
     if native is not None:  # launched, with the parameters filled for these addresses: the launcher replays it
         env["plan"] = native_plan(c._plan)
         env["refill"] = _refill(c, [i for i, *_ in fast], [f[5] for f in fast], ("_last",), c._last, lambda d: d)
-        lines += ["    if armed:",
-                  f"        native.arm(guard, {key}, plan, refill)"]
+        lines += ["        if armed:",
+                  "            native.arm(guard, key, plan, refill)"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
     return _installed(c, env["call"], native)
 
@@ -161,42 +169,47 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
             aligns.append(spec[3])
     checked = _checked(env, checks, args, argx)
     native = _native(c, [i for i, _, _ in checks], env) if "guard" in env else None
-    launches = ["    launch = c._launch_kernel"]
+    launches = ["launch = c._launch_kernel"]
     for j in range(len(c._plan)):
-        launches += [f"    f, gx, gy, gz, bx, by, bz, smem, params, _ = c._plan[{j}]",
-                     "    err, = launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0)",
-                     "    if err is not ok and err != ok:",
-                     "        c._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)"]
+        launches += [f"f, gx, gy, gz, bx, by, bz, smem, params, _ = c._plan[{j}]",
+                     "err, = launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0)",
+                     "if err is not ok and err != ok:",
+                     "    c._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)"]
     xs = ", ".join(f"x{i}" for i, _, _ in checks)
     ptrs = f"({''.join(f'x{i}.data_ptr(), ' for i, _, _ in checks)})"
     exact = "guard" in env  # torch's guard applies: a repeated call is checked by one guard of its exact extents
+    # the records (_exact, _fast_last) and the parameters they describe change together, under the lock (the
+    # general path's commit, the native launcher's refill): each is read again under it before the launches
     if exact:
         env["exact_guard"] = lambda *ts: tensor_guard(ts, [False] * len(ts)) or _never
         lines += ["    e = c._exact",
-                  f"    if e is not None and e[0]({xs}) and {ptrs} == e[1]:  # as the last call: replayed"]
-        lines += ["    " + ln for ln in launches] + ["        return"]
+                  f"    if e is not None and e[0]({xs}) and {ptrs} == e[1]:  # as the last call: replayed",
+                  "        with lock:",
+                  "            if c._exact is e:"]
+        lines += ["                " + ln for ln in launches] + ["                return"]
     lines += checked
     lines += [f"    key = ({', '.join(keys)},)",
-              "    if key != c._fast_last:  # new addresses or extents: bound, checked and filled by the general path",
-              f"        general(c, {argx}, stream)",
-              "        c._fast_last = key",
-              "        return"]
+              "    with lock:",
+              "        if key == c._fast_last:  # as the call the general path bound last"]
     if exact:  # the same call twice: its extents and strides are worth one guard
-        lines += ["    if c._exact is None:",
-                  f"        c._exact = (exact_guard({xs}), {ptrs})"]
-    lines += launches
+        lines += ["            if c._exact is None:",
+                  f"                c._exact = (exact_guard({xs}), {ptrs})"]
+    lines += ["            " + ln for ln in launches]
     if native is not None:  # launched as bound by the general path: the launcher replays it for the exact guard
         positions = [i for i, _, _ in checks]
 
-        def refill(c, addresses):  # its descriptors as bound for these extents
-            env = c._binder.env(c._last_bound[1])
+        def refill(c, addresses):  # its descriptors as bound for these extents (those the parameters hold)
+            env = c._binder.env(c._last[2])
             return _refill(c, positions, aligns, ("_last", "_fast_last", "_exact"), addresses,
                            lambda d: d.bind(env) if d.is_dynamic else d)
 
         env.update({"never": _never, "native_plan": native_plan, "refill": refill})
-        lines += ["    e = c._exact",
-                  "    if e[0] is not never and not native.armed:",
-                  "        native.arm(e[0], e[1], native_plan(c._plan), refill(c, e[1]))"]
+        lines += ["            e = c._exact",
+                  "            if e[0] is not never and not native.armed:",
+                  "                native.arm(e[0], e[1], native_plan(c._plan), refill(c, e[1]))"]
+    lines += ["            return",
+              "    # new addresses or extents: bound, checked and filled by the general path, which records the key",
+              f"    general(c, {argx}, stream, key)"]
     exec(compile("\n".join(lines), f"<cute_py dynamic launch of {c.jit_function.fn.__name__}>", "exec"), env)
     return _installed(c, env["call"], native)
 
@@ -273,7 +286,7 @@ def _native(c, positions, env):
     also put in ``env`` as ``native``; else ``None``."""
     if len(c._plan) > native_launch.MAX_LAUNCHES:
         return None
-    launcher = native_launch.make_launcher(tuple(positions), len(c.sources))
+    launcher = native_launch.make_launcher(tuple(positions), len(c.sources), c._lock)
     if launcher is not None:
         env["native"] = launcher
     return launcher

@@ -10,9 +10,12 @@ addresses, another dtype or shape, a stream object, an error) is passed, untouch
 
 The extension is compiled once per machine with the C compiler (``CC``, else ``cc``, ``gcc`` or ``clang``) against
 the running Python's headers, and kept in the disk cache (``CUTE_PY_CACHE_DIR``) under a key of its source, the
-Python build and the compiler, with the SHA-256 of the library next to it: a library that does not match it is
-rebuilt, never loaded. With the disk cache off it is built once per process in a temporary directory. Without a
-compiler or headers, on another platform than Linux, with ``CUTE_PY_NATIVE_LAUNCH=0``, or when cuda-python is
+Python build and ABI and the compiler (its command and ``--version``), with the SHA-256 of the library next to it:
+a library that does not match it is rebuilt, never loaded. The key is compiled into the library (``KEY``); before
+a library is loaded in this process a child process loads it and checks that key (a library that kills the process
+loading it, e.g. one built with a sanitizer's ``CC``, is refused: :func:`status` says why). With the disk cache off it is built once per process in a temporary directory. Without a
+compiler or headers, on another platform than Linux, with ``CUTE_PY_NATIVE_LAUNCH=0`` (or ``off``, ``false``,
+``no``, in any case; a value that is neither on nor off turns it off with a ``RuntimeWarning``), or when cuda-python is
 set to the per-thread default stream (``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM``), there is no native
 launcher and the Python path does everything: :func:`status` says why.
 """
@@ -27,7 +30,7 @@ from typing import Any
 from .cache import cache_dir
 from .native_source import SOURCE
 
-__all__ = ["launcher_class", "launch_address", "make_launcher", "status", "MAX_TENSORS", "MAX_LAUNCHES",
+__all__ = ["launcher_class", "launch_address", "make_launcher", "new_lock", "status", "MAX_TENSORS", "MAX_LAUNCHES",
            "MAX_WRITES"]
 
 MAX_TENSORS = 16  # as the C source's limits: a compile beyond them keeps the Python path
@@ -45,9 +48,22 @@ def status() -> str:
     return "native" if _STATE["class"] is not None else _STATE["why"]
 
 
+_OFF, _ON = ("0", "off", "false", "no", "disable", "disabled"), ("", "1", "on", "true", "yes", "auto", "enable",
+                                                                   "enabled")
+
+
 def _disabled() -> str | None:
-    if os.environ.get("CUTE_PY_NATIVE_LAUNCH", "1").strip() in ("0", "off", "false", "no"):
-        return "turned off (CUTE_PY_NATIVE_LAUNCH=0)"
+    given = os.environ.get("CUTE_PY_NATIVE_LAUNCH", "1")
+    value = given.strip().lower()
+    if value in _OFF:
+        return f"turned off (CUTE_PY_NATIVE_LAUNCH={given})"
+    if value not in _ON:
+        import warnings
+
+        why = (f"turned off: CUTE_PY_NATIVE_LAUNCH={given!r} is none of {', '.join(v for v in _ON if v)} (on) or "
+               f"{', '.join(_OFF)} (off), in any case")
+        warnings.warn(f"cute_py: the native launcher is {why}", RuntimeWarning, stacklevel=3)
+        return why
     if os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM"):
         return "cuda-python is set to the per-thread default stream"
     if not sys.platform.startswith("linux"):
@@ -98,8 +114,10 @@ def _build_and_load():
     if cc is None:
         return None, "no C compiler (set CC, or install cc, gcc or clang)"
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    flags = ["-O2", "-shared", "-fPIC", "-I", include]
-    key = _digest("\0".join([SOURCE, sys.version, suffix, *cc, *flags]).encode())[:32]
+    # the library's key: its source, the Python build and ABI, the compiler (its command and what it says it is)
+    key = _digest("\0".join([SOURCE, sys.version, sys.implementation.cache_tag or "", suffix, include,
+                              *cc, _compiler_identity(cc)]).encode())[:32]
+    flags = ["-O2", "-shared", "-fPIC", "-I", include, f'-DCUTE_PY_LAUNCH_KEY="{key}"']
     root = cache_dir()
     if root is None:  # the disk cache is off: built for this process, in a directory removed after loading
         import shutil
@@ -108,18 +126,60 @@ def _build_and_load():
         tmp = tempfile.mkdtemp(prefix="cute_py_launch-")
         try:
             path = os.path.join(tmp, _MODULE + suffix)
-            why = _compile(cc, flags, tmp, path)
-            return (None, why) if why else (_load(path), None)
+            why = _compile(cc, flags, tmp, path) or _probe(path, key)
+            return (None, why) if why else _load(path, key)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)  # a loaded library stays mapped
     d = os.path.join(root, "native")
     path = os.path.join(d, f"{_MODULE}-{key}{suffix}")
-    if not _verified(path):
+    # loaded here only once a child process loaded it and found it the build of this key (a library that kills
+    # the process that loads it, a sanitizer's, or a wrong one under a matching checksum, is rebuilt or refused)
+    if not _verified(path) or _probe(path, key):
         os.makedirs(d, exist_ok=True)
-        why = _compile(cc, flags, d, path)
+        why = _compile(cc, flags, d, path) or _probe(path, key)
         if why:
             return None, why
-    return _load(path), None
+    return _load(path, key)
+
+
+def _compiler_identity(cc):
+    """What the compiler says it is (``--version``), part of the library's key; empty when it does not say."""
+    import subprocess
+
+    try:
+        r = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return r.stdout.strip()
+
+
+_PROBE = """
+import importlib.machinery, importlib.util, sys
+path, key = sys.argv[1], sys.argv[2]
+loader = importlib.machinery.ExtensionFileLoader("_cute_py_launch", path)
+spec = importlib.util.spec_from_file_location("_cute_py_launch", path, loader=loader)
+module = importlib.util.module_from_spec(spec)
+loader.exec_module(module)
+got = getattr(module, "KEY", None)
+if got != key:
+    sys.exit(f"the library is the build of key {got!r}, not of {key!r}")
+"""
+
+
+def _probe(path, key):
+    """``None`` when a child process loads the library at ``path`` and finds it the build of ``key``; else why
+    not (nothing is loaded in this process)."""
+    import subprocess
+
+    try:
+        r = subprocess.run([sys.executable, "-S", "-c", _PROBE, path, key], capture_output=True, text=True,
+                           timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"the library could not be tried in a child process: {e}"
+    if r.returncode:
+        return (f"the library does not load in a child process (exit status {r.returncode}): "
+                f"{(r.stderr or r.stdout).strip()[-1000:]}")
+    return None
 
 
 def _verified(path):
@@ -164,7 +224,8 @@ def _compile(cc, flags, d, path):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _load(path):
+def _load(path, key):
+    """``(Launcher, None)`` of the library at ``path``, or ``(None, why)`` when it is not the build of ``key``."""
     import importlib.machinery
     import importlib.util
 
@@ -172,7 +233,10 @@ def _load(path):
     spec = importlib.util.spec_from_file_location(_MODULE, path, loader=loader)
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
-    return module.Launcher
+    if getattr(module, "KEY", None) != key:
+        return None, f"the library at {path} is not the build of key {key}"
+    _STATE["lock"] = module.Lock
+    return module.Launcher, None
 
 
 def launch_address() -> int | None:
@@ -194,14 +258,29 @@ def launch_address() -> int | None:
     return _STATE["address"]
 
 
-def make_launcher(positions: tuple[int, ...], max_args: int) -> Any | None:
+def new_lock() -> Any:
+    """The lock of a compiled object's launches: the extension's ``Lock`` (which its launcher takes in C), else
+    a ``threading.Lock``. The extension is built for it only where torch is loaded (the native launcher serves
+    torch tensors only)."""
+    if "torch" in sys.modules:
+        launcher_class()
+    lock = _STATE.get("lock")
+    if lock is None:
+        import threading
+
+        return threading.Lock()
+    return lock()
+
+
+def make_launcher(positions: tuple[int, ...], max_args: int, lock: Any) -> Any | None:
     """A disarmed ``Launcher`` of the driver's ``cuLaunchKernel`` for calls whose tensors are at ``positions``
-    (of at most ``max_args`` positional arguments), or ``None`` where there is no native launcher or the
-    positions exceed its limits."""
+    (of at most ``max_args`` positional arguments), holding ``lock`` (the compiled object's, see
+    :func:`new_lock`) from its checks of the armed state to the end of its launches; or ``None`` where there is
+    no native launcher, the lock is not the extension's, or the positions exceed its limits."""
     if not 1 <= len(positions) <= MAX_TENSORS:
         return None
     cls = launcher_class()
     address = launch_address() if cls is not None else None
-    if address is None:
+    if address is None or type(lock) is not _STATE.get("lock"):
         return None
-    return cls(address, tuple(positions), max_args)
+    return cls(address, tuple(positions), max_args, lock)

@@ -8,14 +8,17 @@ Python path, which checks, refills, launches and arms again):
 - the call has between ``min_args`` and ``max_args`` positional arguments, and no keyword but ``stream``,
   given as ``None`` or a non-negative int (the handle; ``None``, or none given, is the legacy default stream);
 - ``guard(*tensors)`` returns ``True`` (the arguments at ``positions``, in order);
-- each of those arguments' ``data_ptr()`` equals the armed address at its place, or it was armed with a refill
-  and every new address is a multiple of its tensor's alignment: then, before the launch, each of the refill's
+- each of those arguments' ``data_ptr()`` (an int in ``[0, 2**64)``) equals the armed address at its place, or it
+  was armed with a refill and every new address is non-null and a multiple of its tensor's alignment: then, before the launch, each of the refill's
   attributes of its owner is set to ``None`` (the Python path's record of what the parameters hold), each write
   ``(slot, k, offset)`` stores the 64-bit ``address[k] + offset`` at ``slot`` (a pointer parameter, or the
   address field of a TMA descriptor: its first 8 bytes), and the new addresses become the armed ones.
 
-The plan's launches go to the driver's ``cuLaunchKernel`` (its address is given at construction) one after the
-other, without the GIL; a failed one stops the rest and the result is ``on_error(code, index)``. An exception
+Constructed with a ``lock`` (a ``Lock`` of this module, which the compiled object's Python paths take with
+``with lock:`` around their refills and launches), it holds that lock from the check that it is still armed
+(after the guard and the addresses were read) until its launches were enqueued: a refill by another thread
+cannot change the parameters between the check and the driver's copy of them. The plan's launches go to the
+driver's ``cuLaunchKernel`` (its address is given at construction) one after the other, without the GIL; a failed one stops the rest and the result is ``on_error(code, index)``. An exception
 raised by the guard or by ``data_ptr()`` propagates. ``hits`` counts the calls launched here.
 
 The caller's contract (``launch_paths``): armed only with addresses whose parameters are filled in the plan's
@@ -39,6 +42,88 @@ SOURCE = r"""
 #define MAX_WRITES 32
 #define MAX_RESETS 8
 
+#ifndef CUTE_PY_LAUNCH_KEY
+#define CUTE_PY_LAUNCH_KEY ""
+#endif
+
+/* Lock: a mutex for the launches of one compiled object, taken by its Python paths (with lock: ...) and, in C,
+   by its launcher. Not reentrant. */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+} Lock;
+
+static void
+lock_take(Lock *self)
+{
+    if (PyThread_acquire_lock(self->lock, NOWAIT_LOCK))
+        return;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+}
+
+static PyObject *
+lock_enter(PyObject *obj, PyObject *unused)
+{
+    lock_take((Lock *)obj);
+    Py_INCREF(obj);
+    return obj;
+}
+
+static PyObject *
+lock_exit(PyObject *obj, PyObject *args)
+{
+    PyThread_release_lock(((Lock *)obj)->lock);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *
+lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Lock *self;
+    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
+        return NULL;
+    }
+    self = (Lock *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "Lock: no lock could be allocated");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+lock_dealloc(PyObject *obj)
+{
+    Lock *self = (Lock *)obj;
+    if (self->lock != NULL)
+        PyThread_free_lock(self->lock);
+    Py_TYPE(obj)->tp_free(obj);
+}
+
+static PyMethodDef lock_methods[] = {
+    {"__enter__", lock_enter, METH_NOARGS, "take the lock (waiting without the GIL)"},
+    {"__exit__", lock_exit, METH_VARARGS, "release the lock"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_cute_py_launch.Lock",
+    .tp_basicsize = sizeof(Lock),
+    .tp_dealloc = lock_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Lock(): the lock of one compiled object's launches (with lock: ...)",
+    .tp_methods = lock_methods,
+    .tp_new = lock_new,
+};
+
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
                          void **, void **);
 
@@ -61,6 +146,7 @@ typedef struct {
     PyObject *fallback;
     PyObject *on_error;
     PyObject *guard; /* NULL: disarmed */
+    PyObject *lock;  /* a Lock held from the armed-state check to the end of the launches, or NULL */
     Py_ssize_t min_args, max_args, ntensors, nlaunches;
     Py_ssize_t positions[MAX_TENSORS];
     unsigned long long addresses[MAX_TENSORS];
@@ -85,12 +171,21 @@ pass_on(Launcher *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
+static void
+unlock(PyObject *lock)
+{
+    if (lock != NULL) {
+        PyThread_release_lock(((Lock *)lock)->lock);
+        Py_DECREF(lock);
+    }
+}
+
 static PyObject *
 launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Launcher *self = (Launcher *)obj;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf), k, j, m;
-    PyObject *stack[MAX_TENSORS], *guard = self->guard, *r;
+    PyObject *stack[MAX_TENSORS], *guard = self->guard, *r, *lock = NULL;
     unsigned long long got[MAX_TENSORS];
     Launch plan[MAX_LAUNCHES];
     void *stream = NULL;
@@ -131,19 +226,30 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
             Py_DECREF(guard);
             return NULL;
         }
-        got[k] = PyLong_AsUnsignedLongLong(p);
-        Py_DECREF(p);
-        if (got[k] == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyLong_Check(p)) {
+            PyErr_Format(PyExc_TypeError, "Launcher: data_ptr() returned %R, not an int", p);
+            Py_DECREF(p);
             Py_DECREF(guard);
             return NULL;
         }
+        got[k] = PyLong_AsUnsignedLongLong(p);
+        Py_DECREF(p);
+        if (got[k] == (unsigned long long)-1 && PyErr_Occurred()) { /* negative or past 64 bits: not launched */
+            PyErr_Clear();
+            ok = 0;
+        }
         moved |= got[k] != self->addresses[k];
+    }
+    if (ok && self->lock != NULL) { /* lock: NULL unless taken here */
+        lock = self->lock;
+        Py_INCREF(lock);
+        lock_take((Lock *)lock);
     }
     ok = ok && self->guard == guard; /* still armed as when the checks began */
     if (ok && moved) { /* new addresses: refilled here where the refill allows it */
         ok = self->owner != NULL;
         for (k = 0; ok && k < self->ntensors; k++)
-            ok = got[k] % self->aligns[k] == 0;
+            ok = got[k] != 0 && got[k] % self->aligns[k] == 0;
         if (ok) {
             PyObject *owner = self->owner;
             Py_INCREF(owner);
@@ -151,6 +257,7 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
                 if (PyObject_SetAttr(owner, self->resets[k], Py_None) < 0) {
                     Py_DECREF(owner);
                     Py_DECREF(guard);
+                    unlock(lock);
                     return NULL;
                 }
             Py_DECREF(owner);
@@ -164,8 +271,10 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
         }
     }
     Py_DECREF(guard);
-    if (!ok)
+    if (!ok) {
+        unlock(lock);
         return pass_on(self, args, nargsf, kwnames);
+    }
     m = self->nlaunches;
     memcpy(plan, self->launches, (size_t)m * sizeof(Launch));
     Py_BEGIN_ALLOW_THREADS
@@ -177,6 +286,7 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
             break;
     }
     Py_END_ALLOW_THREADS
+    unlock(lock);
     if (err) {
         if (self->on_error == NULL) {
             PyErr_Format(PyExc_RuntimeError, "Launcher: launch %zd failed with code %d", j, err);
@@ -217,13 +327,18 @@ static int
 launcher_init(PyObject *obj, PyObject *args, PyObject *kwds)
 {
     Launcher *self = (Launcher *)obj;
-    static char *names[] = {"launch", "positions", "max_args", NULL};
-    PyObject *launch, *positions;
+    static char *names[] = {"launch", "positions", "max_args", "lock", NULL};
+    PyObject *launch, *positions, *lock = Py_None;
     Py_ssize_t max_args, k, n;
     unsigned long long address;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!n", names, &launch, &PyTuple_Type, &positions, &max_args))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!n|O", names, &launch, &PyTuple_Type, &positions, &max_args,
+                                     &lock))
         return -1;
+    if (lock != Py_None && !PyObject_TypeCheck(lock, &LockType)) {
+        PyErr_SetString(PyExc_TypeError, "Launcher: the lock is a _cute_py_launch.Lock or None");
+        return -1;
+    }
     if (as_address(launch, &address) < 0)
         return -1;
     if (address == 0) {
@@ -252,6 +367,8 @@ launcher_init(PyObject *obj, PyObject *args, PyObject *kwds)
     self->max_args = max_args;
     self->launch = (launch_fn)(uintptr_t)address;
     Py_CLEAR(self->guard);
+    Py_XINCREF(lock == Py_None ? NULL : lock);
+    Py_XSETREF(self->lock, lock == Py_None ? NULL : lock);
     return 0;
 }
 
@@ -446,6 +563,7 @@ launcher_traverse(PyObject *obj, visitproc visit, void *arg)
     Py_VISIT(self->on_error);
     Py_VISIT(self->guard);
     Py_VISIT(self->owner);
+    Py_VISIT(self->lock);
     return 0;
 }
 
@@ -458,6 +576,7 @@ launcher_clear(PyObject *obj)
     Py_CLEAR(self->on_error);
     Py_CLEAR(self->guard);
     Py_CLEAR(self->owner);
+    Py_CLEAR(self->lock);
     for (k = 0; k < self->nresets; k++)
         Py_CLEAR(self->resets[k]);
     self->nresets = self->nwrites = 0;
@@ -505,7 +624,7 @@ static PyTypeObject LauncherType = {
     .tp_vectorcall_offset = offsetof(Launcher, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "Launcher(launch, positions, max_args): replays one armed launch plan",
+    .tp_doc = "Launcher(launch, positions, max_args, lock=None): replays one armed launch plan",
     .tp_traverse = launcher_traverse,
     .tp_clear = launcher_clear,
     .tp_methods = launcher_methods,
@@ -520,7 +639,7 @@ PyMODINIT_FUNC
 PyInit__cute_py_launch(void)
 {
     PyObject *m;
-    if (PyType_Ready(&LauncherType) < 0)
+    if (PyType_Ready(&LauncherType) < 0 || PyType_Ready(&LockType) < 0)
         return NULL;
     data_ptr_name = PyUnicode_InternFromString("data_ptr");
     if (data_ptr_name == NULL)
@@ -531,6 +650,16 @@ PyInit__cute_py_launch(void)
     Py_INCREF(&LauncherType);
     if (PyModule_AddObject(m, "Launcher", (PyObject *)&LauncherType) < 0) {
         Py_DECREF(&LauncherType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&LockType);
+    if (PyModule_AddObject(m, "Lock", (PyObject *)&LockType) < 0) {
+        Py_DECREF(&LockType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddStringConstant(m, "KEY", CUTE_PY_LAUNCH_KEY) < 0) {
         Py_DECREF(m);
         return NULL;
     }
