@@ -32,6 +32,7 @@ from ..core.int_tuple import (as_index, as_int_tuple, DynamicInt, flatten_unchec
 from ..core.layout import cosize, has_none, Layout
 from ..core.modes import dice, slice_and_offset
 from .pointer import AddressSpace, Pointer
+from .offsets import element_offset, offset_width, wide_layout, widen_coord
 from ..core.recast import recast_exactness, recast_layout
 from ..core.swizzle import Swizzle
 from ..core.tiling import make_fragment_like_layout, zipped_divide
@@ -244,7 +245,7 @@ class Tensor:
 
     # -- access ------------------------------------------------------------------------------
     def _offset(self, coord):
-        return self.layout(coord)
+        return element_offset(self, coord)
 
     def _coord(self, coord):
         # the coordinate, normalised and checked against the shape (static components only)
@@ -256,7 +257,10 @@ class Tensor:
         """``tensor[c]`` reads the element at coordinate ``c``; a ``None`` in ``c`` slices."""
         coord = self._coord(coord)
         if has_none(coord):
-            sub, off = slice_and_offset(coord, self.layout)
+            if offset_width(self) == 64:  # see offsets: the operands of the offset widened first
+                sub, off = slice_and_offset(widen_coord(coord, self.layout.shape), wide_layout(self.layout))
+            else:
+                sub, off = slice_and_offset(coord, self.layout)
             return Tensor(self.engine + off, sub)
         if isinstance(self.engine, Pointer):
             access = device.active()
@@ -548,7 +552,7 @@ def domain_offset(coord: Coord, tensor: Tensor) -> Tensor:
         from ..core.composed import ComposedLayout
 
         return Tensor(tensor.engine, ComposedLayout(layout.inner, layout.offset + layout.outer(coord), layout.outer))
-    return Tensor(tensor.engine + layout(coord), layout)
+    return Tensor(tensor.engine + element_offset(tensor, coord), layout)
 
 
 def _repeat_none(r):

@@ -236,7 +236,7 @@ def access_ptr(base: Any, access_type: str | int = "r", *extents: Any, offset: A
     product of ``extents``, else 1) the elements accessed from the pointer: with a tensor and static values,
     ``offset + extent`` must stay inside the tensor's span from the element (``cosize``), else a TraceError.
     """
-    from ...core.coords import crd2idx
+    from ...tensor.offsets import element_offset
     from ...core.int_tuple import product
     from ...core.layout import cosize
     from ...tensor.pointer import Pointer
@@ -258,7 +258,7 @@ def access_ptr(base: Any, access_type: str | int = "r", *extents: Any, offset: A
             if k > len(crd):
                 raise TraceError(f"access_ptr: ignore_last_ndim={k} exceeds the coordinate's {len(crd)} modes")
             crd = crd[:len(crd) - k] + (0,) * k
-        index = crd2idx(crd if len(crd) > 1 else crd[0], tensor.layout.shape, tensor.layout.stride)
+        index = element_offset(tensor, crd if len(crd) > 1 else crd[0])
     span = cosize(tensor.layout)
     if all(type(v) is int for v in (index, offset, count, span)):
         if count < 0 or not 0 <= index + offset <= span or index + offset + count > span:

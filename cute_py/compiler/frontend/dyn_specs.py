@@ -12,7 +12,12 @@ A tensor argument marked dynamic (``from_dlpack(t).mark_layout_dynamic()``...) o
   anything but 0);
 - a leaf is bound at its first entry: the value must be a multiple of its divisibility and fit its width
   (32-bit leaves ``< 2**31``, 64-bit ``< 2**63``, never negative); a leaf met again must have the same value;
-- an expression entry must equal its value for the bound leaves (a compact stride stays compact).
+- an expression entry must equal its value for the bound leaves (a compact stride stays compact);
+- every run-time value the kernels receive (``kernel_values``: the leaves and expressions of their arguments,
+  each sub-expression included) must, for the bound leaves, fit the width the kernel computes it in (an
+  expression is computed in its widest operand's width: a 32-bit product of 32-bit extents wraps past
+  ``2**31``) and be a multiple of its known divisor (``cute.assume(x, divby=n)`` on the host is a promise
+  checked here, at every call whose extents or strides change).
 
 Anything else is a :class:`~cute_py.errors.SpecMismatch` naming the argument, the entry and the rule.
 """
@@ -20,11 +25,13 @@ Anything else is a :class:`~cute_py.errors.SpecMismatch` naming the argument, th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from ...core.symbolic import SymInt
+from typing import Any
+
+from ...core.symbolic import SymInt, substitute
 from ...errors import ArgumentError, CuteValueError, SpecMismatch
 from .args import ArraySpec
 
-__all__ = ["canonicalise", "spec_key", "Binder"]
+__all__ = ["canonicalise", "spec_key", "Binder", "kernel_values"]
 
 
 def _entries(spec):
@@ -66,11 +73,34 @@ def spec_key(spec: ArraySpec) -> tuple:
 _LIMITS = {32: 1 << 31, 64: 1 << 63}
 
 
+def kernel_values(values: Sequence[Any]) -> list[SymInt]:
+    """Every distinct symbolic node in ``values`` (the arguments recorded launches pass to their kernels), each
+    sub-expression included, in a stable order: what :class:`Binder` checks at each call."""
+    seen, out = set(), []
+
+    def visit(s):
+        key = repr(s)
+        if key in seen:
+            return
+        seen.add(key)
+        for a in s.args:
+            if isinstance(a, SymInt):
+                visit(a)
+        out.append(s)
+
+    for v in values:
+        substitute(v, lambda s: (visit(s), s)[1])
+    return out
+
+
 class Binder:
     """Binds the leaves of the canonical specs ``specs`` (``{argument index: spec}``) to a call's arrays."""
 
-    def __init__(self, specs: dict[int, ArraySpec], names: Sequence[str]) -> None:
+    def __init__(self, specs: dict[int, ArraySpec], names: Sequence[str],
+                 checked: Sequence[SymInt] = ()) -> None:
         self.names = names
+        # the kernels' run-time values whose width or divisor is not implied by their leaves' contracts
+        self.checked = [s for s in checked if not s.is_leaf or s.known_divisor > 1]
         self.leaves = []  # every leaf, in first-appearance order: the order of bind()'s result
         seen = set()
         self.plan = []  # (argument index, rank, [(kind, j, entry)] leaves and statics first, then expressions)
@@ -119,7 +149,28 @@ class Binder:
                         what = f"the value of {e.name} bound before" if e.is_leaf else f"{e.describe()}"
                         raise SpecMismatch(f"{self._what(i)}: {kind} {j} is {got}, but {what} is {want} "
                                            f"(shape {tuple(shape)}, strides {tuple(strides)})")
+        for s in self.checked:
+            self._check_value(s, env)
         return tuple(env[leaf.name] for leaf in self.leaves)
+
+    def _check_value(self, s, env):
+        try:
+            v = s.evaluate(env)
+        except CuteValueError as e:
+            if "is not bound" in str(e):
+                return  # a value of no tensor argument of this compile (checked where it is bound)
+            raise SpecMismatch(str(e)) from None
+        w = s.width
+        if not -_LIMITS[w] <= v < _LIMITS[w]:
+            values = ", ".join(f"{k} = {env[k]}" for k in sorted({leaf.name for leaf in s.leaves()}))
+            raise SpecMismatch(f"the run-time value {s.describe()} is {v} for this call ({values}), outside the "
+                               f"{w}-bit range the kernel computes it in (-2**{w - 1} <= value < 2**{w - 1}); "
+                               f"declare its extents or strides 64-bit (sym_int64(), mark_layout_dynamic()) "
+                               f"and compile again")
+        if v % s.known_divisor:
+            raise SpecMismatch(f"the run-time value {s.describe()} is {v} for this call, not a multiple of "
+                               f"{s.known_divisor}, which the compile assumed (cute.assume(..., divby="
+                               f"{s.known_divisor}) or a divisibility mark)")
 
     def env(self, values: Sequence[int]) -> dict[str, int]:
         """``{leaf name: value}`` of :meth:`bind`'s result."""

@@ -22,6 +22,7 @@ from ...core.typing import Int, Shape
 from ...errors import CuteValueError, StaticTraceError, TraceError
 from ...core.layout import Layout, cosize
 from ...tensor.pointer import AddressSpace, Pointer
+from ...tensor.offsets import element_offset
 from ...tensor.tensor import ArrayEngine, Tensor, check_store
 from ...core.tiling import make_fragment_like_layout
 from .builder import active, current
@@ -83,8 +84,10 @@ def pointer_value(ptr: Pointer | Any, what: str = "pointer", peer: bool = False)
             return param
         llvm = b.mlir.llvm
         with b.at_end():
-            if type(offset) is int:
+            if type(offset) is int and -(1 << 31) <= offset < (1 << 31):  # a constant index of the GEP is 32-bit
                 return llvm.GEPOp(param.type, param, [], [offset], b.int_type(8), 0).result
+            if type(offset) is int:
+                offset = b.const(offset, 64)
             return llvm.GEPOp(param.type, param, [offset], [-2147483648], b.int_type(8), 0).result
     raise TraceError(f"{what}: {ptr.memspace.name} pointers are not supported here")
 
@@ -346,7 +349,7 @@ def make_fragment_like(src: Tensor | Layout | ComposedLayout, dtype: DType | str
 
 def element_ptr(t: Tensor, i: Int) -> Pointer:
     """The pointer to flat element ``i`` of a memory tensor (through its swizzle, if any)."""
-    return t.engine + t.layout(i)
+    return t.engine + element_offset(t, i)
 
 
 def move(src: Tensor, dst: Tensor, first: int, vector: int, nbits: int) -> None:
