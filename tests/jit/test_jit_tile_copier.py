@@ -110,3 +110,39 @@ def test_num_threads_must_match_the_launch():
     c = GenericToSharedAsyncTileCopier(thread_layout=cute.Layout((8, 8), (8, 1)), num_threads=96)
     with pytest.raises(TraceError, match=r"num_threads=96, but the kernel is launched with 128 threads"):
         compile_copy(c, block=128)
+
+
+@pytest.mark.parametrize("policy", [EvictionPolicy.FIRST, EvictionPolicy.LAST])
+@pytest.mark.parametrize("nvjitlink", [(13, 0), (13, 5)])
+def test_the_fallback_assembler_gets_the_eviction_policy_copies_without_the_l2_hint(policy, nvjitlink, monkeypatch,
+                                                                                  filecheck):
+    """ptxas and nvJitLink older than 13.5 miscompile cp.async's .L2::cache_hint (an illegal instruction at run
+    time): under such an assembler the copies are assembled without the hint (a performance hint only), with a
+    warning naming the fix; nvJitLink 13.5 gets them as traced."""
+    from mlir_dialects import assembler
+
+    monkeypatch.setitem(assembler._STATE, "choice", None)
+    monkeypatch.setitem(assembler._STATE, "warned", set())
+    monkeypatch.delenv("MLIR_DIALECTS_ASSEMBLER", raising=False)
+    monkeypatch.setattr(assembler, "_loaded_version", lambda: nvjitlink)
+    monkeypatch.setattr(assembler, "find_ptxas", lambda: "/opt/ptxas")
+    monkeypatch.setattr(assembler, "ptxas_version", lambda path: (13, 0))
+    sent = []
+    monkeypatch.setattr(assembler, "_ptxas", lambda path, data, arch: sent.append(data.decode()) or b"\x7fELF")
+    monkeypatch.setattr(assembler, "_nvjitlink_in_process", lambda data, arch: sent.append(data.decode()) or b"\x7fELF")
+    c = GenericToSharedAsyncTileCopier(thread_layout=cute.Layout((8, 8), (8, 1)), masked=True, eviction_policy=policy)
+    if nvjitlink < (13, 5):
+        with pytest.warns(assembler.AssemblerWarning, match=r"cp\.async with \.L2::cache_hint into code reading two "
+                                                            r"uniform registers.*nvidia-nvjitlink>=13\.5\.37"):
+            compiled = compile_copy(c, bounded=True)
+    else:
+        compiled = compile_copy(c, bounded=True)
+    (assembled,) = sent
+    assert assembler.prepare(compiled.ptx)[0] == assembled
+    if nvjitlink < (13, 5):
+        assert "L2::cache_hint" not in assembled
+        filecheck(assembled, ["CHECK: cp.async.cg.shared.global [{{%rd?[0-9]+}}], [{{%rd[0-9]+}}], 16, {{%r[0-9]+}};",
+                              "CHECK: cp.async.cg.shared.global [{{%rd?[0-9]+}}], [{{%rd[0-9]+}}], 16, {{%r[0-9]+}};"])
+        assert assembled.count("cp.async.cg.") == compiled.ptx.count("cp.async.cg.")
+    else:
+        assert assembled == compiled.ptx and assembled.count(".L2::cache_hint") == 2
