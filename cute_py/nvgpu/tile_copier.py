@@ -45,6 +45,7 @@ from ..core.int_tuple import DynamicInt
 from ..core.layout import Layout
 from ..core.swizzle import Swizzle
 from ..errors import CuteTypeError, CuteValueError, DeviceOnlyError, RankError
+from ..tensor.offsets import widen_value
 from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import Tensor
 from .device_ops import CpAsyncTileCopyOp
@@ -305,11 +306,16 @@ class GenericToSharedAsyncTileCopier:
         if self.swizzle is not None and self.swizzle.bits:
             s = self.swizzle
             swz = Swizzle(s.bits, s.base - (v.bit_length() - 1), s.shift)  # the same swizzle on vector units
+        stride = plan.src_row_stride
+        # the source offsets in 64 bits where a row times the row stride may pass 2**31 (see tensor.offsets)
+        wide = (isinstance(stride, DynamicInt) and getattr(stride, "width", 64) < 64) or \
+            (type(stride) is int and abs(stride) * max(plan.rows - 1, 0) >= 1 << 31)
+        stride = widen_value(stride) if wide else stride
         for i in range(plan.rows // plan.thread_rows):
             row = tr + plan.thread_rows * i
             for j in range(plan.cols // v // plan.thread_cols):
                 vcol = tc + plan.thread_cols * j
-                src_off = row * plan.src_row_stride + vcol * v
+                src_off = (widen_value(row) if wide else row) * stride + vcol * v
                 k = row * per_row + vcol
                 yield row, src_off, v * (swz(k) if swz is not None else k)
 

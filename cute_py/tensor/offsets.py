@@ -31,7 +31,7 @@ from ..core.layout import Layout, make_layout_unchecked
 from .dtypes import Int64
 from .pointer import AddressSpace, Pointer
 
-__all__ = ["offset_width", "widen_coord", "wide_layout", "element_offset", "static_span"]
+__all__ = ["offset_width", "widen_coord", "widen_value", "wide_layout", "element_offset", "static_span"]
 
 _LIMIT = 1 << 31
 _GLOBAL = (AddressSpace.gmem, AddressSpace.generic)
@@ -106,7 +106,7 @@ def widen_coord(coord: Any, shape: Any) -> Any:
             out.append(widen_coord(coord % p, s))
             coord = coord // p
         return tuple(out)
-    return _wide_leaf(coord)
+    return widen_value(coord)
 
 
 def _static(t):
@@ -115,7 +115,8 @@ def _static(t):
     return type(t) is int
 
 
-def _wide_leaf(x):
+def widen_value(x: Any) -> Any:
+    """``x`` widened to 64 bits if it is a run-time integer narrower than that; anything else as it is."""
     if isinstance(x, DynamicInt) and getattr(x, "width", 64) < 64 and hasattr(x, "to"):
         return x.to(Int64)
     return x
@@ -124,7 +125,7 @@ def _wide_leaf(x):
 def _wide_tuple(t):
     if type(t) is tuple:
         return tuple(_wide_tuple(x) for x in t)
-    return _wide_leaf(t)
+    return widen_value(t)
 
 
 def wide_layout(layout: Layout) -> Layout:
