@@ -72,10 +72,12 @@ def _drop_cp_async_hint(match):
 
 _CP_ASYNC_HINT_EFFECT = ("assembles cp.async with .L2::cache_hint into code reading two uniform registers that "
                          "nothing writes (the kernel dies with an illegal instruction)")
+_PTXAS_FIX = (f"{NVJITLINK_FIX} (then nvJitLink assembles in-process; PTX that ptxas assembles as a whole program "
+              f"(setmaxnreg), or all PTX under MLIR_DIALECTS_ASSEMBLER=ptxas, needs a ptxas >= 13.5)")
 KNOWN_BAD_FORMS = tuple(
     BadForm("cp.async .L2::cache_hint", assembler, (0, 0), (13, 5), _CP_ASYNC_HINT, _drop_cp_async_hint,
-            _CP_ASYNC_HINT_EFFECT, "the L2 cache policy of its cp.async copies (a performance hint only)")
-    for assembler in ("ptxas", "nvjitlink"))
+            _CP_ASYNC_HINT_EFFECT, "the L2 cache policy of its cp.async copies (a performance hint only)", fix)
+    for assembler, fix in (("ptxas", _PTXAS_FIX), ("nvjitlink", NVJITLINK_FIX)))
 
 
 def forms_for(assembler, version, forms=None):
