@@ -129,3 +129,40 @@ def test_the_public_call_checks_too(assumed, monkeypatch):
     assert not driver.calls
     assumed(cute.runtime.from_dlpack(arrays[2]), cute.runtime.from_dlpack(arrays[3]))
     assert len(driver.calls) == 1
+
+
+@cute.kernel
+def _assuming_rows(gA, gB):
+    """The promise made in the kernel, of the extent as the kernel receives it."""
+    n = cute.assume(gA.shape[1], divby=8)
+    t, _, _ = cute.arch.thread_idx()
+    b, _, _ = cute.arch.block_idx()
+    la = cute.make_tensor(gA.iterator, cute.make_layout((gA.shape[0], n), stride=(n, 1)))
+    lb = cute.make_tensor(gB.iterator, cute.make_layout((gA.shape[0], n), stride=(n, 1)))
+    s = cute.local_tile(la, (1, 8), (b, t))
+    r = cute.make_fragment_like(s)
+    atom = cute.make_copy_atom(cute.CopyUniversalOp(), gA.element_type, num_bits_per_copy=128)
+    cute.copy(atom, s, r)
+    cute.copy(atom, r, cute.local_tile(lb, (1, 8), (b, t)))
+
+
+@cute.jit
+def kernel_assumed_rows(a, b):
+    _assuming_rows(a, b).launch(grid=(a.shape[0], 1, 1), block=32)
+
+
+def test_a_kernel_assumption_on_an_extent_is_checked_at_each_call_also_from_the_disk_cache(tmp_path, monkeypatch):
+    from cute_py.compiler.runtime import cache as _cache
+
+    monkeypatch.setenv("CUTE_PY_CACHE_DIR", str(tmp_path))
+    for attempt in ("compiled", "from the disk cache"):
+        monkeypatch.setattr(kernel_assumed_rows, "_compiled", {})
+        before = _cache.stats["disk_hits"]
+        m, n = cute.sym_int(), cute.sym_int()
+        c = cute.compile(kernel_assumed_rows, DeviceArraySpec(cute.Float16, (m, n)),
+                         DeviceArraySpec(cute.Float16, (m, n)))
+        assert (_cache.stats["disk_hits"] > before) == (attempt != "compiled")
+        assert any("ld.global.v4" in line for line in c.ptx.splitlines())
+        assert _bind(c, (64, 256)) == (64, 256)
+        with pytest.raises(SpecMismatch, match=r"a\.shape\[1\] is 260 for this call, not a multiple of 8"):
+            _bind(c, (64, 260))

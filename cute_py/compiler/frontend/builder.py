@@ -103,6 +103,8 @@ class KernelBuilder:
         self.gmem_bases = []  # (tag, byte span, param value) of tensor arguments
         self.smem_region = None
         self.descriptors = {}  # id(TMA atom) -> its descriptor parameter
+        self.param_leaves = {}  # id(parameter value) -> the run-time extent or stride (leaf name) it holds
+        self.assumed = {}  # leaf name -> the divisor cute.assume promised of it in this kernel (checked per call)
         self.write_logs = []  # register-fragment writes of the open run-time constructs (see carry.note_write)
         self.undo_log = []  # callables restoring Python-side trace state if the trace is abandoned (abandon)
         self.fragment_births = {}  # id(fragment array) -> (array, the write logs open when it was made)

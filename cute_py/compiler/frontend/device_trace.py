@@ -154,6 +154,7 @@ def _kernel_value(b, kind, v, orig):
         env = {name: TracedInt(b.params[j], 32 if b.launch.params[j][0] == "Int32" else 64, nonneg=True,
                                known_divisor=b.launch.params[j][1].known_divisor)
                for name, j in slots.items()}
+        b.param_leaves.update((id(b.params[j]), name) for name, j in slots.items())
         return substitute(value, lambda s: s.evaluate(env))
     if kind == "tuple":
         seq_type, subs = v
@@ -227,6 +228,7 @@ def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False, cooperative=None
         _locate_function(b, kfn)
     if b.cooperative and cooperative is not None:
         cooperative.add(ln.name)
+    ln.assumed = dict(b.assumed)  # cute.assume on run-time extents in the kernel: checked at each call
     used = b.smem_region.total if b.smem_region is not None else 0
     if ln.smem is not None and ln.smem < used:
         f, line = ln.where

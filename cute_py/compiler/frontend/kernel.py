@@ -35,6 +35,7 @@ import enum
 import functools
 import hashlib
 import inspect
+import math
 import os
 import sys
 import time
@@ -415,25 +416,30 @@ def _compile(jf, obj, host, key, sources, opts):
             opts.write_kept(name, ptx, cubin)
             c = Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=builder, name=name,
                          arg_names=jf.params.names[0 if obj is _UNBOUND else 1:],
-                         cooperative=meta.get("cooperative", ()), arch=opts.gpu_arch)
+                         cooperative=meta.get("cooperative", ()), arch=opts.gpu_arch,
+                         assumed=meta.get("assumed", {}))
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
     built = build(ht.launches, recorder, options=opts)
     mlir_text, ptx, cubin, smem = built.mlir, built.ptx, built.cubin, built.smem
     _cache.stats["compiles"] += 1
+    assumed = {}  # what the kernels' cute.assume promised of run-time extents: checked at each call
+    for ln in ht.launches:
+        for leaf, d in ln.assumed.items():
+            assumed[leaf] = math.lcm(assumed.get(leaf, 1), d)
     if dkey:
         manifest = recorder.manifest(covered=[jf.fn] + [ln.call.kernel.fn for ln in ht.launches])
         if manifest is not None:
-            _cache.write_entry(dkey, {"kernels": smem, "cooperative": built.cooperative, "deps": manifest}, cubin,
-                               ptx)
+            _cache.write_entry(dkey, {"kernels": smem, "cooperative": built.cooperative, "deps": manifest,
+                                      "assumed": assumed}, cubin, ptx)
         else:
             _log(f"{jf.fn.__name__} is not cached on disk: its traces ran code whose source cannot be checked")
     _log(f"compiled {jf.fn.__name__} in {1e3 * (time.perf_counter() - t0):.1f} ms")
     opts.write_kept(name, ptx, cubin)
     c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name,
                  arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], cooperative=built.cooperative,
-                 arch=opts.gpu_arch)
+                 arch=opts.gpu_arch, assumed=assumed)
     return _remember(jf, dkey, c), result
 
 

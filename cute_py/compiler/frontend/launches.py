@@ -235,6 +235,7 @@ class Launch:
         self.stream = stream
         self.name = call.kernel.entry_name(index)
         self.params = []  # (kind, source) per kernel parameter
+        self.assumed = {}  # leaf name -> divisor the kernel's cute.assume promised (set when it is traced)
         self.kernel_args = []  # (position or name, classification)
         syms = {}  # run-time extent (leaf name) -> its parameter index
         for pos, a in list(enumerate(call.args)) + sorted(call.kwargs.items()):

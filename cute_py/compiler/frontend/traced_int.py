@@ -64,7 +64,13 @@ class TracedInt(Traced, DynamicInt):
         self.index = index
 
     def assume_divisor_(self, n: int) -> TracedInt:
-        """This value, known to be divisible by ``n`` too (``cute.assume(x, divby=n)``: the caller's promise)."""
+        """This value, known to be divisible by ``n`` too (``cute.assume(x, divby=n)``: the caller's promise). A
+        run-time extent or stride of the arguments, as the kernel receives it, is checked at each call (the
+        builder records the promise); a value computed in the kernel is the kernel's own promise."""
+        b = current()
+        leaf = b.param_leaves.get(id(self._ir)) if hasattr(b, "param_leaves") else None
+        if leaf is not None:
+            b.assumed[leaf] = math.lcm(b.assumed.get(leaf, 1), n)
         return TracedInt(self._ir, self.width, self.nonneg, math.lcm(self.known_divisor, n), self.dtype, self.index)
 
     def __str__(self):

@@ -50,7 +50,9 @@ class Compiled:
                  cubin: bytes, ptx: str | None, mlir_text: str | None, key: str | None,
                  stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults],
                  name: str | None = None, arg_names: list[str] | None = None,
-                 cooperative: Iterable[str] = (), arch: str = "sm_90a") -> None:
+                 cooperative: Iterable[str] = (), arch: str = "sm_90a",
+                 assumed: dict[str, int] | None = None) -> None:
+        # ``assumed``: {run-time extent: divisor} that the kernels' ``cute.assume`` promised (checked per call)
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
         self.jit_function, self.launches, self.smem, self.sources = jf, launches, dict(smem), sources
@@ -75,7 +77,8 @@ class Compiled:
         names = list(arg_names or [])
         # every run-time value the kernels get is checked at each binding: width and assumed divisors
         self._binder = Binder(dynamic, names, kernel_values(
-            [a for ln in launches for a in list(ln.call.args) + list(ln.call.kwargs.values())])) if dynamic else None
+            [a for ln in launches for a in list(ln.call.args) + list(ln.call.kwargs.values())]
+            + [SymInt.leaf(leaf, 64, d) for leaf, d in sorted((assumed or {}).items())])) if dynamic else None
         self._dynamic_args = tuple(sorted(dynamic.items()))
         self._last_bound = None  # ({argument: (shape, strides)}, leaf values) of the last binding
         self._torch_dtypes = {}  # torch dtype -> cute_py element type name, for arguments with run-time extents
