@@ -30,6 +30,7 @@ INTERNAL_API = {
         "product_unchecked",
         "depth_guarded",                 # a recursive function guarded against nesting deeper than MAX_DEPTH
         "need_static",                   # StaticValueRequired unless a value is static
+        "need_nonzero_stride",           # StaticValueRequired for a run-time stride where stride-0 modes are removed
         "product_like_unchecked",        # the product of a tuple over the profile of another
         "shape_of",                      # the shape of an IntTuple, layout or tensor
     ),

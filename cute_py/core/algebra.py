@@ -80,8 +80,8 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
                     f"divisible by, or less than, the lhs mode shape {curr_shape} "
                     f"(lhs {fmt(ls)}:{fmt(ld)}, rhs {fmt(rs)}:{fmt(rd)})"
                 )
-        elif not is_int_value(rest_shape, 1) or type(rest_stride) is not int:
-            # a run-time extent or stride: whether the stride divides, or stays inside, the lhs mode is a run-time
+        else:
+            # a run-time extent or stride (whatever the rhs extent: the static form checks a rhs of extent 1 too): whether the stride divides, or stays inside, the lhs mode is a run-time
             # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs), and the walk divides
             # by the stride, which could be 0 or negative at run time. It is proven when the stride is a static
             # divisor of what is known to divide the (positive) extent: then it divides it.

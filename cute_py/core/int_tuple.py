@@ -84,6 +84,10 @@ class DynamicInt(abc.ABC):
         """-1, 0 or 1 as a run-time value."""
         raise StaticValueRequired(f"signum of a run-time value is not supported by {type(self).__name__}")
 
+    def __abs__(self) -> DynamicInt:
+        """The absolute value as a run-time value (a subclass that cannot compute it names the rule)."""
+        raise StaticValueRequired(f"the absolute value of a run-time value is not supported by {type(self).__name__}")
+
 
 def divisor_of(x: Any) -> int:
     """A positive int known to divide ``x``: ``|x|`` for a static int (0: every int divides it, given as 0), a
@@ -91,6 +95,13 @@ def divisor_of(x: Any) -> int:
     if type(x) is int:
         return abs(x)
     return getattr(x, "known_divisor", 1) if isinstance(x, DynamicInt) else 1
+
+
+def need_nonzero_stride(d: Any, layout: Any, op: str) -> None:
+    """``StaticValueRequired`` for a run-time stride where ``op`` removes the stride-0 modes: whether it is 0 decides
+    the result, and no divisibility fact excludes 0."""
+    raise StaticValueRequired(f"{op}: whether the run-time stride {fmt(d)} of {short_repr(layout)} is 0 (a mode to "
+                              f"remove) is not known while compiling; make the stride static")
 
 
 def assume(x: Any, divby: int | None = None) -> Any:
@@ -517,7 +528,14 @@ def _shape_div(a, b):
                 f"shape_div divisibility condition: {a} % {b} == 0 or {b} % {a} == 0 must hold"
             )
         return (a + b - 1) // b
-    return (a + b - 1) // b
+    # a run-time operand: the condition must hold for every value it may take, which its known divisor can prove
+    # (a run-time divisor could be 0 or break the condition for some value: only a static one is checked)
+    if type(b) is int and (b == 1 or divisor_of(a) % b == 0):
+        return a // b   # b divides a
+    raise StaticValueRequired(
+        f"shape_div divisibility condition: {fmt(a)} % {fmt(b)} == 0 or {fmt(b)} % {fmt(a)} == 0 must hold, which "
+        f"is not known for a run-time value; make it static, or assume a divisibility (cute.assume) that proves it"
+    )
 
 
 def ceil_div(a: IntTuple, b: IntTuple) -> IntTuple:

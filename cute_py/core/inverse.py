@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, StaticValueRequired
 from .algebra import composition_unchecked, exchange_sort, is_int_value, need_layout, unwrap_single
 from .coords import compact_col_major_unchecked
-from .int_tuple import flatten_unchecked, is_int, product_unchecked
+from .int_tuple import DynamicInt, divisor_of, flatten_unchecked, is_int, need_nonzero_stride, product_unchecked
 from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_unchecked
 from .layout import Layout, make_layout_unchecked, UPPER_LAYER_OPERATIONS
 from .memo import memoize
@@ -92,22 +92,47 @@ def right_inverse(layout: Any) -> Any:
     else:
         order = [keys[j] for j in exchange_sort(strides)]
     rs, rd, curr = [], [], 1
+    runtime = [i for i in range(len(s)) if i not in keys]   # the modes with run-time strides
+    used = set()
     for i in order:
+        _decided(layout, s, d, curr, runtime, used)
         x = d[i]
+        if type(curr) is not int:
+            break
         if x == curr:
             rs.append(s[i])
             rd.append(pre[i])
+            used.add(i)
             curr = s[i] * x
-            if type(curr) is not int:
-                break  # a run-time extent: no static stride follows it
         elif x > curr:
             break  # sorted: no later stride is the extent reached
+    else:
+        _decided(layout, s, d, curr, runtime, used)
     if not rs:
         return make_layout_unchecked(1, 0)
     return coalesce_flat(rs, rd, rs[-1], rd[-1])
 
 
 _right_inverse = right_inverse.__wrapped__
+
+
+def _decided(layout, s, d, curr, runtime, used):
+    """``StaticValueRequired`` unless the next step of the run is known for every value of the run-time leaves:
+    which mode's stride is ``curr``, the extent reached (a run-time stride could be it; a run-time extent reached
+    could be a later static stride)."""
+    for j in runtime:
+        y = d[j]
+        if type(curr) is int and curr % max(1, divisor_of(y)) != 0:
+            continue   # its known divisor does not divide the extent reached: it is not that stride
+        raise StaticValueRequired(
+            f"right_inverse: whether the run-time stride {y} of {layout} is {curr}, the extent the inverse has "
+            f"reached, decides the result and is not known while compiling; make it static")
+    if type(curr) is not int:
+        for j, x in enumerate(d):
+            if j not in used and type(x) is int and x > 0 and x % max(1, divisor_of(curr)) == 0:
+                raise StaticValueRequired(
+                    f"right_inverse: whether the run-time extent {curr} the inverse has reached in {layout} is the "
+                    f"stride {x} of another mode decides the result and is not known while compiling")
 
 
 @memoize
@@ -241,6 +266,9 @@ def nullspace(layout: Any) -> Layout:
     fs = flatten_unchecked(layout.shape)
     if type(fd) is not tuple:
         fd, fs = (fd,), (fs,)
+    for x in fd:
+        if isinstance(x, DynamicInt):
+            need_nonzero_stride(x, layout, "nullspace")
     idx = [i for i, x in enumerate(fd) if is_int_value(x, 0)]
     if not idx:
         return make_layout_unchecked(1, 0)
@@ -271,17 +299,19 @@ def max_alignment(layout: Any) -> int:
     s, d, _ = _flat_modes(layout)
     if any(type(x) is int and x == 0 for x in s):
         return 1  # an empty layout: no offsets, and 1 holds for any
-    shapes, strides = [], []
+    shapes, strides, others = [], [], []
     for x, y in zip(s, d):
         if not is_int(y):
             raise CuteTypeError(f"max_alignment needs integer strides, but {layout} has the stride {y}")
-        if type(x) is not int:
-            continue  # a run-time extent counts as 1
+        if type(x) is not int or type(y) is not int:
+            # a run-time extent or stride: the mode repeats the run at a stride known only by its divisor
+            if not (type(y) is int and y == 0) and not (type(x) is int and x == 1):
+                others.append(divisor_of(y))
+            continue
         shapes.append(x)
-        strides.append(y if type(y) is int else 0)  # a run-time stride counts as 0
+        strides.append(y)
     # the modes right_inverse chains (strides 1, s0, s0*s1, ...) make the run [0, n); the others repeat it
     n = 1
-    others = []
     for i in exchange_sort(strides):
         if strides[i] == n:
             n = shapes[i] * strides[i]

@@ -20,8 +20,8 @@ import math
 from typing import TYPE_CHECKING
 
 from .memo import memoize
-from ..errors import CuteTypeError, CuteValueError, DivisibilityError
-from .int_tuple import flatten_unchecked, is_static_unchecked, as_index, short_repr, fmt, is_int
+from ..errors import CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
+from .int_tuple import divisor_of, flatten_unchecked, is_static_unchecked, as_index, short_repr, fmt, is_int
 from .layout import Layout, make_layout_unchecked
 from .composed import SmemPtrFlag
 from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle
@@ -60,7 +60,11 @@ def _upcast_leaf(s, d, n, whole):
         sign = 1 if d > 0 else -1
         return -(-s // q) if type(s) is int else (s + q - 1) // q, sign * (-(-ad // n))
     if is_int(d):
-        # a run-time stride: assumed to be a multiple of n
+        # a run-time stride: the divisibility rule holds for every value only when n divides its known divisor
+        if divisor_of(d) % n:
+            raise StaticValueRequired(
+                f"upcast by {n}: whether the run-time stride {fmt(d)} divides or is divisible by {n} (in {whole}) is "
+                f"not known; make it static, or assume a divisibility by {n}")
         return s, d // n
     raise CuteTypeError(f"upcast of a layout with the stride {d} is not supported (in {whole})")
 
@@ -87,7 +91,9 @@ def upcast(layout: Layout | Swizzle | ComposedLayout | Int, n: int) -> Layout | 
     ``sign(d) * ceil_div(|d|, n)``: a run of elements that does not fill whole wide units is rounded
     up (``upcast(2:1, 4) == 1:1``), and :func:`upcast_exactness` says whether that happened.
 
-    @post {n*result(j) + k : j, 0 <= k < n} >= {layout(i)}: the wide elements cover the narrow ones
+    @post {result(j)} == {layout(i) // n}: the result reaches exactly the wide elements holding the offsets of
+          ``layout`` (where CuTe's per-mode division would not, for overlapping modes or a reversed run that does not
+          end on a wide element: ``upcast((2,2):(1,1), 2)``, ``upcast((4,8):(-1,4), 2)``, a ``CuteValueError``)
     @post upcast_exactness(layout, n) is None  implies  the cover is exact (no other element)
     """
     n = _need_positive(n, "upcast")
@@ -98,6 +104,7 @@ def upcast(layout: Layout | Swizzle | ComposedLayout | Int, n: int) -> Layout | 
         return upcast_swizzle(layout, n)
     if type(layout) is Layout:
         s, d = _map_leaves(layout.shape, layout.stride, lambda s, d: _upcast_leaf(s, d, n, layout))
+        _need_exact_cover(layout, n)
         return make_layout_unchecked(s, d)
     if hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
         if _flagged(layout):
@@ -109,6 +116,68 @@ def upcast(layout: Layout | Swizzle | ComposedLayout | Int, n: int) -> Layout | 
     raise CuteTypeError(f"upcast expects a layout, a swizzle or a composed layout, got {short_repr(layout)}")
 
 
+_ENUMERATE = 1 << 14   # a layout (or its part below n) of at most this many elements is judged by its offsets
+
+
+def _image(modes):
+    out = {0}
+    for s, d in modes:
+        out = {o + k * d for o in out for k in range(s)}
+    return out
+
+
+def _upcast_modes(modes, n):
+    return [(-(-s // -(-n // abs(d))), (1 if d > 0 else -1) * (-(-abs(d) // n))) for s, d in modes]
+
+
+def _need_exact_cover(layout, n):
+    """``CuteValueError`` unless CuTe's per-mode ``upcast<n>`` of ``layout`` reaches exactly the wide elements
+    ``o // n`` of the offsets ``o`` of ``layout``; ``StaticValueRequired`` where run-time leaves leave it open.
+
+    The modes of stride at least ``n`` (multiples of ``n``: the divisibility rule) move whole wide elements, so
+    the cover is exact when the modes of smaller stride (the part inside one wide element) are: one such mode
+    of positive stride always is; one of negative stride ``-d`` and extent ``s`` is when ``n / d`` divides
+    ``s - 1``; several are judged by their offsets."""
+    fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
+    if type(fs) is not tuple:
+        fs, fd = (fs,), (fd,)
+    modes = [(s, d) for s, d in zip(fs, fd) if not (type(d) is int and d == 0) and not (type(s) is int and s == 1)]
+    if any(type(s) is int and s == 0 for s, _ in modes):
+        return  # empty: nothing to cover, and the result is empty too
+    for _, d in modes:
+        if type(d) is not int and divisor_of(d) % n:
+            raise StaticValueRequired(
+                f"upcast by {n} of {layout}: whether the run-time stride {fmt(d)} is a multiple of {n} (so that the "
+                f"mode moves whole wide elements) is not known; make it static or assume a divisibility")
+    static = [(s, d) for s, d in modes if type(s) is int and type(d) is int]
+    if len(static) == len(modes) and math.prod(s for s, _ in modes) <= _ENUMERATE:
+        part, whole = modes, True
+    else:
+        part, whole = [(s, d) for s, d in modes if type(d) is int and abs(d) < n], False
+        if len(part) == 1 and type(part[0][1]) is int and (part[0][1] > 0 or (
+                type(part[0][0]) is int and (part[0][0] - 1) % (n // -part[0][1]) == 0)):
+            return
+        if any(type(s) is not int for s, _ in part):
+            raise StaticValueRequired(
+                f"upcast by {n} of {layout}: whether its modes of stride below {n}, of run-time extents, reach "
+                f"whole wide elements is not known; make their extents static")
+        if not part:
+            return
+        if math.prod(s for s, _ in part) > _ENUMERATE:
+            raise CuteValueError(f"upcast by {n} of {layout}: the cover of its modes of stride below {n} is not "
+                                 f"judged for more than {_ENUMERATE} elements; coalesce them first")
+    want = {o // n for o in _image(part)}
+    got = _image(_upcast_modes(part, n))
+    if got != want:
+        missing, extra = sorted(want - got)[:4], sorted(got - want)[:4]
+        raise CuteValueError(
+            f"upcast by {n} of {layout} is not exact: CuTe's per-mode division would reach the wide elements "
+            f"{sorted(got)[:8]}{'...' if len(got) > 8 else ''} of the {'layout' if whole else 'modes of stride below ' + str(n)}, "
+            f"not those of its offsets (o // {n}): missing {missing}, extra {extra}. The law: the result reaches "
+            f"exactly the wide elements o // {n} of the offsets o of the layout (overlapping modes or a reversed "
+            f"run that does not end on a wide element break it)")
+
+
 def upcast_exactness(layout: Layout | ComposedLayout, n: int) -> str | None:
     """``None`` when ``upcast(layout, n)`` covers exactly the elements ``layout`` reaches, else the reason.
 
@@ -116,8 +185,8 @@ def upcast_exactness(layout: Layout | ComposedLayout, n: int) -> str | None:
     size-1 modes set aside and the rest sorted by ``|stride|`` and coalesced, the first mode has
     stride 1 and an extent divisible by ``n`` and every other stride is a multiple of ``n``; the
     per-mode division then maps it onto those units.  Structural: O(rank log rank), whatever the size.
-    A composed layout is judged by its outer layout (and its offset); run-time extents or strides are
-    assumed to fit, as CuTe assumes. The judgement is sound, not complete: ``None`` means exact; a layout
+    A composed layout is judged by its outer layout (and its offset); a mode with a run-time extent or
+    stride fits when its stride is 0 or a known multiple of ``n`` (else a reason). The judgement is sound, not complete: ``None`` means exact; a layout
     whose modes overlap (``(2,3):(1,1)``) may get a reason although its cover happens to be exact.
     """
     n = _need_positive(n, "upcast_exactness")
@@ -131,11 +200,20 @@ def upcast_exactness(layout: Layout | ComposedLayout, n: int) -> str | None:
         raise CuteTypeError(f"upcast_exactness expects a layout, got {short_repr(layout)}")
     if type(offset) is int and offset % n:
         return f"its offset {offset} is not a multiple of {n}"
-    if not (is_static_unchecked(layout.shape) and is_static_unchecked(layout.stride)):
-        return None
     fs, fd = flatten_unchecked(layout.shape), flatten_unchecked(layout.stride)
     if type(fs) is not tuple:
         fs, fd = (fs,), (fd,)
+    if not (is_static_unchecked(layout.shape) and is_static_unchecked(layout.stride)):
+        # a mode with a run-time leaf fits when its stride is 0 or a known multiple of n (it moves whole units);
+        # the static modes are judged as they are
+        kept = []
+        for s_, d_ in zip(fs, fd):
+            if type(s_) is int and type(d_) is int:
+                kept.append((s_, d_))
+            elif not (type(d_) is int and d_ == 0) and divisor_of(d_) % n:
+                return (f"its mode {fmt(s_)}:{fmt(d_)} has a run-time extent or stride not known to move whole "
+                        f"{n}-element units")
+        fs, fd = tuple(x for x, _ in kept), tuple(y for _, y in kept)
     if any(s == 0 for s in fs):
         return None  # an empty layout: nothing to cover
     modes = sorted(((abs(d), d, s) for s, d in zip(fs, fd) if s != 1 and d != 0), key=lambda m: m[0])

@@ -114,6 +114,14 @@ class SymInt(DynamicInt):
     def __pos__(self):
         return self
 
+    def __abs__(self):
+        # |x| == max(x, -x): an expression that evaluates wherever x does
+        return combine("max", self, combine("-", 0, self))
+
+    def signum_(self) -> SymInt | int:
+        """-1, 0 or 1: ``min(max(x, -1), 1)`` over integers."""
+        return combine("min", combine("max", self, -1), 1)
+
     def min_(self, o: Any) -> SymInt | int:
         return self._bin("min", self, o)
 

@@ -384,7 +384,12 @@ def make_layout_tv(thr_layout: Layout, val_layout: Layout) -> tuple[tuple[Int, .
     thr_size, val_size = product_unchecked(thr_layout.shape), product_unchecked(val_layout.shape)
     inverse = right_inverse(layout_mn)
     covered, needed = product_unchecked(inverse.shape), thr_size * val_size
-    if type(covered) is int and type(needed) is int and covered < needed:
+    if type(covered) is not int or type(needed) is not int:
+        raise StaticValueRequired(
+            f"make_layout_tv: whether raked_product({thr_layout}, {val_layout}) = {layout_mn} is a bijection onto "
+            f"its tile (its right inverse covers {covered} of {needed} offsets) is not known for run-time values; "
+            f"make the thread and value layouts static")
+    if covered < needed:
         raise CuteValueError(
             f"make_layout_tv: raked_product({thr_layout}, {val_layout}) = {layout_mn} is not a bijection onto "
             f"its {needed} tile offsets (its right inverse covers {covered}), so some (thread, value) would own "

@@ -266,6 +266,8 @@ def law_upcast(args, r):
     if isinstance(layout, Layout) and small(layout):
         narrow = set(layout_values(layout))
         wide = {r(i) for i in range(cute.size(r))}
+        # the result reaches exactly the wide elements of the offsets (negative, zero, overlapping strides too)
+        assert wide == {o // n for o in narrow}, (layout, n, r)
         if cute.upcast_exactness(layout, n) is None:
             assert {w * n + k for w in wide for k in range(n)} == narrow
 

@@ -164,6 +164,21 @@ def test_upcast_and_downcast_cover_exactly_the_same_elements_or_raise(layout, n)
         assert set(values(down)) == {n * x + k for x in values(layout) for k in range(n)}
 
 
+@given(arbitrary_layouts(max_size=64, max_stride=16), st.sampled_from([2, 3, 4, 8]), st.sampled_from([8, 16]))
+@example(P("(2,2):(1,1)"), 2, 8)
+@example(P("(4,8):(-1,4)"), 2, 8)
+@example(P("(3,8):(-1,4)"), 2, 8)
+@example(P("(2,3):(1,1)"), 2, 8)
+def test_upcast_and_recast_reach_exactly_the_wide_elements_of_the_offsets_or_raise(layout, n, old_bits):
+    # the law of upcast / recast_layout (widening): the result reaches exactly the wide elements o // n of the
+    # offsets o of the layout, whatever its strides (negative, zero, overlapping); where CuTe's per-mode division
+    # would not, a CuteError names the rule
+    for op in (lambda: cute.upcast(layout, n), lambda: cute.recast_layout(old_bits * n, old_bits, layout)):
+        up = attempt(op)
+        if up is not None and evaluable(layout):
+            assert sorted(set(values(up))) == sorted({o // n for o in values(layout)}), (layout, n, up)
+
+
 @given(arbitrary_layouts(max_size=64), arbitrary_layouts(max_size=64))
 def test_max_common_vector_and_layout_are_runs_of_agreement_or_raise(a, b):
     n = attempt(cute.max_common_vector, a, b)
