@@ -27,10 +27,28 @@ RANGES = {"Int32": (-(1 << 31), (1 << 31) - 1), "Int64": (-(1 << 63), (1 << 63) 
 F32_LIMIT = (2.0 - 2.0 ** -23) * 2.0 ** 127 + 2.0 ** 103
 
 
+class _NegativeZero(float):
+    """-0.0 as a run-time Float32 value: unequal to 0.0 (a call with -0.0 after one with 0.0 refills its parameter,
+    though the two compare equal as floats)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return type(other) is _NegativeZero
+
+    def __ne__(self, other):
+        return type(other) is not _NegativeZero
+
+    __hash__ = float.__hash__
+
+
+_NEGATIVE_ZERO = _NegativeZero(-0.0)
+
+
 def fits(kind: str, value: Any) -> bool:
     """Whether ``value`` (a Python int or float) is storable in a parameter of ``kind`` without loss of range."""
     if kind == "Float32":
-        return type(value) is float and not (abs(value) >= F32_LIMIT and math.isfinite(value))
+        return isinstance(value, float) and not (abs(value) >= F32_LIMIT and math.isfinite(value))
     lo, hi = RANGES[kind]
     return type(value) is int and lo <= value <= hi
 
@@ -63,6 +81,8 @@ def converter(kind: str, position: int) -> Callable[[Any], int | float]:
             if x is None or (abs(x) >= F32_LIMIT and math.isfinite(x)):
                 _refuse(kind, position, v, "a Python float or int whose value rounds to a finite float32 "
                         f"(|x| < {F32_LIMIT:.9g}), infinities and NaN, or a Scalar exactly representable in it")
+            if x == 0.0 and math.copysign(1.0, x) < 0:
+                return _NEGATIVE_ZERO
             return x
         return convert
     lo, hi = RANGES[kind]
