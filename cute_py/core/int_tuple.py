@@ -301,6 +301,9 @@ def as_mode(mode, op):
     # a (nested) mode index: an int or a sequence of ints
     if type(mode) is tuple or type(mode) is list:
         return tuple(as_index(i, f"{op}: a mode index") for i in mode)
+    if type(mode) is not int and hasattr(mode, "shape") and hasattr(mode, "__len__"):
+        # an array (numpy's truth value and iteration are not those of a mode index)
+        raise CuteTypeError(f"{op}: a mode index is an int or a sequence of ints, got {short_repr(mode)}")
     return (as_index(mode, f"{op}: the mode index"),)
 
 
@@ -401,7 +404,7 @@ def shape_of(x, allow_basis=False):
 def size(a: Any, mode: int | Sequence[int] = ()) -> Int:
     """Number of elements of an IntTuple, layout or tensor (of its ``mode`` if given)."""
     x = shape_of(a)
-    if mode != ():
+    if not (type(mode) is tuple and mode == ()):
         x = get_unchecked(x, as_mode(mode, "size"))
     return product_unchecked(x)
 
@@ -410,7 +413,7 @@ def size(a: Any, mode: int | Sequence[int] = ()) -> Int:
 def rank(a: Any, mode: int | Sequence[int] = ()) -> int:
     """Number of top-level modes: ``len`` of a tuple, 1 for an int."""
     x = shape_of(a, allow_basis=True)
-    if mode != ():
+    if not (type(mode) is tuple and mode == ()):
         x = get_unchecked(x, as_mode(mode, "rank"))
     return len(x) if type(x) is tuple else 1
 
@@ -419,7 +422,7 @@ def rank(a: Any, mode: int | Sequence[int] = ()) -> int:
 def depth(a: Any, mode: int | Sequence[int] = ()) -> int:
     """Nesting depth: 0 for an int, 1 + the deepest element for a tuple."""
     x = shape_of(a, allow_basis=True)
-    if mode != ():
+    if not (type(mode) is tuple and mode == ()):
         x = get_unchecked(x, as_mode(mode, "depth"))
     return depth_unchecked(x)
 

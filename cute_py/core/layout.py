@@ -333,7 +333,7 @@ def cosize(layout: Any, mode: int | Sequence[int] = ()) -> Int:
     For non-negative strides this is ``layout(size(layout) - 1) + 1``; for basis
     strides it is the size of the codomain's bounding shape (CuTe's ``coshape``).
     """
-    if mode != ():
+    if not (type(mode) is tuple and mode == ()):
         if not is_shaped(layout):
             raise CuteTypeError(f"cosize expects a layout, got {short_repr(layout)}")
         layout = get_unchecked(layout, as_mode(mode, "cosize"))

@@ -61,7 +61,7 @@ def _by_mode(op, layout, tiler, fn):
     """Apply ``fn`` to the modes of ``layout`` and the elements of a tuple ``tiler``; keep the rest."""
     if len(tiler) > len(layout):
         raise RankError(f"{op}: too many modes in tiler {fmt(tiler)} for layout {layout} of rank {len(layout)}")
-    modes = [fn(layout[i], t) for i, t in enumerate(tiler)]
+    modes = [layout[i] if t is None else fn(layout[i], t) for i, t in enumerate(tiler)]   # None: the mode whole
     modes.extend(layout[i] for i in range(len(tiler), len(layout)))
     return concat_layouts(modes)
 
@@ -70,6 +70,10 @@ def _as_tiler(tiler, op, level=0):
     """A tiler as the algebra takes it: a layout, ``None``, an extent >= 0, or a tuple of tilers
     (lists become tuples, integer-likes ints; anything else is rejected)."""
     t = type(tiler)
+    if tiler is None and level == 0:
+        # None (CuTe's ``_``) keeps one mode whole inside a by-mode tiler; as the whole tiler it tiles nothing
+        raise CuteTypeError(f"{op}: None is a tiler only inside a by-mode tuple (keep that mode whole), not the "
+                            f"whole tiler; pass a layout, an extent or a tuple")
     if t is int and tiler >= 0 or t is Layout or tiler is None:
         return tiler
     if t is tuple:  # the common tuple of extents and layouts, as it is

@@ -450,3 +450,24 @@ def test_composition_results_near_rejections_are_function_compositions():
                 continue
             assert composition_counterexample(a, b, r) is None
     assert values(cute.composition(a, Layout(2, 2))) == [a(0), a(2)]
+
+
+# -- None as the whole tiler, numpy integers as mode indices -------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
+                                "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product"])
+def test_none_as_the_whole_tiler_is_a_cute_error(op):
+    # None (CuTe's ``_``) keeps a mode whole inside a by-mode tiler; as the whole tiler it is no tiler
+    with pytest.raises(cute.CuteTypeError):
+        getattr(cute, op)(Layout((4, 8), (1, 4)), None)
+    if op == "logical_divide":   # inside a by-mode tuple it keeps that mode whole
+        assert cute.size(getattr(cute, op)(Layout((4, 8), (1, 4)), (None, 2))) == 32
+
+
+def test_numpy_integers_are_mode_indices_and_arrays_are_refused():
+    layout = Layout((4, 8), (1, 4))
+    assert cute.size(layout, np.int64(1)) == 8 and cute.cosize(layout, np.int32(0)) == 4
+    assert cute.size((4, 8), np.int64(0)) == 4
+    with pytest.raises(cute.CuteTypeError):
+        cute.size(layout, np.array([1]))
