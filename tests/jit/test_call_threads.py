@@ -1,0 +1,116 @@
+"""One compiled object called from many threads, each with its own tensors (and scalars): every launch the
+stand-in driver records holds its own call's parameters. The driver yields the interpreter before it reads the
+parameters (as cuda-python's binding releases the GIL around ``cuLaunchKernel``), and the interpreter switches
+threads as often as it can, so that a refill by one thread between another's refill and launch would be seen."""
+
+import sys
+import threading
+
+import pytest
+
+from cute_py.errors import CuteError
+from examples import tma_copy
+from _recording_driver import driver, fresh, launched_with  # noqa: F401 (the fixture)
+from test_call_state import CAI, _scal_compiled, _tma_compiled, scal
+from test_jit_compiled_call import FakeTorchTensor
+
+THREADS, CALLS = 8, 60
+
+
+@pytest.fixture(autouse=True)
+def _often(monkeypatch):
+    for jf in (scal, tma_copy):
+        monkeypatch.setattr(jf, "_compiled", {})
+        monkeypatch.setattr(jf, "_last", None)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)
+
+
+def _hammer(driver, c, calls_of):
+    """Each thread ``t`` calls ``c`` with each of ``calls_of(t)`` in turn, CALLS times; the parameters of every
+    launch must be those a fresh object launches for that call (computed first, on one thread)."""
+    expected = {}
+    for t in range(THREADS):
+        for args in calls_of(t):
+            expected[id(args)] = [r["params"] for r in launched_with(driver, fresh(c), *args)]
+    driver.calls.clear()
+    driver.yield_first = True
+    errors = []
+
+    def work(t):
+        try:
+            mine = calls_of(t)
+            for k in range(CALLS):
+                args = mine[k % len(mine)]
+                driver.local.expect = id(args)
+                c(*args)
+        except Exception as e:  # reported below, with the thread
+            errors.append((t, e))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert len(driver.calls) == THREADS * CALLS
+    wrong = [r for r in driver.calls if [r["params"]] != expected[r["expect"]]]
+    assert wrong == [], f"{len(wrong)} of {len(driver.calls)} launches held another call's parameters"
+
+
+def test_threads_on_the_general_path_launch_their_own_tensors(driver):
+    c = fresh(_tma_compiled())
+    calls = {t: [(CAI((1 + 2 * t) << 24, (256, 512)), CAI((2 + 2 * t) << 24, (256, 512))),
+                 (CAI((40 + t) << 24, (256, 512)), CAI((1 + 2 * t) << 24, (256, 512)))] for t in range(THREADS)}
+    _hammer(driver, c, calls.__getitem__)
+
+
+def test_threads_with_run_time_scalars_launch_their_own_values(driver):
+    c = fresh(_scal_compiled())
+    calls = {t: [(CAI((1 + t) << 24), t, 0.5 * t, -t), (CAI((1 + t) << 24), 100 + t, 2.0, 2**40 + t)]
+             for t in range(THREADS)}
+    _hammer(driver, c, calls.__getitem__)
+
+
+def test_threads_on_the_generated_path_launch_their_own_tensors(driver, monkeypatch):
+    import cute_py.compiler.frontend.args as args_mod
+
+    monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
+    c = fresh(_tma_compiled())
+    t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
+    c(t1, t2)
+    c(t1, t2)
+    assert type(c).__call__ is c._fast_call
+    calls = {t: [(FakeTorchTensor((1 + 2 * t) << 24), FakeTorchTensor((2 + 2 * t) << 24)),
+                 (FakeTorchTensor((40 + t) << 24), FakeTorchTensor((1 + 2 * t) << 24))] for t in range(THREADS)}
+    _hammer(driver, c, calls.__getitem__)
+
+
+def test_a_thread_whose_call_fails_leaves_the_others_launches_intact(driver):
+    c = fresh(_scal_compiled())
+    good = {t: [(CAI((1 + t) << 24), t, 1.0, t)] for t in range(THREADS)}
+    expected = {t: launched_with(driver, fresh(c), *good[t][0])[0]["params"] for t in range(THREADS)}
+    driver.calls.clear()
+    driver.yield_first = True
+    refused = []
+
+    def work(t):
+        for k in range(CALLS):
+            driver.local.expect = t
+            if k % 3 == 2:
+                try:
+                    c(CAI((1 + t) << 24), "bad", 1.0, t)
+                except CuteError:
+                    refused.append(t)
+            else:
+                c(*good[t][0])
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(refused) == THREADS * (CALLS // 3)
+    assert all(r["params"] == expected[r["expect"]] for r in driver.calls)
