@@ -254,7 +254,7 @@ def test_new_addresses_are_refilled_exactly_where_every_one_is_aligned(Launcher,
     now = [o if n is None else n for o, n in zip(old, new)]
     result = launcher(Arg(now[0]), Arg(now[1]))
     moved = now != old
-    fits = all(a % al == 0 for a, al in zip(now, aligns))
+    fits = all(a % al == 0 and a != 0 for a, al in zip(now, aligns))  # a refill never writes a null address
     if verdict and (not moved or fits):
         assert result is None and seen == [] and driver.calls == _expected(PLAN, 0)
         if moved:
@@ -426,3 +426,154 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
     c._native.disarm()  # as a general path would: the Python path refills (its record was forgotten) and arms
     c(a, other)
     assert filled[-1] == (a.data_ptr(), other.data_ptr()) and len(python_launches) == 2 and c._native.armed
+
+
+# -- addresses it cannot launch, threads, the lock --------------------------------------------------------------
+
+@pytest.mark.parametrize("address", [-16, -1, 2**64, 2**70])
+def test_an_address_outside_64_bits_is_passed_on_not_launched(Launcher, address):
+    driver = Driver()
+    launcher, seen = _made(Launcher, driver)
+    slots = (ctypes.c_uint64 * 1)(7)
+    launcher.arm(lambda *t: True, (16, 32), PLAN, (types.SimpleNamespace(_last=1), ("_last",), (16, 16),
+                                                   ((ctypes.addressof(slots), 0, 0),)))
+    assert launcher(Arg(address), Arg(32)) == "passed on" and driver.calls == [] and slots[0] == 7
+
+
+def test_a_null_address_is_never_refilled(Launcher):
+    driver = Driver()
+    launcher, seen = _made(Launcher, driver)
+    slots = (ctypes.c_uint64 * 1)(7)
+    launcher.arm(lambda *t: True, (16, 32), PLAN, (types.SimpleNamespace(_last=1), ("_last",), (16, 16),
+                                                   ((ctypes.addressof(slots), 0, 0),)))
+    assert launcher(Arg(0), Arg(32)) == "passed on" and driver.calls == [] and slots[0] == 7
+
+
+def test_the_lock_must_be_the_extensions(Launcher):
+    with pytest.raises(TypeError, match="Lock or None"):
+        Launcher(Driver().address, (0,), 1, object())
+    lock = sys.modules[Launcher.__module__].Lock()
+    with lock:  # a context manager, not reentrant: a second thread waits
+        got = []
+        th = __import__("threading").Thread(target=lambda: got.append(lock.__enter__()))
+        th.start()
+        th.join(0.2)
+        assert th.is_alive() and got == []
+    th.join(5)
+    assert got == [lock]
+    lock.__exit__(None, None, None)
+
+
+class SlowDriver(Driver):
+    """A ``cuLaunchKernel`` that yields the interpreter before it reads the parameter slots (as the driver copies
+    them while the GIL is free), and records what it read with the calling thread's expectation."""
+
+    def __init__(self, slots):
+        super().__init__()
+        self.slots, self.local = slots, __import__("threading").local()
+
+    def _launch(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        import time
+
+        time.sleep(0)
+        self.calls.append((tuple(self.slots), getattr(self.local, "expect", None)))
+        return 0
+
+
+def test_threads_refilling_through_the_launcher_each_launch_their_own_addresses(Launcher):
+    import threading
+
+    module = sys.modules[Launcher.__module__]
+    slots = (ctypes.c_uint64 * 2)(0, 0)
+    driver = SlowDriver(slots)
+    lock = module.Lock()
+    launcher = Launcher(driver.address, (0, 1), 2, lock)
+    launcher.fallback = lambda *a, **k: pytest.fail("passed on")
+    owner = types.SimpleNamespace(_last=None)
+    base = ctypes.addressof(slots)
+    launcher.arm(lambda *t: True, (256, 512), PLAN[:1],
+                 (owner, ("_last",), (256, 256), ((base, 0, 0), (base + 8, 1, 64))))
+    errors = []
+
+    def work(t):
+        try:
+            a, b = Arg((1 + 2 * t) << 20), Arg((2 + 2 * t) << 20)
+            driver.local.expect = (a.address, b.address + 64)
+            for _ in range(200):
+                launcher(a, b)
+        except Exception as e:
+            errors.append(e)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == [] and len(driver.calls) == 6 * 200
+    wrong = [c for c in driver.calls if c[0] != c[1]]
+    assert wrong == [], f"{len(wrong)} launches read another thread's addresses"
+
+
+# -- the build: its switch, a library that cannot be loaded, a library of another source ------------------------
+
+@pytest.mark.parametrize("value, off", [("OFF", True), ("False", True), (" No ", True), ("ON", False),
+                                        ("True", False), ("", False)])
+def test_the_switch_is_read_in_any_case(tmp_path, value, off):
+    out = _status_in_subprocess({"CUTE_PY_NATIVE_LAUNCH": value, "CUTE_PY_CACHE_DIR": str(tmp_path)})
+    if off:
+        assert out.startswith("turned off"), out
+    else:
+        assert not out.startswith("turned off"), out
+
+
+def test_an_unknown_switch_value_warns_and_turns_it_off(tmp_path):
+    code = "import warnings\nprint(N.status())"
+    script = ("import warnings\nwarnings.simplefilter('error')\nfrom cute_py.compiler.runtime import native_launch as N\n"
+              "try:\n    N.launcher_class()\nexcept RuntimeWarning as w:\n    print('warned:', w)\n")
+    env = dict(os.environ, CUTE_PY_NATIVE_LAUNCH="maybe", CUTE_PY_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "warned:" in r.stdout and "'maybe'" in r.stdout and "turned off" in r.stdout
+    del code
+
+
+def test_a_compiler_whose_library_kills_its_loader_gives_no_launcher_and_a_living_process(Launcher, tmp_path):
+    import shutil
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc")
+    probe = subprocess.run([gcc, "-fsanitize=address", "-x", "c", "-shared", "-fPIC", "-", "-o",
+                            str(tmp_path / "t.so")], input="int f(void){return 0;}", capture_output=True, text=True)
+    if probe.returncode:
+        pytest.skip(f"gcc cannot build with -fsanitize=address here: {probe.stderr[-200:]}")
+    out = _status_in_subprocess({"CC": f"{gcc} -fsanitize=address", "CUTE_PY_CACHE_DIR": str(tmp_path / "c")})
+    assert out != "native" and "child process" in out, out
+
+
+def test_a_consistent_library_of_another_build_is_rebuilt(Launcher, tmp_path):
+    import hashlib
+    import shutil
+
+    env = {"CUTE_PY_CACHE_DIR": str(tmp_path)}
+    assert _status_in_subprocess(env) == "native"
+    (lib,) = [p for p in (tmp_path / "native").iterdir() if not p.name.endswith(".sha256")]
+    good = lib.read_bytes()
+    # another build of a launcher (another key compiled in), with its own matching checksum next to it
+    cc = shutil.which("cc") or shutil.which("gcc")
+    import sysconfig
+
+    src = tmp_path / "other.c"
+    src.write_text(N.SOURCE)
+    other = tmp_path / "other.so"
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"],
+                    '-DCUTE_PY_LAUNCH_KEY="not this one"', str(src), "-o", str(other)], check=True)
+    lib.write_bytes(other.read_bytes())
+    (tmp_path / "native" / (lib.name + ".sha256")).write_text(hashlib.sha256(other.read_bytes()).hexdigest())
+    assert _status_in_subprocess(env) == "native"
+    assert lib.read_bytes() == good  # rebuilt from this source: the same bytes as the first build

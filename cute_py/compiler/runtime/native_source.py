@@ -238,13 +238,15 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
             PyErr_Clear();
             ok = 0;
         }
-        moved |= got[k] != self->addresses[k];
     }
     if (ok && self->lock != NULL) { /* lock: NULL unless taken here */
         lock = self->lock;
         Py_INCREF(lock);
         lock_take((Lock *)lock);
     }
+    /* compared under the lock: another thread's refill may have changed the armed addresses meanwhile */
+    for (k = 0; ok && k < self->ntensors; k++)
+        moved |= got[k] != self->addresses[k];
     ok = ok && self->guard == guard; /* still armed as when the checks began */
     if (ok && moved) { /* new addresses: refilled here where the refill allows it */
         ok = self->owner != NULL;
