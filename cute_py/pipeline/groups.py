@@ -15,7 +15,7 @@ import warnings
 from .. import arch
 from ..compiler import TraceError, TracedInt
 
-__all__ = ["Agent", "CooperativeGroup", "PipelineOp", "arrive_count", "agent_sync", "WARP_SIZE"]
+__all__ = ["Agent", "CooperativeGroup", "PipelineOp", "arrive_count", "agent_sync", "WARP_SIZE", "check_arrivals_fit"]
 
 WARP_SIZE = 32
 
@@ -104,3 +104,32 @@ def agent_sync(group: Agent, is_relaxed: bool = False) -> None:
     else:
         raise TraceError(f"agent_sync synchronises Agent.ThreadBlock or Agent.ThreadBlockCluster, got {group!r} "
                          f"(threads and warps synchronise through a NamedBarrier or an mbarrier)")
+
+
+def check_arrivals_fit(what: str, role: str, group: CooperativeGroup, count: TracedInt | int, per: str,
+                       cluster_wide: bool) -> None:
+    """``TraceError`` when the barriers of ``role`` (``"full"``/``"empty"``), expecting ``count`` arrivals per
+    phase for ``group``, can never complete in the launch being traced: each arrival comes from one ``per``
+    (``"thread"``, or ``"warp"``: one elected lane per warp) of the block, or of the cluster when
+    ``cluster_wide`` (arrivals on a peer CTA's barrier). Skipped when ``count`` is a run-time value or no launch
+    is known (block and cluster are static at every ``launch``, so this is only the case outside one)."""
+    from ..compiler.builtins.mbar_rules import threads_of_launch
+    from ..compiler.frontend.builder import current
+
+    launch = current().launch
+    if launch is None:
+        return
+    block, cluster_threads, ctas = threads_of_launch(launch)
+    if type(count) is not int and type(group.size) is int:  # read at run time, but the launch's extents are static
+        count = group.size * {Agent.ThreadBlock: block, Agent.ThreadBlockCluster: cluster_threads}.get(group.agent, 0)
+    if type(count) is not int or not count:
+        return
+    threads = cluster_threads if cluster_wide else block
+    most = threads if per == "thread" else -(-block // WARP_SIZE) * (ctas if cluster_wide else 1)
+    if count > most:
+        unit = "threads" if per == "thread" else "warps (one elected lane of each arrives)"
+        where = f"the cluster of {ctas} blocks" if cluster_wide else "the block"
+        raise TraceError(f"{what}: the {role} barriers expect {count} arrivals per phase ({group!r}, "
+                         f"Agent.{group.agent.name}), but {where} of {tuple(launch.block)} = {block} threads per "
+                         f"block has only {most} {unit} to arrive: the phase never completes and the pipeline "
+                         f"hangs; give the group the number of {per}s that arrive")

@@ -37,7 +37,7 @@ from ..compiler.frontend.builder import current
 from ..core.int_tuple import is_static, product
 from ..core.layout import Layout
 from ..tensor.pointer import Pointer
-from .groups import Agent, CooperativeGroup, PipelineOp, WARP_SIZE, agent_sync, arrive_count
+from .groups import Agent, CooperativeGroup, PipelineOp, WARP_SIZE, agent_sync, arrive_count, check_arrivals_fit
 from .init_sync import cluster_size_of
 from .state import PipelineState
 from .sync_objects import MbarrierArray, SyncObject, TmaStoreFence, alloc_reserved_mbarrier, check_barrier_storage
@@ -107,7 +107,8 @@ class PipelineAsync:
         unless ``defer_sync``, fence the initialisation and synchronise the block."""
         what = "PipelineAsync.create"
         return PipelineAsync(*_two_arrays(what, num_stages, producer_group, consumer_group, barrier_storage,
-                                          PipelineOp.AsyncThread, 0, name, defer_sync),
+                                          PipelineOp.AsyncThread, 0, name, defer_sync, None, 1,
+                                          producer_mask is not None, consumer_mask is not None),
                              num_stages, producer_mask, consumer_mask)
 
     # -- the producer ----------------------------------------------------------------------------------
@@ -190,16 +191,21 @@ class PipelineAsync:
 
 
 def _two_arrays(what, num_stages, producer_group, consumer_group, barrier_storage, producer_op, tx_count, name,
-                defer_sync, consumer_group_for_count=None, cluster=1):
+                defer_sync, consumer_group_for_count=None, cluster=1, remote_full=False, remote_empty=False):
     """``(full, empty)``: the two mbarrier arrays of a pipeline, initialised; fenced and synchronised (the block,
-    or the cluster when ``cluster > 1``) unless ``defer_sync``."""
+    or the cluster when ``cluster > 1``) unless ``defer_sync``. The arrival counts must be reachable in the
+    launch (``check_arrivals_fit``): ``remote_full``/``remote_empty``, the side arrives on peer CTAs' barriers."""
     _check_stages(num_stages, what)
     _check_group(producer_group, f"{what}: producer_group")
     _check_group(consumer_group, f"{what}: consumer_group")
     storage = _storage(barrier_storage, num_stages, what)
     full = MbarrierArray(storage, num_stages, (producer_op, producer_group), tx_count, name)
+    check_arrivals_fit(what, "full", producer_group, full.arrive_count,
+                       "warp" if producer_op is PipelineOp.TmaLoad else "thread", remote_full)
     empty = MbarrierArray(storage + num_stages, num_stages,
                           (PipelineOp.AsyncThread, consumer_group_for_count or consumer_group), 0, name)
+    if consumer_group_for_count is None:  # PipelineTmaAsync's empty barriers: see _check_reachable
+        check_arrivals_fit(what, "empty", consumer_group, empty.arrive_count, "thread", remote_empty)
     if type(defer_sync) is not bool:
         raise TraceError(f"{what}: defer_sync must be True or False, got {defer_sync!r}")
     if not defer_sync:
@@ -227,7 +233,8 @@ class PipelineCpAsync(PipelineAsync):
         if producer_mask is not None:
             raise TraceError(f"{what}: cp.async arrivals go to this CTA's barriers; producer_mask must be None")
         return PipelineCpAsync(*_two_arrays(what, num_stages, producer_group, consumer_group, barrier_storage,
-                                            PipelineOp.AsyncLoad, 0, name, defer_sync),
+                                            PipelineOp.AsyncLoad, 0, name, defer_sync, None, 1, False,
+                                            consumer_mask is not None),
                                num_stages, None, consumer_mask)
 
 

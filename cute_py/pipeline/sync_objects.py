@@ -25,6 +25,7 @@ from typing import Any
 
 from .. import arch
 from ..compiler import TraceError, TracedBool, TracedInt, if_
+from ..compiler.builtins.mbar_rules import name_barrier
 from ..compiler.frontend.smem import MBARRIER_BYTES, check_mbarrier_pointer
 from ..tensor.pointer import AddressSpace, Pointer
 from .groups import CooperativeGroup, PipelineOp, arrive_count
@@ -156,7 +157,8 @@ class MbarrierArray(SyncObject):
 
     def get_barrier(self, index: TracedInt | int) -> Pointer:
         """The mbarrier of stage ``index``."""
-        return self.mbarrier_base + _check_index(index, self.num_stages, "MbarrierArray.get_barrier")
+        return name_barrier(self.mbarrier_base + _check_index(index, self.num_stages, "MbarrierArray.get_barrier"),
+                            self.mbarrier_base, index)
 
     def recast_to_new_op_type(self, new_op_type: PipelineOp) -> MbarrierArray:
         """The same barriers (not initialised again), arrived on as ``new_op_type``."""

@@ -107,6 +107,13 @@ def test_waits_tests_and_the_conditional_try_wait(filecheck, assemble):
     def body(i, o):
         bars = _bars()
         tid = arch.thread_idx()[0]
+        with arch.elect_one():
+            for k in range(4):
+                arch.mbarrier_init(bars + k, 128)
+        arch.mbarrier_init_fence()
+        arch.sync_threads()
+        for k in range(3):
+            arch.mbarrier_arrive(bars + k)
         arch.mbarrier_wait(bars, 0)
         t = arch.mbarrier_try_wait(bars, tid & 1)
         e = arch.mbarrier_test_wait(bars + 1, 1)

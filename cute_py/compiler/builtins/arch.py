@@ -48,6 +48,7 @@ from ...errors import TraceError
 from ..frontend.smem import SmemAllocator
 from ..frontend.values import TracedBool
 from ..frontend.traced_int import TracedInt
+from .mbar_rules import mark_election
 
 if TYPE_CHECKING:
     from ...tensor.pointer import Pointer
@@ -183,6 +184,7 @@ def elect_one() -> Iterator[None]:
     with b.at_end():
         leader = md.elect_sync().is_leader
     with if_(TracedBool(leader)):
+        mark_election()
         yield
 
 

@@ -46,6 +46,7 @@ from ..frontend.smem import check_mbarrier_pointer
 from ..frontend.values import TracedBool
 from ..frontend.traced_int import TracedInt, as_value
 from .arch_ptx import asm, int_operand, predicate_value
+from .mbar_rules import note
 
 if TYPE_CHECKING:
     from ...tensor.pointer import Pointer
@@ -110,6 +111,7 @@ def mbarrier_init(mbar_ptr: Pointer, cnt: TracedInt | int) -> None:
     """``mbarrier.init.shared::cta.b64``: initialise the mbarrier at ``mbar_ptr`` for ``cnt`` arrivals per phase
     (1 .. 2^20 - 1). One thread initialises it (``with elect_one():`` in a warp)."""
     p, c = _local(mbar_ptr, "mbarrier_init"), as_value(cnt)
+    note("init", mbar_ptr, cnt, name="mbarrier_init")
     with current().at_end():
         md.mbarrier_init(p, c)
 
@@ -128,6 +130,7 @@ def mbarrier_arrive(mbar_ptr: Pointer, peer_cta_rank_in_cluster: TracedInt | int
     name = "mbarrier_arrive"
     p, peer = _target(mbar_ptr, peer_cta_rank_in_cluster, name)
     sc = _scope(scope, "cta", name)
+    note("arrive", mbar_ptr, arrive_count, remote=peer is not None, name=name)
     if type(arrive_count) is int and arrive_count == 1 and peer is None and sc == "cta":
         with current().at_end():
             md.mbarrier_arrive(p)
@@ -157,6 +160,7 @@ def mbarrier_arrive_and_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
     p, peer = _target(mbar_ptr, peer_cta_rank_in_cluster, name)
     sc = _scope(scope, "cta", name)
     n = _count(bytes, name, "bytes", 0)
+    note("expect_arrive", mbar_ptr, bytes, remote=peer is not None, name=name)
     if peer is None and sc == "cta":
         with current().at_end():
             md.mbarrier_arrive_expect_tx(p, n)
@@ -175,6 +179,7 @@ def mbarrier_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
     p, peer = _target(mbar_ptr, peer_cta_rank_in_cluster, name)
     sc = _scope(scope, "cta" if peer is None else "cluster", name)
     n = _count(bytes, name, "bytes", 0)
+    note("expect", mbar_ptr, bytes, remote=peer is not None, name=name)
     if peer is None and sc == "cta":
         with current().at_end():
             md.mbarrier_expect_tx(p, n)
@@ -203,6 +208,7 @@ def mbarrier_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> None:
     """Wait until the phase of parity ``phase`` of the mbarrier at ``mbar_ptr`` has completed (a
     ``mbarrier.try_wait.parity`` loop)."""
     p, ph = _local(mbar_ptr, "mbarrier_wait"), _phase(phase, "mbarrier_wait")
+    note("wait", mbar_ptr, phase, name="mbarrier_wait")
     with current().at_end():
         md.mbarrier_wait_parity(p, ph)
 
@@ -211,6 +217,7 @@ def mbarrier_try_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> TracedBool:
     """A run-time condition: whether the phase of parity ``phase`` has completed, after waiting for it a
     bounded, hardware-chosen time (``mbarrier.try_wait.parity``)."""
     p, ph = _local(mbar_ptr, "mbarrier_try_wait"), _phase(phase, "mbarrier_try_wait")
+    note("wait", mbar_ptr, phase, name="mbarrier_try_wait")
     with current().at_end():
         return TracedBool(md.mbarrier_try_wait_parity(p, ph).done)
 
@@ -225,6 +232,7 @@ def mbarrier_test_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> TracedBool:
     """A run-time condition: whether the phase of parity ``phase`` has completed, tested once without waiting
     (``mbarrier.test_wait.parity``)."""
     p, ph = _local(mbar_ptr, "mbarrier_test_wait"), _phase(phase, "mbarrier_test_wait")
+    note("wait", mbar_ptr, phase, name="mbarrier_test_wait")
     (word,) = asm("{\n\t.reg .pred %p;\n\tmbarrier.test_wait.parity.shared::cta.b64 %p, [$1], $2;\n\t"
                   "selp.u32 $0, 1, 0, %p;\n\t}", "=r,r,r,~{memory}", [_u32(p), ph], [current().int_type(32)])
     return _flag(word)
@@ -236,6 +244,7 @@ def mbarrier_conditional_try_wait(cond: TracedBool | bool, mbar_ptr: Pointer, ph
     name = "mbarrier_conditional_try_wait"
     c = predicate_value(cond, f"{name}: cond")
     p, ph = _local(mbar_ptr, name), _phase(phase, name)
+    note("wait", mbar_ptr, phase, name=name)
     b = current()
     with b.at_end():
         c32 = b.mlir.arith.ExtUIOp(b.int_type(32), c).result
@@ -250,6 +259,7 @@ def cp_async_mbarrier_arrive_noinc(mbar_ptr: Pointer) -> None:
     its earlier ``cp.async`` copies have completed; ``.noinc``: the arrival was counted in the mbarrier's
     initial count (it does not raise the pending count)."""
     p = _local(mbar_ptr, "cp_async_mbarrier_arrive_noinc")
+    note("arrive", mbar_ptr, 1, name="cp_async_mbarrier_arrive_noinc")
     if str(p.type) != "!llvm.ptr<3>":
         raise TraceError(f"cp_async_mbarrier_arrive_noinc: the mbarrier must be a shared-memory pointer, got "
                          f"type {p.type}")

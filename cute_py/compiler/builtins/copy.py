@@ -37,6 +37,7 @@ from ...nvgpu.warp import LdMatrix8x8x16bOp, StMatrix8x8x16bOp
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
 from ..emit import emit
+from .mbar_rules import mark_election, note
 from ...errors import TraceError
 
 if TYPE_CHECKING:
@@ -308,10 +309,14 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
     if (iters, rest) != (s_iters, s_rest):
         raise TraceError(f"copy: the smem and gmem partitions differ: {iters}x{rest} TMA instructions vs "
                          f"{s_iters}x{s_rest} (smem {smem.layout}, gmem {gmem.layout})")
+    box = atom.descriptor.box_bytes if tma_desc_ptr is None else None  # what one instruction brings
     with _one_lane():
+        mark_election()
         for k in range(iters):
             for j in range(rest):
                 emit(op, smem=smem.engine + _smem_element(smem, k, j), crd=_tma_coord(gmem, k, j), **operands)
+                if is_load:
+                    note("load", tma_bar_ptr, box, mask=operands.get("mcast_mask"), name="copy")
 
 
 def _static_int(x):
