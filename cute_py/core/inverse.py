@@ -141,7 +141,8 @@ def left_inverse(layout: Any) -> Any:
 
     Rejects layouts whose strides break CuTe's left-inverse divisibility condition
     and layouts with run-time strides, as CuTe does, and, where CuTe's result would not
-    be a left inverse, layouts with negative strides and layouts whose modes, sorted by
+    be a left inverse, layouts with negative strides (a negative offset is no coordinate of
+    the inverse) and layouts whose modes, sorted by
     stride, overlap (a mode reaching past the stride of the next one: not injective
     once the stride-0 modes are set aside).
 
@@ -154,21 +155,18 @@ def left_inverse(layout: Any) -> Any:
     for x in d:
         if type(x) is not int:
             raise StaticValueRequired(f"left_inverse needs static strides, but {layout} has a run-time stride")
-    if any(x < 0 for x in d) and sum(1 for x in d if x != 0) > 1:
-        # one negative stride inverts (CuTe gives a negative extent, which floor division reads right);
-        # with more non-zero modes the digits of a negative offset are not the coordinates
-        raise CuteValueError(
-            f"left_inverse of a layout with a negative stride needs it to be the only non-zero stride, got {layout}"
-        )
+    for i, x in enumerate(d):
+        if x < 0:
+            # the inverse's domain is the offsets 0, 1, ...: a negative offset is no index of it
+            raise CuteValueError(
+                f"left_inverse needs non-negative strides (the offsets of the layout are the coordinates of its "
+                f"inverse, which start at 0), but {layout} has the stride {x} on a mode of extent {s[i]}"
+            )
     order = exchange_sort(d)
     rs, rd, size, reach = [], [0], 1, 0
     for i in order:
         x = d[i]
         if x == 0:
-            continue
-        if x < 0:  # the only non-zero mode: its stride is the gap, its extent the last mode
-            rs.append(x)
-            rd.append(pre[i])
             continue
         if x % size != 0:
             raise DivisibilityError(

@@ -84,6 +84,41 @@ def test_left_inverse_law_or_raises(layout):
         assert left_inverse_counterexample(layout, r) is None
 
 
+@st.composite
+def layouts_with_a_negative_stride(draw):
+    layout = draw(small)
+    shape, stride = cute.flatten(layout.shape), cute.flatten(layout.stride)
+    shape = shape if isinstance(shape, tuple) else (shape,)
+    stride = list(stride) if isinstance(stride, tuple) else [stride]
+    i = draw(st.integers(0, len(stride) - 1))
+    stride[i] = -abs(stride[i]) - 1
+    return Layout(shape, tuple(stride))
+
+
+def extents(layout):
+    flat = cute.flatten(layout.shape)
+    return flat if isinstance(flat, tuple) else (flat,)
+
+
+@given(layouts_with_a_negative_stride())
+@example(P("4:-2"))
+@example(P("4:-1"))
+@example(P("(2,4):(0,-3)"))
+def test_left_inverse_with_negative_strides_inverts_every_index_or_raises(layout):
+    # law: r(layout(i)) == i, where layout(i) must lie in r's domain [0, size(r)) (an injective layout)
+    r = attempt(cute.left_inverse, layout)
+    if r is None:
+        return
+    assert all(x >= 0 for x in extents(r)), f"left_inverse({layout}) = {r} has a negative extent"
+    if injective(layout):
+        for i in range(cute.size(layout)):
+            y = layout(i)
+            assert 0 <= y < cute.size(r), f"offset {y} of {layout} is outside the domain of {r}"
+            assert r(y) == i, f"{r}({y}) = {r(y)}, not {i} (left_inverse of {layout})"
+    else:
+        assert left_inverse_counterexample(layout, r) is None
+
+
 @given(small)
 @example(P("(2,0,3):(1,5,2)"))
 def test_right_inverse_law_or_raises(layout):
