@@ -215,7 +215,8 @@ def flatten(x: Any) -> Any:
             raise CuteValueError(f"flatten: the layout is nested too deeply ({short_repr(x)})") from None
     if map_outer(x):
         return map_outer(x)(flatten)
-    return _flatten_tuple(_as_int_tuple_arg(x, "flatten"))
+    # a flattened IntTuple is a shape, stride or coordinate to evaluate: None (a slice) is no leaf of one
+    return _flatten_tuple(as_int_tuple(x, "flatten argument", allow_basis=True))
 
 
 UPPER_LAYER_OPERATIONS["slice_"] = slice_

@@ -473,3 +473,19 @@ def test_numpy_integers_are_mode_indices_and_arrays_are_refused():
     assert cute.size((4, 8), np.int64(0)) == 4
     with pytest.raises(cute.CuteTypeError):
         cute.size(layout, np.array([1]))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: cute.flatten((2, None)),
+    lambda: cute.flatten(((2, None), 3)),
+    lambda: cute.flatten(None),
+    lambda: cute.crd2idx((1, 1), (4, 4), (1, None)),
+    lambda: cute.crd2idx((1, 1), (4, None), (1, 4)),
+    lambda: cute.crd2idx(1, None),
+    lambda: cute.crd2idx(1, None, 1),
+    lambda: cute.crd2idx(1, 4, (None,)),
+])
+def test_none_is_no_leaf_of_a_shape_or_stride(call):
+    # None slices a coordinate; a shape, a stride or a flattened IntTuple has no such leaf
+    with pytest.raises(CuteTypeError, match="None"):
+        call()
