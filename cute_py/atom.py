@@ -18,7 +18,7 @@ from .core.algebra import composition
 from .core.inverse import right_inverse
 from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
-from .core.int_tuple import fmt, product, product_each
+from .core.int_tuple import as_int_tuple, flatten_unchecked, fmt, product, product_each
 from .core.coalescing import coalesce
 from .core.layout import Layout, make_layout_unchecked
 from .core.modes import slice_
@@ -297,4 +297,17 @@ def make_tiled_copy(atom: CopyAtom, layout_tv: Layout, tiler_mn: Shape | list[Sh
     """A tiled copy from a (thread, value) -> tile layout and the tile shape ``tiler_mn``."""
     if type(layout_tv) is not Layout:
         raise CuteTypeError(f"layout_tv must be a Layout, got {layout_tv!r}")
-    return TiledCopy(atom, layout_tv, tuple(tiler_mn) if isinstance(tiler_mn, (tuple, list)) else tiler_mn)
+    if type(layout_tv.shape) is not tuple or len(layout_tv.shape) != 2:
+        raise CuteValueError(f"make_tiled_copy: layout_tv maps (thread, value) and must have rank 2, got {layout_tv}")
+    for mode, name in ((layout_tv.shape[0], "thread"), (layout_tv.shape[1], "value")):
+        n = product(mode)
+        if type(n) is int and n <= 0:
+            raise CuteValueError(f"make_tiled_copy: layout_tv {layout_tv} has an empty {name} mode (size {n})")
+    # the tile is a shape (of positive extents): its tensor is divided by it, and get_layoutS_TV lays it out
+    tiler = as_int_tuple(tiler_mn, "make_tiled_copy: tiler_mn (a tile shape)")
+    for x in flatten_unchecked(tiler) if type(tiler) is tuple else (tiler,):
+        if type(x) is int and x <= 0:
+            raise CuteValueError(f"make_tiled_copy: the extents of tiler_mn must be positive, got {fmt(tiler)}")
+    if type(tiler) is tuple and not tiler:
+        raise CuteValueError("make_tiled_copy: tiler_mn must have at least one mode, got ()")
+    return TiledCopy(atom, layout_tv, tiler)

@@ -489,3 +489,28 @@ def test_none_is_no_leaf_of_a_shape_or_stride(call):
     # None slices a coordinate; a shape, a stride or a flattened IntTuple has no such leaf
     with pytest.raises(CuteTypeError, match="None"):
         call()
+
+
+def _universal_atom():
+    return cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Float32)
+
+
+@pytest.mark.parametrize("tiler, error", [
+    (object(), CuteTypeError), (2.0, CuteTypeError), ("ab", CuteTypeError), (None, CuteTypeError),
+    (True, CuteTypeError), ((cute.Layout(4), 2), CuteTypeError), ((4, 0), CuteValueError),
+    ((-4, 2), CuteValueError), ((), CuteValueError),
+])
+def test_make_tiled_copy_needs_a_tile_shape_of_positive_extents(tiler, error):
+    with pytest.raises(error, match="tiler_mn"):
+        cute.make_tiled_copy(_universal_atom(), Layout((4, 2), (2, 1)), tiler)
+
+
+@pytest.mark.parametrize("layout_tv", [Layout((0, 2)), Layout((4, 0)), Layout(0), Layout(()), Layout(8)])
+def test_make_tiled_copy_needs_a_non_empty_rank_2_tv_layout(layout_tv):
+    with pytest.raises(CuteValueError, match="layout_tv"):
+        cute.make_tiled_copy(_universal_atom(), layout_tv, (4, 2))
+
+
+def test_make_tiled_copy_accepts_a_tile_shape_of_integer_likes():
+    tc = cute.make_tiled_copy(_universal_atom(), Layout((4, 2), (2, 1)), [np.int64(4), 2])
+    assert tc.tiler_mn == (4, 2) and type(tc.tiler_mn[0]) is int
