@@ -18,7 +18,7 @@ from .core.algebra import composition
 from .core.inverse import right_inverse
 from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
-from .core.int_tuple import as_int_tuple, flatten_unchecked, fmt, product, product_each
+from .core.int_tuple import as_index, as_int_tuple, flatten_unchecked, fmt, product, product_each
 from .core.coalescing import coalesce
 from .core.layout import Layout, make_layout_unchecked
 from .core.modes import slice_
@@ -123,8 +123,8 @@ def make_copy_atom(op: CopyOp, dtype: DType | str | Any, num_bits_per_copy: int 
     with the widest vector that both tensors' layouts and alignment allow (as ``cute.copy(src, dst)``), except
     under a predicate tensor, where each element keeps its own condition."""
     dtype = dtype_of(dtype)
-    bits = op.default_bits(dtype) if num_bits_per_copy is None else num_bits_per_copy
-    if type(bits) is not int or bits <= 0:
+    bits = op.default_bits(dtype) if num_bits_per_copy is None else as_index(num_bits_per_copy, "num_bits_per_copy")
+    if bits <= 0:
         raise CuteValueError(f"num_bits_per_copy must be a positive int, got {bits!r}")
     return CopyAtom(op, dtype, bits, widest=num_bits_per_copy is None and isinstance(op, CopyUniversalOp))
 

@@ -176,7 +176,7 @@ def make_im2col_tma_atom(img: Tensor, col_layout: Any, kernel: int, stride: int 
     if block_m > MAX_PIXELS_PER_COLUMN:
         raise TmaError(f"block_M = {block_m} pixels; one im2col instruction loads at most {MAX_PIXELS_PER_COLUMN}")
     eb = dtype.width // 8
-    footprint = conv.footprint
+    footprint, stride, pad = conv.footprint, conv.stride, conv.pad   # ints (integer-likes converted)
     desc = Im2colDescriptor(
         dtype=dtype,
         global_dims=(c, w, h, n),

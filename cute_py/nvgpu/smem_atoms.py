@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..core.composed import ComposedLayout, SmemPtrFlag
 from ..errors import CuteTypeError
+from ..core.int_tuple import index_or_none
 from ..core.layout import Layout
 from ..core.recast import recast_layout
 from ..core.swizzle import Swizzle
@@ -56,6 +57,8 @@ def element_bits(element_type: DType | int) -> int:
     """Bit width of an element type: an int is the width itself; dtypes give ``.width``."""
     if type(element_type) is int:
         bits = element_type
+    elif not isinstance(element_type, (bool, float)) and index_or_none(element_type) is not None:
+        bits = index_or_none(element_type)   # an integer-like width (numpy integers...)
     else:
         bits = getattr(element_type, "width", None)
     if type(bits) is not int or bits <= 0:

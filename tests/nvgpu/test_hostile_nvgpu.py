@@ -203,3 +203,37 @@ def test_reference_instructions_with_hostile_coordinates_and_addresses(crd, byte
     for call in (lambda: ref.tma_load(desc, g, crd, smem, byte), lambda: ref.tma_store(desc, smem, byte, crd, g),
                  lambda: ref.tma_reduce(desc, smem, byte, crd, g), lambda: ref.box_gmem_bytes(desc, crd, write=True)):
         _call(call)
+
+
+# -- numpy integers are ints; bools and floats are not ------------------------------------------
+
+
+def test_numpy_integers_are_element_widths_and_copy_widths():
+    import pytest
+    from cute_py.errors import CuteTypeError
+
+    assert cute.make_smem_layout_atom(K.K_SW128, np.int64(16)) == cute.make_smem_layout_atom(K.K_SW128, 16)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Float16, num_bits_per_copy=np.int64(128))
+    assert atom.num_bits == 128 and type(atom.num_bits) is int
+    for bad in (True, 16.0):
+        with pytest.raises(CuteTypeError):
+            cute.make_smem_layout_atom(K.K_SW128, bad)
+    for bad in (True, 128.0, "128"):
+        with pytest.raises(CuteTypeError, match="num_bits_per_copy"):
+            cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Float16, num_bits_per_copy=bad)
+
+
+def test_numpy_integers_are_im2col_strides_and_pads():
+    import pytest
+    from cute_py.errors import CuteTypeError
+    from cute_py.nvgpu.im2col import make_im2col_tma_atom
+
+    img = make_fake_tensor("Float16", (2, 9, 9, 64), (9 * 9 * 64, 9 * 64, 64, 1), assumed_align=16)
+    col = Layout((64, 16), (16, 1))
+    want = make_im2col_tma_atom(img, col, 3, 2, 1, 1).descriptor
+    got = make_im2col_tma_atom(img, col, np.int64(3), np.int32(2), np.int64(1), np.int64(1)).descriptor
+    assert got == want
+    assert all(type(x) is int for x in got.element_strides + got.lower_corner + got.upper_corner)
+    for stride, pad in ((True, 1), (2.0, 1), (2, False), (2, 1.0)):
+        with pytest.raises(CuteTypeError):
+            make_im2col_tma_atom(img, col, 3, stride, 1, pad)
