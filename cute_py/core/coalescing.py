@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import RankError
 from .congruence import filter_zeros_tuple_unchecked
-from .int_tuple import DynamicInt, as_int_tuple, flatten_unchecked as _flatten_tuple, fmt, need_nonzero_stride
+from .int_tuple import as_int_tuple, flatten_unchecked as _flatten_tuple, fmt
 from .layout import Layout, check_layout, make_layout, make_layout_unchecked, map_outer
 from .memo import memoize
 from .typing import IntTuple, Stride
@@ -98,8 +98,6 @@ def _filter_flat(layout):
     for s, d in zip(fs, fd):
         if (type(d) is int and d == 0) or (type(s) is int and s == 1):
             continue
-        if isinstance(d, DynamicInt):
-            need_nonzero_stride(d, layout, "filter")
         ks.append(s)
         kd.append(d)
     if not ks:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CuteValueError, RankError, StaticValueRequired
-from .int_tuple import (MAX_DEPTH, DynamicInt, as_int_tuple, ceil_div_unchecked, depth_guarded, fmt, is_shaped,
+from ..errors import CuteValueError, RankError
+from .int_tuple import (MAX_DEPTH, as_int_tuple, ceil_div_unchecked, depth_guarded, fmt, is_shaped,
                         product_unchecked,
                         shape_of, size)
 from .typing import IntTuple, Shape, Stride, Tiler, XTuple
@@ -188,10 +188,7 @@ def filter_zeros_tuple_unchecked(a, b=None):
         return tuple(filter_zeros_tuple_unchecked(x, y) for x, y in zip(a, b))
     if type(a) is int and a == 0:
         return _ones_like(b)
-    if isinstance(a, DynamicInt):
-        raise StaticValueRequired(f"filter_zeros: whether the run-time stride {fmt(a)} is 0 (a mode to remove) is "
-                                  f"not known while compiling; make the stride static")
-    return b
+    return b  # a run-time stride is kept, 0 or not, as CuTe C++ removes only a static 0 (``_0``)
 
 
 def zeros_like(x):

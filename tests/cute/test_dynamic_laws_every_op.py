@@ -315,7 +315,16 @@ def _left_inverse_law(got, want, args):
 _UNCOMPARED_ONES = {"logical_product", "zipped_product", "tiled_product", "flat_product", "blocked_product",
                     "raked_product", "tile_to_shape"}
 
-OWN_LAWS = {"left_inverse": _left_inverse_law, "upcast_exactness": _sound_exactness, "recast_exactness": _sound_exactness, "is_static": _is_static_law, "max_alignment": _divides, "max_common_vector": _divides,
+def _filters_static_zeros(op):
+    # CuTe C++ removes only static 0 strides: a run-time stride that is 0 keeps its mode (the same offsets, a larger
+    # domain); filtering the evaluated result again removes it, giving the static result
+    def law(got, want, args):
+        same(op(got), want, modes=False)
+    return law
+
+
+OWN_LAWS = {"filter": _filters_static_zeros(cute.filter), "filter_zeros": _filters_static_zeros(cute.filter_zeros),
+            "left_inverse": _left_inverse_law, "upcast_exactness": _sound_exactness, "recast_exactness": _sound_exactness, "is_static": _is_static_law, "max_alignment": _divides, "max_common_vector": _divides,
             "max_common_layout": _prefix}
 
 # the run-time form keeps what the static form merges or drops (an extent of 1, a stride-0 neighbour), which may
