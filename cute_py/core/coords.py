@@ -300,6 +300,10 @@ def _idx2crd_strided(idx, shape, stride):
     if type(stride) is tuple:
         raise RankError(f"the shape {fmt(shape)} is an int but the stride {fmt(stride)} is a tuple")
     # int int int
+    if getattr(stride, "__cute_stride__", False):
+        # a basis stride maps into a coordinate space: no integer index divides by it
+        raise CuteTypeError(f"idx2crd needs integer strides to split the index {fmt(idx)}, got the basis stride "
+                            f"{fmt(stride)} (over the extent {fmt(shape)})")
     if type(shape) is int and shape == 1:
         return 0
     if (type(stride) is int and stride == 0) or (type(shape) is int and shape == 0):

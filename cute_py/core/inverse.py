@@ -13,7 +13,8 @@ from typing import Any
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, StaticValueRequired
 from .algebra import composition_unchecked, exchange_sort, is_int_value, need_layout, unwrap_single
 from .coords import compact_col_major_unchecked
-from .int_tuple import DynamicInt, divisor_of, flatten_unchecked, is_int, need_nonzero_stride, product_unchecked
+from .int_tuple import (DynamicInt, divisor_of, flatten_unchecked, is_int, need_nonzero_stride, product_unchecked,
+                        short_repr)
 from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_unchecked
 from .layout import Layout, make_layout_unchecked, UPPER_LAYER_OPERATIONS
 from .memo import memoize
@@ -31,7 +32,7 @@ def _need_int_strides(strides, layout, op):
 
 
 def _inverse_other(layout, inverse, op):
-    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
         inner, off = layout.inner, layout.offset
         if hasattr(inner, "yyy_msk") and type(off) is int and off == 0:
             # inv(S o L) == inv(L) o S for a swizzle (its own inverse)
@@ -39,7 +40,9 @@ def _inverse_other(layout, inverse, op):
         raise CuteValueError(
             f"{op} of a composed layout is supported for a swizzle with offset 0 (its own inverse), got {layout}"
         )
-    raise CuteTypeError(f"{op}: layout must be a Layout, got {type(layout).__name__} {layout!r}")
+    hint = "; invert its .layout" if hasattr(layout, "layout") and hasattr(layout, "engine") else ""
+    raise CuteTypeError(f"{op}: layout must be a Layout (or a ComposedLayout), got {type(layout).__name__} "
+                        f"{short_repr(layout)}{hint}")
 
 
 def _flat_modes(layout):
@@ -257,7 +260,7 @@ def nullspace(layout: Any) -> Layout:
     @post layout(result(i)) == 0 for 0 <= i < size(result)
     @post size(result) == size(layout) // size(filter(layout))
     """
-    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
+    if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__") and hasattr(layout, "outer"):
         return make_layout_unchecked(1, 0)  # not attempted for composed layouts, as in CuTe
     need_layout(layout, "nullspace", "layout")
     fd = flatten_unchecked(layout.stride)

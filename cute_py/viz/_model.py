@@ -52,7 +52,9 @@ def _rank(x):
 
 
 def _check_drawable(x, what):
-    shape = getattr(x, "shape", None)
+    # a Layout, or a ComposedLayout or Tensor (both map their outer layout): a numpy array has a shape too
+    kind_ok = type(x) is Layout or (hasattr(x, "__cute_map_outer__") and (hasattr(x, "outer") or hasattr(x, "engine")))
+    shape = getattr(x, "shape", None) if kind_ok else None
     if shape is None or not hasattr(x, "__len__"):
         raise CuteTypeError(f"{what} needs a Layout, a ComposedLayout or a Tensor, got {x!r}")
     if not is_static(shape):

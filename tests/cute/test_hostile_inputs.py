@@ -514,3 +514,16 @@ def test_make_tiled_copy_needs_a_non_empty_rank_2_tv_layout(layout_tv):
 def test_make_tiled_copy_accepts_a_tile_shape_of_integer_likes():
     tc = cute.make_tiled_copy(_universal_atom(), Layout((4, 2), (2, 1)), [np.int64(4), 2])
     assert tc.tiler_mn == (4, 2) and type(tc.tiler_mn[0]) is int
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: cute.right_inverse(cute.make_identity_tensor((4, 4))), "right_inverse.*Tensor"),
+    (lambda: cute.left_inverse(cute.make_identity_tensor((4, 4))), "left_inverse.*Tensor"),
+    (lambda: cute.local_partition(cute.make_identity_tensor((4, 4)), Layout((2, 2), (cute.E(0), cute.E(1))), 0),
+     "integer strides"),
+    (lambda: cute.print_layout(np.arange(4)), "print_layout"),
+    (lambda: cute.print_layout(np.zeros((2, 2))), "print_layout"),
+])
+def test_objects_of_the_wrong_kind_are_type_errors(call, match):
+    with pytest.raises(CuteTypeError, match=match):
+        call()
