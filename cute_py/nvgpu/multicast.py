@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.int_tuple import DynamicInt, fmt, is_static, product
+from ..core.int_tuple import DynamicInt, flatten, fmt, is_static, product
 from ..core.layout import cosize, Layout
 from ..core.modes import slice_and_offset
 from ..core.typing import Coord
@@ -53,6 +53,12 @@ def _inside(c: Any, shape: Any) -> bool:
 def _image_mask(lay: Any, coord: Any, modes: tuple[int, ...], name: str) -> Any:
     if not isinstance(lay, Layout) or not is_static(lay.shape) or not is_static(lay.stride):
         raise CuteTypeError(f"{name} needs a static Layout, got {lay!r}")
+    flat = zip(*((flatten(lay.shape), flatten(lay.stride)) if type(lay.shape) is tuple else ((lay.shape,), (lay.stride,))))
+    negative = [d for s, d in flat if d < 0 and s > 1]   # a mode of extent 1 adds nothing
+    if negative:
+        raise CuteValueError(f"{name}: the layout {lay} has the negative stride {negative[0]}; a mask bit is a "
+                             f"position 0..{MAX_MASK_BITS - 1} (a CTA's rank in the cluster), so the strides must be "
+                             f">= 0")
     n = cosize(lay)
     if n > MAX_MASK_BITS:
         raise CuteValueError(f"{name}: the layout {lay} reaches position {n - 1}; a {MAX_MASK_BITS}-bit mask holds "

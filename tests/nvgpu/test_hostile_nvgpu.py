@@ -237,3 +237,19 @@ def test_numpy_integers_are_im2col_strides_and_pads():
     for stride, pad in ((True, 1), (2.0, 1), (2, False), (2, 1.0)):
         with pytest.raises(CuteTypeError):
             make_im2col_tma_atom(img, col, 3, stride, 1, pad)
+
+
+def test_a_multicast_mask_of_a_negative_stride_is_a_value_error():
+    import pytest
+    from cute_py.errors import CuteValueError
+    from cute_py.nvgpu.multicast import make_layout_image_mask
+
+    for lay, coord, mode in ((Layout((1, 2, 2, 1), (0, -1, 2, 0)), (0, 1, 0, 0), 2),
+                             (Layout((1, 2, 2, 1), (0, 1, -2, 0)), (0, 1, 0, 0), 1),
+                             (Layout((2, 2, 2, 1), (-1, 4, 2, 0)), (1, 1, 0, 0), 2)):
+        with pytest.raises(CuteValueError, match="negative stride"):
+            cpasync.create_tma_multicast_mask(lay, coord, mode)
+    with pytest.raises(CuteValueError, match="negative stride"):
+        make_layout_image_mask(Layout(4, -1), (0,), 0)
+    # a negative stride on a mode of extent 1 reaches no other position
+    assert cpasync.create_tma_multicast_mask(Layout((1, 2, 2, 1), (-3, 1, 2, 0)), (0, 1, 0, 0), 2) == 0b1010
