@@ -29,7 +29,8 @@ class Invalid(Exception):
 HOSTILE = [
     -1, -7, 0, 2**40, 2**70, -(2**40),
     1.5, 2.0, float("nan"), float("inf"),
-    np.int64(4), np.int32(-2), np.uint8(3), np.float64(2.0), np.bool_(True), np.array(3),
+    np.int64(4), np.int32(-2), np.uint8(3), np.int16(16), np.uint64(2), np.int64(0), np.float64(2.0), np.bool_(True),
+    np.array(3), np.arange(4), (np.int64(2), np.int32(3)), (np.int64(4), (None, 2)), (object(), 2), (2, 2.0), [np.int64(8), None],
     None, "4", "(2,2)", "", b"4", True, False,
     [2, 4], [2, [3, 1]], [], (2, None), (2, 1.5), (2, "4"), (), ((),), DEEP,
     object(), {2: 4}, {2}, complex(1, 2), fractions.Fraction(3, 1), lambda x: x,

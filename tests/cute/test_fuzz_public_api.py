@@ -10,6 +10,7 @@ laws in ``_fuzz_laws``; this module has the table of functions, their roles and 
 """
 
 import collections
+import io
 import os
 import signal
 
@@ -177,8 +178,18 @@ API = [
     ("size_in_bytes_any", cute.size_in_bytes, ["any", "any"], None),
     # multicast masks of a cluster layout (static coordinates here; traced ones in tests/jit)
     ("make_layout_image_mask", cute.make_layout_image_mask, ["layout", "tuple", "int"], None),
+    # printing and the copy atoms
+    ("print_layout", lambda x: cute.print_layout(x, file=io.StringIO()), ["layout"], None),
+    ("print_layout_any", lambda x: cute.print_layout(x, file=io.StringIO()), ["any"], None),
+    ("make_copy_atom", lambda d, b: cute.make_copy_atom(cute.CopyUniversalOp(), d, b), ["dtype", "bits"], None),
+    ("make_tiled_copy", lambda tv, t: cute.make_tiled_copy(_universal_atom(), tv, t), ["layout", "tiler"], None),
+    ("make_tiled_copy_tv", lambda a, b: cute.make_tiled_copy_tv(_universal_atom(), a, b), ["layout", "layout"], None),
 ]
 ROLES["pointer"] = st.just(_ptr())
+
+
+def _universal_atom():
+    return cute.make_copy_atom(cute.CopyUniversalOp(), cute.Float32)
 
 
 OUTCOMES = collections.Counter()  # (name, "returned" | "raised"): how often each outcome was seen
@@ -240,8 +251,7 @@ def test_the_fuzz_covers_every_public_algebra_and_tensor_name():
         "Float8E5M2", "Int16", "Int32", "Int64", "Int8", "NotInjectiveError", "RankError", "SmemLayoutAtomKind",
         "StaticValueRequired", "TFloat32", "ThrCopy", "TiledCopy", "Uint16", "Uint32", "Uint64", "Uint8", "Pointer",
         "Tensor", "clear_caches", "memoization", "nvgpu", "runtime", "viz", "print_layout", "print_tensor",
-        "is_layout", "is_swizzle", "is_tensor", "is_composed_layout", "is_scaled_basis", "make_copy_atom",
-        "make_tiled_copy", "make_tiled_copy_tv", "dtypes",
+        "is_layout", "is_swizzle", "is_tensor", "is_composed_layout", "is_scaled_basis", "dtypes",
     }
     # the compiler's names (decorators, kernel builtins, device copies) are exercised by tests/jit and tests/gpu
     skipped |= {"Compiled", "DeviceArraySpec", "arch", "async_copy", "compile", "compiler", "copy", "if_", "jit",
