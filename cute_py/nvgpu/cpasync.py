@@ -10,7 +10,6 @@ defined in :mod:`cute_py.nvgpu.device_ops`.
 
 from __future__ import annotations
 
-import operator
 from typing import TYPE_CHECKING, Any
 
 from ..atom import CopyAtom
@@ -18,7 +17,7 @@ from ..core.basis import make_identity_layout
 from ..core.composed import get_nonswizzle_portion
 from ..tensor.dtypes import dtype_of
 from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import DynamicInt, fmt, is_static, product
+from ..core.int_tuple import DynamicInt, fmt, index_or_none, is_static, product
 from ..core.coalescing import coalesce
 from ..core.layout import cosize, Layout
 from ..core.algebra import composition
@@ -187,18 +186,20 @@ def _tiler(t):
         if not (is_static(t.shape) and is_static(t.stride)):
             raise CuteValueError(f"a layout in cta_tiler must be static, got {t}")
         return t
-    if isinstance(t, bool) or not hasattr(type(t), "__index__"):
+    v = _int_or_none(t)
+    if v is None:
         raise CuteTypeError(f"cta_tiler takes positive ints, layouts or tuples of them, got {t!r}")
-    t = operator.index(t)
+    t = v
     if t < 1:
         raise CuteValueError(f"a cta_tiler extent must be positive, got {t}")
     return t
 
 
 def _multicast_count(n):
-    if isinstance(n, bool) or not hasattr(type(n), "__index__"):
+    v = _int_or_none(n)
+    if v is None:
         raise CuteTypeError(f"num_multicast must be an int, got {n!r}")
-    n = operator.index(n)
+    n = v
     if not 1 <= n <= 16:
         raise CuteValueError(f"num_multicast must be in 1..16 (a cluster holds at most 16 CTAs), got {n}")
     return n
@@ -267,9 +268,17 @@ def _coordinate(c, what="tma_partition: cta_coord"):
         return tuple(_coordinate(x, what) for x in c)
     if isinstance(c, DynamicInt):
         return c
-    if isinstance(c, bool) or not hasattr(type(c), "__index__"):
+    v = _int_or_none(c)
+    if v is None:
         raise CuteTypeError(f"{what} must be an int or a coordinate of ints, got {c!r}")
-    return operator.index(c)
+    return v
+
+
+def _int_or_none(x):
+    # an integer-like (numpy integers...) as an int; None for bools and anything else (arrays included)
+    if isinstance(x, bool) or type(x).__name__ == "bool_":
+        return None
+    return index_or_none(x)
 
 
 def _coord_inside(coord, shape):

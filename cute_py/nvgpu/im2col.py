@@ -24,12 +24,12 @@ values); :func:`tma_load_im2col` is the low-level device form; the kernel builti
 from __future__ import annotations
 
 import dataclasses
-import operator
 from typing import Any
 
 from .. import device
 from ..core.composed import get_nonswizzle_portion
 from ..core.coalescing import coalesce
+from ..core.int_tuple import index_or_none
 from ..core.layout import Layout
 from ..errors import CuteTypeError, CuteValueError, DeviceOnlyError, TmaError
 from ..tensor.pointer import AddressSpace, Pointer
@@ -44,9 +44,10 @@ __all__ = ["Conv2dGeometry", "Im2colCopyAtom", "make_im2col_tma_atom", "im2col_i
 
 
 def _positive(name, v, minimum=1):
-    if isinstance(v, bool) or not hasattr(type(v), "__index__"):
+    i = None if isinstance(v, bool) or type(v).__name__ == "bool_" else index_or_none(v)
+    if i is None:
         raise CuteTypeError(f"{name} must be an int, got {v!r}")
-    v = operator.index(v)
+    v = i
     if v < minimum:
         raise CuteValueError(f"{name} must be >= {minimum}, got {v}")
     return v

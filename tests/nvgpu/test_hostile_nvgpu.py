@@ -31,7 +31,8 @@ for _ in range(60):  # deep (the algebra's own fuzz goes to 1200; hypothesis's r
     DEEP = (DEEP,)
 
 HOSTILE = [
-    -1, 0, 3, 2**40, 2**70, -(2**40), 1.5, 2.0, float("nan"), np.int64(2), np.int32(-2), np.float64(2.0),
+    -1, 0, 3, 2**40, 2**70, -(2**40), 1.5, 2.0, float("nan"), np.int64(2), np.int32(-2), np.int16(16), np.uint16(128),
+    np.float64(2.0), np.arange(4), (np.int64(64), np.int32(8)), (object(), 2), [np.int64(8), None],
     np.bool_(True), None, "4", "", True, [2, 4], [64, [8, 8]], (), ((),), (2, None), (2, 1.5), DEEP, object(),
     {2: 4}, complex(1, 2), fractions.Fraction(3, 1), Layout((64, 64), (64, 1)), Layout(4, 0), Layout((8, 8), (0, 1)),
     cute.Swizzle(3, 4, 3), cute.E(0), cute.Float32, cute.AddressSpace.smem, cpasync.CopyG2SOp(),
@@ -253,3 +254,17 @@ def test_a_multicast_mask_of_a_negative_stride_is_a_value_error():
         make_layout_image_mask(Layout(4, -1), (0,), 0)
     # a negative stride on a mode of extent 1 reaches no other position
     assert cpasync.create_tma_multicast_mask(Layout((1, 2, 2, 1), (-3, 1, 2, 0)), (0, 1, 0, 0), 2) == 0b1010
+
+
+def test_an_array_is_no_cta_coordinate_tiler_or_multicast_count():
+    import pytest
+    from cute_py.errors import CuteTypeError
+    from cute_py.nvgpu.im2col import Conv2dGeometry
+
+    g = make_fake_tensor(cute.Float16, (512, 256), (1, 512), assumed_align=16)
+    op, smem = cpasync.CopyBulkTensorTileG2SOp(), Layout((64, 64), (64, 1))
+    for tiler, mc in ((np.arange(4), 1), ((64, 64), np.arange(4)), ((64, np.arange(2)), 1)):
+        with pytest.raises(CuteTypeError):
+            cpasync.make_tiled_tma_atom(op, g, smem, tiler, mc)
+    with pytest.raises(CuteTypeError, match="kernel"):
+        Conv2dGeometry(1, 8, 8, 16, np.arange(3))
