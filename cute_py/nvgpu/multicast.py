@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.int_tuple import DynamicInt, flatten, fmt, is_static, product
+from ..core.int_tuple import DynamicInt, flatten, fmt, index_or_none, is_static, product
 from ..core.layout import cosize, Layout
 from ..core.modes import slice_and_offset
 from ..core.typing import Coord
@@ -38,9 +38,10 @@ def _entry(c: Any, what: str) -> Any:
         return tuple(_entry(x, what) for x in c)
     if c is None or isinstance(c, DynamicInt) or type(c) is int:
         return c
-    if isinstance(c, bool) or not hasattr(type(c), "__index__"):
+    v = None if isinstance(c, bool) else index_or_none(c)   # an array is no entry (index_or_none refuses it)
+    if v is None:
         raise CuteTypeError(f"{what} must hold ints or run-time integers, got {c!r}")
-    return int(c)
+    return v
 
 
 def _inside(c: Any, shape: Any) -> bool:

@@ -268,3 +268,13 @@ def test_an_array_is_no_cta_coordinate_tiler_or_multicast_count():
             cpasync.make_tiled_tma_atom(op, g, smem, tiler, mc)
     with pytest.raises(CuteTypeError, match="kernel"):
         Conv2dGeometry(1, 8, 8, 16, np.arange(3))
+
+
+def test_an_array_is_no_entry_of_a_multicast_coordinate():
+    import pytest
+    from cute_py.errors import CuteTypeError
+
+    for coord in ((np.arange(2),), (np.array([1]),), (np.True_,)):
+        with pytest.raises(CuteTypeError, match="coordinate"):
+            cute.make_layout_image_mask(Layout(4, 1), coord, 0)
+    assert cute.make_layout_image_mask(Layout((2, 2), (1, 2)), (np.int64(1), None), 1) == 0b1010
