@@ -371,6 +371,7 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
 
     class Fake:
         _scalar_args, _binder, _streams, _stream_at, _last, _native = (), None, (None,), None, None, None
+        _lock = sys.modules[Launcher.__module__].Lock()  # the compiled object's lock, which its launcher takes
         _plan = ((0x1000, 2, 1, 1, 32, 1, 1, 0, block.address, None),)
         launches = [types.SimpleNamespace(params=[("ptr", (0, 0)), ("Int32", 5), ("ptr", (1, 64))])]
         _blocks = [block]

@@ -34,7 +34,7 @@ def _hammer(driver, c, calls_of):
     expected = {}
     for t in range(THREADS):
         for args in calls_of(t):
-            expected[id(args)] = [r["params"] for r in launched_with(driver, fresh(c), *args)]
+            expected[id(args)] = [(r["params"], r["grid"]) for r in launched_with(driver, fresh(c), *args)]
     driver.calls.clear()
     driver.yield_first = True
     errors = []
@@ -56,7 +56,7 @@ def _hammer(driver, c, calls_of):
         th.join()
     assert errors == []
     assert len(driver.calls) == THREADS * CALLS
-    wrong = [r for r in driver.calls if [r["params"]] != expected[r["expect"]]]
+    wrong = [r for r in driver.calls if [(r["params"], r["grid"])] != expected[r["expect"]]]
     assert wrong == [], f"{len(wrong)} of {len(driver.calls)} launches held another call's parameters"
 
 
@@ -114,3 +114,30 @@ def test_a_thread_whose_call_fails_leaves_the_others_launches_intact(driver):
         th.join()
     assert len(refused) == THREADS * (CALLS // 3)
     assert all(r["params"] == expected[r["expect"]] for r in driver.calls)
+
+
+class TorchLike(FakeTorchTensor):
+    """Seen by the run-time-shaped path as a torch tensor (its module is torch's)."""
+
+
+TorchLike.__module__ = "torch"
+
+
+def test_threads_on_the_generated_run_time_shaped_path_launch_their_own_tensors(driver, monkeypatch):
+    import cute_py as cute
+    import cute_py.compiler.frontend.args as args_mod
+
+    monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
+    spec = cute.compiler.DeviceArraySpec("Float32", (cute.sym_int(), cute.sym_int(divisibility=64)))
+    c = fresh(cute.compile(tma_copy, spec, spec, (128, 64), "none"))
+    t1, t2 = TorchLike(1 << 26), TorchLike(1 << 27)
+    c(t1, t2)
+    c(t1, t2)
+    assert type(c).__call__ is c._fast_call
+
+    def pair(a, b, rows):
+        return TorchLike(a, shape=(rows, 512)), TorchLike(b, shape=(rows, 512))
+
+    calls = {t: [pair((1 + 2 * t) << 24, (2 + 2 * t) << 24, 256), pair((1 + 2 * t) << 24, (2 + 2 * t) << 24, 256),
+                 pair((40 + t) << 24, (1 + 2 * t) << 24, 128 * (1 + t % 3))] for t in range(THREADS)}
+    _hammer(driver, c, calls.__getitem__)
