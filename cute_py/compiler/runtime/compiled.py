@@ -8,8 +8,16 @@ and launches every recorded kernel. The launch itself is prepared when the modul
 loaded (function handle, dimensions, parameter-array address): a call whose arguments
 did not change costs the argument checks and one ``cuLaunchKernel``.
 
+Every argument of a call is checked and converted before anything changes: the tensors (dtype, shape, strides,
+alignment, a device address in ``(0, 2**64)``), the run-time scalars (``scalars``: kind and range at every call),
+the streams (``annotations.stream_handle``). Only then, under the object's lock (``native_launch.new_lock``), are
+the parameter arrays refilled (every value computed and checked first: ``_prepare``, then written: ``_commit``),
+the records of what they hold updated and the kernels launched; the lock is held until the driver has taken the
+parameters, so calls from several threads each launch their own arguments, and a call that raises leaves no
+trace. The generated paths (``launch_paths``) and the native launcher take the same lock.
+
 A launch recorded with ``stream=`` a stream argument of the jit function runs on the stream passed at that
-position of each call (a driver ``CUstream``, a torch stream or an int handle); the others on the call's
+position of each call (a driver ``CUstream``, a torch or cupy stream, ``__cuda_stream__`` or an int handle); the others on the call's
 ``stream=`` (default: the legacy default stream). A compile of a jit function that launched no kernel has no
 kernels: calling it checks the argument count and does nothing.
 """
