@@ -369,3 +369,31 @@ def test_stream_arguments_follow_the_same_rule(driver):
         with pytest.raises(ArgumentError, match="a stream is"):
             c(g, stream)
     assert len(driver.calls) == n
+
+
+def test_scalars_with_torch_tensors_are_checked_at_every_call_too(driver, monkeypatch):
+    """A compile with run-time scalars has no generated path (nor a native launcher): each call of it, torch tensors
+    and all, goes through the general path's checks."""
+    import cute_py.compiler.frontend.args as args_mod
+    from test_jit_compiled_call import FakeTorchTensor
+
+    monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
+    class Flat(FakeTorchTensor):
+        def is_contiguous(self):
+            return self.strides == (1,)
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
+
+    Flat.__module__ = "torch.fake"
+    c = fresh(_scal_compiled())
+    t = Flat(1 << 26, shape=(128,), strides=(1,))
+    for _ in range(3):
+        c(t, 5, 1.5, 7)
+    assert c._fast_call is False and c._native is None
+    n = len(driver.calls)
+    for bad in (2**31, "5", 2.0, cute.Int64(2**40)):
+        with pytest.raises(CuteError):
+            c(t, bad, 1.5, 7)
+    assert len(driver.calls) == n
