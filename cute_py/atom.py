@@ -20,7 +20,7 @@ from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
 from .core.int_tuple import as_index, as_int_tuple, flatten_unchecked, fmt, product, product_each
 from .core.coalescing import coalesce
-from .core.layout import Layout, make_layout_unchecked
+from .core.layout import Layout, cosize, make_layout_unchecked
 from .core.modes import slice_
 from .core.recast import recast_layout
 from .core.tiling import logical_product, make_layout_tv, zipped_divide
@@ -267,6 +267,10 @@ def _mode(layout, i):
     return s[i] if type(s) is tuple else s
 
 
+def _leaves(x):
+    return flatten_unchecked(x) if type(x) is tuple else (x,)
+
+
 def _atom_sizes(atom):
     tv = atom.layout_ref_tv
     return product(_mode(tv, 0)), product(_mode(tv, 1))
@@ -310,4 +314,13 @@ def make_tiled_copy(atom: CopyAtom, layout_tv: Layout, tiler_mn: Shape | list[Sh
             raise CuteValueError(f"make_tiled_copy: the extents of tiler_mn must be positive, got {fmt(tiler)}")
     if type(tiler) is tuple and not tiler:
         raise CuteValueError("make_tiled_copy: tiler_mn must have at least one mode, got ()")
+    low = sum((x - 1) * d for x, d in zip(_leaves(layout_tv.shape), _leaves(layout_tv.stride))
+              if type(x) is int and type(d) is int and d < 0 and x > 1)
+    if low < 0:
+        raise CuteValueError(f"make_tiled_copy: layout_tv {layout_tv} maps (thread, value) to the tile index {low}; "
+                             f"tile indices are >= 0")
+    n, reach = product(tiler), cosize(layout_tv)
+    if type(n) is int and type(reach) is int and reach > n:
+        raise CuteValueError(f"make_tiled_copy: layout_tv {layout_tv} maps (thread, value) to tile indices up to "
+                             f"{reach - 1}, outside the {n} elements of the tile {fmt(tiler)}")
     return TiledCopy(atom, layout_tv, tiler)

@@ -57,11 +57,13 @@ class SymInt(DynamicInt):
     @classmethod
     def leaf(cls, name: str, width: int = 32, divisibility: int = 1) -> SymInt:
         """A named leaf: ``width`` 32 or 64, ``divisibility`` a positive int every value is a multiple of."""
-        if width not in (32, 64):
+        w = None if isinstance(width, bool) else index_or_none(width)   # integer-likes; arrays are refused
+        if w not in (32, 64):
             raise CuteValueError(f"a symbolic integer is 32 or 64 bits wide, got width={width!r}")
-        if type(divisibility) is not int or divisibility < 1:
+        d = None if isinstance(divisibility, bool) else index_or_none(divisibility)
+        if d is None or d < 1:
             raise CuteValueError(f"divisibility must be a positive int, got {divisibility!r}")
-        return cls("leaf", (), width, divisibility, name)
+        return cls("leaf", (), w, d, name)
 
     @property
     def is_leaf(self) -> bool:
@@ -269,10 +271,14 @@ def sym_int(width: int = 32, *, divisibility: int = 1, symbol: str | None = None
     ``width`` 32 or 64 bits, ``divisibility`` a contract checked on every call (each value must be a multiple
     of it), ``symbol`` a name for messages. The same object used in several places means the same value (a
     call whose arguments disagree on it is refused)."""
-    if width not in (32, 64):
+    w = None if isinstance(width, bool) else index_or_none(width)   # integer-likes; arrays are refused
+    if w not in (32, 64):
         raise CuteValueError(f"sym_int: width must be 32 or 64, got {width!r}")
-    if type(divisibility) is not int or divisibility < 1:
+    width = w
+    d = None if isinstance(divisibility, bool) else index_or_none(divisibility)
+    if d is None or d < 1:
         raise CuteValueError(f"sym_int: divisibility must be a positive int, got {divisibility!r}")
+    divisibility = d
     if symbol is not None and type(symbol) is not str:
         raise CuteTypeError(f"sym_int: symbol must be a string, got {symbol!r}")
     _SYMBOLS[0] += 1

@@ -527,3 +527,20 @@ def test_make_tiled_copy_accepts_a_tile_shape_of_integer_likes():
 def test_objects_of_the_wrong_kind_are_type_errors(call, match):
     with pytest.raises(CuteTypeError, match=match):
         call()
+
+
+@pytest.mark.parametrize("layout_tv, tiler", [(Layout((4, 2), (2, 1)), (2, 2)), (Layout((4, 2), (-2, 1)), (8, 1)),
+                                              (Layout((4, 2), (1, 4)), 7)])
+def test_make_tiled_copy_needs_the_tv_layout_inside_its_tile(layout_tv, tiler):
+    # layout_tv maps (thread, value) to an index of the tile: 0 <= layout_tv(t, v) < size(tiler_mn)
+    with pytest.raises(CuteValueError, match="tile"):
+        cute.make_tiled_copy(_universal_atom(), layout_tv, tiler)
+
+
+def test_sym_int_takes_integer_likes_and_refuses_arrays():
+    assert cute.sym_int(np.int64(64)).width == 64 and type(cute.sym_int(np.int64(64)).width) is int
+    for width, div in ((np.arange(4), 1), (32, np.arange(2)), (True, 1), (32, 2.0)):
+        with pytest.raises(CuteValueError, match="sym_int"):
+            cute.sym_int(width, divisibility=div)
+        with pytest.raises(CuteValueError, match="wide|divisibility"):
+            cute.SymInt.leaf("s", width, div)
