@@ -30,7 +30,7 @@ from .typing import Int
 if TYPE_CHECKING:
     from .composed import ComposedLayout
 
-__all__ = ["upcast", "downcast", "recast_layout", "upcast_exactness", "recast_exactness"]
+__all__ = ["upcast", "downcast", "recast_layout", "upcast_exactness", "recast_exactness", "assume_recastable"]
 
 
 def _need_positive(n, op):
@@ -60,11 +60,11 @@ def _upcast_leaf(s, d, n, whole):
         sign = 1 if d > 0 else -1
         return -(-s // q) if type(s) is int else (s + q - 1) // q, sign * (-(-ad // n))
     if is_int(d):
-        # a run-time stride: the divisibility rule holds for every value only when n divides its known divisor
-        if divisor_of(d) % n:
-            raise StaticValueRequired(
-                f"upcast by {n}: whether the run-time stride {fmt(d)} divides or is divisible by {n} (in {whole}) is "
-                f"not known; make it static, or assume a divisibility by {n}")
+        # a run-time stride: a multiple of n, as CuTe C++ takes it; the promise goes with the value
+        # (``assume_divisor_``): a value known on the host is checked now, a compile's run-time extent or stride
+        # where each call binds it (a mode of extent 1 moves nothing: its stride is never used)
+        if not (type(s) is int and s == 1) and hasattr(d, "assume_divisor_"):
+            d = d.assume_divisor_(n)
         return s, d // n
     raise CuteTypeError(f"upcast of a layout with the stride {d} is not supported (in {whole})")
 
@@ -144,11 +144,8 @@ def _need_exact_cover(layout, n):
     modes = [(s, d) for s, d in zip(fs, fd) if not (type(d) is int and d == 0) and not (type(s) is int and s == 1)]
     if any(type(s) is int and s == 0 for s, _ in modes):
         return  # empty: nothing to cover, and the result is empty too
-    for _, d in modes:
-        if type(d) is not int and divisor_of(d) % n:
-            raise StaticValueRequired(
-                f"upcast by {n} of {layout}: whether the run-time stride {fmt(d)} is a multiple of {n} (so that the "
-                f"mode moves whole wide elements) is not known; make it static or assume a divisibility")
+    # a run-time stride is taken to be a multiple of n (see _upcast_leaf): its mode moves whole wide elements
+    modes = [(s, d) for s, d in modes if type(d) is int]
     static = [(s, d) for s, d in modes if type(s) is int and type(d) is int]
     if len(static) == len(modes) and math.prod(s for s, _ in modes) <= _ENUMERATE:
         part, whole = modes, True
@@ -210,6 +207,8 @@ def upcast_exactness(layout: Layout | ComposedLayout, n: int) -> str | None:
         for s_, d_ in zip(fs, fd):
             if type(s_) is int and type(d_) is int:
                 kept.append((s_, d_))
+            elif type(d_) is int and d_ == 1 and divisor_of(s_) % n == 0:
+                kept.append((n, 1))  # a contiguous run of a known multiple of n elements: it stands for one of n
             elif not (type(d_) is int and d_ == 0) and divisor_of(d_) % n:
                 return (f"its mode {fmt(s_)}:{fmt(d_)} has a run-time extent or stride not known to move whole "
                         f"{n}-element units")
@@ -344,6 +343,33 @@ def recast_exactness(new_bits: int, old_bits: int, layout: Layout | ComposedLayo
     if num == 1:
         return None
     return upcast_exactness(layout, num)  # recast_layout widens first; the narrowing after it is exact
+
+
+def assume_recastable(new_bits: int, old_bits: int, layout: Layout) -> Layout:
+    """``layout`` with its run-time leaves promised what a recast from ``old_bits`` to ``new_bits`` elements needs
+    to cover whole wide elements (``cute.assume``): a run-time stride a multiple of the ratio, the run-time extent
+    of a stride-1 mode a multiple of it. A value known on the host is checked now (``CuteValueError``); a run-time
+    extent or stride of a compile carries the promise to where each call binds it. Modes of extent 1 and of stride
+    0 are left alone; a static layout is returned as it is.
+
+    @post recast_exactness(new_bits, old_bits, result) is None wherever only run-time leaves stood in the way
+    """
+    num = new_bits // math.gcd(new_bits, old_bits)
+    if num == 1 or type(layout) is not Layout or is_static_unchecked(layout.stride) and \
+            is_static_unchecked(layout.shape):
+        return layout
+
+    def leaf(s, d):
+        if type(d) is int and d == 0 or type(s) is int and s == 1:
+            return s, d
+        if type(d) is not int and hasattr(d, "assume_divisor_"):
+            d = d.assume_divisor_(num)
+        elif d == 1 and type(s) is not int and hasattr(s, "assume_divisor_"):
+            s = s.assume_divisor_(num)
+        return s, d
+
+    shape, stride = _map_leaves(layout.shape, layout.stride, leaf)
+    return make_layout_unchecked(shape, stride)
 
 
 def upcast_unchecked(layout, n):

@@ -70,8 +70,9 @@ def _as_tiler(tiler, op, level=0):
     """A tiler as the algebra takes it: a layout, ``None``, an extent >= 0, or a tuple of tilers
     (lists become tuples, integer-likes ints; anything else is rejected)."""
     t = type(tiler)
-    if tiler is None and level == 0:
-        # None (CuTe's ``_``) keeps one mode whole inside a by-mode tiler; as the whole tiler it tiles nothing
+    if tiler is None and level == 0 and "divide" not in op:
+        # None (CuTe's ``_``) keeps a mode whole: as the whole tiler of a divide it keeps the layout (CuTe C++'s
+        # logical_divide(L, _) is L); a product has no such meaning
         raise CuteTypeError(f"{op}: None is a tiler only inside a by-mode tuple (keep that mode whole), not the "
                             f"whole tiler; pass a layout, an extent or a tuple")
     if t is int and tiler >= 0 or t is Layout or tiler is None:

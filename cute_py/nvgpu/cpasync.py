@@ -21,7 +21,7 @@ from ..core.int_tuple import DynamicInt, fmt, index_or_none, is_static, product
 from ..core.coalescing import coalesce
 from ..core.layout import cosize, Layout
 from ..core.algebra import composition
-from ..core.recast import recast_exactness
+from ..core.recast import assume_recastable, recast_exactness
 from ..core.typing import Coord, Shape, Stride, Tiler
 from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import CoordEngine, Tensor, domain_offset
@@ -142,19 +142,21 @@ def make_tiled_tma_atom(op: TmaOp, gmem_tensor: Tensor, smem_layout: Layout | Co
         raise CuteTypeError(f"smem_layout must be a layout, got {smem_layout!r}")
     dtype = ptr.dtype
     tma_dtype = dtype if internal_type is None else dtype_of(internal_type)
+    g_host = gmem_tensor.layout
     if tma_dtype.width > dtype.width:
-        # the TMA unit moves whole internal elements: a gmem layout they only partly cover would be rounded
-        reason = recast_exactness(tma_dtype.width, dtype.width, gmem_tensor.layout)
+        # the TMA unit moves whole internal elements: a gmem layout they only partly cover would be rounded (its
+        # run-time leaves are promised whole units, checked where each call binds them)
+        g_host = assume_recastable(tma_dtype.width, dtype.width, g_host)
+        reason = recast_exactness(tma_dtype.width, dtype.width, g_host)
         if reason is not None:
             raise TmaError(f"the TMA internal type {tma_dtype.name} is wider than {dtype.name}, and the gmem layout "
                            f"{gmem_tensor.layout} is not a whole number of {tma_dtype.name} elements: {reason}")
     cta_tiler = _tiler(cta_tiler)
-    tile_size = product(composition(make_identity_layout(gmem_tensor.shape), cta_tiler).shape)
+    tile_size = product(composition(make_identity_layout(g_host.shape), cta_tiler).shape)
     tile = _smem_tile(smem_layout, value_of(tile_size), len(cta_tiler) if type(cta_tiler) is tuple else 1)
     swizzle = tma_swizzle_of(tile, dtype)
     # static (int) leaves of the gmem layout are static for the derivation, run-time leaves (e.g.
     # HostInt from make_fake_tensor(..., dynamic=True)) are treated as CuTe treats dynamic ones
-    g_host = gmem_tensor.layout
     cta_v_map = composition(make_identity_layout(g_host.shape), cta_tiler)
     if type(op) is CopyBulkTensorTileS2GOp:
         check_store_targets(get_nonswizzle_portion(tile), cta_v_map, g_host)
@@ -173,7 +175,7 @@ def make_tiled_tma_atom(op: TmaOp, gmem_tensor: Tensor, smem_layout: Layout | Co
     num_bits = box_elems * tma_dtype.width
     atom = TmaCopyAtom(op, dtype, num_bits, desc, gbasis, g_stride, tile, num_multicast, extents)
     check_smem_instructions(atom, tile, cta_v_map, g_host)
-    return atom, atom.get_tma_tensor(gmem_tensor.shape)
+    return atom, atom.get_tma_tensor(g_host.shape)
 
 
 def _tiler(t):

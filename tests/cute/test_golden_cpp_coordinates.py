@@ -76,7 +76,7 @@ OPS = {
 # - get_hier_coord / get_flat_coord of an index that is not an offset of the layout (C++ splits it anyway, into
 #   a coordinate the layout maps elsewhere) -- checked that C++'s coordinate indeed maps elsewhere.
 DSL_OVER_CPP = {"crd2idx_composed", "local_tile_extra_modes"}
-LAW_OVER_CPP = {"coord_of_a_non_offset"}
+LAW_OVER_CPP = {"coord_of_a_non_offset", "inexact_upcast"}
 
 
 def _deviation(case):
@@ -90,7 +90,16 @@ def _deviation(case):
         coord, proj = _arg(case["args"][2]), _arg(case["args"][3])
         if len(coord) > len(proj):
             return "local_tile_extra_modes"
+    if case["op"] in ("recast_layout", "upcast") and not case.get("rejected") and "-" in case["args"][-1]:
+        return "inexact_upcast"
     return None
+
+
+def _try_show(op, args):
+    try:
+        return _show(_call(op, args))
+    except CuteError:
+        return None
 
 
 def _call(op, args):
@@ -122,6 +131,12 @@ def test_result_matches_cute_cpp(case):
         return
     if deviation == "coord_of_a_non_offset":
         with pytest.raises(cute.CuteValueError, match="is not an offset of the layout"):
+            _call(case["op"], args)
+        return
+    if deviation == "inexact_upcast" and case["result"] != _try_show(case["op"], args):
+        # a deliberate difference: where C++'s per-mode division of a reversed run misses wide elements of the
+        # offsets, the upcast is a CuteValueError naming the law (see cute_py.core.recast)
+        with pytest.raises(cute.CuteValueError, match="is not exact"):
             _call(case["op"], args)
         return
     if case.get("rejected"):

@@ -166,3 +166,28 @@ def test_a_kernel_assumption_on_an_extent_is_checked_at_each_call_also_from_the_
         assert _bind(c, (64, 256)) == (64, 256)
         with pytest.raises(SpecMismatch, match=r"a\.shape\[1\] is 260 for this call, not a multiple of 8"):
             _bind(c, (64, 260))
+
+
+def test_a_recast_of_run_time_leaves_promises_whole_units_checked_at_each_call():
+    """Moving Int8 elements as 64-bit units needs a contiguous extent (and other strides) of multiples of 8: with
+    run-time leaves the recast is built on that promise (``assume_recastable``, as the TMA atoms of wider internal
+    types use it), which the binding of each call checks; values known on the host are checked at once."""
+    from cute_py.compiler.frontend.args import ArraySpec
+    from cute_py.compiler.frontend.dyn_specs import Binder, kernel_values
+    from cute_py.core.recast import assume_recastable, recast_exactness
+    from cute_py.errors import CuteValueError
+    from cute_py.testing import RuntimeInt
+
+    m, n = cute.sym_int(), cute.sym_int()
+    layout = cute.make_layout((m, n), stride=(1, m))
+    assert recast_exactness(64, 8, layout) is not None  # nothing known of m
+    promised = assume_recastable(64, 8, layout)
+    assert recast_exactness(64, 8, promised) is None
+    binder = Binder({0: ArraySpec(("Int8", (m, n), (1, m), 16))}, ["g"], kernel_values([promised]))
+    assert binder.bind({0: ((128, 100), (1, 128))}) == (128, 100)
+    with pytest.raises(SpecMismatch, match=r"is 100 for this call, not a multiple of 8"):
+        binder.bind({0: ((100, 100), (1, 100))})
+    with pytest.raises(CuteValueError, match="not divisible by 8"):
+        assume_recastable(64, 8, cute.make_layout((RuntimeInt(100), 4), stride=(1, RuntimeInt(100))))
+    assert recast_exactness(64, 8, assume_recastable(64, 8, cute.make_layout(
+        (RuntimeInt(96), 4), stride=(1, RuntimeInt(96))))) is None

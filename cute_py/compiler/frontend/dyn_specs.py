@@ -74,8 +74,9 @@ _LIMITS = {32: 1 << 31, 64: 1 << 63}
 
 
 def kernel_values(values: Sequence[Any]) -> list[SymInt]:
-    """Every distinct symbolic node in ``values`` (the arguments recorded launches pass to their kernels), each
-    sub-expression included, in a stable order: what :class:`Binder` checks at each call."""
+    """Every distinct symbolic node in ``values`` (the arguments recorded launches pass to their kernels, the
+    extents and strides of the TMA descriptors among them), each sub-expression included, in a stable order: what
+    :class:`Binder` checks at each call."""
     seen, out = set(), []
 
     def visit(s):
@@ -88,8 +89,18 @@ def kernel_values(values: Sequence[Any]) -> list[SymInt]:
                 visit(a)
         out.append(s)
 
-    for v in values:
+    def walk(v):
+        if type(v) in (tuple, list):
+            for x in v:
+                walk(x)
+            return
+        desc = getattr(v, "descriptor", None)  # a TMA atom: its descriptor is bound at each call
+        if desc is not None and hasattr(desc, "global_dims"):
+            walk(tuple(desc.global_dims) + tuple(desc.global_strides))
         substitute(v, lambda s: (visit(s), s)[1])
+
+    for v in values:
+        walk(v)
     return out
 
 
