@@ -74,15 +74,22 @@ def test_every_hostile_tensor_is_refused_or_copied_exactly(dynamic, assemble_ptx
     assert guard is not None, "torch's guard was not used for ordinary tensors"
     answers = []
     env["guard"] = lambda *a: answers.append(guard(*a)) or answers[-1]
-    # the usual call: accepted by the guard alone
+    # the usual call: accepted by the guard alone (the Python path's, or the native launcher's, which refills new
+    # addresses itself where it can)
+    def by_guard(call):
+        n, native = len(answers), c._native
+        done = (native.hits, native.refills) if native is not None else None
+        call()
+        torch.cuda.synchronize()
+        if len(answers) > n:
+            return answers[-1] is True
+        return native is not None and (native.hits, native.refills) != done
+
     plain = torch.empty(SHAPE, device="cuda", dtype=torch.float16)
-    c(src, plain)
-    torch.cuda.synchronize()
-    assert torch.equal(plain, src) and answers[-1] is True
+    assert by_guard(lambda: c(src, plain)) and torch.equal(plain, src)
     plain.zero_()
-    c(src, plain, stream=None)  # None given (as the jit function passes it): the legacy default stream
-    torch.cuda.synchronize()
-    assert torch.equal(plain, src) and answers[-1] is True
+    # None given (as the jit function passes it): the legacy default stream
+    assert by_guard(lambda: c(src, plain, stream=None)) and torch.equal(plain, src)
 
     def fresh(shape=SHAPE, pad=0):
         return guarded(torch, shape, torch.float16, row_pad=pad)

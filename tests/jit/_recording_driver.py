@@ -24,8 +24,23 @@ class RecordingDriver:
     def __init__(self):
         self.calls, self.blocks, self.yield_first = [], {}, False
         self.local = threading.local()
+        # with contexts_per_thread, a thread other than the first has no current context until it sets one, and
+        # its launches fail with CUDA_ERROR_INVALID_CONTEXT (201) as the driver's do
+        self.contexts_per_thread, self.main = False, threading.get_ident()
+        self.context_sets = 0
+
+    def cuCtxGetCurrent(self):
+        default = 7 if threading.get_ident() == self.main or not self.contexts_per_thread else 0
+        return (0, getattr(self.local, "ctx", default))
+
+    def cuCtxSetCurrent(self, ctx):
+        self.local.ctx = ctx
+        self.context_sets += 1
+        return (0,)
 
     def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        if not self.cuCtxGetCurrent()[1]:
+            return (201,)
         if self.yield_first:
             time.sleep(0)  # another thread may run here, as during the real binding's call
         block = self.blocks.get(params)
@@ -47,7 +62,12 @@ def fake_encode(self, desc, address, env=None):
 def driver(monkeypatch):
     d = RecordingDriver()
     monkeypatch.setitem(L._STATE, "driver", d)
-    monkeypatch.setattr(L, "load_module", lambda cubin, kernels, *rest: (None, {n: f"F:{n}" for n in kernels}))
+    def load_module(cubin, kernels, *rest):
+        if not d.cuCtxGetCurrent()[1]:  # as the driver's loader: the device's primary context made current first
+            d.cuCtxSetCurrent(7)
+        return None, {n: f"F:{n}" for n in kernels}
+
+    monkeypatch.setattr(L, "load_module", load_module)
     monkeypatch.setattr(Compiled, "_descriptor", fake_encode)
     made = L.ParamBlock.__init__
 

@@ -397,3 +397,27 @@ def test_scalars_with_torch_tensors_are_checked_at_every_call_too(driver, monkey
         with pytest.raises(CuteError):
             c(t, bad, 1.5, 7)
     assert len(driver.calls) == n
+
+
+@cute.kernel
+def _store_value(a, n):
+    a[0] = n
+
+
+@cute.jit
+def store_value(a, n):
+    _store_value(a, n).launch(grid=1, block=1)
+
+
+def test_a_call_with_another_type_of_scalar_specialises_again(driver, monkeypatch):
+    """The jit function's last specialisation is reused only for scalars of its types: a Python int after a
+    cute.Float32 (or the reverse) is another compile, never the last one's parameter converted."""
+    monkeypatch.setattr(store_value, "_compiled", {})
+    monkeypatch.setattr(store_value, "_last", None)
+    store_value(CAI(1 << 24), cute.Float32(1.5))
+    first = store_value._last.compiled
+    store_value(CAI(1 << 24), 5)
+    second = store_value._last.compiled
+    assert second is not first and [k for k, _ in second.sources] != [k for k, _ in first.sources]
+    store_value(CAI(1 << 24), cute.Float32(2.5))
+    assert store_value._last.compiled is first

@@ -141,3 +141,25 @@ def test_threads_on_the_generated_run_time_shaped_path_launch_their_own_tensors(
     calls = {t: [pair((1 + 2 * t) << 24, (2 + 2 * t) << 24, 256), pair((1 + 2 * t) << 24, (2 + 2 * t) << 24, 256),
                  pair((40 + t) << 24, (1 + 2 * t) << 24, 128 * (1 + t % 3))] for t in range(THREADS)}
     _hammer(driver, c, calls.__getitem__)
+
+
+@pytest.mark.parametrize("path", ["general", "generated"])
+def test_threads_with_no_current_context_launch_once_it_is_made_current(driver, monkeypatch, path):
+    """A thread that made no CUDA call has no current context (the driver answers CUDA_ERROR_INVALID_CONTEXT): the
+    call makes the module's context current there and launches, once, with its own parameters."""
+    c = fresh(_tma_compiled())
+    if path == "generated":
+        import cute_py.compiler.frontend.args as args_mod
+
+        monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
+        t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
+        c(t1, t2)
+        c(t1, t2)
+        assert type(c).__call__ is c._fast_call
+        calls = {t: [(FakeTorchTensor((1 + 2 * t) << 24), FakeTorchTensor((2 + 2 * t) << 24))] for t in range(THREADS)}
+    else:
+        calls = {t: [(CAI((1 + 2 * t) << 24, (256, 512)), CAI((2 + 2 * t) << 24, (256, 512)))] for t in range(THREADS)}
+    c(*calls[0][0])  # loaded here, in the thread whose context it is
+    driver.contexts_per_thread = True
+    _hammer(driver, c, calls.__getitem__)
+    assert driver.context_sets == THREADS  # once per thread: later calls find it current

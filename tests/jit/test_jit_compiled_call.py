@@ -24,6 +24,9 @@ class FakeDriver:
         self.calls.append(args)
         return (self.err,)
 
+    def cuCtxGetCurrent(self):
+        return (0, 7)
+
     def cuGetErrorName(self, err):
         return (0, b"CUDA_ERROR_INVALID_VALUE")
 

@@ -257,7 +257,7 @@ class _Last:
     """The specialisation of a jit function's last call: a new call whose statics (and instance) are the same
     reuses it without building keys (immutable statics compare by value, others by their key)."""
 
-    __slots__ = ("compiled", "obj", "self_key", "statics", "n")
+    __slots__ = ("compiled", "obj", "self_key", "statics", "scalars", "n")
 
     def __init__(self, compiled, obj, mkey, args):
         self.compiled, self.obj, self.n = compiled, obj, len(args)
@@ -267,11 +267,18 @@ class _Last:
             if kind == "static" and i < len(args):
                 a = args[i]
                 self.statics.append((i, a, None if _immutable(a) else config_key(a)))
+        # run-time scalars by their type: another type of value may specialise differently (a Python int where a
+        # cute.Float32 was given is a constant of another compile, not a Float32 of this one)
+        self.scalars = [(i, _scalar_type(args[i])) for i, (kind, _) in enumerate(compiled.sources)
+                        if kind == "scalar" and i < len(args)]
 
     def matches(self, obj, args):
         if len(args) != self.n or obj is not self.obj:
             return False
         try:
+            for i, t in self.scalars:
+                if _scalar_type(args[i]) != t:
+                    return False
             for i, v, k in self.statics:
                 a = args[i]
                 if k is None:
@@ -282,6 +289,10 @@ class _Last:
             return self.self_key is None or config_key(obj, "self") == self.self_key
         except Exception:  # a value whose == is not a plain truth value, or that lost its key
             return False
+
+
+def _scalar_type(x):
+    return type(x), getattr(x, "dtype", None)
 
 
 def _immutable(x):

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Compiled", "SpecMismatch"]
 
+_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: no (or another) context is current in the calling thread
+
 
 class Compiled:
     """Compiled kernels of one specialisation of a jit function: ``.mlir``, ``.lowered``, ``.ptx``, ``.cubin``
@@ -154,6 +156,7 @@ class Compiled:
         self._blocks = [_launch.ParamBlock([k for k, _ in ln.params]) for ln in self.launches]
         d = _launch.driver()
         self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS
+        self._ctx = d.cuCtxGetCurrent()[1]  # the context the module is loaded in: made current in a thread with none
         # the legacy default stream as the driver binding's own handle type: an int would be converted on each call
         self._default_stream = d.CUstream(0)
         # the last entry: None for a plain cuLaunchKernel, else (cluster, cooperative) for cuLaunchKernelEx
@@ -217,12 +220,19 @@ class Compiled:
                 if ex is None:
                     err, = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, s, params, 0)
                     if err is not ok and err != ok:
-                        self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
+                        self._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem,
+                                           lambda: launch_kernel(func, gx, gy, gz, bx, by, bz, smem, s, params, 0))
                 else:
                     from . import launch as _launch
 
-                    _launch.launch(func, (gx, gy, gz), (bx, by, bz), ex[0], smem, s, _Params(params),
-                                   cooperative=ex[1])
+                    try:
+                        _launch.launch(func, (gx, gy, gz), (bx, by, bz), ex[0], smem, s, _Params(params),
+                                       cooperative=ex[1])
+                    except LaunchError:
+                        if not self._make_context_current():
+                            raise
+                        _launch.launch(func, (gx, gy, gz), (bx, by, bz), ex[0], smem, s, _Params(params),
+                                       cooperative=ex[1])
         if self._fast_call is None and self._binder is not None and self._fast_dynamic is not None and \
                 len(self._torch_specs) == len(self._tensor_args):
             self._fast_call = make_dynamic_fast_call(self, args, Compiled._call) or False
@@ -233,10 +243,27 @@ class Compiled:
             if self._fast_call:  # this object's calls now go straight to it (see _make_fast_call)
                 self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
 
-    def _launch_error(self, err, grid, block, cluster, smem):
+    def _launch_error(self, err, grid, block, cluster, smem, retry=None):
+        """Raise the ``LaunchError`` of a failed launch; but a launch from a thread in which no CUDA context is
+        current (one that has made no CUDA call yet) is ``retry``-ed once the module's context is made current."""
         from . import launch as _launch
 
+        if retry is not None and int(err) == _INVALID_CONTEXT and self._make_context_current():
+            err, = retry()
+            if err is self._ok or err == self._ok:
+                return
         _launch.check((err,), f"launching grid={grid} block={block} cluster={cluster} smem={smem}")
+
+    def _make_context_current(self):
+        """Make the context the module was loaded in current in this thread if none is; whether it did."""
+        from . import launch as _launch
+
+        d = _launch.driver()
+        err, current = d.cuCtxGetCurrent()
+        if err != self._ok or self._ctx is None or (current is not None and int(current) != 0):
+            return False
+        err, = d.cuCtxSetCurrent(self._ctx)
+        return err == self._ok
 
     def _fast_pointers(self, args):
         """The addresses of the tensor arguments when each is a torch tensor like the one last seen at its

@@ -101,7 +101,8 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
         env[f"F{j}"] = func
         lines += [f"        err, = c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
                   "        if err is not ok and err != ok:",
-                  f"            c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem})"]
+                  f"            c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem}, "
+                  f"lambda: c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0))"]
     if native is not None:  # launched, with the parameters filled for these addresses: the launcher replays it
         env["plan"] = native_plan(c._plan)
         env["refill"] = _refill(c, [i for i, *_ in fast], [f[5] for f in fast], ("_last",), c._last, lambda d: d)
@@ -174,7 +175,8 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
         launches += [f"f, gx, gy, gz, bx, by, bz, smem, params, _ = c._plan[{j}]",
                      "err, = launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0)",
                      "if err is not ok and err != ok:",
-                     "    c._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)"]
+                     "    c._launch_error(err, (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem, "
+                     "lambda: launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0))"]
     xs = ", ".join(f"x{i}" for i, _, _ in checks)
     ptrs = f"({''.join(f'x{i}.data_ptr(), ' for i, _, _ in checks)})"
     exact = "guard" in env  # torch's guard applies: a repeated call is checked by one guard of its exact extents

@@ -218,6 +218,8 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
     }
     Py_END_ALLOW_THREADS
     unlock(lock);
+    if (err == 201 && j == 0)  /* no context current in this thread: the Python path makes it current */
+        return pass_on(self, args, nargsf, kwnames);
     if (err) {
         if (self->on_error == NULL) {
             PyErr_Format(PyExc_RuntimeError, "Launcher: launch %zd failed with code %d", j, err);
