@@ -215,3 +215,22 @@ def test_endless_recursion_of_a_kernel_helper_is_a_trace_error_at_its_line(helpe
     assert str(e.value).startswith(f"{inspect.getsourcefile(helper)}:{line}: "), str(e.value)
     assert re.search(rf"the function {name} recursed without end while tracing the kernel k", str(e.value))
     assert "base case" in str(e.value)
+
+
+def _host_endless(n):
+    return _host_endless(n + 1)  # the recursing line
+
+
+def test_endless_recursion_of_a_host_helper_is_a_trace_error_at_its_line():
+    import inspect
+
+    @cute.jit
+    def f(t):
+        _host_endless(0)
+
+    with pytest.raises(cute.compiler.TraceError) as e:
+        cute.compile(f, ARRAY)
+    src, first = inspect.getsourcelines(_host_endless)
+    line = first + next(i for i, s in enumerate(src) if "the recursing line" in s)
+    assert str(e.value).startswith(f"{inspect.getsourcefile(_host_endless)}:{line}: "), str(e.value)
+    assert "recursed without end while tracing the jit function f" in str(e.value)

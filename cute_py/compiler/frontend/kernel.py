@@ -56,7 +56,7 @@ from . import rewrite as _rewrite
 from .annotations import ParamInfo, StreamArg, is_stream
 from .args import SCALAR_TYPES, array_spec, host_tensor, is_device_array, is_static_spec
 from .dyn_specs import canonicalise, spec_key
-from .device_trace import build, located, short_repr
+from .device_trace import build, endless_recursion, located, short_repr
 from .launches import (HostTrace, KernelFunction, check_name_prefix, host_trace_active, list_message, naming_epoch,
                        number_list, unwrap_method)
 from .methods import BoundJit, BoundKernel, self_key
@@ -405,6 +405,8 @@ def _compile(jf, obj, host, key, sources, opts):
             if new is not None:
                 raise new from e
             raise
+        except RecursionError as e:
+            raise endless_recursion(e, f"the jit function {jf.fn.__name__}") from None
     name = jf.function_name
     if not ht.launches:
         c = Compiled(jf, [], {}, sources, b"", "", "", None, build=build, name=name)
