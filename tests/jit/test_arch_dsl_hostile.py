@@ -25,8 +25,10 @@ CASES = {
     "mbarrier_arrive scope": lambda v, b, g, f: arch.mbarrier_arrive(b, 1, scope=v),
     "mbarrier_expect_tx bytes": lambda v, b, g, f: arch.mbarrier_expect_tx(b, v, 1),
     "mbarrier_arrive_and_expect_tx relaxed": lambda v, b, g, f: arch.mbarrier_arrive_and_expect_tx(b, 8, relaxed=v),
-    "mbarrier_test_wait phase": lambda v, b, g, f: arch.mbarrier_test_wait(b, v),
-    "mbarrier_conditional_try_wait cond": lambda v, b, g, f: arch.mbarrier_conditional_try_wait(v, b, 0),
+    # (a wait needs its barrier initialised in the kernel: a wait on one never initialised is itself an error)
+    "mbarrier_test_wait phase": lambda v, b, g, f: (arch.mbarrier_init(b, 1), arch.mbarrier_test_wait(b, v))[1],
+    "mbarrier_conditional_try_wait cond": lambda v, b, g, f: (arch.mbarrier_init(b, 1), arch.mbarrier_arrive(b),
+                                                              arch.mbarrier_conditional_try_wait(v, b, 0))[2],
     "barrier id": lambda v, b, g, f: arch.barrier(barrier_id=v, number_of_threads=64),
     "barrier_arrive aligned": lambda v, b, g, f: arch.barrier_arrive(barrier_id=1, number_of_threads=64, aligned=v),
     "fence_proxy kind": lambda v, b, g, f: arch.fence_proxy(v, space="cta"),

@@ -190,10 +190,6 @@ class Compiled:
         stream = None if stream is None else stream_handle(stream)
         if not self.launches:
             return
-        if self._plan is None:
-            with self._lock:
-                if self._plan is None:
-                    self._load()
         key = self._fast_pointers(args) if self._binder is None else None
         if key is None:
             pointer = self._pointer
@@ -202,6 +198,10 @@ class Compiled:
                 key = (key,) + self._bind(args)
         if self._scalar_args:
             key = (key, tuple([check(args[i]) for i, check in zip(self._scalar_args, self._scalar_checks)]))
+        if self._plan is None:  # the module, once the arguments passed (a wrong argument is told without a GPU)
+            with self._lock:
+                if self._plan is None:
+                    self._load()
         if stream is None:
             stream = self._default_stream
         streams = tuple(stream if at is None else stream_handle(args[at]) for at in self._streams)
