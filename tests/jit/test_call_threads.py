@@ -163,3 +163,36 @@ def test_threads_with_no_current_context_launch_once_it_is_made_current(driver, 
     driver.contexts_per_thread = True
     _hammer(driver, c, calls.__getitem__)
     assert driver.context_sets == THREADS  # once per thread: later calls find it current
+
+
+def test_threads_with_no_current_context_encode_their_tma_descriptors_once_it_is_made_current(driver, monkeypatch):
+    """The driver encodes a TMA descriptor in the calling thread's context: a thread with none gets the module's
+    made current, and its launches hold descriptors of its own addresses."""
+    from cute_py.compiler.runtime.compiled import Compiled
+    from cute_py.errors import TmaEncodeError
+    from cute_py.nvgpu.tma import TmaDescriptor
+    from _recording_driver import fake_encode
+
+    monkeypatch.setattr(Compiled, "_descriptor", _ORIGINAL_DESCRIPTOR)
+
+    def encode(self, address=None):
+        if not driver.cuCtxGetCurrent()[1]:
+            raise TmaEncodeError("cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_CONTEXT")
+        return fake_encode(None, self, address)
+
+    monkeypatch.setattr(TmaDescriptor, "encode", encode)
+    c = fresh(_tma_compiled())
+    calls = {t: [(CAI((1 + 2 * t) << 24, (256, 512)), CAI((2 + 2 * t) << 24, (256, 512)))] for t in range(THREADS)}
+    c(*calls[0][0])
+    driver.contexts_per_thread = True
+    _hammer(driver, c, calls.__getitem__)
+    assert driver.context_sets == THREADS
+
+
+def _original_descriptor():
+    from cute_py.compiler.runtime.compiled import Compiled
+
+    return Compiled.__dict__["_descriptor"]
+
+
+_ORIGINAL_DESCRIPTOR = _original_descriptor()  # before the driver fixture replaces it with its stand-in

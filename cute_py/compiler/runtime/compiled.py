@@ -34,7 +34,7 @@ from .launch_paths import make_dynamic_fast_call, make_fast_call
 from .native_launch import new_lock
 from .scalars import converter, fits
 from ...core.symbolic import SymInt
-from ...errors import ArgumentError, LaunchError, SpecMismatch
+from ...errors import ArgumentError, LaunchError, SpecMismatch, TmaEncodeError
 from ...tensor.dtypes import Scalar
 
 if TYPE_CHECKING:
@@ -172,7 +172,13 @@ class Compiled:
         if b is None:
             if len(self._desc_cache) > 256:
                 self._desc_cache.clear()
-            b = self._desc_cache[k] = bound.encode(address)
+            try:
+                b = bound.encode(address)
+            except TmaEncodeError:  # the driver encodes in the current context: a thread with none gets the module's
+                if not self._make_context_current():
+                    raise
+                b = bound.encode(address)
+            self._desc_cache[k] = b
         return b
 
     def __call__(self, *args: Any, stream: int | Any = None) -> None:
