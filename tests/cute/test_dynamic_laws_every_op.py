@@ -367,6 +367,10 @@ def test_run_time_leaves_give_the_static_result_or_a_cute_error(name, kind, data
         # a symbol promised a divisibility these values break: the binding of such a call refuses it
         OUTCOMES[name, kind]["a promise these values break (refused where the call binds them)"] += 1
         return
+    if want is CuteError and name in ("recast_exactness", "upcast_exactness") and isinstance(got, str):
+        # the exactness queries answer "not exact" with a reason where the static recast raises: a refusal too
+        OUTCOMES[name, kind]["a reason where the static recast raises"] += 1
+        return
     assert want is not CuteError, f"{name}: the static form raised, the run-time one returned {got!r} for {dyn!r}"
     OUTCOMES[name, kind]["same"] += 1
     ones = any(isinstance(v, DynamicInt) and env.evaluate(v) in (0, 1)
