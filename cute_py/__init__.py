@@ -9,13 +9,14 @@ from .core.algebra import complement, composition
 from .core.inverse import left_inverse, max_alignment, max_common_layout, max_common_vector, nullspace, right_inverse
 from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError,
                      RankError, StaticValueRequired)
-from .core.congruence import elem_less, elem_scale, inner_product, is_compatible, is_congruent, is_weakly_congruent
+from .core.congruence import (elem_less, elem_scale, inner_product, is_compatible, is_congruent, is_weakly_congruent,
+                              leading_dim, repeat_like)
 from .core.coords import crd2idx, idx2crd, prefix_product, suffix_product
 from .core.int_tuple import (assume, ceil_div, depth, get, is_static, product, product_each, rank, round_up,
                              shape_div, size)
 from .core.coalescing import coalesce, filter, filter_zeros
 from .core.layout import cosize, is_layout, Layout, make_layout, make_layout_like, make_ordered_layout
-from .core.modes import append, dice, flatten, group_modes, prepend, select, slice_, slice_and_offset
+from .core.modes import append, dice, flatten, group_modes, prepend, select, shape, slice_, slice_and_offset
 from .core.basis import (ArithTuple, E, ScaledBasis, as_arith_tuple, basis_get, basis_value, is_scaled_basis,
                          make_basis_like, make_identity_layout)
 from .core.composed import (ComposedLayout, SmemPtrFlag, as_position_independent_swizzle_layout,
@@ -188,6 +189,7 @@ __all__ = [
     "is_swizzle",
     "is_tensor",
     "is_weakly_congruent",
+    "leading_dim",
     "Layout",
     "left_inverse",
     "local_partition",
@@ -239,6 +241,7 @@ __all__ = [
     "product_each",
     "raked_product",
     "rank",
+    "repeat_like",
     "RankError",
     "recast_layout",
     "recast_tensor",
@@ -249,6 +252,7 @@ __all__ = [
     "runtime",
     "ScaledBasis",
     "select",
+    "shape",
     "shape_div",
     "size",
     "slice_",

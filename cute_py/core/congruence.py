@@ -13,7 +13,7 @@ from .int_tuple import (MAX_DEPTH, as_int_tuple, ceil_div_unchecked, depth_guard
 from .typing import IntTuple, Shape, Stride, Tiler, XTuple
 
 __all__ = ["elem_less", "elem_scale", "inner_product", "is_congruent", "is_weakly_congruent", "is_compatible",
-           "evenly_divides", "filter_zeros_tuple"]
+           "evenly_divides", "filter_zeros_tuple", "repeat_like", "leading_dim"]
 
 
 def elem_less(a: IntTuple | Stride, b: IntTuple | Stride) -> Any:
@@ -189,6 +189,56 @@ def filter_zeros_tuple_unchecked(a, b=None):
     if type(a) is int and a == 0:
         return _ones_like(b)
     return b  # a run-time stride is kept, 0 or not, as CuTe C++ removes only a static 0 (``_0``)
+
+
+@depth_guarded
+def repeat_like(x: Any, target: Any) -> Any:
+    """A value congruent to ``target`` with every leaf ``x``, as the CuTe DSL's ``cute.repeat_like`` (CuTe C++'s
+    ``repeat_like``): ``repeat_like(0, (1, (2, 3))) == (0, (0, 0))``; a non-tuple target gives ``x`` itself.
+    Only the nesting of ``target`` is read (a list counts as a tuple); ``x`` is not inspected.
+    @post is_congruent(result, target) when x is an int
+    """
+    return _repeat_like(x, target)
+
+
+def _repeat_like(x, target):
+    if type(target) is tuple or type(target) is list:
+        return tuple(_repeat_like(x, t) for t in target)
+    return x
+
+
+@depth_guarded
+def leading_dim(shape: Shape, stride: Stride) -> int | tuple[int, ...] | None:
+    """The leading dimension of a layout's ``shape`` and ``stride``, as the CuTe DSL's ``cute.leading_dim``: the
+    position of the first stride leaf, left to right and depth first, that is a static 1 where the extent is
+    not a static 1 (a run-time stride never counts; a run-time extent does).  The position is the top-level
+    mode index when that leaf is a top-level mode, else the tuple of indices down to it; ``None`` if no leaf
+    qualifies.  ``leading_dim((3, 4), (4, 1)) == 1``; ``leading_dim(((2, 4), 3), ((1, 2), 8)) == (0, 0)``.
+    @post result is None or get(stride, result) == 1
+    """
+    shape = as_int_tuple(shape, "leading_dim: the shape")
+    stride = as_int_tuple(stride, "leading_dim: the stride", allow_basis=True)
+    if type(stride) is not tuple:
+        shape, stride = (shape,), (stride,)
+    elif type(shape) is not tuple:
+        raise RankError(f"leading_dim: the shape {fmt(shape)} and the stride {fmt(stride)} are not congruent")
+    return _leading_dim(shape, stride, ())
+
+
+def _leading_dim(shape, stride, pos):
+    if type(shape) is not tuple or len(shape) != len(stride):
+        raise RankError(f"leading_dim: the shape {fmt(shape)} and the stride {fmt(stride)} are not congruent")
+    for i, (sh, st) in enumerate(zip(shape, stride)):
+        here = pos + (i,)
+        if type(st) is tuple:
+            found = _leading_dim(sh, st, here)
+            if found is not None:
+                return found
+        elif type(st) is int and st == 1 and not (type(sh) is int and sh == 1):
+            if type(sh) is tuple:
+                raise RankError(f"leading_dim: the stride leaf at {fmt(here)} has the extent {fmt(sh)}, not a leaf")
+            return here[0] if len(here) == 1 else here
+    return None
 
 
 def zeros_like(x):

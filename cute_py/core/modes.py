@@ -10,15 +10,45 @@ from typing import Any
 from ..errors import CuteValueError, RankError
 from .congruence import as_tiler_tuple
 from .coords import crd2idx_unchecked
-from .int_tuple import as_index, as_int_tuple, flatten_unchecked as _flatten_tuple, fmt, short_repr
+from .int_tuple import (as_index, as_int_tuple, as_mode, depth_guarded, flatten_unchecked as _flatten_tuple, fmt,
+                        get_unchecked, is_shaped, shape_of, short_repr)
 from .layout import (UPPER_LAYER_OPERATIONS, Layout, check_layout, limit_depth, make_layout,
                      make_layout_unchecked, map_outer)
 from .typing import Coord, XTuple
 
-__all__ = ["select", "group_modes", "append", "prepend", "slice_", "slice_and_offset", "dice", "flatten"]
+__all__ = ["select", "group_modes", "append", "prepend", "slice_", "slice_and_offset", "dice", "flatten", "shape"]
 
 
 # -- modes ----------------------------------------------------------------------------------
+
+
+@depth_guarded
+def shape(input: Any, *, mode: int | Sequence[int] | None = None) -> Any:
+    """The shape of an IntTuple, layout, composed layout, tensor or tiler, as the CuTe DSL's ``cute.shape``:
+    an IntTuple is its own shape (``shape(x, mode=m)`` is then ``get(x, m)``), a layout or tensor gives its
+    ``shape``, and a tiler (a tuple of layouts and IntTuples) the tuple of its elements' shapes.  ``mode`` (an
+    int, or a sequence of ints for a nested mode) selects one mode of that shape.
+
+    ``shape(make_layout((2, 3, 4))) == (2, 3, 4)``; ``shape((make_layout((2, 3, 4)), make_layout(1))) ==
+    ((2, 3, 4), 1)``; ``shape(make_layout((2, 3, 4)), mode=0) == 2``.
+    @post mode is None -> result == input.shape for a layout or tensor
+    """
+    if type(input) is tuple or type(input) is list:
+        shp = tuple(_tile_shape(e) for e in input)
+    else:
+        shp = shape_of(input)
+    if mode is None:
+        return shp
+    return get_unchecked(shp, as_mode(mode, "shape"))
+
+
+def _tile_shape(x):
+    # the shape of one element of a tiler: a nested tuple, a layout (or tensor), or an IntTuple leaf
+    if type(x) is tuple or type(x) is list:
+        return tuple(_tile_shape(e) for e in x)
+    if is_shaped(x):
+        return x.shape
+    return shape_of(x)
 
 
 def _as_int_tuple_arg(x, op):

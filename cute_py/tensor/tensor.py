@@ -10,10 +10,13 @@ divides, ``group_modes``, ``coalesce``...) applies to tensors through their layo
 Bounds: a static coordinate (or a static component of one) outside the tensor's shape
 raises :class:`~cute_py.errors.CuteIndexError` for every engine, so a kernel that
 indexes shared or global memory out of bounds with a static index fails while it is
-traced; run-time components are the kernel's to check.  The views ``local_tile``,
-``local_partition`` and ``domain_offset`` check their static tile, thread and
-coordinate the same way (a divide pads a partial last tile: that tile is inside).
-On the host, every element offset read or written must also lie inside the array.
+traced; run-time components are the kernel's to check.  The views ``local_tile`` and
+``local_partition`` check their static tile and thread the same way (a divide pads a
+partial last tile: that tile is inside).  ``domain_offset`` makes a view at any coordinate
+whose out-of-range components address flat modes (CuTe's residue-first tiles start before
+the tensor): a view is no dereference; its elements are checked when read or written.
+On the host, every element offset read or written must also lie inside the array, and an
+element of a ``domain_offset`` view must be an element of the tensor it shifts.
 """
 
 from __future__ import annotations
@@ -64,14 +67,15 @@ __all__ = [
 class ArrayEngine:
     """A flat host numpy array and an element offset into it."""
 
-    __slots__ = ("array", "offset", "dtype", "store_guard")
+    __slots__ = ("array", "offset", "dtype", "store_guard", "domain")
 
     def __init__(self, array: np.ndarray, offset: Int = 0, dtype: DType | None = None,
                  store_guard: str | None = None) -> None:
         self.array = array
-        self.offset = offset
+        self.offset = offset  # may be negative or past the end (a shifted view): each access is checked
         self.dtype = dtype if dtype is not None else dtype_of(array.dtype.name)
         self.store_guard = store_guard  # None, or why writes are refused (as Pointer.store_guard)
+        self.domain = None  # set by domain_offset: (layout of the view, its shift, the shape it shifts)
 
     def __add__(self, n):
         return ArrayEngine(self.array, self.offset + n, self.dtype, self.store_guard)
@@ -183,6 +187,15 @@ class Tensor:
         return self.layout.stride
 
     @property
+    def leading_dim(self) -> int | tuple[int, ...] | None:
+        """The position of the first mode (left to right, depth first) of static stride 1 and extent other than a
+        static 1, as the CuTe DSL's ``tensor.leading_dim``: a top-level index, a tuple of indices for a nested
+        mode, ``None`` if there is none (:func:`cute_py.leading_dim`); a composed layout has no strides."""
+        from ..core.congruence import leading_dim
+
+        return leading_dim(self.shape, self.stride)
+
+    @property
     def element_type(self) -> DType | None:
         """The element type (``None`` for coordinate tensors)."""
         return self.engine.dtype
@@ -267,7 +280,9 @@ class Tensor:
             if access is None:
                 raise CuteValueError("a tensor over a device pointer cannot be read on the host")
             return access.load(self.engine, self._offset(coord))
-        return self.engine.read(self._offset(coord))
+        off = self._offset(coord)
+        _check_domain(self, coord, off)
+        return self.engine.read(off)
 
     def __call__(self, *coord: Coord) -> Tensor | Any:
         return self[coord[0] if len(coord) == 1 else coord]
@@ -292,7 +307,9 @@ class Tensor:
         if access is not None:
             access.store(self.engine, self._offset(coord), value)
             return
-        self.engine.write(self._offset(coord), value)
+        off = self._offset(coord)
+        _check_domain(self, coord, off)
+        self.engine.write(off, value)
 
     def load(self) -> Any:
         """In a kernel, every element of this tensor as one register value (a TensorSSA: elementwise arithmetic,
@@ -539,20 +556,76 @@ def check_store(target, op):
 def domain_offset(coord: Coord, tensor: Tensor) -> Tensor:
     """The tensor whose coordinate 0 is ``coord`` of ``tensor`` (its engine advanced by ``tensor.layout(coord)``).
 
-    Over memory the static components of ``coord`` must lie inside the tensor's shape; a
-    coordinate tensor takes any coordinate (as CuTe's residue tensors do).
+    ``coord`` may lie outside the shape (a view starting before or past the tensor, as the residue-first
+    k-tile of a GEMM): making the view reads nothing. A component outside its mode must address a flat mode
+    (an int coordinate of an int extent), where the offset is linear in it; an int outside a mode of several
+    modes splits by modulo, not linearly, and raises :class:`CuteIndexError`. Over a host array each element
+    read or written is checked: ``domain_offset(c, t)[x]`` is ``t[c + x]`` (natural coordinates added mode
+    by mode) when ``c + x`` is inside ``t``'s shape, else a :class:`CuteIndexError`. In a kernel the
+    elements outside are the kernel's to mask (predicated copies).
+
+    @post domain_offset(c, t)[x] == t[c + x] for every c + x inside t's shape (host arrays; else CuteIndexError)
     """
     if type(tensor) is not Tensor:
         raise CuteTypeError(f"domain_offset needs a Tensor, got {short_repr(tensor)}")
     coord = as_int_tuple(coord, "domain_offset coordinate")
     if not isinstance(tensor.engine, CoordEngine):
-        check_coord(coord, tensor.shape, tensor)
+        _check_shift(coord, tensor.shape, coord, tensor)
     layout = tensor.layout
     if hasattr(layout, "__cute_map_outer__") and type(layout) is not Layout:
         from ..core.composed import ComposedLayout
 
         return Tensor(tensor.engine, ComposedLayout(layout.inner, layout.offset + layout.outer(coord), layout.outer))
-    return Tensor(tensor.engine + element_offset(tensor, coord), layout)
+    engine = tensor.engine + element_offset(tensor, coord)
+    if isinstance(engine, ArrayEngine):
+        shift, shape = _natural(coord, layout.shape), layout.shape
+        dom = tensor.engine.domain
+        if dom is not None and dom[0] is layout:
+            shift, shape = _add_natural(dom[1], shift), dom[2]
+        engine.domain = (layout, shift, shape)
+    return Tensor(engine, layout)
+
+
+def _check_shift(c, s, coord, what):
+    # a component outside its mode must be an int on an int extent (see domain_offset)
+    if type(c) is tuple:
+        if type(s) is tuple and len(c) == len(s):
+            for ci, si in zip(c, s):
+                _check_shift(ci, si, coord, what)
+        return
+    if type(s) is tuple and _outside(c, s):
+        raise CuteIndexError(
+            f"domain_offset: the coordinate {fmt(coord)} has the component {c} outside the mode {fmt(s)} of the shape "
+            f"{fmt(what.shape)} of {short_repr(what, 120)}; a shift outside a mode of several modes is not linear "
+            f"(give one coordinate per mode)")
+
+
+def _natural(c, s):
+    # the natural (congruent) coordinate of ``c`` in ``s``; a component outside a flat mode is kept as it is
+    if type(c) is tuple and type(s) is tuple and len(c) == len(s):
+        return tuple(_natural(ci, si) for ci, si in zip(c, s))
+    if type(s) is tuple and type(c) is not tuple:
+        return idx2crd_unchecked(c, s)
+    return c
+
+
+def _add_natural(a, b):
+    if type(a) is tuple and type(b) is tuple:
+        return tuple(_add_natural(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+def _check_domain(tensor, coord, off):
+    # an element of a domain_offset view of a host array must be an element of the tensor it shifts
+    dom = getattr(tensor.engine, "domain", None)
+    if dom is None or dom[0] is not tensor.layout:
+        return
+    layout, shift, shape = dom
+    full = _add_natural(shift, _natural(coord, layout.shape))
+    if _outside(full, shape):
+        raise CuteIndexError(f"the coordinate {fmt(coord)} (element offset {fmt(tensor.engine.offset + off)} of the "
+                             f"array) of the view shifted by {fmt(shift)} is the coordinate {fmt(full)}, outside the "
+                             f"shape {fmt(shape)} of the tensor it views")
 
 
 def _repeat_none(r):

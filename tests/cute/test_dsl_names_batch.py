@@ -1,0 +1,110 @@
+"""CuTe DSL names: ``repeat_like``, ``shape``, ``leading_dim`` / ``Tensor.leading_dim``, against values derived
+by hand from the DSL's documented meaning."""
+
+import pytest
+
+import cute_py as cute
+from cute_py.errors import RankError
+
+
+# -- repeat_like: a tuple congruent to the target, every leaf the value ------------------------------------
+
+
+@pytest.mark.parametrize("x, target, expected", [
+    (0, (1, 2, 3), (0, 0, 0)),
+    (1, ((1, 2), 3), ((1, 1), 1)),
+    (2, 5, 2),
+    (7, (), ()),
+    (3, (4,), (3,)),
+    (0, ((2, (3, 4)), 5, ()), ((0, (0, 0)), 0, ())),
+    (None, (8, (4, 2)), (None, (None, None))),
+    (0, [4, [2, 2]], (0, (0, 0))),
+])
+def test_repeat_like(x, target, expected):
+    assert cute.repeat_like(x, target) == expected
+
+
+def test_repeat_like_tuple_value_fills_each_leaf():
+    assert cute.repeat_like((1, 2), (4, 8)) == ((1, 2), (1, 2))
+
+
+def test_repeat_like_is_congruent_to_its_target():
+    target = ((2, 3), (4, (5, 6)), 7)
+    assert cute.is_congruent(cute.repeat_like(1, target), target)
+
+
+# -- shape: of a layout, a tensor, an IntTuple, a tiler; mode= picks one mode -----------------------------
+
+
+def test_shape_of_layout_and_mode():
+    layout = cute.make_layout((2, 3, 4))
+    assert cute.shape(layout) == (2, 3, 4)
+    assert cute.shape(layout, mode=0) == 2
+    assert cute.shape(layout, mode=2) == 4
+
+
+def test_shape_of_nested_layout_with_nested_mode():
+    layout = cute.make_layout(((2, 3), 4), stride=((1, 2), 6))
+    assert cute.shape(layout) == ((2, 3), 4)
+    assert cute.shape(layout, mode=0) == (2, 3)
+    assert cute.shape(layout, mode=[0, 1]) == 3
+
+
+def test_shape_of_int_tuple_is_get():
+    assert cute.shape((4, (8, 2))) == (4, (8, 2))
+    assert cute.shape((4, (8, 2)), mode=1) == (8, 2)
+    assert cute.shape(5) == 5
+    assert cute.shape(5, mode=0) == 5
+
+
+def test_shape_of_tiler_of_layouts():
+    tiler = (cute.make_layout((2, 3, 4)), cute.make_layout(1))
+    assert cute.shape(tiler) == ((2, 3, 4), 1)
+    assert cute.shape((cute.make_layout(8, stride=2), 4)) == (8, 4)
+    assert cute.shape(tiler, mode=0) == (2, 3, 4)
+
+
+def test_shape_of_tensor_and_composed_layout():
+    t = cute.make_tensor(cute.make_ptr(cute.Float32, 0), cute.make_layout((4, 8), stride=(8, 1)))
+    assert cute.shape(t) == (4, 8)
+    assert cute.shape(t, mode=1) == 8
+    atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, cute.Float16)
+    assert cute.shape(atom) == (8, 64)
+
+
+def test_shape_mode_out_of_range():
+    with pytest.raises(RankError):
+        cute.shape(cute.make_layout((2, 3)), mode=2)
+
+
+# -- leading_dim: the first mode of static stride 1 whose extent is not 1 ---------------------------------
+
+
+@pytest.mark.parametrize("shape, stride, expected", [
+    ((3, 4), (4, 1), 1),                     # row-major
+    ((3, 4), (1, 3), 0),                     # column-major
+    ((1, 4), (1, 1), 1),                     # an extent-1 mode of stride 1 is not leading
+    ((4, 4), (4, 8), None),                  # no stride 1
+    (8, 1, 0),                               # a rank-1 layout
+    (((2, 4), 3), ((1, 2), 8), (0, 0)),      # nested: the indices down to the leaf
+    ((3, (1, 4)), (8, (1, 1)), (1, 1)),      # nested, past an extent-1 leaf
+    ((5, 6, 7), (42, 7, 1), 2),
+    ((2, 3), (1, 1), 0),                     # the first of two candidates
+])
+def test_leading_dim(shape, stride, expected):
+    assert cute.leading_dim(shape, stride) == expected
+
+
+def test_leading_dim_skips_run_time_strides_but_not_run_time_extents():
+    n = cute.sym_int32()
+    assert cute.leading_dim((4, 8), (n, 1)) == 1
+    assert cute.leading_dim((n, 8), (1, n)) == 0
+
+
+def test_tensor_leading_dim():
+    ptr = cute.make_ptr(cute.Float16, 0)
+    assert cute.make_tensor(ptr, cute.make_layout((4, 8), stride=(8, 1))).leading_dim == 1
+    assert cute.make_tensor(ptr, cute.make_layout((4, 8))).leading_dim == 0
+    assert cute.make_tensor(ptr, cute.make_layout((4, 8, 2), stride=(16, 2, 1))).leading_dim == 2
+    assert cute.make_tensor(ptr, cute.make_layout((4, 8), stride=(16, 2))).leading_dim is None
+    assert cute.make_tensor(ptr, cute.make_layout(((2, 2), 8), stride=((1, 16), 2))).leading_dim == (0, 0)
