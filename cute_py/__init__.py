@@ -36,6 +36,7 @@ from .core.swizzle import Swizzle, is_swizzle, make_swizzle
 from .tensor.pointer import AddressSpace, Pointer, make_ptr, recast_ptr
 from .tensor.tensor import (Tensor, domain_offset, is_tensor, local_partition, local_tile, make_fragment_like,
                             make_identity_tensor, make_tensor, recast_tensor)
+from .tensor.rmem import make_rmem_tensor_like
 from .core.typing import Coord, IntTuple, Shape, Stride, Tile, Tiler, XTuple
 from .core.symbolic import SymInt, sym_int, sym_int32, sym_int64
 from .core.tiling import (blocked_product, flat_divide, flat_product, logical_divide, logical_product, make_layout_tv,
@@ -200,6 +201,7 @@ __all__ = [
     "make_composed_layout",
     "make_copy_atom",
     "make_fragment_like",
+    "make_rmem_tensor_like",
     "make_identity_layout",
     "make_identity_tensor",
     "make_layout",

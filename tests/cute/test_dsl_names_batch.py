@@ -108,3 +108,46 @@ def test_tensor_leading_dim():
     assert cute.make_tensor(ptr, cute.make_layout((4, 8, 2), stride=(16, 2, 1))).leading_dim == 2
     assert cute.make_tensor(ptr, cute.make_layout((4, 8), stride=(16, 2))).leading_dim is None
     assert cute.make_tensor(ptr, cute.make_layout(((2, 2), 8), stride=((1, 16), 2))).leading_dim == (0, 0)
+
+
+# -- make_rmem_tensor_like: the shape of src, the compact strides of make_layout_like -------------------------
+
+
+def test_make_rmem_tensor_like_keeps_the_stride_order():
+    ptr = cute.make_ptr(cute.Float16, 0)
+    row = cute.make_rmem_tensor_like(cute.make_tensor(ptr, cute.make_layout((4, 8), stride=(8, 1))))
+    assert row.layout == cute.make_layout((4, 8), stride=(8, 1))       # row-major stays row-major
+    assert row.element_type is cute.Float16
+    col = cute.make_rmem_tensor_like(cute.make_tensor(ptr, cute.make_layout((4, 8), stride=(2, 16))), cute.Float32)
+    assert col.layout == cute.make_layout((4, 8), stride=(1, 4))       # compact, column-major order
+    assert col.element_type is cute.Float32
+    mixed = cute.make_rmem_tensor_like(cute.make_tensor(ptr, cute.make_layout((2, 3, 4), stride=(100, 1, 3))))
+    assert mixed.layout == cute.make_layout((2, 3, 4), stride=(12, 1, 3))
+
+
+def test_make_rmem_tensor_like_of_layouts_and_coordinate_tensors():
+    # static 0 strides are kept, the other modes compact in stride order
+    t = cute.make_rmem_tensor_like(cute.make_layout((2, 2, 2, 2), stride=(0, 2, 4, 1)), cute.Int32)
+    assert t.layout == cute.make_layout((2, 2, 2, 2), stride=(0, 2, 4, 1))
+    assert t.element_type is cute.Int32
+    ident = cute.make_rmem_tensor_like(cute.make_identity_tensor((3, 5)), cute.Boolean)
+    assert ident.layout == cute.make_layout((3, 5), stride=(1, 3))
+    assert ident.element_type is cute.Boolean
+    atom = cute.make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, cute.Float16)
+    assert cute.make_rmem_tensor_like(atom, cute.Float16).layout == cute.make_layout((8, 64), stride=(64, 1))
+
+
+def test_make_rmem_tensor_like_needs_a_dtype_without_an_element_type():
+    with pytest.raises(cute.CuteValueError):
+        cute.make_rmem_tensor_like(cute.make_layout((4, 8)))
+    with pytest.raises(cute.CuteValueError):
+        cute.make_rmem_tensor_like(cute.make_identity_tensor((3, 5)))
+    with pytest.raises(cute.CuteTypeError):
+        cute.make_rmem_tensor_like((4, 8), cute.Float32)
+
+
+def test_make_rmem_tensor_like_host_tensor_is_zeroed_and_writable():
+    t = cute.make_rmem_tensor_like(cute.make_layout((2, 3), stride=(3, 1)), cute.Float32)
+    assert all(t[i, j] == 0 for i in range(2) for j in range(3))
+    t[1, 2] = 5.0
+    assert t[1, 2] == 5.0 and t[0, 2] == 0
