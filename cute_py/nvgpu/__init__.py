@@ -1,9 +1,11 @@
 """NVIDIA Hopper copy and MMA operations: ``cute_py.nvgpu.cpasync`` (cp.async and TMA), ``cute_py.nvgpu.warp``
-(mma.sync, ldmatrix, stmatrix), ``cute_py.nvgpu.warpgroup`` (wgmma), ``OperandMajorMode``, and the universal copy (``CopyUniversalOp``, as the DSL's
+(mma.sync, ldmatrix, stmatrix), ``cute_py.nvgpu.warpgroup`` (wgmma), ``OperandMajorMode``, the cache modes of loads
+(``LoadCacheMode``, also ``cpasync.LoadCacheMode``), and the universal copy (``CopyUniversalOp``, as the DSL's
 ``cute.nvgpu.CopyUniversalOp``)."""
 
 from ..atom import CopyUniversalOp
 from . import cpasync, warp, warpgroup
+from .copy_ops import LoadCacheMode
 from .warpgroup.operands import OperandMajorMode
 
-__all__ = ["cpasync", "warp", "warpgroup", "CopyUniversalOp", "OperandMajorMode"]
+__all__ = ["cpasync", "warp", "warpgroup", "CopyUniversalOp", "LoadCacheMode", "OperandMajorMode"]

@@ -77,6 +77,12 @@ class DType:
     def is_integer(self) -> bool:
         return self.kind in ("int", "uint")
 
+    def is_same_kind(self, other: DType | str | Any) -> bool:
+        """True when both types are floating-point, or both are not (integers, signed or not, and ``Boolean``,
+        an integer type in the CuTe DSL), as the DSL's ``Numeric.is_same_kind``: ``Float16.is_same_kind(Float32)``
+        and ``Int8.is_same_kind(Uint32)`` hold, ``Float32.is_same_kind(Int32)`` does not."""
+        return self.is_float == dtype_of(other).is_float
+
     @property
     def signed(self) -> bool:
         return self.kind in ("int", "float")

@@ -151,3 +151,51 @@ def test_make_rmem_tensor_like_host_tensor_is_zeroed_and_writable():
     assert all(t[i, j] == 0 for i in range(2) for j in range(3))
     t[1, 2] = 5.0
     assert t[1, 2] == 5.0 and t[0, 2] == 0
+
+
+# -- Numeric.is_same_kind: both floating-point, or both integer (Boolean is an integer type in the DSL) -------
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    (cute.Float16, cute.Float32, True),
+    (cute.BFloat16, cute.Float8E4M3FN, True),
+    (cute.Int8, cute.Uint32, True),
+    (cute.Int32, cute.Int64, True),
+    (cute.Boolean, cute.Int8, True),
+    (cute.Float32, cute.Int32, False),
+    (cute.Uint8, cute.Float16, False),
+    (cute.Boolean, cute.Float32, False),
+])
+def test_is_same_kind(a, b, expected):
+    assert a.is_same_kind(b) is expected
+    assert b.is_same_kind(a) is expected
+    assert cute.Numeric.is_same_kind(a, b) is expected
+
+
+# -- cute.nvgpu.LoadCacheMode and cute.nvgpu.warpgroup.make_smem_layout_atom -----------------------------------
+
+
+def test_nvgpu_load_cache_mode_is_cpasyncs():
+    from cute_py.nvgpu import cpasync
+
+    assert cute.nvgpu.LoadCacheMode is cpasync.LoadCacheMode
+    assert {m.name for m in cute.nvgpu.LoadCacheMode} == {"ALWAYS", "GLOBAL", "STREAMING", "LAST_USE", "NONE"}
+
+
+@pytest.mark.parametrize("kind, dtype, swizzle_bits, outer", [
+    # K-major: 8 rows of 16/32/64/128 bytes; MN-major: the contiguous mode first
+    ("K_SW128", cute.Float16, 3, ((8, 64), (64, 1))),
+    ("K_SW64", cute.Float16, 2, ((8, 32), (32, 1))),
+    ("K_SW32", cute.Float32, 1, ((8, 8), (8, 1))),
+    ("K_INTER", cute.Float16, 0, ((8, 8), (8, 1))),
+    ("MN_SW128", cute.Float16, 3, ((64, 8), (1, 64))),
+    ("MN_SW64", cute.Float16, 2, ((32, 8), (1, 32))),
+    ("MN_SW128", cute.Float8E4M3FN, 3, ((128, 8), (1, 128))),
+])
+def test_warpgroup_make_smem_layout_atom(kind, dtype, swizzle_bits, outer):
+    from cute_py.nvgpu import warpgroup
+
+    atom = warpgroup.make_smem_layout_atom(getattr(warpgroup.SmemLayoutAtomKind, kind), dtype)
+    assert atom.outer == cute.make_layout(outer[0], stride=outer[1])
+    assert atom.inner == cute.make_swizzle(swizzle_bits, 4, 3)
+    assert warpgroup.SmemLayoutAtomKind is cute.SmemLayoutAtomKind
