@@ -21,7 +21,25 @@ from .typing import Int
 if TYPE_CHECKING:
     from .layout import Layout
 
-__all__ = ["Swizzle", "make_swizzle", "is_swizzle", "carries_exactly", "MAX_SWIZZLE_BITS"]
+__all__ = ["Swizzle", "make_swizzle", "is_swizzle", "carries_exactly", "swizzle_alignment", "MAX_SWIZZLE_BITS",
+           "MAX_SWIZZLE_ALIGNMENT"]
+
+MAX_SWIZZLE_ALIGNMENT = 1024  # bytes: the repeat of the 128B swizzle S<3,4,3>, the longest hardware swizzle
+
+
+def swizzle_alignment(sw: Swizzle) -> int:
+    """The byte alignment shared memory needs under ``sw``, a swizzle of byte addresses: its repeat
+    ``2**(base + bits + |shift|)`` (every bit it reads or writes lies below), at most
+    :data:`MAX_SWIZZLE_ALIGNMENT`; 1 for no swizzle.
+
+    A tensor evaluates its swizzle on byte offsets from its pointer; the hardware (TMA, GMMA) on addresses. The
+    two agree exactly when the pointer is aligned to the repeat, and every hardware swizzle repeats within
+    1024 bytes. A swizzle with a longer repeat is no hardware swizzle: only the kernel's own offsets read it,
+    wherever the tile starts, so 1024-byte alignment (what any shared-memory tile can be given) is enough.
+    """
+    if not sw.bits:
+        return 1
+    return min(1 << (sw.base + sw.bits + abs(sw.shift)), MAX_SWIZZLE_ALIGNMENT)
 
 
 class Swizzle:

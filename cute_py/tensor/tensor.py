@@ -404,6 +404,8 @@ def make_tensor(storage: Pointer | ArrayEngine | CoordEngine | np.ndarray,
             raise StaticValueRequired(f"a tensor over host memory needs a static layout, got {layout}")
         return Tensor(host.__cute_host_view__(storage, n), layout)
     if isinstance(storage, (Pointer, ArrayEngine, CoordEngine)):
+        if isinstance(storage, Pointer) and type(layout) is not Layout:
+            _check_swizzle_alignment(storage, layout)
         return Tensor(storage, layout)
     flags = getattr(storage, "flags", None)
     if hasattr(storage, "dtype") and hasattr(storage, "ravel") and hasattr(flags, "c_contiguous"):
@@ -413,6 +415,24 @@ def make_tensor(storage: Pointer | ArrayEngine | CoordEngine | np.ndarray,
         _check_inside(layout, flat.size)
         return Tensor(ArrayEngine(flat), layout)
     raise CuteTypeError(f"make_tensor needs a Pointer, a numpy array or an engine, got {short_repr(storage)}")
+
+
+def _check_swizzle_alignment(ptr, layout):
+    # a swizzled shared-memory tile's pointer is aligned to the swizzle's repeat (capped: swizzle_alignment)
+    if ptr.memspace not in (AddressSpace.smem, AddressSpace.dsmem) or not isinstance(getattr(layout, "inner", None),
+                                                                                     Swizzle):
+        return
+    from ..core.composed import smem_byte_swizzle
+    from ..core.swizzle import swizzle_alignment
+
+    need = swizzle_alignment(smem_byte_swizzle(layout, ptr.dtype.width))
+    have = ptr.alignment
+    byte = ptr.address if type(ptr.address) is int else None
+    if byte is not None and byte % need == 0:
+        have = need  # a known address aligned further than claimed
+    if have < need:
+        raise CuteValueError(f"make_tensor: the swizzle of {layout} over {ptr.dtype.name} repeats every {need} bytes "
+                             f"and needs a {need}-byte aligned shared-memory pointer, got {ptr!r}")
 
 
 def _check_inside(layout, n):

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.composed import ComposedLayout, SmemPtrFlag, smem_byte_swizzle, smem_element_layout
 from ...core.int_tuple import as_index, flatten, fmt, is_int, is_static, short_repr
 from ...core.layout import Layout, cosize
-from ...core.swizzle import Swizzle
+from ...core.swizzle import Swizzle, swizzle_alignment
 from ...errors import CuteTypeError, CuteValueError
 from ...tensor.dtypes import DType, dtype_of
 from ...tensor.pointer import Pointer, recast_ptr
@@ -410,13 +410,12 @@ class MemRangeField:
 
 
 def swizzle_span(layout: Layout | ComposedLayout, dtype: DType) -> int:
-    """The bytes over which the swizzle a shared-memory tensor of ``layout`` (``dtype`` elements) applies to byte
-    addresses repeats: ``2**(base + bits + |shift|)`` of that swizzle, 1 for none. Its storage must be aligned to it
-    (``S<3,4,3>``: 1024)."""
+    """The byte alignment the storage of a shared-memory tensor of ``layout`` (``dtype`` elements) needs for the
+    swizzle it applies to byte addresses: :func:`~cute_py.core.swizzle.swizzle_alignment` (its repeat, at most
+    1024; ``S<3,4,3>``: 1024), 1 for none. ``make_tensor`` over a shared-memory pointer checks the same rule."""
     if type(layout) is Layout:
         return 1
-    sw = smem_byte_swizzle(layout, dtype.width)
-    return 1 << (sw.base + sw.bits + abs(sw.shift)) if sw.bits else 1
+    return swizzle_alignment(smem_byte_swizzle(layout, dtype.width))
 
 
 def layout_footprint(layout: Layout | ComposedLayout, dtype: DType) -> tuple[int, int]:
