@@ -80,3 +80,48 @@ def test_make_tensor_refuses_a_swizzled_tile_at_a_less_aligned_shared_memory_poi
         cute.make_tensor(Pointer(cute.Float16, AddressSpace.smem, 128, 128), sw128)
     t = cute.make_tensor(Pointer(cute.Float16, AddressSpace.smem, 1024, 2048), sw128)
     assert t.engine.address == 2048
+
+
+# -- fill of a Boolean register fragment under run-time control flow ----------------------------------------
+
+
+@cute.kernel
+def _bool_fill(g, how):
+    tid, _, _ = arch.thread_idx()
+    p = cute.make_fragment_like(cute.Layout(4), cute.Boolean)
+    if how == "traced_then_zero":
+        for i in range(4):
+            p[i] = tid + i < 20
+    if tid < 16:
+        if how == "traced_in_branch":
+            p.fill(tid > 100)
+        elif how == "boolean_scalar":
+            p.fill(cute.Boolean(False))
+        else:
+            p.fill(0)
+    elif how == "zero":
+        p.fill(1)
+    for i in range(4):
+        if p[i]:
+            g[i] = 1.0
+
+
+@pytest.mark.parametrize("how", ["zero", "traced_then_zero", "traced_in_branch", "boolean_scalar"])
+def test_fill_of_a_boolean_fragment_under_a_run_time_branch_compiles(how):
+    c = _compile(_bool_fill, how)
+    assert ".entry" in c.ptx  # (a fragment false on every path stores nothing)
+
+
+def test_a_boolean_fragment_still_refuses_a_value_of_another_type_across_paths():
+    with pytest.raises(TraceError):
+        _compile(_bool_fill_int32)
+
+
+@cute.kernel
+def _bool_fill_int32(g):
+    tid, _, _ = arch.thread_idx()
+    p = cute.make_fragment_like(cute.Layout(4), cute.Boolean)
+    if tid < 16:
+        p.fill(cute.Int32(2))
+    if p[0]:
+        g[0] = 1.0

@@ -296,10 +296,21 @@ class RegisterEngine(ArrayEngine):
             from .carry import note_write
 
             note_write(self.array, at, self.dtype)
-        self.array[at] = v
+        self.array[at] = _as_bool(v) if self.dtype.kind == "bool" else v
 
     def __repr__(self):
         return f"registers[{self.dtype.name}](offset={self.offset}, size={self.array.size})"
+
+
+def _as_bool(v):
+    """A number stored in a Boolean fragment, held as a Python bool: ``0``/``1`` and ``cute.Boolean(x)`` become
+    ``False``/``True``, so that every path of run-time control flow holds a Boolean there (a traced Boolean on one
+    path and ``0`` on another then carries as one Boolean); other values are kept (and refused where used)."""
+    if isinstance(v, Scalar) and v.dtype.kind == "bool":
+        v = v.value
+    if type(v) is int and v in (0, 1) or type(v).__name__ == "bool_":
+        return bool(v)
+    return v
 
 
 MAX_FRAGMENT = 1 << 16  # elements of one register fragment (each is traced on its own)
@@ -323,7 +334,7 @@ def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
         raise TraceError(f"a register fragment of {n} elements ({layout}): a thread has at most 255 "
                          f"registers, and fragments are limited to {MAX_FRAGMENT} elements")
     store = np.empty(max(n, 1), dtype=object)
-    store[:] = 0
+    store[:] = False if dtype.kind == "bool" else 0
     b = active()
     if b is not None and b.write_logs:  # made inside run-time control flow: not carried by it (carry.note_write)
         b.fragment_births[id(store)] = (store, tuple(b.write_logs))
