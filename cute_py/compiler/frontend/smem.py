@@ -5,8 +5,8 @@ to 1024 bytes (the 128B-swizzle repeat). An allocation's address is a static byt
 into it, kept as the ``address`` of a shared-memory :class:`~cute_py.tensor.pointer.Pointer`, so
 tensors over it slice and partition with static offsets. A tensor's alignment defaults to
 what a TMA copy of its layout needs (DESIGN §4): 128 B, or 256/512/1024 B for a 32B/64B/128B
-swizzle (at least the repeat of any swizzle, capped at 1024: ``swizzle_alignment``). The kernel is launched with ``total`` bytes of dynamic
-shared memory; more than ``MAX_SMEM_BYTES`` (227 KB on sm_90) is an error naming the sizes.
+swizzle (at least the repeat of any swizzle, capped at 1024: ``swizzle_alignment``). The kernel is
+launched with ``total`` bytes of dynamic shared memory; more than ``MAX_SMEM_BYTES`` (227 KB on sm_90) is an error naming the sizes.
 
 The CuTe DSL's ``cutlass.utils.SmemAllocator`` API: ``allocate(bytes | numeric type | struct, byte_alignment)``,
 ``allocate_array(type, n)``, ``allocate_tensor(type, layout, byte_alignment, swizzle)``; and cute_py's
