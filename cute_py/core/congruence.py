@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import CuteValueError, RankError
-from .int_tuple import (MAX_DEPTH, as_int_tuple, ceil_div_unchecked, depth_guarded, fmt, is_shaped,
+from ..errors import CuteTypeError, CuteValueError, RankError
+from .int_tuple import (MAX_DEPTH, DynamicInt, as_int_tuple, ceil_div_unchecked, depth_guarded, fmt, index_or_none, is_shaped,
                         product_unchecked,
                         shape_of, size)
 from .typing import IntTuple, Shape, Stride, Tiler, XTuple
@@ -195,9 +195,17 @@ def filter_zeros_tuple_unchecked(a, b=None):
 def repeat_like(x: Any, target: Any) -> Any:
     """A value congruent to ``target`` with every leaf ``x``, as the CuTe DSL's ``cute.repeat_like`` (CuTe C++'s
     ``repeat_like``): ``repeat_like(0, (1, (2, 3))) == (0, (0, 0))``; a non-tuple target gives ``x`` itself.
-    Only the nesting of ``target`` is read (a list counts as a tuple); ``x`` is not inspected.
+    Only the nesting of ``target`` is read (a list counts as a tuple); ``x`` may be any leaf of the algebra (an int,
+    a run-time integer, ``None`` for the slices of a coordinate, a layout...), but not a float, bool or complex
+    number (``CuteTypeError``: no tuple of the algebra holds one).
     @post is_congruent(result, target) when x is an int
     """
+    if not (type(x) is int or x is None or isinstance(x, (DynamicInt, tuple)) or is_shaped(x)):
+        i = None if isinstance(x, (bool, float, complex)) or "bool" in type(x).__name__ else index_or_none(x)
+        if i is None:  # floats, bools, arrays, strings...: no tuple of the algebra holds one
+            raise CuteTypeError(f"repeat_like fills a tuple with a leaf of the algebra (an int, a run-time integer, "
+                                f"None, a layout...), got {x!r}")
+        x = i  # an integer-like (numpy's) is the int it stands for
     return _repeat_like(x, target)
 
 

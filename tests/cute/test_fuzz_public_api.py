@@ -40,6 +40,35 @@ def _ptr():
     return cute.make_ptr(cute.Float32, 4096, cute.AddressSpace.gmem, 16)
 
 
+def _law_repeat_like(args, r):
+    # the target's nesting, every leaf the value
+    x, target = args
+
+    def same(a, t):
+        if isinstance(t, (tuple, list)):
+            assert isinstance(a, tuple) and len(a) == len(t)
+            for u, v in zip(a, t):
+                same(u, v)
+        else:
+            assert a == x
+    same(r, target)
+
+
+def _law_shape(args, r):
+    x = args[0]
+    if isinstance(x, cute.Layout):
+        assert r == x.shape
+    elif isinstance(x, tuple):
+        assert r == x
+
+
+def _law_rmem_like(args, r):
+    # a register tensor of the source's shape, compact but for the source's stride-0 (broadcast) modes
+    assert r.shape == args[0].shape
+    if cute.size(r.layout):
+        assert cute.cosize(r.layout) == cute.size(cute.filter_zeros(r.layout))
+
+
 API = [
     # IntTuples
     ("product", cute.product, ["tuple"], law_product),
@@ -151,6 +180,11 @@ API = [
     ("domain_offset", cute.domain_offset, ["coord", "tensor"], None),
     ("recast_tensor", cute.recast_tensor, ["tensor", "dtype"], None),
     ("make_fragment_like", cute.make_fragment_like, ["layout", "dtype"], None),
+    ("make_rmem_tensor_like", cute.make_rmem_tensor_like, ["layout", "dtype"], _law_rmem_like),
+    ("repeat_like", cute.repeat_like, ["int", "tuple"], _law_repeat_like),
+    ("shape", cute.shape, ["layout"], _law_shape),
+    ("shape_tuple", cute.shape, ["tuple"], _law_shape),
+    ("leading_dim", cute.leading_dim, ["shape", "tuple"], None),
     ("make_identity_tensor", cute.make_identity_tensor, ["shape"], None),
     ("make_ptr", lambda a, al: cute.make_ptr(cute.Float32, a, cute.AddressSpace.gmem, al), ["int", "bits"], law_pointer),
     ("make_ptr_any", cute.make_ptr, ["dtype", "int", "any", "bits"], None),
