@@ -124,3 +124,15 @@ def test_a_kernel_copies_a_residue_first_k_tile_with_a_predicate():
     # two 4-byte cp.async per thread (the (8, 8) tile over 32 threads), each predicated
     assert len(re.findall(r"cp\.async\.ca\.shared\.global", c.ptx)) == 2
     assert "setp" in c.ptx
+
+
+@pytest.mark.parametrize("shift", [(-2, 0), (0, -3), (-1, -1), (2, 1), (-4, 5)])
+def test_predicate_of_a_shifted_coordinate_view_is_true_exactly_inside_the_bound(shift):
+    """``cute.predicate`` is ``0 <= c < bound`` in every mode: a coordinate view shifted before its tensor (a
+    residue-first tile) has negative coordinates, which are outside (expected values computed here)."""
+    shape, bound = (4, 6), (4, 6)
+    view = cute.domain_offset(shift, cute.make_identity_tensor(shape))
+    p = cute.predicate(view, bound)
+    for i in range(shape[0] * shape[1]):
+        r, c = i % shape[0] + shift[0], i // shape[0] + shift[1]
+        assert p[i] == (0 <= r < bound[0] and 0 <= c < bound[1]), (shift, i, (r, c))

@@ -284,7 +284,9 @@ def _leading_bytes(pred, first, vector, element_bytes):
 
 def predicate(coords: Tensor, bound: Shape) -> Tensor:
     """A register tensor of run-time conditions: for each element of the coordinate tensor ``coords``,
-    whether its coordinate lies inside ``bound`` (``0 <= c < bound`` in every mode; static parts fold)."""
+    whether its coordinate lies inside ``bound`` (``0 <= c < bound`` in every mode; static parts fold, and the lower
+    bound is tested only where a run-time coordinate is not known to be non-negative: a view shifted before its
+    tensor, as ``domain_offset`` makes for residue-first tiles, has coordinates below 0)."""
     if not isinstance(coords, Tensor) or not isinstance(coords.engine, CoordEngine):
         raise TraceError(f"predicate needs a coordinate tensor (a partition of make_identity_tensor), got "
                          f"{coords!r}")
@@ -303,6 +305,12 @@ def predicate(coords: Tensor, bound: Shape) -> Tensor:
         pairs = sorted(zip(crd, bound), key=lambda p: not (type(p[0]) is int and type(p[1]) is int))
         ok = True  # True, False, or a run-time condition
         for c, lim in pairs:
+            if type(c) is int and c < 0:
+                ok = False
+                break
+            if type(c) is not int and not getattr(c, "nonneg", False):
+                low = c >= 0
+                ok = low if ok is True else ok & low
             term = c < lim  # a Python bool when both are static
             if term is False:
                 ok = False
