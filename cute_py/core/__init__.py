@@ -24,6 +24,7 @@ INTERNAL_API = {
         "flatten_unchecked",
         "get_unchecked",
         "index_or_none",                 # the int of an integer-like value, or None
+        "int_like",                      # the int of an integer-like value that is no bool, or None
         "is_shaped",                     # a layout, tensor or other algebra object with a shape
         "is_static_unchecked",
         "product_each_unchecked",

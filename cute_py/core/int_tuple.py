@@ -227,6 +227,14 @@ def _normalise(x, what, allow_none, allow_basis, level, whole):
     raise CuteTypeError(f"{what} must be an int or a tuple of ints, got {short_repr(x)} ({t.__name__}){where}")
 
 
+def int_like(x: Any) -> int | None:
+    """The int of an integer-like value that is no bool (Python's or numpy's), float or string: a Python int or a
+    numpy integer; ``None`` for anything else."""
+    if isinstance(x, (bool, float, complex, str, bytes)) or getattr(getattr(x, "dtype", None), "kind", "i") not in "iu":
+        return None
+    return index_or_none(x)
+
+
 def index_or_none(x):
     # the int of an integer-like value (numpy integers...), or None
     if getattr(type(x), "__index__", None) is None:

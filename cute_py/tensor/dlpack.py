@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from ..core.int_tuple import int_like
 from ..core.layout import Layout
 from ..errors import CuteTypeError, CuteValueError
 from .dtypes import dtype_of
@@ -67,13 +68,10 @@ def _device_of(x, where):
     except Exception as e:
         raise CuteTypeError(f"{type(x).__name__}.__dlpack_device__() did not return (device type, device id): "
                             f"{type(e).__name__}: {e}") from None
-    if type(device) is not int:
-        index = getattr(type(device), "__index__", None)
-        if index is None or isinstance(device, bool):
-            raise CuteTypeError(f"{type(x).__name__}.__dlpack_device__() returned the device type {device!r}, not an "
-                                f"int")
-        device = index(device)
-    return device
+    i = int_like(device)
+    if i is None:
+        raise CuteTypeError(f"{type(x).__name__}.__dlpack_device__() returned the device type {device!r}, not an int")
+    return i
 
 
 def _row_major(shape):

@@ -32,6 +32,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from ...core.int_tuple import int_like
 from ...errors import ArgumentError
 from ...tensor.dtypes import Scalar
 from .args import SCALAR_TYPES
@@ -108,17 +109,16 @@ def stream_handle(x: Any) -> Any:
         return _handle(x.cuda_stream, x)
     if _is_cupy_stream(x):
         return _handle(x.ptr, x)
-    index = getattr(t, "__index__", None)  # numpy integers
-    if index is not None and getattr(getattr(x, "dtype", None), "kind", "i") in "iu":
-        return _handle(index(x), x)
+    if int_like(x) is not None:  # numpy integers
+        return _handle(x, x)
     raise ArgumentError(f"{_STREAM_RULE}; got {t.__name__}")
 
 
 def _handle(h, x):
-    if type(h) is not int and not (getattr(type(h), "__index__", None) is not None and type(h) is not bool
-                                   and getattr(getattr(h, "dtype", None), "kind", "i") in "iu"):
+    i = int_like(h)
+    if i is None:
         raise ArgumentError(f"{_STREAM_RULE}; {type(x).__name__} gave the handle {h!r} ({type(h).__name__})")
-    h = int(h)
+    h = i
     if not 0 <= h < 1 << 64:
         raise ArgumentError(f"{_STREAM_RULE}; {type(x).__name__} gave the handle {h}, outside [0, 2**64)")
     return h

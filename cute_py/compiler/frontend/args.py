@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ...tensor.dtypes import dtype_of
-from ...core.int_tuple import fmt
+from ...core.int_tuple import fmt, int_like
 from ...core.layout import Layout
 from ...core.symbolic import SymInt
 from ...tensor.pointer import AddressSpace, Pointer
@@ -134,7 +134,7 @@ def device_address(ptr: Any, what: str) -> int:
     """``ptr`` as the int device address a kernel takes: an integer (numpy integers too, not a bool) in
     ``(0, 2**64)``; ``ArgumentError`` naming ``what`` otherwise (a null address, a negative one, one past 64 bits)."""
     if type(ptr) is not int:
-        v = _index(ptr)
+        v = int_like(ptr)
         if v is None:
             raise ArgumentError(f"{what}: a device address is an int, got {ptr!r} ({type(ptr).__name__})")
         ptr = v
@@ -142,17 +142,6 @@ def device_address(ptr: Any, what: str) -> int:
         why = "a null address" if ptr == 0 else "outside [1, 2**64)"
         raise ArgumentError(f"{what}: the device address {ptr:#x} is {why}; a kernel cannot be launched on it")
     return ptr
-
-
-def _index(v):
-    """An integer-like that is not a bool (numpy integers) as a Python int, else ``None``."""
-    if isinstance(v, (bool, float, complex, str, bytes)) or getattr(getattr(v, "dtype", None), "kind", "i") not in "iu":
-        return None
-    index = getattr(type(v), "__index__", None)
-    try:
-        return None if index is None else index(v)
-    except Exception:  # an __index__ that refuses
-        return None
 
 
 def _cai_spec(cai):
@@ -176,7 +165,7 @@ def _cai_spec(cai):
     shape = cai["shape"]
     if not isinstance(shape, (tuple, list)):
         raise bad(f"shape is a tuple of ints, got {shape!r}")
-    shape = tuple(_index(s) for s in shape)
+    shape = tuple(int_like(s) for s in shape)
     if any(s is None or s < 0 for s in shape):
         raise bad(f"shape is a tuple of non-negative ints, got {cai['shape']!r}")
     eb = dt.width // 8
@@ -190,7 +179,7 @@ def _cai_spec(cai):
     else:
         if not isinstance(strides, (tuple, list)) or len(strides) != len(shape):
             raise bad(f"strides are None or a tuple of {len(shape)} ints (one per extent), got {strides!r}")
-        given = tuple(_index(s) for s in strides)
+        given = tuple(int_like(s) for s in strides)
         if any(s is None for s in given):
             raise bad(f"strides are ints (bytes), got {strides!r}")
         if any(s % eb for s in given):

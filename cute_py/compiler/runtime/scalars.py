@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ...core.int_tuple import short_repr
+from ...core.int_tuple import int_like, short_repr
 from ...errors import SpecMismatch
 from ...tensor.dtypes import Scalar
 
@@ -53,19 +53,6 @@ def fits(kind: str, value: Any) -> bool:
     return type(value) is int and lo <= value <= hi
 
 
-def _integer(v):
-    """``v`` as a Python int when it is an integer-like that is not a bool, else ``None``."""
-    if isinstance(v, (bool, float, str, bytes)) or getattr(getattr(v, "dtype", None), "kind", None) == "b":
-        return None
-    index = getattr(type(v), "__index__", None)
-    if index is None:
-        return None
-    try:
-        return index(v)
-    except Exception:  # an __index__ that refuses
-        return None
-
-
 def converter(kind: str, position: int) -> Callable[[Any], int | float]:
     """The check of argument ``position`` for a run-time scalar parameter of ``kind`` (``Int32``, ``Int64``,
     ``Float32``): a function of the argument returning the value the parameter block takes."""
@@ -93,7 +80,7 @@ def converter(kind: str, position: int) -> Callable[[Any], int | float]:
         elif isinstance(v, Scalar):
             x = v.value if v.dtype.kind in ("int", "uint") else None
         else:
-            x = _integer(v)
+            x = int_like(v)
         if x is None or not lo <= x <= hi:
             _refuse(kind, position, v, f"a Python int (or integer-like, not a bool or a float) in [{lo}, {hi}], or "
                     "an integer Scalar of a value in that range")
@@ -119,7 +106,7 @@ def _float_other(v):
         return None
     if isinstance(v, (bool, str, bytes)) or getattr(getattr(v, "dtype", None), "kind", None) == "b":
         return None
-    i = _integer(v)
+    i = int_like(v)
     if i is not None:
         return _float_of_int(i)
     f = getattr(type(v), "__float__", None)
