@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, RankError
-from .int_tuple import (MAX_DEPTH, DynamicInt, as_int_tuple, ceil_div_unchecked, depth_guarded, fmt, index_or_none, is_shaped,
+from .int_tuple import (MAX_DEPTH, DynamicInt, as_int_tuple, ceil_div_unchecked, depth_guarded, fmt, int_like, is_shaped,
                         product_unchecked,
                         shape_of, size)
 from .typing import IntTuple, Shape, Stride, Tiler, XTuple
@@ -196,17 +196,23 @@ def repeat_like(x: Any, target: Any) -> Any:
     """A value congruent to ``target`` with every leaf ``x``, as the CuTe DSL's ``cute.repeat_like`` (CuTe C++'s
     ``repeat_like``): ``repeat_like(0, (1, (2, 3))) == (0, (0, 0))``; a non-tuple target gives ``x`` itself.
     Only the nesting of ``target`` is read (a list counts as a tuple); ``x`` may be any leaf of the algebra (an int,
-    a run-time integer, ``None`` for the slices of a coordinate, a layout...), but not a float, bool or complex
-    number (``CuteTypeError``: no tuple of the algebra holds one).
+    a run-time integer, ``None`` for the slices of a coordinate, a layout..., or a tuple of them), but not a float,
+    bool or complex number (``CuteTypeError``: no tuple of the algebra holds one).
     @post is_congruent(result, target) when x is an int
     """
-    if not (type(x) is int or x is None or isinstance(x, (DynamicInt, tuple)) or is_shaped(x)):
-        i = None if isinstance(x, (bool, float, complex)) or "bool" in type(x).__name__ else index_or_none(x)
-        if i is None:  # floats, bools, arrays, strings...: no tuple of the algebra holds one
-            raise CuteTypeError(f"repeat_like fills a tuple with a leaf of the algebra (an int, a run-time integer, "
-                                f"None, a layout...), got {x!r}")
-        x = i  # an integer-like (numpy's) is the int it stands for
-    return _repeat_like(x, target)
+    return _repeat_like(_fill_value(x, x), target)
+
+
+def _fill_value(x, whole):
+    if type(x) is tuple or type(x) is list:
+        return tuple(_fill_value(e, whole) for e in x)
+    if type(x) is int or x is None or isinstance(x, DynamicInt) or is_shaped(x):
+        return x
+    i = int_like(x)  # an integer-like (numpy's) is the int it stands for
+    if i is None:  # floats, bools, arrays, strings...: no tuple of the algebra holds one
+        raise CuteTypeError(f"repeat_like fills a tuple with a leaf of the algebra (an int, a run-time integer, "
+                            f"None, a layout...), got {whole!r}")
+    return i
 
 
 def _repeat_like(x, target):
