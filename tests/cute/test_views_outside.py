@@ -57,6 +57,7 @@ def test_an_int_outside_a_mode_of_several_modes_is_refused():
 
 
 def _law(t, shape):
+    checked = 0
     flat = [range(-s - 1, s + 1) for s in shape]
     inside = [range(s) for s in shape]
     for c in itertools.product(*flat):
@@ -65,15 +66,17 @@ def _law(t, shape):
             cx = tuple(ci + xi for ci, xi in zip(c, x))
             if all(0 <= y < s for y, s in zip(cx, shape)):
                 assert v[x] == t[cx], (c, x)
+                checked += 1
             else:
                 with pytest.raises(CuteError):
                     v[x]
+    return checked  # the elements compared with the tensor's
 
 
 @pytest.mark.parametrize("shape,stride,extra", [((3, 4), None, 0), ((3, 4), (1, 5), 3), ((4, 3), (3, 1), 0),
                                                 ((2, 3, 2), (6, 1, 3), 2), ((5,), (2,), 4)])
 def test_domain_offset_law_over_arbitrary_coordinates(shape, stride, extra):
-    _law(_host(shape, stride, extra), shape)
+    assert _law(_host(shape, stride, extra), shape) > 0
 
 
 def test_domain_offset_law_through_two_shifts():

@@ -77,7 +77,7 @@ def test_pipeline_groups_that_fit_compile(kind):
         cls.create(num_stages=2, producer_group=CooperativeGroup(Agent.ThreadBlock, 1),
                    consumer_group=CooperativeGroup(Agent.Thread, 1))
 
-    _compile(body)
+    assert "mbarrier.init" in _compile(body).ptx
 
 
 def test_pipeline_consumers_of_the_whole_cluster_fit_with_a_consumer_mask():
@@ -131,7 +131,7 @@ def test_mbarrier_init_count_beyond_the_arrivals_is_a_trace_error():
     (256, {"remote": True}, {"cluster": (2, 1, 1)}), (4096, {"parity": 1}, {}),
 ])
 def test_mbarrier_init_counts_the_arrivals_can_reach_compile(count, kw, launch):
-    _compile(_raw(count, **kw), **launch)
+    assert "mbarrier.init" in _compile(_raw(count, **kw), **launch).ptx
 
 
 # -- waits on barriers never initialised --------------------------------------------------------------------------

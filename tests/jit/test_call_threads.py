@@ -11,7 +11,7 @@ import pytest
 from cute_py.errors import CuteError
 from examples import tma_copy
 from _recording_driver import driver, fresh, launched_with  # noqa: F401 (the fixture)
-from test_call_state import CAI, _scal_compiled, _tma_compiled, scal
+from test_call_state import CAI, _generated, _scal_compiled, _tma_compiled, scal
 from test_jit_compiled_call import FakeTorchTensor
 
 THREADS, CALLS = 8, 60
@@ -75,14 +75,7 @@ def test_threads_with_run_time_scalars_launch_their_own_values(driver):
 
 
 def test_threads_on_the_generated_path_launch_their_own_tensors(driver, monkeypatch):
-    import cute_py.compiler.frontend.args as args_mod
-
-    monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
-    c = fresh(_tma_compiled())
-    t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
-    c(t1, t2)
-    c(t1, t2)
-    assert type(c).__call__ is c._fast_call
+    c, _ = _generated(driver, monkeypatch)
     calls = {t: [(FakeTorchTensor((1 + 2 * t) << 24), FakeTorchTensor((2 + 2 * t) << 24)),
                  (FakeTorchTensor((40 + t) << 24), FakeTorchTensor((1 + 2 * t) << 24))] for t in range(THREADS)}
     _hammer(driver, c, calls.__getitem__)
@@ -147,17 +140,11 @@ def test_threads_on_the_generated_run_time_shaped_path_launch_their_own_tensors(
 def test_threads_with_no_current_context_launch_once_it_is_made_current(driver, monkeypatch, path):
     """A thread that made no CUDA call has no current context (the driver answers CUDA_ERROR_INVALID_CONTEXT): the
     call makes the module's context current there and launches, once, with its own parameters."""
-    c = fresh(_tma_compiled())
     if path == "generated":
-        import cute_py.compiler.frontend.args as args_mod
-
-        monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
-        t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
-        c(t1, t2)
-        c(t1, t2)
-        assert type(c).__call__ is c._fast_call
+        c, _ = _generated(driver, monkeypatch)
         calls = {t: [(FakeTorchTensor((1 + 2 * t) << 24), FakeTorchTensor((2 + 2 * t) << 24))] for t in range(THREADS)}
     else:
+        c = fresh(_tma_compiled())
         calls = {t: [(CAI((1 + 2 * t) << 24, (256, 512)), CAI((2 + 2 * t) << 24, (256, 512)))] for t in range(THREADS)}
     c(*calls[0][0])  # loaded here, in the thread whose context it is
     driver.contexts_per_thread = True

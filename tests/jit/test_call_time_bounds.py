@@ -14,8 +14,7 @@ from cute_py.errors import SpecMismatch
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@cute.kernel
-def _vector_rows(gA, gB):
+def _copy_vectors(gA, gB):
     """Thread ``t`` of block ``b`` copies elements ``8t .. 8t+7`` of row ``b`` with one 16-byte access each way."""
     t, _, _ = cute.arch.thread_idx()
     b, _, _ = cute.arch.block_idx()
@@ -24,6 +23,11 @@ def _vector_rows(gA, gB):
     atom = cute.make_copy_atom(cute.CopyUniversalOp(), gA.element_type, num_bits_per_copy=128)
     cute.copy(atom, s, r)
     cute.copy(atom, r, cute.local_tile(gB, (1, 8), (b, t)))
+
+
+@cute.kernel
+def _vector_rows(gA, gB):
+    _copy_vectors(gA, gB)
 
 
 @cute.jit
@@ -135,15 +139,9 @@ def test_the_public_call_checks_too(assumed, monkeypatch):
 def _assuming_rows(gA, gB):
     """The promise made in the kernel, of the extent as the kernel receives it."""
     n = cute.assume(gA.shape[1], divby=8)
-    t, _, _ = cute.arch.thread_idx()
-    b, _, _ = cute.arch.block_idx()
     la = cute.make_tensor(gA.iterator, cute.make_layout((gA.shape[0], n), stride=(n, 1)))
     lb = cute.make_tensor(gB.iterator, cute.make_layout((gA.shape[0], n), stride=(n, 1)))
-    s = cute.local_tile(la, (1, 8), (b, t))
-    r = cute.make_fragment_like(s)
-    atom = cute.make_copy_atom(cute.CopyUniversalOp(), gA.element_type, num_bits_per_copy=128)
-    cute.copy(atom, s, r)
-    cute.copy(atom, r, cute.local_tile(lb, (1, 8), (b, t)))
+    _copy_vectors(la, lb)
 
 
 @cute.jit
