@@ -34,8 +34,8 @@ from .nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
 from .nvgpu.multicast import make_layout_image_mask
 from .core.swizzle import Swizzle, is_swizzle, make_swizzle
 from .tensor.pointer import AddressSpace, Pointer, make_ptr, recast_ptr
-from .tensor.tensor import (Tensor, domain_offset, is_tensor, local_partition, local_tile, make_fragment_like,
-                            make_identity_tensor, make_tensor, recast_tensor)
+from .tensor.tensor import Tensor, is_tensor, make_fragment_like, make_identity_tensor, make_tensor, recast_tensor
+from .tensor.partition import domain_offset, local_partition, local_tile
 from .tensor.rmem import make_rmem_tensor_like
 from .core.typing import Coord, IntTuple, Shape, Stride, Tile, Tiler, XTuple
 from .core.symbolic import SymInt, sym_int, sym_int32, sym_int64

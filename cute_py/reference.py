@@ -39,7 +39,9 @@ from .nvgpu.copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMul
 from .nvgpu.cpasync import tma_partition
 from .nvgpu.tma import TmaSwizzle
 from .core.swizzle import Swizzle
-from .tensor.tensor import ArrayEngine, Tensor, local_tile
+from .tensor.tensor import Tensor
+from .tensor.engines import ArrayEngine
+from .tensor.partition import local_tile
 from .core.typing import Shape
 
 if TYPE_CHECKING:

@@ -137,7 +137,8 @@ def run_tiled_mma(tiled_mma: TiledMma, A: np.ndarray, B: np.ndarray, C: np.ndarr
     instruction executed over the lanes of its warp, ``D`` written back through ``partition_C``."""
     from .core.layout import Layout
     from .core.int_tuple import product
-    from .tensor.tensor import ArrayEngine, Tensor
+    from .tensor.tensor import Tensor
+    from .tensor.engines import ArrayEngine
 
     M, K = A.shape
     N = B.shape[0]

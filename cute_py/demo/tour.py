@@ -20,7 +20,8 @@ from ..errors import CuteValueError
 from ..nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
 from ..tensor.dtypes import dtype_of
 from ..tensor.pointer import AddressSpace, make_ptr
-from ..tensor.tensor import local_tile, make_tensor
+from ..tensor.tensor import make_tensor
+from ..tensor.partition import local_tile
 
 if TYPE_CHECKING:
     from ..core.composed import ComposedLayout

@@ -24,7 +24,9 @@ from ..core.algebra import composition
 from ..core.recast import assume_recastable, recast_exactness
 from ..core.typing import Coord, Shape, Stride, Tiler
 from ..tensor.pointer import AddressSpace, Pointer
-from ..tensor.tensor import CoordEngine, Tensor, domain_offset
+from ..tensor.tensor import Tensor
+from ..tensor.engines import CoordEngine
+from ..tensor.partition import domain_offset
 from . import copy_ops, device_ops
 from .multicast import create_tma_multicast_mask
 from .copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
@@ -95,7 +97,7 @@ class TmaCopyAtom(CopyAtom):
         """The TMA coordinate tensor of a gmem tensor of ``shape``: its elements are the TMA
         coordinates (one per descriptor dim) of each gmem coordinate."""
         from ..core.basis import ArithTuple
-        from ..tensor.tensor import CoordEngine
+        from ..tensor.engines import CoordEngine
 
         return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank), self), Layout(value_of(shape), self.g_stride))
 

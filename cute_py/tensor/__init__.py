@@ -4,9 +4,10 @@
 from .dtypes import DType, dtype_of
 from .pointer import AddressSpace, Pointer, make_ptr
 from .rmem import make_rmem_tensor_like
-from .tensor import (ArrayEngine, CoordEngine, Tensor, domain_offset, inner_partition, is_tensor, local_partition,
-                     local_tile, make_coord_tensor, make_fragment_like, make_identity_tensor, make_tensor,
-                     outer_partition, recast_tensor)
+from .tensor import (Tensor, is_tensor, make_coord_tensor, make_fragment_like, make_identity_tensor, make_tensor,
+                     recast_tensor)
+from .engines import ArrayEngine, CoordEngine
+from .partition import domain_offset, inner_partition, local_partition, local_tile, outer_partition
 
 __all__ = ["DType", "dtype_of", "AddressSpace", "Pointer", "make_ptr", "Tensor", "ArrayEngine", "CoordEngine",
            "make_tensor", "make_identity_tensor", "make_coord_tensor", "make_fragment_like", "make_rmem_tensor_like",

@@ -22,7 +22,8 @@ from ..core.layout import Layout
 from ..errors import CuteTypeError, CuteValueError
 from .dtypes import dtype_of
 from .pointer import AddressSpace, Pointer
-from .tensor import ArrayEngine, Tensor
+from .tensor import Tensor
+from .engines import ArrayEngine
 
 __all__ = ["from_dlpack", "dlpack_info", "DLPackInfo", "HostMemory", "make_host_ptr"]
 

@@ -1,8 +1,8 @@
 """``Tensor(engine, layout)``: a layout over storage.
 
 The engine is a :class:`~cute_py.tensor.pointer.Pointer` (device memory, possibly with an
-unknown address), a host numpy array (:class:`ArrayEngine`, readable and
-writable), or a coordinate counter (:class:`CoordEngine`: the tensor's values are
+unknown address), a host numpy array (:class:`~cute_py.tensor.engines.ArrayEngine`, readable and
+writable), or a coordinate counter (:class:`~cute_py.tensor.engines.CoordEngine`: the tensor's values are
 coordinates, as in identity and TMA coordinate tensors).  ``tensor[coord]`` reads
 an element, ``tensor[coord with None]`` slices; the layout algebra (composition,
 divides, ``group_modes``, ``coalesce``...) applies to tensors through their layout.
@@ -10,7 +10,7 @@ divides, ``group_modes``, ``coalesce``...) applies to tensors through their layo
 Bounds: a static coordinate (or a static component of one) outside the tensor's shape
 raises :class:`~cute_py.errors.CuteIndexError` for every engine, so a kernel that
 indexes shared or global memory out of bounds with a static index fails while it is
-traced; run-time components are the kernel's to check.  The views ``local_tile`` and
+traced; run-time components are the kernel's to check.  The views (``cute_py.tensor.partition``) ``local_tile`` and
 ``local_partition`` check their static tile and thread the same way (a divide pads a
 partial last tile: that tile is inside).  ``domain_offset`` makes a view at any coordinate
 whose out-of-range components address flat modes (CuTe's residue-first tiles start before
@@ -21,25 +21,24 @@ element of a ``domain_offset`` view must be an element of the tensor it shifts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import device
 from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
-from ..errors import CuteIndexError, CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
-from ..core.coords import crd2idx_colex, idx2crd_unchecked
-from ..core.int_tuple import (as_index, as_int_tuple, DynamicInt, flatten_unchecked, fmt, product_each_unchecked,
+from ..errors import CuteIndexError, CuteTypeError, CuteValueError, StaticValueRequired
+from ..core.int_tuple import (as_int_tuple, DynamicInt, flatten_unchecked, fmt, product_each_unchecked,
                               product_unchecked, short_repr)
 from ..core.layout import cosize, has_none, Layout
-from ..core.modes import dice, slice_and_offset
+from ..core.modes import slice_and_offset
 from .pointer import AddressSpace, Pointer
+from .engines import ArrayEngine, CoordEngine, add_natural, check_store, natural_coord, outside
 from .offsets import element_offset, offset_width, wide_layout, widen_coord
 from ..core.recast import recast_exactness, recast_layout
 from ..core.swizzle import Swizzle
-from ..core.tiling import make_fragment_like_layout, zipped_divide
-from ..core.typing import Coord, Int, IntTuple, Shape, Stride, Tiler
+from ..core.tiling import make_fragment_like_layout
+from ..core.typing import Coord, Shape, Stride
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,95 +48,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Tensor",
-    "ArrayEngine",
-    "CoordEngine",
     "make_tensor",
     "make_identity_tensor",
     "make_coord_tensor",
     "make_fragment_like",
     "recast_tensor",
-    "domain_offset",
-    "local_tile",
-    "local_partition",
-    "inner_partition",
-    "outer_partition",
     "is_tensor",
 ]
-
-class ArrayEngine:
-    """A flat host numpy array and an element offset into it."""
-
-    __slots__ = ("array", "offset", "dtype", "store_guard", "domain")
-
-    def __init__(self, array: np.ndarray, offset: Int = 0, dtype: DType | None = None,
-                 store_guard: str | None = None) -> None:
-        self.array = array
-        self.offset = offset  # may be negative or past the end (a shifted view): each access is checked
-        self.dtype = dtype if dtype is not None else dtype_of(array.dtype.name)
-        self.store_guard = store_guard  # None, or why writes are refused (as Pointer.store_guard)
-        self.domain = None  # set by domain_offset: (layout of the view, its shift, the shape it shifts)
-
-    def __add__(self, n):
-        return ArrayEngine(self.array, self.offset + n, self.dtype, self.store_guard)
-
-    def _index(self, i):
-        j = self.offset + i
-        if type(j) is not int:
-            j = as_index(j, "the element offset into a host array")
-        if not 0 <= j < self.array.size:
-            raise CuteIndexError(
-                f"the element offset {j} is outside the host array of {self.array.size} elements"
-            )
-        return j
-
-    def read(self, i: Int) -> Any:
-        return self.array[self._index(i)]
-
-    def write(self, i: Int, v: Any) -> None:
-        check_store(self, "a store")
-        self.array[self._index(i)] = v
-
-    memspace = AddressSpace.rmem
-
-    def __repr__(self):
-        return f"host_array[{self.dtype.name}](offset={fmt(self.offset)}, size={self.array.size})"
-
-
-class CoordEngine:
-    """A counting iterator over coordinates: element ``i`` is ``origin + i`` (``i`` a coordinate).
-
-    ``source`` optionally names what the coordinates address (the TMA atom of a TMA coordinate
-    tensor); it is kept by every view of the tensor.
-    """
-
-    __slots__ = ("origin", "source")
-
-    def __init__(self, origin: IntTuple, source: object = None) -> None:
-        self.origin = origin
-        self.source = source
-
-    def __add__(self, n):
-        return CoordEngine(_add_coord(self.origin, n), self.source)
-
-    def read(self, i: IntTuple) -> IntTuple:
-        return _add_coord(self.origin, i)
-
-    def __cute_substitute__(self, fn):
-        return CoordEngine(fn(self.origin), self.source)
-
-    dtype = None
-    memspace = None
-
-    def __repr__(self):
-        return f"ArithTuple({','.join(fmt(x) for x in self.origin)})" if isinstance(self.origin, tuple) else \
-            f"ArithTuple({fmt(self.origin)})"
-
-
-def _add_coord(a, b):
-    if isinstance(b, tuple) or isinstance(a, tuple):
-        a = ArithTuple(a) if isinstance(a, tuple) else a
-        return a + b if isinstance(a, ArithTuple) else ArithTuple(b) + a
-    return a + b
 
 
 def _memory_layout(engine, layout):
@@ -360,26 +277,8 @@ class Tensor:
 def check_coord(coord, shape, what):
     """Raise :class:`CuteIndexError` if a static component of ``coord`` (``None`` components are free)
     lies outside ``shape``: an int for a mode must be in ``[0, size(mode))``."""
-    if _outside(coord, shape):
+    if outside(coord, shape):
         raise CuteIndexError(f"the coordinate {fmt(coord)} is outside the shape {fmt(shape)} of {short_repr(what, 120)}")
-
-
-def _outside(c, s):
-    if c is None:
-        return False
-    if type(c) is tuple:
-        if type(s) is not tuple or len(c) != len(s):
-            return False  # not congruent: the layout reports it
-        for ci, si in zip(c, s):
-            if _outside(ci, si):
-                return True
-        return False
-    if type(c) is not int:
-        return False  # a run-time component
-    if c < 0:
-        return True
-    n = product_unchecked(s)
-    return type(n) is int and c >= n
 
 
 def is_tensor(x: object) -> bool:
@@ -564,191 +463,14 @@ def recast_tensor(tensor: Tensor, dtype: DType | str | Any) -> Tensor:
     raise CuteValueError(f"cannot recast a tensor over {eng!r}")
 
 
-def check_store(target, op):
-    """Raise :class:`DivisibilityError` if ``target`` (a tensor or an engine) refuses stores (see
-    :func:`recast_tensor`); ``op`` names the store."""
-    engine = getattr(target, "engine", target)
-    guard = getattr(engine, "store_guard", None)
-    if guard is not None:
-        raise DivisibilityError(f"{op} through this tensor is refused: {guard}")
-
-
-def domain_offset(coord: Coord, tensor: Tensor) -> Tensor:
-    """The tensor whose coordinate 0 is ``coord`` of ``tensor`` (its engine advanced by ``tensor.layout(coord)``).
-
-    ``coord`` may lie outside the shape (a view starting before or past the tensor, as the residue-first
-    k-tile of a GEMM): making the view reads nothing. A component outside its mode must address a flat mode
-    (an int coordinate of an int extent), where the offset is linear in it; an int outside a mode of several
-    modes splits by modulo, not linearly, and raises :class:`CuteIndexError`. Over a host array each element
-    read or written is checked: ``domain_offset(c, t)[x]`` is ``t[c + x]`` (natural coordinates added mode
-    by mode) when ``c + x`` is inside ``t``'s shape, else a :class:`CuteIndexError`. In a kernel the
-    elements outside are the kernel's to mask (predicated copies).
-
-    @post domain_offset(c, t)[x] == t[c + x] for every c + x inside t's shape (host arrays; else CuteIndexError)
-    """
-    if type(tensor) is not Tensor:
-        raise CuteTypeError(f"domain_offset needs a Tensor, got {short_repr(tensor)}")
-    coord = as_int_tuple(coord, "domain_offset coordinate")
-    if not isinstance(tensor.engine, CoordEngine):
-        _check_shift(coord, tensor.shape, coord, tensor)
-    layout = tensor.layout
-    if hasattr(layout, "__cute_map_outer__") and type(layout) is not Layout:
-        from ..core.composed import ComposedLayout
-
-        return Tensor(tensor.engine, ComposedLayout(layout.inner, layout.offset + layout.outer(coord), layout.outer))
-    engine = tensor.engine + element_offset(tensor, coord)
-    if isinstance(engine, ArrayEngine):
-        shift, shape = _natural(coord, layout.shape), layout.shape
-        dom = tensor.engine.domain
-        if dom is not None and dom[0] is layout:
-            shift, shape = _add_natural(dom[1], shift), dom[2]
-        engine.domain = (layout, shift, shape)
-    return Tensor(engine, layout)
-
-
-def _check_shift(c, s, coord, what):
-    # a component outside its mode must be an int on an int extent (see domain_offset)
-    if type(c) is tuple:
-        if type(s) is tuple and len(c) == len(s):
-            for ci, si in zip(c, s):
-                _check_shift(ci, si, coord, what)
-        return
-    if type(s) is tuple and _outside(c, s):
-        raise CuteIndexError(
-            f"domain_offset: the coordinate {fmt(coord)} has the component {c} outside the mode {fmt(s)} of the shape "
-            f"{fmt(what.shape)} of {short_repr(what, 120)}; a shift outside a mode of several modes is not linear "
-            f"(give one coordinate per mode)")
-
-
-def _natural(c, s):
-    # the natural (congruent) coordinate of ``c`` in ``s``; a component outside a flat mode is kept as it is
-    if type(c) is tuple and type(s) is tuple and len(c) == len(s):
-        return tuple(_natural(ci, si) for ci, si in zip(c, s))
-    if type(s) is tuple and type(c) is not tuple:
-        return idx2crd_unchecked(c, s)
-    return c
-
-
-def _add_natural(a, b):
-    if type(a) is tuple and type(b) is tuple:
-        return tuple(_add_natural(x, y) for x, y in zip(a, b))
-    return a + b
-
-
 def _check_domain(tensor, coord, off):
     # an element of a domain_offset view of a host array must be an element of the tensor it shifts
     dom = getattr(tensor.engine, "domain", None)
     if dom is None or dom[0] is not tensor.layout:
         return
     layout, shift, shape = dom
-    full = _add_natural(shift, _natural(coord, layout.shape))
-    if _outside(full, shape):
+    full = add_natural(shift, natural_coord(coord, layout.shape))
+    if outside(full, shape):
         raise CuteIndexError(f"the coordinate {fmt(coord)} (element offset {fmt(tensor.engine.offset + off)} of the "
                              f"array) of the view shifted by {fmt(shift)} is the coordinate {fmt(full)}, outside the "
                              f"shape {fmt(shape)} of the tensor it views")
-
-
-def _repeat_none(r):
-    return None if r == 1 else (None,) * r
-
-
-def inner_partition(tensor: Tensor, tiler: Tiler, coord: Coord) -> Tensor:
-    """Tile ``tensor`` by ``tiler`` and keep the tile at ``coord`` of the rest modes."""
-    _need_tensor(tensor, "inner_partition")
-    coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
-    _need_modes(tiler, "inner_partition")
-    tiled = zipped_divide(tensor, tiler)
-    r0 = len(tiled.layout[0])
-    if type(coord) is tuple:
-        r1 = len(tiled.layout[1])
-        coord = coord + (None,) * (r1 - len(coord))
-        if r1 == 1 and len(coord) == 1 and type(tiled.layout.shape[1]) is not tuple:
-            coord = coord[0]
-    return tiled[(_repeat_none(r0), coord)]
-
-
-def outer_partition(tensor: Tensor, tiler: Tiler, coord: Coord) -> Tensor:
-    """Tile ``tensor`` by ``tiler`` and keep, for every tile, the element at ``coord`` of the tile."""
-    _need_tensor(tensor, "outer_partition")
-    coord = as_int_tuple(coord, "coordinate in the tile", allow_none=True)
-    _need_modes(tiler, "outer_partition")
-    tiled = zipped_divide(tensor, tiler)
-    r1 = len(tiled.layout[1])
-    if type(coord) is tuple:
-        r0 = len(tiled.layout[0])
-        coord = coord + (None,) * (r0 - len(coord))
-        if r0 == 1 and len(coord) == 1 and type(tiled.layout.shape[0]) is not tuple:
-            coord = coord[0]
-    return tiled[(coord, _repeat_none(r1))]
-
-
-def local_tile(tensor: Tensor, tiler: Tiler, coord: Coord, proj: Sequence[int | None] | None = None) -> Tensor:
-    """The ``coord``-th tile of ``tensor`` under ``tiler`` (CuTe's ``local_tile``).
-
-    ``coord`` indexes the rest modes of ``zipped_divide(tensor, tiler)``; a tuple shorter than
-    them is padded with ``None`` (those rest modes are kept), as CuTe pads it.
-    ``proj`` (a tuple of 1/``None`` per tiler mode) drops the tiler and coordinate modes marked ``None``,
-    e.g. ``local_tile(A, (bm, bn, bk), (m, n, None), proj=(1, None, 1))`` tiles A by (bm, bk).
-    Coordinate modes past the ``proj`` are kept, as the CuTe DSL keeps them (CuTe C++ needs equal
-    ranks): ``local_tile(mA_mkl, (bm, bn, bk), (m, n, None, l), proj=(1, None, 1))`` is the tile
-    ``(bm, bk, k)`` of batch ``l``, the same as ``local_tile(mA_mkl, (bm, bk), (m, None, l))``.
-    """
-    if proj is not None:
-        keep = _proj_coord(proj)
-        tiler = dice(keep, tiler)
-        coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
-        if type(coord) is tuple and len(coord) > len(keep):
-            coord = dice(keep, coord[:len(keep)]) + coord[len(keep):]
-        else:
-            coord = dice(keep, coord)
-    return inner_partition(tensor, tiler, coord)
-
-
-def _need_modes(tiler, op):
-    if isinstance(tiler, (tuple, list)) and len(tiler) == 0:
-        raise CuteValueError(f"{op}: the tiler has no modes")
-
-
-def _need_tensor(x, op):
-    if type(x) is not Tensor:
-        raise CuteTypeError(f"{op} needs a Tensor, got {short_repr(x)}")
-
-
-def _proj_coord(proj):
-    # CuTe's Step<_1, X, _1>: X (None) drops the mode
-    if not isinstance(proj, (tuple, list)):
-        raise CuteTypeError(f"proj is a tuple of 1 or None per mode, got {short_repr(proj)}")
-    return tuple(None if p is None else 0 for p in proj)
-
-
-def local_partition(tensor: Tensor, thr_layout: Layout, index: Int,
-                    proj: Sequence[int | None] | None = None) -> Tensor:
-    """The elements of ``tensor`` owned by thread ``index`` when ``thr_layout`` tiles it (CuTe's ``local_partition``).
-
-    A static ``index`` must be a thread of ``thr_layout``: ``0 <= index < size(thr_layout)``.
-    """
-    _need_tensor(tensor, "local_partition")
-    if type(thr_layout) is not Layout:
-        raise CuteTypeError(f"local_partition needs a thread Layout, got {short_repr(thr_layout)}")
-    if proj is not None:
-        keep = _proj_coord(proj)
-        thr_layout = dice(keep, thr_layout)
-    index = as_int_tuple(index, "thread index")
-    n = product_unchecked(thr_layout.shape)
-    if type(index) is int and type(n) is int and not 0 <= index < n:
-        raise CuteIndexError(f"the thread index {index} is outside the {n} threads of {thr_layout}")
-    shape = product_each_unchecked(thr_layout.shape)
-    coord = _flat_coord(thr_layout, index)
-    return outer_partition(tensor, shape if len(shape) > 1 else shape[0], coord)
-
-
-def _flat_coord(layout, index):
-    # the (flat, rank-matching) coordinate of ``index`` in a compact thread layout
-    hier = idx2crd_unchecked(index, layout.shape, layout.stride)
-    if type(hier) is not tuple:
-        return hier
-    out = []
-    for c, s in zip(hier, layout.shape):
-        out.append(c if type(c) is not tuple else crd2idx_colex(c, s))
-    return tuple(out)
-

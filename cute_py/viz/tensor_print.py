@@ -17,7 +17,8 @@ from .. import device
 from ..core.int_tuple import fmt, product_each
 from ..errors import CuteValueError
 from ..tensor.pointer import AddressSpace, Pointer
-from ..tensor.tensor import ArrayEngine, CoordEngine, Tensor
+from ..tensor.tensor import Tensor
+from ..tensor.engines import ArrayEngine, CoordEngine
 from ..tensor.text import values_text
 
 __all__ = ["format_tensor_values", "print_tensor"]

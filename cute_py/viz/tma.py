@@ -48,7 +48,8 @@ def tma_boxes(atom: TmaCopyAtom, gmem: Tensor | Shape, tile_coord: Coord | None 
     on an identity tensor of the gmem shape.
     """
     from ..tensor.pointer import AddressSpace, Pointer
-    from ..tensor.tensor import local_tile, make_identity_tensor, make_tensor
+    from ..tensor.tensor import make_identity_tensor, make_tensor
+    from ..tensor.partition import local_tile
 
     desc = getattr(atom, "descriptor", None)
     if desc is None or not hasattr(atom, "smem_layout"):

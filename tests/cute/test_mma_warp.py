@@ -15,7 +15,8 @@ from cute_py.errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyE
 from cute_py.nvgpu import warp
 from cute_py.reference_warp import (ldmatrix, mma_a_coord, mma_b_coord, mma_c_coord, mma_sync, run_tiled_mma,
                                     stmatrix)
-from cute_py.tensor.tensor import ArrayEngine, Tensor
+from cute_py.tensor.tensor import Tensor
+from cute_py.tensor.engines import ArrayEngine
 
 RNG = np.random.default_rng(2024)
 

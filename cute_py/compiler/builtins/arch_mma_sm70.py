@@ -14,7 +14,8 @@ from typing import Any
 from ...core.int_tuple import product
 from ...errors import TraceError
 from ...tensor.dtypes import Float16, Float32
-from ...tensor.tensor import ArrayEngine, Tensor
+from ...tensor.tensor import Tensor
+from ...tensor.engines import ArrayEngine
 from ..frontend.builder import current
 from ..frontend.memory import pack, unpack
 from ..frontend.values import TracedFloat, wrap

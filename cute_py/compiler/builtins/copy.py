@@ -35,7 +35,8 @@ from ...nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorT
 from ...nvgpu.cpasync import TmaCopyAtom
 from ...nvgpu.warp import LdMatrix8x8x16bOp, StMatrix8x8x16bOp
 from ...tensor.pointer import AddressSpace, Pointer
-from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
+from ...tensor.tensor import Tensor
+from ...tensor.engines import ArrayEngine, CoordEngine, check_store
 from ..emit import emit
 from .mbar_rules import mark_election, note
 from ...errors import TraceError

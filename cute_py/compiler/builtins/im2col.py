@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from ...errors import TraceError
 from ...nvgpu.im2col import Im2colCopyAtom, im2col_instruction, tma_load_im2col
 from ...tensor.pointer import AddressSpace, Pointer
-from ...tensor.tensor import Tensor, check_store
+from ...tensor.tensor import Tensor
+from ...tensor.engines import check_store
 from .copy import L2_EVICT_FIRST, L2_EVICT_LAST, L2_EVICT_NORMAL
 
 if TYPE_CHECKING:

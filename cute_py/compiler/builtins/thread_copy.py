@@ -29,7 +29,8 @@ from ...core.int_tuple import flatten, product
 from ...core.layout import Layout
 from ...core.typing import Shape
 from ...tensor.pointer import AddressSpace, Pointer
-from ...tensor.tensor import ArrayEngine, CoordEngine, Tensor, check_store
+from ...tensor.tensor import Tensor
+from ...tensor.engines import ArrayEngine, CoordEngine, check_store
 from ...atom import CopyUniversalOp
 from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
 from ..emit import emit, tensor_copy

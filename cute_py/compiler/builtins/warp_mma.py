@@ -20,7 +20,8 @@ from ...errors import TraceError
 from ...nvgpu.warp import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
-from ...tensor.tensor import ArrayEngine, Tensor
+from ...tensor.tensor import Tensor
+from ...tensor.engines import ArrayEngine
 from ..emit import emits
 from ..frontend import numeric
 from ..frontend.builder import current

@@ -23,7 +23,8 @@ from ...errors import CuteValueError, StaticTraceError, TraceError
 from ...core.layout import Layout, cosize
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.offsets import element_offset
-from ...tensor.tensor import ArrayEngine, Tensor, check_store
+from ...tensor.tensor import Tensor
+from ...tensor.engines import ArrayEngine, check_store
 from ...core.tiling import make_fragment_like_layout
 from .builder import active, current
 from ...tensor.dtypes import Int64
