@@ -31,7 +31,6 @@ cached at all.
 
 from __future__ import annotations
 
-import enum
 import functools
 import hashlib
 import inspect
@@ -51,6 +50,7 @@ from ..runtime import deps as _deps
 from ..runtime.compiled import Compiled
 from ...core.symbolic import SymInt, substitute
 from ..runtime.config_key import Unkeyable, config_key
+from .last_call import LastCall
 from . import builder as _builder
 from . import rewrite as _rewrite
 from .annotations import ParamInfo, StreamArg, is_stream
@@ -100,7 +100,7 @@ class JitFunction:
         # in-memory key -> Compiled, and ("disk", disk key) -> Compiled (for a host trace that made the same
         # launches again under another in-memory key: a jit method that changed its instance)
         self._compiled = {}
-        self._last = None  # _Last: the specialisation of the last call
+        self._last = None  # LastCall: the specialisation of the last call
         self.name_prefix, self.keep_mangled_name = "", True
 
     def __repr__(self):
@@ -249,62 +249,8 @@ class JitFunction:
                     return result
             else:
                 return result
-        self._last = _Last(c, obj, mkey, args) if mkey is not None else None
+        self._last = LastCall(c, obj, mkey, args) if mkey is not None else None
         return c(*args, stream=stream)
-
-
-class _Last:
-    """The specialisation of a jit function's last call: a new call whose statics (and instance) are the same
-    reuses it without building keys (immutable statics compare by value, others by their key)."""
-
-    __slots__ = ("compiled", "obj", "self_key", "statics", "scalars", "n")
-
-    def __init__(self, compiled, obj, mkey, args):
-        self.compiled, self.obj, self.n = compiled, obj, len(args)
-        self.self_key = mkey[0]
-        self.statics = []
-        for i, (kind, _) in enumerate(compiled.sources):
-            if kind == "static" and i < len(args):
-                a = args[i]
-                self.statics.append((i, a, None if _immutable(a) else config_key(a)))
-        # run-time scalars by their type: another type of value may specialise differently (a Python int where a
-        # cute.Float32 was given is a constant of another compile, not a Float32 of this one)
-        self.scalars = [(i, _scalar_type(args[i])) for i, (kind, _) in enumerate(compiled.sources)
-                        if kind == "scalar" and i < len(args)]
-
-    def matches(self, obj, args):
-        if len(args) != self.n or obj is not self.obj:
-            return False
-        try:
-            for i, t in self.scalars:
-                if _scalar_type(args[i]) != t:
-                    return False
-            for i, v, k in self.statics:
-                a = args[i]
-                if k is None:
-                    if not (a is v or (type(a) is type(v) and bool(a == v))):
-                        return False
-                elif config_key(a) != k:
-                    return False
-            return self.self_key is None or config_key(obj, "self") == self.self_key
-        except Exception:  # a value whose == is not a plain truth value, or that lost its key
-            return False
-
-
-def _scalar_type(x):
-    return type(x), getattr(x, "dtype", None)
-
-
-def _immutable(x):
-    """Whether ``x`` cannot change and ``==`` tells it from any other value: ints, strings, bools, enum members,
-    element types and the algebra's immutable values (layouts, swizzles), and tuples of them (not floats:
-    ``-0.0 == 0.0`` though they make different code; they compare by key)."""
-    t = type(x)
-    if x is None or t in (int, bool, str, bytes) or isinstance(x, enum.Enum):
-        return True
-    if t in (tuple, frozenset):
-        return all(_immutable(e) for e in x)
-    return t.__module__.startswith("cute_py.") and t.__setattr__ is not object.__setattr__ and t.__hash__ is not None
 
 
 def _static_key(a, what):
