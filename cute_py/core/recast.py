@@ -62,8 +62,8 @@ def _upcast_leaf(s, d, n, whole):
     if is_int(d):
         # a run-time stride: a multiple of n, as CuTe C++ takes it; the promise goes with the value
         # (``assume_divisor_``): a value known on the host is checked now, a compile's run-time extent or stride
-        # where each call binds it (a mode of extent 1 moves nothing: its stride is never used)
-        if not (type(s) is int and s == 1) and hasattr(d, "assume_divisor_"):
+        # where each call binds it (in every mode, as a static stride is checked in every mode)
+        if hasattr(d, "assume_divisor_"):
             d = d.assume_divisor_(n)
         return s, d // n
     raise CuteTypeError(f"upcast of a layout with the stride {d} is not supported (in {whole})")

