@@ -23,9 +23,9 @@ from .core.composed import (ComposedLayout, SmemPtrFlag, as_position_independent
                             get_nonswizzle_portion, get_swizzle_portion, is_byte_swizzled, is_composed_layout,
                             make_composed_layout)
 from .atom import (CopyAtom, CopyOp, CopyUniversalOp, ThrCopy, TiledCopy, make_copy_atom, make_tiled_copy,
-                   make_tiled_copy_tv)
+                   make_tiled_copy_D, make_tiled_copy_S, make_tiled_copy_tv)
 from .mma import (MmaAtom, MmaOp, ThrMma, TiledMma, gemm, make_mma_atom, make_tiled_copy_A, make_tiled_copy_B,
-                  make_tiled_copy_C, make_tiled_mma)
+                  make_tiled_copy_C, make_tiled_copy_C_atom, make_tiled_mma)
 from .tensor.dtypes import (BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16, Float32, Float64, Int8, Int16, Int32,
                             Int64, TFloat32, Uint8, Uint16, Uint32, Uint64)
 from .core.parse import parse_int_tuple, parse_layout, parse_swizzle
@@ -44,7 +44,7 @@ from .core.tiling import (blocked_product, flat_divide, flat_product, logical_di
 
 from . import nvgpu, runtime
 from .tensor import dtypes
-from .tensor.dtypes import DType as Numeric
+from .tensor.dtypes import DType as Numeric, dtype
 
 __version__ = "0.1.0"
 
@@ -58,6 +58,8 @@ _LAZY = {
     "compile": ("compiler", "compile"),
     "copy": ("compiler", "copy"),
     "async_copy": ("compiler", "async_copy"),
+    "autovec_copy": ("compiler.builtins.thread_copy", "autovec_copy"),
+    "basic_copy": ("compiler.builtins.thread_copy", "basic_copy"),
     "tma_copy": ("compiler", "tma_copy"),
     "c2d_im2col": ("compiler", "c2d_im2col"),
     "range": ("compiler", "range"),
@@ -75,7 +77,11 @@ _LAZY = {
     "DeviceArraySpec": ("compiler", "DeviceArraySpec"),
     "Compiled": ("compiler", "Compiled"),
     "compiler": ("compiler", None),
+    **{n: ("compiler.frontend.options", n) for n in (
+        "GenerateLineInfo", "OptLevel", "EnableAssertions", "KeepPTX", "KeepCUBIN", "GPUArch", "DumpDir",
+        "PtxasOptions", "KeepSASS", "RDC")},
     "Constexpr": ("compiler.frontend.annotations", "Constexpr"),
+    "dsl_user_op": ("compiler.frontend.annotations", "dsl_user_op"),
     "struct": ("compiler.frontend.smem_struct", "struct"),
     "size_in_bytes": ("compiler.frontend.smem_struct", "size_in_bytes"),
     "arch": ("arch", None),
@@ -217,6 +223,9 @@ __all__ = [
     "make_tiled_copy_A",
     "make_tiled_copy_B",
     "make_tiled_copy_C",
+    "make_tiled_copy_C_atom",
+    "make_tiled_copy_S",
+    "make_tiled_copy_D",
     "make_mma_atom",
     "make_tiled_mma",
     "MmaAtom",
@@ -283,11 +292,14 @@ __all__ = [
     "zipped_divide",
     "zipped_product",
     "dtypes",
+    "dtype",
     "kernel",
     "jit",
     "compile",
     "copy",
     "async_copy",
+    "autovec_copy",
+    "basic_copy",
     "tma_copy",
     "c2d_im2col",
     "range",

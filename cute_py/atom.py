@@ -135,8 +135,21 @@ def _zip(layout):
     return make_layout_unchecked(tuple(zip(*s)), tuple(zip(*d)))
 
 
+def tile_shape(tiler: Any) -> Any:
+    """The shape of a tile: a shape as it is; a tuple whose modes are layouts (a by-mode tiler that picks
+    coordinates, as ``make_tiled_copy_C_atom`` makes) by each layout's shape, as CuTe's ``shape(Tiler_MN)``."""
+    if isinstance(tiler, Layout):
+        return tiler.shape
+    if type(tiler) is tuple:
+        return tuple(tile_shape(t) for t in tiler)
+    return tiler
+
+
 class TiledCopy:
-    """``atom`` repeated over a ``tiler_mn`` tile by ``layout_tv`` ((thread, value) -> tile coordinate)."""
+    """``atom`` repeated over a ``tiler_mn`` tile by ``layout_tv`` ((thread, value) -> tile coordinate).
+
+    ``tiler_mn`` is a tile shape, or a tuple of layouts, one per mode, that pick the tile's coordinates of a
+    larger tile (CuTe's by-mode tilers; ``tile_shape`` is its shape)."""
 
     __slots__ = ("atom", "layout_tv", "tiler_mn")
 
@@ -163,7 +176,10 @@ class TiledCopy:
         return product(_mode(self.layout_tv, 0))
 
     def __repr__(self):
-        return f"TiledCopy(tiler_mn={fmt(self.tiler_mn)}, layout_tv={self.layout_tv}, atom={self.atom!r})"
+        t = self.tiler_mn
+        shown = f"({','.join(str(x) for x in t)})" if type(t) is tuple and any(isinstance(x, Layout) for x in t) \
+            else fmt(t)
+        return f"TiledCopy(tiler_mn={shown}, layout_tv={self.layout_tv}, atom={self.atom!r})"
 
     def _tile2thrfrg(self, tensor_layout, ref2trg):
         atom_thr, atom_val = _atom_sizes(self.atom)
@@ -187,13 +203,28 @@ class TiledCopy:
 
     def get_layoutS_TV(self) -> Layout:
         """(thread, value) -> tile coordinate index for the source."""
-        ref = Layout((self.tiler_mn, 1))
+        ref = Layout((tile_shape(self.tiler_mn), 1))
         return slice_(self._tile2thrfrg(ref, self._ref2("S")), (None, None, 0))
 
     def get_layoutD_TV(self) -> Layout:
         """(thread, value) -> tile coordinate index for the destination."""
-        ref = Layout((self.tiler_mn, 1))
+        ref = Layout((tile_shape(self.tiler_mn), 1))
         return slice_(self._tile2thrfrg(ref, self._ref2("D")), (None, None, 0))
+
+    @property
+    def layout_src_tv_tiled(self) -> Layout:
+        """The DSL's name of :meth:`get_layoutS_TV`."""
+        return self.get_layoutS_TV()
+
+    @property
+    def layout_dst_tv_tiled(self) -> Layout:
+        """The DSL's name of :meth:`get_layoutD_TV`."""
+        return self.get_layoutD_TV()
+
+    @property
+    def layout_tv_tiled(self) -> Layout:
+        """The DSL's name of ``layout_tv``: (thread, value) -> tile coordinate."""
+        return self.layout_tv
 
     def retile(self, layout: Layout) -> Layout:
         """Regroup a thread's fragment layout ``(V, rest...)`` into ``(ATOM_V, REST_V, rest...)``."""
@@ -203,7 +234,8 @@ class TiledCopy:
         v = product(_mode(layout, 0))
         n_thr = self.size
         _, atom_val = _atom_sizes(self.atom)
-        frg_mn = upcast_unchecked(composition(right_inverse(self.layout_tv), Layout(self.tiler_mn)), n_thr * v)
+        frg_mn = upcast_unchecked(composition(right_inverse(self.layout_tv), Layout(tile_shape(self.tiler_mn))),
+                                  n_thr * v)
         frg_v = zipped_divide(logical_product(Layout(v), right_inverse(frg_mn)), Layout(atom_val))
         t = zipped_divide(layout, (v,) + tuple(product_each(frg_mn.shape)))
         vt = composition(t, (frg_v, None))
@@ -281,6 +313,8 @@ def _check_rank(layout, tiler):
     from .core.int_tuple import is_static
 
     r = len(tiler) if type(tiler) is tuple else 1
+    if type(tiler) is tuple and any(isinstance(t, Layout) for t in tiler):
+        tiler = tuple(product(t.shape) if isinstance(t, Layout) else t for t in tiler)  # a by-mode tiler's extents
     if len(layout) < r:
         raise CuteValueError(f"a tensor of rank {len(layout)} cannot be partitioned by the rank-{r} tile {fmt(tiler)}")
     if is_static(layout.shape) and not evenly_divides(layout.shape, tiler):
@@ -295,6 +329,21 @@ def make_tiled_copy_tv(atom: CopyAtom, thr_layout: Layout, val_layout: Layout) -
     """
     tiler, layout_tv = make_layout_tv(thr_layout, val_layout)
     return TiledCopy(atom, layout_tv, tiler)
+
+
+def make_tiled_copy_S(atom: CopyAtom, tiled_copy: TiledCopy) -> TiledCopy:
+    """A tiled copy of ``atom`` whose threads and values are the source side of ``tiled_copy`` (its
+    ``get_layoutS_TV`` over its tile), as CuTe's ``make_tiled_copy_S``."""
+    if not isinstance(tiled_copy, TiledCopy):
+        raise CuteTypeError(f"make_tiled_copy_S takes a TiledCopy, got {tiled_copy!r}")
+    return TiledCopy(atom, tiled_copy.get_layoutS_TV(), tiled_copy.tiler_mn)
+
+
+def make_tiled_copy_D(atom: CopyAtom, tiled_copy: TiledCopy) -> TiledCopy:
+    """A tiled copy of ``atom`` whose threads and values are the destination side of ``tiled_copy``."""
+    if not isinstance(tiled_copy, TiledCopy):
+        raise CuteTypeError(f"make_tiled_copy_D takes a TiledCopy, got {tiled_copy!r}")
+    return TiledCopy(atom, tiled_copy.get_layoutD_TV(), tiled_copy.tiler_mn)
 
 
 def make_tiled_copy(atom: CopyAtom, layout_tv: Layout, tiler_mn: Shape | list[Shape]) -> TiledCopy:

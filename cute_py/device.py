@@ -15,6 +15,8 @@ compiler reach the kernel being traced only through it:
 - ``scalar(dtype, value)`` — ``cute.Int32(x)`` and the other numeric types called in a kernel.
 - ``load_tensor`` / ``store_tensor`` / ``print_tensor`` — ``tensor.load()``, ``tensor.store(v)`` and
   ``cute.print_tensor(tensor)`` in a kernel.
+- ``pointer_address(pointer)`` — a global-memory pointer's address as a traced 64-bit integer
+  (``Pointer.align`` rounds it up).
 - ``run_time_scope()`` — the innermost run-time loop or branch being traced (an object with ``kind``, ``file``,
   ``line``, ``parent`` and ``open``), or ``None`` at the kernel's top level: state kept in Python objects cannot
   vary inside one.
@@ -55,6 +57,10 @@ class DeviceContext:
 
     def make_fragment_like(self, src: Any, dtype: Any = None) -> Any:
         """A register tensor with the shape of ``src`` (elements of ``dtype``, by default ``src``'s)."""
+        raise NotImplementedError
+
+    def pointer_address(self, pointer: Any) -> Any:
+        """The address of the global-memory ``pointer`` as a traced 64-bit integer."""
         raise NotImplementedError
 
     def scalar(self, dtype: Any, value: Any) -> Any:

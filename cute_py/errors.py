@@ -187,6 +187,11 @@ class SpecMismatch(ArgumentError):
     """An argument does not have the dtype, shape, strides or alignment a kernel was compiled for."""
 
 
+class GuardMismatch(SpecMismatch):
+    """A call's run-time extents decide a comparison of the host code otherwise than the values it was compiled
+    for did (the compile is specialised on that decision; another one is compiled for the new outcome)."""
+
+
 class JitError(CuteError, RuntimeError):
     """Base of the compiler's errors that are not about a single traced construct."""
 

@@ -70,6 +70,7 @@ __all__ = [
     "make_tiled_copy_A",
     "make_tiled_copy_B",
     "make_tiled_copy_C",
+    "make_tiled_copy_C_atom",
     "gemm",
 ]
 
@@ -407,23 +408,39 @@ class TiledMma:
         return composition(frg, (self._thridx_to_thrid(), None))
 
     @property
-    def tv_layout_A(self) -> Layout:
-        """(thread index, value) -> (m, k) index of the (M, K) tile."""
+    def tv_layout_A_tiled(self) -> Layout:
+        """(thread index, value) -> (m, k) index of the tiled MMA's (M, K) tile (CuTe's ``get_layoutA_TV``)."""
         return self._tv(0, 2, 0)
 
     @property
-    def tv_layout_B(self) -> Layout:
-        """(thread index, value) -> (n, k) index of the (N, K) tile."""
+    def tv_layout_B_tiled(self) -> Layout:
+        """(thread index, value) -> (n, k) index of the tiled MMA's (N, K) tile."""
         return self._tv(1, 2, 1)
 
     @property
-    def tv_layout_C(self) -> Layout:
-        """(thread index, value) -> (m, n) index of the (M, N) tile."""
+    def tv_layout_C_tiled(self) -> Layout:
+        """(thread index, value) -> (m, n) index of the tiled MMA's (M, N) tile."""
         return self._tv(0, 1, 2)
 
-    get_layoutA_TV = tv_layout_A
-    get_layoutB_TV = tv_layout_B
-    get_layoutC_TV = tv_layout_C
+    @property
+    def tv_layout_A(self) -> Layout:
+        """The atom's A layout (the DSL's ``TiledMma.tv_layout_A``, inherited from its ``MmaAtom``); the tiled
+        MMA's is :attr:`tv_layout_A_tiled`."""
+        return self.atom.tv_layout_A
+
+    @property
+    def tv_layout_B(self) -> Layout:
+        """The atom's B layout (see :attr:`tv_layout_A`)."""
+        return self.atom.tv_layout_B
+
+    @property
+    def tv_layout_C(self) -> Layout:
+        """The atom's C layout (see :attr:`tv_layout_A`)."""
+        return self.atom.tv_layout_C
+
+    get_layoutA_TV = tv_layout_A_tiled
+    get_layoutB_TV = tv_layout_B_tiled
+    get_layoutC_TV = tv_layout_C_tiled
 
     # -- fragments ----------------------------------------------------------------------------------
     def make_fragment_A(self, tensor: Tensor | Layout) -> Tensor:
@@ -541,9 +558,24 @@ class ThrMma:
         """The accumulator fragment of this thread's partition of ``tensor``."""
         return self.tiled_mma.make_fragment_C(self.partition_C(tensor))
 
-    make_fragment_A = partition_fragment_A
-    make_fragment_B = partition_fragment_B
-    make_fragment_C = partition_fragment_C
+    def make_fragment_A(self, tensor: Tensor | Layout) -> Tensor:
+        """The A fragment of an A partition (``partition_A``'s result), as the tiled MMA's: a thread slice is a
+        tiled MMA in the DSL (``ThrMma`` derives from ``TiledMma``), so it does not partition again."""
+        return self.tiled_mma.make_fragment_A(tensor)
+
+    def make_fragment_B(self, tensor: Tensor | Layout) -> Tensor:
+        """The B fragment of a B partition (see :meth:`make_fragment_A`)."""
+        return self.tiled_mma.make_fragment_B(tensor)
+
+    def make_fragment_C(self, tensor: Tensor | Layout) -> Tensor:
+        """The accumulator fragment of a C partition (see :meth:`make_fragment_A`)."""
+        return self.tiled_mma.make_fragment_C(tensor)
+
+    def __getattr__(self, name: str) -> Any:
+        # the rest of the tiled MMA's interface (size, shape_mnk, tv_layout_A...), as the DSL's ThrMma inherits it
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.tiled_mma, name)
 
     def partition_shape_C(self, shape_mn: tuple) -> tuple:
         """The shape of this thread's C partition of an ``(M, N, ...)`` tile."""
@@ -571,17 +603,39 @@ def _tiled_copy_for(copy_atom, layout_tv, tiler):
 
 def make_tiled_copy_A(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
     """A tiled copy whose threads and values are those of ``tiled_mma``'s A operand (tile ``(M, K)``)."""
-    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_A, (tiled_mma.tile_size(0), tiled_mma.tile_size(2)))
+    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_A_tiled, (tiled_mma.tile_size(0), tiled_mma.tile_size(2)))
 
 
 def make_tiled_copy_B(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
     """A tiled copy whose threads and values are those of ``tiled_mma``'s B operand (tile ``(N, K)``)."""
-    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_B, (tiled_mma.tile_size(1), tiled_mma.tile_size(2)))
+    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_B_tiled, (tiled_mma.tile_size(1), tiled_mma.tile_size(2)))
 
 
 def make_tiled_copy_C(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
     """A tiled copy whose threads and values are those of ``tiled_mma``'s accumulators (tile ``(M, N)``)."""
-    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_C, (tiled_mma.tile_size(0), tiled_mma.tile_size(1)))
+    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_C_tiled, (tiled_mma.tile_size(0), tiled_mma.tile_size(1)))
+
+
+def make_tiled_copy_C_atom(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
+    """The smallest tiled copy whose threads hold the accumulator values of ``tiled_mma`` that one ``copy_atom``
+    moves (CuTe's ``make_tiled_copy_C_atom``, for epilogues that store sub-tiles): the C layout's values cut to
+    the atom's, and a by-mode tiler that picks the (M, N) coordinates they reach.
+
+    @pre the atom moves at most as many values per thread as the accumulators hold (``CuteValueError``)
+    """
+    from .core.coalescing import filter as filter_
+    from .core.inverse import left_inverse
+
+    layout_c = tiled_mma.tv_layout_C_tiled
+    copy_v = _size(_mode(copy_atom.layout_src_tv, 1))
+    if copy_v > _size(_mode(layout_c, 1)):
+        raise CuteValueError(f"make_tiled_copy_C_atom: the atom moves {copy_v} values per thread, more than the "
+                             f"{_size(_mode(layout_c, 1))} accumulators of {layout_c}")
+    layout_tv = composition(layout_c, Layout((_size(_mode(layout_c, 0)), copy_v)))
+    mma_tiler = (tiled_mma.tile_size(0), tiled_mma.tile_size(1))
+    tiler = tuple(filter_(composition(Layout(mma_tiler, (1, 0) if i == 0 else (0, 1)), layout_tv)) for i in range(2))
+    tile2mma = composition(Layout(mma_tiler), tiler)
+    return _tiled_copy_for(copy_atom, composition(left_inverse(tile2mma), layout_tv), tiler)
 
 
 # -- gemm ---------------------------------------------------------------------------------------------

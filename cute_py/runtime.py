@@ -18,7 +18,15 @@ from .tensor.dtypes import dtype_of
 from .tensor.fake import HostInt, host_layout, make_fake_tensor, value_of
 from .tensor.pointer import AddressSpace, Pointer
 
-__all__ = ["from_dlpack", "make_ptr", "make_fake_tensor", "HostInt", "host_layout", "value_of"]
+__all__ = ["from_dlpack", "make_ptr", "make_fake_tensor", "HostInt", "host_layout", "value_of", "make_fake_stream"]
+
+
+def __getattr__(name):
+    if name == "make_fake_stream":  # the compiler's stream rules; loaded on first use
+        from .compiler.frontend.annotations import make_fake_stream
+
+        return make_fake_stream
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _is_device_address(address: int) -> bool:

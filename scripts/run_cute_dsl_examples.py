@@ -100,6 +100,8 @@ if os.environ.get("CUTE_DSL_EXAMPLES_COMPILE_ONLY"):
             cuda_stream = 0
         torch.cuda.is_available = lambda: True
         torch.cuda.current_stream = lambda *a, **k: _Stream()
+        torch.cuda.default_stream = lambda *a, **k: _Stream()
+        torch.cuda.Stream = lambda *a, **k: _Stream()
         torch.cuda.synchronize = lambda *a, **k: None
         torch.Tensor.cuda = lambda self, *a, **k: self
         _to = torch.Tensor.to

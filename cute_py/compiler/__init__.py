@@ -32,6 +32,7 @@ from .builtins.im2col import c2d_im2col
 from .builtins.thread_copy import predicate
 from .builtins import tile_copier as _tile_copier  # noqa: F401 (registers the tile copier's emission)
 from .builtins import warp_mma as _warp_mma  # noqa: F401 (registers mma.sync, ldmatrix and stmatrix)
+from .builtins import universal_mma as _universal_mma  # noqa: F401 (registers the universal MMA's fma)
 from .builtins import wgmma as _wgmma  # noqa: F401 (registers the warpgroup MMA's emission)
 from .frontend.args import DeviceArraySpec
 from .frontend.control import const_expr, if_, range, range_constexpr

@@ -101,6 +101,14 @@ class KernelContext(DeviceContext):
     def scalar(self, dtype: DType, value: Any) -> TracedInt | Scalar:
         return convert(dtype, value)
 
+    def pointer_address(self, pointer: Pointer) -> TracedInt:
+        from .frontend.traced_int import TracedInt
+
+        b = current()
+        with b.at_end():
+            v = b.mlir.llvm.PtrToIntOp(b.int_type(64), pointer_value(pointer, "align")).result
+        return TracedInt(v, 64, True)
+
     def load_tensor(self, tensor: Tensor) -> TensorSSA:
         return load_tensor(tensor, TENSOR_COPY.get("copy"))
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
 from .coords import compact_col_major_unchecked
+from .symbolic import deciding_active
 from .int_tuple import (as_int_tuple, ceil_div_unchecked, divisor_of, flatten_unchecked, fmt, is_int,
                         product_unchecked, signum)
 from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_x
@@ -85,13 +86,16 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
             # fact (C++ assumes it; a wrong guess would give a layout that is not lhs o rhs), and the walk divides
             # by the stride, which could be 0 or negative at run time. It is proven when the stride is a static
             # divisor of what is known to divide the (positive) extent: then it divides it.
-            if not (type(rest_stride) is int and rest_stride > 0 and divisor_of(curr_shape) % rest_stride == 0):
+            proven = type(rest_stride) is int and rest_stride > 0 and divisor_of(curr_shape) % rest_stride == 0
+            if not proven and _decided_divides(curr_shape, rest_stride):
+                proven = True  # host code with the call's values: C++'s assumption, taken on them and guarded
+            if not proven:
                 raise StaticValueRequired(
                     f"composition: whether the rhs stride {fmt(rest_stride)} divides, or is less than, the lhs mode "
                     f"of extent {fmt(curr_shape)} depends on run-time values (lhs {fmt(ls)}:{fmt(ld)}, rhs "
                     f"{fmt(rs)}:{fmt(rd)}); make them static, or assume a divisibility (cute.assume) that proves it")
-        abs_stride = abs(rest_stride)
-        if not static and type(rest_stride) is int and rest_stride > 0 and divisor_of(curr_shape) % rest_stride == 0:
+        abs_stride = rest_stride if not static and type(rest_stride) is not int else abs(rest_stride)
+        if not static:  # proven (or decided) above: the stride divides the extent
             next_shape, next_stride = curr_shape // rest_stride, 1   # exact: the stride divides the extent
         else:
             next_shape = ceil_div_unchecked(curr_shape, abs_stride)
@@ -105,6 +109,8 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
             new_shape = rest_shape   # the mode holds a multiple of the rhs extent: all of it fits
         elif type(next_shape) is int and divisor_of(rest_shape) % next_shape == 0:
             new_shape = next_shape   # the rhs extent is a multiple of what the mode holds
+        elif _decided_split(next_shape, rest_shape) is not None:  # decided on the call's values, guarded
+            new_shape = _decided_split(next_shape, rest_shape)
         else:
             # the rhs takes min(next, rest) of this mode and the rest from the next ones: exact only when that
             # minimum divides the rhs extent, which run-time values leave open
@@ -154,6 +160,33 @@ def _composition_impl(ls, ld, rs, rd, usage, path=()):
     result_shape.append(rest_shape)
     result_stride.append(rest_stride * ld[-1])
     return make_layout_unchecked(tuple(result_shape), tuple(result_stride))
+
+
+def _decided_divides(extent, stride) -> bool:
+    """Whether host code deciding on a call's values (``core.symbolic.Decision``) finds ``stride`` a positive
+    divisor of ``extent`` (both recorded as guards of the compile); False when nothing decides."""
+    if deciding_active() is None:
+        return False
+    try:
+        return bool(stride > 0) and bool(extent % stride == 0)
+    except StaticValueRequired:  # a value no argument gives
+        return False
+
+
+def _decided_split(next_shape, rest_shape):
+    """How many of ``rest_shape`` elements a mode that holds ``next_shape`` takes, decided on a call's values:
+    all of them when they fit, else ``next_shape`` when it divides them; ``None`` when nothing decides or
+    neither holds (the caller raises)."""
+    if deciding_active() is None:
+        return None
+    try:
+        if bool(next_shape >= rest_shape):  # the rest of the rhs fits in this mode
+            return rest_shape
+        if bool(rest_shape % next_shape == 0):
+            return next_shape
+    except StaticValueRequired:
+        return None
+    return None
 
 
 def _need_evaluable(lhs, flat):

@@ -7,6 +7,12 @@ of a dynamic tensor argument (``from_dlpack(t).mark_layout_dynamic()``, a ``Devi
 ``?{div=N}`` with a known divisor), and anything that needs its value (``bool``, comparisons, ``int``) raises
 :class:`~cute_py.errors.StaticValueRequired`, so no value of one compile can leak into the code of another.
 
+The one exception is a *decision* of host code (``bool`` and the comparisons ``== != < <= > >=``) while a
+:func:`deciding` context is active: a jit function's host code traced for a call whose arguments give every leaf
+a value. The decision is taken on those values and recorded as a guard (:class:`Decision`); the compile is then
+valid only for calls whose values decide it the same way (each call checks its guards, and another outcome
+compiles again). ``int()`` and indexing still raise: they would make the value itself static.
+
 Arithmetic records an expression over *leaves* (named symbols). :meth:`SymInt.evaluate` computes it for
 concrete leaf values: Python ints on the host (a grid, a TMA descriptor's dims, a consistency check of the
 arguments) or traced integers inside a kernel (the leaves are the kernel's parameters). ``repr`` is the
@@ -23,15 +29,18 @@ Laws (property-tested):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
 from .int_tuple import DynamicInt, divisor_of, index_or_none
 
-__all__ = ["SymInt", "sym_int", "sym_int32", "sym_int64", "sym_leaves", "substitute", "has_symbols"]
+__all__ = ["SymInt", "sym_int", "sym_int32", "sym_int64", "sym_leaves", "substitute", "has_symbols", "Decision",
+           "deciding", "describe_guard", "deciding_active"]
 
 _OPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod,
@@ -141,8 +150,15 @@ class SymInt(DynamicInt):
         raise StaticValueRequired(f"{what} of the run-time value {self.describe()} is not known while compiling "
                                   f"(it is bound at each call); decide on it in the kernel, or make it static")
 
-    def __bool__(self) -> NoReturn:
-        self._static("the truth value")
+    def _decide(self, what, op, o):
+        d = getattr(_DECIDING, "active", None)
+        other = _operand(o)
+        if d is None or other is NotImplemented:
+            self._static(what)
+        return d.decide(op, self, other)
+
+    def __bool__(self) -> bool:
+        return self._decide("the truth value", "!=", 0)
 
     def __int__(self) -> NoReturn:
         self._static("the int value")
@@ -150,10 +166,24 @@ class SymInt(DynamicInt):
     def __index__(self) -> NoReturn:
         self._static("the index value")
 
-    def __eq__(self, o: object) -> NoReturn:
-        self._static("a comparison")
+    def __eq__(self, o: object) -> bool:
+        return self._decide("a comparison", "==", o)
 
-    __lt__ = __le__ = __gt__ = __ge__ = __ne__ = __eq__
+    def __ne__(self, o: object) -> bool:
+        return self._decide("a comparison", "!=", o)
+
+    def __lt__(self, o: object) -> bool:
+        return self._decide("a comparison", "<", o)
+
+    def __le__(self, o: object) -> bool:
+        return self._decide("a comparison", "<=", o)
+
+    def __gt__(self, o: object) -> bool:
+        return self._decide("a comparison", ">", o)
+
+    def __ge__(self, o: object) -> bool:
+        return self._decide("a comparison", ">=", o)
+
     __hash__ = None
 
     # -- reading -------------------------------------------------------------------------------------
@@ -196,6 +226,71 @@ class SymInt(DynamicInt):
             return _OPS[self.op](a, b)
         except ZeroDivisionError:
             raise CuteValueError(f"{self.describe()} divides by zero for the values of this call") from None
+
+
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+_DECIDING = threading.local()
+
+
+class Decision:
+    """Host decisions on run-time values, taken on the values of one call (``env``: leaf name -> int) and
+    recorded: ``guards`` is a list of ``(op, a, b, outcome)``; :meth:`holds` says whether another call's values
+    decide each the same way. ``decide`` raises :class:`~cute_py.errors.StaticValueRequired` for a value with a
+    leaf ``env`` does not bind (a fake tensor's extent: no call to take it from)."""
+
+    def __init__(self, env: Mapping[str, int]) -> None:
+        self.env, self.guards = dict(env), []
+
+    def decide(self, op: str, a: SymInt, b: int | SymInt) -> bool:
+        try:
+            va = a.evaluate(self.env)
+            vb = b.evaluate(self.env) if isinstance(b, SymInt) else b
+        except CuteValueError:
+            raise StaticValueRequired(
+                f"a decision on the run-time value {a.describe()} {op} "
+                f"{b.describe() if isinstance(b, SymInt) else b} cannot be taken while compiling: the arguments "
+                f"give it no value (a fake tensor or a DeviceArraySpec of symbolic extents); decide on it in the "
+                f"kernel, or pass arrays") from None
+        outcome = _COMPARE[op](va, vb)
+        self.guards.append((op, a, b, outcome))
+        return outcome
+
+    @staticmethod
+    def failed(guards: list, env: Mapping[str, int]) -> tuple | None:
+        """The first guard of ``guards`` that ``env`` decides the other way, or ``None``."""
+        for g in guards:
+            op, a, b, outcome = g
+            try:
+                vb = b.evaluate(env) if isinstance(b, SymInt) else b
+                if _COMPARE[op](a.evaluate(env), vb) != outcome:
+                    return g
+            except CuteValueError:
+                return g
+        return None
+
+
+@contextlib.contextmanager
+def deciding(decision: Decision | None) -> Iterator[Decision | None]:
+    """Let host code decide on run-time values with ``decision`` (``None``: no decisions, as outside)."""
+    prev = getattr(_DECIDING, "active", None)
+    _DECIDING.active = decision
+    try:
+        yield decision
+    finally:
+        _DECIDING.active = prev
+
+
+def deciding_active() -> Decision | None:
+    """The :class:`Decision` host code decides with now, or ``None`` (no decisions: they raise)."""
+    return getattr(_DECIDING, "active", None)
+
+
+def describe_guard(g: tuple) -> str:
+    """A guard as text: ``(arg0.shape[1] + 127) // 128 > 5 was True``."""
+    op, a, b, outcome = g
+    return f"{a.describe()} {op} {b.describe() if isinstance(b, SymInt) else b} was {outcome}"
 
 
 def _operand(x):

@@ -15,7 +15,7 @@ from .inverse import right_inverse
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
 from .congruence import evenly_divides_unchecked, filter_zeros_tuple_unchecked
 from .coords import compact_col_major_unchecked
-from .int_tuple import (as_int_tuple, ceil_div_unchecked, fmt, is_int, is_static_unchecked, product_each_unchecked,
+from .int_tuple import (flatten_unchecked, unflatten, as_int_tuple, ceil_div_unchecked, fmt, is_int, is_static_unchecked, product_each_unchecked,
                         product_unchecked, short_repr)
 from .coalescing import coalesce_unchecked
 from .layout import concat_layouts, cosize, Layout, make_layout_unchecked, make_ordered_layout, vector_layout
@@ -420,10 +420,12 @@ def make_fragment_like_layout(layout: Layout) -> Layout:
 
 
 def _stride_order(stride):
-    if type(stride) is tuple:
-        return tuple(_stride_order(d) for d in stride)
-    if type(stride) is not int:
-        if is_int(stride):
-            raise StaticValueRequired(f"make_fragment_like needs static strides to order the modes, got {fmt(stride)}")
-        raise CuteTypeError(f"make_fragment_like needs integer strides to order the modes, got {fmt(stride)}")
-    return stride
+    """The order of the modes by ``stride``, as CuTe's ``compact_order``: a run-time stride counts as larger than
+    every static one, and run-time strides rank left to right (their flat positions)."""
+    flat = flatten_unchecked(stride) if type(stride) is tuple else (stride,)
+    for d in flat:
+        if type(d) is not int and not is_int(d):
+            raise CuteTypeError(f"make_fragment_like needs integer strides to order the modes, got {fmt(d)}")
+    top = max([0] + [d for d in flat if type(d) is int])
+    order = tuple(d if type(d) is int else top + 1 + i for i, d in enumerate(flat))
+    return unflatten(order, stride) if type(stride) is tuple else order[0]

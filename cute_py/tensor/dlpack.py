@@ -168,7 +168,7 @@ def from_dlpack(tensor_dlpack: Any, assumed_align: int | None = None, use_32bit_
         ptr = Pointer(dt, AddressSpace.gmem, assumed_align, address)
         from .dynamic import DeviceOwner
 
-        return Tensor(ptr.owned_by(DeviceOwner(tensor_dlpack, 32 if use_32bit_stride else 64)), layout)
+        return Tensor(ptr.owned_by(DeviceOwner(tensor_dlpack, 32 if use_32bit_stride else 64, tuple(strides))), layout)
     if device not in _HOST_DEVICES:
         raise CuteValueError(f"from_dlpack: arrays on DLPack device type {device} are not supported (host memory "
                              f"and CUDA device memory are)")

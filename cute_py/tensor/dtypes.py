@@ -36,6 +36,7 @@ __all__ = [
     "Float8E4M3FN",
     "Float8E5M2",
     "ALL_DTYPES",
+    "dtype",
     "dtype_of",
     "Scalar",
 ]
@@ -88,6 +89,25 @@ class DType:
         return self.kind in ("int", "float")
 
     @property
+    def zero(self) -> int | float | bool:
+        """The zero of the type as a Python number (``0.0``, ``0``, ``False``), as the DSL's ``Float32.zero``."""
+        return 0.0 if self.is_float else (False if self.kind == "bool" else 0)
+
+    @property
+    def inf(self) -> float:
+        """``float("inf")`` for a floating-point type (the DSL's ``Float32.inf``); ``AttributeError`` for others."""
+        if not self.is_float:
+            raise AttributeError(f"{self.name} is no floating-point type: it has no inf")
+        return float("inf")
+
+    @property
+    def nan(self) -> float:
+        """``float("nan")`` for a floating-point type; ``AttributeError`` for others."""
+        if not self.is_float:
+            raise AttributeError(f"{self.name} is no floating-point type: it has no nan")
+        return float("nan")
+
+    @property
     def numpy_dtype(self) -> np.dtype | None:
         """The numpy dtype holding this type exactly, or ``None`` when numpy has none."""
         if self._numpy is None:
@@ -134,9 +154,12 @@ class Scalar:
         dtype = dtype_of(dtype)
         if isinstance(value, Scalar):
             value = value.value
-        if dtype.kind == "bool":
+        if dtype.kind == "bool":  # as the DSL: a Python number converts by its truth (Boolean(1) is True)
             if type(value) is not bool:
-                raise ArgumentError(f"{dtype.name} takes a Python bool, got {value!r}")
+                if isinstance(value, (str, bytes)) or (getattr(type(value), "__index__", None) is None and
+                                                      getattr(type(value), "__float__", None) is None):
+                    raise ArgumentError(f"{dtype.name} takes a Python bool, int or float, got {value!r}")
+                value = bool(value)
         elif dtype.is_float:  # a Python or numpy float or int
             if isinstance(value, (bool, str, bytes)) or getattr(type(value), "__float__", None) is None:
                 raise ArgumentError(f"{dtype.name} takes a Python float, got {value!r}")
@@ -156,6 +179,13 @@ class Scalar:
     def kind(self) -> str:
         """The name of the type (``"Int32"``...)."""
         return self.dtype.name
+
+    def __index__(self) -> int:
+        """An integer constant (``cute.Int32(-1)``) stands where an int does (a coordinate, an extent); a float or
+        Boolean one does not (``TypeError``)."""
+        if self.dtype.is_float or self.dtype.kind == "bool":
+            raise TypeError(f"{self!r} is not an integer")
+        return self.value
 
     def __repr__(self):
         return f"{self.dtype.name}({self.value!r})"
@@ -190,6 +220,17 @@ _BY_NAME = {t.name: t for t in ALL_DTYPES}
 _SHORT = {"Boolean": "i1", "Int8": "i8", "Int16": "i16", "Int32": "i32", "Int64": "i64", "Uint8": "ui8",
           "Uint16": "ui16", "Uint32": "ui32", "Uint64": "ui64", "Float16": "f16", "BFloat16": "bf16", "TFloat32": "tf32",
           "Float32": "f32", "Float64": "f64", "Float8E4M3FN": "f8E4M3FN", "Float8E5M2": "f8E5M2"}
+
+
+def dtype(name: str) -> DType:
+    """The element type named ``name`` exactly as the type is (``"Float16"``, ``"BFloat16"``, ``"Float8E4M3FN"``):
+    the DSL's ``cutlass.dtype``, made for ``argparse``'s ``type=``. ``CuteTypeError`` (a ``TypeError``) for any
+    other value, torch and numpy spellings included (:func:`dtype_of` reads those)."""
+    if isinstance(name, str) and name in _BY_NAME:
+        return _BY_NAME[name]
+    from ..errors import CuteTypeError
+
+    raise CuteTypeError(f"can't interpret {name!r} as an element type; the names are {', '.join(_BY_NAME)}")
 
 
 def dtype_of(x: DType | str | Any) -> DType:

@@ -26,13 +26,14 @@ __all__ = ["mark_layout_dynamic", "mark_compact_shape_dynamic", "DeviceOwner"]
 
 
 class DeviceOwner:
-    """The owner of a :func:`from_dlpack` tensor's device memory: the ``array`` and the width of its dynamic
-    strides (``stride_width``: 64, or 32 with ``use_32bit_stride``)."""
+    """The owner of a :func:`from_dlpack` tensor's device memory: the ``array``, the width of its dynamic
+    strides (``stride_width``: 64, or 32 with ``use_32bit_stride``) and its strides in elements (``strides``, as
+    DLPack gave them: a layout marked dynamic no longer shows them)."""
 
-    __slots__ = ("array", "stride_width")
+    __slots__ = ("array", "stride_width", "strides")
 
-    def __init__(self, array: Any, stride_width: int = 64) -> None:
-        self.array, self.stride_width = array, stride_width
+    def __init__(self, array: Any, stride_width: int = 64, strides: tuple[int, ...] | None = None) -> None:
+        self.array, self.stride_width, self.strides = array, stride_width, strides
 
 
 def _flat_parts(t, what):
@@ -116,7 +117,7 @@ def mark_compact_shape_dynamic(t: Any, mode: int, stride_order: tuple[int, ...] 
     if type(old) is int and old % divisibility:
         raise CuteValueError(f"mark_compact_shape_dynamic: extent {old} of mode {mode} is not a multiple of "
                              f"divisibility={divisibility}")
-    order = _stride_order(shape, stride, stride_order, t.layout)
+    order = _stride_order(shape, stride, stride_order, t.layout, _array_strides(t, len(shape)))
     shape[mode] = SymInt.leaf(f"{_tag()}.shape[{mode}]", 32, divisibility)
     acc = 1
     for m in reversed(order):  # innermost first: each stride is the product of the extents inside it
@@ -125,14 +126,25 @@ def mark_compact_shape_dynamic(t: Any, mode: int, stride_order: tuple[int, ...] 
     return _set_layout(t, shape, stride)
 
 
-def _stride_order(shape, stride, stride_order, layout):
+def _array_strides(t, rank):
+    """The strides (in elements) of the array a from_dlpack tensor is over, when it has ``rank`` modes; else
+    ``None``. A layout marked dynamic keeps the array's strides there: the stride order is read from them, as the
+    DSL reads it from the DLPack tensor."""
+    strides = t.engine.owner.strides
+    return list(strides) if strides is not None and len(strides) == rank else None
+
+
+def _stride_order(shape, stride, stride_order, layout, concrete=None):
     r = len(shape)
     if stride_order is None:
-        ones = [i for i, s in enumerate(stride) if _value(s) == 1]
-        if len(ones) != 1 or any(_value(s) is None for s in stride):
+        known = stride if all(_value(s) is not None for s in stride) else concrete
+        ones = [] if known is None else [i for i, s in enumerate(known) if _value(s) == 1]
+        if len(ones) != 1:
             raise CuteValueError(f"mark_compact_shape_dynamic: the stride order of {layout} cannot be deduced "
-                                 f"(it needs exactly one mode of stride 1 and static strides); pass stride_order=")
-        order = sorted(range(r), key=lambda i: stride[i], reverse=True)
+                                 f"(it needs exactly one mode of stride 1, in the layout or in the array it is "
+                                 f"over); pass stride_order=")
+        order = sorted(range(r), key=lambda i: (_value(known[i]), shape[i] if type(shape[i]) is int else 0),
+                       reverse=True)
     else:
         order = tuple(stride_order)
         if sorted(order) != list(range(r)):

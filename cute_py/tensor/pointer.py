@@ -13,8 +13,8 @@ import math
 from typing import Any
 
 from .dtypes import DType, dtype_of
-from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import DynamicInt, index_or_none, as_index, short_repr, fmt
+from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
+from ..core.int_tuple import DynamicInt, divisor_of, index_or_none, as_index, short_repr, fmt
 from ..core.swizzle import Swizzle
 from ..core.typing import Int
 
@@ -52,7 +52,8 @@ class Pointer:
     it; ``None`` when nothing is owned.
     """
 
-    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard", "peer", "owner")
+    __slots__ = ("dtype", "memspace", "alignment", "address", "offset", "base", "store_guard", "peer", "owner",
+                 "swizzle")
 
     def __init__(self, dtype: DType | str | Any, memspace: AddressSpace = AddressSpace.gmem,
                  alignment: int | None = None, address: int | None = None, offset: Int = 0,
@@ -82,7 +83,7 @@ class Pointer:
             base = address - offset * dtype.width // 8
         for name, v in (("dtype", dtype), ("memspace", memspace), ("alignment", alignment),
                         ("address", address), ("offset", offset), ("base", base), ("store_guard", None),
-                        ("peer", None), ("owner", None)):
+                        ("peer", None), ("owner", None), ("swizzle", None)):
             object.__setattr__(self, name, v)
 
     def guarded(self, reason: str) -> Pointer:
@@ -134,6 +135,44 @@ class Pointer:
 
     __radd__ = __add__
 
+    def at_offset(self, offset: Int) -> Pointer:
+        """This pointer's base at element ``offset`` instead of its own (``offset`` static or run-time): the
+        alignment is what this pointer's alignment and the distance between the two offsets imply."""
+        if type(offset) is int and type(self.offset) is int:
+            return self + (offset - self.offset)
+        d = math.gcd(divisor_of(offset), divisor_of(self.offset)) * self.dtype.width
+        align = math.gcd(self.alignment, d // 8) if d % 8 == 0 else 1
+        return _with(self, max(align, 1), None, offset)
+
+    def align(self, min_align: int, *, loc: Any = None, ip: Any = None) -> Pointer:
+        """This pointer rounded up to the next ``min_align``-byte boundary (itself when it is one), claiming that
+        alignment: the CuTe DSL's ``Pointer.align``. A pointer already known to be ``min_align``-aligned is
+        returned as it is; one of known address is rounded on the host; in a kernel the address is rounded where
+        it runs (a tensor made over the result starts at the boundary, so a view that was not aligned moves, as
+        in the DSL). ``min_align``: a power of two no smaller than the element. ``CuteValueError`` for a bad
+        ``min_align``; ``StaticValueRequired`` on the host for a pointer of unknown address."""
+        n = as_index(min_align, "min_align")
+        if n <= 0 or n & (n - 1) or n >= _ADDRESS_LIMIT:
+            raise CuteValueError(f"align: min_align must be a power of two in bytes, got {min_align!r}")
+        size = max(1, self.dtype.width // 8)
+        if n < size or self.dtype.width % 8:
+            raise CuteValueError(f"align: min_align {n} is below the {size}-byte elements of {self!r}")
+        if n <= self.alignment:
+            return self
+        if self.address is not None:
+            p = self + ((-self.address) % n) // size
+            return _with(p, n, p.address, p.offset)
+        from .. import device
+
+        ctx = device.active()
+        if ctx is None or self.memspace not in (AddressSpace.gmem, AddressSpace.generic):
+            raise StaticValueRequired(f"align({n}): the address of {self!r} is not known here (only in a kernel, "
+                                      f"for a global-memory pointer)")
+        address = ctx.pointer_address(self)
+        delta = (n - (address & (n - 1))) & (n - 1)
+        p = self + delta // size
+        return _with(p, n, None, p.offset)
+
     def byte_offset(self) -> Int:
         """The offset from the base in bytes (``offset * width / 8``)."""
         return self.offset * self.dtype.width // 8
@@ -141,7 +180,7 @@ class Pointer:
     def __eq__(self, other: object) -> bool:
         return type(other) is Pointer and all(
             getattr(self, k) == getattr(other, k) for k in ("dtype", "memspace", "alignment", "address")
-        ) and _same(self.offset, other.offset) and _same(self.peer, other.peer)
+        ) and _same(self.offset, other.offset) and _same(self.peer, other.peer) and self.swizzle == other.swizzle
 
     def __hash__(self) -> int:
         return hash((self.dtype.name, self.memspace, self.alignment, self.address))
@@ -150,18 +189,37 @@ class Pointer:
         where = "?" if self.address is None else f"{self.address:#x}"
         off = "" if (type(self.offset) is int and self.offset == 0) else f"+{fmt(self.offset)}"
         peer = "" if self.peer is None else f", cta={self.peer if type(self.peer) is int else '?'}"
-        return f"{self.memspace.name}_ptr[{self.dtype.width}b](align={self.alignment}, {where}{off}{peer})"
+        sw = "" if self.swizzle is None else f", {self.swizzle}"
+        return f"{self.memspace.name}_ptr[{self.dtype.width}b](align={self.alignment}, {where}{off}{peer}{sw})"
+
+    def without_swizzle(self) -> Pointer:
+        """This pointer with no swizzle (see ``recast_ptr``)."""
+        if self.swizzle is None:
+            return self
+        p = _with(self, self.alignment, self.address, self.offset)
+        object.__setattr__(p, "swizzle", None)
+        return p
 
 
 def _same(a, b):
     return a is b or (type(a) is int and type(b) is int and a == b)
 
 
+def with_dtype(ptr: Pointer, dtype: DType) -> Pointer:
+    """``ptr`` reading its bytes as ``dtype``, an element type of the same width (everything else kept)."""
+    if dtype.width != ptr.dtype.width:
+        raise CuteValueError(f"with_dtype keeps the element width: {ptr.dtype.name} is {ptr.dtype.width} bits, "
+                             f"{dtype.name} {dtype.width}")
+    p = _with(ptr, ptr.alignment, ptr.address, ptr.offset)
+    object.__setattr__(p, "dtype", dtype)
+    return p
+
+
 def _with(ptr, align, address, offset):
     p = object.__new__(Pointer)
     for name, v in (("dtype", ptr.dtype), ("memspace", ptr.memspace), ("alignment", align),
                     ("address", address), ("offset", offset), ("base", ptr.base), ("store_guard", ptr.store_guard),
-                    ("peer", ptr.peer), ("owner", ptr.owner)):
+                    ("peer", ptr.peer), ("owner", ptr.owner), ("swizzle", ptr.swizzle)):
         object.__setattr__(p, name, v)
     return p
 
@@ -185,24 +243,30 @@ def recast_ptr(ptr: Pointer, swizzle_: Any = None, dtype: DType | str | Any | No
     Raises ``CuteValueError`` when ``ptr`` is not aligned to a whole ``dtype`` element, or when a run-time element
     offset of ``ptr`` is not known to be a whole number of ``dtype`` elements.
 
-    Deliberately unlike the DSL, a pointer carries no swizzle here: ``swizzle_`` must be ``None`` or an identity
-    swizzle (``S<0,m,s>``), anything else raises ``CuteValueError`` (a swizzled shared-memory tensor is a tensor with
-    a swizzled layout: ``MemRange.get_tensor(layout, swizzle=...)``, or ``make_tensor`` with
-    ``make_composed_layout(swizzle, 0, layout)``).
+    ``swizzle_``: a swizzle of byte addresses the pointer carries (CuTe's ``swizzle_ptr``, the DSL's swizzled
+    pointers; shared memory only): ``make_tensor(ptr, layout)`` over it is the tensor of the composed layout
+    ``swizzle o smem_ptr[width b] o layout`` (a byte swizzle, as ``MemRange.get_tensor(layout, swizzle=...)``
+    makes), and a recast keeps it (it acts on bytes, whatever the element). An identity swizzle (``S<0,m,s>``)
+    is none; a pointer that carries one swizzle takes no other (``CuteValueError``).
     """
     if not isinstance(ptr, Pointer):
         raise CuteTypeError(f"recast_ptr needs a Pointer, got {short_repr(ptr)} ({type(ptr).__name__})")
+    swizzled = None
     if swizzle_ is not None:
         if not isinstance(swizzle_, Swizzle):
             raise CuteTypeError(f"recast_ptr's swizzle_ must be a Swizzle or None, got {short_repr(swizzle_)}")
         if swizzle_.bits:
-            raise CuteValueError(f"recast_ptr: a cute_py pointer carries no swizzle ({swizzle_} given for {ptr!r}); "
-                                 f"swizzle the tensor's layout instead (MemRange.get_tensor(layout, swizzle=...) or "
-                                 f"make_tensor(ptr, make_composed_layout(swizzle, 0, layout)))")
-    if dtype is None:
+            if ptr.memspace not in (AddressSpace.smem, AddressSpace.dsmem):
+                raise CuteValueError(f"recast_ptr: a swizzle ({swizzle_}) goes with a shared-memory pointer, got "
+                                     f"{ptr!r}")
+            if ptr.swizzle is not None and ptr.swizzle != swizzle_:
+                raise CuteValueError(f"recast_ptr: {ptr!r} carries {ptr.swizzle} already; it takes no other "
+                                     f"swizzle ({swizzle_})")
+            swizzled = swizzle_
+    if dtype is None and swizzled is None:
         return ptr
-    dtype = dtype_of(dtype)
-    if dtype is ptr.dtype:
+    dtype = ptr.dtype if dtype is None else dtype_of(dtype)
+    if dtype is ptr.dtype and (swizzled is None or swizzled == ptr.swizzle):
         return ptr
     need = max(1, dtype.width // 8)
     if ptr.alignment < need:
@@ -226,6 +290,7 @@ def recast_ptr(ptr: Pointer, swizzle_: Any = None, dtype: DType | str | Any | No
     p = object.__new__(Pointer)
     for name, v in (("dtype", dtype), ("memspace", ptr.memspace), ("alignment", ptr.alignment),
                     ("address", ptr.address), ("offset", offset), ("base", ptr.base),
-                    ("store_guard", ptr.store_guard), ("peer", ptr.peer), ("owner", ptr.owner)):
+                    ("store_guard", ptr.store_guard), ("peer", ptr.peer), ("owner", ptr.owner),
+                    ("swizzle", swizzled if swizzled is not None else ptr.swizzle)):
         object.__setattr__(p, name, v)
     return p

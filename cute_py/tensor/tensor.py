@@ -86,12 +86,23 @@ class Tensor:
             raise CuteTypeError(f"a tensor needs a Layout or a composed layout, got {short_repr(layout)}")
         if not isinstance(engine, (Pointer, ArrayEngine, CoordEngine)):
             raise CuteTypeError(f"a tensor engine is a Pointer, a host array or a coordinate counter, got {short_repr(engine)}")
+        if isinstance(engine, Pointer) and engine.swizzle is not None:  # a swizzled pointer: a swizzled layout
+            if type(layout) is not Layout:
+                raise CuteTypeError(f"a pointer that carries a swizzle ({engine!r}) takes a plain layout, got "
+                                    f"{short_repr(layout)}")
+            from ..core.composed import ComposedLayout, SmemPtrFlag
+
+            layout = ComposedLayout(engine.swizzle, SmemPtrFlag(engine.dtype.width), layout)
+            engine = engine.without_swizzle()
+            _check_swizzle_alignment(engine, layout)
         if type(layout) is not Layout:
             layout = _memory_layout(engine, layout)
         object.__setattr__(self, "engine", engine)
         object.__setattr__(self, "layout", layout)
 
     def __setattr__(self, name, value):
+        if name == "element_type":
+            return Tensor.element_type.__set__(self, value)
         raise AttributeError("a Tensor's engine and layout cannot be rebound")
 
     # -- properties ---------------------------------------------------------------------------
@@ -114,8 +125,26 @@ class Tensor:
 
     @property
     def element_type(self) -> DType | None:
-        """The element type (``None`` for coordinate tensors)."""
+        """The element type (``None`` for coordinate tensors).
+
+        Settable, as in the DSL, for storage whose element type the array library lacks (float8 data in a
+        ``uint8`` torch tensor: ``t.element_type = cute.Float8E4M3FN``): the tensor then reads the same bytes as
+        the new type. Only a type of the same width, over a pointer (the layout counts elements, so another width
+        would change what it addresses: :func:`recast_tensor` does that); ``CuteTypeError`` otherwise."""
         return self.engine.dtype
+
+    @element_type.setter
+    def element_type(self, new: DType) -> None:
+        from .pointer import with_dtype
+
+        e = self.engine
+        if not isinstance(e, Pointer):
+            raise CuteTypeError(f"element_type is set on a tensor over a pointer, got {self!r}")
+        dt = dtype_of(new)
+        if dt.width != e.dtype.width:
+            raise CuteTypeError(f"element_type = {dt.name} would read the {e.dtype.width}-bit elements of {self!r} "
+                                f"as {dt.width}-bit ones (the layout counts elements); recast_tensor changes the width")
+        object.__setattr__(self, "engine", with_dtype(e, dt))
 
     @property
     def memspace(self) -> AddressSpace | None:

@@ -12,15 +12,19 @@ _LAZY = {
     "sm90_make_smem_layout_a": "hopper_helpers",
     "sm90_make_smem_layout_b": "hopper_helpers",
     "sm90_make_smem_layout_epi": "hopper_helpers",
+    "sm90_get_smem_store_op": "hopper_helpers",
+    "tensor_helpers": None,
 }
 
 
 def __getattr__(name):
     where = _LAZY.get(name)
-    if where is None:
+    if where is None and name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
+    if where is None and name in _LAZY:  # a submodule
+        return importlib.import_module(f".{name}", __name__)
     return getattr(importlib.import_module(f".{where}", __name__), name)
 
 

@@ -31,7 +31,7 @@ from ..tensor.dtypes import DType
 from .layout import LayoutEnum, OperandMajorMode
 
 __all__ = ["get_smem_layout_atom", "make_smem_layout_a", "make_smem_layout_b", "make_smem_layout_epi",
-           "compute_tile_shape_or_override", "make_trivial_tiled_mma"]
+           "compute_tile_shape_or_override", "make_trivial_tiled_mma", "get_smem_store_op"]
 
 # (row bits of the atom, K-major kind, MN-major kind), widest first: ss_smem_selector's order
 _ATOMS = ((1024, SmemLayoutAtomKind.K_SW128, SmemLayoutAtomKind.MN_SW128),
@@ -228,7 +228,28 @@ def make_trivial_tiled_mma(a_dtype: DType, b_dtype: DType, a_leading_mode: Any, 
     return make_tiled_mma(op, tuple(atom_layout_mnk))
 
 
+def get_smem_store_op(layout_d: LayoutEnum, elem_ty_d: DType, elem_ty_acc: DType) -> Any:
+    """The copy atom an epilogue stores its accumulators to shared memory with: ``stmatrix`` (4 matrices,
+    transposed for an M-major output) for 16-bit outputs, else the universal copy, as the DSL's
+    ``sm90_get_smem_store_op``.
+
+    @pre layout_d is a LayoutEnum; elem_ty_d and elem_ty_acc are element types (``CuteTypeError`` otherwise)
+    """
+    from ..atom import CopyUniversalOp, make_copy_atom
+    from ..nvgpu.warp import StMatrix8x8x16bOp
+    from ..tensor.dtypes import dtype_of
+
+    if not isinstance(layout_d, LayoutEnum):
+        raise CuteTypeError(f"get_smem_store_op: layout_d must be a LayoutEnum, got {layout_d!r}")
+    d = dtype_of(elem_ty_d)
+    dtype_of(elem_ty_acc)
+    if d.width == 16:
+        return make_copy_atom(StMatrix8x8x16bOp(layout_d.is_m_major_c(), 4), d)
+    return make_copy_atom(CopyUniversalOp(), d)
+
+
 # the names the DSL's cutlass.utils gives these helpers
+sm90_get_smem_store_op = get_smem_store_op
 sm90_get_smem_layout_atom = get_smem_layout_atom
 sm90_make_smem_layout_a = make_smem_layout_a
 sm90_make_smem_layout_b = make_smem_layout_b

@@ -138,7 +138,8 @@ def test_tiled_mma_2x2x1_sizes_and_thread_layout():
 
 def test_tiled_tv_layout_c_covers_the_tile_once_and_a_b_are_replicated_across_the_other_mode():
     tm = cute.make_tiled_mma(_op(), (2, 2, 1), (32, 32, 16))
-    for tv, n, times in ((tm.tv_layout_C, 32 * 32, 1), (tm.tv_layout_A, 32 * 16, 2), (tm.tv_layout_B, 32 * 16, 2)):
+    for tv, n, times in ((tm.tv_layout_C_tiled, 32 * 32, 1), (tm.tv_layout_A_tiled, 32 * 16, 2),
+                         (tm.tv_layout_B_tiled, 32 * 16, 2)):
         counts = np.bincount([tv(i) for i in range(cute.size(tv))], minlength=n)
         assert counts.tolist() == [times] * n
 

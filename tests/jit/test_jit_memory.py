@@ -500,7 +500,10 @@ def test_typed_float_constant_stores_into_tensor_of_its_type(name):
 def test_typed_bool_constant_stores_into_boolean_tensor():
     c = _scalar_store(cute.Boolean, cute.Boolean(True), lambda: cute.Boolean(False))
     body = kernel_body(c.mlir)
-    assert count_matches(body, r"arith\.constant 1 : i8") == 1 and count_matches(body, r"arith\.constant 0 : i8") == 1
+    # the host's Boolean is a constant byte; the kernel's Boolean(False) a run-time i1 value (as in the DSL) stored
+    # as a byte
+    assert count_matches(body, r"arith\.constant 1 : i8") == 1
+    assert count_matches(body, r"arith\.constant (0 : i8|false)") == 1, body
 
 
 @pytest.mark.parametrize("src,dst,rule", [
@@ -519,4 +522,6 @@ def test_typed_int_constant_that_does_not_fit_the_element_is_a_trace_error():
     with pytest.raises(TraceError, match=r"300 does not fit in Uint8"):
         _scalar_store(cute.Uint8, cute.Int32(300), lambda: 0)
     c = _scalar_store(cute.Uint8, cute.Int32(7), lambda: cute.Int64(9))  # integers that fit convert
-    assert count_matches(kernel_body(c.mlir), r"arith\.constant (7|9) : i8") == 2
+    body = kernel_body(c.mlir)
+    assert count_matches(body, r"arith\.constant 7 : i8") == 1  # the host's constant, converted while tracing
+    assert count_matches(body, r"arith\.constant 9 : i64") == 1, body  # the kernel's Int64, converted at run time

@@ -30,11 +30,15 @@ def test_a_numeric_type_called_on_the_host_is_a_scalar_of_that_type(dtype, value
     (cute.Uint8, -1, "does not fit in Uint8 ([0, 255])"), (cute.Int8, 128, "does not fit in Int8"),
     (cute.Int32, 1.5, "takes a Python int"), (cute.Int32, True, "takes a Python int"),
     (cute.Int64, "3", "takes a Python int"), (cute.Float32, True, "takes a Python float"),
-    (cute.Float32, "x", "takes a Python float"), (cute.Boolean, 1, "takes a Python bool")])
+    (cute.Float32, "x", "takes a Python float"), (cute.Boolean, "x", "takes a Python bool, int or float")])
 def test_a_value_the_type_cannot_hold_is_an_argument_error_at_the_callers_line(dtype, value, fragment):
     with pytest.raises(ArgumentError, match=re.escape(fragment)) as e:
         dtype(value)
     assert str(e.value).startswith(f"{__file__}:")
+
+
+def test_boolean_of_a_number_is_its_truth_as_in_the_dsl():
+    assert cute.Boolean(1).value is True and cute.Boolean(0).value is False and cute.Boolean(0.5).value is True
 
 
 def test_numpy_scalars_are_taken_as_the_python_values_they_hold():

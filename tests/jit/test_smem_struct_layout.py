@@ -278,8 +278,11 @@ def test_recast_ptr_rejects_what_it_cannot_do_exactly():
     p = Pointer("Uint8", AddressSpace.smem, 128, 256)
     with pytest.raises(cute.CuteValueError, match="2-byte aligned, a Float32 pointer needs 4-byte"):
         cute.recast_ptr(p + 2, dtype=cute.Float32)
-    with pytest.raises(cute.CuteValueError, match="carries no swizzle"):
-        cute.recast_ptr(p, cute.Swizzle(3, 4, 3), dtype=cute.Float16)
+    sw = cute.recast_ptr(p, cute.Swizzle(3, 4, 3), dtype=cute.Float16)  # a pointer that carries a swizzle
+    with pytest.raises(cute.CuteValueError, match="takes no other swizzle"):
+        cute.recast_ptr(sw, cute.Swizzle(2, 4, 3))
+    with pytest.raises(cute.CuteValueError, match="goes with a shared-memory pointer"):
+        cute.recast_ptr(Pointer("Uint8", AddressSpace.gmem, 128, 256), cute.Swizzle(3, 4, 3))
     with pytest.raises(cute.CuteTypeError, match="needs a Pointer"):
         cute.recast_ptr(256, dtype=cute.Float16)
     with pytest.raises(cute.CuteTypeError, match="Swizzle or None"):

@@ -324,7 +324,8 @@ def _static_int(x):
     """``x`` as a Python int when it is a static integer (an int or a numeric constant), else None."""
     if type(x) is int:
         return x
-    value = getattr(x, "value", None)
+    known = getattr(x, "constant_value", None)
+    value = known() if known is not None else getattr(x, "value", None)
     return value if type(value) is int else None
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 
-from ...core.int_tuple import flatten, product
+from ...core.int_tuple import divisor_of, flatten, product
 from ...core.layout import Layout
 from ...core.typing import Shape
 from ...tensor.pointer import AddressSpace, Pointer
@@ -70,6 +70,36 @@ def _run_length(t, limit):
     n = product(lay.shape)
     if type(n) is not int:
         raise TraceError(f"copy: a thread partition needs a static layout, got {lay}")
+    strides = flatten(lay.stride)
+    if any(type(d) is not int for d in (strides if type(strides) is tuple else (strides,))):
+        v = _dynamic_run_length(lay, limit)
+    else:
+        v = _static_run_length(lay, n, limit)
+    unit = _swizzle_unit(t)
+    if unit is not None:
+        v = min(v, unit)
+    return v
+
+
+def _dynamic_run_length(lay, limit):
+    """:func:`_run_length` of a layout with run-time strides: the flat elements are contiguous for the static
+    prefix of leaves whose strides continue each other (1, then the extents' product); a run of ``v`` (a power of
+    two dividing that prefix) starts on a multiple of ``v`` when every later stride is known to be one."""
+    shapes, strides = flatten(lay.shape), flatten(lay.stride)
+    shapes, strides = (shapes, strides) if type(shapes) is tuple else ((shapes,), (strides,))
+    run, i = 1, 0
+    while i < len(shapes) and type(shapes[i]) is int and (shapes[i] == 1 or (type(strides[i]) is int and
+                                                                             strides[i] == run)):
+        run *= shapes[i]
+        i += 1
+    v = 1
+    while v * 2 <= limit and run % (v * 2) == 0 and \
+            all((type(e) is int and e == 1) or divisor_of(d) % (v * 2) == 0 for e, d in zip(shapes[i:], strides[i:])):
+        v *= 2
+    return v
+
+
+def _static_run_length(lay, n, limit):
     v = 1
     while v * 2 <= limit and n % (v * 2) == 0:
         w = v * 2
@@ -82,9 +112,6 @@ def _run_length(t, limit):
         if not ok:
             break
         v = w
-    unit = _swizzle_unit(t)
-    if unit is not None:
-        v = min(v, unit)
     return v
 
 
@@ -144,6 +171,43 @@ _UNIVERSAL = CopyUniversalOp()
 def _tensor_copy(src: Tensor, dst: Tensor) -> None:
     """A memory tensor's ``load``/``store`` through registers: :func:`vector_copy` with the widest vectors."""
     vector_copy(src, dst)
+
+
+def autovec_copy(src: Tensor, dst: Tensor, *, l1c_evict_priority: object = None, loc: object = None,
+                 ip: object = None) -> None:
+    """The CuTe DSL's ``cute.autovec_copy``: copy ``src`` to ``dst`` (equal element widths, static shapes) with
+    plain loads and stores of the widest vectors both layouts and pointers allow. ``l1c_evict_priority`` other
+    than the default (evict-normal) is not supported (``TraceError``); ``loc``/``ip`` are unused."""
+    name = getattr(l1c_evict_priority, "name", l1c_evict_priority)
+    if name not in (None, "EVICT_NORMAL", "evict_normal"):
+        raise TraceError(f"autovec_copy: l1c_evict_priority={l1c_evict_priority!r} is not supported (only the "
+                         f"default, evict-normal)")
+    for role, t in (("src", src), ("dst", dst)):
+        if not isinstance(t, Tensor):
+            raise TraceError(f"autovec_copy: {role} must be a tensor, got {t!r}")
+    sw, dw = src.element_type.width, dst.element_type.width
+    if sw != dw:
+        raise TraceError(f"autovec_copy copies between equal element widths, got {src.element_type.name} and "
+                         f"{dst.element_type.name}")
+    vector_copy(src, dst)
+
+
+def basic_copy(src: Tensor, dst: Tensor, *, loc: object = None, ip: object = None) -> None:
+    """The CuTe DSL's ``cute.basic_copy``: copy ``src`` to ``dst`` element by element (static shapes of equal
+    size; an element of another type is converted as a store converts it). ``loc``/``ip`` are unused."""
+    for role, t in (("src", src), ("dst", dst)):
+        if not isinstance(t, Tensor):
+            raise TraceError(f"basic_copy: {role} must be a tensor, got {t!r}")
+    n, m = product(_layout(src).shape), product(_layout(dst).shape)
+    if type(n) is not int or type(m) is not int:
+        raise TraceError(f"basic_copy needs static shapes, got {_layout(src)} and {_layout(dst)}")
+    if n != m:
+        raise TraceError(f"basic_copy: src has {n} elements, dst {m}")
+    if src.element_type is dst.element_type:
+        vector_copy(src, dst, vector=1)
+        return
+    for i in range(n):
+        dst[i] = src[i]
 
 
 def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async: str | None = None,

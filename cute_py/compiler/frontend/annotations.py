@@ -37,7 +37,18 @@ from ...errors import ArgumentError
 from ...tensor.dtypes import Scalar
 from .args import SCALAR_TYPES
 
-__all__ = ["Constexpr", "ParamInfo", "is_stream", "stream_handle", "StreamArg"]
+__all__ = ["Constexpr", "ParamInfo", "is_stream", "stream_handle", "StreamArg", "dsl_user_op", "FakeStream",
+           "make_fake_stream"]
+
+
+def dsl_user_op(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The DSL's decorator of user functions that build IR, which it hands an MLIR source location (``loc``)
+    and insertion point (``ip``). cute_py attaches locations itself (the traced Python line), so the function is
+    returned as it is: its ``loc=None, ip=None`` parameters, passed on to cute_py functions that take them
+    (``cute.where(..., loc=loc, ip=ip)``), stay ``None``."""
+    if not callable(fn):
+        raise ArgumentError(f"dsl_user_op decorates a function, got {fn!r}")
+    return fn
 
 T = TypeVar("T")
 
@@ -62,6 +73,29 @@ def _names_stream(ann):
     if isinstance(ann, str):
         return bool(re.search(r"\bCUstream\b", ann))
     return getattr(ann, "__name__", None) == "CUstream"
+
+
+class FakeStream:
+    """A stream placeholder for ``cute.compile`` (``cute_py.runtime.make_fake_stream()``): the compiled function
+    takes a stream there; each call passes a real one. Passed to a launch, it is an ``ArgumentError``."""
+
+    __slots__ = ()
+
+    def __cuda_stream__(self):
+        raise ArgumentError("a fake stream (make_fake_stream) stands for a stream at compile time only; pass a "
+                            "real stream to the compiled function")
+
+    def __repr__(self) -> str:
+        return "FakeStream()"
+
+
+def make_fake_stream(*, use_tvm_ffi_env_stream: bool = False) -> FakeStream:
+    """A :class:`FakeStream`: compile a function that takes a stream without one. ``use_tvm_ffi_env_stream``
+    (a TVM-FFI option of the DSL) must be False: cute_py has no TVM-FFI calling convention."""
+    if use_tvm_ffi_env_stream:
+        raise ArgumentError("make_fake_stream(use_tvm_ffi_env_stream=True) is a TVM-FFI option; cute_py has no "
+                            "TVM-FFI calling convention")
+    return FakeStream()
 
 
 def is_stream(x: object) -> bool:
@@ -96,6 +130,8 @@ def stream_handle(x: Any) -> Any:
         return x if t.__module__ == "cuda.bindings.driver" else _handle(int(x), x)
     if t is bool or isinstance(x, (float, complex, str, bytes)):
         raise ArgumentError(f"{_STREAM_RULE}; got {x!r} ({t.__name__})")
+    if t is FakeStream:
+        x.__cuda_stream__()
     protocol = getattr(x, "__cuda_stream__", None)
     if protocol is not None:
         try:

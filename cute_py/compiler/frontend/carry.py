@@ -2,7 +2,9 @@
 
 A carried variable's value is flattened into a static structure and number leaves (``flatten_value``): tuples and
 lists by their items, objects with the DSL's ``__extract_mlir_values__``/``__new_from_mlir_values__`` by their
-values, any other Python object as a static part that every path must share (``same_tree``). A leaf that the paths
+values, a tensor over a pointer by its pointer's element offset (the pointer's base, the layout and the rest are
+its static part: a loop that moves a view along a buffer carries the offset), any other Python object as a static
+part that every path must share (``same_tree``). A leaf that the paths
 agree on statically stays static; one that differs becomes a block argument of one type (``leaf_type``: a Python
 number adopts the traced type of another path if it converts exactly; two Python numbers become ``Int32``/``Int64``,
 ``Float32`` or ``Boolean``, as the DSL types them). A path's end (``Path``) captures its leaves' MLIR values while
@@ -18,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import TraceError
 from ...tensor.dtypes import Boolean, Float32, Int32, Int64, Scalar
+from ...core.composed import ComposedLayout
+from ...core.int_tuple import DynamicInt
+from ...tensor.pointer import Pointer
+from ...tensor.tensor import Tensor
 from .builder import current
 from .values import TracedBool, TracedFloat, as_type, wrap
 from .traced_int import TracedInt, as_value
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["UNBOUND", "Jump", "is_jump", "condition", "is_run_time", "TRACED", "note_write", "write_logged",
            "flatten_value", "unflatten_value", "same_tree", "describe", "describe_tree", "Captured", "Fixed",
            "leaf_dtype", "capture", "python_dtype", "fits", "leaf_type", "fragment_type", "materialize", "rebuilt",
+           "leaf_divisor",
            "mlir_type", "copies", "Path", "check_trees", "terminate_dead", "route_return", "leaf_owner",
            "count_leaves"]
 
@@ -120,6 +127,12 @@ def flatten_value(v: Any, leaves: list[Any]) -> Any:
     if type(v) in (tuple, list):
         return (type(v), tuple(flatten_value(e, leaves) for e in v))
     t = type(v)
+    if t is Tensor and type(v.engine) is Pointer:
+        leaves.append(v.engine.offset)
+        if _offset_composed(v.layout):  # a run-time slice of a swizzled tile: its offset is carried too
+            leaves.append(v.layout.offset)
+            return ("ptr_tensor", v, 2)
+        return ("ptr_tensor", v, 1)
     if hasattr(t, "__extract_mlir_values__") and hasattr(t, "__new_from_mlir_values__"):
         values = list(v.__extract_mlir_values__())
         leaves.extend(values)
@@ -134,6 +147,16 @@ def unflatten_value(tree: Any, leaves: Iterator[Any]) -> Any:
         return tree[1]
     if tree[0] == "object":
         return tree[1].__new_from_mlir_values__([next(leaves) for _ in builtins.range(tree[2])])
+    if tree[0] == "ptr_tensor":
+        t0, offset = tree[1], next(leaves)
+        layout = t0.layout
+        if tree[2] == 2:
+            inner = next(leaves)
+            if inner is not layout.offset:
+                layout = ComposedLayout(layout.inner, inner, layout.outer)
+        if offset is t0.engine.offset and layout is t0.layout:
+            return t0
+        return Tensor(t0.engine.at_offset(offset), layout)
     return tree[0](unflatten_value(t, leaves) for t in tree[1])
 
 
@@ -159,9 +182,34 @@ def _same_static(a, b):
     return False
 
 
+def _offset_composed(layout):
+    return type(layout) is ComposedLayout and (type(layout.offset) is int or isinstance(layout.offset, DynamicInt))
+
+
+def _same_pointer_tensor(a, b):
+    """Whether two tensors over pointers differ at most in the pointer's element offset (and what it implies) and,
+    for a composed layout of an integer offset, that offset."""
+    if a is b:
+        return True
+    pa, pb = a.engine, b.engine
+    la, lb = a.layout, b.layout
+    if _offset_composed(la) != _offset_composed(lb):
+        return False
+    if _offset_composed(la):
+        if not (_same_static(la.inner, lb.inner) and (la.outer is lb.outer or _same_static(la.outer, lb.outer))):
+            return False
+    elif not (la is lb or _same_static(la, lb)):
+        return False
+    return (pa.dtype is pb.dtype and pa.memspace is pb.memspace and pa.store_guard == pb.store_guard and
+            pa.owner is pb.owner and (pa.peer is pb.peer or (type(pa.peer) is int and pa.peer == pb.peer)) and
+            (pa.base is pb.base or (type(pa.base) is int and pa.base == pb.base)))
+
+
 def same_tree(a: Any, b: Any) -> bool:
     if a == "leaf" or b == "leaf":
         return a == b
+    if a[0] == "ptr_tensor" or b[0] == "ptr_tensor":
+        return a[0] == b[0] and _same_pointer_tensor(a[1], b[1])
     if a[0] == "static" or b[0] == "static":
         return a[0] == b[0] and _same_static(a[1], b[1])
     if a[0] == "object":
@@ -181,12 +229,13 @@ def describe(v: Any) -> str:
 class Captured:
     """A traced leaf at the end of a path, captured while its scope was open: its MLIR value, type, sign fact."""
 
-    __slots__ = ("ir", "dtype", "nonneg")
+    __slots__ = ("ir", "dtype", "nonneg", "known_divisor")
 
     def __init__(self, v: Any) -> None:
         self.ir = v.ir
         self.dtype = leaf_dtype(v)
         self.nonneg = bool(getattr(v, "nonneg", False))
+        self.known_divisor = getattr(v, "known_divisor", 1)
 
 
 def leaf_dtype(v: Any) -> DType:
@@ -256,10 +305,21 @@ def materialize(b: Any, v: Any, dtype: DType) -> Any:
     return as_type(v, dtype).ir
 
 
-def rebuilt(value: Any, dtype: DType, nonneg: bool = False) -> Any:
+def rebuilt(value: Any, dtype: DType, nonneg: bool = False, divisor: int = 1) -> Any:
+    """The traced value of a block argument; an integer keeps what every path agreed on: its sign and a divisor
+    (``divisor``, 0 or 1 for none)."""
     if dtype in (Int32, Int64):
-        return TracedInt(value, dtype.width, nonneg)
+        return TracedInt(value, dtype.width, nonneg, max(divisor, 1))
     return wrap(value, dtype)
+
+
+def leaf_divisor(v: Any) -> int:
+    """A non-negative int known to divide the leaf ``v``: ``|v|`` for a Python int (0 when it is 0: every int
+    divides it), a traced or captured integer's ``known_divisor``, 1 for anything else."""
+    if type(v) is int:
+        return abs(v)
+    d = getattr(v, "known_divisor", 1)
+    return d if type(d) is int and d > 0 else 1
 
 
 def mlir_type(dtype: DType) -> Any:
@@ -279,7 +339,7 @@ def copies(values: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _has_object(tree):
-    if tree == "leaf" or tree[0] == "static":
+    if tree == "leaf" or tree[0] in ("static", "ptr_tensor"):
         return False
     if tree[0] == "object":
         return True
@@ -341,7 +401,7 @@ def count_leaves(tree: Any) -> int:
         return 1
     if tree[0] == "static":
         return 0
-    if tree[0] == "object":
+    if tree[0] in ("object", "ptr_tensor"):
         return tree[2]
     return sum(count_leaves(t) for t in tree[1])
 
@@ -353,6 +413,8 @@ def describe_tree(tree: Any) -> str:
         return describe(tree[1])
     if tree[0] == "object":
         return f"a {type(tree[1]).__name__}"
+    if tree[0] == "ptr_tensor":
+        return describe(tree[1])
     return f"a {tree[0].__name__} of {len(tree[1])}"
 
 
@@ -360,7 +422,7 @@ class Fixed(Captured):
     """A stand-in for a leaf of known type (for checking a value against it)."""
 
     def __init__(self, dtype: DType) -> None:  # noqa: super().__init__ takes a traced value
-        self.ir, self.dtype, self.nonneg = None, dtype, False
+        self.ir, self.dtype, self.nonneg, self.known_divisor = None, dtype, False, 1
 
 
 def leaf_owner(trees: list[Any], names: tuple[str, ...], j: int) -> str:

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...core.symbolic import SymInt, substitute
-from ...errors import ArgumentError, CuteValueError, SpecMismatch
+from ...core.symbolic import Decision, SymInt, describe_guard, substitute
+from ...errors import ArgumentError, CuteError, CuteValueError, GuardMismatch, SpecMismatch
 from .args import ArraySpec
 
 __all__ = ["canonicalise", "spec_key", "Binder", "kernel_values"]
@@ -108,8 +108,10 @@ class Binder:
     """Binds the leaves of the canonical specs ``specs`` (``{argument index: spec}``) to a call's arrays."""
 
     def __init__(self, specs: dict[int, ArraySpec], names: Sequence[str],
-                 checked: Sequence[SymInt] = ()) -> None:
+                 checked: Sequence[SymInt] = (), guards: Sequence[tuple] = ()) -> None:
         self.names = names
+        # the host code's decisions on run-time values (see core.symbolic.Decision): each call must take them alike
+        self.guards = list(guards)
         # the kernels' run-time values whose width or divisor is not implied by their leaves' contracts
         self.checked = [s for s in checked if not s.is_leaf or s.known_divisor > 1]
         self.leaves = []  # every leaf, in first-appearance order: the order of bind()'s result
@@ -162,6 +164,11 @@ class Binder:
                                            f"(shape {tuple(shape)}, strides {tuple(strides)})")
         for s in self.checked:
             self._check_value(s, env)
+        if self.guards:
+            bad = Decision.failed(self.guards, env)
+            if bad is not None:
+                raise GuardMismatch(f"the host code was compiled for {describe_guard(bad)}; this call's run-time "
+                                    f"extents decide it otherwise")
         return tuple(env[leaf.name] for leaf in self.leaves)
 
     def _check_value(self, s, env):
@@ -187,3 +194,29 @@ class Binder:
         """``{leaf name: value}`` of :meth:`bind`'s result."""
         return dict(zip([leaf.name for leaf in self.leaves], values))
 
+
+
+def decision_env(args: Sequence[Any], sources: Sequence[tuple], names: Sequence[str]) -> dict[str, int]:
+    """The run-time leaves' values of a compile's own arguments (``{leaf name: int}``), for the host code's
+    decisions (``core.symbolic.Decision``): those of each argument with run-time extents that is a real array
+    (a tensor of ``from_dlpack`` marked dynamic, a torch tensor...); none for fake tensors and specs of symbolic
+    extents, nor for arguments that break the marks (the call refuses them later)."""
+    from .args import concrete_spec, is_static_spec
+
+    actual, specs = {}, {}
+    for i, (kind, spec) in enumerate(sources):
+        if kind != "tensor" or is_static_spec(spec) or i >= len(args):
+            continue
+        try:
+            got, _ = concrete_spec(args[i])
+        except Exception:  # no array behind it (a fake tensor): no values
+            continue
+        if is_static_spec(got):
+            actual[i], specs[i] = (tuple(got[1]), tuple(got[2])), spec
+    if not actual:
+        return {}
+    b = Binder(specs, names)
+    try:
+        return b.env(b.bind(actual))
+    except CuteError:
+        return {}

@@ -20,6 +20,7 @@ and combine run-time booleans (both operands evaluated, as in the DSL).
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from ...errors import TraceError
 from .builder import current
 from .carry import (UNBOUND, Jump, Path, capture, check_trees, condition, copies, fragment_type, is_jump,
-                    is_run_time, leaf_owner, leaf_type, materialize, mlir_type, note_write, rebuilt, route_return,
+                    is_run_time, leaf_divisor, leaf_owner, leaf_type, materialize, mlir_type, note_write, rebuilt, route_return,
                     terminate_dead, unflatten_value, write_logged)
 from .loops import MAX_UNROLL, for_stmt, while_stmt
 from .values import TracedBool
@@ -177,7 +178,10 @@ def if_stmt(cond: Any, then_fn: Callable[..., Any], else_fn: Callable[..., Any],
         else:
             nonneg = all(getattr(p.leaves[j], "nonneg", False) or (type(p.leaves[j]) is int and p.leaves[j] >= 0)
                          for p in paths)
-            leaves.append(rebuilt(next(merged), t, nonneg))
+            divisor = 0
+            for p in paths:
+                divisor = math.gcd(divisor, leaf_divisor(p.leaves[j]))
+            leaves.append(rebuilt(next(merged), t, nonneg, divisor))
     for k, t in zip(keys, frag_types):
         entry = log[k]
         value = paths[0].fragments.get(k, entry[2]) if t is None else rebuilt(next(merged), t)

@@ -48,14 +48,16 @@ from ...tensor.dtypes import Scalar
 from ..runtime import cache as _cache
 from ..runtime import deps as _deps
 from ..runtime.compiled import Compiled
-from ...core.symbolic import SymInt, substitute
+from ...core.symbolic import Decision, SymInt, deciding, describe_guard, substitute
 from ..runtime.config_key import Unkeyable, config_key
 from .last_call import LastCall
 from . import builder as _builder
 from . import rewrite as _rewrite
 from .annotations import ParamInfo, StreamArg, is_stream
 from .args import SCALAR_TYPES, array_spec, host_tensor, is_device_array, is_static_spec
-from .dyn_specs import canonicalise, spec_key
+from .dyn_specs import canonicalise, decision_env, spec_key
+from .host_scalars import HostScalar, RunTimeScalar
+from .call_form import CallForm, regroup, spread
 from .device_trace import build, endless_recursion, located, short_repr
 from .launches import (HostTrace, KernelFunction, check_name_prefix, host_trace_active, list_message, naming_epoch,
                        number_list, unwrap_method)
@@ -129,12 +131,14 @@ class JitFunction:
         return f"{self.name_prefix}_{self.fn.__name__}" if self.keep_mangled_name else self.name_prefix
 
     # -- arguments ----------------------------------------------------------------------------------
-    def _convert(self, args, skip=0):
-        """(host args, spec key, jit arg sources) of the call arguments (``skip``: parameters bound already);
-        a static value with no key has ``None`` as its key (the compile is then cached nowhere)."""
+    def _convert(self, args, skip=0, origin=None):
+        """(host args, spec key, jit arg sources) of the call arguments (``skip``: parameters bound already;
+        ``origin``: the parameter of each argument when containers were spread, see ``call_form``); a static
+        value with no key has ``None`` as its key (the compile is then cached nowhere)."""
         host, key, sources, dynamic = [], [], [], []
         for i, a in enumerate(args):
-            kind = self.params.kind(i + skip)
+            at, member = origin[i] if origin is not None else (i, None)
+            kind = self.params.kind(at + skip)
             if kind == "constexpr":
                 if is_device_array(a) or is_stream(a):
                     raise ArgumentError(f"{self.fn.__name__}: parameter {self.params.names[i + skip]} is annotated "
@@ -148,7 +152,7 @@ class JitFunction:
             elif kind in SCALAR_TYPES and not isinstance(a, Scalar):
                 a = SCALAR_TYPES[kind](a)
             if isinstance(a, Scalar) and kind != "constexpr":
-                host.append(_IndexedScalar(a.value, a.kind, i))
+                host.append(RunTimeScalar(a.value, a.kind, i))
                 key.append(("S", a.kind))
                 sources.append(("scalar", a.kind))
             elif is_device_array(a):
@@ -157,8 +161,8 @@ class JitFunction:
                 key.append(None)
                 sources.append(("tensor", spec))
                 if not is_static_spec(spec):
-                    dynamic.append((i, self.params.names[i + skip] if i + skip < len(self.params.names)
-                                    else f"arg{i}", spec))
+                    name = self.params.names[at + skip] if at + skip < len(self.params.names) else f"arg{at}"
+                    dynamic.append((i, name if member is None else f"{name}[{member}]", spec))
             else:
                 if number_list(a):
                     raise ArgumentError(list_message(f"argument {i} of {self.fn.__name__} is the Python list "
@@ -201,17 +205,52 @@ class JitFunction:
     def _specialise(self, obj, args, kwargs, options):
         """``(Compiled, the host function's result or _NOT_RUN, positional arguments, memory key, host arguments)``."""
         opts = parse_options(options)
-        args = self.params.positional(tuple(args), kwargs, 0 if obj is _UNBOUND else 1)
-        host, key, sources = self._convert(args, 0 if obj is _UNBOUND else 1)
+        skip = 0 if obj is _UNBOUND else 1
+        args = self.params.positional(tuple(args), kwargs, skip)
+        flat, tree, origin = spread(args)
+        host, key, sources = self._convert(flat, skip, origin)
+        first = {}
+        for j, (i, _) in enumerate(origin):
+            first.setdefault(i, j)
+        params = self.params.params
+        defaults = {i: params[i + skip].default for i in range(len(args))
+                    if i + skip < len(params) and params[i + skip].default is not params[i + skip].empty
+                    and sources[first[i]][0] != "static"}
+        form = CallForm(tree, tuple(i for i in range(len(args)) if self.params.kind(i + skip) == "constexpr"),
+                        len(args), self.fn.__name__, defaults)
+        if not form.trivial:
+            host = regroup(host, tree)
+            key = key + (("form", tuple(t and (t[0].__name__, t[1]) for t in tree)),)
         mkey = self._memory_key(obj, key, opts)
         c = self._compiled.get(mkey) if mkey is not None else None
+        env = None
+        if c is not None and c.guards:  # specialised on host decisions: the variant this call's values decide
+            env = decision_env(flat, sources, self.params.names[skip:])
+            c = next((v for v in self._compiled.get(("variants", mkey), ()) if not Decision.failed(v.guards, env)),
+                     None)
         if c is not None:
             _cache.stats["memory_hits"] += 1
             return c, _NOT_RUN, args, mkey, host
-        c, result = _compile(self, obj, host, key, sources, opts)
+        if env is None:
+            env = decision_env(flat, sources, self.params.names[skip:])
+        c, result = _compile(self, obj, host, key, sources, opts, env)
+        if not form.trivial:
+            c.set_call_form(form)
+        if c.guards:
+            c._respecialise = functools.partial(self._variant, obj, flat, sources, options, tree)
         if mkey is not None:
             self._compiled[mkey] = c
+            if c.guards:
+                self._compiled.setdefault(("variants", mkey), []).append(c)
         return c, result, args, mkey, host
+
+    def _variant(self, obj, compiled_args, sources, options, tree, call_args):
+        """The compile for ``call_args`` (a call of the compile of ``compiled_args`` whose run-time extents decide a
+        host decision otherwise; both flat, containers spread as ``tree`` says): the call's run-time arguments
+        with the compile's static ones."""
+        full = [call_args[i] if kind != "static" and i < len(call_args) else a
+                for i, ((kind, _), a) in enumerate(zip(sources, compiled_args))]
+        return self._specialise(obj, tuple(regroup(full, tree)), {}, options)[0]
 
     # -- calling ------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -249,7 +288,7 @@ class JitFunction:
                     return result
             else:
                 return result
-        self._last = LastCall(c, obj, mkey, args) if mkey is not None else None
+        self._last = LastCall(c, obj, mkey, args) if mkey is not None and c.call_form is None else None
         return c(*args, stream=stream)
 
 
@@ -263,14 +302,6 @@ def _static_key(a, what):
             warnings.warn(f"{what} has no key ({e}): compiled without a cache on every call", RuntimeWarning,
                           stacklevel=5)
         return None
-
-
-class _IndexedScalar(Scalar):
-    __slots__ = ("index",)
-
-    def __init__(self, value, kind, index):
-        super().__init__(kind, value)
-        self.index = index
 
 
 def _run_host(jf, obj, host):
@@ -298,9 +329,8 @@ def _launch_key(ln):
     args = []
     for pos, (kind, _) in ln.kernel_args:
         a = call.args[pos] if type(pos) is int else call.kwargs[pos]
-        index = getattr(a, "index", None)
-        if isinstance(a, _IndexedScalar):
-            args.append((pos, kind, f"arg{index}"))
+        if isinstance(a, HostScalar):
+            args.append((pos, kind, a.describe()))
         else:
             args.append((pos, kind, config_key(substitute(a, _SymText) if kind in ("sym", "tuple") else a,
                                                f"kernel argument {pos}")))
@@ -321,7 +351,7 @@ class _SymText(str):
         return str(self)
 
 
-def _disk_key(jf, host, key, launches, opts=None):
+def _disk_key(jf, host, key, launches, opts=None, guards=()):
     """The disk-cache key of a compile: the library, the jit function, the specialisation, the code-generation
     options and the recorded launches (``None`` when a value has no process-independent key: not stored)."""
     opts = opts or CompileOptions()
@@ -329,20 +359,23 @@ def _disk_key(jf, host, key, launches, opts=None):
         if any(k[0] == "C" and k[1] is None for k in key):
             raise Unkeyable("a static argument has no key")
         text = repr((_cache.library_fingerprint(), jf._source, _deps.value_key(jf.fn, strict=True), jf.function_name,
-                     list(key), opts.codegen_key(), [_launch_key(ln) for ln in launches]))
+                     list(key), opts.codegen_key(), [_launch_key(ln) for ln in launches],
+                     [describe_guard(g) for g in guards]))
     except Unkeyable as e:
         _log(f"{jf.fn.__name__} is not cached on disk: {e}")
         return None
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _compile(jf, obj, host, key, sources, opts):
+def _compile(jf, obj, host, key, sources, opts, env=None):
     """``(Compiled, the host function's result)``: trace the host function, then find its kernels in a cache or
-    compile them."""
+    compile them. ``env``: the run-time extents' values of this call, on which the host code may decide (see
+    ``core.symbolic.Decision``; the decisions become the compile's guards)."""
     t0 = time.perf_counter()
     recorder = _deps.Recorder()
     full = host if obj is _UNBOUND else [obj] + host
-    with HostTrace() as ht:
+    decision = Decision(env or {})
+    with HostTrace() as ht, deciding(decision):
         try:
             with recorder:
                 result = jf.fn(*full)
@@ -354,11 +387,12 @@ def _compile(jf, obj, host, key, sources, opts):
         except RecursionError as e:
             raise endless_recursion(e, f"the jit function {jf.fn.__name__}") from None
     name = jf.function_name
+    guards = decision.guards
     if not ht.launches:
         c = Compiled(jf, [], {}, sources, b"", "", "", None, build=build, name=name)
         _log(f"{jf.fn.__name__} launched no kernel: nothing to compile")
         return c, result
-    dkey = _disk_key(jf, host, key, ht.launches, opts)
+    dkey = _disk_key(jf, host, key, ht.launches, opts, guards)
     builder = functools.partial(build, options=opts) if not opts.default_pipeline else build
     c = jf._compiled.get(("disk", dkey)) if dkey else None
     if c is not None:  # this process compiled these launches already (another key of the same code)
@@ -376,7 +410,7 @@ def _compile(jf, obj, host, key, sources, opts):
             c = Compiled(jf, ht.launches, meta["kernels"], sources, cubin, ptx, None, dkey, build=builder, name=name,
                          arg_names=jf.params.names[0 if obj is _UNBOUND else 1:],
                          cooperative=meta.get("cooperative", ()), arch=opts.gpu_arch,
-                         assumed=meta.get("assumed", {}))
+                         assumed=meta.get("assumed", {}), guards=guards)
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
@@ -398,7 +432,7 @@ def _compile(jf, obj, host, key, sources, opts):
     opts.write_kept(name, ptx, cubin)
     c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name,
                  arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], cooperative=built.cooperative,
-                 arch=opts.gpu_arch, assumed=assumed)
+                 arch=opts.gpu_arch, assumed=assumed, guards=guards)
     return _remember(jf, dkey, c), result
 
 
@@ -426,7 +460,7 @@ def jit(fn: Callable[..., Any] | None = None) -> JitFunction | Callable[..., Jit
     return JitFunction(fn)
 
 
-def compile(fn: Any, *args: Any, options: str | CompileOptions | None = None, **kwargs: Any) -> Compiled:
+def compile_fn(fn: Any, *args: Any, options: str | CompileOptions | None = None, **kwargs: Any) -> Compiled:
     """Compile ``fn`` for ``args`` (and keyword arguments); returns a :class:`Compiled`.
 
     ``fn`` is a ``@jit`` function, a bound ``@jit`` method (``instance.method``), an instance whose class's
@@ -449,3 +483,33 @@ def compile(fn: Any, *args: Any, options: str | CompileOptions | None = None, **
         return jf.compile_bound(fn, args, kwargs, options)
     raise ArgumentError(f"compile needs a @cute_py.jit function (or a method, or an instance whose __call__ is "
                         f"one), got {short_repr(fn)}")
+
+
+class _CompileCallable:
+    """``cute.compile``: ``compile(fn, *args, options=...)`` compiles ``fn`` for ``args`` (see :func:`compile_fn`);
+    ``compile[GenerateLineInfo(True), OptLevel(2)](fn, *args)`` is the same with those options (the DSL's
+    subscript form; see ``options``)."""
+
+    __slots__ = ("_objects",)
+
+    def __init__(self, objects: Any = ()) -> None:
+        self._objects = objects
+
+    def __getitem__(self, objects: Any) -> "_CompileCallable":
+        from .options import merge_option_objects
+
+        merge_option_objects(objects, None)  # a wrong option is told here, before any argument
+        return _CompileCallable(objects)
+
+    def __call__(self, fn: Any, *args: Any, options: str | CompileOptions | None = None, **kwargs: Any) -> Compiled:
+        if self._objects != ():
+            from .options import merge_option_objects
+
+            options = merge_option_objects(self._objects, options)
+        return compile_fn(fn, *args, options=options, **kwargs)
+
+    def __repr__(self) -> str:
+        return "cute_py.compile" + (f"[{self._objects!r}]" if self._objects != () else "")
+
+
+compile = _CompileCallable()

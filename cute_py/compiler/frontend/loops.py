@@ -14,6 +14,7 @@ carried values of that point; the loop variable of a run-time loop is not define
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +25,7 @@ from . import control
 from .builder import current
 from .carry import (UNBOUND, Captured, Fixed, Path, capture, condition, describe, describe_tree,
                     flatten_value, is_jump, leaf_dtype, leaf_owner, leaf_type, materialize, mlir_type,
-                    note_write, python_dtype, rebuilt, same_tree, terminate_dead, TRACED, unflatten_value)
+                    note_write, python_dtype, rebuilt, leaf_divisor, same_tree, terminate_dead, TRACED, unflatten_value)
 from .values import TracedBool
 from .traced_int import TracedInt, as_value
 
@@ -190,6 +191,9 @@ class _Loop:
         self.leaves = []
         self.trees = [flatten_value(v, self.leaves) for v in self.values]
         self.types = [leaf_dtype(v) if isinstance(v, TRACED) else None for v in self.leaves]
+        # per leaf, an int known to divide it on entry and after every iteration (0: no fact yet): widened to the
+        # gcd with each back edge until it holds for all of them, so a carried offset keeps its alignment
+        self.divisors = [leaf_divisor(v) for v in self.leaves]
         self.fragments = {}  # key -> log entry (array, at, value before the loop, fragment dtype)
         self.frag_types = {}
 
@@ -231,7 +235,8 @@ class _Loop:
     def _bind(self, b, block_args, log):
         """The carried values (and fragment elements) as ``block_args`` hold them; returns the values."""
         it = iter(block_args)
-        leaves = [v if t is None else rebuilt(next(it), t) for v, t in zip(self.leaves, self.types)]
+        leaves = [v if t is None else rebuilt(next(it), t, divisor=d)
+                  for v, t, d in zip(self.leaves, self.types, self.divisors)]
         for k, entry in self.fragments.items():
             value = rebuilt(next(it), self.frag_types[k])
             array, at, _, dtype = entry
@@ -340,6 +345,10 @@ class _Loop:
                         settled = False
                 else:
                     leaf_type([Fixed(t), v], what)
+                d = math.gcd(self.divisors[j], leaf_divisor(v))
+                if d != self.divisors[j]:
+                    self.divisors[j] = d
+                    settled = False
             for k, t in self.frag_types.items():
                 leaf_type([Fixed(t), path.fragments[k]], f"register fragment element {self.fragments[k][1]}")
         for k, entry in log.items():

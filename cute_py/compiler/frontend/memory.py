@@ -54,6 +54,9 @@ def pointer_value(ptr: Pointer | Any, what: str = "pointer", peer: bool = False)
         return ptr.__cute_value__()
     if not isinstance(ptr, Pointer):
         raise TraceError(f"{what} must be a pointer, got {ptr!r}")
+    if ptr.swizzle is not None:
+        raise TraceError(f"{what} {ptr!r} carries a swizzle: its elements are read through a tensor "
+                         f"(make_tensor(ptr, layout)), which applies it")
     address = ptr.address
     if address is None:  # a run-time element offset from a known base: base + offset * width / 8
         if ptr.base is None or ptr.dtype.width % 8:
@@ -297,6 +300,9 @@ class RegisterEngine(ArrayEngine):
             from .carry import note_write
 
             note_write(self.array, at, self.dtype)
+        if self.dtype.kind == "bool" and isinstance(v, (TracedInt, TracedFloat)):
+            raise TraceError(f"a Boolean register fragment holds Booleans, got a run-time {v.dtype.name} (compare "
+                             f"it, x != 0, or convert it, cute.Boolean(x))")
         self.array[at] = _as_bool(v) if self.dtype.kind == "bool" else v
 
     def __repr__(self):

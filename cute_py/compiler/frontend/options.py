@@ -33,7 +33,9 @@ import shlex
 
 from ...errors import CuteValueError
 
-__all__ = ["CompileOptions", "parse_options", "GPU_ARCH", "GPU_ARCHS"]
+__all__ = ["CompileOptions", "parse_options", "GPU_ARCH", "GPU_ARCHS", "CompileOption", "GenerateLineInfo", "OptLevel",
+           "EnableAssertions", "KeepPTX", "KeepCUBIN", "GPUArch", "DumpDir", "PtxasOptions", "KeepSASS", "RDC",
+           "merge_option_objects"]
 
 GPU_ARCH = "sm_90a"
 # target -> (the NVPTX features (its PTX ISA), the compute capability of the devices that run it)
@@ -151,3 +153,112 @@ def parse_options(options: str | CompileOptions | None) -> CompileOptions:
     if problems:
         raise CuteValueError("; ".join(problems) + f" (in options={options!r})")
     return CompileOptions(**values)
+
+
+class CompileOption:
+    """One option of ``cute.compile[...]`` (the DSL's subscript form: ``cute.compile[GenerateLineInfo(True),
+    OptLevel(2)](fn, *args)``); each is its ``--flag`` of the options string. A boolean option given as the class
+    (``cute.compile[GenerateLineInfo]``) means ``True``."""
+
+    flag: str = ""
+    boolean = True
+
+    def __init__(self, val: object = True) -> None:
+        if self.boolean and type(val) is not bool:
+            raise CuteValueError(f"{type(self).__name__} takes True or False, got {val!r}")
+        self.value = val
+
+    def tokens(self) -> list[str]:
+        """The options string's tokens for this option (none for a boolean option set to False)."""
+        if self.boolean:
+            return [f"--{self.flag}"] if self.value else []
+        return [f"--{self.flag}", str(self.value)]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+
+class GenerateLineInfo(CompileOption):
+    """``--generate-line-info``: PTX ``.loc`` lines mapping instructions to Python source lines."""
+    flag = "generate-line-info"
+
+
+class EnableAssertions(CompileOption):
+    """``--enable-assertions`` (cute_py kernels have no device-side assertions; accepted)."""
+    flag = "enable-assertions"
+
+
+class KeepPTX(CompileOption):
+    """``--keep-ptx``: write the PTX beside the dump directory."""
+    flag = "keep-ptx"
+
+
+class KeepCUBIN(CompileOption):
+    """``--keep-cubin``: write the cubin into the dump directory."""
+    flag = "keep-cubin"
+
+
+class OptLevel(CompileOption):
+    """``--opt-level N`` (0 to 3)."""
+    flag, boolean = "opt-level", False
+
+    def __init__(self, val: int) -> None:
+        if type(val) is not int or not 0 <= val <= 3:
+            raise CuteValueError(f"OptLevel takes 0, 1, 2 or 3, got {val!r}")
+        super().__init__(val)
+
+
+class GPUArch(CompileOption):
+    """``--gpu-arch`` (``sm_90a`` or ``sm_100a``)."""
+    flag, boolean = "gpu-arch", False
+
+    def __init__(self, val: str) -> None:
+        super().__init__(val)
+
+
+class DumpDir(CompileOption):
+    """``--dump-dir DIR``: where ``KeepPTX`` / ``KeepCUBIN`` write."""
+    flag, boolean = "dump-dir", False
+
+    def __init__(self, val: str) -> None:
+        super().__init__(val)
+
+
+class PtxasOptions(CompileOption):
+    """``--ptxas-options`` (not supported by cute_py: a compile that asks for it raises)."""
+    flag, boolean = "ptxas-options", False
+
+    def __init__(self, val: str = "") -> None:
+        super().__init__(val)
+
+
+class KeepSASS(CompileOption):
+    """``--keep-sass`` (not supported by cute_py: a compile that asks for it raises)."""
+    flag = "keep-sass"
+
+
+class RDC(CompileOption):
+    """``--rdc`` (not supported by cute_py: a compile that asks for it raises)."""
+    flag = "rdc"
+
+
+def merge_option_objects(objects: object, options: str | CompileOptions | None) -> CompileOptions:
+    """The :class:`CompileOptions` of ``cute.compile[objects]`` together with an ``options=`` string: the objects
+    (one, or a tuple or list of them; a boolean option's class means it set) become their ``--flag`` tokens
+    before the string's. ``CuteValueError`` for anything that is not an option, or an option given twice."""
+    items = objects if isinstance(objects, (tuple, list)) else (objects,)
+    tokens, seen = [], set()
+    for o in items:
+        if isinstance(o, type) and issubclass(o, CompileOption) and o.boolean:
+            o = o(True)
+        if not isinstance(o, CompileOption):
+            raise CuteValueError(f"cute.compile[...] takes compile options (GenerateLineInfo(True), OptLevel(2), "
+                                 f"...), got {o!r}")
+        if type(o) in seen:
+            raise CuteValueError(f"cute.compile[...]: {type(o).__name__} given twice")
+        seen.add(type(o))
+        tokens += o.tokens()
+    if isinstance(options, CompileOptions):
+        raise CuteValueError("cute.compile[...] with options= takes an options string, not CompileOptions")
+    text = " ".join(shlex.quote(t) for t in tokens)
+    return parse_options(" ".join(p for p in (text, options or "") if p) or None)

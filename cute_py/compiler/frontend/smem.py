@@ -102,6 +102,11 @@ def _traced(fn):
         raise TraceError(str(e)) from None
 
 
+# compute capability -> KB of shared memory a block may use (the multiprocessor's capacity less 1 KB)
+_SMEM_KB = {"sm_80": 163, "sm_86": 99, "sm_87": 163, "sm_89": 99, "sm_90": 227, "sm_100": 227, "sm_101": 227,
+            "sm_103": 227, "sm_110": 227, "sm_120": 99, "sm_121": 99}
+
+
 class SmemAllocator:
     """Allocates the current kernel's shared memory (every allocator of a kernel shares one region); see the
     module for the API and where it differs from the DSL's."""
@@ -115,12 +120,18 @@ class SmemAllocator:
 
     @staticmethod
     def capacity_in_bytes(compute_capability: str | None = None) -> int:
-        """The dynamic shared memory one block may use: 227 KB on sm_90 (``None``, ``"sm_90"`` or ``"sm_90a"``,
-        the only architecture cute_py compiles for)."""
-        if compute_capability not in (None, "sm_90", "sm_90a"):
-            raise CuteValueError(f"cute_py compiles for sm_90 (Hopper) only, got compute capability "
-                                 f"{short_repr(compute_capability)}")
-        return MAX_SMEM_BYTES
+        """The shared memory one block may use on ``compute_capability`` (``"sm_80"``...; ``None``: sm_90, the
+        target cute_py compiles for): the device's per-multiprocessor capacity less the 1 KB the system keeps
+        (227 KB on sm_90 and sm_100, 163 KB on sm_80, 99 KB on sm_86 and sm_89). An Ampere kernel that sizes its
+        stages for sm_80 so fits on the Hopper it runs on here. ``CuteValueError`` for an unknown name."""
+        if compute_capability is None:
+            return MAX_SMEM_BYTES
+        cap = _SMEM_KB.get(compute_capability[:-1] if isinstance(compute_capability, str) and
+                           compute_capability.endswith("a") else compute_capability)
+        if cap is None:
+            raise CuteValueError(f"no shared-memory capacity known for compute capability "
+                                 f"{short_repr(compute_capability)} (known: {', '.join(_SMEM_KB)})")
+        return cap * 1024
 
     @property
     def total(self) -> int:

@@ -385,7 +385,8 @@ class MemRangeField:
             raise CuteValueError(f"{self._name}.get_tensor: the layout {layout} of {dt.name} reaches byte {end - 1}, "
                                  f"past the {nbytes} bytes of the MemRange[{self._dtype.name}, {self._size}]")
         span = swizzle_span(layout, dt)
-        if ptr.alignment < span:
+        known = ptr.address if type(ptr.address) is int else None  # an offset known aligned further than claimed
+        if ptr.alignment < span and (known is None or known % span):
             raise CuteValueError(f"{self._name}.get_tensor: the swizzle of {layout} repeats every {span} bytes and "
                                  f"needs a {span}-byte aligned range, but {ptr!r} is only {ptr.alignment}-byte "
                                  f"aligned (declare the field struct.Align[..., {span}])")

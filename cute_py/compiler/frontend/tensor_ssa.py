@@ -226,9 +226,9 @@ def store_tensor(tensor: Any, value: Any, copy: Callable[[Any, Any], None] | Non
         copy(target, tensor)
 
 
-def where(cond: Any, a: Any, b: Any) -> Any:
+def where(cond: Any, a: Any, b: Any, *, loc: Any = None, ip: Any = None) -> Any:
     """``a`` where ``cond`` holds, else ``b``, element by element (TensorSSA broadcast with scalars; on scalars,
-    ``select``)."""
+    ``select``). ``loc`` and ``ip`` (the DSL's MLIR location and insertion point) are accepted and unused."""
     tensors = [v for v in (cond, a, b) if isinstance(v, TensorSSA)]
     if not tensors:
         return select(cond, a, b)

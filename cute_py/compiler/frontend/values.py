@@ -104,6 +104,16 @@ class Traced:
             return self
         return wrap(numeric.convert(self.ir, self.dtype, dtype), dtype)
 
+    def constant_value(self) -> int | float | None:
+        """The number this value holds when the kernel made it from a constant (``cute.Int32(0)``), else
+        ``None``: what a rule that accepts a static value (a multicast mask of 0) may still read."""
+        owner = getattr(self._ir, "owner", None)
+        if getattr(owner, "name", None) != "arith.constant":
+            return None
+        attr = owner.attributes["value"]
+        value = getattr(attr, "value", None)
+        return value if type(value) in (int, float) else None
+
     def __str__(self):
         return "?"
 
@@ -352,11 +362,12 @@ def wrap(value: Any, dtype: DType) -> Any:
 
 def convert(dtype: DType, x: Any) -> Any:
     """``dtype(x)`` in a kernel being traced (``cute.Int32(x)``, ``cute.Float16(x)``...): a traced value converted
-    (``x.to(dtype)``); a Python number becomes a :class:`~cute_py.tensor.dtypes.Scalar` of ``dtype`` (a constant,
-    which operations with traced values take as a value of its type)."""
+    (``x.to(dtype)``); a Python number becomes a run-time value of ``dtype`` holding it (as in the CuTe DSL: a
+    ``k = cute.Int32(0)`` that a run-time loop updates is a value of the kernel, not of Python). The number must
+    fit the type (``ArgumentError`` otherwise, as on the host)."""
     if isinstance(x, Traced):
         return x.to(dtype)
     if operand_dtype(x) is None:
         raise TraceError(f"{dtype.name}() takes a number (a traced value or a Python int, float or bool), "
                          f"got {x!r}")
-    return Scalar(dtype, x)
+    return as_type(Scalar(dtype, x), dtype)

@@ -34,7 +34,7 @@ from .launch_paths import make_dynamic_fast_call, make_fast_call
 from .native_launch import new_lock
 from .scalars import converter, fits
 from ...core.symbolic import SymInt
-from ...errors import ArgumentError, LaunchError, SpecMismatch, TmaEncodeError
+from ...errors import ArgumentError, GuardMismatch, LaunchError, SpecMismatch, TmaEncodeError
 from ...tensor.dtypes import Scalar
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Compiled:
                  stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults],
                  name: str | None = None, arg_names: list[str] | None = None,
                  cooperative: Iterable[str] = (), arch: str = "sm_90a",
-                 assumed: dict[str, int] | None = None) -> None:
+                 assumed: dict[str, int] | None = None, guards: Iterable[tuple] = ()) -> None:
         # ``assumed``: {run-time extent: divisor} that the kernels' ``cute.assume`` promised (checked per call)
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
@@ -86,9 +86,15 @@ class Compiled:
         dynamic = {i: spec for i, (kind, spec) in enumerate(sources) if kind == "tensor" and not is_static_spec(spec)}
         names = list(arg_names or [])
         # every run-time value the kernels get is checked at each binding: width and assumed divisors
+        # the host code's decisions on run-time extents (core.symbolic.Decision): a call deciding one otherwise is
+        # handed to the compile for its outcome (``_respecialise``, set by the jit function), or refused
+        self.guards = tuple(guards)
+        self._respecialise = None
+        self.call_form = None  # how calls map onto the arguments (containers, Constexpr left out): set_call_form
         self._binder = Binder(dynamic, names, kernel_values(
             [a for ln in launches for a in list(ln.call.args) + list(ln.call.kwargs.values())]
-            + [SymInt.leaf(leaf, 64, d) for leaf, d in sorted((assumed or {}).items())])) if dynamic else None
+            + [SymInt.leaf(leaf, 64, d) for leaf, d in sorted((assumed or {}).items())]),
+            self.guards) if dynamic else None
         self._dynamic_args = tuple(sorted(dynamic.items()))
         self._last_bound = None  # ({argument: (shape, strides)}, leaf values) of the last binding
         self._torch_dtypes = {}  # torch dtype -> cute_py element type name, for arguments with run-time extents
@@ -184,9 +190,20 @@ class Compiled:
     def __call__(self, *args: Any, stream: int | Any = None) -> None:
         self._call(args, stream)
 
+    def set_call_form(self, form: Any) -> None:
+        """Take calls in ``form`` (a ``frontend.call_form.CallForm``): lists of arrays spread, Constexpr
+        parameters left out (such compiles always take the general path: no generated one), trailing run-time
+        parameters left out for their defaults (a generated path sends such a call to the general one)."""
+        self.call_form = form
+        if form.constexpr_at or any(t is not None for t in form.tree):
+            self._fast_call = False
+
     def _call(self, args, stream, fast_key=None):
         # every argument is checked and converted first; the state (parameter arrays, plan, records, the native
         # launcher) changes only after that, under the lock, so that a call that raises leaves no trace
+        given, given_stream = args, stream
+        if self.call_form is not None:
+            args = self.call_form.flat(args)
         n = len(args)
         if stream is not None and n == self._stream_at:  # the stream parameter given as stream=
             args, stream, n = args + (stream,), None, n + 1
@@ -201,10 +218,18 @@ class Compiled:
             pointer = self._pointer
             key = tuple([pointer(i, spec, args[i]) for i, spec in self._tensor_args])
             if self._binder is not None:
-                key = (key,) + self._bind(args)
+                try:
+                    key = (key,) + self._bind(args)
+                except GuardMismatch:
+                    if self._respecialise is None:
+                        raise
+                    return self._respecialise(args)._call(given, given_stream)
         if self._scalar_args:
             key = (key, tuple([check(args[i]) for i, check in zip(self._scalar_args, self._scalar_checks)]))
         if self._plan is None:  # the module, once the arguments passed (a wrong argument is told without a GPU)
+            for at in self._streams:
+                if at is not None:
+                    stream_handle(args[at])  # a stream argument that is none is told before the GPU is asked
             with self._lock:
                 if self._plan is None:
                     self._load()
@@ -380,6 +405,9 @@ class Compiled:
                     v = self._descriptor(desc, _address(ptrs[idx] + off, ln.name, j), env)
                 elif isinstance(src, SymInt):
                     v = _slot_value(kind, env[src.name], ln.name, j, src.name)
+                elif hasattr(src, "evaluate") and isinstance(src, Scalar):  # a run-time scalar of the host code
+                    idx = getattr(src, "index", None)
+                    v = src.evaluate(scalars)
                 else:
                     idx = getattr(src, "index", None)
                     v = scalars[idx] if idx in scalars else _constant(src)

@@ -213,7 +213,9 @@ class _Keyer:
                 cells.append("<empty>")
                 continue
             cells.append(self.key(contents, f"{path} (closure variable {name})", d))
-        defaults = self.key(fn.__defaults__, f"{path} (defaults)", d) if fn.__defaults__ else ""
+        # a stream default (``stream=CUstream(...)``) is a run-time value of the calls that leave it out: no code
+        defs = tuple("<a stream>" if _is_stream(x) else x for x in fn.__defaults__ or ())
+        defaults = self.key(defs, f"{path} (defaults)", d) if defs else ""
         kwdefaults = self.key(fn.__kwdefaults__, f"{path} (defaults)", d) if fn.__kwdefaults__ else ""
         return f"fn:{_name(fn)}:{_deps.code_digest(fn.__code__)}:[{','.join(cells)}]:{defaults}:{kwdefaults}"
 
@@ -261,3 +263,11 @@ class _Keyer:
                             f"run-time data; pass arrays as arguments)")
         raise Unkeyable(f"{path} is a {_name(t)}: an object with no key by value (an open file, a lock, a "
                         f"stream, a logger...) cannot be part of a compile's key")
+
+
+def _is_stream(x: object) -> bool:
+    """A CUDA stream object (a driver ``CUstream``, a torch or cupy stream, ``__cuda_stream__``)."""
+    t = type(x)
+    module = getattr(t, "__module__", "") or ""
+    return (t.__name__ == "CUstream" and module.startswith("cuda")) or hasattr(x, "__cuda_stream__") or \
+        (module.startswith(("torch", "cupy")) and "Stream" in t.__name__)
