@@ -14,7 +14,9 @@ with the same rewrite; shell (``!``) and magic (``%``) lines are left out.
 ``--compile-only`` runs without a GPU: torch keeps its tensors on the host, and the first launch of a compiled
 function stops the program once its arguments were accepted (the result says ``compiled``).
 
-``--bench`` also times ``hopper/dense_gemm`` at 8192^3 fp16 against ``torch.matmul`` (cuBLAS) in the same process.
+``--bench`` also times ``hopper/dense_gemm`` at 8192^3 fp16 (k-major A and B, fp32 accumulation) against
+``torch.matmul`` (cuBLAS) in the same process, with CUDA events around 30 calls of each, alternating the order
+three times (best of three), after checking its result against cuBLAS's.
 """
 from __future__ import annotations
 
@@ -121,10 +123,18 @@ if os.environ.get("CUTE_DSL_EXAMPLES_COMPILE_ONLY"):
                 return _f(*a, **k)
             setattr(torch, _name, _wrap)
         torch.Tensor.is_cuda = property(lambda self: True)
-    # host arrays stand in for device arrays: a tensor of from_dlpack over one is a global-memory tensor
+    # torch's host tensors stand in for device arrays (numpy's stay host arrays): from_dlpack over one is a
+    # global-memory tensor
     from cute_py.tensor import dlpack as _dlpack
-    _dlpack._DEVICE_DEVICES = _dlpack._DEVICE_DEVICES + (_dlpack.CPU,)
-    _dlpack._HOST_DEVICES = tuple(d for d in _dlpack._HOST_DEVICES if d != _dlpack.CPU)
+    _info = _dlpack.dlpack_info
+
+    def _as_device(x, *a, **k):
+        got = _info(x, *a, **k) if not type(x).__module__.startswith("torch") else _info(x, None)
+        if type(x).__module__.startswith("torch") and got[4] == _dlpack.CPU:
+            got = _dlpack.DLPackInfo(tuple(got[:4]) + (_dlpack.CUDA,))
+        return got
+
+    _dlpack.dlpack_info = _as_device
     from cute_py.compiler.runtime import compiled as _compiled
 
     def _stop(self, *a, **k):
@@ -209,55 +219,72 @@ def run_notebook(root: Path, name: str, work: Path, env: dict, timeout: int) -> 
             "failures": bad, "tail": "" if m else out[-3000:]}
 
 
-_BENCH = '''
-import sys, time, torch
+_BENCH = """
+import sys, torch, cuda.bindings.driver as cuda
 sys.argv = ["dense_gemm.py"]
 sys.path.insert(0, {folder!r})
 import dense_gemm as ex
+from cute_py.runtime import from_dlpack
 m = n = k = 8192
-ms = []
-for order in range(2):
-    for who in (("cute", "cublas") if order == 0 else ("cublas", "cute")):
-        if who == "cublas":
-            a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-            b = torch.randn(n, k, device="cuda", dtype=torch.float16)
-            for _ in range(3):
-                torch.matmul(a, b.t())
-            torch.cuda.synchronize()
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(20):
-                torch.matmul(a, b.t())
-            e1.record(); torch.cuda.synchronize()
-            ms.append(("cublas", e0.elapsed_time(e1) * 1000 / 20))
-        else:
-            us = ex.run((m, n, k, 1), ex.cutlass.Float16, ex.cutlass.Float16, ex.cutlass.Float16,
-                        ex.cutlass.Float32, "k", "k", "n", (128, 256), (1, 1), 1e-1, 3, 20, True, False)
-            ms.append(("cute_py", us))
-print("BENCH", ms)
-'''
+tile, cluster = {tile!r}, {cluster!r}
+a = torch.randn(1, m, k, device="cuda", dtype=torch.float16).permute(1, 2, 0)  # (m, k, l), k-major
+b = torch.randn(1, n, k, device="cuda", dtype=torch.float16).permute(1, 2, 0)
+c = torch.empty(1, m, n, device="cuda", dtype=torch.float16).permute(1, 2, 0)
+mA, mB, mC = (from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=1) for t in (a, b, c))
+stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+gemm = ex.HopperWgmmaGemmKernel(ex.cutlass.Float32, tile, cluster)
+compiled = ex.cute.compile(gemm, mA, mB, mC, stream)
+compiled(mA, mB, mC, stream)
+torch.cuda.synchronize()
+ref = torch.matmul(a[:, :, 0], b[:, :, 0].t())
+err = (c[:, :, 0].float() - ref.float()).abs().max().item()
+print("CHECK max abs error", err, "scale", ref.float().abs().max().item())
+x, y = a[:, :, 0], b[:, :, 0].t()
+
+def time(fn, reps=30):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(reps):
+        fn()
+    e1.record()
+    torch.cuda.synchronize()
+    return e0.elapsed_time(e1) * 1000 / reps
+
+runs = {{"cute_py": lambda: compiled(mA, mB, mC, stream), "cublas": lambda: torch.matmul(x, y)}}
+best = {{}}
+for order in (("cute_py", "cublas"), ("cublas", "cute_py"), ("cute_py", "cublas")):
+    for who in order:
+        us = time(runs[who])
+        best[who] = min(us, best.get(who, us))
+import datetime
+print("DEVICE", torch.cuda.get_device_name(), datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+print("BENCH", best, "check", err)
+"""
 
 
-def bench_dense_gemm(root: Path, work: Path, env: dict, timeout: int) -> dict:
+def bench_dense_gemm(root: Path, work: Path, env: dict, timeout: int, tile=(128, 256), cluster=(1, 1)) -> dict:
     rel = PROGRAMS["hopper/dense_gemm"][0]
     folder = work / Path(rel).parent
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "dense_gemm.py").write_text(port_imports((root / EXAMPLES / rel).read_text()))
     script = work / "bench_dense_gemm.py"
-    script.write_text(_BENCH.format(folder=str(folder)))
+    script.write_text(_BENCH.format(folder=str(folder), tile=tuple(tile), cluster=tuple(cluster)))
     p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=timeout)
     out = p.stdout + p.stderr
-    m = re.search(r"BENCH (.*)", out)
+    m = re.search(r"BENCH (\{.*\}) check (\S+)", out)
     if not m:
         return {"program": "bench hopper/dense_gemm 8192^3 fp16", "status": "failed", "tail": out[-3000:]}
-    pairs = eval(m.group(1))  # a list of (name, microseconds) printed by the script above
-    best = {}
-    for who, us in pairs:
-        best[who] = min(us, best.get(who, us))
+    best = json.loads(m.group(1).replace("'", '"'))
+    dev = re.search(r"DEVICE (.*)", out)
     flops = 2 * 8192 ** 3
     tf = {w: flops / (us * 1e-6) / 1e12 for w, us in best.items()}
-    return {"program": "bench hopper/dense_gemm 8192^3 fp16", "status": "measured", "us": best,
-            "tflops": {w: round(v, 1) for w, v in tf.items()},
+    return {"program": f"bench hopper/dense_gemm 8192^3 fp16 tile {tuple(tile)} cluster {tuple(cluster)}",
+            "status": "measured", "device": dev.group(1) if dev else "?",
+            "us": {w: round(v, 1) for w, v in best.items()},
+            "tflops": {w: round(v, 1) for w, v in tf.items()}, "max_abs_error": float(m.group(2)),
             "ratio_vs_cublas": round(tf["cute_py"] / tf["cublas"], 3)}
 
 

@@ -26,17 +26,18 @@ def marked(rows, address=1 << 32):
 def branchy(a, b):
     if a.shape[0] > 64:
         _rows(a, b).launch(grid=(a.shape[0], 1, 1), block=32)
-    else:
-        _rows(a, b).launch(grid=(a.shape[0], 1, 1), block=64)
+    else:  # another program for few rows: the copy twice (the result is the same)
+        _rows(a, b).launch(grid=(a.shape[0], 1, 1), block=32)
+        _rows(a, b).launch(grid=(a.shape[0], 1, 1), block=32)
 
 
 def test_a_host_decision_is_taken_on_the_compile_values_and_guards_the_compile():
     big = branchy.compile(marked(100), marked(100, 1 << 33))
     assert [describe_guard(g) for g in big.guards] == ["a.shape[0] > 64 was True"]
-    assert big.launches[0].block == (32, 1, 1)
+    assert len(big.launches) == 1
     small = branchy.compile(marked(10), marked(10, 1 << 33))
     assert [describe_guard(g) for g in small.guards] == ["a.shape[0] > 64 was False"]
-    assert small.launches[0].block == (64, 1, 1)
+    assert len(small.launches) == 2
     # each outcome is compiled once: the memory cache keeps both variants
     assert branchy.compile(marked(200), marked(200, 1 << 33)) is big
     assert branchy.compile(marked(64), marked(64, 1 << 33)) is small
@@ -49,7 +50,7 @@ def test_a_call_deciding_otherwise_is_handed_to_the_compile_of_its_outcome():
                                             r"decide it otherwise"):
         big._bind(args)
     other = big._respecialise(args)
-    assert other is not big and other.launches[0].block == (64, 1, 1)
+    assert other is not big and len(other.launches) == 2
     other._bind(args)  # its own guard holds
     assert isinstance(GuardMismatch("x"), SpecMismatch)  # refused as any argument the compile cannot take
 
