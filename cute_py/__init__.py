@@ -85,6 +85,7 @@ _LAZY = {
     "struct": ("compiler.frontend.smem_struct", "struct"),
     "size_in_bytes": ("compiler.frontend.smem_struct", "size_in_bytes"),
     "arch": ("arch", None),
+    "cuda": ("cuda", None),
     "utils": ("utils", None),
     "pipeline": ("pipeline", None),
     "viz": ("viz", None),

@@ -120,8 +120,9 @@ def make_copy_atom(op: CopyOp, dtype: DType | str | Any, num_bits_per_copy: int 
     """The copy atom of ``op`` for ``dtype`` moving ``num_bits_per_copy`` bits per instruction.
 
     A ``CopyUniversalOp`` atom without ``num_bits_per_copy`` is one element in its layouts, and in a kernel copies
-    with the widest vector that both tensors' layouts and alignment allow (as ``cute.copy(src, dst)``), except
-    under a predicate tensor, where each element keeps its own condition."""
+    with the widest vector that both tensors' layouts and alignment allow (as ``cute.copy(src, dst)``); under a
+    predicate tensor of one condition per element, a vector where all its conditions hold and each element under
+    its own condition where not (no element is accessed whose condition fails)."""
     dtype = dtype_of(dtype)
     bits = op.default_bits(dtype) if num_bits_per_copy is None else as_index(num_bits_per_copy, "num_bits_per_copy")
     if bits <= 0:

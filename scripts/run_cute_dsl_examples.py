@@ -97,7 +97,7 @@ if os.environ.get("CUTE_DSL_EXAMPLES_COMPILE_ONLY"):
         import torch
     except ImportError:
         torch = None
-    if torch is not None:
+    if torch is not None and not os.environ.get("CUTE_DSL_EXAMPLES_NOTEBOOK"):  # notebooks keep host tensors
         class _Stream:
             cuda_stream = 0
         torch.cuda.is_available = lambda: True
@@ -129,6 +129,8 @@ if os.environ.get("CUTE_DSL_EXAMPLES_COMPILE_ONLY"):
     _info = _dlpack.dlpack_info
 
     def _as_device(x, *a, **k):
+        if os.environ.get("CUTE_DSL_EXAMPLES_NOTEBOOK"):
+            return _info(x, *a, **k)
         got = _info(x, *a, **k) if not type(x).__module__.startswith("torch") else _info(x, None)
         if type(x).__module__.startswith("torch") and got[4] == _dlpack.CPU:
             got = _dlpack.DLPackInfo(tuple(got[:4]) + (_dlpack.CUDA,))
@@ -204,6 +206,7 @@ def run_notebook(root: Path, name: str, work: Path, env: dict, timeout: int) -> 
     path = root / EXAMPLES / "notebooks" / f"{name}.ipynb"
     runner = work / f"nb_{name}.py"
     runner.write_text(_NB_RUNNER.format(scripts=str(Path(__file__).resolve().parent), path=str(path)))
+    env = dict(env, CUTE_DSL_EXAMPLES_NOTEBOOK="1")
     t0 = time.time()
     try:
         p = subprocess.run([sys.executable, str(runner)], env=env, capture_output=True, text=True,

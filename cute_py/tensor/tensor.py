@@ -258,16 +258,24 @@ class Tensor:
         self.engine.write(off, value)
 
     def load(self) -> Any:
-        """In a kernel, every element of this tensor as one register value (a TensorSSA: elementwise arithmetic,
-        ``.to(dtype)``, ``.reduce``); on the host, the elements as a numpy array (:meth:`to_numpy`)."""
+        """Every element of this tensor as one value: in a kernel a register value (a TensorSSA: elementwise
+        arithmetic, ``.to(dtype)``, ``.reduce``); on the host the same operations computed by numpy
+        (:class:`~cute_py.tensor.host_ssa.HostTensorSSA`; a coordinate tensor gives a numpy array of
+        coordinates)."""
         access = device.active()
         if access is None:
-            return self.to_numpy()
+            values = self.to_numpy()
+            if self.element_type is None:  # coordinates: a numpy array of them
+                return values
+            from .host_ssa import HostTensorSSA
+
+            return HostTensorSSA(values.reshape(-1, order="F"), self.shape, self.element_type)
         return access.load_tensor(self)
 
     def store(self, value: Any) -> None:
         """Write ``value`` into this tensor: in a kernel a TensorSSA of the same size or a number for every element;
-        on the host (a tensor over an array) a number, or a sequence of the tensor's size in flat order."""
+        on the host (a tensor over an array) a number, a sequence of the tensor's size in flat order, or a numpy
+        array of the shape :meth:`load` gives (read in column-major order, as it was written)."""
         access = device.active()
         if access is not None:
             access.store_tensor(self, value)
@@ -275,6 +283,14 @@ class Tensor:
         n = product_unchecked(self.shape)
         if type(n) is not int:
             raise StaticValueRequired(f"storing into a tensor needs a static size, got the shape {fmt(self.shape)}")
+        from .host_ssa import HostTensorSSA
+
+        if isinstance(value, HostTensorSSA):
+            value = value.array
+        elif hasattr(value, "reshape") and hasattr(value, "size") and getattr(value, "ndim", 1) > 1:
+            if value.size != n:  # a numpy array of the shape load() gives: its elements in column-major order
+                raise CuteValueError(f"cannot store {value.size} values into a tensor of {n} elements")
+            value = value.reshape(-1, order="F")
         if hasattr(value, "__len__") and len(value) != n:
             raise CuteValueError(f"cannot store {len(value)} values into a tensor of {n} elements")
         for i in range(n):

@@ -116,4 +116,11 @@ def print_tensor(tensor: Tensor, *, verbose: bool = False, file: TextIO | None =
     if ctx is not None:
         ctx.print_tensor(tensor, verbose)
         return
+    from ..tensor.host_ssa import HostTensorSSA
+
+    if isinstance(tensor, HostTensorSSA):  # a value of host code: its elements over a compact layout
+        from ..core.layout import Layout
+        from ..tensor.tensor import make_tensor
+
+        tensor = make_tensor(tensor.array.copy(), Layout(tensor.shape))
     print(format_tensor_values(tensor, verbose), file=file if file is not None else sys.stdout)

@@ -230,11 +230,12 @@ def test_a_jit_function_without_a_launch_runs_as_python_each_call(capsys):
 def test_each_call_of_a_host_only_function_sees_its_own_arguments(capsys):
     @cute.jit
     def show(n: cute.Int32, t):
-        print(n.value, t.shape)
+        print(n, t.shape)  # traced: a run-time value prints ?, as in the DSL
+        cute.printf("n = {}", n)  # run: each call's value
 
     show(3, DeviceArraySpec("Float32", (4, 8)))
     show(5, DeviceArraySpec("Float32", (4, 8)))  # the same specialisation, another run-time value
-    assert capsys.readouterr().out == "3 (4, 8)\n5 (4, 8)\n"
+    assert capsys.readouterr().out == "? (4, 8)\nn = 3\n? (4, 8)\nn = 5\n"
 
 
 def test_compile_of_a_host_only_function_returns_a_callable_that_does_nothing(capsys):

@@ -153,7 +153,7 @@ def copy(atom: TmaCopyAtom | CopyAtom | TiledCopy | ThrCopy | Tensor, src: Tenso
         return vector_copy(src, dst, vector=vector, cp_async=modifier, pred=pred, cache_hint=cache_hint)
     if not isinstance(atom.op, CopyUniversalOp):
         raise TraceError(f"copy does not support {type(atom.op).__name__} atoms in kernels")
-    if atom.widest and not isinstance(pred, Tensor):  # no width asked for: the widest the tensors allow
+    if atom.widest:  # no width asked for: the widest the tensors allow (per-element predicates included)
         return vector_copy(src, dst, pred=pred, cache_hint=cache_hint)
     return vector_copy(src, dst, vector=vector, pred=pred, cache_hint=cache_hint)
 

@@ -13,6 +13,7 @@ At trace time, Python's own ``print`` shows a run-time value as ``?``.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import mlir_dialects as md
@@ -25,9 +26,13 @@ from ..frontend.builder import current
 from ..frontend.values import TracedBool, TracedFloat
 from ..frontend.traced_int import TracedInt
 
-__all__ = ["printf", "print_tensor"]
+__all__ = ["printf", "print_tensor", "host_print", "HOST_SINKS"]
 
 MAX_PRINTED = 4096  # elements one print_tensor may print from a kernel
+# where host printf calls go while a jit function's host code is traced (the host trace pushes its list)
+HOST_SINKS: list[list[Any]] = []
+# a conversion of a C format: each becomes a placeholder (the value is printed as cute_py prints it)
+_C_SPEC = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?[diouxXfFeEgGcs]")
 
 
 def _pieces(fmt: str) -> list[tuple[str, bool]]:
@@ -78,13 +83,25 @@ def _render(x: Any, c_format: list[str], values: list[Any]) -> None:
 
 def printf(fmt: str, *args: Any) -> None:
     """Print ``fmt`` with each ``{}`` replaced by the next of ``args`` (run-time values by the device), and a
-    newline, from every thread that runs it."""
-    if not isinstance(fmt, str):
-        raise TraceError(f"cute.printf takes a format string first, got {fmt!r}")
+    newline, from every thread that runs it. As in the DSL, a C format (``"%d -> %d"``) takes each conversion
+    as a placeholder (the value printed as cute_py prints it), and ``printf(x, ...)`` prints the values.
+
+    In a jit function's host code (no kernel being traced) it is a print of each call, as the DSL's host code
+    prints at run time: recorded while tracing, then printed when the function is called, its run-time extents
+    and scalars (``?`` while tracing) replaced by the call's values (see :func:`host_print`)."""
+    if not isinstance(fmt, str):  # printf(value, ...): the values, as the DSL prints them
+        fmt, args = " ".join(["{}"] * (1 + len(args))), (fmt,) + args
+    elif "{}" not in fmt and _C_SPEC.search(fmt):  # a C format ("%d -> %d"): each conversion a placeholder
+        fmt = _C_SPEC.sub("{}", fmt.replace("{", "{{").replace("}", "}}")).replace("%%", "%")
     pieces = _pieces(fmt)
     wanted = sum(1 for _, placeholder in pieces if placeholder)
     if wanted != len(args):
         raise TraceError(f"cute.printf: the format {fmt!r} has {wanted} placeholders, got {len(args)} arguments")
+    from ..frontend.builder import active
+
+    if active() is None and HOST_SINKS:  # the host code of a jit function: printed at each call
+        HOST_SINKS[-1].append((pieces, args))
+        return
     c_format, values, rest = [], [], iter(args)
     for text, placeholder in pieces:
         c_format.append(text.replace("%", "%%"))
@@ -94,6 +111,27 @@ def printf(fmt: str, *args: Any) -> None:
     b = current()
     with b.at_end():
         md.printf("".join(c_format), values)
+
+
+def host_print(entry: tuple[list[tuple[str, bool]], tuple[Any, ...]], env: dict[str, int],
+               scalars: dict[int, Any]) -> str:
+    """The text (with its newline) of a host ``printf`` recorded while tracing, for a call whose run-time extents
+    are ``env`` (leaf name -> value) and whose scalar arguments are ``scalars`` (argument index -> value)."""
+    from ...core.symbolic import SymInt, substitute
+    from ..frontend.host_scalars import HostScalar
+
+    pieces, args = entry
+    out, rest = [], iter(args)
+    for text, placeholder in pieces:
+        out.append(text)
+        if placeholder:
+            x = next(rest)
+            if isinstance(x, HostScalar):
+                x = x.evaluate(scalars)
+            else:
+                x = substitute(x, lambda s: s.evaluate(env) if isinstance(s, SymInt) else s)
+            out.append(str(x))
+    return "".join(out) + "\n"
 
 
 def _cell(x: Any, values: list[Any]) -> str:

@@ -228,8 +228,6 @@ def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async
     if n % vector:
         raise TraceError(f"copy: {n} elements are not a whole number of {vector}-element vectors")
     per_element = isinstance(pred, Tensor) and vector > 1 and product(_layout(pred).shape) == n
-    if cp_async is None and per_element and isinstance(dst.engine, ArrayEngine):
-        vector = 1  # into registers, one condition per element: each element on its own (its value is carried)
     nbits = vector * width
     if cp_async is not None:
         _cp_async(src, dst, n, vector, nbits, cp_async, pred, cache_hint)
@@ -238,7 +236,10 @@ def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async
         raise TraceError("copy: cache_hint applies to cp.async and TMA copies")
     for c in range(n // vector):
         if per_element and vector > 1:  # whole vectors where every condition holds, else element by element
-            _per_element_vector(src, dst, pred, c * vector, vector, nbits)
+            if isinstance(dst.engine, ArrayEngine):
+                _per_element_vector_into_registers(src, dst, pred, c * vector, vector, nbits)
+            else:
+                _per_element_vector(src, dst, pred, c * vector, vector, nbits)
             continue
         p = _pred_at(pred, c, vector, n)
         if p is False:
@@ -289,6 +290,34 @@ def _per_element_vector(src, dst, pred, first, vector, nbits):
     else:
         with if_(otherwise):
             elements()
+
+
+def _per_element_vector_into_registers(src, dst, pred, first, vector, nbits):
+    """A vector load into registers under one condition per element: one vector load where all hold; where not,
+    each element whose condition holds on its own (no element is read whose condition fails, and registers whose
+    condition fails keep their values)."""
+    conds = [pred[first + k] for k in range(vector)]
+    if all(c is True for c in conds):
+        emit(_UNIVERSAL, src=src, dst=dst, first=first, vector=vector, nbits=nbits)
+        return
+    width = src.element_type.width
+    every = None
+    for c in conds:
+        if c is False:
+            every = False
+            break
+        if c is not True:
+            every = c if every is None else every & c
+    if every is not False:
+        _predicated_into_registers(src, dst, first, vector, nbits, every)
+    for k, c in enumerate(conds):
+        if c is False:
+            continue
+        alone = c if every is False else (~every if c is True else (~every) & c)
+        if alone is True:
+            emit(_UNIVERSAL, src=src, dst=dst, first=first + k, vector=1, nbits=width)
+        else:
+            _predicated_into_registers(src, dst, first + k, 1, width, alone)
 
 
 def _predicated_into_registers(src, dst, first, vector, nbits, p):

@@ -9,6 +9,8 @@ A kernel bound to an instance gets the snapshot of ``self`` taken at its launch,
 
 from __future__ import annotations
 
+import re
+
 import inspect
 import time
 from typing import TYPE_CHECKING, Any
@@ -144,6 +146,9 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
     return r
 
 
+_SCALAR_LEAF = re.compile(r"arg\d+")  # the leaf of an Int32/Int64 argument (kernel._convert)
+
+
 def _kernel_value(b, kind, v, orig):
     """The value a kernel parameter (or static argument) ``orig`` takes inside the traced kernel."""
     if kind == "static":
@@ -151,7 +156,9 @@ def _kernel_value(b, kind, v, orig):
     if kind == "sym":  # a value holding run-time extents: each leaf is a parameter, expressions are recomputed
         inner, slots = v
         value = _kernel_value(b, *inner, orig)
-        env = {name: TracedInt(b.params[j], 32 if b.launch.params[j][0] == "Int32" else 64, nonneg=True,
+        # an extent or stride is >= 0; an integer argument of the jit function (leaf ``argN``) may be negative
+        env = {name: TracedInt(b.params[j], 32 if b.launch.params[j][0] == "Int32" else 64,
+                               nonneg=_SCALAR_LEAF.fullmatch(name) is None,
                                known_divisor=b.launch.params[j][1].known_divisor)
                for name, j in slots.items()}
         b.param_leaves.update((id(b.params[j]), name) for name, j in slots.items())

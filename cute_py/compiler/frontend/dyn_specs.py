@@ -130,10 +130,12 @@ class Binder:
     def _what(self, i):
         return f"argument {i} ({self.names[i]})" if i < len(self.names) else f"argument {i}"
 
-    def bind(self, actual: dict[int, tuple[tuple[int, ...], tuple[int, ...]]]) -> tuple[int, ...]:
-        """The leaves' values for the arrays' ``{argument index: (shape, strides)}``; ``SpecMismatch`` when they
-        break a rule of the module."""
-        env = {}
+    def bind(self, actual: dict[int, tuple[tuple[int, ...], tuple[int, ...]]],
+             scalars: dict[str, int] | None = None) -> tuple[int, ...]:
+        """The leaves' values for the arrays' ``{argument index: (shape, strides)}`` (and the integer scalar
+        arguments' ``scalars``, leaf name -> value, which the checks and guards may name); ``SpecMismatch`` when
+        they break a rule of the module."""
+        env = dict(scalars or {})
         for i, rank, entries in self.plan:
             shape, strides = actual[i]
             if len(shape) != rank:
@@ -203,8 +205,13 @@ def decision_env(args: Sequence[Any], sources: Sequence[tuple], names: Sequence[
     extents, nor for arguments that break the marks (the call refuses them later)."""
     from .args import concrete_spec, is_static_spec
 
-    actual, specs = {}, {}
+    actual, specs, scalars = {}, {}, {}
     for i, (kind, spec) in enumerate(sources):
+        if kind == "scalar" and spec in ("Int32", "Int64") and i < len(args):  # an integer argument: leaf argN
+            v = getattr(args[i], "value", args[i])
+            if type(v) is int:
+                scalars[f"arg{i}"] = v
+            continue
         if kind != "tensor" or is_static_spec(spec) or i >= len(args):
             continue
         try:
@@ -214,9 +221,9 @@ def decision_env(args: Sequence[Any], sources: Sequence[tuple], names: Sequence[
         if is_static_spec(got):
             actual[i], specs[i] = (tuple(got[1]), tuple(got[2])), spec
     if not actual:
-        return {}
+        return scalars
     b = Binder(specs, names)
     try:
-        return b.env(b.bind(actual))
+        return {**b.env(b.bind(actual)), **scalars}
     except CuteError:
-        return {}
+        return scalars

@@ -152,7 +152,10 @@ class JitFunction:
             elif kind in SCALAR_TYPES and not isinstance(a, Scalar):
                 a = SCALAR_TYPES[kind](a)
             if isinstance(a, Scalar) and kind != "constexpr":
-                host.append(RunTimeScalar(a.value, a.kind, i))
+                # an integer is a run-time value of the host code as an extent is (usable in layouts, decided on
+                # per call); a float an expression the launch evaluates (host_scalars)
+                host.append(SymInt.leaf(f"arg{i}", a.dtype.width) if a.kind in ("Int32", "Int64") else
+                            RunTimeScalar(a.value, a.kind, i))
                 key.append(("S", a.kind))
                 sources.append(("scalar", a.kind))
             elif is_device_array(a):
@@ -285,8 +288,10 @@ class JitFunction:
                 self._compiled.pop(mkey, None)
                 c, result, args, mkey, _ = self._specialise(obj, args, {}, None)
                 if not c.launches:
+                    c(*args, stream=stream)  # its host prints, with this call's values
                     return result
             else:
+                c(*args, stream=stream)  # its host prints, with this call's values
                 return result
         self._last = LastCall(c, obj, mkey, args) if mkey is not None and c.call_form is None else None
         return c(*args, stream=stream)
@@ -351,7 +356,14 @@ class _SymText(str):
         return str(self)
 
 
-def _disk_key(jf, host, key, launches, opts=None, guards=()):
+def _print_key(x):
+    """A host print's argument in a key: run-time values by their structure, others by their text."""
+    if isinstance(x, HostScalar):
+        return x.describe()
+    return repr(substitute(x, _SymText))
+
+
+def _disk_key(jf, host, key, launches, opts=None, guards=(), prints=()):
     """The disk-cache key of a compile: the library, the jit function, the specialisation, the code-generation
     options and the recorded launches (``None`` when a value has no process-independent key: not stored)."""
     opts = opts or CompileOptions()
@@ -360,7 +372,8 @@ def _disk_key(jf, host, key, launches, opts=None, guards=()):
             raise Unkeyable("a static argument has no key")
         text = repr((_cache.library_fingerprint(), jf._source, _deps.value_key(jf.fn, strict=True), jf.function_name,
                      list(key), opts.codegen_key(), [_launch_key(ln) for ln in launches],
-                     [describe_guard(g) for g in guards]))
+                     [describe_guard(g) for g in guards],
+                     [(pieces, [_print_key(a) for a in args]) for pieces, args in prints]))
     except Unkeyable as e:
         _log(f"{jf.fn.__name__} is not cached on disk: {e}")
         return None
@@ -389,10 +402,12 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
     name = jf.function_name
     guards = decision.guards
     if not ht.launches:
-        c = Compiled(jf, [], {}, sources, b"", "", "", None, build=build, name=name)
+        c = Compiled(jf, [], {}, sources, b"", "", "", None, build=build, name=name,
+                     arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], guards=guards)
+        c.host_prints = list(ht.prints)
         _log(f"{jf.fn.__name__} launched no kernel: nothing to compile")
         return c, result
-    dkey = _disk_key(jf, host, key, ht.launches, opts, guards)
+    dkey = _disk_key(jf, host, key, ht.launches, opts, guards, ht.prints)
     builder = functools.partial(build, options=opts) if not opts.default_pipeline else build
     c = jf._compiled.get(("disk", dkey)) if dkey else None
     if c is not None:  # this process compiled these launches already (another key of the same code)
@@ -411,6 +426,7 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
                          arg_names=jf.params.names[0 if obj is _UNBOUND else 1:],
                          cooperative=meta.get("cooperative", ()), arch=opts.gpu_arch,
                          assumed=meta.get("assumed", {}), guards=guards)
+            c.host_prints = list(ht.prints)
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
@@ -433,6 +449,7 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
     c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name,
                  arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], cooperative=built.cooperative,
                  arch=opts.gpu_arch, assumed=assumed, guards=guards)
+    c.host_prints = list(ht.prints)
     return _remember(jf, dkey, c), result
 
 

@@ -55,13 +55,20 @@ class HostTrace:
 
     def __init__(self) -> None:
         self.launches = []
+        self.prints = []  # host printf calls: (format pieces, arguments), printed at each call (printing.host_print)
 
     def __enter__(self) -> HostTrace:
+        from ..builtins.printing import HOST_SINKS
+
         _hosts.append(self)
+        HOST_SINKS.append(self.prints)
         return self
 
     def __exit__(self, *exc: object) -> bool:
+        from ..builtins.printing import HOST_SINKS
+
         _hosts.pop()
+        HOST_SINKS.pop()
         return False
 
 

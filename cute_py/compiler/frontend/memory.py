@@ -350,7 +350,16 @@ def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
 
 def make_rmem_tensor(layout_or_shape: Layout | Shape, dtype: DType | str | Any) -> Tensor:
     """A register tensor of ``dtype`` over ``layout_or_shape`` (a layout, or a shape: compact column-major), as the
-    CuTe DSL's ``make_rmem_tensor``; the same tensor as :func:`make_fragment`."""
+    CuTe DSL's ``make_rmem_tensor``; the same tensor as :func:`make_fragment`. Outside a kernel (a jit function's
+    host code) it is a zeroed host array under the layout."""
+    if active() is None:
+        from ...tensor.tensor import make_fragment_like as host_fragment
+
+        layout = layout_or_shape if isinstance(layout_or_shape, Layout) else Layout(layout_or_shape)
+        n = cosize(layout)
+        if type(n) is not int:
+            raise CuteValueError(f"make_rmem_tensor needs a static layout, got {layout}")
+        return Tensor(host_fragment(Layout(max(n, 1)), dtype_of(dtype)).engine, layout)
     return make_fragment(layout_or_shape, dtype)
 
 

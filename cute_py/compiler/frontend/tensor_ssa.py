@@ -11,6 +11,8 @@ promotion rules; a Python number or traced scalar broadcasts; two TensorSSA must
 
 from __future__ import annotations
 
+import abc
+
 import builtins
 import enum
 from collections.abc import Callable
@@ -20,6 +22,7 @@ from ...core.congruence import is_weakly_congruent
 from ...core.int_tuple import flatten, product, short_repr
 from ...core.modes import slice_
 from ...errors import TraceError
+from ...tensor.host_ssa import HostTensorSSA
 from ...tensor.dtypes import DType, dtype_of
 from .values import as_type, binary, minmax, operand_dtype
 from .traced_int import select
@@ -37,9 +40,10 @@ def _size(tensor: Any, what: str) -> int:
     return n
 
 
-class TensorSSA:
+class TensorSSA(metaclass=abc.ABCMeta):
     """The elements of a tensor as one register value: ``shape``, ``dtype`` (also ``element_type``) and the
-    elements in flat index order (``v[i]``)."""
+    elements in flat index order (``v[i]``). The host code's value (``tensor.host_ssa.HostTensorSSA``) is one
+    too for ``isinstance``, as the DSL has one ``TensorSSA``."""
 
     __slots__ = ("elements", "shape", "dtype")
     __hash__ = None
@@ -178,6 +182,7 @@ def _install() -> None:
 
 
 _install()
+TensorSSA.register(HostTensorSSA)
 
 
 def _in_memory(tensor: Any) -> bool:
@@ -229,6 +234,13 @@ def store_tensor(tensor: Any, value: Any, copy: Callable[[Any, Any], None] | Non
 def where(cond: Any, a: Any, b: Any, *, loc: Any = None, ip: Any = None) -> Any:
     """``a`` where ``cond`` holds, else ``b``, element by element (TensorSSA broadcast with scalars; on scalars,
     ``select``). ``loc`` and ``ip`` (the DSL's MLIR location and insertion point) are accepted and unused."""
+    hosts = [v for v in (cond, a, b) if isinstance(v, HostTensorSSA)]
+    if hosts:  # host code: numpy's where, in the value operand's type
+        import numpy as np
+
+        pick = np.where(*(v.nd() if isinstance(v, HostTensorSSA) else v for v in (cond, a, b)))
+        kind = next((v for v in (a, b) if isinstance(v, HostTensorSSA)), hosts[0])
+        return HostTensorSSA(pick.reshape(-1, order="F"), hosts[0].shape, kind.dtype)
     tensors = [v for v in (cond, a, b) if isinstance(v, TensorSSA)]
     if not tensors:
         return select(cond, a, b)

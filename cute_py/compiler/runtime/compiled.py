@@ -91,10 +91,11 @@ class Compiled:
         self.guards = tuple(guards)
         self._respecialise = None
         self.call_form = None  # how calls map onto the arguments (containers, Constexpr left out): set_call_form
+        self.host_prints = []  # the host code's printf calls, printed at each call with its values
         self._binder = Binder(dynamic, names, kernel_values(
             [a for ln in launches for a in list(ln.call.args) + list(ln.call.kwargs.values())]
             + [SymInt.leaf(leaf, 64, d) for leaf, d in sorted((assumed or {}).items())]),
-            self.guards) if dynamic else None
+            self.guards) if dynamic or self.guards else None
         self._dynamic_args = tuple(sorted(dynamic.items()))
         self._last_bound = None  # ({argument: (shape, strides)}, leaf values) of the last binding
         self._torch_dtypes = {}  # torch dtype -> cute_py element type name, for arguments with run-time extents
@@ -103,6 +104,9 @@ class Compiled:
         self._fast_last = None  # the generated dynamic call's key of the last call it passed to the general path
         self._exact = None  # (torch guard of its tensors' extents and strides, addresses) of that call, once repeated
         self._scalar_args = tuple(i for i, (kind, _) in enumerate(sources) if kind == "scalar")
+        # the integer ones: leaves argN of the host code's run-time values (grids, guards, kernel parameters)
+        self._int_scalars = tuple(i for i, (kind, k) in enumerate(sources) if kind == "scalar" and k in
+                                  ("Int32", "Int64"))
         self._scalar_checks = tuple(converter(kind, i) for i, (k, kind) in enumerate(sources) if k == "scalar")
         # held while the parameter arrays, the plan and what records them change, and until the launches that
         # read them are enqueued (the driver copies the parameters then): calls from several threads
@@ -211,6 +215,13 @@ class Compiled:
             raise ArgumentError(f"{self.jit_function.fn.__name__} was compiled for {len(self.sources)} arguments (the "
                                 f"trailing static ones may be left out), got {n}")
         stream = None if stream is None else stream_handle(stream)
+        if self.host_prints or (not self.launches and self.guards):
+            try:
+                self._print_host(args)
+            except GuardMismatch:  # the host code decides otherwise for this call: the compile of its outcome
+                if self._respecialise is None:
+                    raise
+                return self._respecialise(args)._call(given, given_stream)
         if not self.launches:
             return
         key = self._fast_pointers(args) if self._binder is None else None
@@ -273,6 +284,19 @@ class Compiled:
             self._fast_call = make_fast_call(self, self._fast, args, Compiled._call) or False
             if self._fast_call:  # this object's calls now go straight to it (see _make_fast_call)
                 self.__class__ = type("Compiled", (Compiled,), {"__call__": self._fast_call, "__slots__": ()})
+
+    def _print_host(self, args):
+        """Print the host code's printf calls for this call's run-time extents and scalars."""
+        import sys
+
+        from ..builtins.printing import host_print
+
+        env = self._binder.env(self._bind(args)[1]) if self._binder is not None else {}
+        env.update(self._scalar_env(args))
+        scalars = {i: (args[i].value if isinstance(args[i], Scalar) else args[i])
+                   for i in self._scalar_args if i < len(args)}
+        sys.stdout.write("".join(host_print(e, env, scalars) for e in self.host_prints))
+        sys.stdout.flush()
 
     def _launch_error(self, err, grid, block, cluster, smem, retry=None):
         """Raise the ``LaunchError`` of a failed launch; but a launch from a thread in which no CUDA context is
@@ -364,12 +388,18 @@ class Compiled:
                                    f"{got[0]} at {ptr:#x}")
             ptrs.append(ptr)
             actual[i] = (tuple(got[1]), tuple(got[2]))
+        scalars = self._scalar_env(args) if self._int_scalars else None
         last = self._last_bound
-        if last is not None and last[0] == actual:
+        if last is not None and last[0] == (actual, scalars):
             return tuple(ptrs), last[1]
-        values = self._binder.bind(actual)
-        self._last_bound = (actual, values)
+        values = self._binder.bind(actual, scalars)
+        self._last_bound = ((actual, scalars), values)
         return tuple(ptrs), values
+
+    def _scalar_env(self, args):
+        """The integer scalar arguments as the host code's run-time values name them (``argN``)."""
+        checks = dict(zip(self._scalar_args, self._scalar_checks))
+        return {f"arg{i}": checks[i](args[i]) for i in self._int_scalars if i < len(args)}
 
     def _fill(self, key, args):
         """Refill the parameter arrays (and the run-time grids) for ``key``; the caller holds the lock. Nothing
@@ -392,9 +422,13 @@ class Compiled:
             ptrs = dict(zip([i for i, _ in self._tensor_args], static))
             ptrs.update(zip([i for i, _ in self._dynamic_args], dyn_ptrs))
             env = self._binder.env(values)
-            plan = tuple(_grid_for(p, ln, env) if ln.dynamic_grid else p for p, ln in zip(plan, self.launches))
         else:
             ptrs = dict(zip([i for i, _ in self._tensor_args], key))
+        if self._int_scalars:
+            env = dict(env or {})
+            env.update({f"arg{i}": scalars[i] for i in self._int_scalars if i in scalars})
+        if env is not None:
+            plan = tuple(_grid_for(p, ln, env) if ln.dynamic_grid else p for p, ln in zip(plan, self.launches))
         writes = []
         for ln, block in zip(self.launches, self._blocks):
             for j, (kind, src) in enumerate(ln.params):
