@@ -7,6 +7,7 @@ _LAZY = {
     "SmemAllocator": "smem_allocator",
     "get_smem_capacity_in_bytes": "smem_allocator",
     "LayoutEnum": "layout",
+    "HardwareInfo": "hardware_info",
     "compute_tile_shape_or_override": "hopper_helpers",
     "sm90_get_smem_layout_atom": "hopper_helpers",
     "sm90_make_smem_layout_a": "hopper_helpers",

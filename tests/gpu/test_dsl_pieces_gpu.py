@@ -109,3 +109,16 @@ def test_a_host_decision_takes_the_other_branch_for_another_shape(assemble_ptx):
     torch.cuda.synchronize()
     assert torch.equal(b, a)
     check_outside(torch, buf, b)
+
+
+def test_hardware_info_asks_the_driver():
+    torch = hopper_torch()
+    hw = cute.utils.HardwareInfo()
+    props = torch.cuda.get_device_properties(0)
+    sms = hw.get_device_multiprocessor_count()
+    assert sms == props.multi_processor_count
+    assert hw.get_l2_cache_size_in_bytes() == props.L2_cache_size
+    assert hw.get_max_active_clusters(1) == sms  # one block of all the shared memory per multiprocessor
+    assert 0 < hw.get_max_active_clusters(2) <= sms // 2
+    with pytest.raises(cute.CuteValueError, match="cluster_size must be an int in"):
+        hw.get_max_active_clusters(33)
