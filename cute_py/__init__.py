@@ -24,8 +24,10 @@ from .core.composed import (ComposedLayout, SmemPtrFlag, as_position_independent
                             make_composed_layout)
 from .atom import (CopyAtom, CopyOp, CopyUniversalOp, ThrCopy, TiledCopy, make_copy_atom, make_tiled_copy,
                    make_tiled_copy_D, make_tiled_copy_S, make_tiled_copy_tv)
-from .mma import (MmaAtom, MmaOp, ThrMma, TiledMma, gemm, make_mma_atom, make_tiled_copy_A, make_tiled_copy_B,
-                  make_tiled_copy_C, make_tiled_copy_C_atom, make_tiled_mma)
+from .mma import MmaAtom, MmaOp, TiledMma, make_mma_atom, make_tiled_mma
+from .mma_thread import ThrMma
+from .mma_copy import make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C, make_tiled_copy_C_atom
+from .mma_gemm import gemm
 from .tensor.dtypes import (BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16, Float32, Float64, Int8, Int16, Int32,
                             Int64, TFloat32, Uint8, Uint16, Uint32, Uint64)
 from .core.parse import parse_int_tuple, parse_layout, parse_swizzle

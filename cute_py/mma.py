@@ -54,24 +54,17 @@ from .core.algebra import complement, composition
 from .core.inverse import right_inverse
 from .core.tiling import logical_divide, tiled_product, zipped_divide
 from .core.typing import Int
-from .errors import CuteTypeError, CuteValueError, DeviceOnlyError, TraceError
+from .errors import CuteTypeError, CuteValueError, TraceError
 
 if TYPE_CHECKING:
-    from .atom import CopyAtom, TiledCopy
     from .tensor.tensor import Tensor
 
 __all__ = [
     "MmaOp",
     "MmaAtom",
     "TiledMma",
-    "ThrMma",
     "make_mma_atom",
     "make_tiled_mma",
-    "make_tiled_copy_A",
-    "make_tiled_copy_B",
-    "make_tiled_copy_C",
-    "make_tiled_copy_C_atom",
-    "gemm",
 ]
 
 
@@ -455,9 +448,9 @@ class TiledMma:
         """The accumulator fragment of a thread's partition ``(V, M, N, ...)``."""
         return self.atom.make_fragment_C(tensor)
 
-    def get_slice(self, thr_idx: Int) -> ThrMma:
-        """The :class:`ThrMma` of thread ``thr_idx``."""
-        return ThrMma(self, thr_idx)
+    def get_slice(self, thr_idx: Int) -> Any:
+        """The :class:`~cute_py.mma_thread.ThrMma` of thread ``thr_idx``."""
+        return THREAD_SLICE["class"](self, thr_idx)
 
     get_thread_slice = get_slice
 
@@ -490,96 +483,8 @@ def _check_tile(layout, tile, what):
                                  f"({s} elements)")
 
 
-def _hier_coord(layout, idx):
-    """The flat coordinate of ``layout`` whose image is ``idx`` (CuTe's ``get_flat_coord``)."""
-    from .core.int_tuple import flatten
-
-    shapes, strides = flatten(layout.shape), flatten(layout.stride)
-    shapes = shapes if type(shapes) is tuple else (shapes,)
-    strides = strides if type(strides) is tuple else (strides,)
-    return tuple(0 if d == 0 else (idx // d) % s for s, d in zip(shapes, strides))
-
-
-class ThrMma:
-    """One thread's view of a :class:`TiledMma`."""
-
-    __slots__ = ("tiled_mma", "thr_idx", "thr_vmnk")
-
-    def __init__(self, tiled_mma: TiledMma, thr_idx: Int) -> None:
-        n = tiled_mma.size
-        if type(thr_idx) is int and not 0 <= thr_idx < n:
-            raise CuteValueError(f"thread index {thr_idx} is out of range for a tiled MMA of {n} threads")
-        v = tiled_mma.thr_layout_vmnk
-        coord = _hier_coord(v, thr_idx)
-        if type(thr_idx) is int and v(coord) != thr_idx:
-            raise CuteValueError(f"the thread layout {v} does not reach thread {thr_idx} (it is not a bijection "
-                                 "onto the threads)")
-        self.tiled_mma = tiled_mma
-        self.thr_idx = thr_idx
-        self.thr_vmnk = coord
-
-    def _partition(self, tensor, frg, i, j):
-        from .core.modes import slice_
-        from .tensor.tensor import Tensor
-
-        layout = tensor.layout if isinstance(tensor, Tensor) else tensor
-        if type(layout) is Layout:
-            thr = frg(layout)
-        else:  # a composed (swizzled shared-memory) layout: partition its outer layout, keep the swizzle
-            thr = layout.__cute_map_outer__(frg)
-        rest = len(layout)
-        c = self.thr_vmnk
-        coord = ((c[0], (c[i], c[j])), (None, (None,) * rest))
-        if isinstance(tensor, Tensor):
-            return Tensor(tensor.engine, thr)[coord]
-        return slice_(thr, coord)
-
-    def partition_A(self, tensor: Tensor | Layout) -> Tensor | Layout:
-        """This thread's ``(MMA_V, MMA_M, MMA_K, ...)`` view of an ``(M, K, ...)`` tensor (or layout)."""
-        return self._partition(tensor, self.tiled_mma.thrfrg_A, 1, 3)
-
-    def partition_B(self, tensor: Tensor | Layout) -> Tensor | Layout:
-        """This thread's ``(MMA_V, MMA_N, MMA_K, ...)`` view of an ``(N, K, ...)`` tensor (or layout)."""
-        return self._partition(tensor, self.tiled_mma.thrfrg_B, 2, 3)
-
-    def partition_C(self, tensor: Tensor | Layout) -> Tensor | Layout:
-        """This thread's ``(MMA_V, MMA_M, MMA_N, ...)`` view of an ``(M, N, ...)`` tensor (or layout)."""
-        return self._partition(tensor, self.tiled_mma.thrfrg_C, 1, 2)
-
-    def partition_fragment_A(self, tensor: Tensor | Layout) -> Tensor:
-        """The A fragment of this thread's partition of ``tensor``."""
-        return self.tiled_mma.make_fragment_A(self.partition_A(tensor))
-
-    def partition_fragment_B(self, tensor: Tensor | Layout) -> Tensor:
-        """The B fragment of this thread's partition of ``tensor``."""
-        return self.tiled_mma.make_fragment_B(self.partition_B(tensor))
-
-    def partition_fragment_C(self, tensor: Tensor | Layout) -> Tensor:
-        """The accumulator fragment of this thread's partition of ``tensor``."""
-        return self.tiled_mma.make_fragment_C(self.partition_C(tensor))
-
-    def make_fragment_A(self, tensor: Tensor | Layout) -> Tensor:
-        """The A fragment of an A partition (``partition_A``'s result), as the tiled MMA's: a thread slice is a
-        tiled MMA in the DSL (``ThrMma`` derives from ``TiledMma``), so it does not partition again."""
-        return self.tiled_mma.make_fragment_A(tensor)
-
-    def make_fragment_B(self, tensor: Tensor | Layout) -> Tensor:
-        """The B fragment of a B partition (see :meth:`make_fragment_A`)."""
-        return self.tiled_mma.make_fragment_B(tensor)
-
-    def make_fragment_C(self, tensor: Tensor | Layout) -> Tensor:
-        """The accumulator fragment of a C partition (see :meth:`make_fragment_A`)."""
-        return self.tiled_mma.make_fragment_C(tensor)
-
-    def __getattr__(self, name: str) -> Any:
-        # the rest of the tiled MMA's interface (size, shape_mnk, tv_layout_A...), as the DSL's ThrMma inherits it
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return getattr(self.tiled_mma, name)
-
-    def partition_shape_C(self, shape_mn: tuple) -> tuple:
-        """The shape of this thread's C partition of an ``(M, N, ...)`` tile."""
-        return self.partition_C(Layout(shape_mn)).shape
+# the class of a thread's slice (cute_py.mma_thread.ThrMma, which builds on this module and installs itself here)
+THREAD_SLICE: dict[str, type] = {}
 
 
 def make_tiled_mma(op_or_atom: MmaOp | MmaAtom, atom_layout_mnk: Layout | tuple = (1, 1, 1),
@@ -593,111 +498,3 @@ def make_tiled_mma(op_or_atom: MmaOp | MmaAtom, atom_layout_mnk: Layout | tuple 
             raise CuteValueError(f"atom_layout_mnk must be a layout or a tuple of positive ints, got {atom_layout_mnk!r}")
         atom_layout_mnk = Layout(tuple(atom_layout_mnk))
     return TiledMma(atom, atom_layout_mnk, tuple(permutation_mnk) if permutation_mnk is not None else ())
-
-
-def _tiled_copy_for(copy_atom, layout_tv, tiler):
-    from .atom import TiledCopy
-
-    return TiledCopy(copy_atom, layout_tv, tiler)
-
-
-def make_tiled_copy_A(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
-    """A tiled copy whose threads and values are those of ``tiled_mma``'s A operand (tile ``(M, K)``)."""
-    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_A_tiled, (tiled_mma.tile_size(0), tiled_mma.tile_size(2)))
-
-
-def make_tiled_copy_B(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
-    """A tiled copy whose threads and values are those of ``tiled_mma``'s B operand (tile ``(N, K)``)."""
-    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_B_tiled, (tiled_mma.tile_size(1), tiled_mma.tile_size(2)))
-
-
-def make_tiled_copy_C(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
-    """A tiled copy whose threads and values are those of ``tiled_mma``'s accumulators (tile ``(M, N)``)."""
-    return _tiled_copy_for(copy_atom, tiled_mma.tv_layout_C_tiled, (tiled_mma.tile_size(0), tiled_mma.tile_size(1)))
-
-
-def make_tiled_copy_C_atom(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
-    """The smallest tiled copy whose threads hold the accumulator values of ``tiled_mma`` that one ``copy_atom``
-    moves (CuTe's ``make_tiled_copy_C_atom``, for epilogues that store sub-tiles): the C layout's values cut to
-    the atom's, and a by-mode tiler that picks the (M, N) coordinates they reach.
-
-    @pre the atom moves at most as many values per thread as the accumulators hold (``CuteValueError``)
-    """
-    from .core.coalescing import filter as filter_
-    from .core.inverse import left_inverse
-
-    layout_c = tiled_mma.tv_layout_C_tiled
-    copy_v = _size(_mode(copy_atom.layout_src_tv, 1))
-    if copy_v > _size(_mode(layout_c, 1)):
-        raise CuteValueError(f"make_tiled_copy_C_atom: the atom moves {copy_v} values per thread, more than the "
-                             f"{_size(_mode(layout_c, 1))} accumulators of {layout_c}")
-    layout_tv = composition(layout_c, Layout((_size(_mode(layout_c, 0)), copy_v)))
-    mma_tiler = (tiled_mma.tile_size(0), tiled_mma.tile_size(1))
-    tiler = tuple(filter_(composition(Layout(mma_tiler, (1, 0) if i == 0 else (0, 1)), layout_tv)) for i in range(2))
-    tile2mma = composition(Layout(mma_tiler), tiler)
-    return _tiled_copy_for(copy_atom, composition(left_inverse(tile2mma), layout_tv), tiler)
-
-
-# -- gemm ---------------------------------------------------------------------------------------------
-
-
-def _shape_of(t):
-    s = t.layout.shape
-    return s if type(s) is tuple else (s,)
-
-
-def gemm(atom: MmaAtom | TiledMma | ThrMma, d: Tensor, a: Tensor, b: Tensor, c: Tensor) -> None:
-    """``D = A * B + C`` on one thread's fragments, in a kernel: ``a`` ``(V, M[, K])``, ``b`` ``(V, N[, K])``,
-    ``c`` and ``d`` ``(V, M, N)`` (or all rank 1: one instruction).  One instruction per ``(m, n, k)``; the K
-    blocks accumulate in order, the first from ``c``, the others from ``d``.  ``d`` may be ``c``."""
-    from .tensor.tensor import Tensor
-
-    if isinstance(atom, ThrMma):
-        atom = atom.tiled_mma
-    if isinstance(atom, TiledMma):
-        atom = atom.atom
-    if not isinstance(atom, MmaAtom):
-        raise CuteTypeError(f"gemm needs an MMA atom, a tiled MMA or a thread slice of one, got {atom!r}")
-    for role, t in (("d", d), ("a", a), ("b", b), ("c", c)):
-        if not isinstance(t, Tensor) and not (role in "ab" and getattr(t, "__cute_mma_descriptors__", False)):
-            raise CuteTypeError(f"gemm: {role} must be a tensor (a fragment), got {t!r}")
-    sd, sa, sb, sc = _shape_of(d), _shape_of(a), _shape_of(b), _shape_of(c)
-    if len(sd) != len(sc) or any(product(x) != product(y) for x, y in zip(sd, sc)):
-        raise CuteValueError(f"gemm: D {d.layout} and C {c.layout} must have the same shape")
-    if len(sd) == 1 and len(sa) == 1 and len(sb) == 1:
-        sd, sa, sb = sd + (1, 1), sa + (1, 1), sb + (1, 1)
-    elif len(sd) == 3 and len(sa) in (2, 3) and len(sb) in (2, 3) and len(sa) == len(sb):
-        sa, sb = (sa + (1,)) if len(sa) == 2 else sa, (sb + (1,)) if len(sb) == 2 else sb
-    else:
-        raise CuteValueError(f"gemm takes D, C of rank 3 (V, M, N) and A, B of rank 2 or 3 ((V, M[, K]), (V, N[, K])), "
-                             f"or all of rank 1; got D {d.layout}, A {a.layout}, B {b.layout}")
-    mm, nn, kk = product(sd[1]), product(sd[2]), product(sa[2])
-    if product(sa[1]) != mm or product(sb[1]) != nn or product(sb[2]) != kk:
-        raise CuteValueError(f"gemm: the modes disagree: D {fmt(sd)} (V, M, N), A {fmt(sa)} (V, M, K), "
-                             f"B {fmt(sb)} (V, N, K) need A's M = D's M, B's N = D's N and A's K = B's K")
-    op = atom.op
-    fields = atom.checked_fields()
-    check = getattr(op, "check_gemm", None)
-    if check is not None:
-        check(d, a, b, c)
-    tracer = device.active()
-    if tracer is None:
-        raise DeviceOnlyError("gemm is a device operation: call it inside a kernel (@cute_py.kernel); "
-                              "cute_py.reference.mma_atom runs one instruction over all its threads on the CPU")
-
-    def mode_v(t, rank, *idx):
-        if rank == 1:
-            return t
-        return t[(None,) + idx]
-
-    rd, ra = len(_shape_of(d)), len(_shape_of(a))
-    fields_of = getattr(op, "gemm_fields", None)
-    for k in range(kk):
-        extra = fields_of(dict(fields), k) if fields_of is not None else {}
-        for m in range(mm):
-            for n in range(nn):
-                src = c if k == 0 else d
-                ai = (m,) if ra == 2 else (m, k)
-                bi = (n,) if ra == 2 else (n, k)
-                tracer.emit(op, D=mode_v(d, rd, m, n), A=mode_v(a, ra, *ai), B=mode_v(b, ra, *bi),
-                            C=mode_v(src, rd, m, n), **extra)

@@ -42,6 +42,7 @@ PROGRAMS = {
     "ampere/flash_attention_v2": ("ampere/kernel/attention/flash_attention_v2.py",
                                   ["--batch_size", "2", "--seqlen_q", "1024", "--seqlen_k", "1024"]),
     "hopper/dense_gemm": ("hopper/kernel/dense_gemm/dense_gemm.py", []),
+    "hopper/dense_gemm_persistent": ("hopper/kernel/dense_gemm/dense_gemm_persistent.py", []),
 }
 NOTEBOOKS = ["cute_layout_algebra", "tensor", "tensorssa", "print", "composed_layout"]
 
@@ -137,6 +138,23 @@ if os.environ.get("CUTE_DSL_EXAMPLES_COMPILE_ONLY"):
         return got
 
     _dlpack.dlpack_info = _as_device
+    # no driver to ask: an H100 SXM's limits (132 multiprocessors, 50 MB of L2)
+    from cute_py.utils import hardware_info as _hw
+
+    class _H100:
+        def __init__(self, device_id=0):
+            self.device_id = device_id
+
+        def get_device_multiprocessor_count(self):
+            return 132
+
+        def get_l2_cache_size_in_bytes(self):
+            return 50 * 1024 * 1024
+
+        def get_max_active_clusters(self, cluster_size, stream=None):
+            return 132 // cluster_size
+
+    _hw.HardwareInfo = _H100
     from cute_py.compiler.runtime import compiled as _compiled
 
     def _stop(self, *a, **k):

@@ -17,7 +17,7 @@ LAYERS = [
     ("core", ("cute_py.core",)),
     ("device", ("cute_py.device",)),
     ("tensor", ("cute_py.tensor",)),
-    ("atom", ("cute_py.atom", "cute_py.mma")),
+    ("atom", ("cute_py.atom", "cute_py.mma", "cute_py.mma_copy", "cute_py.mma_gemm", "cute_py.mma_thread")),
     ("nvgpu", ("cute_py.nvgpu",)),
     ("reference", ("cute_py.reference", "cute_py.reference_warp", "cute_py.reference_wgmma")),
     ("viz", ("cute_py.viz",)),

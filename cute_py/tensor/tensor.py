@@ -28,11 +28,12 @@ from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
 from ..errors import CuteIndexError, CuteTypeError, CuteValueError, StaticValueRequired
-from ..core.int_tuple import (as_int_tuple, DynamicInt, flatten_unchecked, fmt, product_each_unchecked,
+from ..core.int_tuple import (as_int_tuple, flatten_unchecked, fmt, product_each_unchecked,
                               product_unchecked, short_repr)
 from ..core.layout import cosize, has_none, Layout
 from ..core.modes import slice_and_offset
 from .pointer import AddressSpace, Pointer
+from .storage_rules import check_inside, check_swizzle_alignment
 from .engines import ArrayEngine, CoordEngine, add_natural, check_store, natural_coord, outside
 from .offsets import element_offset, offset_width, wide_layout, widen_coord
 from ..core.recast import recast_exactness, recast_layout
@@ -94,7 +95,7 @@ class Tensor:
 
             layout = ComposedLayout(engine.swizzle, SmemPtrFlag(engine.dtype.width), layout)
             engine = engine.without_swizzle()
-            _check_swizzle_alignment(engine, layout)
+            check_swizzle_alignment(engine, layout)
         if type(layout) is not Layout:
             layout = _memory_layout(engine, layout)
         object.__setattr__(self, "engine", engine)
@@ -349,57 +350,16 @@ def make_tensor(storage: Pointer | ArrayEngine | CoordEngine | np.ndarray,
         return Tensor(host.__cute_host_view__(storage, n), layout)
     if isinstance(storage, (Pointer, ArrayEngine, CoordEngine)):
         if isinstance(storage, Pointer) and type(layout) is not Layout:
-            _check_swizzle_alignment(storage, layout)
+            check_swizzle_alignment(storage, layout)
         return Tensor(storage, layout)
     flags = getattr(storage, "flags", None)
     if hasattr(storage, "dtype") and hasattr(storage, "ravel") and hasattr(flags, "c_contiguous"):
         if not (flags.c_contiguous or flags.f_contiguous):
             raise CuteValueError("make_tensor needs a contiguous numpy array as storage")
         flat = storage.ravel(order="K")
-        _check_inside(layout, flat.size)
+        check_inside(layout, flat.size)
         return Tensor(ArrayEngine(flat), layout)
     raise CuteTypeError(f"make_tensor needs a Pointer, a numpy array or an engine, got {short_repr(storage)}")
-
-
-def _check_swizzle_alignment(ptr, layout):
-    # a swizzled shared-memory tile's pointer is aligned to the swizzle's repeat (capped: swizzle_alignment)
-    if ptr.memspace not in (AddressSpace.smem, AddressSpace.dsmem) or not isinstance(getattr(layout, "inner", None),
-                                                                                     Swizzle):
-        return
-    from ..core.composed import smem_byte_swizzle
-    from ..core.swizzle import swizzle_alignment
-
-    need = swizzle_alignment(smem_byte_swizzle(layout, ptr.dtype.width))
-    have = ptr.alignment
-    byte = ptr.address if type(ptr.address) is int else None
-    if byte is not None and byte % need == 0:
-        have = need  # a known address aligned further than claimed
-    if have < need:
-        raise CuteValueError(f"make_tensor: the swizzle of {layout} over {ptr.dtype.name} repeats every {need} bytes "
-                             f"and needs a {need}-byte aligned shared-memory pointer, got {ptr!r}")
-
-
-def _check_inside(layout, n):
-    # the offsets a layout over a host array reaches must lie in [0, n)
-    outer, base = layout, 0
-    if type(layout) is not Layout:
-        outer, base = layout.outer, layout.offset
-        if type(outer) is not Layout or type(base) is not int:
-            return  # checked element by element
-    fs, fd = _leaves(outer.shape), _leaves(outer.stride)
-    lo = hi = base
-    for s, d in zip(fs, fd):
-        if type(s) is not int or type(d) is not int:
-            if not isinstance(d, (int, DynamicInt)):
-                raise CuteTypeError(f"a tensor over a host array needs integer strides, got {layout}")
-            return  # run-time values: checked element by element
-        if s == 0:
-            return  # empty: reaches nothing
-        lo, hi = lo + min(0, (s - 1) * d), hi + max(0, (s - 1) * d)
-    if lo < 0:
-        raise CuteValueError(f"layout {layout} reaches offset {lo}, before the start of the {n} elements given")
-    if type(layout) is Layout and hi >= n or type(layout) is not Layout and cosize(layout) > n:
-        raise CuteValueError(f"layout {layout} reaches offset {hi}, beyond the {n} elements given")
 
 
 def _leaves(t):

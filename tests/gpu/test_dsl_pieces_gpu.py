@@ -122,3 +122,16 @@ def test_hardware_info_asks_the_driver():
     assert 0 < hw.get_max_active_clusters(2) <= sms // 2
     with pytest.raises(cute.CuteValueError, match="cluster_size must be an int in"):
         hw.get_max_active_clusters(33)
+
+
+def test_a_persistent_walk_visits_every_tile_once(assemble_ptx):
+    sys.path.insert(0, "tests/jit")
+    from test_tile_scheduler import launch_tiles
+
+    assemble_ptx(cute.compile(launch_tiles, DeviceArraySpec("int32", (5, 3, 2)), 4).ptx)
+    torch = hopper_torch()
+    for clusters in (1, 4, 7, 30, 64):
+        out = torch.zeros(5, 3, 2, dtype=torch.int32, device="cuda")
+        launch_tiles(out, clusters)
+        torch.cuda.synchronize()
+        assert bool((out == 1).all()), (clusters, out)

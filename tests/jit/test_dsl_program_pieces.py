@@ -433,3 +433,33 @@ def test_spread_and_regroup_are_inverse_and_leave_other_values():
     assert flat == (1, a, b, a, [1, 2], ()) and origin[1:3] == [(1, 0), (1, 1)]
     assert regroup(list(flat), tree) == [1, [a, b], (a,), [1, 2], ()]
     assert CallForm(tree, (), 5, "f").trivial is False and CallForm((None,), (), 1, "f").trivial
+
+
+# -- min/max of run-time values in a kernel, launch bounds -----------------------------------------------------
+
+
+@cute.kernel
+def _k_minmax(a, n: cute.Int32):
+    t, _, _ = cute.arch.thread_idx()
+    lo = min(4, n)  # a run-time minimum (Python's min would ask the truth of n < 4)
+    hi = max(n, t, 2)
+    a[t] = cute.Float32(lo + hi)
+    a[0] = cute.Float32(min(3, 5))  # static values: Python's
+
+
+@cute.jit
+def _launch_minmax(a, n: cute.Int32):
+    _k_minmax(a, n).launch(grid=1, block=32, min_blocks_per_mp=2)
+
+
+def test_min_and_max_of_run_time_values_and_the_launch_bound():
+    c = cute.compile(_launch_minmax, F("float32", (32,)), cute.Int32(7))
+    ptx = c.ptx
+    assert re.search(r"\bmin\.s32\b", ptx) and re.search(r"\bmax\.s32\b", ptx), ptx
+    assert ".minnctapersm 2" in ptx
+    with pytest.raises(ArgumentError, match=r"min_blocks_per_mp must be an int in \[1, 32\]"):
+        @cute.jit
+        def bad(a):
+            _k_copy(a, a).launch(grid=1, block=32, min_blocks_per_mp=0)
+
+        cute.compile(bad, F("float32", (32,)))

@@ -150,7 +150,7 @@ def test_divisibility_facts_decide_the_vector_width(mark, width, assemble_ptx):
 
 
 def test_a_grid_out_of_the_hardware_range_for_a_call_is_refused_with_its_expression():
-    from cute_py.compiler.runtime.compiled import _grid_for
+    from cute_py.compiler.runtime.param_values import grid_for as _grid_for
 
     c = tma_copy.compile(marked((300, 256)), marked((300, 256), address=1 << 33))
     ln = c.launches[0]

@@ -199,6 +199,8 @@ def _trace_kernel(mlir, gpu_block, ln, tracer, line_info=False, cooperative=None
     b = _builder.KernelBuilder(mlir, gpu_block, ln.name, types, tuple(ln.block))
     b.launch = ln
     b.arch = arch
+    if getattr(ln, "min_blocks", None) is not None:
+        b.func.attributes["nvvm.minctasm"] = b.ir.IntegerAttr.get(b._i32, ln.min_blocks)
     kfn = ln.call.kernel.fn
     fn = _rewrite.transformed(kfn, kernel=True)
     bound = ln.call.bound

@@ -27,11 +27,11 @@ from typing import Any
 
 from ...errors import TraceError
 from .builder import current
-from .carry import (UNBOUND, Jump, Path, capture, check_trees, condition, copies, fragment_type, is_jump,
-                    is_run_time, leaf_divisor, leaf_owner, leaf_type, materialize, mlir_type, note_write, rebuilt, route_return,
-                    terminate_dead, unflatten_value, write_logged)
+from .carry import (TRACED, UNBOUND, Jump, Path, capture, check_trees, condition, copies, fragment_type, is_jump,
+                    is_run_time, leaf_divisor, leaf_owner, leaf_type, materialize, mlir_type, note_write, rebuilt,
+                    route_return, terminate_dead, unflatten_value, write_logged)
 from .loops import MAX_UNROLL, for_stmt, while_stmt
-from .values import TracedBool
+from .values import TracedBool, minmax
 from .traced_int import select
 
 __all__ = ["UNBOUND", "Jump", "is_jump", "if_stmt", "for_stmt", "while_stmt", "and_", "or_", "not_", "ifexp",
@@ -74,6 +74,27 @@ def or_(first: Any, *rest: Callable[[], Any]) -> Any:
         else:
             v = condition(v)
     return v
+
+
+def min_(*args: Any) -> Any:
+    """``min(a, b, ...)`` in a kernel: Python's for static values; with a run-time one, a run-time minimum (in the
+    operands' common type, as ``cute.min``)."""
+    if not any(isinstance(a, TRACED) for a in args):
+        return builtins.min(*args)
+    acc = args[0]
+    for a in args[1:]:
+        acc = minmax(acc, a, "min")
+    return acc
+
+
+def max_(*args: Any) -> Any:
+    """``max(a, b, ...)`` in a kernel (see :func:`min_`)."""
+    if not any(isinstance(a, TRACED) for a in args):
+        return builtins.max(*args)
+    acc = args[0]
+    for a in args[1:]:
+        acc = minmax(acc, a, "max")
+    return acc
 
 
 def not_(v: Any) -> Any:

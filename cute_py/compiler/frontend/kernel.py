@@ -48,7 +48,7 @@ from ...tensor.dtypes import Scalar
 from ..runtime import cache as _cache
 from ..runtime import deps as _deps
 from ..runtime.compiled import Compiled
-from ...core.symbolic import Decision, SymInt, deciding, describe_guard, substitute
+from ...core.symbolic import Decision, SymInt, deciding
 from ..runtime.config_key import Unkeyable, config_key
 from .last_call import LastCall
 from . import builder as _builder
@@ -56,8 +56,9 @@ from . import rewrite as _rewrite
 from .annotations import ParamInfo, StreamArg, is_stream
 from .args import SCALAR_TYPES, array_spec, host_tensor, is_device_array, is_static_spec
 from .dyn_specs import canonicalise, decision_env, spec_key
-from .host_scalars import HostScalar, RunTimeScalar
+from .host_scalars import RunTimeScalar
 from .call_form import CallForm, regroup, spread
+from .compile_keys import disk_key
 from .device_trace import build, endless_recursion, located, short_repr
 from .launches import (HostTrace, KernelFunction, check_name_prefix, host_trace_active, list_message, naming_epoch,
                        number_list, unwrap_method)
@@ -327,59 +328,6 @@ def _run_host(jf, obj, host):
 # -- keys -----------------------------------------------------------------------------------------
 
 
-def _launch_key(ln):
-    """Everything of a recorded launch that changes the generated code or the launch (run-time extents by their
-    structure: their names, widths, divisors and the expressions that use them)."""
-    call = ln.call
-    args = []
-    for pos, (kind, _) in ln.kernel_args:
-        a = call.args[pos] if type(pos) is int else call.kwargs[pos]
-        if isinstance(a, HostScalar):
-            args.append((pos, kind, a.describe()))
-        else:
-            args.append((pos, kind, config_key(substitute(a, _SymText) if kind in ("sym", "tuple") else a,
-                                               f"kernel argument {pos}")))
-    return (_deps.value_key(call.kernel.fn, strict=True), ln.name, args, [repr(g) for g in ln.grid], ln.block,
-            ln.cluster, ln.smem, ln.non_portable_cluster, ln.stream, [(k, repr(s) if isinstance(s, SymInt) else "")
-                                                                      for k, s in ln.params])
-
-
-class _SymText(str):
-    """A run-time extent in a key: the text of its structure (``repr``), printed as itself."""
-
-    __slots__ = ()
-
-    def __new__(cls, s):
-        return str.__new__(cls, repr(s))
-
-    def __repr__(self):
-        return str(self)
-
-
-def _print_key(x):
-    """A host print's argument in a key: run-time values by their structure, others by their text."""
-    if isinstance(x, HostScalar):
-        return x.describe()
-    return repr(substitute(x, _SymText))
-
-
-def _disk_key(jf, host, key, launches, opts=None, guards=(), prints=()):
-    """The disk-cache key of a compile: the library, the jit function, the specialisation, the code-generation
-    options and the recorded launches (``None`` when a value has no process-independent key: not stored)."""
-    opts = opts or CompileOptions()
-    try:
-        if any(k[0] == "C" and k[1] is None for k in key):
-            raise Unkeyable("a static argument has no key")
-        text = repr((_cache.library_fingerprint(), jf._source, _deps.value_key(jf.fn, strict=True), jf.function_name,
-                     list(key), opts.codegen_key(), [_launch_key(ln) for ln in launches],
-                     [describe_guard(g) for g in guards],
-                     [(pieces, [_print_key(a) for a in args]) for pieces, args in prints]))
-    except Unkeyable as e:
-        _log(f"{jf.fn.__name__} is not cached on disk: {e}")
-        return None
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _compile(jf, obj, host, key, sources, opts, env=None):
     """``(Compiled, the host function's result)``: trace the host function, then find its kernels in a cache or
     compile them. ``env``: the run-time extents' values of this call, on which the host code may decide (see
@@ -407,7 +355,7 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
         c.host_prints = list(ht.prints)
         _log(f"{jf.fn.__name__} launched no kernel: nothing to compile")
         return c, result
-    dkey = _disk_key(jf, host, key, ht.launches, opts, guards, ht.prints)
+    dkey = disk_key(jf, key, ht.launches, opts, guards, ht.prints, _log)
     builder = functools.partial(build, options=opts) if not opts.default_pipeline else build
     c = jf._compiled.get(("disk", dkey)) if dkey else None
     if c is not None:  # this process compiled these launches already (another key of the same code)

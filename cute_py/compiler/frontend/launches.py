@@ -166,15 +166,19 @@ class KernelCall:
         self.kernel, self.args, self.kwargs, self.bound = kernel_fn, args, kwargs, bound
 
     def launch(self, *, grid: Any, block: Any, cluster: Any = (1, 1, 1), smem: int | None = None,
-               non_portable_cluster: bool = False, stream: Any = None) -> None:
+               non_portable_cluster: bool = False, stream: Any = None, min_blocks_per_mp: int | None = None) -> None:
         """Record a launch of ``grid`` blocks of ``block`` threads (1-3 static ints each), in clusters of
         ``cluster`` blocks, with ``smem`` bytes of dynamic shared memory (default: what the kernel allocates), on
         ``stream``: a stream argument of the jit function (``None``: the stream the compiled function is called
         on, its ``stream=``).
 
         The configuration must fit sm_90 (see :mod:`cute_py.compiler.runtime.limits`); ``non_portable_cluster=True``
-        allows clusters of 9 to 16 CTAs. ``ArgumentError`` at this line otherwise.
+        allows clusters of 9 to 16 CTAs. ``min_blocks_per_mp``: the CTAs each multiprocessor should hold at once
+        (PTX's ``.minnctapersm``: the back end keeps the registers per thread within what that many allow).
+        ``ArgumentError`` at this line otherwise.
         """
+        if min_blocks_per_mp is not None and (type(min_blocks_per_mp) is not int or not 1 <= min_blocks_per_mp <= 32):
+            raise ArgumentError(f"min_blocks_per_mp must be an int in [1, 32], got {min_blocks_per_mp!r}")
         host = _hosts[-1]
         dims = [_dim3(v, what) for v, what in ((grid, "grid"), (block, "block"), (cluster, "cluster"))]
         if smem is not None and (type(smem) is not int or smem < 0):
@@ -190,8 +194,10 @@ class KernelCall:
         call = self
         if self.bound:  # the kernel sees self as it is now
             call = KernelCall(self.kernel, (launch_snapshot(self.args[0]),) + self.args[1:], self.kwargs, True)
-        host.launches.append(Launch(call, *dims, smem, len(host.launches), non_portable_cluster, user_location(),
-                                    None if stream is None else stream.index))
+        ln = Launch(call, *dims, smem, len(host.launches), non_portable_cluster, user_location(),
+                    None if stream is None else stream.index)
+        ln.min_blocks = min_blocks_per_mp
+        host.launches.append(ln)
 
 
 def _tma_atoms(args, kwargs):
@@ -240,6 +246,7 @@ class Launch:
         self.non_portable_cluster = non_portable_cluster and cluster[0] * cluster[1] * cluster[2] > 8
         self.where = where  # (file, line) of the launch in the user's code
         self.stream = stream
+        self.min_blocks = None  # launch(min_blocks_per_mp=): the kernel's .minnctapersm
         self.name = call.kernel.entry_name(index)
         self.params = []  # (kind, source) per kernel parameter
         self.assumed = {}  # leaf name -> divisor the kernel's cute.assume promised (set when it is traced)

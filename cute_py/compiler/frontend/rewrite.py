@@ -283,6 +283,15 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(_call(_flow("compare"), [node.left, ops, _tuple([_lambda(c) for c in
                                                                                    node.comparators])]), node)
 
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in ("min", "max") and f.id not in self.locals and not node.keywords \
+                and len(node.args) >= 2 and not any(isinstance(a, ast.Starred) for a in node.args):
+            # min/max of two or more values: a run-time one among them is compared where it runs
+            return ast.copy_location(_call(_flow(f"{f.id}_"), node.args), node)
+        return node
+
     def visit_ListComp(self, node):  # comprehensions are their own scopes: their conditions stay Python's
         return node
 

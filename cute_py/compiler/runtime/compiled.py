@@ -32,7 +32,8 @@ from ..frontend.args import array_spec, concrete_spec, device_address, is_static
 from ..frontend.dyn_specs import Binder, kernel_values
 from .launch_paths import make_dynamic_fast_call, make_fast_call
 from .native_launch import new_lock
-from .scalars import converter, fits
+from .scalars import converter
+from .param_values import checked_address, constant_value, grid_for, slot_value
 from ...core.symbolic import SymInt
 from ...errors import ArgumentError, GuardMismatch, LaunchError, SpecMismatch, TmaEncodeError
 from ...tensor.dtypes import Scalar
@@ -428,24 +429,24 @@ class Compiled:
             env = dict(env or {})
             env.update({f"arg{i}": scalars[i] for i in self._int_scalars if i in scalars})
         if env is not None:
-            plan = tuple(_grid_for(p, ln, env) if ln.dynamic_grid else p for p, ln in zip(plan, self.launches))
+            plan = tuple(grid_for(p, ln, env) if ln.dynamic_grid else p for p, ln in zip(plan, self.launches))
         writes = []
         for ln, block in zip(self.launches, self._blocks):
             for j, (kind, src) in enumerate(ln.params):
                 if kind == "ptr":
-                    v = _address(ptrs[src[0]] + src[1], ln.name, j)
+                    v = checked_address(ptrs[src[0]] + src[1], ln.name, j)
                 elif kind == "desc":
                     desc, (idx, off) = src
-                    v = self._descriptor(desc, _address(ptrs[idx] + off, ln.name, j), env)
+                    v = self._descriptor(desc, checked_address(ptrs[idx] + off, ln.name, j), env)
                 elif isinstance(src, SymInt):
-                    v = _slot_value(kind, env[src.name], ln.name, j, src.name)
+                    v = slot_value(kind, env[src.name], ln.name, j, src.name)
                 elif hasattr(src, "evaluate") and isinstance(src, Scalar):  # a run-time scalar of the host code
                     idx = getattr(src, "index", None)
                     v = src.evaluate(scalars)
                 else:
                     idx = getattr(src, "index", None)
-                    v = scalars[idx] if idx in scalars else _constant(src)
-                    v = _slot_value(kind, v, ln.name, j, f"argument {idx}" if idx is not None else "a constant")
+                    v = scalars[idx] if idx in scalars else constant_value(src)
+                    v = slot_value(kind, v, ln.name, j, f"argument {idx}" if idx is not None else "a constant")
                 writes.append((block, j, v))
         return plan, writes
 
@@ -457,43 +458,6 @@ class Compiled:
     def __repr__(self):
         kernels = ', '.join(f'{n} smem={s}' for n, s in self.smem.items()) or "no kernels"
         return f"Compiled({self.function_name}: {kernels})"
-
-
-def _constant(src):
-    """The value of a parameter that is no argument of the call: a constant (or a Scalar of one)."""
-    return src.value if isinstance(src, Scalar) else src
-
-
-def _address(v, name, j):
-    if type(v) is int and not 0 < v < 1 << 64:
-        raise ArgumentError(f"launch of {name}: parameter {j} would be the device address {v:#x}, outside [1, 2**64)")
-    return v
-
-
-def _slot_value(kind, v, name, j, what):
-    """``v`` for a parameter slot of ``kind``, checked: a value the slot cannot hold is an ``ArgumentError``."""
-    if kind == "Float32" and type(v) is int:
-        try:
-            v = float(v)
-        except OverflowError:
-            pass
-    if not fits(kind, v):
-        raise ArgumentError(f"launch of {name}: parameter {j} is a {kind}; {what} is {v!r}, which it cannot hold")
-    return v
-
-
-def _grid_for(plan, ln, env):
-    """``plan`` (a launch's entry of ``Compiled._plan``) with the grid of ``ln`` evaluated for ``env``, checked
-    against the hardware's limits as a static grid is when it is recorded."""
-    from . import limits as _limits
-
-    grid = tuple(g if type(g) is int else g.evaluate(env) for g in ln.grid)
-    rule = _limits.launch_problem(grid, ln.block, ln.cluster, None, True)
-    if rule is not None:
-        exprs = ", ".join(f"{'xyz'[a]} = {g.describe()}" for a, g in enumerate(ln.grid) if type(g) is not int)
-        raise ArgumentError(f"launch of {ln.name}: {rule}; the grid is run-time ({exprs}), and these are the "
-                            f"extents of this call")
-    return (plan[0],) + grid + plan[4:]
 
 
 def _row_major(shape, strides):
