@@ -179,7 +179,11 @@ def zipped_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | Com
 
 @memoize
 def tiled_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
-    """``zipped_divide`` with the rest modes unpacked: ``((TILE...), REST0, REST1, ...)``."""
+    """``zipped_divide`` with the rest modes unpacked: ``((TILE...), REST0, REST1, ...)``.
+
+    @post result == slice_(zipped_divide(layout, tiler), (None, repeat(R))), ``R`` the rank of the rest group and
+          CuTe's ``repeat<1>(_)`` being ``_`` itself: a rest group of rank 1 stays one mode (``((2),(4))``, as C++;
+          the DSL unpacks it, ``((2),4)``)"""
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
         return _on_outer(layout, tiled_divide, tiler)
     return _unpack(zipped_divide.__wrapped__(layout, tiler), False, True)
@@ -187,7 +191,10 @@ def tiled_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | Comp
 
 @memoize
 def flat_divide(layout: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
-    """``zipped_divide`` with both groups unpacked: ``(TILE0, TILE1, ..., REST0, REST1, ...)``."""
+    """``zipped_divide`` with both groups unpacked: ``(TILE0, TILE1, ..., REST0, REST1, ...)``.
+
+    @post result == slice_(zipped_divide(layout, tiler), (repeat(R0), repeat(R1))) with CuTe's ``repeat<1>(_)``
+          being ``_``: a group of rank 1 stays one mode (``((2),(4))``, as C++; the DSL gives ``(2,4)``)"""
     if type(layout) is not Layout and hasattr(layout, "__cute_map_outer__"):
         return _on_outer(layout, flat_divide, tiler)
     return _unpack(zipped_divide.__wrapped__(layout, tiler), True, True)
@@ -256,7 +263,8 @@ def zipped_product(block: Layout | ComposedLayout, tiler: Tiler) -> Layout | Com
 
 @memoize
 def tiled_product(block: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
-    """``zipped_product`` with the repeat modes unpacked: ``((BLOCK...), R0, R1, ...)``."""
+    """``zipped_product`` with the repeat modes unpacked: ``((BLOCK...), R0, R1, ...)`` (a repeat group of rank 1
+    stays one mode, as :func:`tiled_divide`'s rest group)."""
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, tiled_product, tiler)
     return _unpack(zipped_product.__wrapped__(block, tiler), False, True)
@@ -264,7 +272,8 @@ def tiled_product(block: Layout | ComposedLayout, tiler: Tiler) -> Layout | Comp
 
 @memoize
 def flat_product(block: Layout | ComposedLayout, tiler: Tiler) -> Layout | ComposedLayout:
-    """``zipped_product`` with both groups unpacked: ``(B0, B1, ..., R0, R1, ...)``."""
+    """``zipped_product`` with both groups unpacked: ``(B0, B1, ..., R0, R1, ...)`` (a group of rank 1 stays one
+    mode, as :func:`flat_divide`'s)."""
     if type(block) is not Layout and hasattr(block, "__cute_map_outer__"):
         return _on_outer(block, flat_product, tiler)
     return _unpack(zipped_product.__wrapped__(block, tiler), True, True)

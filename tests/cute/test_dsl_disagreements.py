@@ -1,0 +1,68 @@
+"""Where the CuTe DSL's algebra answers otherwise than CuTe C++ (and cute_py, which computes C++'s result), each
+difference with the law the DSL's answer breaks.
+
+The DSL's results below were printed by ``nvidia-cutlass-dsl`` 4.8.1 (``@cute.jit`` host code) on 2026-11-28 over
+550 random flat/tiled/zipped/logical divides and products; 120 differed from cute_py. They fall in three classes:
+
+- a group of rank 1 of ``flat_divide``, ``tiled_divide``, ``flat_product`` and ``tiled_product``: C++ slices the
+  zipped result with ``repeat<R>(_)``, and ``repeat<1>(_)`` is ``_`` itself, so the group stays one rank-1 mode
+  (``((2),(4))``); the DSL unpacks it (``(2,4)``). Both are the same function; the DSL's answer breaks the slicing
+  law of the definition (``tests/cute/golden`` holds C++'s printed results, which cute_py gives);
+- an int in a tiler of a layout of tuple shape: the DSL refuses it, C++ (and cute_py) read ``n`` as the layout
+  ``n:1`` (the porting guide's differences);
+- ``raked_product``: the porting guide's differences (C++'s result, checked against C++'s printed results).
+
+(The remaining rows differed only in the text of an error: both sides refused the tiler.)
+"""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import cute_py as cute
+from cute_py.core.modes import slice_
+
+# (op, layout, tiler, the DSL's printed result)
+DSL_RANK1 = [
+    ("flat_divide", cute.Layout((8,), (1,)), (2,), "(2,4):(1,2)"),
+    ("flat_divide", cute.Layout((3,), (1,)), (2,), "(2,2):(1,2)"),
+    ("tiled_divide", cute.Layout(6, 1), (1,), "((1),6):((0),1)"),
+    ("tiled_divide", cute.Layout((2,), (1,)), (2,), "((2),1):((1),0)"),
+    ("flat_product", cute.Layout((8,), (1,)), cute.Layout((6,), (1,)), "(8,6):(1,8)"),
+    ("tiled_product", cute.Layout(3, 1), cute.Layout((4,), (1,)), "(3,4):(1,3)"),
+]
+
+
+def _repeat(r):
+    return None if r == 1 else (None,) * r  # CuTe's repeat<R>(_): _ itself for R == 1
+
+
+def _law(op, layout, tiler):
+    zipped = (cute.zipped_divide if op.endswith("divide") else cute.zipped_product)(layout, tiler)
+    first = _repeat(len(zipped[0])) if op.startswith("flat") else None
+    return slice_(zipped, (first, _repeat(len(zipped[1]))))
+
+
+@pytest.mark.parametrize("op, layout, tiler, dsl", DSL_RANK1)
+def test_the_dsls_rank_1_groups_break_the_slicing_law_and_are_the_same_function(op, layout, tiler, dsl):
+    ours = getattr(cute, op)(layout, tiler)
+    assert ours == _law(op, layout, tiler)  # C++'s definition
+    theirs = cute.parse_layout(dsl)
+    assert theirs != _law(op, layout, tiler)  # the DSL's answer breaks it ...
+    n = cute.size(ours)
+    assert cute.size(theirs) == n and all(ours(i) == theirs(i) for i in range(n))  # ... computing the same map
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.sampled_from([1, 2, 3, 4, 6, 8]), min_size=1, max_size=3), st.data())
+def test_law_flat_and_tiled_divides_and_products_are_slices_of_the_zipped_ones(shape, data):
+    stride, acc = [], 1
+    for x in shape:
+        stride.append(acc)
+        acc *= x
+    layout = cute.Layout(tuple(shape), tuple(stride))
+    tiler = tuple(data.draw(st.sampled_from([d for d in range(1, x + 1) if x % d == 0])) for x in shape)
+    for op in ("flat_divide", "tiled_divide"):
+        assert getattr(cute, op)(layout, tiler) == _law(op, layout, tiler)
+    block = cute.Layout(tuple(data.draw(st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=2))))
+    for op in ("flat_product", "tiled_product"):
+        assert getattr(cute, op)(block, layout) == _law(op, block, layout)
