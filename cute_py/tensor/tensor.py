@@ -77,6 +77,19 @@ def _memory_layout(engine, layout):
     return layout
 
 
+def _shown_layout(engine, layout):
+    """The layout as a tensor prints it: over shared memory a hardware swizzle in bytes, as the DSL prints it (and as
+    make_tensor reads an unflagged swizzle at a shared-memory pointer); anything else as it is."""
+    sw = getattr(layout, "inner", None)
+    if not (isinstance(engine, Pointer) and engine.memspace in (AddressSpace.smem, AddressSpace.dsmem)
+            and type(sw) is Swizzle and sw.bits and engine.dtype.width % 8 == 0):
+        return layout
+    shift = (engine.dtype.width // 8).bit_length() - 1
+    if sw.base + shift != 4 or sw.shift != 3:  # not one of the hardware swizzles in bytes: the element form
+        return layout
+    return f"{Swizzle(sw.bits, 4, 3)} o {fmt(layout.offset)} o {layout.outer}"
+
+
 class Tensor:
     """A layout over an engine.  Immutable view; host-array tensors are writable element-wise."""
 
@@ -172,7 +185,7 @@ class Tensor:
         return f"memref<{e.dtype.short_name}, {space}{align}, {self.layout}>"
 
     def __repr__(self):
-        return f"tensor<{self.engine!r} o {self.layout}>"
+        return f"tensor<{self.engine!r} o {_shown_layout(self.engine, self.layout)}>"
 
     __str__ = __repr__
 

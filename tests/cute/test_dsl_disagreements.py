@@ -12,6 +12,10 @@ The DSL's results below were printed by ``nvidia-cutlass-dsl`` 4.8.1 (``@cute.ji
   ``n:1`` (the porting guide's differences);
 - ``raked_product``: the porting guide's differences (C++'s result, checked against C++'s printed results).
 
+A shared-memory tensor (``tma_partition``'s, any other) prints its hardware swizzle in bytes, as the DSL does
+(``S<3,4,3>`` for fp16, not the element form ``S<3,3,3>`` it holds), and that text read back at the same pointer is
+the same tensor.
+
 (The remaining rows differed only in the text of an error: both sides refused the tiler.)
 """
 
@@ -66,3 +70,20 @@ def test_law_flat_and_tiled_divides_and_products_are_slices_of_the_zipped_ones(s
     block = cute.Layout(tuple(data.draw(st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=2))))
     for op in ("flat_product", "tiled_product"):
         assert getattr(cute, op)(block, layout) == _law(op, block, layout)
+
+
+@pytest.mark.parametrize("dtype", [cute.Float16, cute.Float32, cute.Uint8, cute.Float64])
+@pytest.mark.parametrize("kind", ["K_SW32", "K_SW64", "K_SW128"])
+def test_a_shared_memory_tensor_prints_its_hardware_swizzle_in_bytes_as_the_dsl_and_the_text_reads_back(dtype, kind):
+    atom = cute.make_smem_layout_atom(getattr(cute.SmemLayoutAtomKind, kind), dtype)
+    ptr = cute.make_ptr(dtype, 0, cute.AddressSpace.smem, assumed_align=1024)
+    t = cute.make_tensor(ptr, atom)
+    text = repr(t)
+    byte = cute.get_swizzle_portion(atom)  # the atom's swizzle of byte addresses
+    assert f" o {byte} o " in text, text
+    # the printed layout, made into a tensor at the same pointer (the DSL's reading there), is the same tensor
+    printed = text[text.index(str(byte)):-1]
+    sw, offset, outer = printed.split(" o ")
+    again = cute.make_tensor(ptr, cute.make_composed_layout(cute.parse_swizzle(sw), int(offset),
+                                                            cute.parse_layout(outer)))
+    assert again.layout == t.layout
