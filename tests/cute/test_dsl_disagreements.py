@@ -17,6 +17,10 @@ A shared-memory tensor (``tma_partition``'s, any other) prints its hardware swiz
 the same tensor.
 
 (The remaining rows differed only in the text of an error: both sides refused the tiler.)
+
+Where cute_py raises and the DSL returns (a composition whose rhs stride divides no lhs mode, a ``make_layout_tv`` of
+a thread layout that is no bijection), the DSL's answers were printed by the same version and break the law (the
+last test).
 """
 
 import pytest
@@ -87,3 +91,22 @@ def test_a_shared_memory_tensor_prints_its_hardware_swizzle_in_bytes_as_the_dsl_
     again = cute.make_tensor(ptr, cute.make_composed_layout(cute.parse_swizzle(sw), int(offset),
                                                             cute.parse_layout(outer)))
     assert again.layout == t.layout
+
+
+def test_where_cute_py_raises_and_the_dsl_returns_the_dsls_answer_breaks_the_law():
+    # composition: C++'s precondition (the rhs stride divides the lhs mode, or the rhs stays inside it) fails; the
+    # DSL returns (2,2):(48,1), which is not lhs o rhs
+    lhs, rhs = cute.Layout((4, 16), (16, 1)), cute.Layout(4, 3)
+    with pytest.raises(cute.DivisibilityError):
+        cute.composition(lhs, rhs)
+    dsl = cute.parse_layout("(2,2):(48,1)")
+    assert [dsl(i) for i in range(4)] != [lhs(rhs(i)) for i in range(4)]  # 1 != 33 at i = 2
+    # make_layout_tv of a thread layout that is no bijection: the DSL returns tv (4,2):(1,4) over a tile of 8,
+    # giving thread 1 the element 1, which the thread layout gives to thread 0 (4:0 maps every position to it)
+    thr, val = cute.Layout(4, 0), cute.Layout(2)
+    with pytest.raises(cute.CuteValueError, match="not a bijection"):
+        cute.make_layout_tv(thr, val)
+    tv = cute.parse_layout("(4,2):(1,4)")
+    owner = {tv((t, v)): t for t in range(4) for v in range(2)}
+    # in the raked product of thr and val, position p is in the block of thread thr(p % 4) = 0
+    assert any(owner[p] != thr(p % 4) for p in range(8))
