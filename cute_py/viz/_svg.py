@@ -87,7 +87,16 @@ class Picture(str):
         return str(self)
 
     def save(self, path: str | PathLike[str]) -> str | PathLike[str]:
-        """Write the SVG to ``path``; returns ``path``."""
+        """Write the SVG to ``path`` (``.svg``, or no extension); returns ``path``. Another extension is a
+        ``CuteValueError``: the picture is SVG text, and a file named ``.png`` holding it would lie."""
+        import os
+
+        ext = os.path.splitext(os.fspath(path))[1].lower()
+        if ext not in ("", ".svg"):
+            from ..errors import CuteValueError
+
+            raise CuteValueError(f"a picture is SVG: save it as .svg, not {ext} (for a PNG, convert the SVG, e.g. "
+                                 f"rsvg-convert picture.svg -o picture.png)")
         with open(path, "w", encoding="utf-8") as f:
             f.write(self)
         return path

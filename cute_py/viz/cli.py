@@ -49,7 +49,7 @@ def add_show_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     p.add_argument("layout", nargs="?", metavar="LAYOUT", help='a layout in CuTe notation, e.g. "(4,(2,8)):(2,(1,8))" or '
                    '"S<3,3,3> o 0 o (8,64):(64,1)"')
-    p.add_argument("-o", "--output", help="write the SVG picture to this file")
+    p.add_argument("-o", "--output", help="write the SVG picture to this file (.svg)")
     p.add_argument("--tv", nargs=2, metavar=("THR", "VAL"), help="draw make_layout_tv(THR, VAL)")
     p.add_argument("--tile", metavar="M,N", help="LAYOUT is a TV layout over this tile")
     p.add_argument("--swizzle", metavar="B,M,S", help="compose LAYOUT with Swizzle(B, M, S) and draw its banks")
@@ -188,7 +188,11 @@ def run_show(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     if not args.no_table:
         print(text, file=out)
     if args.output:
-        picture.save(args.output)
+        try:
+            picture.save(args.output)
+        except CuteError as e:
+            print(f"cute-py show: error: {type(e).__name__}: {e}", file=err)
+            return 2
         print(f"wrote {args.output} ({len(picture)} bytes)", file=out)
     return 0
 

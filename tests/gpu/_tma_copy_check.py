@@ -11,9 +11,27 @@ from cute_py.nvgpu import cpasync
 from cute_py.runtime import make_fake_tensor
 
 
+def _has_cuda_device():
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return False
+    try:
+        (err,) = driver.cuInit(0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return False
+        err, n = driver.cuDeviceGetCount()
+        return err == driver.CUresult.CUDA_SUCCESS and n > 0
+    except Exception:  # no driver library on this machine
+        return False
+
+
 def hopper_torch():
-    """torch, once a Hopper GPU is known to be there; otherwise the test is skipped with the reason."""
-    torch = pytest.importorskip("torch", reason="the GPU launch uses torch tensors")
+    """torch, once a Hopper GPU is known to be there; otherwise the test is skipped with the reason (no GPU first:
+    the PTX was built and assembled before this is asked)."""
+    if not _has_cuda_device():
+        pytest.skip("no CUDA GPU: the PTX was built and assembled, the launch needs a GPU")
+    torch = pytest.importorskip("torch", reason="the GPU launch uses torch tensors (pip install torch)")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device: the PTX was built and assembled, the launch needs a GPU")
     major, _ = torch.cuda.get_device_capability()

@@ -17,7 +17,8 @@ import json, cute_py as cute
 from examples import tma_copy
 a = cute.compiler.DeviceArraySpec({dtype!r}, (256, 512))
 c = cute.compile(tma_copy, a, a, (128, 64), 'none')
-print(json.dumps(dict(cute.compiler.stats, ptx_ok='cp.async.bulk.tensor.2d' in c.ptx, elf=c.cubin[:4] == b'\\x7fELF')))
+print(json.dumps(dict(cute.compiler.stats, ptx_ok='cp.async.bulk.tensor.2d' in c.ptx, elf=c.cubin[:4] == b'\\x7fELF',
+                      from_cache=c.from_cache)))
 """
 
 
@@ -36,10 +37,10 @@ def _entries(cache_dir):
 
 def test_a_second_process_loads_the_cubin_without_compiling(cache_dir):
     first = _child(cache_dir)
-    assert first["compiles"] == 1 and first["disk_hits"] == 0
+    assert first["compiles"] == 1 and first["disk_hits"] == 0 and first["from_cache"] is False
     assert sorted(p.suffix for p in _entries(cache_dir)) == [".cubin", ".json", ".ptx"]
     second = _child(cache_dir)
-    assert second["compiles"] == 0 and second["disk_hits"] == 1
+    assert second["compiles"] == 0 and second["disk_hits"] == 1 and second["from_cache"] is True
     assert second["ptx_ok"] and second["elf"]
 
 

@@ -149,5 +149,7 @@ def test_a_host_dlpack_array_is_not_a_kernel_argument():
     def host(g):
         k(g).launch(grid=1, block=32)
 
-    with pytest.raises(cute.compiler.ArgumentError, match=r"must be on a CUDA device \(device type 1\)"):
+    with pytest.raises(cute.compiler.ArgumentError, match=r"must be on a CUDA device \(device type 1, the host\): "
+                                                          r"move it to the GPU .* cute.DeviceArraySpec\(dtype, shape\) "
+                                                          r"to compile without a GPU, or run .* cute_py.reference"):
         cute.compile(host, np.zeros(4, np.float32))

@@ -29,6 +29,16 @@ def test_show_in_a_subprocess_prints_the_table_and_writes_the_svg(tmp_path):
     assert len(cells(parse(out_file.read_text()))) == 64
 
 
+def test_show_refuses_to_write_svg_text_under_another_extension(capsys, tmp_path):
+    f = tmp_path / "x.png"
+    rc, out = _show("(2,2):(1,2)", "-o", str(f), capsys=capsys)
+    assert rc == 2 and not f.exists()
+    assert "a picture is SVG: save it as .svg, not .png" in out.err and "wrote" not in out.out
+    g = tmp_path / "noext"
+    rc, out = _show("(2,2):(1,2)", "-o", str(g), capsys=capsys)
+    assert rc == 0 and g.read_text().startswith("<svg")
+
+
 def test_show_without_output_only_prints(capsys, tmp_path):
     rc, out = _show("(2,2):(1,2)", capsys=capsys)
     assert rc == 0 and "wrote" not in out.out and out.out.startswith("(2,2):(1,2)\n")

@@ -105,6 +105,12 @@ def _align(ptr):
     return min(256, ptr & -ptr) if ptr else 256
 
 
+# what to do with an array in host memory where a kernel needs device memory
+_HOST_ADVICE = ("move it to the GPU (torch: .cuda(), cupy.asarray), describe it with cute.DeviceArraySpec(dtype, shape) "
+                "to compile without a GPU, or run the algebra and atoms on the CPU with cute_py.reference; a tensor "
+                "of cute_py.runtime.from_dlpack over host memory is taken as host data by host-only code")
+
+
 def array_spec(x: Any) -> tuple[ArraySpec, int]:
     """``(ArraySpec, device pointer)`` of a device array; ``ArgumentError`` for host memory or odd types."""
     if isinstance(x, DeviceArraySpec):
@@ -119,7 +125,8 @@ def array_spec(x: Any) -> tuple[ArraySpec, int]:
         return ArraySpec((x.engine.dtype.name, shape, strides, _align(ptr))), ptr
     if _is_torch(x):
         if not x.is_cuda:
-            raise ArgumentError(f"a torch tensor passed to a kernel must be on a CUDA device, got device {x.device}")
+            raise ArgumentError(f"a torch tensor passed to a kernel must be on a CUDA device, got device {x.device}: "
+                                f"{_HOST_ADVICE}")
         ptr = device_address(x.data_ptr(), "the torch tensor's data_ptr()")
         return ArraySpec((dtype_of(str(x.dtype)).name, tuple(x.shape), tuple(x.stride()), _align(ptr))), ptr
     cai = getattr(x, "__cuda_array_interface__", None)
@@ -257,6 +264,7 @@ def _dlpack_spec(x):
     except CuteTypeError as e:
         raise ArgumentError(str(e)) from None
     if device not in (2, 13):  # kDLCUDA, kDLCUDAManaged
-        raise ArgumentError(f"a DLPack tensor passed to a kernel must be on a CUDA device (device type {device})")
+        raise ArgumentError(f"a DLPack tensor passed to a kernel must be on a CUDA device (device type {device}"
+                            f"{', the host' if device in (1, 3) else ''}): {_HOST_ADVICE}")
     ptr = device_address(ptr, "the DLPack tensor's data")
     return ArraySpec((dtype_name, shape, strides, _align(ptr))), ptr

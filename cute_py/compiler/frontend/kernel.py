@@ -375,6 +375,7 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
                          cooperative=meta.get("cooperative", ()), arch=opts.gpu_arch,
                          assumed=meta.get("assumed", {}), guards=guards)
             c.host_prints = list(ht.prints)
+            c.from_cache = True
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")

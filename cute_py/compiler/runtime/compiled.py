@@ -93,6 +93,8 @@ class Compiled:
         self._respecialise = None
         self.call_form = None  # how calls map onto the arguments (containers, Constexpr left out): set_call_form
         self.host_prints = []  # the host code's printf calls, printed at each call with its values
+        # True when the cubin came from the disk cache (no stage ran; CUTE_PY_JIT_LOG=1 logs it too)
+        self.from_cache = False
         self._binder = Binder(dynamic, names, kernel_values(
             [a for ln in launches for a in list(ln.call.args) + list(ln.call.kwargs.values())]
             + [SymInt.leaf(leaf, 64, d) for leaf, d in sorted((assumed or {}).items())]),
