@@ -102,7 +102,14 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    module = importlib.import_module(f".{where[0]}", __name__)
+    try:
+        module = importlib.import_module(f".{where[0]}", __name__)
+    except ImportError as e:  # an optional dependency: say which extra brings it
+        if isinstance(e, CuteError):
+            raise
+        from .errors import missing_extra
+
+        raise missing_extra(name, e) from e
     return module if where[1] is None else getattr(module, where[1])
 
 

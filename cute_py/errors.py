@@ -206,3 +206,22 @@ class LaunchError(JitError):
 
 class CacheError(JitError):
     """A disk-cache entry could not be written (reading never raises: bad entries are recompiled)."""
+
+
+class MissingExtraError(CuteError, ImportError):
+    """A part of cute_py needs an optional dependency that is not installed; the message names the extra."""
+
+
+# module a missing import names -> the extra that brings it
+_EXTRAS = {"numba_cuda_mlir": "jit", "mlir": "jit", "mlir_dialects": "jit", "cuda": "jit", "numpy": "jit",
+           "hypothesis": "testing"}
+
+
+def missing_extra(what: str, e: ImportError) -> MissingExtraError:
+    """The ``MissingExtraError`` for ``what`` (a name of cute_py) failing to import with ``e``."""
+    name = (getattr(e, "name", None) or "").split(".")[0]
+    extra = _EXTRAS.get(name, "jit")
+    if type(e).__name__ == "BindingsNotFoundError":
+        extra = "jit"
+    return MissingExtraError(f"cute_py.{what} needs the '{extra}' extra, which is not installed ({e}); install it "
+                             f"with: pip install 'cute-py[{extra}]'")

@@ -18,7 +18,7 @@ import enum
 from typing import TYPE_CHECKING
 
 from ..core.composed import ComposedLayout, SmemPtrFlag
-from ..errors import CuteTypeError
+from ..errors import CuteTypeError, CuteValueError
 from ..core.int_tuple import index_or_none
 from ..core.layout import Layout
 from ..core.recast import recast_layout
@@ -81,4 +81,8 @@ def make_smem_layout_atom(kind: SmemLayoutAtomKind, element_type: DType | int) -
     """
     if not isinstance(kind, SmemLayoutAtomKind):
         raise CuteTypeError(f"kind must be a SmemLayoutAtomKind, got {kind!r}")
-    return recast_layout(element_bits(element_type), 8, _byte_atom(kind))
+    bits = element_bits(element_type)
+    if bits not in (4, 8, 16, 32, 64):
+        raise CuteValueError(f"make_smem_layout_atom: the {kind.name} atom's 16-byte rows hold 4-, 8-, 16-, 32- or "
+                             f"64-bit elements, got {bits} bits")
+    return recast_layout(bits, 8, _byte_atom(kind))

@@ -21,8 +21,14 @@ _STRATEGIES = ("arbitrary_layouts", "arbitrary_tilers", "compact_layouts", "comp
 def __getattr__(name):
     if name not in _STRATEGIES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import strategies
+    try:
+        from . import strategies
+    except ImportError as e:  # hypothesis: the 'testing' extra
+        from ..errors import CuteError, missing_extra
 
+        if isinstance(e, CuteError):
+            raise
+        raise missing_extra(f"testing.{name}", e) from None
     return getattr(strategies, name)
 
 

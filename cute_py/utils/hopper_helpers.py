@@ -86,6 +86,9 @@ def get_smem_layout_atom(layout: LayoutEnum, element_type: DType, major_mode_siz
     who = "get_smem_layout_atom"
     _check_layout(layout, who, "layout")
     bits = element_bits(element_type)
+    if bits not in (4, 8, 16, 32, 64):
+        raise CuteValueError(f"{who}: GMMA shared-memory atoms hold 4-, 8-, 16-, 32- or 64-bit elements, got {bits} "
+                             f"bits")
     size = _positive(major_mode_size, who, "major_mode_size")
     if size % 8:
         raise CuteValueError(f"{who}: major_mode_size must be a multiple of 8, got {size}")
@@ -95,7 +98,7 @@ def get_smem_layout_atom(layout: LayoutEnum, element_type: DType, major_mode_siz
             return k_kind if k_major else mn_kind
     raise CuteValueError(f"{who}: {size} elements of {bits} bits ({size * bits} bits) are not a whole number of "
                          f"16-byte rows, which every GMMA shared-memory atom needs (the interleave atom's row is "
-                         f"{128 // bits if 128 % bits == 0 else 128 / bits} elements)")
+                         f"{128 // bits} elements)")
 
 
 def _staged(who: str, layout: LayoutEnum, dtype: DType, shape: tuple, major: int, stages: int) -> ComposedLayout:

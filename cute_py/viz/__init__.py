@@ -60,8 +60,9 @@ __all__ = [
     "repr_svg",
 ]
 
-# notebooks: above this many cells, objects fall back to their text repr
-REPR_MAX_CELLS = 128 * 128
+# notebooks: above this many cells an object shows a note saying so instead of its picture (a 64 x 64 picture is
+# about 0.9 MB of SVG; 128 x 128 was 3.6 MB)
+REPR_MAX_CELLS = 64 * 64
 
 
 def to_svg(obj: Any, **kwargs: Any) -> Picture:
@@ -77,11 +78,20 @@ def to_svg(obj: Any, **kwargs: Any) -> Picture:
 
 
 def repr_svg(obj: Any) -> str | None:
-    """Jupyter's ``_repr_svg_`` for cute_py objects: the picture, or ``None`` (text repr) when it
-    cannot be drawn (dynamic shapes, more than ``REPR_MAX_CELLS`` cells, rank-3 TV layouts...)."""
+    """Jupyter's ``_repr_svg_`` for cute_py objects: the picture; a one-line note with the text repr when it has
+    more than ``REPR_MAX_CELLS`` cells (saying how to draw it anyway); ``None`` (the text repr) when it cannot be
+    drawn at all (dynamic shapes, rank-3 TV layouts...)."""
     from ..errors import CuteError
 
     try:
         return str(to_svg(obj, max_cells=REPR_MAX_CELLS))
-    except CuteError:
-        return None
+    except CuteError as e:
+        if "cells, more than" not in str(e):
+            return None
+    from html import escape
+
+    text = (f"{obj}: more cells than the {REPR_MAX_CELLS} drawn inline; cute_py.viz.to_svg(x, max_cells=...) "
+            f"draws it (or slice it first)")
+    width = 7 * len(text) + 20
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="28" data-cute-note="too-large">'
+            f'<text x="10" y="19" font-family="monospace" font-size="12">{escape(text)}</text></svg>')

@@ -300,3 +300,14 @@ def test_utils_names():
     assert utils.sm90_make_smem_layout_epi is sm90_utils.make_smem_layout_epi
     for name in ("LayoutEnum", "sm90_make_smem_layout_a", "compute_tile_shape_or_override"):
         assert name in dir(utils)
+
+
+def test_an_element_width_no_atom_holds_is_told_in_the_atoms_terms():
+    from cute_py.nvgpu.smem_atoms import make_smem_layout_atom
+    from cute_py.utils import LayoutEnum
+    from cute_py.utils import hopper_helpers as h
+
+    with pytest.raises(cute.CuteValueError, match=r"16-byte rows hold 4-, 8-, 16-, 32- or 64-bit elements, got 13"):
+        make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, 13)
+    with pytest.raises(cute.CuteValueError, match=r"hold 4-, 8-, 16-, 32- or 64-bit elements, got 13 bits"):
+        h.get_smem_layout_atom(LayoutEnum.ROW_MAJOR, 13, 64)

@@ -29,10 +29,14 @@ def test_a_tiled_copy_displays_its_source_and_destination():
     assert {c.get("data-side") for c in cs} == {"S", "D"} and len(cs) == 2 * 4 * 16
 
 
-def test_objects_that_cannot_be_drawn_fall_back_to_their_text_repr():
+def test_objects_that_cannot_be_drawn_fall_back_to_their_text_repr_and_large_ones_say_so():
     assert cute.Layout((RuntimeInt(4), 2))._repr_svg_() is None
-    assert cute.Layout((256, 256))._repr_svg_() is None  # beyond the notebook limit of 128 x 128 cells
-    assert cute.Layout((128, 128))._repr_svg_() is not None
+    assert len(cells(parse(cute.Layout((64, 64))._repr_svg_()))) == 64 * 64  # the notebook limit, drawn
+    for big in (cute.Layout((64, 65)), cute.Layout((128, 128)), cute.Layout((256, 256))):
+        note = big._repr_svg_()
+        assert len(note) < 1000 and 'data-cute-note="too-large"' in note and not cells(parse(note))
+        assert f"{big}: more cells than the 4096 drawn inline" in note and "max_cells" in note
+    assert len(cute.Layout((64, 64))._repr_svg_()) < 1_200_000  # a capped picture stays about a megabyte
 
 
 def test_pictures_display_themselves_and_save_to_files(tmp_path):

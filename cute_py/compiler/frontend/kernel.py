@@ -43,7 +43,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import ArgumentError, CuteError, SpecMismatch
+from ...errors import ArgumentError, CuteError, SpecMismatch, missing_extra
 from ...tensor.dtypes import Scalar
 from ..runtime import cache as _cache
 from ..runtime import deps as _deps
@@ -379,7 +379,12 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
             return _remember(jf, dkey, c), result
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
-    built = build(ht.launches, recorder, options=opts)
+    try:
+        built = build(ht.launches, recorder, options=opts)
+    except ImportError as e:  # the MLIR bindings (the jit extra) are not installed: say how to get them
+        if isinstance(e, CuteError) and type(e).__name__ != "BindingsNotFoundError":
+            raise
+        raise missing_extra("compile", e) from None
     mlir_text, ptx, cubin, smem = built.mlir, built.ptx, built.cubin, built.smem
     _cache.stats["compiles"] += 1
     assumed = {}  # what the kernels' cute.assume promised of run-time extents: checked at each call
