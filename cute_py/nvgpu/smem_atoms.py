@@ -82,7 +82,7 @@ def make_smem_layout_atom(kind: SmemLayoutAtomKind, element_type: DType | int) -
     if not isinstance(kind, SmemLayoutAtomKind):
         raise CuteTypeError(f"kind must be a SmemLayoutAtomKind, got {kind!r}")
     bits = element_bits(element_type)
-    if bits not in (4, 8, 16, 32, 64):
-        raise CuteValueError(f"make_smem_layout_atom: the {kind.name} atom's 16-byte rows hold 4-, 8-, 16-, 32- or "
-                             f"64-bit elements, got {bits} bits")
+    if bits > 128 or 128 % bits:  # 1 is CuTe's atom in bits (Layout_*_Atom_Bits)
+        raise CuteValueError(f"make_smem_layout_atom: the {kind.name} atom's 16-byte rows hold elements whose width "
+                             f"divides 128 bits (1, 2, 4, 8, 16, 32, 64 or 128), got {bits} bits")
     return recast_layout(bits, 8, _byte_atom(kind))

@@ -86,9 +86,9 @@ def get_smem_layout_atom(layout: LayoutEnum, element_type: DType, major_mode_siz
     who = "get_smem_layout_atom"
     _check_layout(layout, who, "layout")
     bits = element_bits(element_type)
-    if bits not in (4, 8, 16, 32, 64):
-        raise CuteValueError(f"{who}: GMMA shared-memory atoms hold 4-, 8-, 16-, 32- or 64-bit elements, got {bits} "
-                             f"bits")
+    if bits > 128 or 128 % bits:
+        raise CuteValueError(f"{who}: GMMA shared-memory atoms hold elements whose width divides 128 bits, got "
+                             f"{bits} bits")
     size = _positive(major_mode_size, who, "major_mode_size")
     if size % 8:
         raise CuteValueError(f"{who}: major_mode_size must be a multiple of 8, got {size}")

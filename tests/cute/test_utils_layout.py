@@ -307,7 +307,8 @@ def test_an_element_width_no_atom_holds_is_told_in_the_atoms_terms():
     from cute_py.utils import LayoutEnum
     from cute_py.utils import hopper_helpers as h
 
-    with pytest.raises(cute.CuteValueError, match=r"16-byte rows hold 4-, 8-, 16-, 32- or 64-bit elements, got 13"):
+    with pytest.raises(cute.CuteValueError, match=r"16-byte rows hold elements whose width divides 128 bits "
+                                                  r"\(1, 2, 4, 8, 16, 32, 64 or 128\), got 13 bits"):
         make_smem_layout_atom(cute.SmemLayoutAtomKind.K_SW128, 13)
-    with pytest.raises(cute.CuteValueError, match=r"hold 4-, 8-, 16-, 32- or 64-bit elements, got 13 bits"):
+    with pytest.raises(cute.CuteValueError, match=r"hold elements whose width divides 128 bits, got 13 bits"):
         h.get_smem_layout_atom(LayoutEnum.ROW_MAJOR, 13, 64)
