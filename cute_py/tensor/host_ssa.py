@@ -195,21 +195,30 @@ class HostTensorSSA:
             return _python(acc)
         from ..core.modes import slice_
 
-        flat = _flat(self.shape)
-        keep = _kept(reduction_profile, self.shape)
-        kept = [e for e, k in zip(flat, keep) if k]
-        out = [start] * product(tuple(kept))
-        for i, e in enumerate(self.array):
-            j, scale, rest = 0, 1, i
-            for extent, k in zip(flat, keep):
-                c, rest = rest % extent, rest // extent
-                if k:
-                    j, scale = j + c * scale, scale * extent
-            out[j] = self.array.dtype.type(f(out[j], e))
+        t = self.array.dtype.type
+        out = fold_modes(self.array, self.shape, reduction_profile, start, lambda a, e: t(f(a, e)))
         return HostTensorSSA(np.array(out, dtype=self.array.dtype), slice_(self.shape, reduction_profile), self.dtype)
 
 
+def fold_modes(elements: Any, shape: Any, profile: Any, start: Any, f: Callable[[Any, Any], Any]) -> list[Any]:
+    """Fold ``elements`` (in flat index order over the static ``shape``) by a reduction ``profile``: the modes it
+    marks with an integer fold into ``start`` with ``f``, the modes it marks ``None`` stay. Returns the kept
+    modes' values in their flat index order."""
+    flat = _flat(shape)
+    keep = _kept(profile, shape)
+    out = [start] * product(tuple(e for e, k in zip(flat, keep) if k))
+    for i, e in enumerate(elements):
+        j, scale, rest = 0, 1, i
+        for extent, k in zip(flat, keep):
+            c, rest = rest % extent, rest // extent
+            if k:
+                j, scale = j + c * scale, scale * extent
+        out[j] = f(out[j], e)
+    return out
+
+
 def _kept(profile: Any, shape: Any) -> list[bool]:
+    """For each flat mode of ``shape``: whether ``profile`` keeps it (``None``) or folds it."""
     if type(profile) is tuple:
         shape = shape if type(shape) is tuple else (shape,)
         return [k for p, s in zip(profile, shape) for k in _kept(p, s)]

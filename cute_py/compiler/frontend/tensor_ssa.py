@@ -19,10 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core.congruence import is_weakly_congruent
-from ...core.int_tuple import flatten, product, short_repr
+from ...core.int_tuple import product, short_repr
 from ...core.modes import slice_
 from ...errors import TraceError
-from ...tensor.host_ssa import HostTensorSSA
+from ...tensor.host_ssa import HostTensorSSA, fold_modes
 from ...tensor.dtypes import DType, dtype_of
 from .values import as_type, binary, minmax, operand_dtype
 from .traced_int import select
@@ -119,29 +119,9 @@ class TensorSSA(metaclass=abc.ABCMeta):
         if not is_weakly_congruent(reduction_profile, self.shape):
             raise TraceError(f"TensorSSA.reduce: the reduction profile {reduction_profile} is not weakly congruent "
                              f"to the shape {self.shape}")
-        flat = flatten(self.shape)
-        flat = flat if type(flat) is tuple else (flat,)
-        keep = _kept_modes(reduction_profile, self.shape)
-        kept = [e for e, k in zip(flat, keep) if k]
-        out = [init_val] * product(tuple(kept))
-        for i, e in enumerate(self.elements):
-            j, scale, rest = 0, 1, i
-            for extent, k in zip(flat, keep):
-                c, rest = rest % extent, rest // extent
-                if k:
-                    j, scale = j + c * scale, scale * extent
-            out[j] = f(out[j], e)
+        out = fold_modes(self.elements, self.shape, reduction_profile, init_val, f)
         dtype = operand_dtype(out[0]) if out else self.dtype
         return TensorSSA(out, slice_(self.shape, reduction_profile), dtype)
-
-
-def _kept_modes(profile: Any, shape: Any) -> list[bool]:
-    """For each flat mode of ``shape``: whether ``profile`` keeps it (``None``) or folds it."""
-    if type(profile) is tuple:
-        shape = shape if type(shape) is tuple else (shape,)
-        return [k for p, s in zip(profile, shape) for k in _kept_modes(p, s)]
-    n = len(flatten(shape)) if type(shape) is tuple else 1
-    return [profile is None] * n
 
 
 class ReductionOp(enum.Enum):
