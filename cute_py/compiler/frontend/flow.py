@@ -79,21 +79,20 @@ def or_(first: Any, *rest: Callable[[], Any]) -> Any:
 def min_(*args: Any) -> Any:
     """``min(a, b, ...)`` in a kernel: Python's for static values; with a run-time one, a run-time minimum (in the
     operands' common type, as ``cute.min``)."""
-    if not any(isinstance(a, TRACED) for a in args):
-        return builtins.min(*args)
-    acc = args[0]
-    for a in args[1:]:
-        acc = minmax(acc, a, "min")
-    return acc
+    return _extremum(args, "min", builtins.min)
 
 
 def max_(*args: Any) -> Any:
     """``max(a, b, ...)`` in a kernel (see :func:`min_`)."""
+    return _extremum(args, "max", builtins.max)
+
+
+def _extremum(args: tuple[Any, ...], op: str, static: Callable[..., Any]) -> Any:
     if not any(isinstance(a, TRACED) for a in args):
-        return builtins.max(*args)
+        return static(*args)
     acc = args[0]
     for a in args[1:]:
-        acc = minmax(acc, a, "max")
+        acc = minmax(acc, a, op)
     return acc
 
 
