@@ -253,6 +253,18 @@ def vector_copy(src: Tensor, dst: Tensor, *, vector: int | None = None, cp_async
                 emit(_UNIVERSAL, src=src, dst=dst, first=c * vector, vector=vector, nbits=nbits)
 
 
+def _all_of(conds):
+    """The conjunction of per-element conditions, not all ``True``: ``False`` if one is, else the run-time ``&`` of
+    those that are not ``True``."""
+    if any(c is False for c in conds):
+        return False
+    every = None
+    for c in conds:
+        if c is not True:
+            every = c if every is None else every & c
+    return every
+
+
 def _per_element_vector(src, dst, pred, first, vector, nbits):
     """A vector copy into memory under one condition per element: one vector access where all hold, else each
     element under its own condition (never an access to an element whose condition fails)."""
@@ -260,13 +272,7 @@ def _per_element_vector(src, dst, pred, first, vector, nbits):
     if all(c is True for c in conds):
         emit(_UNIVERSAL, src=src, dst=dst, first=first, vector=vector, nbits=nbits)
         return
-    every = None
-    for c in conds:
-        if c is False:
-            every = False
-            break
-        if c is not True:
-            every = c if every is None else every & c
+    every = _all_of(conds)
     if every is not False:
         with if_(every):
             emit(_UNIVERSAL, src=src, dst=dst, first=first, vector=vector, nbits=nbits)
@@ -301,13 +307,7 @@ def _per_element_vector_into_registers(src, dst, pred, first, vector, nbits):
         emit(_UNIVERSAL, src=src, dst=dst, first=first, vector=vector, nbits=nbits)
         return
     width = src.element_type.width
-    every = None
-    for c in conds:
-        if c is False:
-            every = False
-            break
-        if c is not True:
-            every = c if every is None else every & c
+    every = _all_of(conds)
     if every is not False:
         _predicated_into_registers(src, dst, first, vector, nbits, every)
     for k, c in enumerate(conds):
