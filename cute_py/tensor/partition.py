@@ -77,13 +77,7 @@ def inner_partition(tensor: Tensor, tiler: Tiler, coord: Coord) -> Tensor:
     coord = as_int_tuple(coord, "tile coordinate", allow_none=True)
     _need_modes(tiler, "inner_partition")
     tiled = zipped_divide(tensor, tiler)
-    r0 = len(tiled.layout[0])
-    if type(coord) is tuple:
-        r1 = len(tiled.layout[1])
-        coord = coord + (None,) * (r1 - len(coord))
-        if r1 == 1 and len(coord) == 1 and type(tiled.layout.shape[1]) is not tuple:
-            coord = coord[0]
-    return tiled[(_repeat_none(r0), coord)]
+    return tiled[(_repeat_none(len(tiled.layout[0])), _fit_coord(coord, tiled.layout, 1))]
 
 
 def outer_partition(tensor: Tensor, tiler: Tiler, coord: Coord) -> Tensor:
@@ -92,13 +86,19 @@ def outer_partition(tensor: Tensor, tiler: Tiler, coord: Coord) -> Tensor:
     coord = as_int_tuple(coord, "coordinate in the tile", allow_none=True)
     _need_modes(tiler, "outer_partition")
     tiled = zipped_divide(tensor, tiler)
-    r1 = len(tiled.layout[1])
-    if type(coord) is tuple:
-        r0 = len(tiled.layout[0])
-        coord = coord + (None,) * (r0 - len(coord))
-        if r0 == 1 and len(coord) == 1 and type(tiled.layout.shape[0]) is not tuple:
-            coord = coord[0]
-    return tiled[(coord, _repeat_none(r1))]
+    return tiled[(_fit_coord(coord, tiled.layout, 0), _repeat_none(len(tiled.layout[1])))]
+
+
+def _fit_coord(coord, tiled, mode):
+    """``coord`` for mode ``mode`` of a zipped-divided layout: a tuple padded with ``None`` to the mode's rank (a
+    lone coordinate where the mode is one integer extent)."""
+    if type(coord) is not tuple:
+        return coord
+    r = len(tiled[mode])
+    coord = coord + (None,) * (r - len(coord))
+    if r == 1 and len(coord) == 1 and type(tiled.shape[mode]) is not tuple:
+        coord = coord[0]
+    return coord
 
 
 def local_tile(tensor: Tensor, tiler: Tiler, coord: Coord, proj: Sequence[int | None] | None = None) -> Tensor:
