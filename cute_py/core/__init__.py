@@ -60,6 +60,9 @@ INTERNAL_API = {
         "map_outer",                     # the outer-layout mapper of a composed layout, or None
         "vector_layout",                 # ``n:1`` (``1:0`` for a static 1)
     ),
+    "function_inner": (
+        "FunctionInner",                 # a Python function as a composed layout's inner function
+    ),
     "coalescing": (
         "coalesce_flat",                 # CuTe's back-to-front coalescing of flat modes, as a layout
         "coalesce_flat_lists",           # ... as lists of shapes and strides
