@@ -156,7 +156,8 @@ class StaticPersistentTileScheduler:
         lay = self.params.problem_layout_ncluster_mnl
         n = product(lay.shape)
         valid = idx < n
-        cluster = lay.get_flat_coord(idx % n)  # past the last tile: any coordinate (the work is not valid)
+        # past the last tile: any coordinate (the work is not valid); a problem of no tiles has only that
+        cluster = (0,) * len(lay.shape) if type(n) is int and n == 0 else lay.get_flat_coord(idx % n)
         tile = tuple(c * s + i for c, s, i in zip(cluster, self.params.cluster_shape_mn + (1,),
                                                   self.cta_id_in_cluster))
         return WorkTileInfo(tile, valid)

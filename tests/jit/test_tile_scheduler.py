@@ -32,7 +32,7 @@ def _walk(params, grid):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.tuples(st.integers(1, 9), st.integers(1, 9), st.integers(1, 3)), st.sampled_from([1, 2]),
+@given(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 3)), st.sampled_from([1, 2]),
        st.sampled_from([1, 2]), st.integers(1, 4), st.booleans(), st.integers(1, 40))
 def test_law_every_tile_once_in_the_layouts_order(ntile, cm, cn, swizzle, along_m, max_clusters):
     p = PersistentTileSchedulerParams(ntile, (cm, cn, 1), swizzle, along_m)
@@ -57,6 +57,18 @@ def test_params_rules():
         PersistentTileSchedulerParams((4, 4, 1), (2, 1, 2))
     with pytest.raises(cute.CuteValueError, match="swizzle_size must be an int >= 1"):
         PersistentTileSchedulerParams((4, 4, 1), (1, 1, 1), 0)
+
+
+@pytest.mark.parametrize("ntile", [(0, 4, 1), (4, 0, 2), (3, 3, 0)])
+@pytest.mark.parametrize("swizzle", [1, 2])
+def test_a_problem_of_no_tiles_gives_every_cta_no_valid_work(ntile, swizzle):
+    p = PersistentTileSchedulerParams(ntile, (2, 1, 1), swizzle)
+    assert p.get_grid_shape(8)[2] == 0
+    for z in range(3):  # a grid launched wider than the problem anyway
+        s = StaticPersistentTileScheduler.create(p, (1, 0, z), (2, 1, 3))
+        assert s.initial_work_tile_info().is_valid_tile is False
+        s.advance_to_next_work()
+        assert s.get_current_work().is_valid_tile is False
 
 
 @cute.kernel
