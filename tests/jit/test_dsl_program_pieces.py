@@ -363,6 +363,18 @@ def test_law_host_scalar_expressions_are_ieee_single_and_wrapping_integers(x, y,
     assert (n * 2.0).kind == "Float32"
 
 
+@pytest.mark.parametrize("op", ["+", "-", "*", "//", "%", "/"])
+def test_numpy_scalar_operands_mean_what_python_ones_do(op):
+    np = pytest.importorskip("numpy")
+    f = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv, "%": operator.mod,
+         "/": operator.truediv}[op]
+    n, x = RunTimeScalar(-7, "Int32", 0), RunTimeScalar(2.5, "Float32", 1)
+    for a, b, plain in ((n, np.int64(3), 3), (n, np.int32(-2), -2), (x, np.float32(0.75), 0.75),
+                        (n, np.float64(1.5), 1.5), (n, np.int64(1 << 40), 1 << 40)):
+        for got, want in ((f(a, b), f(a, plain)), (f(b, a), f(plain, a))):
+            assert (got.kind, got.evaluate({0: -7, 1: 2.5})) == (want.kind, want.evaluate({0: -7, 1: 2.5}))
+
+
 def test_host_scalars_have_no_static_value():
     a = RunTimeScalar(2.0, "Float32", 4)
     e = a * 1.5
