@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CuteValueError
-from ..tensor.dtypes import Float8E4M3FN, Float8E5M2, dtype_of
+from ..tensor.dtypes import Float8E4M3FN, Float8E5M2, TFloat32, dtype_of
 
 __all__ = ["is_fp8_dtype", "create_cute_tensor_for_fp8"]
 
@@ -22,7 +22,8 @@ def create_cute_tensor_for_fp8(storage_tensor: Any, dtype: Any, leading_dim: int
     """The tensor of :func:`~cute_py.runtime.from_dlpack` over ``storage_tensor`` with element type ``dtype``,
     its layout marked dynamic along ``leading_dim`` when ``mark_dynamic_layout``. For a float8 ``dtype`` the
     storage is read as bytes and filled with ``source_f32_tensor`` converted (``CuteValueError`` without it);
-    for other types the storage already holds the values."""
+    for other types the storage already holds the values (float32 storage for ``TFloat32``, whose element type the
+    tensor takes)."""
     from ..tensor.dlpack import from_dlpack
     from ..torch import convert_cute_tensor
 
@@ -37,7 +38,7 @@ def create_cute_tensor_for_fp8(storage_tensor: Any, dtype: Any, leading_dim: int
         if storage_tensor.dtype not in (torch.int8, torch.uint8):
             storage_tensor = storage_tensor.view(torch.uint8)
     t = from_dlpack(storage_tensor, assumed_align=assumed_align)
-    if fp8:
+    if fp8 or dt == TFloat32:  # float32 storage read as TensorFloat-32 operands
         t.element_type = dt
     if mark_dynamic_layout:
         t = t.mark_layout_dynamic(leading_dim=leading_dim)
