@@ -416,10 +416,12 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
                 f"the gaps of the modes, and could be 0)")
     # repeatedly take the mode with the smallest stride (the first one on ties), as CuTe does
     result_shape, result_stride = [], [1]
+    vanishing = None if covering else next((s for s in shape if type(s) is not int), None)
     for _ in range(len(stride) - 1):
         min_stride = min(stride)
         i = stride.index(min_stride)
         below = result_stride[-1]
+        _check_floored_gap(min_stride, below, vanishing, layout)
         gap = _static_gap(min_stride, below, layout)
         if gap == 0 or (covering and min_stride % below):
             _complement_gap_error(min_stride, below, layout)
@@ -427,6 +429,7 @@ def _complement_impl(layout, cotarget, covering, with_open=False):
         result_stride.append(min_stride * shape[i])
         del shape[i], stride[i]
     below = result_stride[-1]
+    _check_floored_gap(stride[0], below, vanishing, layout)
     gap = _static_gap(stride[0], below, layout)
     if is_int_value(gap, 0) or (covering and type(below) is int and type(stride[0]) is int and stride[0] % below):
         _complement_gap_error(stride[0], below, layout)
@@ -481,6 +484,15 @@ def _complement_gap_error(stride, below, layout):
 
 
 complement_unchecked = complement.__wrapped__
+
+
+def _check_floored_gap(stride, below, extent, layout):
+    """A gap that does not divide evenly is rounded down, and where it falls depends on every mode below it: a
+    run-time ``extent`` that may be 1 (its mode then drops out) decides the result, so it must be static."""
+    if extent is not None and type(stride) is int and type(below) is int and stride % below:
+        raise StaticValueRequired(
+            f"complement of {layout}: the stride {stride} is no multiple of {below}, the extent below it, and whether "
+            f"the run-time extent {extent} is 1 (its mode then drops out) moves the gap; make it static")
 
 
 def disjoint_complement(layout, cotarget):

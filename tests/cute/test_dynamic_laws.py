@@ -273,3 +273,14 @@ def test_a_divisor_proves_what_a_composition_across_run_time_modes_needs(m):
         same_function(got, cute.composition(Layout((m, 24), (1, m)), rhs))
         with pytest.raises(StaticValueRequired, match="assume a divisibility"):
             cute.composition(Layout((RuntimeInt(m), N), (1, RuntimeInt(m))), rhs)
+
+
+@pytest.mark.parametrize("shape, stride", [((1, 3, 1), (0, 1, 4)), ((3, 1), (1, 4)), ((3, 1, 2), (1, 5, 16))])
+def test_a_run_time_extent_that_may_drop_out_before_a_rounded_gap_must_be_static(shape, stride):
+    # statically the extent-1 mode drops out and the copies sit right after the block; kept as a run-time extent it
+    # would move them, so the product refuses instead of returning another function
+    static = cute.logical_product(Layout(shape, stride), Layout(2))
+    assert static(cute.size(static[0])) == 3  # the second copy starts right after the block's 0, 1, 2
+    dynamic = tuple(RuntimeInt(1) if (s == 1 and d != 0) else s for s, d in zip(shape, stride))
+    with pytest.raises(StaticValueRequired, match="whether the run-time extent .* is 1"):
+        cute.logical_product(Layout(dynamic, stride), Layout(2))
