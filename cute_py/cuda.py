@@ -30,7 +30,7 @@ def default_stream() -> Any:
 
 def stream_sync(stream: Any) -> None:
     """Wait for the work queued on ``stream`` (any stream ``cute_py`` takes: a ``CUstream``, a torch stream...)."""
-    from .compiler.frontend.annotations import stream_handle
+    from .compiler.specs.annotations import stream_handle
     from .compiler.runtime.launch import check, driver
 
     d = driver()

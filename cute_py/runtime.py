@@ -23,7 +23,7 @@ __all__ = ["from_dlpack", "make_ptr", "make_fake_tensor", "HostInt", "host_layou
 
 def __getattr__(name):
     if name == "make_fake_stream":  # the compiler's stream rules; loaded on first use
-        from .compiler.frontend.annotations import make_fake_stream
+        from .compiler.specs.annotations import make_fake_stream
 
         return make_fake_stream
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

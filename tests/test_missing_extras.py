@@ -18,7 +18,7 @@ def _run(code, **env):
 def test_compiling_without_the_mlir_bindings_names_the_jit_extra(tmp_path):
     pytest.importorskip("numba_cuda_mlir", reason="the compile must reach the bindings")
     code = ("import cute_py as cute\n"
-            "from cute_py.compiler.frontend.args import DeviceArraySpec\n"
+            "from cute_py.compiler.specs.args import DeviceArraySpec\n"
             "@cute.kernel\n"
             "def k(a):\n"
             "    pass\n"

@@ -22,12 +22,27 @@ LAYERS = [
     ("reference", ("cute_py.reference", "cute_py.reference_warp", "cute_py.reference_wgmma")),
     ("viz", ("cute_py.viz",)),
     ("testing", ("cute_py.testing",)),
+    # the compiler: one stack, top to bottom, no arrow up (runtime sits beside it and sees only specs and cache)
     ("compiler", ("cute_py.compiler",)),
+    ("host", ("cute_py.compiler.host",)),
+    ("trace", ("cute_py.compiler.trace",)),
+    ("builtins", ("cute_py.compiler.builtins",)),
+    ("emit", ("cute_py.compiler.emit",)),
+    ("flow", ("cute_py.compiler.flow",)),
+    ("lang", ("cute_py.compiler.lang",)),
+    ("specs", ("cute_py.compiler.specs",)),
+    ("cache", ("cute_py.compiler.cache",)),
+    ("stages", ("cute_py.compiler.stages",)),
+    ("runtime", ("cute_py.compiler.runtime",)),
     ("facade", ("cute_py", "cute_py.__main__", "cute_py.arch", "cute_py.runtime", "cute_py.demo", "cute_py.pipeline",
                  "cute_py.utils", "cute_py.torch")),
     ("examples", ("examples",)),
     ("mlir_dialects", ("mlir_dialects",)),
 ]
+# the compiler's layers, top to bottom; each may import only those after it (specs, cache and stages are the floor)
+COMPILER_STACK = ("host", "trace", "builtins", "emit", "flow", "lang", "specs", "cache", "stages")
+COMPILER_LAYERS = {"compiler", "runtime", *COMPILER_STACK}
+BELOW_COMPILER = {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "mlir_dialects"}
 # what each layer may import (besides itself and the standard library / third-party packages)
 ALLOWED = {
     "errors": set(),
@@ -39,10 +54,20 @@ ALLOWED = {
     "reference": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
     "viz": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
     "testing": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
-    "compiler": {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "mlir_dialects"},
-    "facade": {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "viz", "testing", "compiler",
-               "mlir_dialects"},
-    "examples": {"facade", "compiler", "nvgpu", "atom", "core", "tensor", "errors", "device"},
+    "compiler": BELOW_COMPILER | set(COMPILER_STACK) | {"runtime"},
+    "host": BELOW_COMPILER | set(COMPILER_STACK[1:]) | {"runtime"},
+    "trace": BELOW_COMPILER | set(COMPILER_STACK[2:]),
+    "builtins": BELOW_COMPILER | set(COMPILER_STACK[3:]),
+    "emit": BELOW_COMPILER | set(COMPILER_STACK[4:]),
+    "flow": BELOW_COMPILER | set(COMPILER_STACK[5:]),
+    "lang": BELOW_COMPILER | set(COMPILER_STACK[6:]),
+    "specs": BELOW_COMPILER | {"cache"},
+    "cache": BELOW_COMPILER,
+    "stages": BELOW_COMPILER,
+    "runtime": BELOW_COMPILER | {"specs", "cache"},
+    "facade": {"errors", "core", "tensor", "atom", "device", "nvgpu", "reference", "viz", "testing", "mlir_dialects"}
+              | COMPILER_LAYERS,
+    "examples": {"facade", "nvgpu", "atom", "core", "tensor", "errors", "device"} | COMPILER_LAYERS,
     "mlir_dialects": set(),
 }
 # layers that must not import numpy, the MLIR bindings or CUDA at module level (they load lazily)
@@ -192,7 +217,7 @@ def test_the_rules_see_imports_at_every_depth():
     # are all seen
     targets = {t for t, _, _ in imports_of("cute_py")}
     assert "cute_py.viz" in targets and "cute_py.core.layout" in targets
-    assert any(not level0 for _, _, level0 in imports_of("cute_py.compiler.frontend.device_trace"))
+    assert any(not level0 for _, _, level0 in imports_of("cute_py.compiler.trace"))
 
 
 def test_mlir_dialects_never_imports_cute_py():

@@ -18,11 +18,13 @@ and launched.
     host(torch_src, torch_dst)               # compiles once per specialisation, then launches
     compiled = cute.compile(host, src, dst)  # .mlir, .lowered, .ptx, .cubin, .stage_times, __call__
 
-The package: a front end (``frontend``: decorators and host tracing, arguments, traced values, run-time
-control flow, shared memory, loads and stores, the IR builder), the builtins (``builtins``: ``cute_py.arch``
-and the tile copies), one emission table keyed by op class (``emit``), the named stages trace -> mlir ->
-lowered -> ptx -> cubin (``stages``), and a runtime (``runtime``: compiled objects, launches and their
-limits, the caches).  The decorators are ``cute_py.kernel`` and ``cute_py.jit``; this module holds them and
+The package is one stack, each layer importing only the layers below it: ``host`` (the decorators, host
+tracing, the compiles and their keys), ``trace`` (tracing kernels into one module), ``builtins`` (``cute_py.arch``,
+the tile copies, math, printing), ``emit`` (the only place an instruction becomes IR; one module per hardware
+unit), ``flow`` (the AST rewrite and run-time control flow), ``lang`` (the IR builder, traced values, TensorSSA,
+memory, shared memory), and at the bottom ``specs`` (argument specs, annotations, options, limits), ``cache``
+(keys and the disk store) and ``stages`` (trace -> mlir -> lowered -> ptx -> cubin). ``runtime`` (compiled
+objects and their launches) sees only ``specs`` and ``cache``.  The decorators are ``cute_py.kernel`` and ``cute_py.jit``; this module holds them and
 their helpers.  Heavy parts (the MLIR bindings, cuda-python) load on first use.
 """
 
@@ -30,18 +32,14 @@ from ..errors import ArgumentError, CacheError, CompileError, JitError, LaunchEr
 from .builtins.copy import L2_EVICT_FIRST, L2_EVICT_LAST, L2_EVICT_NORMAL, async_copy, copy, tma_copy
 from .builtins.im2col import c2d_im2col
 from .builtins.thread_copy import predicate
-from .builtins import tile_copier as _tile_copier  # noqa: F401 (registers the tile copier's emission)
-from .builtins import warp_mma as _warp_mma  # noqa: F401 (registers mma.sync, ldmatrix and stmatrix)
-from .builtins import universal_mma as _universal_mma  # noqa: F401 (registers the universal MMA's fma)
-from .builtins import wgmma as _wgmma  # noqa: F401 (registers the warpgroup MMA's emission)
-from .frontend.args import DeviceArraySpec
-from .frontend.control import const_expr, if_, range, range_constexpr
-from .frontend.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
-from .frontend.memory import make_fragment, make_fragment_like, make_rmem_tensor
-from .frontend.smem import SmemAllocator
-from .frontend.values import TracedBool, TracedFloat
-from .frontend.traced_int import TracedInt, select
-from .runtime.cache import stats
+from .specs.args import DeviceArraySpec
+from .flow.control import const_expr, if_, range, range_constexpr
+from .host.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
+from .lang.memory import make_fragment, make_fragment_like, make_rmem_tensor
+from .lang.smem import SmemAllocator
+from .lang.values import TracedBool, TracedFloat
+from .lang.traced_int import TracedInt, select
+from .cache.store import stats
 from .runtime.launch import sm_count
 
 __all__ = [

@@ -114,7 +114,7 @@ def check_arrivals_fit(what: str, role: str, group: CooperativeGroup, count: Tra
     ``cluster_wide`` (arrivals on a peer CTA's barrier). Skipped when ``count`` is a run-time value or no launch
     is known (block and cluster are static at every ``launch``, so this is only the case outside one)."""
     from ..compiler.builtins.mbar_rules import threads_of_launch
-    from ..compiler.frontend.builder import current
+    from ..compiler.lang.builder import current
 
     launch = current().launch
     if launch is None:

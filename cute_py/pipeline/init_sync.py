@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import arch
 from ..compiler import TraceError
-from ..compiler.frontend.builder import current
+from ..compiler.lang.builder import current
 from ..core.int_tuple import is_static, product
 from ..core.layout import Layout
 from .groups import Agent, agent_sync

@@ -33,7 +33,7 @@ from typing import Any
 
 from .. import arch
 from ..compiler import TraceError, TracedBool, TracedInt, if_
-from ..compiler.frontend.builder import current
+from ..compiler.lang.builder import current
 from ..core.int_tuple import is_static, product
 from ..core.layout import Layout
 from ..tensor.pointer import Pointer

@@ -26,7 +26,7 @@ from typing import Any
 from .. import arch
 from ..compiler import TraceError, TracedBool, TracedInt, if_
 from ..compiler.builtins.mbar_rules import name_barrier
-from ..compiler.frontend.smem import MBARRIER_BYTES, check_mbarrier_pointer
+from ..compiler.lang.smem import MBARRIER_BYTES, check_mbarrier_pointer
 from ..tensor.pointer import AddressSpace, Pointer
 from .groups import CooperativeGroup, PipelineOp, arrive_count
 

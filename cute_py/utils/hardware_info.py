@@ -68,7 +68,7 @@ class HardwareInfo:
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = 128, 1, 1
         cfg.sharedMemBytes = dyn
         if stream is not None:
-            from ..compiler.frontend.annotations import stream_handle
+            from ..compiler.specs.annotations import stream_handle
 
             h = stream_handle(stream)
             cfg.hStream = h if not isinstance(h, int) else d.CUstream(h)

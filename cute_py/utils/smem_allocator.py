@@ -1,10 +1,10 @@
 """``cute_py.utils.SmemAllocator`` (the CuTe DSL's ``cutlass.utils.SmemAllocator``): the kernel's shared-memory
-allocator, the same class as ``cute_py.arch.SmemAllocator`` (see :mod:`cute_py.compiler.frontend.smem`), and
+allocator, the same class as ``cute_py.arch.SmemAllocator`` (see :mod:`cute_py.compiler.lang.smem`), and
 ``get_smem_capacity_in_bytes``."""
 
 from __future__ import annotations
 
-from ..compiler.frontend.smem import SmemAllocator
+from ..compiler.lang.smem import SmemAllocator
 
 __all__ = ["SmemAllocator", "get_smem_capacity_in_bytes"]
 

@@ -266,7 +266,7 @@ def test_the_ptxas_of_the_pip_wheel_comes_first_and_its_version_is_read(fresh, t
 
 
 def test_the_cache_fingerprint_follows_the_ptxas(fresh, tmp_path):
-    from cute_py.compiler.runtime import cache
+    from cute_py.compiler.cache import store as cache
 
     fresh.setattr(cache, "_FINGERPRINT", [])
     before = cache.library_fingerprint()

@@ -14,7 +14,7 @@ pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bin
 np = pytest.importorskip("numpy", reason="the comparison uses numpy")
 
 import cute_py as cute  # noqa: E402
-from cute_py.compiler.runtime import cache as _cache  # noqa: E402
+from cute_py.compiler.cache import store as _cache  # noqa: E402
 from cute_py.demo.kernel import tma_copy  # noqa: E402
 from cute_py.errors import SpecMismatch, TmaError  # noqa: E402
 from cute_py.runtime import from_dlpack  # noqa: E402

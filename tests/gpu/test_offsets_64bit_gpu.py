@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0)")
 
 import cute_py as cute  # noqa: E402
-from cute_py.compiler.frontend.args import DeviceArraySpec  # noqa: E402
+from cute_py.compiler.specs.args import DeviceArraySpec  # noqa: E402
 from cute_py.runtime import from_dlpack  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -91,7 +91,7 @@ print(json.dumps({"fingerprint": cache.library_fingerprint()}))
 """
 
 
-@pytest.mark.parametrize("where", ["cute_py/core/layout.py", "cute_py/nvgpu/copy_ops.py", "cute_py/compiler/emit.py",
+@pytest.mark.parametrize("where", ["cute_py/core/layout.py", "cute_py/nvgpu/copy_ops.py", "cute_py/compiler/emit/tma.py",
                                    "mlir_dialects/ops_cpasync.py", "mlir_dialects/pipeline.py",
                                    "cute_py/compiler/runtime/helper_data.c", "cute_py/core/new_module.py"])
 def test_an_edit_in_each_layer_is_a_new_key_in_a_new_process(copy_root, where):
@@ -150,7 +150,7 @@ def test_the_fallback_assembler_is_another_key(tmp_path):
 
 
 def test_the_forced_assembler_changes_the_fingerprint_within_a_process(monkeypatch):
-    from cute_py.compiler.runtime import cache
+    from cute_py.compiler.cache import store as cache
 
     monkeypatch.delenv("MLIR_DIALECTS_ASSEMBLER", raising=False)
     auto = cache.library_fingerprint()
@@ -196,7 +196,7 @@ def test_the_fingerprint_is_computed_once_per_process_and_cheaply(monkeypatch):
     import builtins
     import time
 
-    from cute_py.compiler.runtime import cache
+    from cute_py.compiler.cache import store as cache
 
     monkeypatch.setattr(cache, "_FINGERPRINT", [])
     opened = []

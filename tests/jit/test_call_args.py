@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cute_py as cute
-from cute_py.compiler.frontend.args import array_spec
+from cute_py.compiler.specs.args import array_spec
 from cute_py.errors import CuteError
 from examples import tma_copy
 from _fake_device import FakeCudaArray, _DLManaged, _new_capsule

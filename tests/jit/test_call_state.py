@@ -328,7 +328,7 @@ _REFUSED.append(_Junk())
 
 def _generated(driver, monkeypatch):
     """A TMA compile called through its generated path (torch-like tensors: ``FakeTorchTensor``)."""
-    import cute_py.compiler.frontend.args as args_mod
+    import cute_py.compiler.specs.args as args_mod
     from test_jit_compiled_call import FakeTorchTensor
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
@@ -374,7 +374,7 @@ def test_stream_arguments_follow_the_same_rule(driver):
 def test_scalars_with_torch_tensors_are_checked_at_every_call_too(driver, monkeypatch):
     """A compile with run-time scalars has no generated path (nor a native launcher): each call of it, torch tensors
     and all, goes through the general path's checks."""
-    import cute_py.compiler.frontend.args as args_mod
+    import cute_py.compiler.specs.args as args_mod
     from test_jit_compiled_call import FakeTorchTensor
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)

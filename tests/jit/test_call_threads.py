@@ -118,7 +118,7 @@ TorchLike.__module__ = "torch"
 
 def test_threads_on_the_generated_run_time_shaped_path_launch_their_own_tensors(driver, monkeypatch):
     import cute_py as cute
-    import cute_py.compiler.frontend.args as args_mod
+    import cute_py.compiler.specs.args as args_mod
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
     spec = cute.compiler.DeviceArraySpec("Float32", (cute.sym_int(), cute.sym_int(divisibility=64)))

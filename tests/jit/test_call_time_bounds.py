@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cute_py as cute
-from cute_py.compiler.frontend.args import DeviceArraySpec
+from cute_py.compiler.specs.args import DeviceArraySpec
 from cute_py.errors import SpecMismatch
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -150,7 +150,7 @@ def kernel_assumed_rows(a, b):
 
 
 def test_a_kernel_assumption_on_an_extent_is_checked_at_each_call_also_from_the_disk_cache(tmp_path, monkeypatch):
-    from cute_py.compiler.runtime import cache as _cache
+    from cute_py.compiler.cache import store as _cache
 
     monkeypatch.setenv("CUTE_PY_CACHE_DIR", str(tmp_path))
     for attempt in ("compiled", "from the disk cache"):
@@ -170,8 +170,8 @@ def test_a_recast_of_run_time_leaves_promises_whole_units_checked_at_each_call()
     """Moving Int8 elements as 64-bit units needs a contiguous extent (and other strides) of multiples of 8: with
     run-time leaves the recast is built on that promise (``assume_recastable``, as the TMA atoms of wider internal
     types use it), which the binding of each call checks; values known on the host are checked at once."""
-    from cute_py.compiler.frontend.args import ArraySpec
-    from cute_py.compiler.frontend.dyn_specs import Binder, kernel_values
+    from cute_py.compiler.specs.args import ArraySpec
+    from cute_py.compiler.specs.dyn_specs import Binder, kernel_values
     from cute_py.core.recast import assume_recastable, recast_exactness
     from cute_py.errors import CuteValueError
     from cute_py.testing import RuntimeInt

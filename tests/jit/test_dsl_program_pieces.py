@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import cute_py as cute
-from cute_py.compiler.frontend.args import DeviceArraySpec
-from cute_py.compiler.frontend.call_form import CallForm, regroup, spread
-from cute_py.compiler.frontend.host_scalars import RunTimeScalar, ScalarExpr
+from cute_py.compiler.specs.args import DeviceArraySpec
+from cute_py.compiler.host.call_form import CallForm, regroup, spread
+from cute_py.compiler.specs.host_scalars import RunTimeScalar, ScalarExpr
 from cute_py.core.tiling import make_fragment_like_layout
 from cute_py.errors import ArgumentError, CuteTypeError, CuteValueError, StaticValueRequired, TraceError
 from cute_py.runtime import from_dlpack, make_fake_stream

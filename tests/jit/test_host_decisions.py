@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import cute_py as cute
-from cute_py.compiler.frontend.args import DeviceArraySpec
+from cute_py.compiler.specs.args import DeviceArraySpec
 from cute_py.core.symbolic import Decision, SymInt, deciding, describe_guard
 from cute_py.errors import GuardMismatch, SpecMismatch, StaticValueRequired
 from cute_py.runtime import from_dlpack

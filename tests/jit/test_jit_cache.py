@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import cute_py as cute
-from cute_py.compiler.runtime import cache
+from cute_py.compiler.cache import store as cache
 from examples import tma_copy
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -194,7 +194,7 @@ def test_code_that_has_no_source_file_is_not_stored_on_disk(cache_dir):
 
 
 def test_closures_over_functions_are_keyed_by_the_functions_code_and_values():
-    from cute_py.compiler.runtime import deps
+    from cute_py.compiler.cache import deps
 
     def make(n):
         def f():
@@ -230,7 +230,7 @@ def test_a_warm_lookup_does_not_trace_the_kernels(project):
     run, _ = project
     run()
     no_trace = ("import importlib\n"
-                "K = importlib.import_module('cute_py.compiler.frontend.kernel')\n"
+                "K = importlib.import_module('cute_py.compiler.host.kernel')\n"
                 "def _no_trace(*args):\n"
                 "    raise SystemExit('a kernel was traced to look its entry up')\n"
                 "K._trace_kernel = _no_trace")
@@ -239,7 +239,7 @@ def test_a_warm_lookup_does_not_trace_the_kernels(project):
 
 
 def test_code_generated_for_dataclasses_and_namedtuples_is_checked_through_its_module(tmp_path, monkeypatch):
-    from cute_py.compiler.runtime import deps
+    from cute_py.compiler.cache import deps
 
     (tmp_path / "shapes_mod.py").write_text(
         "import collections, dataclasses\n"
@@ -262,7 +262,7 @@ def test_code_generated_for_dataclasses_and_namedtuples_is_checked_through_its_m
 
 
 def test_values_too_large_to_key_are_keyed_by_size_or_refused():
-    from cute_py.compiler.runtime import deps
+    from cute_py.compiler.cache import deps
 
     big = list(range(100_000))
     assert deps.value_key(big).startswith("large:")
@@ -277,7 +277,7 @@ def test_values_too_large_to_key_are_keyed_by_size_or_refused():
 def test_a_recording_whose_hook_was_replaced_is_not_stored():
     import sys as _sys
 
-    from cute_py.compiler.runtime import deps
+    from cute_py.compiler.cache import deps
 
     rec = deps.Recorder()
     with rec:

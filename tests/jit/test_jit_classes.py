@@ -16,7 +16,7 @@ import pytest
 import cute_py as cute
 from cute_py import arch
 from cute_py.compiler import ArgumentError, DeviceArraySpec, TraceError
-from cute_py.compiler.runtime import cache
+from cute_py.compiler.cache import store as cache
 from cute_py.compiler.runtime import launch as L
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -454,7 +454,7 @@ def test_a_class_based_kernel_is_found_in_the_disk_cache_by_a_new_process(cache_
 
 
 def test_direct_calls_through_the_generated_launch_path_use_the_default_stream(fake_driver, monkeypatch):
-    import cute_py.compiler.frontend.args as args_mod
+    import cute_py.compiler.specs.args as args_mod
     from tests.jit.test_jit_compiled_call import FakeTorchTensor
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)  # specs through __cuda_array_interface__

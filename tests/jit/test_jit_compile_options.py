@@ -15,8 +15,8 @@ import cute_py as cute
 import cute_py as cutlass  # the DSL's programs spell the numeric types and Constexpr through `cutlass`
 from cute_py import arch
 from cute_py.compiler import ArgumentError, DeviceArraySpec
-from cute_py.compiler.frontend.options import CompileOptions, parse_options
-from cute_py.compiler.runtime import cache
+from cute_py.compiler.specs.options import CompileOptions, parse_options
+from cute_py.compiler.cache import store as cache
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 A = DeviceArraySpec("Float32", (128,))

@@ -139,7 +139,7 @@ FakeTorchTensor.__module__ = "torch.fake"
 
 
 def test_the_torch_fast_path_reads_addresses_in_argument_order(fake_driver, encodes, monkeypatch):
-    import cute_py.compiler.frontend.args as args_mod
+    import cute_py.compiler.specs.args as args_mod
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)  # specs through __cuda_array_interface__
     a = cute.compiler.DeviceArraySpec("Float32", (256, 512), address=1 << 24)
@@ -164,7 +164,7 @@ def test_the_torch_fast_path_reads_addresses_in_argument_order(fake_driver, enco
 
 
 def test_the_generated_launch_path_checks_like_the_general_one(fake_driver, encodes, monkeypatch):
-    import cute_py.compiler.frontend.args as args_mod
+    import cute_py.compiler.specs.args as args_mod
 
     monkeypatch.setattr(args_mod, "_is_torch", lambda x: False)
     a = cute.compiler.DeviceArraySpec("Float32", (256, 512), address=1 << 24)

@@ -6,8 +6,8 @@ import re
 import pytest
 
 import cute_py as cute
-from cute_py.compiler.frontend.args import DeviceArraySpec
-from cute_py.compiler.runtime import cache as _cache
+from cute_py.compiler.specs.args import DeviceArraySpec
+from cute_py.compiler.cache import store as _cache
 from cute_py.demo.kernel import tma_copy
 from cute_py.errors import ArgumentError, CuteTypeError, CuteValueError, SpecMismatch, StaticValueRequired, TmaError
 from cute_py.runtime import from_dlpack

@@ -14,7 +14,7 @@ except Exception as e:  # not installed, or no usable bindings (BindingsNotFound
 
 import cute_py as cute  # noqa: E402
 from cute_py.compiler import DeviceArraySpec, TraceError  # noqa: E402
-from cute_py.compiler.frontend.numeric import promote, python_dtype  # noqa: E402
+from cute_py.compiler.lang.numeric import promote, python_dtype  # noqa: E402
 from cute_py.tensor import dtypes as T  # noqa: E402
 
 from _trace_checks import assert_trace_error  # noqa: E402

@@ -5,7 +5,7 @@ import pytest
 import cute_py as cute
 from cute_py import arch
 from cute_py.compiler import ArgumentError, TraceError
-from cute_py.compiler.frontend.args import array_spec, untag
+from cute_py.compiler.specs.args import array_spec, untag
 
 
 def _allocations(body):

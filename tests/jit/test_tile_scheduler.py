@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import cute_py as cute
-from cute_py.compiler.frontend.args import DeviceArraySpec
+from cute_py.compiler.specs.args import DeviceArraySpec
 from cute_py.utils import PersistentTileSchedulerParams, StaticPersistentTileScheduler
 
 pytest.importorskip("numba_cuda_mlir", reason="compiling needs the MLIR bindings (the jit extra)")

@@ -23,7 +23,7 @@ pytest.importorskip("mlir_dialects.bindings", reason="the JIT needs the MLIR bin
 
 import cute_py as cute  # noqa: E402
 from cute_py import Layout, arch  # noqa: E402
-from cute_py.compiler.frontend.smem import MAX_SMEM_BYTES  # noqa: E402
+from cute_py.compiler.lang.smem import MAX_SMEM_BYTES  # noqa: E402
 from cute_py.nvgpu import cpasync  # noqa: E402
 
 from _tma_law import POISON, build, gmem_bytes, grid, smem_positions, tile_elements, tma_cases  # noqa: E402

@@ -42,12 +42,13 @@ import mlir_dialects as md
 from ...nvgpu import device_ops
 from ...nvgpu.copy_ops import LoadCacheMode
 
-from ..frontend.builder import current
-from ..frontend.control import if_
+from ..lang.builder import current
+from ..emit.warp import read_sreg, read_sregs
+from ..flow.control import if_
 from ...errors import TraceError
-from ..frontend.smem import SmemAllocator
-from ..frontend.values import TracedBool
-from ..frontend.traced_int import TracedInt
+from ..lang.smem import SmemAllocator
+from ..lang.values import TracedBool
+from ..lang.traced_int import TracedInt
 from .mbar_rules import mark_election
 
 if TYPE_CHECKING:
@@ -67,14 +68,7 @@ WARPS_PER_WARPGROUP = 4
 THREADS_PER_WARPGROUP = WARP_SIZE * WARPS_PER_WARPGROUP
 
 
-def _sregs(prefix):
-    with current().at_end():
-        return tuple(TracedInt(md.read_sreg(f"{prefix}.{d}").value, 32, True) for d in "xyz")
-
-
-def _sreg(name):
-    with current().at_end():
-        return TracedInt(md.read_sreg(name).value, 32, True)
+_sregs, _sreg = read_sregs, read_sreg
 
 
 def thread_idx() -> tuple[TracedInt, TracedInt, TracedInt]:

@@ -36,11 +36,11 @@ from typing import Any
 from ...errors import TraceError
 from ...tensor.dtypes import DType, Float32, Int32, dtype_of
 from ...tensor.pointer import AddressSpace, Pointer
-from ..frontend.builder import current
-from ..frontend.memory import pointer_value
-from ..frontend.values import TracedBool, TracedFloat, as_type, wrap
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import asm, int_operand, ir_type_of
+from ..lang.builder import current
+from ..lang.memory import pointer_value
+from ..lang.values import TracedBool, TracedFloat, as_type, wrap
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import asm, int_operand, ir_type_of
 
 __all__ = ["atomic_add", "atomic_and", "atomic_or", "atomic_xor", "atomic_max", "atomic_min", "atomic_exch",
            "atomic_cas", "atomic_fmax", "atomic_fmin", "atomic_max_float32", "red", "load", "store"]

@@ -30,11 +30,11 @@ from typing import Any
 
 from ...errors import TraceError
 from ...tensor.dtypes import BFloat16, DType, Float32, Int8, Int32
-from ..frontend.builder import current
-from ..frontend.tensor_ssa import TensorSSA
-from ..frontend.values import TracedFloat, as_type, wrap
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import asm, asm_value
+from ..lang.builder import current
+from ..lang.tensor_ssa import TensorSSA
+from ..lang.values import TracedFloat, as_type, wrap
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import asm, asm_value
 
 __all__ = ["fmax", "fmin", "rcp_approx", "exp2", "cvt_f32_tf32", "cvt_f32_bf16", "cvt_f32x2_bf16x2", "cvt_i8_bf16",
            "cvt_i8x2_to_bf16x2", "cvt_i8x4_to_bf16x4", "cvt_i8x2_to_f32x2", "cvt_i8x4_to_f32x4",

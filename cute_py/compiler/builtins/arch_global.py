@@ -20,11 +20,11 @@ from typing import Any
 import mlir_dialects as md
 
 from ...tensor.pointer import AddressSpace, Pointer
-from ..frontend.builder import current
-from ..frontend.memory import pointer_value
+from ..lang.builder import current
+from ..lang.memory import pointer_value
 from ...errors import TraceError
-from ..frontend.values import TracedFloat
-from ..frontend.traced_int import TracedInt, as_value
+from ..lang.values import TracedFloat
+from ..lang.traced_int import TracedInt, as_value
 
 __all__ = ["ldg", "stg", "ldg32", "ldg64", "ldg128", "ldg256", "stg32", "stg64", "stg128", "stg256"]
 

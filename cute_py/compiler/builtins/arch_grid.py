@@ -12,8 +12,8 @@ after checking that every block of the grid can be resident (``runtime.launch.re
 from __future__ import annotations
 
 from ...errors import TraceError
-from ..frontend.builder import current
-from .arch_ptx import asm
+from ..lang.builder import current
+from ..emit.ptx import asm
 
 __all__ = ["sync_grid", "sync_global"]
 

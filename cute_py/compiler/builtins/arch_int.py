@@ -18,10 +18,10 @@ from typing import Any
 
 from ...errors import TraceError
 from ...tensor.dtypes import DType, Int16, Int32, Int64, Uint16, Uint32, Uint64
-from ..frontend.builder import current
-from ..frontend.values import TracedFloat, wrap
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import asm, asm_value, int_operand, static_int
+from ..lang.builder import current
+from ..lang.values import TracedFloat, wrap
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import asm, asm_value, int_operand, static_int
 
 __all__ = ["popc", "clz", "bfind", "brev", "bfe", "bfi", "mul_hi", "mul_wide", "mul24", "mad24", "add_cc", "addc",
            "sub_cc", "subc", "mad_cc", "madc", "add_sat_int", "sub_sat_int", "lop3", "shf", "prmt"]

@@ -40,12 +40,12 @@ import mlir_dialects as md
 
 from ...errors import TraceError
 from ...tensor.pointer import AddressSpace
-from ..frontend.builder import current
-from ..frontend.memory import pointer_value
-from ..frontend.smem import check_mbarrier_pointer
-from ..frontend.values import TracedBool
-from ..frontend.traced_int import TracedInt, as_value
-from .arch_ptx import asm, int_operand, predicate_value
+from ..lang.builder import current
+from ..lang.memory import pointer_value
+from ..lang.smem import check_mbarrier_pointer
+from ..lang.values import TracedBool
+from ..lang.traced_int import TracedInt, as_value
+from ..emit.ptx import asm, int_operand, predicate_value
 from .mbar_rules import note
 
 if TYPE_CHECKING:

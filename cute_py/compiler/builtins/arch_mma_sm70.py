@@ -16,10 +16,10 @@ from ...errors import TraceError
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine
-from ..frontend.builder import current
-from ..frontend.memory import pack, unpack
-from ..frontend.values import TracedFloat, wrap
-from .arch_ptx import asm
+from ..lang.builder import current
+from ..lang.memory import pack, unpack
+from ..lang.values import TracedFloat, wrap
+from ..emit.ptx import asm
 
 __all__ = ["ptx_mma_sm70"]
 
@@ -92,7 +92,7 @@ def ptx_mma_sm70(shape: str, A_layout: str, B_layout: str, A_dtype: Any, B_dtype
 
 
 def _const_f32(x, name):
-    from ..frontend import numeric
+    from ..lang import numeric
 
     if type(x) not in (int, float):
         raise TraceError(f"{name}: Float32 accumulators hold Float32 values, got {x!r}")

@@ -38,10 +38,10 @@ from typing import Any
 
 from ...errors import TraceError
 from ...nvgpu.device_ops import tma_load  # (tma_desc, mbar, smem_ptr, crd): one TMA load, as the builtin issues it
-from ..frontend.builder import current
+from ..lang.builder import current
 from .arch import WARP_SIZE, lane_idx, thread_idx, warp_idx
 from .arch_mbar import cp_async_mbarrier_arrive_noinc, mbarrier_arrive, mbarrier_wait
-from .arch_ptx import static_int
+from ..emit.ptx import static_int
 from .arch_sync import (fence_proxy, reg_count_value, register_plan, setmaxregister_decrease,
                         setmaxregister_increase)
 from .arch_warp import shuffle_sync, shuffle_sync_bfly, shuffle_sync_down, shuffle_sync_up

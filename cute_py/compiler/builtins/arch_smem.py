@@ -21,12 +21,12 @@ import mlir_dialects as md
 from ...errors import TraceError
 from ...tensor.dtypes import DType
 from ...tensor.pointer import AddressSpace, Pointer
-from ..frontend.builder import SMEM_BASE_ALIGN, current
-from ..frontend.memory import pointer_value
-from ..frontend.smem import SmemAllocator, check_mbarrier_pointer
-from ..frontend.values import TracedFloat
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import int_operand
+from ..lang.builder import SMEM_BASE_ALIGN, current
+from ..lang.memory import pointer_value
+from ..lang.smem import SmemAllocator, check_mbarrier_pointer
+from ..lang.values import TracedFloat
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import int_operand
 from .arch_sreg import dynamic_smem_size
 
 __all__ = ["alloc_smem", "get_dyn_smem", "get_dyn_smem_size", "store_async_dsmem"]

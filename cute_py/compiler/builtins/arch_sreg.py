@@ -36,10 +36,10 @@ from __future__ import annotations
 import mlir_dialects as md
 
 from ...tensor.dtypes import DType, Int32, Int64, Uint32
-from ..frontend.builder import current
-from ..frontend.values import wrap
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import asm_value
+from ..lang.builder import current
+from ..lang.values import wrap
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import asm_value
 
 __all__ = ["dynamic_smem_size", "total_smem_size", "smid", "nsmid", "physical_warp_id",
            "nwarpid", "warpsize", "gridid", "clock", "clock64", "globaltimer", "globaltimer_lo", "lanemask_lt",

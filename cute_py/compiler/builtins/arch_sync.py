@@ -34,9 +34,9 @@ import mlir_dialects as md
 
 from ...errors import TraceError
 from ...nvgpu import device_ops
-from ..frontend.builder import current
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import asm, int_operand, static_int
+from ..lang.builder import current
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import asm, int_operand, static_int
 
 __all__ = ["barrier", "barrier_arrive", "sync_warp", "fence_proxy", "fence_view_async_shared", "fence_acq_rel_cta",
            "fence_acq_rel_cluster", "fence_acq_rel_gpu", "fence_acq_rel_sys", "cp_async_bulk_commit_group",

@@ -17,10 +17,10 @@ from typing import Any
 
 from ...errors import TraceError
 from ...tensor.pointer import AddressSpace, Pointer
-from ..frontend.builder import current
-from ..frontend.memory import pointer_value
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import asm, int_operand, join_words
+from ..lang.builder import current
+from ..lang.memory import pointer_value
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import asm, int_operand, join_words
 
 __all__ = ["tcgen05_mma_arrive", "initialize_tcgen05_descriptor", "SWIZZLE_MODES", "TCGEN05_ARCH"]
 

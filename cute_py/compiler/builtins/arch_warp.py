@@ -24,12 +24,12 @@ import mlir_dialects as md
 
 from ...errors import TraceError
 from ...tensor.dtypes import Float32, Int32, Uint32
-from ..frontend.builder import current
-from ..frontend.tensor_ssa import maximum
-from ..frontend.values import TracedBool, TracedFloat, wrap
-from ..frontend.traced_int import TracedInt, select
+from ..lang.builder import current
+from ..lang.tensor_ssa import maximum
+from ..lang.values import TracedBool, TracedFloat, wrap
+from ..lang.traced_int import TracedInt, select
 from .arch_float import fmax
-from .arch_ptx import asm, int_operand, predicate_value, static_int
+from ..emit.ptx import asm, int_operand, predicate_value, static_int
 from .arch_sync import FULL_MASK, lane_mask_value
 
 __all__ = ["warp_group_idx", "shuffle_sync", "shuffle_sync_up", "shuffle_sync_down", "shuffle_sync_bfly",

@@ -25,12 +25,12 @@ from ...errors import TraceError
 from ...nvgpu import warpgroup as _wg
 from ...tensor.dtypes import Uint64
 from ...tensor.pointer import Pointer
-from ..frontend.builder import current
-from ..frontend.memory import pack, unpack
-from ..frontend.values import wrap
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import asm, int_operand, join_words, static_int
-from .wgmma import smem_address
+from ..lang.builder import current
+from ..lang.memory import pack, unpack
+from ..lang.values import wrap
+from ..lang.traced_int import TracedInt
+from ..emit.ptx import asm, int_operand, join_words, static_int
+from ..emit.warpgroup import smem_address
 
 __all__ = ["warpgroup_arrive", "warpgroup_commit_batch", "warpgroup_wait", "wait_wgmma", "warpgroup_fence_operand",
            "initialize_wgmma_descriptor", "increase_descriptor_offset"]

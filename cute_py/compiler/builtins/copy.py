@@ -42,9 +42,9 @@ from .mbar_rules import mark_election, note
 from ...errors import TraceError
 
 if TYPE_CHECKING:
-    from ..emit import DescriptorPointer
-    from ..frontend.values import TracedBool
-    from ..frontend.traced_int import TracedInt
+    from ..emit.tma import DescriptorPointer
+    from ..lang.values import TracedBool
+    from ..lang.traced_int import TracedInt
 
 
 __all__ = ["copy", "async_copy", "tma_copy", "L2_EVICT_NORMAL", "L2_EVICT_FIRST", "L2_EVICT_LAST"]
@@ -165,7 +165,7 @@ def _no_mbar(mbar_ptr, what):
 
 def _dsmem_copy(atom, src, dst, mbar_ptr, vector):
     """``st.async`` of the register fragment ``src`` into the peer CTA's tile ``dst``, one per ``vector``."""
-    from ..frontend.memory import element_ptr, pack
+    from ..lang.memory import element_ptr, pack
 
     if mbar_ptr is None:
         raise TraceError("a DSMEM store needs mbar_ptr= (the peer's mbarrier, from arch.map_dsmem_ptr)")
@@ -280,7 +280,7 @@ def _tma(atom, src, dst, tma_bar_ptr, mcast_mask, cache_hint, tma_desc_ptr=None)
         if tma_bar_ptr is None:
             raise TraceError("a TMA load needs tma_bar_ptr= (the mbarrier its bytes complete)")
         gmem, smem = src, dst
-        from ..frontend.smem import check_mbarrier_pointer
+        from ..lang.smem import check_mbarrier_pointer
 
         check_mbarrier_pointer(tma_bar_ptr, "copy: tma_bar_ptr")
         operands["mbar"] = tma_bar_ptr
@@ -335,9 +335,9 @@ def _one_lane():
     ``if tidx == 0`` (where the DSL's full-warp election would hang) is issued once too."""
     import mlir_dialects as md
 
-    from ..frontend.builder import current
-    from ..frontend.control import if_
-    from ..frontend.values import TracedBool
+    from ..lang.builder import current
+    from ..flow.control import if_
+    from ..lang.values import TracedBool
 
     with current().at_end():
         leader = md.elect_sync(md.activemask().mask).is_leader

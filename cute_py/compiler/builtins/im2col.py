@@ -23,7 +23,7 @@ from ...tensor.engines import check_store
 from .copy import L2_EVICT_FIRST, L2_EVICT_LAST, L2_EVICT_NORMAL
 
 if TYPE_CHECKING:
-    from ..frontend.traced_int import TracedInt
+    from ..lang.traced_int import TracedInt
 
 __all__ = ["c2d_im2col", "EVICTION_POLICIES"]
 
@@ -45,7 +45,7 @@ def c2d_im2col(img: Im2colCopyAtom, col: Tensor, nhw_step: TracedInt | int, c_st
     ``eviction_policy``: ``None``, ``"evict_normal"``, ``"evict_first"`` or ``"evict_last"`` (an L2 cache hint).
     Completes the tile's bytes on ``barrier`` (arriving once); wait with ``arch.mbarrier_wait``.
     """
-    from ..frontend.smem import check_mbarrier_pointer
+    from ..lang.smem import check_mbarrier_pointer
 
     if not isinstance(img, Im2colCopyAtom):
         raise TraceError(f"c2d_im2col: img must be the im2col TMA atom of the image (make_im2col_tma_atom), "
@@ -97,9 +97,9 @@ def _elected_lane():
     active lanes (so a call under ``elect_one()`` or ``if tidx == 0`` issues once)."""
     import mlir_dialects as md
 
-    from ..frontend.builder import current
-    from ..frontend.control import if_
-    from ..frontend.values import TracedBool
+    from ..lang.builder import current
+    from ..flow.control import if_
+    from ..lang.values import TracedBool
 
     with current().at_end():
         leader = md.elect_sync(md.activemask().mask).is_leader

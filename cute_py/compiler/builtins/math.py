@@ -42,11 +42,11 @@ import mlir_dialects as md
 
 from ...errors import TraceError
 from ...tensor.dtypes import Float32, Float64, Int32
-from ..frontend import numeric
-from ..frontend.builder import current
-from ..frontend.tensor_ssa import TensorSSA
-from ..frontend.values import TracedBool, TracedFloat, as_type, operand_dtype
-from ..frontend.traced_int import TracedInt, select
+from ..lang import numeric
+from ..lang.builder import current
+from ..lang.tensor_ssa import TensorSSA
+from ..lang.values import TracedBool, TracedFloat, as_type, operand_dtype
+from ..lang.traced_int import TracedInt, select
 
 __all__ = ["sqrt", "rsqrt", "exp2", "exp", "log2", "log", "sin", "cos", "tanh", "erf", "fma"]
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from ...errors import TraceError, user_location
 from ...tensor.pointer import AddressSpace, Pointer
-from ..frontend.builder import current
+from ..lang.builder import current
 
 __all__ = ["note", "name_barrier", "mark_election", "threads_of_launch"]
 

@@ -22,11 +22,11 @@ from ...errors import TraceError
 from ...core.int_tuple import product_each
 from ...tensor.dtypes import Float64, Int64, Uint64
 from ...tensor.text import values_text
-from ..frontend.builder import current
-from ..frontend.values import TracedBool, TracedFloat
-from ..frontend.traced_int import TracedInt
+from ..lang.builder import current
+from ..lang.values import TracedBool, TracedFloat
+from ..lang.traced_int import TracedInt
 
-__all__ = ["printf", "print_tensor", "host_print", "HOST_SINKS"]
+__all__ = ["printf", "print_tensor", "HOST_SINKS"]
 
 MAX_PRINTED = 4096  # elements one print_tensor may print from a kernel
 # where host printf calls go while a jit function's host code is traced (the host trace pushes its list)
@@ -88,7 +88,7 @@ def printf(fmt: str, *args: Any) -> None:
 
     In a jit function's host code (no kernel being traced) it is a print of each call, as the DSL's host code
     prints at run time: recorded while tracing, then printed when the function is called, its run-time extents
-    and scalars (``?`` while tracing) replaced by the call's values (see :func:`host_print`)."""
+    and scalars (``?`` while tracing) replaced by the call's values (see :func:`~cute_py.compiler.specs.host_scalars.host_print`)."""
     if not isinstance(fmt, str):  # printf(value, ...): the values, as the DSL prints them
         fmt, args = " ".join(["{}"] * (1 + len(args))), (fmt,) + args
     elif "{}" not in fmt and _C_SPEC.search(fmt):  # a C format ("%d -> %d"): each conversion a placeholder
@@ -97,7 +97,7 @@ def printf(fmt: str, *args: Any) -> None:
     wanted = sum(1 for _, placeholder in pieces if placeholder)
     if wanted != len(args):
         raise TraceError(f"cute.printf: the format {fmt!r} has {wanted} placeholders, got {len(args)} arguments")
-    from ..frontend.builder import active
+    from ..lang.builder import active
 
     if active() is None and HOST_SINKS:  # the host code of a jit function: printed at each call
         HOST_SINKS[-1].append((pieces, args))
@@ -111,27 +111,6 @@ def printf(fmt: str, *args: Any) -> None:
     b = current()
     with b.at_end():
         md.printf("".join(c_format), values)
-
-
-def host_print(entry: tuple[list[tuple[str, bool]], tuple[Any, ...]], env: dict[str, int],
-               scalars: dict[int, Any]) -> str:
-    """The text (with its newline) of a host ``printf`` recorded while tracing, for a call whose run-time extents
-    are ``env`` (leaf name -> value) and whose scalar arguments are ``scalars`` (argument index -> value)."""
-    from ...core.symbolic import SymInt, substitute
-    from ..frontend.host_scalars import HostScalar
-
-    pieces, args = entry
-    out, rest = [], iter(args)
-    for text, placeholder in pieces:
-        out.append(text)
-        if placeholder:
-            x = next(rest)
-            if isinstance(x, HostScalar):
-                x = x.evaluate(scalars)
-            else:
-                x = substitute(x, lambda s: s.evaluate(env) if isinstance(s, SymInt) else s)
-            out.append(str(x))
-    return "".join(out) + "\n"
 
 
 def _cell(x: Any, values: list[Any]) -> str:

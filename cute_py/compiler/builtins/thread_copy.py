@@ -33,18 +33,18 @@ from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine, CoordEngine, check_store
 from ...atom import CopyUniversalOp
 from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
-from ..emit import emit, tensor_copy
-from ..frontend.control import if_
+from ..emit import emit
+from ..flow.control import if_
 from ...errors import TraceError
-from ..frontend.memory import element_ptr
-from ..frontend.values import TracedBool, as_type
-from ..frontend.traced_int import select
+from ..lang.memory import element_ptr
+from ..lang.values import TracedBool, as_type
+from ..lang.traced_int import select
 
 if TYPE_CHECKING:
-    from ..frontend.traced_int import TracedInt
+    from ..lang.traced_int import TracedInt
 
 
-__all__ = ["vector_copy", "predicate", "vector_width"]
+__all__ = ["vector_copy", "tensor_copy", "predicate", "vector_width"]
 
 _MAX_BITS = 128
 
@@ -167,8 +167,7 @@ def _check_vector(t, v, role):
 _UNIVERSAL = CopyUniversalOp()
 
 
-@tensor_copy
-def _tensor_copy(src: Tensor, dst: Tensor) -> None:
+def tensor_copy(src: Tensor, dst: Tensor) -> None:
     """A memory tensor's ``load``/``store`` through registers: :func:`vector_copy` with the widest vectors."""
     vector_copy(src, dst)
 

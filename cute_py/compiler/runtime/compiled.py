@@ -25,11 +25,11 @@ kernels: calling it checks the argument count and does nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..frontend.annotations import stream_handle
-from ..frontend.args import array_spec, concrete_spec, device_address, is_static_spec
-from ..frontend.dyn_specs import Binder, kernel_values
+from ..specs.annotations import stream_handle
+from ..specs.args import array_spec, concrete_spec, device_address, is_static_spec
+from ..specs.dyn_specs import Binder, kernel_values
 from .launch_paths import make_dynamic_fast_call, make_fast_call
 from .native_launch import new_lock
 from .scalars import converter
@@ -37,9 +37,6 @@ from .param_values import checked_address, constant_value, grid_for, slot_value
 from ...core.symbolic import SymInt
 from ...errors import ArgumentError, GuardMismatch, LaunchError, SpecMismatch, TmaEncodeError
 from ...tensor.dtypes import Scalar
-
-if TYPE_CHECKING:
-    from ..stages import StageResults
 
 __all__ = ["Compiled", "SpecMismatch"]
 
@@ -59,7 +56,7 @@ class Compiled:
 
     def __init__(self, jf: Any, launches: list[Any], smem: dict[str, int], sources: list[tuple[str, Any]],
                  cubin: bytes, ptx: str | None, mlir_text: str | None, key: str | None,
-                 stage_times: dict[str, float] | None = None, *, build: Callable[..., StageResults],
+                 stage_times: dict[str, float] | None = None, *, build: Callable[..., Any],
                  name: str | None = None, arg_names: list[str] | None = None,
                  cooperative: Iterable[str] = (), arch: str = "sm_90a",
                  assumed: dict[str, int] | None = None, guards: Iterable[tuple] = ()) -> None:
@@ -198,7 +195,7 @@ class Compiled:
         self._call(args, stream)
 
     def set_call_form(self, form: Any) -> None:
-        """Take calls in ``form`` (a ``frontend.call_form.CallForm``): lists of arrays spread, Constexpr
+        """Take calls in ``form`` (a ``host.call_form.CallForm``): lists of arrays spread, Constexpr
         parameters left out (such compiles always take the general path: no generated one), trailing run-time
         parameters left out for their defaults (a generated path sends such a call to the general one)."""
         self.call_form = form
@@ -292,7 +289,7 @@ class Compiled:
         """Print the host code's printf calls for this call's run-time extents and scalars."""
         import sys
 
-        from ..builtins.printing import host_print
+        from ..specs.host_scalars import host_print
 
         env = self._binder.env(self._bind(args)[1]) if self._binder is not None else {}
         env.update(self._scalar_env(args))

@@ -118,7 +118,7 @@ class ParamBlock:
 def check_target(arch: str, what: str) -> None:
     """``LaunchError`` unless the current device runs cubins for ``arch`` (sm_90a: compute capability 9.0,
     sm_100a: 10.0)."""
-    from ..frontend.options import GPU_ARCHS
+    from ..specs.options import GPU_ARCHS
 
     d = driver()
     ensure_context()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import native_launch
-from ..frontend.annotations import stream_handle
+from ..specs.annotations import stream_handle
 from .torch_guard import tensor_guard
 
 __all__ = ["make_fast_call", "make_dynamic_fast_call", "native_plan"]

@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any
 
-from .cache import cache_dir
+from ..cache.store import cache_dir
 from .native_source import SOURCE
 
 __all__ = ["launcher_class", "launch_address", "make_launcher", "new_lock", "status", "MAX_TENSORS", "MAX_LAUNCHES",
@@ -201,7 +201,7 @@ def _compile(cc, flags, d, path):
     import subprocess
     import tempfile
 
-    from .cache import atomic_write
+    from ..cache.store import atomic_write
 
     work = tempfile.mkdtemp(dir=d, prefix=".tmp-")
     try:

@@ -39,7 +39,7 @@ def slot_value(kind: str, v: Any, name: str, j: int, what: str) -> Any:
 def grid_for(plan: tuple, ln: Any, env: dict[str, int]) -> tuple:
     """``plan`` (a launch's entry of ``Compiled._plan``) with the grid of ``ln`` evaluated for ``env``, checked
     against the hardware's limits as a static grid is when it is recorded."""
-    from . import limits as _limits
+    from ..specs import limits as _limits
 
     grid = tuple(g if type(g) is int else g.evaluate(env) for g in ln.grid)
     rule = _limits.launch_problem(grid, ln.block, ln.cluster, None, True)

@@ -24,14 +24,15 @@ from ...core.composed import ComposedLayout
 from ...core.int_tuple import DynamicInt
 from ...tensor.pointer import Pointer
 from ...tensor.tensor import Tensor
-from .builder import current
-from .values import TracedBool, TracedFloat, as_type, wrap
-from .traced_int import TracedInt, as_value
+from ..lang.builder import current
+from ..lang.memory import note_write
+from ..lang.values import TracedBool, TracedFloat, as_type, wrap
+from ..lang.traced_int import TracedInt, as_value
 
 if TYPE_CHECKING:
     from ...tensor.dtypes import DType
 
-__all__ = ["UNBOUND", "Jump", "is_jump", "condition", "is_run_time", "TRACED", "note_write", "write_logged",
+__all__ = ["UNBOUND", "Jump", "is_jump", "condition", "is_run_time", "TRACED", "write_logged",
            "flatten_value", "unflatten_value", "same_tree", "describe", "describe_tree", "Captured", "Fixed",
            "leaf_dtype", "capture", "python_dtype", "fits", "leaf_type", "fragment_type", "materialize", "rebuilt",
            "leaf_divisor",
@@ -88,22 +89,6 @@ def is_run_time(v: Any) -> bool:
 
 # -- register fragments -------------------------------------------------------------------------
 
-
-def note_write(array: Any, at: int, dtype: Any) -> None:
-    """Before element ``at`` of a register fragment's ``array`` is written: log its old value in every open
-    run-time construct (the first write of each construct keeps the value from before it), except the
-    constructs the fragment was made in (``make_fragment`` records them in ``fragment_births``): it does not
-    exist before them, and each iteration of a loop makes it anew. Used after such a construct, its values are
-    out of scope (a ``TraceError``)."""
-    b = current()
-    born = b.fragment_births.get(id(array))
-    inside = born[1] if born is not None and born[0] is array else ()
-    for log in b.write_logs:
-        if any(log is x for x in inside):
-            continue
-        key = (id(array), at)
-        if key not in log:
-            log[key] = (array, at, array[at], dtype)
 
 
 def write_logged(key_entry: tuple[Any, int, Any, Any], value: Any) -> None:
@@ -323,7 +308,7 @@ def leaf_divisor(v: Any) -> int:
 
 
 def mlir_type(dtype: DType) -> Any:
-    from . import numeric
+    from ..lang import numeric
 
     return current().int_type(1) if dtype is Boolean else numeric.register_type(dtype)
 

@@ -35,11 +35,11 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from .builder import SMEM_BASE_ALIGN, current
 from .smem_struct import layout_footprint, struct, swizzle_span
+from ..specs.limits import MAX_SMEM_BYTES
 from ...errors import TraceError
 
 __all__ = ["SmemAllocator", "smem_alignment_of", "check_mbarrier_pointer", "MAX_SMEM_BYTES", "MBARRIER_BYTES"]
 
-MAX_SMEM_BYTES = 227 * 1024  # dynamic shared memory per block on sm_90
 MBARRIER_BYTES = 8  # an mbarrier is one 8-byte aligned 64-bit word
 _MBARRIER_TYPES = (Int64, Uint64)  # what struct fields and arrays that may hold mbarriers are made of
 _NOT_MBARRIER = ("tensor", "array", "field")  # kinds of allocation an mbarrier may not be placed in

@@ -1,4 +1,4 @@
-"""The emission entries of the warp-level tensor-core ops (:mod:`cute_py.nvgpu.warp`): ``mma.sync`` for
+"""The emission of the warp unit: special-register reads (``%tid``, ``%laneid``...), and the warp-level tensor-core ops (:mod:`cute_py.nvgpu.warp`): ``mma.sync`` for
 ``cute_py.gemm``, and ``ldmatrix`` / ``stmatrix`` for ``cute_py.copy`` with their copy atoms.
 
 An MMA entry takes one instruction's operands as tensors over its values (``D``, ``A``, ``B``, ``C``: mode
@@ -22,16 +22,28 @@ from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine
-from ..emit import emits
-from ..frontend import numeric
-from ..frontend.builder import current
-from ..frontend.memory import element_ptr, pack, pointer_value, unpack
-from ..frontend.values import TracedFloat, wrap
+from ..lang.traced_int import TracedInt
+from ..lang import numeric
+from ..lang.builder import current
+from ..lang.memory import element_ptr, pack, pointer_value, unpack
+from ..lang.values import TracedFloat, wrap
 
 if TYPE_CHECKING:
     from ...atom import CopyAtom
 
-__all__ = ["matrix_copy"]
+__all__ = ["ENTRIES", "matrix_copy", "read_sreg", "read_sregs"]
+
+
+def read_sreg(name: str) -> TracedInt:
+    """The 32-bit special register ``%name`` (``laneid``, ``tid.x``, ``cluster_nctarank``...)."""
+    with current().at_end():
+        return TracedInt(md.read_sreg(name).value, 32, True)
+
+
+def read_sregs(prefix: str) -> tuple[TracedInt, TracedInt, TracedInt]:
+    """``(x, y, z)`` of the special registers ``%prefix.x``, ``.y``, ``.z`` (``tid``, ``ctaid``, ``ntid``...)."""
+    with current().at_end():
+        return tuple(TracedInt(md.read_sreg(f"{prefix}.{d}").value, 32, True) for d in "xyz")
 
 
 def _values(t: Tensor) -> list[Any]:
@@ -56,7 +68,6 @@ def _f32(v):
     raise TraceError(f"gemm: Float32 accumulators hold Float32 values, got {v!r}")
 
 
-@emits(MmaF16BF16Op, "mma_sync")
 def _mma_sync(b, op: MmaF16BF16Op, D: Tensor, A: Tensor, B: Tensor, C: Tensor) -> None:
     m, n, k = op.shape_mnk
     ab, acc = op.ab_dtype, op.acc_dtype
@@ -143,11 +154,17 @@ def matrix_copy(atom: CopyAtom, src: Tensor, dst: Tensor) -> None:
                 md.stmatrix(addr, words, op.transpose)
 
 
-@emits(LdMatrix8x8x16bOp, "ldmatrix")
 def _ldmatrix(b, op: LdMatrix8x8x16bOp, atom: CopyAtom, src: Tensor, dst: Tensor) -> None:
     matrix_copy(atom, src, dst)
 
 
-@emits(StMatrix8x8x16bOp, "stmatrix")
 def _stmatrix(b, op: StMatrix8x8x16bOp, atom: CopyAtom, src: Tensor, dst: Tensor) -> None:
     matrix_copy(atom, src, dst)
+
+
+# op class -> (its entry, the dialect ops the entry builds)
+ENTRIES = {
+    MmaF16BF16Op: (_mma_sync, ("mma_sync",)),
+    LdMatrix8x8x16bOp: (_ldmatrix, ("ldmatrix",)),
+    StMatrix8x8x16bOp: (_stmatrix, ("stmatrix",)),
+}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ArgumentError
-from .args import is_device_array
+from ..specs.args import is_device_array
 
 __all__ = ["CallForm", "spread", "regroup"]
 

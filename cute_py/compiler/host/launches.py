@@ -25,12 +25,12 @@ from ...nvgpu.cpasync import TmaCopyAtom
 from ...tensor.dtypes import Scalar
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
-from ..runtime import limits as _limits
-from . import builder as _builder
-from .annotations import ParamInfo, StreamArg
-from .args import SCALAR_TYPES, is_device_array, untag
-from .device_trace import short_repr
-from .methods import BoundKernel, launch_snapshot
+from ..specs import limits as _limits
+from ..lang import builder as _builder
+from ..specs.annotations import ParamInfo, StreamArg
+from ..specs.args import SCALAR_TYPES, is_device_array, untag
+from ..trace import short_repr
+from ..specs.methods import BoundKernel, launch_snapshot
 
 __all__ = ["KernelFunction", "KernelCall", "Launch", "HostTrace", "host_trace_active", "naming_epoch",
            "check_name_prefix", "number_list", "list_message", "unwrap_method"]
@@ -55,7 +55,7 @@ class HostTrace:
 
     def __init__(self) -> None:
         self.launches = []
-        self.prints = []  # host printf calls: (format pieces, arguments), printed at each call (printing.host_print)
+        self.prints = []  # host printf calls: (format pieces, arguments), printed at each call (host_scalars.host_print)
 
     def __enter__(self) -> HostTrace:
         from ..builtins.printing import HOST_SINKS
@@ -172,7 +172,7 @@ class KernelCall:
         ``stream``: a stream argument of the jit function (``None``: the stream the compiled function is called
         on, its ``stream=``).
 
-        The configuration must fit sm_90 (see :mod:`cute_py.compiler.runtime.limits`); ``non_portable_cluster=True``
+        The configuration must fit sm_90 (see :mod:`cute_py.compiler.specs.limits`); ``non_portable_cluster=True``
         allows clusters of 9 to 16 CTAs. ``min_blocks_per_mp``: the CTAs each multiprocessor should hold at once
         (PTX's ``.minnctapersm``: the back end keeps the registers per thread within what that many allow).
         ``ArgumentError`` at this line otherwise.

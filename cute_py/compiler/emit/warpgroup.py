@@ -23,19 +23,18 @@ from ...nvgpu.warpgroup.mma import MmaF16BF16Op
 from ...nvgpu.warpgroup.operands import OperandSource
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
-from ..emit import emits
-from ..frontend.memory import pack, pointer_value, unpack
-from ..frontend.traced_int import TracedInt
-from .arch_ptx import join_words, predicate_value
+from ..lang.memory import pack, pointer_value, unpack
+from ..lang.traced_int import TracedInt
+from .ptx import join_words, predicate_value
 
-__all__ = ["descriptor_value", "smem_address"]
+__all__ = ["ENTRIES", "descriptor_value", "smem_address"]
 
 
 def smem_address(ptr: Pointer, what: str) -> TracedInt:
     """The 32-bit shared-memory address of ``ptr``."""
     if not isinstance(ptr, Pointer) or ptr.memspace is not AddressSpace.smem:
         raise TraceError(f"{what} must be a shared-memory pointer, got {ptr!r}")
-    from ..frontend.builder import current
+    from ..lang.builder import current
 
     p = pointer_value(ptr, what)
     b = current()
@@ -45,7 +44,7 @@ def smem_address(ptr: Pointer, what: str) -> TracedInt:
 
 def descriptor_value(desc: Any, what: str) -> Any:
     """The i64 MLIR value of a descriptor operand (see the module)."""
-    from ..frontend.builder import current
+    from ..lang.builder import current
 
     b = current()
     if isinstance(desc, GmmaDescriptor):
@@ -64,19 +63,16 @@ def descriptor_value(desc: Any, what: str) -> Any:
                      f"got {desc!r}")
 
 
-@emits(dops.WgmmaFenceOp, "wgmma_fence")
 def _fence(b, op):
     with b.at_end():
         md.wgmma_fence()
 
 
-@emits(dops.WgmmaCommitGroupOp, "wgmma_commit_group")
 def _commit_group(b, op):
     with b.at_end():
         md.wgmma_commit_group()
 
 
-@emits(dops.WgmmaWaitGroupOp, "wgmma_wait_group")
 def _wait_group(b, op):
     with b.at_end():
         md.wgmma_wait_group(op.count)
@@ -101,7 +97,6 @@ def _words(values, dtype):
     return [pack(values[i:i + per], dtype, 32) for i in range(0, len(values), per)]
 
 
-@emits(dops.WgmmaMmaAsyncOp, "wgmma_mma_async")
 def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
     mma = op.mma
     _, n, _ = mma.shape_mnk
@@ -144,7 +139,6 @@ def _same_registers(x, y):
             and ex.offset == ey.offset and x.layout == y.layout)
 
 
-@emits(MmaF16BF16Op, "wgmma_mma_async")
 def _gemm(b, op, D, A, B, C, accumulate=True):
     what = f"gemm with {op!r}"
     a = A if op.a_src is OperandSource.RMEM else _one_descriptor(A, f"{what}: A")
@@ -161,3 +155,13 @@ def _one_descriptor(t, what):
         raise TraceError(f"{what} must be a descriptor tensor (tiled_mma.make_fragment_A/B of a shared-memory "
                          f"partition), got {t!r}")
     return t.descriptor()
+
+
+# op class -> (its entry, the dialect ops the entry builds)
+ENTRIES = {
+    dops.WgmmaFenceOp: (_fence, ("wgmma_fence",)),
+    dops.WgmmaCommitGroupOp: (_commit_group, ("wgmma_commit_group",)),
+    dops.WgmmaWaitGroupOp: (_wait_group, ("wgmma_wait_group",)),
+    dops.WgmmaMmaAsyncOp: (_mma_async, ("wgmma_mma_async",)),
+    MmaF16BF16Op: (_gemm, ("wgmma_mma_async",)),
+}

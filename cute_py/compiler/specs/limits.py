@@ -24,7 +24,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ...errors import ArgumentError
-from ..frontend.smem import MAX_SMEM_BYTES
 
 if TYPE_CHECKING:
     from ...nvgpu.cpasync import TmaCopyAtom
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["MAX_BLOCK_THREADS", "MAX_BLOCK_DIM", "MAX_GRID_DIM", "MAX_PORTABLE_CLUSTER", "MAX_CLUSTER",
            "MAX_SMEM_BYTES", "check_launch", "check_multicast"]
 
+MAX_SMEM_BYTES = 227 * 1024  # dynamic shared memory per block on sm_90
 MAX_BLOCK_THREADS = 1024
 MAX_BLOCK_DIM = (1024, 1024, 64)
 MAX_GRID_DIM = ((1 << 31) - 1, 65535, 65535)

@@ -389,7 +389,7 @@ def transformed(fn: Callable[..., Any], kernel: bool) -> Callable[..., Any]:
         inner = _cache[key] = _compile(fn, kernel)
     if inner is False:
         return fn
-    from . import flow
+    from . import executors as flow
 
     cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[n] if n in cells else types.CellType(flow) for n in inner.co_freevars)

@@ -1,4 +1,5 @@
-"""The emission entry of the universal MMA (:class:`~cute_py.nvgpu.universal.MmaUniversalOp`): one thread's
+"""The emission of the universal ops: a ``CopyUniversalOp`` vector move (plain LLVM loads and stores, no dialect
+op), and the universal MMA (:class:`~cute_py.nvgpu.universal.MmaUniversalOp`): one thread's
 ``d = a * b + c`` on its one value of each operand, an ``llvm.intr.fma`` for floats (one rounding, as CuTe's
 ``UniversalFMA`` computes with ``fma``), a multiply and an add for integers."""
 
@@ -8,13 +9,14 @@ from typing import Any
 
 from ...core.int_tuple import product
 from ...errors import TraceError
+from ...atom import CopyUniversalOp
 from ...nvgpu.universal import MmaUniversalOp
 from ...tensor.engines import ArrayEngine
 from ...tensor.tensor import Tensor
-from ..emit import emits
-from ..frontend.values import as_type, wrap
+from ..lang.memory import move
+from ..lang.values import as_type, wrap
 
-__all__: list[str] = []
+__all__ = ["ENTRIES"]
 
 
 def _value(t: Any, role: str, op: MmaUniversalOp) -> Any:
@@ -28,7 +30,6 @@ def _value(t: Any, role: str, op: MmaUniversalOp) -> Any:
     return as_type(t.engine.read(t.layout(0)), op.abacc_dtype)
 
 
-@emits(MmaUniversalOp, "llvm.intr.fma")
 def _fma(b: Any, op: MmaUniversalOp, D: Tensor, A: Tensor, B: Tensor, C: Tensor) -> None:
     a, x, c = _value(A, "A", op), _value(B, "B", op), _value(C, "C", op)
     _value(D, "D", op)
@@ -39,3 +40,16 @@ def _fma(b: Any, op: MmaUniversalOp, D: Tensor, A: Tensor, B: Tensor, C: Tensor)
     else:
         d = a * x + c
     D.engine.write(D.layout(0), d)
+
+
+def _universal_move(b, op, src, dst, first, vector, nbits):
+    """Plain loads and stores of elements ``first .. first + vector`` of ``src`` into ``dst`` (``nbits`` each
+    vector): LLVM loads and stores, no dialect op."""
+    move(src, dst, first, vector, nbits)
+
+
+# op class -> (its entry, the dialect ops the entry builds)
+ENTRIES = {
+    MmaUniversalOp: (_fma, ("llvm.intr.fma",)),
+    CopyUniversalOp: (_universal_move, ()),
+}

@@ -15,19 +15,19 @@ import inspect
 import time
 from typing import TYPE_CHECKING, Any
 
-from ... import device
-from ...errors import ArgumentError, CompileError, CuteError, LocatedError, TraceError, is_user_file
-from . import builder as _builder
-from . import methods as _methods
-from . import rewrite as _rewrite
-from ...core.symbolic import substitute
-from .args import TAG_SHIFT
-from .options import CompileOptions
-from .values import TracedFloat
-from .traced_int import TracedInt
+from .. import device
+from ..errors import ArgumentError, CompileError, CuteError, LocatedError, TraceError, is_user_file
+from .lang import builder as _builder
+from .specs import methods as _methods
+from .flow import rewrite as _rewrite
+from ..core.symbolic import substitute
+from .specs.args import TAG_SHIFT
+from .specs.options import CompileOptions
+from .lang.values import TracedFloat
+from .lang.traced_int import TracedInt
 
 if TYPE_CHECKING:
-    from ..stages import StageResults
+    from .stages import StageResults
 
 __all__ = ["build", "located", "short_repr", "PARAM_TYPES"]
 
@@ -95,8 +95,8 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
     import mlir_dialects as md
     from mlir_dialects import bindings as mlir
 
-    from .. import stages
-    from ..emit import KernelContext
+    from . import stages
+    from .builtins.context import KernelContext
 
     options = options or _DEFAULT_OPTIONS
     ctx = md.make_context()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ..runtime.config_key import config_key
+from ..cache.config_key import config_key
 
 __all__ = ["LastCall"]
 

@@ -22,12 +22,12 @@ from typing import Any
 from ...errors import StaticValueRequired, TraceError
 from ...tensor.dtypes import Float32
 from . import control
-from .builder import current
+from ..lang.builder import current
 from .carry import (UNBOUND, Captured, Fixed, Path, capture, condition, describe, describe_tree,
                     flatten_value, is_jump, leaf_dtype, leaf_owner, leaf_type, materialize, mlir_type,
                     note_write, python_dtype, rebuilt, leaf_divisor, same_tree, terminate_dead, TRACED, unflatten_value)
-from .values import TracedBool
-from .traced_int import TracedInt, as_value
+from ..lang.values import TracedBool
+from ..lang.traced_int import TracedInt, as_value
 
 __all__ = ["for_stmt", "while_stmt", "MAX_UNROLL"]
 

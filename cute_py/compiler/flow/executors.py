@@ -26,13 +26,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import TraceError
-from .builder import current
+from ..lang.builder import current
 from .carry import (TRACED, UNBOUND, Jump, Path, capture, check_trees, condition, copies, fragment_type, is_jump,
                     is_run_time, leaf_divisor, leaf_owner, leaf_type, materialize, mlir_type, note_write, rebuilt,
                     route_return, terminate_dead, unflatten_value, write_logged)
 from .loops import MAX_UNROLL, for_stmt, while_stmt
-from .values import TracedBool, minmax
-from .traced_int import select
+from ..lang.values import TracedBool, minmax
+from ..lang.traced_int import select
 
 __all__ = ["UNBOUND", "Jump", "is_jump", "if_stmt", "for_stmt", "while_stmt", "and_", "or_", "not_", "ifexp",
            "compare", "note_write", "MAX_UNROLL"]

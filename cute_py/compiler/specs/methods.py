@@ -8,7 +8,7 @@ method, ``instance(a, b)`` when the class's ``__call__`` is ``@jit``, ``cute.com
 ``@staticmethod`` and ``@classmethod`` work in either order with the decorators. A bound jit function called
 while a kernel is traced is traced inline, with ``self``; called while a host function runs, it runs inline.
 
-**Keys.** ``self`` is part of the compile's key by value (:func:`~..runtime.config_key.config_key`: its
+**Keys.** ``self`` is part of the compile's key by value (:func:`~..cache.config_key.config_key`: its
 attributes, recursively, and its class's namespace), so equal instances share compiles in a process and
 across processes (the disk cache), and an instance with any attribute changed is compiled again. An
 instance with an attribute that has no key (an open file, a lock, a device array...) is traced again on every
@@ -32,7 +32,7 @@ import warnings
 from typing import Any
 
 from ...errors import TraceError
-from ..runtime.config_key import Unkeyable, config_key
+from ..cache.config_key import Unkeyable, config_key
 
 __all__ = ["BoundJit", "BoundKernel", "self_key", "launch_snapshot", "state_of", "check_unchanged"]
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ...core.composed import ComposedLayout
     from ...tensor.dtypes import DType
 
-__all__ = ["pointer_value", "element_ptr", "move", "make_fragment", "make_rmem_tensor", "make_fragment_like", "element_type", "load_element",
+__all__ = ["note_write", "pointer_value", "element_ptr", "move", "make_fragment", "make_rmem_tensor", "make_fragment_like", "element_type", "load_element",
            "store_element", "load_bits",
            "store_bits", "pack", "unpack", "RegisterEngine"]
 
@@ -297,8 +297,6 @@ class RegisterEngine(ArrayEngine):
     def write(self, i: int, v: Any) -> None:
         at = self._element(i)
         if current().write_logs:  # inside run-time control flow: the element becomes a carried value
-            from .carry import note_write
-
             note_write(self.array, at, self.dtype)
         if self.dtype.kind == "bool" and isinstance(v, (TracedInt, TracedFloat)):
             raise TraceError(f"a Boolean register fragment holds Booleans, got a run-time {v.dtype.name} (compare "
@@ -343,7 +341,7 @@ def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
     store = np.empty(max(n, 1), dtype=object)
     store[:] = False if dtype.kind == "bool" else 0
     b = active()
-    if b is not None and b.write_logs:  # made inside run-time control flow: not carried by it (carry.note_write)
+    if b is not None and b.write_logs:  # made inside run-time control flow: not carried by it (note_write)
         b.fragment_births[id(store)] = (store, tuple(b.write_logs))
     return Tensor(RegisterEngine(store, 0, dtype), layout)
 
@@ -408,3 +406,19 @@ def move(src: Tensor, dst: Tensor, first: int, vector: int, nbits: int) -> None:
         return
     bits = load_bits(element_ptr(src, first), nbits, "copy (load)")
     store_bits(element_ptr(dst, first), bits, nbits, "copy (store)")
+
+def note_write(array: Any, at: int, dtype: Any) -> None:
+    """Before element ``at`` of a register fragment's ``array`` is written: log its old value in every open
+    run-time construct (the first write of each construct keeps the value from before it), except the
+    constructs the fragment was made in (``make_fragment`` records them in ``fragment_births``): it does not
+    exist before them, and each iteration of a loop makes it anew. Used after such a construct, its values are
+    out of scope (a ``TraceError``)."""
+    b = current()
+    born = b.fragment_births.get(id(array))
+    inside = born[1] if born is not None and born[0] is array else ()
+    for log in b.write_logs:
+        if any(log is x for x in inside):
+            continue
+        key = (id(array), at)
+        if key not in log:
+            log[key] = (array, at, array[at], dtype)

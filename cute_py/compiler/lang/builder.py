@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..runtime import deps as _deps
+from ..cache import deps as _deps
 from ...errors import TraceError, user_location
 
 if TYPE_CHECKING:

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ...core.symbolic import SymInt, describe_guard, substitute
-from ..runtime import cache as _cache
-from ..runtime import deps as _deps
-from ..runtime.config_key import Unkeyable, config_key
-from .host_scalars import HostScalar
-from .options import CompileOptions
+from ..cache import store as _cache
+from ..cache import deps as _deps
+from ..cache.config_key import Unkeyable, config_key
+from ..specs.host_scalars import HostScalar
+from ..specs.options import CompileOptions
 
 __all__ = ["launch_key", "print_key", "disk_key"]
 

@@ -1,4 +1,5 @@
-"""The kernel side of ``GenericToSharedAsyncTileCopier``: the emission entry of ``CpAsyncTileCopyOp``.
+"""The emission of the cp.async unit: one ``cp.async`` (``CopyG2SOp``, zero-filled through ``src_size`` or a
+predicate), and the kernel side of ``GenericToSharedAsyncTileCopier`` (``CpAsyncTileCopyOp``).
 
 For the thread of index ``t`` (``%tid`` linearised over the block, or ``%laneid`` with ``ThreadScope.WARP``):
 threads with ``t`` past the thread layout's size branch around everything; the others (with an eviction
@@ -14,17 +15,21 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import mlir_dialects as md
+
 from ...errors import TraceError
 from ...nvgpu import device_ops as dops
 from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
 from ...nvgpu.tile_copier import EvictionPolicy, ThreadScope
 from ...tensor.dtypes import dtype_of
-from ..emit import emit, emits
-from ..frontend.control import if_
-from .arch import block_dim, lane_idx, thread_idx
-from .arch_ptx import asm_value
+from ..flow.control import if_
+from ..lang.memory import pointer_value
+from ..lang.values import TracedBool
+from ..lang.traced_int import as_value, select
+from .ptx import asm_value
+from .warp import read_sreg, read_sregs
 
-__all__ = ["thread_index", "l2_policy"]
+__all__ = ["ENTRIES", "thread_index", "l2_policy"]
 
 _INT64 = dtype_of("Int64")
 
@@ -33,10 +38,10 @@ def thread_index(scope: ThreadScope, block: tuple[int, int, int] | None) -> Any:
     """The thread's index for ``scope``: its lane, or ``x + y * bx + z * bx * by`` over the launch's block
     ``block`` (read from ``%ntid`` when the launch is not known)."""
     if scope is ThreadScope.WARP:
-        return lane_idx()
-    tx, ty, tz = thread_idx()
+        return read_sreg("laneid")
+    tx, ty, tz = read_sregs("tid")
     if block is None:
-        nx, ny, _ = block_dim()
+        nx, ny, _ = read_sregs("ntid")
         return tx + ty * nx + tz * (nx * ny)
     bx, by, bz = block
     linear = tx
@@ -54,12 +59,25 @@ def l2_policy(policy: EvictionPolicy) -> Any:
     return asm_value(f"createpolicy.fractional.L2::{policy.value}.b64 $0, 1.0;", "=l", [], _INT64)
 
 
+def _cp_async(b, op, dst, src, cp_size, src_size=None, pred=None, cache_hint=None):
+    """``cp.async`` of ``cp_size`` bytes; ``src_size`` (or ``pred``: all or nothing) zero-fills the rest."""
+    if pred is not None:
+        if not isinstance(pred, TracedBool):
+            raise TraceError(f"cp_async_gs_conditional needs a bool or a run-time condition, got {pred!r}")
+        src_size = select(pred, cp_size, 0)
+    d, s = pointer_value(dst, "dst"), pointer_value(src, "src")
+    size = None if src_size is None else as_value(src_size, 32)
+    hint = None if cache_hint is None else as_value(cache_hint, 64)
+    modifier = "cg" if op.cache_mode is LoadCacheMode.GLOBAL else "ca"
+    with b.at_end():
+        md.cp_async(d, s, cp_size, modifier=modifier, src_size=size, cache_hint=hint)
+
+
 def _launch_block(b):
     launch = getattr(b, "launch", None)
     return None if launch is None else tuple(launch.block)
 
 
-@emits(dops.CpAsyncTileCopyOp, "cp_async")
 def _tile_copy(b, op, dst, src, plan, num_valid_rows=None):
     copier = op.copier
     block = _launch_block(b)
@@ -86,6 +104,13 @@ def _tile_copy(b, op, dst, src, plan, num_valid_rows=None):
             if pred is True:
                 pred = None
             if pred is False:
-                emit(cg, dst=sp, src=gp, cp_size=nbytes, src_size=0, cache_hint=hint)
+                _cp_async(b, cg, dst=sp, src=gp, cp_size=nbytes, src_size=0, cache_hint=hint)
             else:
-                emit(cg, dst=sp, src=gp, cp_size=nbytes, pred=pred, cache_hint=hint)
+                _cp_async(b, cg, dst=sp, src=gp, cp_size=nbytes, pred=pred, cache_hint=hint)
+
+
+# op class -> (its entry, the dialect ops the entry builds)
+ENTRIES = {
+    CopyG2SOp: (_cp_async, ("cp_async",)),
+    dops.CpAsyncTileCopyOp: (_tile_copy, ("cp_async",)),
+}

@@ -21,7 +21,7 @@ values that could make different code. A value is keyed **by value**, recursivel
 Anything else (an open file, a lock, a socket, a logger, a device array, an object of an installed package
 the rules above do not know, a value nested deeper than 16 levels or holding more than 20000 values) has no
 key: :class:`deps.Unkeyable` is raised, its message naming the attribute path (``self.log.stream``) and the
-type. The caller then compiles without any cache (see :mod:`..frontend.methods`). A cycle of references
+type. The caller then compiles without any cache (see :mod:`..specs.methods`). A cycle of references
 keys as a back-reference to the level it returns to.
 """
 

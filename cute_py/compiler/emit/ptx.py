@@ -19,9 +19,9 @@ from typing import Any
 
 from ...errors import TraceError
 from ...tensor.dtypes import DType
-from ..frontend.builder import current
-from ..frontend.values import TracedBool, TracedFloat, wrap
-from ..frontend.traced_int import TracedInt, as_value
+from ..lang.builder import current
+from ..lang.values import TracedBool, TracedFloat, wrap
+from ..lang.traced_int import TracedInt, as_value
 
 __all__ = ["asm", "asm_value", "int_type", "static_int", "int_operand", "predicate_value", "ir_type_of", "join_words"]
 

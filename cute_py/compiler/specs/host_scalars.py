@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 from ...errors import ArgumentError, StaticValueRequired
 from ...tensor.dtypes import Float32, Int32, Int64, Scalar
 
-__all__ = ["HostScalar", "RunTimeScalar", "ScalarExpr"]
+__all__ = ["HostScalar", "RunTimeScalar", "ScalarExpr", "host_print"]
 
 _OPS = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: a / b,
@@ -179,3 +179,23 @@ def _apply(op: str, values: list[Any], dtype: Any) -> Any:
     if op in ("//", "%") and b == 0:
         raise ArgumentError(f"the run-time value {a} {op} {b} divides by zero")
     return _wrap(_OPS[op](a, b), dtype.width)
+
+
+def host_print(entry: tuple[list[tuple[str, bool]], tuple[Any, ...]], env: dict[str, int],
+               scalars: dict[int, Any]) -> str:
+    """The text (with its newline) of a host ``printf`` recorded while tracing, for a call whose run-time extents
+    are ``env`` (leaf name -> value) and whose scalar arguments are ``scalars`` (argument index -> value)."""
+    from ...core.symbolic import SymInt, substitute
+
+    pieces, args = entry
+    out, rest = [], iter(args)
+    for text, placeholder in pieces:
+        out.append(text)
+        if placeholder:
+            x = next(rest)
+            if isinstance(x, HostScalar):
+                x = x.evaluate(scalars)
+            else:
+                x = substitute(x, lambda s: s.evaluate(env) if isinstance(s, SymInt) else s)
+            out.append(str(x))
+    return "".join(out) + "\n"

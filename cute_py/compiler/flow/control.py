@@ -66,11 +66,11 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
-from .builder import current
+from ..lang.builder import current
 from ...errors import TraceError, user_location
-from . import numeric
-from .values import TracedBool, TracedFloat, as_type, wrap
-from .traced_int import TracedInt, as_value
+from ..lang import numeric
+from ..lang.values import TracedBool, TracedFloat, as_type, wrap
+from ..lang.traced_int import TracedInt, as_value
 from ...tensor.dtypes import dtype_of
 
 __all__ = ["range", "range_constexpr", "const_expr", "if_", "Loop", "Branch", "segments", "unroll_annotation"]

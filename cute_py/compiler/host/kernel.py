@@ -45,25 +45,25 @@ from typing import Any
 
 from ...errors import ArgumentError, CuteError, SpecMismatch, missing_extra
 from ...tensor.dtypes import Scalar
-from ..runtime import cache as _cache
-from ..runtime import deps as _deps
+from ..cache import store as _cache
+from ..cache import deps as _deps
 from ..runtime.compiled import Compiled
 from ...core.symbolic import Decision, SymInt, deciding
-from ..runtime.config_key import Unkeyable, config_key
+from ..cache.config_key import Unkeyable, config_key
 from .last_call import LastCall
-from . import builder as _builder
-from . import rewrite as _rewrite
-from .annotations import ParamInfo, StreamArg, is_stream
-from .args import SCALAR_TYPES, array_spec, host_tensor, is_device_array, is_static_spec
-from .dyn_specs import canonicalise, decision_env, spec_key
-from .host_scalars import RunTimeScalar
+from ..lang import builder as _builder
+from ..flow import rewrite as _rewrite
+from ..specs.annotations import ParamInfo, StreamArg, is_stream
+from ..specs.args import SCALAR_TYPES, array_spec, host_tensor, is_device_array, is_static_spec
+from ..specs.dyn_specs import canonicalise, decision_env, spec_key
+from ..specs.host_scalars import RunTimeScalar
 from .call_form import CallForm, regroup, spread
 from .compile_keys import disk_key
-from .device_trace import build, endless_recursion, located, short_repr
+from ..trace import build, endless_recursion, located, short_repr
 from .launches import (HostTrace, KernelFunction, check_name_prefix, host_trace_active, list_message, naming_epoch,
                        number_list, unwrap_method)
-from .methods import BoundJit, BoundKernel, self_key
-from .options import CompileOptions, parse_options
+from ..specs.methods import BoundJit, BoundKernel, self_key
+from ..specs.options import CompileOptions, parse_options
 
 __all__ = ["kernel", "jit", "compile", "Compiled", "KernelFunction", "JitFunction"]
 
@@ -467,14 +467,14 @@ class _CompileCallable:
         self._objects = objects
 
     def __getitem__(self, objects: Any) -> "_CompileCallable":
-        from .options import merge_option_objects
+        from ..specs.options import merge_option_objects
 
         merge_option_objects(objects, None)  # a wrong option is told here, before any argument
         return _CompileCallable(objects)
 
     def __call__(self, fn: Any, *args: Any, options: str | CompileOptions | None = None, **kwargs: Any) -> Compiled:
         if self._objects != ():
-            from .options import merge_option_objects
+            from ..specs.options import merge_option_objects
 
             options = merge_option_objects(self._objects, options)
         return compile_fn(fn, *args, options=options, **kwargs)

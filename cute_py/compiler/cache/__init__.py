@@ -1,0 +1,1 @@
+"""The compile cache: dependency manifests, configuration keys, and the store on disk."""

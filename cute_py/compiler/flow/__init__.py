@@ -1,0 +1,1 @@
+"""A kernel's control flow: the AST rewrite, liveness, the ``if``/``for``/``while`` executors and their carried values."""

@@ -1,0 +1,1 @@
+"""The host side of the compiler: ``@jit``, ``@kernel`` and ``cute.compile``, host tracing and the launches it records."""
