@@ -17,7 +17,7 @@ _EXPORTS = {
               "mbarrier_type", "tma_desc_type", "BYTES_PER_TENSORMAP"),
     "dialect": ("CuteNvgpu", "CuteOp", "all_op_classes", "load_dialect", "make_context", "verify"),
     "lowering": ("RULES", "lower", "rule_for"),
-    "pipeline": ("to_ptx", "to_cubin", "lower_copy"),
+    "pipeline": ("to_ptx", "to_cubin", "lower_copy", "lower_for_ptx", "lowered_to_ptx"),
     "assembler": ("AssemblerWarning", "MIN_NVJITLINK"),
     "ops_cpasync": ("cp_async", "cp_async_commit_group", "cp_async_wait_group", "cp_async_mbarrier_arrive"),
     "ops_tma": ("tma_load", "tma_store", "tma_reduce", "tma_store_arrive", "tma_store_wait", "prefetch_tensormap",

@@ -21,7 +21,8 @@ from .dialect import diagnostics_text, verify
 from .errors import PipelineError
 from .lowering import lower, required_ptx_isa
 
-__all__ = ["PIPELINE", "DEFAULT_CHIP", "DEFAULT_FEATURES", "lower_copy", "to_ptx", "to_cubin", "ptx_isa_of"]
+__all__ = ["PIPELINE", "DEFAULT_CHIP", "DEFAULT_FEATURES", "lower_copy", "lower_for_ptx", "lowered_to_ptx", "to_ptx",
+           "to_cubin", "ptx_isa_of"]
 
 DEFAULT_CHIP = "sm_90a"
 DEFAULT_FEATURES = "+ptx80"
@@ -62,20 +63,25 @@ def _features_for(module, features):
     return ",".join(f for f in (features, f"+ptx{need}") if f)
 
 
-def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES, *, line_info=False, opt_level=None):
-    """PTX text of the single ``gpu.module`` in ``module``, compiled for ``chip``.
-
-    ``features`` is the NVPTX feature string; its PTX ISA version is raised when an op of the
-    module needs a later one (the tensormap ops need 8.3, ``dsmem_store`` 8.1). ``line_info``: ``.file``
-    and ``.loc`` directives from the ops' locations; ``opt_level`` (0-3): LLVM's optimisation level.
-    """
-    if opt_level is not None and opt_level not in (0, 1, 2, 3):
-        raise PipelineError(f"opt_level is 0, 1, 2 or 3, got {opt_level!r}")
+def lower_for_ptx(module, features=DEFAULT_FEATURES, *, line_info=False):
+    """``(lowered, features)``: a lowered copy of ``module`` (which must hold exactly one ``gpu.module``; it is left
+    as written) and ``features`` with its PTX ISA version raised to the least one the module's ops need (the
+    tensormap ops need 8.3, ``dsmem_store`` 8.1). ``line_info``: the copy keeps the ops' locations. The first half
+    of :func:`to_ptx`; :func:`lowered_to_ptx` is the second."""
     gpu_mods = _gpu_modules(module)
     if len(gpu_mods) != 1:
         raise PipelineError(f"to_ptx compiles a module holding exactly one gpu.module, found {len(gpu_mods)}")
     features = _features_for(module, features)
-    work = lower_copy(module, keep_locations=line_info)
+    return lower_copy(module, keep_locations=line_info), features
+
+
+def lowered_to_ptx(lowered, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES, *, line_info=False, opt_level=None):
+    """PTX text of a module lowered by :func:`lower_for_ptx` (with the ``features`` it returned), compiled for
+    ``chip``; ``line_info`` and ``opt_level`` as for :func:`to_ptx`. The module is consumed (the pipeline runs on
+    it in place)."""
+    if opt_level is not None and opt_level not in (0, 1, 2, 3):
+        raise PipelineError(f"opt_level is 0, 1, 2 or 3, got {opt_level!r}")
+    work = lowered
     ctx = work.context
     level = "" if opt_level is None else f"O = {opt_level}, "
     target = ir.Attribute.parse(f'#nvvm.target<{level}chip = "{chip}", features = "{features}">', context=ctx)
@@ -93,6 +99,19 @@ def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES, *, line_info=Fa
         raise PipelineError(f"expected one gpu.binary after gpu-module-to-binary, found {len(binaries)}")
     obj = gpu.ObjectAttr(binaries[0].attributes["objects"][0])
     return bytes(obj.object).decode()
+
+
+def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES, *, line_info=False, opt_level=None):
+    """PTX text of the single ``gpu.module`` in ``module``, compiled for ``chip``.
+
+    ``features`` is the NVPTX feature string; its PTX ISA version is raised when an op of the
+    module needs a later one (the tensormap ops need 8.3, ``dsmem_store`` 8.1). ``line_info``: ``.file``
+    and ``.loc`` directives from the ops' locations; ``opt_level`` (0-3): LLVM's optimisation level.
+    """
+    if opt_level is not None and opt_level not in (0, 1, 2, 3):
+        raise PipelineError(f"opt_level is 0, 1, 2 or 3, got {opt_level!r}")
+    work, features = lower_for_ptx(module, features, line_info=line_info)
+    return lowered_to_ptx(work, chip, features, line_info=line_info, opt_level=opt_level)
 
 
 def to_cubin(ptx, arch=DEFAULT_CHIP):

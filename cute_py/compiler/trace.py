@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 import inspect
-import time
 from typing import TYPE_CHECKING, Any
 
 from .. import device
@@ -87,11 +86,12 @@ def endless_recursion(e: RecursionError, what: str) -> TraceError:
                       f"not stop it)", where=(code.co_filename, line))
 
 
-def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
-          options: CompileOptions | None = None) -> StageResults:
-    """Run the stages (``stages.STAGES``) for every launched kernel, traced into one module; a
+def build(launches: list[Any], recorder: Any = None, *, options: CompileOptions | None = None, upto: str = "cubin",
+          lowered: bool = False) -> StageResults:
+    """Run the stages (``stages.STAGES``) for every launched kernel, traced into one module, up to ``upto``; a
     ``stages.StageResults``. ``recorder`` (a ``deps.Recorder``) records the code the kernel traces run;
-    ``lowered`` also keeps the lowered module's text; ``options`` the compile options."""
+    ``options`` the compile options (target, line information, optimisation level); ``lowered`` also keeps the
+    lowered module's text."""
     import mlir_dialects as md
     from mlir_dialects import bindings as mlir
 
@@ -120,28 +120,17 @@ def build(launches: list[Any], recorder: Any = None, lowered: bool = False,
                                                   cooperative, options.gpu_arch)
         return module, smem
 
+    def failed(stage, e):
+        if not isinstance(e, md.DialectError):
+            return None
+        if stage == "cubin":
+            return CompileError(str(e))
+        return CompileError(f"compiling {', '.join(ln.name for ln in launches)} failed: {e}")
+
+    target = stages.StageOptions(chip=options.gpu_arch, features=options.features, line_info=options.line_info,
+                                 opt_level=options.opt_level)
     with ctx, mlir.ir.Location.unknown(ctx):
-        try:
-            if options.default_pipeline:
-                r = stages.run(trace, upto="ptx", lowered=lowered)
-            else:  # the stages to the traced text, then PTX with the options
-                r = stages.run(trace, upto="mlir")
-                t0 = time.perf_counter()
-                if lowered:
-                    r.lowered = str(md.lower_copy(r.module))
-                    r.times["lowered"] = time.perf_counter() - t0
-                    t0 = time.perf_counter()
-                r.ptx = md.to_ptx(r.module, chip=options.gpu_arch, features=options.features,
-                                  line_info=options.line_info, opt_level=options.opt_level)
-                r.times["ptx"] = time.perf_counter() - t0
-        except md.DialectError as e:
-            raise CompileError(f"compiling {', '.join(ln.name for ln in launches)} failed: {e}") from None
-    t0 = time.perf_counter()
-    try:
-        r.cubin = md.to_cubin(r.ptx, options.gpu_arch)
-    except md.DialectError as e:
-        raise CompileError(str(e)) from None
-    r.times["cubin"] = time.perf_counter() - t0
+        r = stages.run(trace, target, upto=upto, lowered_text=lowered, on_error=failed)
     r.cooperative = sorted(cooperative)
     return r
 

@@ -380,7 +380,7 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
         _cache.stats["disk_stale"] += 1
         _log(f"the disk-cache entry of {jf.fn.__name__} is stale ({stale}): compiling again")
     try:
-        built = build(ht.launches, recorder, options=opts)
+        built = build(ht.launches, recorder, options=opts, lowered=True)
     except ImportError as e:  # the MLIR bindings (the jit extra) are not installed: say how to get them
         if isinstance(e, CuteError) and type(e).__name__ != "BindingsNotFoundError":
             raise
@@ -402,7 +402,7 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
     opts.write_kept(name, ptx, cubin)
     c = Compiled(jf, ht.launches, smem, sources, cubin, ptx, mlir_text, dkey, built.times, build=builder, name=name,
                  arg_names=jf.params.names[0 if obj is _UNBOUND else 1:], cooperative=built.cooperative,
-                 arch=opts.gpu_arch, assumed=assumed, guards=guards)
+                 arch=opts.gpu_arch, assumed=assumed, guards=guards, lowered=built.lowered)
     c.host_prints = list(ht.prints)
     return _remember(jf, dkey, c), result
 

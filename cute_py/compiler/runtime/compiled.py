@@ -59,7 +59,8 @@ class Compiled:
                  stage_times: dict[str, float] | None = None, *, build: Callable[..., Any],
                  name: str | None = None, arg_names: list[str] | None = None,
                  cooperative: Iterable[str] = (), arch: str = "sm_90a",
-                 assumed: dict[str, int] | None = None, guards: Iterable[tuple] = ()) -> None:
+                 assumed: dict[str, int] | None = None, guards: Iterable[tuple] = (),
+                 lowered: str | None = None) -> None:
         # ``assumed``: {run-time extent: divisor} that the kernels' ``cute.assume`` promised (checked per call)
         # ``build(launches, lowered=...)`` runs the stages again (a compile loaded from the disk cache keeps
         # only PTX and cubin; the texts are traced again on request)
@@ -69,7 +70,7 @@ class Compiled:
         self.arch = arch  # the target the cubin was assembled for
         self._build = build
         self.cubin, self._ptx, self._mlir, self.key = cubin, ptx, mlir_text, key
-        self._lowered = None
+        self._lowered = lowered  # the lowered module's text (None: made again on request)
         # stage name -> seconds of the compile that made this object (empty when it came from the disk cache)
         self.stage_times = dict(stage_times or {})
         self._funcs = None
@@ -125,29 +126,30 @@ class Compiled:
     @property
     def ptx(self) -> str:
         if self._ptx is None:
-            self._rebuild()
+            self._rebuild("ptx")
         return self._ptx
 
     @property
     def mlir(self) -> str:
         """The traced module (``mlir`` stage), with cute_nvgpu ops."""
         if self._mlir is None:
-            self._rebuild()
+            self._rebuild("lowered")
         return self._mlir
 
     @property
     def lowered(self) -> str:
         """The module after lowering every cute_nvgpu op to NVVM/LLVM (``lowered`` stage)."""
         if self._lowered is None:
-            self._rebuild(lowered=True)
+            self._rebuild("lowered")
         return self._lowered
 
-    def _rebuild(self, lowered=False):
-        # a compile loaded from the disk cache keeps only PTX and cubin: trace again for the texts
-        r = self._build(self.launches, lowered=lowered)
-        self._mlir, self._ptx = r.mlir, r.ptx
-        if lowered:
-            self._lowered = r.lowered
+    def _rebuild(self, upto):
+        # a compile loaded from the disk cache keeps only PTX and cubin: the stages run again up to ``upto`` (the
+        # traced and lowered texts come together, from one trace and one lowering)
+        r = self._build(self.launches, upto=upto, lowered=True)
+        self._mlir, self._lowered = r.mlir, r.lowered
+        if r.ptx is not None:
+            self._ptx = r.ptx
 
     @property
     def kernel_names(self) -> list[str]:
