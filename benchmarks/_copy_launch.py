@@ -71,7 +71,7 @@ def launch_overhead(out):
 
     from cute_py.compiler.runtime import launch_paths as LP
     from cute_py.compiler.runtime import launch as L
-    from cute_py.compiler.runtime import native_launch as NL
+    from cute_py.compiler.runtime import native as NL
     from cute_py.runtime import from_dlpack
     from examples import tma_copy
 

@@ -10,7 +10,7 @@ did not change costs the argument checks and one ``cuLaunchKernel``.
 
 Every argument of a call is checked and converted before anything changes: the tensors (dtype, shape, strides,
 alignment, a device address in ``(0, 2**64)``), the run-time scalars (``scalars``: kind and range at every call),
-the streams (``annotations.stream_handle``). Only then, under the object's lock (``native_launch.new_lock``), are
+the streams (``annotations.stream_handle``). Only then, under the object's lock (``native.new_lock``), are
 the parameter arrays refilled (every value computed and checked first: ``_prepare``, then written: ``_commit``),
 the records of what they hold updated and the kernels launched; the lock is held until the driver has taken the
 parameters, so calls from several threads each launch their own arguments, and a call that raises leaves no
@@ -31,7 +31,7 @@ from ..frontend.annotations import stream_handle
 from ..frontend.args import array_spec, concrete_spec, device_address, is_static_spec
 from ..frontend.dyn_specs import Binder, kernel_values
 from .launch_paths import make_dynamic_fast_call, make_fast_call
-from .native_launch import new_lock
+from .native import new_lock
 from .scalars import converter
 from .param_values import checked_address, constant_value, grid_for, slot_value
 from ...core.symbolic import SymInt

@@ -4,7 +4,7 @@ launches are unrolled for that object (the attribute reads are most of a launch'
 not match goes to the general path untouched.
 
 Each check runs torch's one-call tensor guard first where it applies (``torch_guard``), and the Python checks
-only when it refuses. Where the guard applies and a native launcher can be made (``native_launch``), the object
+only when it refuses. Where the guard applies and a native launcher can be made (``native``), the object
 is called through it: it launches a call that passes the guard with the addresses it was armed with, and passes
 every other call to the generated Python path, which arms it again after a call the guard accepted. The
 parameter arrays change only in ``Compiled._fill``, which disarms it first.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import native_launch
+from . import native
 from ..frontend.annotations import stream_handle
 from .torch_guard import tensor_guard
 
@@ -223,7 +223,7 @@ def native_plan(plan: tuple) -> tuple:
 
 
 def _refill(c, positions, aligns, resets, addresses, bound):
-    """The native launcher's refill for ``c`` (see ``native_source``): ``(c, resets, alignments, writes)``, one
+    """The native launcher's refill for ``c`` (see ``native/launcher.c``): ``(c, resets, alignments, writes)``, one
     write per pointer parameter and per TMA descriptor (its address field), or ``None`` where new addresses change
     more than that: a parameter made from a tensor not at ``positions``, or a descriptor whose encoding is not
     the address in its first 8 bytes and the rest independent of it (``_patchable``). ``aligns``: the compiled
@@ -250,7 +250,7 @@ def _refill(c, positions, aligns, resets, addresses, bound):
                     return None
                 aligns[k] = math.lcm(aligns[k], 16)  # a descriptor's address: 16 bytes
             writes.append((ctypes.addressof(block.slots[j]), k, off))
-    if len(writes) > native_launch.MAX_WRITES:
+    if len(writes) > native.MAX_WRITES:
         return None
     return c, resets, tuple(aligns), tuple(writes)
 
@@ -286,9 +286,9 @@ def _patchable(desc, current, address):
 def _native(c, positions, env):
     """A native launcher for ``c`` (its tensors at ``positions``) where one can be made and the plan fits it,
     also put in ``env`` as ``native``; else ``None``."""
-    if len(c._plan) > native_launch.MAX_LAUNCHES:
+    if len(c._plan) > native.MAX_LAUNCHES:
         return None
-    launcher = native_launch.make_launcher(tuple(positions), len(c.sources), c._lock)
+    launcher = native.make_launcher(tuple(positions), len(c.sources), c._lock)
     if launcher is not None:
         env["native"] = launcher
     return launcher
