@@ -6,9 +6,9 @@ no GPU is needed. The extension is built with the machine's C compiler; without 
 """
 
 import ctypes
-import re
 import gc
 import os
+import re
 import subprocess
 import sys
 import types
@@ -400,13 +400,14 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
     def general(c, args, stream):
         raise LookupError("the general path")
 
-    call = LP.make_fast_call(c, fast, (a, b), general)
-    assert call is c._native and isinstance(call, Launcher)
-    c.__class__ = type("Fake", (Fake,), {"__call__": call})
-    c(a, b)  # the Python path: launched (the parameters hold these addresses already) and armed
+    path = LP.make_fast_call(c, fast, (a, b), general)
+    assert path.entry is path.native and isinstance(path.native, Launcher)
+    assert path.native.fallback.__func__ is path.call
+    c._native, call = path.native, path.entry  # as the compiled object's state machine installs it
+    call(a, b)  # the Python path: launched (the parameters hold these addresses already) and armed
     assert filled == [] and len(python_launches) == 1 and c._native.armed
-    c(a, b)
-    c(a, b, stream=5)
+    call(a, b)
+    call(a, b, stream=5)
     assert len(python_launches) == 1 and c._native.hits == 2
     assert [(s, p) for *_, s, p, _ in driver.calls] == [(0, block.address), (5, block.address)]
 
@@ -414,19 +415,19 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
         return [block.slots[0].value, block.slots[2].value]
 
     other = torch.zeros(16, 8).as_subclass(T)
-    c(a, other)  # new addresses: the launcher rewrites the two pointers and forgets the Python path's record
+    call(a, other)  # new addresses: the launcher rewrites the two pointers and forgets the Python path's record
     assert filled == [] and len(python_launches) == 1 and c._native.refills == 1 and c._last is None
     assert held() == [a.data_ptr(), other.data_ptr() + 64] and block.slots[1].value == 5
-    c(a, other)
+    call(a, other)
     assert c._native.hits == 4 and c._native.refills == 1
-    c(a, b)  # the first addresses again: refilled for them, not replayed from the launcher's memory
+    call(a, b)  # the first addresses again: refilled for them, not replayed from the launcher's memory
     assert held() == [a.data_ptr(), b.data_ptr() + 64] and c._native.refills == 2
     odd = torch.zeros(16 * 8 + 1)[1:].view(16, 8).as_subclass(T)  # 4 bytes in: misaligned for 16
     with pytest.raises(LookupError, match="the general path"):  # passed on, and by the Python path to the general
-        c(odd, b)
+        call(odd, b)
     assert held() == [a.data_ptr(), b.data_ptr() + 64]
     c._native.disarm()  # as a general path would: the Python path refills (its record was forgotten) and arms
-    c(a, other)
+    call(a, other)
     assert filled[-1] == (a.data_ptr(), other.data_ptr()) and len(python_launches) == 2 and c._native.armed
 
 

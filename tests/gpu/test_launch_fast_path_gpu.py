@@ -19,6 +19,7 @@ import cute_py as cute  # noqa: E402
 from cute_py.demo.kernel import tma_copy  # noqa: E402
 from cute_py.errors import CuteError  # noqa: E402
 from cute_py.compiler.runtime import native  # noqa: E402
+from cute_py.compiler.runtime.compiled import CallState  # noqa: E402
 from cute_py.runtime import from_dlpack  # noqa: E402
 from _tma_copy_check import POISON, check_outside, guarded, hopper_torch  # noqa: E402
 
@@ -43,12 +44,11 @@ def _compile(torch, dynamic, assemble_ptx):
     c(src, dst)  # the second call of the same kind generates the path
     torch.cuda.synchronize()
     assert torch.equal(dst, src)
-    call = type(c).__call__
-    assert call is c._fast_call, "no generated launch path"
+    assert c._state is CallState.FAST, "no generated launch path"
     if native.launcher_class() is not None:  # the launcher in front of the generated Python path
-        assert call is c._native, f"no native launcher ({native.status()})"
-        call = call.fallback.__func__
-    return c, src, call.__globals__
+        assert c._entry is c._native, f"no native launcher ({native.status()})"
+        assert c._native.fallback.__func__ is c._fast_call
+    return c, src, c._fast_call.__globals__
 
 
 def _copies(torch, c, src, dst, buf):
