@@ -241,3 +241,11 @@ def test_the_native_launcher_is_disarmed_and_dropped_with_the_fast_path(driver, 
     assert state(c) is CHECKED and not launcher.armed and c._native is None
     c(o1, t2)
     assert state(c) is FAST and c._native is not launcher
+
+
+def test_a_compiled_object_is_callable_with_the_signature_of_its_calls():
+    import inspect
+
+    c = fresh(_tma_compiled())
+    assert callable(c) and str(inspect.signature(c)) == "(*args, stream=None)"
+    assert "jf" in inspect.signature(Compiled).parameters  # the class: its constructor's

@@ -72,6 +72,19 @@ class CallState(enum.Enum):
     CHECKED_ONLY = "checked only"  # no fast path applies to this compile: the checked path, for good
 
 
+class _CallSignature:
+    """What ``inspect.signature`` reads for a ``Compiled`` (whose ``__call__`` is a property): ``(*args,
+    stream=None)``; nothing for the class itself, whose constructor's signature is read as usual."""
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return None
+        import inspect
+
+        p = inspect.Parameter
+        return inspect.Signature([p("args", p.VAR_POSITIONAL), p("stream", p.KEYWORD_ONLY, default=None)])
+
+
 class Compiled(CallArguments, ParameterArrays):
     """Compiled kernels of one specialisation of a jit function: ``.mlir``, ``.lowered``, ``.ptx``, ``.cubin``
     (the products of the named stages, ``cute_py.compiler.stages``), ``.stage_times`` and ``__call__``.
@@ -202,6 +215,7 @@ class Compiled(CallArguments, ParameterArrays):
     # that no Python frame stands between the call and that entry (the native launcher is C throughout)
     __call__ = property(operator.attrgetter("_entry"), doc="c(*args, stream=None): launch every recorded kernel "
                                                            "for these arguments (see ``Compiled``)")
+    __signature__ = _CallSignature()
 
     def _checked_call(self, *args: Any, stream: int | Any = None) -> None:
         """The entry of the states FIRST, CHECKED and CHECKED_ONLY: the checked path."""

@@ -74,18 +74,11 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     not match goes to the general path (``Compiled._call``) untouched. Its entry is called with the call's
     arguments (a call is then one Python frame, or none through the native launcher).
     """
-    if c._scalar_args or c._binder is not None or c._plan is None or any(p[-1] is not None for p in c._plan) or \
-            any(at is not None for at in c._streams) or c._stream_at is not None:
+    if c._binder is not None or not _applies(c):
         return None
     env = {"ok": c._ok, "general": general}
     lines, argx = _prologue(c, env)
-    checks = []
-    for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
-        env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
-        layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
-        checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
-                          f"not x{i}.is_cuda or not {layout}", False))
-    lines += _checked(env, checks, args, argx)
+    lines += _checked(env, [_static_check(env, k, i, spec) for k, (i, *spec) in enumerate(fast)], args, argx)
     # the guard's answer (``armed``) decides whether a call arms the native launcher
     native = launcher_for(c, [i for i, *_ in fast], env) if "guard" in env else None
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
@@ -125,6 +118,23 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     return _fast_path(c, env["call"], native)
 
 
+def _applies(c):
+    """Whether a generated path can take ``c``'s calls: no run-time scalars, no stream arguments, only plain
+    launches (no cluster, not cooperative)."""
+    return not c._scalar_args and c._plan is not None and all(p[-1] is None for p in c._plan) and \
+        all(at is None for at in c._streams) and c._stream_at is None
+
+
+def _static_check(env, k, i, spec):
+    """The check of the static tensor ``x<i>`` (``k``-th tensor; ``spec``: the torch type, dtype, shape, strides,
+    alignment and row-major-ness recorded for it), as ``_checked`` takes it; its constants go in ``env``."""
+    cls, dtype, shape, strides, _, dense = spec
+    env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
+    layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
+    return i, (f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or not x{i}.is_cuda or "
+               f"not {layout}"), False
+
+
 def _checked(env, checks, args, argx):
     """Lines that send a generated call to the general path unless every tensor argument passes its check:
     ``checks`` holds ``(position, Python condition of a mismatch on x<position>, run-time extents?)``. Where
@@ -158,9 +168,7 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
     extents and strides and their addresses: a call that passes that guard with the same addresses is replayed
     after one guard call and the address reads, without the reads of its extents and strides. Every call of the
     general path forgets both (it binds for its own arguments)."""
-    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan) or \
-            any(at is not None for at in c._streams) or c._stream_at is not None or \
-            len(c._dynamic_torch) != len(c._dynamic_args):
+    if not _applies(c) or len(c._dynamic_torch) != len(c._dynamic_args):
         return None
     env = {"ok": c._ok, "general": general}
     lines, argx = _prologue(c, env)
@@ -168,13 +176,9 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
     static = {i: c._torch_specs[i] for i, _ in c._tensor_args}
     for k, (i, spec) in enumerate(sorted(list(c._tensor_args) + list(c._dynamic_args))):
         if i in static:
-            cls, dtype, shape, strides, align, dense = static[i]
-            env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
-            layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
-            checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
-                              f"not x{i}.is_cuda or not {layout}", False))
+            checks.append(_static_check(env, k, i, static[i]))
             keys.append(f"x{i}.data_ptr()")
-            aligns.append(align)
+            aligns.append(static[i][4])
         else:
             cls, dtype = c._dynamic_torch[i]
             env.update({f"C{k}": cls, f"D{k}": dtype})

@@ -121,10 +121,10 @@ def make_launcher(positions: tuple[int, ...], max_args: int, lock: Any) -> Any |
     (of at most ``max_args`` positional arguments), holding ``lock`` (the compiled object's, see
     :func:`new_lock`) from its checks of the armed state to the end of its launches; or ``None`` where there is
     no native launcher, the lock is not the extension's, or the positions exceed its limits."""
-    if not 1 <= len(positions) <= MAX_TENSORS:
-        return None
+    if not 1 <= len(positions) <= MAX_TENSORS or type(lock) is not _STATE.get("lock"):
+        return None  # the lock is the extension's only where it was built (new_lock): nothing is built here
     cls = launcher_class()
     address = launch_address() if cls is not None else None
-    if address is None or type(lock) is not _STATE.get("lock"):
+    if address is None:
         return None
     return cls(address, tuple(positions), max_args, lock)
