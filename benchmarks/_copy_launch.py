@@ -71,7 +71,7 @@ def launch_overhead(out):
 
     from cute_py.compiler.runtime import launch_paths as LP
     from cute_py.compiler.runtime import launch as L
-    from cute_py.compiler.runtime import native_launch as NL
+    from cute_py.compiler.runtime import native as NL
     from cute_py.runtime import from_dlpack
     from examples import tma_copy
 
@@ -100,7 +100,7 @@ def launch_overhead(out):
         compiled_py, dynamic_py = pairs["python"]
         compiled_g, dynamic_g = pairs["guard"]
         compiled, dynamic = pairs["now"]
-        guarded = "guard" in type(compiled_g).__call__.__globals__ and "guard" in type(dynamic_g).__call__.__globals__
+        guarded = "guard" in compiled_g._fast_call.__globals__ and "guard" in dynamic_g._fast_call.__globals__
         native = compiled._native is not None and dynamic._native is not None
         torch.cuda.synchronize()
         d = L.driver()

@@ -1,4 +1,4 @@
-"""The native launcher (``cute_py.compiler.runtime.native_launch``): its law over arbitrary calls, its argument
+"""The native launcher (``cute_py.compiler.runtime.native``): its law over arbitrary calls, its argument
 rules, its build and disk cache, and (with torch) the generated launch paths that arm it.
 
 The driver's ``cuLaunchKernel`` is replaced by a ctypes callback with its signature, which records each launch:
@@ -8,6 +8,7 @@ no GPU is needed. The extension is built with the machine's C compiler; without 
 import ctypes
 import gc
 import os
+import re
 import subprocess
 import sys
 import types
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cute_py.compiler.runtime import native_launch as N
+from cute_py.compiler.runtime import native as N
 
 PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
                          ctypes.c_void_p)
@@ -306,7 +307,7 @@ def test_arm_refuses_a_refill_it_could_not_apply(Launcher, refill, error):
 # -- the build and its cache ---------------------------------------------------------------------------------
 
 def _status_in_subprocess(env, code="print(N.status())"):
-    script = f"from cute_py.compiler.runtime import native_launch as N\nN.launcher_class()\n{code}"
+    script = f"from cute_py.compiler.runtime import native as N\nN.launcher_class()\n{code}"
     full = dict(os.environ, **env)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=full, timeout=300,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -399,13 +400,14 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
     def general(c, args, stream):
         raise LookupError("the general path")
 
-    call = LP.make_fast_call(c, fast, (a, b), general)
-    assert call is c._native and isinstance(call, Launcher)
-    c.__class__ = type("Fake", (Fake,), {"__call__": call})
-    c(a, b)  # the Python path: launched (the parameters hold these addresses already) and armed
+    path = LP.make_fast_call(c, fast, (a, b), general)
+    assert path.entry is path.native and isinstance(path.native, Launcher)
+    assert path.native.fallback.__func__ is path.call
+    c._native, call = path.native, path.entry  # as the compiled object's state machine installs it
+    call(a, b)  # the Python path: launched (the parameters hold these addresses already) and armed
     assert filled == [] and len(python_launches) == 1 and c._native.armed
-    c(a, b)
-    c(a, b, stream=5)
+    call(a, b)
+    call(a, b, stream=5)
     assert len(python_launches) == 1 and c._native.hits == 2
     assert [(s, p) for *_, s, p, _ in driver.calls] == [(0, block.address), (5, block.address)]
 
@@ -413,19 +415,19 @@ def test_the_generated_static_path_arms_it_and_every_refill_disarms_it(Launcher,
         return [block.slots[0].value, block.slots[2].value]
 
     other = torch.zeros(16, 8).as_subclass(T)
-    c(a, other)  # new addresses: the launcher rewrites the two pointers and forgets the Python path's record
+    call(a, other)  # new addresses: the launcher rewrites the two pointers and forgets the Python path's record
     assert filled == [] and len(python_launches) == 1 and c._native.refills == 1 and c._last is None
     assert held() == [a.data_ptr(), other.data_ptr() + 64] and block.slots[1].value == 5
-    c(a, other)
+    call(a, other)
     assert c._native.hits == 4 and c._native.refills == 1
-    c(a, b)  # the first addresses again: refilled for them, not replayed from the launcher's memory
+    call(a, b)  # the first addresses again: refilled for them, not replayed from the launcher's memory
     assert held() == [a.data_ptr(), b.data_ptr() + 64] and c._native.refills == 2
     odd = torch.zeros(16 * 8 + 1)[1:].view(16, 8).as_subclass(T)  # 4 bytes in: misaligned for 16
     with pytest.raises(LookupError, match="the general path"):  # passed on, and by the Python path to the general
-        c(odd, b)
+        call(odd, b)
     assert held() == [a.data_ptr(), b.data_ptr() + 64]
     c._native.disarm()  # as a general path would: the Python path refills (its record was forgotten) and arms
-    c(a, other)
+    call(a, other)
     assert filled[-1] == (a.data_ptr(), other.data_ptr()) and len(python_launches) == 2 and c._native.armed
 
 
@@ -534,7 +536,7 @@ def test_the_switch_is_read_in_any_case(tmp_path, value, off):
 
 def test_an_unknown_switch_value_warns_and_turns_it_off(tmp_path):
     code = "import warnings\nprint(N.status())"
-    script = ("import warnings\nwarnings.simplefilter('error')\nfrom cute_py.compiler.runtime import native_launch as N\n"
+    script = ("import warnings\nwarnings.simplefilter('error')\nfrom cute_py.compiler.runtime import native as N\n"
               "try:\n    N.launcher_class()\nexcept RuntimeWarning as w:\n    print('warned:', w)\n")
     env = dict(os.environ, CUTE_PY_NATIVE_LAUNCH="maybe", CUTE_PY_CACHE_DIR=str(tmp_path))
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
@@ -569,12 +571,62 @@ def test_a_consistent_library_of_another_build_is_rebuilt(Launcher, tmp_path):
     cc = shutil.which("cc") or shutil.which("gcc")
     import sysconfig
 
-    src = tmp_path / "other.c"
-    src.write_text(N.SOURCE)
+    from cute_py.compiler.runtime.native import build
+
     other = tmp_path / "other.so"
     subprocess.run([cc, "-O2", "-shared", "-fPIC", "-I", sysconfig.get_paths()["include"],
-                    '-DCUTE_PY_LAUNCH_KEY="not this one"', str(src), "-o", str(other)], check=True)
+                    '-DCUTE_PY_LAUNCH_KEY="not this one"', *build.C_FILES, "-o", str(other)], check=True,
+                   cwd=build.source_dir())
     lib.write_bytes(other.read_bytes())
     (tmp_path / "native" / (lib.name + ".sha256")).write_text(hashlib.sha256(other.read_bytes()).hexdigest())
     assert _status_in_subprocess(env) == "native"
     assert lib.read_bytes() == good  # rebuilt from this source: the same bytes as the first build
+
+
+# -- the C sources: package data of the wheel, the same code for every kernel -----------------------------------
+
+def test_the_c_sources_are_files_of_the_package_and_none_is_kept_in_python_strings():
+    import pathlib
+
+    from cute_py.compiler.runtime.native import build
+
+    here = pathlib.Path(build.source_dir())
+    assert sorted(p.name for p in here.iterdir() if p.suffix in (".c", ".h")) == sorted(build.SOURCES)
+    runtime = here.parent
+    pattern = re.compile(r"#include\s*<Python\.h>|PyObject_HEAD|PyMODINIT_FUNC")
+    strings = [p.name for p in runtime.rglob("*.py") if pattern.search(p.read_text())]
+    assert strings == [], f"C source kept in Python modules: {strings}"
+
+
+def test_a_wheel_ships_the_c_sources(tmp_path):
+    """A non-editable install has the sources to build the launcher from: ``pip wheel`` of a copy of the tree
+    (its package data), the wheel's file list checked."""
+    import pathlib
+    import shutil
+    import zipfile
+
+    from cute_py.compiler.runtime.native import build
+
+    pytest.importorskip("setuptools")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, src / name)
+    for package in ("cute_py", "mlir_dialects"):
+        shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "-w", str(tmp_path / "wheel"), "--no-deps",
+                        "--no-build-isolation", "-q"], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (wheel,) = (tmp_path / "wheel").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = [s for s in build.SOURCES if f"cute_py/compiler/runtime/native/{s}" not in names]
+    assert missing == [], f"the wheel lacks {missing}"
+
+
+def test_without_its_sources_there_is_no_launcher_and_the_reason_says_so(tmp_path, monkeypatch):
+    from cute_py.compiler.runtime.native import build
+
+    monkeypatch.setattr(build, "source_dir", lambda: str(tmp_path))
+    module, why = build.build_and_load()
+    assert module is None and "C source launcher.h is not installed" in why

@@ -2,6 +2,7 @@
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -288,3 +289,38 @@ def test_the_device_context_is_the_only_way_down_to_the_kernel():
     assert device.active() is None and seen == ["BulkCommitGroupOp"]
     with pytest.raises(NotImplementedError):
         device.DeviceContext().load(None, 0)
+
+
+_CLASS_TEXT = re.compile(r"__class__\s*=(?!=)|setattr\([^)]*['\"]__class__['\"]")
+
+
+def _class_assignments(text):
+    """Lines of the Python source ``text`` that change an object's class: ``x.__class__ = ...`` in any assignment
+    (augmented, annotated, in a tuple), ``setattr(x, "__class__", ...)`` and ``object.__setattr__(...)`` alike,
+    and the same in a string (generated code that is exec'd)."""
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == "__class__" for tt in targets for t in ast.walk(tt)):
+                found.add(node.lineno)
+        elif isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and node.args[1].value == "__class__":
+            f = node.func
+            if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) in ("setattr", "__setattr__"):
+                found.add(node.lineno)
+    found |= {k + 1 for k, line in enumerate(text.splitlines()) if _CLASS_TEXT.search(line)}
+    return sorted(found)
+
+
+def test_no_object_of_cute_py_changes_its_class():
+    found = [f"{m}:{line}" for m, path in sorted(MODULES.items()) if m.split(".")[0] == "cute_py"
+             for line in _class_assignments(path.read_text())]
+    assert found == [], "objects whose class is assigned: " + ", ".join(found)
+
+
+def test_the_class_assignment_scan_sees_every_form():
+    code = ("x.__class__ = A\nself.a, self.__class__ = 1, B\nsetattr(x, '__class__', C)\n"
+            "object.__setattr__(x, '__class__', D)\nsrc = 'c.__class__ = E'\nsame = x.__class__ == A\n"
+            "kind = x.__class__\n")
+    assert _class_assignments(code) == [1, 2, 3, 4, 5]

@@ -3,7 +3,7 @@ once generated (torch's one-call guard in front of the Python checks where this 
 unusual tensor is either refused with a CuteError before any launch (destination still all poison) or copied
 exactly (every byte of the result checked, every byte around it still poison). Tensors changed in place after
 the path was made (``resize_``, ``set_``, ``.data =``) included. Where the native launcher is built (see
-``native_launch``) it takes the repeated call, and random call sequences check that it never replays a launch
+``native``) it takes the repeated call, and random call sequences check that it never replays a launch
 made for other tensors.
 
 The PTX is built and assembled everywhere; the launches need a CUDA device (sm_90) and torch."""
@@ -18,7 +18,8 @@ pytest.importorskip("numpy", reason="the GPU helpers use numpy")
 import cute_py as cute  # noqa: E402
 from cute_py.demo.kernel import tma_copy  # noqa: E402
 from cute_py.errors import CuteError  # noqa: E402
-from cute_py.compiler.runtime import native_launch  # noqa: E402
+from cute_py.compiler.runtime import native  # noqa: E402
+from cute_py.compiler.runtime.compiled import CallState  # noqa: E402
 from cute_py.runtime import from_dlpack  # noqa: E402
 from _tma_copy_check import POISON, check_outside, guarded, hopper_torch  # noqa: E402
 
@@ -43,12 +44,11 @@ def _compile(torch, dynamic, assemble_ptx):
     c(src, dst)  # the second call of the same kind generates the path
     torch.cuda.synchronize()
     assert torch.equal(dst, src)
-    call = type(c).__call__
-    assert call is c._fast_call, "no generated launch path"
-    if native_launch.launcher_class() is not None:  # the launcher in front of the generated Python path
-        assert call is c._native, f"no native launcher ({native_launch.status()})"
-        call = call.fallback.__func__
-    return c, src, call.__globals__
+    assert c._state is CallState.FAST, "no generated launch path"
+    if native.launcher_class() is not None:  # the launcher in front of the generated Python path
+        assert c._entry is c._native, f"no native launcher ({native.status()})"
+        assert c._native.fallback.__func__ is c._fast_call
+    return c, src, c._fast_call.__globals__
 
 
 def _copies(torch, c, src, dst, buf):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py import arch
+from cute_py.compiler.runtime.compiled import CallState, Compiled
 from cute_py.errors import ArgumentError, CuteError
 from cute_py.tensor.dtypes import Scalar
 from examples import tma_copy
@@ -336,7 +337,7 @@ def _generated(driver, monkeypatch):
     t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
     c(t1, t2)
     c(t1, t2)
-    assert type(c).__call__ is c._fast_call
+    assert c._state is CallState.FAST and type(c) is Compiled
     return c, (t1, t2)
 
 
@@ -391,7 +392,7 @@ def test_scalars_with_torch_tensors_are_checked_at_every_call_too(driver, monkey
     t = Flat(1 << 26, shape=(128,), strides=(1,))
     for _ in range(3):
         c(t, 5, 1.5, 7)
-    assert c._fast_call is False and c._native is None
+    assert c._state is CallState.CHECKED_ONLY and c._fast_call is None and c._native is None
     n = len(driver.calls)
     for bad in (2**31, "5", 2.0, cute.Int64(2**40)):
         with pytest.raises(CuteError):

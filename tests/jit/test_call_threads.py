@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from cute_py.compiler.runtime.compiled import CallState
 from cute_py.errors import CuteError
 from examples import tma_copy
 from _recording_driver import driver, fresh, launched_with  # noqa: F401 (the fixture)
@@ -126,7 +127,7 @@ def test_threads_on_the_generated_run_time_shaped_path_launch_their_own_tensors(
     t1, t2 = TorchLike(1 << 26), TorchLike(1 << 27)
     c(t1, t2)
     c(t1, t2)
-    assert type(c).__call__ is c._fast_call
+    assert c._state is CallState.FAST
 
     def pair(a, b, rows):
         return TorchLike(a, shape=(rows, 512)), TorchLike(b, shape=(rows, 512))
@@ -179,7 +180,7 @@ def test_threads_with_no_current_context_encode_their_tma_descriptors_once_it_is
 def _original_descriptor():
     from cute_py.compiler.runtime.compiled import Compiled
 
-    return Compiled.__dict__["_descriptor"]
+    return Compiled._descriptor
 
 
 _ORIGINAL_DESCRIPTOR = _original_descriptor()  # before the driver fixture replaces it with its stand-in

@@ -5,7 +5,7 @@ import pytest
 import cute_py as cute
 from cute_py.compiler.runtime import launch as L
 from cute_py.compiler import ArgumentError
-from cute_py.compiler.runtime.compiled import Compiled, SpecMismatch
+from cute_py.compiler.runtime.compiled import CallState, Compiled, SpecMismatch
 from examples import tma_copy, tma_copy_pipelined
 
 
@@ -172,7 +172,7 @@ def test_the_generated_launch_path_checks_like_the_general_one(fake_driver, enco
     t1, t2 = FakeTorchTensor(1 << 26), FakeTorchTensor(1 << 27)
     c(t1, t2)
     c(t1, t2)
-    assert callable(c._fast_call) and type(c).__call__ is c._fast_call and isinstance(c, Compiled)
+    assert callable(c._fast_call) and c._state is CallState.FAST and type(c) is Compiled
     general = c._fast_pointers
     monkeypatch.setattr(c, "_fast_pointers", lambda args: pytest.fail("the general path ran"))
     n = len(encodes)

@@ -8,6 +8,7 @@ import pytest
 import cute_py as cute
 from cute_py.compiler.specs.args import DeviceArraySpec
 from cute_py.compiler.cache import store as _cache
+from cute_py.compiler.runtime.compiled import CallState
 from cute_py.demo.kernel import tma_copy
 from cute_py.errors import ArgumentError, CuteTypeError, CuteValueError, SpecMismatch, StaticValueRequired, TmaError
 from cute_py.runtime import from_dlpack
@@ -150,7 +151,7 @@ def test_divisibility_facts_decide_the_vector_width(mark, width, assemble_ptx):
 
 
 def test_a_grid_out_of_the_hardware_range_for_a_call_is_refused_with_its_expression():
-    from cute_py.compiler.runtime.param_values import grid_for as _grid_for
+    from cute_py.compiler.runtime.parameters import grid_for as _grid_for
 
     c = tma_copy.compile(marked((300, 256)), marked((300, 256), address=1 << 33))
     ln = c.launches[0]
@@ -230,7 +231,7 @@ def test_the_generated_dynamic_launch_replays_rebinds_and_refuses(monkeypatch):
     a, b = T(1 << 26, shape=(300, 64)), T(1 << 27, shape=(300, 64))
     c(a, b)
     c(a, b)
-    assert callable(c._fast_call) and type(c).__call__ is c._fast_call
+    assert callable(c._fast_call) and c._state is CallState.FAST
     n = len(encoded)
     c(a, b)  # the same addresses and extents: replayed, nothing bound or encoded again
     assert len(encoded) == n and driver.calls[-1][1:4] == (1, 3, 1)  # ceil(64 / 64), ceil(300 / 128)

@@ -1,25 +1,37 @@
-"""The generated launch paths of a ``Compiled`` (``compiled``): one Python function per compiled object, made at
-its second call with torch tensors like the first, whose checks of the tensor arguments, parameter refills and
+"""The generated launch paths of a ``Compiled`` (``compiled``): one Python function per compiled object, made
+when its state machine reaches the fast path, whose checks of the tensor arguments, parameter refills and
 launches are unrolled for that object (the attribute reads are most of a launch's host time). A call that does
-not match goes to the general path untouched.
+not match goes to the general path (the checked one, ``Compiled._call``) untouched.
 
 Each check runs torch's one-call tensor guard first where it applies (``torch_guard``), and the Python checks
-only when it refuses. Where the guard applies and a native launcher can be made (``native_launch``), the object
-is called through it: it launches a call that passes the guard with the addresses it was armed with, and passes
-every other call to the generated Python path, which arms it again after a call the guard accepted. The
-parameter arrays change only in ``Compiled._fill``, which disarms it first.
+only when it refuses. Where the guard applies and a native launcher can be made (``native``, armed as
+``native_arming`` says), the object is called through it: it launches a call that passes the guard with the
+addresses it was armed with, and passes every other call to the generated Python path, which arms it again
+after a call the guard accepted. The parameter arrays change only in ``Compiled._fill``, which disarms it first.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from . import native_launch
+from . import native_arming
 from ..specs.annotations import stream_handle
+from .native_arming import launcher_for, native_plan
 from .torch_guard import tensor_guard
 
-__all__ = ["make_fast_call", "make_dynamic_fast_call", "native_plan"]
+__all__ = ["FastPath", "make_fast_call", "make_dynamic_fast_call"]
+
+
+class FastPath(NamedTuple):
+    """A generated launch path: ``call`` (the generated function, ``call(c, *args, stream=...)``), ``native`` (the
+    native launcher in front of it, or ``None``) and ``entry``, what the object's calls go to (the launcher, else
+    ``call`` bound to the object)."""
+
+    entry: Callable[..., Any]
+    call: Callable[..., Any]
+    native: Any
 
 
 _MISSING = object()  # a positional parameter of a generated call that the caller left out
@@ -51,31 +63,24 @@ def _prologue(c, env):
             "        stream = default_stream if stream is None else handle(stream)"], f"given({values}, rest)"
 
 
-def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
-    """``c.__call__`` for its common call: every run-time argument a torch tensor of its compiled type,
+def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]) -> FastPath | None:
+    """The fast path of ``c``'s common call: every run-time argument a torch tensor of its compiled type,
     dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cluster launches
     (otherwise ``None``). ``args`` are the arguments of the call that made it (tensors that pass its checks),
     ``general`` the general path (``Compiled._call``).
 
     Generated code: the checks of ``Compiled._fast_pointers`` (one torch guard for all tensors, or unrolled per
     argument: see ``_checked``), a refill of the parameters when an address changed, the launches. Any argument that does
-    not match goes to the general path (``Compiled._call``) untouched. ``c`` becomes an instance of a one-off
-    subclass whose ``__call__`` this is (a call is then one Python frame).
+    not match goes to the general path (``Compiled._call``) untouched. Its entry is called with the call's
+    arguments (a call is then one Python frame, or none through the native launcher).
     """
-    if c._scalar_args or c._binder is not None or c._plan is None or any(p[-1] is not None for p in c._plan) or \
-            any(at is not None for at in c._streams) or c._stream_at is not None:
+    if c._binder is not None or not _applies(c):
         return None
     env = {"ok": c._ok, "general": general}
     lines, argx = _prologue(c, env)
-    checks = []
-    for k, (i, cls, dtype, shape, strides, align, dense) in enumerate(fast):
-        env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
-        layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
-        checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
-                          f"not x{i}.is_cuda or not {layout}", False))
-    lines += _checked(env, checks, args, argx)
+    lines += _checked(env, [_static_check(env, k, i, spec) for k, (i, *spec) in enumerate(fast)], args, argx)
     # the guard's answer (``armed``) decides whether a call arms the native launcher
-    native = _native(c, [i for i, *_ in fast], env) if "guard" in env else None
+    native = launcher_for(c, [i for i, *_ in fast], env) if "guard" in env else None
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
     key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
     # the addresses of the last call were aligned: new ones are tested, one test per alignment (an OR of powers of
@@ -105,11 +110,29 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
                   f"lambda: c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0))"]
     if native is not None:  # launched, with the parameters filled for these addresses: the launcher replays it
         env["plan"] = native_plan(c._plan)
-        env["refill"] = _refill(c, [i for i, *_ in fast], [f[5] for f in fast], ("_last",), c._last, lambda d: d)
+        env["refill"] = native_arming.refill(c, [i for i, *_ in fast], [f[5] for f in fast], ("_last",), c._last,
+                                             lambda d: d)
         lines += ["        if armed:",
                   "            native.arm(guard, key, plan, refill)"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
-    return _installed(c, env["call"], native)
+    return _fast_path(c, env["call"], native)
+
+
+def _applies(c):
+    """Whether a generated path can take ``c``'s calls: no run-time scalars, no stream arguments, only plain
+    launches (no cluster, not cooperative)."""
+    return not c._scalar_args and c._plan is not None and all(p[-1] is None for p in c._plan) and \
+        all(at is None for at in c._streams) and c._stream_at is None
+
+
+def _static_check(env, k, i, spec):
+    """The check of the static tensor ``x<i>`` (``k``-th tensor; ``spec``: the torch type, dtype, shape, strides,
+    alignment and row-major-ness recorded for it), as ``_checked`` takes it; its constants go in ``env``."""
+    cls, dtype, shape, strides, _, dense = spec
+    env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
+    layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
+    return i, (f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or not x{i}.is_cuda or "
+               f"not {layout}"), False
 
 
 def _checked(env, checks, args, argx):
@@ -133,8 +156,8 @@ def _checked(env, checks, args, argx):
             "    if not armed:"] + ["    " + ln for ln in fallback]
 
 
-def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> Callable[..., Any] | None:
-    """``c.__call__`` for calls of a compile with run-time extents whose tensor arguments are torch tensors of the
+def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> FastPath | None:
+    """The fast path of ``c``'s calls of a compile with run-time extents whose tensor arguments are torch tensors of the
     types and dtypes seen before (else ``None``): each tensor's type, dtype, device, address, alignment, extents
     and strides are read; when they are those of the previous call the recorded launches are replayed (the
     parameters, descriptors and grids bound for them stay valid), otherwise the general path binds and checks
@@ -145,9 +168,7 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
     extents and strides and their addresses: a call that passes that guard with the same addresses is replayed
     after one guard call and the address reads, without the reads of its extents and strides. Every call of the
     general path forgets both (it binds for its own arguments)."""
-    if c._scalar_args or c._plan is None or any(p[-1] is not None for p in c._plan) or \
-            any(at is not None for at in c._streams) or c._stream_at is not None or \
-            len(c._dynamic_torch) != len(c._dynamic_args):
+    if not _applies(c) or len(c._dynamic_torch) != len(c._dynamic_args):
         return None
     env = {"ok": c._ok, "general": general}
     lines, argx = _prologue(c, env)
@@ -155,13 +176,9 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
     static = {i: c._torch_specs[i] for i, _ in c._tensor_args}
     for k, (i, spec) in enumerate(sorted(list(c._tensor_args) + list(c._dynamic_args))):
         if i in static:
-            cls, dtype, shape, strides, align, dense = static[i]
-            env.update({f"C{k}": cls, f"D{k}": dtype, f"S{k}": shape, f"T{k}": strides})
-            layout = f"x{i}.is_contiguous()" if dense else f"x{i}.stride() == T{k}"
-            checks.append((i, f"type(x{i}) is not C{k} or x{i}.dtype is not D{k} or x{i}.shape != S{k} or "
-                              f"not x{i}.is_cuda or not {layout}", False))
+            checks.append(_static_check(env, k, i, static[i]))
             keys.append(f"x{i}.data_ptr()")
-            aligns.append(align)
+            aligns.append(static[i][4])
         else:
             cls, dtype = c._dynamic_torch[i]
             env.update({f"C{k}": cls, f"D{k}": dtype})
@@ -169,7 +186,7 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
             keys += [f"x{i}.data_ptr()", f"x{i}.shape", f"x{i}.stride()"]
             aligns.append(spec[3])
     checked = _checked(env, checks, args, argx)
-    native = _native(c, [i for i, _, _ in checks], env) if "guard" in env else None
+    native = launcher_for(c, [i for i, _, _ in checks], env) if "guard" in env else None
     launches = ["launch = c._launch_kernel"]
     for j in range(len(c._plan)):
         launches += [f"f, gx, gy, gz, bx, by, bz, smem, params, _ = c._plan[{j}]",
@@ -202,8 +219,8 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
 
         def refill(c, addresses):  # its descriptors as bound for these extents (those the parameters hold)
             env = c._binder.env(c._last[2])
-            return _refill(c, positions, aligns, ("_last", "_fast_last", "_exact"), addresses,
-                           lambda d: d.bind(env) if d.is_dynamic else d)
+            return native_arming.refill(c, positions, aligns, ("_last", "_fast_last", "_exact"), addresses,
+                                        lambda d: d.bind(env) if d.is_dynamic else d)
 
         env.update({"never": _never, "native_plan": native_plan, "refill": refill})
         lines += ["            e = c._exact",
@@ -213,105 +230,16 @@ def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> 
               "    # new addresses or extents: bound, checked and filled by the general path, which records the key",
               f"    general(c, {argx}, stream, key)"]
     exec(compile("\n".join(lines), f"<cute_py dynamic launch of {c.jit_function.fn.__name__}>", "exec"), env)
-    return _installed(c, env["call"], native)
+    return _fast_path(c, env["call"], native)
 
 
-def native_plan(plan: tuple) -> tuple:
-    """A ``Compiled._plan`` as the native launcher takes it: per launch (function address, grid x3, block x3,
-    shared memory bytes, parameter array address)."""
-    return tuple((int(f), gx, gy, gz, bx, by, bz, smem, params) for f, gx, gy, gz, bx, by, bz, smem, params, _ in plan)
-
-
-def _refill(c, positions, aligns, resets, addresses, bound):
-    """The native launcher's refill for ``c`` (see ``native_source``): ``(c, resets, alignments, writes)``, one
-    write per pointer parameter and per TMA descriptor (its address field), or ``None`` where new addresses change
-    more than that: a parameter made from a tensor not at ``positions``, or a descriptor whose encoding is not
-    the address in its first 8 bytes and the rest independent of it (``_patchable``). ``aligns``: the compiled
-    alignment of each tensor; ``addresses``: those the parameters are filled for now; ``bound(desc)``: the
-    descriptor as encoded (bound to the extents, for a run-time-shaped one)."""
-    import ctypes
-    import math
-
-    slot_of = {i: k for k, i in enumerate(positions)}
-    aligns, writes = list(aligns), []
-    for ln, block in zip(c.launches, c._blocks):
-        for j, (kind, src) in enumerate(ln.params):
-            if kind == "ptr":
-                i, off = src
-            elif kind == "desc":
-                desc, (i, off) = src
-            else:
-                continue
-            if i not in slot_of or type(off) is not int or off < 0:
-                return None
-            k = slot_of[i]
-            if kind == "desc":
-                if not _patchable(bound(desc), bytes(block.slots[j]), addresses[k] + off):
-                    return None
-                aligns[k] = math.lcm(aligns[k], 16)  # a descriptor's address: 16 bytes
-            writes.append((ctypes.addressof(block.slots[j]), k, off))
-    if len(writes) > native_launch.MAX_WRITES:
-        return None
-    return c, resets, tuple(aligns), tuple(writes)
-
-
-_PROBES = (0x0000_1234_5678_9A00, 0x0000_7EDC_BA98_7600, 0x0000_0000_0010_0000)
-_PATCHABLE: dict = {}  # descriptor (without its address) -> whether its encodings differ only in the address field
-
-
-def _patchable(desc, current, address):
-    """Whether ``current``, the 128 bytes the driver encoded for ``desc`` at ``address``, holds that address in its
-    first 8 bytes (little-endian) and whether the driver's encodings of ``desc`` at other addresses (the probes,
-    once per kind of descriptor and process) are ``current`` with only those 8 bytes changed: the driver's format
-    is not documented, so a refill patches it only where that was seen."""
-    import dataclasses
-
-    if current[:8] != address.to_bytes(8, "little"):
-        return False
-    try:
-        key = repr(dataclasses.replace(desc, global_address=None))
-    except Exception:  # not a dataclass of ours: probed each time
-        key = None
-    verdict = _PATCHABLE.get(key)
-    if verdict is None:
-        try:
-            verdict = all(desc.encode(p) == p.to_bytes(8, "little") + current[8:] for p in _PROBES)
-        except Exception:  # a descriptor the probes cannot encode: re-encoded by the Python path
-            verdict = False
-        if key is not None:
-            _PATCHABLE[key] = verdict
-    return verdict
-
-
-def _native(c, positions, env):
-    """A native launcher for ``c`` (its tensors at ``positions``) where one can be made and the plan fits it,
-    also put in ``env`` as ``native``; else ``None``."""
-    if len(c._plan) > native_launch.MAX_LAUNCHES:
-        return None
-    launcher = native_launch.make_launcher(tuple(positions), len(c.sources), c._lock)
-    if launcher is not None:
-        env["native"] = launcher
-    return launcher
-
-
-def _installed(c, call, native):
-    """What ``c.__call__`` becomes: ``call``, or the native launcher that passes it what it does not launch
-    (``c._native`` either way)."""
-    import types
-
-    c._native = native
-    if native is None:
-        return call
-    native.fallback = types.MethodType(call, c)
-
-    def on_error(code, j):
-        from . import launch as _launch
-
-        f, gx, gy, gz, bx, by, bz, smem, *_ = c._plan[j]
-        c._launch_error(_launch.driver().CUresult(code), (gx, gy, gz), (bx, by, bz), (1, 1, 1), smem)
-
-    native.on_error = on_error
-    return native
+def _fast_path(c, call, launcher):
+    """The ``FastPath`` of the generated ``call``: its entry is the native launcher in front of it where there is
+    one (``native_arming.attach``), else ``call`` bound to ``c``."""
+    if launcher is None:
+        return FastPath(types.MethodType(call, c), call, None)
+    native_arming.attach(c, call, launcher)
+    return FastPath(launcher, call, launcher)
 
 
 def _never(*tensors):

@@ -1,21 +1,18 @@
-"""The C source of the native launcher's ``Lock`` (part of ``native_source``'s extension): one mutex per compiled
-object, taken by its Python paths (``with lock:``, around their refills, launches and arming) and, in C, by its
-``Launcher`` (from its check that it is still armed to the end of its launches). Waiting for it releases the GIL;
-it is not reentrant."""
+/* Lock: a mutex for the launches of one compiled object, taken by its Python paths (with lock: ...) around their
+   refills, launches and arming and, in C, by its launcher (from its check that it is still armed to the end of
+   its launches). Waiting for it releases the GIL; it is not reentrant. */
 
-__all__ = ["LOCK_SOURCE"]
+#include "launcher.h"
 
-LOCK_SOURCE = r"""
-/* Lock: a mutex for the launches of one compiled object, taken by its Python paths (with lock: ...) and, in C,
-   by its launcher. Not reentrant. */
 typedef struct {
     PyObject_HEAD
     PyThread_type_lock lock;
 } Lock;
 
-static void
-lock_take(Lock *self)
+void
+cute_lock_take(PyObject *obj)
 {
+    Lock *self = (Lock *)obj;
     if (PyThread_acquire_lock(self->lock, NOWAIT_LOCK))
         return;
     Py_BEGIN_ALLOW_THREADS
@@ -23,10 +20,16 @@ lock_take(Lock *self)
     Py_END_ALLOW_THREADS
 }
 
+void
+cute_lock_release(PyObject *obj)
+{
+    PyThread_release_lock(((Lock *)obj)->lock);
+}
+
 static PyObject *
 lock_enter(PyObject *obj, PyObject *unused)
 {
-    lock_take((Lock *)obj);
+    cute_lock_take(obj);
     Py_INCREF(obj);
     return obj;
 }
@@ -34,7 +37,7 @@ lock_enter(PyObject *obj, PyObject *unused)
 static PyObject *
 lock_exit(PyObject *obj, PyObject *args)
 {
-    PyThread_release_lock(((Lock *)obj)->lock);
+    cute_lock_release(obj);
     Py_RETURN_FALSE;
 }
 
@@ -73,7 +76,7 @@ static PyMethodDef lock_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject LockType = {
+PyTypeObject cute_LockType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_cute_py_launch.Lock",
     .tp_basicsize = sizeof(Lock),
@@ -83,5 +86,3 @@ static PyTypeObject LockType = {
     .tp_methods = lock_methods,
     .tp_new = lock_new,
 };
-
-"""
