@@ -33,11 +33,12 @@ from .core.int_tuple import ceil_div, product, product_each
 from .core.layout import Layout
 from .core.modes import group_modes
 from .atom import CopyUniversalOp
-from .nvgpu.copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
-                             CopyBulkTensorTileS2GOp, CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp,
-                             ReductionOp)
-from .nvgpu.cpasync import tma_partition
-from .nvgpu.tma import TmaSwizzle
+from .nvgpu.cpasync.ops import CopyG2SOp
+from .nvgpu.sync import CopyDsmemStoreOp
+from .nvgpu.tma.ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
+                            CopyBulkTensorTileS2GOp, CopyReduceBulkTensorTileS2GOp, ReductionOp)
+from .nvgpu.tma.atom import tma_partition
+from .nvgpu.tma.desc import TmaSwizzle
 from .core.swizzle import Swizzle
 from .tensor.tensor import Tensor
 from .tensor.engines import ArrayEngine
@@ -47,9 +48,9 @@ from .core.typing import Shape
 if TYPE_CHECKING:
     from .atom import TiledCopy
     from .core.composed import ComposedLayout
-    from .nvgpu.cpasync import TmaCopyAtom
-    from .nvgpu.tma import TmaDescriptor
-    from .nvgpu.tma_im2col import Im2colDescriptor
+    from .nvgpu.tma.atom import TmaCopyAtom
+    from .nvgpu.tma.desc import TmaDescriptor
+    from .nvgpu.tma.im2col import Im2colDescriptor
 
 __all__ = [
     "MBarrier",
@@ -580,7 +581,7 @@ def _inside(c, shape):
 
 
 # the warp-level ldmatrix / stmatrix (their CPU semantics are in :mod:`cute_py.reference_warp`)
-from .nvgpu.warp import LdMatrix8x8x16bOp, StMatrix8x8x16bOp  # noqa: E402
+from .nvgpu.warp.ops import LdMatrix8x8x16bOp, StMatrix8x8x16bOp  # noqa: E402
 from .reference_warp import ldmatrix, stmatrix  # noqa: E402
 
 REFERENCE[LdMatrix8x8x16bOp] = ldmatrix

@@ -25,7 +25,7 @@ from .errors import CuteValueError
 
 if TYPE_CHECKING:
     from .mma import TiledMma
-    from .nvgpu.warp import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
+    from .nvgpu.warp.ops import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
 
 __all__ = ["mma_a_coord", "mma_b_coord", "mma_c_coord", "mma_sync", "ldmatrix", "stmatrix", "run_tiled_mma"]
 

@@ -268,11 +268,11 @@ def test_every_cute_protocol_is_documented_in_the_seam_and_used():
 def test_the_device_context_is_the_only_way_down_to_the_kernel():
     from cute_py import device
     from cute_py.errors import DeviceOnlyError
-    from cute_py.nvgpu import device_ops
+    from cute_py.nvgpu import forms
 
     assert device.active() is None
     with pytest.raises(DeviceOnlyError, match="tma_store_arrive is a device operation"):
-        device_ops.tma_store_arrive()
+        forms.tma_store_arrive()
     seen = []
 
     class Recorder(device.DeviceContext):
@@ -284,7 +284,7 @@ def test_the_device_context_is_the_only_way_down_to_the_kernel():
         with device.tracing(Recorder()) as inner:
             assert device.active() is inner
         assert device.active() is ctx
-        device_ops.tma_store_arrive()
+        forms.tma_store_arrive()
     assert device.active() is None and seen == ["BulkCommitGroupOp"]
     with pytest.raises(NotImplementedError):
         device.DeviceContext().load(None, 0)

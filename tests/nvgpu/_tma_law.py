@@ -21,7 +21,7 @@ from cute_py import reference as ref
 from cute_py.core.composed import smem_element_layout
 from cute_py.nvgpu import cpasync
 from cute_py.runtime import make_fake_tensor
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 
 DTYPES = [cute.Int8, cute.Uint8, cute.Float16, cute.BFloat16, cute.Int32, cute.Float32, cute.Float64]
 REDUCE_DTYPES = [cute.Int32, cute.Float32]

@@ -11,7 +11,7 @@ from cute_py import reference as ref
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaSwizzle
 from cute_py.runtime import make_fake_tensor, value_of
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 
 
 def test_cp_async_zero_fills_past_src_size():

@@ -9,7 +9,7 @@ import cute_py as cute
 from cute_py import reference_wgmma as R
 from cute_py.core.tiling import tile_to_shape
 from cute_py.nvgpu import warpgroup as wg
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K, make_smem_layout_atom
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K, make_smem_layout_atom
 from cute_py.nvgpu.warpgroup import OperandMajorMode as OpM
 from cute_py.tensor.pointer import AddressSpace, Pointer
 

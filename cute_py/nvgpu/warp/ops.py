@@ -21,11 +21,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..atom import CopyOp
-from ..core.layout import Layout
-from ..errors import CuteTypeError, CuteValueError
-from ..mma import MmaOp
-from ..tensor.dtypes import BFloat16, DType, Float16, Float32, dtype_of
+from ...atom import CopyOp
+from ...core.layout import Layout
+from ...errors import CuteTypeError, CuteValueError
+from ...mma import MmaOp
+from ...tensor.dtypes import BFloat16, DType, Float16, Float32, dtype_of
 
 __all__ = [
     "MmaF16BF16Op",
