@@ -19,7 +19,7 @@ LAYERS = [
     ("tensor", ("cute_py.tensor",)),
     ("atom", ("cute_py.atom", "cute_py.mma", "cute_py.mma_copy", "cute_py.mma_gemm", "cute_py.mma_thread")),
     ("nvgpu", ("cute_py.nvgpu",)),
-    ("reference", ("cute_py.reference", "cute_py.reference_warp", "cute_py.reference_wgmma")),
+    ("reference", ("cute_py.reference",)),
     ("viz", ("cute_py.viz",)),
     ("testing", ("cute_py.testing",)),
     # the compiler: one stack, top to bottom, no arrow up (runtime sits beside it and sees only specs and cache)

@@ -2,7 +2,7 @@
 cache modes of loads.
 
 One instruction of the op has exactly one emission entry (``cute_py.compiler.emit.cpasync``), one CPU reference
-entry (``cute_py.reference.REFERENCE``) and one dialect op with its lowering rule. The instruction a tile copier
+entry (``cute_py.reference.cpasync``) and one dialect op with its lowering rule. The instruction a tile copier
 issues (``CpAsyncTileCopyOp``) is with the other non-copy instructions in :mod:`cute_py.nvgpu.sync`.
 """
 

@@ -3,7 +3,7 @@ reduction, and the reduction kinds.
 
 Each is a frozen dataclass (a :class:`~cute_py.atom.CopyOp`); a TMA atom (:mod:`cute_py.nvgpu.tma.atom`) pairs one
 with its descriptor. One instruction of each op has exactly one emission entry (``cute_py.compiler.emit.tma``),
-one CPU reference entry (``cute_py.reference.REFERENCE``) and one dialect op with its lowering rule.
+one CPU reference entry (``cute_py.reference.tma``) and one dialect op with its lowering rule.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
 - :class:`StMatrix8x8x16bOp` ``(transpose, num_matrices)``: ``stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans]
   .shared.b16``, the reverse data movement (CuTe's ``SM90_U32x*_STSM_N`` / ``SM90_U16x*_STSM_T``).
 
-Each op has one kernel emission entry, one CPU reference (:mod:`cute_py.reference_warp`) and one dialect op
+Each op has one kernel emission entry, one CPU reference (:mod:`cute_py.reference.warp`) and one dialect op
 with its lowering rule.  ``ptx_mma_sm70`` (``mma.sync.aligned.m8n8k4``) is in :mod:`cute_py.arch`.
 """
 
