@@ -32,8 +32,8 @@ from .tensor.dtypes import (BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16
                             Int64, TFloat32, Uint8, Uint16, Uint32, Uint64)
 from .core.parse import parse_int_tuple, parse_layout, parse_swizzle
 from .core.recast import downcast, recast_exactness, recast_layout, upcast, upcast_exactness
-from .nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
-from .nvgpu.multicast import make_layout_image_mask
+from .nvgpu.warpgroup.smem import SmemLayoutAtomKind, make_smem_layout_atom
+from .nvgpu.tma.multicast import make_layout_image_mask
 from .core.swizzle import Swizzle, is_swizzle, make_swizzle
 from .tensor.pointer import AddressSpace, Pointer, make_ptr, recast_ptr
 from .tensor.tensor import Tensor, is_tensor, make_fragment_like, make_identity_tensor, make_tensor, recast_tensor

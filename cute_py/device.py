@@ -4,8 +4,8 @@
 with :func:`tracing`; outside a kernel there is none (:func:`active` is ``None``).  The layers below the
 compiler reach the kernel being traced only through it:
 
-- ``emit(op, **operands)`` — issue one device instruction: an op object of :mod:`cute_py.nvgpu.copy_ops` or
-  :mod:`cute_py.nvgpu.device_ops` with its operands (pointers, coordinates, traced values).  The low-level
+- ``emit(op, **operands)`` — issue one device instruction: an op object of a unit of :mod:`cute_py.nvgpu` or
+  :mod:`cute_py.nvgpu.sync` with its operands (pointers, coordinates, traced values).  The low-level
   device forms (``cpasync.tma_load``, ``fence_tma_desc_acquire``...) call it; outside a kernel they raise
   :class:`~cute_py.errors.DeviceOnlyError`.
 - ``load(pointer, offset)`` / ``store(pointer, offset, value)`` — read or write one element of a tensor over

@@ -21,7 +21,7 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.demo.tour import smem_tile_layout
 from cute_py.nvgpu import cpasync
-from cute_py.nvgpu.im2col import make_im2col_tma_atom
+from cute_py.nvgpu.tma.im2col import make_im2col_tma_atom
 
 __all__ = ["im2col", "im2col_kernel", "conv_output_size"]
 

@@ -2,8 +2,6 @@
 CPU reference entry and dialect ops with lowering rules; every other device instruction has its emission
 entry; the low-level forms and the tile copies issue the same op objects."""
 
-import inspect
-
 import pytest
 
 import mlir_dialects as md
@@ -11,7 +9,9 @@ from cute_py import device, reference
 from cute_py.atom import CopyOp, CopyUniversalOp
 from cute_py.compiler import emit as emission
 from cute_py.mma import MmaOp
-from cute_py.nvgpu import copy_ops, device_ops, universal, warp, warpgroup
+from cute_py.nvgpu import forms, sync, universal, warp, warpgroup
+from cute_py.nvgpu.cpasync import ops as cpasync_ops
+from cute_py.nvgpu.tma import ops as tma_ops
 
 
 def _subclasses(cls):
@@ -22,12 +22,14 @@ def _subclasses(cls):
     return out
 
 
-COPY_OPS = (CopyUniversalOp,) + copy_ops.COPY_OP_CLASSES + warp.COPY_OP_CLASSES
+# each unit declares its copy ops (cp.async, TMA, st.async, then the warp's)
+COPY_OPS = ((CopyUniversalOp,) + cpasync_ops.COPY_OP_CLASSES + tma_ops.COPY_OP_CLASSES + sync.COPY_OP_CLASSES
+            + warp.COPY_OP_CLASSES)
 MMA_OPS = warp.MMA_OP_CLASSES + warpgroup.MMA_OP_CLASSES + universal.MMA_OP_CLASSES
 
 
 def test_every_copy_op_class_is_in_the_tables_list():
-    concrete = {c for c in _subclasses(CopyOp) if not c.__name__.startswith("_") and c is not copy_ops.TmaOp}
+    concrete = {c for c in _subclasses(CopyOp) if not c.__name__.startswith("_") and c is not tma_ops.TmaOp}
     concrete = {c for c in concrete if c.__module__.startswith("cute_py.")}
     missing = sorted(c.__name__ for c in concrete - set(COPY_OPS))
     assert not missing, f"copy ops outside COPY_OP_CLASSES (so unchecked by the table tests): {missing}"
@@ -48,7 +50,7 @@ def test_every_copy_op_has_an_emission_entry_a_reference_entry_and_lowered_diale
         assert emission.DIALECT_OP[op], f"{op.__name__}'s emission entry names no dialect op"
 
 
-@pytest.mark.parametrize("op", device_ops.INSTRUCTION_CLASSES, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("op", sync.INSTRUCTION_CLASSES, ids=lambda c: c.__name__)
 def test_every_other_device_instruction_has_an_emission_entry(op):
     assert op in emission.EMIT
     names = {c.OPERATION_NAME.split(".", 1)[1] for c in md.all_op_classes()}
@@ -56,9 +58,8 @@ def test_every_other_device_instruction_has_an_emission_entry(op):
 
 
 def test_every_device_instruction_class_is_listed():
-    defined = {c for _, c in inspect.getmembers(device_ops, inspect.isclass)
-               if issubclass(c, device_ops.DeviceInstruction) and c is not device_ops.DeviceInstruction}
-    assert defined == set(device_ops.INSTRUCTION_CLASSES)
+    defined = {c for c in _subclasses(sync.DeviceInstruction) if c.__module__.startswith("cute_py.")}
+    assert defined == set(sync.INSTRUCTION_CLASSES)
 
 
 def test_every_mma_op_class_is_listed():
@@ -82,7 +83,7 @@ def test_every_mma_op_has_an_emission_entry_and_lowered_dialect_ops(op):
 
 
 def test_the_tables_hold_nothing_else():
-    assert set(emission.EMIT) == set(COPY_OPS) | set(device_ops.INSTRUCTION_CLASSES) | set(MMA_OPS)
+    assert set(emission.EMIT) == set(COPY_OPS) | set(sync.INSTRUCTION_CLASSES) | set(MMA_OPS)
     assert set(reference.REFERENCE) == set(COPY_OPS)
 
 
@@ -107,16 +108,16 @@ def test_the_low_level_forms_issue_the_copy_op_objects():
     bar = Pointer("Int64", AddressSpace.smem, 8, 1024)
     gmem = Pointer("Float16", AddressSpace.gmem, 16, 4096)
     with device.tracing(Recorder()):
-        device_ops.tma_load(object(), bar, smem, (0, 0))
-        device_ops.tma_load(object(), bar, smem, (0, 0), mcast_mask=3)
-        device_ops.tma_store(object(), smem, (1, 2))
-        device_ops.cp_async_gs(16, smem, gmem)
-        device_ops.tma_store_arrive()
-        device_ops.tma_store_wait(0)
+        forms.tma_load(object(), bar, smem, (0, 0))
+        forms.tma_load(object(), bar, smem, (0, 0), mcast_mask=3)
+        forms.tma_store(object(), smem, (1, 2))
+        forms.cp_async_gs(16, smem, gmem)
+        forms.tma_store_arrive()
+        forms.tma_store_wait(0)
     assert device.active() is None
-    assert [t for t, _ in seen] == [copy_ops.CopyBulkTensorTileG2SOp, copy_ops.CopyBulkTensorTileG2SMulticastOp,
-                                    copy_ops.CopyBulkTensorTileS2GOp, copy_ops.CopyG2SOp,
-                                    device_ops.BulkCommitGroupOp, device_ops.BulkWaitGroupOp]
+    assert [t for t, _ in seen] == [tma_ops.CopyBulkTensorTileG2SOp, tma_ops.CopyBulkTensorTileG2SMulticastOp,
+                                    tma_ops.CopyBulkTensorTileS2GOp, cpasync_ops.CopyG2SOp,
+                                    sync.BulkCommitGroupOp, sync.BulkWaitGroupOp]
     # the same operands as the tile copies pass to the same entries
     assert seen[0][1] == ["cache_hint", "crd", "desc", "mbar", "smem"]
 
@@ -125,5 +126,5 @@ def test_one_front_door_per_builtin():
     from cute_py import arch
     from cute_py.nvgpu import cpasync
 
-    assert arch.tma_store_wait is cpasync.tma_store_wait is device_ops.tma_store_wait
-    assert arch.tma_store_arrive is cpasync.tma_store_arrive is device_ops.tma_store_arrive
+    assert arch.tma_store_wait is cpasync.tma_store_wait is forms.tma_store_wait
+    assert arch.tma_store_arrive is cpasync.tma_store_arrive is forms.tma_store_arrive

@@ -20,7 +20,7 @@ LAYERS = [
     ("tensor", ("cute_py.tensor",)),
     ("atom", ("cute_py.atom", "cute_py.mma", "cute_py.mma_copy", "cute_py.mma_gemm", "cute_py.mma_thread")),
     ("nvgpu", ("cute_py.nvgpu",)),
-    ("reference", ("cute_py.reference", "cute_py.reference_warp", "cute_py.reference_wgmma")),
+    ("reference", ("cute_py.reference",)),
     ("viz", ("cute_py.viz",)),
     ("testing", ("cute_py.testing",)),
     # the compiler: one stack, top to bottom, no arrow up (runtime sits beside it and sees only specs and cache)
@@ -269,11 +269,11 @@ def test_every_cute_protocol_is_documented_in_the_seam_and_used():
 def test_the_device_context_is_the_only_way_down_to_the_kernel():
     from cute_py import device
     from cute_py.errors import DeviceOnlyError
-    from cute_py.nvgpu import device_ops
+    from cute_py.nvgpu import forms
 
     assert device.active() is None
     with pytest.raises(DeviceOnlyError, match="tma_store_arrive is a device operation"):
-        device_ops.tma_store_arrive()
+        forms.tma_store_arrive()
     seen = []
 
     class Recorder(device.DeviceContext):
@@ -285,7 +285,7 @@ def test_the_device_context_is_the_only_way_down_to_the_kernel():
         with device.tracing(Recorder()) as inner:
             assert device.active() is inner
         assert device.active() is ctx
-        device_ops.tma_store_arrive()
+        forms.tma_store_arrive()
     assert device.active() is None and seen == ["BulkCommitGroupOp"]
     with pytest.raises(NotImplementedError):
         device.DeviceContext().load(None, 0)

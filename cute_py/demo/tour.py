@@ -17,7 +17,7 @@ from ..core.layout import Layout, make_layout
 from ..core.modes import group_modes
 from ..core.tiling import blocked_product, raked_product, tile_to_shape, zipped_divide
 from ..errors import CuteValueError
-from ..nvgpu.smem_atoms import SmemLayoutAtomKind, make_smem_layout_atom
+from ..nvgpu.warpgroup.smem import SmemLayoutAtomKind, make_smem_layout_atom
 from ..tensor.dtypes import dtype_of
 from ..tensor.pointer import AddressSpace, make_ptr
 from ..tensor.tensor import make_tensor
@@ -25,7 +25,7 @@ from ..tensor.partition import local_tile
 
 if TYPE_CHECKING:
     from ..core.composed import ComposedLayout
-    from ..nvgpu.cpasync import TmaCopyAtom
+    from ..nvgpu.tma.atom import TmaCopyAtom
     from ..tensor.dtypes import DType
 
 __all__ = ["tour", "tma_tour", "run_on_cpu", "smem_tile_layout", "heading", "DTYPE", "TILE", "SWIZZLE", "GPU_SHAPE",

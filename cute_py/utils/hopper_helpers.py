@@ -26,7 +26,7 @@ from typing import Any
 from ..core.composed import ComposedLayout
 from ..core.tiling import tile_to_shape
 from ..errors import CuteTypeError, CuteValueError
-from ..nvgpu.smem_atoms import SmemLayoutAtomKind, element_bits, make_smem_layout_atom
+from ..nvgpu.warpgroup.smem import SmemLayoutAtomKind, element_bits, make_smem_layout_atom
 from ..tensor.dtypes import DType
 from .layout import LayoutEnum, OperandMajorMode
 
@@ -212,7 +212,8 @@ def make_trivial_tiled_mma(a_dtype: DType, b_dtype: DType, a_leading_mode: Any, 
          the op's rules (``WgmmaShapeError``): tiler_mn[0] == 64, tiler_mn[1] a multiple of 8 in 8..256
     """
     from ..mma import make_tiled_mma
-    from ..nvgpu.warpgroup import MmaF16BF16Op, OperandSource
+    from ..nvgpu.warpgroup.operands import OperandSource
+    from ..nvgpu.warpgroup.ops import MmaF16BF16Op
     from ..tensor.dtypes import BFloat16, Float16, dtype_of
 
     who = "make_trivial_tiled_mma"
@@ -239,7 +240,7 @@ def get_smem_store_op(layout_d: LayoutEnum, elem_ty_d: DType, elem_ty_acc: DType
     @pre layout_d is a LayoutEnum; elem_ty_d and elem_ty_acc are element types (``CuteTypeError`` otherwise)
     """
     from ..atom import CopyUniversalOp, make_copy_atom
-    from ..nvgpu.warp import StMatrix8x8x16bOp
+    from ..nvgpu.warp.ops import StMatrix8x8x16bOp
     from ..tensor.dtypes import dtype_of
 
     if not isinstance(layout_d, LayoutEnum):

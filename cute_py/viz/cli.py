@@ -117,7 +117,7 @@ def build(args):
     if args.copy:
         _need(args, False, "--copy")
         from ..atom import make_copy_atom, make_tiled_copy_tv
-        from ..nvgpu.cpasync import CopyG2SOp
+        from ..nvgpu.cpasync.ops import CopyG2SOp
 
         atom = make_copy_atom(CopyG2SOp(), _dtype(args.bits), args.copy_bits)
         tc = make_tiled_copy_tv(atom, parse_layout(args.copy[0]), parse_layout(args.copy[1]))

@@ -18,7 +18,7 @@ from ._svg import PALETTE, Canvas
 from .pictures import PAD, headings, text_width
 
 if TYPE_CHECKING:
-    from ..nvgpu.cpasync import TmaCopyAtom
+    from ..nvgpu.tma.atom import TmaCopyAtom
     from ..tensor.tensor import Tensor
     from ._svg import Picture
 
@@ -54,7 +54,7 @@ def tma_boxes(atom: TmaCopyAtom, gmem: Tensor | Shape, tile_coord: Coord | None 
     desc = getattr(atom, "descriptor", None)
     if desc is None or not hasattr(atom, "smem_layout"):
         raise CuteTypeError(f"tma_svg needs the TMA atom of make_tiled_tma_atom, got {atom!r}")
-    from ..nvgpu.cpasync import tma_partition
+    from ..nvgpu.tma.atom import tma_partition
 
     shape = _gmem_shape(gmem)
     rank = len(shape)

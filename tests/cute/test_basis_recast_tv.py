@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 import cute_py as cute
 from cute_py import E, Layout, ScaledBasis, Swizzle, parse_layout as P
 from cute_py.errors import CuteTypeError, CuteValueError, DivisibilityError, RankError
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 from cute_py.testing import compact_layouts, layouts, shapes
 
 

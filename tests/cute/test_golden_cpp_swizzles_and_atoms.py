@@ -16,7 +16,7 @@ import cute_py as cute
 from cute_py import Layout
 from cute_py.errors import CuteError, CuteValueError
 from cute_py.core.int_tuple import fmt
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind
 from cute_py.core.swizzle import compose_swizzles
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"

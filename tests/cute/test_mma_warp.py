@@ -13,8 +13,7 @@ import cute_py as cute
 from cute_py import BFloat16, Float16, Float32, Layout
 from cute_py.errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyError
 from cute_py.nvgpu import warp
-from cute_py.reference_warp import (ldmatrix, mma_a_coord, mma_b_coord, mma_c_coord, mma_sync, run_tiled_mma,
-                                    stmatrix)
+from cute_py.reference.warp import ldmatrix, mma_a_coord, mma_b_coord, mma_c_coord, mma_sync, run_tiled_mma, stmatrix
 from cute_py.tensor.tensor import Tensor
 from cute_py.tensor.engines import ArrayEngine
 

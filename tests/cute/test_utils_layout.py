@@ -303,7 +303,7 @@ def test_utils_names():
 
 
 def test_an_element_width_no_atom_holds_is_told_in_the_atoms_terms():
-    from cute_py.nvgpu.smem_atoms import make_smem_layout_atom
+    from cute_py.nvgpu.warpgroup.smem import make_smem_layout_atom
     from cute_py.utils import LayoutEnum
     from cute_py.utils import hopper_helpers as h
 

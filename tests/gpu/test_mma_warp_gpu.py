@@ -1,6 +1,6 @@
 """On a Hopper GPU: warp-level MMA. A 64x64x64 GEMM of one CTA (4 warps, a 2x2x1 tiled mma.sync, operands
 ldmatrix'ed from shared memory, K-major or MN-major) against torch.matmul; single ldmatrix / stmatrix
-instructions against the PTX ISA's data movement (cute_py.reference_warp), every element, poisoned buffers."""
+instructions against the PTX ISA's data movement (cute_py.reference.warp), every element, poisoned buffers."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ except Exception as e:  # not installed, or no usable bindings (BindingsNotFound
 
 import cute_py as cute  # noqa: E402
 from cute_py.nvgpu import warp  # noqa: E402
-from cute_py.reference_warp import ldmatrix, stmatrix  # noqa: E402
+from cute_py.reference.warp import ldmatrix, stmatrix  # noqa: E402
 from _mma_warp_kernels import ROWS, gemm, ldmatrix_run, row_of, stmatrix_run  # noqa: E402
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 

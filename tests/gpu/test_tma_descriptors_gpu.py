@@ -10,7 +10,7 @@ from cute_py import Layout
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaSwizzle
 from cute_py.runtime import make_fake_tensor
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 
 pytestmark = pytest.mark.gpu
 
@@ -69,7 +69,7 @@ BROKEN = [
 
 @pytest.mark.parametrize("change", [b[1] for b in BROKEN], ids=[b[0] for b in BROKEN])
 def test_the_driver_rejects_what_cute_py_rejects(change, device_buffer):
-    from cute_py.nvgpu.encode import TmaEncodeError, encode_tiled
+    from cute_py.nvgpu.tma.desc import TmaEncodeError, encode_tiled
 
     good = TmaDescriptor(cute.Float16, (256, 512), (512,), (64, 64), (1, 1))
     encode_tiled(good.validate(), device_buffer)

@@ -12,7 +12,7 @@ import cute_py as cute  # noqa: E402
 from cute_py import arch  # noqa: E402
 from cute_py.core.tiling import tile_to_shape  # noqa: E402
 from cute_py.nvgpu import warpgroup as wg  # noqa: E402
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K, make_smem_layout_atom  # noqa: E402
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K, make_smem_layout_atom  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu

@@ -7,7 +7,7 @@ import pytest
 import cute_py as cute
 from cute_py import arch
 from cute_py.errors import TraceError
-from cute_py.nvgpu.im2col import make_im2col_tma_atom
+from cute_py.nvgpu.tma.im2col import make_im2col_tma_atom
 from examples.im2col import im2col
 
 CASES = [("Float16", (2, 9, 9, 64), 3, 1, 1, 1, (64, 64), "none", None),

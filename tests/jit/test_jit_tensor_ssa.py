@@ -11,7 +11,7 @@ except Exception as e:  # not installed, or no usable bindings (BindingsNotFound
 
 import cute_py as cute  # noqa: E402
 from cute_py.compiler import DeviceArraySpec, TraceError  # noqa: E402
-from cute_py.nvgpu.copy_ops import ReductionOp  # noqa: E402
+from cute_py.nvgpu.tma.ops import ReductionOp  # noqa: E402
 
 from _trace_checks import assert_trace_error  # noqa: E402
 

@@ -8,7 +8,7 @@ from cute_py import arch
 from cute_py.core.layout import Layout
 from cute_py.core.tiling import tile_to_shape
 from cute_py.nvgpu import warpgroup as wg
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K, make_smem_layout_atom
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K, make_smem_layout_atom
 from cute_py.errors import DeviceOnlyError
 from cute_py.tensor.pointer import AddressSpace, Pointer
 

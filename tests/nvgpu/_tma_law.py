@@ -21,7 +21,8 @@ from cute_py import reference as ref
 from cute_py.core.composed import smem_element_layout
 from cute_py.nvgpu import cpasync
 from cute_py.runtime import make_fake_tensor
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.tensor.engines import ArrayEngine
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 
 DTYPES = [cute.Int8, cute.Uint8, cute.Float16, cute.BFloat16, cute.Int32, cute.Float32, cute.Float64]
 REDUCE_DTYPES = [cute.Int32, cute.Float32]
@@ -220,7 +221,7 @@ def partitions(cfg, atom, tma_tensor, smem_tensor, tile_coord, cta):
 def host_smem_tensor(cfg, buf):
     dtype = cfg["dtype"]
     view = buf.view(dtype.numpy_dtype or dtype.storage_dtype)
-    return cute.Tensor(ref.ArrayEngine(view, 0, dtype), smem_element_function(cfg))
+    return cute.Tensor(ArrayEngine(view, 0, dtype), smem_element_function(cfg))
 
 
 def check_tile(cfg, atom, tma_tensor, tile_coord, rng):

@@ -22,7 +22,7 @@ from cute_py.errors import CuteError
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaSwizzle
 from cute_py.runtime import make_fake_tensor
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 
 from _tma_law import check_tile
 
@@ -227,7 +227,7 @@ def test_numpy_integers_are_element_widths_and_copy_widths():
 def test_numpy_integers_are_im2col_strides_and_pads():
     import pytest
     from cute_py.errors import CuteTypeError
-    from cute_py.nvgpu.im2col import make_im2col_tma_atom
+    from cute_py.nvgpu.tma.im2col import make_im2col_tma_atom
 
     img = make_fake_tensor("Float16", (2, 9, 9, 64), (9 * 9 * 64, 9 * 64, 64, 1), assumed_align=16)
     col = Layout((64, 16), (16, 1))
@@ -243,7 +243,7 @@ def test_numpy_integers_are_im2col_strides_and_pads():
 def test_a_multicast_mask_of_a_negative_stride_is_a_value_error():
     import pytest
     from cute_py.errors import CuteValueError
-    from cute_py.nvgpu.multicast import make_layout_image_mask
+    from cute_py.nvgpu.tma.multicast import make_layout_image_mask
 
     for lay, coord, mode in ((Layout((1, 2, 2, 1), (0, -1, 2, 0)), (0, 1, 0, 0), 2),
                              (Layout((1, 2, 2, 1), (0, 1, -2, 0)), (0, 1, 0, 0), 1),
@@ -259,7 +259,7 @@ def test_a_multicast_mask_of_a_negative_stride_is_a_value_error():
 def test_an_array_is_no_cta_coordinate_tiler_or_multicast_count():
     import pytest
     from cute_py.errors import CuteTypeError
-    from cute_py.nvgpu.im2col import Conv2dGeometry
+    from cute_py.nvgpu.tma.im2col import Conv2dGeometry
 
     g = make_fake_tensor(cute.Float16, (512, 256), (1, 512), assumed_align=16)
     op, smem = cpasync.CopyBulkTensorTileG2SOp(), Layout((64, 64), (64, 1))

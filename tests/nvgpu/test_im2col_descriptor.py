@@ -10,9 +10,8 @@ from cute_py.core.layout import Layout
 from cute_py.demo.tour import smem_tile_layout
 from cute_py.errors import CuteTypeError, CuteValueError, TmaError
 from cute_py.nvgpu import cpasync
-from cute_py.nvgpu.im2col import Conv2dGeometry, im2col_instruction, make_im2col_tma_atom
 from cute_py.nvgpu.tma import TmaSwizzle
-from cute_py.nvgpu.tma_im2col import Im2colDescriptor
+from cute_py.nvgpu.tma.im2col import Conv2dGeometry, Im2colDescriptor, im2col_instruction, make_im2col_tma_atom
 from cute_py.tensor.dtypes import dtype_of
 from cute_py.tensor.fake import make_fake_tensor
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from cute_py.core.layout import Layout
 from cute_py.errors import CuteValueError
-from cute_py.nvgpu.im2col import im2col_instruction, make_im2col_tma_atom
+from cute_py.nvgpu.tma.im2col import im2col_instruction, make_im2col_tma_atom
 from cute_py.reference import MBarrier, im2col_box_elements, tma_load_im2col
 from cute_py.tensor.fake import make_fake_tensor
 

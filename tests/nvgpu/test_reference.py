@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 import cute_py as cute
 from cute_py import Layout
 from cute_py import reference as ref
+from cute_py.reference import tma as ref_tma
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaSwizzle
 from cute_py.runtime import make_fake_tensor, value_of
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 
 
 def test_cp_async_zero_fills_past_src_size():
@@ -183,10 +184,10 @@ def test_tma_boxes_cover_the_gmem_tensor_exactly_once(cfg):
         sA = cute.make_tensor(cute.make_ptr(dtype, None, cute.AddressSpace.smem, 1024), smem)
         for cta in range(mc):  # each CTA of a multicast group loads its share of every box
             _, tAgA = cpasync.tma_partition(atom, cta, Layout(mc), cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-            iters, rest = ref._iters(tAgA.layout)
+            iters, rest = ref_tma._iters(tAgA.layout)
             for k in range(iters):
                 for j in range(rest):
-                    elems = ref._box_elements(atom.descriptor, ref._tma_coord(tAgA, k, j))
+                    elems = ref_tma._box_elements(atom.descriptor, ref_tma._tma_coord(tAgA, k, j))
                     np.add.at(counts, elems[elems >= 0], 1)
     idx = np.array([gl(i) for i in range(cute.size(gl))])
     assert counts[idx].min() == 1 and counts[idx].max() == 1

@@ -10,7 +10,7 @@ import cute_py as cute  # noqa: E402
 from cute_py import reference  # noqa: E402
 from cute_py.errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyError, RankError  # noqa: E402
 from cute_py.nvgpu import cpasync  # noqa: E402
-from cute_py.nvgpu.tile_copier import EvictionPolicy, GenericToSharedAsyncTileCopier, ThreadScope  # noqa: E402
+from cute_py.nvgpu.cpasync.copier import EvictionPolicy, GenericToSharedAsyncTileCopier, ThreadScope  # noqa: E402
 from cute_py.tensor.pointer import AddressSpace, Pointer  # noqa: E402
 
 Copier = GenericToSharedAsyncTileCopier

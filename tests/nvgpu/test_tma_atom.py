@@ -7,7 +7,7 @@ from cute_py import Layout, parse_layout as P
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaDescriptor, TmaError, TmaSwizzle
 from cute_py.runtime import make_fake_tensor
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K
 
 LOAD = cpasync.CopyBulkTensorTileG2SOp()
 MCAST = cpasync.CopyBulkTensorTileG2SMulticastOp()
@@ -151,7 +151,7 @@ def test_cp_async_op_rules():
 
 
 def test_device_operations_validate_then_need_a_kernel():
-    from cute_py.nvgpu.device_ops import DeviceOnlyError
+    from cute_py.nvgpu.forms import DeviceOnlyError
 
     smem = cute.make_ptr(cute.Float16, None, cute.AddressSpace.smem, 16)
     gmem = cute.make_ptr(cute.Float16, None, cute.AddressSpace.gmem, 16)

@@ -116,7 +116,7 @@ def test_more_than_five_modes_merge_where_exact():
 def test_rank_1_descriptors_pass_the_driver_a_stride_list(monkeypatch):
     # the driver refuses a null globalStrides even for rank 1 (seen: CUDA_ERROR_INVALID_VALUE), which is what
     # cuda-python passes for an empty list
-    from cute_py.nvgpu import encode as _encode
+    from cute_py.nvgpu.tma import desc as _encode
 
     seen = {}
 
@@ -150,7 +150,7 @@ def test_rank_1_descriptors_pass_the_driver_a_stride_list(monkeypatch):
 
 
 def test_a_driver_refusal_is_an_encode_error_not_a_missing_driver(monkeypatch):
-    from cute_py.nvgpu import encode as _encode
+    from cute_py.nvgpu.tma import desc as _encode
 
     class Driver:
         class CUresult:

@@ -13,6 +13,7 @@ from cute_py import reference as ref
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu.tma import TmaError
 from cute_py.runtime import make_fake_tensor
+from cute_py.tensor.engines import ArrayEngine
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "tma_byte_swizzles.json"
 CASES = json.loads(GOLDEN.read_text())["cases"]
@@ -69,7 +70,7 @@ def _load_tile_through_the_reference(smem_layout, dtype, shape):
     src = np.arange(shape[0] * shape[1], dtype=np.float32).astype(dtype.numpy_dtype)
     buf = np.zeros(4096, dtype=np.uint8)
     view = buf.view(dtype.numpy_dtype)
-    s = cute.Tensor(ref.ArrayEngine(view, 0, dtype), smem_layout)  # a host array standing for smem
+    s = cute.Tensor(ArrayEngine(view, 0, dtype), smem_layout)  # a host array standing for smem
     s_part, g_part = cpasync.tma_partition(atom, 0, cute.Layout(1), cute.group_modes(s, 0, 2),
                                            cute.group_modes(cute.local_tile(tma, shape, (0, 0)), 0, 2))
     for crd, byte in ref.tma_instructions(atom, s_part, g_part):

@@ -1,4 +1,4 @@
-"""The numpy execution of one WGMMA (``cute_py.reference_wgmma``) against plain numpy, and the law that joins the
+"""The numpy execution of one WGMMA (``cute_py.reference.warpgroup``) against plain numpy, and the law that joins the
 descriptor to the layout: the operand a ``make_gmma_desc`` descriptor names, read back with the canonical GMMA
 decoding of CuTe C++ and the hardware's byte swizzle, is exactly the tile written through the layout itself."""
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import cute_py as cute
-from cute_py import reference_wgmma as R
+from cute_py.reference import warpgroup as R
 from cute_py.core.tiling import tile_to_shape
 from cute_py.nvgpu import warpgroup as wg
-from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind as K, make_smem_layout_atom
+from cute_py.nvgpu.warpgroup.smem import SmemLayoutAtomKind as K, make_smem_layout_atom
 from cute_py.nvgpu.warpgroup import OperandMajorMode as OpM
 from cute_py.tensor.pointer import AddressSpace, Pointer
 

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 
 import mlir_dialects as md
 
-from ...nvgpu import device_ops
-from ...nvgpu.copy_ops import LoadCacheMode
+from ...nvgpu import forms
+from ...nvgpu.cpasync.ops import LoadCacheMode
 
 from ..lang.builder import current
 from ..emit.warp import read_sreg, read_sregs
@@ -263,12 +263,12 @@ def cp_async_shared_global(dst: Pointer, src: Pointer, size: int, modifier: str 
         raise TraceError(f"cp_async_shared_global: the 'cg' modifier copies 16 bytes, got size={size}")
     if type(cp_size) is int and not 0 <= cp_size <= size:
         raise TraceError(f"cp_async_shared_global: cp_size (the bytes read) must lie in [0, {size}], got {cp_size}")
-    device_ops.cp_async_shared_global(dst, src, size, mode, src_size=cp_size)
+    forms.cp_async_shared_global(dst, src, size, mode, src_size=cp_size)
 
 
 # one front door: the same functions as cute_py.nvgpu.cpasync's (they emit through the op table)
-tma_store_arrive = device_ops.tma_store_arrive
-tma_store_wait = device_ops.tma_store_wait
+tma_store_arrive = forms.tma_store_arrive
+tma_store_wait = forms.tma_store_wait
 
 
 def map_dsmem_ptr(smem_ptr: Pointer, cta_rank_in_cluster: TracedInt | int) -> Pointer:

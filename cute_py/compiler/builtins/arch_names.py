@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import TraceError
-from ...nvgpu.device_ops import tma_load  # (tma_desc, mbar, smem_ptr, crd): one TMA load, as the builtin issues it
+from ...nvgpu.forms import tma_load  # (tma_desc, mbar, smem_ptr, crd): one TMA load, as the builtin issues it
 from ..lang.builder import current
 from .arch import WARP_SIZE, lane_idx, thread_idx, warp_idx
 from .arch_mbar import cp_async_mbarrier_arrive_noinc, mbarrier_arrive, mbarrier_wait
@@ -271,6 +271,6 @@ def create_tma_descriptor(op: Any, gmem_tensor: Any, smem_layout: Any, cta_tiler
                           **kwargs: Any) -> Any:
     """A TMA copy atom and its coordinate tensor for ``gmem_tensor`` (the descriptor is encoded at launch):
     ``cpasync.make_tiled_tma_atom`` under its other name. Host side: call it in the ``@jit`` function."""
-    from ...nvgpu.cpasync import make_tiled_tma_atom
+    from ...nvgpu.tma.atom import make_tiled_tma_atom
 
     return make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, *args, **kwargs)

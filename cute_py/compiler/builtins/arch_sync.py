@@ -33,7 +33,7 @@ from typing import Any
 import mlir_dialects as md
 
 from ...errors import TraceError
-from ...nvgpu import device_ops
+from ...nvgpu import forms
 from ..lang.builder import current
 from ..lang.traced_int import TracedInt
 from ..emit.ptx import asm, int_operand, static_int
@@ -208,7 +208,7 @@ def fence_acq_rel_sys() -> None:
 
 def cp_async_bulk_commit_group() -> None:
     """``cp.async.bulk.commit_group``: close the group of this thread's bulk copies (TMA stores) issued so far."""
-    device_ops.tma_store_arrive()
+    forms.tma_store_arrive()
 
 
 def cp_async_bulk_wait_group(group: int, *, read: bool | None = None) -> None:
@@ -220,7 +220,7 @@ def cp_async_bulk_wait_group(group: int, *, read: bool | None = None) -> None:
         raise TraceError(f"cp_async_bulk_wait_group: read must be None, True or False, got {read!r}")
     if not 0 <= group <= 63:
         raise TraceError(f"cp_async_bulk_wait_group: group must be a count of pending groups in 0..63, got {group}")
-    device_ops.tma_store_wait(group, read=bool(read))
+    forms.tma_store_wait(group, read=bool(read))
 
 
 # -- programmatic dependent launch -----------------------------------------------------------------

@@ -8,7 +8,7 @@
   MMAs around it;
 - ``initialize_wgmma_descriptor(descriptor, start_address, layout_type_=0, leading_byte_offset=0,
   stride_byte_offset=0)``: the 64-bit shared-memory matrix descriptor (bits in
-  :mod:`cute_py.nvgpu.warpgroup.descriptor`). As in TileLang, ``leading_byte_offset`` and
+  :mod:`cute_py.nvgpu.warpgroup.desc`). As in TileLang, ``leading_byte_offset`` and
   ``stride_byte_offset`` are the descriptor's fields, in units of 16 bytes (0..16383); ``layout_type_`` 0
   (none), 1 (128B swizzle), 2 (64B), 3 (32B); the start address a shared-memory pointer or byte address;
 - ``increase_descriptor_offset(descriptor, offset)``: add ``offset`` bytes (>> 4) to the start-address word.

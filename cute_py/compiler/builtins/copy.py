@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING
 from ...core.coords import idx2crd
 from ...core.int_tuple import product
 from ...atom import CopyAtom, CopyUniversalOp, ThrCopy, TiledCopy
-from ...nvgpu.copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
-                               CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode)
-from ...nvgpu.cpasync import TmaCopyAtom
-from ...nvgpu.warp import LdMatrix8x8x16bOp, StMatrix8x8x16bOp
+from ...nvgpu.cpasync.ops import CopyG2SOp, LoadCacheMode
+from ...nvgpu.sync import CopyDsmemStoreOp
+from ...nvgpu.tma.atom import TmaCopyAtom
+from ...nvgpu.tma.ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp,
+                              CopyReduceBulkTensorTileS2GOp)
+from ...nvgpu.warp.ops import LdMatrix8x8x16bOp, StMatrix8x8x16bOp
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine, CoordEngine, check_store

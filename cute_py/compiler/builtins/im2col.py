@@ -1,6 +1,6 @@
 """``c2d_im2col``: one ``(block_M, block_K)`` tile of a conv2d's im2col matrix into shared memory, by im2col TMA.
 
-The host builds the atom with :func:`cute_py.nvgpu.im2col.make_im2col_tma_atom` (the NHWC image, the shared
+The host builds the atom with :func:`cute_py.nvgpu.tma.im2col.make_im2col_tma_atom` (the NHWC image, the shared
 tile's layout, the convolution) and passes it to the kernel; the kernel calls
 ``c2d_im2col(atom, col, nhw_step, c_step, kernel, stride, dilation, pad, barrier=bar)``.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...errors import TraceError
-from ...nvgpu.im2col import Im2colCopyAtom, im2col_instruction, tma_load_im2col
+from ...nvgpu.tma.im2col import Im2colCopyAtom, im2col_instruction, tma_load_im2col
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...tensor.engines import check_store
@@ -82,7 +82,7 @@ def _same_tile(col, atom):
     # the same element layout and the same swizzle of the bytes (an allocated tile states its swizzle on elements)
     from ...core.composed import get_nonswizzle_portion
     from ...errors import CuteError
-    from ...nvgpu.tma import tma_swizzle_of
+    from ...nvgpu.tma.desc import tma_swizzle_of
 
     try:
         swizzle = tma_swizzle_of(col.layout, atom.dtype)

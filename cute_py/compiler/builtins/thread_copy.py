@@ -32,7 +32,7 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine, CoordEngine, check_store
 from ...atom import CopyUniversalOp
-from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
+from ...nvgpu.cpasync.ops import CopyG2SOp, LoadCacheMode
 from ..emit import emit
 from ..flow.control import if_
 from ...errors import TraceError

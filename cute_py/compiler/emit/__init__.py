@@ -1,9 +1,9 @@
 """The emission layer: the only place the compiler turns an instruction into IR.
 
-Every instruction a kernel issues -- a copy op of :mod:`cute_py.nvgpu.copy_ops` (one instruction of a tile copy,
-or a low-level form such as ``tma_load``), a non-copy instruction of :mod:`cute_py.nvgpu.device_ops`, an MMA op,
-or a plain ``CopyUniversalOp`` vector move -- reaches :func:`emit` as ``(op, operands)``, and ``EMIT[type(op)]``
-builds the dialect ops named in ``DIALECT_OP``.
+Every instruction a kernel issues -- a copy op of a unit's ``ops`` module in :mod:`cute_py.nvgpu` (one
+instruction of a tile copy, or a low-level form such as ``tma_load``), a non-copy instruction of
+:mod:`cute_py.nvgpu.sync`, an MMA op, or a plain ``CopyUniversalOp`` vector move -- reaches :func:`emit` as
+``(op, operands)``, and ``EMIT[type(op)]`` builds the dialect ops named in ``DIALECT_OP``.
 
 One module per hardware unit (``cpasync``, ``tma``, ``sync``, ``warp``, ``warpgroup``, ``universal``) declares
 its entries in a table, ``ENTRIES = {op class: (entry, dialect ops)}``; the tables below are the union of the

@@ -18,9 +18,9 @@ from typing import Any
 import mlir_dialects as md
 
 from ...errors import TraceError
-from ...nvgpu import device_ops as dops
-from ...nvgpu.copy_ops import CopyG2SOp, LoadCacheMode
-from ...nvgpu.tile_copier import EvictionPolicy, ThreadScope
+from ...nvgpu.cpasync.copier import EvictionPolicy, ThreadScope
+from ...nvgpu.cpasync.ops import CopyG2SOp, LoadCacheMode
+from ...nvgpu.sync import CpAsyncTileCopyOp
 from ...tensor.dtypes import dtype_of
 from ..flow.control import if_
 from ..lang.memory import pointer_value
@@ -112,5 +112,5 @@ def _tile_copy(b, op, dst, src, plan, num_valid_rows=None):
 # op class -> (its entry, the dialect ops the entry builds)
 ENTRIES = {
     CopyG2SOp: (_cp_async, ("cp_async",)),
-    dops.CpAsyncTileCopyOp: (_tile_copy, ("cp_async",)),
+    CpAsyncTileCopyOp: (_tile_copy, ("cp_async",)),
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mlir_dialects as md
 
-from ...nvgpu.copy_ops import CopyDsmemStoreOp
+from ...nvgpu.sync import CopyDsmemStoreOp
 from ..lang.memory import pointer_value
 from ..lang.smem import check_mbarrier_pointer
 from ..lang.traced_int import as_value

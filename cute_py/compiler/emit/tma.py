@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 import mlir_dialects as md
 
 from ...errors import CuteError, TraceError
-from ...nvgpu import device_ops as dops
-from ...nvgpu.copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
-                               CopyBulkTensorTileS2GOp, CopyReduceBulkTensorTileS2GOp)
-from ...nvgpu.cpasync import TmaCopyAtom
-from ...nvgpu.tma_box import make_tma_desc
+from ...nvgpu.sync import (BulkCommitGroupOp, BulkWaitGroupOp, CpFenceTensormapReleaseOp, FenceTensormapAcquireOp,
+                           FenceTensormapReleaseOp, PrefetchTensormapOp, TensormapCopyOp, TensormapPtrOp,
+                           TensormapReplaceOp)
+from ...nvgpu.tma.atom import TmaCopyAtom
+from ...nvgpu.tma.box import make_tma_desc
+from ...nvgpu.tma.ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
+                              CopyBulkTensorTileS2GOp, CopyReduceBulkTensorTileS2GOp)
 from ...tensor.pointer import AddressSpace, Pointer
 from ..lang.memory import pointer_value
 from ..lang.smem import check_mbarrier_pointer
@@ -190,15 +192,15 @@ def _tma_reduce(b, op, desc, smem, crd, cache_hint=None):
 
 # op class -> (its entry, the dialect ops the entry builds)
 ENTRIES = {
-    dops.PrefetchTensormapOp: (_prefetch_tensormap, ("prefetch_tensormap",)),
-    dops.TensormapPtrOp: (_tensormap_ptr, ()),
-    dops.TensormapCopyOp: (_tensormap_copy, ("tensormap_copy",)),
-    dops.TensormapReplaceOp: (_tensormap_replace, ("tensormap_replace",)),
-    dops.FenceTensormapAcquireOp: (_fence_tensormap_acquire, ("fence_tensormap_acquire",)),
-    dops.FenceTensormapReleaseOp: (_fence_tensormap_release, ("fence_tensormap_release",)),
-    dops.CpFenceTensormapReleaseOp: (_cp_fence_tensormap_release, ("cp_fence_tensormap_release",)),
-    dops.BulkCommitGroupOp: (_bulk_commit_group, ("tma_store_arrive",)),
-    dops.BulkWaitGroupOp: (_bulk_wait_group, ("tma_store_wait",)),
+    PrefetchTensormapOp: (_prefetch_tensormap, ("prefetch_tensormap",)),
+    TensormapPtrOp: (_tensormap_ptr, ()),
+    TensormapCopyOp: (_tensormap_copy, ("tensormap_copy",)),
+    TensormapReplaceOp: (_tensormap_replace, ("tensormap_replace",)),
+    FenceTensormapAcquireOp: (_fence_tensormap_acquire, ("fence_tensormap_acquire",)),
+    FenceTensormapReleaseOp: (_fence_tensormap_release, ("fence_tensormap_release",)),
+    CpFenceTensormapReleaseOp: (_cp_fence_tensormap_release, ("cp_fence_tensormap_release",)),
+    BulkCommitGroupOp: (_bulk_commit_group, ("tma_store_arrive",)),
+    BulkWaitGroupOp: (_bulk_wait_group, ("tma_store_wait",)),
     CopyBulkTensorTileG2SOp: (_tma_load_tile, ("tma_load",)),
     CopyBulkTensorTileG2SMulticastOp: (_tma_load_multicast, ("tma_load",)),
     CopyBulkTensorIm2colG2SOp: (_tma_load_im2col, ("tma_load_im2col",)),

@@ -17,7 +17,7 @@ import mlir_dialects as md
 
 from ...core.int_tuple import product
 from ...errors import TraceError
-from ...nvgpu.warp import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
+from ...nvgpu.warp.ops import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor

@@ -17,9 +17,9 @@ from typing import Any
 import mlir_dialects as md
 
 from ...errors import TraceError
-from ...nvgpu import device_ops as dops
-from ...nvgpu.warpgroup.descriptor import GmmaDescriptor
-from ...nvgpu.warpgroup.mma import MmaF16BF16Op
+from ...nvgpu.sync import WgmmaCommitGroupOp, WgmmaFenceOp, WgmmaMmaAsyncOp, WgmmaWaitGroupOp
+from ...nvgpu.warpgroup.desc import GmmaDescriptor
+from ...nvgpu.warpgroup.ops import MmaF16BF16Op
 from ...nvgpu.warpgroup.operands import OperandSource
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
@@ -146,7 +146,7 @@ def _gemm(b, op, D, A, B, C, accumulate=True):
         count = op.shape_mnk[1] // 2
         for i, v in enumerate(_fragment(C, op.acc_dtype, count, f"{what}: C")):
             D[i] = v
-    _mma_async(b, dops.WgmmaMmaAsyncOp(op), acc=D, a_operand=a, b_operand=_one_descriptor(B, f"{what}: B"),
+    _mma_async(b, WgmmaMmaAsyncOp(op), acc=D, a_operand=a, b_operand=_one_descriptor(B, f"{what}: B"),
                accumulate=accumulate)
 
 
@@ -159,9 +159,9 @@ def _one_descriptor(t, what):
 
 # op class -> (its entry, the dialect ops the entry builds)
 ENTRIES = {
-    dops.WgmmaFenceOp: (_fence, ("wgmma_fence",)),
-    dops.WgmmaCommitGroupOp: (_commit_group, ("wgmma_commit_group",)),
-    dops.WgmmaWaitGroupOp: (_wait_group, ("wgmma_wait_group",)),
-    dops.WgmmaMmaAsyncOp: (_mma_async, ("wgmma_mma_async",)),
+    WgmmaFenceOp: (_fence, ("wgmma_fence",)),
+    WgmmaCommitGroupOp: (_commit_group, ("wgmma_commit_group",)),
+    WgmmaWaitGroupOp: (_wait_group, ("wgmma_wait_group",)),
+    WgmmaMmaAsyncOp: (_mma_async, ("wgmma_mma_async",)),
     MmaF16BF16Op: (_gemm, ("wgmma_mma_async",)),
 }

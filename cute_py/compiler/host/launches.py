@@ -21,7 +21,7 @@ from typing import Any
 from ...core.symbolic import SymInt, sym_leaves
 from ...core.valued import ValuedInt
 from ...errors import ArgumentError, JitError, TraceError, user_location
-from ...nvgpu.cpasync import TmaCopyAtom
+from ...nvgpu.tma.atom import TmaCopyAtom
 from ...tensor.dtypes import Scalar
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor

@@ -24,7 +24,7 @@ from ..cache import deps as _deps
 from ...errors import TraceError, user_location
 
 if TYPE_CHECKING:
-    from ...nvgpu.cpasync import TmaCopyAtom
+    from ...nvgpu.tma.atom import TmaCopyAtom
 
 __all__ = ["KernelBuilder", "Scope", "current", "active", "current_scope", "DESC_PARAM",
            "SMEM_SYMBOL", "SMEM_BASE_ALIGN"]

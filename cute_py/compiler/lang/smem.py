@@ -47,7 +47,7 @@ _NOT_MBARRIER = ("tensor", "array", "field")  # kinds of allocation an mbarrier 
 
 def smem_alignment_of(layout: Layout | ComposedLayout, dtype: DType) -> int:
     """The byte alignment a TMA copy of a tile with ``layout`` (elements of ``dtype``) needs."""
-    from ...nvgpu.tma import tma_swizzle_of
+    from ...nvgpu.tma.desc import tma_swizzle_of
 
     return max(128, tma_swizzle_of(layout, dtype).smem_alignment)
 

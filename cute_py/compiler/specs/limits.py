@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ...errors import ArgumentError
 
 if TYPE_CHECKING:
-    from ...nvgpu.cpasync import TmaCopyAtom
+    from ...nvgpu.tma.atom import TmaCopyAtom
 
 __all__ = ["MAX_BLOCK_THREADS", "MAX_BLOCK_DIM", "MAX_GRID_DIM", "MAX_PORTABLE_CLUSTER", "MAX_CLUSTER",
            "MAX_SMEM_BYTES", "check_launch", "check_multicast"]

@@ -23,9 +23,9 @@ from ...core.int_tuple import fmt
 from ...core.layout import Layout
 from ...errors import CuteTypeError, CuteValueError
 from ...tensor.pointer import AddressSpace, Pointer
-from ..smem_atoms import element_bits
-from .descriptor import GmmaDescriptor, GmmaLayoutError, make_gmma_desc
+from .desc import GmmaDescriptor, GmmaLayoutError, make_gmma_desc
 from .operands import OperandMajorMode
+from .smem import element_bits
 
 __all__ = ["GmmaDescriptorTensor", "make_descriptor_fragment"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ... import device
 from ...errors import DeviceOnlyError
-from ..device_ops import WgmmaCommitGroupOp, WgmmaFenceOp, WgmmaWaitGroupOp
-from .mma import WgmmaShapeError
+from ..sync import WgmmaCommitGroupOp, WgmmaFenceOp, WgmmaWaitGroupOp
+from .ops import WgmmaShapeError
 
 __all__ = ["fence", "commit_group", "wait_group"]
 

@@ -40,15 +40,15 @@ import enum
 import operator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .. import device
-from ..core.int_tuple import DynamicInt
-from ..core.layout import Layout
-from ..core.swizzle import Swizzle
-from ..errors import CuteTypeError, CuteValueError, DeviceOnlyError, RankError
-from ..tensor.offsets import widen_value
-from ..tensor.pointer import AddressSpace, Pointer
-from ..tensor.tensor import Tensor
-from .device_ops import CpAsyncTileCopyOp
+from ... import device
+from ...core.int_tuple import DynamicInt
+from ...core.layout import Layout
+from ...core.swizzle import Swizzle
+from ...errors import CuteTypeError, CuteValueError, DeviceOnlyError, RankError
+from ...tensor.offsets import widen_value
+from ...tensor.pointer import AddressSpace, Pointer
+from ...tensor.tensor import Tensor
+from ..sync import CpAsyncTileCopyOp
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

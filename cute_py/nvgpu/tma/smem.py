@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.algebra import composition
-from ..core.inverse import right_inverse
-from ..core.basis import ScaledBasis, basis_get
-from ..core.composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
-from ..errors import CuteError
-from ..core.int_tuple import flatten, fmt, product
-from ..core.coalescing import coalesce
-from ..core.layout import Layout
-from ..core.tiling import logical_divide, tile_to_shape
-from .tma import TmaError
+from ...core.algebra import composition
+from ...core.inverse import right_inverse
+from ...core.basis import ScaledBasis, basis_get
+from ...core.composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
+from ...errors import CuteError
+from ...core.int_tuple import flatten, fmt, product
+from ...core.coalescing import coalesce
+from ...core.layout import Layout
+from ...core.tiling import logical_divide, tile_to_shape
+from .desc import TmaError
 
 if TYPE_CHECKING:
-    from ..atom import CopyAtom
-    from ..core.composed import ComposedLayout
+    from ...atom import CopyAtom
+    from ...core.composed import ComposedLayout
 
 __all__ = ["value_layout", "check_smem_instructions", "check_same_tile", "check_store_targets"]
 

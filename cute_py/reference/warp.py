@@ -4,7 +4,7 @@ A warp instruction is executed for all 32 lanes at once; operands are per-lane a
 (lane, value), the values of a lane in the order of its registers (the first element in a register's
 low half first).  The lane/element maps below are written from the PTX ISA's fragment descriptions
 (``groupID = lane / 4``, ``threadID_in_group = lane % 4``), independently of the CuTe layouts of
-:mod:`cute_py.nvgpu.warp`; the tests check that both agree.
+:mod:`cute_py.nvgpu.warp.ops`; the tests check that both agree.
 
 - :func:`mma_sync`: ``mma.sync.aligned.m16n8k{8,16}.row.col``: ``D = A * B + C``, products and sums in
   float32 (Float16 accumulators are rounded to float16 at the end);
@@ -21,13 +21,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import CuteValueError
+from ..core.int_tuple import product
+from ..core.layout import Layout
+from ..errors import CuteValueError
+from ..nvgpu.warp.ops import LdMatrix8x8x16bOp, StMatrix8x8x16bOp
+from ..tensor.engines import ArrayEngine
+from ..tensor.tensor import Tensor
 
 if TYPE_CHECKING:
-    from .mma import TiledMma
-    from .nvgpu.warp import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
+    from ..mma import TiledMma
+    from ..nvgpu.warp.ops import MmaF16BF16Op
 
-__all__ = ["mma_a_coord", "mma_b_coord", "mma_c_coord", "mma_sync", "ldmatrix", "stmatrix", "run_tiled_mma"]
+__all__ = ["mma_a_coord", "mma_b_coord", "mma_c_coord", "mma_sync", "ldmatrix", "stmatrix", "run_tiled_mma", "ENTRIES"]
 
 
 def mma_a_coord(k: int, lane: int, i: int) -> tuple[int, int]:
@@ -116,8 +121,6 @@ def stmatrix(op: StMatrix8x8x16bOp, smem: np.ndarray, row_addr: np.ndarray, valu
 
 def _gather(t):
     """The values of a host tensor in its flat order."""
-    from .core.int_tuple import product
-
     return np.array([t[i] for i in range(product(t.layout.shape))])
 
 
@@ -135,11 +138,6 @@ def run_tiled_mma(tiled_mma: TiledMma, A: np.ndarray, B: np.ndarray, C: np.ndarr
     """``D`` of one tile of ``tiled_mma`` (an op of :func:`mma_sync`): ``A`` ``(M, K)``, ``B`` ``(N, K)``, ``C``
     ``(M, N)``, each thread's fragments taken by ``partition_A/B/C`` of a column-major view of the tile, each
     instruction executed over the lanes of its warp, ``D`` written back through ``partition_C``."""
-    from .core.layout import Layout
-    from .core.int_tuple import product
-    from .tensor.tensor import Tensor
-    from .tensor.engines import ArrayEngine
-
     M, K = A.shape
     N = B.shape[0]
     if B.shape[1] != K or C.shape != (M, N):
@@ -176,3 +174,7 @@ def run_tiled_mma(tiled_mma: TiledMma, A: np.ndarray, B: np.ndarray, C: np.ndarr
         for (v, m, n), x in acc[t].items():
             D[views[t][2]((v, m, n))] = x
     return D.reshape((M, N), order="F")
+
+
+# one instruction of each copy op of the unit: the function that executes it
+ENTRIES = {LdMatrix8x8x16bOp: ldmatrix, StMatrix8x8x16bOp: stmatrix}

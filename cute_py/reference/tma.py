@@ -1,10 +1,8 @@
-"""CPU (numpy) execution of every copy atom, with the hardware's semantics.
+"""CPU (numpy) execution of the TMA unit, with the hardware's semantics.
 
-Memory is modelled as numpy arrays: global memory as a flat array of elements,
-each CTA's shared memory as a flat ``uint8`` array.  The functions here do what
-the instructions do:
+Memory is modelled as numpy arrays: global memory as a flat array of elements, each CTA's shared memory as a
+flat ``uint8`` array.  The functions here do what the instructions do:
 
-- :func:`cp_async`: copy ``cp_size`` bytes; bytes past ``src_size`` are zero-filled;
 - :func:`tma_load`: read the descriptor's box at TMA coordinates (out-of-bounds
   elements read as zero) into shared memory, box element ``k`` at byte
   ``swizzle(smem_byte + k * element_bytes)`` (the swizzle acts on the byte address);
@@ -13,8 +11,7 @@ the instructions do:
 - :func:`tma_load_im2col`: the im2col-mode load (pixels of a bounding-box traversal, channels per pixel,
   zeros outside the tensor; see :func:`im2col_box_elements`);
 - :func:`tma_store` / :func:`tma_reduce`: the reverse, writing (or reducing with
-  add, min, max, inc, dec, and, or, xor) only in-bounds elements;
-- :func:`dsmem_store`: ``st.async`` into a peer CTA's shared memory, with complete_tx.
+  add, min, max, inc, dec, and, or, xor) only in-bounds elements.
 
 :func:`run_tma_copy` runs a whole tiled copy gmem -> smem -> gmem on the CPU from the
 objects a user builds (atoms, TMA tensors, ``tma_partition``), every CTA and stage.
@@ -27,33 +24,29 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .core.composed import smem_element_layout
-from .errors import CuteTypeError, CuteValueError
-from .core.int_tuple import ceil_div, product, product_each
-from .core.layout import Layout
-from .core.modes import group_modes
-from .atom import CopyUniversalOp
-from .nvgpu.copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
-                             CopyBulkTensorTileS2GOp, CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp,
-                             ReductionOp)
-from .nvgpu.cpasync import tma_partition
-from .nvgpu.tma import TmaSwizzle
-from .core.swizzle import Swizzle
-from .tensor.tensor import Tensor
-from .tensor.engines import ArrayEngine
-from .tensor.partition import local_tile
-from .core.typing import Shape
+from ..core.coords import idx2crd
+from ..core.int_tuple import product, product_each
+from ..core.layout import Layout
+from ..core.modes import group_modes
+from ..core.swizzle import Swizzle
+from ..core.typing import Shape
+from ..errors import CuteTypeError, CuteValueError
+from ..nvgpu.tma.atom import tma_partition
+from ..nvgpu.tma.desc import TmaSwizzle
+from ..nvgpu.tma.ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
+                             CopyBulkTensorTileS2GOp, CopyReduceBulkTensorTileS2GOp, ReductionOp)
+from ..tensor.partition import local_tile
+from ..tensor.tensor import Tensor, make_identity_tensor
+from .common import byte_view, in_bounds, smem_tile, smem_tile_bytes, tile_coords, tile_grid
+from .sync import MBarrier
 
 if TYPE_CHECKING:
-    from .atom import TiledCopy
-    from .core.composed import ComposedLayout
-    from .nvgpu.cpasync import TmaCopyAtom
-    from .nvgpu.tma import TmaDescriptor
-    from .nvgpu.tma_im2col import Im2colDescriptor
+    from ..core.composed import ComposedLayout
+    from ..nvgpu.tma.atom import TmaCopyAtom
+    from ..nvgpu.tma.desc import TmaDescriptor
+    from ..nvgpu.tma.im2col import Im2colDescriptor
 
 __all__ = [
-    "MBarrier",
-    "cp_async",
     "tma_load",
     "tma_load_im2col",
     "im2col_box_elements",
@@ -61,70 +54,12 @@ __all__ = [
     "tma_reduce",
     "box_gmem_bytes",
     "tma_instructions",
-    "dsmem_store",
     "run_tma_copy",
-    "run_cp_async_copy",
-    "universal_copy",
-    "REFERENCE",
+    "ENTRIES",
 ]
 
 _BYTE_SWIZZLE = {TmaSwizzle.NONE: None, TmaSwizzle.B32: Swizzle(1, 4, 3),
                  TmaSwizzle.B64: Swizzle(2, 4, 3), TmaSwizzle.B128: Swizzle(3, 4, 3)}
-
-
-class MBarrier:
-    """An mbarrier: pending arrivals and transaction bytes of the current phase."""
-
-    def __init__(self, count: int = 1) -> None:
-        self.count = count
-        self.pending = count
-        self.tx = 0
-        self.phase = 0
-
-    def expect_tx(self, nbytes: int) -> None:
-        self.tx += nbytes
-
-    def arrive(self, n: int = 1) -> None:
-        self.pending -= n
-        self._maybe_flip()
-
-    def arrive_and_expect_tx(self, nbytes: int) -> None:
-        self.tx += nbytes
-        self.arrive()
-
-    def complete_tx(self, nbytes: int) -> None:
-        self.tx -= nbytes
-        if self.tx < 0:
-            raise CuteValueError(f"mbarrier received {-self.tx} more transaction bytes than expected")
-        self._maybe_flip()
-
-    def _maybe_flip(self):
-        if self.pending <= 0 and self.tx == 0:
-            self.phase ^= 1
-            self.pending = self.count
-
-    def try_wait(self, parity: int) -> bool:
-        """True once the phase with this parity has completed."""
-        return self.phase != parity
-
-
-def _bytes(a):
-    return a.view(np.uint8).reshape(-1)
-
-
-def cp_async(src: np.ndarray, src_byte: int, dst: np.ndarray, dst_byte: int, cp_size: int,
-             src_size: int | None = None) -> None:
-    """``cp.async``: copy ``cp_size`` bytes from ``src`` to ``dst`` (bytes past ``src_size`` become 0)."""
-    if cp_size not in (4, 8, 16):
-        raise CuteValueError(f"cp.async copies 4, 8 or 16 bytes, not {cp_size}")
-    if src_byte % cp_size or dst_byte % cp_size:
-        raise CuteValueError(f"cp.async addresses must be {cp_size}-byte aligned (src {src_byte}, dst {dst_byte})")
-    n = cp_size if src_size is None else src_size
-    if not 0 <= n <= cp_size:
-        raise CuteValueError(f"src_size must be in 0..{cp_size}, got {n}")
-    s, d = _bytes(src), _bytes(dst)
-    d[dst_byte:dst_byte + n] = s[src_byte:src_byte + n]
-    d[dst_byte + n:dst_byte + cp_size] = 0
 
 
 def _box_walk(desc, crd):
@@ -200,7 +135,7 @@ def tma_load(desc: TmaDescriptor, gmem: np.ndarray, crd: Sequence[int], smem: np
     targets = mcast if mcast is not None else [smem]
     bars = mbar if isinstance(mbar, list) else [mbar] * len(targets)
     for s, bar in zip(targets, bars):
-        sb = _bytes(s)
+        sb = byte_view(s)
         if dst_idx.max(initial=-1) >= sb.size:
             raise CuteValueError(f"the TMA box ends beyond shared memory ({dst_idx.max() + 1} > {sb.size} bytes)")
         sb[dst_idx] = values.view(np.uint8)
@@ -263,7 +198,7 @@ def tma_load_im2col(desc: Im2colDescriptor, gmem: np.ndarray, crd: Sequence[int]
     ok = elems >= 0
     values[ok] = g[elems[ok]]
     dst_idx = _smem_bytes(desc, smem_byte, elems.size)
-    sb = _bytes(smem)
+    sb = byte_view(smem)
     if dst_idx.max(initial=-1) >= sb.size:
         raise CuteValueError(f"the TMA box ends beyond shared memory ({dst_idx.max() + 1} > {sb.size} bytes)")
     sb[dst_idx] = values.view(np.uint8)
@@ -273,7 +208,7 @@ def tma_load_im2col(desc: Im2colDescriptor, gmem: np.ndarray, crd: Sequence[int]
 
 def _gather_smem(desc, smem, smem_byte, n, dtype):
     idx = _smem_bytes(desc, smem_byte, n)
-    sb = _bytes(smem)
+    sb = byte_view(smem)
     if idx.size and idx.max() >= sb.size:
         raise CuteValueError(f"the TMA box ends beyond shared memory ({idx.max() + 1} > {sb.size} bytes)")
     return sb[idx].copy().view(dtype)
@@ -337,72 +272,18 @@ def tma_reduce(desc: TmaDescriptor, smem: np.ndarray, smem_byte: int, crd: Seque
     g[index[spill]] = _reduce(kind, g[index[spill]], vals[spill], dtype)
 
 
-def dsmem_store(value_bytes: bytes | bytearray | memoryview, dst_smem: np.ndarray, dst_byte: int,
-                mbar: MBarrier | None = None) -> None:
-    """``st.async`` of ``value_bytes`` (4, 8 or 16) into a peer CTA's smem, completing that many tx bytes."""
-    data = np.frombuffer(bytes(value_bytes), dtype=np.uint8)
-    if data.size not in (4, 8, 16):
-        raise CuteValueError(f"st.async stores 4, 8 or 16 bytes, not {data.size}")
-    if dst_byte % data.size:
-        raise CuteValueError(f"st.async needs a {data.size}-byte aligned address, got byte {dst_byte}")
-    _bytes(dst_smem)[dst_byte:dst_byte + data.size] = data
-    if mbar is not None:
-        mbar.complete_tx(data.size)
-
-
-def universal_copy(src: np.ndarray, src_byte: int, dst: np.ndarray, dst_byte: int, nbytes: int) -> None:
-    """A plain load and store of ``nbytes`` (``CopyUniversalOp``): the bytes at ``src_byte`` to ``dst_byte``."""
-    _bytes(dst)[dst_byte:dst_byte + nbytes] = _bytes(src)[src_byte:src_byte + nbytes]
-
-
-# One instruction of each copy op: the function that executes it (the kernel compiler's emission table and
-# the dialect's lowering rules are the other two tables keyed the same way).
-REFERENCE = {
-    CopyUniversalOp: universal_copy,
-    CopyG2SOp: cp_async,
+# one instruction of each copy op of the unit: the function that executes it (the kernel compiler's emission
+# table and the dialect's lowering rules are the other two tables keyed the same way)
+ENTRIES = {
     CopyBulkTensorTileG2SOp: tma_load,
     CopyBulkTensorTileG2SMulticastOp: tma_load,  # with its ``mcast`` argument
     CopyBulkTensorIm2colG2SOp: tma_load_im2col,
     CopyBulkTensorTileS2GOp: tma_store,
     CopyReduceBulkTensorTileS2GOp: tma_reduce,  # with the op's ``reduction_kind``
-    CopyDsmemStoreOp: dsmem_store,
 }
 
 
 # -- whole tiled copies --------------------------------------------------------------------------
-
-
-def _grid(shape, tiler):
-    t = product_each(tiler) if isinstance(tiler, tuple) else (tiler,)
-    s = product_each(shape)
-    return tuple(ceil_div(a, b) for a, b in zip(s, t))
-
-
-def _coords(grid):
-    n = product(grid)
-    for i in range(n):
-        c, r = [], i
-        for g in grid:
-            c.append(r % g)
-            r //= g
-        yield tuple(c)
-
-
-def _smem_tensor(layout, dtype, nbytes):
-    # a shared-memory tile (a buffer aligned to any swizzle) as a host tensor: a byte-swizzled layout becomes
-    # the function of element offsets the hardware's swizzle gives there
-    buf = np.zeros(nbytes, dtype=np.uint8)
-    view = buf.view(dtype.numpy_dtype or dtype.storage_dtype)
-    return buf, Tensor(ArrayEngine(view, 0, dtype), smem_element_layout(layout, dtype.width))
-
-
-def _tile_bytes(layout, dtype):
-    from .core.layout import cosize
-
-    layout = smem_element_layout(layout, dtype.width)
-    outer = getattr(layout, "outer", layout)
-    n = (cosize(outer) + getattr(layout, "offset", 0)) * dtype.width // 8
-    return -(-n // 1024) * 1024
 
 
 def _iters(layout):
@@ -435,8 +316,6 @@ def _first(t, k, j):
 
 
 def _rest_coord(rest, j):
-    from .core.coords import idx2crd
-
     if not rest:
         return ()
     c = idx2crd(j, rest)
@@ -472,13 +351,13 @@ def run_tma_copy(src: np.ndarray, dst: np.ndarray, load_atom: TmaCopyAtom, load_
     """
     dtype = load_atom.dtype
     rank = len(cta_tiler) if isinstance(cta_tiler, tuple) else 1
-    grid = _grid(load_tensor.shape, cta_tiler)
-    nbytes = _tile_bytes(smem_layout, dtype)
+    grid = tile_grid(load_tensor.shape, cta_tiler)
+    nbytes = smem_tile_bytes(smem_layout, dtype)
     box_bytes = product(load_atom.descriptor.box_dims) * load_atom.descriptor.dtype.width // 8
     tiles = 0
-    for coord in _coords(grid):
+    for coord in tile_coords(grid):
         gA = local_tile(load_tensor, cta_tiler, coord)
-        bufs, tensors = zip(*(_smem_tensor(smem_layout, dtype, nbytes) for _ in range(num_multicast)))
+        bufs, tensors = zip(*(smem_tile(smem_layout, dtype, nbytes) for _ in range(num_multicast)))
         bars = [MBarrier(1) for _ in range(num_multicast)]
         tile_bytes = product(product_each(load_atom.smem_layout.shape)) * dtype.width // 8
         for b in bars:
@@ -498,7 +377,7 @@ def run_tma_copy(src: np.ndarray, dst: np.ndarray, load_atom: TmaCopyAtom, load_
             _verify_tile(tensors[0], src, gmem_layout, cta_tiler, coord)
         gB = local_tile(store_tensor, cta_tiler, coord)
         tBsB, tBgB = tma_partition(store_atom, 0, Layout(1), group_modes(tensors[0], 0, rank), group_modes(gB, 0, rank))
-        store = REFERENCE[type(store_atom.op)]  # tma_store, or tma_reduce (reducing into dst with the op's kind)
+        store = ENTRIES[type(store_atom.op)]  # tma_store, or tma_reduce (reducing into dst with the op's kind)
         kind = (store_atom.op.reduction_kind,) if isinstance(store_atom.op, CopyReduceBulkTensorTileS2GOp) else ()
         for crd, smem_byte in tma_instructions(store_atom, tBsB, tBgB):
             store(store_atom.descriptor, bufs[0], smem_byte, crd, dst, *kind)
@@ -507,81 +386,12 @@ def run_tma_copy(src: np.ndarray, dst: np.ndarray, load_atom: TmaCopyAtom, load_
 
 
 def _verify_tile(s_tile, src, gmem_layout, cta_tiler, coord):
-    from .tensor.tensor import make_identity_tensor
-
     ident = local_tile(make_identity_tensor(gmem_layout.shape), cta_tiler, coord)
     flat = src.reshape(-1).view(s_tile.engine.array.dtype)
     shape = gmem_layout.shape if isinstance(gmem_layout.shape, tuple) else (gmem_layout.shape,)
     for i in range(product(ident.shape)):
         c = ident[i]
-        want = flat[gmem_layout(c)] if _inside(c, shape) else 0
+        want = flat[gmem_layout(c)] if in_bounds(c, shape) else 0
         got = s_tile[i]
         if got != want:
             raise CuteValueError(f"tile {coord}: smem holds {got} at tile element {i} (gmem {c}), expected {want}")
-
-
-def run_cp_async_copy(src: np.ndarray, dst: np.ndarray, tiled_copy: TiledCopy, gmem_layout: Layout,
-                      smem_layout: Layout | ComposedLayout, cta_tiler: Shape) -> int:
-    """Copy ``src`` into ``dst`` (flat numpy gmem buffers over ``gmem_layout``) tile by tile: cp.async
-    gmem -> smem with ``tiled_copy`` (every thread, every vector), then plain stores smem -> gmem.
-
-    Vectors of partial edge tiles copy their in-bounds prefix and zero-fill the rest
-    (``src_size``); wholly out-of-bounds vectors are zero-filled from a valid address.
-    Returns the number of tiles.
-    """
-    from .tensor.tensor import make_identity_tensor
-
-    atom = tiled_copy.atom
-    dtype, eb = atom.dtype, atom.dtype.width // 8
-    vec_bytes = atom.num_bits // 8
-    shape = gmem_layout.shape if isinstance(gmem_layout.shape, tuple) else (gmem_layout.shape,)
-    store = dtype.numpy_dtype or dtype.storage_dtype
-    g_src = Tensor(ArrayEngine(src.reshape(-1).view(store), 0, dtype), gmem_layout)
-    g_dst = Tensor(ArrayEngine(dst.reshape(-1).view(store), 0, dtype), gmem_layout)
-    ident = make_identity_tensor(gmem_layout.shape)
-    tiles = 0
-    for coord in _coords(_grid(gmem_layout.shape, cta_tiler)):
-        buf, s_tile = _smem_tensor(smem_layout, dtype, _tile_bytes(smem_layout, dtype))
-        g_tile, c_tile = local_tile(g_src, cta_tiler, coord), local_tile(ident, cta_tiler, coord)
-        for t in range(tiled_copy.size):
-            thr = tiled_copy.get_slice(t)
-            t_s, t_d, t_c = thr.partition_S(g_tile), thr.partition_D(s_tile), thr.partition_S(c_tile)
-            v = product(t_s.layout.shape[0])
-            for i in range(product(t_s.layout.shape) // v):
-                first = _vec_coord(t_s.layout, 0, i)
-                inside = [_inside(t_c[_vec_coord(t_c.layout, j, i)], shape) for j in range(v)]
-                k = inside.index(False) if False in inside else v
-                if any(inside[k:]):
-                    raise CuteValueError("a cp.async vector whose in-bounds elements are not a prefix cannot be predicated")
-                src_byte = (t_s.engine.offset + t_s.layout(first)) * eb if k else 0
-                dst_byte = (t_d.engine.offset + t_d.layout(_vec_coord(t_d.layout, 0, i))) * eb
-                cp_async(src, src_byte, buf, dst_byte, vec_bytes, min(k * eb, vec_bytes))
-        for j in range(product(c_tile.shape)):
-            c = c_tile[j]
-            if _inside(c, shape):
-                g_dst[tuple(c) if isinstance(c, tuple) else c] = s_tile[j]
-        tiles += 1
-    return tiles
-
-
-def _vec_coord(layout, j, i):
-    # coordinate (j, rest index i) of a partitioned (V, rest...) layout
-    from .core.coords import idx2crd
-
-    shape = layout.shape
-    rest = shape[1:]
-    rc = idx2crd(i, rest) if rest else ()
-    return (j,) + (rc if type(rc) is tuple else (rc,))
-
-
-def _inside(c, shape):
-    c = tuple(c) if isinstance(c, tuple) else (c,)
-    return all(0 <= x < y for x, y in zip(c, shape))
-
-
-# the warp-level ldmatrix / stmatrix (their CPU semantics are in :mod:`cute_py.reference_warp`)
-from .nvgpu.warp import LdMatrix8x8x16bOp, StMatrix8x8x16bOp  # noqa: E402
-from .reference_warp import ldmatrix, stmatrix  # noqa: E402
-
-REFERENCE[LdMatrix8x8x16bOp] = ldmatrix
-REFERENCE[StMatrix8x8x16bOp] = stmatrix

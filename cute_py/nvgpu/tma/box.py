@@ -18,21 +18,21 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..core.algebra import composition
-from ..core.inverse import right_inverse
-from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
-from ..core.symbolic import SymInt
-from ..errors import CuteTypeError
-from ..core.int_tuple import flatten, product
-from ..core.coalescing import coalesce
-from ..core.layout import Layout, make_layout_unchecked
-from ..core.recast import recast_layout
-from ..core.typing import Int, Shape, Stride
-from ..tensor.fake import value_of
-from .tma import TmaDescriptor, TmaError, TmaSwizzle
+from ...core.algebra import composition
+from ...core.inverse import right_inverse
+from ...core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
+from ...core.symbolic import SymInt
+from ...errors import CuteTypeError
+from ...core.int_tuple import flatten, product
+from ...core.coalescing import coalesce
+from ...core.layout import Layout, make_layout_unchecked
+from ...core.recast import recast_layout
+from ...core.typing import Int, Shape, Stride
+from ...tensor.fake import value_of
+from .desc import TmaDescriptor, TmaError, TmaSwizzle
 
 if TYPE_CHECKING:
-    from ..tensor.dtypes import DType
+    from ...tensor.dtypes import DType
 
 __all__ = ["construct_tma_gbasis", "make_tma_desc", "tile_extents", "dim_parts", "exact_dim"]
 

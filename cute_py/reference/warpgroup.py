@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import CuteValueError
+from ..errors import CuteValueError
 
-__all__ = ["decode_desc", "wgmma_operand", "wgmma", "c_fragment_coord"]
+__all__ = ["decode_desc", "wgmma_operand", "wgmma", "c_fragment_coord", "ENTRIES"]
 
 _UNITS = {0: 1, 1: 8, 2: 4, 3: 2}       # layout type -> 16-byte units per swizzle row
 _SWIZZLE_BITS = {0: 0, 1: 3, 2: 2, 3: 1}
@@ -87,3 +87,7 @@ def wgmma(smem: np.ndarray, desc_a: int, desc_b: int, acc: np.ndarray | None, n:
             row, col = c_fragment_coord(thread, i)
             out[thread, i] = np.float32(out[thread, i] + d[row, col])
     return out
+
+
+# the unit has no copy op (``REFERENCE`` holds copies; :func:`wgmma` executes the MMA)
+ENTRIES: dict = {}

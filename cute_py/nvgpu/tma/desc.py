@@ -4,25 +4,27 @@ reaches the driver.
 The :class:`TmaDescriptor` is pure data (element type, dims, byte strides, box, element
 strides, interleave, swizzle, L2 promotion, OOB fill, and whether TMA stores or reductions use
 it); ``validate()`` raises a :class:`TmaError` naming the rule and values, ``encode()`` calls
-``cuTensorMapEncodeTiled`` through cuda-python. How a box is derived from layouts is in
-:mod:`cute_py.nvgpu.tma_box`.
+``cuTensorMapEncodeTiled`` through cuda-python (:func:`encode_tiled`; :func:`encode_im2col` encodes an im2col
+descriptor). The driver is imported only when a descriptor is encoded, and needs cuda-python and a CUDA driver.
+How a box is derived from layouts is in :mod:`cute_py.nvgpu.tma.box`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from ..core.composed import get_swizzle_portion, smem_byte_swizzle
-from ..tensor.dtypes import DType
-from ..errors import CuteValueError, TmaError
-from ..core.int_tuple import product
-from ..core.symbolic import SymInt
+from ...core.composed import get_swizzle_portion, smem_byte_swizzle
+from ...core.int_tuple import product
+from ...core.symbolic import SymInt
+from ...errors import CuteValueError, DriverUnavailable, TmaEncodeError, TmaError
+from ...tensor.dtypes import DType
 
 if TYPE_CHECKING:
-    from ..core.composed import ComposedLayout
-    from ..core.layout import Layout
+    from ...core.composed import ComposedLayout
+    from ...core.layout import Layout
 
 __all__ = [
     "TmaError",
@@ -34,6 +36,11 @@ __all__ = [
     "tma_swizzle_of",
     "BYTES_PER_TENSORMAP",
     "TENSORMAP_ALIGNMENT",
+    "encode_tiled",
+    "encode_im2col",
+    "driver_module",
+    "DriverUnavailable",
+    "TmaEncodeError",
 ]
 
 BYTES_PER_TENSORMAP = 128
@@ -245,6 +252,91 @@ class TmaDescriptor:
 
     def encode(self, address: int | None = None) -> bytes:
         """The 128-byte ``CUtensorMap`` (bytes) from the driver, for the gmem ``address`` (device pointer)."""
-        from .encode import encode_tiled
-
         return encode_tiled(self.validate(), self.global_address if address is None else address)
+
+
+# -- encoding with the CUDA driver (cuda-python) ----------------------------------------------------------
+
+# CUtensorMapDataType values by element type name
+_DATA_TYPE = {
+    "Boolean": "UINT8", "Uint8": "UINT8", "Int8": "UINT8", "Float8E4M3FN": "UINT8", "Float8E5M2": "UINT8",
+    "Uint16": "UINT16", "Int16": "UINT16",
+    "Uint32": "UINT32", "Int32": "INT32", "Uint64": "UINT64", "Int64": "INT64",
+    "Float16": "FLOAT16", "BFloat16": "BFLOAT16", "Float32": "FLOAT32", "TFloat32": "TFLOAT32",
+    "Float64": "FLOAT64",
+}
+
+
+def driver_module() -> ModuleType:
+    """cuda-python's driver bindings (``cuda.bindings.driver`` or the older ``cuda.cuda``)."""
+    import importlib
+
+    for name in ("cuda.bindings.driver", "cuda.cuda"):  # cuda-python 12.x+ and its older layout
+        try:
+            return importlib.import_module(name)
+        except ImportError as e:
+            error = e
+    raise DriverUnavailable(f"encoding a TMA descriptor needs cuda-python ({error})")
+
+
+def _check(driver, result, what, error=DriverUnavailable):
+    if result != driver.CUresult.CUDA_SUCCESS:
+        name = driver.cuGetErrorName(result)[1]
+        raise error(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
+
+
+def _prologue(desc, address):
+    # the driver module and the enum values shared by the tiled and im2col encoders
+    if address is None:
+        raise CuteValueError("encoding a TMA descriptor needs the tensor's device address")
+    if address % 16:
+        raise CuteValueError(f"the global address {address:#x} must be 16-byte aligned")
+    driver = driver_module()
+    (err,) = driver.cuInit(0)
+    _check(driver, err, "cuInit")
+    dt = getattr(driver.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + _DATA_TYPE[desc.dtype.name])
+    sw = getattr(driver.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + ("NONE" if desc.swizzle.value == 0 else f"{desc.swizzle.span}B"))
+    l2 = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if desc.l2_promotion.value == 0 else "L2_" + desc.l2_promotion.name[1:] + "B"))
+    oob = getattr(driver.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + desc.oob_fill.name)
+    return driver, dt, sw, l2, oob
+
+
+def _words(tmap):
+    return b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque)
+
+
+def encode_tiled(desc: Any, address: int | None) -> bytes:
+    """``cuTensorMapEncodeTiled`` for ``desc`` at device address ``address``; returns 128 bytes."""
+    driver, dt, sw, l2, oob = _prologue(desc, address)
+    il = getattr(driver.CUtensorMapInterleave, "CU_TENSOR_MAP_INTERLEAVE_" + ("NONE" if desc.interleave.value == 0 else desc.interleave.name[1:] + "B"))
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    # cuda-python passes an empty list as a null pointer, which the driver refuses even for rank 1 (where it
+    # reads no stride): give it one entry it ignores, the row's byte size rounded up to 16
+    row_bytes = (desc.global_dims[0] * desc.dtype.width + 7) // 8
+    strides = list(desc.global_strides) or [max(16, (row_bytes + 15) // 16 * 16)]
+    err, tmap = driver.cuTensorMapEncodeTiled(
+        dt, desc.rank, address,
+        [u64(x) for x in desc.global_dims], [u64(x) for x in strides],
+        [u32(x) for x in desc.box_dims], [u32(x) for x in desc.element_strides],
+        il, sw, l2, oob,
+    )
+    _check(driver, err, f"cuTensorMapEncodeTiled of {desc}", TmaEncodeError)
+    return _words(tmap)
+
+
+def encode_im2col(desc: Any, address: int | None) -> bytes:
+    """``cuTensorMapEncodeIm2col`` for ``desc`` (an :class:`~cute_py.nvgpu.tma.im2col.Im2colDescriptor`) at device
+    address ``address``; returns 128 bytes."""
+    driver, dt, sw, l2, oob = _prologue(desc, address)
+    il = driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    err, tmap = driver.cuTensorMapEncodeIm2col(
+        dt, desc.rank, address,
+        [u64(x) for x in desc.global_dims], [u64(x) for x in desc.global_strides],
+        list(desc.lower_corner), list(desc.upper_corner),
+        desc.channels_per_pixel, desc.pixels_per_column,
+        [u32(x) for x in desc.element_strides],
+        il, sw, l2, oob,
+    )
+    _check(driver, err, f"cuTensorMapEncodeIm2col of {desc}", TmaEncodeError)
+    return _words(tmap)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.int_tuple import DynamicInt, flatten, fmt, index_or_none, is_static, product
-from ..core.layout import cosize, Layout
-from ..core.modes import slice_and_offset
-from ..core.typing import Coord
-from ..errors import CuteTypeError, CuteValueError
-from ..tensor.dtypes import Int16
+from ...core.int_tuple import DynamicInt, flatten, fmt, index_or_none, is_static, product
+from ...core.layout import cosize, Layout
+from ...core.modes import slice_and_offset
+from ...core.typing import Coord
+from ...errors import CuteTypeError, CuteValueError
+from ...tensor.dtypes import Int16
 
 __all__ = ["make_layout_image_mask", "create_tma_multicast_mask", "MAX_MASK_BITS"]
 

@@ -1,82 +1,41 @@
-"""cp.async and TMA copy operations, ``make_tiled_tma_atom``, ``tma_partition`` and multicast masks.
+"""The TMA atom: ``make_tiled_tma_atom``, ``tma_partition`` and :class:`TmaCopyAtom`.
 
-The operations are frozen dataclasses.  ``make_tiled_tma_atom(op, gmem_tensor,
-smem_layout, cta_tiler, num_multicast)`` derives the TMA box as CuTe does and returns
-``(atom, tma_tensor)``: the atom carries the validated :class:`TmaDescriptor`, and
-``tma_tensor`` maps logical gmem coordinates to TMA coordinates through basis strides.
-The device-side helpers (descriptor prefetch, fences, low-level TMA forms) are
-defined in :mod:`cute_py.nvgpu.device_ops`.
+``make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast)`` derives the TMA box as
+CuTe does and returns ``(atom, tma_tensor)``: the atom carries the validated :class:`TmaDescriptor`, and
+``tma_tensor`` maps logical gmem coordinates to TMA coordinates through basis strides. The operations are in
+:mod:`cute_py.nvgpu.tma.ops`, the device-side helpers (descriptor prefetch, fences, low-level TMA forms) in
+:mod:`cute_py.nvgpu.forms`; the DSL reaches all of them as ``cute_py.nvgpu.cpasync``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..atom import CopyAtom
-from ..core.basis import make_identity_layout
-from ..core.composed import get_nonswizzle_portion
-from ..tensor.dtypes import dtype_of
-from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import DynamicInt, fmt, index_or_none, is_static, product
-from ..core.coalescing import coalesce
-from ..core.layout import cosize, Layout
-from ..core.algebra import composition
-from ..core.recast import assume_recastable, recast_exactness
-from ..core.typing import Coord, Shape, Stride, Tiler
-from ..tensor.pointer import AddressSpace, Pointer
-from ..tensor.tensor import Tensor
-from ..tensor.engines import CoordEngine
-from ..tensor.partition import domain_offset
-from . import copy_ops, device_ops
-from .multicast import create_tma_multicast_mask
-from .copy_ops import (CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp,
-                       CopyBulkTensorTileS2GOp, CopyDsmemStoreOp, CopyG2SOp, CopyReduceBulkTensorTileS2GOp, LoadCacheMode, ReductionOp, TmaOp,
-                       is_tma_op)
-from .device_ops import (BYTES_PER_POINTER, DeviceOnlyError, BYTES_PER_TENSORMAP, copy_tensormap,
-                         cp_async_gs, cp_async_gs_conditional, cp_async_shared_global, cp_fence_tma_desc_release,
-                         extract_tensormap_ptr, fence_tma_desc_acquire, fence_tma_desc_release, prefetch_descriptor,
-                         prefetch_tma_descriptor, tma_load, tma_store, tma_store_arrive, tma_store_wait,
-                         update_tma_descriptor)
-from ..tensor.fake import value_of
-from .tma import TmaDescriptor, TmaError, TmaSwizzle, tma_swizzle_of
-from .tile_copier import EvictionPolicy, GenericToSharedAsyncTileCopier, ThreadScope
-from .tma_box import construct_tma_gbasis, make_tma_desc, tile_extents
-from .tma_smem import check_same_tile, check_smem_instructions, check_store_targets, value_layout
+from ...atom import CopyAtom
+from ...core.algebra import composition
+from ...core.basis import make_identity_layout
+from ...core.coalescing import coalesce
+from ...core.composed import get_nonswizzle_portion
+from ...core.int_tuple import DynamicInt, fmt, index_or_none, is_static, product
+from ...core.layout import cosize, Layout
+from ...core.recast import assume_recastable, recast_exactness
+from ...core.typing import Coord, Shape, Stride, Tiler
+from ...errors import CuteTypeError, CuteValueError
+from ...tensor.dtypes import dtype_of
+from ...tensor.engines import CoordEngine
+from ...tensor.fake import value_of
+from ...tensor.partition import domain_offset
+from ...tensor.pointer import AddressSpace, Pointer
+from ...tensor.tensor import Tensor
+from .box import construct_tma_gbasis, make_tma_desc, tile_extents
+from .desc import TmaDescriptor, TmaError, tma_swizzle_of
+from .ops import CopyBulkTensorIm2colG2SOp, CopyBulkTensorTileS2GOp, TmaOp, is_tma_op
+from .smem import check_same_tile, check_smem_instructions, check_store_targets, value_layout
 
 if TYPE_CHECKING:
-    from ..core.composed import ComposedLayout
+    from ...core.composed import ComposedLayout
 
-__all__ = [n for n in copy_ops.__all__ if n not in ("TmaOp", "COPY_OP_CLASSES")] + [
-    "TmaCopyAtom",
-    "make_tiled_tma_atom",
-    "tma_partition",
-    "create_tma_multicast_mask",
-    "TmaDescriptor",
-    "TmaError",
-    "TmaSwizzle",
-    "GenericToSharedAsyncTileCopier",
-    "EvictionPolicy",
-    "ThreadScope",
-    # the low-level builtins (the instruction classes behind them stay in device_ops)
-    "BYTES_PER_POINTER",
-    "BYTES_PER_TENSORMAP",
-    "DeviceOnlyError",
-    "copy_tensormap",
-    "cp_async_gs",
-    "cp_async_gs_conditional",
-    "cp_async_shared_global",
-    "cp_fence_tma_desc_release",
-    "extract_tensormap_ptr",
-    "fence_tma_desc_acquire",
-    "fence_tma_desc_release",
-    "prefetch_descriptor",
-    "prefetch_tma_descriptor",
-    "tma_load",
-    "tma_store",
-    "tma_store_arrive",
-    "tma_store_wait",
-    "update_tma_descriptor",
-]
+__all__ = ["TmaCopyAtom", "make_tiled_tma_atom", "tma_partition"]
 
 
 class TmaCopyAtom(CopyAtom):
@@ -96,8 +55,7 @@ class TmaCopyAtom(CopyAtom):
     def get_tma_tensor(self, shape: Shape) -> Tensor:
         """The TMA coordinate tensor of a gmem tensor of ``shape``: its elements are the TMA
         coordinates (one per descriptor dim) of each gmem coordinate."""
-        from ..core.basis import ArithTuple
-        from ..tensor.engines import CoordEngine
+        from ...core.basis import ArithTuple
 
         return Tensor(CoordEngine(ArithTuple((0,) * self.descriptor.rank), self), Layout(value_of(shape), self.g_stride))
 
@@ -131,7 +89,7 @@ def make_tiled_tma_atom(op: TmaOp, gmem_tensor: Tensor, smem_layout: Layout | Co
         raise CuteTypeError(f"make_tiled_tma_atom needs a TMA operation, got {op!r}")
     if isinstance(op, CopyBulkTensorIm2colG2SOp):
         raise CuteTypeError("make_tiled_tma_atom builds tiled-mode descriptors; an im2col TMA atom comes from "
-                            "cute_py.nvgpu.im2col.make_im2col_tma_atom")
+                            "cute_py.nvgpu.tma.im2col.make_im2col_tma_atom")
     if not isinstance(gmem_tensor, Tensor) or not isinstance(gmem_tensor.engine, Pointer):
         raise CuteTypeError(f"make_tiled_tma_atom needs a gmem tensor (over a Pointer), got {gmem_tensor!r}")
     ptr = gmem_tensor.engine

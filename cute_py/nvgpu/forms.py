@@ -1,16 +1,16 @@
-"""Device-side TMA and cp.async operations: descriptor management and the low-level forms.
+"""The low-level device forms of the TMA and cp.async units: descriptor management, TMA loads and stores,
+the bulk-group commit and wait, and cp.async copies.
 
 These run inside a kernel: while one is being traced, each call validates its arguments and hands
 one instruction -- an op object and its operands -- to the active tracer, which emits it through its
 table keyed by the op's class (the same entry ``cute_py.copy`` uses for a tile copy of that op).
-Copies are the ops of :mod:`cute_py.nvgpu.copy_ops`; the other instructions are the small op classes
-below. Outside a kernel the arguments are still validated, then a :class:`DeviceOnlyError` says the
-call needs a kernel. Their CPU semantics are in :mod:`cute_py.reference`.
+Copies are the ops of the units (``cpasync.ops``, ``tma.ops``); the other instructions are the op classes
+of :mod:`cute_py.nvgpu.sync`. Outside a kernel the arguments are still validated, then a
+:class:`DeviceOnlyError` says the call needs a kernel. Their CPU semantics are in :mod:`cute_py.reference`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from .. import device
@@ -18,8 +18,11 @@ from ..errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyError
 from ..core.int_tuple import is_int, is_static
 from ..core.typing import Int
 from ..tensor.pointer import AddressSpace, Pointer
-from .copy_ops import (CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp, CopyG2SOp,
-                       LoadCacheMode)
+from .cpasync.ops import CopyG2SOp, LoadCacheMode
+from .sync import (BulkCommitGroupOp, BulkWaitGroupOp, CpFenceTensormapReleaseOp, FenceTensormapAcquireOp,
+                   FenceTensormapReleaseOp, PrefetchTensormapOp, TensormapCopyOp, TensormapPtrOp, TensormapReplaceOp)
+from .tma.desc import BYTES_PER_TENSORMAP
+from .tma.ops import CopyBulkTensorTileG2SMulticastOp, CopyBulkTensorTileG2SOp, CopyBulkTensorTileS2GOp
 
 if TYPE_CHECKING:
     from ..tensor.tensor import Tensor
@@ -43,26 +46,10 @@ __all__ = [
     "cp_async_gs_conditional",
     "prefetch_tma_descriptor",
     "extract_tensormap_ptr",
-    "DeviceInstruction",
-    "PrefetchTensormapOp",
-    "TensormapPtrOp",
-    "TensormapCopyOp",
-    "TensormapReplaceOp",
-    "FenceTensormapAcquireOp",
-    "FenceTensormapReleaseOp",
-    "CpFenceTensormapReleaseOp",
-    "BulkCommitGroupOp",
-    "BulkWaitGroupOp",
-    "CpAsyncTileCopyOp",
-    "WgmmaFenceOp",
-    "WgmmaCommitGroupOp",
-    "WgmmaWaitGroupOp",
-    "WgmmaMmaAsyncOp",
-    "INSTRUCTION_CLASSES",
 ]
 
-BYTES_PER_TENSORMAP = 128
 BYTES_PER_POINTER = 8
+
 
 def _emit(front, op, **operands):
     # ``front``: the function the user called (named in the error outside a kernel)
@@ -70,102 +57,6 @@ def _emit(front, op, **operands):
     if tracer is None:
         raise DeviceOnlyError(f"{front} is a device operation: call it inside a kernel (@cute_py.kernel)")
     return tracer.emit(op, **operands)
-
-
-# -- the instructions that are not copies ------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceInstruction:
-    """A device instruction other than a copy (the copies are the ops of :mod:`cute_py.nvgpu.copy_ops`)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class PrefetchTensormapOp(DeviceInstruction):
-    """``prefetch.tensormap [desc]`` (operands: ``atom``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TensormapPtrOp(DeviceInstruction):
-    """The generic address of an atom's descriptor parameter (operands: ``atom``); returns a pointer value."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TensormapCopyOp(DeviceInstruction):
-    """Copy an atom's 128-byte descriptor to memory (operands: ``atom``, ``dst``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TensormapReplaceOp(DeviceInstruction):
-    """``tensormap.replace`` of the address, dims and strides for a new tensor (operands: ``atom``, ``tensor``,
-    ``desc``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class FenceTensormapAcquireOp(DeviceInstruction):
-    """``fence.proxy.tensormap::generic.acquire.gpu [desc], 128`` (operands: ``desc``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class FenceTensormapReleaseOp(DeviceInstruction):
-    """``fence.proxy.tensormap::generic.release.gpu``."""
-
-
-@dataclasses.dataclass(frozen=True)
-class CpFenceTensormapReleaseOp(DeviceInstruction):
-    """``tensormap.cp_fenceproxy`` from shared to global memory (operands: ``src``, ``dst``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class BulkCommitGroupOp(DeviceInstruction):
-    """``cp.async.bulk.commit_group``: close the group of TMA stores issued so far."""
-
-
-@dataclasses.dataclass(frozen=True)
-class BulkWaitGroupOp(DeviceInstruction):
-    """``cp.async.bulk.wait_group[.read] count`` (a static count in 0..63)."""
-
-    count: int = 0
-    read: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class CpAsyncTileCopyOp(DeviceInstruction):
-    """One thread's cp.async copies of a tile (``GenericToSharedAsyncTileCopier.copy``): operands ``dst``,
-    ``src``, ``plan`` (its checked static facts) and ``num_valid_rows`` (``None``: no mask)."""
-
-    copier: Any = None
-
-
-@dataclasses.dataclass(frozen=True)
-class WgmmaFenceOp(DeviceInstruction):
-    """``wgmma.fence.sync.aligned`` (``cute_py.nvgpu.warpgroup.fence``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class WgmmaCommitGroupOp(DeviceInstruction):
-    """``wgmma.commit_group.sync.aligned``."""
-
-
-@dataclasses.dataclass(frozen=True)
-class WgmmaWaitGroupOp(DeviceInstruction):
-    """``wgmma.wait_group.sync.aligned count`` (a static count in 0..7)."""
-
-    count: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class WgmmaMmaAsyncOp(DeviceInstruction):
-    """One ``wgmma.mma_async`` of ``mma`` (a ``warpgroup.MmaF16BF16Op``): operands ``acc``, ``a``, ``b``,
-    ``accumulate`` (see ``MmaF16BF16Op.mma``)."""
-
-    mma: Any = None
-
-
-INSTRUCTION_CLASSES = (PrefetchTensormapOp, TensormapPtrOp, TensormapCopyOp, TensormapReplaceOp,
-                       FenceTensormapAcquireOp, FenceTensormapReleaseOp, CpFenceTensormapReleaseOp, BulkCommitGroupOp,
-                       BulkWaitGroupOp, CpAsyncTileCopyOp, WgmmaFenceOp, WgmmaCommitGroupOp, WgmmaWaitGroupOp,
-                       WgmmaMmaAsyncOp)
 
 
 def _need_ptr(p, spaces, what):
@@ -211,8 +102,8 @@ def update_tma_descriptor(tma_atom: Any, gmem_tensor: Tensor, tma_desc_ptr: Any)
         raise CuteValueError("the new gmem tensor must have the rank of the atom's tensor")
     if is_static(gmem_tensor.layout.shape) and is_static(gmem_tensor.layout.stride):
         # the rewritten descriptor keeps every rule of the atom's: exact dims, the 16-byte store granule...
-        from .tma import TmaError
-        from .tma_box import make_tma_desc
+        from .tma.box import make_tma_desc
+        from .tma.desc import TmaError
 
         d = tma_atom.descriptor
         try:

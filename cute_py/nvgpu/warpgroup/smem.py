@@ -17,15 +17,15 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from ..core.composed import ComposedLayout, SmemPtrFlag
-from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import index_or_none
-from ..core.layout import Layout
-from ..core.recast import recast_layout
-from ..core.swizzle import Swizzle
+from ...core.composed import ComposedLayout, SmemPtrFlag
+from ...errors import CuteTypeError, CuteValueError
+from ...core.int_tuple import index_or_none
+from ...core.layout import Layout
+from ...core.recast import recast_layout
+from ...core.swizzle import Swizzle
 
 if TYPE_CHECKING:
-    from ..tensor.dtypes import DType
+    from ...tensor.dtypes import DType
 
 __all__ = ["SmemLayoutAtomKind", "make_smem_layout_atom", "element_bits"]
 

@@ -33,6 +33,7 @@ from ...core.layout import Layout
 from ...mma import MmaOp
 from ...errors import CuteTypeError, CuteValueError, DeviceOnlyError
 from ...tensor.dtypes import BFloat16, Float16, Float32, dtype_of
+from ..sync import WgmmaMmaAsyncOp
 from .operands import Field, OperandMajorMode, OperandSource
 
 __all__ = ["MmaF16BF16Op", "MMA_OP_CLASSES", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout", "ab_smem_tv_layout",
@@ -220,8 +221,6 @@ class MmaF16BF16Op(MmaOp):
     def mma(self, acc: Any, a: Any, b: Any, accumulate: Any = True) -> None:
         """Issue one ``wgmma.mma_async`` in the kernel being traced (see the module for the operands); outside
         a kernel, ``DeviceOnlyError``."""
-        from ..device_ops import WgmmaMmaAsyncOp
-
         tracer = device.active()
         if tracer is None:
             raise DeviceOnlyError("MmaF16BF16Op.mma is a device operation: call it inside a kernel (@cute_py.kernel)")

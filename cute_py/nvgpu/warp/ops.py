@@ -12,7 +12,7 @@
 - :class:`StMatrix8x8x16bOp` ``(transpose, num_matrices)``: ``stmatrix.sync.aligned.m8n8.x{1,2,4}[.trans]
   .shared.b16``, the reverse data movement (CuTe's ``SM90_U32x*_STSM_N`` / ``SM90_U16x*_STSM_T``).
 
-Each op has one kernel emission entry, one CPU reference (:mod:`cute_py.reference_warp`) and one dialect op
+Each op has one kernel emission entry, one CPU reference (:mod:`cute_py.reference.warp`) and one dialect op
 with its lowering rule.  ``ptx_mma_sm70`` (``mma.sync.aligned.m8n8k4``) is in :mod:`cute_py.arch`.
 """
 
@@ -21,11 +21,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..atom import CopyOp
-from ..core.layout import Layout
-from ..errors import CuteTypeError, CuteValueError
-from ..mma import MmaOp
-from ..tensor.dtypes import BFloat16, DType, Float16, Float32, dtype_of
+from ...atom import CopyOp
+from ...core.layout import Layout
+from ...errors import CuteTypeError, CuteValueError
+from ...mma import MmaOp
+from ...tensor.dtypes import BFloat16, DType, Float16, Float32, dtype_of
 
 __all__ = [
     "MmaF16BF16Op",

@@ -32,8 +32,8 @@ from ...core.composed import ComposedLayout, SmemPtrFlag, smem_byte_swizzle
 from ...core.layout import Layout
 from ...errors import CuteTypeError, CuteValueError
 from ...tensor.pointer import AddressSpace, Pointer
-from ..smem_atoms import element_bits
 from .operands import OperandMajorMode
+from .smem import element_bits
 
 __all__ = ["LayoutType", "GmmaDescriptor", "GmmaLayoutError", "encode_gmma_desc", "make_gmma_desc"]
 
