@@ -42,9 +42,9 @@ _PARTS = r"""
 import importlib, json, time
 import cute_py as cute
 from examples import tma_copy
-from cute_py.compiler.runtime import cache
-from cute_py.compiler.runtime import deps
-K = importlib.import_module("cute_py.compiler.frontend.kernel")
+from cute_py.compiler.cache import store as cache
+from cute_py.compiler.cache import deps
+K = importlib.import_module("cute_py.compiler.host.kernel")
 a = cute.compiler.DeviceArraySpec("Float32", (256, 512))
 T = time.perf_counter
 t = [T()]
