@@ -37,7 +37,7 @@ def test_every_copy_op_class_is_in_the_tables_list():
 
 @pytest.mark.parametrize("op", COPY_OPS, ids=lambda c: c.__name__)
 def test_every_copy_op_has_an_emission_entry_a_reference_entry_and_lowered_dialect_ops(op):
-    assert op in emission.EMIT, f"{op.__name__} has no emission entry (cute_py/compiler/emit.py, @emits)"
+    assert op in emission.EMIT, f"{op.__name__} has no emission entry (the ENTRIES table of its unit under cute_py/compiler/emit/)"
     assert op in reference.REFERENCE, f"{op.__name__} has no entry in cute_py.reference.REFERENCE"
     names = {c.OPERATION_NAME.split(".", 1)[1]: c for c in md.all_op_classes()}
     for name in emission.DIALECT_OP[op]:

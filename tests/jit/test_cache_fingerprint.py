@@ -44,7 +44,7 @@ def copy_root(tmp_path_factory):
 
 _LAW = """
 import importlib.util, json, os, sys
-from cute_py.compiler.runtime import cache
+from cute_py.compiler.cache import store as cache
 
 roots = [importlib.util.find_spec(p).submodule_search_locations[0] for p in ("cute_py", "mlir_dialects")]
 assert all(r.startswith(os.getcwd()) for r in roots), roots   # the copy, not the checkout
@@ -86,7 +86,7 @@ def test_an_edit_of_any_file_the_packages_ship_changes_the_fingerprint(copy_root
 
 _KEY = """
 import json
-from cute_py.compiler.runtime import cache
+from cute_py.compiler.cache import store as cache
 print(json.dumps({"fingerprint": cache.library_fingerprint()}))
 """
 
@@ -164,7 +164,7 @@ def test_the_forced_assembler_changes_the_fingerprint_within_a_process(monkeypat
 
 _SITE = """
 import json, os, sys
-from cute_py.compiler.runtime import cache
+from cute_py.compiler.cache import store as cache
 site = sys.argv[1] if len(sys.argv) > 1 else os.environ["FAKE_SITE"]
 out = {}
 for dist in ("numba_cuda_mlir-0.6", "cuda_bindings-13.5", "nvidia_nvjitlink-13.5"):

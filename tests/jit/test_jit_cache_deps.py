@@ -215,7 +215,7 @@ def test_closures_over_functions_are_keyed_by_the_functions_code_and_values():
 
 
 def test_frozenset_constants_key_the_same_in_every_process():
-    code = "from cute_py.compiler.runtime import deps\ndef f(x):\n    return x in {'alpha', 'beta', 'gamma', 'delta'}\n" \
+    code = "from cute_py.compiler.cache import deps\ndef f(x):\n    return x in {'alpha', 'beta', 'gamma', 'delta'}\n" \
            "print(deps.value_key(f, strict=True))"
     keys = set()
     for seed in ("1", "2", "3"):
