@@ -308,7 +308,10 @@ def test_arm_refuses_a_refill_it_could_not_apply(Launcher, refill, error):
 
 def _status_in_subprocess(env, code="print(N.status())"):
     script = f"from cute_py.compiler.runtime import native as N\nN.launcher_class()\n{code}"
-    full = dict(os.environ, **env)
+    # the switches these tests set are not inherited from the environment the tests run in
+    full = {k: v for k, v in os.environ.items()
+            if k not in ("CUTE_PY_NATIVE_LAUNCH", "CC", "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM")}
+    full.update(env)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=full, timeout=300,
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert r.returncode == 0, r.stderr

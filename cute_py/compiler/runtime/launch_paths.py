@@ -157,8 +157,8 @@ def _checked(env, checks, args, argx):
 
 
 def make_dynamic_fast_call(c: Any, args: tuple, general: Callable[..., Any]) -> FastPath | None:
-    """The fast path of ``c``'s calls of a compile with run-time extents whose tensor arguments are torch tensors of the
-    types and dtypes seen before (else ``None``): each tensor's type, dtype, device, address, alignment, extents
+    """The fast path of ``c``'s calls of a compile with run-time extents whose tensor arguments are torch tensors
+    of the types and dtypes seen before (else ``None``): each tensor's type, dtype, device, address, alignment, extents
     and strides are read; when they are those of the previous call the recorded launches are replayed (the
     parameters, descriptors and grids bound for them stay valid), otherwise the general path binds and checks
     the call (``Compiled._call``) and the key is remembered. No run-time scalars, stream arguments or clusters.

@@ -197,7 +197,8 @@ launcher_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObjec
     }
     Py_END_ALLOW_THREADS
     unlock(lock);
-    if (err == CUDA_ERROR_INVALID_CONTEXT && j == 0) /* no context current in this thread: the Python path makes it current */
+    /* no context current in this thread: the Python path makes the module's current and launches */
+    if (err == CUDA_ERROR_INVALID_CONTEXT && j == 0)
         return pass_on(self, args, nargsf, kwnames);
     if (err) {
         if (self->on_error == NULL) {
