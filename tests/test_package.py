@@ -324,3 +324,71 @@ def test_the_class_assignment_scan_sees_every_form():
             "object.__setattr__(x, '__class__', D)\nsrc = 'c.__class__ = E'\nsame = x.__class__ == A\n"
             "kind = x.__class__\n")
     assert _class_assignments(code) == [1, 2, 3, 4, 5]
+
+
+def _mutates_a_table(fn, tables):
+    """Whether the function ``fn`` (at any depth) stores into, or adds to, one of the module-level ``tables``."""
+    for n in ast.walk(fn):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+        if any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id in tables
+               for t in targets):
+            return True
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
+                and n.func.value.id in tables and n.func.attr in ("append", "add", "update", "setdefault", "extend"):
+            return True
+    return False
+
+
+def registrations(modules):
+    """``[(module, line, what)]``: decorators that store the decorated object into a table, and module-level
+    statements that store into a table imported from another module (registration by import side effect)."""
+    trees = {m: ast.parse(p.read_text()) for m, p in modules.items()}
+    registrars = set()
+    for tree in trees.values():
+        tables = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                  for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        for n in tree.body:
+            if isinstance(n, ast.FunctionDef) and _mutates_a_table(n, tables):
+                registrars.add(n.name)
+    found = []
+    for m, tree in trees.items():
+        imported = {(a.asname or a.name) for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+        for n in ast.walk(tree):
+            for d in getattr(n, "decorator_list", []):
+                f = d.func if isinstance(d, ast.Call) else d
+                name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", None)
+                if name in registrars:
+                    found.append((m, d.lineno, f"@{name}"))
+        for n in tree.body:
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                                                 and t.value.id in imported for t in n.targets):
+                found.append((m, n.lineno, "stores into an imported table"))
+    return found
+
+
+# known late bindings, each a class or function of a layer that the lower module it completes cannot import (the
+# import graph has no cycle): a traced integer for the traced floats' conversions, the slice and alignment of a
+# layout for its methods, the thread slice of a tiled MMA; and the memoisation bookkeeping (a cache or key type
+# is registered with the module that clears caches, which changes no result)
+LATE_BINDINGS = {("cute_py.compiler.lang.traced_int", "stores into an imported table"),
+                 ("cute_py.core.inverse", "stores into an imported table"),
+                 ("cute_py.core.modes", "stores into an imported table"),
+                 ("cute_py.mma_thread", "stores into an imported table")}
+BOOKKEEPING_DECORATORS = {"@memoize", "@register_key_type"}
+
+
+def test_nothing_registers_itself_on_import():
+    found = [(m, line, what) for m, line, what in registrations(MODULES)
+             if (m, what) not in LATE_BINDINGS and what not in BOOKKEEPING_DECORATORS]
+    assert found == []
+    # the compiler and the dialect have none at all
+    assert [(m, what) for m, _, what in registrations(MODULES) if m.startswith(("cute_py.compiler", "mlir_dialects"))
+            and what not in BOOKKEEPING_DECORATORS] == [("cute_py.compiler.lang.traced_int", "stores into an imported table")]
+
+
+def test_the_registration_rule_can_fail(tmp_path):
+    (tmp_path / "a.py").write_text("TABLE = {}\n\ndef entry(cls):\n    def put(fn):\n        TABLE[cls] = fn\n"
+                                   "        return fn\n    return put\n")
+    (tmp_path / "b.py").write_text("from a import entry, TABLE\n\n@entry(int)\ndef f():\n    pass\n\nTABLE[str] = f\n")
+    found = registrations({"a": tmp_path / "a.py", "b": tmp_path / "b.py"})
+    assert found == [("b", 3, "@entry"), ("b", 7, "stores into an imported table")]
