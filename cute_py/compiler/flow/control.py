@@ -60,7 +60,6 @@ tracing the kernel there, so do not use it.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from types import TracebackType
@@ -68,165 +67,13 @@ from typing import Any
 
 from ..lang.builder import current
 from ...errors import TraceError, user_location
-from ..lang import numeric
-from ..lang.values import TracedBool, TracedFloat, as_type, wrap
+from ..lang.values import TracedBool, TracedFloat
 from ..lang.traced_int import TracedInt, as_value
-from ...tensor.dtypes import dtype_of
+from .kinds import carried_mlir_type, carried_to_ir, check_direct_call, initial_kinds, traced_carried, wrap_carried
 
 __all__ = ["range", "range_constexpr", "const_expr", "if_", "Loop", "Branch", "segments", "unroll_annotation"]
 
 _range = range
-
-
-# -- carried values ---------------------------------------------------------------------------
-# A carried value's kind is "i32", "i64", "i1" or "f32" for the index types, Booleans and Float32 (and Python
-# numbers), else the name of its numeric type ("Float16", "Uint8"...).
-
-_INDEX_KINDS = {"Int32": "i32", "Int64": "i64", "Float32": "f32"}
-
-
-def _kind_of(v):
-    """The kind of the initial carried value ``v``, or ``None`` if it cannot be carried."""
-    if isinstance(v, (TracedInt, TracedFloat)):
-        return _INDEX_KINDS.get(v.dtype.name, v.dtype.name)
-    if isinstance(v, TracedBool):
-        return "i1"
-    if type(v) is bool:
-        return "i1"
-    if type(v) is int:
-        if -(1 << 31) <= v < (1 << 31):
-            return "i32"
-        if -(1 << 63) <= v < (1 << 63):
-            return "i64"
-        return None
-    if type(v) is float:
-        return "f32"
-    return None
-
-
-def _describe(v):
-    if isinstance(v, (TracedInt, TracedBool, TracedFloat)):
-        return repr(v)
-    return f"{type(v).__name__} {v!r}"
-
-
-_KIND_NAMES = {"i32": "an i32 integer", "i64": "an i64 integer", "i1": "a bool", "f32": "an f32 float"}
-_CONVERT_HINT = {"i32": " (cute_py.Int32(x) converts an integer)",
-                 "i64": " (cute_py.Int64(x) converts an integer)",
-                 "i1": " (compare an integer to get a bool)",
-                 "f32": " (x.to(cute_py.Float32) converts a number)"}
-
-
-def _kind_name(kind):
-    return _KIND_NAMES.get(kind, f"a {kind} value")
-
-
-def _dtype_of_kind(kind):
-    return dtype_of({"i32": "Int32", "i64": "Int64", "f32": "Float32", "i1": "Boolean"}.get(kind, kind))
-
-
-def _mlir_type(b, kind):
-    if kind == "i1":
-        return b.int_type(1)
-    return numeric.register_type(_dtype_of_kind(kind))
-
-
-def _fits_f32(x):
-    try:
-        struct.pack("f", x)
-    except OverflowError:
-        return False
-    return True
-
-
-def _check_value(v, kind, what, j):
-    """Raise ``TraceError`` unless ``v`` can stand for carried value ``j`` of ``kind``."""
-    dtype = None if kind == "i1" else _dtype_of_kind(kind)
-    if isinstance(v, (TracedInt, TracedFloat)):
-        ok = v.dtype is dtype
-    elif isinstance(v, TracedBool):
-        ok = kind == "i1"
-    elif type(v) is bool:
-        ok = kind == "i1"
-    elif type(v) is int:
-        ok = dtype is not None
-        if ok and not dtype.is_float:
-            lo, hi = (-(1 << (dtype.width - 1)), 1 << (dtype.width - 1)) if dtype.signed else (0, 1 << dtype.width)
-            if not lo <= v < hi:
-                raise TraceError(f"{what}: carried value {j} is {_kind_name(kind)}, and {v} does not fit "
-                                 f"in {dtype.name if kind not in _KIND_NAMES else str(dtype.width) + ' bits'}")
-        elif ok and kind == "f32" and not _fits_f32(float(v)):
-            ok = False
-    elif type(v) is float:
-        ok = dtype is not None and dtype.is_float and (kind != "f32" or _fits_f32(v))
-    else:
-        ok = False
-    if not ok:
-        hint = _CONVERT_HINT.get(kind, f" (x.to(cute_py.{kind}) converts a number)") if isinstance(
-            v, (TracedInt, TracedFloat)) else ""
-        raise TraceError(f"{what}: carried value {j} must keep the kind of its initial value, "
-                         f"{_kind_name(kind)}, got {_describe(v)}{hint}")
-
-
-def _to_ir(b, v, kind):
-    """The MLIR value of the (checked) carried value ``v`` of ``kind`` (Python scalars become constants)."""
-    if isinstance(v, (TracedInt, TracedBool, TracedFloat)):
-        return v.ir
-    if kind == "i1":
-        return as_value(int(v), 1)
-    return as_type(v, _dtype_of_kind(kind)).ir
-
-
-def _wrap(value, kind):
-    """A traced value of ``kind`` for the MLIR value ``value`` (a block argument: sign unknown)."""
-    if kind == "i1":
-        return TracedBool(value)
-    if kind in ("i32", "i64"):
-        return TracedInt(value, int(kind[1:]), False)
-    return wrap(value, _dtype_of_kind(kind))
-
-
-def _traced(b, v, kind):
-    """``v`` (checked) as a traced value: Python scalars become constants, traced values pass through."""
-    if isinstance(v, (TracedInt, TracedBool, TracedFloat)):
-        return v
-    return _wrap(_to_ir(b, v, kind), kind)
-
-
-def _initial_kinds(carry, what):
-    """The kinds of the initial carried values ``carry`` (a tuple or list); ``TraceError`` for others."""
-    if not isinstance(carry, (tuple, list)):
-        raise TraceError(f"{what}: carry= takes a tuple of initial values, got {carry!r}")
-    kinds = []
-    for j, v in enumerate(carry):
-        k = _kind_of(v)
-        if k is None:
-            raise TraceError(f"{what}: carried value {j} must be a traced Int32/Int64, bool or Float32 (or a "
-                             f"Python int, bool or float), got {_describe(v)}")
-        kinds.append(k)
-    return tuple(kinds)
-
-
-def _check_direct_call(depth, values, kinds, what, call, body):
-    """The builder, once ``call`` (``next()``/``set()``) is made directly in the ``body`` (not inside a nested
-    loop or branch) with values matching the carried ``kinds``."""
-    b = current()
-    if len(b.open_regions) != depth:
-        kind, f, line = b.open_regions[-1]
-        raise TraceError(f"{what}: {call} must be called directly in the {body}, not inside the nested "
-                         f"{kind} of {f}:{line} (carry the value out of the nested construct first)")
-    _check_count(values, kinds, what, call)
-    for j, (v, k) in enumerate(zip(values, kinds)):
-        _check_value(v, k, f"{what} {call}", j)
-        if isinstance(v, (TracedInt, TracedBool, TracedFloat)):
-            v.ir  # noqa: B018 - a value whose scope has ended raises here, at the user's call
-    return b
-
-
-def _check_count(values, kinds, what, call):
-    if len(values) != len(kinds):
-        raise TraceError(f"{what}: {call} takes one value per carried value: {len(kinds)} expected "
-                         f"({', '.join(kinds) or 'none'}), got {len(values)}")
 
 
 # -- loops ------------------------------------------------------------------------------------
@@ -286,7 +133,7 @@ def range(start: TracedInt | int, stop: TracedInt | int | None = None, step: int
     elif unroll is not None and (type(unroll) is not int or not 1 <= unroll < 1 << 31):
         raise TraceError(f"cute_py.range: unroll must be None, an int in 1..2^31-1, True or \"full\", "
                          f"got {unroll!r}")
-    kinds = None if carry is None else _initial_kinds(carry, "cute_py.range")
+    kinds = None if carry is None else initial_kinds(carry, "cute_py.range")
     return Loop(start, stop, step, None if carry is None else tuple(carry), kinds, unroll)
 
 
@@ -331,8 +178,8 @@ class Loop:
         if self._state != "body":
             raise TraceError(f"{what}: next() must be called inside the loop body (the loop is "
                              f"{'not iterated yet' if self._state == 'new' else 'already finished'})")
-        b = _check_direct_call(self._depth, values, self._kinds, what, "next()", "loop body")
-        self._next = tuple(_traced(b, v, k) for v, k in zip(values, self._kinds))
+        b = check_direct_call(self._depth, values, self._kinds, what, "next()", "loop body")
+        self._next = tuple(traced_carried(b, v, k) for v, k in zip(values, self._kinds))
         self._state = "nexted"
 
     @property
@@ -358,7 +205,7 @@ class Loop:
 
     # -- tracing ------------------------------------------------------------------------------
     def _initial(self, b):
-        return tuple(_traced(b, v, k) for v, k in zip(self._carry, self._kinds)) if self._kinds else ()
+        return tuple(traced_carried(b, v, k) for v, k in zip(self._carry, self._kinds)) if self._kinds else ()
 
     def _enter_body(self, b, f, line):
         b.open_regions.append(("cute_py.range loop", f, line))
@@ -410,7 +257,7 @@ class Loop:
         kinds = self._kinds or ()
         start_v, stop_v = as_value(start, width), as_value(stop, width)
         llvm = b.mlir.llvm
-        types = [_mlir_type(b, k) for k in kinds]
+        types = [carried_mlir_type(b, k) for k in kinds]
         header = b.new_block(b.int_type(width), *types)
         body = b.new_block()
         exit_ = b.new_block(*types)
@@ -422,7 +269,7 @@ class Loop:
         # the index and the carried values are the loop's own: they exist only inside it
         scope = b.push_scope("cute_py.range loop", f, line)
         iv = TracedInt(header.arguments[0], width, nonneg)
-        carried = tuple(_wrap(header.arguments[1 + j], k) for j, k in enumerate(kinds))
+        carried = tuple(wrap_carried(header.arguments[1 + j], k) for j, k in enumerate(kinds))
         cond = (iv < bound) if step > 0 else (iv > bound)
         with b.at_end():
             llvm.CondBrOp(cond.ir, [], list(header.arguments)[1:], body, exit_)
@@ -436,7 +283,7 @@ class Loop:
             llvm.BrOp([step_v, *(v.ir for v in nxt)], header, loop_annotation=unroll_annotation(b, unroll))
         b.pop_scope(scope)
         b.set_block(exit_)
-        return tuple(_wrap(a, k) for a, k in zip(exit_.arguments, kinds))
+        return tuple(wrap_carried(a, k) for a, k in zip(exit_.arguments, kinds))
 
 
 def segments(start: TracedInt | int, stop: TracedInt | int, step: int,
@@ -485,7 +332,7 @@ def if_(cond: TracedBool, carry: tuple[Any, ...] | list[Any] | None = None) -> B
         raise TraceError("if_ needs a run-time condition; for a static bool use Python's `if`")
     if not isinstance(cond, TracedBool):
         raise TraceError(f"if_ needs a run-time condition (a comparison of traced values), got {cond!r}")
-    kinds = None if carry is None else _initial_kinds(carry, "if_")
+    kinds = None if carry is None else initial_kinds(carry, "if_")
     return Branch(cond, None if carry is None else tuple(carry), kinds)
 
 
@@ -524,8 +371,8 @@ class Branch:
         if self._set is not None:
             raise TraceError(f"{what}: set() was already called in this branch body; call it once, with all "
                              f"the carried values")
-        b = _check_direct_call(self._depth, values, self._kinds, what, "set()", "branch body")
-        self._set = tuple(_to_ir(b, v, k) for v, k in zip(values, self._kinds))
+        b = check_direct_call(self._depth, values, self._kinds, what, "set()", "branch body")
+        self._set = tuple(carried_to_ir(b, v, k) for v, k in zip(values, self._kinds))
 
     @property
     def result(self) -> tuple[TracedInt | TracedBool | TracedFloat, ...]:
@@ -553,10 +400,10 @@ class Branch:
         b = current()
         f, line = user_location()
         kinds = self._kinds or ()
-        self._initial_ir = tuple(_to_ir(b, v, k) for v, k in zip(self._carry or (), kinds))
+        self._initial_ir = tuple(carried_to_ir(b, v, k) for v, k in zip(self._carry or (), kinds))
         llvm = b.mlir.llvm
         then = b.new_block()
-        merge = b.new_block(*(_mlir_type(b, k) for k in kinds))
+        merge = b.new_block(*(carried_mlir_type(b, k) for k in kinds))
         with b.at_end():
             self._cond_br = llvm.CondBrOp(self._cond.ir, [], list(self._initial_ir), then, merge)
         self._pred, self._then, self._merge, self._where = b.block, then, merge, (f, line)
@@ -587,7 +434,7 @@ class Branch:
         b.open_regions.pop()
         b.pop_scope(self._scope)
         b.set_block(self._merge)
-        self._result = tuple(_wrap(a, k) for a, k in zip(self._merge.arguments, self._kinds or ()))
+        self._result = tuple(wrap_carried(a, k) for a, k in zip(self._merge.arguments, self._kinds or ()))
         self._state = state
 
     def _enter_else(self):
