@@ -1,13 +1,17 @@
-"""The ``cute_nvgpu`` dialect object, the base class of its ops, loading and verification.
+"""The ``cute_nvgpu`` dialect object, the base class of its ops, and verification.
 
 The dialect is declared in Python with the bindings' ``dialects.ext`` DSL, which emits it as
-IRDL and loads it into a context: the operand, attribute and result declarations of each op
-class become IRDL constraints, and each class's ``verify_rules`` runs as the op's verifier
-(through ``verify_invariants``). Rules raise ``VerificationError`` from Python builders at
-once, and become MLIR diagnostics when a whole module is verified.
+IRDL and loads it into a context (``registry.load_dialect``): the operand, attribute and result
+declarations of each op class become IRDL constraints, and each class's ``verify_rules`` runs as
+the op's verifier (through ``verify_invariants``). Rules raise ``VerificationError`` from Python
+builders at once, and become MLIR diagnostics when a whole module is verified.
+
+Each op class carries its whole definition: the declarations, ``verify_rules``, the ``builder``
+classmethod (exported from the package under ``builder_name()``) and the ``lower`` method (its
+lowering rule, see ``lowering``).
 """
 
-import importlib
+import inspect
 
 from ._backend import ext, ir
 from .errors import DialectError, OperandTypeError, VerificationError
@@ -18,10 +22,6 @@ __all__ = [
     "CuteNvgpu",
     "CuteOp",
     "Flag",
-    "OP_MODULES",
-    "all_op_classes",
-    "load_dialect",
-    "make_context",
     "verify",
     "diagnostics_text",
     "i32_attr",
@@ -33,8 +33,6 @@ __all__ = [
 DIALECT_NAME = "cute_nvgpu"
 # A boolean attribute: an i1 IntegerAttr (what ``ir.BoolAttr`` builds), declared by its base class.
 Flag = ir.IntegerAttr
-OP_MODULES = ("ops_cpasync", "ops_tma", "ops_tma_im2col", "ops_descriptor", "ops_mbarrier", "ops_sync", "ops_warp",
-              "ops_numeric", "ops_mma", "ops_wgmma")
 
 
 class CuteNvgpu(ext.Dialect, name=DIALECT_NAME):
@@ -45,11 +43,16 @@ class CuteNvgpu(ext.Dialect, name=DIALECT_NAME):
 class CuteOp(CuteNvgpu.Operation):
     """Base of every ``cute_nvgpu`` op: rule checks shared by the verifiers, and checked building.
 
-    Subclasses set ``PTX_ISA`` (the least PTX ISA version, times ten, that their PTX needs)
-    and implement ``verify_rules``, which raises through ``fail`` / ``expect_space``.
+    Subclasses set ``PTX_ISA`` (the least PTX ISA version, times ten, that their PTX needs),
+    ``ARCH`` (the chip their PTX assembles for, when not every Hopper) and ``BUILDER`` (the name of
+    their builder in the package, when not the op's own name); they implement ``verify_rules``,
+    which raises through ``fail`` / ``expect_space``, the ``lower(self, rewriter)`` method, and,
+    when the fields alone are not the builder's arguments, the ``builder`` classmethod.
     """
 
     PTX_ISA = 80
+    ARCH = "sm_90a"
+    BUILDER = None
 
     # -- verification -------------------------------------------------------------------
     def verify_rules(self):  # overridden by each op
@@ -84,6 +87,13 @@ class CuteOp(CuteNvgpu.Operation):
             self.fail(f"{role}-type", f"{role} must be {want}, got {value.type}", OperandTypeError)
         return got
 
+    def check_flags(self, *names):
+        """Fail rule ``<name>-flag`` unless each attribute ``names`` is a boolean (an i1 integer attribute)."""
+        for name in names:
+            attr = self.attributes[name]
+            if str(getattr(attr, "type", "")) != "i1":
+                self.fail(f"{name}-flag", f"{name} is a boolean (an i1 attribute), got {attr}")
+
     def int_attr(self, name):
         return ir.IntegerAttr(self.attributes[name]).value
 
@@ -108,36 +118,23 @@ class CuteOp(CuteNvgpu.Operation):
             raise
         return op
 
+    @classmethod
+    def builder(cls, *args, **kwargs):
+        """Build the op from its operands, attributes and result types, as declared (see ``build``)."""
+        return cls.build(*args, **kwargs)
 
-def all_op_classes():
-    """Every op class of the dialect, in declaration order."""
-    for name in OP_MODULES:
-        importlib.import_module(f"{__package__}.{name}")
-    return list(CuteNvgpu.operations)
+    @classmethod
+    def builder_name(cls):
+        """The name of the op's builder in the package: ``BUILDER``, else the op's own name."""
+        return cls.BUILDER or cls.OPERATION_NAME.split(".", 1)[1]
 
-
-def load_dialect(context=None):
-    """Load ``cute_nvgpu`` (and the dialects it lowers to) into ``context`` (default: the current one)."""
-    all_op_classes()
-    ctx = context or ir.Context.current
-    ctx.enable_multithreading(False)  # see make_context
-    if ctx.is_registered_operation(f"{DIALECT_NAME}.cp_async"):
-        return ctx
-    with ctx:
-        CuteNvgpu.load(reload=True)
-    return ctx
-
-
-def make_context():
-    """A new MLIR context with ``cute_nvgpu`` loaded, and MLIR's multithreading off.
-
-    The op verifiers are Python callbacks: a verifier run on MLIR's worker threads would wait
-    for the interpreter lock that the calling thread holds, so the context stays single-threaded.
-    """
-    ctx = ir.Context()
-    ctx.enable_multithreading(False)
-    load_dialect(ctx)
-    return ctx
+    @classmethod
+    def builder_signature(cls):
+        """The signature of the op's builder (that of ``__init__`` for the default one, without location)."""
+        if cls.builder.__func__ is not CuteOp.builder.__func__:
+            return inspect.signature(cls.builder)
+        sig = inspect.signature(cls.__init__)
+        return sig.replace(parameters=[p for p in sig.parameters.values() if p.name not in ("self", "loc", "ip")])
 
 
 def verify(module_or_op):

@@ -1,19 +1,20 @@
 """Lowering of ``cute_nvgpu`` to NVVM and LLVM: one rule per op, kept in a table.
 
-A rule is a function ``rule(op, rewriter)`` registered with ``@lowers(OpClass)``; it builds
-``nvvm`` ops where NVVM has the instruction, and ``llvm.inline_asm`` holding the PTX where it
-does not, at ``rewriter.ip``, then erases or replaces the op. ``lower(module)`` applies
-every rule as a Python rewrite pattern; an op with no rule is a ``LoweringError`` naming it.
+An op's rule is its class's ``lower(self, rewriter)`` method, beside the class's declarations in its unit
+module: it builds ``nvvm`` ops where NVVM has the instruction, and ``llvm.inline_asm`` holding the PTX where it
+does not, at ``rewriter.ip``, then erases or replaces the op. ``RULES`` maps each op name to its rule (read from
+the op classes of the registry); ``lower(module)`` applies every rule as a Python rewrite pattern; an op with no
+rule is a ``LoweringError`` naming it.
 """
 
-from ._backend import ir, llvm, rewrite
-from .dialect import DIALECT_NAME, all_op_classes, verify
+from ._backend import ir, rewrite
+from .dialect import DIALECT_NAME, verify
 from .errors import LoweringError
-from .types import AddressSpace, pointer_type
+from .ops.common import const_int, finish, inline_ptx, to_shared_cluster
+from .registry import all_op_classes
 
 __all__ = [
     "RULES",
-    "lowers",
     "rule_for",
     "lower",
     "dialect_ops_in",
@@ -24,25 +25,11 @@ __all__ = [
     "finish",
 ]
 
-RULES = {}  # op name -> lowering function
-
-
-def lowers(op_class):
-    """Register the decorated function as the lowering rule of ``op_class``."""
-
-    def register(fn):
-        name = op_class.OPERATION_NAME
-        if name in RULES:
-            raise LoweringError(f"two lowering rules for '{name}': {RULES[name].__name__} and {fn.__name__}")
-        RULES[name] = fn
-        return fn
-
-    return register
+RULES = {cls.OPERATION_NAME: cls.lower for cls in all_op_classes() if callable(getattr(cls, "lower", None))}
 
 
 def rule_for(name):
     """The lowering rule of the op called ``name``; ``LoweringError`` naming the op if there is none."""
-    all_op_classes()
     try:
         return RULES[name]
     except KeyError:
@@ -92,35 +79,3 @@ def lower(module, *, check=True):
     if left:
         raise LoweringError(f"ops left after lowering: {', '.join(left)}")
     return module
-
-
-# -- helpers the rules share ------------------------------------------------------------------
-
-
-def inline_ptx(ptx, constraints, operands, result_type=None):
-    """``llvm.inline_asm`` with side effects at the current insertion point; returns the op.
-
-    Operands are ``$0``, ``$1``…: results first, then inputs, as in LLVM.
-    """
-    return llvm.InlineAsmOp(result_type, list(operands), ptx, constraints, has_side_effects=True)
-
-
-def const_int(value, width=32):
-    """An ``llvm.mlir.constant`` of type ``i<width>``."""
-    t = ir.IntegerType.get_signless(width)
-    return llvm.ConstantOp(t, ir.IntegerAttr.get(t, int(value))).result
-
-
-def to_shared_cluster(ptr):
-    """``ptr`` as a shared::cluster pointer (``llvm.addrspacecast`` from shared::cta when needed)."""
-    if ptr.type.address_space == AddressSpace.SHARED_CLUSTER:
-        return ptr
-    return llvm.AddrSpaceCastOp(pointer_type(AddressSpace.SHARED_CLUSTER), ptr).result
-
-
-def finish(op, rewriter, *results):
-    """Replace ``op`` by ``results`` (or erase it when it has none)."""
-    if results:
-        rewriter.replace_op(op.operation, list(results))
-    else:
-        rewriter.erase_op(op.operation)

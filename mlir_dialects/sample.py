@@ -5,22 +5,10 @@ Both are ``builtin.module``s holding one ``gpu.module`` of ``llvm.func`` kernels
 descriptor is a 128-byte, 64-byte aligned ``__grid_constant__`` kernel parameter.
 """
 
+import mlir_dialects as md
+
 from ._backend import ir, llvm, nvvm
-from .dialect import make_context
-from .lowering import const_int
-from .ops_cpasync import cp_async, cp_async_commit_group, cp_async_mbarrier_arrive, cp_async_wait_group
-from .ops_descriptor import (cp_fence_tensormap_release, fence_tensormap_acquire, fence_tensormap_release,
-                             tensormap_copy, tensormap_replace)
-from .ops_numeric import APPROX_FUNCTIONS, cvt_f8_to_f16, cvt_f32_to_narrow, math_approx, printf
-from .ops_mbarrier import (fence_mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx,
-                           mbarrier_expect_tx, mbarrier_init, mbarrier_try_wait_parity, mbarrier_wait_parity)
-from .ops_wgmma import wgmma_acc_type, wgmma_commit_group, wgmma_fence, wgmma_mma_async, wgmma_wait_group
-from .ops_sync import cluster_arrive, cluster_wait, dsmem_store, elect_sync, fence_proxy_async
-from .ops_tma_im2col import tma_load_im2col
-from .ops_tma import (prefetch_tensormap, tma_load, tma_prefetch_tile, tma_reduce, tma_store, tma_store_arrive,
-                      tma_store_wait)
-from .ops_warp import (activemask, bar_warp_sync, barrier_arrive, barrier_sync, ld_global, read_sreg, setmaxnreg,
-                       shfl_sync, st_global, vote_sync)
+from .ops.common import const_int
 
 __all__ = ["DESC_PARAM", "kernel_module", "build_sample_module", "build_tma_copy_module"]
 
@@ -76,57 +64,57 @@ def build_sample_module():
         one, zero, tx = const_int(1), const_int(0), const_int(8192)
         mask = const_int(0b11, 16)
         # mbarriers and fences
-        mbarrier_init(bar, one)
-        mbarrier_init(bar2, one)
-        fence_mbarrier_init()
-        fence_proxy_async("shared::cta")
-        cluster_arrive(relaxed=True)
-        cluster_wait()
-        leader = elect_sync().is_leader
+        md.mbarrier_init(bar, one)
+        md.mbarrier_init(bar2, one)
+        md.fence_mbarrier_init()
+        md.fence_proxy_async("shared::cta")
+        md.cluster_arrive(relaxed=True)
+        md.cluster_wait()
+        leader = md.elect_sync().is_leader
         # descriptors
-        prefetch_tensormap(a["desc"])
-        tensormap_copy(tmap, a["gdesc"])
-        tensormap_replace(tmap, "global_address", a["gaddr"])
-        tensormap_replace(tmap, "global_dim", a["x"], 1)
-        tensormap_replace(tmap, "global_stride", a["gaddr"], 0)
-        fence_tensormap_release()
-        cp_fence_tensormap_release(a["gdesc"], tmap)
-        fence_tensormap_acquire(a["desc"])
-        tensormap_copy(a["gdesc"], tmap)
+        md.prefetch_tensormap(a["desc"])
+        md.tensormap_copy(tmap, a["gdesc"])
+        md.tensormap_replace(tmap, "global_address", a["gaddr"])
+        md.tensormap_replace(tmap, "global_dim", a["x"], 1)
+        md.tensormap_replace(tmap, "global_stride", a["gaddr"], 0)
+        md.fence_tensormap_release()
+        md.cp_fence_tensormap_release(a["gdesc"], tmap)
+        md.fence_tensormap_acquire(a["desc"])
+        md.tensormap_copy(a["gdesc"], tmap)
         # TMA loads, stores, reductions, prefetches
-        mbarrier_arrive_expect_tx(bar, tx)
-        tma_load(tile, a["desc"], bar, [a["x"], a["y"]])
-        tma_load(tile, a["desc"], bar, [a["x"], a["y"]], multicast_mask=mask, cache_hint=a["hint"])
-        tma_load(tile, a["desc"], bar, [a["x"]])
-        tma_load(tile, a["desc"], bar, [a["x"], a["y"], a["z"], a["x"], a["y"]])
-        tma_load_im2col(tile, a["desc"], bar, [a["x"], a["y"], a["z"], a["x"]], [mask, mask])
-        tma_prefetch_tile(a["desc"], [a["x"], a["y"]])
-        tma_prefetch_tile(a["desc"], [a["x"], a["y"], a["z"]], cache_hint=a["hint"])
-        mbarrier_expect_tx(bar2, tx)
-        mbarrier_wait_parity(bar, zero)
-        ready = mbarrier_try_wait_parity(bar2, one).done
-        fence_proxy_async("shared::cluster")
-        tma_store(a["desc"], tile, [a["x"], a["y"]])
-        tma_store(a["desc"], tile, [a["x"], a["y"], a["z"]], cache_hint=a["hint"])
+        md.mbarrier_arrive_expect_tx(bar, tx)
+        md.tma_load(tile, a["desc"], bar, [a["x"], a["y"]])
+        md.tma_load(tile, a["desc"], bar, [a["x"], a["y"]], multicast_mask=mask, cache_hint=a["hint"])
+        md.tma_load(tile, a["desc"], bar, [a["x"]])
+        md.tma_load(tile, a["desc"], bar, [a["x"], a["y"], a["z"], a["x"], a["y"]])
+        md.tma_load_im2col(tile, a["desc"], bar, [a["x"], a["y"], a["z"], a["x"]], [mask, mask])
+        md.tma_prefetch_tile(a["desc"], [a["x"], a["y"]])
+        md.tma_prefetch_tile(a["desc"], [a["x"], a["y"], a["z"]], cache_hint=a["hint"])
+        md.mbarrier_expect_tx(bar2, tx)
+        md.mbarrier_wait_parity(bar, zero)
+        ready = md.mbarrier_try_wait_parity(bar2, one).done
+        md.fence_proxy_async("shared::cluster")
+        md.tma_store(a["desc"], tile, [a["x"], a["y"]])
+        md.tma_store(a["desc"], tile, [a["x"], a["y"], a["z"]], cache_hint=a["hint"])
         for kind in ("add", "min", "max", "inc", "dec", "and", "or", "xor"):
-            tma_reduce(a["desc"], tile, [a["x"], a["y"]], kind)
-        tma_store_arrive()
-        tma_store_wait(1, read=True)
-        tma_store_wait(0)
-        fence_proxy_async("global")
+            md.tma_reduce(a["desc"], tile, [a["x"], a["y"]], kind)
+        md.tma_store_arrive()
+        md.tma_store_wait(1, read=True)
+        md.tma_store_wait(0)
+        md.fence_proxy_async("global")
         # cp.async
-        cp_async(tile, a["gsrc"], 4)
-        cp_async(tile, a["gsrc"], 8, modifier="ca", cache_hint=a["hint"])
-        cp_async(tile, a["gsrc"], 16, modifier="cg", src_size=a["z"])
-        cp_async(tile, a["gsrc"], 16, modifier="cg", src_size=a["z"], cache_hint=a["hint"])
-        cp_async_commit_group()
-        cp_async_mbarrier_arrive(bar2)
-        cp_async_wait_group(0)
+        md.cp_async(tile, a["gsrc"], 4)
+        md.cp_async(tile, a["gsrc"], 8, modifier="ca", cache_hint=a["hint"])
+        md.cp_async(tile, a["gsrc"], 16, modifier="cg", src_size=a["z"])
+        md.cp_async(tile, a["gsrc"], 16, modifier="cg", src_size=a["z"], cache_hint=a["hint"])
+        md.cp_async_commit_group()
+        md.cp_async_mbarrier_arrive(bar2)
+        md.cp_async_wait_group(0)
         # cluster: remote arrive and a store into a peer CTA's shared memory
-        mbarrier_arrive_cluster(bar, a["peer"])
-        dsmem_store(tile, a["val"], bar, a["peer"])
-        dsmem_store(tile, a["hint"], bar, a["peer"])
-        mbarrier_arrive(bar)
+        md.mbarrier_arrive_cluster(bar, a["peer"])
+        md.dsmem_store(tile, a["val"], bar, a["peer"])
+        md.dsmem_store(tile, a["hint"], bar, a["peer"])
+        md.mbarrier_arrive(bar)
         _warp_ops(a["gsrc"], a["x"], a["y"], leader)
         _numeric_ops(a["gsrc"], a["val"])
         _mma_ops(a["gsrc"], s["tile"], a["val"])
@@ -137,52 +125,50 @@ def build_sample_module():
 
 def _wgmma_ops(desc, reg):
     """A warpgroup MMA with descriptors and one with A in registers, between its fence, commit and wait."""
-    acc = llvm.UndefOp(wgmma_acc_type(8, "f32")).result
+    acc = llvm.UndefOp(md.wgmma_acc_type(8, "f32")).result
     on = const_int(1, 1)
-    wgmma_fence()
-    acc = wgmma_mma_async(acc, [desc], desc, on, n=8, type_ab="bf16", trans_b=1).res
-    wgmma_mma_async(acc, [reg] * 4, desc, on, n=8, type_ab="f16")
-    wgmma_commit_group()
-    wgmma_wait_group(0)
+    md.wgmma_fence()
+    acc = md.wgmma_mma_async(acc, [desc], desc, on, n=8, type_ab="bf16", trans_b=1).res
+    md.wgmma_mma_async(acc, [reg] * 4, desc, on, n=8, type_ab="f16")
+    md.wgmma_commit_group()
+    md.wgmma_wait_group(0)
 
 
 def _mma_ops(gmem, tile, word):
     """A warp's mma.sync (bf16 into f32, f16 into f16), ldmatrix and stmatrix; the accumulators are stored."""
-    from .ops_mma import ldmatrix, mma_sync, stmatrix
-
     f32 = llvm.BitcastOp(ir.F32Type.get(), word).result
-    for v in mma_sync("m16n8k16", "bf16", "f32", [word] * 4, [word] * 2, [f32] * 4).d:
+    for v in md.mma_sync("m16n8k16", "bf16", "f32", [word] * 4, [word] * 2, [f32] * 4).d:
         llvm.StoreOp(v, gmem)
-    for v in mma_sync("m16n8k8", "f16", "f16", [word] * 2, [word], [word] * 2).d:
+    for v in md.mma_sync("m16n8k8", "f16", "f16", [word] * 2, [word], [word] * 2).d:
         llvm.StoreOp(v, gmem)
-    words = ldmatrix(tile, 4, trans=True).words
-    stmatrix(tile, list(words))
+    words = md.ldmatrix(tile, 4, trans=True).words
+    md.stmatrix(tile, list(words))
 
 
 def _warp_ops(gmem, x, y, leader):
     """Warp barriers, shuffles, votes, register reallocation and vector global accesses; the results are stored."""
-    full, lanes = const_int(-1), activemask().mask
-    bar_warp_sync(full)
-    barrier_sync(const_int(1), const_int(64))
-    barrier_sync(const_int(2))
-    barrier_arrive(const_int(3), const_int(128))
-    setmaxnreg("dec", 40)
-    setmaxnreg("inc", 232)
-    tid, lane = read_sreg("tid.x").value, read_sreg("laneid").value
-    words = ld_global(gmem, 256, "nc").words
-    pair = ld_global(gmem, 64, "cg").words
-    word = ld_global(gmem, 32).words[0]
-    st_global(gmem, words, "cs")
-    st_global(gmem, ld_global(gmem, 128).words, "wt")
-    shifted = [shfl_sync(kind, w, const_int(1), const_int(clamp), lanes).res
+    full, lanes = const_int(-1), md.activemask().mask
+    md.bar_warp_sync(full)
+    md.barrier_sync(const_int(1), const_int(64))
+    md.barrier_sync(const_int(2))
+    md.barrier_arrive(const_int(3), const_int(128))
+    md.setmaxnreg("dec", 40)
+    md.setmaxnreg("inc", 232)
+    tid, lane = md.read_sreg("tid.x").value, md.read_sreg("laneid").value
+    words = md.ld_global(gmem, 256, "nc").words
+    pair = md.ld_global(gmem, 64, "cg").words
+    word = md.ld_global(gmem, 32).words[0]
+    md.st_global(gmem, words, "cs")
+    md.st_global(gmem, md.ld_global(gmem, 128).words, "wt")
+    shifted = [md.shfl_sync(kind, w, const_int(1), const_int(clamp), lanes).res
                for kind, w, clamp in (("idx", x, 31), ("up", y, 0), ("down", tid, 31), ("bfly", word, 0x181F))]
-    moved = shfl_sync("down", lane, const_int(2), const_int(31), full, with_pred=True)
-    votes = [vote_sync(kind, moved.in_range, full).res for kind in ("any", "all", "uni")]
-    ballot = vote_sync("ballot", leader, full).res
-    st_global(gmem, shifted)
-    st_global(gmem, [moved.res, ballot])
-    st_global(gmem, [llvm.ZExtOp(ir.IntegerType.get_signless(32), v).result for v in votes] + [pair[0]], "wb")
-    st_global(gmem, [pair[1]])
+    moved = md.shfl_sync("down", lane, const_int(2), const_int(31), full, with_pred=True)
+    votes = [md.vote_sync(kind, moved.in_range, full).res for kind in ("any", "all", "uni")]
+    ballot = md.vote_sync("ballot", leader, full).res
+    md.st_global(gmem, shifted)
+    md.st_global(gmem, [moved.res, ballot])
+    md.st_global(gmem, [llvm.ZExtOp(ir.IntegerType.get_signless(32), v).result for v in votes] + [pair[0]], "wb")
+    md.st_global(gmem, [pair[1]])
 
 
 def _numeric_ops(gmem, word):
@@ -190,17 +176,17 @@ def _numeric_ops(gmem, word):
     the results are stored, and the word printed."""
     i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
     x = llvm.BitcastOp(f32, word).result
-    results = [math_approx(fn, x, ftz=fn != "tanh").res for fn in APPROX_FUNCTIONS]
-    results.append(cvt_f32_to_narrow("tf32", x).res)
+    results = [md.math_approx(fn, x, ftz=fn != "tanh").res for fn in md.APPROX_FUNCTIONS]
+    results.append(md.cvt_f32_to_narrow("tf32", x).res)
     for kind in ("e4m3", "e5m2"):
-        bits = cvt_f32_to_narrow(kind, x).res
-        results.append(llvm.FPExtOp(f32, cvt_f8_to_f16(kind, bits).res).result)
-    st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[:4]])
-    st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[4:8]])
-    st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[8:]] + [word])
+        bits = md.cvt_f32_to_narrow(kind, x).res
+        results.append(llvm.FPExtOp(f32, md.cvt_f8_to_f16(kind, bits).res).result)
+    md.st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[:4]])
+    md.st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[4:8]])
+    md.st_global(gmem, [llvm.BitcastOp(i32, r).result for r in results[8:]] + [word])
     i64 = ir.IntegerType.get_signless(64)
     wide = llvm.BitcastOp(i64, llvm.FPExtOp(ir.F64Type.get(), x).result).result
-    printf("word %lld is %.9g\n", [llvm.SExtOp(i64, word).result, wide])
+    md.printf("word %lld is %.9g\n", [llvm.SExtOp(i64, word).result, wide])
 
 
 def build_tma_copy_module(rows, cols, elem_bytes=4):
@@ -218,19 +204,19 @@ def build_tma_copy_module(rows, cols, elem_bytes=4):
         bx, by = nvvm.read_ptx_sreg_ctaid_x(results=[i32]), nvvm.read_ptx_sreg_ctaid_y(results=[i32])
         x = llvm.MulOp(bx, const_int(cols), 0).result
         y = llvm.MulOp(by, const_int(rows), 0).result
-        prefetch_tensormap(a["desc_in"])
-        mbarrier_init(bar, const_int(1))
-        fence_proxy_async("shared::cta")
-        mbarrier_arrive_expect_tx(bar, const_int(nbytes))
-        tma_load(tile, a["desc_in"], bar, [x, y])
-        mbarrier_wait_parity(bar, const_int(0))
-        tma_store(a["desc_out"], tile, [x, y])
-        tma_store_arrive()
-        tma_store_wait(0)
+        md.prefetch_tensormap(a["desc_in"])
+        md.mbarrier_init(bar, const_int(1))
+        md.fence_proxy_async("shared::cta")
+        md.mbarrier_arrive_expect_tx(bar, const_int(nbytes))
+        md.tma_load(tile, a["desc_in"], bar, [x, y])
+        md.mbarrier_wait_parity(bar, const_int(0))
+        md.tma_store(a["desc_out"], tile, [x, y])
+        md.tma_store_arrive()
+        md.tma_store_wait(0)
     return module
 
 
 def sample_context():
     """A fresh context with the dialect loaded, and a location, for building the samples."""
-    ctx = make_context()
+    ctx = md.make_context()
     return ctx, ir.Location.unknown(ctx)

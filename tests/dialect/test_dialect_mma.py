@@ -1,4 +1,4 @@
-"""The warp tensor-core ops (mlir_dialects.ops_mma): mma_sync, ldmatrix and stmatrix verify, lower, give their
+"""The warp tensor-core ops (mlir_dialects.ops.mma): mma_sync, ldmatrix and stmatrix verify, lower, give their
 PTX (FileCheck) and assemble for sm_90a; their verifier rules reject wrong shapes, types and register counts,
 naming the rule."""
 

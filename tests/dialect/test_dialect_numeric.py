@@ -1,4 +1,4 @@
-"""The numeric ops (mlir_dialects.ops_numeric): 8-bit float and TF32 conversions and the approximate math
+"""The numeric ops (mlir_dialects.ops.numeric): 8-bit float and TF32 conversions and the approximate math
 instructions verify, lower, give their PTX (FileCheck) and assemble for sm_90a; each verifier rule rejects
 what ptxas would, naming the rule."""
 
@@ -10,7 +10,7 @@ import mlir_dialects as md  # noqa: E402
 from mlir_dialects._backend import ir, llvm  # noqa: E402
 from mlir_dialects.dialect import str_attr  # noqa: E402
 from mlir_dialects.errors import OperandTypeError, VerificationError  # noqa: E402
-from mlir_dialects.ops_numeric import APPROX_FUNCTIONS, CvtF8ToF16Op, CvtF32ToNarrowOp, MathApproxOp  # noqa: E402
+from mlir_dialects.ops.numeric import APPROX_FUNCTIONS, CvtF8ToF16Op, CvtF32ToNarrowOp, MathApproxOp  # noqa: E402
 from mlir_dialects.pipeline import to_ptx  # noqa: E402
 
 R, RS = "{{%r[0-9]+}}", "{{%rs[0-9]+}}"

@@ -17,13 +17,43 @@ def test_the_sample_kernel_uses_every_op_and_verifies(ctx):
         assert f"{cls.OPERATION_NAME}" in text, f"{cls.OPERATION_NAME} missing from the sample"
 
 
-def test_every_op_class_names_its_ptx_and_has_a_lowering_rule():
-    classes = md.all_op_classes()
-    assert len(classes) == 51  # 40 copy, sync and warp ops; 3 numeric ops and printf; 4 warpgroup MMA ops;
-    # mma_sync, ldmatrix, stmatrix
-    for cls in classes:
-        assert "PTX:" in (cls.__doc__ or ""), f"{cls.__name__} has no 'PTX:' line"
-        assert md.rule_for(cls.OPERATION_NAME).__name__.startswith("lower_")
+def _declared_op_classes():
+    """The op classes each unit module of ``mlir_dialects.ops`` defines, read from the modules themselves."""
+    import importlib
+    import pkgutil
+
+    from mlir_dialects import ops
+    from mlir_dialects.dialect import CuteOp
+
+    found = []
+    for info in pkgutil.iter_modules(ops.__path__):
+        module = importlib.import_module(f"mlir_dialects.ops.{info.name}")
+        found += [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, CuteOp)
+                  and v.__module__ == module.__name__ and "OPERATION_NAME" in vars(v)]
+    return found
+
+
+def test_the_registry_holds_every_op_class_the_unit_modules_define():
+    from mlir_dialects import registry
+
+    declared = _declared_op_classes()
+    assert declared and set(md.all_op_classes()) == set(declared)
+    assert len(md.all_op_classes()) == len(declared)
+    assert [m.__name__.rsplit(".", 1)[1] for m in registry.unit_modules()] == list(registry.UNITS)
+
+
+@pytest.mark.parametrize("cls", _declared_op_classes(), ids=lambda c: c.OPERATION_NAME)
+def test_every_op_class_has_a_verifier_a_ptx_line_a_lowering_rule_a_builder_and_an_export(cls):
+    assert "PTX:" in (cls.__doc__ or ""), f"{cls.__name__} has no 'PTX:' line"
+    takes = [f.name for f in cls._fields if type(f).__name__ in ("OperandDef", "AttributeDef")]
+    if takes:  # an op of operands or attributes checks them (an op of results alone has IRDL's checks only)
+        assert any("verify_rules" in vars(k) for k in cls.__mro__ if k is not md.CuteOp), \
+            f"{cls.__name__} takes {takes} but has no verify_rules"
+    assert md.rule_for(cls.OPERATION_NAME) is vars(cls)["lower"], f"{cls.__name__}: no lowering rule of its own"
+    build = getattr(md, cls.builder_name())
+    assert build.__name__ == cls.builder_name() and build.__wrapped__ == cls.builder
+    assert getattr(md, cls.__name__) is cls
+    assert cls.builder_name() in md.__all__ and cls.__name__ in md.__all__
 
 
 def test_verifier_errors_are_value_errors_and_type_errors_for_operands():
@@ -267,7 +297,7 @@ def test_parsing_a_cp_async_cg_of_8_bytes_fails_on_the_rule(ctx):
 
 def test_lowering_refuses_a_module_that_does_not_verify(kernel):
     from mlir_dialects.dialect import i32_attr, str_attr
-    from mlir_dialects.ops_cpasync import CpAsyncOp
+    from mlir_dialects.ops.cpasync import CpAsyncOp
 
     with kernel as k:
         CpAsyncOp(k.s["tile"], k.a["g"], i32_attr(3), str_attr("ca"))  # the raw constructor checks nothing

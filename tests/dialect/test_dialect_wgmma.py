@@ -1,4 +1,4 @@
-"""The warpgroup MMA ops (mlir_dialects.ops_wgmma): wgmma_fence, wgmma_commit_group, wgmma_wait_group and
+"""The warpgroup MMA ops (mlir_dialects.ops.warpgroup): wgmma_fence, wgmma_commit_group, wgmma_wait_group and
 wgmma_mma_async verify, lower, give their PTX (FileCheck) and assemble for sm_90a."""
 
 import pytest
@@ -7,7 +7,7 @@ pytest.importorskip("mlir_dialects._backend", reason="needs the MLIR Python bind
 
 import mlir_dialects as md  # noqa: E402
 from mlir_dialects._backend import arith, ir, llvm  # noqa: E402
-from mlir_dialects.ops_wgmma import wgmma_acc_type  # noqa: E402
+from mlir_dialects.ops.warpgroup import wgmma_acc_type  # noqa: E402
 
 
 def _fence(k):

@@ -92,7 +92,7 @@ print(json.dumps({"fingerprint": cache.library_fingerprint()}))
 
 
 @pytest.mark.parametrize("where", ["cute_py/core/layout.py", "cute_py/nvgpu/copy_ops.py", "cute_py/compiler/emit.py",
-                                   "mlir_dialects/ops_cpasync.py", "mlir_dialects/pipeline.py",
+                                   "mlir_dialects/ops/cpasync.py", "mlir_dialects/pipeline.py",
                                    "cute_py/compiler/runtime/helper_data.c", "cute_py/core/new_module.py"])
 def test_an_edit_in_each_layer_is_a_new_key_in_a_new_process(copy_root, where):
     before = _python(_KEY, copy_root, _env(copy_root))["fingerprint"]
@@ -117,7 +117,7 @@ print(json.dumps(cute.compiler.stats))
 """
 
 
-@pytest.mark.parametrize("where", ["cute_py/core/layout.py", "cute_py/nvgpu/tma.py", "mlir_dialects/ops_tma.py"])
+@pytest.mark.parametrize("where", ["cute_py/core/layout.py", "cute_py/nvgpu/tma.py", "mlir_dialects/ops/tma.py"])
 def test_an_edit_of_the_library_compiles_the_kernel_again(copy_root, tmp_path, where):
     """Through the disk cache: the same kernel after an edit of the algebra, of the copy ops or of the lowering to
     PTX is compiled again (the old entry was made by another library)."""

@@ -7,19 +7,16 @@ executes these instructions together (``.sync.aligned``).
 
 from typing import Any, Sequence
 
-from ._backend import ext, ir, llvm
-from .dialect import CuteOp, str_attr, bool_attr, Flag
-from .errors import OperandTypeError
-from .lowering import finish, inline_ptx, lowers
-from .types import AddressSpace
+from .._backend import ext, ir, llvm
+from ..dialect import CuteOp, str_attr, bool_attr, Flag
+from ..errors import OperandTypeError
+from ..types import AddressSpace
+from .common import finish, inline_ptx
 
 __all__ = [
     "MmaSyncOp",
     "LdMatrixOp",
     "StMatrixOp",
-    "mma_sync",
-    "ldmatrix",
-    "stmatrix",
     "MMA_SHAPES",
     "MMA_AB_TYPES",
     "MMA_ACC_TYPES",
@@ -80,6 +77,26 @@ class MmaSyncOp(CuteOp, name="mma_sync"):
                     self.fail(f"mma-{role}-type", f"{acc} accumulators are {want} values, got {v.type}",
                               OperandTypeError)
 
+    @classmethod
+    def builder(cls, shape, ab_type, acc_type, a, b, c):
+        """Build ``cute_nvgpu.mma_sync``; its results ``d`` have ``c``'s types."""
+        return cls.build(str_attr(shape), str_attr(ab_type), str_attr(acc_type), list(a), list(b), list(c),
+                               [v.type for v in c])
+
+    def lower(self, rewriter):
+        shape, ab, acc = self.str_attr("shape"), self.str_attr("ab_type"), self.str_attr("acc_type")
+        a, b, c = list(self.a), list(self.b), list(self.c)
+        nd = len(c)
+        ptx = (f"mma.sync.aligned.{shape}.row.col.{acc}.{ab}.{ab}.{acc} {_vec(0, nd)}, {_vec(nd, len(a))}, "
+               f"{_vec(nd + len(a), len(b))}, {_vec(nd + len(a) + len(b), nd)};")
+        reg = "f" if acc == "f32" else "r"
+        cons = ",".join([f"={reg}"] * nd + ["r"] * (len(a) + len(b)) + [reg] * nd)
+        t = c[0].type
+        with rewriter.ip:
+            res = inline_ptx(ptx, cons, a + b + c, ir.Type.parse(f"!llvm.struct<({', '.join([str(t)] * nd)})>")).result
+            d = [llvm.ExtractValueOp(t, res, [i]).result for i in range(nd)]
+        finish(self, rewriter, *d)
+
 
 class _MatrixOp(CuteOp):
     def check_matrix(self, words):
@@ -107,6 +124,24 @@ class LdMatrixOp(_MatrixOp, name="ldmatrix"):
     def verify_rules(self):
         self.check_matrix(list(self.operation.results))
 
+    @classmethod
+    def builder(cls, addr, num, trans=False):
+        """Build ``cute_nvgpu.ldmatrix`` of ``num`` matrices; its ``words`` are ``num`` i32 results."""
+        i32 = ir.IntegerType.get_signless(32)
+        n = num if type(num) is int and num > 0 else 1
+        return cls.build(addr, bool_attr(trans), [i32] * n)
+
+    def lower(self, rewriter):
+        n = len(self.operation.results)
+        i32 = ir.IntegerType.get_signless(32)
+        with rewriter.ip:
+            addr = llvm.PtrToIntOp(i32, self.addr).result
+            rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
+            res = inline_ptx(f"ldmatrix.sync.aligned.{_suffix(self, n)} {_vec(0, n)}, [${n}];",
+                             ",".join(["=r"] * n + ["r", "~{memory}"]), [addr], rtype).result
+            words = [res] if n == 1 else [llvm.ExtractValueOp(i32, res, [i]).result for i in range(n)]
+        finish(self, rewriter, *words)
+
 
 class StMatrixOp(_MatrixOp, name="stmatrix"):
     """Store 1, 2 or 4 8x8 matrices of 16-bit elements to shared memory (the reverse of ``ldmatrix``; sm_90).
@@ -121,75 +156,25 @@ class StMatrixOp(_MatrixOp, name="stmatrix"):
     def verify_rules(self):
         self.check_matrix(list(self.words))
 
+    @classmethod
+    def builder(cls, addr, words, trans=False):
+        """Build ``cute_nvgpu.stmatrix`` of the i32 ``words`` (one per matrix)."""
+        return cls.build(addr, bool_attr(trans), list(words))
 
-# -- builders ------------------------------------------------------------------------------------
-
-
-def mma_sync(shape, ab_type, acc_type, a, b, c):
-    """Build ``cute_nvgpu.mma_sync``; its results ``d`` have ``c``'s types."""
-    return MmaSyncOp.build(str_attr(shape), str_attr(ab_type), str_attr(acc_type), list(a), list(b), list(c),
-                           [v.type for v in c])
-
-
-def ldmatrix(addr, num, trans=False):
-    """Build ``cute_nvgpu.ldmatrix`` of ``num`` matrices; its ``words`` are ``num`` i32 results."""
-    i32 = ir.IntegerType.get_signless(32)
-    n = num if type(num) is int and num > 0 else 1
-    return LdMatrixOp.build(addr, bool_attr(trans), [i32] * n)
-
-
-def stmatrix(addr, words, trans=False):
-    """Build ``cute_nvgpu.stmatrix`` of the i32 ``words`` (one per matrix)."""
-    return StMatrixOp.build(addr, bool_attr(trans), list(words))
-
-
-# -- lowering ------------------------------------------------------------------------------------
+    def lower(self, rewriter):
+        words = list(self.words)
+        n = len(words)
+        i32 = ir.IntegerType.get_signless(32)
+        with rewriter.ip:
+            addr = llvm.PtrToIntOp(i32, self.addr).result
+            inline_ptx(f"stmatrix.sync.aligned.{_suffix(self, n)} [$0], {_vec(1, n)};",
+                       ",".join(["r"] * (n + 1) + ["~{memory}"]), [addr] + words)
+        finish(self, rewriter)
 
 
 def _vec(first, n):
     return "{" + ", ".join(f"${first + i}" for i in range(n)) + "}"
 
 
-@lowers(MmaSyncOp)
-def lower_mma_sync(op, rewriter):
-    shape, ab, acc = op.str_attr("shape"), op.str_attr("ab_type"), op.str_attr("acc_type")
-    a, b, c = list(op.a), list(op.b), list(op.c)
-    nd = len(c)
-    ptx = (f"mma.sync.aligned.{shape}.row.col.{acc}.{ab}.{ab}.{acc} {_vec(0, nd)}, {_vec(nd, len(a))}, "
-           f"{_vec(nd + len(a), len(b))}, {_vec(nd + len(a) + len(b), nd)};")
-    reg = "f" if acc == "f32" else "r"
-    cons = ",".join([f"={reg}"] * nd + ["r"] * (len(a) + len(b)) + [reg] * nd)
-    t = c[0].type
-    with rewriter.ip:
-        res = inline_ptx(ptx, cons, a + b + c, ir.Type.parse(f"!llvm.struct<({', '.join([str(t)] * nd)})>")).result
-        d = [llvm.ExtractValueOp(t, res, [i]).result for i in range(nd)]
-    finish(op, rewriter, *d)
-
-
 def _suffix(op, n):
     return f"m8n8.x{n}{'.trans' if op.bool_attr('trans') else ''}.shared.b16"
-
-
-@lowers(LdMatrixOp)
-def lower_ldmatrix(op, rewriter):
-    n = len(op.operation.results)
-    i32 = ir.IntegerType.get_signless(32)
-    with rewriter.ip:
-        addr = llvm.PtrToIntOp(i32, op.addr).result
-        rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
-        res = inline_ptx(f"ldmatrix.sync.aligned.{_suffix(op, n)} {_vec(0, n)}, [${n}];",
-                         ",".join(["=r"] * n + ["r", "~{memory}"]), [addr], rtype).result
-        words = [res] if n == 1 else [llvm.ExtractValueOp(i32, res, [i]).result for i in range(n)]
-    finish(op, rewriter, *words)
-
-
-@lowers(StMatrixOp)
-def lower_stmatrix(op, rewriter):
-    words = list(op.words)
-    n = len(words)
-    i32 = ir.IntegerType.get_signless(32)
-    with rewriter.ip:
-        addr = llvm.PtrToIntOp(i32, op.addr).result
-        inline_ptx(f"stmatrix.sync.aligned.{_suffix(op, n)} [$0], {_vec(1, n)};", ",".join(["r"] * (n + 1) + ["~{memory}"]),
-                   [addr] + words)
-    finish(op, rewriter)

@@ -1,9 +1,9 @@
 """mbarriers: initialise, arrive (locally, with a transaction count, or on a peer CTA), and wait on a phase."""
 
-from ._backend import ext, ir, llvm, nvvm
-from .dialect import CuteOp
-from .lowering import const_int, finish, inline_ptx, lowers
-from .types import AddressSpace, constant_int_of
+from .._backend import ext, ir, llvm, nvvm
+from ..dialect import CuteOp
+from ..types import AddressSpace, constant_int_of
+from .common import const_int, finish, inline_ptx, u32_of
 
 __all__ = [
     "MbarrierInitOp",
@@ -14,14 +14,6 @@ __all__ = [
     "MbarrierTryWaitParityOp",
     "MbarrierWaitParityOp",
     "FenceMbarrierInitOp",
-    "mbarrier_init",
-    "mbarrier_arrive",
-    "mbarrier_arrive_cluster",
-    "mbarrier_arrive_expect_tx",
-    "mbarrier_expect_tx",
-    "mbarrier_try_wait_parity",
-    "mbarrier_wait_parity",
-    "fence_mbarrier_init",
     "MBARRIER_MAX_COUNT",
     "MBARRIER_MAX_TX",
 ]
@@ -55,6 +47,11 @@ class MbarrierInitOp(_MbarrierOp, name="mbarrier_init"):
         self.check_mbar()
         self.check_range("mbarrier-count-range", "the arrival count", self.count, 1, MBARRIER_MAX_COUNT)
 
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.MBarrierInitOp(self.mbar, self.count)
+        finish(self, rewriter)
+
 
 class MbarrierArriveOp(_MbarrierOp, name="mbarrier_arrive"):
     """Arrive on an mbarrier of this CTA; returns the 64-bit state of the phase arrived on.
@@ -68,6 +65,16 @@ class MbarrierArriveOp(_MbarrierOp, name="mbarrier_arrive"):
     def verify_rules(self):
         self.check_mbar()
 
+    @classmethod
+    def builder(cls, mbar):
+        """Build ``cute_nvgpu.mbarrier_arrive``; the op's ``state`` is the i64 phase state."""
+        return cls.build(mbar)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            state = nvvm.MBarrierArriveOp(self.mbar, results=[ir.IntegerType.get_signless(64)]).result
+        finish(self, rewriter, state)
+
 
 class MbarrierArriveClusterOp(_MbarrierOp, name="mbarrier_arrive_cluster"):
     """Arrive on the mbarrier at the same shared address in CTA ``cta_id`` of the cluster (remote arrive).
@@ -80,6 +87,13 @@ class MbarrierArriveClusterOp(_MbarrierOp, name="mbarrier_arrive_cluster"):
 
     def verify_rules(self):
         self.check_mbar()
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            ptx = ("{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t"
+                   "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rb];\n\t}")
+            inline_ptx(ptx, "r,r,~{memory}", [u32_of(self.mbar), self.cta_id])
+        finish(self, rewriter)
 
 
 class MbarrierArriveExpectTxOp(_MbarrierOp, name="mbarrier_arrive_expect_tx"):
@@ -95,6 +109,11 @@ class MbarrierArriveExpectTxOp(_MbarrierOp, name="mbarrier_arrive_expect_tx"):
         self.check_mbar()
         self.check_range("mbarrier-tx-range", "the transaction count", self.tx_count, 0, MBARRIER_MAX_TX)
 
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.MBarrierArriveExpectTxOp(self.mbar, self.tx_count)
+        finish(self, rewriter)
+
 
 class MbarrierExpectTxOp(_MbarrierOp, name="mbarrier_expect_tx"):
     """Raise an mbarrier's expected transaction count by ``tx_count`` bytes, without arriving.
@@ -108,6 +127,11 @@ class MbarrierExpectTxOp(_MbarrierOp, name="mbarrier_expect_tx"):
     def verify_rules(self):
         self.check_mbar()
         self.check_range("mbarrier-tx-range", "the transaction count", self.tx_count, 0, MBARRIER_MAX_TX)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.MBarrierExpectTxOp(self.mbar, self.tx_count)
+        finish(self, rewriter)
 
 
 class MbarrierTryWaitParityOp(_MbarrierOp, name="mbarrier_try_wait_parity"):
@@ -124,6 +148,20 @@ class MbarrierTryWaitParityOp(_MbarrierOp, name="mbarrier_try_wait_parity"):
         self.check_mbar()
         self.check_range("mbarrier-parity", "the phase parity", self.phase, 0, 1)
 
+    @classmethod
+    def builder(cls, mbar, phase):
+        """Build ``cute_nvgpu.mbarrier_try_wait_parity``; the op's ``done`` is an i1."""
+        return cls.build(mbar, phase)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            ptx = ("{\n\t.reg .pred %p;\n\tmbarrier.try_wait.parity.shared::cta.b64 %p, [$1], $2;\n\t"
+                   "selp.u32 $0, 1, 0, %p;\n\t}")
+            i32 = ir.IntegerType.get_signless(32)
+            word = inline_ptx(ptx, "=r,r,r,~{memory}", [u32_of(self.mbar), self.phase], i32).result
+            done = llvm.ICmpOp(llvm.ICmpPredicate.ne, word, const_int(0)).result
+        finish(self, rewriter, done)
+
 
 class MbarrierWaitParityOp(_MbarrierOp, name="mbarrier_wait_parity"):
     """Wait until the phase of parity ``phase`` has completed: a try_wait loop.
@@ -138,6 +176,11 @@ class MbarrierWaitParityOp(_MbarrierOp, name="mbarrier_wait_parity"):
         self.check_mbar()
         self.check_range("mbarrier-parity", "the phase parity", self.phase, 0, 1)
 
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.MBarrierTryWaitParityOp(self.mbar, self.phase, const_int(WAIT_TICKS))
+        finish(self, rewriter)
+
 
 class FenceMbarrierInitOp(CuteOp, name="fence_mbarrier_init"):
     """Make prior mbarrier.init visible to the other CTAs of the cluster.
@@ -145,114 +188,7 @@ class FenceMbarrierInitOp(CuteOp, name="fence_mbarrier_init"):
     PTX: fence.mbarrier_init.release.cluster;
     """
 
-
-# -- builders ------------------------------------------------------------------------------
-
-
-def mbarrier_init(mbar, count):
-    """Build ``cute_nvgpu.mbarrier_init``."""
-    return MbarrierInitOp.build(mbar, count)
-
-
-def mbarrier_arrive(mbar):
-    """Build ``cute_nvgpu.mbarrier_arrive``; the op's ``state`` is the i64 phase state."""
-    return MbarrierArriveOp.build(mbar)
-
-
-def mbarrier_arrive_cluster(mbar, cta_id):
-    """Build ``cute_nvgpu.mbarrier_arrive_cluster``."""
-    return MbarrierArriveClusterOp.build(mbar, cta_id)
-
-
-def mbarrier_arrive_expect_tx(mbar, tx_count):
-    """Build ``cute_nvgpu.mbarrier_arrive_expect_tx``."""
-    return MbarrierArriveExpectTxOp.build(mbar, tx_count)
-
-
-def mbarrier_expect_tx(mbar, tx_count):
-    """Build ``cute_nvgpu.mbarrier_expect_tx``."""
-    return MbarrierExpectTxOp.build(mbar, tx_count)
-
-
-def mbarrier_try_wait_parity(mbar, phase):
-    """Build ``cute_nvgpu.mbarrier_try_wait_parity``; the op's ``done`` is an i1."""
-    return MbarrierTryWaitParityOp.build(mbar, phase)
-
-
-def mbarrier_wait_parity(mbar, phase):
-    """Build ``cute_nvgpu.mbarrier_wait_parity``."""
-    return MbarrierWaitParityOp.build(mbar, phase)
-
-
-def fence_mbarrier_init():
-    """Build ``cute_nvgpu.fence_mbarrier_init``."""
-    return FenceMbarrierInitOp.build()
-
-
-# -- lowering ------------------------------------------------------------------------------
-
-
-def _u32(ptr):
-    return llvm.PtrToIntOp(ir.IntegerType.get_signless(32), ptr).result
-
-
-@lowers(MbarrierInitOp)
-def lower_mbarrier_init(op, rewriter):
-    with rewriter.ip:
-        nvvm.MBarrierInitOp(op.mbar, op.count)
-    finish(op, rewriter)
-
-
-@lowers(MbarrierArriveOp)
-def lower_mbarrier_arrive(op, rewriter):
-    with rewriter.ip:
-        state = nvvm.MBarrierArriveOp(op.mbar, results=[ir.IntegerType.get_signless(64)]).result
-    finish(op, rewriter, state)
-
-
-@lowers(MbarrierArriveClusterOp)
-def lower_mbarrier_arrive_cluster(op, rewriter):
-    with rewriter.ip:
-        ptx = ("{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%rb];\n\t}")
-        inline_ptx(ptx, "r,r,~{memory}", [_u32(op.mbar), op.cta_id])
-    finish(op, rewriter)
-
-
-@lowers(MbarrierArriveExpectTxOp)
-def lower_mbarrier_arrive_expect_tx(op, rewriter):
-    with rewriter.ip:
-        nvvm.MBarrierArriveExpectTxOp(op.mbar, op.tx_count)
-    finish(op, rewriter)
-
-
-@lowers(MbarrierExpectTxOp)
-def lower_mbarrier_expect_tx(op, rewriter):
-    with rewriter.ip:
-        nvvm.MBarrierExpectTxOp(op.mbar, op.tx_count)
-    finish(op, rewriter)
-
-
-@lowers(MbarrierTryWaitParityOp)
-def lower_mbarrier_try_wait_parity(op, rewriter):
-    with rewriter.ip:
-        ptx = ("{\n\t.reg .pred %p;\n\tmbarrier.try_wait.parity.shared::cta.b64 %p, [$1], $2;\n\t"
-               "selp.u32 $0, 1, 0, %p;\n\t}")
-        i32 = ir.IntegerType.get_signless(32)
-        word = inline_ptx(ptx, "=r,r,r,~{memory}", [_u32(op.mbar), op.phase], i32).result
-        done = llvm.ICmpOp(llvm.ICmpPredicate.ne, word, const_int(0)).result
-    finish(op, rewriter, done)
-
-
-@lowers(MbarrierWaitParityOp)
-def lower_mbarrier_wait_parity(op, rewriter):
-    with rewriter.ip:
-        nvvm.MBarrierTryWaitParityOp(op.mbar, op.phase, const_int(WAIT_TICKS))
-    finish(op, rewriter)
-
-
-@lowers(FenceMbarrierInitOp)
-def lower_fence_mbarrier_init(op, rewriter):
-    with rewriter.ip:
-        nvvm.FenceMbarrierInitOp()
-    finish(op, rewriter)
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.FenceMbarrierInitOp()
+        finish(self, rewriter)

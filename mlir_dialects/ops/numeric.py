@@ -11,23 +11,19 @@ import hashlib
 import re as _re
 from typing import Any, Sequence
 
-from ._backend import ext, ir, llvm
-from .dialect import CuteOp, str_attr
-from .errors import OperandTypeError
-from .lowering import finish, lowers
+from .._backend import ext, ir, llvm
+from ..dialect import CuteOp, str_attr
+from ..errors import OperandTypeError
+from .common import finish
 
 __all__ = [
     "CvtF32ToNarrowOp",
     "CvtF8ToF16Op",
     "MathApproxOp",
-    "cvt_f32_to_narrow",
-    "cvt_f8_to_f16",
-    "math_approx",
     "NARROW_KINDS",
     "F8_KINDS",
     "APPROX_FUNCTIONS",
     "PrintfOp",
-    "printf",
     "format_conversions",
 ]
 
@@ -45,6 +41,10 @@ APPROX_FUNCTIONS = {
     "cos": "cos.approx{ftz}.f32",
     "tanh": "tanh.approx.f32",  # no .ftz form (it flushes subnormal results as specified)
 }
+
+
+def _pure_asm(ptx, constraints, operands, result_type):
+    return llvm.InlineAsmOp(result_type, list(operands), ptx, constraints, has_side_effects=False).result
 
 
 def _is_f32(t):
@@ -71,6 +71,7 @@ class CvtF32ToNarrowOp(_NumericOp, name="cvt_f32_narrow"):
     PTX: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 d, zero, a; | cvt.rna.tf32.f32 d, a;
     """
 
+    BUILDER = "cvt_f32_to_narrow"
     kind: ir.StringAttr
     value: ext.Operand[Any]
     res: ext.Result[Any]
@@ -82,6 +83,28 @@ class CvtF32ToNarrowOp(_NumericOp, name="cvt_f32_narrow"):
         if str(self.res.type) != want:
             self.fail("narrow-result-type", f"a {kind} conversion gives {want}, got {self.res.type}")
 
+    @classmethod
+    def builder(cls, kind, value):
+        """Build ``cute_nvgpu.cvt_f32_narrow`` (``kind``: e4m3, e5m2 or tf32); the op's ``res`` is an i8 (f8 bits)
+        or an f32 (tf32)."""
+        rtype = ir.F32Type.get() if kind == "tf32" else ir.IntegerType.get_signless(8)
+        return cls.build(str_attr(kind), value, rtype)
+
+    def lower(self, rewriter):
+        kind = self.str_attr("kind")
+        with rewriter.ip:
+            if kind == "tf32":
+                res = _pure_asm("cvt.rna.tf32.f32 $0, $1;", "=r,r", [llvm.BitcastOp(ir.IntegerType.get_signless(32),
+                                                                                       self.value).result],
+                                ir.IntegerType.get_signless(32))
+                res = llvm.BitcastOp(ir.F32Type.get(), res).result
+            else:
+                zero = llvm.ConstantOp(ir.F32Type.get(), ir.FloatAttr.get(ir.F32Type.get(), 0.0)).result
+                pair = _pure_asm(f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", [zero, self.value],
+                                 ir.IntegerType.get_signless(16))
+                res = llvm.TruncOp(ir.IntegerType.get_signless(8), pair, 0).result
+        finish(self, rewriter, res)
+
 
 class CvtF8ToF16Op(_NumericOp, name="cvt_f8_f16"):
     """The f16 holding exactly the 8-bit float whose bits are the i8 ``bits`` (``e4m3`` or ``e5m2``).
@@ -89,6 +112,7 @@ class CvtF8ToF16Op(_NumericOp, name="cvt_f8_f16"):
     PTX: cvt.rn.f16x2.{e4m3x2,e5m2x2} d, a;
     """
 
+    BUILDER = "cvt_f8_to_f16"
     kind: ir.StringAttr
     bits: ext.Operand[Any]
     res: ext.Result[Any]
@@ -98,6 +122,20 @@ class CvtF8ToF16Op(_NumericOp, name="cvt_f8_f16"):
         self.expect_int("bits", self.bits, 8)
         if not isinstance(self.res.type, ir.F16Type):
             self.fail("f8-result-type", f"the result is f16, got {self.res.type}")
+
+    @classmethod
+    def builder(cls, kind, bits):
+        """Build ``cute_nvgpu.cvt_f8_f16`` (``kind``: e4m3 or e5m2) of the i8 ``bits``; the op's ``res`` is an f16."""
+        return cls.build(str_attr(kind), bits, ir.F16Type.get())
+
+    def lower(self, rewriter):
+        kind = self.str_attr("kind")
+        with rewriter.ip:
+            wide = llvm.ZExtOp(ir.IntegerType.get_signless(16), self.bits).result
+            pair = _pure_asm(f"cvt.rn.f16x2.{kind}x2 $0, $1;", "=r,h", [wide], ir.IntegerType.get_signless(32))
+            low = llvm.TruncOp(ir.IntegerType.get_signless(16), pair, 0).result
+            res = llvm.BitcastOp(ir.F16Type.get(), low).result
+        finish(self, rewriter, res)
 
 
 class MathApproxOp(_NumericOp, name="math_approx"):
@@ -122,66 +160,17 @@ class MathApproxOp(_NumericOp, name="math_approx"):
         if not _is_f32(self.res.type):
             self.fail("approx-result-type", f"the result is f32, got {self.res.type}")
 
+    @classmethod
+    def builder(cls, fn, value, *, ftz=False):
+        """Build ``cute_nvgpu.math_approx`` of ``fn`` on the f32 ``value``; the op's ``res`` is an f32."""
+        return cls.build(str_attr(fn), str_attr("ftz" if ftz else ""), value, ir.F32Type.get())
 
-def cvt_f32_to_narrow(kind, value):
-    """Build ``cute_nvgpu.cvt_f32_narrow`` (``kind``: e4m3, e5m2 or tf32); the op's ``res`` is an i8 (f8 bits)
-    or an f32 (tf32)."""
-    rtype = ir.F32Type.get() if kind == "tf32" else ir.IntegerType.get_signless(8)
-    return CvtF32ToNarrowOp.build(str_attr(kind), value, rtype)
-
-
-def cvt_f8_to_f16(kind, bits):
-    """Build ``cute_nvgpu.cvt_f8_f16`` (``kind``: e4m3 or e5m2) of the i8 ``bits``; the op's ``res`` is an f16."""
-    return CvtF8ToF16Op.build(str_attr(kind), bits, ir.F16Type.get())
-
-
-def math_approx(fn, value, *, ftz=False):
-    """Build ``cute_nvgpu.math_approx`` of ``fn`` on the f32 ``value``; the op's ``res`` is an f32."""
-    return MathApproxOp.build(str_attr(fn), str_attr("ftz" if ftz else ""), value, ir.F32Type.get())
-
-
-# -- lowering ---------------------------------------------------------------------------------
-
-
-def _pure_asm(ptx, constraints, operands, result_type):
-    return llvm.InlineAsmOp(result_type, list(operands), ptx, constraints, has_side_effects=False).result
-
-
-@lowers(CvtF32ToNarrowOp)
-def lower_cvt_f32_narrow(op, rewriter):
-    kind = op.str_attr("kind")
-    with rewriter.ip:
-        if kind == "tf32":
-            res = _pure_asm("cvt.rna.tf32.f32 $0, $1;", "=r,r", [llvm.BitcastOp(ir.IntegerType.get_signless(32),
-                                                                                   op.value).result],
-                            ir.IntegerType.get_signless(32))
-            res = llvm.BitcastOp(ir.F32Type.get(), res).result
-        else:
-            zero = llvm.ConstantOp(ir.F32Type.get(), ir.FloatAttr.get(ir.F32Type.get(), 0.0)).result
-            pair = _pure_asm(f"cvt.rn.satfinite.{kind}x2.f32 $0, $1, $2;", "=h,f,f", [zero, op.value],
-                             ir.IntegerType.get_signless(16))
-            res = llvm.TruncOp(ir.IntegerType.get_signless(8), pair, 0).result
-    finish(op, rewriter, res)
-
-
-@lowers(CvtF8ToF16Op)
-def lower_cvt_f8_f16(op, rewriter):
-    kind = op.str_attr("kind")
-    with rewriter.ip:
-        wide = llvm.ZExtOp(ir.IntegerType.get_signless(16), op.bits).result
-        pair = _pure_asm(f"cvt.rn.f16x2.{kind}x2 $0, $1;", "=r,h", [wide], ir.IntegerType.get_signless(32))
-        low = llvm.TruncOp(ir.IntegerType.get_signless(16), pair, 0).result
-        res = llvm.BitcastOp(ir.F16Type.get(), low).result
-    finish(op, rewriter, res)
-
-
-@lowers(MathApproxOp)
-def lower_math_approx(op, rewriter):
-    ftz = ".ftz" if op.str_attr("ftz") else ""
-    ptx = APPROX_FUNCTIONS[op.str_attr("fn")].format(ftz=ftz) + " $0, $1;"
-    with rewriter.ip:
-        res = _pure_asm(ptx, "=f,f", [op.value], ir.F32Type.get())
-    finish(op, rewriter, res)
+    def lower(self, rewriter):
+        ftz = ".ftz" if self.str_attr("ftz") else ""
+        ptx = APPROX_FUNCTIONS[self.str_attr("fn")].format(ftz=ftz) + " $0, $1;"
+        with rewriter.ip:
+            res = _pure_asm(ptx, "=f,f", [self.value], ir.F32Type.get())
+        finish(self, rewriter, res)
 
 
 # -- printing ---------------------------------------------------------------------------------
@@ -232,10 +221,39 @@ class PrintfOp(_NumericOp, name="printf"):
                 self.fail("printf-argument-width", f"conversion {k} reads 32 bits, but every argument is 64 bits: "
                                                    f"give integer conversions the ll length (%lld, %llu, %llx)")
 
+    @classmethod
+    def builder(cls, fmt, args=()):
+        """Build ``cute_nvgpu.printf`` of the C format ``fmt`` with the i64 MLIR values ``args``."""
+        return cls.build(str_attr(fmt), list(args))
 
-def printf(fmt, args=()):
-    """Build ``cute_nvgpu.printf`` of the C format ``fmt`` with the i64 MLIR values ``args``."""
-    return PrintfOp.build(str_attr(fmt), list(args))
+    def lower(self, rewriter):
+        fmt = self.str_attr("format")
+        block, names = _symbols_of(self)
+        name = "__cute_nvgpu_printf_" + hashlib.sha256(fmt.encode()).hexdigest()[:16]
+        nbytes = len(fmt.encode()) + 1
+        at_top = ir.InsertionPoint(block.operations[0])
+        if name not in names:
+            at_top.insert(ir.Operation.parse(f"llvm.mlir.global internal constant @{name}({_mlir_string(fmt)}) "
+                                             f"{{addr_space = 1 : i32}} : !llvm.array<{nbytes} x i8>"))
+        if "vprintf" not in names:
+            at_top.insert(ir.Operation.parse("llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32"))
+        generic = ir.Type.parse("!llvm.ptr")
+        with rewriter.ip:
+            text = llvm.AddressOfOp(ir.Type.parse("!llvm.ptr<1>"), name).result
+            text = llvm.AddrSpaceCastOp(generic, text).result
+            args = list(self.args)
+            if args:
+                struct = ir.Type.parse(f"!llvm.struct<({', '.join(str(a.type) for a in args)})>")
+                one = llvm.ConstantOp(ir.IntegerType.get_signless(32),
+                                      ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)).result
+                buf = llvm.AllocaOp(generic, one, struct, alignment=8).result
+                for k, a in enumerate(args):
+                    slot = llvm.GEPOp(generic, buf, [], [0, k], struct, 0).result
+                    llvm.StoreOp(a, slot)
+            else:
+                buf = llvm.ZeroOp(generic).result
+            llvm.CallOp(ir.IntegerType.get_signless(32), [text, buf], [], [], callee="vprintf")
+        finish(self, rewriter)
 
 
 def _mlir_string(text):
@@ -258,34 +276,3 @@ def _symbols_of(op):
         if "sym_name" in o.attributes:
             names.add(ir.StringAttr(o.attributes["sym_name"]).value)
     return block, names
-
-
-@lowers(PrintfOp)
-def lower_printf(op, rewriter):
-    fmt = op.str_attr("format")
-    block, names = _symbols_of(op)
-    name = "__cute_nvgpu_printf_" + hashlib.sha256(fmt.encode()).hexdigest()[:16]
-    nbytes = len(fmt.encode()) + 1
-    at_top = ir.InsertionPoint(block.operations[0])
-    if name not in names:
-        at_top.insert(ir.Operation.parse(f"llvm.mlir.global internal constant @{name}({_mlir_string(fmt)}) "
-                                         f"{{addr_space = 1 : i32}} : !llvm.array<{nbytes} x i8>"))
-    if "vprintf" not in names:
-        at_top.insert(ir.Operation.parse("llvm.func @vprintf(!llvm.ptr, !llvm.ptr) -> i32"))
-    generic = ir.Type.parse("!llvm.ptr")
-    with rewriter.ip:
-        text = llvm.AddressOfOp(ir.Type.parse("!llvm.ptr<1>"), name).result
-        text = llvm.AddrSpaceCastOp(generic, text).result
-        args = list(op.args)
-        if args:
-            struct = ir.Type.parse(f"!llvm.struct<({', '.join(str(a.type) for a in args)})>")
-            one = llvm.ConstantOp(ir.IntegerType.get_signless(32),
-                                  ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)).result
-            buf = llvm.AllocaOp(generic, one, struct, alignment=8).result
-            for k, a in enumerate(args):
-                slot = llvm.GEPOp(generic, buf, [], [0, k], struct, 0).result
-                llvm.StoreOp(a, slot)
-        else:
-            buf = llvm.ZeroOp(generic).result
-        llvm.CallOp(ir.IntegerType.get_signless(32), [text, buf], [], [], callee="vprintf")
-    finish(op, rewriter)

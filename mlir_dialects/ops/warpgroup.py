@@ -10,12 +10,12 @@ and wait lower to NVVM's ops.
 from collections.abc import Sequence
 from typing import Any
 
-from ._backend import ext, ir, llvm, nvvm
-from .dialect import CuteOp, i32_attr, str_attr
-from .lowering import finish, inline_ptx, lowers
+from .._backend import ext, ir, llvm, nvvm
+from ..dialect import CuteOp, i32_attr, str_attr
+from .common import finish, inline_ptx
 
-__all__ = ["WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaWaitGroupOp", "WgmmaMmaAsyncOp", "wgmma_fence",
-           "wgmma_commit_group", "wgmma_wait_group", "wgmma_mma_async", "wgmma_acc_type", "AB_TYPES", "D_TYPES"]
+__all__ = ["WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaWaitGroupOp", "WgmmaMmaAsyncOp", "wgmma_acc_type", "AB_TYPES",
+           "D_TYPES"]
 
 I1, I32, I64 = ir.IntegerType[1], ir.IntegerType[32], ir.IntegerType[64]
 AB_TYPES = ("f16", "bf16")
@@ -34,12 +34,22 @@ class WgmmaFenceOp(CuteOp, name="wgmma_fence"):
     PTX: wgmma.fence.sync.aligned;
     """
 
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.WgmmaFenceAlignedOp()
+        finish(self, rewriter)
+
 
 class WgmmaCommitGroupOp(CuteOp, name="wgmma_commit_group"):
     """Close a group of the ``wgmma.mma_async`` operations issued so far.
 
     PTX: wgmma.commit_group.sync.aligned;
     """
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.WgmmaGroupSyncAlignedOp()
+        finish(self, rewriter)
 
 
 class WgmmaWaitGroupOp(CuteOp, name="wgmma_wait_group"):
@@ -54,6 +64,16 @@ class WgmmaWaitGroupOp(CuteOp, name="wgmma_wait_group"):
         n = self.int_attr("count")
         if not 0 <= n <= 7:
             self.fail("wgmma-wait-count", f"the count of pending groups is in 0..7, got {n}")
+
+    @classmethod
+    def builder(cls, count):
+        """Build ``cute_nvgpu.wgmma_wait_group``."""
+        return cls.build(i32_attr(count))
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.WgmmaWaitGroupSyncOp(self.int_attr("count"))
+        finish(self, rewriter)
 
 
 class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
@@ -102,78 +122,34 @@ class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
         if self.res.type != self.acc.type:
             self.fail("wgmma-acc-type", f"the result has the accumulator's type {self.acc.type}, got {self.res.type}")
 
+    @classmethod
+    def builder(cls, acc, a, b, scale_d, *, n, type_ab, type_d="f32", trans_a=0, trans_b=0):
+        """Build ``cute_nvgpu.wgmma_mma_async``; ``a`` is a list (one i64 descriptor or four i32 registers); the op's
+        ``res`` is the updated accumulator struct."""
+        return cls.build(i32_attr(n), str_attr(type_ab), str_attr(type_d), i32_attr(trans_a),
+                                     i32_attr(trans_b), list(a), b, scale_d, acc, acc.type)
 
-# -- builders ------------------------------------------------------------------------------
-
-
-def wgmma_fence():
-    """Build ``cute_nvgpu.wgmma_fence``."""
-    return WgmmaFenceOp.build()
-
-
-def wgmma_commit_group():
-    """Build ``cute_nvgpu.wgmma_commit_group``."""
-    return WgmmaCommitGroupOp.build()
-
-
-def wgmma_wait_group(count):
-    """Build ``cute_nvgpu.wgmma_wait_group``."""
-    return WgmmaWaitGroupOp.build(i32_attr(count))
-
-
-def wgmma_mma_async(acc, a, b, scale_d, *, n, type_ab, type_d="f32", trans_a=0, trans_b=0):
-    """Build ``cute_nvgpu.wgmma_mma_async``; ``a`` is a list (one i64 descriptor or four i32 registers); the op's
-    ``res`` is the updated accumulator struct."""
-    return WgmmaMmaAsyncOp.build(i32_attr(n), str_attr(type_ab), str_attr(type_d), i32_attr(trans_a),
-                                 i32_attr(trans_b), list(a), b, scale_d, acc, acc.type)
-
-
-# -- lowering ------------------------------------------------------------------------------
-
-
-@lowers(WgmmaFenceOp)
-def lower_wgmma_fence(op, rewriter):
-    with rewriter.ip:
-        nvvm.WgmmaFenceAlignedOp()
-    finish(op, rewriter)
-
-
-@lowers(WgmmaCommitGroupOp)
-def lower_wgmma_commit_group(op, rewriter):
-    with rewriter.ip:
-        nvvm.WgmmaGroupSyncAlignedOp()
-    finish(op, rewriter)
-
-
-@lowers(WgmmaWaitGroupOp)
-def lower_wgmma_wait_group(op, rewriter):
-    with rewriter.ip:
-        nvvm.WgmmaWaitGroupSyncOp(op.int_attr("count"))
-    finish(op, rewriter)
-
-
-@lowers(WgmmaMmaAsyncOp)
-def lower_wgmma_mma_async(op, rewriter):
-    n, ab, d = op.int_attr("n"), op.str_attr("type_ab"), op.str_attr("type_d")
-    trans_a, trans_b = op.int_attr("trans_a"), op.int_attr("trans_b")
-    count, cons = (n // 2, "f") if d == "f32" else (n // 4, "r")
-    a = list(op.a)
-    with rewriter.ip:
-        accs = [llvm.ExtractValueOp(ir.Type.parse("f32" if d == "f32" else "i32"), op.acc, [k]).result
-                for k in range(count)]
-        scale = llvm.ZExtOp(ir.IntegerType.get_signless(32), op.scale_d).result
-        # operands: $0..$count-1 the outputs, then the tied inputs, then A, B and scale-d
-        first = 2 * count
-        outs = "{" + ", ".join(f"${k}" for k in range(count)) + "}"
-        if len(a) == 1:
-            a_text, a_cons, tail = f"${first}", "l", f"{trans_a}, {trans_b}"
-            rest = first + 1
-        else:
-            a_text = "{" + ", ".join(f"${first + k}" for k in range(4)) + "}"
-            a_cons, tail, rest = "r,r,r,r", f"{trans_b}", first + 4
-        ptx = ("{\n\t.reg .pred p;\n\t"
-               f"setp.ne.b32 p, ${rest + 1}, 0;\n\t"
-               f"wgmma.mma_async.sync.aligned.m64n{n}k16.{d}.{ab}.{ab} {outs}, {a_text}, ${rest}, p, 1, 1, {tail};\n\t}}")
-        constraints = ",".join([f"={cons}"] * count + [str(k) for k in range(count)] + [a_cons, "l", "r"])
-        res = inline_ptx(ptx, constraints, [*accs, *a, op.b, scale], op.acc.type).result
-    finish(op, rewriter, res)
+    def lower(self, rewriter):
+        n, ab, d = self.int_attr("n"), self.str_attr("type_ab"), self.str_attr("type_d")
+        trans_a, trans_b = self.int_attr("trans_a"), self.int_attr("trans_b")
+        count, cons = (n // 2, "f") if d == "f32" else (n // 4, "r")
+        a = list(self.a)
+        with rewriter.ip:
+            accs = [llvm.ExtractValueOp(ir.Type.parse("f32" if d == "f32" else "i32"), self.acc, [k]).result
+                    for k in range(count)]
+            scale = llvm.ZExtOp(ir.IntegerType.get_signless(32), self.scale_d).result
+            # operands: $0..$count-1 the outputs, then the tied inputs, then A, B and scale-d
+            first = 2 * count
+            outs = "{" + ", ".join(f"${k}" for k in range(count)) + "}"
+            if len(a) == 1:
+                a_text, a_cons, tail = f"${first}", "l", f"{trans_a}, {trans_b}"
+                rest = first + 1
+            else:
+                a_text = "{" + ", ".join(f"${first + k}" for k in range(4)) + "}"
+                a_cons, tail, rest = "r,r,r,r", f"{trans_b}", first + 4
+            ptx = ("{\n\t.reg .pred p;\n\t"
+                   f"setp.ne.b32 p, ${rest + 1}, 0;\n\t"
+                   f"wgmma.mma_async.sync.aligned.m64n{n}k16.{d}.{ab}.{ab} {outs}, {a_text}, ${rest}, p, 1, 1, {tail};\n\t}}")
+            constraints = ",".join([f"={cons}"] * count + [str(k) for k in range(count)] + [a_cons, "l", "r"])
+            res = inline_ptx(ptx, constraints, [*accs, *a, self.b, scale], self.acc.type).result
+        finish(self, rewriter, res)

@@ -7,11 +7,11 @@ executed by every lane their mask names.
 
 from typing import Any, Optional, Sequence
 
-from ._backend import ext, ir, llvm, nvvm
-from .dialect import CuteOp, i32_attr, str_attr
-from .errors import OperandTypeError
-from .lowering import finish, inline_ptx, lowers
-from .types import AddressSpace, constant_int_of
+from .._backend import ext, ir, llvm, nvvm
+from ..dialect import CuteOp, i32_attr, str_attr
+from ..errors import OperandTypeError
+from ..types import AddressSpace, constant_int_of
+from .common import finish, inline_ptx
 
 __all__ = [
     "BarWarpSyncOp",
@@ -24,16 +24,6 @@ __all__ = [
     "ReadSregOp",
     "LdGlobalOp",
     "StGlobalOp",
-    "bar_warp_sync",
-    "barrier_sync",
-    "barrier_arrive",
-    "shfl_sync",
-    "vote_sync",
-    "activemask",
-    "setmaxnreg",
-    "read_sreg",
-    "ld_global",
-    "st_global",
     "WARP_SIZE",
     "NAMED_BARRIERS",
     "SHFL_KINDS",
@@ -96,6 +86,16 @@ class BarWarpSyncOp(_WarpOp, name="bar_warp_sync"):
     def verify_rules(self):
         self.check_mask()
 
+    @classmethod
+    def builder(cls, mask):
+        """Build ``cute_nvgpu.bar_warp_sync`` (``mask``: an i32 lane mask)."""
+        return cls.build(mask)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.bar_warp_sync(self.mask)
+        finish(self, rewriter)
+
 
 class _NamedBarrierOp(_WarpOp):
     def check_barrier(self, count):
@@ -125,6 +125,16 @@ class BarrierSyncOp(_NamedBarrierOp, name="barrier_sync"):
     def verify_rules(self):
         self.check_barrier(self.count)
 
+    @classmethod
+    def builder(cls, barrier_id, count=None):
+        """Build ``cute_nvgpu.barrier_sync`` (i32 ``barrier_id``; optional i32 thread ``count``)."""
+        return cls.build(barrier_id, count=count)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.BarrierOp(barrierId=self.barrier_id, numberOfThreads=self.count)
+        finish(self, rewriter)
+
 
 class BarrierArriveOp(_NamedBarrierOp, name="barrier_arrive"):
     """Arrive on named barrier ``barrier_id`` (0..15) that waits for ``count`` threads, without waiting.
@@ -137,6 +147,16 @@ class BarrierArriveOp(_NamedBarrierOp, name="barrier_arrive"):
 
     def verify_rules(self):
         self.check_barrier(self.count)
+
+    @classmethod
+    def builder(cls, barrier_id, count):
+        """Build ``cute_nvgpu.barrier_arrive`` (i32 ``barrier_id`` and thread ``count``)."""
+        return cls.build(barrier_id, count)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.BarrierArriveOp(self.count, barrierId=self.barrier_id)
+        finish(self, rewriter)
 
 
 # -- shuffles, votes, the active mask -----------------------------------------------------------
@@ -180,6 +200,28 @@ class ShflSyncOp(_WarpOp, name="shfl_sync"):
                                     f"got {c:#x}")
         self.check_mask()
 
+    @classmethod
+    def builder(cls, kind, value, lane, clamp, mask, *, with_pred=False):
+        """Build ``cute_nvgpu.shfl_sync``; its ``res`` has ``value``'s type, ``in_range`` (with ``with_pred``) is an i1."""
+        pred = ir.IntegerType.get_signless(1) if with_pred else None
+        return cls.build(str_attr(kind), value, lane, clamp, mask, value.type, in_range=pred)
+
+    def lower(self, rewriter):
+        kind = getattr(nvvm.ShflKind, self.str_attr("kind"))
+        vtype = self.value.type
+        with rewriter.ip:
+            if self.in_range is None:
+                res = nvvm.ShflOp(self.mask, self.value, self.lane, self.clamp, kind, results=[vtype]).result
+                finish(self, rewriter, res)
+                return
+            i1 = ir.IntegerType.get_signless(1)
+            pair = ir.Type.parse(f"!llvm.struct<({vtype}, i1)>")
+            both = nvvm.ShflOp(self.mask, self.value, self.lane, self.clamp, kind, return_value_and_is_valid=True,
+                               results=[pair]).result
+            res = llvm.ExtractValueOp(vtype, both, [0]).result
+            valid = llvm.ExtractValueOp(i1, both, [1]).result
+        finish(self, rewriter, res, valid)
+
 
 class VoteSyncOp(_WarpOp, name="vote_sync"):
     """Vote on ``pred`` across the lanes of ``mask``: any / all / uni give an i1, ballot an i32 of the lanes' bits.
@@ -202,6 +244,18 @@ class VoteSyncOp(_WarpOp, name="vote_sync"):
         if not (isinstance(t, ir.IntegerType) and t.width == want):
             self.fail("vote-result-type", f"vote.sync.{kind} gives an i{want}, got {t}")
 
+    @classmethod
+    def builder(cls, kind, pred, mask):
+        """Build ``cute_nvgpu.vote_sync``; its ``res`` is an i32 for ``ballot``, an i1 otherwise."""
+        rtype = ir.IntegerType.get_signless(32 if kind == "ballot" else 1)
+        return cls.build(str_attr(kind), pred, mask, rtype)
+
+    def lower(self, rewriter):
+        kind = getattr(nvvm.VoteSyncKind, self.str_attr("kind"))
+        with rewriter.ip:
+            res = nvvm.VoteSyncOp(self.mask, self.pred, kind, results=[self.res.type]).result
+        finish(self, rewriter, res)
+
 
 class ActiveMaskOp(_WarpOp, name="activemask"):
     """The i32 mask of the lanes of the warp executing this instruction now.
@@ -210,6 +264,16 @@ class ActiveMaskOp(_WarpOp, name="activemask"):
     """
 
     mask: ext.Result[I32] = ext.infer_result()
+
+    @classmethod
+    def builder(cls):
+        """Build ``cute_nvgpu.activemask``; the op's ``mask`` is an i32."""
+        return cls.build()
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            mask = inline_ptx("activemask.b32 $0;", "=r", [], ir.IntegerType.get_signless(32)).result
+        finish(self, rewriter, mask)
 
 
 # -- registers --------------------------------------------------------------------------------
@@ -234,6 +298,17 @@ class SetMaxNregOp(_WarpOp, name="setmaxnreg"):
             self.fail("setmaxnreg-count", f"the register count must be a multiple of 8 in "
                                           f"{SETMAXNREG_MIN}..{SETMAXNREG_MAX}, got {n}")
 
+    @classmethod
+    def builder(cls, action, count):
+        """Build ``cute_nvgpu.setmaxnreg`` (``action``: ``"inc"`` or ``"dec"``)."""
+        return cls.build(str_attr(action), i32_attr(count))
+
+    def lower(self, rewriter):
+        action = getattr(nvvm.SetMaxRegisterAction, SETMAXNREG_ACTIONS[self.str_attr("action")])
+        with rewriter.ip:
+            nvvm.SetMaxRegisterOp(self.int_attr("count"), action)
+        finish(self, rewriter)
+
 
 class ReadSregOp(_WarpOp, name="read_sreg"):
     """Read a 32-bit special register (``tid.x``, ``laneid``, ``cluster_ctarank``...; see ``SREGS``).
@@ -248,6 +323,17 @@ class ReadSregOp(_WarpOp, name="read_sreg"):
         name = self.str_attr("sreg")
         if name not in SREGS:
             self.fail("sreg-name", f"no 32-bit special register %{name} (known: {', '.join(SREGS)})")
+
+    @classmethod
+    def builder(cls, name):
+        """Build ``cute_nvgpu.read_sreg`` of special register ``name`` (without ``%``); the op's ``value`` is an i32."""
+        return cls.build(str_attr(name))
+
+    def lower(self, rewriter):
+        read = getattr(nvvm, "read_ptx_sreg_" + self.str_attr("sreg").replace(".", "_"))
+        with rewriter.ip:
+            value = read(results=[ir.IntegerType.get_signless(32)])
+        finish(self, rewriter, value)
 
 
 # -- vector global loads and stores -----------------------------------------------------------
@@ -276,6 +362,28 @@ class LdGlobalOp(_WarpOp, name="ld_global"):
             self.fail("ld-global-words", f"a {bits}-bit load gives {bits // 32} words of 32 bits, got {n} results")
         self.check_cache("ld-global-cache", LD_GLOBAL_CACHE)
 
+    @classmethod
+    def builder(cls, addr, bits, cache=None):
+        """Build ``cute_nvgpu.ld_global``; the op's ``words`` are ``bits // 32`` i32 results."""
+        i32 = ir.IntegerType.get_signless(32)
+        n = bits // 32 if type(bits) is int and bits > 0 else 1
+        return cls.build(addr, i32_attr(bits), str_attr(cache or ""), [i32] * n)
+
+    def lower(self, rewriter):
+        cop, n = _cop(self), len(self.operation.results)
+        if n == 8:
+            lines = [f"ld.global{cop}.v4.b32 {{$0, $1, $2, $3}}, [$8];",
+                     f"ld.global{cop}.v4.b32 {{$4, $5, $6, $7}}, [$8+16];"]
+        else:
+            outs = ", ".join(f"${i}" for i in range(n))
+            lines = [f"ld.global{cop}{_vec(n)}.b32 {outs if n == 1 else '{' + outs + '}'}, [${n}];"]
+        i32 = ir.IntegerType.get_signless(32)
+        rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
+        with rewriter.ip:
+            asm = inline_ptx("\n\t".join(lines), ",".join(["=r"] * n + ["l", "~{memory}"]), [self.addr], rtype).result
+            words = [asm] if n == 1 else [llvm.ExtractValueOp(i32, asm, [i]).result for i in range(n)]
+        finish(self, rewriter, *words)
+
 
 class StGlobalOp(_WarpOp, name="st_global"):
     """Store 1, 2, 4 or 8 i32 ``words`` to global memory at ``addr``; 8 words are two 128-bit stores, at ``addr``
@@ -297,135 +405,23 @@ class StGlobalOp(_WarpOp, name="st_global"):
             self.expect_int("word", w, 32)
         self.check_cache("st-global-cache", ST_GLOBAL_CACHE)
 
+    @classmethod
+    def builder(cls, addr, words, cache=None):
+        """Build ``cute_nvgpu.st_global`` of the i32 ``words``."""
+        return cls.build(addr, list(words), str_attr(cache or ""))
 
-# -- builders ------------------------------------------------------------------------------
-
-
-def bar_warp_sync(mask):
-    """Build ``cute_nvgpu.bar_warp_sync`` (``mask``: an i32 lane mask)."""
-    return BarWarpSyncOp.build(mask)
-
-
-def barrier_sync(barrier_id, count=None):
-    """Build ``cute_nvgpu.barrier_sync`` (i32 ``barrier_id``; optional i32 thread ``count``)."""
-    return BarrierSyncOp.build(barrier_id, count=count)
-
-
-def barrier_arrive(barrier_id, count):
-    """Build ``cute_nvgpu.barrier_arrive`` (i32 ``barrier_id`` and thread ``count``)."""
-    return BarrierArriveOp.build(barrier_id, count)
-
-
-def shfl_sync(kind, value, lane, clamp, mask, *, with_pred=False):
-    """Build ``cute_nvgpu.shfl_sync``; its ``res`` has ``value``'s type, ``in_range`` (with ``with_pred``) is an i1."""
-    pred = ir.IntegerType.get_signless(1) if with_pred else None
-    return ShflSyncOp.build(str_attr(kind), value, lane, clamp, mask, value.type, in_range=pred)
-
-
-def vote_sync(kind, pred, mask):
-    """Build ``cute_nvgpu.vote_sync``; its ``res`` is an i32 for ``ballot``, an i1 otherwise."""
-    rtype = ir.IntegerType.get_signless(32 if kind == "ballot" else 1)
-    return VoteSyncOp.build(str_attr(kind), pred, mask, rtype)
-
-
-def activemask():
-    """Build ``cute_nvgpu.activemask``; the op's ``mask`` is an i32."""
-    return ActiveMaskOp.build()
-
-
-def setmaxnreg(action, count):
-    """Build ``cute_nvgpu.setmaxnreg`` (``action``: ``"inc"`` or ``"dec"``)."""
-    return SetMaxNregOp.build(str_attr(action), i32_attr(count))
-
-
-def read_sreg(name):
-    """Build ``cute_nvgpu.read_sreg`` of special register ``name`` (without ``%``); the op's ``value`` is an i32."""
-    return ReadSregOp.build(str_attr(name))
-
-
-def ld_global(addr, bits, cache=None):
-    """Build ``cute_nvgpu.ld_global``; the op's ``words`` are ``bits // 32`` i32 results."""
-    i32 = ir.IntegerType.get_signless(32)
-    n = bits // 32 if type(bits) is int and bits > 0 else 1
-    return LdGlobalOp.build(addr, i32_attr(bits), str_attr(cache or ""), [i32] * n)
-
-
-def st_global(addr, words, cache=None):
-    """Build ``cute_nvgpu.st_global`` of the i32 ``words``."""
-    return StGlobalOp.build(addr, list(words), str_attr(cache or ""))
-
-
-# -- lowering ------------------------------------------------------------------------------
-
-
-@lowers(BarWarpSyncOp)
-def lower_bar_warp_sync(op, rewriter):
-    with rewriter.ip:
-        nvvm.bar_warp_sync(op.mask)
-    finish(op, rewriter)
-
-
-@lowers(BarrierSyncOp)
-def lower_barrier_sync(op, rewriter):
-    with rewriter.ip:
-        nvvm.BarrierOp(barrierId=op.barrier_id, numberOfThreads=op.count)
-    finish(op, rewriter)
-
-
-@lowers(BarrierArriveOp)
-def lower_barrier_arrive(op, rewriter):
-    with rewriter.ip:
-        nvvm.BarrierArriveOp(op.count, barrierId=op.barrier_id)
-    finish(op, rewriter)
-
-
-@lowers(ShflSyncOp)
-def lower_shfl_sync(op, rewriter):
-    kind = getattr(nvvm.ShflKind, op.str_attr("kind"))
-    vtype = op.value.type
-    with rewriter.ip:
-        if op.in_range is None:
-            res = nvvm.ShflOp(op.mask, op.value, op.lane, op.clamp, kind, results=[vtype]).result
-            finish(op, rewriter, res)
-            return
-        i1 = ir.IntegerType.get_signless(1)
-        pair = ir.Type.parse(f"!llvm.struct<({vtype}, i1)>")
-        both = nvvm.ShflOp(op.mask, op.value, op.lane, op.clamp, kind, return_value_and_is_valid=True,
-                           results=[pair]).result
-        res = llvm.ExtractValueOp(vtype, both, [0]).result
-        valid = llvm.ExtractValueOp(i1, both, [1]).result
-    finish(op, rewriter, res, valid)
-
-
-@lowers(VoteSyncOp)
-def lower_vote_sync(op, rewriter):
-    kind = getattr(nvvm.VoteSyncKind, op.str_attr("kind"))
-    with rewriter.ip:
-        res = nvvm.VoteSyncOp(op.mask, op.pred, kind, results=[op.res.type]).result
-    finish(op, rewriter, res)
-
-
-@lowers(ActiveMaskOp)
-def lower_activemask(op, rewriter):
-    with rewriter.ip:
-        mask = inline_ptx("activemask.b32 $0;", "=r", [], ir.IntegerType.get_signless(32)).result
-    finish(op, rewriter, mask)
-
-
-@lowers(SetMaxNregOp)
-def lower_setmaxnreg(op, rewriter):
-    action = getattr(nvvm.SetMaxRegisterAction, SETMAXNREG_ACTIONS[op.str_attr("action")])
-    with rewriter.ip:
-        nvvm.SetMaxRegisterOp(op.int_attr("count"), action)
-    finish(op, rewriter)
-
-
-@lowers(ReadSregOp)
-def lower_read_sreg(op, rewriter):
-    read = getattr(nvvm, "read_ptx_sreg_" + op.str_attr("sreg").replace(".", "_"))
-    with rewriter.ip:
-        value = read(results=[ir.IntegerType.get_signless(32)])
-    finish(op, rewriter, value)
+    def lower(self, rewriter):
+        cop, words = _cop(self), list(self.words)
+        n = len(words)
+        if n == 8:
+            lines = [f"st.global{cop}.v4.b32 [$0], {{$1, $2, $3, $4}};",
+                     f"st.global{cop}.v4.b32 [$0+16], {{$5, $6, $7, $8}};"]
+        else:
+            ins = ", ".join(f"${i + 1}" for i in range(n))
+            lines = [f"st.global{cop}{_vec(n)}.b32 [$0], {ins if n == 1 else '{' + ins + '}'};"]
+        with rewriter.ip:
+            inline_ptx("\n\t".join(lines), ",".join(["l"] + ["r"] * n + ["~{memory}"]), [self.addr] + words)
+        finish(self, rewriter)
 
 
 def _cop(op):
@@ -435,35 +431,3 @@ def _cop(op):
 
 def _vec(n):
     return "" if n == 1 else f".v{n}"
-
-
-@lowers(LdGlobalOp)
-def lower_ld_global(op, rewriter):
-    cop, n = _cop(op), len(op.operation.results)
-    if n == 8:
-        lines = [f"ld.global{cop}.v4.b32 {{$0, $1, $2, $3}}, [$8];",
-                 f"ld.global{cop}.v4.b32 {{$4, $5, $6, $7}}, [$8+16];"]
-    else:
-        outs = ", ".join(f"${i}" for i in range(n))
-        lines = [f"ld.global{cop}{_vec(n)}.b32 {outs if n == 1 else '{' + outs + '}'}, [${n}];"]
-    i32 = ir.IntegerType.get_signless(32)
-    rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
-    with rewriter.ip:
-        asm = inline_ptx("\n\t".join(lines), ",".join(["=r"] * n + ["l", "~{memory}"]), [op.addr], rtype).result
-        words = [asm] if n == 1 else [llvm.ExtractValueOp(i32, asm, [i]).result for i in range(n)]
-    finish(op, rewriter, *words)
-
-
-@lowers(StGlobalOp)
-def lower_st_global(op, rewriter):
-    cop, words = _cop(op), list(op.words)
-    n = len(words)
-    if n == 8:
-        lines = [f"st.global{cop}.v4.b32 [$0], {{$1, $2, $3, $4}};",
-                 f"st.global{cop}.v4.b32 [$0+16], {{$5, $6, $7, $8}};"]
-    else:
-        ins = ", ".join(f"${i + 1}" for i in range(n))
-        lines = [f"st.global{cop}{_vec(n)}.b32 [$0], {ins if n == 1 else '{' + ins + '}'};"]
-    with rewriter.ip:
-        inline_ptx("\n\t".join(lines), ",".join(["l"] + ["r"] * n + ["~{memory}"]), [op.addr] + words)
-    finish(op, rewriter)

@@ -1,9 +1,9 @@
 """TMA descriptors (tensor maps) changed on the device: replace fields, copy, and the proxy fences."""
 
-from ._backend import ext, ir, llvm, nvvm
-from .dialect import CuteOp, i32_attr, str_attr
-from .lowering import const_int, finish, inline_ptx, lowers
-from .types import BYTES_PER_TENSORMAP, AddressSpace
+from .._backend import ext, ir, llvm, nvvm
+from ..dialect import CuteOp, i32_attr, str_attr
+from ..types import BYTES_PER_TENSORMAP, AddressSpace
+from .common import const_int, finish, inline_ptx
 
 __all__ = [
     "TensormapReplaceOp",
@@ -11,11 +11,6 @@ __all__ = [
     "FenceTensormapAcquireOp",
     "FenceTensormapReleaseOp",
     "CpFenceTensormapReleaseOp",
-    "tensormap_replace",
-    "tensormap_copy",
-    "fence_tensormap_acquire",
-    "fence_tensormap_release",
-    "cp_fence_tensormap_release",
     "TENSORMAP_FIELDS",
     "FENCE_SCOPES",
 ]
@@ -49,6 +44,23 @@ class TensormapReplaceOp(CuteOp, name="tensormap_replace"):
         if not count and ordinal != 0:
             self.fail("tensormap-ordinal", f"{field} takes no ordinal, got {ordinal}")
 
+    @classmethod
+    def builder(cls, addr, field, value, ord=0):
+        """Build ``cute_nvgpu.tensormap_replace`` (see ``TensormapReplaceOp``)."""
+        return cls.build(addr, value, str_attr(field), i32_attr(ord))
+
+    def lower(self, rewriter):
+        # inline PTX: NVVM's tensormap.replace numbers ordinals from 1, the PTX instruction from 0
+        field = self.str_attr("field")
+        width, count = TENSORMAP_FIELDS[field]
+        with rewriter.ip:
+            addr, cons, space = _ptx_address(self.addr)
+            space = "shared::cta" if space == "shared" else space
+            ordinal = f"{self.int_attr('ord')}, " if count else ""
+            ptx = f"tensormap.replace.tile.{field}.{space}.b1024.b{width} [$0], {ordinal}$1;"
+            inline_ptx(ptx, f"{cons},{'l' if width == 64 else 'r'},~{{memory}}", [addr, self.value])
+        finish(self, rewriter)
+
 
 class TensormapCopyOp(CuteOp, name="tensormap_copy"):
     """Copy the 128 bytes of a tensor map between global and shared memory (either way), 16 bytes at a time;
@@ -67,6 +79,18 @@ class TensormapCopyOp(CuteOp, name="tensormap_copy"):
             self.fail("tensormap-copy-direction",
                       f"a tensor map copy goes between global and shared memory; both ends are {AddressSpace(d).ptx}")
 
+    def lower(self, rewriter):
+        with rewriter.ip:
+            dst, dc, ds = _ptx_address(self.dst)
+            src, sc, ss = _ptx_address(self.src)
+            lines = ["{", ".reg .b64 %tm<2>;"]
+            for off in range(0, BYTES_PER_TENSORMAP, 16):
+                lines.append(f"ld{'.' + ss if ss else ''}.v2.b64 {{%tm0, %tm1}}, [$1+{off}];")
+                lines.append(f"st.{ds}.v2.b64 [$0+{off}], {{%tm0, %tm1}};")
+            lines.append("}")
+            inline_ptx("\n\t".join(lines), f"{dc},{sc},~{{memory}}", [dst, src])
+        finish(self, rewriter)
+
 
 class FenceTensormapAcquireOp(CuteOp, name="fence_tensormap_acquire"):
     """Order later TMA uses of a descriptor after its update through generic stores (acquire side).
@@ -82,6 +106,17 @@ class FenceTensormapAcquireOp(CuteOp, name="fence_tensormap_acquire"):
         self.expect_space("desc", self.desc, AddressSpace.GENERIC)
         _check_scope(self)
 
+    @classmethod
+    def builder(cls, desc, scope="gpu"):
+        """Build ``cute_nvgpu.fence_tensormap_acquire``."""
+        return cls.build(desc, str_attr(scope))
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.FenceProxyAcquireOp(_SCOPE[self.str_attr("scope")], self.desc, const_int(BYTES_PER_TENSORMAP),
+                                     fromProxy=nvvm.ProxyKind.GENERIC, toProxy=nvvm.ProxyKind.TENSORMAP)
+        finish(self, rewriter)
+
 
 class FenceTensormapReleaseOp(CuteOp, name="fence_tensormap_release"):
     """Make this thread's generic-proxy writes of a tensor map visible to the tensormap proxy (release side).
@@ -94,6 +129,17 @@ class FenceTensormapReleaseOp(CuteOp, name="fence_tensormap_release"):
 
     def verify_rules(self):
         _check_scope(self)
+
+    @classmethod
+    def builder(cls, scope="gpu"):
+        """Build ``cute_nvgpu.fence_tensormap_release``."""
+        return cls.build(str_attr(scope))
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.FenceProxyReleaseOp(_SCOPE[self.str_attr("scope")], fromProxy=nvvm.ProxyKind.GENERIC,
+                                     toProxy=nvvm.ProxyKind.TENSORMAP)
+        finish(self, rewriter)
 
 
 class CpFenceTensormapReleaseOp(CuteOp, name="cp_fence_tensormap_release"):
@@ -110,42 +156,19 @@ class CpFenceTensormapReleaseOp(CuteOp, name="cp_fence_tensormap_release"):
         self.expect_space("dst", self.dst, AddressSpace.GLOBAL)
         self.expect_space("src", self.src, AddressSpace.SHARED)
 
+    def lower(self, rewriter):
+        with rewriter.ip:
+            src = llvm.PtrToIntOp(ir.IntegerType.get_signless(32), self.src).result
+            inline_ptx("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+                       f" [$0], [$1], {BYTES_PER_TENSORMAP};", "l,r,~{memory}", [self.dst, src])
+        finish(self, rewriter)
+
 
 def _check_scope(op):
     scope = op.str_attr("scope")
     if scope not in FENCE_SCOPES:
         op.fail("fence-scope", f"scope must be one of {FENCE_SCOPES}, got {scope!r}")
 
-
-# -- builders ------------------------------------------------------------------------------
-
-
-def tensormap_replace(addr, field, value, ord=0):
-    """Build ``cute_nvgpu.tensormap_replace`` (see ``TensormapReplaceOp``)."""
-    return TensormapReplaceOp.build(addr, value, str_attr(field), i32_attr(ord))
-
-
-def tensormap_copy(dst, src):
-    """Build ``cute_nvgpu.tensormap_copy``."""
-    return TensormapCopyOp.build(dst, src)
-
-
-def fence_tensormap_acquire(desc, scope="gpu"):
-    """Build ``cute_nvgpu.fence_tensormap_acquire``."""
-    return FenceTensormapAcquireOp.build(desc, str_attr(scope))
-
-
-def fence_tensormap_release(scope="gpu"):
-    """Build ``cute_nvgpu.fence_tensormap_release``."""
-    return FenceTensormapReleaseOp.build(str_attr(scope))
-
-
-def cp_fence_tensormap_release(dst, src):
-    """Build ``cute_nvgpu.cp_fence_tensormap_release``."""
-    return CpFenceTensormapReleaseOp.build(dst, src)
-
-
-# -- lowering ------------------------------------------------------------------------------
 
 _SCOPE = {s: getattr(nvvm.MemScopeKind, s.upper()) for s in FENCE_SCOPES}
 
@@ -157,56 +180,3 @@ def _ptx_address(ptr):
     if ptr.type.address_space == AddressSpace.GENERIC:
         return ptr, "l", ""
     return ptr, "l", "global"
-
-
-@lowers(TensormapReplaceOp)
-def lower_tensormap_replace(op, rewriter):
-    # inline PTX: NVVM's tensormap.replace numbers ordinals from 1, the PTX instruction from 0
-    field = op.str_attr("field")
-    width, count = TENSORMAP_FIELDS[field]
-    with rewriter.ip:
-        addr, cons, space = _ptx_address(op.addr)
-        space = "shared::cta" if space == "shared" else space
-        ordinal = f"{op.int_attr('ord')}, " if count else ""
-        ptx = f"tensormap.replace.tile.{field}.{space}.b1024.b{width} [$0], {ordinal}$1;"
-        inline_ptx(ptx, f"{cons},{'l' if width == 64 else 'r'},~{{memory}}", [addr, op.value])
-    finish(op, rewriter)
-
-
-@lowers(TensormapCopyOp)
-def lower_tensormap_copy(op, rewriter):
-    with rewriter.ip:
-        dst, dc, ds = _ptx_address(op.dst)
-        src, sc, ss = _ptx_address(op.src)
-        lines = ["{", ".reg .b64 %tm<2>;"]
-        for off in range(0, BYTES_PER_TENSORMAP, 16):
-            lines.append(f"ld{'.' + ss if ss else ''}.v2.b64 {{%tm0, %tm1}}, [$1+{off}];")
-            lines.append(f"st.{ds}.v2.b64 [$0+{off}], {{%tm0, %tm1}};")
-        lines.append("}")
-        inline_ptx("\n\t".join(lines), f"{dc},{sc},~{{memory}}", [dst, src])
-    finish(op, rewriter)
-
-
-@lowers(FenceTensormapAcquireOp)
-def lower_fence_tensormap_acquire(op, rewriter):
-    with rewriter.ip:
-        nvvm.FenceProxyAcquireOp(_SCOPE[op.str_attr("scope")], op.desc, const_int(BYTES_PER_TENSORMAP),
-                                 fromProxy=nvvm.ProxyKind.GENERIC, toProxy=nvvm.ProxyKind.TENSORMAP)
-    finish(op, rewriter)
-
-
-@lowers(FenceTensormapReleaseOp)
-def lower_fence_tensormap_release(op, rewriter):
-    with rewriter.ip:
-        nvvm.FenceProxyReleaseOp(_SCOPE[op.str_attr("scope")], fromProxy=nvvm.ProxyKind.GENERIC,
-                                 toProxy=nvvm.ProxyKind.TENSORMAP)
-    finish(op, rewriter)
-
-
-@lowers(CpFenceTensormapReleaseOp)
-def lower_cp_fence_tensormap_release(op, rewriter):
-    with rewriter.ip:
-        src = llvm.PtrToIntOp(ir.IntegerType.get_signless(32), op.src).result
-        inline_ptx("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-                   f" [$0], [$1], {BYTES_PER_TENSORMAP};", "l,r,~{memory}", [op.dst, src])
-    finish(op, rewriter)

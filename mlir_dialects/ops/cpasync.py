@@ -2,20 +2,16 @@
 
 from typing import Optional
 
-from ._backend import ext, ir, llvm, nvvm
-from .dialect import CuteOp, Flag, bool_attr, i32_attr, str_attr
-from .lowering import finish, inline_ptx, lowers
-from .types import AddressSpace, constant_int_of
+from .._backend import ext, ir, llvm, nvvm
+from ..dialect import CuteOp, Flag, bool_attr, i32_attr, str_attr
+from ..types import AddressSpace, constant_int_of
+from .common import finish, inline_ptx
 
 __all__ = [
     "CpAsyncOp",
     "CpAsyncCommitGroupOp",
     "CpAsyncWaitGroupOp",
     "CpAsyncMbarrierArriveOp",
-    "cp_async",
-    "cp_async_commit_group",
-    "cp_async_wait_group",
-    "cp_async_mbarrier_arrive",
     "CP_ASYNC_SIZES",
     "CP_ASYNC_MODIFIERS",
 ]
@@ -23,6 +19,7 @@ __all__ = [
 CP_ASYNC_SIZES = (4, 8, 16)
 CP_ASYNC_MODIFIERS = ("ca", "cg")
 I32, I64 = ir.IntegerType[32], ir.IntegerType[64]
+_MODIFIER = {"ca": nvvm.LoadCacheModifierKind.CA, "cg": nvvm.LoadCacheModifierKind.CG}
 
 
 class CpAsyncOp(CuteOp, name="cp_async"):
@@ -53,12 +50,41 @@ class CpAsyncOp(CuteOp, name="cp_async"):
             if n is not None and not 0 <= n <= size:
                 self.fail("cp-async-src-size", f"src_size must lie in [0, {size}] (the cp-size), got {n}")
 
+    @classmethod
+    def builder(cls, dst, src, size, *, modifier="ca", src_size=None, cache_hint=None):
+        """Build ``cute_nvgpu.cp_async`` (see ``CpAsyncOp``)."""
+        return cls.build(dst, src, i32_attr(size), str_attr(modifier), src_size=src_size, cache_hint=cache_hint)
+
+    def lower(self, rewriter):
+        size, mod = self.int_attr("size"), self.str_attr("modifier")
+        with rewriter.ip:
+            if self.cache_hint is None:
+                nvvm.CpAsyncOp(self.dst, self.src, size, _MODIFIER[mod], cpSize=self.src_size)
+            else:
+                dst32 = llvm.PtrToIntOp(ir.IntegerType.get_signless(32), self.dst).result
+                operands, cons, tail = [dst32, self.src], ["r", "l"], ""
+                if self.src_size is not None:
+                    operands.append(self.src_size)
+                    cons.append("r")
+                    tail = ", $2"
+                operands.append(self.cache_hint)
+                cons.append("l")
+                hint = f"${len(operands) - 1}"
+                ptx = f"cp.async.{mod}.shared.global.L2::cache_hint [$0], [$1], {size}{tail}, {hint};"
+                inline_ptx(ptx, ",".join(cons), operands)
+        finish(self, rewriter)
+
 
 class CpAsyncCommitGroupOp(CuteOp, name="cp_async_commit_group"):
     """Close the group of this thread's cp.async copies issued since the last commit.
 
     PTX: cp.async.commit_group;
     """
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.CpAsyncCommitGroupOp()
+        finish(self, rewriter)
 
 
 class CpAsyncWaitGroupOp(CuteOp, name="cp_async_wait_group"):
@@ -74,6 +100,16 @@ class CpAsyncWaitGroupOp(CuteOp, name="cp_async_wait_group"):
         if n < 0:
             self.fail("cp-async-wait-count", f"the number of pending groups must be >= 0, got {n}")
 
+    @classmethod
+    def builder(cls, n=0):
+        """Build ``cute_nvgpu.cp_async_wait_group``."""
+        return cls.build(i32_attr(n))
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.CpAsyncWaitGroupOp(self.int_attr("n"))
+        finish(self, rewriter)
+
 
 class CpAsyncMbarrierArriveOp(CuteOp, name="cp_async_mbarrier_arrive"):
     """Make an mbarrier track this thread's prior cp.async copies (``.noinc``: the count was preset).
@@ -87,72 +123,12 @@ class CpAsyncMbarrierArriveOp(CuteOp, name="cp_async_mbarrier_arrive"):
     def verify_rules(self):
         self.expect_space("mbar", self.mbar, AddressSpace.SHARED)
 
+    @classmethod
+    def builder(cls, mbar, *, noinc=True):
+        """Build ``cute_nvgpu.cp_async_mbarrier_arrive``."""
+        return cls.build(mbar, bool_attr(noinc))
 
-# -- builders ------------------------------------------------------------------------------
-
-
-def cp_async(dst, src, size, *, modifier="ca", src_size=None, cache_hint=None):
-    """Build ``cute_nvgpu.cp_async`` (see ``CpAsyncOp``)."""
-    return CpAsyncOp.build(dst, src, i32_attr(size), str_attr(modifier), src_size=src_size, cache_hint=cache_hint)
-
-
-def cp_async_commit_group():
-    """Build ``cute_nvgpu.cp_async_commit_group``."""
-    return CpAsyncCommitGroupOp.build()
-
-
-def cp_async_wait_group(n=0):
-    """Build ``cute_nvgpu.cp_async_wait_group``."""
-    return CpAsyncWaitGroupOp.build(i32_attr(n))
-
-
-def cp_async_mbarrier_arrive(mbar, *, noinc=True):
-    """Build ``cute_nvgpu.cp_async_mbarrier_arrive``."""
-    return CpAsyncMbarrierArriveOp.build(mbar, bool_attr(noinc))
-
-
-# -- lowering ------------------------------------------------------------------------------
-
-_MODIFIER = {"ca": nvvm.LoadCacheModifierKind.CA, "cg": nvvm.LoadCacheModifierKind.CG}
-
-
-@lowers(CpAsyncOp)
-def lower_cp_async(op, rewriter):
-    size, mod = op.int_attr("size"), op.str_attr("modifier")
-    with rewriter.ip:
-        if op.cache_hint is None:
-            nvvm.CpAsyncOp(op.dst, op.src, size, _MODIFIER[mod], cpSize=op.src_size)
-        else:
-            dst32 = llvm.PtrToIntOp(ir.IntegerType.get_signless(32), op.dst).result
-            operands, cons, tail = [dst32, op.src], ["r", "l"], ""
-            if op.src_size is not None:
-                operands.append(op.src_size)
-                cons.append("r")
-                tail = ", $2"
-            operands.append(op.cache_hint)
-            cons.append("l")
-            hint = f"${len(operands) - 1}"
-            ptx = f"cp.async.{mod}.shared.global.L2::cache_hint [$0], [$1], {size}{tail}, {hint};"
-            inline_ptx(ptx, ",".join(cons), operands)
-    finish(op, rewriter)
-
-
-@lowers(CpAsyncCommitGroupOp)
-def lower_cp_async_commit_group(op, rewriter):
-    with rewriter.ip:
-        nvvm.CpAsyncCommitGroupOp()
-    finish(op, rewriter)
-
-
-@lowers(CpAsyncWaitGroupOp)
-def lower_cp_async_wait_group(op, rewriter):
-    with rewriter.ip:
-        nvvm.CpAsyncWaitGroupOp(op.int_attr("n"))
-    finish(op, rewriter)
-
-
-@lowers(CpAsyncMbarrierArriveOp)
-def lower_cp_async_mbarrier_arrive(op, rewriter):
-    with rewriter.ip:
-        nvvm.CpAsyncMBarrierArriveOp(op.mbar, noinc=op.bool_attr("noinc"))
-    finish(op, rewriter)
+    def lower(self, rewriter):
+        with rewriter.ip:
+            nvvm.CpAsyncMBarrierArriveOp(self.mbar, noinc=self.bool_attr("noinc"))
+        finish(self, rewriter)
