@@ -119,8 +119,52 @@ def build_sample_module():
         _numeric_ops(a["gsrc"], a["val"])
         _mma_ops(a["gsrc"], s["tile"], a["val"])
         _wgmma_ops(a["hint"], a["val"])
+        _memory_ops(a["gsrc"], tile, a["peer"], a["val"])
+        _integer_ops(a["gsrc"], a["val"], a["hint"])
         del ready
     return module
+
+
+def _memory_ops(gmem, tile, peer, word):
+    """Atomics, reductions, ordered loads and stores of global, shared and a peer's shared memory, and an L2
+    policy; the results are stored."""
+    i32, i16, f32 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(16), ir.F32Type.get()
+    x = llvm.BitcastOp(f32, word).result
+    olds = [md.atom("add", "u32", gmem, [word], sem="relaxed", scope="gpu").res,
+            md.atom("cas", "b32", tile, [word, word], peer=peer).res,
+            md.atom("max", "s32", tile, [word], sem="acq_rel", scope="cta").res,
+            md.ld_scalar("u32", gmem, i32, sem="acquire", scope="gpu").res,
+            llvm.ZExtOp(i32, md.ld_scalar("u8", gmem, i16, cop="cg", prefetch="L2::128B").res).result]
+    floats = [md.atom_float_minmax("max", gmem, x).res, md.atom_float_minmax("min", tile, x, sign="negative").res,
+              md.atom("add", "f32", tile, [x], peer=peer).res]
+    md.red("add", "f32", gmem, x, sem="release", scope="gpu")
+    md.red("xor", "b32", tile, word, peer=peer)
+    md.st_scalar("u32", tile, olds[0], sem="release", scope="cluster")
+    md.st_scalar("s32", gmem, olds[1], eviction="L1::evict_first")
+    _store_words(gmem, olds + [llvm.BitcastOp(i32, v).result for v in floats])
+    hint = md.createpolicy("evict_last").policy
+    md.st_scalar("u64", gmem, hint, cop="cs")
+
+
+def _store_words(gmem, words):
+    """``st_global`` of the i32 ``words``, four at a time (the last repeated to fill the last four)."""
+    words = words + words[-1:] * (-len(words) % 4)
+    for k in range(0, len(words), 4):
+        md.st_global(gmem, words[k:k + 4])
+
+
+def _integer_ops(gmem, word, wide):
+    """Integer instructions, a carry chain among them, and 64-bit words built from halves; the results are stored."""
+    ints = [md.int_op("clz", [wide]).res, md.int_op("bfind", [word], signed=True).res,
+            md.int_op("bfe", [word, const_int(4), const_int(8)]).res,
+            md.int_op("mul24", [word, word], mode="hi").res, md.int_op("lop3", [word, word, word], lut=0x96).res,
+            md.int_op("shf", [word, word, word], mode="r.clamp").res, md.int_op("prmt", [word, word, word]).res,
+            md.int_op("add_sat", [word, word], signed=True).res]
+    carry = md.int_op("add_cc", [word, word]).res
+    _store_words(gmem, ints + [carry, md.int_op("addc", [carry, word]).res])
+    for v in (md.int_op("pack_b64", [word, word]).res, md.int_op("mul_wide", [word, word], signed=True).res,
+              md.int_op("add_lo32", [wide, word]).res):
+        md.st_scalar("u64", gmem, v)
 
 
 def _wgmma_ops(desc, reg):

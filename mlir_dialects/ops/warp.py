@@ -1,16 +1,16 @@
 """Warps and warp groups: warp and named barriers, shuffles, votes, the active mask, register
-reallocation, special registers, and vector loads/stores of 32-bit words in global memory.
+reallocation, and special registers.
 
 Lane masks are i32 values with bit ``i`` for lane ``i``; the ``*.sync`` instructions must be
 executed by every lane their mask names.
 """
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from .._backend import ext, ir, llvm, nvvm
 from ..dialect import CuteOp, i32_attr, str_attr
 from ..errors import OperandTypeError
-from ..types import AddressSpace, constant_int_of
+from ..types import constant_int_of
 from .common import finish, inline_ptx
 
 __all__ = [
@@ -22,17 +22,12 @@ __all__ = [
     "ActiveMaskOp",
     "SetMaxNregOp",
     "ReadSregOp",
-    "LdGlobalOp",
-    "StGlobalOp",
     "WARP_SIZE",
     "NAMED_BARRIERS",
     "SHFL_KINDS",
     "VOTE_KINDS",
     "SETMAXNREG_ACTIONS",
     "SREGS",
-    "GLOBAL_ACCESS_BITS",
-    "LD_GLOBAL_CACHE",
-    "ST_GLOBAL_CACHE",
 ]
 
 WARP_SIZE = 32
@@ -47,9 +42,6 @@ SREGS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid", "clusterid"
                                    "cluster_nctaid") for d in "xyz") + (
     "laneid", "warpid", "nwarpid", "smid", "nsmid", "cluster_ctarank", "cluster_nctarank",
     "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt")
-GLOBAL_ACCESS_BITS = (32, 64, 128, 256)
-LD_GLOBAL_CACHE = ("ca", "cg", "cs", "lu", "cv", "nc")  # "" (no modifier) is also accepted
-ST_GLOBAL_CACHE = ("wb", "cg", "cs", "wt")
 I1, I32 = ir.IntegerType[1], ir.IntegerType[32]
 
 
@@ -60,16 +52,6 @@ class _WarpOp(CuteOp):
         self.expect_int("mask", self.mask, 32)
         if constant_int_of(self.mask) == 0:
             self.fail("lane-mask-empty", "the lane mask names no lane (0): a mask needs at least one lane")
-
-    def check_choice(self, rule, what, value, allowed):
-        if value not in allowed:
-            self.fail(rule, f"{what} must be one of {', '.join(allowed)}, got {value!r}")
-
-    def check_cache(self, rule, allowed):
-        cache = self.str_attr("cache")
-        if cache and cache not in allowed:
-            self.fail(rule, f"cache modifier must be one of {', '.join(allowed)} (or none), got {cache!r}")
-        return cache
 
 
 # -- barriers -------------------------------------------------------------------------------
@@ -334,100 +316,3 @@ class ReadSregOp(_WarpOp, name="read_sreg"):
         with rewriter.ip:
             value = read(results=[ir.IntegerType.get_signless(32)])
         finish(self, rewriter, value)
-
-
-# -- vector global loads and stores -----------------------------------------------------------
-
-
-class LdGlobalOp(_WarpOp, name="ld_global"):
-    """Load ``bits`` (32, 64, 128 or 256) bits of global memory at ``addr`` as ``bits // 32`` i32 words; 256 bits
-    are two 128-bit loads, at ``addr`` and 16 bytes after it. ``cache`` is empty or a cache operator (``nc``: the
-    read-only path).
-
-    PTX: ld.global{.ca,.cg,.cs,.lu,.cv,.nc}{.v2,.v4}.b32 d, [addr];
-    """
-
-    addr: ext.Operand[llvm.PointerType]
-    bits: ir.IntegerAttr
-    cache: ir.StringAttr
-    words: Sequence[ext.Result[I32]]
-
-    def verify_rules(self):
-        self.expect_space("addr", self.addr, AddressSpace.GLOBAL)
-        bits = self.int_attr("bits")
-        if bits not in GLOBAL_ACCESS_BITS:
-            self.fail("ld-global-bits", f"the access width must be one of {GLOBAL_ACCESS_BITS} bits, got {bits}")
-        n = len(self.operation.results)
-        if n != bits // 32:
-            self.fail("ld-global-words", f"a {bits}-bit load gives {bits // 32} words of 32 bits, got {n} results")
-        self.check_cache("ld-global-cache", LD_GLOBAL_CACHE)
-
-    @classmethod
-    def builder(cls, addr, bits, cache=None):
-        """Build ``cute_nvgpu.ld_global``; the op's ``words`` are ``bits // 32`` i32 results."""
-        i32 = ir.IntegerType.get_signless(32)
-        n = bits // 32 if type(bits) is int and bits > 0 else 1
-        return cls.build(addr, i32_attr(bits), str_attr(cache or ""), [i32] * n)
-
-    def lower(self, rewriter):
-        cop, n = _cop(self), len(self.operation.results)
-        if n == 8:
-            lines = [f"ld.global{cop}.v4.b32 {{$0, $1, $2, $3}}, [$8];",
-                     f"ld.global{cop}.v4.b32 {{$4, $5, $6, $7}}, [$8+16];"]
-        else:
-            outs = ", ".join(f"${i}" for i in range(n))
-            lines = [f"ld.global{cop}{_vec(n)}.b32 {outs if n == 1 else '{' + outs + '}'}, [${n}];"]
-        i32 = ir.IntegerType.get_signless(32)
-        rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
-        with rewriter.ip:
-            asm = inline_ptx("\n\t".join(lines), ",".join(["=r"] * n + ["l", "~{memory}"]), [self.addr], rtype).result
-            words = [asm] if n == 1 else [llvm.ExtractValueOp(i32, asm, [i]).result for i in range(n)]
-        finish(self, rewriter, *words)
-
-
-class StGlobalOp(_WarpOp, name="st_global"):
-    """Store 1, 2, 4 or 8 i32 ``words`` to global memory at ``addr``; 8 words are two 128-bit stores, at ``addr``
-    and 16 bytes after it. ``cache`` is empty or a cache operator.
-
-    PTX: st.global{.wb,.cg,.cs,.wt}{.v2,.v4}.b32 [addr], a;
-    """
-
-    addr: ext.Operand[llvm.PointerType]
-    words: Sequence[ext.Operand[I32]]
-    cache: ir.StringAttr
-
-    def verify_rules(self):
-        self.expect_space("addr", self.addr, AddressSpace.GLOBAL)
-        n = len(self.words)
-        if n not in (1, 2, 4, 8):
-            self.fail("st-global-words", f"st.global stores 1, 2, 4 or 8 words of 32 bits, got {n} words")
-        for w in self.words:
-            self.expect_int("word", w, 32)
-        self.check_cache("st-global-cache", ST_GLOBAL_CACHE)
-
-    @classmethod
-    def builder(cls, addr, words, cache=None):
-        """Build ``cute_nvgpu.st_global`` of the i32 ``words``."""
-        return cls.build(addr, list(words), str_attr(cache or ""))
-
-    def lower(self, rewriter):
-        cop, words = _cop(self), list(self.words)
-        n = len(words)
-        if n == 8:
-            lines = [f"st.global{cop}.v4.b32 [$0], {{$1, $2, $3, $4}};",
-                     f"st.global{cop}.v4.b32 [$0+16], {{$5, $6, $7, $8}};"]
-        else:
-            ins = ", ".join(f"${i + 1}" for i in range(n))
-            lines = [f"st.global{cop}{_vec(n)}.b32 [$0], {ins if n == 1 else '{' + ins + '}'};"]
-        with rewriter.ip:
-            inline_ptx("\n\t".join(lines), ",".join(["l"] + ["r"] * n + ["~{memory}"]), [self.addr] + words)
-        finish(self, rewriter)
-
-
-def _cop(op):
-    cache = op.str_attr("cache")
-    return f".{cache}" if cache else ""
-
-
-def _vec(n):
-    return "" if n == 1 else f".v{n}"
