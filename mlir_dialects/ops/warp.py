@@ -1,14 +1,16 @@
-"""Warps and warp groups: warp and named barriers, shuffles, votes, the active mask, register
-reallocation, and special registers.
+"""Warps and warp groups: warp and named barriers, shuffles, votes, matches and reductions, the active mask,
+register reallocation, and special registers.
 
 Lane masks are i32 values with bit ``i`` for lane ``i``; the ``*.sync`` instructions must be
 executed by every lane their mask names.
+
+Which builder gives which inline PTX statement: the table of ``mlir_dialects.ops``.
 """
 
 from typing import Any, Optional
 
 from .._backend import ext, ir, llvm, nvvm
-from ..dialect import CuteOp, i32_attr, str_attr
+from ..dialect import CuteOp, Flag, bool_attr, i32_attr, str_attr
 from ..errors import OperandTypeError
 from ..types import constant_int_of
 from .common import finish, inline_ptx
@@ -28,6 +30,12 @@ __all__ = [
     "VOTE_KINDS",
     "SETMAXNREG_ACTIONS",
     "SREGS",
+    "MatchSyncOp",
+    "ReduxSyncOp",
+    "ReadSregVolatileOp",
+    "MATCH_KINDS",
+    "REDUX_TYPES",
+    "VOLATILE_SREGS",
 ]
 
 WARP_SIZE = 32
@@ -42,6 +50,12 @@ SREGS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid", "clusterid"
                                    "cluster_nctaid") for d in "xyz") + (
     "laneid", "warpid", "nwarpid", "smid", "nsmid", "cluster_ctarank", "cluster_nctarank",
     "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt")
+MATCH_KINDS = ("any", "all")
+REDUX_TYPES = {"add": ("u32", "s32"), "min": ("u32", "s32"), "max": ("u32", "s32"), "and": ("b32",), "or": ("b32",),
+               "xor": ("b32",)}
+# the special registers read_sreg_volatile adds to SREGS, and their widths
+VOLATILE_SREGS = {"dynamic_smem_size": 32, "total_smem_size": 32, "clock": 32, "clock64": 64, "globaltimer": 64,
+                  "globaltimer_lo": 32, "globaltimer_hi": 32, "gridid": 64, "WARP_SZ": 32}
 I1, I32 = ir.IntegerType[1], ir.IntegerType[32]
 
 
@@ -119,25 +133,31 @@ class BarrierSyncOp(_NamedBarrierOp, name="barrier_sync"):
 
 
 class BarrierArriveOp(_NamedBarrierOp, name="barrier_arrive"):
-    """Arrive on named barrier ``barrier_id`` (0..15) that waits for ``count`` threads, without waiting.
+    """Arrive on named barrier ``barrier_id`` (0..15) that waits for ``count`` threads, without waiting;
+    ``aligned``: every thread of the warp executes the same instruction (else the lanes may diverge).
 
-    PTX: bar.arrive id, count;
+    PTX: bar.arrive id, count; | barrier.cta.arrive id, count;
     """
 
     barrier_id: ext.Operand[I32]
     count: ext.Operand[I32]
+    aligned: Flag
 
     def verify_rules(self):
         self.check_barrier(self.count)
+        self.check_flags("aligned")
 
     @classmethod
-    def builder(cls, barrier_id, count):
+    def builder(cls, barrier_id, count, *, aligned=True):
         """Build ``cute_nvgpu.barrier_arrive`` (i32 ``barrier_id`` and thread ``count``)."""
-        return cls.build(barrier_id, count)
+        return cls.build(barrier_id, count, bool_attr(aligned))
 
     def lower(self, rewriter):
         with rewriter.ip:
-            nvvm.BarrierArriveOp(self.count, barrierId=self.barrier_id)
+            if self.bool_attr("aligned"):
+                nvvm.BarrierArriveOp(self.count, barrierId=self.barrier_id)
+            else:
+                inline_ptx("barrier.cta.arrive $0, $1;", "r,r,~{memory}", [self.barrier_id, self.count])
         finish(self, rewriter)
 
 
@@ -258,6 +278,70 @@ class ActiveMaskOp(_WarpOp, name="activemask"):
         finish(self, rewriter, mask)
 
 
+class MatchSyncOp(_WarpOp, name="match_sync"):
+    """The i32 lane mask of the lanes of ``mask`` whose 32- or 64-bit ``value`` equals this lane's (``any``), or
+    ``mask`` itself when every lane of it holds the same ``value`` and 0 otherwise (``all``).
+
+    PTX: match.any.sync.b32|b64 d, a, membermask; | match.all.sync.b32|b64 d|p, a, membermask;
+    """
+
+    kind: ir.StringAttr
+    value: ext.Operand[Any]
+    mask: ext.Operand[I32]
+    res: ext.Result[I32] = ext.infer_result()
+
+    def verify_rules(self):
+        self.check_choice("match-kind", "the match mode", self.str_attr("kind"), MATCH_KINDS)
+        self.expect_int("value", self.value, 32, 64)
+        self.check_mask()
+
+    @classmethod
+    def builder(cls, kind, value, mask):
+        """Build ``cute_nvgpu.match_sync``; the op's ``res`` is the i32 lane mask."""
+        return cls.build(str_attr(kind), value, mask)
+
+    def lower(self, rewriter):
+        bits = self.value.type.width
+        if self.str_attr("kind") == "any":
+            ptx = f"match.any.sync.b{bits} $0, $1, $2;"
+        else:
+            ptx = f"{{\n\t.reg .pred %p;\n\tmatch.all.sync.b{bits} $0|%p, $1, $2;\n\t}}"
+        with rewriter.ip:
+            res = inline_ptx(ptx, f"=r,{'l' if bits == 64 else 'r'},r", [self.value, self.mask],
+                             ir.IntegerType.get_signless(32)).result
+        finish(self, rewriter, res)
+
+
+class ReduxSyncOp(_WarpOp, name="redux_sync"):
+    """The i32 ``value`` reduced over the lanes of ``mask`` (the same result in each): ``add`` (``.u32``/``.s32``),
+    ``min``/``max`` (``.u32`` unsigned, ``.s32`` signed), ``and``/``or``/``xor`` (``.b32``).
+
+    PTX: redux.sync.{add,min,max}.{u32,s32} d, a, membermask; | redux.sync.{and,or,xor}.b32 d, a, membermask;
+    """
+
+    op: ir.StringAttr
+    type: ir.StringAttr
+    value: ext.Operand[I32]
+    mask: ext.Operand[I32]
+    res: ext.Result[I32] = ext.infer_result()
+
+    def verify_rules(self):
+        op = self.check_choice("redux-op", "the reduction", self.str_attr("op"), tuple(REDUX_TYPES))
+        self.check_choice("redux-type", f"the type of redux.sync.{op}", self.str_attr("type"), REDUX_TYPES[op])
+        self.check_mask()
+
+    @classmethod
+    def builder(cls, op, type, value, mask):
+        """Build ``cute_nvgpu.redux_sync``; the op's ``res`` is an i32."""
+        return cls.build(str_attr(op), str_attr(type), value, mask)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            res = inline_ptx(f"redux.sync.{self.str_attr('op')}.{self.str_attr('type')} $0, $1, $2;", "=r,r,r",
+                             [self.value, self.mask], ir.IntegerType.get_signless(32)).result
+        finish(self, rewriter, res)
+
+
 # -- registers --------------------------------------------------------------------------------
 
 
@@ -316,3 +400,43 @@ class ReadSregOp(_WarpOp, name="read_sreg"):
         with rewriter.ip:
             value = read(results=[ir.IntegerType.get_signless(32)])
         finish(self, rewriter, value)
+
+
+class ReadSregVolatileOp(_WarpOp, name="read_sreg_volatile"):
+    """Read a special register (``dynamic_smem_size``, ``clock64``, ``globaltimer``...; see
+    ``VOLATILE_SREGS``, and every one of ``SREGS``) or the ``WARP_SZ`` constant in a volatile statement: each read
+    stays where it is and is never merged with another (clocks and timers change between reads).
+
+    PTX: mov.u32 d, %sreg; | mov.u64 d, %sreg; | mov.u32 d, WARP_SZ;
+    """
+
+    sreg: ir.StringAttr
+    value: ext.Result[Any]
+
+    def verify_rules(self):
+        name = self.str_attr("sreg")
+        bits = _sreg_bits(name)
+        if bits is None:
+            self.fail("sreg-name", f"no special register %{name} (known: {', '.join(VOLATILE_SREGS)} and "
+                                   f"those of read_sreg)")
+        if self.value.type != ir.IntegerType.get_signless(bits):
+            self.fail("sreg-result-type", f"%{name} is an i{bits}, got {self.value.type}")
+
+    @classmethod
+    def builder(cls, name):
+        """Build ``cute_nvgpu.read_sreg_volatile`` of ``name`` (without ``%``); the op's ``value`` is an i32 or an
+        i64 (``VOLATILE_SREGS``)."""
+        return cls.build(str_attr(name), ir.IntegerType.get_signless(_sreg_bits(name) or 32))
+
+    def lower(self, rewriter):
+        name = self.str_attr("sreg")
+        bits = _sreg_bits(name)
+        source = name if name == "WARP_SZ" else f"%{name}"
+        with rewriter.ip:
+            value = inline_ptx(f"mov.u{bits} $0, {source};", "=l" if bits == 64 else "=r", [],
+                               ir.IntegerType.get_signless(bits)).result
+        finish(self, rewriter, value)
+
+
+def _sreg_bits(name):
+    return VOLATILE_SREGS.get(name, 32 if name in SREGS else None)

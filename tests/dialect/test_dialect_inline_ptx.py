@@ -1,7 +1,7 @@
 """The ops that stand for an inline PTX statement of the kernel builtins: each lowers to exactly that
 ``llvm.inline_asm`` (its text, constraints, side effects and operands, written out here by hand in the order the
 builtins build them), so its PTX is byte-identical to the statement's; FileCheck finds the instruction in the PTX,
-which assembles for sm_90a."""
+which assembles for sm_90a (tcgen05 for sm_100a)."""
 
 import pytest
 
@@ -141,7 +141,82 @@ CASES = {
     "createpolicy_evict_first": _plain(
         lambda k, c: md.createpolicy("evict_first"), "createpolicy.fractional.L2::evict_first.b64 $0, 1.0;", "=l",
         lambda k, c: [], "i64", "CHECK: createpolicy.fractional.L2::evict_first.b64 {{%rd[0-9]+}}, 1.0;"),
+    # -- sync, warp, warpgroup
+    "barrier_arrive_unaligned": _plain(
+        lambda k, c: md.barrier_arrive(c(1), c(64), aligned=False), "barrier.cta.arrive $0, $1;", f"r,r,{MEM}",
+        lambda k, c: [c(1), c(64)], None, f"CHECK: barrier.cta.arrive {R}, {R};"),
+    "grid_sync": _plain(lambda k, c: md.grid_sync(), md.ops.sync._GRID_SYNC, MEM, lambda k, c: [], None,
+                        "CHECK: atom.add.release.gpu.global.u32"),
+    "match_sync_all_b64": _plain(
+        lambda k, c: md.match_sync("all", k.a["hint"], c(-1)),
+        "{\n\t.reg .pred %p;\n\tmatch.all.sync.b64 $0|%p, $1, $2;\n\t}", "=r,l,r", lambda k, c: [k.a["hint"], c(-1)],
+        "i32", "CHECK: match.all.sync.b64"),
+    "match_sync_any_b32": _plain(
+        lambda k, c: md.match_sync("any", k.a["x"], k.a["y"]), "match.any.sync.b32 $0, $1, $2;", "=r,r,r",
+        lambda k, c: [k.a["x"], k.a["y"]], "i32", "CHECK: match.any.sync.b32"),
+    "read_sreg_volatile_warp_sz": _plain(
+        lambda k, c: md.read_sreg_volatile("WARP_SZ"), "mov.u32 $0, WARP_SZ;", "=r", lambda k, c: [], "i32",
+        "CHECK: mov.u32 {{%r[0-9]+}}, WARP_SZ;"),
+    "wgmma_fence_operand_i32": _plain(
+        lambda k, c: md.wgmma_fence_operand(k.a["x"]), "", "=r,0", lambda k, c: [k.a["x"]], "i32",
+        "CHECK: // begin inline asm"),
+    "wgmma_fence_operand_f32": _plain(
+        lambda k, c: md.wgmma_fence_operand(k.a["f"]), "", "=f,0", lambda k, c: [k.a["f"]], "f32",
+        "CHECK: // begin inline asm"),
+    # -- numbers
+    "float_minmax_max": _plain(
+        lambda k, c: md.float_minmax("max", k.a["f"], k.a["f"]), "max.f32 $0, $1, $2;", "=f,f,f",
+        lambda k, c: [k.a["f"], k.a["f"]], "f32", "CHECK: max.f32"),
+    "float_minmax_min_all_modifiers": _plain(
+        lambda k, c: md.float_minmax("min", k.a["f"], k.a["f"], ftz=True, nan=True, xorsign_abs=True),
+        "min.ftz.NaN.xorsign.abs.f32 $0, $1, $2;", "=f,f,f", lambda k, c: [k.a["f"], k.a["f"]], "f32",
+        "CHECK: min.ftz.NaN.xorsign.abs.f32"),
+    "math_approx_rcp_volatile": _plain(
+        lambda k, c: md.math_approx("rcp", k.a["f"], ftz=True, volatile=True), "rcp.approx.ftz.f32 $0, $1;", "=f,f",
+        lambda k, c: [k.a["f"]], "f32", "CHECK: rcp.approx.ftz.f32"),
+    "math_approx_ex2_volatile": _plain(
+        lambda k, c: md.math_approx("ex2", k.a["f"], ftz=True, volatile=True), "ex2.approx.ftz.f32 $0, $1;", "=f,f",
+        lambda k, c: [k.a["f"]], "f32", "CHECK: ex2.approx.ftz.f32"),
+    "cvt_f32_tf32": _plain(
+        lambda k, c: md.cvt_f32("tf32", k.a["f"]), "cvt.rna.tf32.f32 $0, $1;", "=r,f", lambda k, c: [k.a["f"]], "i32",
+        "CHECK: cvt.rna.tf32.f32"),
+    "cvt_f32_bf16": _plain(
+        lambda k, c: md.cvt_f32("bf16", k.a["f"]), "cvt.rn.bf16.f32 $0, $1;", "=h,f", lambda k, c: [k.a["f"]],
+        "bf16", "CHECK: cvt.rn.bf16.f32"),
+    "cvt_f32_bf16x2_satfinite": _plain(
+        lambda k, c: md.cvt_f32("bf16x2_satfinite", k.a["f"], k.a["f"]), md.ops.numeric._BF16X2_SATFINITE, "=r,f,f",
+        lambda k, c: [k.a["f"], k.a["f"]], "i32", "CHECK: cvt.rn.bf16x2.f32"),
+    # -- sm_100a
+    "tcgen05_commit_pointer": _case(
+        lambda k, c: md.tcgen05_commit(k.s["bar"]),
+        lambda k, c: _asm("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
+                          f"r,{MEM}", [_u32(k.s["bar"])]),
+        "CHECK: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64", chip="sm_100a"),
+    "tcgen05_commit_address": _case(
+        lambda k, c: md.tcgen05_commit(k.a["x"]),
+        lambda k, c: _asm("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];",
+                          f"r,{MEM}", [k.a["x"]]),
+        f"CHECK: tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [{R}];", chip="sm_100a"),
 }
+for _kind in ("alias", "async"):
+    CASES[f"fence_proxy_{_kind}"] = _plain(lambda k, c, kind=_kind: md.fence_proxy(kind), f"fence.proxy.{_kind};",
+                                           MEM, lambda k, c: [], None, f"CHECK: fence.proxy.{_kind};")
+for _kind in ("wait", "launch_dependents"):
+    CASES[f"griddepcontrol_{_kind}"] = _plain(lambda k, c, kind=_kind: md.griddepcontrol(kind),
+                                              f"griddepcontrol.{_kind};", MEM, lambda k, c: [], None,
+                                              f"CHECK: griddepcontrol.{_kind};")
+for _op, _ty in (("add", "u32"), ("min", "s32"), ("max", "u32"), ("xor", "b32")):
+    CASES[f"redux_sync_{_op}_{_ty}"] = _plain(
+        lambda k, c, op=_op, ty=_ty: md.redux_sync(op, ty, k.a["x"], c(-1)), f"redux.sync.{_op}.{_ty} $0, $1, $2;",
+        "=r,r,r", lambda k, c: [k.a["x"], c(-1)], "i32", f"CHECK: redux.sync.{_op}.{_ty}")
+for _name, _bits in (("dynamic_smem_size", 32), ("total_smem_size", 32), ("clock", 32), ("clock64", 64),
+                     ("globaltimer", 64), ("globaltimer_lo", 32), ("gridid", 64)):
+    CASES[f"read_sreg_volatile_{_name}"] = _plain(
+        lambda k, c, name=_name: md.read_sreg_volatile(name), f"mov.u{_bits} $0, %{_name};",
+        "=l" if _bits == 64 else "=r", lambda k, c: [], f"i{_bits}",
+        f"CHECK: mov.u{_bits} {{{{%r[d]?[0-9]+}}}}, %{_name};")
+
+
 def _float_minmax_case(kind, sign, where, sem=None, scope=None):
     neg, pos = ("min.u32", "max.s32") if kind == "max" else ("max.u32", "min.s32")
     q = (f".{sem}" if sem else "") + (f".{scope}" if scope else "")
@@ -230,6 +305,80 @@ def _carry_chain():
 
 
 CASES["int_op_carry_chain"] = _carry_chain()
+
+
+# -- mbarriers
+def _scoped(kind, scope, peer):
+    sp = "shared::cluster" if peer else "shared::cta"
+    m, v = ("%rb", "$2") if peer else ("$0", "$1")
+    instr = {"arrive": f"mbarrier.arrive.release.{scope}.{sp}.b64 {'_' if peer else '%st'}, [{m}], {v};",
+             "arrive_expect_tx": f"mbarrier.arrive.expect_tx.release.{scope}.{sp}.b64 _, [{m}], {v};",
+             "expect_tx": f"mbarrier.expect_tx.relaxed.{scope}.{sp}.b64 [{m}], {v};"}[kind]
+    if peer:
+        text = "{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t" + instr + "\n\t}"
+        cons = f"r,r,r,{MEM}"
+    else:
+        text = "{\n\t.reg .b64 %st;\n\t" + instr + "\n\t}" if kind == "arrive" else instr
+        cons = f"r,r,{MEM}"
+    return _plain(lambda k, c: md.mbarrier_scoped(kind, k.s["bar"], c(64), scope=scope,
+                                                  peer=k.a["peer"] if peer else None),
+                  text, cons, lambda k, c: [_u32(k.s["bar"])] + ([k.a["peer"]] if peer else []) + [c(64)], None,
+                  "CHECK: " + instr.split(" ")[0])
+
+
+for _kind in ("arrive", "arrive_expect_tx", "expect_tx"):
+    for _scope in ("cta", "cluster"):
+        for _peer in (False, True):
+            CASES[f"mbarrier_scoped_{_kind}_{_scope}{'_peer' if _peer else ''}"] = _scoped(_kind, _scope, _peer)
+CASES["mbarrier_test_wait_parity"] = _case(
+    lambda k, c: _keep(k, md.mbarrier_test_wait_parity(k.s["bar"], k.a["x"]).done),
+    lambda k, c: _keep(k, _flag(_asm("{\n\t.reg .pred %p;\n\tmbarrier.test_wait.parity.shared::cta.b64 %p, [$1], $2;"
+                                     "\n\tselp.u32 $0, 1, 0, %p;\n\t}", f"=r,r,r,{MEM}", [_u32(k.s["bar"]), k.a["x"]],
+                                     _t("i32")), c)),
+    "CHECK: mbarrier.test_wait.parity.shared::cta.b64")
+
+
+def _try_wait_if(k, c):
+    cond = llvm.ICmpOp(llvm.ICmpPredicate.slt, k.a["y"], c(0)).result
+    return cond, llvm.ZExtOp(_t("i32"), cond).result
+
+
+CASES["mbarrier_try_wait_parity_if"] = _case(
+    lambda k, c: _keep(k, md.mbarrier_try_wait_parity_if(_try_wait_if(k, c)[0], k.s["bar"], k.a["x"]).done),
+    lambda k, c: _keep(k, _flag(_asm(
+        "{\n\t.reg .pred %c, %p;\n\tsetp.ne.b32 %c, $1, 0;\n\tsetp.eq.b32 %p, 0, 0;\n\t"
+        "@%c mbarrier.try_wait.parity.shared::cta.b64 %p, [$2], $3;\n\tselp.u32 $0, 1, 0, %p;\n\t}",
+        f"=r,r,r,r,{MEM}", [_try_wait_if(k, c)[1], _u32(k.s["bar"]), k.a["x"]], _t("i32")), c)),
+    "CHECK: @%c mbarrier.try_wait.parity.shared::cta.b64")
+
+
+# -- Volta's mma.sync.m8n8k4
+def _m8n8k4(la, lb, acc):
+    n, reg, t = (8, "f", "f32") if acc == "f32" else (4, "r", "i32")
+
+    def vec(first, count):
+        return "{" + ", ".join(f"${first + i}" for i in range(count)) + "}"
+
+    text = (f"mma.sync.aligned.m8n8k4.{la}.{lb}.{acc}.f16.f16.{acc} {vec(0, n)}, {vec(n, 2)}, {vec(n + 2, 2)}, "
+            f"{vec(n + 4, n)};")
+
+    def cvals(k):
+        return [k.a["f"] if acc == "f32" else k.a["z"]] * n
+
+    def build(k, c):
+        _keep(k, *md.mma_sync("m8n8k4", "f16", acc, [k.a["x"]] * 2, [k.a["y"]] * 2, cvals(k), layout_a=la,
+                              layout_b=lb).d)
+
+    def ref(k, c):
+        res = _asm(text, ",".join([f"={reg}"] * n + ["r"] * 4 + [reg] * n), [k.a["x"]] * 2 + [k.a["y"]] * 2 + cvals(k),
+                   _t(f"!llvm.struct<({', '.join([t] * n)})>"))
+        _keep(k, *[llvm.ExtractValueOp(_t(t), res, [i]).result for i in range(n)])
+
+    return _case(build, ref, f"CHECK: mma.sync.aligned.m8n8k4.{la}.{lb}.{acc}.f16.f16.{acc}")
+
+
+for _la, _lb, _acc in (("row", "col", "f32"), ("col", "row", "f16"), ("row", "row", "f32"), ("col", "col", "f16")):
+    CASES[f"mma_sync_m8n8k4_{_la}_{_lb}_{_acc}"] = _m8n8k4(_la, _lb, _acc)
 
 
 def _inline_asm_of(module):

@@ -127,6 +127,74 @@ RULES = {
                            r"\[lop3-lut\].*lop3 only"),
     "signed-flag": (lambda k, c: md.IntOp.build(str_attr("clz"), i32_attr(1), str_attr(""), i32_attr(0), k.a["x"],
                                                 _t("i32")), VerificationError, r"\[signed-flag\]"),
+    # float_minmax, cvt_f32, math_approx
+    "float-minmax-kind": (lambda k, c: md.float_minmax("mid", k.a["f"], k.a["f"]), VerificationError,
+                          r"\[minmax-kind\].*'mid'"),
+    "float-minmax-operand": (lambda k, c: md.float_minmax("max", k.a["f"], k.a["x"]), OperandTypeError,
+                             r"\[b-type\].*f32, got i32"),
+    "float-minmax-flag": (lambda k, c: md.FloatMinMaxOp.build(str_attr("max"), i32_attr(1), bool_attr(False),
+                                                              bool_attr(False), k.a["f"], k.a["f"], _t("f32")),
+                          VerificationError, r"\[ftz-flag\]"),
+    "minmax-result-type": (lambda k, c: md.FloatMinMaxOp.build(str_attr("max"), bool_attr(False), bool_attr(False),
+                                                               bool_attr(False), k.a["f"], k.a["f"], _t("f64")),
+                           VerificationError, r"\[minmax-result-type\].*got f64"),
+    "cvt-kind": (lambda k, c: md.cvt_f32("f16", k.a["f"]), VerificationError, r"\[cvt-kind\].*'f16'"),
+    "cvt-operands": (lambda k, c: md.cvt_f32("bf16x2_satfinite", k.a["f"]), VerificationError,
+                     r"\[cvt-operands\].*takes 2 f32 value\(s\), got 1"),
+    "cvt-value-type": (lambda k, c: md.cvt_f32("tf32", k.a["x"]), OperandTypeError, r"\[value-type\].*got i32"),
+    "cvt-result-type": (lambda k, c: md.CvtF32Op.build(str_attr("bf16"), [k.a["f"]], _t("f16")), VerificationError,
+                        r"\[cvt-result-type\].*gives bf16, got f16"),
+    "volatile-flag": (lambda k, c: md.MathApproxOp.build(str_attr("rcp"), str_attr("ftz"), i32_attr(2), k.a["f"],
+                                                         _t("f32")), VerificationError, r"\[volatile-flag\]"),
+    # mbarriers
+    "mbarrier-scoped-kind": (lambda k, c: md.mbarrier_scoped("wait", k.s["bar"], c(1)), VerificationError,
+                             r"\[mbarrier-scoped-kind\].*'wait'"),
+    "mbarrier-scope": (lambda k, c: md.mbarrier_scoped("arrive", k.s["bar"], c(1), scope="gpu"), VerificationError,
+                       r"\[mbarrier-scope\].*cta, cluster.*'gpu'"),
+    "mbarrier-scoped-space": (lambda k, c: md.mbarrier_scoped("arrive", k.a["g"], c(1)), OperandTypeError,
+                              r"\[mbar-address-space\]"),
+    "mbarrier-count-range": (lambda k, c: md.mbarrier_scoped("arrive", k.s["bar"], c(0)), VerificationError,
+                             r"\[mbarrier-count-range\].*\[1, 1048575\], got 0"),
+    "mbarrier-tx-range": (lambda k, c: md.mbarrier_scoped("expect_tx", k.s["bar"], c(1 << 20)), VerificationError,
+                          r"\[mbarrier-tx-range\].*got 1048576"),
+    "mbarrier-peer-rank": (lambda k, c: md.mbarrier_scoped("arrive", k.s["bar"], c(1), peer=c(-1)),
+                           VerificationError, r"\[mbarrier-peer-rank\].*\[0, 15\], got -1"),
+    "mbarrier-test-wait-parity": (lambda k, c: md.mbarrier_test_wait_parity(k.s["bar"], c(2)), VerificationError,
+                                  r"\[mbarrier-parity\].*got 2"),
+    "mbarrier-test-wait-space": (lambda k, c: md.mbarrier_test_wait_parity(k.a["g"], c(0)), OperandTypeError,
+                                 r"\[mbar-address-space\]"),
+    "mbarrier-try-wait-if-parity": (lambda k, c: md.mbarrier_try_wait_parity_if(c(1, 1), k.s["bar"], c(3)),
+                                    VerificationError, r"\[mbarrier-parity\].*got 3"),
+    "mbarrier-try-wait-if-space": (lambda k, c: md.mbarrier_try_wait_parity_if(c(1, 1), k.a["g"], c(0)),
+                                   OperandTypeError, r"\[mbar-address-space\]"),
+    # sync, warp, warpgroup, tcgen05
+    "fence-proxy-kind": (lambda k, c: md.fence_proxy("tensormap"), VerificationError,
+                         r"\[fence-proxy-kind\].*alias, async.*'tensormap'"),
+    "griddepcontrol-kind": (lambda k, c: md.griddepcontrol("launch"), VerificationError,
+                            r"\[griddepcontrol-kind\].*'launch'"),
+    "aligned-flag": (lambda k, c: md.BarrierArriveOp.build(c(1), c(64), i32_attr(1)), VerificationError,
+                     r"\[aligned-flag\]"),
+    "match-kind": (lambda k, c: md.match_sync("some", k.a["x"], c(-1)), VerificationError, r"\[match-kind\]"),
+    "match-value-type": (lambda k, c: md.match_sync("any", k.a["small"], c(-1)), OperandTypeError,
+                         r"\[value-type\].*i32 or i64, got i16"),
+    "match-lane-mask-empty": (lambda k, c: md.match_sync("any", k.a["x"], c(0)), VerificationError,
+                              r"\[lane-mask-empty\]"),
+    "redux-op": (lambda k, c: md.redux_sync("mul", "u32", k.a["x"], c(-1)), VerificationError, r"\[redux-op\]"),
+    "redux-type": (lambda k, c: md.redux_sync("and", "u32", k.a["x"], c(-1)), VerificationError,
+                   r"\[redux-type\].*b32.*'u32'"),
+    "redux-lane-mask-empty": (lambda k, c: md.redux_sync("add", "s32", k.a["x"], c(0)), VerificationError,
+                              r"\[lane-mask-empty\]"),
+    "sreg-name": (lambda k, c: md.read_sreg_volatile("clock32"), VerificationError, r"\[sreg-name\].*%clock32"),
+    "sreg-result-type": (lambda k, c: md.ReadSregVolatileOp.build(str_attr("clock64"), _t("i32")),
+                         VerificationError, r"\[sreg-result-type\].*%clock64 is an i64, got i32"),
+    "fence-operand-type": (lambda k, c: md.wgmma_fence_operand(k.a["hint"]), VerificationError,
+                           r"\[fence-operand-type\].*got i64"),
+    "fence-operand-result-type": (lambda k, c: md.WgmmaFenceOperandOp.build(k.a["x"], _t("f32")), VerificationError,
+                                  r"\[fence-operand-result-type\]"),
+    "mbar-type": (lambda k, c: md.tcgen05_commit(k.a["hint"]), OperandTypeError, r"\[mbar-type\].*got i64"),
+    "mbar-address-space": (lambda k, c: md.tcgen05_commit(k.a["g"]), OperandTypeError, r"\[mbar-address-space\]"),
+    "mbar-alignment": (lambda k, c: md.tcgen05_commit(c(12)), VerificationError, r"\[mbar-alignment\].*0xc"),
+    "elect-lane-mask-empty": (lambda k, c: md.elect_sync(c(0)), VerificationError, r"\[lane-mask-empty\]"),
 }
 
 
@@ -144,3 +212,25 @@ def test_a_rule_broken_by_an_op_made_without_its_builder_is_a_module_diagnostic(
                  c=k.a["z"])
     with pytest.raises(VerificationError, match=r"\[lop3-lut\].*got 999"):
         md.verify(k.module)
+
+
+MMA_RULES = {
+    "mma-layout": (lambda k, c, f: md.mma_sync("m8n8k4", "f16", "f32", [k.a["x"]] * 2, [k.a["x"]] * 2, [f] * 8,
+                                               layout_a="diag"), r"\[mma-layout\].*row, col.*'diag'"),
+    "mma-layout-row-col-only": (lambda k, c, f: md.mma_sync("m16n8k16", "f16", "f32", [k.a["x"]] * 4,
+                                                            [k.a["x"]] * 2, [f] * 4, layout_b="row"),
+                                r"\[mma-layout\].*m16n8k16 takes A row-major and B column-major.*row\.row"),
+    "mma-ab-type-m8n8k4": (lambda k, c, f: md.mma_sync("m8n8k4", "bf16", "f32", [k.a["x"]] * 2, [k.a["x"]] * 2,
+                                                       [f] * 8), r"\[mma-ab-type\].*m8n8k4 multiplies f16"),
+    "mma-c-regs-m8n8k4": (lambda k, c, f: md.mma_sync("m8n8k4", "f16", "f32", [k.a["x"]] * 2, [k.a["x"]] * 2,
+                                                      [f] * 4), r"\[mma-c-regs\].*8 f32 values per lane, got 4"),
+    "mma-b-regs-m8n8k4": (lambda k, c, f: md.mma_sync("m8n8k4", "f16", "f16", [k.a["x"]] * 2, [k.a["x"]],
+                                                      [k.a["y"]] * 4), r"\[mma-b-regs\].*takes 2 i32 words"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(MMA_RULES))
+def test_the_m8n8k4_and_layout_rules_of_mma_sync(rule, kernel, const):
+    build, pattern = MMA_RULES[rule]
+    with kernel as k, pytest.raises(VerificationError, match=pattern):
+        build(k, const, k.a["f"])
