@@ -87,6 +87,13 @@ class CuteOp(CuteNvgpu.Operation):
             self.fail(f"{role}-type", f"{role} must be {want}, got {value.type}", OperandTypeError)
         return got
 
+    def check_choice(self, rule, what, value, allowed):
+        """Fail rule ``rule`` unless ``value`` (``what``) is one of ``allowed``."""
+        if value not in allowed:
+            shown = ", ".join(repr(a) if a == "" else str(a) for a in allowed)
+            self.fail(rule, f"{what} must be one of {shown}, got {value!r}")
+        return value
+
     def check_flags(self, *names):
         """Fail rule ``<name>-flag`` unless each attribute ``names`` is a boolean (an i1 integer attribute)."""
         for name in names:

@@ -16,7 +16,8 @@ from .errors import DialectError
 
 __all__ = ["UNITS", "unit_modules", "all_op_classes", "builders", "exports", "load_dialect", "make_context"]
 
-UNITS = ("cpasync", "tma", "tensormap", "mbarrier", "sync", "warp", "warpgroup", "mma", "numeric")
+UNITS = ("cpasync", "tma", "tensormap", "mbarrier", "sync", "warp", "memory", "warpgroup", "mma", "tcgen05",
+         "numeric", "integer")
 
 
 def unit_modules():

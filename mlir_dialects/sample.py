@@ -119,8 +119,80 @@ def build_sample_module():
         _numeric_ops(a["gsrc"], a["val"])
         _mma_ops(a["gsrc"], s["tile"], a["val"])
         _wgmma_ops(a["hint"], a["val"])
+        _memory_ops(a["gsrc"], tile, a["peer"], a["val"])
+        _integer_ops(a["gsrc"], a["val"], a["hint"])
+        _instruction_ops(a["gsrc"], bar, a["peer"], a["val"], a["hint"], ready)
         del ready
     return module
+
+
+def _memory_ops(gmem, tile, peer, word):
+    """Atomics, reductions, ordered loads and stores of global, shared and a peer's shared memory, and an L2
+    policy; the results are stored."""
+    i32, i16, f32 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(16), ir.F32Type.get()
+    x = llvm.BitcastOp(f32, word).result
+    olds = [md.atom("add", "u32", gmem, [word], sem="relaxed", scope="gpu").res,
+            md.atom("cas", "b32", tile, [word, word], peer=peer).res,
+            md.atom("max", "s32", tile, [word], sem="acq_rel", scope="cta").res,
+            md.ld_scalar("u32", gmem, i32, sem="acquire", scope="gpu").res,
+            llvm.ZExtOp(i32, md.ld_scalar("u8", gmem, i16, cop="cg", prefetch="L2::128B").res).result]
+    floats = [md.atom_float_minmax("max", gmem, x).res, md.atom_float_minmax("min", tile, x, sign="negative").res,
+              md.atom("add", "f32", tile, [x], peer=peer).res]
+    md.red("add", "f32", gmem, x, sem="release", scope="gpu")
+    md.red("xor", "b32", tile, word, peer=peer)
+    md.st_scalar("u32", tile, olds[0], sem="release", scope="cluster")
+    md.st_scalar("s32", gmem, olds[1], eviction="L1::evict_first")
+    _store_words(gmem, olds + [llvm.BitcastOp(i32, v).result for v in floats])
+    hint = md.createpolicy("evict_last").policy
+    md.st_scalar("u64", gmem, hint, cop="cs")
+
+
+def _store_words(gmem, words):
+    """``st_global`` of the i32 ``words``, four at a time (the last repeated to fill the last four)."""
+    words = words + words[-1:] * (-len(words) % 4)
+    for k in range(0, len(words), 4):
+        md.st_global(gmem, words[k:k + 4])
+
+
+def _integer_ops(gmem, word, wide):
+    """Integer instructions, a carry chain among them, and 64-bit words built from halves; the results are stored."""
+    ints = [md.int_op("clz", [wide]).res, md.int_op("bfind", [word], signed=True).res,
+            md.int_op("bfe", [word, const_int(4), const_int(8)]).res,
+            md.int_op("mul24", [word, word], mode="hi").res, md.int_op("lop3", [word, word, word], lut=0x96).res,
+            md.int_op("shf", [word, word, word], mode="r.clamp").res, md.int_op("prmt", [word, word, word]).res,
+            md.int_op("add_sat", [word, word], signed=True).res]
+    carry = md.int_op("add_cc", [word, word]).res
+    _store_words(gmem, ints + [carry, md.int_op("addc", [carry, word]).res])
+    for v in (md.int_op("pack_b64", [word, word]).res, md.int_op("mul_wide", [word, word], signed=True).res,
+              md.int_op("add_lo32", [wide, word]).res):
+        md.st_scalar("u64", gmem, v)
+
+
+def _instruction_ops(gmem, bar, peer, word, wide, ready):
+    """Special registers, matches, reductions, float instructions and conversions, scoped mbarrier operations,
+    fences and barriers; the results are stored."""
+    i32, f32 = ir.IntegerType.get_signless(32), ir.F32Type.get()
+    x = llvm.BitcastOp(f32, word).result
+    full = const_int(-1)
+    words = [md.read_sreg_volatile(name).value for name in ("dynamic_smem_size", "WARP_SZ")]
+    words += [md.match_sync("any", wide, full).res, md.redux_sync("add", "u32", word, full).res]
+    floats = [md.float_minmax("max", x, x, nan=True).res, md.math_approx("rcp", x, ftz=True, volatile=True).res,
+              md.cvt_f32("tf32", x).res, md.cvt_f32("bf16x2_satfinite", x, x).res,
+              md.wgmma_fence_operand(x).res, llvm.FPExtOp(f32, md.cvt_f32("bf16", x).res).result]
+    _store_words(gmem, words + [llvm.BitcastOp(i32, v).result if v.type == f32 else v for v in floats])
+    md.st_scalar("u64", gmem, md.read_sreg_volatile("clock64").value)
+    # mbarriers: arrivals with a count and a scope, on this CTA's and a peer's, and the tests of a phase
+    md.mbarrier_scoped("arrive", bar, const_int(2), scope="cluster")
+    md.mbarrier_scoped("arrive_expect_tx", bar, const_int(64), scope="cluster", peer=peer)
+    md.mbarrier_scoped("expect_tx", bar, const_int(64), scope="cluster")
+    tested = md.mbarrier_test_wait_parity(bar, const_int(0)).done
+    waited = md.mbarrier_try_wait_parity_if(ready, bar, const_int(1)).done
+    md.st_global(gmem, [llvm.ZExtOp(i32, v).result for v in (tested, waited)])
+    md.barrier_arrive(const_int(4), const_int(64), aligned=False)
+    md.fence_proxy("alias")
+    md.griddepcontrol("launch_dependents")
+    md.griddepcontrol("wait")
+    md.grid_sync()
 
 
 def _wgmma_ops(desc, reg):
@@ -135,11 +207,14 @@ def _wgmma_ops(desc, reg):
 
 
 def _mma_ops(gmem, tile, word):
-    """A warp's mma.sync (bf16 into f32, f16 into f16), ldmatrix and stmatrix; the accumulators are stored."""
+    """A warp's mma.sync (bf16 into f32, f16 into f16, Volta's m8n8k4), ldmatrix and stmatrix; the accumulators
+    are stored."""
     f32 = llvm.BitcastOp(ir.F32Type.get(), word).result
     for v in md.mma_sync("m16n8k16", "bf16", "f32", [word] * 4, [word] * 2, [f32] * 4).d:
         llvm.StoreOp(v, gmem)
     for v in md.mma_sync("m16n8k8", "f16", "f16", [word] * 2, [word], [word] * 2).d:
+        llvm.StoreOp(v, gmem)
+    for v in md.mma_sync("m8n8k4", "f16", "f32", [word] * 2, [word] * 2, [f32] * 8, layout_a="col").d:
         llvm.StoreOp(v, gmem)
     words = md.ldmatrix(tile, 4, trans=True).words
     md.stmatrix(tile, list(words))

@@ -4,7 +4,7 @@ the lowered op by its results."""
 from .._backend import ir, llvm
 from ..types import AddressSpace, pointer_type
 
-__all__ = ["inline_ptx", "const_int", "u32_of", "to_shared_cluster", "finish"]
+__all__ = ["inline_ptx", "const_int", "u32_of", "to_shared_cluster", "finish", "reg_letter"]
 
 
 def inline_ptx(ptx, constraints, operands, result_type=None):
@@ -39,3 +39,9 @@ def finish(op, rewriter, *results):
         rewriter.replace_op(op.operation, list(results))
     else:
         rewriter.erase_op(op.operation)
+
+
+def reg_letter(t):
+    """The inline-PTX constraint letter of a register holding a value of MLIR type ``t`` (``h`` for 16 bits,
+    ``r``/``l`` for 32/64-bit integers, ``f``/``d`` for f32/f64); None for another type."""
+    return {"i16": "h", "f16": "h", "bf16": "h", "i32": "r", "i64": "l", "f32": "f", "f64": "d"}.get(str(t))

@@ -20,13 +20,15 @@ __all__ = [
     "MMA_SHAPES",
     "MMA_AB_TYPES",
     "MMA_ACC_TYPES",
+    "MMA_LAYOUTS",
     "MATRIX_COUNTS",
 ]
 
 # shape -> (A words, B words) per lane
-MMA_SHAPES = {"m16n8k8": (2, 1), "m16n8k16": (4, 2)}
+MMA_SHAPES = {"m16n8k8": (2, 1), "m16n8k16": (4, 2), "m8n8k4": (2, 2)}
 MMA_AB_TYPES = ("f16", "bf16")
-MMA_ACC_TYPES = {"f32": 4, "f16": 2}  # accumulator registers per lane
+MMA_ACC_TYPES = {"f32": 4, "f16": 2}  # accumulator registers per lane (twice as many for m8n8k4)
+MMA_LAYOUTS = ("row", "col")
 MATRIX_COUNTS = (1, 2, 4)
 
 
@@ -37,13 +39,17 @@ def _is_i32(t):
 class MmaSyncOp(CuteOp, name="mma_sync"):
     """``D = A * B + C`` of one warp: A row-major (M x K), B column-major (K x N).  ``a``, ``b``: i32 words of two
     ``ab_type`` elements; ``c`` and the results ``d``: 4 f32 (``acc_type`` f32) or 2 i32 words of two f16.
+    ``m8n8k4`` (f16 inputs) is Volta's: each quad-pair of the warp computes its own 8x8x4 product, A and B in
+    either layout (``layout_a``, ``layout_b``), with 8 f32 or 4 i32 accumulators per lane.
 
-    PTX: mma.sync.aligned.{m16n8k8,m16n8k16}.row.col.{f32,f16}.{f16,bf16}.{f16,bf16}.{f32,f16} d, a, b, c;
+    PTX: mma.sync.aligned.{m16n8k8,m16n8k16}.row.col.{f32,f16}.{f16,bf16}.{f16,bf16}.{f32,f16} d, a, b, c; | mma.sync.aligned.m8n8k4.{row,col}.{row,col}.{f32,f16}.f16.f16.{f32,f16} d, a, b, c;
     """
 
     shape: ir.StringAttr
     ab_type: ir.StringAttr
     acc_type: ir.StringAttr
+    layout_a: ir.StringAttr
+    layout_b: ir.StringAttr
     a: Sequence[ext.Operand[Any]]
     b: Sequence[ext.Operand[Any]]
     c: Sequence[ext.Operand[Any]]
@@ -59,8 +65,16 @@ class MmaSyncOp(CuteOp, name="mma_sync"):
             self.fail("mma-acc-type", f"the accumulator type must be f32 or f16, got {acc!r}")
         if acc == "f16" and ab != "f16":
             self.fail("mma-acc-type", f"f16 accumulators need f16 inputs, got {ab} (bf16 accumulates in f32)")
+        if shape == "m8n8k4" and ab != "f16":
+            self.fail("mma-ab-type", f"m8n8k4 multiplies f16 inputs, got {ab}")
+        layouts = (self.str_attr("layout_a"), self.str_attr("layout_b"))
+        for name, layout in zip(("A", "B"), layouts):
+            self.check_choice("mma-layout", f"the layout of {name}", layout, MMA_LAYOUTS)
+        if shape != "m8n8k4" and layouts != ("row", "col"):
+            self.fail("mma-layout", f"{shape} takes A row-major and B column-major (row.col), got "
+                                    f"{'.'.join(layouts)}")
         na, nb = MMA_SHAPES[shape]
-        nc = MMA_ACC_TYPES[acc]
+        nc = MMA_ACC_TYPES[acc] * (2 if shape == "m8n8k4" else 1)
         for role, values, n in (("a", self.a, na), ("b", self.b, nb)):
             if len(values) != n:
                 self.fail(f"mma-{role}-regs", f"{shape} takes {n} i32 words of {role.upper()} per lane, got {len(values)}")
@@ -78,16 +92,17 @@ class MmaSyncOp(CuteOp, name="mma_sync"):
                               OperandTypeError)
 
     @classmethod
-    def builder(cls, shape, ab_type, acc_type, a, b, c):
+    def builder(cls, shape, ab_type, acc_type, a, b, c, *, layout_a="row", layout_b="col"):
         """Build ``cute_nvgpu.mma_sync``; its results ``d`` have ``c``'s types."""
-        return cls.build(str_attr(shape), str_attr(ab_type), str_attr(acc_type), list(a), list(b), list(c),
-                               [v.type for v in c])
+        return cls.build(str_attr(shape), str_attr(ab_type), str_attr(acc_type), str_attr(layout_a),
+                         str_attr(layout_b), list(a), list(b), list(c), [v.type for v in c])
 
     def lower(self, rewriter):
         shape, ab, acc = self.str_attr("shape"), self.str_attr("ab_type"), self.str_attr("acc_type")
         a, b, c = list(self.a), list(self.b), list(self.c)
         nd = len(c)
-        ptx = (f"mma.sync.aligned.{shape}.row.col.{acc}.{ab}.{ab}.{acc} {_vec(0, nd)}, {_vec(nd, len(a))}, "
+        layouts = f"{self.str_attr('layout_a')}.{self.str_attr('layout_b')}"
+        ptx = (f"mma.sync.aligned.{shape}.{layouts}.{acc}.{ab}.{ab}.{acc} {_vec(0, nd)}, {_vec(nd, len(a))}, "
                f"{_vec(nd + len(a), len(b))}, {_vec(nd + len(a) + len(b), nd)};")
         reg = "f" if acc == "f32" else "r"
         cons = ",".join([f"={reg}"] * nd + ["r"] * (len(a) + len(b)) + [reg] * nd)

@@ -4,7 +4,10 @@ the approximate math instructions (``ex2.approx``, ``rsqrt.approx``...), and pri
 The 8-bit floats live in registers as their bits (``i8``): LLVM has no such type. Conversions to them
 round to nearest even and saturate to the largest finite value (``satfinite``); conversions from them are
 exact (every E4M3 and E5M2 value is an f16). The approximate instructions are pure (no side effects):
-the compiler may merge or drop them like any arithmetic.
+the compiler may merge or drop them like any arithmetic, unless built ``volatile``. ``float_minmax`` and
+``cvt_f32`` are volatile statements, each kept where it is.
+
+Which builder gives which inline PTX statement: the table of ``mlir_dialects.ops``.
 """
 
 import hashlib
@@ -12,9 +15,9 @@ import re as _re
 from typing import Any, Sequence
 
 from .._backend import ext, ir, llvm
-from ..dialect import CuteOp, str_attr
+from ..dialect import CuteOp, Flag, bool_attr, str_attr
 from ..errors import OperandTypeError
-from .common import finish
+from .common import finish, inline_ptx
 
 __all__ = [
     "CvtF32ToNarrowOp",
@@ -23,6 +26,9 @@ __all__ = [
     "NARROW_KINDS",
     "F8_KINDS",
     "APPROX_FUNCTIONS",
+    "FloatMinMaxOp",
+    "CvtF32Op",
+    "CVT_F32_KINDS",
     "PrintfOp",
     "format_conversions",
 ]
@@ -141,12 +147,14 @@ class CvtF8ToF16Op(_NumericOp, name="cvt_f8_f16"):
 class MathApproxOp(_NumericOp, name="math_approx"):
     """The hardware approximation of ``fn`` (ex2, lg2, rsqrt, sqrt, rcp, sin, cos, tanh) of the f32 ``value``
     (see the PTX ISA for each one's error bound); ``ftz`` flushes subnormal inputs and results to zero.
+    ``volatile``: the statement keeps its place and is never merged with another (else it is pure arithmetic).
 
     PTX: {ex2,lg2,rsqrt,sqrt,rcp,sin,cos}.approx{.ftz}.f32 d, a; | tanh.approx.f32 d, a;
     """
 
     fn: ir.StringAttr
     ftz: ir.StringAttr
+    volatile: Flag
     value: ext.Operand[Any]
     res: ext.Result[Any]
 
@@ -156,20 +164,112 @@ class MathApproxOp(_NumericOp, name="math_approx"):
             self.fail("approx-function", f"the function must be one of {', '.join(APPROX_FUNCTIONS)}, got {fn!r}")
         if self.str_attr("ftz") not in ("", "ftz"):
             self.fail("approx-ftz", f"ftz is 'ftz' or '', got {self.str_attr('ftz')!r}")
+        self.check_flags("volatile")
         self.expect_f32("value", self.value)
         if not _is_f32(self.res.type):
             self.fail("approx-result-type", f"the result is f32, got {self.res.type}")
 
     @classmethod
-    def builder(cls, fn, value, *, ftz=False):
+    def builder(cls, fn, value, *, ftz=False, volatile=False):
         """Build ``cute_nvgpu.math_approx`` of ``fn`` on the f32 ``value``; the op's ``res`` is an f32."""
-        return cls.build(str_attr(fn), str_attr("ftz" if ftz else ""), value, ir.F32Type.get())
+        return cls.build(str_attr(fn), str_attr("ftz" if ftz else ""), bool_attr(volatile), value, ir.F32Type.get())
 
     def lower(self, rewriter):
         ftz = ".ftz" if self.str_attr("ftz") else ""
         ptx = APPROX_FUNCTIONS[self.str_attr("fn")].format(ftz=ftz) + " $0, $1;"
         with rewriter.ip:
-            res = _pure_asm(ptx, "=f,f", [self.value], ir.F32Type.get())
+            if self.bool_attr("volatile"):
+                res = inline_ptx(ptx, "=f,f", [self.value], ir.F32Type.get()).result
+            else:
+                res = _pure_asm(ptx, "=f,f", [self.value], ir.F32Type.get())
+        finish(self, rewriter, res)
+
+
+class FloatMinMaxOp(_NumericOp, name="float_minmax"):
+    """The larger (``max``) or smaller (``min``) of the f32 values ``a`` and ``b``: ``nan`` propagates a NaN
+    operand (else a NaN loses to a number), ``xorsign_abs`` gives the one of larger (smaller) magnitude with the sign
+    ``sign(a) ^ sign(b)``, ``ftz`` flushes subnormal inputs and result to zero.
+
+    PTX: {max,min}{.ftz}{.NaN}{.xorsign.abs}.f32 d, a, b;
+    """
+
+    kind: ir.StringAttr
+    ftz: Flag
+    nan: Flag
+    xorsign_abs: Flag
+    a: ext.Operand[Any]
+    b: ext.Operand[Any]
+    res: ext.Result[Any]
+
+    def verify_rules(self):
+        self.check_choice("minmax-kind", "the kind", self.str_attr("kind"), ("max", "min"))
+        self.check_flags("ftz", "nan", "xorsign_abs")
+        self.expect_f32("a", self.a)
+        self.expect_f32("b", self.b)
+        if not _is_f32(self.res.type):
+            self.fail("minmax-result-type", f"the result is f32, got {self.res.type}")
+
+    @classmethod
+    def builder(cls, kind, a, b, *, ftz=False, nan=False, xorsign_abs=False):
+        """Build ``cute_nvgpu.float_minmax`` of the f32 ``a`` and ``b``; the op's ``res`` is an f32."""
+        return cls.build(str_attr(kind), bool_attr(ftz), bool_attr(nan), bool_attr(xorsign_abs), a, b,
+                         ir.F32Type.get())
+
+    def lower(self, rewriter):
+        mods = "".join(m for m, on in ((".ftz", "ftz"), (".NaN", "nan"), (".xorsign.abs", "xorsign_abs"))
+                       if self.bool_attr(on))
+        with rewriter.ip:
+            res = inline_ptx(f"{self.str_attr('kind')}{mods}.f32 $0, $1, $2;", "=f,f,f", [self.a, self.b],
+                             ir.F32Type.get()).result
+        finish(self, rewriter, res)
+
+
+# the bf16x2 conversion saturates to the largest finite bf16 (a NaN stays NaN) by clamping first: what
+# cvt.rn.satfinite.bf16x2.f32 gives, without its PTX ISA 8.1
+_BF16X2_SATFINITE = ("{\n\t.reg .f32 %lo, %hi;\n\t"
+                     "max.NaN.f32 %hi, $1, 0fFF7F0000;\n\tmin.NaN.f32 %hi, %hi, 0f7F7F0000;\n\t"
+                     "max.NaN.f32 %lo, $2, 0fFF7F0000;\n\tmin.NaN.f32 %lo, %lo, 0f7F7F0000;\n\t"
+                     "cvt.rn.bf16x2.f32 $0, %hi, %lo;\n\t}")
+# kind -> (f32 operands, result type, PTX, constraints)
+CVT_F32_KINDS = {
+    "tf32": (1, "i32", "cvt.rna.tf32.f32 $0, $1;", "=r,f"),
+    "bf16": (1, "bf16", "cvt.rn.bf16.f32 $0, $1;", "=h,f"),
+    "bf16x2_satfinite": (2, "i32", _BF16X2_SATFINITE, "=r,f,f"),
+}
+
+
+class CvtF32Op(_NumericOp, name="cvt_f32"):
+    """Round f32 ``values`` to a narrower float: ``tf32`` (to nearest, ties away from zero; the i32 of its bits, as
+    an MMA reads it), ``bf16`` (to nearest even), ``bf16x2_satfinite`` (two values ``a``, ``b`` to the bf16 pair
+    of an i32, ``a`` in the high half, to nearest even and saturated to the largest finite bf16).
+
+    PTX: cvt.rna.tf32.f32 d, a; | cvt.rn.bf16.f32 d, a; | max.NaN/min.NaN clamps, cvt.rn.bf16x2.f32 d, a, b;
+    """
+
+    kind: ir.StringAttr
+    values: Sequence[ext.Operand[Any]]
+    res: ext.Result[Any]
+
+    def verify_rules(self):
+        kind = self.check_kind("cvt-kind", tuple(CVT_F32_KINDS))
+        count, rtype, _, _ = CVT_F32_KINDS[kind]
+        if len(self.values) != count:
+            self.fail("cvt-operands", f"a {kind} conversion takes {count} f32 value(s), got {len(self.values)}")
+        for v in self.values:
+            self.expect_f32("value", v)
+        if str(self.res.type) != rtype:
+            self.fail("cvt-result-type", f"a {kind} conversion gives {rtype}, got {self.res.type}")
+
+    @classmethod
+    def builder(cls, kind, *values):
+        """Build ``cute_nvgpu.cvt_f32``; the op's ``res`` is an i32 (tf32, bf16x2_satfinite) or a bf16."""
+        rtype = ir.BF16Type.get() if kind == "bf16" else ir.IntegerType.get_signless(32)
+        return cls.build(str_attr(kind), list(values), rtype)
+
+    def lower(self, rewriter):
+        _, _, ptx, constraints = CVT_F32_KINDS[self.str_attr("kind")]
+        with rewriter.ip:
+            res = inline_ptx(ptx, constraints, list(self.values), self.res.type).result
         finish(self, rewriter, res)
 
 

@@ -1,4 +1,8 @@
-"""Fences, cluster barriers, warp election, and stores to a peer CTA's shared memory."""
+"""Fences, cluster barriers, warp election, stores to a peer CTA's shared memory, programmatic dependent launch,
+and the grid-wide barrier.
+
+Which builder gives which inline PTX statement: the table of ``mlir_dialects.ops``.
+"""
 
 from typing import Any, Optional
 
@@ -13,10 +17,17 @@ __all__ = [
     "ClusterWaitOp",
     "ElectSyncOp",
     "DsmemStoreOp",
+    "FenceProxyOp",
+    "GriddepcontrolOp",
+    "GridSyncOp",
     "PROXY_ASYNC_SPACES",
+    "PROXY_KINDS",
+    "GRIDDEPCONTROL_KINDS",
 ]
 
 PROXY_ASYNC_SPACES = ("shared::cta", "shared::cluster", "global")
+PROXY_KINDS = ("alias", "async")  # fence.proxy.<kind> for every state space
+GRIDDEPCONTROL_KINDS = ("wait", "launch_dependents")
 I1, I32 = ir.IntegerType[1], ir.IntegerType[32]
 
 
@@ -194,4 +205,110 @@ class DsmemStoreOp(CuteOp, name="dsmem_store"):
                    f"st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.{bits} [%ra], {vals}, [%rb];\n\t}}")
             constraints = ",".join(["r"] + [cons] * n + ["r", "r", "~{memory}"])
             inline_ptx(ptx, constraints, [addr, *values, mbar, self.cta_id])
+        finish(self, rewriter)
+
+
+class FenceProxyOp(CuteOp, name="fence_proxy"):
+    """Order this thread's generic-proxy accesses with its accesses through proxy ``kind``: ``alias`` (accesses
+    through aliased virtual addresses) or ``async`` (async-proxy accesses of every state space; one state space
+    is ``fence_proxy_async``).
+
+    PTX: fence.proxy.alias; | fence.proxy.async;
+    """
+
+    kind: ir.StringAttr
+
+    def verify_rules(self):
+        self.check_choice("fence-proxy-kind", "the proxy kind", self.str_attr("kind"), PROXY_KINDS)
+
+    @classmethod
+    def builder(cls, kind):
+        """Build ``cute_nvgpu.fence_proxy``."""
+        return cls.build(str_attr(kind))
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            inline_ptx(f"fence.proxy.{self.str_attr('kind')};", "~{memory}", [])
+        finish(self, rewriter)
+
+
+class GriddepcontrolOp(CuteOp, name="griddepcontrol"):
+    """Programmatic dependent launch: ``wait`` until the grids this one depends on have completed and their memory
+    is visible (at once without such a dependency), or let the grids that depend on this one start launching
+    (``launch_dependents``, a scheduling hint).
+
+    PTX: griddepcontrol.wait; | griddepcontrol.launch_dependents;
+    """
+
+    kind: ir.StringAttr
+
+    def verify_rules(self):
+        self.check_choice("griddepcontrol-kind", "the action", self.str_attr("kind"), GRIDDEPCONTROL_KINDS)
+
+    @classmethod
+    def builder(cls, kind):
+        """Build ``cute_nvgpu.griddepcontrol``."""
+        return cls.build(str_attr(kind))
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            inline_ptx(f"griddepcontrol.{self.str_attr('kind')};", "~{memory}", [])
+        finish(self, rewriter)
+
+
+# Thread (0, 0, 0) of each block adds to the barrier word at byte 4 of the cooperative launch's workspace
+# (%envreg2 low, %envreg1 high): 1, or 2^31 - (blocks - 1) in block (0, 0, 0), so that the word's top bit flips
+# once every block has arrived; it waits for the flip from the value its own atomic saw.
+_GRID_SYNC = """{
+\t.reg .pred %cute_gs_p;
+\t.reg .u32 %cute_gs_a<8>;
+\t.reg .b64 %cute_gs_w;
+\tbarrier.sync 0;
+\tmov.u32 %cute_gs_a0, %tid.x;
+\tmov.u32 %cute_gs_a1, %tid.y;
+\tmov.u32 %cute_gs_a2, %tid.z;
+\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
+\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
+\tsetp.ne.u32 %cute_gs_p, %cute_gs_a0, 0;
+\t@%cute_gs_p bra CUTE_GRID_SYNC_DONE;
+\tmov.u32 %cute_gs_a0, %ctaid.x;
+\tmov.u32 %cute_gs_a1, %ctaid.y;
+\tmov.u32 %cute_gs_a2, %ctaid.z;
+\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
+\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
+\tsetp.eq.u32 %cute_gs_p, %cute_gs_a0, 0;
+\tmov.u32 %cute_gs_a3, %nctaid.x;
+\tmov.u32 %cute_gs_a4, %nctaid.y;
+\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
+\tmov.u32 %cute_gs_a4, %nctaid.z;
+\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
+\tsub.u32 %cute_gs_a3, -2147483647, %cute_gs_a3;
+\tselp.u32 %cute_gs_a3, %cute_gs_a3, 1, %cute_gs_p;
+\tmov.b64 %cute_gs_w, {%envreg2, %envreg1};
+\tadd.u64 %cute_gs_w, %cute_gs_w, 4;
+\tfence.acq_rel.gpu;
+\tatom.add.release.gpu.global.u32 %cute_gs_a5, [%cute_gs_w], %cute_gs_a3;
+CUTE_GRID_SYNC_SPIN:
+\tld.acquire.gpu.global.u32 %cute_gs_a6, [%cute_gs_w];
+\txor.b32 %cute_gs_a7, %cute_gs_a5, %cute_gs_a6;
+\tsetp.lt.s32 %cute_gs_p, %cute_gs_a7, 0;
+\t@!%cute_gs_p bra CUTE_GRID_SYNC_SPIN;
+\tfence.acq_rel.gpu;
+CUTE_GRID_SYNC_DONE:
+\tbarrier.sync 0;
+}"""
+
+
+class GridSyncOp(CuteOp, name="grid_sync"):
+    """Wait until every thread of the grid has reached this barrier; memory accesses before it (of any block) are
+    visible to every thread after it. Only a cooperative launch (every block resident at once, no clusters)
+    provides the barrier's workspace; every thread of every block must reach it. The word keeps its low bits, so
+    a kernel may hold the barrier any number of times (its labels are local to its braces).
+
+    PTX: barrier.sync 0; ... atom.add.release.gpu.global.u32 ..., [%envreg workspace + 4], ...; ld.acquire.gpu spin; barrier.sync 0;
+    """
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            inline_ptx(_GRID_SYNC, "~{memory}", [])
         finish(self, rewriter)

@@ -1,16 +1,18 @@
-"""Warps and warp groups: warp and named barriers, shuffles, votes, the active mask, register
-reallocation, special registers, and vector loads/stores of 32-bit words in global memory.
+"""Warps and warp groups: warp and named barriers, shuffles, votes, matches and reductions, the active mask,
+register reallocation, and special registers.
 
 Lane masks are i32 values with bit ``i`` for lane ``i``; the ``*.sync`` instructions must be
 executed by every lane their mask names.
+
+Which builder gives which inline PTX statement: the table of ``mlir_dialects.ops``.
 """
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from .._backend import ext, ir, llvm, nvvm
-from ..dialect import CuteOp, i32_attr, str_attr
+from ..dialect import CuteOp, Flag, bool_attr, i32_attr, str_attr
 from ..errors import OperandTypeError
-from ..types import AddressSpace, constant_int_of
+from ..types import constant_int_of
 from .common import finish, inline_ptx
 
 __all__ = [
@@ -22,17 +24,18 @@ __all__ = [
     "ActiveMaskOp",
     "SetMaxNregOp",
     "ReadSregOp",
-    "LdGlobalOp",
-    "StGlobalOp",
     "WARP_SIZE",
     "NAMED_BARRIERS",
     "SHFL_KINDS",
     "VOTE_KINDS",
     "SETMAXNREG_ACTIONS",
     "SREGS",
-    "GLOBAL_ACCESS_BITS",
-    "LD_GLOBAL_CACHE",
-    "ST_GLOBAL_CACHE",
+    "MatchSyncOp",
+    "ReduxSyncOp",
+    "ReadSregVolatileOp",
+    "MATCH_KINDS",
+    "REDUX_TYPES",
+    "VOLATILE_SREGS",
 ]
 
 WARP_SIZE = 32
@@ -47,9 +50,12 @@ SREGS = tuple(f"{r}.{d}" for r in ("tid", "ntid", "ctaid", "nctaid", "clusterid"
                                    "cluster_nctaid") for d in "xyz") + (
     "laneid", "warpid", "nwarpid", "smid", "nsmid", "cluster_ctarank", "cluster_nctarank",
     "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt")
-GLOBAL_ACCESS_BITS = (32, 64, 128, 256)
-LD_GLOBAL_CACHE = ("ca", "cg", "cs", "lu", "cv", "nc")  # "" (no modifier) is also accepted
-ST_GLOBAL_CACHE = ("wb", "cg", "cs", "wt")
+MATCH_KINDS = ("any", "all")
+REDUX_TYPES = {"add": ("u32", "s32"), "min": ("u32", "s32"), "max": ("u32", "s32"), "and": ("b32",), "or": ("b32",),
+               "xor": ("b32",)}
+# the special registers read_sreg_volatile adds to SREGS, and their widths
+VOLATILE_SREGS = {"dynamic_smem_size": 32, "total_smem_size": 32, "clock": 32, "clock64": 64, "globaltimer": 64,
+                  "globaltimer_lo": 32, "globaltimer_hi": 32, "gridid": 64, "WARP_SZ": 32}
 I1, I32 = ir.IntegerType[1], ir.IntegerType[32]
 
 
@@ -60,16 +66,6 @@ class _WarpOp(CuteOp):
         self.expect_int("mask", self.mask, 32)
         if constant_int_of(self.mask) == 0:
             self.fail("lane-mask-empty", "the lane mask names no lane (0): a mask needs at least one lane")
-
-    def check_choice(self, rule, what, value, allowed):
-        if value not in allowed:
-            self.fail(rule, f"{what} must be one of {', '.join(allowed)}, got {value!r}")
-
-    def check_cache(self, rule, allowed):
-        cache = self.str_attr("cache")
-        if cache and cache not in allowed:
-            self.fail(rule, f"cache modifier must be one of {', '.join(allowed)} (or none), got {cache!r}")
-        return cache
 
 
 # -- barriers -------------------------------------------------------------------------------
@@ -137,25 +133,31 @@ class BarrierSyncOp(_NamedBarrierOp, name="barrier_sync"):
 
 
 class BarrierArriveOp(_NamedBarrierOp, name="barrier_arrive"):
-    """Arrive on named barrier ``barrier_id`` (0..15) that waits for ``count`` threads, without waiting.
+    """Arrive on named barrier ``barrier_id`` (0..15) that waits for ``count`` threads, without waiting;
+    ``aligned``: every thread of the warp executes the same instruction (else the lanes may diverge).
 
-    PTX: bar.arrive id, count;
+    PTX: bar.arrive id, count; | barrier.cta.arrive id, count;
     """
 
     barrier_id: ext.Operand[I32]
     count: ext.Operand[I32]
+    aligned: Flag
 
     def verify_rules(self):
         self.check_barrier(self.count)
+        self.check_flags("aligned")
 
     @classmethod
-    def builder(cls, barrier_id, count):
+    def builder(cls, barrier_id, count, *, aligned=True):
         """Build ``cute_nvgpu.barrier_arrive`` (i32 ``barrier_id`` and thread ``count``)."""
-        return cls.build(barrier_id, count)
+        return cls.build(barrier_id, count, bool_attr(aligned))
 
     def lower(self, rewriter):
         with rewriter.ip:
-            nvvm.BarrierArriveOp(self.count, barrierId=self.barrier_id)
+            if self.bool_attr("aligned"):
+                nvvm.BarrierArriveOp(self.count, barrierId=self.barrier_id)
+            else:
+                inline_ptx("barrier.cta.arrive $0, $1;", "r,r,~{memory}", [self.barrier_id, self.count])
         finish(self, rewriter)
 
 
@@ -276,6 +278,70 @@ class ActiveMaskOp(_WarpOp, name="activemask"):
         finish(self, rewriter, mask)
 
 
+class MatchSyncOp(_WarpOp, name="match_sync"):
+    """The i32 lane mask of the lanes of ``mask`` whose 32- or 64-bit ``value`` equals this lane's (``any``), or
+    ``mask`` itself when every lane of it holds the same ``value`` and 0 otherwise (``all``).
+
+    PTX: match.any.sync.b32|b64 d, a, membermask; | match.all.sync.b32|b64 d|p, a, membermask;
+    """
+
+    kind: ir.StringAttr
+    value: ext.Operand[Any]
+    mask: ext.Operand[I32]
+    res: ext.Result[I32] = ext.infer_result()
+
+    def verify_rules(self):
+        self.check_choice("match-kind", "the match mode", self.str_attr("kind"), MATCH_KINDS)
+        self.expect_int("value", self.value, 32, 64)
+        self.check_mask()
+
+    @classmethod
+    def builder(cls, kind, value, mask):
+        """Build ``cute_nvgpu.match_sync``; the op's ``res`` is the i32 lane mask."""
+        return cls.build(str_attr(kind), value, mask)
+
+    def lower(self, rewriter):
+        bits = self.value.type.width
+        if self.str_attr("kind") == "any":
+            ptx = f"match.any.sync.b{bits} $0, $1, $2;"
+        else:
+            ptx = f"{{\n\t.reg .pred %p;\n\tmatch.all.sync.b{bits} $0|%p, $1, $2;\n\t}}"
+        with rewriter.ip:
+            res = inline_ptx(ptx, f"=r,{'l' if bits == 64 else 'r'},r", [self.value, self.mask],
+                             ir.IntegerType.get_signless(32)).result
+        finish(self, rewriter, res)
+
+
+class ReduxSyncOp(_WarpOp, name="redux_sync"):
+    """The i32 ``value`` reduced over the lanes of ``mask`` (the same result in each): ``add`` (``.u32``/``.s32``),
+    ``min``/``max`` (``.u32`` unsigned, ``.s32`` signed), ``and``/``or``/``xor`` (``.b32``).
+
+    PTX: redux.sync.{add,min,max}.{u32,s32} d, a, membermask; | redux.sync.{and,or,xor}.b32 d, a, membermask;
+    """
+
+    op: ir.StringAttr
+    type: ir.StringAttr
+    value: ext.Operand[I32]
+    mask: ext.Operand[I32]
+    res: ext.Result[I32] = ext.infer_result()
+
+    def verify_rules(self):
+        op = self.check_choice("redux-op", "the reduction", self.str_attr("op"), tuple(REDUX_TYPES))
+        self.check_choice("redux-type", f"the type of redux.sync.{op}", self.str_attr("type"), REDUX_TYPES[op])
+        self.check_mask()
+
+    @classmethod
+    def builder(cls, op, type, value, mask):
+        """Build ``cute_nvgpu.redux_sync``; the op's ``res`` is an i32."""
+        return cls.build(str_attr(op), str_attr(type), value, mask)
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            res = inline_ptx(f"redux.sync.{self.str_attr('op')}.{self.str_attr('type')} $0, $1, $2;", "=r,r,r",
+                             [self.value, self.mask], ir.IntegerType.get_signless(32)).result
+        finish(self, rewriter, res)
+
+
 # -- registers --------------------------------------------------------------------------------
 
 
@@ -336,98 +402,41 @@ class ReadSregOp(_WarpOp, name="read_sreg"):
         finish(self, rewriter, value)
 
 
-# -- vector global loads and stores -----------------------------------------------------------
+class ReadSregVolatileOp(_WarpOp, name="read_sreg_volatile"):
+    """Read a special register (``dynamic_smem_size``, ``clock64``, ``globaltimer``...; see
+    ``VOLATILE_SREGS``, and every one of ``SREGS``) or the ``WARP_SZ`` constant in a volatile statement: each read
+    stays where it is and is never merged with another (clocks and timers change between reads).
 
-
-class LdGlobalOp(_WarpOp, name="ld_global"):
-    """Load ``bits`` (32, 64, 128 or 256) bits of global memory at ``addr`` as ``bits // 32`` i32 words; 256 bits
-    are two 128-bit loads, at ``addr`` and 16 bytes after it. ``cache`` is empty or a cache operator (``nc``: the
-    read-only path).
-
-    PTX: ld.global{.ca,.cg,.cs,.lu,.cv,.nc}{.v2,.v4}.b32 d, [addr];
+    PTX: mov.u32 d, %sreg; | mov.u64 d, %sreg; | mov.u32 d, WARP_SZ;
     """
 
-    addr: ext.Operand[llvm.PointerType]
-    bits: ir.IntegerAttr
-    cache: ir.StringAttr
-    words: Sequence[ext.Result[I32]]
+    sreg: ir.StringAttr
+    value: ext.Result[Any]
 
     def verify_rules(self):
-        self.expect_space("addr", self.addr, AddressSpace.GLOBAL)
-        bits = self.int_attr("bits")
-        if bits not in GLOBAL_ACCESS_BITS:
-            self.fail("ld-global-bits", f"the access width must be one of {GLOBAL_ACCESS_BITS} bits, got {bits}")
-        n = len(self.operation.results)
-        if n != bits // 32:
-            self.fail("ld-global-words", f"a {bits}-bit load gives {bits // 32} words of 32 bits, got {n} results")
-        self.check_cache("ld-global-cache", LD_GLOBAL_CACHE)
+        name = self.str_attr("sreg")
+        bits = _sreg_bits(name)
+        if bits is None:
+            self.fail("sreg-name", f"no special register %{name} (known: {', '.join(VOLATILE_SREGS)} and "
+                                   f"those of read_sreg)")
+        if self.value.type != ir.IntegerType.get_signless(bits):
+            self.fail("sreg-result-type", f"%{name} is an i{bits}, got {self.value.type}")
 
     @classmethod
-    def builder(cls, addr, bits, cache=None):
-        """Build ``cute_nvgpu.ld_global``; the op's ``words`` are ``bits // 32`` i32 results."""
-        i32 = ir.IntegerType.get_signless(32)
-        n = bits // 32 if type(bits) is int and bits > 0 else 1
-        return cls.build(addr, i32_attr(bits), str_attr(cache or ""), [i32] * n)
+    def builder(cls, name):
+        """Build ``cute_nvgpu.read_sreg_volatile`` of ``name`` (without ``%``); the op's ``value`` is an i32 or an
+        i64 (``VOLATILE_SREGS``)."""
+        return cls.build(str_attr(name), ir.IntegerType.get_signless(_sreg_bits(name) or 32))
 
     def lower(self, rewriter):
-        cop, n = _cop(self), len(self.operation.results)
-        if n == 8:
-            lines = [f"ld.global{cop}.v4.b32 {{$0, $1, $2, $3}}, [$8];",
-                     f"ld.global{cop}.v4.b32 {{$4, $5, $6, $7}}, [$8+16];"]
-        else:
-            outs = ", ".join(f"${i}" for i in range(n))
-            lines = [f"ld.global{cop}{_vec(n)}.b32 {outs if n == 1 else '{' + outs + '}'}, [${n}];"]
-        i32 = ir.IntegerType.get_signless(32)
-        rtype = i32 if n == 1 else ir.Type.parse(f"!llvm.struct<({', '.join(['i32'] * n)})>")
+        name = self.str_attr("sreg")
+        bits = _sreg_bits(name)
+        source = name if name == "WARP_SZ" else f"%{name}"
         with rewriter.ip:
-            asm = inline_ptx("\n\t".join(lines), ",".join(["=r"] * n + ["l", "~{memory}"]), [self.addr], rtype).result
-            words = [asm] if n == 1 else [llvm.ExtractValueOp(i32, asm, [i]).result for i in range(n)]
-        finish(self, rewriter, *words)
+            value = inline_ptx(f"mov.u{bits} $0, {source};", "=l" if bits == 64 else "=r", [],
+                               ir.IntegerType.get_signless(bits)).result
+        finish(self, rewriter, value)
 
 
-class StGlobalOp(_WarpOp, name="st_global"):
-    """Store 1, 2, 4 or 8 i32 ``words`` to global memory at ``addr``; 8 words are two 128-bit stores, at ``addr``
-    and 16 bytes after it. ``cache`` is empty or a cache operator.
-
-    PTX: st.global{.wb,.cg,.cs,.wt}{.v2,.v4}.b32 [addr], a;
-    """
-
-    addr: ext.Operand[llvm.PointerType]
-    words: Sequence[ext.Operand[I32]]
-    cache: ir.StringAttr
-
-    def verify_rules(self):
-        self.expect_space("addr", self.addr, AddressSpace.GLOBAL)
-        n = len(self.words)
-        if n not in (1, 2, 4, 8):
-            self.fail("st-global-words", f"st.global stores 1, 2, 4 or 8 words of 32 bits, got {n} words")
-        for w in self.words:
-            self.expect_int("word", w, 32)
-        self.check_cache("st-global-cache", ST_GLOBAL_CACHE)
-
-    @classmethod
-    def builder(cls, addr, words, cache=None):
-        """Build ``cute_nvgpu.st_global`` of the i32 ``words``."""
-        return cls.build(addr, list(words), str_attr(cache or ""))
-
-    def lower(self, rewriter):
-        cop, words = _cop(self), list(self.words)
-        n = len(words)
-        if n == 8:
-            lines = [f"st.global{cop}.v4.b32 [$0], {{$1, $2, $3, $4}};",
-                     f"st.global{cop}.v4.b32 [$0+16], {{$5, $6, $7, $8}};"]
-        else:
-            ins = ", ".join(f"${i + 1}" for i in range(n))
-            lines = [f"st.global{cop}{_vec(n)}.b32 [$0], {ins if n == 1 else '{' + ins + '}'};"]
-        with rewriter.ip:
-            inline_ptx("\n\t".join(lines), ",".join(["l"] + ["r"] * n + ["~{memory}"]), [self.addr] + words)
-        finish(self, rewriter)
-
-
-def _cop(op):
-    cache = op.str_attr("cache")
-    return f".{cache}" if cache else ""
-
-
-def _vec(n):
-    return "" if n == 1 else f".v{n}"
+def _sreg_bits(name):
+    return VOLATILE_SREGS.get(name, 32 if name in SREGS else None)

@@ -5,6 +5,9 @@ holding two f16) and returns the updated struct; A is a 64-bit shared-memory des
 registers, B a descriptor; ``scale_d`` (i1, at run time) says whether D is added (1) or overwritten (0). It
 lowers to inline PTX: NVVM's op takes neither registers for A nor a run-time ``scale-d``. The fence, commit
 and wait lower to NVVM's ops.
+
+``wgmma_fence_operand(v)`` passes one 32-bit register of an accumulator fragment through an empty volatile
+statement (``asm("", "=r,0")``): no use of it moves across the MMAs around it.
 """
 
 from collections.abc import Sequence
@@ -14,8 +17,8 @@ from .._backend import ext, ir, llvm, nvvm
 from ..dialect import CuteOp, i32_attr, str_attr
 from .common import finish, inline_ptx
 
-__all__ = ["WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaWaitGroupOp", "WgmmaMmaAsyncOp", "wgmma_acc_type", "AB_TYPES",
-           "D_TYPES"]
+__all__ = ["WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaWaitGroupOp", "WgmmaMmaAsyncOp", "WgmmaFenceOperandOp",
+           "wgmma_acc_type", "AB_TYPES", "D_TYPES"]
 
 I1, I32, I64 = ir.IntegerType[1], ir.IntegerType[32], ir.IntegerType[64]
 AB_TYPES = ("f16", "bf16")
@@ -152,4 +155,33 @@ class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
                    f"wgmma.mma_async.sync.aligned.m64n{n}k16.{d}.{ab}.{ab} {outs}, {a_text}, ${rest}, p, 1, 1, {tail};\n\t}}")
             constraints = ",".join([f"={cons}"] * count + [str(k) for k in range(count)] + [a_cons, "l", "r"])
             res = inline_ptx(ptx, constraints, [*accs, *a, self.b, scale], self.acc.type).result
+        finish(self, rewriter, res)
+
+
+class WgmmaFenceOperandOp(CuteOp, name="wgmma_fence_operand"):
+    """``value`` (a 32-bit register of an accumulator fragment, i32 or f32) through an empty volatile statement
+    that reads and rewrites it: the compiler keeps every use of the register on its side of the MMAs around it.
+
+    PTX: (none: an empty statement tying its output register to its input)
+    """
+
+    value: ext.Operand[Any]
+    res: ext.Result[Any]
+
+    def verify_rules(self):
+        if str(self.value.type) not in ("i32", "f32"):
+            self.fail("fence-operand-type", f"the fenced register is an i32 or an f32, got {self.value.type}")
+        if self.res.type != self.value.type:
+            self.fail("fence-operand-result-type", f"the result has the value's type {self.value.type}, got "
+                                                   f"{self.res.type}")
+
+    @classmethod
+    def builder(cls, value):
+        """Build ``cute_nvgpu.wgmma_fence_operand``; its ``res`` (the register after the fence) has ``value``'s type."""
+        return cls.build(value, value.type)
+
+    def lower(self, rewriter):
+        letter = "f" if str(self.value.type) == "f32" else "r"
+        with rewriter.ip:
+            res = inline_ptx("", f"={letter},0", [self.value], self.value.type).result
         finish(self, rewriter, res)

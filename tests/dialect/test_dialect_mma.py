@@ -82,7 +82,7 @@ def test_mma_sync_results_have_the_accumulators_types(kernel):
 
 
 @pytest.mark.parametrize("shape,ab,acc,na,nb,nc,err,match", [
-    ("m16n8k32", "f16", "f32", 4, 2, 4, VerificationError, r"\[mma-shape\].*m16n8k8, m16n8k16, got 'm16n8k32'"),
+    ("m16n8k32", "f16", "f32", 4, 2, 4, VerificationError, r"\[mma-shape\].*m16n8k8, m16n8k16, m8n8k4, got 'm16n8k32'"),
     ("m16n8k16", "f32", "f32", 4, 2, 4, VerificationError, r"\[mma-ab-type\].*f16 or bf16, got 'f32'"),
     ("m16n8k16", "f16", "s32", 4, 2, 4, VerificationError, r"\[mma-acc-type\].*f32 or f16, got 's32'"),
     ("m16n8k16", "bf16", "f16", 4, 2, 2, VerificationError, r"\[mma-acc-type\].*f16 accumulators need f16 inputs"),

@@ -8,7 +8,7 @@ pytest.importorskip("mlir_dialects._backend", reason="needs the MLIR Python bind
 
 import mlir_dialects as md  # noqa: E402
 from mlir_dialects._backend import ir, llvm  # noqa: E402
-from mlir_dialects.dialect import str_attr  # noqa: E402
+from mlir_dialects.dialect import bool_attr, str_attr  # noqa: E402
 from mlir_dialects.errors import OperandTypeError, VerificationError  # noqa: E402
 from mlir_dialects.ops.numeric import APPROX_FUNCTIONS, CvtF8ToF16Op, CvtF32ToNarrowOp, MathApproxOp  # noqa: E402
 from mlir_dialects.pipeline import to_ptx  # noqa: E402
@@ -95,9 +95,9 @@ def test_unknown_kinds_and_functions_are_rejected(kernel):
         bits = llvm.TruncOp(ir.IntegerType.get_signless(8), k.a["x"], 0).result
         CvtF8ToF16Op.build(str_attr("tf32"), bits, ir.F16Type.get())
     with kernel as k, pytest.raises(VerificationError, match=r"\[approx-function\].*got 'exp'"):
-        MathApproxOp.build(str_attr("exp"), str_attr(""), k.a["f"], f32)
+        MathApproxOp.build(str_attr("exp"), str_attr(""), bool_attr(False), k.a["f"], f32)
     with kernel as k, pytest.raises(VerificationError, match=r"\[approx-ftz\].*got 'yes'"):
-        MathApproxOp.build(str_attr("ex2"), str_attr("yes"), k.a["f"], f32)
+        MathApproxOp.build(str_attr("ex2"), str_attr("yes"), bool_attr(False), k.a["f"], f32)
 
 
 def test_operand_and_result_types_are_checked(kernel):
@@ -113,7 +113,7 @@ def test_operand_and_result_types_are_checked(kernel):
     with kernel as k, pytest.raises(OperandTypeError, match=r"\[bits-type\].*i8, got i32"):
         md.cvt_f8_to_f16("e4m3", k.a["x"])
     with kernel as k, pytest.raises(VerificationError, match=r"\[approx-result-type\].*f32, got i8"):
-        MathApproxOp.build(str_attr("ex2"), str_attr(""), k.a["f"], i8)
+        MathApproxOp.build(str_attr("ex2"), str_attr(""), bool_attr(False), k.a["f"], i8)
 
 
 def test_printf_formats_are_checked_against_their_arguments(kernel):

@@ -274,10 +274,12 @@ def test_every_op_has_a_filecheck_case_and_a_lowering_rule():
     from test_dialect_mma import CASES as MMA_CASES  # the numeric, warp, MMA and WGMMA ops' cases, beside
     from test_dialect_numeric import CASES as NUMERIC_CASES  # their verifier tests
     from test_dialect_warp import CASES as WARP_CASES
+    from test_dialect_inline_ptx import CASES as INLINE_PTX_CASES  # the ops of the builtins' inline PTX
     from test_dialect_wgmma import CASES as WGMMA_CASES
 
     ops = {c.OPERATION_NAME.split(".")[1] for c in md.all_op_classes()}
-    cases = set(CASES) | set(WARP_CASES) | set(NUMERIC_CASES) | set(MMA_CASES) | set(WGMMA_CASES)
+    cases = (set(CASES) | set(WARP_CASES) | set(NUMERIC_CASES) | set(MMA_CASES) | set(WGMMA_CASES)
+             | set(INLINE_PTX_CASES))
     missing = [op for op in sorted(ops) if not any(case == op or case.startswith(op + "_") for case in cases)]
     assert not missing, f"ops with no FileCheck case: {missing}"
     assert {name.split(".")[1] for name in md.RULES} == ops

@@ -73,7 +73,7 @@ def test_the_cli_prints_the_sample_kernel(emit, assemble):
                          check=True, cwd=ROOT_DIR).stdout
     if emit == "mlir":
         for cls in md.all_op_classes():
-            assert cls.OPERATION_NAME in out
+            assert cls.OPERATION_NAME in out or cls.ARCH != "sm_90a"
     elif emit == "lowered":
         assert "cute_nvgpu." not in out and "nvvm.cp.async.bulk.tensor.shared.cluster.global" in out
     else:

@@ -1,5 +1,6 @@
-"""The warp ops (mlir_dialects.ops.warp): each one verifies, lowers and gives its PTX (FileCheck), which assembles for
-sm_90a; and each of their verifier rules rejects what ptxas or the hardware would, naming the rule."""
+"""The warp ops (mlir_dialects.ops.warp; the vector global accesses of mlir_dialects.ops.memory): each one
+verifies, lowers and gives its PTX (FileCheck), which assembles for sm_90a; and each of their verifier rules
+rejects what ptxas or the hardware would, naming the rule."""
 
 import pytest
 
@@ -9,7 +10,8 @@ import mlir_dialects as md  # noqa: E402
 from mlir_dialects._backend import ir, llvm  # noqa: E402
 from mlir_dialects.dialect import i32_attr, str_attr  # noqa: E402
 from mlir_dialects.errors import OperandTypeError, VerificationError  # noqa: E402
-from mlir_dialects.ops.warp import LdGlobalOp, ShflSyncOp, VoteSyncOp  # noqa: E402
+from mlir_dialects.ops.memory import LdGlobalOp  # noqa: E402
+from mlir_dialects.ops.warp import ShflSyncOp, VoteSyncOp  # noqa: E402
 
 R, P, RD = "{{%r[0-9]+}}", "{{%p[0-9]+}}", "{{%rd[0-9]+}}"
 
