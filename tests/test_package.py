@@ -221,6 +221,159 @@ def test_the_rules_see_imports_at_every_depth():
     assert any(not level0 for _, _, level0 in imports_of("cute_py.compiler.trace"))
 
 
+# -- the emission layer is the only place where an instruction becomes IR ---------------------------------------
+
+EMIT_PACKAGE = "cute_py.compiler.emit"
+PTX_MODULE = "cute_py.compiler.emit.ptx"  # the one helper that writes inline PTX
+PTX_WRITERS = {"asm", "asm_value"}
+# the dialect's pipeline (a context, lowering, PTX, cubin): functions of mlir_dialects that build no op
+DIALECT_PIPELINE = {"make_context", "lower", "lower_copy", "to_ptx", "to_cubin"}
+# what modules outside the emission layer may call on mlir_dialects
+DIALECT_CALLS_ALLOWED = {
+    "cute_py.compiler.stages": DIALECT_PIPELINE,
+    "cute_py.compiler.trace": DIALECT_PIPELINE,
+    # the kernel language's conversions to and from the 8-bit floats and TFloat32 (``numeric.convert``): the layer
+    # below the emission layer, which it cannot import
+    "cute_py.compiler.lang.numeric": {"cvt_f8_to_f16", "cvt_f32_to_narrow"},
+}
+
+
+def _in_emit(module):
+    return module == EMIT_PACKAGE or module.startswith(EMIT_PACKAGE + ".")
+
+
+def _dialect_module(name):
+    """Whether ``name`` is mlir_dialects or one of its modules of op builders (``ops_*``)."""
+    parts = name.split(".")
+    return parts[0] == "mlir_dialects" and (len(parts) == 1 or (len(parts) == 2 and parts[1].startswith("ops_")))
+
+
+def instruction_builders(source, module):
+    """``[(line, kind, name)]`` of what in ``source`` (the text of ``module``) builds an instruction's IR, at any
+    depth: ``("dialect", name)`` a call of a function of mlir_dialects (an attribute of the module under any alias,
+    or a name imported from it), ``("ptx", name)`` a call of ``asm``/``asm_value`` of the emission layer's ``ptx``
+    module (imported by name, under any alias, or as an attribute of the module), ``("inline_asm", ...)`` any
+    mention of ``InlineAsmOp`` (a name, an attribute, an import or a string)."""
+    tree = ast.parse(source)
+    is_package = module in MODULES and MODULES[module].name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    dialect_aliases, dialect_names, ptx_aliases, ptx_names = set(), {}, set(), {}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if _dialect_module(a.name):  # without an alias, the package's name is bound
+                    dialect_aliases.add(a.asname or "mlir_dialects")
+                if a.name == PTX_MODULE and a.asname:
+                    ptx_aliases.add(a.asname)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                base = ".".join(base + ([node.module] if node.module else []))
+            else:
+                base = node.module
+            for a in node.names:
+                bound = a.asname or a.name
+                if a.name == "InlineAsmOp":
+                    out.append((node.lineno, "inline_asm", "import"))
+                if f"{base}.{a.name}" in MODULES or f"{base}.{a.name}" == "mlir_dialects":  # a module
+                    if _dialect_module(f"{base}.{a.name}"):
+                        dialect_aliases.add(bound)
+                    if f"{base}.{a.name}" == PTX_MODULE:
+                        ptx_aliases.add(bound)
+                elif _dialect_module(base):
+                    dialect_names[bound] = a.name
+                elif base == PTX_MODULE and a.name in PTX_WRITERS:
+                    ptx_names[bound] = a.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "InlineAsmOp" or \
+                isinstance(node, ast.Attribute) and node.attr == "InlineAsmOp" or \
+                isinstance(node, ast.Constant) and node.value == "InlineAsmOp":
+            out.append((node.lineno, "inline_asm", "InlineAsmOp"))
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Name):
+            if f.id in dialect_names:
+                out.append((node.lineno, "dialect", dialect_names[f.id]))
+            elif f.id in ptx_names:
+                out.append((node.lineno, "ptx", ptx_names[f.id]))
+        elif isinstance(f, ast.Attribute):
+            chain, root = [f.attr], f.value
+            while isinstance(root, ast.Attribute):  # mlir_dialects.ops_tma.tma_load(...)
+                chain.append(root.attr)
+                root = root.value
+            if not isinstance(root, ast.Name):
+                continue
+            if root.id in dialect_aliases and (len(chain) == 1 or (len(chain) == 2 and chain[1].startswith("ops_"))):
+                out.append((node.lineno, "dialect", f.attr))
+            elif root.id in ptx_aliases and len(chain) == 1 and f.attr in PTX_WRITERS:
+                out.append((node.lineno, "ptx", f.attr))
+    return sorted(out)
+
+
+def emission_violations(source, module):
+    """``["line N: ..."]``: the instruction builders of ``module`` that break the emission rule (see
+    :func:`test_only_the_emission_layer_builds_instructions`)."""
+    bad = []
+    for line, kind, name in instruction_builders(source, module):
+        if kind == "inline_asm" and module != PTX_MODULE:
+            bad.append(f"line {line}: InlineAsmOp outside {PTX_MODULE}")
+        elif kind == "dialect" and not _in_emit(module) and name not in DIALECT_CALLS_ALLOWED.get(module, ()):
+            bad.append(f"line {line}: mlir_dialects.{name}(...) outside the emission layer")
+        elif kind == "ptx" and not _in_emit(module):
+            bad.append(f"line {line}: {name}(...) outside the emission layer")
+    return bad
+
+
+def test_only_the_emission_layer_builds_instructions():
+    # an instruction becomes IR in cute_py.compiler.emit only: no other module of cute_py builds an op of the
+    # dialect (its pipeline functions and the language's float conversions excepted, DIALECT_CALLS_ALLOWED) or
+    # writes inline PTX, and llvm.InlineAsmOp is built by emit.ptx alone
+    bad = {m: emission_violations(MODULES[m].read_text(), m) for m in sorted(MODULES) if m.split(".")[0] == "cute_py"}
+    assert {m: v for m, v in bad.items() if v} == {}
+
+
+def test_the_emission_rule_sees_builders_at_every_depth():
+    # the rule test must be able to fail: a dialect op under any alias or imported by name, asm and asm_value
+    # imported under another name or reached through their module, InlineAsmOp anywhere, inside functions too
+    source = """
+import mlir_dialects as md
+import mlir_dialects.ops_tma
+from mlir_dialects import bindings as mlir, elect_sync as elect
+from ..emit import ptx
+from ..emit.ptx import asm as write, int_operand
+from ..lang.builder import current
+
+
+def f(b):
+    def inner():
+        md.mbarrier_init(1, 2)
+        return lambda: elect()
+    mlir_dialects.ops_tma.tma_store_arrive()
+    write("nop;", "", [])
+    ptx.asm_value("", "", [], None)
+    int_operand(1, "x")
+    mlir.ir.Type.parse("i32")
+    md.to_ptx(None)
+    b.mlir.llvm.InlineAsmOp(None, [], "", "")
+    getattr(b.mlir.llvm, "InlineAsmOp")
+"""
+    found = [(kind, name) for _, kind, name in instruction_builders(source, "cute_py.compiler.builtins.example")]
+    assert sorted(found) == sorted([("dialect", "mbarrier_init"), ("dialect", "elect_sync"),
+                                    ("dialect", "tma_store_arrive"), ("ptx", "asm"), ("ptx", "asm_value"),
+                                    ("dialect", "to_ptx"), ("inline_asm", "InlineAsmOp"),
+                                    ("inline_asm", "InlineAsmOp")])
+    assert len(emission_violations(source, "cute_py.compiler.builtins.example")) == 8
+    # the same imports in modules elsewhere: the pipeline is the stages' (to_ptx passes there), ops are the
+    # emission layer's (only InlineAsmOp fails there), and emit.ptx writes inline PTX
+    absolute = source.replace("from ..emit", "from cute_py.compiler.emit")
+    assert len(emission_violations(absolute, "cute_py.compiler.stages")) == 7
+    assert len(emission_violations(absolute, "cute_py.compiler.emit.sync")) == 2
+    assert emission_violations(absolute, PTX_MODULE) == []
+
+
 def test_mlir_dialects_never_imports_cute_py():
     for module in MODULES:
         if _layer(module) == "mlir_dialects":

@@ -37,12 +37,11 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import mlir_dialects as md
-
 from ...nvgpu import forms
 from ...nvgpu.cpasync.ops import LoadCacheMode
 
 from ..lang.builder import current
+from ..emit import cpasync, sync
 from ..emit.warp import read_sreg, read_sregs
 from ..flow.control import if_
 from ...errors import TraceError
@@ -174,9 +173,7 @@ def make_warp_uniform(value: TracedInt | int) -> TracedInt | int:
 @contextlib.contextmanager
 def elect_one() -> Iterator[None]:
     """``with elect_one():`` traces a body that one lane of each (fully active) warp executes (``elect.sync``)."""
-    b = current()
-    with b.at_end():
-        leader = md.elect_sync().is_leader
+    leader = sync.elect_sync()
     with if_(TracedBool(leader)):
         mark_election()
         yield
@@ -184,10 +181,7 @@ def elect_one() -> Iterator[None]:
 
 def sync_threads() -> None:
     """``bar.sync 0``: wait for every thread of the block."""
-    b = current()
-    zero = b.const(0, 32)
-    with b.at_end():
-        md.barrier_sync(zero)
+    sync.barrier_sync(current().const(0, 32))
 
 
 def _aligned(aligned, name):
@@ -201,22 +195,19 @@ def cluster_arrive(*, aligned: bool | None = None) -> None:
     the cluster must arrive before ``cluster_wait`` returns), releasing its earlier memory accesses to the
     cluster. ``aligned=True``: the ``.aligned`` form, executed by every thread of the warp together."""
     a = _aligned(aligned, "cluster_arrive")
-    with current().at_end():
-        md.cluster_arrive(relaxed=False, aligned=a)
+    sync.cluster_arrive(relaxed=False, aligned=a)
 
 
 def cluster_arrive_relaxed(*, aligned: bool | None = None) -> None:
     """``barrier.cluster.arrive.relaxed``: :func:`cluster_arrive` without release ordering."""
     a = _aligned(aligned, "cluster_arrive_relaxed")
-    with current().at_end():
-        md.cluster_arrive(relaxed=True, aligned=a)
+    sync.cluster_arrive(relaxed=True, aligned=a)
 
 
 def cluster_wait() -> None:
     """``barrier.cluster.wait``: wait until every thread of the cluster has arrived (acquiring their released
     accesses)."""
-    with current().at_end():
-        md.cluster_wait(aligned=False)
+    sync.cluster_wait(aligned=False)
 
 
 def cluster_sync() -> None:
@@ -224,14 +215,12 @@ def cluster_sync() -> None:
     barrier over every thread of the cluster, with release/acquire ordering of memory accesses across its
     blocks. Every thread of a warp executes it together (the ``.aligned`` forms)."""
     cluster_arrive(aligned=True)
-    with current().at_end():
-        md.cluster_wait(aligned=True)
+    sync.cluster_wait(aligned=True)
 
 
 def cp_async_commit_group() -> None:
     """``cp.async.commit_group``: close the group of this thread's cp.async copies issued so far."""
-    with current().at_end():
-        md.cp_async_commit_group()
+    cpasync.commit_group()
 
 
 def cp_async_wait_group(n: int = 0) -> None:
@@ -239,8 +228,7 @@ def cp_async_wait_group(n: int = 0) -> None:
     groups are pending (``n = 0``: all of its copies have landed in shared memory)."""
     if type(n) is not int or not 0 <= n <= 7:
         raise TraceError(f"cp_async_wait_group takes a static count in 0..7, got {n!r}")
-    with current().at_end():
-        md.cp_async_wait_group(n)
+    cpasync.wait_group(n)
 
 
 def cp_async_shared_global(dst: Pointer, src: Pointer, size: int, modifier: str | LoadCacheMode, *,

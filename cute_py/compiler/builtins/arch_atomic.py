@@ -34,13 +34,14 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import TraceError
-from ...tensor.dtypes import DType, Float32, Int32, dtype_of
+from ...tensor.dtypes import DType, Float32, dtype_of
 from ...tensor.pointer import AddressSpace, Pointer
-from ..lang.builder import current
 from ..lang.memory import pointer_value
-from ..lang.values import TracedBool, TracedFloat, as_type, wrap
+from ..lang.values import TracedBool, TracedFloat, as_type
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import asm, int_operand, ir_type_of
+from ..emit import memory, numeric
+from ..emit.memory import MemoryAddress, register_value
+from ..emit.ptx import int_operand
 
 __all__ = ["atomic_add", "atomic_and", "atomic_or", "atomic_xor", "atomic_max", "atomic_min", "atomic_exch",
            "atomic_cas", "atomic_fmax", "atomic_fmin", "atomic_max_float32", "red", "load", "store"]
@@ -53,25 +54,21 @@ ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
 # -- operands ---------------------------------------------------------------------------------------
 
 
-def _address(ptr: Any, name: str) -> tuple[str, list[Any], list[str], str, str]:
-    """(state space, operand values, their constraints, PTX prologue, address text) of ``ptr``; the address
-    text names operand ``{a0}`` (and ``{a1}``, the peer rank) that the caller numbers."""
+def _address(ptr: Any, name: str) -> MemoryAddress:
+    """The address operand of ``ptr``: a global-memory pointer, this CTA's shared memory, or a peer CTA's."""
     if not isinstance(ptr, Pointer):
         raise TraceError(f"{name}: ptr must be a pointer into global or shared memory, got {ptr!r}")
-    b = current()
     if ptr.memspace is AddressSpace.gmem:
-        return "global", [pointer_value(ptr, f"{name}: ptr")], ["l"], "", "[{a0}]"
+        return memory.global_address(pointer_value(ptr, f"{name}: ptr"))
     if ptr.memspace in (AddressSpace.smem, AddressSpace.dsmem):
         peer = ptr.memspace is AddressSpace.dsmem
         p = pointer_value(ptr, f"{name}: ptr", peer=peer)
-        with b.at_end():
-            u32 = b.mlir.llvm.PtrToIntOp(b.int_type(32), p).result
+        u32 = memory.shared_address(p)
         if not peer:
-            return "shared::cta", [u32], ["r"], "", "[{a0}]"
+            return memory.cta_address(u32)
         rank = int_operand(ptr.peer, f"{name}: the peer CTA rank", 32, 0, MAX_CLUSTER_CTAS,
                            f" (a cluster has at most {MAX_CLUSTER_CTAS} CTAs)")
-        return ("shared::cluster", [u32, rank], ["r", "r"], ".reg .b32 %ra;\n\tmapa.shared::cluster.u32 %ra, {a0}, {a1};",
-                "[%ra]")
+        return memory.cluster_address(u32, rank)
     raise TraceError(f"{name}: ptr must point into global or shared memory, got a {ptr.memspace.name} pointer")
 
 
@@ -93,39 +90,6 @@ def _value(val: Any, dtype: DType, what: str) -> Any:
     return as_type(val, dtype)
 
 
-def _reg(dtype: DType) -> str:
-    """The inline-asm constraint letter of a register holding a ``dtype`` (8-bit values travel in 16 bits)."""
-    if dtype.is_float:
-        return {16: "h", 32: "f", 64: "d"}[dtype.width]
-    return {8: "h", 16: "h", 32: "r", 64: "l"}[dtype.width]
-
-
-def _reg_type(dtype: DType) -> Any:
-    b = current()
-    if dtype.width == 8:
-        return b.int_type(16)
-    return ir_type_of(dtype)
-
-
-def _to_reg(v: Any, dtype: DType) -> Any:
-    """The MLIR value of ``v`` as its register (an 8-bit value widened to 16 bits)."""
-    if dtype.width != 8:
-        return v.ir
-    b = current()
-    arith = b.mlir.arith
-    with b.at_end():
-        op = arith.ExtSIOp if dtype.signed else arith.ExtUIOp
-        return op(b.int_type(16), v.ir).result
-
-
-def _from_reg(x: Any, dtype: DType) -> Any:
-    if dtype.width != 8:
-        return wrap(x, dtype)
-    b = current()
-    with b.at_end():
-        return wrap(b.mlir.arith.TruncIOp(b.int_type(8), x).result, dtype)
-
-
 def _choice(value: Any, allowed: tuple[str, ...], what: str, name: str) -> Any:
     if value is not None and value not in allowed:
         raise TraceError(f"{name}: {what} must be one of {', '.join(allowed)} (or None), got {value!r}")
@@ -139,19 +103,6 @@ def _qualifiers(sem: Any, scope: Any, sems: tuple[str, ...], name: str, need_sco
         raise TraceError(f"{name}: sem and scope go together (PTX's .{sem or '<sem>'}.{scope or '<scope>'}): give "
                          f"both or neither, got sem={sem!r}, scope={scope!r}")
     return (f".{sem}" if sem else "") + (f".{SCOPES[scope]}" if scope else "")
-
-
-def _emit(ptx: str, name: str, ptr: Any, values: list[Any], value_cons: list[str], out: DType | None) -> Any:
-    """Emit ``ptx`` (with ``{space}``, ``{addr}``, ``{v0}``... placeholders) on ``ptr``; its result as ``out``."""
-    space, addr_ops, addr_cons, prologue, addr = _address(ptr, name)
-    first = 1 if out is not None else 0
-    names = {f"a{i}": f"${first + i}" for i in range(len(addr_ops))}
-    names.update({f"v{i}": f"${first + len(addr_ops) + i}" for i in range(len(values))})
-    body = ptx.format(space=space, addr=addr.format(**names), **names)
-    text = f"{{\n\t{prologue.format(**names)}\n\t{body}\n\t}}" if prologue else body
-    cons = ([f"={_reg(out)}"] if out is not None else []) + addr_cons + value_cons + ["~{memory}"]
-    res = asm(text, ",".join(cons), addr_ops + values, [_reg_type(out)] if out is not None else [])
-    return _from_reg(res[0], out) if out is not None else None
 
 
 def _elem(ptr: Any, name: str) -> DType:
@@ -190,8 +141,8 @@ def _atomic(name: str, op: str, ptr: Any, val: Any, sem: Any, scope: Any) -> Any
     q = _qualifiers(sem, scope, ATOMIC_SEMS, name, need_scope=False)
     ty = _atom_type(op, dtype, name)
     v = _value(val, dtype, f"{name}: val")
-    return _emit(f"atom{q}.{{space}}.{op}.{ty} $0, {{addr}}, {{v0}};", name, ptr, [_to_reg(v, dtype)], [_reg(dtype)],
-                 dtype)
+    reg = register_value(v.ir, dtype)
+    return memory.atom(_address(ptr, name), q, op, ty, [reg], dtype)
 
 
 def atomic_add(ptr: Pointer, val: Any, *, sem: str | None = None, scope: str | None = None) -> Any:
@@ -237,8 +188,8 @@ def atomic_cas(ptr: Pointer, *, cmp: Any, val: Any, sem: str | None = None, scop
     q = _qualifiers(sem, scope, ATOMIC_SEMS, name, need_scope=False)
     ty = _atom_type("cas", dtype, name)
     c, v = _value(cmp, dtype, f"{name}: cmp"), _value(val, dtype, f"{name}: val")
-    return _emit(f"atom{q}.{{space}}.cas.{ty} $0, {{addr}}, {{v0}}, {{v1}};", name, ptr,
-                 [_to_reg(c, dtype), _to_reg(v, dtype)], [_reg(dtype)] * 2, dtype)
+    regs = [register_value(c.ir, dtype), register_value(v.ir, dtype)]
+    return memory.atom(_address(ptr, name), q, "cas", ty, regs, dtype)
 
 
 def _float_bits_atomic(name: str, ptr: Any, val: Any, sign_bit: Any, sem: Any, scope: Any, largest: bool) -> Any:
@@ -249,20 +200,8 @@ def _float_bits_atomic(name: str, ptr: Any, val: Any, sign_bit: Any, sem: Any, s
         raise TraceError(f"{name}: sign_bit must be None, True or False, got {sign_bit!r}")
     q = _qualifiers(sem, scope, ATOMIC_SEMS, name, need_scope=False)
     v = _value(val, Float32, f"{name}: val")
-    # max: a negative value (sign set) is an unsigned min of the bits, a non-negative one a signed max
-    neg, pos = ("min.u32", "max.s32") if largest else ("max.u32", "min.s32")
-    if sign_bit is None:
-        ptx = (f"{{{{\n\t.reg .pred %neg;\n\tsetp.lt.s32 %neg, {{v0}}, 0;\n\t"
-               f"@%neg atom{q}.{{space}}.{neg} $0, {{addr}}, {{v0}};\n\t"
-               f"@!%neg atom{q}.{{space}}.{pos} $0, {{addr}}, {{v0}};\n\t}}}}")
-    else:
-        ptx = f"atom{q}.{{space}}.{neg if sign_bit else pos} $0, {{addr}}, {{v0}};"
-    b = current()
-    with b.at_end():
-        bits = b.mlir.arith.BitcastOp(b.int_type(32), v.ir).result
-    old = _emit(ptx, name, ptr, [bits], ["r"], Int32)
-    with b.at_end():
-        return wrap(b.mlir.arith.BitcastOp(ir_type_of(Float32), old.ir).result, Float32)
+    bits = numeric.float_bits(v.ir)
+    return memory.atom_float_extremum(_address(ptr, name), q, largest, sign_bit, bits)
 
 
 
@@ -343,12 +282,11 @@ def red(ptr: Pointer, val: Any, *, op: str, dtype: str | DType, sem: str | None 
         if not isinstance(val, TracedInt) or val.width != 32:
             raise TraceError(f"{name}: .{text} takes val as a traced 32-bit integer holding the two halves, "
                              f"got {val!r}")
-        operand, cons = val.ir, "r"
+        operand, operand_type = val.ir, val.dtype
     else:
         v = _value(val, elem, f"{name}: val")
-        operand, cons = _to_reg(v, elem), _reg(elem)
-    _emit(f"red{q}.{{space}}.{op.lstrip('u') if op in ('umin', 'umax') else op}.{ptx_type} {{addr}}, {{v0}};",
-          name, ptr, [operand], [cons], None)
+        operand, operand_type = register_value(v.ir, elem), elem
+    memory.red(_address(ptr, name), q, op, ptx_type, operand, operand_type)
 
 
 # -- loads and stores ---------------------------------------------------------------------------------
@@ -369,14 +307,6 @@ def _space_check(ptr: Any, ss: Any, name: str) -> None:
         raise TraceError(f"{name}: ss={ss!r} names .shared::{ss}, but ptr is a "
                          f"{getattr(ptr, 'memspace', None)} pointer (the state space is the pointer's: a CTA's "
                          f"own shared memory is ss='cta', a peer's from map_dsmem_ptr ss='cluster')")
-
-
-def _ldst_type(dtype: DType) -> str:
-    if dtype.is_float and dtype.width == 16:
-        return "b16"
-    if dtype.is_float:
-        return f"f{dtype.width}"
-    return f"{'s' if dtype.signed else 'u'}{dtype.width}"
 
 
 def _cache_qualifiers(name: str, ptr: Any, sem: Any, cop: Any, evict: Any, prefetch: Any, cops: tuple[str, ...]) -> str:
@@ -411,7 +341,7 @@ def load(ptr: Pointer, dtype: DType, *, sem: str | None = None, scope: str | Non
     q = _qualifiers(sem, scope, ("relaxed", "acquire"), name, need_scope=True)
     _space_check(ptr, ss, name)
     c = _cache_qualifiers(name, ptr, sem, cop, level1_eviction_priority, level_prefetch_size, LOAD_COPS)
-    return _emit(f"ld{q}.{{space}}{c}.{_ldst_type(d)} $0, {{addr}};", name, ptr, [], [], d)
+    return memory.ld(_address(ptr, name), q, c, d)
 
 
 def store(ptr: Pointer, val: Any, *, level1_eviction_priority: str | None = None, cop: str | None = None,
@@ -427,5 +357,5 @@ def store(ptr: Pointer, val: Any, *, level1_eviction_priority: str | None = None
     _space_check(ptr, ss, name)
     c = _cache_qualifiers(name, ptr, sem, cop, level1_eviction_priority, None, STORE_COPS)
     v = _value(val, elem, f"{name}: val")
-    _emit(f"st{q}.{{space}}{c}.{_ldst_type(elem)} {{addr}}, {{v0}};", name, ptr, [_to_reg(v, elem)], [_reg(elem)],
-          None)
+    reg = register_value(v.ir, elem)
+    memory.st(_address(ptr, name), q, c, reg, elem)

@@ -29,12 +29,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import TraceError
-from ...tensor.dtypes import BFloat16, DType, Float32, Int8, Int32
-from ..lang.builder import current
+from ...tensor.dtypes import BFloat16, DType, Float32, Int8
 from ..lang.tensor_ssa import TensorSSA
 from ..lang.values import TracedFloat, as_type, wrap
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import asm, asm_value
+from ..emit import numeric
 
 __all__ = ["fmax", "fmin", "rcp_approx", "exp2", "cvt_f32_tf32", "cvt_f32_bf16", "cvt_f32x2_bf16x2", "cvt_i8_bf16",
            "cvt_i8x2_to_bf16x2", "cvt_i8x4_to_bf16x4", "cvt_i8x2_to_f32x2", "cvt_i8x4_to_f32x4",
@@ -62,9 +61,8 @@ def _flags(name: str, **flags: Any) -> None:
 def _minmax(op: str, a: Any, b: Any, abs: bool, nan: bool, ftz: bool) -> TracedFloat:
     name = f"f{op}"
     _flags(name, abs=abs, nan=nan, ftz=ftz)
-    mods = (".ftz" if ftz else "") + (".NaN" if nan else "") + (".xorsign.abs" if abs else "")
-    return asm_value(f"{op}{mods}.f32 $0, $1, $2;", "=f,f,f", [_f32(a, f"{name}: a"), _f32(b, f"{name}: b")],
-                     Float32)
+    x, y = _f32(a, f"{name}: a"), _f32(b, f"{name}: b")
+    return numeric.min_max(op, x, y, abs=abs, nan=nan, ftz=ftz)
 
 
 def fmax(a: Any, b: Any, *, abs: bool = False, nan: bool = False, ftz: bool = False) -> TracedFloat:
@@ -79,24 +77,24 @@ def fmin(a: Any, b: Any, *, abs: bool = False, nan: bool = False, ftz: bool = Fa
 
 def rcp_approx(a: Any) -> TracedFloat:
     """``rcp.approx.ftz.f32``: an approximation of ``1 / a`` (max. error 1 ulp; denormals flushed to zero)."""
-    return asm_value("rcp.approx.ftz.f32 $0, $1;", "=f,f", [_f32(a, "rcp_approx: a")], Float32)
+    return numeric.rcp_approx(_f32(a, "rcp_approx: a"))
 
 
 def exp2(a: Any) -> TracedFloat:
     """``ex2.approx.ftz.f32``: an approximation of ``2 ** a`` (denormals flushed). The DSL deprecates it for
     ``cute.math.exp2(a, fastmath=True)``, which is the same instruction."""
-    return asm_value("ex2.approx.ftz.f32 $0, $1;", "=f,f", [_f32(a, "exp2: a")], Float32)
+    return numeric.ex2_approx_ftz(_f32(a, "exp2: a"))
 
 
 def cvt_f32_tf32(src_f32: Any) -> TracedInt:
     """``cvt.rna.tf32.f32``: ``src_f32`` rounded to TF32 (to nearest, ties away from zero), as the 32-bit register
     an MMA reads (an Int32 holding the f32 bits with the low 13 mantissa bits zero)."""
-    return asm_value("cvt.rna.tf32.f32 $0, $1;", "=r,f", [_f32(src_f32, "cvt_f32_tf32: src_f32")], Int32)
+    return numeric.cvt_rna_tf32(_f32(src_f32, "cvt_f32_tf32: src_f32"))
 
 
 def cvt_f32_bf16(src_f32: Any) -> TracedFloat:
     """``cvt.rn.bf16.f32``: ``src_f32`` rounded to the nearest BFloat16 (ties to even)."""
-    return asm_value("cvt.rn.bf16.f32 $0, $1;", "=h,f", [_f32(src_f32, "cvt_f32_bf16: src_f32")], BFloat16)
+    return numeric.cvt_rn_bf16(_f32(src_f32, "cvt_f32_bf16: src_f32"))
 
 
 def _elements(src: Any, n: int, dtype: DType, name: str) -> list[Any]:
@@ -125,19 +123,7 @@ def cvt_f32x2_bf16x2(src_vec2: Any) -> TensorSSA:
     rounded to nearest even and saturated to the largest finite BFloat16 (a NaN stays NaN). (``.satfinite``
     needs PTX ISA 8.1; the values are clamped with ``min``/``max.NaN`` before ``cvt.rn.bf16x2.f32``.)"""
     lo, hi = _elements(src_vec2, 2, Float32, "cvt_f32x2_bf16x2")
-    b = current()
-    # .satfinite needs PTX ISA 8.1: clamping to the largest finite BFloat16 first (min/max.NaN keep a NaN) rounds
-    # to the same result
-    (packed,) = asm("{\n\t.reg .f32 %lo, %hi;\n\t"
-                    "max.NaN.f32 %hi, $1, 0fFF7F0000;\n\tmin.NaN.f32 %hi, %hi, 0f7F7F0000;\n\t"
-                    "max.NaN.f32 %lo, $2, 0fFF7F0000;\n\tmin.NaN.f32 %lo, %lo, 0f7F7F0000;\n\t"
-                    "cvt.rn.bf16x2.f32 $0, %hi, %lo;\n\t}", "=r,f,f", [hi.ir, lo.ir], [b.int_type(32)])
-    arith = b.mlir.arith
-    shift = b.const(16, 32)
-    bf16 = b.ir.BF16Type.get()
-    with b.at_end():
-        low = arith.BitcastOp(bf16, arith.TruncIOp(b.int_type(16), packed).result).result
-        high = arith.BitcastOp(bf16, arith.TruncIOp(b.int_type(16), arith.ShRUIOp(packed, shift).result).result).result
+    low, high = numeric.cvt_bf16x2_satfinite(lo.ir, hi.ir)
     return TensorSSA([wrap(low, BFloat16), wrap(high, BFloat16)], 2, BFloat16)
 
 

@@ -17,14 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import mlir_dialects as md
-
 from ...tensor.pointer import AddressSpace, Pointer
 from ..lang.builder import current
 from ..lang.memory import pointer_value
 from ...errors import TraceError
 from ..lang.values import TracedFloat
 from ..lang.traced_int import TracedInt, as_value
+from ..emit import memory, numeric
 
 __all__ = ["ldg", "stg", "ldg32", "ldg64", "ldg128", "ldg256", "stg32", "stg64", "stg128", "stg256"]
 
@@ -83,21 +82,14 @@ def _global_address(ptr, bits, index, name):
         raise TraceError(f"{name} accesses global memory, got a pointer of type {base.type}")
     if _is_int(index) and index == 0:
         return base
-    b = current()
-    llvm = b.mlir.llvm
-    step = b.ir.Type.parse(f"!llvm.array<{bits // 32} x i32>")
     if _is_int(index) and -(1 << 31) <= index < (1 << 31):
-        with b.at_end():
-            return llvm.GEPOp(base.type, base, [], [index], step, 0).result
+        return memory.global_element(base, bits, index)
     if not (_is_int(index) or isinstance(index, TracedInt)):
         raise TraceError(f"{name}: index must be an int or a traced integer, got {index!r}")
-    idx = as_value(index, 64)
-    with b.at_end():
-        return llvm.GEPOp(base.type, base, [idx], [-2147483648], step, 0).result
+    return memory.global_element(base, bits, as_value(index, 64))
 
 
 def _word(w, name, i):
-    b = current()
     if isinstance(w, TracedInt):
         if w.width != 32:
             raise TraceError(f"{name}: word {i} must be 32 bits wide, got a traced i{w.width} "
@@ -106,12 +98,11 @@ def _word(w, name, i):
     if isinstance(w, TracedFloat):
         if str(w.ir.type) != "f32":
             raise TraceError(f"{name}: word {i} must be 32 bits wide, got {w.ir.type}")
-        with b.at_end():
-            return b.mlir.arith.BitcastOp(b.int_type(32), w.ir).result
+        return numeric.float_bits(w.ir)
     if _is_int(w):
         if not -(1 << 31) <= w <= FULL_MASK:
             raise TraceError(f"{name}: word {i} must fit in 32 bits, got {w}")
-        return b.const(w - (1 << 32) if w >= 1 << 31 else w, 32)
+        return current().const(w - (1 << 32) if w >= 1 << 31 else w, 32)
     raise TraceError(f"{name}: word {i} must be an int, a traced Int32 or a Float32, got {w!r}")
 
 
@@ -131,8 +122,7 @@ def ldg(ptr: Pointer | Any, bits: int, cache: str | None = None, *,
     bits = _check_bits(bits, name)
     cop = _cache_modifier(cache, LOAD_CACHE_MODIFIERS, name)
     addr = _global_address(ptr, bits, index, name)
-    with current().at_end():
-        words = md.ld_global(addr, bits, cop).words
+    words = memory.ld_global(addr, bits, cop)
     return tuple(TracedInt(w, 32, False) for w in words)
 
 
@@ -158,8 +148,7 @@ def stg(ptr: Pointer | Any, words: Sequence[TracedInt | TracedFloat | int] | Tra
     cop = _cache_modifier(cache, STORE_CACHE_MODIFIERS, name)
     vals = [_word(w, name, i) for i, w in enumerate(words)]
     addr = _global_address(ptr, bits, index, name)
-    with current().at_end():
-        md.st_global(addr, vals, cop)
+    memory.st_global(addr, vals, cop)
 
 
 def _sized_ldg(bits):

@@ -13,48 +13,9 @@ from __future__ import annotations
 
 from ...errors import TraceError
 from ..lang.builder import current
-from ..emit.ptx import asm
+from ..emit import sync
 
 __all__ = ["sync_grid", "sync_global"]
-
-_SYNC_GRID = """{
-\t.reg .pred %cute_gs_p;
-\t.reg .u32 %cute_gs_a<8>;
-\t.reg .b64 %cute_gs_w;
-\tbarrier.sync 0;
-\tmov.u32 %cute_gs_a0, %tid.x;
-\tmov.u32 %cute_gs_a1, %tid.y;
-\tmov.u32 %cute_gs_a2, %tid.z;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
-\tsetp.ne.u32 %cute_gs_p, %cute_gs_a0, 0;
-\t@%cute_gs_p bra CUTE_GRID_SYNC_DONE;
-\tmov.u32 %cute_gs_a0, %ctaid.x;
-\tmov.u32 %cute_gs_a1, %ctaid.y;
-\tmov.u32 %cute_gs_a2, %ctaid.z;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
-\tsetp.eq.u32 %cute_gs_p, %cute_gs_a0, 0;
-\tmov.u32 %cute_gs_a3, %nctaid.x;
-\tmov.u32 %cute_gs_a4, %nctaid.y;
-\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
-\tmov.u32 %cute_gs_a4, %nctaid.z;
-\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
-\tsub.u32 %cute_gs_a3, -2147483647, %cute_gs_a3;
-\tselp.u32 %cute_gs_a3, %cute_gs_a3, 1, %cute_gs_p;
-\tmov.b64 %cute_gs_w, {%envreg2, %envreg1};
-\tadd.u64 %cute_gs_w, %cute_gs_w, 4;
-\tfence.acq_rel.gpu;
-\tatom.add.release.gpu.global.u32 %cute_gs_a5, [%cute_gs_w], %cute_gs_a3;
-CUTE_GRID_SYNC_SPIN:
-\tld.acquire.gpu.global.u32 %cute_gs_a6, [%cute_gs_w];
-\txor.b32 %cute_gs_a7, %cute_gs_a5, %cute_gs_a6;
-\tsetp.lt.s32 %cute_gs_p, %cute_gs_a7, 0;
-\t@!%cute_gs_p bra CUTE_GRID_SYNC_SPIN;
-\tfence.acq_rel.gpu;
-CUTE_GRID_SYNC_DONE:
-\tbarrier.sync 0;
-}"""
 
 
 def sync_grid() -> None:
@@ -71,7 +32,7 @@ def sync_grid() -> None:
         raise TraceError(f"sync_grid: the kernel {b.launch.name} is launched in clusters of {b.launch.cluster}; a "
                          f"grid-wide barrier needs a cooperative launch without clusters")
     b.cooperative = True
-    asm(_SYNC_GRID, "~{memory}", [])
+    sync.sync_grid()
 
 
 def sync_global() -> None:

@@ -18,10 +18,11 @@ from typing import Any
 
 from ...errors import TraceError
 from ...tensor.dtypes import DType, Int16, Int32, Int64, Uint16, Uint32, Uint64
-from ..lang.builder import current
 from ..lang.values import TracedFloat, wrap
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import asm, asm_value, int_operand, static_int
+from ..emit import numeric
+from ..emit.numeric import SHF_KINDS
+from ..emit.ptx import int_operand, static_int
 
 __all__ = ["popc", "clz", "bfind", "brev", "bfe", "bfi", "mul_hi", "mul_wide", "mul24", "mad24", "add_cc", "addc",
            "sub_cc", "subc", "mad_cc", "madc", "add_sat_int", "sub_sat_int", "lop3", "shf", "prmt"]
@@ -56,42 +57,29 @@ def _common(name: str, values: tuple[Any, ...], allowed: tuple[DType, ...]) -> t
     return irs, dtype
 
 
-def _letter(dtype):
-    return {16: "h", 32: "r", 64: "l"}[dtype.width]
-
-
-def _sign(dtype):
-    return f"{'s' if dtype.signed else 'u'}{dtype.width}"
-
-
-def _unary(name, ptx, value, allowed, result=None):
-    (v,), dtype = _common(name, (value,), allowed)
-    out = result or dtype
-    return asm_value(ptx(dtype), f"={_letter(out)},{_letter(dtype)}", [v], out)
-
-
 def popc(value: TracedInt | int) -> TracedInt:
     """``popc``: the number of set bits of ``value`` (an integer of any width), of ``value``'s type."""
     (v,), dtype = _common("popc", (value,), (Int16, Uint16, Int32, Uint32, Int64, Uint64))
-    b = current()
-    with b.at_end():
-        return wrap(b.mlir.llvm.intr_ctpop(v), dtype)
+    return numeric.popc(v, dtype)
 
 
 def clz(value: TracedInt | int) -> TracedInt:
     """``clz.b32``/``clz.b64``: the number of leading zero bits of ``value`` (0..32 or 0..64), a Uint32."""
-    return _unary("clz", lambda t: f"clz.b{t.width} $0, $1;", value, I32_I64_TYPES, Uint32)
+    (v,), dtype = _common("clz", (value,), I32_I64_TYPES)
+    return numeric.clz(v, dtype)
 
 
 def bfind(value: TracedInt | int) -> TracedInt:
     """``bfind.{s,u}{32,64}``: the bit position of the most significant bit of ``value`` that differs from its
     sign (a signed type) or is set (an unsigned one); 0xFFFFFFFF when there is none. A Uint32."""
-    return _unary("bfind", lambda t: f"bfind.{_sign(t)} $0, $1;", value, I32_I64_TYPES, Uint32)
+    (v,), dtype = _common("bfind", (value,), I32_I64_TYPES)
+    return numeric.bfind(v, dtype)
 
 
 def brev(value: TracedInt | int) -> TracedInt:
     """``brev.b32``/``brev.b64``: ``value`` with its bits reversed (bit 0 to bit 31 or 63)."""
-    return _unary("brev", lambda t: f"brev.b{t.width} $0, $1;", value, I32_I64_TYPES)
+    (v,), dtype = _common("brev", (value,), I32_I64_TYPES)
+    return numeric.brev(v, dtype)
 
 
 def _field(x, what, name):
@@ -106,7 +94,7 @@ def bfe(value: TracedInt | int, start: TracedInt | int, length: TracedInt | int)
     ``start`` and ``length`` are read in 0..255."""
     (v,), dtype = _common("bfe", (value,), I32_I64_TYPES)
     s, n = _field(start, "start", "bfe"), _field(length, "length", "bfe")
-    return asm_value(f"bfe.{_sign(dtype)} $0, $1, $2, $3;", f"={_letter(dtype)},{_letter(dtype)},r,r", [v, s, n], dtype)
+    return numeric.bfe(v, s, n, dtype)
 
 
 def bfi(replacement: TracedInt | int, value: TracedInt | int, start: TracedInt | int,
@@ -115,15 +103,13 @@ def bfi(replacement: TracedInt | int, value: TracedInt | int, start: TracedInt |
     ``replacement`` (both of one type)."""
     (r, v), dtype = _common("bfi", (replacement, value), I32_I64_TYPES)
     s, n = _field(start, "start", "bfi"), _field(length, "length", "bfi")
-    c = _letter(dtype)
-    return asm_value(f"bfi.b{dtype.width} $0, $1, $2, $3, $4;", f"={c},{c},{c},r,r", [r, v, s, n], dtype)
+    return numeric.bfi(r, v, s, n, dtype)
 
 
 def mul_hi(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``mul.hi.{s,u}{32,64}``: the high half of the double-width product ``a * b``."""
     (x, y), dtype = _common("mul_hi", (a, b), I32_I64_TYPES)
-    c = _letter(dtype)
-    return asm_value(f"mul.hi.{_sign(dtype)} $0, $1, $2;", f"={c},{c},{c}", [x, y], dtype)
+    return numeric.mul_hi(x, y, dtype)
 
 
 _WIDE = {Int16: Int32, Uint16: Uint32, Int32: Int64, Uint32: Uint64}
@@ -133,79 +119,73 @@ def mul_wide(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``mul.wide.{s,u}{16,32}``: the exact double-width product ``a * b`` (16-bit operands give a 32-bit
     result, 32-bit ones a 64-bit result)."""
     (x, y), dtype = _common("mul_wide", (a, b), tuple(_WIDE))
-    out = _WIDE[dtype]
-    c = _letter(dtype)
-    return asm_value(f"mul.wide.{_sign(dtype)} $0, $1, $2;", f"={_letter(out)},{c},{c}", [x, y], out)
+    return numeric.mul_wide(x, y, dtype, _WIDE[dtype])
 
 
 def _hi(hi, name):
     if type(hi) is not bool:
         raise TraceError(f"{name}: hi must be True or False, got {hi!r}")
-    return "hi" if hi else "lo"
+    return hi
 
 
 def mul24(a: TracedInt | int, b: TracedInt | int, hi: bool = False) -> TracedInt:
     """``mul24.{lo,hi}.{s,u}32``: the low (or, with ``hi``, the high) 32 bits of the 48-bit product of the low
     24 bits of ``a`` and ``b``."""
     (x, y), dtype = _common("mul24", (a, b), I32_TYPES)
-    return asm_value(f"mul24.{_hi(hi, 'mul24')}.{_sign(dtype)} $0, $1, $2;", "=r,r,r", [x, y], dtype)
+    return numeric.mul24(x, y, _hi(hi, "mul24"), dtype)
 
 
 def mad24(a: TracedInt | int, b: TracedInt | int, c: TracedInt | int, hi: bool = False) -> TracedInt:
     """``mad24.{lo,hi}.{s,u}32``: :func:`mul24` of ``a`` and ``b`` plus ``c``."""
     (x, y, z), dtype = _common("mad24", (a, b, c), I32_TYPES)
-    return asm_value(f"mad24.{_hi(hi, 'mad24')}.{_sign(dtype)} $0, $1, $2, $3;", "=r,r,r,r", [x, y, z], dtype)
+    return numeric.mad24(x, y, z, _hi(hi, "mad24"), dtype)
 
 
-def _carry(name, ptx, values, unsigned_suffix=True):
+def _carry(name, values):
     irs, dtype = _common(name, values, I32_I64_TYPES)
-    c = _letter(dtype)
-    suffix = f"u{dtype.width}" if unsigned_suffix else _sign(dtype)
-    n = len(irs)
-    operands = ", ".join(f"${i + 1}" for i in range(n))
-    return asm_value(f"{ptx}.{suffix} $0, {operands};", ",".join([f"={c}"] + [c] * n), irs, dtype)
+    return numeric.carry(name, irs, dtype)
 
 
 def add_cc(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``add.cc.u32``/``.u64``: ``a + b`` (wrapping), setting the carry flag to its carry-out."""
-    return _carry("add_cc", "add.cc", (a, b))
+    return _carry("add_cc", (a, b))
 
 
 def addc(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``addc.u32``/``.u64``: ``a + b + carry`` (the flag of the previous carry-chain builtin)."""
-    return _carry("addc", "addc", (a, b))
+    return _carry("addc", (a, b))
 
 
 def sub_cc(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``sub.cc.u32``/``.u64``: ``a - b`` (wrapping), setting the carry flag to its borrow-out."""
-    return _carry("sub_cc", "sub.cc", (a, b))
+    return _carry("sub_cc", (a, b))
 
 
 def subc(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``subc.u32``/``.u64``: ``a - (b + borrow)`` (the flag of the previous carry-chain builtin)."""
-    return _carry("subc", "subc", (a, b))
+    return _carry("subc", (a, b))
 
 
 def mad_cc(a: TracedInt | int, b: TracedInt | int, c: TracedInt | int) -> TracedInt:
     """``mad.lo.cc``: the low half of ``a * b`` plus ``c``, setting the carry flag to the addition's carry-out."""
-    return _carry("mad_cc", "mad.lo.cc", (a, b, c), unsigned_suffix=False)
+    return _carry("mad_cc", (a, b, c))
 
 
 def madc(a: TracedInt | int, b: TracedInt | int, c: TracedInt | int) -> TracedInt:
     """``madc.lo``: the low half of ``a * b`` plus ``c`` plus the carry flag."""
-    return _carry("madc", "madc.lo", (a, b, c), unsigned_suffix=False)
+    return _carry("madc", (a, b, c))
 
 
 def add_sat_int(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``add.sat.s32``: ``a + b`` clamped to the Int32 range."""
     (x, y), dtype = _common("add_sat_int", (a, b), (Int32,))
-    return asm_value("add.sat.s32 $0, $1, $2;", "=r,r,r", [x, y], dtype)
+    return numeric.add_sat_s32(x, y, dtype)
 
 
 def sub_sat_int(a: TracedInt | int, b: TracedInt | int) -> TracedInt:
     """``sub.sat.s32``: ``a - b`` clamped to the Int32 range."""
     (x, y), dtype = _common("sub_sat_int", (a, b), (Int32,))
-    return asm_value("sub.sat.s32 $0, $1, $2;", "=r,r,r", [x, y], dtype)
+    return numeric.sub_sat_s32(x, y, dtype)
 
 
 def lop3(a: TracedInt | int, b: TracedInt | int, c: TracedInt | int, lut: int) -> TracedInt:
@@ -215,22 +195,18 @@ def lop3(a: TracedInt | int, b: TracedInt | int, c: TracedInt | int, lut: int) -
     static_int(lut, "lop3: lut", "a truth table 0..255")
     if not 0 <= lut <= 255:
         raise TraceError(f"lop3: lut must be a truth table 0..255, got {lut}")
-    return asm_value(f"lop3.b32 $0, $1, $2, $3, {lut};", "=r,r,r,r", [x, y, z], dtype)
-
-
-_SHF = {"l": ("l", "wrap"), "r": ("r", "wrap"), "clamp_left": ("l", "clamp"), "clamp_right": ("r", "clamp")}
+    return numeric.lop3(x, y, z, lut, dtype)
 
 
 def shf(a: TracedInt | int, b: TracedInt | int, shift: TracedInt | int, kind: str = "l") -> TracedInt:
     """``shf.{l,r}.{wrap,clamp}.b32``: a funnel shift of the 64-bit value whose bits 31..0 are ``a`` and bits
     63..32 are ``b``: ``"l"`` gives the high word after shifting it left, ``"r"`` the low word after shifting it
     right, by ``shift`` modulo 32 (``"clamp_left"``/``"clamp_right"``: by ``min(shift, 32)``)."""
-    if type(kind) is not str or kind not in _SHF:
-        raise TraceError(f"shf: kind must be one of {', '.join(_SHF)}, got {kind!r}")
+    if type(kind) is not str or kind not in SHF_KINDS:
+        raise TraceError(f"shf: kind must be one of {', '.join(SHF_KINDS)}, got {kind!r}")
     (x, y), dtype = _common("shf", (a, b), I32_TYPES)
     n = int_operand(shift, "shf: shift")
-    direction, mode = _SHF[kind]
-    return asm_value(f"shf.{direction}.{mode}.b32 $0, $1, $2, $3;", "=r,r,r,r", [x, y, n], dtype)
+    return numeric.shf(x, y, n, kind, dtype)
 
 
 def prmt(src: TracedInt | int, src_reg_shifted: TracedInt | int, prmt_indices: TracedInt | int) -> TracedInt:
@@ -239,5 +215,4 @@ def prmt(src: TracedInt | int, src_reg_shifted: TracedInt | int, prmt_indices: T
     replicates the picked byte's sign). An Int32."""
     ops = [int_operand(v, f"prmt: {w}") for v, w in ((src, "src"), (src_reg_shifted, "src_reg_shifted"),
                                                        (prmt_indices, "prmt_indices"))]
-    (res,) = asm("prmt.b32 $0, $1, $2, $3;", "=r,r,r,r", ops, [current().int_type(32)])
-    return wrap(res, Int32)
+    return wrap(numeric.prmt(*ops), Int32)

@@ -36,16 +36,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import mlir_dialects as md
-
 from ...errors import TraceError
 from ...tensor.pointer import AddressSpace
-from ..lang.builder import current
 from ..lang.memory import pointer_value
 from ..lang.smem import check_mbarrier_pointer
 from ..lang.values import TracedBool
 from ..lang.traced_int import TracedInt, as_value
-from ..emit.ptx import asm, int_operand, predicate_value
+from ..emit import cpasync, sync
+from ..emit.ptx import int_operand, predicate_value
 from .mbar_rules import note
 
 if TYPE_CHECKING:
@@ -101,26 +99,18 @@ def _count(value, name, what, lo):
                        " (mbarrier counts are 20-bit)")
 
 
-def _u32(ptr):
-    b = current()
-    with b.at_end():
-        return b.mlir.llvm.PtrToIntOp(b.int_type(32), ptr).result
-
-
 def mbarrier_init(mbar_ptr: Pointer, cnt: TracedInt | int) -> None:
     """``mbarrier.init.shared::cta.b64``: initialise the mbarrier at ``mbar_ptr`` for ``cnt`` arrivals per phase
     (1 .. 2^20 - 1). One thread initialises it (``with elect_one():`` in a warp)."""
     p, c = _local(mbar_ptr, "mbarrier_init"), as_value(cnt)
     note("init", mbar_ptr, cnt, name="mbarrier_init")
-    with current().at_end():
-        md.mbarrier_init(p, c)
+    sync.mbarrier_init(p, c)
 
 
 def mbarrier_init_fence() -> None:
     """``fence.mbarrier_init.release.cluster``: make this thread's mbarrier initialisations visible to the
     cluster (before a ``cluster_arrive``/``cluster_wait`` that lets peers arrive on them)."""
-    with current().at_end():
-        md.fence_mbarrier_init()
+    sync.fence_mbarrier_init()
 
 
 def mbarrier_arrive(mbar_ptr: Pointer, peer_cta_rank_in_cluster: TracedInt | int | None = None,
@@ -132,19 +122,16 @@ def mbarrier_arrive(mbar_ptr: Pointer, peer_cta_rank_in_cluster: TracedInt | int
     sc = _scope(scope, "cta", name)
     note("arrive", mbar_ptr, arrive_count, remote=peer is not None, name=name)
     if type(arrive_count) is int and arrive_count == 1 and peer is None and sc == "cta":
-        with current().at_end():
-            md.mbarrier_arrive(p)
+        sync.mbarrier_arrive(p)
         return
     if type(arrive_count) is int and arrive_count == 1 and peer is not None and sc == "cluster":
-        with current().at_end():
-            md.mbarrier_arrive_cluster(p, peer)
+        sync.mbarrier_arrive_cluster(p, peer)
         return
     n = _count(arrive_count, name, "arrive_count", 1)
     if peer is None:
-        asm(f"{{\n\t.reg .b64 %st;\n\tmbarrier.arrive.release.{sc}.shared::cta.b64 %st, [$0], $1;\n\t}}",
-            "r,r,~{memory}", [_u32(p), n])
+        sync.mbarrier_arrive_count(p, n, sc)
     else:
-        _on_peer(p, peer, f"mbarrier.arrive.release.{sc}.shared::cluster.b64 _, [%rb], $2;", n)
+        sync.mbarrier_arrive_count_on_peer(p, peer, n, sc)
 
 
 def mbarrier_arrive_and_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
@@ -162,12 +149,11 @@ def mbarrier_arrive_and_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
     n = _count(bytes, name, "bytes", 0)
     note("expect_arrive", mbar_ptr, bytes, remote=peer is not None, name=name)
     if peer is None and sc == "cta":
-        with current().at_end():
-            md.mbarrier_arrive_expect_tx(p, n)
+        sync.mbarrier_arrive_expect_tx(p, n)
     elif peer is None:
-        asm(f"mbarrier.arrive.expect_tx.release.{sc}.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", [_u32(p), n])
+        sync.mbarrier_arrive_expect_tx_scoped(p, n, sc)
     else:
-        _on_peer(p, peer, f"mbarrier.arrive.expect_tx.release.{sc}.shared::cluster.b64 _, [%rb], $2;", n)
+        sync.mbarrier_arrive_expect_tx_on_peer(p, peer, n, sc)
 
 
 def mbarrier_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
@@ -181,19 +167,11 @@ def mbarrier_expect_tx(mbar_ptr: Pointer, bytes: TracedInt | int,
     n = _count(bytes, name, "bytes", 0)
     note("expect", mbar_ptr, bytes, remote=peer is not None, name=name)
     if peer is None and sc == "cta":
-        with current().at_end():
-            md.mbarrier_expect_tx(p, n)
+        sync.mbarrier_expect_tx(p, n)
     elif peer is None:
-        asm(f"mbarrier.expect_tx.relaxed.{sc}.shared::cta.b64 [$0], $1;", "r,r,~{memory}", [_u32(p), n])
+        sync.mbarrier_expect_tx_scoped(p, n, sc)
     else:
-        _on_peer(p, peer, f"mbarrier.expect_tx.relaxed.{sc}.shared::cluster.b64 [%rb], $2;", n)
-
-
-def _on_peer(p, peer, instr, value):
-    """``instr`` on the mbarrier at ``p``'s offset in CTA ``peer`` of the cluster: ``%rb`` is its address there
-    (``mapa``), ``$2`` is ``value``."""
-    asm("{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t" + instr + "\n\t}", "r,r,r,~{memory}",
-        [_u32(p), peer, value])
+        sync.mbarrier_expect_tx_on_peer(p, peer, n, sc)
 
 
 def _phase(phase, name):
@@ -209,8 +187,7 @@ def mbarrier_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> None:
     ``mbarrier.try_wait.parity`` loop)."""
     p, ph = _local(mbar_ptr, "mbarrier_wait"), _phase(phase, "mbarrier_wait")
     note("wait", mbar_ptr, phase, name="mbarrier_wait")
-    with current().at_end():
-        md.mbarrier_wait_parity(p, ph)
+    sync.mbarrier_wait_parity(p, ph)
 
 
 def mbarrier_try_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> TracedBool:
@@ -218,14 +195,7 @@ def mbarrier_try_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> TracedBool:
     bounded, hardware-chosen time (``mbarrier.try_wait.parity``)."""
     p, ph = _local(mbar_ptr, "mbarrier_try_wait"), _phase(phase, "mbarrier_try_wait")
     note("wait", mbar_ptr, phase, name="mbarrier_try_wait")
-    with current().at_end():
-        return TracedBool(md.mbarrier_try_wait_parity(p, ph).done)
-
-
-def _flag(word):
-    b = current()
-    with b.at_end():
-        return TracedBool(b.mlir.arith.CmpIOp(b.mlir.arith.CmpIPredicate.ne, word, b.const(0, 32)).result)
+    return TracedBool(sync.mbarrier_try_wait_parity(p, ph))
 
 
 def mbarrier_test_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> TracedBool:
@@ -233,9 +203,7 @@ def mbarrier_test_wait(mbar_ptr: Pointer, phase: TracedInt | int) -> TracedBool:
     (``mbarrier.test_wait.parity``)."""
     p, ph = _local(mbar_ptr, "mbarrier_test_wait"), _phase(phase, "mbarrier_test_wait")
     note("wait", mbar_ptr, phase, name="mbarrier_test_wait")
-    (word,) = asm("{\n\t.reg .pred %p;\n\tmbarrier.test_wait.parity.shared::cta.b64 %p, [$1], $2;\n\t"
-                  "selp.u32 $0, 1, 0, %p;\n\t}", "=r,r,r,~{memory}", [_u32(p), ph], [current().int_type(32)])
-    return _flag(word)
+    return TracedBool(sync.mbarrier_test_wait_parity(p, ph))
 
 
 def mbarrier_conditional_try_wait(cond: TracedBool | bool, mbar_ptr: Pointer, phase: TracedInt | int) -> TracedBool:
@@ -245,13 +213,7 @@ def mbarrier_conditional_try_wait(cond: TracedBool | bool, mbar_ptr: Pointer, ph
     c = predicate_value(cond, f"{name}: cond")
     p, ph = _local(mbar_ptr, name), _phase(phase, name)
     note("wait", mbar_ptr, phase, name=name)
-    b = current()
-    with b.at_end():
-        c32 = b.mlir.arith.ExtUIOp(b.int_type(32), c).result
-    (word,) = asm("{\n\t.reg .pred %c, %p;\n\tsetp.ne.b32 %c, $1, 0;\n\tsetp.eq.b32 %p, 0, 0;\n\t"
-                  "@%c mbarrier.try_wait.parity.shared::cta.b64 %p, [$2], $3;\n\tselp.u32 $0, 1, 0, %p;\n\t}",
-                  "=r,r,r,r,~{memory}", [c32, _u32(p), ph], [b.int_type(32)])
-    return _flag(word)
+    return TracedBool(sync.mbarrier_conditional_try_wait_parity(c, p, ph))
 
 
 def cp_async_mbarrier_arrive_noinc(mbar_ptr: Pointer) -> None:
@@ -263,5 +225,4 @@ def cp_async_mbarrier_arrive_noinc(mbar_ptr: Pointer) -> None:
     if str(p.type) != "!llvm.ptr<3>":
         raise TraceError(f"cp_async_mbarrier_arrive_noinc: the mbarrier must be a shared-memory pointer, got "
                          f"type {p.type}")
-    with current().at_end():
-        md.cp_async_mbarrier_arrive(p, noinc=True)
+    cpasync.mbarrier_arrive_noinc(p)

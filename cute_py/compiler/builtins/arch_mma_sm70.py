@@ -16,10 +16,9 @@ from ...errors import TraceError
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine
-from ..lang.builder import current
 from ..lang.memory import pack, unpack
 from ..lang.values import TracedFloat, wrap
-from ..emit.ptx import asm
+from ..emit import warp
 
 __all__ = ["ptx_mma_sm70"]
 
@@ -67,24 +66,13 @@ def ptx_mma_sm70(shape: str, A_layout: str, B_layout: str, A_dtype: Any, B_dtype
     a = _fragment(multiplicand_a, a_index, 4, Float16, name, "multiplicand_a")
     bv = _fragment(multiplicand_b, b_index, 4, Float16, name, "multiplicand_b")
     c = _fragment(accumulator, c_index, 8, c_type, name, "accumulator")
-    b = current()
     a_regs = [pack(a[2 * j:2 * j + 2], Float16, 32) for j in range(2)]
     b_regs = [pack(bv[2 * j:2 * j + 2], Float16, 32) for j in range(2)]
     if c_type is Float32:
         c_regs = [x.ir if isinstance(x, TracedFloat) else _const_f32(x, name) for x in c]
-        n, cons, ctext = 8, "f", "f32"
     else:
         c_regs = [pack(c[2 * j:2 * j + 2], Float16, 32) for j in range(4)]
-        n, cons, ctext = 4, "r", "f16"
-    outs = "{" + ", ".join(f"${j}" for j in range(n)) + "}"
-    ins_a = "{" + ", ".join(f"${n + j}" for j in range(2)) + "}"
-    ins_b = "{" + ", ".join(f"${n + 2 + j}" for j in range(2)) + "}"
-    ins_c = "{" + ", ".join(f"${n + 4 + j}" for j in range(n)) + "}"
-    ptx = (f"mma.sync.aligned.m8n8k4.{A_layout}.{B_layout}.{ctext}.f16.f16.{ctext} {outs}, {ins_a}, {ins_b}, "
-           f"{ins_c};")
-    res_type = b.ir.F32Type.get() if c_type is Float32 else b.int_type(32)
-    constraints = ",".join([f"={cons}"] * n + ["r"] * 4 + [cons] * n)
-    results = asm(ptx, constraints, a_regs + b_regs + c_regs, [res_type] * n)
+    results = warp.mma_m8n8k4(A_layout, B_layout, c_type is Float32, a_regs, b_regs, c_regs)
     values = [wrap(r, Float32) for r in results] if c_type is Float32 else \
         [v for r in results for v in unpack(r, Float16, 2)]
     for j, v in enumerate(values):

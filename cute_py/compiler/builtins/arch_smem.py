@@ -16,16 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import mlir_dialects as md
-
 from ...errors import TraceError
 from ...tensor.dtypes import DType
 from ...tensor.pointer import AddressSpace, Pointer
-from ..lang.builder import SMEM_BASE_ALIGN, current
+from ..lang.builder import SMEM_BASE_ALIGN
 from ..lang.memory import pointer_value
 from ..lang.smem import SmemAllocator, check_mbarrier_pointer
 from ..lang.values import TracedFloat
 from ..lang.traced_int import TracedInt
+from ..emit import sync
 from ..emit.ptx import int_operand
 from .arch_sreg import dynamic_smem_size
 
@@ -109,13 +108,4 @@ def store_async_dsmem(smem_ptr: Pointer, value: Any, mbar_ptr: Pointer, peer_cta
     rank = int_operand(peer_cta_rank, f"{name}: peer_cta_rank", 32, 0, MAX_CLUSTER_CTAS,
                        f" (a cluster has at most {MAX_CLUSTER_CTAS} CTAs)")
     addr, bar = pointer_value(smem_ptr, f"{name}: smem_ptr"), pointer_value(mbar_ptr, f"{name}: mbar_ptr")
-    b = current()
-    lanes = [b.const(k, 32) for k in range(n)]
-    with b.at_end():
-        if n == 1:
-            data = words[0]
-        else:
-            data = b.mlir.llvm.UndefOp(b.ir.VectorType.get([n], b.int_type(32))).result
-            for k, w in zip(lanes, words):
-                data = b.mlir.llvm.InsertElementOp(data, w, k).result
-        md.dsmem_store(addr, data, bar, rank)
+    sync.store_async_dsmem(addr, words, bar, rank)

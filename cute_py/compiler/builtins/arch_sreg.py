@@ -33,13 +33,10 @@ would let two grids share one). The DSL's ``aggr_smem_size`` (``%aggr_smem_size`
 
 from __future__ import annotations
 
-import mlir_dialects as md
-
 from ...tensor.dtypes import DType, Int32, Int64, Uint32
-from ..lang.builder import current
 from ..lang.values import wrap
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import asm_value
+from ..emit import warp
 
 __all__ = ["dynamic_smem_size", "total_smem_size", "smid", "nsmid", "physical_warp_id",
            "nwarpid", "warpsize", "gridid", "clock", "clock64", "globaltimer", "globaltimer_lo", "lanemask_lt",
@@ -47,15 +44,11 @@ __all__ = ["dynamic_smem_size", "total_smem_size", "smid", "nsmid", "physical_wa
 
 
 def _dialect_sreg(name: str, dtype: DType = Int32) -> TracedInt:
-    with current().at_end():
-        value = md.read_sreg(name).value
-    return wrap(value, dtype)
+    return wrap(warp.read_sreg_value(name), dtype)
 
 
 def _ptx_sreg(name: str, dtype: DType = Int32) -> TracedInt:
-    if dtype.width == 64:
-        return asm_value(f"mov.u64 $0, %{name};", "=l", [], dtype)
-    return asm_value(f"mov.u32 $0, %{name};", "=r", [], dtype)
+    return warp.read_ptx_sreg(name, dtype)
 
 
 def dynamic_smem_size() -> TracedInt:
@@ -92,7 +85,7 @@ def nwarpid() -> TracedInt:
 
 def warpsize() -> TracedInt:
     """``WARP_SZ``: the warp size in threads (32), read at run time (Int32); ``WARP_SIZE`` is the static constant."""
-    return asm_value("mov.u32 $0, WARP_SZ;", "=r", [], Int32)
+    return warp.read_warp_size()
 
 
 def gridid() -> TracedInt:

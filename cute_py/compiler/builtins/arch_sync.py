@@ -30,13 +30,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import mlir_dialects as md
-
 from ...errors import TraceError
 from ...nvgpu import forms
 from ..lang.builder import current
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import asm, int_operand, static_int
+from ..emit import sync, warp
+from ..emit.ptx import int_operand, static_int
 
 __all__ = ["barrier", "barrier_arrive", "sync_warp", "fence_proxy", "fence_view_async_shared", "fence_acq_rel_cta",
            "fence_acq_rel_cluster", "fence_acq_rel_gpu", "fence_acq_rel_sys", "cp_async_bulk_commit_group",
@@ -88,8 +87,7 @@ def barrier(*, barrier_id: TracedInt | int | None = None, number_of_threads: Tra
     (default: every thread of the block) have arrived on it (by ``barrier`` or ``barrier_arrive``); orders
     their memory accesses as ``__syncthreads`` does."""
     bid, cnt = _barrier_operands("barrier", barrier_id, number_of_threads)
-    with current().at_end():
-        md.barrier_sync(bid, cnt)
+    sync.barrier_sync(bid, cnt)
 
 
 def barrier_arrive(mbarrier: Any = None, *, barrier_id: TracedInt | int | None = None,
@@ -117,18 +115,16 @@ def barrier_arrive(mbarrier: Any = None, *, barrier_id: TracedInt | int | None =
         raise TraceError(f"barrier_arrive: aligned must be True or False, got {aligned!r}")
     bid, cnt = _barrier_operands("barrier_arrive", barrier_id, number_of_threads)
     if aligned:
-        with current().at_end():
-            md.barrier_arrive(bid, cnt)
+        sync.barrier_arrive(bid, cnt)
     else:
-        asm("barrier.cta.arrive $0, $1;", "r,r,~{memory}", [bid, cnt])
+        sync.barrier_arrive_unaligned(bid, cnt)
 
 
 def sync_warp(mask: TracedInt | int = FULL_MASK) -> None:
     """``bar.warp.sync mask``: wait until every lane of ``mask`` has reached it, and order their memory
     accesses."""
     m = lane_mask_value(mask)
-    with current().at_end():
-        md.bar_warp_sync(m)
+    sync.bar_warp_sync(m)
 
 
 # -- fences ----------------------------------------------------------------------------------------
@@ -157,17 +153,15 @@ def fence_proxy(kind: str, *, space: str | None = None, use_intrinsic: bool | No
         if space not in SHARED_SPACES:
             raise TraceError(f"fence_proxy: kind 'async.shared' needs space='cta' or space='cluster', got "
                              f"space={space!r}")
-        with current().at_end():
-            md.fence_proxy_async(f"shared::{space}")
+        sync.fence_proxy_async(f"shared::{space}")
         return
     if space is not None:
         raise TraceError(f"fence_proxy: only kind 'async.shared' takes a space, got space={space!r} with "
                          f"kind {kind!r}")
     if kind == "async.global":
-        with current().at_end():
-            md.fence_proxy_async("global")
+        sync.fence_proxy_async("global")
     else:
-        asm(f"fence.proxy.{kind};", "~{memory}", [])
+        sync.fence_proxy(kind)
 
 
 def fence_view_async_shared() -> None:
@@ -176,31 +170,24 @@ def fence_view_async_shared() -> None:
     fence_proxy("async.shared", space="cta")
 
 
-def _fence_acq_rel(syncscope):
-    b = current()
-    llvm = b.mlir.llvm
-    with b.at_end():
-        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope=syncscope)
-
-
 def fence_acq_rel_cta() -> None:
     """``fence.acq_rel.cta``: an acquire-release fence among the threads of the block."""
-    _fence_acq_rel("block")
+    sync.fence_acq_rel("block")
 
 
 def fence_acq_rel_cluster() -> None:
     """``fence.acq_rel.cluster``: an acquire-release fence among the threads of the cluster."""
-    _fence_acq_rel("cluster")
+    sync.fence_acq_rel("cluster")
 
 
 def fence_acq_rel_gpu() -> None:
     """``fence.acq_rel.gpu``: an acquire-release fence among the threads of the device."""
-    _fence_acq_rel("device")
+    sync.fence_acq_rel("device")
 
 
 def fence_acq_rel_sys() -> None:
     """``fence.acq_rel.sys``: an acquire-release fence at system scope (host and peer devices too)."""
-    _fence_acq_rel(None)
+    sync.fence_acq_rel(None)
 
 
 # -- bulk-copy groups -----------------------------------------------------------------------------
@@ -229,13 +216,13 @@ def cp_async_bulk_wait_group(group: int, *, read: bool | None = None) -> None:
 def griddepcontrol_wait() -> None:
     """``griddepcontrol.wait``: wait until the grids this one depends on (a programmatic dependent launch) have
     completed and their memory operations are visible; without such a dependency it returns at once."""
-    asm("griddepcontrol.wait;", "~{memory}", [])
+    sync.griddepcontrol_wait()
 
 
 def griddepcontrol_launch_dependents() -> None:
     """``griddepcontrol.launch_dependents``: let the grids that depend on this one start launching (a scheduling
     hint; what they may read is still ordered by their ``griddepcontrol_wait``)."""
-    asm("griddepcontrol.launch_dependents;", "~{memory}", [])
+    sync.griddepcontrol_launch_dependents()
 
 
 # -- register reallocation -----------------------------------------------------------------------
@@ -291,9 +278,8 @@ def _setmaxnreg(action, reg_count, name):
         b.finish_checks.append(_check_register_pool)
         # ptxas keeps setmaxnreg only where it knows the registers the kernel starts with: one CTA per SM fixes
         # them at what the block may hold (entry_registers)
-        b.func.attributes["nvvm.minctasm"] = b.ir.IntegerAttr.get(b._i32, 1)
-    with b.at_end():
-        md.setmaxnreg(action, n)
+        warp.one_cta_per_sm()
+    warp.setmaxnreg(action, n)
 
 
 class RegisterPlan:

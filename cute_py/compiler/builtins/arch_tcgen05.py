@@ -20,7 +20,9 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ..lang.builder import current
 from ..lang.memory import pointer_value
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import asm, int_operand, join_words
+from ..emit import tcgen05
+from ..emit.memory import shared_address
+from ..emit.ptx import int_operand, join_words
 
 __all__ = ["tcgen05_mma_arrive", "initialize_tcgen05_descriptor", "SWIZZLE_MODES", "TCGEN05_ARCH"]
 
@@ -42,9 +44,7 @@ def _shared_address(value, name, what):
         if value.memspace is not AddressSpace.smem:
             raise TraceError(f"{name}: {what} must point to shared memory, got {value!r}")
         p = pointer_value(value, f"{name}: {what}")
-        b = current()
-        with b.at_end():
-            return TracedInt(b.mlir.llvm.PtrToIntOp(b.int_type(32), p).result, 32, True)
+        return TracedInt(shared_address(p), 32, True)
     if isinstance(value, TracedInt) or type(value) is int:
         return value
     raise TraceError(f"{name}: {what} must be a shared-memory pointer or a byte address, got {value!r}")
@@ -60,7 +60,7 @@ def tcgen05_mma_arrive(mbar: Any) -> None:
     if type(addr) is int and (addr % 8 or not 0 <= addr < 1 << 32):
         raise TraceError(f"{name}: an mbarrier address is 8-byte aligned shared memory, got {addr:#x}")
     op = int_operand(addr, f"{name}: mbar", 32)
-    asm("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];", "r,~{memory}", [op])
+    tcgen05.commit_arrive(op)
 
 
 def _offset_field(value, name, what):

@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import mlir_dialects as md
-
 from ...errors import TraceError
 from ...tensor.dtypes import Float32, Int32, Uint32
 from ..lang.builder import current
@@ -29,7 +27,8 @@ from ..lang.tensor_ssa import maximum
 from ..lang.values import TracedBool, TracedFloat, wrap
 from ..lang.traced_int import TracedInt, select
 from .arch_float import fmax
-from ..emit.ptx import asm, int_operand, predicate_value, static_int
+from ..emit import sync, warp
+from ..emit.ptx import int_operand, predicate_value, static_int
 from .arch_sync import FULL_MASK, lane_mask_value
 
 __all__ = ["warp_group_idx", "shuffle_sync", "shuffle_sync_up", "shuffle_sync_down", "shuffle_sync_bfly",
@@ -43,12 +42,6 @@ SHFL_C_BITS = 0x1F1F  # c: segment mask in bits 8..12, clamp lane in bits 0..4
 
 
 # -- shuffles ---------------------------------------------------------------------------------------
-
-
-def _shfl32(kind, value, lane, mask, c):
-    """One ``shfl.sync.<kind>.b32`` of an i32 or f32 MLIR value."""
-    with current().at_end():
-        return md.shfl_sync(kind, value, lane, c, mask).res
 
 
 def _segment_c(kind, mask_and_clamp, width, name):
@@ -96,28 +89,15 @@ def _shuffle(kind, value, offset, mask, mask_and_clamp, width, name):
         wide = Float32 if dtype.is_float else (Int32 if dtype.signed else Uint32)
         moved = _shuffle(kind, value.to(wide), offset, mask, mask_and_clamp, width, name)
         return moved.to(dtype)
-    b = current()
     if dtype.width == 32:
-        res = _shfl32(kind, value.ir, lane_v, mask_v, c)
+        res = warp.shfl_sync(kind, value.ir, lane_v, mask_v, c)
         if isinstance(value, TracedInt):
             return TracedInt(res, 32, value.nonneg, 1, dtype, value.index)
         return wrap(res, dtype)
     # 64 bits move as two 32-bit halves
-    arith = b.mlir.arith
-    i32, i64 = b.int_type(32), b.int_type(64)
-    shift = b.const(32, 64)
-    with b.at_end():
-        bits = value.ir if isinstance(value, TracedInt) else arith.BitcastOp(i64, value.ir).result
-        lo = arith.TruncIOp(i32, bits).result
-        hi_ = arith.TruncIOp(i32, arith.ShRUIOp(bits, shift).result).result
-    lo = _shfl32(kind, lo, lane_v, mask_v, c)
-    hi_ = _shfl32(kind, hi_, lane_v, mask_v, c)
-    with b.at_end():
-        lo64 = arith.ExtUIOp(i64, lo).result
-        hi64 = arith.ShLIOp(arith.ExtUIOp(i64, hi_).result, shift).result
-        res = arith.OrIOp(hi64, lo64).result
-        if isinstance(value, TracedFloat):
-            return wrap(arith.BitcastOp(value.ir.type, res).result, dtype)
+    res = warp.shfl_sync_wide(kind, value.ir, lane_v, mask_v, c)
+    if isinstance(value, TracedFloat):
+        return wrap(res, dtype)
     return TracedInt(res, 64, value.nonneg, 1, dtype, value.index)
 
 
@@ -199,8 +179,7 @@ def warp_group_idx() -> TracedInt:
     warp-uniform for the compiler too (as CUTLASS's ``canonical_warp_group_idx``); every lane of the
     warp must execute it.
     """
-    with current().at_end():
-        tid = TracedInt(md.read_sreg("tid.x").value, 32, True)
+    tid = warp.read_sreg("tid.x")
     return shuffle_sync(tid // WARP_GROUP_SIZE, 0)
 
 
@@ -210,14 +189,12 @@ def elect_one_sync(mask: TracedInt | int = FULL_MASK) -> TracedBool:
     (``with arch.elect_one():`` is the block form for a full warp.)
     """
     m = None if type(mask) is int and mask == FULL_MASK else lane_mask_value(mask, "elect_one_sync: mask")
-    with current().at_end():
-        return TracedBool(md.elect_sync(m).is_leader)
+    return TracedBool(sync.elect_sync(m))
 
 
 def activemask() -> TracedInt:
     """``activemask.b32``: a Uint32 with a bit set for each lane of the warp executing it now."""
-    with current().at_end():
-        return wrap(md.activemask().mask, Uint32)
+    return wrap(warp.activemask(), Uint32)
 
 
 def shuffle_elect(thread_extent: int | None = None, *, mask: TracedInt | int | None = None) -> TracedBool:
@@ -255,15 +232,8 @@ def shuffle_elect(thread_extent: int | None = None, *, mask: TracedInt | int | N
 
 def _lowest_lane(mask):
     """True in the lowest lane of ``mask`` (default: the active lanes) of this warp."""
-    b = current()
     m = activemask().ir if mask is None else lane_mask_value(mask, "shuffle_elect: mask")
-    llvm, arith = b.mlir.llvm, b.mlir.arith
-    with b.at_end():
-        lane = md.read_sreg("laneid").value
-        first = llvm.intr_cttz(m, True, results=[b.int_type(32)])
-    leader = _shfl32("idx", lane, first, m, b.const(WARP_SIZE - 1, 32))
-    with b.at_end():
-        return TracedBool(arith.CmpIOp(arith.CmpIPredicate.eq, lane, leader).result)
+    return TracedBool(warp.lowest_lane(m))
 
 
 # -- votes -------------------------------------------------------------------------------------------
@@ -272,8 +242,7 @@ def _lowest_lane(mask):
 def _vote(kind, pred, mask, name):
     p = predicate_value(pred, f"{name}: the predicate")
     m = lane_mask_value(mask, f"{name}: mask")
-    with current().at_end():
-        return md.vote_sync(kind, p, m).res
+    return warp.vote_sync(kind, p, m)
 
 
 def vote_ballot_sync(pred: TracedBool | bool, mask: TracedInt | int = FULL_MASK) -> TracedInt:
@@ -317,13 +286,7 @@ def match_sync(mask: TracedInt | int, value: TracedInt | int, kind: str = "any")
         raise TraceError(f"{name}: kind must be 'any' or 'all', got {kind!r}")
     m = lane_mask_value(mask, f"{name}: mask")
     v, dtype = _int_value(value, name)
-    bits, letter = (64, "l") if dtype.width == 64 else (32, "r")
-    if kind == "any":
-        ptx = f"match.any.sync.b{bits} $0, $1, $2;"
-    else:
-        ptx = f"{{\n\t.reg .pred %p;\n\tmatch.all.sync.b{bits} $0|%p, $1, $2;\n\t}}"
-    (res,) = asm(ptx, f"=r,{letter},r", [v, m], [current().int_type(32)])
-    return wrap(res, Uint32)
+    return wrap(warp.match_sync(kind, v, 64 if dtype.width == 64 else 32, m), Uint32)
 
 
 REDUX_KINDS = ("fmax", "fmin", "max", "min", "umax", "umin", "add", "xor", "or", "and")
@@ -346,13 +309,5 @@ def warp_redux_sync(value: TracedInt | int, kind: str, mask_and_clamp: TracedInt
                          f"kernels here target sm_90a, which reduces 32-bit integers only")
     m = lane_mask_value(mask_and_clamp, f"{name}: mask_and_clamp")
     v, dtype = _int_value(value, name, widths=(32,))
-    if kind in ("add", "and", "or", "xor"):
-        suffix = ("u32" if not dtype.signed else "s32") if kind == "add" else "b32"
-        op = kind
-    else:
-        unsigned = kind.startswith("u") or not dtype.signed
-        op = kind.lstrip("u")
-        suffix = "u32" if unsigned else "s32"
-    (res,) = asm(f"redux.sync.{op}.{suffix} $0, $1, $2;", "=r,r,r", [v, m], [current().int_type(32)])
-    return wrap(res, dtype)
+    return wrap(warp.redux_sync(kind, dtype.signed, v, m), dtype)
 

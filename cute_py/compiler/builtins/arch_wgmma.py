@@ -25,12 +25,11 @@ from ...errors import TraceError
 from ...nvgpu import warpgroup as _wg
 from ...tensor.dtypes import Uint64
 from ...tensor.pointer import Pointer
-from ..lang.builder import current
 from ..lang.memory import pack, unpack
 from ..lang.values import wrap
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import asm, int_operand, join_words, static_int
-from ..emit.warpgroup import smem_address
+from ..emit.ptx import int_operand, join_words, static_int
+from ..emit.warpgroup import add_to_low_word, fence_register, smem_address
 
 __all__ = ["warpgroup_arrive", "warpgroup_commit_batch", "warpgroup_wait", "wait_wgmma", "warpgroup_fence_operand",
            "initialize_wgmma_descriptor", "increase_descriptor_offset"]
@@ -87,11 +86,10 @@ def warpgroup_fence_operand(buffer_or_ptr: Any, offset: int = 0, num_regs: int |
     if offset < 0 or regs < 0 or offset + regs * per > total:
         raise TraceError(f"{name}: registers {offset}..{offset + regs * per} (elements) lie outside the "
                          f"fragment's {total} elements")
-    b = current()
     for r in range(regs):
         first = offset + r * per
         vals = [t[first + j] for j in range(per)]
-        (v,) = asm("", "=r,0", [pack(vals, elem, 32)], [b.int_type(32)])
+        v = fence_register(pack(vals, elem, 32))
         for j, x in enumerate(unpack(v, elem, per)):
             t[first + j] = x
 
@@ -156,10 +154,7 @@ def increase_descriptor_offset(descriptor: Any, offset: Any) -> Any:
     if not isinstance(value, TracedInt) or value.width != 64:
         if type(value) is not int:
             raise TraceError(f"{name}: the descriptor is a 64-bit value, got {value!r}")
-    b = current()
     v = int_operand(value if type(value) is not int or value < 1 << 63 else value - (1 << 64), f"{name}: descriptor",
                     64)
     s = int_operand(step, f"{name}: offset", 32)
-    (res,) = asm("{\n\t.reg .b32 lo, hi;\n\tmov.b64 {lo, hi}, $1;\n\tadd.u32 lo, lo, $2;\n\tmov.b64 $0, {lo, hi};\n\t}",
-                 "=l,l,r", [v, s], [b.int_type(64)])
-    return _store(holder, wrap(res, Uint64))
+    return _store(holder, wrap(add_to_low_word(v, s), Uint64))

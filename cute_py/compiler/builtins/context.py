@@ -11,6 +11,7 @@ from ...device import DeviceContext
 from ...core.typing import Int
 from ...tensor.pointer import Pointer
 from ..emit import emit
+from ..emit.memory import address_bits
 from ..lang.builder import current
 from ..lang.memory import load_element, make_fragment_like, pointer_value, store_element
 from ..lang.tensor_ssa import TensorSSA, load_tensor, store_tensor
@@ -50,10 +51,7 @@ class KernelContext(DeviceContext):
         return convert(dtype, value)
 
     def pointer_address(self, pointer: Pointer) -> TracedInt:
-        b = current()
-        with b.at_end():
-            v = b.mlir.llvm.PtrToIntOp(b.int_type(64), pointer_value(pointer, "align")).result
-        return TracedInt(v, 64, True)
+        return TracedInt(address_bits(pointer_value(pointer, "align")), 64, True)
 
     def load_tensor(self, tensor: Tensor) -> TensorSSA:
         return load_tensor(tensor, tensor_copy)

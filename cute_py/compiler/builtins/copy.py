@@ -335,12 +335,8 @@ def _one_lane():
     """The TMA instructions are issued by one lane of each warp, as in the CuTe DSL: the lane ``elect.sync``
     picks among the lanes executing the copy (``activemask``), so a copy under ``elect_one()`` or
     ``if tidx == 0`` (where the DSL's full-warp election would hang) is issued once too."""
-    import mlir_dialects as md
-
-    from ..lang.builder import current
+    from ..emit.sync import elect_active_lane
     from ..flow.control import if_
     from ..lang.values import TracedBool
 
-    with current().at_end():
-        leader = md.elect_sync(md.activemask().mask).is_leader
-    return if_(TracedBool(leader))
+    return if_(TracedBool(elect_active_lane()))

@@ -95,12 +95,8 @@ def _same_tile(col, atom):
 def _elected_lane():
     """An ``if`` whose body runs on one lane of each warp reaching it: the lane ``elect.sync`` picks among the
     active lanes (so a call under ``elect_one()`` or ``if tidx == 0`` issues once)."""
-    import mlir_dialects as md
-
-    from ..lang.builder import current
+    from ..emit.sync import elect_active_lane
     from ..flow.control import if_
     from ..lang.values import TracedBool
 
-    with current().at_end():
-        leader = md.elect_sync(md.activemask().mask).is_leader
-    return if_(TracedBool(leader))
+    return if_(TracedBool(elect_active_lane()))

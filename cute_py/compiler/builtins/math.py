@@ -38,12 +38,10 @@ from __future__ import annotations
 import math as _pymath
 from typing import Any
 
-import mlir_dialects as md
-
 from ...errors import TraceError
 from ...tensor.dtypes import Float32, Float64, Int32
+from ..emit.numeric import approx, copysign, float_bits, float_of_bits, fma_rn, roundeven, sqrt_rn
 from ..lang import numeric
-from ..lang.builder import current
 from ..lang.tensor_ssa import TensorSSA
 from ..lang.values import TracedBool, TracedFloat, as_type, operand_dtype
 from ..lang.traced_int import TracedInt, select
@@ -87,20 +85,8 @@ def _operand(x: Any, fn: str, f64: bool = False) -> tuple[TracedFloat, Any] | No
     return x.to(Float32), out
 
 
-def _llvm() -> Any:
-    return current().mlir.llvm
-
-
-def _emit(fn: Any, *args: TracedFloat) -> TracedFloat:
-    b = current()
-    with b.at_end():
-        return TracedFloat(fn(*[a.ir for a in args]), args[0].dtype)
-
-
 def _approx(name: str, x: TracedFloat, ftz: bool = True) -> TracedFloat:
-    b = current()
-    with b.at_end():
-        return TracedFloat(md.math_approx(name, x.ir, ftz=ftz).res, Float32)
+    return TracedFloat(approx(name, x.ir, ftz=ftz), Float32)
 
 
 def _f32(v: float) -> TracedFloat:
@@ -109,7 +95,7 @@ def _f32(v: float) -> TracedFloat:
 
 def _fma(a: Any, b: Any, c: Any) -> TracedFloat:
     a, b, c = (v if isinstance(v, TracedFloat) else _f32(v) for v in (a, b, c))
-    return _emit(_llvm().intr_fma, a, b, c)
+    return TracedFloat(fma_rn(a.ir, b.ir, c.ir), a.dtype)
 
 
 def _horner(z: TracedFloat, coefficients: tuple[float, ...]) -> TracedFloat:
@@ -120,15 +106,11 @@ def _horner(z: TracedFloat, coefficients: tuple[float, ...]) -> TracedFloat:
 
 
 def _bits(x: TracedFloat) -> TracedInt:
-    b = current()
-    with b.at_end():
-        return TracedInt(b.mlir.arith.BitcastOp(b.int_type(32), x.ir).result, 32, dtype=Int32, index=False)
+    return TracedInt(float_bits(x.ir), 32, dtype=Int32, index=False)
 
 
 def _from_bits(i: TracedInt) -> TracedFloat:
-    b = current()
-    with b.at_end():
-        return TracedFloat(b.mlir.arith.BitcastOp(b.ir.F32Type.get(), i.ir).result, Float32)
+    return TracedFloat(float_of_bits(i.ir), Float32)
 
 
 def _finish(y: TracedFloat, out: Any) -> Any:
@@ -158,12 +140,12 @@ def sqrt(x: Any, fastmath: bool = False) -> Any:
     v, out = got
     if fastmath and out is not Float64:
         return _finish(_approx("sqrt", v), out)
-    return _finish(_emit(_llvm().intr_sqrt, v), out)
+    return _finish(TracedFloat(sqrt_rn(v.ir), v.dtype), out)
 
 
 def rsqrt(x: Any, fastmath: bool = False) -> Any:
     """``1 / sqrt(x)``: two correctly rounded steps, or ``rsqrt.approx.ftz`` with ``fastmath``."""
-    return _unary("rsqrt", x, lambda v: _f32(1.0) / _emit(_llvm().intr_sqrt, v), lambda v: _approx("rsqrt", v),
+    return _unary("rsqrt", x, lambda v: _f32(1.0) / TracedFloat(sqrt_rn(v.ir), v.dtype), lambda v: _approx("rsqrt", v),
                   lambda h: 1 / _pymath.sqrt(h), fastmath)
 
 
@@ -243,11 +225,8 @@ def _log_host(f: Any) -> Any:
 
 def _reduce(v: TracedFloat) -> tuple[TracedFloat, TracedInt]:
     """``(r, q)`` with ``v = q * pi/2 + r``, ``|r| <= pi/4`` (exact for ``|v| <= 105615``), ``q`` modulo 4."""
-    b = current()
-    with b.at_end():
-        scaled = v * 0.6366197723675814  # 2 / pi
-    with b.at_end():
-        q = TracedFloat(_llvm().intr_roundeven(scaled.ir), Float32)
+    scaled = v * 0.6366197723675814  # 2 / pi
+    q = TracedFloat(roundeven(scaled.ir), Float32)
     r = _fma(-q, _PIO2[0], v)
     r = _fma(-q, _PIO2[1], r)
     r = _fma(-q, _PIO2[2], r)
@@ -289,9 +268,7 @@ def _tanh(v: TracedFloat) -> TracedFloat:
     small = _fma(a * z, _horner(z, _TANH), a)
     large = 1.0 - 2.0 / (_exp(a * 2.0) + 1.0)
     t = select(a < 0.55, small, large)
-    b = current()
-    with b.at_end():
-        return TracedFloat(_llvm().intr_copysign(t.ir, v.ir), Float32)
+    return TracedFloat(copysign(t.ir, v.ir), Float32)
 
 
 def tanh(x: Any, fastmath: bool = False) -> Any:
@@ -306,9 +283,7 @@ def _erf(v: TracedFloat) -> TracedFloat:
     tail = _exp(-z) * (1.0 - _fma(a, a, -z))  # exp(-(z + low)), a^2 = z + low exactly
     large = 1.0 - tail * _horner(1.0 / a - _ERFC_MID, _ERFC_FIT)
     r = select(a < 1.0, small, select(a < 3.92, large, 1.0))  # from 3.92 on, erf rounds to 1 in Float32
-    b = current()
-    with b.at_end():
-        r = TracedFloat(_llvm().intr_copysign(r.ir, v.ir), Float32)
+    r = TracedFloat(copysign(r.ir, v.ir), Float32)
     return select(v != v, v, r)
 
 
@@ -330,4 +305,5 @@ def fma(a: Any, b: Any, c: Any) -> Any:
         common = Float32
     if common.width == 8:
         raise TraceError(f"cute.math.fma of {common.name} is not supported: convert to Float16 or Float32")
-    return _emit(_llvm().intr_fma, *(as_type(v, common) for v in (a, b, c)))
+    x, y, z = (as_type(v, common) for v in (a, b, c))
+    return TracedFloat(fma_rn(x.ir, y.ir, z.ir), x.dtype)

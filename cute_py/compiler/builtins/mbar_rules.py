@@ -37,13 +37,12 @@ from typing import Any
 
 from ...errors import TraceError, user_location
 from ...tensor.pointer import AddressSpace, Pointer
+from ..emit.sync import transaction_kind
 from ..lang.builder import current
 
 __all__ = ["note", "name_barrier", "mark_election", "threads_of_launch"]
 
 WARP = 32
-_TMA_LOAD_OPS = ("cute_nvgpu.tma_load",)
-_OTHER_TX_OPS = ("cute_nvgpu.tma_load_im2col", "cute_nvgpu.dsmem_store")
 _ARRIVING = ("arrive", "expect_arrive")
 _TX = ("expect", "expect_arrive", "load")
 
@@ -225,21 +224,12 @@ def _count_ops(func):
             for block in region.blocks:
                 for inner in block.operations:
                     o = inner.operation
-                    name = o.name
-                    if name in _TMA_LOAD_OPS:
-                        out["load"] += 1
-                    elif name in _OTHER_TX_OPS or (name == "llvm.inline_asm" and "complete_tx" in _asm(o)):
-                        out["other"] += 1
+                    kind = transaction_kind(o)
+                    if kind is not None:
+                        out[kind] += 1
                     if len(o.regions):
                         todo.append(o)
     return out
-
-
-def _asm(op):
-    try:
-        return str(op.attributes["asm_string"])
-    except (KeyError, IndexError, ValueError):
-        return str(op)
 
 
 def threads_of_launch(launch: Any) -> tuple[int, int, int]:

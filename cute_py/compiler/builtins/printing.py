@@ -16,13 +16,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import mlir_dialects as md
-
 from ...errors import TraceError
 from ...core.int_tuple import product_each
 from ...tensor.dtypes import Float64, Int64, Uint64
 from ...tensor.text import values_text
-from ..lang.builder import current
+from ..emit.printf import double_argument, vprintf
 from ..lang.values import TracedBool, TracedFloat
 from ..lang.traced_int import TracedInt
 
@@ -73,10 +71,7 @@ def _render(x: Any, c_format: list[str], values: list[Any]) -> None:
         values.append(x.to(Uint64 if unsigned else Int64).ir)
     elif isinstance(x, TracedFloat):
         c_format.append("%.17g" if x.dtype is Float64 else "%.9g")
-        b = current()
-        wide = x.to(Float64).ir
-        with b.at_end():
-            values.append(b.mlir.arith.BitcastOp(b.int_type(64), wide).result)
+        values.append(double_argument(x.to(Float64).ir))
     else:  # known at trace time: printed into the format
         c_format.append(str(x).replace("%", "%%"))
 
@@ -108,9 +103,7 @@ def printf(fmt: str, *args: Any) -> None:
         if placeholder:
             _render(next(rest), c_format, values)
     c_format.append("\n")
-    b = current()
-    with b.at_end():
-        md.printf("".join(c_format), values)
+    vprintf("".join(c_format), values)
 
 
 def _cell(x: Any, values: list[Any]) -> str:
@@ -118,10 +111,7 @@ def _cell(x: Any, values: list[Any]) -> str:
     if isinstance(x, (tuple, list)):
         return "(" + ",".join(_cell(e, values) for e in x) + ")"
     if isinstance(x, TracedFloat):
-        b = current()
-        wide = x.to(Float64).ir
-        with b.at_end():
-            values.append(b.mlir.arith.BitcastOp(b.int_type(64), wide).result)
+        values.append(double_argument(x.to(Float64).ir))
         return "% f"
     if isinstance(x, (TracedBool, TracedInt)):
         parts: list[str] = []
@@ -150,6 +140,4 @@ def print_tensor(tensor: Any, verbose: bool = False) -> None:
             if dtype is not None else f"tensor({tensor.layout}, data=")
     values: list[Any] = []
     text = values_text(sizes, lambda c: _cell(tensor[c if len(c) > 1 else c[0]], values), verbose)
-    b = current()
-    with b.at_end():
-        md.printf(head.replace("%", "%%") + text + "\n", values)
+    vprintf(head.replace("%", "%%") + text + "\n", values)

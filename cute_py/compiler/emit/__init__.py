@@ -5,10 +5,12 @@ instruction of a tile copy, or a low-level form such as ``tma_load``), a non-cop
 :mod:`cute_py.nvgpu.sync`, an MMA op, or a plain ``CopyUniversalOp`` vector move -- reaches :func:`emit` as
 ``(op, operands)``, and ``EMIT[type(op)]`` builds the dialect ops named in ``DIALECT_OP``.
 
-One module per hardware unit (``cpasync``, ``tma``, ``sync``, ``warp``, ``warpgroup``, ``universal``) declares
+One module per hardware unit (``cpasync``, ``tma``, ``sync``, ``warp``, ``warpgroup``, ``universal``, and the
+units whose instructions only the kernel builtins issue: ``memory``, ``numeric``, ``printf``, ``tcgen05``) declares
 its entries in a table, ``ENTRIES = {op class: (entry, dialect ops)}``; the tables below are the union of the
-units' (an op class in two units is an error). Nothing registers itself when it is imported. ``ptx`` is the one
-helper that writes inline PTX.
+units' (an op class in two units is an error). Nothing registers itself when it is imported. Each unit also holds
+the functions that build its instructions for the builtins (:mod:`cute_py.compiler.builtins`), which check and
+convert the user's arguments and leave the IR to them. ``ptx`` is the one helper that writes inline PTX.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import Any
 
 from ...errors import TraceError
 from ..lang.builder import current
-from . import cpasync, sync, tma, universal, warp, warpgroup
+from . import cpasync, memory, numeric, printf, sync, tcgen05, tma, universal, warp, warpgroup
 
 __all__ = ["UNITS", "EMIT", "DIALECT_OP", "emit"]
 
-UNITS = (cpasync, tma, sync, warp, warpgroup, universal)
+UNITS = (cpasync, tma, sync, warp, warpgroup, universal, memory, numeric, printf, tcgen05)
 
 
 def _union() -> dict[type, tuple[Callable[..., Any], tuple[str, ...]]]:

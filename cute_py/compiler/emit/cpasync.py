@@ -1,5 +1,7 @@
 """The emission of the cp.async unit: one ``cp.async`` (``CopyG2SOp``, zero-filled through ``src_size`` or a
-predicate), and the kernel side of ``GenericToSharedAsyncTileCopier`` (``CpAsyncTileCopyOp``).
+predicate), the kernel side of ``GenericToSharedAsyncTileCopier`` (``CpAsyncTileCopyOp``), and for the builtins
+the groups of copies (``cp.async.commit_group``, ``wait_group``) and the mbarrier arrival that tracks them
+(``cp.async.mbarrier.arrive.noinc``).
 
 For the thread of index ``t`` (``%tid`` linearised over the block, or ``%laneid`` with ``ThreadScope.WARP``):
 threads with ``t`` past the thread layout's size branch around everything; the others (with an eviction
@@ -23,13 +25,14 @@ from ...nvgpu.cpasync.ops import CopyG2SOp, LoadCacheMode
 from ...nvgpu.sync import CpAsyncTileCopyOp
 from ...tensor.dtypes import dtype_of
 from ..flow.control import if_
+from ..lang.builder import current
 from ..lang.memory import pointer_value
 from ..lang.values import TracedBool
 from ..lang.traced_int import as_value, select
 from .ptx import asm_value
 from .warp import read_sreg, read_sregs
 
-__all__ = ["ENTRIES", "thread_index", "l2_policy"]
+__all__ = ["ENTRIES", "thread_index", "l2_policy", "commit_group", "wait_group", "mbarrier_arrive_noinc"]
 
 _INT64 = dtype_of("Int64")
 
@@ -57,6 +60,25 @@ def l2_policy(policy: EvictionPolicy) -> Any:
     if policy is EvictionPolicy.NORMAL:
         return None
     return asm_value(f"createpolicy.fractional.L2::{policy.value}.b64 $0, 1.0;", "=l", [], _INT64)
+
+
+def commit_group() -> None:
+    """``cp.async.commit_group``: close the group of this thread's cp.async copies issued so far."""
+    with current().at_end():
+        md.cp_async_commit_group()
+
+
+def wait_group(n: int) -> None:
+    """``cp.async.wait_group n``: wait until at most ``n`` of this thread's cp.async groups are pending."""
+    with current().at_end():
+        md.cp_async_wait_group(n)
+
+
+def mbarrier_arrive_noinc(ptr: Any) -> None:
+    """``cp.async.mbarrier.arrive.noinc.shared::cta.b64 [ptr]``: an arrival on the mbarrier at ``ptr`` once this
+    thread's earlier cp.async copies have completed, counted in its initial count."""
+    with current().at_end():
+        md.cp_async_mbarrier_arrive(ptr, noinc=True)
 
 
 def _cp_async(b, op, dst, src, cp_size, src_size=None, pred=None, cache_hint=None):

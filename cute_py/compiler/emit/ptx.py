@@ -1,7 +1,7 @@
-"""One PTX instruction (or a short fixed sequence) as ``llvm.inline_asm``, for the kernel builtins whose
-instruction has neither an op of the ``cute_nvgpu`` dialect nor an LLVM operation: special registers such as
-``%dynamic_smem_size``, ``fence.proxy.alias``, ``bfind``, ``prmt``, ``lop3``... (each builtin's docstring
-names its PTX).
+"""One PTX instruction (or a short fixed sequence) as ``llvm.inline_asm``, for the instructions of the emission
+units that have neither an op of the ``cute_nvgpu`` dialect nor an LLVM operation: special registers such as
+``%dynamic_smem_size``, ``fence.proxy.alias``, ``bfind``, ``prmt``, ``lop3``... (each unit's function names its
+PTX). This is the only module that builds ``llvm.inline_asm``.
 
 Operands are ``$0``, ``$1``...: the results first, then the inputs, as in LLVM's inline assembly; the
 constraint letters are ``r`` (32-bit), ``l`` (64-bit), ``h`` (16-bit), ``f`` (f32), ``d`` (f64), ``n``

@@ -1,5 +1,7 @@
-"""The emission of the warp unit: special-register reads (``%tid``, ``%laneid``...), and the warp-level tensor-core ops (:mod:`cute_py.nvgpu.warp`): ``mma.sync`` for
-``cute_py.gemm``, and ``ldmatrix`` / ``stmatrix`` for ``cute_py.copy`` with their copy atoms.
+"""The emission of the warp unit: special-register reads (``%tid``, ``%laneid``, ``%clock``...), shuffles, votes,
+``activemask``, ``match.sync`` and ``redux.sync``, ``setmaxnreg``, and the warp-level tensor-core ops
+(:mod:`cute_py.nvgpu.warp`): ``mma.sync`` for ``cute_py.gemm`` (and Volta's ``m8n8k4`` form), and ``ldmatrix`` /
+``stmatrix`` for ``cute_py.copy`` with their copy atoms.
 
 An MMA entry takes one instruction's operands as tensors over its values (``D``, ``A``, ``B``, ``C``: mode
 ``V`` of the thread's fragments, see :mod:`cute_py.mma`), packs 16-bit elements two to an i32 word (the
@@ -18,7 +20,7 @@ import mlir_dialects as md
 from ...core.int_tuple import product
 from ...errors import TraceError
 from ...nvgpu.warp.ops import LdMatrix8x8x16bOp, MmaF16BF16Op, StMatrix8x8x16bOp
-from ...tensor.dtypes import Float16, Float32
+from ...tensor.dtypes import DType, Float16, Float32, Int32
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine
@@ -27,11 +29,14 @@ from ..lang import numeric
 from ..lang.builder import current
 from ..lang.memory import element_ptr, pack, pointer_value, unpack
 from ..lang.values import TracedFloat, wrap
+from .ptx import asm, asm_value
 
 if TYPE_CHECKING:
     from ...atom import CopyAtom
 
-__all__ = ["ENTRIES", "matrix_copy", "read_sreg", "read_sregs"]
+__all__ = ["ENTRIES", "matrix_copy", "read_sreg", "read_sregs", "read_sreg_value", "read_ptx_sreg", "read_warp_size",
+           "shfl_sync", "shfl_sync_wide", "lowest_lane", "vote_sync", "activemask", "match_sync", "redux_sync",
+           "setmaxnreg", "one_cta_per_sm", "mma_m8n8k4"]
 
 
 def read_sreg(name: str) -> TracedInt:
@@ -44,6 +49,147 @@ def read_sregs(prefix: str) -> tuple[TracedInt, TracedInt, TracedInt]:
     """``(x, y, z)`` of the special registers ``%prefix.x``, ``.y``, ``.z`` (``tid``, ``ctaid``, ``ntid``...)."""
     with current().at_end():
         return tuple(TracedInt(md.read_sreg(f"{prefix}.{d}").value, 32, True) for d in "xyz")
+
+
+def read_sreg_value(name: str) -> Any:
+    """The ``i32`` value of the special register ``%name`` that the dialect reads (``smid``, ``lanemask_lt``...)."""
+    with current().at_end():
+        return md.read_sreg(name).value
+
+
+def read_ptx_sreg(name: str, dtype: DType) -> Any:
+    """The special register ``%name`` read by ``mov.u32`` (``mov.u64`` for a 64-bit ``dtype``): a traced ``dtype``."""
+    if dtype.width == 64:
+        return asm_value(f"mov.u64 $0, %{name};", "=l", [], dtype)
+    return asm_value(f"mov.u32 $0, %{name};", "=r", [], dtype)
+
+
+def read_warp_size() -> Any:
+    """``WARP_SZ``, read at run time: a traced Int32."""
+    return asm_value("mov.u32 $0, WARP_SZ;", "=r", [], Int32)
+
+
+# -- shuffles, votes, match and reduce --------------------------------------------------------------------
+
+
+def shfl_sync(kind: str, value: Any, lane: Any, mask: Any, c: Any) -> Any:
+    """One ``shfl.sync.<kind>.b32`` of an ``i32`` or ``f32`` value (``lane``, ``c``, ``mask`` ``i32`` values)."""
+    with current().at_end():
+        return md.shfl_sync(kind, value, lane, c, mask).res
+
+
+def shfl_sync_wide(kind: str, value: Any, lane: Any, mask: Any, c: Any) -> Any:
+    """``shfl.sync.<kind>.b32`` of a 64-bit value (``i64`` or ``f64``) as its two 32-bit halves: the shuffled
+    value, of ``value``'s type."""
+    b = current()
+    arith = b.mlir.arith
+    i32, i64 = b.int_type(32), b.int_type(64)
+    shift = b.const(32, 64)
+    is_int = str(value.type) == "i64"
+    with b.at_end():
+        bits = value if is_int else arith.BitcastOp(i64, value).result
+        lo = arith.TruncIOp(i32, bits).result
+        hi_ = arith.TruncIOp(i32, arith.ShRUIOp(bits, shift).result).result
+    lo = shfl_sync(kind, lo, lane, mask, c)
+    hi_ = shfl_sync(kind, hi_, lane, mask, c)
+    with b.at_end():
+        lo64 = arith.ExtUIOp(i64, lo).result
+        hi64 = arith.ShLIOp(arith.ExtUIOp(i64, hi_).result, shift).result
+        res = arith.OrIOp(hi64, lo64).result
+        if not is_int:
+            return arith.BitcastOp(value.type, res).result
+    return res
+
+
+def lowest_lane(mask: Any) -> Any:
+    """The ``i1`` true in the lowest lane of the ``i32`` lane mask ``mask`` (its ``%laneid`` compared with the
+    lowest set bit, broadcast from that lane by ``shfl.sync.idx``, so warp-uniform)."""
+    b = current()
+    llvm, arith = b.mlir.llvm, b.mlir.arith
+    with b.at_end():
+        lane = md.read_sreg("laneid").value
+        first = llvm.intr_cttz(mask, True, results=[b.int_type(32)])
+    leader = shfl_sync("idx", lane, first, mask, b.const(31, 32))
+    with b.at_end():
+        return arith.CmpIOp(arith.CmpIPredicate.eq, lane, leader).result
+
+
+def vote_sync(kind: str, pred: Any, mask: Any) -> Any:
+    """``vote.sync.<kind>`` of the ``i1`` ``pred`` over the lanes of ``mask``: an ``i32`` (``ballot``) or ``i1``."""
+    with current().at_end():
+        return md.vote_sync(kind, pred, mask).res
+
+
+def activemask() -> Any:
+    """``activemask.b32``: the ``i32`` mask of the lanes executing it."""
+    with current().at_end():
+        return md.activemask().mask
+
+
+def match_sync(kind: str, value: Any, bits: int, mask: Any) -> Any:
+    """``match.{any,all}.sync.b{32,64}`` of the ``i<bits>`` ``value`` over the lanes of ``mask``: the ``i32`` lane
+    mask."""
+    letter = "l" if bits == 64 else "r"
+    if kind == "any":
+        ptx = f"match.any.sync.b{bits} $0, $1, $2;"
+    else:
+        ptx = f"{{\n\t.reg .pred %p;\n\tmatch.all.sync.b{bits} $0|%p, $1, $2;\n\t}}"
+    (res,) = asm(ptx, f"=r,{letter},r", [value, mask], [current().int_type(32)])
+    return res
+
+
+def redux_sync(kind: str, signed: bool, value: Any, mask: Any) -> Any:
+    """``redux.sync.<kind>`` of the ``i32`` ``value`` (of a signed type or not) over the lanes of ``mask``: the
+    ``i32`` result. ``kind``: ``add``, ``and``, ``or``, ``xor``, ``max``, ``min`` (unsigned for an unsigned value),
+    ``umax``, ``umin``."""
+    if kind in ("add", "and", "or", "xor"):
+        suffix = ("u32" if not signed else "s32") if kind == "add" else "b32"
+        op = kind
+    else:
+        unsigned = kind.startswith("u") or not signed
+        op = kind.lstrip("u")
+        suffix = "u32" if unsigned else "s32"
+    (res,) = asm(f"redux.sync.{op}.{suffix} $0, $1, $2;", "=r,r,r", [value, mask], [current().int_type(32)])
+    return res
+
+
+# -- register reallocation --------------------------------------------------------------------------------
+
+
+def one_cta_per_sm() -> None:
+    """Give the kernel ``.minnctapersm 1``: ptxas keeps setmaxnreg only where it knows the registers the kernel
+    starts with, which one CTA per SM fixes at what the block may hold."""
+    b = current()
+    b.func.attributes["nvvm.minctasm"] = b.ir.IntegerAttr.get(b._i32, 1)
+
+
+def setmaxnreg(action: str, count: int) -> None:
+    """``setmaxnreg.<action>.sync.aligned.u32 count`` (``action`` ``"inc"`` or ``"dec"``)."""
+    with current().at_end():
+        md.setmaxnreg(action, count)
+
+
+# -- the tensor cores -----------------------------------------------------------------------------------
+
+
+def mma_m8n8k4(a_layout: str, b_layout: str, f32_accumulators: bool, a_regs: list[Any], b_regs: list[Any],
+               c_regs: list[Any]) -> list[Any]:
+    """``mma.sync.aligned.m8n8k4.<a_layout>.<b_layout>.<C>.f16.f16.<C>`` of the A and B words (two ``i32`` of two
+    f16 each) and the accumulators (8 ``f32``, or 4 ``i32`` of two f16): the result accumulators, alike."""
+    b = current()
+    if f32_accumulators:
+        n, cons, ctext = 8, "f", "f32"
+    else:
+        n, cons, ctext = 4, "r", "f16"
+    outs = "{" + ", ".join(f"${j}" for j in range(n)) + "}"
+    ins_a = "{" + ", ".join(f"${n + j}" for j in range(2)) + "}"
+    ins_b = "{" + ", ".join(f"${n + 2 + j}" for j in range(2)) + "}"
+    ins_c = "{" + ", ".join(f"${n + 4 + j}" for j in range(n)) + "}"
+    ptx = (f"mma.sync.aligned.m8n8k4.{a_layout}.{b_layout}.{ctext}.f16.f16.{ctext} {outs}, {ins_a}, {ins_b}, "
+           f"{ins_c};")
+    res_type = b.ir.F32Type.get() if f32_accumulators else b.int_type(32)
+    constraints = ",".join([f"={cons}"] * n + ["r"] * 4 + [cons] * n)
+    return asm(ptx, constraints, a_regs + b_regs + c_regs, [res_type] * n)
 
 
 def _values(t: Tensor) -> list[Any]:

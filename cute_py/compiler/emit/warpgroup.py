@@ -1,5 +1,6 @@
 """The emission of the warpgroup MMA's instructions (:mod:`cute_py.nvgpu.warpgroup`): ``wgmma.fence``,
-``commit_group``, ``wait_group`` and ``wgmma.mma_async`` as ops of the ``cute_nvgpu`` dialect.
+``commit_group``, ``wait_group`` and ``wgmma.mma_async`` as ops of the ``cute_nvgpu`` dialect; and, as inline PTX,
+the register fence of an accumulator fragment and the addition of an offset to a descriptor's start address.
 
 A descriptor operand is an int (the whole 64-bit value), a traced 64-bit integer, or a
 :class:`~cute_py.nvgpu.warpgroup.GmmaDescriptor` whose start is a shared-memory pointer (its address joins the
@@ -23,29 +24,25 @@ from ...nvgpu.warpgroup.ops import MmaF16BF16Op
 from ...nvgpu.warpgroup.operands import OperandSource
 from ...tensor.dtypes import Float16, Float32
 from ...tensor.pointer import AddressSpace, Pointer
+from ..lang.builder import current
 from ..lang.memory import pack, pointer_value, unpack
 from ..lang.traced_int import TracedInt
-from .ptx import join_words, predicate_value
+from .memory import shared_address
+from .ptx import asm, join_words, predicate_value
 
-__all__ = ["ENTRIES", "descriptor_value", "smem_address"]
+__all__ = ["ENTRIES", "descriptor_value", "smem_address", "fence_register", "add_to_low_word"]
 
 
 def smem_address(ptr: Pointer, what: str) -> TracedInt:
     """The 32-bit shared-memory address of ``ptr``."""
     if not isinstance(ptr, Pointer) or ptr.memspace is not AddressSpace.smem:
         raise TraceError(f"{what} must be a shared-memory pointer, got {ptr!r}")
-    from ..lang.builder import current
-
     p = pointer_value(ptr, what)
-    b = current()
-    with b.at_end():
-        return TracedInt(b.mlir.llvm.PtrToIntOp(b.int_type(32), p).result, 32, True)
+    return TracedInt(shared_address(p), 32, True)
 
 
 def descriptor_value(desc: Any, what: str) -> Any:
     """The i64 MLIR value of a descriptor operand (see the module)."""
-    from ..lang.builder import current
-
     b = current()
     if isinstance(desc, GmmaDescriptor):
         if type(desc.start) is int:
@@ -61,6 +58,20 @@ def descriptor_value(desc: Any, what: str) -> Any:
         return desc.ir
     raise TraceError(f"{what} must be a WGMMA descriptor (make_gmma_desc), an int or a traced 64-bit integer, "
                      f"got {desc!r}")
+
+
+def fence_register(word: Any) -> Any:
+    """The ``i32`` ``word`` through an empty volatile ``asm`` that reads and rewrites it (``"=r,0"``): no use of
+    the register moves across it."""
+    (v,) = asm("", "=r,0", [word], [current().int_type(32)])
+    return v
+
+
+def add_to_low_word(value: Any, step: Any) -> Any:
+    """The ``i64`` ``value`` with the ``i32`` ``step`` added to its low 32-bit word (no carry into the high one)."""
+    (res,) = asm("{\n\t.reg .b32 lo, hi;\n\tmov.b64 {lo, hi}, $1;\n\tadd.u32 lo, lo, $2;\n\tmov.b64 $0, {lo, hi};\n\t}",
+                 "=l,l,r", [value, step], [current().int_type(64)])
+    return res
 
 
 def _fence(b, op):
