@@ -227,7 +227,7 @@ EMIT_PACKAGE = "cute_py.compiler.emit"
 PTX_MODULE = "cute_py.compiler.emit.ptx"  # the one helper that writes inline PTX
 PTX_WRITERS = {"asm", "asm_value"}
 # the dialect's pipeline (a context, lowering, PTX, cubin): functions of mlir_dialects that build no op
-DIALECT_PIPELINE = {"make_context", "lower", "lower_copy", "to_ptx", "to_cubin"}
+DIALECT_PIPELINE = {"make_context", "lower", "lower_copy", "lower_for_ptx", "lowered_to_ptx", "to_ptx", "to_cubin"}
 # what modules outside the emission layer may call on mlir_dialects
 DIALECT_CALLS_ALLOWED = {
     "cute_py.compiler.stages": DIALECT_PIPELINE,
