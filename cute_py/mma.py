@@ -55,6 +55,7 @@ from .core.inverse import right_inverse
 from .core.tiling import logical_divide, tiled_product, zipped_divide
 from .core.typing import Int
 from .errors import CuteTypeError, CuteValueError, TraceError
+from .mma_thread import ThrMma
 
 if TYPE_CHECKING:
     from .tensor.tensor import Tensor
@@ -448,9 +449,9 @@ class TiledMma:
         """The accumulator fragment of a thread's partition ``(V, M, N, ...)``."""
         return self.atom.make_fragment_C(tensor)
 
-    def get_slice(self, thr_idx: Int) -> Any:
+    def get_slice(self, thr_idx: Int) -> ThrMma:
         """The :class:`~cute_py.mma_thread.ThrMma` of thread ``thr_idx``."""
-        return THREAD_SLICE["class"](self, thr_idx)
+        return ThrMma(self, thr_idx)
 
     get_thread_slice = get_slice
 
@@ -481,10 +482,6 @@ def _check_tile(layout, tile, what):
         if is_static(s) and s % tile[i]:
             raise CuteValueError(f"the tiled MMA's {what} tile {fmt(tile)} does not divide mode {i} of {layout} "
                                  f"({s} elements)")
-
-
-# the class of a thread's slice (cute_py.mma_thread.ThrMma, which builds on this module and installs itself here)
-THREAD_SLICE: dict[str, type] = {}
 
 
 def make_tiled_mma(op_or_atom: MmaOp | MmaAtom, atom_layout_mnk: Layout | tuple = (1, 1, 1),

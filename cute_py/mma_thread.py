@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from .core.layout import Layout
 from .core.typing import Int
 from .errors import CuteValueError
-from .mma import THREAD_SLICE, TiledMma
 
 if TYPE_CHECKING:
     from .tensor.tensor import Tensor
@@ -27,11 +26,11 @@ def _hier_coord(layout, idx):
 
 
 class ThrMma:
-    """One thread's view of a :class:`TiledMma`."""
+    """One thread's view of a :class:`~cute_py.mma.TiledMma` (``tiled_mma``, which makes it: ``get_slice``)."""
 
     __slots__ = ("tiled_mma", "thr_idx", "thr_vmnk")
 
-    def __init__(self, tiled_mma: TiledMma, thr_idx: Int) -> None:
+    def __init__(self, tiled_mma: Any, thr_idx: Int) -> None:
         n = tiled_mma.size
         if type(thr_idx) is int and not 0 <= thr_idx < n:
             raise CuteValueError(f"thread index {thr_idx} is out of range for a tiled MMA of {n} threads")
@@ -106,6 +105,3 @@ class ThrMma:
     def partition_shape_C(self, shape_mn: tuple) -> tuple:
         """The shape of this thread's C partition of an ``(M, N, ...)`` tile."""
         return self.partition_C(Layout(shape_mn)).shape
-
-
-THREAD_SLICE["class"] = ThrMma

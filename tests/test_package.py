@@ -521,12 +521,11 @@ def registrations(modules):
 
 # known late bindings, each a class or function of a layer that the lower module it completes cannot import (the
 # import graph has no cycle): a traced integer for the traced floats' conversions, the slice and alignment of a
-# layout for its methods, the thread slice of a tiled MMA; and the memoisation bookkeeping (a cache or key type
+# layout for its methods; and the memoisation bookkeeping (a cache or key type
 # is registered with the module that clears caches, which changes no result)
 LATE_BINDINGS = {("cute_py.compiler.lang.traced_int", "stores into an imported table"),
                  ("cute_py.core.inverse", "stores into an imported table"),
-                 ("cute_py.core.modes", "stores into an imported table"),
-                 ("cute_py.mma_thread", "stores into an imported table")}
+                 ("cute_py.core.modes", "stores into an imported table")}
 BOOKKEEPING_DECORATORS = {"@memoize", "@register_key_type"}
 
 
