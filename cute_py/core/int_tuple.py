@@ -196,12 +196,32 @@ def as_int_tuple(x: Any, what: str = "value", allow_none: bool = False, allow_ba
     if t is int:
         return x
     if t is tuple:
+        # already normal (nested tuples of exact ints, within MAX_DEPTH): returned as is, nothing rebuilt;
+        # the first two levels are checked inline, deeper ones by _is_exact_int_tuple
         for e in x:
             if type(e) is not int:
+                if type(e) is not tuple:
+                    break
+                for f in e:
+                    if type(f) is not int and (type(f) is not tuple or not _is_exact_int_tuple(f, 2)):
+                        break
+                else:
+                    continue
                 break
         else:
             return x
     return _normalise(x, what, allow_none, allow_basis, 0, x)
+
+
+def _is_exact_int_tuple(x: tuple, level: int = 0) -> bool:
+    """True if the tuple ``x``, found ``level`` tuples deep, holds only exact ``int`` leaves and tuples of them,
+    none nested ``MAX_DEPTH`` or more levels deep: what :func:`as_int_tuple` returns unchanged."""
+    if level >= MAX_DEPTH:
+        return False
+    for e in x:
+        if type(e) is not int and (type(e) is not tuple or not _is_exact_int_tuple(e, level + 1)):
+            return False
+    return True
 
 
 def _normalise(x, what, allow_none, allow_basis, level, whole):
@@ -511,21 +531,35 @@ def shape_div(a: Shape, b: Shape) -> Shape:
     - int, tuple: ``shape_div(a, product(b))``;
     - int, int: ``ceil_div(a, b)``, requiring ``b > 0`` and ``a % b == 0 or b % a == 0`` when both are static.
     """
+    if type(a) is int and type(b) is int and b > 0 and (a % b == 0 or (a != 0 and b % a == 0)):
+        return (a + b - 1) // b  # int int, the condition met
     return _shape_div(as_int_tuple(a, "shape_div dividend"), as_int_tuple(b, "shape_div divisor"))
 
 
 def _shape_div(a, b):
     if type(a) is tuple:
         if type(b) is tuple:
-            # tuple tuple: element-wise
+            # tuple tuple: element-wise (two static ints that meet the condition inline, as in the int int case)
             if len(a) != len(b):
                 raise RankError(f"shape_div needs equal ranks, got {fmt(a)} and {fmt(b)}")
-            return tuple(_shape_div(x, y) for x, y in zip(a, b))
+            out = []
+            for x, y in zip(a, b):
+                if type(x) is int and type(y) is int and y > 0 and (x % y == 0 or (x != 0 and y % x == 0)):
+                    out.append((x + y - 1) // y)
+                else:
+                    out.append(_shape_div(x, y))
+            return tuple(out)
         # tuple int: divide each mode by what is left of b, carrying the rest
         out = []
         for x in a:
-            out.append(_shape_div(x, b))
-            b = _shape_div(b, x)
+            if (type(x) is int and type(b) is int and b > 0 and x > 0
+                    and (x % b == 0 or b % x == 0)):
+                # both static ints meeting the condition both ways: the two int int cases inline
+                out.append((x + b - 1) // b)
+                b = (b + x - 1) // x
+            else:
+                out.append(_shape_div(x, b))
+                b = _shape_div(b, x)
         return tuple(out)
     if type(b) is tuple:
         # int tuple
