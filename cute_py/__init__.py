@@ -12,8 +12,11 @@ from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, D
 from .core.congruence import (elem_less, elem_scale, inner_product, is_compatible, is_congruent, is_weakly_congruent,
                               leading_dim, repeat_like)
 from .core.coords import crd2idx, idx2crd, prefix_product, suffix_product
-from .core.int_tuple import (assume, ceil_div, depth, get, is_static, product, product_each, rank, round_up,
-                             shape_div, size)
+from .core.division import ceil_div, round_up, shape_div
+from .core.int_tuple import depth, get, rank, size
+from .core.leaves import assume
+from .core.normalise import is_static
+from .core.products import product, product_each
 from .core.coalescing import coalesce, filter, filter_zeros
 from .core.layout import cosize, is_layout, Layout, make_layout, make_layout_like, make_ordered_layout
 from .core.modes import append, dice, flatten, group_modes, prepend, select, shape, slice_, slice_and_offset

@@ -116,7 +116,7 @@ def stmatrix(op: StMatrix8x8x16bOp, smem: np.ndarray, row_addr: np.ndarray, valu
 
 def _gather(t):
     """The values of a host tensor in its flat order."""
-    from .core.int_tuple import product
+    from .core.products import product
 
     return np.array([t[i] for i in range(product(t.layout.shape))])
 
@@ -136,7 +136,7 @@ def run_tiled_mma(tiled_mma: TiledMma, A: np.ndarray, B: np.ndarray, C: np.ndarr
     ``(M, N)``, each thread's fragments taken by ``partition_A/B/C`` of a column-major view of the tile, each
     instruction executed over the lanes of its warp, ``D`` written back through ``partition_C``."""
     from .core.layout import Layout
-    from .core.int_tuple import product
+    from .core.products import product
     from .tensor.tensor import Tensor
     from .tensor.engines import ArrayEngine
 

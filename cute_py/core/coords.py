@@ -1,6 +1,6 @@
 """Coordinates and strides: exclusive prefix and suffix products, compact strides (column-major,
 row-major, in a given order), and the maps between coordinates and indices (``crd2idx``, ``idx2crd``),
-as CuTe's ``int_tuple.hpp`` and ``stride.hpp``. Leaves may be dynamic, as in :mod:`cute_py.core.int_tuple`."""
+as CuTe's ``int_tuple.hpp`` and ``stride.hpp``. Leaves may be dynamic (:mod:`cute_py.core.leaves`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, RankError
 from .congruence import weakly_congruent_unchecked, zeros_like
-from .int_tuple import (as_int_tuple, flatten_unchecked, fmt, is_shaped, need_static, product_like_unchecked,
-                        product_unchecked, short_repr)
+from .int_tuple import flatten_unchecked
+from .normalise import as_int_tuple, is_shaped, need_static
+from .notation import fmt, short_repr
+from .products import product_like_unchecked, product_unchecked
 from .typing import Coord, IntTuple, Shape, Stride
 
 __all__ = ["prefix_product", "suffix_product", "compact_col_major", "compact_row_major", "compact_order", "crd2idx",

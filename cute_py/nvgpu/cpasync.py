@@ -17,7 +17,10 @@ from ..core.basis import make_identity_layout
 from ..core.composed import get_nonswizzle_portion
 from ..tensor.dtypes import dtype_of
 from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import DynamicInt, fmt, index_or_none, is_static, product
+from ..core.leaves import DynamicInt
+from ..core.normalise import index_or_none, is_static
+from ..core.notation import fmt
+from ..core.products import product
 from ..core.coalescing import coalesce
 from ..core.layout import cosize, Layout
 from ..core.algebra import composition

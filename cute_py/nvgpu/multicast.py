@@ -20,7 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.int_tuple import DynamicInt, flatten, fmt, index_or_none, is_static, product
+from ..core.int_tuple import flatten
+from ..core.leaves import DynamicInt
+from ..core.normalise import index_or_none, is_static
+from ..core.notation import fmt
+from ..core.products import product
 from ..core.layout import cosize, Layout
 from ..core.modes import slice_and_offset
 from ..core.typing import Coord

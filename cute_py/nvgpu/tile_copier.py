@@ -41,7 +41,7 @@ import operator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import device
-from ..core.int_tuple import DynamicInt
+from ..core.leaves import DynamicInt
 from ..core.layout import Layout
 from ..core.swizzle import Swizzle
 from ..errors import CuteTypeError, CuteValueError, DeviceOnlyError, RankError

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ..core.composed import get_swizzle_portion, smem_byte_swizzle
 from ..tensor.dtypes import DType
 from ..errors import CuteValueError, TmaError
-from ..core.int_tuple import product
+from ..core.products import product
 from ..core.symbolic import SymInt
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from ..core.inverse import right_inverse
 from ..core.basis import ScaledBasis, basis_get, basis_value, make_basis_like, make_identity_layout
 from ..core.symbolic import SymInt
 from ..errors import CuteTypeError
-from ..core.int_tuple import flatten, product
+from ..core.int_tuple import flatten
+from ..core.products import product
 from ..core.coalescing import coalesce
 from ..core.layout import Layout, make_layout_unchecked
 from ..core.recast import recast_layout

@@ -15,7 +15,9 @@ from ..core.inverse import right_inverse
 from ..core.basis import ScaledBasis, basis_get
 from ..core.composed import SmemPtrFlag, get_nonswizzle_portion, smem_byte_swizzle
 from ..errors import CuteError
-from ..core.int_tuple import flatten, fmt, product
+from ..core.int_tuple import flatten
+from ..core.notation import fmt
+from ..core.products import product
 from ..core.coalescing import coalesce
 from ..core.layout import Layout
 from ..core.tiling import logical_divide, tile_to_shape

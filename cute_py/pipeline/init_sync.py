@@ -21,7 +21,8 @@ from typing import Any
 from .. import arch
 from ..compiler import TraceError
 from ..compiler.frontend.builder import current
-from ..core.int_tuple import is_static, product
+from ..core.normalise import is_static
+from ..core.products import product
 from ..core.layout import Layout
 from .groups import Agent, agent_sync
 

@@ -34,7 +34,8 @@ from typing import Any
 from .. import arch
 from ..compiler import TraceError, TracedBool, TracedInt, if_
 from ..compiler.frontend.builder import current
-from ..core.int_tuple import is_static, product
+from ..core.normalise import is_static
+from ..core.products import product
 from ..core.layout import Layout
 from ..tensor.pointer import Pointer
 from .groups import Agent, CooperativeGroup, PipelineOp, WARP_SIZE, agent_sync, arrive_count, check_arrivals_fit

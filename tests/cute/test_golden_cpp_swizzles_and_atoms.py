@@ -15,7 +15,7 @@ import pytest
 import cute_py as cute
 from cute_py import Layout
 from cute_py.errors import CuteError, CuteValueError
-from cute_py.core.int_tuple import fmt
+from cute_py.core.notation import fmt
 from cute_py.nvgpu.smem_atoms import SmemLayoutAtomKind
 from cute_py.core.swizzle import compose_swizzles
 
