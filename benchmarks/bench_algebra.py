@@ -1,21 +1,30 @@
 """Time cute_py's layout algebra against pycute on the same interpreter.
 
     pip install --no-deps nvidia-cutlass==4.2.0.0   # ships pycute (pure Python)
-    python benchmarks/bench_algebra.py [--quick]
+    python benchmarks/bench_algebra.py [--quick] [--before DIR [--processes N]]
 
 For each op it prints the time per call of pycute, of cute_py with memoisation
 off (every call computes), and of cute_py on repeated identical calls
 (memoised), with the ratios pycute/cute_py.  Both libraries' results are checked
-to be the same function before timing.
+to be the same function before timing.  With ``--before DIR`` it prints before/after columns side by side: the
+cute_py of another checkout (``git worktree add DIR <commit>``) and this checkout's, each timed in ``--processes``
+fresh worker processes (pycute too, in the latter), the ops interleaved, the fastest process kept.
 """
 
 import argparse
 import datetime
+import json
+import os
 import platform
+import subprocess
 import sys
 import timeit
 
-import cute_py as cute
+if __name__ == "__main__" and "--worker" not in sys.argv:
+    # the cute_py of the checkout this script is in (a worker times the one on its PYTHONPATH)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import cute_py as cute  # noqa: E402
 
 try:
     import pycute as pc
@@ -64,6 +73,42 @@ def suite():
         f = P.crd2idx
         return [f(c, shape, stride) for c in coords]
 
+    # hierarchical coordinates of ((8,8),(8,8)):((1,512),(8,64)), and the same points as plain indices
+    n_shape, n_stride = ((8, 8), (8, 8)), ((1, 512), (8, 64))
+    n_coords = [((i % 8, (i // 8) % 8), ((i // 64) % 8, i // 512)) for i in range(4096)]
+    n_indices = list(range(4096))
+
+    def crd_nested_c():
+        f = C.crd2idx
+        return [f(c, n_shape, n_stride) for c in n_coords]
+
+    def crd_nested_p():
+        f = P.crd2idx
+        return [f(c, n_shape, n_stride) for c in n_coords]
+
+    def crd_index_c():
+        f = C.crd2idx
+        return [f(i, n_shape, n_stride) for i in n_indices]
+
+    def crd_index_p():
+        f = P.crd2idx
+        return [f(i, n_shape, n_stride) for i in n_indices]
+
+    # shape_div of every form (int/int, tuple/int, int/tuple, tuple/tuple), flat and nested shapes
+    sd_flat = [[(64 << (i % 4), 8 << (i % 3)), ((4, 2 << (i % 3), 6), 8), (64 << (i % 2), (2, 4)),
+                ((64, 32 << (i % 2)), (8, 4))][i % 4] for i in range(4096)]
+    sd_nested = [[(((4, 2 << (i % 3)), 8), (2, 4)), (((2, 4), (8 << (i % 2), 2)), 16),
+                  (((16, 2), (4, (2, 8 << (i % 3)))), (4, (2, 8))), ((((4, 2), 8), 2), ((8, 2), 2))][i % 4]
+                 for i in range(4096)]
+
+    def sd_c(pairs):
+        f = C.shape_div
+        return lambda: [f(a, b) for a, b in pairs]
+
+    def sd_p(pairs):
+        f = P.shape_div
+        return lambda: [f(a, b) for a, b in pairs]
+
     from pycute.swizzle import ComposedLayout as PComposed
     from pycute.swizzle import Swizzle as PSwizzle
 
@@ -108,6 +153,10 @@ def suite():
         *ri_rows,
         ("left_inverse (4,(2,8)):(16,(1,2))", lambda: C.left_inverse(inv_c), lambda: P.left_inverse(inv_p)),
         ("crd2idx x 4096 coordinates", crd_c, crd_p),
+        ("crd2idx x 4096 nested coordinates", crd_nested_c, crd_nested_p),
+        ("crd2idx x 4096 indices, nested shape", crd_index_c, crd_index_p),
+        ("shape_div x 4096 flat shapes", sd_c(sd_flat), sd_p(sd_flat)),
+        ("shape_div x 4096 nested shapes", sd_c(sd_nested), sd_p(sd_nested)),
         ("Swizzle S<3,4,3> x 4096 offsets", swz_c, swz_p),
         ("S<3,3,3> o 0 o (8,64):(64,1) x 4096 coords", cl_eval_c, cl_eval_p),
     ]
@@ -127,35 +176,141 @@ def _per_call(fn, quick):
     return min(timer.repeat(repeat=repeats, number=number)) / number
 
 
+def _time_cute(fc, name, quick):
+    """(uncached µs, memoised µs or None) of one cute_py op: uncached with memoisation off (every call computes),
+    memoised on repeated identical calls from empty caches; the ``x 4096`` rows have nothing to memoise."""
+    with cute.memoization(False):
+        t_c = _per_call(fc, quick)
+    if " x 4096 " in name:
+        return t_c, None
+    cute.clear_caches()
+    return t_c, _per_call(fc, quick)
+
+
+def _worker(quick):
+    """Time ops of the suite in this process, one request per line on stdin (``cute <op>`` or ``pycute <op>``),
+    a JSON line per request on stdout: ``[uncached, memoised or null]`` seconds per call (pycute: ``[t, null]``)."""
+    ops = {name: (fc, fp) for name, fc, fp in suite()}
+    print(json.dumps({"version": cute.__version__, "file": cute.__file__}), flush=True)
+    for line in sys.stdin:
+        kind, name = line.rstrip("\n").split(" ", 1)
+        fc, fp = ops[name]
+        print(json.dumps(_time_cute(fc, name, quick) if kind == "cute" else (_per_call(fp, quick), None)), flush=True)
+    return 0
+
+
+class _Worker:
+    """A process timing the suite with the cute_py found at ``path`` (this checkout's, or an older one)."""
+
+    def __init__(self, path, quick):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (path, os.environ.get("PYTHONPATH")) if p))
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker"] + (["--quick"] if quick else [])
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.info = json.loads(self.proc.stdout.readline())
+
+    def time(self, kind, name):
+        self.proc.stdin.write(f"{kind} {name}\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def _best(times):
+    # the fastest of the processes' measurements (a process's placement in memory moves its times by ~10%)
+    return None if times[0] is None else min(times)
+
+
+def _compare(before_path, processes, quick):
+    """Before/after columns: ``processes`` worker processes per checkout, each op timed once in every one of them
+    in turn (before, after, pycute in the after process), the fastest kept; the ratios are pycute / cute_py."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    before = [_Worker(before_path, quick) for _ in range(processes)]
+    after = [_Worker(here, quick) for _ in range(processes)]
+    try:
+        print(f"# before: cute_py {before[0].info['version']} from {os.path.dirname(before[0].info['file'])}")
+        print(f"# after:  cute_py {after[0].info['version']} from {os.path.dirname(after[0].info['file'])}")
+        print(f"# each: the fastest of {processes} processes per checkout, the ops interleaved")
+        print()
+        head = (f"| {'op':42} | {'pycute µs':>10} | {'before µs':>10} | {'ratio':>6} | {'after µs':>10} | {'ratio':>6} "
+                f"| {'memo before':>11} | {'memo after':>10} |")
+        print(head)
+        print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
+        worst = {"before": None, "after": None}
+        for name, fc, fp in suite():
+            if fp is not None:
+                with cute.memoization(False):
+                    if not _same_function(fc(), fp()):
+                        print(f"| {name:42} | results differ between cute_py and pycute |")
+                        continue
+            rows = {"before": [], "after": [], "pycute": []}
+            for wb, wa in zip(before, after):
+                rows["before"].append(wb.time("cute", name))
+                rows["after"].append(wa.time("cute", name))
+                if fp is not None:
+                    rows["pycute"].append(wa.time("pycute", name)[0])
+            t_p = min(rows["pycute"]) if rows["pycute"] else None
+            cells = [f"{'n/a':>10}" if t_p is None else f"{t_p * 1e6:10.2f}"]
+            memo = []
+            for key in ("before", "after"):
+                t = min(r[0] for r in rows[key])
+                memo.append(_best([r[1] for r in rows[key]]))
+                cells.append(f"{t * 1e6:10.2f}")
+                if t_p is None:
+                    cells.append(f"{'':>6}")
+                else:
+                    cells.append(f"{t_p / t:5.2f}x")
+                    worst[key] = t_p / t if worst[key] is None else min(worst[key], t_p / t)
+            cells += [f"{'-':>11}" if memo[0] is None else f"{memo[0] * 1e6:11.3f}",
+                      f"{'-':>10}" if memo[1] is None else f"{memo[1] * 1e6:10.3f}"]
+            print(f"| {name:42} | " + " | ".join(cells) + " |", flush=True)
+        print()
+        print(f"worst uncached ratio: before {worst['before']:.2f}x, after {worst['after']:.2f}x (target >= 1.0x)")
+    finally:
+        for w in before + after:
+            w.close()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
+    ap.add_argument("--before", metavar="DIR", help="before/after columns: the cute_py of another checkout (the "
+                    "folder holding its cute_py package) and this one's, op by op in worker processes")
+    ap.add_argument("--processes", type=int, default=3, metavar="N",
+                    help="with --before: worker processes per checkout (default 3), the fastest kept")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.worker:
+        return _worker(args.quick)
     if pc is None:
         print("pycute is not installed: pip install --no-deps nvidia-cutlass==4.2.0.0", file=sys.stderr)
         return 2
     print(f"# cute_py algebra vs pycute — {datetime.date.today().isoformat()}")
     print(f"# CPU: {_cpu_name()}; Python {platform.python_version()}; cute_py {cute.__version__}")
+    if args.before:
+        _compare(args.before, args.processes, args.quick)
+        return 0
     print()
     head = f"| {'op':42} | {'pycute µs':>10} | {'cute_py µs':>10} | {'ratio':>6} | {'memo µs':>8} | {'memo ratio':>10} |"
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
     worst = None
     for name, fc, fp in suite():
-        with cute.memoization(False):
-            if fp is not None and not _same_function(fc(), fp()):
-                print(f"| {name:42} | results differ between cute_py and pycute |")
-                continue
-            t_c = _per_call(fc, args.quick)
-        if " x 4096 " in name:
-            # not memoised: every call is a different coordinate
+        if fp is not None:
+            with cute.memoization(False):
+                if not _same_function(fc(), fp()):
+                    print(f"| {name:42} | results differ between cute_py and pycute |")
+                    continue
+        t_c, t_m = _time_cute(fc, name, args.quick)
+        if t_m is None:
+            # not memoised: every call is a different input
             t_p = _per_call(fp, args.quick)
             ratio = t_p / t_c
             worst = min(worst, ratio) if worst is not None else ratio
             print(f"| {name:42} | {t_p * 1e6:10.2f} | {t_c * 1e6:10.2f} | {ratio:5.2f}x | {'-':>8} | {'-':>10} |")
             continue
-        cute.clear_caches()
-        t_m = _per_call(fc, args.quick)
         if fp is None:
             print(f"| {name:42} | {'n/a':>10} | {t_c * 1e6:10.2f} | {'':>6} | {t_m * 1e6:8.3f} | {t_c / t_m:6.1f}x(*) |")
             continue

@@ -12,8 +12,11 @@ from .errors import (CuteError, CuteIndexError, CuteTypeError, CuteValueError, D
 from .core.congruence import (elem_less, elem_scale, inner_product, is_compatible, is_congruent, is_weakly_congruent,
                               leading_dim, repeat_like)
 from .core.coords import crd2idx, idx2crd, prefix_product, suffix_product
-from .core.int_tuple import (assume, ceil_div, depth, get, is_static, product, product_each, rank, round_up,
-                             shape_div, size)
+from .core.division import ceil_div, round_up, shape_div
+from .core.int_tuple import depth, get, rank, size
+from .core.leaves import assume
+from .core.normalise import is_static
+from .core.products import product, product_each
 from .core.coalescing import coalesce, filter, filter_zeros
 from .core.layout import cosize, is_layout, Layout, make_layout, make_layout_like, make_ordered_layout
 from .core.modes import append, dice, flatten, group_modes, prepend, select, shape, slice_, slice_and_offset
@@ -25,15 +28,11 @@ from .core.composed import (ComposedLayout, SmemPtrFlag, as_position_independent
 from .atom import (CopyAtom, CopyOp, CopyUniversalOp, ThrCopy, TiledCopy, make_copy_atom, make_tiled_copy,
                    make_tiled_copy_D, make_tiled_copy_S, make_tiled_copy_tv)
 from .mma import MmaAtom, MmaOp, TiledMma, make_mma_atom, make_tiled_mma
-from .mma_thread import ThrMma
-from .mma_copy import make_tiled_copy_A, make_tiled_copy_B, make_tiled_copy_C, make_tiled_copy_C_atom
-from .mma_gemm import gemm
+from .mma_thread import ThrMma  # TiledMma.get_slice makes its ThrMma, registered by this module
 from .tensor.dtypes import (BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16, Float32, Float64, Int8, Int16, Int32,
                             Int64, TFloat32, Uint8, Uint16, Uint32, Uint64)
 from .core.parse import parse_int_tuple, parse_layout, parse_swizzle
 from .core.recast import downcast, recast_exactness, recast_layout, upcast, upcast_exactness
-from .nvgpu.warpgroup.smem import SmemLayoutAtomKind, make_smem_layout_atom
-from .nvgpu.tma.multicast import make_layout_image_mask
 from .core.swizzle import Swizzle, is_swizzle, make_swizzle
 from .tensor.pointer import AddressSpace, Pointer, make_ptr, recast_ptr
 from .tensor.tensor import Tensor, is_tensor, make_fragment_like, make_identity_tensor, make_tensor, recast_tensor
@@ -44,15 +43,24 @@ from .core.symbolic import SymInt, sym_int, sym_int32, sym_int64
 from .core.tiling import (blocked_product, flat_divide, flat_product, logical_divide, logical_product, make_layout_tv,
                           raked_product, tile_to_shape, tiled_divide, tiled_product, zipped_divide, zipped_product)
 
-from . import nvgpu, runtime
 from .tensor import dtypes
 from .tensor.dtypes import DType as Numeric, dtype
 
 __version__ = "0.1.0"
 
-# Names that load on first use, so that `import cute_py` stays fast and light: the compiler (MLIR,
-# cuda-python), the kernel builtins and the pictures.  name -> (module, attribute or None for the module)
+# Names that load on first use, so that `import cute_py` stays fast and light: the copies of MMA operands and
+# gemm, the Hopper operations (cpasync, TMA, warp and warpgroup MMA, smem layout atoms, multicast masks), the
+# host run-time helpers, the compiler (MLIR, cuda-python), the kernel builtins and the pictures.
+# name -> (module, attribute or None for the module)
 _LAZY = {
+    **{n: ("mma_copy", n) for n in ("make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
+                                    "make_tiled_copy_C_atom")},
+    "gemm": ("mma_gemm", "gemm"),
+    "SmemLayoutAtomKind": ("nvgpu.warpgroup.smem", "SmemLayoutAtomKind"),
+    "make_smem_layout_atom": ("nvgpu.warpgroup.smem", "make_smem_layout_atom"),
+    "make_layout_image_mask": ("nvgpu.tma.multicast", "make_layout_image_mask"),
+    "nvgpu": ("nvgpu", None),
+    "runtime": ("runtime", None),
     "kernel": ("compiler", "kernel"),
     "math": ("compiler.builtins.math", None),
     "printf": ("compiler.builtins.printing", "printf"),
@@ -110,7 +118,13 @@ def __getattr__(name):
         from .errors import missing_extra
 
         raise missing_extra(name, e) from e
-    return module if where[1] is None else getattr(module, where[1])
+    value = module if where[1] is None else getattr(module, where[1])
+    if name not in _SHADOWED_BUILTINS:  # later reads are plain attribute reads (a builtin keeps its own name here)
+        globals()[name] = value
+    return value
+
+
+_SHADOWED_BUILTINS = {"range", "min", "max", "compile"}
 
 
 def __dir__():

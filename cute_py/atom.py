@@ -18,7 +18,10 @@ from .core.algebra import composition
 from .core.inverse import right_inverse
 from .tensor.dtypes import dtype_of
 from .errors import CuteTypeError, CuteValueError
-from .core.int_tuple import as_index, as_int_tuple, flatten_unchecked, fmt, product, product_each
+from .core.int_tuple import flatten_unchecked
+from .core.normalise import as_index, as_int_tuple
+from .core.notation import fmt
+from .core.products import product, product_each
 from .core.coalescing import coalesce
 from .core.layout import Layout, cosize, make_layout_unchecked
 from .core.modes import slice_
@@ -311,7 +314,7 @@ def _atom_sizes(atom):
 
 def _check_rank(layout, tiler):
     from .core.congruence import evenly_divides
-    from .core.int_tuple import is_static
+    from .core.normalise import is_static
 
     r = len(tiler) if type(tiler) is tuple else 1
     if type(tiler) is tuple and any(isinstance(t, Layout) for t in tiler):

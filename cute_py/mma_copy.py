@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .core.algebra import composition
 from .core.layout import Layout
 from .errors import CuteValueError
-from .core.int_tuple import product
+from .core.products import product
 from .mma import TiledMma
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import device
-from .core.int_tuple import fmt, product
+from .core.notation import fmt
+from .core.products import product
 from .errors import CuteTypeError, CuteValueError, DeviceOnlyError
 from .mma import MmaAtom, TiledMma
 from .mma_thread import ThrMma

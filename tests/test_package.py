@@ -1,6 +1,7 @@
 """Package-level rules: the layering of DESIGN §1 over the whole tree, import cost, the demo, public names."""
 
 import ast
+import importlib
 import pathlib
 import re
 import subprocess
@@ -385,6 +386,33 @@ def test_import_cute_py_is_stdlib_only():
     code = "import sys; import cute_py; print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (HEAVY,)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+LOADED_ON_FIRST_USE = ("cute_py.nvgpu", "cute_py.runtime", "cute_py.mma_copy", "cute_py.mma_gemm", "cute_py.compiler",
+                      "cute_py.viz")
+
+
+def test_import_cute_py_leaves_the_hopper_operations_and_run_time_helpers_to_first_use():
+    # the names stay where they were: `from cute_py import X`, `cute_py.X`, `dir(cute_py)`, the nvgpu package
+    code = ("import sys, cute_py; print(sorted(m for m in sys.modules if m.startswith(%r)))\n"
+            "from cute_py import SmemLayoutAtomKind, make_smem_layout_atom, make_layout_image_mask, gemm\n"
+            "from cute_py import make_tiled_copy_A, make_tiled_copy_C_atom, runtime, nvgpu\n"
+            "from cute_py.nvgpu import cpasync\n"
+            "assert cute_py.nvgpu is nvgpu and nvgpu.cpasync is cpasync and cute_py.runtime is runtime\n"
+            "assert cute_py.gemm is sys.modules['cute_py.mma_gemm'].gemm\n"
+            "print(sorted(set(cute_py.__all__) - set(dir(cute_py))))\n"
+            "print('cute_py.compiler' in sys.modules, 'cute_py.viz' in sys.modules)") % (LOADED_ON_FIRST_USE,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split("\n")[:3] == ["[]", "[]", "False False"]
+
+
+def test_every_lazy_name_of_the_package_loads_from_where_it_is_listed():
+    import cute_py
+
+    light = {n: w for n, w in cute_py._LAZY.items() if not w[0].startswith(("compiler", "cuda", "arch", "utils"))}
+    for name, (module, attr) in light.items():
+        assert getattr(cute_py, name) is (importlib.import_module(f"cute_py.{module}") if attr is None
+                                          else getattr(importlib.import_module(f"cute_py.{module}"), attr)), name
 
 
 def test_demo_prints_the_tour_and_its_checks():

@@ -1,5 +1,7 @@
-"""The layout algebra: IntTuples (``int_tuple``; their comparisons and congruence in ``congruence``, coordinates
-and compact strides in ``coords``), ``Layout`` and its basic operations (``layout``; coalescing and filtering in
+"""The layout algebra: IntTuples (their structure in ``int_tuple``, which also re-exports the rest; their leaves,
+static and run-time, in ``leaves``; printing in ``notation``; the normalisation of user input in ``normalise``;
+products and sums in ``products``; ``shape_div``, ``ceil_div`` and ``round_up`` in ``division``; comparisons and
+congruence in ``congruence``; coordinates and compact strides in ``coords``), ``Layout`` and its basic operations (``layout``; coalescing and filtering in
 ``coalescing``; modes, slices and dice in ``modes``), composition and complement (``algebra``), inverses,
 common vectors, nullspaces and alignment (``inverse``), divides and products (``tiling``), swizzles
 (``swizzle``), composed layouts (``composed``), basis strides (``basis``), recast (``recast``), run-time
@@ -11,29 +13,37 @@ This layer imports only the standard library and :mod:`cute_py.errors`; the pack
 **Internal API.** The names below, outside the ``__all__`` lists, are what the other modules of cute_py
 may import from this layer; nothing else outside ``__all__`` is imported across modules (a test checks it).
 A name ending in ``_unchecked`` is the public function of the same stem on arguments that are already
-normalised — IntTuples of ``int`` and :class:`~cute_py.core.int_tuple.DynamicInt` leaves, valid layouts —
+normalised — IntTuples of ``int`` and :class:`~cute_py.core.leaves.DynamicInt` leaves, valid layouts —
 with no conversion and no argument checks (the library's own hot paths); ``make_layout_unchecked`` builds a
 layout from such a shape and stride without validating them.
 """
 
 INTERNAL_API = {
     "int_tuple": (
-        "as_mode",                       # a (nested) mode index given as an int or a sequence, as a tuple
-        "ceil_div_unchecked",
         "depth_unchecked",
         "flatten_unchecked",
         "get_unchecked",
+        "int_like",                      # re-exported from normalise, where it is defined
+        "product_unchecked",             # re-exported from products, where it is defined
+    ),
+    "normalise": (
+        "as_mode",                       # a (nested) mode index given as an int or a sequence, as a tuple
         "index_or_none",                 # the int of an integer-like value, or None
         "int_like",                      # the int of an integer-like value that is no bool, or None
         "is_shaped",                     # a layout, tensor or other algebra object with a shape
         "is_static_unchecked",
-        "product_each_unchecked",
-        "product_unchecked",
         "depth_guarded",                 # a recursive function guarded against nesting deeper than MAX_DEPTH
         "need_static",                   # StaticValueRequired unless a value is static
         "need_nonzero_stride",           # StaticValueRequired for a run-time stride where stride-0 modes are removed
-        "product_like_unchecked",        # the product of a tuple over the profile of another
         "shape_of",                      # the shape of an IntTuple, layout or tensor
+    ),
+    "products": (
+        "product_each_unchecked",
+        "product_unchecked",
+        "product_like_unchecked",        # the product of a tuple over the profile of another
+    ),
+    "division": (
+        "ceil_div_unchecked",
     ),
     "congruence": (
         "as_tiler_tuple",                # a tiler normalised: lists to tuples, layouts and None kept

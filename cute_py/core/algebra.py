@@ -13,8 +13,8 @@ from typing import Any
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, RankError, StaticValueRequired
 from .coords import compact_col_major_unchecked
 from .symbolic import deciding_active
-from .int_tuple import (as_int_tuple, ceil_div_unchecked, divisor_of, flatten_unchecked, fmt, is_int,
-                        product_unchecked, signum)
+from .division import ceil_div_unchecked
+from .int_tuple import as_int_tuple, divisor_of, flatten_unchecked, fmt, is_int, product_unchecked, signum
 from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_x
 from .layout import concat_layouts, cosize, Layout, make_layout, make_layout_unchecked
 from .memo import memoize

@@ -12,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import CuteTypeError, CuteValueError
-from .int_tuple import DynamicInt, get_unchecked, product_unchecked, as_index, as_int_tuple, short_repr, fmt, is_int
+from .int_tuple import get_unchecked
+from .leaves import DynamicInt, is_int
+from .normalise import as_index, as_int_tuple
+from .notation import fmt, short_repr
+from .products import product_unchecked
 from .layout import Layout, make_layout_unchecked
 from .typing import Int, IntTuple, Shape, Stride, XTuple
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from ..errors import RankError
 from .congruence import filter_zeros_tuple_unchecked
-from .int_tuple import as_int_tuple, flatten_unchecked as _flatten_tuple, fmt
+from .int_tuple import flatten_unchecked as _flatten_tuple
+from .normalise import as_int_tuple
+from .notation import fmt
 from .layout import Layout, check_layout, make_layout, make_layout_unchecked, map_outer
 from .memo import memoize
 from .typing import IntTuple, Stride

@@ -16,7 +16,10 @@ from .memo import memoize
 from .algebra import composition
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
 from .coords import crd2idx_unchecked
-from .int_tuple import as_index, as_int_tuple, fmt, is_int, product_unchecked, short_repr
+from .leaves import is_int
+from .normalise import as_index, as_int_tuple
+from .notation import fmt, short_repr
+from .products import product_unchecked
 from .layout import has_none, is_flat_int_tuple, Layout, make_layout_unchecked
 from .modes import dice, slice_, slice_and_offset
 from .swizzle import Swizzle, carries_exactly, make_swizzle

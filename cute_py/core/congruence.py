@@ -1,15 +1,18 @@
 """Comparing IntTuples: element-wise order and scaling, inner products, congruence and compatibility of
-profiles, divisibility by a tiler, and the stride positions that are zero. Leaves may be dynamic, as in
-:mod:`cute_py.core.int_tuple`, whose normalisation the public functions here use."""
+profiles, divisibility by a tiler, and the stride positions that are zero. Leaves may be dynamic
+(:mod:`cute_py.core.leaves`); the public functions here normalise their input with :mod:`cute_py.core.normalise`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, RankError
-from .int_tuple import (MAX_DEPTH, DynamicInt, as_int_tuple, ceil_div_unchecked, depth_guarded, fmt, int_like, is_shaped,
-                        product_unchecked,
-                        shape_of, size)
+from .division import ceil_div_unchecked
+from .int_tuple import size
+from .leaves import DynamicInt
+from .normalise import as_int_tuple, depth_guarded, int_like, is_shaped, MAX_DEPTH, shape_of
+from .notation import fmt
+from .products import product_unchecked
 from .typing import IntTuple, Shape, Stride, Tiler, XTuple
 
 __all__ = ["elem_less", "elem_scale", "inner_product", "is_congruent", "is_weakly_congruent", "is_compatible",

@@ -1,6 +1,6 @@
 """Coordinates and strides: exclusive prefix and suffix products, compact strides (column-major,
 row-major, in a given order), and the maps between coordinates and indices (``crd2idx``, ``idx2crd``),
-as CuTe's ``int_tuple.hpp`` and ``stride.hpp``. Leaves may be dynamic, as in :mod:`cute_py.core.int_tuple`."""
+as CuTe's ``int_tuple.hpp`` and ``stride.hpp``. Leaves may be dynamic (:mod:`cute_py.core.leaves`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, RankError
 from .congruence import weakly_congruent_unchecked, zeros_like
-from .int_tuple import (as_int_tuple, flatten_unchecked, fmt, is_shaped, need_static, product_like_unchecked,
-                        product_unchecked, short_repr)
+from .int_tuple import flatten_unchecked
+from .normalise import as_int_tuple, is_shaped, need_static
+from .notation import fmt, short_repr
+from .products import product_like_unchecked, product_unchecked
 from .typing import Coord, IntTuple, Shape, Stride
 
 __all__ = ["prefix_product", "suffix_product", "compact_col_major", "compact_row_major", "compact_order", "crd2idx",
@@ -142,17 +144,82 @@ def crd2idx(coord: Coord, shape: Any, stride: Stride | None = None) -> Any:
         if is_shaped(shape):
             return _crd2idx_layout(coord, shape)
         return crd2idx_colex(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"))
-    if type(coord) is tuple and type(shape) is tuple and type(stride) is tuple and len(coord) == len(shape) == len(stride):
-        # flat static coordinates: checked and summed in one pass
+    # static ints nested at most two levels (three for an index split over a nested mode) are computed here,
+    # in one pass that checks them; anything else goes through normalisation and crd2idx_unchecked
+    if type(coord) is int:
+        if type(shape) is int:
+            if type(stride) is int:
+                return coord * stride  # int int int
+        elif type(shape) is tuple and type(stride) is tuple:
+            r = _split_static(coord, shape, stride, True)
+            if r is not None:
+                return r
+    elif type(coord) is tuple and type(shape) is tuple and type(stride) is tuple and len(coord) == len(shape) == len(stride):
         r = 0
         for c, s, d in zip(coord, shape, stride):
-            if type(c) is not int or type(s) is not int or type(d) is not int:
+            if type(c) is int and type(s) is int and type(d) is int:
+                r = r + c * d  # int int int
+            elif type(c) is tuple and type(s) is tuple and type(d) is tuple and len(c) == len(s) == len(d):
+                # tuple tuple tuple of ints
+                for c2, s2, d2 in zip(c, s, d):
+                    if type(c2) is not int or type(s2) is not int or type(d2) is not int:
+                        break
+                    r = r + c2 * d2
+                else:
+                    continue
                 break
-            r = r + c * d
+            elif type(c) is int and type(s) is tuple and type(d) is tuple:
+                # int tuple tuple: an index split over the mode
+                v = _split_static(c, s, d, True)
+                if v is None:
+                    break
+                r = r + v
+            else:
+                break
         else:
             return r
     return crd2idx_unchecked(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"),
-                    as_int_tuple(stride, "stride", allow_basis=True))
+                             as_int_tuple(stride, "stride", allow_basis=True))
+
+
+def _split_static(coord, shape, stride, nested):
+    # crd2idx_unchecked's int tuple tuple case for a static int index over static ints (nested: one more level of
+    # flat tuples of ints); None for anything else, or an empty mode to split over (the general path reports it)
+    if len(shape) != len(stride):
+        return None
+    r = 0
+    last = len(shape) - 1
+    i = 0
+    for s, d in zip(shape, stride):
+        if type(s) is int:
+            if type(d) is not int:
+                return None
+            if i == last:
+                return r + coord * d
+            if s == 0:
+                return None
+            r = r + (coord % s) * d
+            coord = coord // s
+        elif nested and type(s) is tuple and type(d) is tuple:
+            p = 1
+            for e in s:
+                if type(e) is not int:
+                    return None
+                p = p * e
+            if i == last:
+                v = _split_static(coord, s, d, False)
+            elif p == 0:
+                return None
+            else:
+                v = _split_static(coord % p, s, d, False)
+                coord = coord // p
+            if v is None:
+                return None
+            r = r + v
+        else:
+            return None
+        i += 1
+    return r
 
 
 def _crd2idx_layout(coord, layout):
@@ -196,7 +263,18 @@ def crd2idx_unchecked(coord, shape, stride):
         last = len(shape) - 1
         for i, (s, d) in enumerate(zip(shape, stride)):
             if i == last:
+                if type(s) is int and type(d) is int:
+                    return r + (0 if d == 0 else coord * d)  # int int int, inlined
                 return r + crd2idx_unchecked(coord, s, d)
+            if type(s) is int and type(d) is int:
+                # int int int, inlined
+                if s == 0:
+                    raise CuteValueError(f"the index {fmt(coord)} cannot be split over the empty mode {fmt(s)} "
+                                         f"of shape {fmt(shape)}")
+                m = coord % s
+                r = r + (0 if d == 0 else m * d)
+                coord = coord // s
+                continue
             p = product_unchecked(s)
             if type(p) is int and p == 0:
                 raise CuteValueError(f"the index {fmt(coord)} cannot be split over the empty mode {fmt(s)} "

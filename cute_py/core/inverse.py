@@ -13,8 +13,11 @@ from typing import Any
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, StaticValueRequired
 from .algebra import composition_unchecked, exchange_sort, is_int_value, need_layout, unwrap_single
 from .coords import compact_col_major_unchecked
-from .int_tuple import (DynamicInt, divisor_of, flatten_unchecked, is_int, need_nonzero_stride, product_unchecked,
-                        short_repr)
+from .int_tuple import flatten_unchecked
+from .leaves import divisor_of, DynamicInt, is_int
+from .normalise import need_nonzero_stride
+from .notation import short_repr
+from .products import product_unchecked
 from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_unchecked
 from .layout import Layout, make_layout_unchecked, UPPER_LAYER_OPERATIONS
 from .memo import memoize

@@ -15,9 +15,10 @@ from typing import Any
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
 from .congruence import congruent_unchecked, filter_zeros_tuple_unchecked
 from .coords import compact_col_major_unchecked, compact_order, crd2idx_colex, crd2idx_unchecked, idx2crd_unchecked
-from .int_tuple import (as_index, as_int_tuple, as_mode, depth_unchecked, DynamicInt,
-                        flatten_unchecked as _flatten_tuple, fmt, get_unchecked, is_int, is_shaped, MAX_DEPTH,
-                        short_repr)
+from .int_tuple import depth_unchecked, flatten_unchecked as _flatten_tuple, get_unchecked
+from .leaves import DynamicInt, is_int
+from .normalise import as_index, as_int_tuple, as_mode, is_shaped, MAX_DEPTH
+from .notation import fmt, short_repr
 from .memo import register_key_type, set_error_type
 from .typing import Coord, Int, IntTuple, Shape, Stride
 

@@ -19,10 +19,12 @@ deep inside the algebra into :class:`~cute_py.errors.CuteValueError` (installed 
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import linecache
 import os
+import types
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -120,30 +122,45 @@ def memoize(fn: _Fn) -> _Fn:
                         f"got {fn.__name__}")
     defaults = fn.__defaults__ or ()
     first_default = len(names) - len(defaults)
+    cache = {}
+    _caches.append(cache)
+
+    # the generated code belongs to fn's module (tools that map code to source files see that file)
+    namespace = {"__name__": fn.__module__, "__file__": fn.__globals__.get("__file__"), "__builtins__": builtins,
+                 "fn": fn, "cache": cache, "cache_get": cache.get, "miss": _MISS, "state": _state,
+                 "max_entries": _MAX_ENTRIES, "structure_error": _structure_error, "key_types": _KEY_TYPES,
+                 "clean_tuple": _clean_tuple, "all_keys": _KEY_TYPES.issuperset}
+    # a file name inside the package: tracebacks and tools see library code; the source is in linecache
+    module_file = fn.__globals__.get("__file__") or fn.__module__
+    filename = os.path.join(os.path.dirname(module_file), f"<memoized {fn.__qualname__}>")
+    source = _wrapper_source(fn.__name__, names, first_default)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # functions of the same parameters share one compiled wrapper (compiling is most of the cost of memoize)
+    renamed = {"co_name": fn.__name__, "co_filename": filename}
+    template = _wrapper_code(names, first_default)
+    if hasattr(template, "co_qualname"):
+        renamed["co_qualname"] = fn.__name__
+    wrapper = types.FunctionType(template.replace(**renamed), namespace, fn.__name__, defaults or None)
+    wrapper = functools.update_wrapper(wrapper, fn)
+    wrapper.cache = cache
+    return wrapper
+
+
+def _wrapper_source(name, names, first_default):
     params = ", ".join(n if i < first_default else f"{n}=_default_{i}" for i, n in enumerate(names))
     checks = " and ".join(
         f"(type({n}) in key_types or (type({n}) is tuple and (all_keys(map(type, {n})) or clean_tuple({n}, 0))))"
         for n in names
     ) or "True"
-    cache = {}
-    _caches.append(cache)
+    return _WRAPPER.format(name=name, params=params, names=", ".join(names), checks=checks,
+                           args="(" + ", ".join(names) + ",)" if names else "()")
 
-    # the generated code belongs to fn's module (tools that map code to source files see that file)
-    namespace = {"__name__": fn.__module__, "__file__": fn.__globals__.get("__file__"),
-                 "fn": fn, "cache": cache, "cache_get": cache.get, "miss": _MISS, "state": _state,
-                 "max_entries": _MAX_ENTRIES, "structure_error": _structure_error, "key_types": _KEY_TYPES,
-                 "clean_tuple": _clean_tuple, "all_keys": _KEY_TYPES.issuperset}
-    namespace.update({f"_default_{first_default + i}": d for i, d in enumerate(defaults)})
-    source = _WRAPPER.format(name=fn.__name__, params=params, names=", ".join(names), checks=checks,
-                             args="(" + ", ".join(names) + ",)" if names else "()")
-    # a file name inside the package: tracebacks and tools see library code; the source is in linecache
-    module_file = fn.__globals__.get("__file__") or fn.__module__
-    filename = os.path.join(os.path.dirname(module_file), f"<memoized {fn.__qualname__}>")
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), namespace)
-    wrapper = functools.update_wrapper(namespace[fn.__name__], fn)
-    wrapper.cache = cache
-    return wrapper
+
+@functools.lru_cache(maxsize=None)
+def _wrapper_code(names, first_default):
+    # the code of the wrapper of a function of these parameters (its defaults are given when it is made)
+    module = compile(_wrapper_source("wrapper", names, first_default), "<memoized>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
 
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08

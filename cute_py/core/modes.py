@@ -10,8 +10,9 @@ from typing import Any
 from ..errors import CuteValueError, RankError
 from .congruence import as_tiler_tuple
 from .coords import crd2idx_unchecked
-from .int_tuple import (as_index, as_int_tuple, as_mode, depth_guarded, flatten_unchecked as _flatten_tuple, fmt,
-                        get_unchecked, is_shaped, shape_of, short_repr)
+from .int_tuple import flatten_unchecked as _flatten_tuple, get_unchecked
+from .normalise import as_index, as_int_tuple, as_mode, depth_guarded, is_shaped, shape_of
+from .notation import fmt, short_repr
 from .layout import (UPPER_LAYER_OPERATIONS, Layout, check_layout, limit_depth, make_layout,
                      make_layout_unchecked, map_outer)
 from .typing import Coord, XTuple

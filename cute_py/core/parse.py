@@ -12,7 +12,8 @@ import re
 from typing import TYPE_CHECKING
 
 from ..errors import CuteTypeError, CuteValueError
-from .int_tuple import MAX_DEPTH, short_repr  # the IntTuple limits, as the layout module uses them
+from .normalise import MAX_DEPTH  # the IntTuple limits, as the layout module uses them
+from .notation import short_repr
 from .typing import IntTuple, Stride
 
 if TYPE_CHECKING:

@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 
 from .memo import memoize
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, StaticValueRequired
-from .int_tuple import divisor_of, flatten_unchecked, is_static_unchecked, as_index, short_repr, fmt, is_int
+from .int_tuple import flatten_unchecked
+from .leaves import divisor_of, is_int
+from .normalise import as_index, is_static_unchecked
+from .notation import fmt, short_repr
 from .layout import Layout, make_layout_unchecked
 from .composed import SmemPtrFlag
 from .swizzle import Swizzle, downcast_swizzle, upcast_swizzle

@@ -15,7 +15,10 @@ MAX_SWIZZLE_BITS = 64
 from typing import TYPE_CHECKING
 
 from ..errors import CuteTypeError, CuteValueError
-from .int_tuple import DynamicInt, flatten_unchecked, index_or_none, as_index, short_repr, fmt
+from .int_tuple import flatten_unchecked
+from .leaves import DynamicInt
+from .normalise import as_index, index_or_none
+from .notation import fmt, short_repr
 from .typing import Int
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 A :class:`SymInt` stands for an integer bound only when a compiled function is called — the extent or stride
 of a dynamic tensor argument (``from_dlpack(t).mark_layout_dynamic()``, a ``DeviceArraySpec`` with
 ``sym_int()`` entries), or a value the host code derives from them (``ceil_div(M, 128)`` for a grid). It is a
-:class:`~cute_py.core.int_tuple.DynamicInt`: the algebra makes no static decision on it, it prints ``?`` (or
+:class:`~cute_py.core.leaves.DynamicInt`: the algebra makes no static decision on it, it prints ``?`` (or
 ``?{div=N}`` with a known divisor), and anything that needs its value (``bool``, comparisons, ``int``) raises
 :class:`~cute_py.errors.StaticValueRequired`, so no value of one compile can leak into the code of another.
 
@@ -37,7 +37,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NoReturn
 
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
-from .int_tuple import DynamicInt, divisor_of, index_or_none
+from .leaves import divisor_of, DynamicInt
+from .normalise import index_or_none
 
 __all__ = ["SymInt", "sym_int", "sym_int32", "sym_int64", "sym_leaves", "substitute", "has_symbols", "Decision",
            "deciding", "describe_guard", "deciding_active"]

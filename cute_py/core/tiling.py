@@ -15,8 +15,12 @@ from .inverse import right_inverse
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, RankError, StaticValueRequired
 from .congruence import evenly_divides_unchecked, filter_zeros_tuple_unchecked
 from .coords import compact_col_major_unchecked
-from .int_tuple import (flatten_unchecked, unflatten, as_int_tuple, ceil_div_unchecked, fmt, is_int, is_static_unchecked, product_each_unchecked,
-                        product_unchecked, short_repr)
+from .division import ceil_div_unchecked
+from .int_tuple import flatten_unchecked, unflatten
+from .leaves import is_int
+from .normalise import as_int_tuple, is_static_unchecked
+from .notation import fmt, short_repr
+from .products import product_each_unchecked, product_unchecked
 from .coalescing import coalesce_unchecked
 from .layout import concat_layouts, cosize, Layout, make_layout_unchecked, make_ordered_layout, vector_layout
 from .modes import append, slice_

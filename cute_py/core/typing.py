@@ -1,6 +1,6 @@
 """The types the public API is annotated with, named as in the CuTe DSL's ``cute.typing``.
 
-``Int`` is a leaf: a static ``int`` or a run-time :class:`~cute_py.core.int_tuple.DynamicInt` (a traced
+``Int`` is a leaf: a static ``int`` or a run-time :class:`~cute_py.core.leaves.DynamicInt` (a traced
 value in a kernel, a valued int on the host). An ``IntTuple`` is an ``Int`` or a tuple of ``IntTuple``;
 ``Shape``, ``Stride``, ``Coord`` and ``Tile`` are the IntTuples of those roles (a stride may hold basis
 elements, a coordinate ``None`` for a slice, a tile layouts and ``None``). ``Tiler`` is what the

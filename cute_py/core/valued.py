@@ -3,7 +3,7 @@ dynamic values of a kernel (no static decisions), while their value can still be
 
 The integer-like classes form one set:
 
-- :class:`~cute_py.core.int_tuple.DynamicInt` — the base of every leaf known only at run time; the
+- :class:`~cute_py.core.leaves.DynamicInt` — the base of every leaf known only at run time; the
   algebra makes no static decision on it and prints it ``?``.
 - :class:`~cute_py.compiler.TracedInt` — a value of the kernel being traced (an MLIR value).
 - :class:`ValuedInt` (here) — a dynamic integer whose value Python also knows:
@@ -21,7 +21,8 @@ import math
 from typing import Any, NoReturn
 
 from ..errors import CuteValueError, StaticValueRequired
-from .int_tuple import DynamicInt, as_index, divisor_of, index_or_none
+from .leaves import divisor_of, DynamicInt
+from .normalise import as_index, index_or_none
 
 __all__ = ["ValuedInt", "value_of"]
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import device
 from ..errors import CuteError, CuteTypeError, CuteValueError, DeviceOnlyError
-from ..core.int_tuple import is_int, is_static
+from ..core.leaves import is_int
+from ..core.normalise import is_static
 from ..core.typing import Int
 from ..tensor.pointer import AddressSpace, Pointer
 from .cpasync.ops import CopyG2SOp, LoadCacheMode

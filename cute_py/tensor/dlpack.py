@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from ..core.int_tuple import int_like
+from ..core.normalise import int_like
 from ..core.layout import Layout
 from ..errors import CuteTypeError, CuteValueError
 from .dtypes import dtype_of

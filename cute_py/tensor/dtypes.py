@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import device
-from ..core.int_tuple import as_index
+from ..core.normalise import as_index
 from ..errors import ArgumentError, CuteTypeError, StaticValueRequired
 
 if TYPE_CHECKING:

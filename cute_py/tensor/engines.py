@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.basis import ArithTuple
 from ..core.coords import idx2crd_unchecked
-from ..core.int_tuple import as_index, fmt, product_unchecked
+from ..core.normalise import as_index
+from ..core.notation import fmt
+from ..core.products import product_unchecked
 from ..core.typing import Int, IntTuple
 from ..errors import CuteIndexError, DivisibilityError
 from .dtypes import dtype_of

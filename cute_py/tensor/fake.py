@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .dtypes import dtype_of
 from ..errors import CuteValueError
-from ..core.int_tuple import as_index, as_int_tuple
+from ..core.normalise import as_index, as_int_tuple
 from ..core.layout import Layout, make_layout_unchecked
 from ..core.valued import ValuedInt, value_of
 from .pointer import AddressSpace, Pointer

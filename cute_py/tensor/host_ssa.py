@@ -19,7 +19,9 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from ..core.int_tuple import flatten_unchecked, fmt, product
+from ..core.int_tuple import flatten_unchecked
+from ..core.notation import fmt
+from ..core.products import product
 from ..core.layout import Layout
 from ..errors import CuteTypeError, CuteValueError
 from .dtypes import DType, dtype_of

@@ -26,7 +26,9 @@ import functools
 from typing import Any
 
 from .. import device
-from ..core.int_tuple import DynamicInt, flatten_unchecked, product_unchecked
+from ..core.int_tuple import flatten_unchecked
+from ..core.leaves import DynamicInt
+from ..core.products import product_unchecked
 from ..core.layout import Layout, make_layout_unchecked
 from .dtypes import Int64
 from .pointer import AddressSpace, Pointer

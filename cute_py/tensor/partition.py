@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.coords import crd2idx_colex, idx2crd_unchecked
-from ..core.int_tuple import as_int_tuple, fmt, product_each_unchecked, product_unchecked, short_repr
+from ..core.normalise import as_int_tuple
+from ..core.notation import fmt, short_repr
+from ..core.products import product_each_unchecked, product_unchecked
 from ..core.layout import Layout
 from ..core.modes import dice
 from ..core.tiling import zipped_divide

@@ -14,7 +14,9 @@ from typing import Any
 
 from .dtypes import DType, dtype_of
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
-from ..core.int_tuple import DynamicInt, divisor_of, index_or_none, as_index, short_repr, fmt
+from ..core.leaves import divisor_of, DynamicInt
+from ..core.normalise import as_index, index_or_none
+from ..core.notation import fmt, short_repr
 from ..core.swizzle import Swizzle
 from ..core.typing import Int
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.int_tuple import short_repr
+from ..core.notation import short_repr
 from ..core.layout import Layout, cosize, make_layout_like
 from ..errors import CuteTypeError, CuteValueError, StaticValueRequired
 from .dtypes import dtype_of

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.int_tuple import DynamicInt, flatten_unchecked
+from ..core.int_tuple import flatten_unchecked
+from ..core.leaves import DynamicInt
 from ..core.layout import Layout, cosize
 from ..core.swizzle import Swizzle
 from ..errors import CuteTypeError, CuteValueError

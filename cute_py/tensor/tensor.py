@@ -28,8 +28,10 @@ from ..core.basis import ArithTuple, make_identity_layout
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from .dtypes import dtype_of
 from ..errors import CuteIndexError, CuteTypeError, CuteValueError, StaticValueRequired
-from ..core.int_tuple import (as_int_tuple, flatten_unchecked, fmt, product_each_unchecked,
-                              product_unchecked, short_repr)
+from ..core.int_tuple import flatten_unchecked
+from ..core.normalise import as_int_tuple
+from ..core.notation import fmt, short_repr
+from ..core.products import product_each_unchecked, product_unchecked
 from ..core.layout import cosize, has_none, Layout
 from ..core.modes import slice_and_offset
 from .pointer import AddressSpace, Pointer

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 
-from ..core.int_tuple import fmt
+from ..core.notation import fmt
 
 __all__ = ["values_text"]
 

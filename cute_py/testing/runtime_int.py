@@ -1,6 +1,6 @@
 """``RuntimeInt``: a stand-in for a traced run-time integer, for testing dynamic-aware code on the CPU.
 
-It carries a concrete value (``.value``) but is a :class:`~cute_py.core.int_tuple.DynamicInt`
+It carries a concrete value (``.value``) but is a :class:`~cute_py.core.leaves.DynamicInt`
 leaf, so the algebra treats it exactly as it treats a value known only inside a
 kernel: it computes with it through arithmetic and refuses decisions that need
 a static int.

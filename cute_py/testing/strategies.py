@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from hypothesis import strategies as st
 
 from ..core.coords import prefix_product
-from ..core.int_tuple import flatten, product, unflatten
+from ..core.int_tuple import flatten, unflatten
+from ..core.products import product
 from ..core.layout import Layout, make_ordered_layout
 from ..core.typing import IntTuple, Shape, Stride, Tiler
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from ..core.int_tuple import fmt
+from ..core.notation import fmt
 from ..errors import CuteTypeError, CuteValueError
 from ..nvgpu.warpgroup.operands import OperandMajorMode
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.int_tuple import ceil_div, product, round_up
+from ..core.division import ceil_div, round_up
+from ..core.products import product
 from ..core.layout import Layout, make_layout
 from ..errors import CuteValueError
 

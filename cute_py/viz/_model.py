@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.composed import as_position_independent_swizzle_layout, is_byte_swizzled
 from ..errors import CuteTypeError, CuteValueError, RankError, StaticValueRequired
-from ..core.int_tuple import fmt, is_static, product
+from ..core.normalise import is_static
+from ..core.notation import fmt
+from ..core.products import product
 from ..core.layout import Layout
 from ..core.modes import group_modes
 from ..core.typing import Tiler

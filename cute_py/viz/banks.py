@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..core.composed import is_byte_swizzled, smem_element_layout
 from ..errors import CuteTypeError, CuteValueError
-from ..core.int_tuple import fmt
+from ..core.notation import fmt
 from ._model import MAX_CELLS, bank_of, bank_stats, grid_of
 from ._svg import WARN_COLOR, Canvas, bank_color, draw_grid, grid_style, header_margin
 from .pictures import PAD, headings, text_width

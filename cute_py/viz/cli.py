@@ -156,7 +156,8 @@ def build(args):
 
 
 def _tma(args, smem):
-    from ..core.int_tuple import fmt, product_each
+    from ..core.notation import fmt
+    from ..core.products import product_each
     from ..nvgpu import cpasync
     from ..core.parse import parse_layout
     from ..tensor.fake import make_fake_tensor

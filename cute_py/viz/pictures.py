@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CuteTypeError
 from ..core.coords import idx2crd
-from ..core.int_tuple import fmt
+from ..core.notation import fmt
 from ..core.typing import Tiler
 from ._model import MAX_CELLS, format_value, grid_of, tv_grid
 from ._svg import EMPTY_FILL, PALETTE, Canvas, draw_grid, grid_style, header_margin, thread_color

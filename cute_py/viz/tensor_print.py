@@ -14,7 +14,8 @@ import sys
 from typing import TextIO
 
 from .. import device
-from ..core.int_tuple import fmt, product_each
+from ..core.notation import fmt
+from ..core.products import product_each
 from ..errors import CuteValueError
 from ..tensor.pointer import AddressSpace, Pointer
 from ..tensor.tensor import Tensor

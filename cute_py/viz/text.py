@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from ..errors import CuteValueError
-from ..core.int_tuple import fmt
+from ..core.notation import fmt
 from ..core.typing import Tiler
 from ._model import format_value, grid_of, tv_grid
 

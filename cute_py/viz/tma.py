@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import CuteTypeError, CuteValueError, RankError
-from ..core.int_tuple import as_int_tuple, fmt, product, product_each
+from ..core.normalise import as_int_tuple
+from ..core.notation import fmt
+from ..core.products import product, product_each
 from ..core.layout import Layout
 from ..core.modes import group_modes
 from ..core.typing import Coord, Shape

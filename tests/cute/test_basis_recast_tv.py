@@ -22,7 +22,7 @@ def test_basis_strides_print_like_cute():
     assert str(E(0)) == "1@0" and str(2 * E(1)) == "2@1" and str(E(0, 1)) == "1@1@0"
     assert str(E([1, 0])) == "1@0@1"
     assert str(cute.make_identity_layout((4, 8))) == "(4,8):(1@0,1@1)"
-    from cute_py.core.int_tuple import fmt
+    from cute_py.core.notation import fmt
 
     assert fmt(cute.make_basis_like((2, (3, 4)))) == "(1@0,(1@0@1,1@1@1))"
     assert str(Layout((512, 256), (E(1), E(0)))) == "(512,256):(1@1,1@0)"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py import Layout
-from cute_py.core.int_tuple import DynamicInt
+from cute_py.core.leaves import DynamicInt
 from cute_py.errors import CuteError, StaticValueRequired
 from cute_py.testing import RuntimeInt, composable_pairs, layouts, value_of
 from cute_py.testing.strategies import tilers

@@ -17,7 +17,7 @@ import pytest
 import cute_py as cute
 from cute_py.errors import CuteError
 from cute_py.core.coords import compact_col_major, compact_row_major
-from cute_py.core.int_tuple import fmt
+from cute_py.core.notation import fmt
 
 from _laws import complement_counterexample, composition_counterexample
 

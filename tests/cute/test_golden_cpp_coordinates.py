@@ -15,7 +15,7 @@ import pytest
 
 import cute_py as cute
 from cute_py.errors import CuteError
-from cute_py.core.int_tuple import fmt
+from cute_py.core.notation import fmt
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 

@@ -7,8 +7,10 @@ from hypothesis import strategies as st
 import cute_py as cute
 from cute_py.errors import CuteTypeError, DivisibilityError, RankError
 from cute_py.core.coords import compact_col_major, compact_order, compact_row_major
-from cute_py.core.int_tuple import as_int_tuple, flatten, fmt, unflatten
-from cute_py.testing import divisors, shapes
+from cute_py.core.int_tuple import flatten, unflatten
+from cute_py.core.normalise import as_int_tuple
+from cute_py.core.notation import fmt
+from cute_py.testing import divisors, layouts, shapes
 
 
 @pytest.mark.parametrize(
@@ -140,3 +142,84 @@ def test_lists_and_integer_like_values_are_normalised():
     np = pytest.importorskip("numpy")
     assert as_int_tuple([2, [np.int64(3), 4]]) == (2, (3, 4))
     assert fmt((4, (2, 8))) == "(4,(2,8))"
+
+
+def test_int_tuple_still_offers_the_names_of_the_modules_split_from_it():
+    # the IntTuple vocabulary lives by concept; int_tuple re-exports it under the names it has always had
+    from cute_py.core import division, int_tuple, leaves, normalise, notation, products
+
+    for module in (leaves, notation, normalise, products, division):
+        assert set(module.__all__) <= set(int_tuple.__all__), module.__name__
+        for name in module.__all__:
+            assert getattr(int_tuple, name) is getattr(module, name), name
+
+
+def test_already_normal_int_tuples_come_back_unchanged_and_others_are_rebuilt():
+    nested = ((2, (3, (4, 5))), 6)
+    assert as_int_tuple(nested) is nested
+    assert as_int_tuple([2, (3, [4])]) == (2, (3, (4,)))
+    with pytest.raises(CuteTypeError, match=r"got 2\.0 \(float\) in \(\(1, \(2\.0,\)\),\)"):
+        as_int_tuple(((1, (2.0,)),))
+    deep = 1
+    for _ in range(64):
+        deep = (deep,)
+    assert as_int_tuple(deep) is deep
+    with pytest.raises(cute.CuteValueError, match="nested more than 64 levels"):
+        as_int_tuple((deep,))
+
+
+def _partially_flat(coord, shape, draw):
+    # a coordinate that gives some tuple modes as one int (split colexicographically by crd2idx)
+    if type(shape) is not tuple:
+        return coord
+    if draw(st.booleans()):
+        return cute.crd2idx(coord, shape)
+    return tuple(_partially_flat(c, s, draw) for c, s in zip(coord, shape))
+
+
+@given(layouts(max_rank=4, max_depth=3), st.data())
+def test_crd2idx_of_static_ints_is_the_case_table(layout, data):
+    # the one-pass evaluation of static coordinates gives what the general case table gives
+    from cute_py.core.coords import crd2idx_unchecked
+
+    shape, stride = layout.shape, layout.stride
+    i = data.draw(st.integers(0, 2 * cute.size(shape)))
+    crd = cute.idx2crd(i, shape)
+    for coord in (i, crd, _partially_flat(crd, shape, lambda s: data.draw(s))):
+        assert cute.crd2idx(coord, shape, stride) == crd2idx_unchecked(coord, shape, stride)
+
+
+def _shape_div_table(a, b):
+    # CuTe's shape_div case table, written plainly, for positive static ints
+    if type(a) is tuple:
+        if type(b) is tuple:
+            if len(a) != len(b):
+                raise RankError("ranks")
+            return tuple(_shape_div_table(x, y) for x, y in zip(a, b))
+        out = []
+        for x in a:
+            out.append(_shape_div_table(x, b))
+            b = _shape_div_table(b, x)
+        return tuple(out)
+    if type(b) is tuple:
+        return _shape_div_table(a, cute.product(b))
+    if a % b != 0 and b % a != 0:
+        raise DivisibilityError("condition")
+    return (a + b - 1) // b
+
+
+def _outcome(fn, *args):
+    try:
+        return fn(*args)
+    except (DivisibilityError, RankError) as e:
+        return type(e)
+
+
+@given(shapes(max_rank=4, max_depth=3), st.data())
+def test_shape_div_of_static_ints_is_the_case_table(shape, data):
+    # divisors that meet the condition (the inline int cases) and ones that break it (refused, as before)
+    leaf = st.sampled_from(divisors(cute.size(shape)) + [3, 5, 7, 12])
+    divisor = data.draw(st.one_of(leaf, shapes(max_rank=4, max_depth=2),
+                                  st.just(shape), st.tuples(leaf, leaf), st.tuples(st.tuples(leaf, leaf), leaf)))
+    for a, b in ((shape, divisor), (divisor, shape)):
+        assert _outcome(cute.shape_div, a, b) == _outcome(_shape_div_table, a, b)

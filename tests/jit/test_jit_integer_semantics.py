@@ -6,7 +6,7 @@ import re
 import pytest
 
 import cute_py as cute
-from cute_py.core.int_tuple import imax, imin
+from cute_py.core.leaves import imax, imin
 
 _OP = re.compile(r"^\s*(%\S+) = arith\.(\w+) (.*?) : (i\d+)")
 _CONST = re.compile(r"^\s*(%\S+) = arith\.constant (-?\d+) : (i\d+)")

@@ -9,7 +9,7 @@ import pytest
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.core.int_tuple import DynamicInt
+from cute_py.core.leaves import DynamicInt
 from cute_py.compiler import TraceError
 from cute_py.tensor.pointer import AddressSpace, Pointer
 from cute_py.tensor.tensor import Tensor, recast_tensor

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 from cute_py import device
-from cute_py.core.int_tuple import DynamicInt
+from cute_py.core.leaves import DynamicInt
 from cute_py.tensor.offsets import offset_width, static_span
 from cute_py.tensor.tensor import Tensor
 

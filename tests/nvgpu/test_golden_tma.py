@@ -14,7 +14,7 @@ import pytest
 import cute_py as cute
 from cute_py import dtypes
 from cute_py.errors import CuteError
-from cute_py.core.int_tuple import fmt
+from cute_py.core.notation import fmt
 from cute_py.nvgpu import cpasync
 
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "tma_atoms.json"

@@ -16,7 +16,8 @@ from ...core.algebra import composition
 from ...core.basis import make_identity_layout
 from ...core.coalescing import coalesce
 from ...core.composed import get_nonswizzle_portion
-from ...core.int_tuple import DynamicInt, fmt, index_or_none, is_static, product
+from ...core.int_tuple import DynamicInt, fmt, is_static, product
+from ...core.normalise import index_or_none
 from ...core.layout import cosize, Layout
 from ...core.recast import assume_recastable, recast_exactness
 from ...core.typing import Coord, Shape, Stride, Tiler

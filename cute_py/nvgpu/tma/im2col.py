@@ -46,7 +46,7 @@ from typing import Any
 from ... import device
 from ...core.coalescing import coalesce
 from ...core.composed import get_nonswizzle_portion
-from ...core.int_tuple import index_or_none
+from ...core.normalise import index_or_none
 from ...core.layout import Layout
 from ...errors import CuteTypeError, CuteValueError, DeviceOnlyError, TmaError
 from ...tensor.dtypes import DType

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.int_tuple import DynamicInt, flatten, fmt, index_or_none, is_static, product
+from ...core.int_tuple import DynamicInt, flatten, fmt, is_static, product
+from ...core.normalise import index_or_none
 from ...core.layout import cosize, Layout
 from ...core.modes import slice_and_offset
 from ...core.typing import Coord

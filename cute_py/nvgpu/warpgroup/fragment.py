@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.composed import get_nonswizzle_portion
-from ...core.int_tuple import fmt
+from ...core.notation import fmt
 from ...core.layout import Layout
 from ...errors import CuteTypeError, CuteValueError
 from ...tensor.pointer import AddressSpace, Pointer

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ...core.composed import ComposedLayout, SmemPtrFlag
 from ...errors import CuteTypeError, CuteValueError
-from ...core.int_tuple import index_or_none
+from ...core.normalise import index_or_none
 from ...core.layout import Layout
 from ...core.recast import recast_layout
 from ...core.swizzle import Swizzle
