@@ -113,9 +113,10 @@ def __getattr__(name):
     try:
         module = importlib.import_module(f".{where[0]}", __name__)
     except ImportError as e:  # an optional dependency: say which extra brings it
-        if isinstance(e, CuteError):
+        from .errors import is_missing_dependency, missing_extra
+
+        if isinstance(e, CuteError) or not is_missing_dependency(e):
             raise
-        from .errors import missing_extra
 
         raise missing_extra(name, e) from e
     value = module if where[1] is None else getattr(module, where[1])

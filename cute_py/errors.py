@@ -217,6 +217,16 @@ _EXTRAS = {"numba_cuda_mlir": "jit", "mlir": "jit", "mlir_dialects": "jit", "cud
            "hypothesis": "testing"}
 
 
+def is_missing_dependency(e: ImportError) -> bool:
+    """Whether ``e`` says that an optional dependency is not installed (a module of another distribution, or the
+    MLIR bindings), rather than that cute_py itself is broken (a name or module of cute_py that does not import:
+    that error is the one to see, not an install hint)."""
+    if type(e).__name__ == "BindingsNotFoundError":
+        return True
+    name = (getattr(e, "name", None) or "").split(".")[0]
+    return isinstance(e, ModuleNotFoundError) and name not in ("", "cute_py", "examples")
+
+
 def missing_extra(what: str, e: ImportError) -> MissingExtraError:
     """The ``MissingExtraError`` for ``what`` (a name of cute_py) failing to import with ``e``."""
     name = (getattr(e, "name", None) or "").split(".")[0]

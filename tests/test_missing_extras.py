@@ -47,3 +47,17 @@ def test_the_strategies_without_hypothesis_name_the_testing_extra():
     assert r.returncode == 0, r.stderr
     assert "MissingExtraError cute_py.testing.layouts needs the 'testing' extra" in r.stdout
     assert "pip install 'cute-py[testing]'" in r.stdout
+
+
+def test_a_broken_module_of_cute_py_is_its_own_error_not_an_install_hint(monkeypatch):
+    # an ImportError from cute_py itself (a moved name, a missing module of the package) must not be reported as
+    # a missing extra: the install command it would print cannot help
+    import cute_py
+    from cute_py.errors import MissingExtraError, is_missing_dependency
+
+    monkeypatch.setitem(cute_py._LAZY, "no_such_name", ("core.no_such_module", None))
+    with pytest.raises(ModuleNotFoundError) as info:
+        cute_py.no_such_name
+    assert not isinstance(info.value, MissingExtraError) and "cute_py.core.no_such_module" in str(info.value)
+    assert not is_missing_dependency(ImportError("cannot import name 'x'", name="cute_py.core.layout"))
+    assert is_missing_dependency(ModuleNotFoundError("No module named 'hypothesis'", name="hypothesis"))

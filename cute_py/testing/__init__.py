@@ -24,9 +24,9 @@ def __getattr__(name):
     try:
         from . import strategies
     except ImportError as e:  # hypothesis: the 'testing' extra
-        from ..errors import CuteError, missing_extra
+        from ..errors import CuteError, is_missing_dependency, missing_extra
 
-        if isinstance(e, CuteError):
+        if isinstance(e, CuteError) or not is_missing_dependency(e):
             raise
         raise missing_extra(f"testing.{name}", e) from None
     return getattr(strategies, name)

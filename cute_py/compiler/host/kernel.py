@@ -43,7 +43,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import ArgumentError, CuteError, SpecMismatch, missing_extra
+from ...errors import ArgumentError, CuteError, SpecMismatch, is_missing_dependency, missing_extra
 from ...tensor.dtypes import Scalar
 from ..cache import store as _cache
 from ..cache import deps as _deps
@@ -382,7 +382,7 @@ def _compile(jf, obj, host, key, sources, opts, env=None):
     try:
         built = build(ht.launches, recorder, options=opts, lowered=True)
     except ImportError as e:  # the MLIR bindings (the jit extra) are not installed: say how to get them
-        if isinstance(e, CuteError) and type(e).__name__ != "BindingsNotFoundError":
+        if not is_missing_dependency(e):
             raise
         raise missing_extra("compile", e) from None
     mlir_text, ptx, cubin, smem = built.mlir, built.ptx, built.cubin, built.smem
