@@ -285,8 +285,8 @@ def match_sync(mask: TracedInt | int, value: TracedInt | int, kind: str = "any")
     if kind not in ("any", "all"):
         raise TraceError(f"{name}: kind must be 'any' or 'all', got {kind!r}")
     m = lane_mask_value(mask, f"{name}: mask")
-    v, dtype = _int_value(value, name)
-    return wrap(warp.match_sync(kind, v, 64 if dtype.width == 64 else 32, m), Uint32)
+    v, _ = _int_value(value, name)
+    return wrap(warp.match_sync(kind, v, m), Uint32)
 
 
 REDUX_KINDS = ("fmax", "fmin", "max", "min", "umax", "umin", "add", "xor", "or", "and")
