@@ -41,7 +41,7 @@ from ..lang.values import TracedBool, TracedFloat, as_type
 from ..lang.traced_int import TracedInt
 from ..emit import memory
 from ..emit.memory import register_value
-from ..emit.ptx import int_operand
+from ..emit.operands import int_operand
 
 __all__ = ["atomic_add", "atomic_and", "atomic_or", "atomic_xor", "atomic_max", "atomic_min", "atomic_exch",
            "atomic_cas", "atomic_fmax", "atomic_fmin", "atomic_max_float32", "red", "load", "store"]

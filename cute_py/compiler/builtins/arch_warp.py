@@ -28,7 +28,7 @@ from ..lang.values import TracedBool, TracedFloat, wrap
 from ..lang.traced_int import TracedInt, select
 from .arch_float import fmax
 from ..emit import sync, warp
-from ..emit.ptx import int_operand, predicate_value, static_int
+from ..emit.operands import int_operand, predicate_value, static_int
 from .arch_sync import FULL_MASK, lane_mask_value
 
 __all__ = ["warp_group_idx", "shuffle_sync", "shuffle_sync_up", "shuffle_sync_down", "shuffle_sync_bfly",

@@ -20,7 +20,7 @@ import mlir_dialects as md
 from ...tensor.dtypes import DType, Float32
 from ..lang.builder import current
 from ..lang.values import wrap
-from .ptx import ir_type_of
+from .operands import ir_type_of
 
 __all__ = ["ENTRIES", "shared_address", "address_bits", "global_element", "ld_global", "st_global", "register_value",
            "atom", "atom_float_extremum", "red", "ld", "st"]

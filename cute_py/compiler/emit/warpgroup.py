@@ -29,7 +29,7 @@ from ..lang.builder import current
 from ..lang.memory import pack, pointer_value, unpack
 from ..lang.traced_int import TracedInt
 from .memory import shared_address
-from .ptx import join_words, predicate_value
+from .operands import join_words, predicate_value
 
 __all__ = ["ENTRIES", "descriptor_value", "smem_address", "fence_register", "add_to_low_word"]
 
