@@ -225,8 +225,9 @@ def test_the_rules_see_imports_at_every_depth():
 # -- the emission layer is the only place where an instruction becomes IR ---------------------------------------
 
 EMIT_PACKAGE = "cute_py.compiler.emit"
-PTX_MODULE = "cute_py.compiler.emit.ptx"  # the one helper that writes inline PTX
-PTX_WRITERS = {"asm", "asm_value"}
+# what writes inline PTX: the dialect's lowering helper (mlir_dialects.ops.common.inline_ptx) and the names such a
+# helper has had in cute_py; no module of cute_py calls one, under any name (inline PTX is the dialect's lowering's)
+ASM_HELPERS = {"asm", "asm_value", "inline_ptx"}
 # the dialect's pipeline (a context, lowering, PTX, cubin): functions of mlir_dialects that build no op
 DIALECT_PIPELINE = {"make_context", "lower", "lower_copy", "lower_for_ptx", "lowered_to_ptx", "to_ptx", "to_cubin"}
 # what modules outside the emission layer may call on mlir_dialects
@@ -252,21 +253,19 @@ def _dialect_module(name):
 def instruction_builders(source, module):
     """``[(line, kind, name)]`` of what in ``source`` (the text of ``module``) builds an instruction's IR, at any
     depth: ``("dialect", name)`` a call of a function of mlir_dialects (an attribute of the module under any alias,
-    or a name imported from it), ``("ptx", name)`` a call of ``asm``/``asm_value`` of the emission layer's ``ptx``
-    module (imported by name, under any alias, or as an attribute of the module), ``("inline_asm", ...)`` any
-    mention of ``InlineAsmOp`` (a name, an attribute, an import or a string)."""
+    or a name imported from it), ``("asm", name)`` a call of a helper that writes inline PTX (``ASM_HELPERS``: by
+    its name, imported under another one, as an attribute of anything, or fetched by ``getattr``),
+    ``("inline_asm", ...)`` any mention of ``InlineAsmOp`` (a name, an attribute, an import or a string)."""
     tree = ast.parse(source)
     is_package = module in MODULES and MODULES[module].name == "__init__.py"
     package = module if is_package else module.rpartition(".")[0]
-    dialect_aliases, dialect_names, ptx_aliases, ptx_names = set(), {}, set(), {}
+    dialect_aliases, dialect_names, asm_names = set(), {}, {name: name for name in ASM_HELPERS}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if _dialect_module(a.name):  # without an alias, the package's name is bound
                     dialect_aliases.add(a.asname or "mlir_dialects")
-                if a.name == PTX_MODULE and a.asname:
-                    ptx_aliases.add(a.asname)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -278,15 +277,13 @@ def instruction_builders(source, module):
                 bound = a.asname or a.name
                 if a.name == "InlineAsmOp":
                     out.append((node.lineno, "inline_asm", "import"))
-                if f"{base}.{a.name}" in MODULES or f"{base}.{a.name}" == "mlir_dialects":  # a module
+                if a.name in ASM_HELPERS:
+                    asm_names[bound] = a.name
+                elif f"{base}.{a.name}" in MODULES or f"{base}.{a.name}" == "mlir_dialects":  # a module
                     if _dialect_module(f"{base}.{a.name}"):
                         dialect_aliases.add(bound)
-                    if f"{base}.{a.name}" == PTX_MODULE:
-                        ptx_aliases.add(bound)
                 elif _dialect_module(base):
                     dialect_names[bound] = a.name
-                elif base == PTX_MODULE and a.name in PTX_WRITERS:
-                    ptx_names[bound] = a.name
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == "InlineAsmOp" or \
                 isinstance(node, ast.Attribute) and node.attr == "InlineAsmOp" or \
@@ -296,11 +293,17 @@ def instruction_builders(source, module):
             continue
         f = node.func
         if isinstance(f, ast.Name):
-            if f.id in dialect_names:
+            if f.id == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                    and node.args[1].value in ASM_HELPERS:
+                out.append((node.lineno, "asm", node.args[1].value))
+            elif f.id in asm_names:
+                out.append((node.lineno, "asm", asm_names[f.id]))
+            elif f.id in dialect_names:
                 out.append((node.lineno, "dialect", dialect_names[f.id]))
-            elif f.id in ptx_names:
-                out.append((node.lineno, "ptx", ptx_names[f.id]))
         elif isinstance(f, ast.Attribute):
+            if f.attr in ASM_HELPERS:  # reached through any module or object
+                out.append((node.lineno, "asm", f.attr))
+                continue
             chain, root = [f.attr], f.value
             while isinstance(root, ast.Attribute):  # mlir_dialects.ops_tma.tma_load(...)
                 chain.append(root.attr)
@@ -309,8 +312,6 @@ def instruction_builders(source, module):
                 continue
             if root.id in dialect_aliases and (len(chain) == 1 or (len(chain) == 2 and chain[1].startswith("ops_"))):
                 out.append((node.lineno, "dialect", f.attr))
-            elif root.id in ptx_aliases and len(chain) == 1 and f.attr in PTX_WRITERS:
-                out.append((node.lineno, "ptx", f.attr))
     return sorted(out)
 
 
@@ -319,32 +320,35 @@ def emission_violations(source, module):
     :func:`test_only_the_emission_layer_builds_instructions`)."""
     bad = []
     for line, kind, name in instruction_builders(source, module):
-        if kind == "inline_asm" and module != PTX_MODULE:
-            bad.append(f"line {line}: InlineAsmOp outside {PTX_MODULE}")
+        if kind == "inline_asm":
+            bad.append(f"line {line}: InlineAsmOp in cute_py (inline PTX is written by the dialect's lowering only)")
+        elif kind == "asm":
+            bad.append(f"line {line}: {name}(...) writes inline PTX (the dialect's lowering only does)")
         elif kind == "dialect" and not _in_emit(module) and name not in DIALECT_CALLS_ALLOWED.get(module, ()):
             bad.append(f"line {line}: mlir_dialects.{name}(...) outside the emission layer")
-        elif kind == "ptx" and not _in_emit(module):
-            bad.append(f"line {line}: {name}(...) outside the emission layer")
     return bad
 
 
 def test_only_the_emission_layer_builds_instructions():
-    # an instruction becomes IR in cute_py.compiler.emit only: no other module of cute_py builds an op of the
-    # dialect (its pipeline functions and the language's float conversions excepted, DIALECT_CALLS_ALLOWED) or
-    # writes inline PTX, and llvm.InlineAsmOp is built by emit.ptx alone
+    # an instruction becomes IR in cute_py.compiler.emit only, as an op of the dialect: no other module of cute_py
+    # builds one (its pipeline functions and the language's float conversions excepted, DIALECT_CALLS_ALLOWED), and
+    # no module of cute_py writes inline PTX (InlineAsmOp, or a helper that builds it): every instruction is an op
+    # with a verifier, whose lowering alone writes its PTX
     bad = {m: emission_violations(MODULES[m].read_text(), m) for m in sorted(MODULES) if m.split(".")[0] == "cute_py"}
     assert {m: v for m, v in bad.items() if v} == {}
 
 
 def test_the_emission_rule_sees_builders_at_every_depth():
-    # the rule test must be able to fail: a dialect op under any alias or imported by name, asm and asm_value
-    # imported under another name or reached through their module, InlineAsmOp anywhere, inside functions too
+    # the rule test must be able to fail: a dialect op under any alias or imported by name, an inline-PTX helper
+    # imported under another name, reached through a module or by getattr, InlineAsmOp anywhere, inside functions
+    # too
     source = """
 import mlir_dialects as md
 import mlir_dialects.ops_tma
 from mlir_dialects import bindings as mlir, elect_sync as elect
-from ..emit import ptx
-from ..emit.ptx import asm as write, int_operand
+from mlir_dialects.lowering import inline_ptx as write
+from ..emit import operands
+from ..emit.operands import int_operand
 from ..lang.builder import current
 
 
@@ -354,7 +358,9 @@ def f(b):
         return lambda: elect()
     mlir_dialects.ops_tma.tma_store_arrive()
     write("nop;", "", [])
-    ptx.asm_value("", "", [], None)
+    operands.asm_value("", "", [], None)
+    asm("nop;", "", [])
+    getattr(mlir.ops.common, "inline_ptx")("", "", [])
     int_operand(1, "x")
     mlir.ir.Type.parse("i32")
     md.to_ptx(None)
@@ -363,16 +369,16 @@ def f(b):
 """
     found = [(kind, name) for _, kind, name in instruction_builders(source, "cute_py.compiler.builtins.example")]
     assert sorted(found) == sorted([("dialect", "mbarrier_init"), ("dialect", "elect_sync"),
-                                    ("dialect", "tma_store_arrive"), ("ptx", "asm"), ("ptx", "asm_value"),
-                                    ("dialect", "to_ptx"), ("inline_asm", "InlineAsmOp"),
-                                    ("inline_asm", "InlineAsmOp")])
-    assert len(emission_violations(source, "cute_py.compiler.builtins.example")) == 8
+                                    ("dialect", "tma_store_arrive"), ("dialect", "to_ptx"), ("asm", "inline_ptx"),
+                                    ("asm", "asm_value"), ("asm", "asm"), ("asm", "inline_ptx"),
+                                    ("inline_asm", "InlineAsmOp"), ("inline_asm", "InlineAsmOp")])
+    assert len(emission_violations(source, "cute_py.compiler.builtins.example")) == 10
     # the same imports in modules elsewhere: the pipeline is the stages' (to_ptx passes there), ops are the
-    # emission layer's (only InlineAsmOp fails there), and emit.ptx writes inline PTX
+    # emission layer's (there only the inline PTX fails), and no module may write inline PTX
     absolute = source.replace("from ..emit", "from cute_py.compiler.emit")
-    assert len(emission_violations(absolute, "cute_py.compiler.stages")) == 7
-    assert len(emission_violations(absolute, "cute_py.compiler.emit.sync")) == 2
-    assert emission_violations(absolute, PTX_MODULE) == []
+    assert len(emission_violations(absolute, "cute_py.compiler.stages")) == 9
+    assert len(emission_violations(absolute, "cute_py.compiler.emit.sync")) == 6
+    assert len(emission_violations(absolute, "cute_py.compiler.emit.operands")) == 6
 
 
 def test_mlir_dialects_never_imports_cute_py():

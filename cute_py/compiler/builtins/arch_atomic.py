@@ -39,9 +39,9 @@ from ...tensor.pointer import AddressSpace, Pointer
 from ..lang.memory import pointer_value
 from ..lang.values import TracedBool, TracedFloat, as_type
 from ..lang.traced_int import TracedInt
-from ..emit import memory, numeric
-from ..emit.memory import MemoryAddress, register_value
-from ..emit.ptx import int_operand
+from ..emit import memory
+from ..emit.memory import register_value
+from ..emit.operands import int_operand
 
 __all__ = ["atomic_add", "atomic_and", "atomic_or", "atomic_xor", "atomic_max", "atomic_min", "atomic_exch",
            "atomic_cas", "atomic_fmax", "atomic_fmin", "atomic_max_float32", "red", "load", "store"]
@@ -54,21 +54,21 @@ ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
 # -- operands ---------------------------------------------------------------------------------------
 
 
-def _address(ptr: Any, name: str) -> MemoryAddress:
-    """The address operand of ``ptr``: a global-memory pointer, this CTA's shared memory, or a peer CTA's."""
+def _address(ptr: Any, name: str) -> dict[str, Any]:
+    """The address operands of ``ptr`` (``ptr`` and ``peer`` keywords of the emission): a global-memory pointer,
+    this CTA's shared memory, or a peer CTA's (this CTA's address and the peer's rank)."""
     if not isinstance(ptr, Pointer):
         raise TraceError(f"{name}: ptr must be a pointer into global or shared memory, got {ptr!r}")
     if ptr.memspace is AddressSpace.gmem:
-        return memory.global_address(pointer_value(ptr, f"{name}: ptr"))
+        return {"ptr": pointer_value(ptr, f"{name}: ptr")}
     if ptr.memspace in (AddressSpace.smem, AddressSpace.dsmem):
         peer = ptr.memspace is AddressSpace.dsmem
         p = pointer_value(ptr, f"{name}: ptr", peer=peer)
-        u32 = memory.shared_address(p)
         if not peer:
-            return memory.cta_address(u32)
+            return {"ptr": p}
         rank = int_operand(ptr.peer, f"{name}: the peer CTA rank", 32, 0, MAX_CLUSTER_CTAS,
                            f" (a cluster has at most {MAX_CLUSTER_CTAS} CTAs)")
-        return memory.cluster_address(u32, rank)
+        return {"ptr": p, "peer": rank}
     raise TraceError(f"{name}: ptr must point into global or shared memory, got a {ptr.memspace.name} pointer")
 
 
@@ -96,13 +96,14 @@ def _choice(value: Any, allowed: tuple[str, ...], what: str, name: str) -> Any:
     return value
 
 
-def _qualifiers(sem: Any, scope: Any, sems: tuple[str, ...], name: str, need_scope: bool) -> str:
+def _qualifiers(sem: Any, scope: Any, sems: tuple[str, ...], name: str, need_scope: bool) -> dict[str, Any]:
+    """The ``sem`` and ``scope`` keywords of the emission (PTX's ``.sem`` and ``.scope``; None: none)."""
     _choice(sem, sems, "sem", name)
     _choice(scope, tuple(SCOPES), "scope", name)
     if need_scope and (sem is None) != (scope is None):
         raise TraceError(f"{name}: sem and scope go together (PTX's .{sem or '<sem>'}.{scope or '<scope>'}): give "
                          f"both or neither, got sem={sem!r}, scope={scope!r}")
-    return (f".{sem}" if sem else "") + (f".{SCOPES[scope]}" if scope else "")
+    return {"sem": sem or None, "scope": SCOPES[scope] if scope else None}
 
 
 def _elem(ptr: Any, name: str) -> DType:
@@ -124,7 +125,7 @@ def _atom_type(op: str, dtype: DType, name: str) -> str:
         if dtype.is_float:
             if w in (32, 64):
                 return f"f{w}"
-            return "noftz.bf16" if dtype.name == "BFloat16" else "noftz.f16"
+            return "bf16" if dtype.name == "BFloat16" else "f16"  # .noftz, as PTX has them
         if w == 32:
             return "s32" if dtype.signed else "u32"
         if w == 64:
@@ -142,7 +143,7 @@ def _atomic(name: str, op: str, ptr: Any, val: Any, sem: Any, scope: Any) -> Any
     ty = _atom_type(op, dtype, name)
     v = _value(val, dtype, f"{name}: val")
     reg = register_value(v.ir, dtype)
-    return memory.atom(_address(ptr, name), q, op, ty, [reg], dtype)
+    return memory.atom(op=op, ptx_type=ty, registers=[reg], dtype=dtype, **q, **_address(ptr, name))
 
 
 def atomic_add(ptr: Pointer, val: Any, *, sem: str | None = None, scope: str | None = None) -> Any:
@@ -189,7 +190,7 @@ def atomic_cas(ptr: Pointer, *, cmp: Any, val: Any, sem: str | None = None, scop
     ty = _atom_type("cas", dtype, name)
     c, v = _value(cmp, dtype, f"{name}: cmp"), _value(val, dtype, f"{name}: val")
     regs = [register_value(c.ir, dtype), register_value(v.ir, dtype)]
-    return memory.atom(_address(ptr, name), q, "cas", ty, regs, dtype)
+    return memory.atom(op="cas", ptx_type=ty, registers=regs, dtype=dtype, **q, **_address(ptr, name))
 
 
 def _float_bits_atomic(name: str, ptr: Any, val: Any, sign_bit: Any, sem: Any, scope: Any, largest: bool) -> Any:
@@ -200,8 +201,7 @@ def _float_bits_atomic(name: str, ptr: Any, val: Any, sign_bit: Any, sem: Any, s
         raise TraceError(f"{name}: sign_bit must be None, True or False, got {sign_bit!r}")
     q = _qualifiers(sem, scope, ATOMIC_SEMS, name, need_scope=False)
     v = _value(val, Float32, f"{name}: val")
-    bits = numeric.float_bits(v.ir)
-    return memory.atom_float_extremum(_address(ptr, name), q, largest, sign_bit, bits)
+    return memory.atom_float_extremum(largest=largest, sign_bit=sign_bit, value=v.ir, **q, **_address(ptr, name))
 
 
 
@@ -242,7 +242,7 @@ def _red_type(op: str, text: str, name: str) -> str:
     if op in ("and", "or", "xor") and kind != "f":
         return f"b{bits}"
     if op == "add" and kind == "f":
-        return text if text in ("f32", "f64") else f"noftz.{text}"
+        return text  # f16, bf16 and their pairs are .noftz, as PTX has them
     if op == "add" and kind != "f":
         return "u64" if bits == 64 else ("s32" if kind == "s" else "u32")  # a 64-bit sum has the same bits
     if op in ("umin", "umax") and kind != "f":
@@ -282,11 +282,11 @@ def red(ptr: Pointer, val: Any, *, op: str, dtype: str | DType, sem: str | None 
         if not isinstance(val, TracedInt) or val.width != 32:
             raise TraceError(f"{name}: .{text} takes val as a traced 32-bit integer holding the two halves, "
                              f"got {val!r}")
-        operand, operand_type = val.ir, val.dtype
+        operand = val.ir
     else:
         v = _value(val, elem, f"{name}: val")
-        operand, operand_type = register_value(v.ir, elem), elem
-    memory.red(_address(ptr, name), q, op, ptx_type, operand, operand_type)
+        operand = register_value(v.ir, elem)
+    memory.red(op=op, ptx_type=ptx_type, operand=operand, **q, **_address(ptr, name))
 
 
 # -- loads and stores ---------------------------------------------------------------------------------
@@ -309,7 +309,10 @@ def _space_check(ptr: Any, ss: Any, name: str) -> None:
                          f"own shared memory is ss='cta', a peer's from map_dsmem_ptr ss='cluster')")
 
 
-def _cache_qualifiers(name: str, ptr: Any, sem: Any, cop: Any, evict: Any, prefetch: Any, cops: tuple[str, ...]) -> str:
+def _cache_qualifiers(name: str, ptr: Any, sem: Any, cop: Any, evict: Any, prefetch: Any,
+                      cops: tuple[str, ...]) -> dict[str, Any]:
+    """The ``cop`` and ``eviction`` keywords of the emission, and ``prefetch`` when given (PTX's qualifiers; None:
+    none)."""
     _choice(cop, cops, "cop", name)
     _choice(evict, tuple(EVICTIONS), "level1_eviction_priority", name)
     _choice(prefetch, tuple(PREFETCH), "level_prefetch_size", name)
@@ -321,8 +324,10 @@ def _cache_qualifiers(name: str, ptr: Any, sem: Any, cop: Any, evict: Any, prefe
     gmem = getattr(ptr, "memspace", None) is AddressSpace.gmem
     if (evict is not None or prefetch is not None) and not gmem:
         raise TraceError(f"{name}: L1 eviction priorities and L2 prefetch sizes apply to global memory only")
-    return ((f".{cop}" if cop else "") + (f".{EVICTIONS[evict]}" if evict else "")
-            + (f".{PREFETCH[prefetch]}" if prefetch else ""))
+    out = {"cop": cop or None, "eviction": EVICTIONS[evict] if evict else None}
+    if prefetch is not None:  # a load's
+        out["prefetch"] = PREFETCH[prefetch]
+    return out
 
 
 def load(ptr: Pointer, dtype: DType, *, sem: str | None = None, scope: str | None = None,
@@ -341,7 +346,7 @@ def load(ptr: Pointer, dtype: DType, *, sem: str | None = None, scope: str | Non
     q = _qualifiers(sem, scope, ("relaxed", "acquire"), name, need_scope=True)
     _space_check(ptr, ss, name)
     c = _cache_qualifiers(name, ptr, sem, cop, level1_eviction_priority, level_prefetch_size, LOAD_COPS)
-    return memory.ld(_address(ptr, name), q, c, d)
+    return memory.ld(dtype=d, **q, **c, **_address(ptr, name))
 
 
 def store(ptr: Pointer, val: Any, *, level1_eviction_priority: str | None = None, cop: str | None = None,
@@ -358,4 +363,4 @@ def store(ptr: Pointer, val: Any, *, level1_eviction_priority: str | None = None
     c = _cache_qualifiers(name, ptr, sem, cop, level1_eviction_priority, None, STORE_COPS)
     v = _value(val, elem, f"{name}: val")
     reg = register_value(v.ir, elem)
-    memory.st(_address(ptr, name), q, c, reg, elem)
+    memory.st(register=reg, dtype=elem, **q, **c, **_address(ptr, name))

@@ -22,7 +22,7 @@ from ..lang.values import TracedFloat, wrap
 from ..lang.traced_int import TracedInt
 from ..emit import numeric
 from ..emit.numeric import SHF_KINDS
-from ..emit.ptx import int_operand, static_int
+from ..emit.operands import int_operand, static_int
 
 __all__ = ["popc", "clz", "bfind", "brev", "bfe", "bfi", "mul_hi", "mul_wide", "mul24", "mad24", "add_cc", "addc",
            "sub_cc", "subc", "mad_cc", "madc", "add_sat_int", "sub_sat_int", "lop3", "shf", "prmt"]

@@ -43,7 +43,7 @@ from ..lang.smem import check_mbarrier_pointer
 from ..lang.values import TracedBool
 from ..lang.traced_int import TracedInt, as_value
 from ..emit import cpasync, sync
-from ..emit.ptx import int_operand, predicate_value
+from ..emit.operands import int_operand, predicate_value
 from .mbar_rules import note
 
 if TYPE_CHECKING:

@@ -41,7 +41,7 @@ from ...nvgpu.forms import tma_load  # (tma_desc, mbar, smem_ptr, crd): one TMA 
 from ..lang.builder import current
 from .arch import WARP_SIZE, lane_idx, thread_idx, warp_idx
 from .arch_mbar import cp_async_mbarrier_arrive_noinc, mbarrier_arrive, mbarrier_wait
-from ..emit.ptx import static_int
+from ..emit.operands import static_int
 from .arch_sync import (fence_proxy, reg_count_value, register_plan, setmaxregister_decrease,
                         setmaxregister_increase)
 from .arch_warp import shuffle_sync, shuffle_sync_bfly, shuffle_sync_down, shuffle_sync_up

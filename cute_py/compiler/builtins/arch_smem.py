@@ -25,7 +25,7 @@ from ..lang.smem import SmemAllocator, check_mbarrier_pointer
 from ..lang.values import TracedFloat
 from ..lang.traced_int import TracedInt
 from ..emit import sync
-from ..emit.ptx import int_operand
+from ..emit.operands import int_operand
 from .arch_sreg import dynamic_smem_size
 
 __all__ = ["alloc_smem", "get_dyn_smem", "get_dyn_smem_size", "store_async_dsmem"]

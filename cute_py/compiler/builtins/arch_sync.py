@@ -35,7 +35,7 @@ from ...nvgpu import forms
 from ..lang.builder import current
 from ..lang.traced_int import TracedInt
 from ..emit import sync, warp
-from ..emit.ptx import int_operand, static_int
+from ..emit.operands import int_operand, static_int
 
 __all__ = ["barrier", "barrier_arrive", "sync_warp", "fence_proxy", "fence_view_async_shared", "fence_acq_rel_cta",
            "fence_acq_rel_cluster", "fence_acq_rel_gpu", "fence_acq_rel_sys", "cp_async_bulk_commit_group",

@@ -22,7 +22,7 @@ from ..lang.memory import pointer_value
 from ..lang.traced_int import TracedInt
 from ..emit import tcgen05
 from ..emit.memory import shared_address
-from ..emit.ptx import int_operand, join_words
+from ..emit.operands import int_operand, join_words
 
 __all__ = ["tcgen05_mma_arrive", "initialize_tcgen05_descriptor", "SWIZZLE_MODES", "TCGEN05_ARCH"]
 

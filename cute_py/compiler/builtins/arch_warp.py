@@ -28,7 +28,7 @@ from ..lang.values import TracedBool, TracedFloat, wrap
 from ..lang.traced_int import TracedInt, select
 from .arch_float import fmax
 from ..emit import sync, warp
-from ..emit.ptx import int_operand, predicate_value, static_int
+from ..emit.operands import int_operand, predicate_value, static_int
 from .arch_sync import FULL_MASK, lane_mask_value
 
 __all__ = ["warp_group_idx", "shuffle_sync", "shuffle_sync_up", "shuffle_sync_down", "shuffle_sync_bfly",
@@ -285,8 +285,8 @@ def match_sync(mask: TracedInt | int, value: TracedInt | int, kind: str = "any")
     if kind not in ("any", "all"):
         raise TraceError(f"{name}: kind must be 'any' or 'all', got {kind!r}")
     m = lane_mask_value(mask, f"{name}: mask")
-    v, dtype = _int_value(value, name)
-    return wrap(warp.match_sync(kind, v, 64 if dtype.width == 64 else 32, m), Uint32)
+    v, _ = _int_value(value, name)
+    return wrap(warp.match_sync(kind, v, m), Uint32)
 
 
 REDUX_KINDS = ("fmax", "fmin", "max", "min", "umax", "umin", "add", "xor", "or", "and")

@@ -28,7 +28,7 @@ from ...tensor.pointer import Pointer
 from ..lang.memory import pack, unpack
 from ..lang.values import wrap
 from ..lang.traced_int import TracedInt
-from ..emit.ptx import int_operand, join_words, static_int
+from ..emit.operands import int_operand, join_words, static_int
 from ..emit.warpgroup import add_to_low_word, fence_register, smem_address
 
 __all__ = ["warpgroup_arrive", "warpgroup_commit_batch", "warpgroup_wait", "wait_wgmma", "warpgroup_fence_operand",

@@ -10,7 +10,9 @@ units whose instructions only the kernel builtins issue: ``memory``, ``numeric``
 its entries in a table, ``ENTRIES = {op class: (entry, dialect ops)}``; the tables below are the union of the
 units' (an op class in two units is an error). Nothing registers itself when it is imported. Each unit also holds
 the functions that build its instructions for the builtins (:mod:`cute_py.compiler.builtins`), which check and
-convert the user's arguments and leave the IR to them. ``ptx`` is the one helper that writes inline PTX.
+convert the user's arguments and leave the IR to them; ``operands`` holds the argument checks they share. Every
+instruction is an op of the ``cute_nvgpu`` dialect (or of LLVM): no inline PTX is written here, the dialect's
+lowering writes it.
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ from ...tensor.dtypes import dtype_of
 from ..flow.control import if_
 from ..lang.builder import current
 from ..lang.memory import pointer_value
-from ..lang.values import TracedBool
+from ..lang.values import TracedBool, wrap
 from ..lang.traced_int import as_value, select
-from .ptx import asm_value
 from .warp import read_sreg, read_sregs
 
 __all__ = ["ENTRIES", "thread_index", "l2_policy", "commit_group", "wait_group", "mbarrier_arrive_noinc"]
@@ -59,7 +58,8 @@ def l2_policy(policy: EvictionPolicy) -> Any:
     """A 64-bit L2 cache policy giving every line ``policy``'s eviction priority (``None`` for NORMAL)."""
     if policy is EvictionPolicy.NORMAL:
         return None
-    return asm_value(f"createpolicy.fractional.L2::{policy.value}.b64 $0, 1.0;", "=l", [], _INT64)
+    with current().at_end():
+        return wrap(md.createpolicy(policy.value).policy, _INT64)
 
 
 def commit_group() -> None:

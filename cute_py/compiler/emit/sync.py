@@ -3,10 +3,10 @@ named barriers, cluster barriers, ``elect.sync``, the grid-wide barrier and prog
 and its copy: ``st.async`` of register values into a peer CTA's shared memory, completing their bytes on that CTA's
 mbarrier (``CopyDsmemStoreOp``, ``store_async_dsmem``).
 
-What has an op of the ``cute_nvgpu`` dialect (or of LLVM: ``fence.acq_rel``) is built as one; the forms the dialect
-does not have (arrivals with a count or a scope, on a peer CTA's mbarrier through ``mapa``, ``test_wait``,
-a predicated ``try_wait``, ``barrier.cta.arrive``, ``fence.proxy.<kind>``...) are inline PTX. An mbarrier is given
-as the ``!llvm.ptr<3>`` of this CTA's copy; a peer's is named by its rank in the cluster (an ``i32``).
+Every instruction is an op of the ``cute_nvgpu`` dialect (``fence.acq_rel`` an op of LLVM): arrivals with a count
+or a scope, and those on a peer CTA's mbarrier (through ``mapa``), are ``mbarrier_scoped``; ``test_wait`` and the
+predicated ``try_wait`` have their own ops. An mbarrier is given as the ``!llvm.ptr<3>`` of this CTA's copy; a
+peer's is named by its rank in the cluster (an ``i32``).
 
 :func:`transaction_kind` tells the ops built here and by the TMA unit that complete transaction bytes on an
 mbarrier, for the rules checked on a finished kernel.
@@ -24,8 +24,6 @@ from ..lang.builder import current
 from ..lang.memory import pointer_value
 from ..lang.smem import check_mbarrier_pointer
 from ..lang.traced_int import as_value
-from .memory import shared_address
-from .ptx import asm
 
 __all__ = ["ENTRIES", "mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_cluster",
            "mbarrier_arrive_count", "mbarrier_arrive_expect_tx", "mbarrier_arrive_expect_tx_scoped",
@@ -67,8 +65,8 @@ def mbarrier_arrive_cluster(ptr: Any, peer: Any) -> None:
 
 def mbarrier_arrive_count(ptr: Any, count: Any, scope: str) -> None:
     """``mbarrier.arrive.release.<scope>.shared::cta.b64``: ``count`` arrivals on this CTA's mbarrier."""
-    asm(f"{{\n\t.reg .b64 %st;\n\tmbarrier.arrive.release.{scope}.shared::cta.b64 %st, [$0], $1;\n\t}}",
-        "r,r,~{memory}", [shared_address(ptr), count])
+    with current().at_end():
+        md.mbarrier_scoped("arrive", ptr, count, scope=scope)
 
 
 def mbarrier_arrive_expect_tx(ptr: Any, nbytes: Any) -> None:
@@ -79,8 +77,8 @@ def mbarrier_arrive_expect_tx(ptr: Any, nbytes: Any) -> None:
 
 def mbarrier_arrive_expect_tx_scoped(ptr: Any, nbytes: Any, scope: str) -> None:
     """``mbarrier.arrive.expect_tx.release.<scope>.shared::cta.b64 _, [ptr], nbytes``."""
-    asm(f"mbarrier.arrive.expect_tx.release.{scope}.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}",
-        [shared_address(ptr), nbytes])
+    with current().at_end():
+        md.mbarrier_scoped("arrive_expect_tx", ptr, nbytes, scope=scope)
 
 
 def mbarrier_expect_tx(ptr: Any, nbytes: Any) -> None:
@@ -91,33 +89,33 @@ def mbarrier_expect_tx(ptr: Any, nbytes: Any) -> None:
 
 def mbarrier_expect_tx_scoped(ptr: Any, nbytes: Any, scope: str) -> None:
     """``mbarrier.expect_tx.relaxed.<scope>.shared::cta.b64 [ptr], nbytes``."""
-    asm(f"mbarrier.expect_tx.relaxed.{scope}.shared::cta.b64 [$0], $1;", "r,r,~{memory}",
-        [shared_address(ptr), nbytes])
+    with current().at_end():
+        md.mbarrier_scoped("expect_tx", ptr, nbytes, scope=scope)
 
 
-def _on_peer(ptr, peer, instr, value):
-    """``instr`` on the mbarrier at ``ptr``'s offset in CTA ``peer`` of the cluster: ``%rb`` is its address there
-    (``mapa``), ``$2`` is ``value``."""
-    asm("{\n\t.reg .b32 %rb;\n\tmapa.shared::cluster.u32 %rb, $0, $1;\n\t" + instr + "\n\t}", "r,r,r,~{memory}",
-        [shared_address(ptr), peer, value])
+def _on_peer(kind, ptr, peer, value, scope):
+    """``cute_nvgpu.mbarrier_scoped`` ``kind`` with ``value`` on the mbarrier at ``ptr``'s offset in CTA ``peer`` of
+    the cluster (its address there mapped by ``mapa``)."""
+    with current().at_end():
+        md.mbarrier_scoped(kind, ptr, value, scope=scope, peer=peer)
 
 
 def mbarrier_arrive_count_on_peer(ptr: Any, peer: Any, count: Any, scope: str) -> None:
     """``mbarrier.arrive.release.<scope>.shared::cluster.b64``: ``count`` arrivals on the mbarrier at ``ptr``'s
     offset in CTA ``peer``."""
-    _on_peer(ptr, peer, f"mbarrier.arrive.release.{scope}.shared::cluster.b64 _, [%rb], $2;", count)
+    _on_peer("arrive", ptr, peer, count, scope)
 
 
 def mbarrier_arrive_expect_tx_on_peer(ptr: Any, peer: Any, nbytes: Any, scope: str) -> None:
     """``mbarrier.arrive.expect_tx.release.<scope>.shared::cluster.b64`` on the mbarrier at ``ptr``'s offset in
     CTA ``peer``."""
-    _on_peer(ptr, peer, f"mbarrier.arrive.expect_tx.release.{scope}.shared::cluster.b64 _, [%rb], $2;", nbytes)
+    _on_peer("arrive_expect_tx", ptr, peer, nbytes, scope)
 
 
 def mbarrier_expect_tx_on_peer(ptr: Any, peer: Any, nbytes: Any, scope: str) -> None:
     """``mbarrier.expect_tx.relaxed.<scope>.shared::cluster.b64`` on the mbarrier at ``ptr``'s offset in CTA
     ``peer``."""
-    _on_peer(ptr, peer, f"mbarrier.expect_tx.relaxed.{scope}.shared::cluster.b64 [%rb], $2;", nbytes)
+    _on_peer("expect_tx", ptr, peer, nbytes, scope)
 
 
 def mbarrier_wait_parity(ptr: Any, phase: Any) -> None:
@@ -132,30 +130,17 @@ def mbarrier_try_wait_parity(ptr: Any, phase: Any) -> Any:
         return md.mbarrier_try_wait_parity(ptr, phase).done
 
 
-def _flag(word):
-    b = current()
-    with b.at_end():
-        return b.mlir.arith.CmpIOp(b.mlir.arith.CmpIPredicate.ne, word, b.const(0, 32)).result
-
-
 def mbarrier_test_wait_parity(ptr: Any, phase: Any) -> Any:
     """``mbarrier.test_wait.parity.shared::cta.b64``: the ``i1`` of whether the phase has completed (no wait)."""
-    (word,) = asm("{\n\t.reg .pred %p;\n\tmbarrier.test_wait.parity.shared::cta.b64 %p, [$1], $2;\n\t"
-                  "selp.u32 $0, 1, 0, %p;\n\t}", "=r,r,r,~{memory}", [shared_address(ptr), phase],
-                  [current().int_type(32)])
-    return _flag(word)
+    with current().at_end():
+        return md.mbarrier_test_wait_parity(ptr, phase).done
 
 
 def mbarrier_conditional_try_wait_parity(cond: Any, ptr: Any, phase: Any) -> Any:
     """``@cond mbarrier.try_wait.parity.shared::cta.b64``: the ``i1`` of whether the phase has completed where the
     ``i1`` ``cond`` holds, true where it does not."""
-    b = current()
-    with b.at_end():
-        c32 = b.mlir.arith.ExtUIOp(b.int_type(32), cond).result
-    (word,) = asm("{\n\t.reg .pred %c, %p;\n\tsetp.ne.b32 %c, $1, 0;\n\tsetp.eq.b32 %p, 0, 0;\n\t"
-                  "@%c mbarrier.try_wait.parity.shared::cta.b64 %p, [$2], $3;\n\tselp.u32 $0, 1, 0, %p;\n\t}",
-                  "=r,r,r,r,~{memory}", [c32, shared_address(ptr), phase], [b.int_type(32)])
-    return _flag(word)
+    with current().at_end():
+        return md.mbarrier_try_wait_parity_if(cond, ptr, phase).done
 
 
 # -- barriers ---------------------------------------------------------------------------------------
@@ -175,7 +160,8 @@ def barrier_arrive(barrier_id: Any, count: Any) -> None:
 
 def barrier_arrive_unaligned(barrier_id: Any, count: Any) -> None:
     """``barrier.cta.arrive barrier_id, count`` (threads of a warp may diverge)."""
-    asm("barrier.cta.arrive $0, $1;", "r,r,~{memory}", [barrier_id, count])
+    with current().at_end():
+        md.barrier_arrive(barrier_id, count, aligned=False)
 
 
 def bar_warp_sync(mask: Any) -> None:
@@ -206,8 +192,9 @@ def fence_proxy_async(space: str) -> None:
 
 
 def fence_proxy(kind: str) -> None:
-    """``fence.proxy.<kind>`` (``"alias"``, ``"async"``) as inline PTX."""
-    asm(f"fence.proxy.{kind};", "~{memory}", [])
+    """``fence.proxy.<kind>`` (``"alias"``, ``"async"``: every state space)."""
+    with current().at_end():
+        md.fence_proxy(kind)
 
 
 def fence_acq_rel(syncscope: str | None) -> None:
@@ -264,45 +251,6 @@ def _dsmem_store(b, op, dst, value, mbar, cta_id):
 
 # -- the grid ---------------------------------------------------------------------------------------
 
-_SYNC_GRID = """{
-\t.reg .pred %cute_gs_p;
-\t.reg .u32 %cute_gs_a<8>;
-\t.reg .b64 %cute_gs_w;
-\tbarrier.sync 0;
-\tmov.u32 %cute_gs_a0, %tid.x;
-\tmov.u32 %cute_gs_a1, %tid.y;
-\tmov.u32 %cute_gs_a2, %tid.z;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
-\tsetp.ne.u32 %cute_gs_p, %cute_gs_a0, 0;
-\t@%cute_gs_p bra CUTE_GRID_SYNC_DONE;
-\tmov.u32 %cute_gs_a0, %ctaid.x;
-\tmov.u32 %cute_gs_a1, %ctaid.y;
-\tmov.u32 %cute_gs_a2, %ctaid.z;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a1;
-\tor.b32 %cute_gs_a0, %cute_gs_a0, %cute_gs_a2;
-\tsetp.eq.u32 %cute_gs_p, %cute_gs_a0, 0;
-\tmov.u32 %cute_gs_a3, %nctaid.x;
-\tmov.u32 %cute_gs_a4, %nctaid.y;
-\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
-\tmov.u32 %cute_gs_a4, %nctaid.z;
-\tmul.lo.u32 %cute_gs_a3, %cute_gs_a3, %cute_gs_a4;
-\tsub.u32 %cute_gs_a3, -2147483647, %cute_gs_a3;
-\tselp.u32 %cute_gs_a3, %cute_gs_a3, 1, %cute_gs_p;
-\tmov.b64 %cute_gs_w, {%envreg2, %envreg1};
-\tadd.u64 %cute_gs_w, %cute_gs_w, 4;
-\tfence.acq_rel.gpu;
-\tatom.add.release.gpu.global.u32 %cute_gs_a5, [%cute_gs_w], %cute_gs_a3;
-CUTE_GRID_SYNC_SPIN:
-\tld.acquire.gpu.global.u32 %cute_gs_a6, [%cute_gs_w];
-\txor.b32 %cute_gs_a7, %cute_gs_a5, %cute_gs_a6;
-\tsetp.lt.s32 %cute_gs_p, %cute_gs_a7, 0;
-\t@!%cute_gs_p bra CUTE_GRID_SYNC_SPIN;
-\tfence.acq_rel.gpu;
-CUTE_GRID_SYNC_DONE:
-\tbarrier.sync 0;
-}"""
-
 
 def sync_grid() -> None:
     """The grid-wide barrier of a cooperative launch: thread (0, 0, 0) of each block arrives on the barrier word of
@@ -310,17 +258,20 @@ def sync_grid() -> None:
     block adds 1 except block (0, 0, 0), which adds 2^31 - (blocks - 1), so the word's top bit flips once all have
     arrived, and each arriving thread waits for the flip from the value its own atomic saw (the low bits are the
     same after each barrier: any number of them may follow)."""
-    asm(_SYNC_GRID, "~{memory}", [])
+    with current().at_end():
+        md.grid_sync()
 
 
 def griddepcontrol_wait() -> None:
     """``griddepcontrol.wait``."""
-    asm("griddepcontrol.wait;", "~{memory}", [])
+    with current().at_end():
+        md.griddepcontrol("wait")
 
 
 def griddepcontrol_launch_dependents() -> None:
     """``griddepcontrol.launch_dependents``."""
-    asm("griddepcontrol.launch_dependents;", "~{memory}", [])
+    with current().at_end():
+        md.griddepcontrol("launch_dependents")
 
 
 # -- transaction bytes ------------------------------------------------------------------------------
@@ -329,21 +280,13 @@ _TMA_LOAD_OPS = ("cute_nvgpu.tma_load",)
 _OTHER_TX_OPS = ("cute_nvgpu.tma_load_im2col", "cute_nvgpu.dsmem_store")
 
 
-def _asm_text(op):
-    try:
-        return str(op.attributes["asm_string"])
-    except (KeyError, IndexError, ValueError):
-        return str(op)
-
-
 def transaction_kind(op: Any) -> str | None:
     """How the built operation ``op`` completes transaction bytes on an mbarrier: ``"load"`` for a TMA tile load,
-    ``"other"`` for another op that does (an im2col load, a DSMEM store, inline PTX with ``complete_tx``), None
-    when it does not."""
+    ``"other"`` for another op that does (an im2col load, a DSMEM store), None when it does not."""
     name = op.name
     if name in _TMA_LOAD_OPS:
         return "load"
-    if name in _OTHER_TX_OPS or (name == "llvm.inline_asm" and "complete_tx" in _asm_text(op)):
+    if name in _OTHER_TX_OPS:
         return "other"
     return None
 

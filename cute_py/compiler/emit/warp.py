@@ -29,7 +29,6 @@ from ..lang import numeric
 from ..lang.builder import current
 from ..lang.memory import element_ptr, pack, pointer_value, unpack
 from ..lang.values import TracedFloat, wrap
-from .ptx import asm, asm_value
 
 if TYPE_CHECKING:
     from ...atom import CopyAtom
@@ -58,15 +57,16 @@ def read_sreg_value(name: str) -> Any:
 
 
 def read_ptx_sreg(name: str, dtype: DType) -> Any:
-    """The special register ``%name`` read by ``mov.u32`` (``mov.u64`` for a 64-bit ``dtype``): a traced ``dtype``."""
-    if dtype.width == 64:
-        return asm_value(f"mov.u64 $0, %{name};", "=l", [], dtype)
-    return asm_value(f"mov.u32 $0, %{name};", "=r", [], dtype)
+    """The special register ``%name`` read by a volatile ``mov.u32`` (``mov.u64`` for a 64-bit register:
+    ``cute_nvgpu.read_sreg_volatile``): a traced ``dtype``, of the register's width."""
+    with current().at_end():
+        return wrap(md.read_sreg_volatile(name).value, dtype)
 
 
 def read_warp_size() -> Any:
     """``WARP_SZ``, read at run time: a traced Int32."""
-    return asm_value("mov.u32 $0, WARP_SZ;", "=r", [], Int32)
+    with current().at_end():
+        return wrap(md.read_sreg_volatile("WARP_SZ").value, Int32)
 
 
 # -- shuffles, votes, match and reduce --------------------------------------------------------------------
@@ -126,16 +126,11 @@ def activemask() -> Any:
         return md.activemask().mask
 
 
-def match_sync(kind: str, value: Any, bits: int, mask: Any) -> Any:
-    """``match.{any,all}.sync.b{32,64}`` of the ``i<bits>`` ``value`` over the lanes of ``mask``: the ``i32`` lane
-    mask."""
-    letter = "l" if bits == 64 else "r"
-    if kind == "any":
-        ptx = f"match.any.sync.b{bits} $0, $1, $2;"
-    else:
-        ptx = f"{{\n\t.reg .pred %p;\n\tmatch.all.sync.b{bits} $0|%p, $1, $2;\n\t}}"
-    (res,) = asm(ptx, f"=r,{letter},r", [value, mask], [current().int_type(32)])
-    return res
+def match_sync(kind: str, value: Any, mask: Any) -> Any:
+    """``match.{any,all}.sync.b{32,64}`` of the ``i32`` or ``i64`` ``value`` over the lanes of ``mask``: the ``i32``
+    lane mask."""
+    with current().at_end():
+        return md.match_sync(kind, value, mask).res
 
 
 def redux_sync(kind: str, signed: bool, value: Any, mask: Any) -> Any:
@@ -149,8 +144,8 @@ def redux_sync(kind: str, signed: bool, value: Any, mask: Any) -> Any:
         unsigned = kind.startswith("u") or not signed
         op = kind.lstrip("u")
         suffix = "u32" if unsigned else "s32"
-    (res,) = asm(f"redux.sync.{op}.{suffix} $0, $1, $2;", "=r,r,r", [value, mask], [current().int_type(32)])
-    return res
+    with current().at_end():
+        return md.redux_sync(op, suffix, value, mask).res
 
 
 # -- register reallocation --------------------------------------------------------------------------------
@@ -176,20 +171,9 @@ def mma_m8n8k4(a_layout: str, b_layout: str, f32_accumulators: bool, a_regs: lis
                c_regs: list[Any]) -> list[Any]:
     """``mma.sync.aligned.m8n8k4.<a_layout>.<b_layout>.<C>.f16.f16.<C>`` of the A and B words (two ``i32`` of two
     f16 each) and the accumulators (8 ``f32``, or 4 ``i32`` of two f16): the result accumulators, alike."""
-    b = current()
-    if f32_accumulators:
-        n, cons, ctext = 8, "f", "f32"
-    else:
-        n, cons, ctext = 4, "r", "f16"
-    outs = "{" + ", ".join(f"${j}" for j in range(n)) + "}"
-    ins_a = "{" + ", ".join(f"${n + j}" for j in range(2)) + "}"
-    ins_b = "{" + ", ".join(f"${n + 2 + j}" for j in range(2)) + "}"
-    ins_c = "{" + ", ".join(f"${n + 4 + j}" for j in range(n)) + "}"
-    ptx = (f"mma.sync.aligned.m8n8k4.{a_layout}.{b_layout}.{ctext}.f16.f16.{ctext} {outs}, {ins_a}, {ins_b}, "
-           f"{ins_c};")
-    res_type = b.ir.F32Type.get() if f32_accumulators else b.int_type(32)
-    constraints = ",".join([f"={cons}"] * n + ["r"] * 4 + [cons] * n)
-    return asm(ptx, constraints, a_regs + b_regs + c_regs, [res_type] * n)
+    with current().at_end():
+        return list(md.mma_sync("m8n8k4", "f16", "f32" if f32_accumulators else "f16", a_regs, b_regs, c_regs,
+                                layout_a=a_layout, layout_b=b_layout).d)
 
 
 def _values(t: Tensor) -> list[Any]:

@@ -1,6 +1,7 @@
 """The emission of the warpgroup MMA's instructions (:mod:`cute_py.nvgpu.warpgroup`): ``wgmma.fence``,
-``commit_group``, ``wait_group`` and ``wgmma.mma_async`` as ops of the ``cute_nvgpu`` dialect; and, as inline PTX,
-the register fence of an accumulator fragment and the addition of an offset to a descriptor's start address.
+``commit_group``, ``wait_group`` and ``wgmma.mma_async`` as ops of the ``cute_nvgpu`` dialect, with the register
+fence of an accumulator fragment (``wgmma_fence_operand``) and the addition of an offset to a descriptor's start
+address (``int_op`` ``add_lo32``).
 
 A descriptor operand is an int (the whole 64-bit value), a traced 64-bit integer, or a
 :class:`~cute_py.nvgpu.warpgroup.GmmaDescriptor` whose start is a shared-memory pointer (its address joins the
@@ -28,7 +29,7 @@ from ..lang.builder import current
 from ..lang.memory import pack, pointer_value, unpack
 from ..lang.traced_int import TracedInt
 from .memory import shared_address
-from .ptx import asm, join_words, predicate_value
+from .operands import join_words, predicate_value
 
 __all__ = ["ENTRIES", "descriptor_value", "smem_address", "fence_register", "add_to_low_word"]
 
@@ -61,17 +62,16 @@ def descriptor_value(desc: Any, what: str) -> Any:
 
 
 def fence_register(word: Any) -> Any:
-    """The ``i32`` ``word`` through an empty volatile ``asm`` that reads and rewrites it (``"=r,0"``): no use of
-    the register moves across it."""
-    (v,) = asm("", "=r,0", [word], [current().int_type(32)])
-    return v
+    """The ``i32`` ``word`` through an empty volatile statement that reads and rewrites it
+    (``cute_nvgpu.wgmma_fence_operand``): no use of the register moves across it."""
+    with current().at_end():
+        return md.wgmma_fence_operand(word).res
 
 
 def add_to_low_word(value: Any, step: Any) -> Any:
     """The ``i64`` ``value`` with the ``i32`` ``step`` added to its low 32-bit word (no carry into the high one)."""
-    (res,) = asm("{\n\t.reg .b32 lo, hi;\n\tmov.b64 {lo, hi}, $1;\n\tadd.u32 lo, lo, $2;\n\tmov.b64 $0, {lo, hi};\n\t}",
-                 "=l,l,r", [value, step], [current().int_type(64)])
-    return res
+    with current().at_end():
+        return md.int_op("add_lo32", [value, step]).res
 
 
 def _fence(b, op):

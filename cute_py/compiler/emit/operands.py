@@ -1,21 +1,13 @@
-"""One PTX instruction (or a short fixed sequence) as ``llvm.inline_asm``, for the instructions of the emission
-units that have neither an op of the ``cute_nvgpu`` dialect nor an LLVM operation: special registers such as
-``%dynamic_smem_size``, ``fence.proxy.alias``, ``bfind``, ``prmt``, ``lop3``... (each unit's function names its
-PTX). This is the only module that builds ``llvm.inline_asm``.
-
-Operands are ``$0``, ``$1``...: the results first, then the inputs, as in LLVM's inline assembly; the
-constraint letters are ``r`` (32-bit), ``l`` (64-bit), ``h`` (16-bit), ``f`` (f32), ``d`` (f64), ``n``
-(an immediate). Every statement is volatile (``has_side_effects``): it stays where the kernel put it, and a
-read of a clock or a timer is never merged with another.
-
-Also here: the argument checks the arch builtins share (static ints, traced integers of a width, run-time
-conditions).
+"""The argument checks the arch builtins share (static ints, traced integers of a width, run-time conditions), the
+MLIR type of a numeric type's values, and a 64-bit word joined from two 32-bit ones (``cute_nvgpu.int_op``
+``pack_b64``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
+
+import mlir_dialects as md
 
 from ...errors import TraceError
 from ...tensor.dtypes import DType
@@ -23,7 +15,7 @@ from ..lang.builder import current
 from ..lang.values import TracedBool, TracedFloat, wrap
 from ..lang.traced_int import TracedInt, as_value
 
-__all__ = ["asm", "asm_value", "int_type", "static_int", "int_operand", "predicate_value", "ir_type_of", "join_words"]
+__all__ = ["static_int", "int_operand", "predicate_value", "ir_type_of", "join_words"]
 
 
 def ir_type_of(dtype: DType) -> Any:
@@ -34,37 +26,6 @@ def ir_type_of(dtype: DType) -> Any:
         return {16: ir.BF16Type.get() if dtype.name == "BFloat16" else ir.F16Type.get(), 32: ir.F32Type.get(),
                 64: ir.F64Type.get()}[dtype.width]
     return b.int_type(1 if dtype.name == "Boolean" else dtype.width)
-
-
-def int_type(width: int) -> Any:
-    """``i<width>``."""
-    return current().int_type(width)
-
-
-def asm(ptx: str, constraints: str, operands: Sequence[Any], results: Sequence[Any] = ()) -> list[Any]:
-    """Emit ``ptx`` with ``constraints`` over the MLIR values ``operands``; the MLIR values of its ``results``
-    (MLIR types; none, one, or several as an LLVM struct)."""
-    b = current()
-    llvm, ir = b.mlir.llvm, b.ir
-    results = list(results)
-    if not results:
-        res_type = None
-    elif len(results) == 1:
-        res_type = results[0]
-    else:
-        res_type = llvm.StructType.get_literal(results)
-    with b.at_end():
-        op = llvm.InlineAsmOp(res_type, list(operands), ptx, constraints, has_side_effects=True)
-        if len(results) <= 1:
-            return [op.result] if results else []
-        return [llvm.ExtractValueOp(t, op.result, ir.DenseI64ArrayAttr.get([i])).result
-                for i, t in enumerate(results)]
-
-
-def asm_value(ptx: str, constraints: str, operands: Sequence[Any], dtype: DType) -> TracedInt | TracedFloat:
-    """The one result of ``ptx`` (see :func:`asm`) as a traced value of ``dtype``."""
-    (value,) = asm(ptx, constraints, operands, [ir_type_of(dtype)])
-    return wrap(value, dtype)
 
 
 def static_int(x: object, what: str, rule: str) -> int:
@@ -121,5 +82,5 @@ def join_words(lo: Any, hi: Any, what: str, hi_bits: int = 0) -> Any:
 
     lo_v = int_operand(_signed32(lo), f"{what}: the low word", 32)
     hi_v = int_operand(_signed32(hi), f"{what}: the high word", 32)
-    (res,) = asm("mov.b64 $0, {$1, $2};", "=l,r,r", [lo_v, hi_v], [current().int_type(64)])
-    return wrap(res, Uint64)
+    with current().at_end():
+        return wrap(md.int_op("pack_b64", [lo_v, hi_v]).res, Uint64)
