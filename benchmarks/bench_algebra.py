@@ -7,8 +7,8 @@ For each op it prints the time per call of pycute, of cute_py with memoisation
 off (every call computes), and of cute_py on repeated identical calls
 (memoised), with the ratios pycute/cute_py.  Both libraries' results are checked
 to be the same function before timing.  With ``--before DIR`` it prints before/after columns side by side: the
-cute_py of another checkout (``git worktree add DIR <commit>``) and this checkout's, each timed in ``--processes``
-fresh worker processes (pycute too, in the latter), the ops interleaved, the fastest process kept.
+cute_py of another checkout (``git worktree add DIR <commit>``) and this checkout's, timed in fresh worker
+processes (pycute in the latter), in ``--processes`` rounds over the suite, the fastest round kept.
 """
 
 import argparse
@@ -224,39 +224,45 @@ def _best(times):
 
 
 def _compare(before_path, processes, quick):
-    """Before/after columns: ``processes`` worker processes per checkout, each op timed once in every one of them
-    in turn (before, after, pycute in the after process), the fastest kept; the ratios are pycute / cute_py."""
+    """Before/after columns: ``processes`` worker processes per checkout; in round ``r`` every op is timed in the
+    ``r``-th before and after processes (and pycute in the after one), so that each op is measured at ``processes``
+    different times; the fastest is kept.  The ratios are pycute / cute_py."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     before = [_Worker(before_path, quick) for _ in range(processes)]
     after = [_Worker(here, quick) for _ in range(processes)]
     try:
         print(f"# before: cute_py {before[0].info['version']} from {os.path.dirname(before[0].info['file'])}")
         print(f"# after:  cute_py {after[0].info['version']} from {os.path.dirname(after[0].info['file'])}")
-        print(f"# each: the fastest of {processes} processes per checkout, the ops interleaved")
+        print(f"# each: the fastest of {processes} rounds over the suite, each round in fresh processes")
         print()
+        ops = []
+        for name, fc, fp in suite():
+            if fp is not None:
+                with cute.memoization(False):
+                    if not _same_function(fc(), fp()):
+                        print(f"{name}: results differ between cute_py and pycute, not timed")
+                        continue
+            ops.append((name, fp is not None))
+        times = {name: {"before": [], "after": [], "pycute": []} for name, _ in ops}
+        for wb, wa in zip(before, after):
+            for name, has_pycute in ops:
+                times[name]["before"].append(wb.time("cute", name))
+                times[name]["after"].append(wa.time("cute", name))
+                if has_pycute:
+                    times[name]["pycute"].append(wa.time("pycute", name)[0])
         head = (f"| {'op':42} | {'pycute µs':>10} | {'before µs':>10} | {'ratio':>6} | {'after µs':>10} | {'ratio':>6} "
                 f"| {'memo before':>11} | {'memo after':>10} |")
         print(head)
         print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
         worst = {"before": None, "after": None}
-        for name, fc, fp in suite():
-            if fp is not None:
-                with cute.memoization(False):
-                    if not _same_function(fc(), fp()):
-                        print(f"| {name:42} | results differ between cute_py and pycute |")
-                        continue
-            rows = {"before": [], "after": [], "pycute": []}
-            for wb, wa in zip(before, after):
-                rows["before"].append(wb.time("cute", name))
-                rows["after"].append(wa.time("cute", name))
-                if fp is not None:
-                    rows["pycute"].append(wa.time("pycute", name)[0])
-            t_p = min(rows["pycute"]) if rows["pycute"] else None
+        for name, _ in ops:
+            row = times[name]
+            t_p = min(row["pycute"]) if row["pycute"] else None
             cells = [f"{'n/a':>10}" if t_p is None else f"{t_p * 1e6:10.2f}"]
             memo = []
             for key in ("before", "after"):
-                t = min(r[0] for r in rows[key])
-                memo.append(_best([r[1] for r in rows[key]]))
+                t = min(r[0] for r in row[key])
+                memo.append(_best([r[1] for r in row[key]]))
                 cells.append(f"{t * 1e6:10.2f}")
                 if t_p is None:
                     cells.append(f"{'':>6}")
@@ -265,7 +271,7 @@ def _compare(before_path, processes, quick):
                     worst[key] = t_p / t if worst[key] is None else min(worst[key], t_p / t)
             cells += [f"{'-':>11}" if memo[0] is None else f"{memo[0] * 1e6:11.3f}",
                       f"{'-':>10}" if memo[1] is None else f"{memo[1] * 1e6:10.3f}"]
-            print(f"| {name:42} | " + " | ".join(cells) + " |", flush=True)
+            print(f"| {name:42} | " + " | ".join(cells) + " |")
         print()
         print(f"worst uncached ratio: before {worst['before']:.2f}x, after {worst['after']:.2f}x (target >= 1.0x)")
     finally:
@@ -279,7 +285,8 @@ def main(argv=None):
     ap.add_argument("--before", metavar="DIR", help="before/after columns: the cute_py of another checkout (the "
                     "folder holding its cute_py package) and this one's, op by op in worker processes")
     ap.add_argument("--processes", type=int, default=3, metavar="N",
-                    help="with --before: worker processes per checkout (default 3), the fastest kept")
+                    help="with --before: rounds over the suite, each in its own worker processes (default 3); the "
+                    "fastest kept")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
