@@ -21,10 +21,13 @@ layout from such a shape and stride without validating them.
 INTERNAL_API = {
     "int_tuple": (
         "depth_unchecked",
+        "exchange_sort",                 # CuTe's (unstable) exchange sort, as the indices of the sorted keys
         "flatten_unchecked",
         "get_unchecked",
         "int_like",                      # re-exported from normalise, where it is defined
+        "is_int_value",                  # a static int equal to a value
         "product_unchecked",             # re-exported from products, where it is defined
+        "unwrap_single",                 # the element of a 1-tuple, else the tuple
     ),
     "normalise": (
         "as_mode",                       # a (nested) mode index given as an int or a sequence, as a tuple
@@ -82,10 +85,7 @@ INTERNAL_API = {
         "complement_unchecked",
         "composition_unchecked",
         "disjoint_complement",           # a complement that keeps order and disjointness (it may leave gaps)
-        "exchange_sort",                 # CuTe's (unstable) exchange sort, as the indices of the sorted keys
-        "is_int_value",                  # a static int equal to a value
         "need_layout",                   # CuteTypeError unless a Layout
-        "unwrap_single",                 # the element of a 1-tuple, else the tuple
     ),
     "recast": (
         "upcast_unchecked",              # CuTe's upcast<n>, rounding as the C++ does

@@ -14,7 +14,8 @@ from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInject
 from .coords import compact_col_major_unchecked
 from .symbolic import deciding_active
 from .division import ceil_div_unchecked
-from .int_tuple import as_int_tuple, divisor_of, flatten_unchecked, fmt, is_int, product_unchecked, signum
+from .int_tuple import (as_int_tuple, divisor_of, flatten_unchecked, fmt, is_int, is_int_value, product_unchecked,
+                        signum, unwrap_single)
 from .coalescing import coalesce_flat, coalesce_flat_lists, coalesce_x
 from .layout import concat_layouts, cosize, Layout, make_layout, make_layout_unchecked
 from .memo import memoize
@@ -25,14 +26,6 @@ __all__ = [
     "complement",
     "coalesce_shape",
 ]
-
-
-def is_int_value(x, v):
-    return type(x) is int and x == v
-
-
-def unwrap_single(t):
-    return t[0] if len(t) == 1 else t
 
 
 # -- composition ------------------------------------------------------------------------------
@@ -328,19 +321,6 @@ def coalesce_shape(shape: Shape) -> Shape:
         else:
             out.append(a)
     return unwrap_single(tuple(out))
-
-
-def exchange_sort(keys):
-    # CuTe's exchange sort of (key, index) pairs: not stable, reproduced exactly
-    n = len(keys)
-    k = list(keys)
-    v = list(range(n))
-    for i in range(n):
-        for j in range(i + 1, n):
-            if k[j] < k[i]:
-                k[i], k[j] = k[j], k[i]
-                v[i], v[j] = v[j], v[i]
-    return v
 
 
 @memoize

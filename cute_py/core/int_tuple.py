@@ -146,3 +146,27 @@ def _unflatten(flat, profile):
     if n != len(flat):
         raise RankError(f"cannot unflatten {fmt(flat)} ({len(flat)} leaves) to the profile of {fmt(profile)} ({n} leaves)")
     return build(profile)
+
+
+def is_int_value(x: object, v: int) -> bool:
+    """Whether ``x`` is the static int ``v``."""
+    return type(x) is int and x == v
+
+
+def unwrap_single(t: tuple) -> Any:
+    """The element of a 1-tuple, else the tuple."""
+    return t[0] if len(t) == 1 else t
+
+
+def exchange_sort(keys: list | tuple) -> list[int]:
+    """The indices of ``keys`` in the order CuTe's exchange sort of (key, index) pairs leaves them (not stable,
+    reproduced exactly)."""
+    n = len(keys)
+    k = list(keys)
+    v = list(range(n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            if k[j] < k[i]:
+                k[i], k[j] = k[j], k[i]
+                v[i], v[j] = v[j], v[i]
+    return v

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError, DivisibilityError, NotInjectiveError, StaticValueRequired
-from .algebra import composition_unchecked, exchange_sort, is_int_value, need_layout, unwrap_single
+from .algebra import composition_unchecked, need_layout
+from .int_tuple import exchange_sort, is_int_value, unwrap_single
 from .coords import compact_col_major_unchecked
 from .int_tuple import flatten_unchecked
 from .leaves import divisor_of, DynamicInt, is_int
