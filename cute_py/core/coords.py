@@ -146,7 +146,32 @@ def crd2idx(coord: Coord, shape: Any, stride: Stride | None = None) -> Any:
         return crd2idx_colex(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"))
     # static ints nested at most two levels (three for an index split over a nested mode) are computed here,
     # in one pass that checks them; anything else goes through normalisation and crd2idx_unchecked
-    if type(coord) is int:
+    if type(coord) is tuple:
+        if type(shape) is tuple and type(stride) is tuple and len(coord) == len(shape) == len(stride):
+            r = 0
+            for c, s, d in zip(coord, shape, stride):
+                if type(c) is int and type(s) is int and type(d) is int:
+                    r = r + c * d  # int int int
+                elif type(c) is tuple and type(s) is tuple and type(d) is tuple and len(c) == len(s) == len(d):
+                    # tuple tuple tuple of ints
+                    for c2, s2, d2 in zip(c, s, d):
+                        if type(c2) is not int or type(s2) is not int or type(d2) is not int:
+                            break
+                        r = r + c2 * d2
+                    else:
+                        continue
+                    break
+                elif type(c) is int and type(s) is tuple and type(d) is tuple:
+                    # int tuple tuple: an index split over the mode
+                    v = _split_static(c, s, d, True)
+                    if v is None:
+                        break
+                    r = r + v
+                else:
+                    break
+            else:
+                return r
+    elif type(coord) is int:
         if type(shape) is int:
             if type(stride) is int:
                 return coord * stride  # int int int
@@ -154,30 +179,6 @@ def crd2idx(coord: Coord, shape: Any, stride: Stride | None = None) -> Any:
             r = _split_static(coord, shape, stride, True)
             if r is not None:
                 return r
-    elif type(coord) is tuple and type(shape) is tuple and type(stride) is tuple and len(coord) == len(shape) == len(stride):
-        r = 0
-        for c, s, d in zip(coord, shape, stride):
-            if type(c) is int and type(s) is int and type(d) is int:
-                r = r + c * d  # int int int
-            elif type(c) is tuple and type(s) is tuple and type(d) is tuple and len(c) == len(s) == len(d):
-                # tuple tuple tuple of ints
-                for c2, s2, d2 in zip(c, s, d):
-                    if type(c2) is not int or type(s2) is not int or type(d2) is not int:
-                        break
-                    r = r + c2 * d2
-                else:
-                    continue
-                break
-            elif type(c) is int and type(s) is tuple and type(d) is tuple:
-                # int tuple tuple: an index split over the mode
-                v = _split_static(c, s, d, True)
-                if v is None:
-                    break
-                r = r + v
-            else:
-                break
-        else:
-            return r
     return crd2idx_unchecked(as_int_tuple(coord, "coordinate"), as_int_tuple(shape, "shape"),
                              as_int_tuple(stride, "stride", allow_basis=True))
 
