@@ -108,8 +108,6 @@ def to_ptx(module, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES, *, line_info=Fa
     module needs a later one (the tensormap ops need 8.3, ``dsmem_store`` 8.1). ``line_info``: ``.file``
     and ``.loc`` directives from the ops' locations; ``opt_level`` (0-3): LLVM's optimisation level.
     """
-    if opt_level is not None and opt_level not in (0, 1, 2, 3):
-        raise PipelineError(f"opt_level is 0, 1, 2 or 3, got {opt_level!r}")
     work, features = lower_for_ptx(module, features, line_info=line_info)
     return lowered_to_ptx(work, chip, features, line_info=line_info, opt_level=opt_level)
 

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from ..errors import CuteValueError
 __all__ = ["STAGES", "Stage", "StageOptions", "StageResults", "run"]
 
 
@@ -102,7 +103,7 @@ def run(trace: Callable[[], tuple[Any, dict[str, int]]], options: StageOptions |
     context (the caller enters it). ``on_error(stage name, exception)`` may turn a stage's exception into the one
     raised (``None``: the exception as it is)."""
     if upto not in _NAMES:
-        raise ValueError(f"no stage named {upto!r}: the stages are {', '.join(_NAMES)}")
+        raise CuteValueError(f"no stage named {upto!r}: the stages are {', '.join(_NAMES)}")
     options = options or StageOptions()
     r = StageResults()
     last = _NAMES.index(upto)
