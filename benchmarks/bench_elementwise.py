@@ -35,29 +35,40 @@ def _time(torch, fn, reps):
     return statistics.median(times)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--elements", type=int, default=(1 << 28) + 3)
-    parser.add_argument("--reps", type=int, default=50)
-    parser.add_argument("--out")
-    args = parser.parse_args()
-    out = open(args.out, "w") if args.out else None
+def reporter(path):
+    """``say(line)``: print ``line`` and, with a ``path``, append it to that file."""
+    out = open(path, "w") if path else None
 
     def say(line):
         print(line, flush=True)
         if out:
             out.write(line + "\n")
             out.flush()
+    return say
 
-    import torch
+
+def device_line(torch, extra):
+    """The report's first line: the device, the versions, the date (UTC) and ``extra``."""
     import cute_py as cute
-    from examples import elementwise_add, fused_silu_add
 
     props = torch.cuda.get_device_properties(0)
-    say(f"device {props.name} ({props.multi_processor_count} SMs, sm_{props.major}{props.minor}), torch "
-        f"{torch.__version__}, cute_py {cute.__version__}, Python {platform.python_version()}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {args.elements} elements, "
-        f"reps {args.reps}")
+    return (f"device {props.name} ({props.multi_processor_count} SMs, sm_{props.major}{props.minor}), torch "
+            f"{torch.__version__}, cute_py {cute.__version__}, Python {platform.python_version()}, "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {extra}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elements", type=int, default=(1 << 28) + 3)
+    parser.add_argument("--reps", type=int, default=50)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    say = reporter(args.out)
+
+    import torch
+    from examples import elementwise_add, fused_silu_add
+
+    say(device_line(torch, f"{args.elements} elements, reps {args.reps}"))
     n = args.elements
     for dtype in (torch.float32, torch.bfloat16):
         size = torch.tensor([], dtype=dtype).element_size()

@@ -7,16 +7,14 @@ Every output is checked against torch (float64) before it is timed. Times are me
 between two CUDA events, after warm-up.
 """
 import argparse
-import datetime
 import os
-import platform
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from bench_elementwise import _time  # noqa: E402
+from bench_elementwise import _time, device_line, reporter  # noqa: E402
 
 SHAPES = [(8192, 1024), (4096, 4096), (2048, 8192), (1024, 16384)]
 
@@ -26,22 +24,13 @@ def main():
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--out")
     args = parser.parse_args()
-    out = open(args.out, "w") if args.out else None
-
-    def say(line):
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
-            out.flush()
+    say = reporter(args.out)
 
     import torch
     import cute_py as cute
     from examples import softmax
 
-    props = torch.cuda.get_device_properties(0)
-    say(f"device {props.name} ({props.multi_processor_count} SMs, sm_{props.major}{props.minor}), torch "
-        f"{torch.__version__}, cute_py {cute.__version__}, Python {platform.python_version()}, "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, reps {args.reps}")
+    say(device_line(torch, f"reps {args.reps}"))
     for dtype in (torch.float32, torch.bfloat16):
         for shape in SHAPES:
             x = torch.randn(shape, device="cuda").to(dtype)

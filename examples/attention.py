@@ -1,0 +1,485 @@
+"""Kernel 14: attention on Hopper, ``O = softmax(scale * Q K^T) V`` with the log-sum-exp of each row.
+
+::
+
+    from examples import attention
+    attention(q, k, v, out, lse)                          # q, out: (B, Sq, H, D); k, v: (B, Sk, Hkv, D)
+    attention(q, k, v, out, lse, causal=True, softmax_scale=0.125)
+    attention(q, k, v, out, lse, cu_seqlens_q=cq, cu_seqlens_k=ck, max_seqlen_q=n)   # packed: (T, H, D)
+
+The layout is FlashAttention's: ``q`` and ``out`` are ``(batch, seqlen_q, heads, head_dim)``, ``k`` and ``v``
+``(batch, seqlen_k, kv_heads, head_dim)`` with ``heads`` a multiple of ``kv_heads`` (grouped-query attention: query
+head ``h`` reads key/value head ``h // (heads // kv_heads)``), the head dimension contiguous; ``lse`` is
+``(batch, heads, seqlen_q)`` fp32, ``lse[b, h, i] = log(sum_j exp(scale * q_i . k_j))`` over the keys row ``i``
+sees. With ``cu_seqlens_q`` / ``cu_seqlens_k`` (Int32 tensors of ``batch + 1`` increasing offsets) the sequences
+are packed along one token mode instead: ``q``, ``out`` ``(total_q, heads, head_dim)``, ``k``, ``v``
+``(total_k, kv_heads, head_dim)``, ``lse`` ``(heads, total_q)``; sequence ``b`` is rows ``cu[b] .. cu[b+1]``, and
+``max_seqlen_q`` bounds its lengths (it sizes the grid). Inputs are BFloat16 or Float16 (all four alike), head
+dimensions 64, 128 or 256; the products and the softmax are computed in fp32 and ``out`` is rounded once.
+
+``causal`` masks key ``j`` from query ``i`` where ``j > i + seqlen_k - seqlen_q`` (the diagonal aligned to the
+bottom right, as FlashAttention does from 2.1 on; ``torch``'s ``is_causal`` aligns it to the top left, which is the
+same where the lengths are equal). A row that sees no key (a causal row above the diagonal when seqlen_q >
+seqlen_k, or an empty key sequence) has ``out`` 0 and ``lse`` ``-inf``.
+
+Each CTA computes a ``128 x D`` block of one head's output. It has three warpgroups:
+
+- warpgroup 2 is the producer: it gives registers back (``setmaxnreg``, 24 a thread) and its first warp loads
+  the CTA's ``128 x D`` Q tile once (TMA, its own mbarrier), then the K and V tiles of ``block_n`` keys through
+  two ``PipelineTmaAsync`` rings (K and V apart, so the product with K starts before V has arrived), last key
+  block first;
+- warpgroups 0 and 1 are the consumers (240 registers a thread), 64 query rows each. A consumer warpgroup
+  computes ``S = Q K^T`` of the last key block (``m64n{block_n}k16`` WGMMAs from shared memory) and its softmax;
+  then, for each earlier block, it issues that block's ``S`` together with ``O += P V`` of the block before
+  (``m64n{D}k16`` WGMMAs with A from registers, V read MN-major), waits for ``S`` only, and runs its softmax
+  while ``P V`` is in flight: the mask (only in the loop over the blocks that reach past the keys or the
+  diagonal, traced apart from the loop over the others), the rows' running maxima (a butterfly over the four
+  threads of a row), ``exp2(S * scale * log2(e) - max)``, the sums, and the factor that rescales ``O`` once
+  ``P V`` is done. The accumulator layout of ``S`` is the register-operand layout of A value for value, so
+  ``P`` is ``S`` converted to 16 bits, just before the fence of the MMAs that read it.
+- With ``pingpong`` (the default) the two consumer warpgroups take turns issuing their MMAs (named barriers
+  1 and 2), so that one's softmax runs while the other's MMAs do.
+
+At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes row-major into
+its rows of Q's shared memory, then out in 16-byte chunks, predicated on the row lying in the sequence.
+
+No accumulator or ``P`` register is read on a branch while an MMA is in flight, or converted after the fence
+before the MMA that reads it: the assembler would otherwise serialise every WGMMA of the kernel (ptxas notes
+C7520 and C7519; ``tests/jit/test_attention_ptx.py`` checks there are none).
+
+Key tiles past the end of ``k``/``v`` are zero-filled by TMA and masked; in a packed batch a tile may reach into
+the next sequence's rows, which the mask hides as well. A query tile past its sequence computes rows it never
+stores.
+"""
+
+import math
+
+import cute_py as cute
+from cute_py import arch, pipeline
+from cute_py.nvgpu import cpasync
+from cute_py.nvgpu import warpgroup as wg
+from cute_py.utils import LayoutEnum
+from cute_py.utils import hopper_helpers as hh
+
+from .attention_args import HEAD_DIMS, check_args, dim_major, tokens_major
+
+
+__all__ = ["attention", "attention_kernel", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS"]
+
+BLOCK_M = 128                      # query rows per CTA: 64 per consumer warpgroup
+BLOCK_N = {64: 128, 128: 128, 256: 64}     # keys per block, by head dimension
+STAGES = {64: 4, 128: 2, 256: 2}           # depth of the K and V rings, by head dimension
+MMA_THREADS = 256
+ATTN_THREADS = MMA_THREADS + 128
+PRODUCER_WARP = MMA_THREADS // 32
+PRODUCER_REGS = 24
+CONSUMER_REGS = 240                # 128 * 24 + 256 * 240 <= 65536
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+@cute.jit
+def _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal):
+    """The key blocks a query block sees: ``0 .. n`` (``n`` may be 0)."""
+    n = (seqlen_k + block_n - 1) // block_n
+    if causal:
+        # the last row of the block sees keys up to row + seqlen_k - seqlen_q
+        last = cute.min(seqlen_k, (m_block + 1) * BLOCK_M + seqlen_k - seqlen_q)
+        n = cute.max(0, cute.min(n, (last + block_n - 1) // block_n))
+    return n
+
+
+@cute.jit
+def _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks):
+    """How many key blocks from block 0 on the query block sees whole: inside the keys and (causal) on or below
+    the diagonal for its first row."""
+    n = seqlen_k // block_n
+    if causal:
+        n = cute.min(n, cute.max(0, first_row + seqlen_k - seqlen_q + 1) // block_n)
+    return cute.min(n, n_blocks)
+
+
+@cute.jit
+def _rows(t, offset, batch, head, tokens_mode=0):
+    """The ``(rows, D)`` matrix of ``head`` of sequence ``batch`` in a ``(tokens, D, heads, batch)`` view (or the
+    ``(D, rows)`` one of a ``(D, tokens, heads, batch)`` view, ``tokens_mode`` 1), from token ``offset`` on."""
+    return cute.domain_offset((offset, 0) if tokens_mode == 0 else (0, offset), t[None, None, head, batch])
+
+
+@cute.kernel
+def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, o, lse, cu_q, cu_k,
+                     q_layout, k_layout, v_layout, head_ratio, causal, scale_log2, seqlens, pingpong):
+    m_block, head, batch = arch.block_idx()
+    tidx, _, _ = arch.thread_idx()
+    warp = arch.make_warp_uniform(arch.warp_idx())
+    d = tma_q.shape[1]
+    block_n = cute.size(k_layout, mode=[0])
+    stages = cute.size(k_layout, mode=[2])
+    if warp == PRODUCER_WARP:
+        cpasync.prefetch_descriptor(load_q)
+        cpasync.prefetch_descriptor(load_k)
+        cpasync.prefetch_descriptor(load_v)
+    smem = arch.SmemAllocator()
+    sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)[None, None, 0]    # (128, D)
+    sK = smem.allocate_tensor(load_k.dtype, k_layout, 1024)                   # (block_n, D, stages)
+    sV = smem.allocate_tensor(load_v.dtype, v_layout, 1024)                   # (D, block_n, stages)
+    q_bar = smem.allocate_mbarrier(1)
+    k_bars = smem.allocate_mbarrier(2 * stages)
+    v_bars = smem.allocate_mbarrier(2 * stages)
+    if tidx == 0:
+        arch.mbarrier_init(q_bar, 1)
+        arch.mbarrier_init_fence()
+    tile_bytes = block_n * d * load_k.dtype.width // 8
+    consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, MMA_THREADS // 32)
+    k_pipe = pipeline.PipelineTmaAsync.create(
+        num_stages=stages, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=consumers, tx_count=tile_bytes, barrier_storage=k_bars)
+    v_pipe = pipeline.PipelineTmaAsync.create(
+        num_stages=stages, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=consumers, tx_count=tile_bytes, barrier_storage=v_bars)
+
+    # the sequences: packed (cu_q, cu_k) or one per batch index
+    q_start, k_start = 0, 0
+    seqlen_q, seqlen_k = seqlens
+    q_batch, k_batch = batch, batch
+    if cu_q is not None:
+        q_start, k_start = cu_q[batch], cu_k[batch]
+        seqlen_q, seqlen_k = cu_q[batch + 1] - q_start, cu_k[batch + 1] - k_start
+        q_batch, k_batch = 0, 0
+    kv_head = head // head_ratio
+    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal)
+    if m_block * BLOCK_M < seqlen_q:
+        if warp >= PRODUCER_WARP:
+            arch.warpgroup_reg_dealloc(PRODUCER_REGS)
+            if warp == PRODUCER_WARP:
+                gQ = cute.local_tile(_rows(tma_q, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
+                tQsQ, tQgQ = cpasync.tma_partition(load_q, 0, cute.Layout(1), cute.group_modes(sQ, 0, 2),
+                                                   cute.group_modes(gQ, 0, 2))
+                with arch.elect_one():
+                    arch.mbarrier_arrive_and_expect_tx(q_bar, BLOCK_M * d * load_q.dtype.width // 8)
+                cute.copy(load_q, tQgQ, tQsQ, tma_bar_ptr=q_bar)
+                gK = cute.local_tile(_rows(tma_k, k_start, k_batch, kv_head), (block_n, d), (None, 0))
+                gV = cute.local_tile(_rows(tma_v, k_start, k_batch, kv_head, 1), (d, block_n), (0, None))
+                tKsK, tKgK = cpasync.tma_partition(load_k, 0, cute.Layout(1), cute.group_modes(sK, 0, 2),
+                                                   cute.group_modes(gK, 0, 2))
+                tVsV, tVgV = cpasync.tma_partition(load_v, 0, cute.Layout(1), cute.group_modes(sV, 0, 2),
+                                                   cute.group_modes(gV, 0, 2))
+                k_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                v_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                for i in range(n_blocks):
+                    j = n_blocks - 1 - i
+                    k_pipe.producer_acquire(k_state)
+                    cute.copy(load_k, tKgK[None, j], tKsK[None, k_state.index],
+                              tma_bar_ptr=k_pipe.producer_get_barrier(k_state))
+                    k_pipe.producer_commit(k_state)
+                    k_state.advance()
+                    v_pipe.producer_acquire(v_state)
+                    cute.copy(load_v, tVgV[None, j], tVsV[None, v_state.index],
+                              tma_bar_ptr=v_pipe.producer_get_barrier(v_state))
+                    v_pipe.producer_commit(v_state)
+                    v_state.advance()
+                k_pipe.producer_tail(k_state)
+                v_pipe.producer_tail(v_state)
+        else:
+            arch.warpgroup_reg_alloc(CONSUMER_REGS)
+            _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
+                     q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong)
+
+
+@cute.jit
+def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start, q_batch,
+             seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong):
+    """A consumer warpgroup's rows (see the module): the products with each key block, the online softmax, the
+    output and the log-sum-exp."""
+    d = cute.size(sQ, mode=[1])
+    stages = cute.size(sK, mode=[2])
+    thr_qk = mma_qk.get_slice(tidx)
+    thr_pv = mma_pv.get_slice(tidx)
+    tSrQ = mma_qk.make_fragment_A(thr_qk.partition_A(sQ))          # (1, 1, D/16) descriptors
+    tSrK = mma_qk.make_fragment_B(thr_qk.partition_B(sK))          # (1, 1, D/16, stages)
+    tOrV = mma_pv.make_fragment_B(thr_pv.partition_B(sV))          # (1, 1, block_n/16, stages)
+    cS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, block_n)))   # (row, col) of each S value
+    acc_s = mma_qk.make_fragment_C(cS)
+    tOrP = mma_pv.make_fragment_A(thr_pv.partition_A(cute.make_layout((BLOCK_M, block_n))))
+    gO = cute.local_tile(_rows(o, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
+    tOgO = thr_pv.partition_C(gO)
+    cO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, d)))
+    acc_o = mma_pv.make_fragment_C(tOgO)
+    acc_o.fill(0.0)
+    row_max = cute.make_fragment(2, cute.Float32)     # a thread's S values lie in two rows (module docstring)
+    row_sum = cute.make_fragment(2, cute.Float32)
+    corr = cute.make_fragment(2, cute.Float32)
+    for r in cute.range_constexpr(2):
+        row_max[r] = -math.inf
+        row_sum[r] = 0.0
+    first_row = m_block * BLOCK_M
+    k_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+    v_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+    group = arch.make_warp_uniform(arch.warp_idx()) // 4      # the consumer warpgroup: 0 or 1
+    arch.mbarrier_wait(q_bar, 0)
+    if n_blocks > 0:
+        if pingpong and group == 1:
+            arch.barrier_arrive(barrier_id=1, number_of_threads=MMA_THREADS)     # warpgroup 0 issues first
+        # the last key block: S alone
+        k_pipe.consumer_wait(k_read)
+        _turn(pingpong, group)
+        _fence_operands(acc_s, acc_o)
+        _qk(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
+        wg.commit_group()
+        _pass_turn(pingpong, group, True)
+        wg.wait_group(0)
+        arch.warpgroup_fence_operand(acc_s)
+        k_pipe.consumer_release(k_read)
+        k_read.advance()
+        _softmax(acc_s, cS, row_max, row_sum, corr, n_blocks - 1, block_n, first_row, seqlen_q, seqlen_k, causal,
+                 scale_log2, True)
+        # the blocks that need the mask come first (the key blocks run last to first): the loop over them and the
+        # loop over the others are traced apart, so that no branch on the mask lies between the MMAs (the
+        # assembler would serialise them)
+        bounds = (1, cute.max(1, n_blocks - _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks)),
+                  n_blocks)
+        for phase in cute.range_constexpr(2):
+            for i in range(bounds[phase], bounds[phase + 1]):
+                # S of block j and O += P V of block j + 1 in flight together; the softmax of S runs while P V does
+                j = n_blocks - 1 - i
+                k_pipe.consumer_wait(k_read)
+                v_pipe.consumer_wait(v_read)
+                _turn(pingpong, group)
+                _to_p(acc_s, tOrP)          # P of block j + 1, converted just before the MMAs that read it
+                _fence_operands(acc_s, acc_o)
+                _qk(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
+                wg.commit_group()
+                _pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
+                wg.commit_group()
+                _pass_turn(pingpong, group, True)
+                wg.wait_group(1)
+                arch.warpgroup_fence_operand(acc_s)
+                _softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal,
+                         scale_log2, phase == 0)
+                wg.wait_group(0)
+                arch.warpgroup_fence_operand(acc_o)
+                # (released only now: the release's signalling lanes branch, and no branch may lie in the flight of
+                # an MMA reading registers, or the assembler serialises every MMA)
+                k_pipe.consumer_release(k_read)
+                k_read.advance()
+                v_pipe.consumer_release(v_read)
+                v_read.advance()
+                _rescale(acc_o, corr)
+        # O += P V of the first block
+        v_pipe.consumer_wait(v_read)
+        _turn(pingpong, group)
+        _to_p(acc_s, tOrP)
+        _fence_operands(acc_s, acc_o)
+        _pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
+        wg.commit_group()
+        wg.wait_group(0)
+        arch.warpgroup_fence_operand(acc_o)
+        _pass_turn(pingpong, group, False)      # (a branch: not while the MMA reading P is in flight)
+        v_pipe.consumer_release(v_read)
+        v_read.advance()
+        _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, first_row, seqlen_q, q_start,
+                q_batch, head, packed, scale_log2, d)
+    else:
+        # no key to see: out 0, lse -inf
+        for r in cute.range_constexpr(2):
+            row, _ = cS[2 * r]
+            q_row = first_row + row
+            if tidx % 4 == 0 and q_row < seqlen_q:
+                _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
+        _store_out(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
+
+
+@cute.jit
+def _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
+            head, packed, scale_log2, d):
+    """The row sums over the four threads of a row; ``out = acc / sum`` and ``lse = log(sum) + max * scale``
+    stored for the rows in the sequence. (Traced on both sides of ``n_blocks > 0``, so that no accumulator is
+    live across the branch's join: that would make the assembler serialise the kernel's WGMMAs.)"""
+    lane = tidx % 32
+    for r in cute.range_constexpr(2):
+        s = row_sum[r]
+        s = s + arch.shuffle_sync_bfly(s, 1)
+        s = s + arch.shuffle_sync_bfly(s, 2)
+        inv = cute.math.select(s == 0.0, 0.0, 1.0 / s)
+        corr[r] = inv
+        row, _ = cS[2 * r]
+        q_row = first_row + row
+        if lane % 4 == 0 and q_row < seqlen_q:
+            value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
+            _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
+    _rescale(acc_o, corr)
+    _store_out(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
+
+
+@cute.jit
+def _store_lse(lse, value, packed, head, q_start, q_batch, q_row):
+    if packed:
+        lse[head, q_start + q_row] = value
+    else:
+        lse[q_batch, head, q_row] = value
+
+
+@cute.jit
+def _store_out(acc_o, cO, sQ, gO, group, wtid, rows, d):
+    """Store a consumer warpgroup's 64 output rows: its values (rounded to the output type) go row-major into its
+    rows of Q's shared memory (no longer read), then each thread copies 16-byte chunks of the rows that lie in
+    the sequence (``row < rows``) to ``gO``. (Stored from the accumulators directly, the stores' predicates would
+    put accumulator registers on divergent paths, which makes the assembler serialise the kernel's WGMMAs.)"""
+    dt = gO.element_type
+    sO = cute.make_tensor(cute.recast_ptr(sQ.iterator, dtype=dt), cute.make_layout((BLOCK_M, d), stride=(d, 1)))
+    out = cute.make_fragment(acc_o.layout, dt)
+    for v in cute.range_constexpr(cute.size(acc_o)):
+        x = acc_o[v]
+        out[v] = x.to(dt) if hasattr(x, "to") else x      # (the zeros of a block that saw no key are constants)
+    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=2 * dt.width)
+    for v in cute.range_constexpr(cute.size(acc_o) // 2):
+        row, col = cO[2 * v]
+        cute.copy(pair, cute.local_tile(out, (2,), (v,)), cute.local_tile(sO[row, None], (2,), (col // 2,)))
+    arch.barrier(barrier_id=3 + group, number_of_threads=128)
+    chunk = 128 // dt.width                       # elements of a 16-byte chunk
+    per_row = d // chunk
+    wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128)
+    for i in cute.range_constexpr(64 * per_row // 128):
+        c = wtid + 128 * i
+        row = group * 64 + c // per_row
+        if row < rows:
+            frag = cute.make_fragment(chunk, dt)
+            cute.copy(wide, cute.local_tile(sO[row, None], (chunk,), (c % per_row,)), frag)
+            cute.copy(wide, frag, cute.local_tile(gO[row, None], (chunk,), (c % per_row,)))
+
+
+@cute.jit
+def _turn(pingpong, group):
+    """Ping-pong: wait until the other consumer warpgroup has issued its MMAs (named barrier 1 + group)."""
+    if pingpong:
+        arch.barrier(barrier_id=1 + group, number_of_threads=MMA_THREADS)
+
+
+@cute.jit
+def _pass_turn(pingpong, group, always):
+    """Ping-pong: let the other consumer warpgroup issue its MMAs; warpgroup 1's last pass is left out (warpgroup
+    0 waits for one turn fewer than it is given: warpgroup 1 gave it the first)."""
+    if pingpong:
+        if always or group == 0:
+            arch.barrier_arrive(barrier_id=2 - group, number_of_threads=MMA_THREADS)
+
+
+@cute.jit
+def _fence_operands(acc_s, acc_o):
+    """Pin the accumulators' registers (no definition of them moves past this point) and fence them for the MMAs
+    that follow (``wgmma.fence``)."""
+    arch.warpgroup_fence_operand(acc_s)
+    arch.warpgroup_fence_operand(acc_o)
+    wg.fence()
+
+
+@cute.jit
+def _qk(mma_qk, acc_s, tSrQ, tSrK, stage, d):
+    """``S = Q K^T`` of the K tile in ``stage`` (the first k-block overwrites the accumulators)."""
+    mma_qk.set(wg.Field.ACCUMULATE, False)
+    for kb in cute.range_constexpr(d // 16):
+        cute.gemm(mma_qk, acc_s, tSrQ[None, None, kb], tSrK[None, None, kb, stage], acc_s)
+        mma_qk.set(wg.Field.ACCUMULATE, True)
+
+
+@cute.jit
+def _pv(mma_pv, acc_o, tOrP, tOrV, stage, block_n):
+    """``O += P V`` with P in registers and the V tile in ``stage``."""
+    for kb in cute.range_constexpr(block_n // 16):
+        cute.gemm(mma_pv, acc_o, tOrP[None, None, kb], tOrV[None, None, kb, stage], acc_o)
+
+
+@cute.jit
+def _to_p(acc_s, tOrP):
+    """The probabilities in ``acc_s`` as the 16-bit A operand of ``P V`` (value ``i`` of S is value ``i`` of P),
+    fenced so that the conversions stay before the MMAs that read them."""
+    for v in cute.range_constexpr(cute.size(acc_s)):
+        tOrP[v] = acc_s[v].to(tOrP.element_type)
+    arch.warpgroup_fence_operand(tOrP)
+
+
+@cute.jit
+def _rescale(acc_o, corr):
+    """Multiply the output accumulators of the thread's row ``r`` by ``corr[r]``."""
+    for v in cute.range_constexpr(cute.size(acc_o)):
+        acc_o[v] = acc_o[v] * corr[(v // 2) % 2]
+
+
+@cute.jit
+def _softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal, scale_log2,
+             masked):
+    """The online softmax of key block ``j`` for the thread's two rows: (``masked``) mask it where it reaches past
+    the keys or (causal) the diagonal, update the running maxima (over the four threads of a row) and sums, leave
+    ``exp2(S * scale_log2 - max * scale_log2)`` in ``acc_s`` and the factors rescaling the earlier blocks' sums
+    and outputs in ``corr``."""
+    n_vals = cute.size(acc_s)
+    diag = seqlen_k - seqlen_q          # key k is visible from query i when k <= i + diag (causal)
+    first_key = j * block_n
+    if masked:
+        for v in cute.range_constexpr(n_vals):
+            row, col = cS[v]
+            key = first_key + col
+            hidden = key >= seqlen_k
+            if causal:
+                hidden = hidden or key > first_row + row + diag
+            acc_s[v] = cute.math.select(hidden, -math.inf, acc_s[v])
+    for r in cute.range_constexpr(2):
+        mx = row_max[r]
+        for v in cute.range_constexpr(n_vals):
+            if (v // 2) % 2 == r:
+                mx = arch.fmax(mx, acc_s[v])
+        mx = arch.fmax(mx, arch.shuffle_sync_bfly(mx, 1))
+        mx = arch.fmax(mx, arch.shuffle_sync_bfly(mx, 2))
+        # a row that has seen only masked keys keeps the maximum -inf: subtract 0 instead (its P is 0)
+        base = cute.math.select(mx == -math.inf, 0.0, mx * scale_log2)
+        corr[r] = cute.math.exp2(row_max[r] * scale_log2 - base, fastmath=True)
+        total = 0.0
+        for v in cute.range_constexpr(n_vals):
+            if (v // 2) % 2 == r:
+                p = cute.math.exp2(cute.math.fma(acc_s[v], scale_log2, -base), fastmath=True)
+                acc_s[v] = p
+                total = total + p
+        row_sum[r] = row_sum[r] * corr[r] + total
+        row_max[r] = mx
+
+
+@cute.jit
+def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
+              max_seqlen_q=None, pingpong=True):
+    """``out = softmax(softmax_scale * q k^T) v`` per head, and ``lse`` its rows' log-sum-exp (see the module for
+    the shapes, the packed form, the causal mask and the kernel). ``softmax_scale`` defaults to
+    ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs.
+
+    The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
+    the offsets are read on the device and not checked: they must increase, end within the tensors, and no
+    sequence may be longer than ``max_seqlen_q`` (its rows past ``max_seqlen_q`` would not be computed)."""
+    check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal, softmax_scale)
+    packed = cu_seqlens_q is not None
+    dt = q.element_type
+    d = q.shape[-1]
+    block_n, stages = BLOCK_N[d], STAGES[d]
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    mma_qk = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
+                                       (2, 1, 1), (64, block_n))
+    mma_pv = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.MN, cute.Float32,
+                                       (2, 1, 1), (64, d), wg.OperandSource.RMEM)
+    q_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (BLOCK_M, block_n, d), dt, 1)
+    k_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BLOCK_M, block_n, d), dt, stages)
+    v_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_M, d, block_n), dt, stages)
+    qv, kv, vv, ov = (tokens_major(t, packed) for t in (q, k, v, out))
+    g2s = cpasync.CopyBulkTensorTileG2SOp()
+    load_q, tma_q = cpasync.make_tiled_tma_atom(g2s, qv, cute.slice_(q_layout, (None, None, 0)), (BLOCK_M, d))
+    load_k, tma_k = cpasync.make_tiled_tma_atom(g2s, kv, cute.slice_(k_layout, (None, None, 0)), (block_n, d))
+    load_v, tma_v = cpasync.make_tiled_tma_atom(g2s, dim_major(vv), cute.slice_(v_layout, (None, None, 0)),
+                                                (d, block_n))
+    heads = q.shape[-2]
+    if packed:
+        batch, rows = cute.size(cu_seqlens_q) - 1, max_seqlen_q
+        seqlens = (0, 0)
+    else:
+        batch, rows = q.shape[0], q.shape[1]
+        seqlens = (q.shape[1], k.shape[1])
+    grid = (cute.ceil_div(rows, BLOCK_M), heads, batch)
+    attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
+                     cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
+                     seqlens, pingpong).launch(grid=grid, block=ATTN_THREADS)

@@ -1,0 +1,84 @@
+"""The host side of kernel 14 (``examples.attention``): its argument rules and the views of q, k, v and out that
+its TMA loads read."""
+
+import math
+
+import cute_py as cute
+
+__all__ = ["HEAD_DIMS", "check_args", "tokens_major", "dim_major"]
+
+HEAD_DIMS = (64, 128, 256)
+
+
+def tokens_major(t, packed):
+    """``t`` viewed as ``(tokens, D, heads, batch)`` (a packed tensor as one batch)."""
+    if packed:
+        tokens, heads, d = t.shape
+        st, sh, sd = t.layout.stride
+        shape, stride = (tokens, d, heads, 1), (st, sd, sh, st * tokens)   # a batch mode of 1 (any stride)
+    else:
+        b, tokens, heads, d = t.shape
+        sb, st, sh, sd = t.layout.stride
+        shape, stride = (tokens, d, heads, b), (st, sd, sh, sb)
+    return cute.make_tensor(t.iterator, cute.make_layout(shape, stride=stride))
+
+
+def dim_major(t):
+    """A ``(tokens, D, heads, batch)`` view as ``(D, tokens, heads, batch)`` (V as the B operand of ``P V``)."""
+    return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 0, 2, 3]))
+
+
+def check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal, softmax_scale):
+    who = "attention"
+    packed = cu_seqlens_q is not None
+    if (cu_seqlens_k is not None) != packed:
+        raise cute.CuteValueError(f"{who}: cu_seqlens_q and cu_seqlens_k come together (a packed batch), got "
+                                  f"{'cu_seqlens_q' if packed else 'cu_seqlens_k'} alone")
+    rank = 3 if packed else 4
+    for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
+        if len(t.shape) != rank:
+            form = "(total, heads, head_dim)" if packed else "(batch, seqlen, heads, head_dim)"
+            raise cute.CuteValueError(f"{who}: {name} must be {form}, got the shape {tuple(t.shape)}")
+        if t.layout.stride[-1] != 1:
+            raise cute.CuteValueError(f"{who}: {name}'s head dimension must be contiguous, got the strides "
+                                      f"{t.layout.stride}")
+    dt = q.element_type
+    if dt not in (cute.BFloat16, cute.Float16) or any(t.element_type is not dt for t in (k, v, out)):
+        raise cute.CuteValueError(f"{who}: q, k, v and out are all BFloat16 or all Float16, got "
+                                  f"{[t.element_type.name for t in (q, k, v, out)]}")
+    d = q.shape[-1]
+    if d not in HEAD_DIMS or k.shape[-1] != d or v.shape[-1] != d or out.shape[-1] != d:
+        raise cute.CuteValueError(f"{who}: the head dimension is one of {HEAD_DIMS} for q, k, v and out alike, got "
+                                  f"{[t.shape[-1] for t in (q, k, v, out)]}")
+    if tuple(out.shape) != tuple(q.shape):
+        raise cute.CuteValueError(f"{who}: out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
+    if tuple(k.shape) != tuple(v.shape):
+        raise cute.CuteValueError(f"{who}: k and v have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    heads, kv_heads = q.shape[-2], k.shape[-2]
+    if type(heads) is not int or type(kv_heads) is not int or kv_heads < 1 or heads % kv_heads:
+        raise cute.CuteValueError(f"{who}: the query heads ({heads}) must be a multiple of the key/value heads "
+                                  f"({kv_heads})")
+    if not packed and k.shape[0] != q.shape[0]:
+        raise cute.CuteValueError(f"{who}: q and k have one batch size, got {q.shape[0]} and {k.shape[0]}")
+    want = (heads, q.shape[0]) if packed else (q.shape[0], heads, q.shape[1])
+    if lse.element_type is not cute.Float32 or tuple(lse.shape) != tuple(want):
+        raise cute.CuteValueError(f"{who}: lse is Float32 of the shape {want}, got {lse.element_type.name} "
+                                  f"{tuple(lse.shape)}")
+    if packed:
+        for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+            if t.element_type is not cute.Int32 or cute.rank(t.layout) != 1 or type(cute.size(t)) is not int \
+                    or cute.size(t) < 2:
+                raise cute.CuteValueError(f"{who}: {name} is a 1-D Int32 tensor of batch + 1 >= 2 offsets, got "
+                                          f"{t.element_type.name} of the shape {t.shape}")
+        if cute.size(cu_seqlens_q) != cute.size(cu_seqlens_k):
+            raise cute.CuteValueError(f"{who}: cu_seqlens_q and cu_seqlens_k have one length (batch + 1), got "
+                                      f"{cute.size(cu_seqlens_q)} and {cute.size(cu_seqlens_k)}")
+        if type(max_seqlen_q) is not int or max_seqlen_q < 0:
+            raise cute.CuteValueError(f"{who}: a packed batch needs max_seqlen_q, an int >= 0 bounding its query "
+                                      f"lengths, got {max_seqlen_q!r}")
+    if type(causal) is not bool:
+        raise cute.CuteValueError(f"{who}: causal must be a bool, got {causal!r}")
+    if softmax_scale is not None and (type(softmax_scale) not in (int, float) or not math.isfinite(softmax_scale)
+                                      or softmax_scale <= 0):
+        raise cute.CuteValueError(f"{who}: softmax_scale is None (1 / sqrt(head_dim)) or a finite float > 0, got "
+                                  f"{softmax_scale!r}")

@@ -1,0 +1,148 @@
+"""On a Hopper GPU: kernel 14, attention (``examples.attention``), against ``torch``'s attention in fp32 on the same
+inputs, with FlashAttention's tolerance (the error at most twice that of the same attention computed by torch in
+the input type, plus a small absolute term), into NaN-poisoned padded outputs whose padding must keep every bit;
+head dimensions 64, 128, 256; causal and not; grouped-query heads; packed batches with empty and length-1
+sequences; bit-identical reruns."""
+
+import math
+
+import pytest
+
+try:
+    import mlir_dialects.bindings  # noqa: F401
+except Exception as e:  # not installed, or no usable bindings (BindingsNotFoundError)
+    pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
+
+from examples import attention  # noqa: E402
+from _tma_copy_check import hopper_torch  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+PAD = 8          # poisoned elements after each row of out's head dimension, and guard rows around lse
+
+
+def reference(torch, q, k, v, causal, scale, dtype):
+    """Attention of one sequence ``q (Sq, H, D)``, ``k, v (Sk, Hkv, D)`` computed by torch in ``dtype`` (the inputs
+    rounded to it), the causal diagonal at the bottom right; rows that see no key give 0 and lse -inf."""
+    sq, h, _ = q.shape
+    sk, hk, _ = k.shape
+    qf, kf, vf = (t.to(dtype).transpose(0, 1) for t in (q, k, v))          # (H, S, D)
+    kf, vf = (t.repeat_interleave(h // hk, dim=0) for t in (kf, vf))
+    s = torch.matmul(qf, kf.transpose(1, 2)).float() * scale
+    if causal:
+        i = torch.arange(sq, device=q.device)[:, None]
+        j = torch.arange(sk, device=q.device)[None, :]
+        s = s.masked_fill(j > i + sk - sq, -math.inf)
+    lse = torch.logsumexp(s, dim=-1)                                       # (H, Sq)
+    p = torch.exp(s - torch.where(torch.isinf(lse), 0.0, lse)[..., None])
+    p = torch.nan_to_num(p, nan=0.0)
+    o = torch.matmul(p.to(dtype), vf).float()
+    return o.transpose(0, 1), lse
+
+
+def _poisoned(torch, shape, dtype, pad):
+    """A NaN-filled buffer with ``pad`` extra elements in the last mode, and the view of ``shape`` into it."""
+    buf = torch.full((*shape[:-1], shape[-1] + pad), math.nan, dtype=dtype, device="cuda")
+    return buf, buf[..., :shape[-1]]
+
+
+def _check_outside(torch, buf, view):
+    """Every element of ``buf`` outside ``view`` is still the NaN it was filled with (bit for bit)."""
+    mask = torch.ones(buf.shape, dtype=torch.bool, device=buf.device)
+    mask[..., :view.shape[-1]] = False
+    bits = buf.view(torch.int16 if buf.element_size() == 2 else torch.int32)[mask]
+    nan = torch.full((1,), math.nan, dtype=buf.dtype, device=buf.device).view(bits.dtype)
+    assert bool((bits == nan).all()), "a store wrote outside the output"
+
+
+def _check_close(torch, got, ref32, ref_low, what):
+    """FlashAttention's rule: |got - ref32| <= 2 |ref_low - ref32| + 1e-5 at the worst element."""
+    err = (got.float() - ref32).abs().max().item()
+    base = (ref_low.float() - ref32).abs().max().item()
+    assert err <= 2 * base + 1e-5, f"{what}: max error {err}, torch in the input type {base}"
+
+
+def _check_lse(got, ref, what):
+    """``got`` within 1e-3 (absolute and relative) of ``ref``, and ``-inf`` exactly where ``ref`` is."""
+    close = ((got - ref).abs() <= 1e-3 + 1e-3 * ref.abs()) | (got == ref)
+    assert bool(close.all()), f"{what}: {(~close).sum().item()} values differ, e.g. {got[~close][:4]} vs {ref[~close][:4]}"
+
+
+def _run(torch, b, sq, sk, h, hk, d, dtype, causal, scale=None, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=dtype, generator=g)
+    k = torch.randn(b, sk, hk, d, device="cuda", dtype=dtype, generator=g)
+    v = torch.randn(b, sk, hk, d, device="cuda", dtype=dtype, generator=g)
+    obuf, out = _poisoned(torch, (b, sq, h, d), dtype, PAD)
+    lbuf, lse = _poisoned(torch, (b, h, sq), torch.float32, PAD)
+    attention(q, k, v, out, lse, causal=causal, softmax_scale=scale)
+    torch.cuda.synchronize()
+    _check_outside(torch, obuf, out)
+    _check_outside(torch, lbuf, lse)
+    sc = 1 / math.sqrt(d) if scale is None else scale
+    for i in range(b):
+        o32, l32 = reference(torch, q[i], k[i], v[i], causal, sc, torch.float32)
+        olow, _ = reference(torch, q[i], k[i], v[i], causal, sc, dtype)
+        _check_close(torch, out[i], o32, olow, f"out of sequence {i}")
+        _check_lse(lse[i], l32, f"lse of sequence {i}")
+    return q, k, v, out, lse
+
+
+CASES = [  # (batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, dtype, causal)
+    (2, 256, 256, 2, 2, 128, "bfloat16", False),
+    (2, 256, 256, 2, 2, 128, "bfloat16", True),
+    (1, 300, 517, 4, 1, 128, "float16", True),       # edge blocks, MQA, seqlen_k > seqlen_q
+    (1, 517, 300, 4, 2, 128, "bfloat16", True),      # seqlen_q > seqlen_k: the top rows see no key
+    (2, 200, 333, 2, 2, 64, "bfloat16", False),
+    (1, 1000, 1000, 3, 1, 64, "float16", True),
+    (1, 190, 260, 2, 1, 256, "bfloat16", False),
+    (2, 257, 257, 2, 2, 256, "float16", True),
+    (1, 1, 1, 1, 1, 128, "bfloat16", False),
+    (1, 7, 3000, 2, 2, 128, "bfloat16", True),
+]
+
+
+@pytest.mark.parametrize("b, sq, sk, h, hk, d, dt, causal", CASES)
+def test_attention_matches_torch(b, sq, sk, h, hk, d, dt, causal):
+    torch = hopper_torch()
+    _run(torch, b, sq, sk, h, hk, d, getattr(torch, dt), causal)
+
+
+def test_softmax_scale_and_bit_identical_reruns():
+    torch = hopper_torch()
+    q, k, v, out, lse = _run(torch, 2, 384, 640, 4, 2, 128, torch.bfloat16, True, scale=0.3)
+    out2, lse2 = torch.empty_like(out), torch.empty_like(lse)
+    attention(q, k, v, out2, lse2, causal=True, softmax_scale=0.3)
+    torch.cuda.synchronize()
+    assert torch.equal(out, out2) and torch.equal(lse.nan_to_num(), lse2.nan_to_num())
+
+
+@pytest.mark.parametrize("d, causal", [(128, True), (64, False), (256, True)])
+def test_packed_batches_with_empty_and_short_sequences(d, causal):
+    torch = hopper_torch()
+    lens_q = [0, 1, 130, 7, 300, 1, 0, 64]
+    lens_k = [5, 1, 200, 0, 300, 129, 0, 1]
+    h, hk, dtype = 4, 2, torch.bfloat16
+    cq = torch.tensor([0] + lens_q, device="cuda").cumsum(0).to(torch.int32)
+    ck = torch.tensor([0] + lens_k, device="cuda").cumsum(0).to(torch.int32)
+    tq, tk = int(cq[-1]), int(ck[-1])
+    g = torch.Generator(device="cuda").manual_seed(1)
+    q = torch.randn(tq, h, d, device="cuda", dtype=dtype, generator=g)
+    k = torch.randn(tk, hk, d, device="cuda", dtype=dtype, generator=g)
+    v = torch.randn(tk, hk, d, device="cuda", dtype=dtype, generator=g)
+    obuf, out = _poisoned(torch, (tq, h, d), dtype, PAD)
+    lbuf, lse = _poisoned(torch, (h, tq), torch.float32, PAD)
+    attention(q, k, v, out, lse, causal=causal, cu_seqlens_q=cq, cu_seqlens_k=ck, max_seqlen_q=max(lens_q))
+    torch.cuda.synchronize()
+    _check_outside(torch, obuf, out)
+    _check_outside(torch, lbuf, lse)
+    sc = 1 / math.sqrt(d)
+    for i in range(len(lens_q)):
+        a, e = int(cq[i]), int(cq[i + 1])
+        ka, ke = int(ck[i]), int(ck[i + 1])
+        if a == e:
+            continue
+        o32, l32 = reference(torch, q[a:e], k[ka:ke], v[ka:ke], causal, sc, torch.float32)
+        olow, _ = reference(torch, q[a:e], k[ka:ke], v[ka:ke], causal, sc, dtype)
+        _check_close(torch, out[a:e], o32, olow, f"out of sequence {i}")
+        _check_lse(lse[:, a:e], l32, f"lse of sequence {i}")

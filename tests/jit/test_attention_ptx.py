@@ -1,0 +1,141 @@
+"""Kernel 14 (examples.attention) without a GPU: its PTX (the producer's TMA loads and register hand-back, the
+consumers' WGMMAs from shared memory and with P in registers, the online softmax's exp2 and shuffles, the
+ping-pong barriers) FileChecked and assembled for sm_90a for each head dimension, causal and packed; the
+assembler keeping the WGMMAs asynchronous (no serialisation warning); and the argument rules."""
+
+import re
+import subprocess
+
+import pytest
+
+import cute_py as cute
+from examples import attention
+from mlir_dialects import assembler
+
+spec = cute.compiler.DeviceArraySpec
+
+
+def _compile(d=128, causal=False, dt="BFloat16", b=2, s=1024, sk=None, h=4, hk=2, **kw):
+    sk = sk or s
+    return cute.compile(attention, spec(dt, (b, s, h, d)), spec(dt, (b, sk, hk, d)), spec(dt, (b, sk, hk, d)),
+                        spec(dt, (b, s, h, d)), spec("Float32", (b, h, s)), causal, **kw)
+
+
+def _compile_packed(d=128, causal=True, total=3000, total_k=2500, h=8, hk=2, batch=5):
+    dt = "BFloat16"
+    return cute.compile(attention, spec(dt, (total, h, d)), spec(dt, (total_k, hk, d)), spec(dt, (total_k, hk, d)),
+                        spec(dt, (total, h, d)), spec("Float32", (h, total)), causal, None,
+                        spec("Int32", (batch + 1,)), spec("Int32", (batch + 1,)), 1000)
+
+
+BLOCK_N = {64: 128, 128: 128, 256: 64}
+
+
+def _check_ptx(ptx, d, filecheck, rank=4):
+    n = BLOCK_N[d]
+    filecheck(ptx, [
+        "CHECK: .target sm_90a",
+        "CHECK: .maxntid 384, 1, 1",
+        "CHECK: mbarrier.init.shared",
+        "CHECK: bar.sync {{[ \t]*}}0;",
+        # the consumers: S = Q K^T from shared memory, the softmax, then P V with P from registers
+        "CHECK: wgmma.fence.sync.aligned;",
+        f"CHECK: wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{{.*}}}}}}, %rd{{{{[0-9]+}}}}, %rd",
+        "CHECK: wgmma.commit_group.sync.aligned;",
+        "CHECK: shfl.sync.bfly.b32",
+        "CHECK: ex2.approx.ftz.f32",
+        "CHECK: wgmma.fence.sync.aligned;",
+        f"CHECK: wgmma.mma_async.sync.aligned.m64n{d}k16.f32.bf16.bf16 {{{{.*}}}}}}, {{%r{{{{[0-9]+}}}}, %r",
+        "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}1;",
+        "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}0;",
+        # the output through shared memory in 16-byte chunks
+        "CHECK: st.global.v4.b32",
+    ])
+    # the producer: Q once, then a K and a V tile per key block (one box per 64 elements of 128-byte rows)
+    # (the producer's and the consumers' code may come in either order): registers handed back and taken
+    boxes = max(1, d // 64)
+    # (tokens, D, heads, batch) boxes; a packed batch's mode of 1 is dropped
+    load = f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    assert ptx.count(load) == 3 * boxes
+    assert re.search(r"setmaxnreg.dec.sync.aligned.u32\s+24;", ptx) and re.search(
+        r"setmaxnreg.inc.sync.aligned.u32\s+240;", ptx)
+    # per key block: D/16 instructions of S and block_n/16 of P V; the loop over the masked blocks and the loop
+    # over the others are traced apart, and the first block's S and the last P V are peeled
+    qk = len(re.findall(rf"m64n{n}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, %rd", ptx))
+    pv = len(re.findall(rf"m64n{d}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, \{{%r", ptx))
+    assert qk % (d // 16) == 0 and 2 * (d // 16) <= qk <= 3 * (d // 16), qk
+    assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
+
+
+def _assembler_warnings(ptx):
+    """ptxas's performance notes for ``ptx`` (``C7519``: an MMA fence the assembler had to add; ``C7520``: every
+    WGMMA serialised), or ``None`` when no ptxas is installed."""
+    ptxas = assembler.find_ptxas()
+    if ptxas is None:
+        return None
+    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return re.findall(r"\((C75\d\d)\)", r.stderr)
+
+
+@pytest.mark.parametrize("d, causal", [(128, False), (128, True), (64, False), (256, True)])
+def test_attention_ptx(d, causal, filecheck, assemble):
+    c = _compile(d, causal)
+    _check_ptx(c.ptx, d, filecheck)
+    assemble(c.ptx)
+
+
+def test_packed_attention_ptx(filecheck, assemble):
+    c = _compile_packed()
+    _check_ptx(c.ptx, 128, filecheck, rank=3)
+    assert c.ptx.count("ld.global.b32") >= 4, "the sequences' offsets are read on the device"
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("kw", [dict(d=128, causal=True), dict(d=128, pingpong=False), dict(d=256)])
+def test_the_assembler_keeps_the_wgmmas_asynchronous(kw):
+    """No accumulator or P register on a branch while an MMA is in flight, no P packed after the fence: ptxas
+    would serialise every WGMMA of the kernel (C7520) or add fences (C7519)."""
+    warnings = _assembler_warnings(_compile(**kw).ptx)
+    if warnings is None:
+        pytest.skip("no ptxas (a CUDA toolkit's, or pip nvidia-cuda-nvcc) to report on the assembly")
+    assert warnings == [], f"ptxas: {warnings}"
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(dt="Float32"), "all BFloat16 or all Float16"),
+    (dict(d=96), "head dimension is one of"),
+    (dict(hk=3), "multiple of the key/value heads"),
+    (dict(causal=1), "causal must be a bool"),
+    (dict(softmax_scale=float("nan")), "softmax_scale"),
+    (dict(softmax_scale=-0.1), "softmax_scale"),
+])
+def test_argument_rules(change, match):
+    kw = dict(change)
+    with pytest.raises(cute.CuteValueError, match=match):
+        _compile(**kw)
+
+
+def test_shape_rules():
+    bf = "BFloat16"
+    q = spec(bf, (2, 64, 4, 128))
+    kv = spec(bf, (2, 64, 2, 128))
+    lse = spec("Float32", (2, 4, 64))
+    with pytest.raises(cute.CuteValueError, match="out must have q's shape"):
+        cute.compile(attention, q, kv, kv, spec(bf, (2, 32, 4, 128)), lse)
+    with pytest.raises(cute.CuteValueError, match="lse is Float32 of the shape"):
+        cute.compile(attention, q, kv, kv, q, spec("Float32", (2, 64, 4)))
+    with pytest.raises(cute.CuteValueError, match="one batch size"):
+        cute.compile(attention, q, spec(bf, (3, 64, 2, 128)), spec(bf, (3, 64, 2, 128)), q, lse)
+    with pytest.raises(cute.CuteValueError, match="head dimension must be contiguous"):
+        cute.compile(attention, spec(bf, (2, 64, 4, 128), (64 * 4 * 128, 1, 64, 64 * 4)), kv, kv, q, lse)
+    with pytest.raises(cute.CuteValueError, match="come together"):
+        cute.compile(attention, q, kv, kv, q, lse, False, None, spec("Int32", (3,)))
+    packed_q, packed_kv = spec(bf, (100, 4, 128)), spec(bf, (90, 2, 128))
+    with pytest.raises(cute.CuteValueError, match="needs max_seqlen_q"):
+        cute.compile(attention, packed_q, packed_kv, packed_kv, packed_q, spec("Float32", (4, 100)), False, None,
+                     spec("Int32", (3,)), spec("Int32", (3,)))
+    with pytest.raises(cute.CuteValueError, match="1-D Int32 tensor"):
+        cute.compile(attention, packed_q, packed_kv, packed_kv, packed_q, spec("Float32", (4, 100)), False, None,
+                     spec("Int64", (3,)), spec("Int32", (3,)), 50)
