@@ -70,6 +70,8 @@ def main():
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both")
     parser.add_argument("--pingpong", choices=["on", "off"], default="on",
                         help="the consumer warpgroups take turns issuing their MMAs (the default) or not")
+    parser.add_argument("--backward", action="store_true",
+                        help="time the backward (dq, dk, dv from dout) instead: FLOPs 2.5x the forward's")
     parser.add_argument("--out")
     args = parser.parse_args()
     say = reporter(args.out)
@@ -91,6 +93,10 @@ def main():
                 lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
                 ours = cute.compile(attention, q, k, v, o, lse, causal, pingpong=args.pingpong == "on")
                 qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
+                if args.backward:
+                    _backward_row(say, torch, F, SDPBackend, sdpa_kernel, ours, q, k, v, o, lse, qt, kt, vt, b, h, s,
+                                  d, causal, args.reps)
+                    continue
 
                 def sdpa(backend):
                     def run():
@@ -120,6 +126,41 @@ def main():
                     f"{best['cudnn'] / best['cute_py']:5.3f}x  ratio/flash {best['flash'] / best['cute_py']:5.3f}x  "
                     f"{clock.summary()}{pub_text}")
                 torch.cuda.empty_cache()
+
+
+def _backward_row(say, torch, F, SDPBackend, sdpa_kernel, forward, q, k, v, o, lse, qt, kt, vt, b, h, s, d, causal,
+                  reps):
+    """One configuration of the backward: ours (its three kernels) and each SDPA backend's autograd backward."""
+    from examples import attention_backward
+
+    forward(q, k, v, o, lse)
+    do = torch.randn_like(q)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    graphs = {}
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        leaves = [t.detach().requires_grad_() for t in (qt, kt, vt)]
+        with sdpa_kernel(backend):
+            graphs[name] = (F.scaled_dot_product_attention(*leaves, is_causal=causal), leaves)
+    runs = {"cute_py": lambda: attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=causal)}
+    for name, (out, leaves) in graphs.items():
+        runs[name] = (lambda out=out, leaves=leaves: torch.autograd.grad(out, leaves, do.transpose(1, 2),
+                                                                         retain_graph=True))
+    runs["cute_py"]()
+    ref = runs["cudnn"]()
+    err = max(((mine.float() - theirs.transpose(1, 2).float()).abs().max() / theirs.float().abs().max()).item()
+              for mine, theirs in zip((dq, dk, dv), ref))
+    assert err < 2e-2, f"d={d} causal={causal} s={s}: the gradients differ from cuDNN's by {err} (relative)"
+    flops = 2.5 * 4 * b * h * s * s * d / (2 if causal else 1)
+    times = {name: [] for name in runs}
+    with ClockSampler() as clock:
+        for rnd in range(2):
+            for name in (list(runs) if rnd % 2 == 0 else list(reversed(runs))):
+                times[name].append(_time(torch, runs[name], reps))
+    best = {name: min(t) for name, t in times.items()}
+    tf = {name: flops / t / 1e12 for name, t in best.items()}
+    say(f"backward d={d:3} causal={int(causal)} seqlen={s:5} batch={b:2} heads={h:2}: cute_py {tf['cute_py']:6.1f}  "
+        f"cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn {best['cudnn'] / best['cute_py']:5.3f}x"
+        f"  ratio/flash {best['flash'] / best['cute_py']:5.3f}x  {clock.summary()}")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,12 @@
     (its epilogues in ``gemm_epilogue``).
 14. ``attention``: FlashAttention-style attention forward in bf16/fp16 (head dims 64, 128, 256; causal; grouped
     KV heads; packed variable-length batches): a producer warp's TMA loads of Q, K and V, two consumer warpgroups
-    computing ``Q K^T`` from shared memory and ``P V`` with P in registers, the online softmax in between.
+    computing ``Q K^T`` from shared memory and ``P V`` with P in registers, the online softmax in between; and
+    ``attention_backward`` (``dq``, ``dk``, ``dv``; head dims 64 and 128).
 """
 
 from .attention import attention, attention_kernel
+from .attention_backward import attention_backward, attention_backward_kernel
 from .cp_async import cp_async_copy, cp_async_copy_kernel, cp_async_tiled_copies
 from .dsmem_exchange import dsmem_exchange, dsmem_exchange_kernel
 from .gemm import gemm, gemm_kernel
@@ -37,7 +39,7 @@ from .tma_tiled import (pipelined_grid, smem_tile_layout, tma_copy, tma_copy_ker
                         tma_copy_pipelined_kernel)
 from .warp_specialized_copy import warp_specialized_copy, warp_specialized_copy_kernel
 
-__all__ = ["attention", "attention_kernel", "tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipelined_kernel", "pipelined_grid",
+__all__ = ["attention", "attention_kernel", "attention_backward", "attention_backward_kernel", "tma_copy", "tma_copy_kernel", "tma_copy_pipelined", "tma_copy_pipelined_kernel", "pipelined_grid",
            "smem_tile_layout", "cp_async_copy", "cp_async_copy_kernel", "cp_async_tiled_copies",
            "tma_multicast_copy", "tma_multicast_copy_kernel", "tma_reduce_add", "tma_reduce_kernel", "tma_transpose",
            "tma_transpose_kernel", "tma_grouped_copy", "tma_grouped_copy_kernel",

@@ -223,7 +223,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
         # the last key block: S alone
         k_pipe.consumer_wait(k_read)
         _turn(pingpong, group)
-        _fence_operands(acc_s, acc_o)
+        fence_operands(acc_s, acc_o)
         _qk(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
         wg.commit_group()
         _pass_turn(pingpong, group, True)
@@ -246,7 +246,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 v_pipe.consumer_wait(v_read)
                 _turn(pingpong, group)
                 _to_p(acc_s, tOrP)          # P of block j + 1, converted just before the MMAs that read it
-                _fence_operands(acc_s, acc_o)
+                fence_operands(acc_s, acc_o)
                 _qk(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
                 wg.commit_group()
                 _pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
@@ -269,7 +269,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
         v_pipe.consumer_wait(v_read)
         _turn(pingpong, group)
         _to_p(acc_s, tOrP)
-        _fence_operands(acc_s, acc_o)
+        fence_operands(acc_s, acc_o)
         _pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
         wg.commit_group()
         wg.wait_group(0)
@@ -286,7 +286,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
             q_row = first_row + row
             if tidx % 4 == 0 and q_row < seqlen_q:
                 _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
-        _store_out(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
+        store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
 
 
 @cute.jit
@@ -308,7 +308,7 @@ def _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, fir
             value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
             _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
     _rescale(acc_o, corr)
-    _store_out(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
+    store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
 
 
 @cute.jit
@@ -320,11 +320,15 @@ def _store_lse(lse, value, packed, head, q_start, q_batch, q_row):
 
 
 @cute.jit
-def _store_out(acc_o, cO, sQ, gO, group, wtid, rows, d):
+def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d):
     """Store a consumer warpgroup's 64 output rows: its values (rounded to the output type) go row-major into its
-    rows of Q's shared memory (no longer read), then each thread copies 16-byte chunks of the rows that lie in
-    the sequence (``row < rows``) to ``gO``. (Stored from the accumulators directly, the stores' predicates would
-    put accumulator registers on divergent paths, which makes the assembler serialise the kernel's WGMMAs.)"""
+    rows of ``sQ``'s shared memory, then each thread copies 16-byte chunks of the rows that lie in the sequence
+    (``row < rows``) to ``gO``. (Stored from the accumulators directly, the stores' predicates would put
+    accumulator registers on divergent paths, which makes the assembler serialise the kernel's WGMMAs.)
+
+    The row-major rows of one warpgroup overlap the swizzled rows of the other's operand in ``sQ``, so both
+    consumer warpgroups first meet (named barrier 5): neither has an MMA left that reads ``sQ``."""
+    arch.barrier(barrier_id=5, number_of_threads=MMA_THREADS)
     dt = gO.element_type
     sO = cute.make_tensor(cute.recast_ptr(sQ.iterator, dtype=dt), cute.make_layout((BLOCK_M, d), stride=(d, 1)))
     out = cute.make_fragment(acc_o.layout, dt)
@@ -365,7 +369,7 @@ def _pass_turn(pingpong, group, always):
 
 
 @cute.jit
-def _fence_operands(acc_s, acc_o):
+def fence_operands(acc_s, acc_o):
     """Pin the accumulators' registers (no definition of them moves past this point) and fence them for the MMAs
     that follow (``wgmma.fence``)."""
     arch.warpgroup_fence_operand(acc_s)

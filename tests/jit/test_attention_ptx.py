@@ -139,3 +139,46 @@ def test_shape_rules():
     with pytest.raises(cute.CuteValueError, match="1-D Int32 tensor"):
         cute.compile(attention, packed_q, packed_kv, packed_kv, packed_q, spec("Float32", (4, 100)), False, None,
                      spec("Int64", (3,)), spec("Int32", (3,)), 50)
+
+
+def _compile_backward(d=128, causal=False, dt="BFloat16", b=2, s=1024, sk=None, h=4, hk=2, **kw):
+    from examples.attention_backward import _backward
+
+    sk = sk or s
+    pad = -(-s // 64) * 64
+    q, kv = spec(dt, (b, s, h, d)), spec(dt, (b, sk, hk, d))
+    return cute.compile(_backward, q, kv, kv, q, spec("Float32", (b, h, s)), q, q, kv, kv,
+                        spec("Float32", (b, h, pad)), spec("Float32", (b, h, pad)), spec("Float32", (b, h, pad, d)),
+                        causal, **kw)
+
+
+@pytest.mark.parametrize("d, causal", [(128, False), (64, True)])
+def test_attention_backward_ptx(d, causal, filecheck, assemble):
+    """Three kernels: the row sums D and the zeroed dQ accumulator, the main kernel (S^T and dP^T from shared
+    memory, dV and dK with P^T and dS^T from registers, dQ of dS from shared memory added with red.global.add.f32),
+    and dQ's rounding."""
+    c = _compile_backward(d, causal)
+    filecheck(c.ptx, [
+        "CHECK: .entry _prepare",
+        "CHECK: .entry attention_backward_kernel",
+        "CHECK: wgmma.fence.sync.aligned;",
+        "CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, %rd",
+        "CHECK: ex2.approx.ftz.f32",
+        f"CHECK: wgmma.mma_async.sync.aligned.m64n{d}k16.f32.bf16.bf16 {{{{.*}}}}}}, {{%r{{{{[0-9]+}}}}, %r",
+        "CHECK: fence.proxy.async.shared::cta;",
+        "CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;",
+        "CHECK: red{{.*}}.global.add.f32",
+        "CHECK: .entry _finish_dq",
+    ])
+    assert c.ptx.count("cp.async.bulk.tensor.4d") == 4 * max(1, d // 64), "K, V once; Q and dO per step"
+    assemble(c.ptx)
+    warnings = _assembler_warnings(c.ptx)
+    if warnings is not None:
+        assert warnings == [], f"ptxas: {warnings}"
+
+
+def test_attention_backward_rules():
+    with pytest.raises(cute.CuteValueError, match=r"head dimensions \(64, 128\)"):
+        _compile_backward(d=256)
+    with pytest.raises(cute.CuteValueError, match="head dimension is one of"):
+        _compile_backward(d=96)
