@@ -70,6 +70,15 @@ def _bank_palette():
 BANK_PALETTE = _bank_palette()
 
 
+def ramp_color(fraction: float) -> str:
+    """The fill of a value at ``fraction`` (0..1) of a layout's range: light yellow through green to dark blue, so
+    that a large layout reads as a gradient (its order) rather than as stripes of a cycling palette."""
+    f = min(1.0, max(0.0, fraction))
+    hue = (60 + 170 * f) / 360.0
+    r, g, b = colorsys.hls_to_rgb(hue, 0.85 - 0.45 * f, 0.65)
+    return "#%02X%02X%02X" % (round(r * 255), round(g * 255), round(b * 255))
+
+
 def bank_color(bank: int) -> str:
     """The fill of shared-memory bank ``bank`` (0..31)."""
     return BANK_PALETTE[bank % 32]

@@ -20,7 +20,7 @@ from ..core.coords import idx2crd
 from ..core.notation import fmt
 from ..core.typing import Tiler
 from ._model import MAX_CELLS, format_value, grid_of, tv_grid
-from ._svg import EMPTY_FILL, PALETTE, Canvas, draw_grid, grid_style, header_margin, thread_color
+from ._svg import EMPTY_FILL, PALETTE, Canvas, draw_grid, grid_style, header_margin, ramp_color, thread_color
 from .text import tv_label
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ __all__ = ["layout_svg", "tv_svg", "tiled_copy_svg"]
 
 LINE = 17.0  # px per heading line
 PAD = 10.0
+
+RAMP_CELLS = 256  # more cells than this (a 16 x 16 tile): colour by a ramp over the values, not value % 8
 
 
 def text_width(lines):
@@ -53,9 +55,11 @@ def layout_svg(layout: Layout | ComposedLayout | Tensor, *, title: str | None = 
                max_cells: int = MAX_CELLS) -> Picture:
     """An SVG picture of a layout (or composed layout, or host tensor): one cell per element.
 
-    Cell (m, n) shows ``layout(m, n)``; its fill is ``PALETTE[layout(m, n) % 8]``
-    (non-integer values, such as TMA coordinates, use the first colour).  Rank 1 is
-    one row and rank > 2 is grouped to rank 2, as in :func:`print_layout`.
+    Cell (m, n) shows ``layout(m, n)``; its fill is ``PALETTE[layout(m, n) % 8]`` (CuTe's colouring), or, with
+    more than ``RAMP_CELLS`` cells, a colour ramp over the layout's values from the smallest to the largest
+    (``ramp_color``), which a large layout shows as a gradient of its order where ``% 8`` would stripe.
+    Non-integer values, such as TMA coordinates, use the first colour. Rank 1 is one row and rank > 2 is grouped
+    to rank 2, as in :func:`print_layout`.
     """
     grid = grid_of(layout, "layout_svg", max_cells=max_cells)
     shape0 = grid.obj.shape if grid.rank > 1 else None
@@ -65,7 +69,11 @@ def layout_svg(layout: Layout | ComposedLayout | Tensor, *, title: str | None = 
     lines = [title or str(layout)]
     if grid.note:
         lines.append(grid.note)
-    lines.append("cell (m, n) = layout(m, n); colour = value % 8")
+    ints = [v for v in grid.values if type(v) is int]
+    ramp = len(grid.values) > RAMP_CELLS and ints
+    lo, hi = (min(ints), max(ints)) if ramp else (0, 0)
+    lines.append("cell (m, n) = layout(m, n); " + (f"colour = value, light ({lo}) to dark ({hi})" if ramp
+                                                     else "colour = value % 8"))
     top = headings(canvas, lines) + 16
     left = PAD + header_margin(grid.rows, style)
 
@@ -76,7 +84,12 @@ def layout_svg(layout: Layout | ComposedLayout | Tensor, *, title: str | None = 
             crd = f"({fmt(idx2crd(m, shape0[0]))},{fmt(idx2crd(n, shape0[1]))})"
         else:
             crd = fmt(idx2crd(n, grid.obj.shape))
-        fill = PALETTE[v % 8] if type(v) is int else PALETTE[0]
+        if type(v) is not int:
+            fill = PALETTE[0]
+        elif ramp:
+            fill = ramp_color((v - lo) / (hi - lo) if hi > lo else 0.0)
+        else:
+            fill = PALETTE[v % 8]
         return fill, labels[i], f"(m={m}, n={n}) coord {crd} -> {labels[i]}", {"m": m, "n": n, "value": labels[i]}
 
     w, h = draw_grid(canvas, left, top, grid.rows, grid.cols, cell, style)

@@ -193,10 +193,7 @@ def test_the_readme_kernel_compiles_as_written():
     import re
 
     readme = (ROOT / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "@cute.kernel" in b]
-    launch = "copy(src, dst)"
-    assert launch in block
-    block = block.replace(launch, "pass  # " + launch).replace("print(c.ptx)", "ptx = c.ptx")
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "def copy_kernel" in b]
     ns = {}
     exec(compile(block, "README.md", "exec"), ns)
-    assert "cp.async.bulk.tensor.2d" in ns["ptx"] and ns["c"].smem == {"copy_kernel_0": 128 * 64 * 2 + 8}
+    assert "cp.async.bulk.tensor.2d" in ns["c"].ptx and ns["c"].smem == {"copy_kernel_0": 128 * 64 * 2 + 8}
