@@ -100,7 +100,7 @@ def _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks):
 
 
 @cute.jit
-def _rows(t, offset, batch, head, tokens_mode=0):
+def head_rows(t, offset, batch, head, tokens_mode=0):
     """The ``(rows, D)`` matrix of ``head`` of sequence ``batch`` in a ``(tokens, D, heads, batch)`` view (or the
     ``(D, rows)`` one of a ``(D, tokens, heads, batch)`` view, ``tokens_mode`` 1), from token ``offset`` on."""
     return cute.domain_offset((offset, 0) if tokens_mode == 0 else (0, offset), t[None, None, head, batch])
@@ -152,14 +152,14 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
         if warp >= PRODUCER_WARP:
             arch.warpgroup_reg_dealloc(PRODUCER_REGS)
             if warp == PRODUCER_WARP:
-                gQ = cute.local_tile(_rows(tma_q, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
+                gQ = cute.local_tile(head_rows(tma_q, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
                 tQsQ, tQgQ = cpasync.tma_partition(load_q, 0, cute.Layout(1), cute.group_modes(sQ, 0, 2),
                                                    cute.group_modes(gQ, 0, 2))
                 with arch.elect_one():
                     arch.mbarrier_arrive_and_expect_tx(q_bar, BLOCK_M * d * load_q.dtype.width // 8)
                 cute.copy(load_q, tQgQ, tQsQ, tma_bar_ptr=q_bar)
-                gK = cute.local_tile(_rows(tma_k, k_start, k_batch, kv_head), (block_n, d), (None, 0))
-                gV = cute.local_tile(_rows(tma_v, k_start, k_batch, kv_head, 1), (d, block_n), (0, None))
+                gK = cute.local_tile(head_rows(tma_k, k_start, k_batch, kv_head), (block_n, d), (None, 0))
+                gV = cute.local_tile(head_rows(tma_v, k_start, k_batch, kv_head, 1), (d, block_n), (0, None))
                 tKsK, tKgK = cpasync.tma_partition(load_k, 0, cute.Layout(1), cute.group_modes(sK, 0, 2),
                                                    cute.group_modes(gK, 0, 2))
                 tVsV, tVgV = cpasync.tma_partition(load_v, 0, cute.Layout(1), cute.group_modes(sV, 0, 2),
@@ -201,7 +201,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
     cS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, block_n)))   # (row, col) of each S value
     acc_s = mma_qk.make_fragment_C(cS)
     tOrP = mma_pv.make_fragment_A(thr_pv.partition_A(cute.make_layout((BLOCK_M, block_n))))
-    gO = cute.local_tile(_rows(o, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
+    gO = cute.local_tile(head_rows(o, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
     tOgO = thr_pv.partition_C(gO)
     cO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, d)))
     acc_o = mma_pv.make_fragment_C(tOgO)
@@ -224,7 +224,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
         k_pipe.consumer_wait(k_read)
         _turn(pingpong, group)
         fence_operands(acc_s, acc_o)
-        _qk(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
+        gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
         wg.commit_group()
         _pass_turn(pingpong, group, True)
         wg.wait_group(0)
@@ -247,7 +247,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 _turn(pingpong, group)
                 _to_p(acc_s, tOrP)          # P of block j + 1, converted just before the MMAs that read it
                 fence_operands(acc_s, acc_o)
-                _qk(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
+                gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
                 wg.commit_group()
                 _pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
                 wg.commit_group()
@@ -378,12 +378,14 @@ def fence_operands(acc_s, acc_o):
 
 
 @cute.jit
-def _qk(mma_qk, acc_s, tSrQ, tSrK, stage, d):
-    """``S = Q K^T`` of the K tile in ``stage`` (the first k-block overwrites the accumulators)."""
-    mma_qk.set(wg.Field.ACCUMULATE, False)
-    for kb in cute.range_constexpr(d // 16):
-        cute.gemm(mma_qk, acc_s, tSrQ[None, None, kb], tSrK[None, None, kb, stage], acc_s)
-        mma_qk.set(wg.Field.ACCUMULATE, True)
+def gemm_ss(mma, acc, tA, tB, stage, k_extent):
+    """``acc = A B^T`` over ``k_extent`` with both operands from shared memory (``tB`` of stage ``stage``, or
+    unstaged with ``None``): the first k-block overwrites the accumulators."""
+    mma.set(wg.Field.ACCUMULATE, False)
+    for kb in cute.range_constexpr(k_extent // 16):
+        b = tB[None, None, kb] if stage is None else tB[None, None, kb, stage]
+        cute.gemm(mma, acc, tA[None, None, kb], b, acc)
+        mma.set(wg.Field.ACCUMULATE, True)
 
 
 @cute.jit

@@ -41,8 +41,9 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .attention import LOG2E, MMA_THREADS, PRODUCER_WARP, ATTN_THREADS, fence_operands, store_rows
-from .attention_args import tokens_major
+from .attention import (ATTN_THREADS, LOG2E, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows,
+                        store_rows)
+from .attention_args import check_args, tokens_major
 
 __all__ = ["attention_backward", "attention_backward_kernel", "BWD_HEAD_DIMS"]
 
@@ -84,11 +85,6 @@ def _finish_dq(dqa, dq, seqlen_q, d, scale):
             dq[row, j, head, batch] = (dqa[batch, head, row, j] * scale).to(dq.element_type)
 
 
-@cute.jit
-def _kv(t, offset, batch, head):
-    return cute.domain_offset((offset, 0), t[None, None, head, batch])
-
-
 @cute.kernel
 def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma_do, load_k, tma_k, load_v, tma_v,
                               dk, dv, dqa, lse2, dsum, k_layout, q_layout, q_mn_layout, k_mn_layout, ds_layout,
@@ -126,8 +122,8 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
     if warp >= PRODUCER_WARP:
         arch.warpgroup_reg_dealloc(PRODUCER_REGS)
         if warp == PRODUCER_WARP:
-            gK = cute.local_tile(_kv(tma_k, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
-            gV = cute.local_tile(_kv(tma_v, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
+            gK = cute.local_tile(head_rows(tma_k, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
+            gV = cute.local_tile(head_rows(tma_v, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
             tKsK, tKgK = cpasync.tma_partition(load_k, 0, cute.Layout(1), cute.group_modes(sK[None, None, 0], 0, 2),
                                                cute.group_modes(gK, 0, 2))
             tVsV, tVgV = cpasync.tma_partition(load_v, 0, cute.Layout(1), cute.group_modes(sV[None, None, 0], 0, 2),
@@ -140,8 +136,8 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
             for t in range(steps):
                 head = kv_head * head_ratio + t // m_count
                 m = m_start + t % m_count
-                gQ = cute.local_tile(_kv(tma_q, 0, batch, head), (BLOCK_M, d), (m, 0))
-                gdO = cute.local_tile(_kv(tma_do, 0, batch, head), (BLOCK_M, d), (m, 0))
+                gQ = cute.local_tile(head_rows(tma_q, 0, batch, head), (BLOCK_M, d), (m, 0))
+                gdO = cute.local_tile(head_rows(tma_do, 0, batch, head), (BLOCK_M, d), (m, 0))
                 tQsQ, tQgQ = cpasync.tma_partition(load_q, 0, cute.Layout(1), cute.group_modes(sQ, 0, 2),
                                                    cute.group_modes(gQ, 0, 2))
                 tOsO, tOgO = cpasync.tma_partition(load_do, 0, cute.Layout(1), cute.group_modes(sdO, 0, 2),
@@ -209,8 +205,8 @@ def _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layo
                 d_f[v % 2 + 2 * (v // 4)] = dsum[batch, head, first_q + col]
         loads.consumer_wait(read)
         fence_operands(acc_s, acc_dp)
-        _ss(mma_s, acc_s, tSrK, tSrQ, read.index, d)
-        _ss(mma_s, acc_dp, tSrV, tSrdO, read.index, d)
+        gemm_ss(mma_s, acc_s, tSrK, tSrQ, read.index, d)
+        gemm_ss(mma_s, acc_dp, tSrV, tSrdO, read.index, d)
         wg.commit_group()
         wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_s)
@@ -247,7 +243,7 @@ def _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layo
             tQrK = mma_dq.make_fragment_B(thr_dq.partition_B(gKc))
             acc_dq = mma_dq.make_fragment_C(cQ)
             fence_operands(acc_dq, acc_dq)
-            _ss(mma_dq, acc_dq, tQrdS, tQrK, None, 64)
+            gemm_ss(mma_dq, acc_dq, tQrdS, tQrK, None, 64)
             wg.commit_group()
             wg.wait_group(0)
             arch.warpgroup_fence_operand(acc_dq)
@@ -265,25 +261,13 @@ def _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layo
         acc_dk[v] = acc_dk[v] * scale
     arch.warpgroup_fence_operand(acc_dk)
     rows = seqlen_k - n_block * BLOCK_N
-    gdK = cute.local_tile(_kv(dk, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
-    gdV = cute.local_tile(_kv(dv, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
+    gdK = cute.local_tile(head_rows(dk, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
+    gdV = cute.local_tile(head_rows(dv, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
     store_rows(acc_dk, cKV, sK, gdK, group, wtid, rows, d)
     store_rows(acc_dv, cKV, sV, gdV, group, wtid, rows, d)
 
 
-@cute.jit
-def _ss(mma, acc, tA, tB, stage, k_extent):
-    """``acc = A B^T`` over ``k_extent`` (both operands from shared memory; ``tB`` of stage ``stage``, or unstaged)."""
-    mma.set(wg.Field.ACCUMULATE, False)
-    for kb in cute.range_constexpr(k_extent // 16):
-        b = tB[None, None, kb] if stage is None else tB[None, None, kb, stage]
-        cute.gemm(mma, acc, tA[None, None, kb], b, acc)
-        mma.set(wg.Field.ACCUMULATE, True)
-
-
 def _check(q, k, v, out, lse, dout, dq, dk, dv, causal, softmax_scale):
-    from .attention_args import check_args
-
     check_args(q, k, v, out, lse, None, None, None, causal, softmax_scale)
     who = "attention_backward"
     if q.shape[-1] not in BWD_HEAD_DIMS:
