@@ -2,10 +2,11 @@
 its TMA loads read."""
 
 import math
+import numbers
 
 import cute_py as cute
 
-__all__ = ["HEAD_DIMS", "check_args", "tokens_major", "dim_major"]
+__all__ = ["HEAD_DIMS", "check_args", "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
 
 HEAD_DIMS = (64, 128, 256)
 
@@ -26,6 +27,17 @@ def tokens_major(t, packed):
 def dim_major(t):
     """A ``(tokens, D, heads, batch)`` view as ``(D, tokens, heads, batch)`` (V as the B operand of ``P V``)."""
     return cute.make_tensor(t.iterator, cute.select(t.layout, mode=[1, 0, 2, 3]))
+
+
+def check_rows_stored_in_chunks(who, name, t):
+    """``t``'s rows (one token of one head) are stored in 16-byte chunks: a 16-byte aligned pointer and token and
+    head strides of whole 16-byte units."""
+    unit = 128 // t.element_type.width
+    strides = [s for s, e in zip(t.layout.stride[:-1], t.shape[:-1]) if e != 1]    # (a mode of 1 never steps)
+    if t.iterator.alignment < 16 or any(type(s) is not int or s % unit for s in strides):
+        raise cute.CuteValueError(f"{who}: {name}'s rows are stored in 16-byte chunks: its pointer must be 16-byte "
+                                  f"aligned and its strides other than the head dimension's multiples of {unit}, got "
+                                  f"the strides {t.layout.stride} and a {t.iterator.alignment}-byte aligned pointer")
 
 
 def check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal, softmax_scale):
@@ -54,6 +66,11 @@ def check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, caus
         raise cute.CuteValueError(f"{who}: out must have q's shape {tuple(q.shape)}, got {tuple(out.shape)}")
     if tuple(k.shape) != tuple(v.shape):
         raise cute.CuteValueError(f"{who}: k and v have one shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    for name, t in (("q", q), ("k", k)):
+        if any(type(e) is int and e < 1 for e in t.shape[:-1]):
+            raise cute.CuteValueError(f"{who}: {name} has an empty mode, the shape {tuple(t.shape)}: every extent must "
+                                      f"be >= 1 (an empty batch has nothing to compute: make no call)")
+    check_rows_stored_in_chunks(who, "out", out)
     heads, kv_heads = q.shape[-2], k.shape[-2]
     if type(heads) is not int or type(kv_heads) is not int or kv_heads < 1 or heads % kv_heads:
         raise cute.CuteValueError(f"{who}: the query heads ({heads}) must be a multiple of the key/value heads "
@@ -73,12 +90,12 @@ def check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, caus
         if cute.size(cu_seqlens_q) != cute.size(cu_seqlens_k):
             raise cute.CuteValueError(f"{who}: cu_seqlens_q and cu_seqlens_k have one length (batch + 1), got "
                                       f"{cute.size(cu_seqlens_q)} and {cute.size(cu_seqlens_k)}")
-        if type(max_seqlen_q) is not int or max_seqlen_q < 0:
-            raise cute.CuteValueError(f"{who}: a packed batch needs max_seqlen_q, an int >= 0 bounding its query "
+        if type(max_seqlen_q) is not int or max_seqlen_q < 1:
+            raise cute.CuteValueError(f"{who}: a packed batch needs max_seqlen_q, an int >= 1 bounding its query "
                                       f"lengths, got {max_seqlen_q!r}")
     if type(causal) is not bool:
         raise cute.CuteValueError(f"{who}: causal must be a bool, got {causal!r}")
-    if softmax_scale is not None and (type(softmax_scale) not in (int, float) or not math.isfinite(softmax_scale)
-                                      or softmax_scale <= 0):
-        raise cute.CuteValueError(f"{who}: softmax_scale is None (1 / sqrt(head_dim)) or a finite float > 0, got "
+    if softmax_scale is not None and (not isinstance(softmax_scale, numbers.Real) or isinstance(softmax_scale, bool)
+                                      or not math.isfinite(softmax_scale) or softmax_scale <= 0):
+        raise cute.CuteValueError(f"{who}: softmax_scale is None (1 / sqrt(head_dim)) or a finite number > 0, got "
                                   f"{softmax_scale!r}")

@@ -43,7 +43,7 @@ from cute_py.utils import hopper_helpers as hh
 
 from .attention import (ATTN_THREADS, LOG2E, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows,
                         store_rows)
-from .attention_args import check_args, tokens_major
+from .attention_args import check_args, check_rows_stored_in_chunks, tokens_major
 
 __all__ = ["attention_backward", "attention_backward_kernel", "BWD_HEAD_DIMS"]
 
@@ -279,6 +279,8 @@ def _check(q, k, v, out, lse, dout, dq, dk, dv, causal, softmax_scale):
         if t.layout.stride[-1] != 1:
             raise cute.CuteValueError(f"{who}: {name}'s head dimension must be contiguous, got the strides "
                                       f"{t.layout.stride}")
+    for name, t in (("dk", dk), ("dv", dv)):
+        check_rows_stored_in_chunks(who, name, t)
 
 
 @cute.jit

@@ -182,3 +182,46 @@ def test_attention_backward_rules():
         _compile_backward(d=256)
     with pytest.raises(cute.CuteValueError, match="head dimension is one of"):
         _compile_backward(d=96)
+
+
+def test_hostile_shapes_strides_and_scalars():
+    """Empty modes, output rows the 16-byte stores cannot reach, and packed batches of no rows are refused with the
+    rule; numpy scalars are numbers like Python's (keyed by value: two scales give two kernels)."""
+    import numpy as np
+
+    bf = "BFloat16"
+    ok = spec(bf, (1, 64, 2, 64))
+    lse = spec("Float32", (1, 2, 64))
+    for shape in ((1, 0, 2, 64), (0, 64, 2, 64)):
+        empty = spec(bf, shape)
+        with pytest.raises(cute.CuteValueError, match="empty mode"):
+            cute.compile(attention, empty, ok, ok, empty, spec("Float32", (shape[0], 2, shape[1])))
+        with pytest.raises(cute.CuteValueError, match="empty mode"):
+            cute.compile(attention, ok, empty, empty, ok, lse)
+    for strides, address in [((64 * 2 * 65, 2 * 65, 65, 1), 1 << 24),     # odd head stride
+                              ((64 * 2 * 64, 2 * 64 + 4, 64, 1), 1 << 24),  # token stride off 16 bytes
+                              (None, (1 << 24) + 2)]:                      # the pointer 2 bytes past 16
+        out = spec(bf, (1, 64, 2, 64), strides, address=address)
+        with pytest.raises(cute.CuteValueError, match="16-byte chunks"):
+            cute.compile(attention, ok, ok, ok, out, lse)
+    packed, packed_lse, cu = spec(bf, (100, 2, 64)), spec("Float32", (2, 100)), spec("Int32", (3,))
+    with pytest.raises(cute.CuteValueError, match="max_seqlen_q, an int >= 1"):
+        cute.compile(attention, packed, packed, packed, packed, packed_lse, False, None, cu, cu, 0)
+    a = cute.compile(attention, ok, ok, ok, ok, lse, softmax_scale=np.float32(0.25))
+    b = cute.compile(attention, ok, ok, ok, ok, lse, softmax_scale=0.25)
+    c = cute.compile(attention, ok, ok, ok, ok, lse, softmax_scale=np.float64(0.5))
+    assert a.ptx == b.ptx != c.ptx
+    with pytest.raises(cute.CuteValueError, match="softmax_scale"):
+        cute.compile(attention, ok, ok, ok, ok, lse, softmax_scale=True)
+
+
+def test_backward_output_rows_rule():
+    with pytest.raises(cute.CuteValueError, match="dk's rows are stored in 16-byte chunks"):
+        from examples.attention_backward import _backward
+
+        bf, (b, s, h, d) = "BFloat16", (1, 64, 2, 64)
+        q = spec(bf, (b, s, h, d))
+        w = spec("Float32", (b, h, 64))
+        cute.compile(_backward, q, q, q, q, spec("Float32", (b, h, s)), q, q,
+                     spec(bf, (b, s, h, d), (s * h * 68 + 4, h * 68 + 4, 68, 1)), q, w, w,
+                     spec("Float32", (b, h, 64, d)))
