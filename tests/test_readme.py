@@ -2,6 +2,7 @@
 as written and print what their comments say, its two set-up commands are the ones CI runs."""
 
 import doctest
+import inspect
 import pathlib
 import re
 
@@ -42,8 +43,16 @@ def test_readme_error_examples_raise_as_documented():
 
 
 def _copy_blocks():
-    section = README[README.index("## Copying data on Hopper"):README.index("## Example kernels")]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    """The copy section's python blocks, each with the README line number of its first line."""
+    start = README.index("## Copying data on Hopper")
+    section = README[start:README.index("## Example kernels")]
+    return [(m[1], README[:start + m.start(1)].count("\n") + 1)
+            for m in re.finditer(r"```python\n(.*?)```", section, re.S)]
+
+
+def _at_line(code, line):
+    """``code`` compiled as README.md's own lines from ``line`` on (so its functions have their real source)."""
+    return compile("\n" * (line - 1) + code, str(ROOT / "README.md"), "exec")
 
 
 def _has_cuda_torch():
@@ -61,11 +70,14 @@ def test_readme_copy_kernels_run_as_written(index, capsys):
     pytest.importorskip("mlir_dialects.bindings", reason="the README's kernels need the jit extra")
     blocks = _copy_blocks()
     assert len(blocks) == 3
-    block = blocks[index]
-    code, _, gpu = block.partition("# with a GPU and torch:\n")
+    block, line = blocks[index]
+    code, marker, gpu = block.partition("# with a GPU and torch:\n")
     assert gpu, "each copy section ends with the lines that run it on a GPU"
     ns = {}
-    exec(compile(code, "README.md", "exec"), ns)
+    exec(_at_line(code, line), ns)
+    defined = [getattr(obj, "fn", None) for obj in ns.values()]
+    defined = [fn for fn in defined if inspect.isfunction(fn)]
+    assert defined and all(inspect.getsource(fn) in code for fn in defined), "the kernels see their own source"
     printed = capsys.readouterr().out.strip()
     (said,) = re.findall(r"^print\(.*\)\s+# (\S+?):?(?:\s|$)", code, re.M)
     assert printed == said, f"the README says {said}, the block printed {printed}"
@@ -73,4 +85,5 @@ def test_readme_copy_kernels_run_as_written(index, capsys):
         import torch
 
         ns["torch"] = torch
-        exec(compile("\n".join(line.removeprefix("# ") for line in gpu.splitlines()), "README.md", "exec"), ns)
+        gpu_line = line + (code + marker).count("\n")
+        exec(_at_line("\n".join(text.removeprefix("# ") for text in gpu.splitlines()), gpu_line), ns)

@@ -239,12 +239,13 @@ def _return_line(fn):
     """(file, line) of the first ``return <value>`` statement of ``fn`` (its ``def`` line when none is found)."""
     import ast
     import textwrap
+    import tokenize
 
     code = fn.__code__
     try:
         lines, first = inspect.getsourcelines(fn)
         tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError):
         return code.co_filename, code.co_firstlineno
     todo = list(tree.body[0].body) if tree.body and hasattr(tree.body[0], "body") else []
     while todo:  # the kernel's own statements (nested functions and classes have returns of their own)

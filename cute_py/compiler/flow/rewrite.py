@@ -26,6 +26,7 @@ import __future__
 import ast
 import inspect
 import textwrap
+import tokenize
 import types
 from collections.abc import Callable
 from typing import Any
@@ -360,13 +361,10 @@ def source_tree(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, str] | None:
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
-    try:
+    try:  # the file on disk may not hold this code (exec'd under another file's name): no source then
         lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return None
-    try:
         tree = ast.parse(textwrap.dedent("".join(lines)))
-    except SyntaxError:
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError):
         return None
     if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
