@@ -15,21 +15,28 @@ KV head sum over its query heads.
 
 Three kernels:
 
-1. ``_prepare``: per query row ``D`` and ``lse * log2(e)`` (``+inf`` for a row that saw no key, so its P is 0), and
-   the row's fp32 ``dQ`` accumulator zeroed, in workspaces padded to whole 64-row blocks;
+1. ``_prepare``: per query row ``D`` and ``lse * log2(e)`` (``+inf`` for a row that saw no key, so its P is 0) in
+   workspaces padded to whole 64-row blocks; each row is read in 16-byte chunks by ``head_dim / 8`` threads whose
+   partial sums meet by warp shuffles;
 2. ``attention_backward_kernel``: a CTA per 128 keys of one KV head. Its producer warp loads the K and V tiles
    once, then the Q and dO tiles of every 64-query block that sees the keys (each query head of the group in
    turn) through a ``PipelineTmaAsync``. Each of the two consumer warpgroups owns 64 keys and, per query block,
-   computes ``S^T = K Q^T`` and ``dP^T = V dO^T`` (WGMMAs from shared memory), ``P^T`` and ``dS^T`` in registers
-   (masked where a key is past the keys, a query past the queries, or past the causal diagonal), then
-   ``dV += P^T dO`` and ``dK += dS^T Q`` with ``P^T`` and ``dS^T`` as register operands (their accumulator layout is
-   the register-operand layout), and ``dQ`` of its 64 keys ``dS K`` from ``dS`` written to shared memory, added to
-   the fp32 accumulator with ``red.global.add.f32`` (the padded rows take the zeros of the masked queries);
-   at the end it stores ``dK * scale`` and ``dV`` through shared memory;
-3. ``_finish_dq``: ``dQ = scale * accumulator``, rounded to the input type.
+   computes ``S^T = K Q^T`` and ``dP^T = V dO^T`` (WGMMAs from shared memory), ``P^T`` in registers while
+   ``dP^T`` is still in flight (masked where a key is past the keys, a query past the queries, or past the
+   causal diagonal), issues ``dV += P^T dO`` with ``P^T`` as the register operand (its accumulator layout is the
+   register-operand layout), computes ``dS^T`` while that runs, issues ``dK += dS^T Q`` the same way and writes
+   ``dS`` to shared memory. When both warpgroups' ``dS`` is there, each computes a 64x64 tile of ``dQ = dS K``
+   (head dim 128: its half of the columns over all 128 keys; 64: all columns over its own keys), writes it to
+   shared memory in its accumulator's register order and adds it to the fp32 accumulator with one TMA reduction
+   (``cp.reduce.async.bulk.tensor ... add``; two buffers per warpgroup, so a reduction runs while the next block
+   is computed). At the end it stores ``dK * scale`` and ``dV`` through shared memory;
+3. ``_finish_dq``: ``dQ = scale * accumulator``, rounded to the input type, each 64x64 tile read back in the
+   register order it was written in.
 
-The fp32 ``dQ`` accumulation order across CTAs is not fixed, so ``dq`` may differ in its last bits between runs;
-``dk`` and ``dv`` are the same bits every run.
+The accumulator ``dqa`` is ``(tiles * 32, 128)`` fp32, zero before the call: tile ``((batch * heads + head) *
+m_blocks + m) * (head_dim / 64) + c`` holds rows ``64 m ...`` and columns ``64 c ...`` of one head's ``dQ``,
+value ``v`` of thread ``t`` of the tile's WGMMA at ``[32 tile + v, t]``. The fp32 accumulation order across CTAs
+is not fixed, so ``dq`` may differ in its last bits between runs; ``dk`` and ``dv`` are the same bits every run.
 """
 
 import math
@@ -45,64 +52,93 @@ from .attention import (ATTN_THREADS, LOG2E, MMA_THREADS, PRODUCER_WARP, fence_o
                         store_rows)
 from .attention_args import check_args, check_rows_stored_in_chunks, tokens_major
 
-__all__ = ["attention_backward", "attention_backward_kernel", "BWD_HEAD_DIMS"]
+__all__ = ["attention_backward", "attention_backward_kernel", "workspace_shapes", "BWD_HEAD_DIMS"]
 
 BWD_HEAD_DIMS = (64, 128)
 BLOCK_N = 128          # keys per CTA, 64 per consumer warpgroup
 BLOCK_M = 64           # queries per step
 STAGES = 2
+DQ_VALUES = 64 * 64 // 128   # values of a 64x64 dQ tile per thread of a warpgroup
+DQ_BUFFERS = 2
 PRODUCER_REGS = 24
 CONSUMER_REGS = 240
 
 
 @cute.kernel
-def _prepare(o, do, lse, dsum, lse2, dqa, seqlen_q, d):
-    """Thread ``i`` of CTA ``(x, head, batch)``: query row ``128 x + i`` (one thread per padded row)."""
+def _prepare(o, do, lse, dsum, lse2, seqlen_q, d):
+    """``d / 8`` threads per query row, each with one 16-byte chunk of ``o`` and ``do``; ``128 / (d / 8)`` rows of
+    padded rows per CTA ``(x, head, batch)``."""
     bx, head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
-    row = bx * 128 + tidx
-    if row < cute.size(dsum, mode=[2]):
-        acc = 0.0
+    per_row = d // 8
+    row = bx * (128 // per_row) + tidx // per_row
+    chunk = tidx % per_row
+    acc = 0.0
+    if row < seqlen_q:
+        wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), o.element_type, num_bits_per_copy=128)
+        fo = cute.make_fragment((8,), o.element_type)
+        fd = cute.make_fragment((8,), o.element_type)
+        cute.copy(wide, cute.local_tile(o[row, None, head, batch], (8,), (chunk,)), fo)
+        cute.copy(wide, cute.local_tile(do[row, None, head, batch], (8,), (chunk,)), fd)
+        for j in cute.range_constexpr(8):
+            acc = cute.math.fma(fo[j].to(cute.Float32), fd[j].to(cute.Float32), acc)
+    for k in cute.range_constexpr(per_row.bit_length() - 1):
+        acc = acc + arch.shuffle_sync_bfly(acc, per_row >> (k + 1))
+    if chunk == 0 and row < cute.size(dsum, mode=[2]):
         l2 = 0.0
         if row < seqlen_q:
-            for j in cute.range_constexpr(d):
-                acc = acc + o[row, j, head, batch].to(cute.Float32) * do[row, j, head, batch].to(cute.Float32)
             x = lse[batch, head, row]
             l2 = cute.math.select(x == -math.inf, math.inf, x * LOG2E)
         dsum[batch, head, row] = acc
         lse2[batch, head, row] = l2
-        for j in cute.range_constexpr(d):
-            dqa[batch, head, row, j] = 0.0
 
 
 @cute.kernel
-def _finish_dq(dqa, dq, seqlen_q, d, scale):
-    bx, head, batch = arch.block_idx()
+def _finish_dq(mma_dq, dqa, dq, seqlen_q, d, scale):
+    """CTA ``(m, head, batch)``: the ``d / 64`` tiles of query rows ``64 m ...``, a warpgroup per tile, each thread
+    reading back the values its namesake in the WGMMA wrote (``[32 tile + v, thread]``)."""
+    m, head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
-    row = bx * 128 + tidx
-    if row < seqlen_q:
-        for j in cute.range_constexpr(d):
-            dq[row, j, head, batch] = (dqa[batch, head, row, j] * scale).to(dq.element_type)
+    heads = cute.size(dq, mode=[2])
+    m_blocks = cute.ceil_div(seqlen_q, BLOCK_M)
+    c = tidx // 128
+    wtid = tidx % 128
+    tile = ((batch * heads + head) * m_blocks + m) * (d // 64) + c
+    cQ = mma_dq.get_slice(wtid).partition_C(cute.make_identity_tensor((BLOCK_M, 64)))
+    dt = dq.element_type
+    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=2 * dt.width)
+    out = cute.make_fragment((2,), dt)
+    for v in cute.range_constexpr(DQ_VALUES // 2):
+        r, col = cQ[2 * v]
+        row = m * BLOCK_M + r
+        if row < seqlen_q:
+            for j in cute.range_constexpr(2):
+                out[j] = (dqa[tile * DQ_VALUES + 2 * v + j, wtid] * scale).to(dt)
+            cute.copy(pair, out, cute.local_tile(dq[row, None, head, batch], (2,), ((c * 64 + col) // 2,)))
 
 
 @cute.kernel
 def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma_do, load_k, tma_k, load_v, tma_v,
-                              dk, dv, dqa, lse2, dsum, k_layout, q_layout, q_mn_layout, k_mn_layout, ds_layout,
-                              head_ratio, causal, scale, seqlens):
+                              load_l, tma_l, load_dsum, tma_dsum, reduce_dq, tma_dqa, dk, dv, k_layout, q_layout,
+                              q_mn_layout, k_mn_layout, ds_layout, dq_layout, row_layout, head_ratio, causal, scale,
+                              seqlens):
     n_block, kv_head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
     warp = arch.make_warp_uniform(arch.warp_idx())
     d = tma_q.shape[1]
     seqlen_q, seqlen_k = seqlens
     if warp == PRODUCER_WARP:
-        for atom in (load_q, load_do, load_k, load_v):
+        for atom in (load_q, load_do, load_k, load_v, load_l, load_dsum, reduce_dq):
             cpasync.prefetch_descriptor(atom)
     smem = arch.SmemAllocator()
     sK = smem.allocate_tensor(load_k.dtype, k_layout, 1024)          # (128 keys, D, 1)
     sV = smem.allocate_tensor(load_v.dtype, k_layout, 1024)
     sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)          # (64 queries, D, stages)
     sdO = smem.allocate_tensor(load_do.dtype, q_layout, 1024)
-    sdS = smem.allocate_tensor(load_q.dtype, ds_layout, 1024)        # (64 queries, 64 keys, 2 warpgroups)
+    sdS = smem.allocate_tensor(load_q.dtype, ds_layout, 1024)        # (64 queries, 128 keys)
+    sdQ = smem.allocate_tensor(cute.Float32, dq_layout, 128)         # (32 values, 128 threads, 2 x buffers)
+    sL = smem.allocate_tensor(cute.Float32, row_layout, 128)         # (64 queries, stages): lse * log2(e)
+    sD = smem.allocate_tensor(cute.Float32, row_layout, 128)         # (64 queries, stages): D
     kv_bar = smem.allocate_mbarrier(1)
     bars = smem.allocate_mbarrier(2 * STAGES)
     if tidx == 0:
@@ -111,7 +147,7 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
     loads = pipeline.PipelineTmaAsync.create(
         num_stages=STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, MMA_THREADS // 32),
-        tx_count=2 * BLOCK_M * d * load_q.dtype.width // 8, barrier_storage=bars)
+        tx_count=2 * BLOCK_M * (d * load_q.dtype.width // 8 + 4), barrier_storage=bars)
     diag = seqlen_k - seqlen_q                  # key j is visible from query i when j <= i + diag (causal)
     m_blocks = (seqlen_q + BLOCK_M - 1) // BLOCK_M
     m_start = 0
@@ -142,24 +178,32 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
                                                    cute.group_modes(gQ, 0, 2))
                 tOsO, tOgO = cpasync.tma_partition(load_do, 0, cute.Layout(1), cute.group_modes(sdO, 0, 2),
                                                    cute.group_modes(gdO, 0, 2))
+                tLsL, tLgL = cpasync.tma_partition(load_l, 0, cute.Layout(1), sL,
+                                                   cute.local_tile(tma_l[None, head, batch], (BLOCK_M,), (m,)))
+                tDsD, tDgD = cpasync.tma_partition(load_dsum, 0, cute.Layout(1), sD,
+                                                   cute.local_tile(tma_dsum[None, head, batch], (BLOCK_M,), (m,)))
                 loads.producer_acquire(state)
-                cute.copy(load_q, tQgQ, tQsQ[None, state.index], tma_bar_ptr=loads.producer_get_barrier(state))
-                cute.copy(load_do, tOgO, tOsO[None, state.index], tma_bar_ptr=loads.producer_get_barrier(state))
+                bar = loads.producer_get_barrier(state)
+                cute.copy(load_q, tQgQ, tQsQ[None, state.index], tma_bar_ptr=bar)
+                cute.copy(load_do, tOgO, tOsO[None, state.index], tma_bar_ptr=bar)
+                cute.copy(load_l, tLgL, tLsL[None, state.index], tma_bar_ptr=bar)
+                cute.copy(load_dsum, tDgD, tDsD[None, state.index], tma_bar_ptr=bar)
                 loads.producer_commit(state)
                 state.advance()
             loads.producer_tail(state)
     else:
         arch.warpgroup_reg_alloc(CONSUMER_REGS)
-        _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layout, kv_bar, loads, dk, dv, dqa,
-                 lse2, dsum, tidx, n_block, kv_head, batch, head_ratio, m_start, m_count, steps, seqlen_q, seqlen_k,
-                 causal, scale)
+        _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sdQ, sL, sD, q_mn_layout,
+                 k_mn_layout, kv_bar, loads, dk, dv, tidx, n_block, kv_head, batch, head_ratio, m_blocks, m_start,
+                 m_count, steps, seqlen_q, seqlen_k, causal, scale)
 
 
 @cute.jit
-def _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layout, kv_bar, loads, dk, dv, dqa,
-             lse2, dsum, tidx, n_block, kv_head, batch, head_ratio, m_start, m_count, steps, seqlen_q, seqlen_k,
-             causal, scale):
+def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sdQ, sL, sD, q_mn_layout, k_mn_layout,
+             kv_bar, loads, dk, dv, tidx, n_block, kv_head, batch, head_ratio, m_blocks, m_start, m_count, steps,
+             seqlen_q, seqlen_k, causal, scale):
     d = cute.size(sQ, mode=[1])
+    heads = cute.size(dk, mode=[2]) * head_ratio
     group = arch.make_warp_uniform(arch.warp_idx()) // 4
     wtid = tidx % 128
     diag = seqlen_k - seqlen_q
@@ -185,33 +229,31 @@ def _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layo
     acc_dv = mma_kv.make_fragment_C(cKV)
     acc_dk.fill(0.0)
     acc_dv.fill(0.0)
-    # the warpgroup's dS (queries x its 64 keys) and its 64 keys of K as the B operand of dQ = dS K
-    sdS_w = sdS[None, None, group]
-    tQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(sdS_w))               # (1, 1, 4)
+    # dQ = dS K, a 64x64 tile per warpgroup: columns 64 c ... over the keys of part p
+    parts = d // 64                               # the warpgroups' column tiles (2 at D 128, 1 at D 64)
+    c = group % parts
+    keys = BLOCK_N * parts // 2
+    tQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(cute.local_tile(sdS, (BLOCK_M, keys), (0, group // parts))))
+    tQrK = mma_dq.make_fragment_B(thr_dq.partition_B(cute.local_tile(sK_mn[None, None, 0], (64, keys),
+                                                                     (c, group // parts))))
     cQ = thr_dq.partition_C(cute.make_identity_tensor((BLOCK_M, 64)))
+    acc_dq = mma_dq.make_fragment_C(cQ)
     n_vals = cute.size(acc_s)
-    lse_f = cute.make_fragment(n_vals // 2, cute.Float32)      # per column of the thread: lse * log2(e), D
-    d_f = cute.make_fragment(n_vals // 2, cute.Float32)
     read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
+    first_k = n_block * BLOCK_N
     arch.mbarrier_wait(kv_bar, 0)
     for t in range(steps):
         head = kv_head * head_ratio + t // m_count
         m = m_start + t % m_count
         first_q = m * BLOCK_M
-        for v in cute.range_constexpr(n_vals):
-            if (v // 2) % 2 == 0:
-                _, col = cS[v]
-                lse_f[v % 2 + 2 * (v // 4)] = lse2[batch, head, first_q + col]
-                d_f[v % 2 + 2 * (v // 4)] = dsum[batch, head, first_q + col]
         loads.consumer_wait(read)
         fence_operands(acc_s, acc_dp)
         gemm_ss(mma_s, acc_s, tSrK, tSrQ, read.index, d)
+        wg.commit_group()
         gemm_ss(mma_s, acc_dp, tSrV, tSrdO, read.index, d)
         wg.commit_group()
-        wg.wait_group(0)
+        wg.wait_group(1)                               # S^T is there; dP^T may still run
         arch.warpgroup_fence_operand(acc_s)
-        arch.warpgroup_fence_operand(acc_dp)
-        first_k = n_block * BLOCK_N
         for v in cute.range_constexpr(n_vals):
             row, col = cS[v]
             key = first_k + row
@@ -219,44 +261,44 @@ def _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layo
             hidden = key >= seqlen_k or query >= seqlen_q
             if causal:
                 hidden = hidden or key > query + diag
-            k = v % 2 + 2 * (v // 4)
-            p = cute.math.exp2(cute.math.fma(acc_s[v], scale * LOG2E, -lse_f[k]), fastmath=True)
-            p = cute.math.select(hidden, 0.0, p)
-            ds = p * (acc_dp[v] - d_f[k])
-            tKVrP[v] = p.to(tKVrP.element_type)
-            tKVrdS[v] = ds.to(tKVrdS.element_type)
-            # dS^T's value (key, query) is dS[query, key of the warpgroup]
-            sdS_w[col, row - group * 64] = tKVrdS[v]
+            p = cute.math.exp2(cute.math.fma(acc_s[v], scale * LOG2E, -sL[col, read.index]), fastmath=True)
+            acc_s[v] = cute.math.select(hidden, 0.0, p)
+            tKVrP[v] = acc_s[v].to(tKVrP.element_type)
         arch.warpgroup_fence_operand(tKVrP)
-        arch.warpgroup_fence_operand(tKVrdS)
         fence_operands(acc_dv, acc_dk)
         for kb in cute.range_constexpr(BLOCK_M // 16):
             cute.gemm(mma_kv, acc_dv, tKVrP[None, None, kb], tKVrdO[None, None, kb, read.index], acc_dv)
+        wg.commit_group()
+        wg.wait_group(1)                               # dP^T is there; dV may still run
+        arch.warpgroup_fence_operand(acc_dp)
+        for v in cute.range_constexpr(n_vals):
+            row, col = cS[v]
+            ds = acc_s[v] * (acc_dp[v] - sD[col, read.index])
+            tKVrdS[v] = ds.to(tKVrdS.element_type)
+            sdS[col, row] = tKVrdS[v]                  # dS^T's value (key, query) is dS[query, key]
+        arch.warpgroup_fence_operand(tKVrdS)
+        fence_operands(acc_dv, acc_dk)
         for kb in cute.range_constexpr(BLOCK_M // 16):
             cute.gemm(mma_kv, acc_dk, tKVrdS[None, None, kb], tKVrQ[None, None, kb, read.index], acc_dk)
         wg.commit_group()
-        # dQ of the warpgroup's keys: dS (from shared memory) times its 64 keys of K, 64 columns at a time
+        # both warpgroups' dS is in shared memory (and visible to the MMAs' proxy)
         arch.fence_view_async_shared()
-        arch.barrier(barrier_id=1 + group, number_of_threads=128)
-        for c in cute.range_constexpr(d // 64):
-            gKc = cute.local_tile(sK_mn[None, None, 0], (64, 64), (c, group))     # (64 columns, 64 keys)
-            tQrK = mma_dq.make_fragment_B(thr_dq.partition_B(gKc))
-            acc_dq = mma_dq.make_fragment_C(cQ)
-            fence_operands(acc_dq, acc_dq)
-            gemm_ss(mma_dq, acc_dq, tQrdS, tQrK, None, 64)
-            wg.commit_group()
-            wg.wait_group(0)
-            arch.warpgroup_fence_operand(acc_dq)
-            for v in cute.range_constexpr(cute.size(acc_dq)):
-                r, col = cQ[v]
-                arch.red(dqa.iterator + dqa.layout((batch, head, first_q + r, c * 64 + col)), acc_dq[v], op="add",
-                         dtype="f32")
+        arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
+        fence_operands(acc_dq, acc_dq)
+        gemm_ss(mma_dq, acc_dq, tQrdS, tQrK, None, keys)
+        wg.commit_group()
+        wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_dv)
         arch.warpgroup_fence_operand(acc_dk)
+        arch.warpgroup_fence_operand(acc_dq)
         loads.consumer_release(read)
         read.advance()
-        # every thread of the warpgroup has read dS before the next step writes it
-        arch.barrier(barrier_id=1 + group, number_of_threads=128)
+        _reduce_dq(reduce_dq, tma_dqa, acc_dq, sdQ, group, wtid, t,
+                   ((batch * heads + head) * m_blocks + m) * parts + c)
+        # every warpgroup's dQ MMA has read dS before the next block writes it
+        arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
+    if wtid == 0:
+        arch.tma_store_wait(0, read=True)
     for v in cute.range_constexpr(cute.size(acc_dk)):
         acc_dk[v] = acc_dk[v] * scale
     arch.warpgroup_fence_operand(acc_dk)
@@ -267,7 +309,37 @@ def _consume(mma_s, mma_kv, mma_dq, sK, sV, sQ, sdO, sdS, q_mn_layout, k_mn_layo
     store_rows(acc_dv, cKV, sV, gdV, group, wtid, rows, d)
 
 
-def _check(q, k, v, out, lse, dout, dq, dk, dv, causal, softmax_scale):
+@cute.jit
+def _reduce_dq(reduce_dq, tma_dqa, acc_dq, sdQ, group, wtid, t, tile):
+    """Add the warpgroup's dQ tile to the accumulator's ``tile``: its values go into shared-memory buffer
+    ``t % 2`` in register order (``[v, thread]``, conflict-free), and one thread issues the TMA reduction. That
+    thread first waits until the reduction issued from the same buffer two blocks ago has read it."""
+    buf = group * DQ_BUFFERS + t % DQ_BUFFERS
+    if wtid == 0:
+        arch.tma_store_wait(DQ_BUFFERS - 1, read=True)
+    arch.barrier(barrier_id=6 + group, number_of_threads=128)
+    for v in cute.range_constexpr(DQ_VALUES):
+        sdQ[v, wtid, buf] = acc_dq[v]
+    arch.fence_view_async_shared()
+    arch.barrier(barrier_id=6 + group, number_of_threads=128)
+    if wtid == 0:
+        tDsD, tDgD = cpasync.tma_partition(reduce_dq, 0, cute.Layout(1), cute.group_modes(sdQ[None, None, buf], 0, 2),
+                                           cute.group_modes(cute.local_tile(tma_dqa, (DQ_VALUES, 128), (tile, 0)),
+                                                            0, 2))
+        cute.copy(reduce_dq, tDsD, tDgD)
+        arch.tma_store_arrive()
+
+
+def workspace_shapes(b, sq, heads, d):
+    """The shapes of ``_backward``'s fp32 workspaces for ``q`` of shape ``(b, sq, heads, d)``: ``D`` and
+    ``lse * log2(e)`` ``(b, heads, padded rows)``, and the ``dQ`` accumulator ``(tiles * 32, 128)`` (zeroed by the
+    caller)."""
+    m_blocks = -(-sq // BLOCK_M)
+    return (b, heads, m_blocks * BLOCK_M), (b, heads, m_blocks * BLOCK_M), \
+        (b * heads * m_blocks * (d // 64) * DQ_VALUES, 128)
+
+
+def _check(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal, softmax_scale):
     check_args(q, k, v, out, lse, None, None, None, causal, softmax_scale)
     who = "attention_backward"
     if q.shape[-1] not in BWD_HEAD_DIMS:
@@ -279,13 +351,29 @@ def _check(q, k, v, out, lse, dout, dq, dk, dv, causal, softmax_scale):
         if t.layout.stride[-1] != 1:
             raise cute.CuteValueError(f"{who}: {name}'s head dimension must be contiguous, got the strides "
                                       f"{t.layout.stride}")
-    for name, t in (("dk", dk), ("dv", dv)):
+    for name, t in (("out", out), ("dout", dout), ("dk", dk), ("dv", dv)):
         check_rows_stored_in_chunks(who, name, t)
+    shapes = workspace_shapes(*q.shape)
+    if shapes[2][0] >= 2 ** 31:
+        raise cute.CuteValueError(f"{who}: the dQ accumulator's {shapes[2][0]} rows pass the TMA's 32-bit "
+                                  f"coordinates (batch x heads x seqlen_q x head_dim / 128 < 2^31)")
+    for name, t, shape in zip(("dsum", "lse2", "dqa"), (dsum, lse2, dqa), shapes):
+        compact = cute.make_ordered_layout(shape, order=tuple(reversed(range(len(shape)))))
+        steps = [(st, want) for st, want, e in zip(t.layout.stride, compact.stride, shape) if e != 1]
+        if tuple(t.shape) != shape or t.element_type is not cute.Float32 or any(st != want for st, want in steps):
+            raise cute.CuteValueError(f"{who}: the workspace {name} must be a row-major Float32 tensor of the shape "
+                                      f"{shape}, got {t.element_type.name} {tuple(t.shape)} with the strides "
+                                      f"{tuple(t.layout.stride)}")
+        if t.iterator.alignment < 16:
+            raise cute.CuteValueError(f"{who}: the workspace {name} must be 16-byte aligned (the TMA's rule), got a "
+                                      f"{t.iterator.alignment}-byte aligned pointer")
 
 
 @cute.jit
 def _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal=False, softmax_scale=None):
-    _check(q, k, v, out, lse, dout, dq, dk, dv, causal, softmax_scale)
+    """The three kernels of the module; ``dsum``, ``lse2`` and ``dqa`` are fp32 workspaces of the shapes
+    :func:`workspace_shapes` gives, ``dqa`` zero."""
+    _check(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal, softmax_scale)
     dt = q.element_type
     b, sq, heads, d = q.shape
     sk, kv_heads = k.shape[1], k.shape[2]
@@ -298,31 +386,40 @@ def _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal=False
     k_mn_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_M, d, BLOCK_N), dt, 1)
     q_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BLOCK_N, BLOCK_M, d), dt, STAGES)
     q_mn_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_N, d, BLOCK_M), dt, STAGES)
-    ds_layout = hh.make_smem_layout_a(LayoutEnum.COL_MAJOR, (BLOCK_M, d, 64), dt, 2)
+    ds_layout = cute.slice_(hh.make_smem_layout_a(LayoutEnum.COL_MAJOR, (BLOCK_M, d, BLOCK_N), dt, 1),
+                            (None, None, 0))
+    dq_layout = cute.make_layout((DQ_VALUES, 128, 2 * DQ_BUFFERS), stride=(128, 1, DQ_VALUES * 128))
+    row_layout = cute.make_layout((BLOCK_M, STAGES))
     qv, kv, vv, ov, dov, dqv, dkv, dvv = (tokens_major(t, False) for t in (q, k, v, out, dout, dq, dk, dv))
     g2s = cpasync.CopyBulkTensorTileG2SOp()
     load_q, tma_q = cpasync.make_tiled_tma_atom(g2s, qv, cute.slice_(q_layout, (None, None, 0)), (BLOCK_M, d))
     load_do, tma_do = cpasync.make_tiled_tma_atom(g2s, dov, cute.slice_(q_layout, (None, None, 0)), (BLOCK_M, d))
     load_k, tma_k = cpasync.make_tiled_tma_atom(g2s, kv, cute.slice_(k_layout, (None, None, 0)), (BLOCK_N, d))
     load_v, tma_v = cpasync.make_tiled_tma_atom(g2s, vv, cute.slice_(k_layout, (None, None, 0)), (BLOCK_N, d))
-    rows = cute.ceil_div(cute.size(dsum, mode=[2]), 128)
-    _prepare(ov, dov, lse, dsum, lse2, dqa, sq, d).launch(grid=(rows, heads, b), block=128)
+    rows_view = [cute.make_tensor(t.iterator, cute.select(t.layout, mode=[2, 1, 0])) for t in (lse2, dsum)]
+    load_l, tma_l = cpasync.make_tiled_tma_atom(g2s, rows_view[0], cute.make_layout((BLOCK_M,)), (BLOCK_M,))
+    load_dsum, tma_dsum = cpasync.make_tiled_tma_atom(g2s, rows_view[1], cute.make_layout((BLOCK_M,)), (BLOCK_M,))
+    reduce_dq, tma_dqa = cpasync.make_tiled_tma_atom(
+        cpasync.CopyReduceBulkTensorTileS2GOp(), dqa, cute.slice_(dq_layout, (None, None, 0)), (DQ_VALUES, 128))
+    per_cta = 128 // (d // 8)
+    _prepare(ov, dov, lse, dsum, lse2, sq, d).launch(grid=(cute.size(dsum, mode=[2]) // per_cta, heads, b),
+                                                     block=128)
     attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma_do, load_k, tma_k, load_v, tma_v,
-                              dkv, dvv, dqa, lse2, dsum, k_layout, q_layout, q_mn_layout, k_mn_layout, ds_layout,
-                              heads // kv_heads, causal, scale, (sq, sk)).launch(
-        grid=(cute.ceil_div(sk, BLOCK_N), kv_heads, b), block=ATTN_THREADS)
-    _finish_dq(dqa, dqv, sq, d, scale).launch(grid=(cute.ceil_div(sq, 128), heads, b), block=128)
+                              load_l, tma_l, load_dsum, tma_dsum, reduce_dq, tma_dqa, dkv, dvv, k_layout, q_layout,
+                              q_mn_layout, k_mn_layout, ds_layout, dq_layout, row_layout, heads // kv_heads, causal,
+                              scale, (sq, sk)).launch(grid=(cute.ceil_div(sk, BLOCK_N), kv_heads, b),
+                                                      block=ATTN_THREADS)
+    _finish_dq(mma_dq, dqa, dqv, sq, d, scale).launch(grid=(cute.ceil_div(sq, BLOCK_M), heads, b),
+                                                      block=128 * (d // 64))
 
 
 def attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal=False, softmax_scale=None):
     """``dq``, ``dk``, ``dv`` of :func:`examples.attention` (torch tensors; see the module), with the forward's
-    ``causal`` and ``softmax_scale``. Allocates its fp32 workspaces (``D``, ``lse * log2(e)``, the ``dQ``
-    accumulator) with torch, padded to whole blocks of 64 query rows."""
+    ``causal`` and ``softmax_scale``. Allocates its fp32 workspaces (``D``, ``lse * log2(e)``, the zeroed ``dQ``
+    accumulator) with torch."""
     import torch
 
-    b, sq, h, d = q.shape
-    padded = -(-sq // BLOCK_M) * BLOCK_M
-    dsum = torch.empty(b, h, padded, device=q.device, dtype=torch.float32)
-    lse2 = torch.empty_like(dsum)
-    dqa = torch.empty(b, h, padded, d, device=q.device, dtype=torch.float32)
+    shapes = workspace_shapes(*q.shape)
+    dsum, lse2 = (torch.empty(shape, device=q.device, dtype=torch.float32) for shape in shapes[:2])
+    dqa = torch.zeros(shapes[2], device=q.device, dtype=torch.float32)
     _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal, softmax_scale)

@@ -142,35 +142,39 @@ def test_shape_rules():
 
 
 def _compile_backward(d=128, causal=False, dt="BFloat16", b=2, s=1024, sk=None, h=4, hk=2, **kw):
-    from examples.attention_backward import _backward
+    from examples.attention_backward import _backward, workspace_shapes
 
     sk = sk or s
-    pad = -(-s // 64) * 64
     q, kv = spec(dt, (b, s, h, d)), spec(dt, (b, sk, hk, d))
-    return cute.compile(_backward, q, kv, kv, q, spec("Float32", (b, h, s)), q, q, kv, kv,
-                        spec("Float32", (b, h, pad)), spec("Float32", (b, h, pad)), spec("Float32", (b, h, pad, d)),
-                        causal, **kw)
+    work = [spec("Float32", shape) for shape in workspace_shapes(b, s, h, d)]
+    return cute.compile(_backward, q, kv, kv, q, spec("Float32", (b, h, s)), q, q, kv, kv, *work, causal, **kw)
 
 
 @pytest.mark.parametrize("d, causal", [(128, False), (64, True)])
 def test_attention_backward_ptx(d, causal, filecheck, assemble):
-    """Three kernels: the row sums D and the zeroed dQ accumulator, the main kernel (S^T and dP^T from shared
-    memory, dV and dK with P^T and dS^T from registers, dQ of dS from shared memory added with red.global.add.f32),
-    and dQ's rounding."""
+    """Three kernels: the row sums D (16-byte loads), the main kernel (S^T and dP^T from shared memory, dV and dK
+    with P^T and dS^T from registers, dQ of dS from shared memory added with a TMA reduction), and dQ's rounding."""
     c = _compile_backward(d, causal)
     filecheck(c.ptx, [
         "CHECK: .entry _prepare",
+        "CHECK: ld.global.v4.b32",
+        "CHECK: shfl.sync.bfly",
         "CHECK: .entry attention_backward_kernel",
         "CHECK: wgmma.fence.sync.aligned;",
         "CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, %rd",
+        "CHECK: wgmma.wait_group.sync.aligned 1;",
         "CHECK: ex2.approx.ftz.f32",
         f"CHECK: wgmma.mma_async.sync.aligned.m64n{d}k16.f32.bf16.bf16 {{{{.*}}}}}}, {{%r{{{{[0-9]+}}}}, %r",
         "CHECK: fence.proxy.async.shared::cta;",
         "CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;",
-        "CHECK: red{{.*}}.global.add.f32",
+        "CHECK: cp.async.bulk.wait_group.read 1;",
+        "CHECK: cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group",
         "CHECK: .entry _finish_dq",
     ])
+    main = c.ptx[c.ptx.index(".entry attention_backward_kernel"):c.ptx.index(".entry _finish_dq")]
+    assert "red.global" not in main and "atom.global" not in main, "dQ goes through the TMA reduction only"
     assert c.ptx.count("cp.async.bulk.tensor.4d") == 4 * max(1, d // 64), "K, V once; Q and dO per step"
+    assert main.count("cp.async.bulk.tensor.3d") == 2, "lse * log2(e) and D of each step's queries"
     assemble(c.ptx)
     warnings = _assembler_warnings(c.ptx)
     if warnings is not None:
@@ -182,6 +186,32 @@ def test_attention_backward_rules():
         _compile_backward(d=256)
     with pytest.raises(cute.CuteValueError, match="head dimension is one of"):
         _compile_backward(d=96)
+
+
+def test_attention_backward_workspaces_are_checked():
+    """The fp32 workspaces must have the shapes ``workspace_shapes`` gives, row-major (a mode of one may have any
+    stride), 16-byte aligned: anything else would be read or reduced into at the wrong places."""
+    from examples.attention_backward import _backward, workspace_shapes
+
+    b, s, h, hk, d = 1, 300, 4, 1, 128
+    q, kv, lse = spec("BFloat16", (b, s, h, d)), spec("BFloat16", (b, 517, hk, d)), spec("Float32", (b, h, s))
+    good = [spec("Float32", shape) for shape in workspace_shapes(b, s, h, d)]
+    assert workspace_shapes(b, s, h, d) == ((1, 4, 320), (1, 4, 320), (1 * 4 * 5 * 2 * 32, 128))
+    cute.compile(_backward, q, kv, kv, q, lse, q, q, kv, kv, *good, True)
+    bad = {
+        "dsum": spec("Float32", (1, 4, 300)),
+        "lse2": spec("Float32", (1, 4, 320), strides=(1280, 1, 4)),
+        "dqa": spec("Float32", (1280, 64)),
+    }
+    for i, name in enumerate(("dsum", "lse2", "dqa")):
+        work = list(good)
+        work[i] = bad[name]
+        with pytest.raises(cute.CuteValueError, match=f"the workspace {name} must be a row-major Float32 tensor"):
+            cute.compile(_backward, q, kv, kv, q, lse, q, q, kv, kv, *work, True)
+    work = list(good)
+    work[2] = spec("BFloat16", workspace_shapes(b, s, h, d)[2])
+    with pytest.raises(cute.CuteValueError, match="the workspace dqa must be a row-major Float32"):
+        cute.compile(_backward, q, kv, kv, q, lse, q, q, kv, kv, *work, True)
 
 
 def test_hostile_shapes_strides_and_scalars():
