@@ -25,18 +25,20 @@ Three kernels:
    ``dP^T`` is still in flight (masked where a key is past the keys, a query past the queries, or past the
    causal diagonal), issues ``dV += P^T dO`` with ``P^T`` as the register operand (its accumulator layout is the
    register-operand layout), computes ``dS^T`` while that runs, issues ``dK += dS^T Q`` the same way and writes
-   ``dS`` to shared memory. When both warpgroups' ``dS`` is there, each computes a 64x64 tile of ``dQ = dS K``
-   (head dim 128: its half of the columns over all 128 keys; 64: all columns over its own keys), writes it to
-   shared memory in its accumulator's register order and adds it to the fp32 accumulator with one TMA reduction
-   (``cp.reduce.async.bulk.tensor ... add``; two buffers per warpgroup, so a reduction runs while the next block
-   is computed). At the end it stores ``dK * scale`` and ``dV`` through shared memory;
+   ``dS`` to shared memory (``stmatrix``). When both warpgroups' ``dS`` is there, each computes a 64x64 tile of
+   ``dQ = dS K`` into ``dP^T``'s registers (head dim 128: its half of the columns over all 128 keys; 64: all
+   columns over its own keys), writes it to shared memory in its accumulator's register order and adds it to
+   the fp32 accumulator with one TMA reduction (``cp.reduce.async.bulk.tensor ... add``; two buffers per
+   warpgroup, so a reduction runs while the next block is computed). At the end it stores ``dK * scale`` and
+   ``dV`` through shared memory;
 3. ``_finish_dq``: ``dQ = scale * accumulator``, rounded to the input type, each 64x64 tile read back in the
    register order it was written in.
 
 The accumulator ``dqa`` is ``(tiles * 32, 128)`` fp32, zero before the call: tile ``((batch * heads + head) *
-m_blocks + m) * (head_dim / 64) + c`` holds rows ``64 m ...`` and columns ``64 c ...`` of one head's ``dQ``,
-value ``v`` of thread ``t`` of the tile's WGMMA at ``[32 tile + v, t]``. The fp32 accumulation order across CTAs
-is not fixed, so ``dq`` may differ in its last bits between runs; ``dk`` and ``dv`` are the same bits every run.
+m_blocks + m) * (head_dim / 64) + c`` holds rows ``64 m ...`` and columns ``64 c ...`` of one head's ``dQ`` as
+the 4096 floats from ``[32 tile, 0]`` on, value ``v`` of thread ``t`` of the tile's WGMMA at
+``512 (v / 4) + 4 t + v % 4``. The fp32 accumulation order across CTAs is not fixed, so ``dq`` may differ in its
+last bits between runs; ``dk`` and ``dv`` are the same bits every run.
 """
 
 import math
@@ -44,6 +46,7 @@ import math
 import cute_py as cute
 from cute_py import arch, pipeline
 from cute_py.nvgpu import cpasync
+from cute_py.nvgpu import warp as warp_ops
 from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
@@ -96,7 +99,7 @@ def _prepare(o, do, lse, dsum, lse2, seqlen_q, d):
 @cute.kernel
 def _finish_dq(mma_dq, dqa, dq, seqlen_q, d, scale):
     """CTA ``(m, head, batch)``: the ``d / 64`` tiles of query rows ``64 m ...``, a warpgroup per tile, each thread
-    reading back the values its namesake in the WGMMA wrote (``[32 tile + v, thread]``)."""
+    reading back (16 bytes at a time) the values its namesake in the WGMMA wrote."""
     m, head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
     heads = cute.size(dq, mode=[2])
@@ -107,14 +110,18 @@ def _finish_dq(mma_dq, dqa, dq, seqlen_q, d, scale):
     cQ = mma_dq.get_slice(wtid).partition_C(cute.make_identity_tensor((BLOCK_M, 64)))
     dt = dq.element_type
     pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=2 * dt.width)
+    wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Float32, num_bits_per_copy=128)
+    vals = cute.make_fragment(4, cute.Float32)
     out = cute.make_fragment((2,), dt)
-    for v in cute.range_constexpr(DQ_VALUES // 2):
-        r, col = cQ[2 * v]
-        row = m * BLOCK_M + r
-        if row < seqlen_q:
-            for j in cute.range_constexpr(2):
-                out[j] = (dqa[tile * DQ_VALUES + 2 * v + j, wtid] * scale).to(dt)
-            cute.copy(pair, out, cute.local_tile(dq[row, None, head, batch], (2,), ((c * 64 + col) // 2,)))
+    for u in cute.range_constexpr(DQ_VALUES // 4):
+        cute.copy(wide, cute.local_tile(dqa[tile * DQ_VALUES + 4 * u + wtid // 32, None], (4,), (wtid % 32,)), vals)
+        for h in cute.range_constexpr(2):
+            r, col = cQ[4 * u + 2 * h]
+            row = m * BLOCK_M + r
+            if row < seqlen_q:
+                for j in cute.range_constexpr(2):
+                    out[j] = (vals[2 * h + j] * scale).to(dt)
+                cute.copy(pair, out, cute.local_tile(dq[row, None, head, batch], (2,), ((c * 64 + col) // 2,)))
 
 
 @cute.kernel
@@ -136,7 +143,7 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
     sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)          # (64 queries, D, stages)
     sdO = smem.allocate_tensor(load_do.dtype, q_layout, 1024)
     sdS = smem.allocate_tensor(load_q.dtype, ds_layout, 1024)        # (64 queries, 128 keys)
-    sdQ = smem.allocate_tensor(cute.Float32, dq_layout, 128)         # (32 values, 128 threads, 2 x buffers)
+    sdQ = smem.allocate_tensor(cute.Float32, dq_layout, 128)         # (4096 values, 2 x 2 buffers)
     sL = smem.allocate_tensor(cute.Float32, row_layout, 128)         # (64 queries, stages): lse * log2(e)
     sD = smem.allocate_tensor(cute.Float32, row_layout, 128)         # (64 queries, stages): D
     kv_bar = smem.allocate_mbarrier(1)
@@ -236,20 +243,17 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
     tQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(cute.local_tile(sdS, (BLOCK_M, keys), (0, group // parts))))
     tQrK = mma_dq.make_fragment_B(thr_dq.partition_B(cute.local_tile(sK_mn[None, None, 0], (64, keys),
                                                                      (c, group // parts))))
-    cQ = thr_dq.partition_C(cute.make_identity_tensor((BLOCK_M, 64)))
-    acc_dq = mma_dq.make_fragment_C(cQ)
     n_vals = cute.size(acc_s)
     read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
     first_k = n_block * BLOCK_N
     arch.mbarrier_wait(kv_bar, 0)
     for t in range(steps):
-        head = kv_head * head_ratio + t // m_count
-        m = m_start + t % m_count
-        first_q = m * BLOCK_M
+        first_q = (m_start + t % m_count) * BLOCK_M
         loads.consumer_wait(read)
-        fence_operands(acc_s, acc_dp)
+        fence_operands(acc_s, acc_s)                   # (not acc_dp: the previous dQ may still be written there)
         gemm_ss(mma_s, acc_s, tSrK, tSrQ, read.index, d)
         wg.commit_group()
+        fence_operands(acc_dp, acc_dp)
         gemm_ss(mma_s, acc_dp, tSrV, tSrdO, read.index, d)
         wg.commit_group()
         wg.wait_group(1)                               # S^T is there; dP^T may still run
@@ -272,29 +276,29 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
         wg.wait_group(1)                               # dP^T is there; dV may still run
         arch.warpgroup_fence_operand(acc_dp)
         for v in cute.range_constexpr(n_vals):
-            row, col = cS[v]
-            ds = acc_s[v] * (acc_dp[v] - sD[col, read.index])
-            tKVrdS[v] = ds.to(tKVrdS.element_type)
-            sdS[col, row] = tKVrdS[v]                  # dS^T's value (key, query) is dS[query, key]
+            _, col = cS[v]
+            tKVrdS[v] = (acc_s[v] * (acc_dp[v] - sD[col, read.index])).to(tKVrdS.element_type)
         arch.warpgroup_fence_operand(tKVrdS)
         fence_operands(acc_dv, acc_dk)
         for kb in cute.range_constexpr(BLOCK_M // 16):
             cute.gemm(mma_kv, acc_dk, tKVrdS[None, None, kb], tKVrQ[None, None, kb, read.index], acc_dk)
         wg.commit_group()
+        _store_ds(tKVrdS, sdS, group, wtid)
         # both warpgroups' dS is in shared memory (and visible to the MMAs' proxy)
         arch.fence_view_async_shared()
         arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
-        fence_operands(acc_dq, acc_dq)
-        gemm_ss(mma_dq, acc_dq, tQrdS, tQrK, None, keys)
+        fence_operands(acc_dp, acc_dp)
+        gemm_ss(mma_dq, acc_dp, tQrdS, tQrK, None, keys)               # dQ into dP^T's registers
         wg.commit_group()
         wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_dv)
         arch.warpgroup_fence_operand(acc_dk)
-        arch.warpgroup_fence_operand(acc_dq)
+        arch.warpgroup_fence_operand(acc_dp)
         loads.consumer_release(read)
         read.advance()
-        _reduce_dq(reduce_dq, tma_dqa, acc_dq, sdQ, group, wtid, t,
-                   ((batch * heads + head) * m_blocks + m) * parts + c)
+        _reduce_dq(reduce_dq, tma_dqa, acc_dp, sdQ, group, wtid, t,
+                   _dq_tile(batch, kv_head * head_ratio + t // m_count, m_start + t % m_count, c, heads, m_blocks,
+                            parts))
         # every warpgroup's dQ MMA has read dS before the next block writes it
         arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
     if wtid == 0:
@@ -310,20 +314,49 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
 
 
 @cute.jit
-def _reduce_dq(reduce_dq, tma_dqa, acc_dq, sdQ, group, wtid, t, tile):
-    """Add the warpgroup's dQ tile to the accumulator's ``tile``: its values go into shared-memory buffer
-    ``t % 2`` in register order (``[v, thread]``, conflict-free), and one thread issues the TMA reduction. That
-    thread first waits until the reduction issued from the same buffer two blocks ago has read it."""
-    buf = group * DQ_BUFFERS + t % DQ_BUFFERS
+def _store_ds(tKVrdS, sdS, group, wtid):
+    """Write the warpgroup's ``dS^T`` (keys ``64 group ..`` by 64 queries, in the accumulator's layout) into
+    ``sdS`` (queries by keys, the queries of a key contiguous) with ``stmatrix``: a key of ``dS^T`` is a row of
+    ``sdS``'s memory. Warp ``w`` stores keys ``16 w ..`` of the warpgroup's, 16 queries per ``stmatrix.x4``
+    (values ``8 q ..`` of the thread); lane ``l`` names the row of key ``l % 8 (+ 8 for (l / 8) odd)`` at the
+    queries ``16 q + 8 (l / 16) ..``."""
+    dt = tKVrdS.element_type
+    stm = cute.make_copy_atom(warp_ops.StMatrix8x8x16bOp(False, 4), dt)
+    lane, warp = wtid % 32, wtid // 32
+    key_row = sdS[None, 64 * group + 16 * warp + 8 * (lane // 8 % 2) + lane % 8]
+    for q in cute.range_constexpr(cute.size(tKVrdS) // 8):
+        out = cute.make_fragment(8, dt)
+        for v in cute.range_constexpr(8):
+            out[v] = tKVrdS[8 * q + v]
+        cute.copy(stm, out, cute.local_tile(key_row, (8,), (2 * q + lane // 16,)))
+
+
+def _dq_tile(batch, head, m, c, heads, m_blocks, parts):
+    """The accumulator tile of rows ``64 m ..`` and columns ``64 c ..`` of ``head``'s dQ."""
+    return ((batch * heads + head) * m_blocks + m) * parts + c
+
+
+@cute.jit
+def _reduce_dq(reduce_dq, tma_dqa, acc_dq, sdQ, group, wtid, j, tile):
+    """Add the warpgroup's dQ tile to the accumulator's ``tile``: its values go into the warpgroup's
+    shared-memory buffer ``j % 2`` in register order (values ``4 u .. 4 u + 3`` of thread ``w`` at ``512 u + 4 w``:
+    16-byte stores, a warp's 512 bytes contiguous), and one thread issues the TMA reduction of the 16 KB. That
+    thread first waits until the reduction issued from the same buffer two tiles ago has read it."""
+    buf = group * DQ_BUFFERS + j % DQ_BUFFERS
     if wtid == 0:
         arch.tma_store_wait(DQ_BUFFERS - 1, read=True)
     arch.barrier(barrier_id=6 + group, number_of_threads=128)
-    for v in cute.range_constexpr(DQ_VALUES):
-        sdQ[v, wtid, buf] = acc_dq[v]
+    wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Float32, num_bits_per_copy=128)
+    for u in cute.range_constexpr(DQ_VALUES // 4):
+        vals = cute.make_fragment(4, cute.Float32)
+        for i in cute.range_constexpr(4):
+            vals[i] = acc_dq[4 * u + i]
+        cute.copy(wide, vals, cute.local_tile(sdQ[None, buf], (4,), (u * 128 + wtid,)))
     arch.fence_view_async_shared()
     arch.barrier(barrier_id=6 + group, number_of_threads=128)
     if wtid == 0:
-        tDsD, tDgD = cpasync.tma_partition(reduce_dq, 0, cute.Layout(1), cute.group_modes(sdQ[None, None, buf], 0, 2),
+        box = cute.make_tensor(sdQ[None, buf].iterator, cute.make_layout((DQ_VALUES, 128), stride=(128, 1)))
+        tDsD, tDgD = cpasync.tma_partition(reduce_dq, 0, cute.Layout(1), cute.group_modes(box, 0, 2),
                                            cute.group_modes(cute.local_tile(tma_dqa, (DQ_VALUES, 128), (tile, 0)),
                                                             0, 2))
         cute.copy(reduce_dq, tDsD, tDgD)
@@ -388,7 +421,7 @@ def _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal=False
     q_mn_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_N, d, BLOCK_M), dt, STAGES)
     ds_layout = cute.slice_(hh.make_smem_layout_a(LayoutEnum.COL_MAJOR, (BLOCK_M, d, BLOCK_N), dt, 1),
                             (None, None, 0))
-    dq_layout = cute.make_layout((DQ_VALUES, 128, 2 * DQ_BUFFERS), stride=(128, 1, DQ_VALUES * 128))
+    dq_layout = cute.make_layout((DQ_VALUES * 128, 2 * DQ_BUFFERS))
     row_layout = cute.make_layout((BLOCK_M, STAGES))
     qv, kv, vv, ov, dov, dqv, dkv, dvv = (tokens_major(t, False) for t in (q, k, v, out, dout, dq, dk, dv))
     g2s = cpasync.CopyBulkTensorTileG2SOp()
@@ -400,7 +433,8 @@ def _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal=False
     load_l, tma_l = cpasync.make_tiled_tma_atom(g2s, rows_view[0], cute.make_layout((BLOCK_M,)), (BLOCK_M,))
     load_dsum, tma_dsum = cpasync.make_tiled_tma_atom(g2s, rows_view[1], cute.make_layout((BLOCK_M,)), (BLOCK_M,))
     reduce_dq, tma_dqa = cpasync.make_tiled_tma_atom(
-        cpasync.CopyReduceBulkTensorTileS2GOp(), dqa, cute.slice_(dq_layout, (None, None, 0)), (DQ_VALUES, 128))
+        cpasync.CopyReduceBulkTensorTileS2GOp(), dqa, cute.make_layout((DQ_VALUES, 128), stride=(128, 1)),
+        (DQ_VALUES, 128))
     per_cta = 128 // (d // 8)
     _prepare(ov, dov, lse, dsum, lse2, sq, d).launch(grid=(cute.size(dsum, mode=[2]) // per_cta, heads, b),
                                                      block=128)

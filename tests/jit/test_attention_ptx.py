@@ -153,7 +153,8 @@ def _compile_backward(d=128, causal=False, dt="BFloat16", b=2, s=1024, sk=None, 
 @pytest.mark.parametrize("d, causal", [(128, False), (64, True)])
 def test_attention_backward_ptx(d, causal, filecheck, assemble):
     """Three kernels: the row sums D (16-byte loads), the main kernel (S^T and dP^T from shared memory, dV and dK
-    with P^T and dS^T from registers, dQ of dS from shared memory added with a TMA reduction), and dQ's rounding."""
+    with P^T and dS^T from registers, dS stored by stmatrix, dQ of dS from shared memory added with a TMA
+    reduction), and dQ's rounding."""
     c = _compile_backward(d, causal)
     filecheck(c.ptx, [
         "CHECK: .entry _prepare",
@@ -165,6 +166,7 @@ def test_attention_backward_ptx(d, causal, filecheck, assemble):
         "CHECK: wgmma.wait_group.sync.aligned 1;",
         "CHECK: ex2.approx.ftz.f32",
         f"CHECK: wgmma.mma_async.sync.aligned.m64n{d}k16.f32.bf16.bf16 {{{{.*}}}}}}, {{%r{{{{[0-9]+}}}}, %r",
+        "CHECK: stmatrix.sync.aligned.m8n8.x4.shared.b16",
         "CHECK: fence.proxy.async.shared::cta;",
         "CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;",
         "CHECK: cp.async.bulk.wait_group.read 1;",
