@@ -81,6 +81,14 @@ benchmark's shapes, benchmarks/RESULTS.md):
   8192^3 no faster and shapes of one tile per CTA about 20% slower (``benchmarks/RESULTS.md``), so it is off
   by default.
 
+- ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
+  convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
+  (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's
+  first column plus the C layout's constant offsets, nothing read for a column past N); with a split K, after
+  the sum, on each CTA's slice. ``activation`` is ``"relu"``, ``"silu"``, ``"gelu"`` or ``"gelu_tanh"``, as
+  torch's functions define them; ``alpha`` is part of the compiled kernel (keyed by value). With the defaults the
+  kernel is the plain GEMM's.
+
 The original configuration is ``tile_n=128, stages=4, reg_realloc=False, epilogue="scalar", cluster_m=1,
 persistent=False, split_k=1``.
 
@@ -97,12 +105,12 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .gemm_epilogue import (EPI_BUFFERS, EPI_ROW_BYTES, epi_tile, reduce_splits, split_recv_layout, store_tile,
-                            store_tile_tma)
+from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, EPI_ROW_BYTES, column_offsets, epi_tile, fuse_epilogue,
+                            reduce_splits, split_recv_layout, store_tile, store_tile_tma)
 from .tma_tiled import sm_count
 
-__all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "PRODUCER_REGS",
-           "CONSUMER_REGS"]
+__all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
+           "PRODUCER_REGS", "CONSUMER_REGS"]
 
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128; tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
@@ -121,7 +129,8 @@ SMEM_LIMIT = 227 * 1024
 
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
-                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma):
+                vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma, bias, alpha,
+                activation, fuse_cols):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -240,13 +249,15 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                 arch.cluster_sync()          # every CTA of the cluster has read its stages: they take the slices
                 out = slice_mma.make_fragment_C(tCgC)
                 reduce_splits(acc, out, recv, red_bar, split, split_k, tidx)
+            cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn_s), (tm, tn_s))
+            if bias is not None or alpha != 1.0 or activation is not None:
+                fuse_epilogue(out, thr_s.partition_C(cC), fuse_cols, bias, alpha, activation, n)
             # a tile past M (the second CTA of a cluster, for an odd number of M tiles), or a slice past N, is not
             # stored: its tile index lies outside the tiled C (whose tile modes of extent 1 have stride 0)
             if tm * bm < m and tn_s * bn_s < n:
                 if store_c is not None:
                     store_tile_tma(out, store_c, tma_c, sC, epi_mma, tidx, tm, tn_s, bn_s, m, n)
                 else:
-                    cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn_s), (tm, tn_s))
                     store_tile(out, tCgC, thr_s.partition_C(cC), c, m, n, vector_c)
         if store_c is not None and tidx % 128 == 0:
             arch.tma_store_wait(0, read=True)     # the last stores have read shared memory before the CTA exits
@@ -270,6 +281,26 @@ def _smem_bytes(tile, stages, epilogue_bytes=0):
     buffers, alignment slack."""
     bm, bn, bk = tile
     return stages * (bm + bn) * bk * 2 + 16 * stages + epilogue_bytes + 2048
+
+
+def _check_fused(c, bias, alpha, activation):
+    """The fused epilogue's arguments: ``bias`` a 1-D float tensor of C's N columns (any stride), ``alpha`` a real
+    number, ``activation`` one of ``ACTIVATIONS`` or ``None``. Returns ``alpha`` as a Python float."""
+    if activation is not None and activation not in ACTIVATIONS:
+        raise cute.CuteValueError(f"gemm: activation must be one of {ACTIVATIONS} or None, got {activation!r}")
+    try:
+        ok = not isinstance(alpha, (bool, str)) and float(alpha) == alpha
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise cute.CuteValueError(f"gemm: alpha must be a real number (it scales A @ B^T), got {alpha!r}")
+    if bias is not None:
+        if not hasattr(bias, "element_type") or cute.rank(bias.layout) != 1 or cute.size(bias) != c.shape[1]:
+            raise cute.CuteValueError(f"gemm: bias must be a 1-D tensor of C's {c.shape[1]} columns, got "
+                                      f"{getattr(bias, 'shape', bias)!r}")
+        if bias.element_type not in (cute.Float32, cute.BFloat16, cute.Float16):
+            raise cute.CuteValueError(f"gemm: bias is Float32, BFloat16 or Float16, got {bias.element_type.name}")
+    return float(alpha)
 
 
 def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k):
@@ -425,8 +456,11 @@ def _grid(m, n, bm, bn, cluster_m, persistent):
 
 @cute.jit
 def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", cluster_m=None, persistent=None,
-         group_m=8, split_k=None):
-    """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type.
+         group_m=8, split_k=None, bias=None, alpha=1.0, activation=None):
+    """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type;
+    with ``bias``, ``alpha`` or ``activation``, ``c[i, j] = activation(alpha * sum_k a[i, k] b[j, k] + bias[j])``,
+    all in fp32 before the one rounding (``activation``: ``"relu"``, ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, as
+    torch's; ``bias``: N values, Float32, BFloat16 or Float16; ``alpha``: a number, part of the compiled kernel).
 
     ``a``: (M, K) and ``b``: (N, K), both BFloat16 or both Float16, row-major with 16-byte aligned rows;
     ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); any M, N, K >= 1. ``stages``: the load pipeline's
@@ -447,6 +481,7 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     if stages is None:
         stages = STAGES.get(tile_n, 4)
     _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
+    alpha = _check_fused(c, bias, alpha, activation)
     tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
     bm, bn, bk = tile
     cluster_m, persistent, split_k = _resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
@@ -475,4 +510,4 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
-                slice_mma).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))
+                slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s))).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))

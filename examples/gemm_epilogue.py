@@ -1,6 +1,7 @@
 """The epilogues of kernel 13 (:mod:`examples.gemm`): a consumer thread's fp32 accumulators to C, from registers
-(:func:`store_tile`) or through shared memory and TMA stores (:func:`store_tile_tma`), and the reduction of a
-tile's K splits across the CTAs of a cluster (:func:`reduce_splits`).
+(:func:`store_tile`) or through shared memory and TMA stores (:func:`store_tile_tma`), the reduction of a tile's
+K splits across the CTAs of a cluster (:func:`reduce_splits`), and the element-wise work fused before the store:
+scale, bias and activation (:func:`fuse_epilogue`).
 
 Every function is called by the 256 threads of the two consumer warpgroups, each with its accumulators in the
 warpgroup MMA's C layout: value ``i`` of a thread lies in row ``t1 + 16 t2 + 8 ((i / 2) % 2)`` of its
@@ -14,17 +15,81 @@ from cute_py import arch
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu import warp as warp_ops
 
-__all__ = ["store_tile", "store_tile_tma", "reduce_splits", "split_recv_layout", "EPI_ROW_BYTES", "EPI_BUFFERS",
-           "epi_tile"]
+__all__ = ["store_tile", "store_tile_tma", "reduce_splits", "split_recv_layout", "fuse_epilogue", "activate", "column_offsets",
+           "EPI_ROW_BYTES", "EPI_BUFFERS", "ACTIVATIONS", "epi_tile"]
 
 EPI_ROW_BYTES = 128                    # "tma": a subtile row of C is 128 bytes (64 16-bit or 32 fp32 elements)
 EPI_BUFFERS = 2                        # "tma": shared subtile buffers per consumer warpgroup
 SPLIT_VECTOR = 4                       # fp32 values per st.async of the split reduction (16 bytes)
+FUSE_CHUNK = 4                         # accumulators a thread takes through the fused epilogue at a time
+ACTIVATIONS = ("relu", "silu", "gelu", "gelu_tanh")   # torch's relu, silu, gelu, gelu(approximate="tanh")
+_SQRT_HALF = 0.7071067811865476
+_SQRT_2_OVER_PI = 0.7978845608028654
 
 
 def epi_tile(c_dtype):
     """The ``"tma"`` epilogue's subtile of a consumer warpgroup: 64 rows of 128 bytes."""
     return (64, EPI_ROW_BYTES * 8 // c_dtype.width)
+
+
+@cute.jit
+def activate(x, activation):
+    """``activation`` (one of :data:`ACTIVATIONS`, or ``None``: ``x`` itself) of the fp32 ``x``, as torch defines
+    it: ``relu`` ``max(x, 0)`` (NaN stays NaN), ``silu`` ``x / (1 + exp(-x))`` (the PTX approximations of
+    ``2^x`` and ``1 / x``, a few fp32 ulps), ``gelu`` ``x (1 + erf(x /
+    sqrt 2)) / 2``, ``gelu_tanh`` ``x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2``."""
+    if activation == "relu":
+        x = cute.math.select(x < 0.0, 0.0, x)
+    elif activation == "silu":
+        x = x * arch.rcp_approx(1.0 + cute.math.exp(-x, fastmath=True))
+    elif activation == "gelu":
+        x = 0.5 * x * (1.0 + cute.math.erf(x * _SQRT_HALF))
+    elif activation == "gelu_tanh":
+        x = 0.5 * x * (1.0 + cute.math.tanh(_SQRT_2_OVER_PI * cute.math.fma(0.044715 * x, x * x, x)))
+    return x
+
+
+def column_offsets(slice_mma, tile_mn):
+    """The columns of a consumer thread's accumulators relative to its first one, ``(0, 1, 8, 9, 16, ..)``: the
+    same for every thread of the tiled MMA ``slice_mma`` over ``tile_mn`` (checked on a few threads)."""
+    ident = cute.make_identity_tensor(tile_mn)
+    offsets = None
+    for t in (0, 1, 37, 255):
+        part = slice_mma.get_slice(t).partition_C(ident)
+        cols = [part[i][1] for i in range(cute.size(part))]
+        mine = tuple(col - cols[0] for col in cols)
+        if offsets is not None and mine != offsets:
+            raise cute.CuteValueError(f"gemm: the accumulators' columns are not one pattern for every thread "
+                                      f"(thread 0: {offsets}, thread {t}: {mine})")
+        offsets = mine
+    return offsets
+
+
+@cute.jit
+def fuse_epilogue(acc, tCcC, offsets, bias, alpha, activation, n):
+    """``acc[i] = activation(alpha * acc[i] + bias[col])`` in fp32, in place, for each accumulator of a thread
+    (in ``tCcC[0]``'s column plus ``offsets[i]``): the work fused before the store (which then rounds once to C's
+    type). ``alpha`` a number (1: no product), ``bias`` a 1-D tensor of C's N columns or ``None``; a column past
+    ``n`` (an edge tile's, never stored) reads no bias."""
+    _, col0 = tCcC[0]
+    _fuse(acc, col0, offsets, bias, alpha, activation, n)
+
+
+@cute.jit
+def _fuse(acc, col0, offsets, bias, alpha, activation, n):
+    for q in cute.range_constexpr(cute.size(acc) // FUSE_CHUNK):
+        # a chunk at a time, between fences: the compiler may not interleave all the values' work (at 128
+        # accumulators a thread, that would spill)
+        arch.warpgroup_fence_operand(acc, FUSE_CHUNK * q, FUSE_CHUNK)
+        for i in cute.range_constexpr(FUSE_CHUNK * q, FUSE_CHUNK * (q + 1)):
+            x = acc[i]
+            if alpha != 1.0:
+                x = x * alpha
+            if bias is not None:
+                if col0 + offsets[i] < n:
+                    x = x + bias[col0 + offsets[i]].to(cute.Float32)
+            acc[i] = activate(x, activation)
+        arch.warpgroup_fence_operand(acc, FUSE_CHUNK * q, FUSE_CHUNK)
 
 
 @cute.jit

@@ -181,3 +181,69 @@ def test_gemm_options_of_one_tile_agree_bit_for_bit(configs):
     assert not torch.isnan(outs[0]).any()
     for c in outs[1:]:
         assert torch.equal(c, outs[0])
+
+
+# the fused epilogue: (M, N, K, A/B type, C type, gemm options, pad of C, bias type or None, bias stride, alpha,
+# activation). Edge tiles in M and N, the TMA store and the register stores, a split of K (the epilogue runs on
+# each CTA's slice after the sum), a strided bias of each float type.
+FUSED_CASES = [
+    (300, 520, 1000, "bfloat16", "bfloat16", dict(), ALIGNED, "float32", 1, 0.5, "gelu"),
+    (300, 520, 1000, "bfloat16", "float32", dict(), ALIGNED, "bfloat16", 3, 1.0, "silu"),
+    (129, 255, 200, "float16", "float16", dict(epilogue="vector"), 3, "float16", 1, -2.0, "relu"),
+    (1024, 1024, 1024, "bfloat16", "bfloat16", dict(), ALIGNED, "bfloat16", 1, 1.0, "gelu_tanh"),
+    (200, 136, 100, "bfloat16", "float32", dict(tile_n=128, epilogue="scalar", cluster_m=1, persistent=False,
+                                                split_k=1), 3, None, 1, 0.125, None),
+    (300, 520, 1000, "bfloat16", "bfloat16", dict(split_k=4, tile_n=128), ALIGNED, "float32", 2, 0.5, "silu"),
+    (500, 4000, 4096, "bfloat16", "bfloat16", dict(), ALIGNED, "bfloat16", 1, 1.0, "gelu"),
+]
+
+
+@pytest.mark.parametrize("m, n, k, ab, out, kwargs, pad, bias_t, bias_stride, alpha, activation", FUSED_CASES)
+def test_fused_epilogue_matches_torch(m, n, k, ab, out, kwargs, pad, bias_t, bias_stride, alpha, activation):
+    """``C = activation(alpha * A @ B^T + bias)`` computed in fp32 before the one rounding, against torch's
+    functions on the fp32 product, into a NaN-poisoned padded C; a second run gives the same bits."""
+    import torch.nn.functional as F
+
+    torch = hopper_torch()
+    cdt = {"bfloat16": "BFloat16", "float16": "Float16", "float32": "Float32"}
+    kp = _padded_k(k)
+    per_16_bytes = 16 // SIZES[out]
+    ldc = (n // per_16_bytes + 1) * per_16_bytes if pad == ALIGNED else n + pad
+    spec = cute.compiler.DeviceArraySpec
+    fused = dict(alpha=alpha, activation=activation)
+    if bias_t is not None:
+        fused["bias"] = spec(cdt[bias_t], (n,), (bias_stride,))
+    c = cute.compile(gemm, spec(cdt[ab], (m, k), (kp, 1)), spec(cdt[ab], (n, k), (kp, 1)),
+                     spec(cdt[out], (m, n), (ldc, 1), address=(1 << 24) + GUARD * ldc * SIZES[out]), **kwargs,
+                     **fused)
+    if activation in ("silu", "gelu", "gelu_tanh"):
+        assert "ex2.approx" in c.ptx
+    tab, tout = getattr(torch, ab), getattr(torch, out)
+    g = torch.Generator(device="cpu").manual_seed(m + 5 * n + 11 * k)
+    a_store = torch.randn(m, kp, generator=g).to(tab).cuda()
+    b_store = torch.randn(n, kp, generator=g).to(tab).cuda()
+    a, b = a_store[:, :k], b_store[:, :k]
+    a_store[:, k:] = float("nan")
+    b_store[:, k:] = float("nan")
+    if bias_t is not None:
+        bias_store = torch.full((n * bias_stride + 7,), float("nan"), dtype=getattr(torch, bias_t))
+        bias_store[:n * bias_stride:bias_stride] = 4 * torch.randn(n, generator=g).to(getattr(torch, bias_t))
+        bias_store = bias_store.cuda()
+        fused["bias"] = bias_store[:n * bias_stride:bias_stride]
+    want = alpha * torch.matmul(a.float(), b.float().t())
+    if bias_t is not None:
+        want = want + fused["bias"].float()
+    want = {None: lambda x: x, "relu": F.relu, "silu": F.silu, "gelu": F.gelu,
+            "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}[activation](want)
+    outs = []
+    for _ in range(2):
+        c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=tout, device="cuda")
+        cv = c_store[GUARD:GUARD + m, :n]
+        gemm(a, b, cv, **kwargs, **fused)
+        torch.cuda.synchronize()
+        atol = 2e-2 * abs(alpha) if out == "float32" else 1e-1 * max(1.0, abs(alpha))
+        torch.testing.assert_close(cv.float(), want, rtol=1e-2, atol=atol)
+        assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C"
+        assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
+        outs.append(cv.clone())
+    assert torch.equal(outs[0], outs[1])

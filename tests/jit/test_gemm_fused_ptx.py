@@ -1,0 +1,102 @@
+"""Kernel 13's fused epilogue without a GPU: ``C = activation(alpha * A @ B^T + bias)`` in fp32 before the one
+rounding. Its PTX for each activation, assembled; no spills where the assembler can say; the plain GEMM's PTX
+untouched by the defaults; the rules of its arguments."""
+
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import cute_py as cute
+from examples import gemm
+from examples.gemm_epilogue import ACTIVATIONS, column_offsets
+from mlir_dialects import assembler
+
+spec = cute.compiler.DeviceArraySpec
+
+
+def _compile(m=1024, n=1024, k=512, out="BFloat16", **kwargs):
+    return cute.compile(gemm, spec("BFloat16", (m, k)), spec("BFloat16", (n, k)), spec(out, (m, n)), **kwargs)
+
+
+def _spills(ptx):
+    """The spill bytes ptxas reports (stores, loads) for the kernel, or ``None`` without a ptxas."""
+    ptxas = assembler.find_ptxas()
+    if ptxas is None:
+        return None
+    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return [tuple(map(int, m)) for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)]
+
+
+@pytest.mark.parametrize("activation", [None, *ACTIVATIONS])
+def test_fused_epilogue_ptx(activation, assemble):
+    """Each accumulator takes the scale, its column's bias (a 16-bit load, converted) and the activation before
+    the conversion to C's type; the exponentials of silu and the gelus are the PTX's ``ex2``."""
+    plain = _compile().ptx
+    c = _compile(bias=spec("BFloat16", (1024,)), alpha=0.5, activation=activation)
+    assert c.ptx != plain
+    body = c.ptx[c.ptx.index(".entry"):]
+    assert body.count("ld.global.b16") >= 64, "a bias load per column of a thread's accumulators"
+    assert "cvt.f32.bf16" in body
+    if activation in ("silu", "gelu", "gelu_tanh"):
+        assert "ex2.approx" in body
+    if activation == "silu":
+        assert "rcp.approx.ftz.f32" in body
+    if activation is None:
+        assert "ex2.approx" not in body
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("kwargs", [dict(bias=spec("Float16", (4096,))), dict(alpha=3.0, activation="relu"),
+                                    dict(bias=spec("Float32", (4096,)), activation="silu")])
+def test_fused_epilogue_keeps_the_accumulators_in_registers(kwargs):
+    """With 128 accumulators a thread (the 128 x 256 tile), the fused work goes a few values at a time and the
+    bias is read at the thread's first column plus constant offsets: the assembler spills nothing. (The erf of
+    ``gelu`` needs more registers: it spills a few hundred bytes in the epilogue; a strided bias, a few.)"""
+    spills = _spills(_compile(4096, 4096, 4096, **kwargs).ptx)
+    if spills is None:
+        pytest.skip("no ptxas to ask")
+    assert spills == [(0, 0)], f"ptxas spills: {spills}"
+
+
+def test_the_defaults_leave_the_plain_gemm_untouched():
+    plain = _compile(300, 260, 200).ptx
+    assert _compile(300, 260, 200, alpha=1.0, bias=None, activation=None).ptx == plain
+    assert _compile(300, 260, 200, alpha=1).ptx == plain
+    scaled = _compile(300, 260, 200, alpha=0.5).ptx
+    assert scaled != plain
+    assert _compile(300, 260, 200, alpha=np.float32(0.5)).ptx == scaled       # a number: keyed by value
+
+
+def test_column_offsets_of_the_accumulators():
+    """A thread's accumulator ``i`` lies in column ``2 t0 + i % 2 + 8 (i / 4)`` of its warpgroup's tile (the
+    WGMMA's C layout): relative to its first, ``i % 2 + 8 (i / 4)``."""
+    from cute_py.utils import hopper_helpers as hh
+    from cute_py.nvgpu import warpgroup as wg
+
+    for bn in (64, 128, 256):
+        mma = hh.make_trivial_tiled_mma(cute.BFloat16, cute.BFloat16, wg.OperandMajorMode.K, wg.OperandMajorMode.K,
+                                        cute.Float32, (2, 1, 1), (64, bn))
+        offsets = column_offsets(mma, (128, bn))
+        assert offsets == tuple(i % 2 + 8 * (i // 4) for i in range(bn // 2))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(activation="tanh"), "activation must be one of"),
+    (dict(activation="GELU"), "activation must be one of"),
+    (dict(alpha=True), "alpha must be a real number"),
+    (dict(alpha="2"), "alpha must be a real number"),
+    (dict(alpha=None), "alpha must be a real number"),
+    (dict(alpha=1 + 2j), "alpha must be a real number"),
+    (dict(bias=spec("BFloat16", (261,))), "bias must be a 1-D tensor of C's 260 columns"),
+    (dict(bias=spec("BFloat16", (1, 260))), "bias must be a 1-D tensor of C's 260 columns"),
+    (dict(bias=spec("Int32", (260,))), "bias is Float32, BFloat16 or Float16"),
+])
+def test_fused_epilogue_rules(kwargs, match):
+    with pytest.raises(cute.CuteValueError, match=re.escape(match)):
+        _compile(300, 260, 200, **kwargs)
+    with pytest.raises(cute.CuteError, match="must be on a CUDA device"):
+        _compile(300, 260, 200, bias=np.zeros(260, np.float32))
