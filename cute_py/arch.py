@@ -60,7 +60,7 @@ from .compiler.builtins.arch_sync import (barrier, barrier_arrive, cp_async_bulk
                                           cp_async_bulk_wait_group, fence_acq_rel_cluster, fence_acq_rel_cta,
                                           fence_acq_rel_gpu, fence_acq_rel_sys, fence_proxy, fence_view_async_shared,
                                           FULL_MASK, griddepcontrol_launch_dependents, griddepcontrol_wait,
-                                          setmaxregister_decrease, setmaxregister_increase, sync_warp,
+                                          setmaxregister_decrease, setmaxregister_increase, sync_warp, trap,
                                           warpgroup_reg_alloc, warpgroup_reg_dealloc)
 from .compiler.builtins.arch_tcgen05 import initialize_tcgen05_descriptor, tcgen05_mma_arrive
 from .compiler.builtins.arch_wgmma import (increase_descriptor_offset, initialize_wgmma_descriptor, wait_wgmma,
@@ -101,6 +101,8 @@ __all__ = [
     "setmaxregister_increase", "setmaxregister_decrease", "warpgroup_reg_alloc", "warpgroup_reg_dealloc",
     # programmatic dependent launch
     "griddepcontrol_wait", "griddepcontrol_launch_dependents",
+    # aborting the launch
+    "trap",
     # special registers
     "dynamic_smem_size", "total_smem_size", "smid", "nsmid", "nwarpid", "warpsize", "gridid", "clock", "clock64",
     "globaltimer", "globaltimer_lo",

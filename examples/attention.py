@@ -64,7 +64,7 @@ from cute_py.utils import hopper_helpers as hh
 from .attention_args import HEAD_DIMS, check_args, dim_major, tokens_major
 
 
-__all__ = ["attention", "attention_kernel", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS"]
+__all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS"]
 
 BLOCK_M = 128                      # query rows per CTA: 64 per consumer warpgroup
 BLOCK_N = {64: 128, 128: 128, 256: 64}     # keys per block, by head dimension
@@ -184,6 +184,28 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
             arch.warpgroup_reg_alloc(CONSUMER_REGS)
             _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
                      q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong)
+
+
+@cute.kernel
+def check_offsets(cu_q, cu_k, total_q, total_k, covered):
+    """A packed batch's offsets are read on the device, so a kernel of its own checks them before the attention
+    kernel runs (thread 0 of CTA ``b`` for sequence ``b``): ``cu_seqlens_q/k`` must not decrease and must stay
+    within the tensors, and ``max_seqlen_q`` must cover every sequence (the attention grid has a CTA per 128 of
+    its rows, ``covered`` rows). A broken rule is printed with its values and the kernel traps, so the launch
+    fails instead of leaving rows unwritten or writing outside ``out``. (Its own kernel: the ``printf`` is a call,
+    and a call in the attention kernel would make the assembler serialise its WGMMAs.)"""
+    batch, _, _ = arch.block_idx()
+    tidx, _, _ = arch.thread_idx()
+    if tidx == 0:
+        q_start, k_start = cu_q[batch], cu_k[batch]
+        seqlen_q, seqlen_k = cu_q[batch + 1] - q_start, cu_k[batch + 1] - k_start
+        if (seqlen_q < 0 or seqlen_k < 0 or q_start < 0 or k_start < 0 or q_start + seqlen_q > total_q
+                or k_start + seqlen_k > total_k or seqlen_q > covered):
+            cute.printf("attention: sequence {} has query rows {}..{} of {} and keys {}..{} of {}: cu_seqlens_q and "
+                        "cu_seqlens_k must increase and stay within q and k, and max_seqlen_q (the grid covers {} "
+                        "rows) must be at least every sequence's length", batch, q_start, q_start + seqlen_q,
+                        total_q, k_start, k_start + seqlen_k, total_k, covered)
+            arch.trap()
 
 
 @cute.jit
@@ -457,8 +479,10 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs.
 
     The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
-    the offsets are read on the device and not checked: they must increase, end within the tensors, and no
-    sequence may be longer than ``max_seqlen_q`` (its rows past ``max_seqlen_q`` would not be computed)."""
+    the offsets are read on the device, which checks them: they must not decrease and must stay within the
+    tensors, and no sequence may be longer than ``max_seqlen_q`` rounded up to 128 (the rows the grid covers).
+    A broken rule is printed from the device and the kernel traps: the launch fails, as after a device-side
+    assertion (the CUDA context is lost)."""
     check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal, softmax_scale)
     packed = cu_seqlens_q is not None
     dt = q.element_type
@@ -486,6 +510,9 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
         batch, rows = q.shape[0], q.shape[1]
         seqlens = (q.shape[1], k.shape[1])
     grid = (cute.ceil_div(rows, BLOCK_M), heads, batch)
+    if packed:
+        check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], grid[0] * BLOCK_M).launch(
+            grid=(batch, 1, 1), block=32)
     attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
                      cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
                      seqlens, pingpong).launch(grid=grid, block=ATTN_THREADS)

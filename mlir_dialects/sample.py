@@ -193,6 +193,7 @@ def _instruction_ops(gmem, bar, peer, word, wide, ready):
     md.griddepcontrol("launch_dependents")
     md.griddepcontrol("wait")
     md.grid_sync()
+    md.trap()
 
 
 def _wgmma_ops(desc, reg):

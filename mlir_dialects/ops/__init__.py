@@ -52,6 +52,7 @@ PTX                                                                 builder
 ``barrier.cta.arrive id, count``                                    ``barrier_arrive(id, count, aligned=False)``
 ``fence.proxy.alias`` / ``fence.proxy.async``                       ``fence_proxy("alias")`` / ``("async")``
 ``griddepcontrol.wait`` / ``griddepcontrol.launch_dependents``      ``griddepcontrol("wait")`` / ``(...)``
+``trap``                                                            ``trap()``
 the grid barrier (``%envreg`` workspace, ``atom.add.release.gpu``)  ``grid_sync()``
 ``match.any.sync.b32|b64 d, v, mask`` / ``match.all...`` (``d|%p``)  ``match_sync("any"|"all", v, mask)``
 ``redux.sync.<op>.<type> d, v, mask``                               ``redux_sync(op, type, v, mask)``

@@ -232,6 +232,19 @@ class FenceProxyOp(CuteOp, name="fence_proxy"):
         finish(self, rewriter)
 
 
+class TrapOp(CuteOp, name="trap"):
+    """Abort the kernel: every thread of the grid stops, the launch fails (an illegal-instruction error at the
+    next synchronisation with the device) and the CUDA context with it, as a device-side assertion does.
+
+    PTX: trap;
+    """
+
+    def lower(self, rewriter):
+        with rewriter.ip:
+            inline_ptx("trap;", "~{memory}", [])
+        finish(self, rewriter)
+
+
 class GriddepcontrolOp(CuteOp, name="griddepcontrol"):
     """Programmatic dependent launch: ``wait`` until the grids this one depends on have completed and their memory
     is visible (at once without such a dependency), or let the grids that depend on this one start launching

@@ -201,6 +201,7 @@ CASES = {
 for _kind in ("alias", "async"):
     CASES[f"fence_proxy_{_kind}"] = _plain(lambda k, c, kind=_kind: md.fence_proxy(kind), f"fence.proxy.{_kind};",
                                            MEM, lambda k, c: [], None, f"CHECK: fence.proxy.{_kind};")
+CASES["trap"] = _plain(lambda k, c: md.trap(), "trap;", MEM, lambda k, c: [], None, "CHECK: trap;")
 for _kind in ("wait", "launch_dependents"):
     CASES[f"griddepcontrol_{_kind}"] = _plain(lambda k, c, kind=_kind: md.griddepcontrol(kind),
                                               f"griddepcontrol.{_kind};", MEM, lambda k, c: [], None,

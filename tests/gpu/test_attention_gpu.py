@@ -149,6 +149,46 @@ def test_packed_batches_with_empty_and_short_sequences(d, causal):
         _check_lse(lse[:, a:e], l32, f"lse of sequence {i}")
 
 
+_BAD_PACKED = """
+import sys, torch
+sys.path.insert(0, {root!r})
+from examples import attention
+lens_q, lens_k, max_q = {lens_q}, {lens_k}, {max_q}
+cq = torch.tensor([0] + lens_q, device="cuda").cumsum(0).to(torch.int32)
+ck = torch.tensor([0] + lens_k, device="cuda").cumsum(0).to(torch.int32)
+tq, tk = max(int(cq.max()), 1) + {short_q}, max(int(ck.max()), 1)
+q = torch.randn(tq, 2, 64, device="cuda", dtype=torch.bfloat16)
+k = torch.randn(tk, 2, 64, device="cuda", dtype=torch.bfloat16)
+out, lse = torch.empty_like(q), torch.empty(2, tq, device="cuda")
+attention(q, k, k, out, lse, cu_seqlens_q=cq, cu_seqlens_k=ck, max_seqlen_q=max_q)
+torch.cuda.synchronize()
+print("no error")
+"""
+
+
+@pytest.mark.parametrize("lens_q, lens_k, max_q, short_q, rule", [
+    ([100, 300, 5], [50, 50, 50], 128, 0, "query rows 100..400 of 405"),          # 300 rows, the grid covers 128
+    ([100, -40, 5], [50, 50, 50], 128, 0, "query rows 100..60"),                  # cu_seqlens_q decreases
+    ([10, 20], [50, -60], 32, 0, "keys 50..-10"),                                  # cu_seqlens_k decreases
+    ([0, 20], [50, 50], 32, -15, "query rows 0..20 of 5"),                         # past the end of q
+])
+def test_packed_offsets_that_break_a_rule_fail_the_launch(lens_q, lens_k, max_q, short_q, rule, tmp_path):
+    """Offsets the kernel reads on the device and that would leave rows unwritten or write outside ``out``: the
+    device prints the rule with the values and traps, so the launch fails (in a child process: a trap loses the
+    CUDA context)."""
+    import os
+    import subprocess
+    import sys
+
+    hopper_torch()          # (skips without a Hopper GPU and torch)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = tmp_path / "bad.py"
+    script.write_text(_BAD_PACKED.format(root=root, lens_q=lens_q, lens_k=lens_k, max_q=max_q, short_q=short_q))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0 and "no error" not in r.stdout, r.stdout + r.stderr
+    assert rule in r.stdout and "cu_seqlens_q and cu_seqlens_k must increase" in r.stdout, r.stdout + r.stderr
+
+
 def _grads(torch, q, k, v, do, causal, scale, dtype):
     """torch's gradients of ``reference`` (one sequence) with respect to q, k, v, computed in ``dtype``."""
     leaves = [t.detach().to(dtype).requires_grad_() for t in (q, k, v)]

@@ -202,9 +202,8 @@ FUSED_CASES = [
 def test_fused_epilogue_matches_torch(m, n, k, ab, out, kwargs, pad, bias_t, bias_stride, alpha, activation):
     """``C = activation(alpha * A @ B^T + bias)`` computed in fp32 before the one rounding, against torch's
     functions on the fp32 product, into a NaN-poisoned padded C; a second run gives the same bits."""
-    import torch.nn.functional as F
-
     torch = hopper_torch()
+    F = torch.nn.functional
     cdt = {"bfloat16": "BFloat16", "float16": "Float16", "float32": "Float32"}
     kp = _padded_k(k)
     per_16_bytes = 16 // SIZES[out]

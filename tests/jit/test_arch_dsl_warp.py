@@ -139,6 +139,32 @@ def test_the_dsls_shuffle_sync_op_full_mask_and_warp_reductions(filecheck, assem
     assemble(c.ptx)
 
 
+def test_trap_after_printing_the_broken_rule(filecheck, assemble):
+    """``arch.trap()`` under a run-time condition: the rule printed (``vprintf``), then ``trap``, on its own
+    path."""
+
+    @cute.jit
+    def check(x, t):
+        if x < 0:
+            cute.printf("row {} holds {}, below 0", t, x)
+            arch.trap()
+
+    def body(i, o, f):
+        x, t = _x(i), arch.thread_idx()[0]
+        check(x, t)
+        arch.stg32(o.engine, x, index=t)
+
+    c = compile_body(body)
+    filecheck(c.ptx, [
+        "CHECK: setp.{{[a-z]+}}.s32",
+        "CHECK: @%p{{[0-9]+}} bra",
+        "CHECK: vprintf",
+        "CHECK: trap;",
+        "CHECK: st.global",
+    ])
+    assemble(c.ptx)
+
+
 # -- votes, masks -----------------------------------------------------------------------------------------
 
 

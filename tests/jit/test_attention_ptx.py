@@ -90,6 +90,14 @@ def test_packed_attention_ptx(filecheck, assemble):
     c = _compile_packed()
     _check_ptx(c.ptx, 128, filecheck, rank=3)
     assert c.ptx.count("ld.global.b32") >= 4, "the sequences' offsets are read on the device"
+    # ... and checked there, by a kernel of their own that prints a broken rule and traps (a printf call in the
+    # attention kernel would make the assembler serialise its WGMMAs: C7510); the unpacked form has no offsets
+    check = c.ptx[c.ptx.index(".entry check_offsets"):c.ptx.index(".entry attention_kernel")]
+    main = c.ptx[c.ptx.index(".entry attention_kernel"):]
+    assert "vprintf" in check and check.count("trap;") == 1
+    assert "vprintf" not in main and "trap;" not in main
+    assert "trap;" not in _compile().ptx
+    assert _assembler_warnings(c.ptx) in ([], None)
     assemble(c.ptx)
 
 

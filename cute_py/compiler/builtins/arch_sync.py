@@ -18,6 +18,7 @@ call                                                           PTX
 ``cp_async_bulk_wait_group(n, read=...)``                      ``cp.async.bulk.wait_group{.read} n``
 ``setmaxregister_increase(n)`` / ``_decrease(n)``              ``setmaxnreg.{inc,dec}.sync.aligned.u32 n``
 ``griddepcontrol_wait()`` / ``_launch_dependents()``           ``griddepcontrol.{wait,launch_dependents}``
+``trap()``                                                     ``trap`` (the launch fails)
 =============================================================  =====================================================
 
 Named barriers: ``barrier_id`` is 0..15 (16 per CTA; ``None`` is barrier 0) and ``number_of_threads`` a
@@ -40,7 +41,7 @@ from ..emit.operands import int_operand, static_int
 __all__ = ["barrier", "barrier_arrive", "sync_warp", "fence_proxy", "fence_view_async_shared", "fence_acq_rel_cta",
            "fence_acq_rel_cluster", "fence_acq_rel_gpu", "fence_acq_rel_sys", "cp_async_bulk_commit_group",
            "cp_async_bulk_wait_group", "setmaxregister_increase", "setmaxregister_decrease", "warpgroup_reg_alloc",
-           "warpgroup_reg_dealloc", "griddepcontrol_wait", "griddepcontrol_launch_dependents", "FULL_MASK",
+           "warpgroup_reg_dealloc", "griddepcontrol_wait", "griddepcontrol_launch_dependents", "trap", "FULL_MASK",
            "lane_mask_value", "RegisterPlan", "register_plan", "reg_count_value"]
 
 FULL_MASK = 0xFFFFFFFF
@@ -223,6 +224,17 @@ def griddepcontrol_launch_dependents() -> None:
     """``griddepcontrol.launch_dependents``: let the grids that depend on this one start launching (a scheduling
     hint; what they may read is still ordered by their ``griddepcontrol_wait``)."""
     sync.griddepcontrol_launch_dependents()
+
+
+# -- aborting -------------------------------------------------------------------------------------
+
+
+def trap() -> None:
+    """``trap``: abort the kernel. Every thread of the grid stops and the launch fails: the next synchronisation
+    with the device raises (an illegal-instruction error), and the CUDA context is lost with it, as after a
+    device-side assertion. For a broken precondition that only the device can see (values in device memory):
+    print the rule and the values with ``cute.printf`` first, then trap, rather than compute something wrong."""
+    sync.trap()
 
 
 # -- register reallocation -----------------------------------------------------------------------

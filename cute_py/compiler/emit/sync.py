@@ -32,7 +32,7 @@ __all__ = ["ENTRIES", "mbarrier_init", "fence_mbarrier_init", "mbarrier_arrive",
            "mbarrier_try_wait_parity", "mbarrier_test_wait_parity", "mbarrier_conditional_try_wait_parity",
            "barrier_sync", "barrier_arrive", "barrier_arrive_unaligned", "bar_warp_sync", "cluster_arrive",
            "cluster_wait", "fence_proxy_async", "fence_proxy", "fence_acq_rel", "elect_sync", "elect_active_lane",
-           "store_async_dsmem", "sync_grid", "griddepcontrol_wait", "griddepcontrol_launch_dependents",
+           "store_async_dsmem", "sync_grid", "griddepcontrol_wait", "griddepcontrol_launch_dependents", "trap",
            "transaction_kind"]
 
 
@@ -260,6 +260,12 @@ def sync_grid() -> None:
     same after each barrier: any number of them may follow)."""
     with current().at_end():
         md.grid_sync()
+
+
+def trap() -> None:
+    """``trap``."""
+    with current().at_end():
+        md.trap()
 
 
 def griddepcontrol_wait() -> None:
