@@ -322,6 +322,11 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
         if t.layout.stride[1] != 1:
             raise cute.CuteValueError(f"gemm: {name} must be row-major (K contiguous), got the strides "
                                       f"{t.layout.stride}")
+        row = t.layout.stride[0]
+        if type(row) is int and t.shape[0] != 1 and row * t.element_type.width % 128:
+            raise cute.CuteValueError(f"gemm: {name}'s rows must start on 16-byte boundaries (TMA loads them): a row "
+                                      f"stride of a multiple of {128 // t.element_type.width} elements (K a multiple "
+                                      f"of it, or padded rows), got {row}")
     if type(stages) is not int or not 2 <= stages <= 6:
         raise cute.CuteValueError(f"gemm: stages must be an int in 2..6, got {stages!r}")
     if type(tile_n) is not int or tile_n not in TILE_NS:

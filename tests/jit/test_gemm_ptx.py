@@ -131,6 +131,12 @@ def test_type_and_layout_rules():
         cute.compile(gemm, spec("BFloat16", (64, 64), (1, 64)), spec("BFloat16", (64, 64)), spec("Float32", (64, 64)))
     with pytest.raises(cute.CuteValueError, match="stages must be an int in 2..6, got 7"):
         _compile(64, 64, 64, stages=7)
+    # K of 100 bf16: rows of 200 bytes, which TMA cannot load (its row strides are multiples of 16 bytes)
+    for ab, k, kp in (("BFloat16", 100, None), ("Float16", 64, 68)):
+        with pytest.raises(cute.CuteValueError, match=r"a's rows must start on 16-byte boundaries .* a row stride "
+                                                      rf"of a multiple of 8 elements .* got {kp or k}"):
+            _compile(300, 260, k, ab=ab, kp=kp)
+    _compile(300, 260, 100, kp=104)                      # padded rows: fine
 
 
 @pytest.mark.parametrize("m, k, kwargs, match", [
