@@ -41,7 +41,9 @@ Each CTA computes a ``128 x D`` block of one head's output. It has three warpgro
   1 and 2), so that one's softmax runs while the other's MMAs do.
 
 At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes row-major into
-its rows of Q's shared memory, then out in 16-byte chunks, predicated on the row lying in the sequence.
+its rows of Q's shared memory, then one thread of the warpgroup TMA-stores its ``64 x D`` box (clipped at the
+sequence's end); in a packed batch, where the rows past a sequence's end are the next sequence's, its threads
+store 16-byte chunks, predicated on the row lying in the sequence.
 
 No accumulator or ``P`` register is read on a branch while an MMA is in flight, or converted after the fence
 before the MMA that reads it: the assembler would otherwise serialise every WGMMA of the kernel (ptxas notes
@@ -108,7 +110,8 @@ def head_rows(t, offset, batch, head, tokens_mode=0):
 
 @cute.kernel
 def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, o, lse, cu_q, cu_k,
-                     q_layout, k_layout, v_layout, head_ratio, causal, scale_log2, seqlens, pingpong):
+                     q_layout, k_layout, v_layout, head_ratio, causal, scale_log2, seqlens, pingpong, store_o=None,
+                     tma_o=None):
     m_block, head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
     warp = arch.make_warp_uniform(arch.warp_idx())
@@ -182,8 +185,13 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
                 v_pipe.producer_tail(v_state)
         else:
             arch.warpgroup_reg_alloc(CONSUMER_REGS)
+            out_box = None
+            if store_o is not None:     # the warpgroup's 64 rows of out, for its TMA store
+                out_box = cute.local_tile(head_rows(tma_o, 0, batch, head), (64, d),
+                                          (2 * m_block + arch.make_warp_uniform(arch.warp_idx()) // 4, 0))
             _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
-                     q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong)
+                     q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
+                     (store_o, out_box))
 
 
 @cute.kernel
@@ -210,7 +218,7 @@ def check_offsets(cu_q, cu_k, total_q, total_k, covered):
 
 @cute.jit
 def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start, q_batch,
-             seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong):
+             seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong, tma_out):
     """A consumer warpgroup's rows (see the module): the products with each key block, the online softmax, the
     output and the log-sum-exp."""
     d = cute.size(sQ, mode=[1])
@@ -300,7 +308,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
         v_pipe.consumer_release(v_read)
         v_read.advance()
         _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, first_row, seqlen_q, q_start,
-                q_batch, head, packed, scale_log2, d)
+                q_batch, head, packed, scale_log2, d, tma_out)
     else:
         # no key to see: out 0, lse -inf
         for r in cute.range_constexpr(2):
@@ -308,12 +316,12 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
             q_row = first_row + row
             if tidx % 4 == 0 and q_row < seqlen_q:
                 _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
-        store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
+        store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
 
 
 @cute.jit
 def _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
-            head, packed, scale_log2, d):
+            head, packed, scale_log2, d, tma_out):
     """The row sums over the four threads of a row; ``out = acc / sum`` and ``lse = log(sum) + max * scale``
     stored for the rows in the sequence. (Traced on both sides of ``n_blocks > 0``, so that no accumulator is
     live across the branch's join: that would make the assembler serialise the kernel's WGMMAs.)"""
@@ -330,7 +338,7 @@ def _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, fir
             value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
             _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
     _rescale(acc_o, corr)
-    store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d)
+    store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
 
 
 @cute.jit
@@ -342,11 +350,13 @@ def _store_lse(lse, value, packed, head, q_start, q_batch, q_row):
 
 
 @cute.jit
-def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d):
+def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
     """Store a consumer warpgroup's 64 output rows: its values (rounded to the output type) go row-major into its
     rows of ``sQ``'s shared memory, then each thread copies 16-byte chunks of the rows that lie in the sequence
-    (``row < rows``) to ``gO``. (Stored from the accumulators directly, the stores' predicates would put
-    accumulator registers on divergent paths, which makes the assembler serialise the kernel's WGMMAs.)
+    (``row < rows``) to ``gO``; or, with ``tma_out`` (a TMA store atom and the warpgroup's ``(64, d)`` box of
+    the output, whose edge clips at the sequence's end), one thread stores them with one TMA store. (Stored
+    from the accumulators directly, the stores' predicates would put accumulator registers on divergent paths,
+    which makes the assembler serialise the kernel's WGMMAs.)
 
     The row-major rows of one warpgroup overlap the swizzled rows of the other's operand in ``sQ``, so both
     consumer warpgroups first meet (named barrier 5): neither has an MMA left that reads ``sQ``."""
@@ -361,6 +371,18 @@ def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d):
     for v in cute.range_constexpr(cute.size(acc_o) // 2):
         row, col = cO[2 * v]
         cute.copy(pair, cute.local_tile(out, (2,), (v,)), cute.local_tile(sO[row, None], (2,), (col // 2,)))
+    if tma_out is not None and tma_out[0] is not None:
+        store_o, box = tma_out
+        arch.fence_view_async_shared()            # the rows, before the TMA unit reads them
+        arch.barrier(barrier_id=3 + group, number_of_threads=128)
+        if wtid == 0:
+            tOsO, tOgO = cpasync.tma_partition(store_o, 0, cute.Layout(1),
+                                               cute.group_modes(cute.local_tile(sO, (64, d), (group, 0)), 0, 2),
+                                               cute.group_modes(box, 0, 2))
+            cute.copy(store_o, tOsO, tOgO)
+            arch.tma_store_arrive()
+            arch.tma_store_wait(0, read=True)     # read before the CTA (and its shared memory) ends
+        return
     arch.barrier(barrier_id=3 + group, number_of_threads=128)
     chunk = 128 // dt.width                       # elements of a 16-byte chunk
     per_row = d // chunk
@@ -513,6 +535,10 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     if packed:
         check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], grid[0] * BLOCK_M).launch(
             grid=(batch, 1, 1), block=32)
+    store_o = tma_o = None
+    if not packed:      # a packed sequence's last rows are followed by the next sequence's: no box may clip there
+        store_o, tma_o = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), ov,
+                                                     cute.make_layout((64, d), stride=(d, 1)), (64, d))
     attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
                      cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
-                     seqlens, pingpong).launch(grid=grid, block=ATTN_THREADS)
+                     seqlens, pingpong, store_o, tma_o).launch(grid=grid, block=ATTN_THREADS)

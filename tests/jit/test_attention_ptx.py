@@ -48,9 +48,12 @@ def _check_ptx(ptx, d, filecheck, rank=4):
         f"CHECK: wgmma.mma_async.sync.aligned.m64n{d}k16.f32.bf16.bf16 {{{{.*}}}}}}, {{%r{{{{[0-9]+}}}}, %r",
         "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}1;",
         "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}0;",
-        # the output through shared memory in 16-byte chunks
-        "CHECK: st.global.v4.b32",
+        # the output through shared memory: a TMA store of each warpgroup's rows (a packed batch: 16-byte chunks)
+        "CHECK: fence.proxy.async.shared::cta;" if rank == 4 else "CHECK: st.global.v4.b32",
+        "CHECK: cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group" if rank == 4 else "CHECK: ret;",
     ])
+    if rank == 4:
+        assert "st.global.v4" not in ptx and re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx)
     # the producer: Q once, then a K and a V tile per key block (one box per 64 elements of 128-byte rows)
     # (the producer's and the consumers' code may come in either order): registers handed back and taken
     boxes = max(1, d // 64)
