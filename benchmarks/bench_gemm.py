@@ -2,14 +2,16 @@
 (``triton_matmul.py``, autotuned), shape for shape, in one run: TFLOP/s and ratios, outputs checked first.
 
 Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--reps 20] [--c fp32|bf16]
-     [--config split_k=2,tile_n=128 epilogue=vector,group_m=None ...]
+     [--config split_k=2,tile_n=128 epilogue=vector,group_m=None ...] [--activation gelu|silu|relu|gelu_tanh]
 
 Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by
 default, as cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after
 warm-up (median of 5 samples). ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one
 above 512, plus skinny shapes. Each ``--config`` is a set of ``examples.gemm`` keyword arguments
 measured as its own column (default: the default configuration); ``None``, ``True`` and ``False`` are read as
-Python's.
+Python's. ``--activation`` times the fused epilogue instead: ``C = activation(A @ B^T + bias)`` (a bf16 bias of N)
+in one kernel, against torch's ``activation(addmm(bias, A, B^T))`` (cuBLAS's bias epilogue, then torch's
+activation kernel) in the cuBLAS column, and without Triton.
 """
 
 import argparse
@@ -69,32 +71,39 @@ def _tensors(text, cdt):
 
 
 def _compile_jobs(jobs):
-    """Compile ``(shape, C type, gemm keyword arguments)`` jobs into the disk cache (a worker process)."""
+    """Compile ``(shape, C type, gemm keyword arguments, activation)`` jobs into the disk cache (a worker
+    process)."""
     import torch
 
     import cute_py as cute
     from examples import gemm
 
-    for text, cname, kw in jobs:
+    for text, cname, kw, activation in jobs:
         a, b, c = _tensors(text, getattr(torch, cname))
+        if activation is not None:
+            kw = dict(kw, bias=torch.empty(c.shape[1], device="cuda", dtype=torch.bfloat16), activation=activation)
         cute.compile(gemm, a, b, c, **kw)
         del a, b, c
         torch.cuda.empty_cache()
 
 
-def _precompile(shapes, configs, cname, workers):
+def _precompile(shapes, configs, cname, workers, activation):
     """Fill the disk cache with every (shape, configuration) in ``workers`` processes (compiles are CPU work)."""
     import multiprocessing
 
-    jobs = [(s, cname, kw) for s in shapes for kw in configs]
+    jobs = [(s, cname, kw, activation) for s in shapes for kw in configs]
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(workers) as pool:
         pool.map(_compile_jobs, [jobs[i::workers] for i in range(workers)])
 
 
-def _one_shape(text, configs, cdt, reps, triton_mm):
+ACTIVATIONS = {"relu": "relu", "silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu"}
+
+
+def _one_shape(text, configs, cdt, reps, triton_mm, activation=None):
     """(TFLOP/s of each configuration, cuBLAS's, Triton's, whether every output matched)."""
     import torch
+    import torch.nn.functional as F
 
     from examples import gemm
 
@@ -103,15 +112,24 @@ def _one_shape(text, configs, cdt, reps, triton_mm):
     ref = a.float() @ b.float().T
     flops = 2 * m * n * k
     tol = dict(rtol=2e-2, atol=2e-2 * k ** 0.5)
+    fused, torch_mm = {}, (lambda: torch.matmul(a, b.T))
+    if activation is not None:
+        bias = torch.randn(n, device="cuda").to(torch.bfloat16)
+        act = getattr(F, ACTIVATIONS[activation])
+        extra = dict(approximate="tanh") if activation == "gelu_tanh" else {}
+        ref = act(ref + bias.float(), **extra)
+        fused = dict(bias=bias, activation=activation)
+        torch_mm = (lambda: act(torch.addmm(bias, a, b.T), **extra))
     ok = True
     ours = []
     for kw in configs:
+        kw = dict(kw, **fused)
         c.fill_(float("nan"))
         gemm(a, b, c, **kw)
         torch.cuda.synchronize()
         ok &= bool(torch.allclose(c.float(), ref, **tol))
         ours.append(flops / _time(lambda: gemm(a, b, c, **kw), reps) / 1e12)
-    blas = flops / _time(lambda: torch.matmul(a, b.T), reps) / 1e12
+    blas = flops / _time(torch_mm, reps) / 1e12
     tri = float("nan")
     if triton_mm is not None:
         ct = torch.empty((m, n), device="cuda", dtype=cdt)
@@ -130,6 +148,8 @@ def main():
     ap.add_argument("--c", choices=("bf16", "fp32"), default="bf16")
     ap.add_argument("--config", nargs="*", default=[""])
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--activation", choices=tuple(ACTIVATIONS), default=None,
+                    help="time the fused epilogue (bias and this activation) against torch's addmm and activation")
     ap.add_argument("--precompile", type=int, default=0, metavar="N",
                     help="compile every shape and configuration first, in N processes")
     args = ap.parse_args()
@@ -141,20 +161,22 @@ def main():
     configs = [_config(c) for c in args.config]
     cname = "bfloat16" if args.c == "bf16" else "float32"
     if args.precompile:
-        _precompile(shapes, configs, cname, args.precompile)
+        _precompile(shapes, configs, cname, args.precompile, args.activation)
     triton_mm = None
-    if not args.no_triton:
+    if not args.no_triton and args.activation is None:
         from triton_matmul import matmul_abt as triton_mm
     props = torch.cuda.get_device_properties(0)
     print(f"# {props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, bf16 inputs, fp32 accumulation, "
-          f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)")
+          f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)"
+          + (f", fused bias + {args.activation} (cuBLAS column: torch's addmm, then its {args.activation})"
+             if args.activation else ""))
     names = [",".join(f"{k}={v}" for k, v in kw.items()) or "default" for kw in configs]
     print(f"{'M,N,K':>18} " + " ".join(f"{n[:26]:>26}" for n in names)
           + f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check")
     print("# TFLOP/s; the ratios take the best cute_py configuration")
     for text in shapes:
-        ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm)
+        ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm, args.activation)
         best = max(ours)
         print(f"{text:>18} " + " ".join(f"{x:26.1f}" for x in ours) + f" {blas:8.1f} {tri:8.1f}   "
               f"{best / blas:11.3f} {best / tri:11.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
