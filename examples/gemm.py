@@ -98,6 +98,8 @@ the register epilogues' predicates keep their stores inside C. A and B rows must
 (TMA's rule for a row stride): ``K`` a multiple of 8, or a padded row stride.
 """
 
+import numbers
+
 import cute_py as cute
 from cute_py import arch, pipeline
 from cute_py.nvgpu import cpasync
@@ -288,19 +290,17 @@ def _check_fused(c, bias, alpha, activation):
     number, ``activation`` one of ``ACTIVATIONS`` or ``None``. Returns ``alpha`` as a Python float."""
     if activation is not None and activation not in ACTIVATIONS:
         raise cute.CuteValueError(f"gemm: activation must be one of {ACTIVATIONS} or None, got {activation!r}")
-    try:
-        ok = not isinstance(alpha, (bool, str)) and float(alpha) == alpha
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise cute.CuteValueError(f"gemm: alpha must be a real number (it scales A @ B^T), got {alpha!r}")
+    value = float(alpha) if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) else None
+    if value is None or value != value:
+        raise cute.CuteValueError(f"gemm: alpha must be a real number other than NaN (it scales A @ B^T), got "
+                                  f"{alpha!r}")
     if bias is not None:
         if not hasattr(bias, "element_type") or cute.rank(bias.layout) != 1 or cute.size(bias) != c.shape[1]:
             raise cute.CuteValueError(f"gemm: bias must be a 1-D tensor of C's {c.shape[1]} columns, got "
                                       f"{getattr(bias, 'shape', bias)!r}")
         if bias.element_type not in (cute.Float32, cute.BFloat16, cute.Float16):
             raise cute.CuteValueError(f"gemm: bias is Float32, BFloat16 or Float16, got {bias.element_type.name}")
-    return float(alpha)
+    return value
 
 
 def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k):

@@ -69,6 +69,7 @@ def test_the_defaults_leave_the_plain_gemm_untouched():
     scaled = _compile(300, 260, 200, alpha=0.5).ptx
     assert scaled != plain
     assert _compile(300, 260, 200, alpha=np.float32(0.5)).ptx == scaled       # a number: keyed by value
+    assert _compile(300, 260, 200, alpha=np.int64(1)).ptx == plain
 
 
 def test_column_offsets_of_the_accumulators():
@@ -91,6 +92,8 @@ def test_column_offsets_of_the_accumulators():
     (dict(alpha="2"), "alpha must be a real number"),
     (dict(alpha=None), "alpha must be a real number"),
     (dict(alpha=1 + 2j), "alpha must be a real number"),
+    (dict(alpha=float("nan")), "alpha must be a real number other than NaN"),
+    (dict(alpha=np.complex64(2)), "alpha must be a real number"),
     (dict(bias=spec("BFloat16", (261,))), "bias must be a 1-D tensor of C's 260 columns"),
     (dict(bias=spec("BFloat16", (1, 260))), "bias must be a 1-D tensor of C's 260 columns"),
     (dict(bias=spec("Int32", (260,))), "bias is Float32, BFloat16 or Float16"),
