@@ -2,7 +2,9 @@
 
 ``wgmma_mma_async`` takes the accumulators as one ``!llvm.struct`` value (``N/2`` f32, or ``N/4`` i32 each
 holding two f16) and returns the updated struct; A is a 64-bit shared-memory descriptor (one i64) or four i32
-registers, B a descriptor; ``scale_d`` (i1, at run time) says whether D is added (1) or overwritten (0). It
+registers (eight 16-bit or sixteen 8-bit values), B a descriptor. ``type_ab`` names the operands' type: ``f16``
+or ``bf16`` (K 16 per instruction), or the 8-bit floats ``e4m3`` / ``e5m2`` (K 32, both operands K-major), one
+name for both or ``"<a>.<b>"`` for two different 8-bit types (``"e4m3.e5m2"``); ``scale_d`` (i1, at run time) says whether D is added (1) or overwritten (0). It
 lowers to inline PTX: NVVM's op takes neither registers for A nor a run-time ``scale-d``. The fence, commit
 and wait lower to NVVM's ops.
 
@@ -18,11 +20,23 @@ from ..dialect import CuteOp, i32_attr, str_attr
 from .common import finish, inline_ptx
 
 __all__ = ["WgmmaFenceOp", "WgmmaCommitGroupOp", "WgmmaWaitGroupOp", "WgmmaMmaAsyncOp", "WgmmaFenceOperandOp",
-           "wgmma_acc_type", "AB_TYPES", "D_TYPES"]
+           "wgmma_acc_type", "wgmma_k", "AB_TYPES", "F8_TYPES", "D_TYPES"]
 
 I1, I32, I64 = ir.IntegerType[1], ir.IntegerType[32], ir.IntegerType[64]
-AB_TYPES = ("f16", "bf16")
+AB_TYPES = ("f16", "bf16", "e4m3", "e5m2", "e4m3.e5m2", "e5m2.e4m3")
+F8_TYPES = ("e4m3", "e5m2")
 D_TYPES = ("f32", "f16")
+
+
+def wgmma_k(type_ab):
+    """The K extent of one ``wgmma.mma_async`` on ``type_ab`` operands: 32 bytes of each row (16 or 32 values)."""
+    return 32 if type_ab.split(".")[0] in F8_TYPES else 16
+
+
+def _ab_pair(type_ab):
+    """The PTX types of A and B named by ``type_ab``."""
+    a, _, b = type_ab.partition(".")
+    return a, b or a
 
 
 def wgmma_acc_type(n, type_d):
@@ -80,9 +94,10 @@ class WgmmaWaitGroupOp(CuteOp, name="wgmma_wait_group"):
 
 
 class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
-    """D(64xN) = A(64x16) * B(16xN) + (scale_d ? D : 0), by the 128 threads of a warpgroup, asynchronously.
+    """D(64xN) = A(64xK) * B(KxN) + (scale_d ? D : 0), by the 128 threads of a warpgroup, asynchronously (K 16 for
+    16-bit operands, 32 for 8-bit ones, which are K-major and take no transpose bits).
 
-    PTX: wgmma.mma_async.sync.aligned.m64n<N>k16.<f32|f16>.<f16|bf16>.<f16|bf16> {d...}, a-desc|{a...}, b-desc, p, 1, 1[, trans-a], trans-b;
+    PTX: wgmma.mma_async.sync.aligned.m64n<N>k<K>.<f32|f16>.<a>.<b> {d...}, a-desc|{a...}, b-desc, p, 1, 1[, trans-a, trans-b];
     """
 
     n: ir.IntegerAttr
@@ -109,6 +124,8 @@ class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
         for name in ("trans_a", "trans_b"):
             if self.int_attr(name) not in (0, 1):
                 self.fail("wgmma-transpose", f"{name} is 0 (K-major) or 1 (MN-major), got {self.int_attr(name)}")
+            if ab in AB_TYPES and wgmma_k(ab) == 32 and self.int_attr(name):
+                self.fail("wgmma-transpose", f"8-bit operands ({ab}) are K-major: {name} must be 0")
         a = list(self.a)
         if len(a) == 1:
             self.expect_int("a (a descriptor)", a[0], 64)
@@ -121,7 +138,7 @@ class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
             self.fail("wgmma-a-operand", f"A is one i64 descriptor or four i32 registers, got {len(a)} values")
         want = wgmma_acc_type(n, d) if n % 8 == 0 and d in D_TYPES else None
         if want is not None and self.acc.type != want:
-            self.fail("wgmma-acc-type", f"an m64n{n}k16 {d} accumulator is {want}, got {self.acc.type}")
+            self.fail("wgmma-acc-type", f"an m64n{n} {d} accumulator is {want}, got {self.acc.type}")
         if self.res.type != self.acc.type:
             self.fail("wgmma-acc-type", f"the result has the accumulator's type {self.acc.type}, got {self.res.type}")
 
@@ -145,14 +162,18 @@ class WgmmaMmaAsyncOp(CuteOp, name="wgmma_mma_async"):
             first = 2 * count
             outs = "{" + ", ".join(f"${k}" for k in range(count)) + "}"
             if len(a) == 1:
-                a_text, a_cons, tail = f"${first}", "l", f"{trans_a}, {trans_b}"
+                a_text, a_cons, tail = f"${first}", "l", f", {trans_a}, {trans_b}"
                 rest = first + 1
             else:
                 a_text = "{" + ", ".join(f"${first + k}" for k in range(4)) + "}"
-                a_cons, tail, rest = "r,r,r,r", f"{trans_b}", first + 4
+                a_cons, tail, rest = "r,r,r,r", f", {trans_b}", first + 4
+            if wgmma_k(ab) == 32:
+                tail = ""       # 8-bit operands: no transpose bits
+            ta, tb = _ab_pair(ab)
             ptx = ("{\n\t.reg .pred p;\n\t"
                    f"setp.ne.b32 p, ${rest + 1}, 0;\n\t"
-                   f"wgmma.mma_async.sync.aligned.m64n{n}k16.{d}.{ab}.{ab} {outs}, {a_text}, ${rest}, p, 1, 1, {tail};\n\t}}")
+                   f"wgmma.mma_async.sync.aligned.m64n{n}k{wgmma_k(ab)}.{d}.{ta}.{tb} {outs}, {a_text}, ${rest}, p, 1, 1"
+                   f"{tail};\n\t}}")
             constraints = ",".join([f"={cons}"] * count + [str(k) for k in range(count)] + [a_cons, "l", "r"])
             res = inline_ptx(ptx, constraints, [*accs, *a, self.b, scale], self.acc.type).result
         finish(self, rewriter, res)
