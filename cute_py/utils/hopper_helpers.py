@@ -205,30 +205,37 @@ def make_trivial_tiled_mma(a_dtype: DType, b_dtype: DType, a_leading_mode: Any, 
                            acc_dtype: DType, atom_layout_mnk: tuple, tiler_mn: tuple,
                            a_source: Any = None) -> Any:
     """The tiled warpgroup MMA ``make_tiled_mma(MmaF16BF16Op(a_dtype, acc_dtype, (*tiler_mn, 16), a_source,
-    a_leading_mode, b_leading_mode), atom_layout_mnk)``: one instruction of ``tiler_mn`` = ``(64, N)`` per
-    warpgroup, the warpgroups laid out by ``atom_layout_mnk``.
+    a_leading_mode, b_leading_mode), atom_layout_mnk)`` -- for 8-bit floats ``MmaF8Op(a_dtype, b_dtype,
+    acc_dtype, (*tiler_mn, 32), ...)`` --: one instruction of ``tiler_mn`` = ``(64, N)`` per warpgroup, the
+    warpgroups laid out by ``atom_layout_mnk``.
 
-    @pre a_dtype is b_dtype, Float16 or BFloat16 (8-bit float MMAs are not available: ``CuteTypeError``);
-         the op's rules (``WgmmaShapeError``): tiler_mn[0] == 64, tiler_mn[1] a multiple of 8 in 8..256
+    @pre a_dtype is b_dtype, Float16 or BFloat16; or each of them Float8E4M3FN or Float8E5M2 (``CuteTypeError``
+         otherwise); the op's rules (``WgmmaShapeError``): tiler_mn[0] == 64, tiler_mn[1] a multiple of 8 in
+         8..256, 8-bit operands K-major
     """
     from ..mma import make_tiled_mma
     from ..nvgpu.warpgroup.operands import OperandSource
-    from ..nvgpu.warpgroup.ops import MmaF16BF16Op
-    from ..tensor.dtypes import BFloat16, Float16, dtype_of
+    from ..nvgpu.warpgroup.ops import MmaF8Op, MmaF16BF16Op
+    from ..tensor.dtypes import BFloat16, Float8E4M3FN, Float8E5M2, Float16, dtype_of
 
     who = "make_trivial_tiled_mma"
     a, b = dtype_of(a_dtype), dtype_of(b_dtype)
-    if a not in (Float16, BFloat16):
-        raise CuteTypeError(f"{who}: a warpgroup MMA of {a.name} inputs is not available (Float16 and BFloat16 "
-                            f"are)")
-    if a is not b:
-        raise CuteTypeError(f"{who}: A and B have one element type, got {a.name} and {b.name}")
+    f8 = (Float8E4M3FN, Float8E5M2)
+    if a not in (Float16, BFloat16, *f8):
+        raise CuteTypeError(f"{who}: a warpgroup MMA of {a.name} inputs is not available (Float16, BFloat16, "
+                            f"Float8E4M3FN and Float8E5M2 are)")
+    if (a is not b) and not (a in f8 and b in f8):
+        raise CuteTypeError(f"{who}: A and B have one element type (or two 8-bit floats), got {a.name} and "
+                            f"{b.name}")
     if isinstance(tiler_mn, list):
         tiler_mn = tuple(tiler_mn)
     if not isinstance(tiler_mn, tuple) or len(tiler_mn) != 2:
         raise CuteValueError(f"{who}: tiler_mn must be an (M, N) tuple, got {tiler_mn!r}")
-    op = MmaF16BF16Op(a, acc_dtype, (*tiler_mn, 16), OperandSource.SMEM if a_source is None else a_source,
-                      a_leading_mode, b_leading_mode)
+    src = OperandSource.SMEM if a_source is None else a_source
+    if a in f8:
+        op = MmaF8Op(a, b, acc_dtype, (*tiler_mn, 32), src, a_leading_mode, b_leading_mode)
+    else:
+        op = MmaF16BF16Op(a, acc_dtype, (*tiler_mn, 16), src, a_leading_mode, b_leading_mode)
     return make_tiled_mma(op, tuple(atom_layout_mnk))
 
 

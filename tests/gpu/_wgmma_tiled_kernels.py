@@ -8,10 +8,11 @@ from cute_py.utils import hopper_helpers as hh
 
 
 def tiled_product_program(op, atom_m, k_tiles, gemm_all_k=False):
-    """A kernel: (64*atom_m, 16*k_tiles) A and (N, 16*k_tiles) B row-major in gmem, copied plainly into 128B
-    swizzled K-major smem, multiplied through the tiled MMA; ``out`` the (M, N) row-major fp32 product."""
+    """A kernel: (64*atom_m, K*k_tiles) A and (N, K*k_tiles) B row-major in gmem (K the instruction's: 16, or 32
+    for 8-bit floats), copied plainly into 128B swizzled K-major smem, multiplied through the tiled MMA; ``out``
+    the (M, N) row-major fp32 product."""
     m, n = 64 * atom_m, op.shape_mnk[1]
-    kk = 16 * k_tiles
+    kk = op.shape_mnk[2] * k_tiles
     tiled = cute.make_tiled_mma(op, (atom_m, 1, 1))
     la = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (m, n, kk), op.a_dtype, 1)
     lb = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (m, n, kk), op.b_dtype, 1)

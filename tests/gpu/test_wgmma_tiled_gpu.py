@@ -36,3 +36,27 @@ def test_tiled_warpgroup_product_matches_torch(ab, atom_m, n, gemm_all_k):
     torch.cuda.synchronize()
     want = torch.matmul(a.float(), b.float().t())
     torch.testing.assert_close(out.reshape(m, n), want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("a_t, b_t, atom_m, n, gemm_all_k", [
+    ("float8_e4m3fn", "float8_e4m3fn", 1, 64, False), ("float8_e5m2", "float8_e4m3fn", 2, 128, True),
+    ("float8_e4m3fn", "float8_e5m2", 2, 256, False)])
+def test_tiled_8_bit_warpgroup_product_matches_torch(a_t, b_t, atom_m, n, gemm_all_k):
+    """``MmaF8Op`` (K 32 per instruction): the product of 8-bit floats against torch's in float64. Each product of
+    two 8-bit floats is exact; Hopper's tensor cores add them with fewer mantissa bits than fp32 (about 14, as
+    DeepSeek-V3's report measured), hence the tolerance."""
+    names = {"float8_e4m3fn": cute.Float8E4M3FN, "float8_e5m2": cute.Float8E5M2}
+    op = wg.MmaF8Op(names[a_t], names[b_t], cute.Float32, (64, n, 32))
+    host, specs = tiled_product_program(op, atom_m, KT, gemm_all_k)
+    c = cute.compile(host, *specs)  # built first, everywhere
+    assert c.ptx.count("wgmma.mma_async") == KT
+    torch = hopper_torch()
+    m = 64 * atom_m
+    g = torch.Generator(device="cpu").manual_seed(n + atom_m + 8)
+    a = torch.randn(m, 32 * KT, generator=g).to(getattr(torch, a_t)).cuda()
+    b = torch.randn(n, 32 * KT, generator=g).to(getattr(torch, b_t)).cuda()
+    out = torch.full((m * n,), float("nan"), dtype=torch.float32, device="cuda")
+    host(a.reshape(-1), b.reshape(-1), out)
+    torch.cuda.synchronize()
+    want = torch.matmul(a.double(), b.double().t()).float()
+    torch.testing.assert_close(out.reshape(m, n), want, rtol=1e-3, atol=2e-2)

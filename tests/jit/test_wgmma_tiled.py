@@ -124,13 +124,89 @@ def test_make_trivial_tiled_mma():
     tiled = hh.make_trivial_tiled_mma(cute.BFloat16, cute.BFloat16, OpM.K, OpM.MN, cute.Float32, (2, 1, 1), (64, 256))
     assert tiled.op == wg.MmaF16BF16Op(cute.BFloat16, cute.Float32, (64, 256, 16), b_major_mode=OpM.MN)
     assert (tiled.size, tiled.shape_mnk) == (256, (128, 256, 16))
-    with pytest.raises(CuteTypeError, match="one element type, got Float16 and BFloat16"):
+    with pytest.raises(CuteTypeError, match="one element type .or two 8-bit floats., got Float16 and BFloat16"):
         hh.make_trivial_tiled_mma(cute.Float16, cute.BFloat16, OpM.K, OpM.K, cute.Float32, (1, 1, 1), (64, 64))
-    with pytest.raises(CuteTypeError, match="Float8E4M3FN inputs is not available"):
-        hh.make_trivial_tiled_mma(cute.Float8E4M3FN, cute.Float8E4M3FN, OpM.K, OpM.K, cute.Float32, (1, 1, 1),
-                                  (64, 64))
+    f8 = hh.make_trivial_tiled_mma(cute.Float8E4M3FN, cute.Float8E5M2, OpM.K, OpM.K, cute.Float32, (2, 1, 1),
+                                   (64, 128))
+    assert f8.op == wg.MmaF8Op(cute.Float8E4M3FN, cute.Float8E5M2, cute.Float32, (64, 128, 32))
+    assert (f8.size, f8.shape_mnk) == (256, (128, 128, 32))
+    with pytest.raises(CuteTypeError, match="Float32 inputs is not available"):
+        hh.make_trivial_tiled_mma(cute.Float32, cute.Float32, OpM.K, OpM.K, cute.Float32, (1, 1, 1), (64, 64))
+    with pytest.raises(CuteTypeError, match="one element type .or two 8-bit floats., got Float8E4M3FN and BFloat16"):
+        hh.make_trivial_tiled_mma(cute.Float8E4M3FN, cute.BFloat16, OpM.K, OpM.K, cute.Float32, (1, 1, 1), (64, 64))
+    with pytest.raises(wg.WgmmaShapeError, match="8-bit operands are K-major"):
+        hh.make_trivial_tiled_mma(cute.Float8E5M2, cute.Float8E5M2, OpM.K, OpM.MN, cute.Float32, (1, 1, 1), (64, 64))
     with pytest.raises(wg.WgmmaShapeError, match="M extent of a warpgroup MMA is 64, got 128"):
         hh.make_trivial_tiled_mma(cute.Float16, cute.Float16, OpM.K, OpM.K, cute.Float32, (1, 1, 1), (128, 64))
+
+
+# -- 8-bit floats ------------------------------------------------------------------------------------------
+
+
+def _f8(n=128, a=cute.Float8E4M3FN, b=cute.Float8E4M3FN, acc=cute.Float32, **kw):
+    return wg.MmaF8Op(a, b, acc, (64, n, 32), **kw)
+
+
+def test_the_8_bit_op_its_names_and_rules():
+    op = _f8(256, b=cute.Float8E5M2)
+    assert op.shape_mnk == (64, 256, 32) and op.ptx_name == "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2"
+    assert op == wg.MmaF8Op(cute.Float8E4M3FN, cute.Float8E5M2, cute.Float32, (64, 256))
+    assert op != _f8(256) and op != _op(256) and len({op, _f8(256), _f8(256)}) == 2
+    assert (op.num_acc_registers, _f8(64, acc=cute.Float16).num_acc_registers) == (128, 16)
+    assert op.tv_layout_C == _op(256).tv_layout_C               # the accumulators are the 16-bit MMA's
+    for bad, error, match in [
+        (lambda: _f8(a=cute.BFloat16), wg.WgmmaShapeError, "a_dtype must be Float8E4M3FN or Float8E5M2"),
+        (lambda: _f8(acc=cute.BFloat16), wg.WgmmaShapeError, "acc_dtype must be Float32 or Float16"),
+        (lambda: wg.MmaF8Op(cute.Float8E4M3FN, cute.Float8E4M3FN, cute.Float32, (64, 128, 16)), wg.WgmmaShapeError,
+         "K extent of this warpgroup MMA is 32, got 16"),
+        (lambda: _f8(a_major_mode=OpM.MN), wg.WgmmaShapeError, "8-bit operands are K-major .no transpose., got "
+                                                                 "a_major_mode"),
+        (lambda: _f8(100), wg.WgmmaShapeError, "multiple of 8 in 8..256, got 100"),
+        (lambda: _f8(a="e4m3"), CuteTypeError, "MmaF8Op: a_dtype must be a dtype"),
+    ]:
+        with pytest.raises(error, match=match):
+            bad()
+
+
+@pytest.mark.parametrize("t", [0, 1, 6, 31, 32, 77, 127])
+def test_the_8_bit_a_register_partition_is_the_ptx_figure(t):
+    """PTX ISA, wgmma .m64nNk32 with A in registers: thread ``t`` holds 16 8-bit values, value ``i`` at row
+    ``16 (t / 32) + (t % 32) / 4 + 8 ((i / 4) % 2)``, column ``4 (t % 4) + i % 4 + 16 (i / 8)``."""
+    tiled = cute.make_tiled_mma(_f8(64, a_src=wg.OperandSource.RMEM), (1, 1, 1))
+    part = tiled.get_slice(t).partition_A(cute.make_identity_tensor((64, 64)))
+    assert cute.size(part, mode=[0]) == 16 and part.shape[2] == 2       # two k-blocks of 32
+    for kb in range(2):
+        for i in range(16):
+            row = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i // 4) % 2)
+            col = 32 * kb + 4 * (t % 4) + i % 4 + 16 * (i // 8)
+            assert tuple(part[i, 0, kb]) == (row, col)
+
+
+def test_8_bit_descriptor_fragments_step_32_bytes_per_k_block():
+    """A k-block of 32 8-bit values is 32 bytes, as a 16-bit one of 16: the same descriptor steps (C++'s
+    ``recast<uint128_t>`` strides in 16-byte units), 128B swizzle rows of 128 values."""
+    tiled = cute.make_tiled_mma(_f8(), (2, 1, 1))
+    la = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (128, 128, 128), cute.Float8E4M3FN, 2)
+    ptr = Pointer(cute.Float8E4M3FN, AddressSpace.smem, alignment=1024, address=0x4000)
+    fa = tiled.make_fragment_A(tiled.get_slice(130).partition_A(cute.make_tensor(ptr, la)))
+    assert fa.layout == Layout((1, 1, 4, (1, 2)), (0, 0, 2, (0, 1024)))
+    for kb in range(4):
+        d = fa[None, 0, kb, 1].descriptor()
+        assert d.start.address == 0x4000 + 16384 + 8192 + 32 * kb
+        assert (d.leading_byte_offset, d.stride_byte_offset, d.layout_type) == (16, 1024, wg.LayoutType.B128)
+
+
+@pytest.mark.parametrize("a, b, n", [(cute.Float8E4M3FN, cute.Float8E4M3FN, 128), (cute.Float8E5M2, cute.Float8E4M3FN, 64)])
+def test_8_bit_tiled_gemm_ptx_and_its_assembly(a, b, n, filecheck, assemble):
+    host, specs = tiled_product_program(_f8(n, a, b), 2, 2)
+    c = cute.compile(host, *specs)
+    names = {cute.Float8E4M3FN: "e4m3", cute.Float8E5M2: "e5m2"}
+    mma = f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{names[a]}.{names[b]}"
+    filecheck(c.ptx, ["CHECK: wgmma.fence.sync.aligned;",
+                      f"CHECK: {mma} {{{{[{{].*[}}]}}}}, {{{{%rd[0-9]+}}}}, {{{{%rd[0-9]+}}}}, p, 1, 1;",
+                      f"CHECK: {mma}", "CHECK: wgmma.commit_group.sync.aligned;"])
+    assert c.ptx.count("wgmma.mma_async") == 2
+    assemble(c.ptx)
 
 
 # -- kernels -------------------------------------------------------------------------------------------------
@@ -358,3 +434,40 @@ def test_a_traced_field_is_what_every_iteration_reads_or_a_trace_error(body, sta
     assert traced == first == second, (body, start, traced, first, second)
     if gemm_after:
         assert after == [end1] and end1 == start, (body, start, after)
+
+
+def test_8_bit_a_from_registers_is_four_words_of_four_values(filecheck, assemble):
+    """A in registers: each thread's 16 8-bit values go to the MMA as four 32-bit registers (the lowest index in
+    the lowest byte: each word is one vector of four bytes)."""
+    from cute_py import arch
+
+    op = _f8(64, a_src=wg.OperandSource.RMEM)
+    tiled = cute.make_tiled_mma(op, (1, 1, 1))
+    lb = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (64, 64, 32), cute.Float8E4M3FN, 1)
+
+    @cute.kernel
+    def kernel(a, out):
+        sB = arch.SmemAllocator().allocate_tensor(cute.Float8E4M3FN, lb, byte_alignment=1024)[None, None, 0]
+        tid = arch.thread_idx()[0]
+        thr = tiled.get_slice(tid)
+        tA = tiled.make_fragment_A(thr.partition_A(cute.make_identity_tensor((64, 32))))
+        assert cute.size(tA) == 16
+        for i in cute.range_constexpr(16):
+            tA[i] = a[tid * 16 + i]
+        acc = tiled.make_fragment_C(thr.partition_C(cute.make_identity_tensor((64, 64))))
+        tiled.set(wg.Field.ACCUMULATE, False)
+        wg.fence()
+        cute.gemm(tiled, acc, tA, tiled.make_fragment_B(thr.partition_B(sB)), acc)
+        wg.commit_group()
+        wg.wait_group(0)
+        out[tid] = acc[0]
+
+    def host(a, out):
+        kernel(a, out).launch(grid=1, block=128)
+
+    spec = cute.compiler.DeviceArraySpec
+    c = cute.compile(host, spec("Float8E4M3FN", (2048,)), spec("Float32", (128,)))
+    filecheck(c.ptx, ["CHECK: ld.global",
+                      "CHECK: wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {{[{].*[}]}}, "
+                      "{{[{]%r[0-9]+, %r[0-9]+, %r[0-9]+, %r[0-9]+[}]}}, {{%rd[0-9]+}}, p, 1, 1;"])
+    assemble(c.ptx)

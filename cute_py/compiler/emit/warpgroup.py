@@ -6,7 +6,8 @@ address (``int_op`` ``add_lo32``).
 A descriptor operand is an int (the whole 64-bit value), a traced 64-bit integer, or a
 :class:`~cute_py.nvgpu.warpgroup.GmmaDescriptor` whose start is a shared-memory pointer (its address joins the
 static fields at run time). ``cute_py.gemm`` with a warpgroup op issues one ``wgmma.mma_async`` per instruction
-of the fragments: ``A``/``B`` one-instruction descriptor tensors (or, for A from registers, 8 register values),
+of the fragments: ``A``/``B`` one-instruction descriptor tensors (or, for A from registers, 8 16-bit or 16
+8-bit register values),
 ``D``/``C`` the instruction's accumulator values (C copied into D first when they are different registers). The
 accumulators are a register fragment of the op's ``acc_dtype``, read and written
 back in value order (Float16 values two to a 32-bit register, the lower index in the low half).
@@ -21,9 +22,9 @@ import mlir_dialects as md
 from ...errors import TraceError
 from ...nvgpu.sync import WgmmaCommitGroupOp, WgmmaFenceOp, WgmmaMmaAsyncOp, WgmmaWaitGroupOp
 from ...nvgpu.warpgroup.desc import GmmaDescriptor
-from ...nvgpu.warpgroup.ops import MmaF16BF16Op
+from ...nvgpu.warpgroup.ops import MmaF8Op, MmaF16BF16Op
 from ...nvgpu.warpgroup.operands import OperandSource
-from ...tensor.dtypes import Float16, Float32
+from ...tensor.dtypes import Float32
 from ...tensor.pointer import AddressSpace, Pointer
 from ..lang.builder import current
 from ..lang.memory import pack, pointer_value, unpack
@@ -102,8 +103,12 @@ def _fragment(t, dtype, count, what):
     return [t[i] for i in range(count)]
 
 
+_AB_TYPE = {"Float16": "f16", "BFloat16": "bf16", "Float8E4M3FN": "e4m3", "Float8E5M2": "e5m2"}
+
+
 def _words(values, dtype):
-    """The i32 words of ``values``: one per 32-bit value, one per pair of 16-bit values (low half first)."""
+    """The i32 words of ``values``: one per 32-bit value, one per pair of 16-bit values or four 8-bit ones (the
+    lowest index in the lowest bits)."""
     per = 32 // dtype.width
     return [pack(values[i:i + per], dtype, 32) for i in range(0, len(values), per)]
 
@@ -115,7 +120,8 @@ def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
     count = n // 2
     values = _fragment(acc, mma.acc_dtype, count, f"{what}: acc")
     if mma.a_src is OperandSource.RMEM:
-        a_vals = _words(_fragment(a_operand, mma.a_dtype, 8, f"{what}: a (registers)"), mma.a_dtype)
+        a_vals = _words(_fragment(a_operand, mma.a_dtype, mma.a_register_values, f"{what}: a (registers)"),
+                        mma.a_dtype)
     else:
         a_vals = [descriptor_value(a_operand, f"{what}: a")]
     b_val = descriptor_value(b_operand, f"{what}: b")
@@ -123,7 +129,8 @@ def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
     words = _words(values, mma.acc_dtype)
     llvm = b.mlir.llvm
     d_type = "f32" if mma.acc_dtype is Float32 else "f16"
-    ab_type = "f16" if mma.a_dtype is Float16 else "bf16"
+    a_type, b_type = (_AB_TYPE[t.name] for t in (mma.a_dtype, mma.b_dtype))
+    ab_type = a_type if a_type == b_type else f"{a_type}.{b_type}"
     with b.at_end():
         struct_t = md.wgmma_acc_type(n, d_type)
         s = llvm.UndefOp(struct_t).result
@@ -175,4 +182,5 @@ ENTRIES = {
     WgmmaWaitGroupOp: (_wait_group, ("wgmma_wait_group",)),
     WgmmaMmaAsyncOp: (_mma_async, ("wgmma_mma_async",)),
     MmaF16BF16Op: (_gemm, ("wgmma_mma_async",)),
+    MmaF8Op: (_gemm, ("wgmma_mma_async",)),
 }

@@ -32,11 +32,11 @@ from ... import device
 from ...core.layout import Layout
 from ...mma import MmaOp
 from ...errors import CuteTypeError, CuteValueError, DeviceOnlyError
-from ...tensor.dtypes import BFloat16, Float16, Float32, dtype_of
+from ...tensor.dtypes import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, dtype_of
 from ..sync import WgmmaMmaAsyncOp
 from .operands import Field, OperandMajorMode, OperandSource
 
-__all__ = ["MmaF16BF16Op", "MMA_OP_CLASSES", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout", "ab_smem_tv_layout",
+__all__ = ["MmaF16BF16Op", "MmaF8Op", "MMA_OP_CLASSES", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout", "ab_smem_tv_layout",
            "a_rmem_tv_layout"]
 
 WARPGROUP_THREADS = 128
@@ -56,77 +56,70 @@ def ab_smem_tv_layout(mn: int, k: int) -> Layout:
     return Layout((WARPGROUP_THREADS, (mn, k)), (0, (1, mn)))
 
 
-def a_rmem_tv_layout() -> Layout:
-    """A 64x16 A operand in registers: ``(thread, value) -> m + 64 * k``, 8 values per thread."""
+def a_rmem_tv_layout(bits: int = 16) -> Layout:
+    """An A operand in registers, ``(thread, value) -> m + 64 * k``: 64x16 of 16-bit values, 8 per thread
+    (value ``i`` in column ``2 (t % 4) + i % 2 + 8 (i / 4)``), or 64x32 of 8-bit values, 16 per thread (column
+    ``4 (t % 4) + i % 4 + 16 (i / 8)``); row ``16 (t / 32) + (t % 32) / 4 + 8 ((i / per) % 2)``, ``per`` the
+    values of a 32-bit register."""
+    if bits == 8:
+        return Layout(((4, 8, 4), (4, 2, 2)), ((256, 1, 16), (64, 8, 1024)))
     return Layout(((4, 8, 4), (2, 2, 2)), ((128, 1, 16), (64, 8, 512)))
 
 
-_PTX_TYPE = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32"}
+_PTX_TYPE = {"Float16": "f16", "BFloat16": "bf16", "Float32": "f32", "Float8E4M3FN": "e4m3", "Float8E5M2": "e5m2"}
 
 
-def _dtype(value, what):
+def _dtype(value, what, name):
     try:
         return dtype_of(value)
     except Exception:
-        raise CuteTypeError(f"MmaF16BF16Op: {what} must be a dtype (Float16, BFloat16, Float32), got {value!r}") \
-            from None
+        raise CuteTypeError(f"{name}: {what} must be a dtype, got {value!r}") from None
 
 
-class MmaF16BF16Op(MmaOp):
-    """``wgmma.mma_async.sync.aligned.m64nNk16.<acc>.<ab>.<ab>``: D(64xN) = A(64x16) * B(16xN) (+ D) by 128
-    threads; ``ab_dtype`` Float16 or BFloat16, ``acc_dtype`` Float32 (or Float16 with Float16 inputs);
-    ``instruction_shape`` ``(64, N, 16)`` (or ``(64, N)``) with N a multiple of 8 in 8..256. A from registers
-    (``OperandSource.RMEM``) is K-major. See the module for the interface."""
+class _WarpgroupMmaOp(MmaOp):
+    """What every ``wgmma.mma_async`` op shares (see the module): the subclasses check their types and shape."""
 
     __slots__ = ("a_dtype", "b_dtype", "acc_dtype", "shape_mnk", "a_src", "a_major_mode", "b_major_mode")
 
-    def __init__(self, ab_dtype: Any, acc_dtype: Any, instruction_shape: tuple[int, ...],
-                 a_src: OperandSource = OperandSource.SMEM, a_major_mode: OperandMajorMode = OperandMajorMode.K,
-                 b_major_mode: OperandMajorMode = OperandMajorMode.K) -> None:
-        ab, acc = _dtype(ab_dtype, "ab_dtype"), _dtype(acc_dtype, "acc_dtype")
-        if ab not in (Float16, BFloat16):
-            raise WgmmaShapeError(f"MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got {ab.name}")
-        if acc not in (Float32, Float16):
-            raise WgmmaShapeError(f"MmaF16BF16Op: acc_dtype must be Float32 or Float16, got {acc.name}")
-        if ab is BFloat16 and acc is not Float32:
-            raise WgmmaShapeError(f"MmaF16BF16Op: BFloat16 inputs accumulate in Float32, got acc_dtype {acc.name}")
+    def _check_modes(self, name, a_src, a_major_mode, b_major_mode):
+        if not isinstance(a_src, OperandSource):
+            raise CuteTypeError(f"{name}: a_src must be an OperandSource, got {a_src!r}")
+        for mode_name, mode in (("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
+            if not isinstance(mode, OperandMajorMode):
+                raise CuteTypeError(f"{name}: {mode_name} must be an OperandMajorMode, got {mode!r}")
+        if a_src is OperandSource.RMEM and a_major_mode is not OperandMajorMode.K:
+            raise WgmmaShapeError(f"{name}: A read from registers (OperandSource.RMEM) is K-major, got "
+                                  f"a_major_mode {a_major_mode}")
+
+    @staticmethod
+    def _check_shape(name, instruction_shape, k_extent):
         shape = tuple(instruction_shape) if isinstance(instruction_shape, (tuple, list)) else None
         if shape is None or len(shape) not in (2, 3) or any(type(s) is not int for s in shape):
-            raise WgmmaShapeError(f"MmaF16BF16Op: instruction_shape must be a flat (M, N) or (M, N, K) tuple of "
+            raise WgmmaShapeError(f"{name}: instruction_shape must be a flat (M, N) or (M, N, K) tuple of "
                                   f"ints, got {instruction_shape!r}")
         m, n = shape[0], shape[1]
-        k = shape[2] if len(shape) == 3 else 16
+        k = shape[2] if len(shape) == 3 else k_extent
         if m != 64:
-            raise WgmmaShapeError(f"MmaF16BF16Op: the M extent of a warpgroup MMA is 64, got {m}")
+            raise WgmmaShapeError(f"{name}: the M extent of a warpgroup MMA is 64, got {m}")
         if not (8 <= n <= 256 and n % 8 == 0):
-            raise WgmmaShapeError(f"MmaF16BF16Op: the N extent must be a multiple of 8 in 8..256, got {n}")
-        if k != 16:
-            raise WgmmaShapeError(f"MmaF16BF16Op: the K extent of a 16-bit warpgroup MMA is 16, got {k}")
-        if not isinstance(a_src, OperandSource):
-            raise CuteTypeError(f"MmaF16BF16Op: a_src must be an OperandSource, got {a_src!r}")
-        for name, mode in (("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
-            if not isinstance(mode, OperandMajorMode):
-                raise CuteTypeError(f"MmaF16BF16Op: {name} must be an OperandMajorMode, got {mode!r}")
-        if a_src is OperandSource.RMEM and a_major_mode is not OperandMajorMode.K:
-            raise WgmmaShapeError("MmaF16BF16Op: A read from registers (OperandSource.RMEM) is K-major, got "
-                                  f"a_major_mode {a_major_mode}")
-        for name, value in (("a_dtype", ab), ("b_dtype", ab), ("acc_dtype", acc), ("shape_mnk", (m, n, k)),
-                            ("a_src", a_src), ("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
+            raise WgmmaShapeError(f"{name}: the N extent must be a multiple of 8 in 8..256, got {n}")
+        if k != k_extent:
+            raise WgmmaShapeError(f"{name}: the K extent of this warpgroup MMA is {k_extent}, got {k}")
+        return m, n, k
+
+    def _set(self, **fields):
+        for name, value in fields.items():
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name, value):
-        raise AttributeError(f"MmaF16BF16Op is immutable (tried to set {name!r})")
+        raise AttributeError(f"{type(self).__name__} is immutable (tried to set {name!r})")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is MmaF16BF16Op and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        fields = _WarpgroupMmaOp.__slots__
+        return type(other) is type(self) and all(getattr(self, s) == getattr(other, s) for s in fields)
 
     def __hash__(self) -> int:
-        return hash(tuple(getattr(self, s) for s in self.__slots__))
-
-    def __repr__(self):
-        m, n, k = self.shape_mnk
-        return (f"MmaF16BF16Op({self.a_dtype.name}, {self.acc_dtype.name}, ({m}, {n}, {k}), {self.a_src}, "
-                f"{self.a_major_mode}, {self.b_major_mode})")
+        return hash((type(self).__name__, *(getattr(self, s) for s in _WarpgroupMmaOp.__slots__)))
 
     # -- the static facts -------------------------------------------------------------------------------
     @property
@@ -140,7 +133,9 @@ class MmaF16BF16Op(MmaOp):
     @property
     def tv_layout_A(self) -> Layout:
         m, _, k = self.shape_mnk
-        return a_rmem_tv_layout() if self.a_src is OperandSource.RMEM else ab_smem_tv_layout(m, k)
+        if self.a_src is OperandSource.RMEM:
+            return a_rmem_tv_layout(self.a_dtype.width)
+        return ab_smem_tv_layout(m, k)
 
     @property
     def tv_layout_B(self) -> Layout:
@@ -214,8 +209,13 @@ class MmaF16BF16Op(MmaOp):
     @property
     def ptx_name(self) -> str:
         m, n, k = self.shape_mnk
-        ab, acc = _PTX_TYPE[self.a_dtype.name], _PTX_TYPE[self.acc_dtype.name]
-        return f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.{acc}.{ab}.{ab}"
+        a, b, acc = (_PTX_TYPE[t.name] for t in (self.a_dtype, self.b_dtype, self.acc_dtype))
+        return f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.{acc}.{a}.{b}"
+
+    @property
+    def a_register_values(self) -> int:
+        """Values of A a thread holds when A is read from registers: four 32-bit registers of them."""
+        return 128 // self.a_dtype.width
 
     # -- kernel side --------------------------------------------------------------------------------------
     def mma(self, acc: Any, a: Any, b: Any, accumulate: Any = True) -> None:
@@ -223,8 +223,73 @@ class MmaF16BF16Op(MmaOp):
         a kernel, ``DeviceOnlyError``."""
         tracer = device.active()
         if tracer is None:
-            raise DeviceOnlyError("MmaF16BF16Op.mma is a device operation: call it inside a kernel (@cute_py.kernel)")
+            raise DeviceOnlyError(f"{type(self).__name__}.mma is a device operation: call it inside a kernel "
+                                  f"(@cute_py.kernel)")
         return tracer.emit(WgmmaMmaAsyncOp(self), acc=acc, a_operand=a, b_operand=b, accumulate=accumulate)
 
 
-MMA_OP_CLASSES = (MmaF16BF16Op,)
+class MmaF16BF16Op(_WarpgroupMmaOp):
+    """``wgmma.mma_async.sync.aligned.m64nNk16.<acc>.<ab>.<ab>``: D(64xN) = A(64x16) * B(16xN) (+ D) by 128
+    threads; ``ab_dtype`` Float16 or BFloat16, ``acc_dtype`` Float32 (or Float16 with Float16 inputs);
+    ``instruction_shape`` ``(64, N, 16)`` (or ``(64, N)``) with N a multiple of 8 in 8..256. A from registers
+    (``OperandSource.RMEM``) is K-major. See the module for the interface."""
+
+    __slots__ = ()
+
+    def __init__(self, ab_dtype: Any, acc_dtype: Any, instruction_shape: tuple[int, ...],
+                 a_src: OperandSource = OperandSource.SMEM, a_major_mode: OperandMajorMode = OperandMajorMode.K,
+                 b_major_mode: OperandMajorMode = OperandMajorMode.K) -> None:
+        name = "MmaF16BF16Op"
+        ab, acc = _dtype(ab_dtype, "ab_dtype", name), _dtype(acc_dtype, "acc_dtype", name)
+        if ab not in (Float16, BFloat16):
+            raise WgmmaShapeError(f"{name}: ab_dtype must be Float16 or BFloat16, got {ab.name}")
+        if acc not in (Float32, Float16):
+            raise WgmmaShapeError(f"{name}: acc_dtype must be Float32 or Float16, got {acc.name}")
+        if ab is BFloat16 and acc is not Float32:
+            raise WgmmaShapeError(f"{name}: BFloat16 inputs accumulate in Float32, got acc_dtype {acc.name}")
+        shape = self._check_shape(name, instruction_shape, 16)
+        self._check_modes(name, a_src, a_major_mode, b_major_mode)
+        self._set(a_dtype=ab, b_dtype=ab, acc_dtype=acc, shape_mnk=shape, a_src=a_src, a_major_mode=a_major_mode,
+                  b_major_mode=b_major_mode)
+
+    def __repr__(self):
+        m, n, k = self.shape_mnk
+        return (f"MmaF16BF16Op({self.a_dtype.name}, {self.acc_dtype.name}, ({m}, {n}, {k}), {self.a_src}, "
+                f"{self.a_major_mode}, {self.b_major_mode})")
+
+
+class MmaF8Op(_WarpgroupMmaOp):
+    """``wgmma.mma_async.sync.aligned.m64nNk32.<acc>.<a>.<b>``: D(64xN) = A(64x32) * B(32xN) (+ D) by 128
+    threads on 8-bit floats; ``a_dtype`` and ``b_dtype`` each Float8E4M3FN or Float8E5M2 (they may differ),
+    ``acc_dtype`` Float32 or Float16; ``instruction_shape`` ``(64, N, 32)`` (or ``(64, N)``), N a multiple of 8
+    in 8..256. Both operands are K-major (the instruction has no transpose for 8-bit types); A from registers
+    is four 32-bit registers of 16 values. See the module for the interface."""
+
+    __slots__ = ()
+
+    def __init__(self, a_dtype: Any, b_dtype: Any, acc_dtype: Any, instruction_shape: tuple[int, ...],
+                 a_src: OperandSource = OperandSource.SMEM, a_major_mode: OperandMajorMode = OperandMajorMode.K,
+                 b_major_mode: OperandMajorMode = OperandMajorMode.K) -> None:
+        name = "MmaF8Op"
+        a, b = _dtype(a_dtype, "a_dtype", name), _dtype(b_dtype, "b_dtype", name)
+        acc = _dtype(acc_dtype, "acc_dtype", name)
+        for role, t in (("a_dtype", a), ("b_dtype", b)):
+            if t not in (Float8E4M3FN, Float8E5M2):
+                raise WgmmaShapeError(f"{name}: {role} must be Float8E4M3FN or Float8E5M2, got {t.name}")
+        if acc not in (Float32, Float16):
+            raise WgmmaShapeError(f"{name}: acc_dtype must be Float32 or Float16, got {acc.name}")
+        shape = self._check_shape(name, instruction_shape, 32)
+        self._check_modes(name, a_src, a_major_mode, b_major_mode)
+        for role, mode in (("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
+            if mode is not OperandMajorMode.K:
+                raise WgmmaShapeError(f"{name}: 8-bit operands are K-major (no transpose), got {role} {mode}")
+        self._set(a_dtype=a, b_dtype=b, acc_dtype=acc, shape_mnk=shape, a_src=a_src, a_major_mode=a_major_mode,
+                  b_major_mode=b_major_mode)
+
+    def __repr__(self):
+        m, n, k = self.shape_mnk
+        return (f"MmaF8Op({self.a_dtype.name}, {self.b_dtype.name}, {self.acc_dtype.name}, ({m}, {n}, {k}), "
+                f"{self.a_src}, {self.a_major_mode}, {self.b_major_mode})")
+
+
+MMA_OP_CLASSES = (MmaF16BF16Op, MmaF8Op)
