@@ -3,6 +3,7 @@
 
 Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--reps 20] [--c fp32|bf16]
      [--config split_k=2,tile_n=128 epilogue=vector,group_m=None ...] [--activation gelu|silu|relu|gelu_tanh]
+     [--fp8]
 
 Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by
 default, as cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after
@@ -11,7 +12,8 @@ above 512, plus skinny shapes. Each ``--config`` is a set of ``examples.gemm`` k
 measured as its own column (default: the default configuration); ``None``, ``True`` and ``False`` are read as
 Python's. ``--activation`` times the fused epilogue instead: ``C = activation(A @ B^T + bias)`` (a bf16 bias of N)
 in one kernel, against torch's ``activation(addmm(bias, A, B^T))`` (cuBLAS's bias epilogue, then torch's
-activation kernel) in the cuBLAS column, and without Triton.
+activation kernel) in the cuBLAS column, and without Triton. ``--fp8`` makes A and B Float8E4M3FN with per-tensor
+scales, against ``torch._scaled_mm`` (cuBLASLt) in the cuBLAS column, without Triton.
 """
 
 import argparse
@@ -61,25 +63,29 @@ def _time(fn, reps):
     return statistics.median(samples)
 
 
-def _tensors(text, cdt):
+def _tensors(text, cdt, fp8=False):
     import torch
 
     m, n, k = (int(x) for x in text.split(","))
-    a = torch.randn((m, k), device="cuda").to(torch.bfloat16)
-    b = torch.randn((n, k), device="cuda").to(torch.bfloat16)
+    ab = torch.float8_e4m3fn if fp8 else torch.bfloat16
+    a = torch.randn((m, k), device="cuda").to(ab)
+    b = torch.randn((n, k), device="cuda").to(ab)
     return a, b, torch.empty((m, n), device="cuda", dtype=cdt)
 
 
 def _compile_jobs(jobs):
-    """Compile ``(shape, C type, gemm keyword arguments, activation)`` jobs into the disk cache (a worker
+    """Compile ``(shape, C type, gemm keyword arguments, activation, fp8)`` jobs into the disk cache (a worker
     process)."""
     import torch
 
     import cute_py as cute
     from examples import gemm
 
-    for text, cname, kw, activation in jobs:
-        a, b, c = _tensors(text, getattr(torch, cname))
+    for text, cname, kw, activation, fp8 in jobs:
+        a, b, c = _tensors(text, getattr(torch, cname), fp8)
+        if fp8:
+            one = torch.ones(1, device="cuda")
+            kw = dict(kw, scale_a=one, scale_b=one)
         if activation is not None:
             kw = dict(kw, bias=torch.empty(c.shape[1], device="cuda", dtype=torch.bfloat16), activation=activation)
         cute.compile(gemm, a, b, c, **kw)
@@ -87,11 +93,11 @@ def _compile_jobs(jobs):
         torch.cuda.empty_cache()
 
 
-def _precompile(shapes, configs, cname, workers, activation):
+def _precompile(shapes, configs, cname, workers, activation, fp8):
     """Fill the disk cache with every (shape, configuration) in ``workers`` processes (compiles are CPU work)."""
     import multiprocessing
 
-    jobs = [(s, cname, kw, activation) for s in shapes for kw in configs]
+    jobs = [(s, cname, kw, activation, fp8) for s in shapes for kw in configs]
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(workers) as pool:
         pool.map(_compile_jobs, [jobs[i::workers] for i in range(workers)])
@@ -100,7 +106,7 @@ def _precompile(shapes, configs, cname, workers, activation):
 ACTIVATIONS = {"relu": "relu", "silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu"}
 
 
-def _one_shape(text, configs, cdt, reps, triton_mm, activation=None):
+def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=False):
     """(TFLOP/s of each configuration, cuBLAS's, Triton's, whether every output matched)."""
     import torch
     import torch.nn.functional as F
@@ -108,11 +114,15 @@ def _one_shape(text, configs, cdt, reps, triton_mm, activation=None):
     from examples import gemm
 
     m, n, k = (int(x) for x in text.split(","))
-    a, b, c = _tensors(text, cdt)
+    a, b, c = _tensors(text, cdt, fp8)
     ref = a.float() @ b.float().T
     flops = 2 * m * n * k
     tol = dict(rtol=2e-2, atol=2e-2 * k ** 0.5)
     fused, torch_mm = {}, (lambda: torch.matmul(a, b.T))
+    if fp8:
+        one = torch.ones(1, device="cuda")
+        fused = dict(scale_a=one, scale_b=one)
+        torch_mm = (lambda: torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=cdt))
     if activation is not None:
         bias = torch.randn(n, device="cuda").to(torch.bfloat16)
         act = getattr(F, ACTIVATIONS[activation])
@@ -148,11 +158,15 @@ def main():
     ap.add_argument("--c", choices=("bf16", "fp32"), default="bf16")
     ap.add_argument("--config", nargs="*", default=[""])
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--fp8", action="store_true",
+                    help="A and B Float8E4M3FN with per-tensor scales, against torch._scaled_mm")
     ap.add_argument("--activation", choices=tuple(ACTIVATIONS), default=None,
                     help="time the fused epilogue (bias and this activation) against torch's addmm and activation")
     ap.add_argument("--precompile", type=int, default=0, metavar="N",
                     help="compile every shape and configuration first, in N processes")
     args = ap.parse_args()
+    if args.fp8 and args.activation:
+        ap.error("--fp8 and --activation are measured apart")
     import torch
 
     shapes = list(args.shapes if args.shapes is not None else DEFAULT_SHAPES)
@@ -161,22 +175,24 @@ def main():
     configs = [_config(c) for c in args.config]
     cname = "bfloat16" if args.c == "bf16" else "float32"
     if args.precompile:
-        _precompile(shapes, configs, cname, args.precompile, args.activation)
+        _precompile(shapes, configs, cname, args.precompile, args.activation, args.fp8)
     triton_mm = None
-    if not args.no_triton and args.activation is None:
+    if not args.no_triton and args.activation is None and not args.fp8:
         from triton_matmul import matmul_abt as triton_mm
     props = torch.cuda.get_device_properties(0)
     print(f"# {props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, bf16 inputs, fp32 accumulation, "
           f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)"
           + (f", fused bias + {args.activation} (cuBLAS column: torch's addmm, then its {args.activation})"
-             if args.activation else ""))
+             if args.activation else "")
+          + (", A and B Float8E4M3FN with per-tensor scales (cuBLAS column: torch._scaled_mm)" if args.fp8 else ""))
     names = [",".join(f"{k}={v}" for k, v in kw.items()) or "default" for kw in configs]
     print(f"{'M,N,K':>18} " + " ".join(f"{n[:26]:>26}" for n in names)
           + f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check")
     print("# TFLOP/s; the ratios take the best cute_py configuration")
     for text in shapes:
-        ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm, args.activation)
+        ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm, args.activation,
+                                         args.fp8)
         best = max(ours)
         print(f"{text:>18} " + " ".join(f"{x:26.1f}" for x in ours) + f" {blas:8.1f} {tri:8.1f}   "
               f"{best / blas:11.3f} {best / tri:11.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)

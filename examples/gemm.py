@@ -6,6 +6,7 @@
     gemm(a, b, c)            # a: (M, K), b: (N, K) bf16 or fp16, row-major; c: (M, N) fp32, bf16 or fp16
     gemm(a, b, c, stages=3, tile_n=128, epilogue="scalar", cluster_m=1, persistent=False, split_k=1)
     gemm(a, b, c, split_k=4)    # four CTAs per tile, each a quarter of K, the products summed across a cluster
+    gemm(a8, b8, c, scale_a=sa, scale_b=sb)   # 8-bit floats (E4M3/E5M2): c = sa * sb * a8 @ b8^T
 
 Each CTA computes ``128 x tile_n`` tiles of C (one, or, when persistent, every ``clusters``-th cluster tile from
 its cluster's index on), walking K in ``64``-wide k-tiles. It has three warpgroups:
@@ -81,6 +82,11 @@ benchmark's shapes, benchmarks/RESULTS.md):
   8192^3 no faster and shapes of one tile per CTA about 20% slower (``benchmarks/RESULTS.md``), so it is off
   by default.
 
+- 8-bit floats: A and B Float8E4M3FN or Float8E5M2 (either with either) run the same kernel with
+  ``m64nNk32`` WGMMAs (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a
+  multiple of 16 elements), the stages and the epilogue as for 16-bit inputs. ``scale_a`` and ``scale_b``
+  (Float32 tensors of one element, read on the device) scale the product as ``torch._scaled_mm``'s per-tensor
+  scales do.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
   convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
   (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's
@@ -114,7 +120,9 @@ from .tma_tiled import sm_count
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
            "PRODUCER_REGS", "CONSUMER_REGS"]
 
-GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128; tile_n=256 gives (128, 256, 64)
+GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128 (16-bit A, B); tile_n=256 gives (128, 256, 64)
+K_TILE_BYTES = 128                     # a k-tile is 128 bytes of each row: 64 16-bit or 128 8-bit elements
+FP8 = (cute.Float8E4M3FN, cute.Float8E5M2)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
 STAGES = {128: 6, 256: 4}              # the default stages of each tile_n: as many as shared memory holds
 EPILOGUES = ("scalar", "vector", "tma")
@@ -132,7 +140,7 @@ SMEM_LIMIT = 227 * 1024
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma, bias, alpha,
-                activation, fuse_cols):
+                activation, fuse_cols, scales):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -252,8 +260,8 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                 out = slice_mma.make_fragment_C(tCgC)
                 reduce_splits(acc, out, recv, red_bar, split, split_k, tidx)
             cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn_s), (tm, tn_s))
-            if bias is not None or alpha != 1.0 or activation is not None:
-                fuse_epilogue(out, thr_s.partition_C(cC), fuse_cols, bias, alpha, activation, n)
+            if bias is not None or alpha != 1.0 or activation is not None or scales is not None:
+                fuse_epilogue(out, thr_s.partition_C(cC), fuse_cols, bias, alpha, activation, n, scales)
             # a tile past M (the second CTA of a cluster, for an odd number of M tiles), or a slice past N, is not
             # stored: its tile index lies outside the tiled C (whose tile modes of extent 1 have stride 0)
             if tm * bm < m and tn_s * bn_s < n:
@@ -278,16 +286,29 @@ def _tile_of(t, cluster_tiles_m, tiles_n, group_m, cluster_m, rank):
     return (first + within % rows) * cluster_m + rank, within // rows
 
 
+def _k_tile(ab):
+    """A k-tile's K extent for elements of ``ab``: 128 bytes."""
+    return K_TILE_BYTES * 8 // ab.width
+
+
 def _smem_bytes(tile, stages, epilogue_bytes=0):
-    """Shared memory of the kernel: the A and B stages (16-bit elements), their barriers, the epilogue's
+    """Shared memory of the kernel: the A and B stages (rows of 128-byte k-tiles), their barriers, the epilogue's
     buffers, alignment slack."""
-    bm, bn, bk = tile
-    return stages * (bm + bn) * bk * 2 + 16 * stages + epilogue_bytes + 2048
+    bm, bn, _ = tile
+    return stages * (bm + bn) * K_TILE_BYTES + 16 * stages + epilogue_bytes + 2048
 
 
-def _check_fused(c, bias, alpha, activation):
+def _check_fused(c, bias, alpha, activation, scale_a=None, scale_b=None):
     """The fused epilogue's arguments: ``bias`` a 1-D float tensor of C's N columns (any stride), ``alpha`` a real
-    number, ``activation`` one of ``ACTIVATIONS`` or ``None``. Returns ``alpha`` as a Python float."""
+    number, ``activation`` one of ``ACTIVATIONS`` or ``None``, ``scale_a`` and ``scale_b`` (together or not at
+    all) Float32 tensors of one element. Returns ``alpha`` as a Python float."""
+    if (scale_a is None) != (scale_b is None):
+        raise cute.CuteValueError("gemm: scale_a and scale_b come together (the per-tensor scales of A and B)")
+    for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if t is not None and (not hasattr(t, "element_type") or t.element_type is not cute.Float32
+                              or cute.size(t) != 1):
+            raise cute.CuteValueError(f"gemm: {name} is a Float32 tensor of one element (a per-tensor scale), got "
+                                      f"{t!r}")
     if activation is not None and activation not in ACTIVATIONS:
         raise cute.CuteValueError(f"gemm: activation must be one of {ACTIVATIONS} or None, got {activation!r}")
     value = float(alpha) if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) else None
@@ -313,9 +334,10 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
                                   f"B {tuple(b.shape)}, C {tuple(c.shape)}")
     if min(m, n, k) < 1:
         raise cute.CuteValueError(f"gemm needs M, N, K >= 1, got {(m, n, k)}")
-    if a.element_type not in (cute.BFloat16, cute.Float16) or b.element_type is not a.element_type:
-        raise cute.CuteValueError(f"gemm: A and B are both BFloat16 or both Float16, got {a.element_type.name} and "
-                                  f"{b.element_type.name}")
+    ta, tb = a.element_type, b.element_type
+    if not ((ta in (cute.BFloat16, cute.Float16) and tb is ta) or (ta in FP8 and tb in FP8)):
+        raise cute.CuteValueError(f"gemm: A and B are both BFloat16, both Float16, or 8-bit floats (Float8E4M3FN, "
+                                  f"Float8E5M2), got {ta.name} and {tb.name}")
     if c.element_type not in (cute.Float32, cute.BFloat16, cute.Float16):
         raise cute.CuteValueError(f"gemm: C is Float32, BFloat16 or Float16, got {c.element_type.name}")
     for name, t in (("a", a), ("b", b)):
@@ -344,7 +366,7 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if not (group_m is None or (type(group_m) is int and 1 <= group_m < 2 ** 31)):
         raise cute.CuteValueError(f"gemm: group_m is None or a positive int below 2**31 (rows of cluster tiles per "
                                   f"group), got {group_m!r}")
-    tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
+    tile = (GEMM_TILE[0], tile_n, _k_tile(a.element_type))
     need = _smem_bytes(tile, stages, _epi_bytes() if epilogue == "tma" else 0)
     if need > SMEM_LIMIT:
         raise cute.CuteValueError(f"gemm: {stages} stages of {tile[0]}x{tile[1]}x{tile[2]} tiles need {need} bytes "
@@ -353,8 +375,8 @@ def _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
 
 def _recv_fits(tile, stages):
     """Whether a tile's fp32 partial products fit over the stages (the split reduction's receive buffer)."""
-    bm, bn, bk = tile
-    return bm * bn * 4 <= stages * (bm + bn) * bk * 2
+    bm, bn, _ = tile
+    return bm * bn * 4 <= stages * (bm + bn) * K_TILE_BYTES
 
 
 def _auto_split(m, n, k, tile, stages):
@@ -371,7 +393,7 @@ def _auto_split(m, n, k, tile, stages):
     return split
 
 
-def _auto_tile_n(m, n, k):
+def _auto_tile_n(m, n, k, bk=GEMM_TILE[2]):
     """The default ``tile_n``: 128 where C is wider than tall (M < N), its 128 x 256 tiles are so few that the
     default would split K by exactly 2 (``_auto_split``) and K has at least 64 k-tiles; 256 otherwise (and for a
     run-time M, N or K). There 128 x 128 tiles, enough for the SMs without a split, in persistent 2x1 clusters
@@ -380,7 +402,7 @@ def _auto_tile_n(m, n, k):
     wide (4096x512xK), K of 512, or more tiles (2048^3, 1024x4096x4096, 512x8192x8192)."""
     if not (type(m) is int and type(n) is int and type(k) is int):
         return 256
-    wide = (GEMM_TILE[0], TILE_NS[-1], GEMM_TILE[2])
+    wide = (GEMM_TILE[0], TILE_NS[-1], bk)
     if m < n and cute.ceil_div(k, wide[2]) >= 64 and _auto_split(m, n, k, wide, STAGES[wide[1]]) == 2:
         return 128
     return 256
@@ -412,7 +434,7 @@ def _resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):
     if not _recv_fits(tile, stages):
         raise cute.CuteValueError(f"gemm: split_k={split_k} sums the {bm}x{bn} fp32 partial products over the "
                                   f"stages' shared memory: {stages} stages of {bm}x{bn}x{bk} tiles are too few "
-                                  f"(at least {cute.ceil_div(bm * bn * 2, (bm + bn) * bk)})")
+                                  f"(at least {cute.ceil_div(bm * bn * 4, (bm + bn) * K_TILE_BYTES)})")
     return 1, False, split_k
 
 
@@ -439,11 +461,11 @@ def _pairs_aligned(c):
             and c.iterator.alignment >= c.element_type.width // 4)
 
 
-def _warpgroup_mma(ab, warpgroups, tiler_mn):
-    """The tiled warpgroup MMA of K-major ``ab`` operands into fp32: ``warpgroups`` along M, each an
-    instruction of ``tiler_mn``."""
-    return hh.make_trivial_tiled_mma(ab, ab, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
-                                     (warpgroups, 1, 1), tiler_mn)
+def _warpgroup_mma(ab, warpgroups, tiler_mn, b_type=None):
+    """The tiled warpgroup MMA of K-major ``ab`` operands (B of ``b_type``, by default ``ab``) into fp32:
+    ``warpgroups`` along M, each an instruction of ``tiler_mn``."""
+    return hh.make_trivial_tiled_mma(ab, ab if b_type is None else b_type, wg.OperandMajorMode.K,
+                                     wg.OperandMajorMode.K, cute.Float32, (warpgroups, 1, 1), tiler_mn)
 
 
 def _grid(m, n, bm, bn, cluster_m, persistent):
@@ -461,13 +483,14 @@ def _grid(m, n, bm, bn, cluster_m, persistent):
 
 @cute.jit
 def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", cluster_m=None, persistent=None,
-         group_m=8, split_k=None, bias=None, alpha=1.0, activation=None):
+         group_m=8, split_k=None, bias=None, alpha=1.0, activation=None, scale_a=None, scale_b=None):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type;
     with ``bias``, ``alpha`` or ``activation``, ``c[i, j] = activation(alpha * sum_k a[i, k] b[j, k] + bias[j])``,
     all in fp32 before the one rounding (``activation``: ``"relu"``, ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, as
     torch's; ``bias``: N values, Float32, BFloat16 or Float16; ``alpha``: a number, part of the compiled kernel).
 
-    ``a``: (M, K) and ``b``: (N, K), both BFloat16 or both Float16, row-major with 16-byte aligned rows;
+    ``a``: (M, K) and ``b``: (N, K), both BFloat16, both Float16, or 8-bit floats (Float8E4M3FN,
+    Float8E5M2; ``scale_a``, ``scale_b``: their per-tensor scales), row-major with 16-byte aligned rows;
     ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); any M, N, K >= 1. ``stages``: the load pipeline's
     depth (2..6, as shared memory allows: at most 4 with ``tile_n=256``); ``tile_n``: the CTA tile's N (128 or
     256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``);
@@ -482,20 +505,21 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     stages for the wide shapes of few tiles that ``_auto_tile_n`` names. See the module for the kernel."""
     if tile_n is None:
         auto = split_k is None and cluster_m is None and persistent is None
-        tile_n = _auto_tile_n(a.shape[0], b.shape[0], a.shape[1]) if auto else 256
+        tile_n = _auto_tile_n(a.shape[0], b.shape[0], a.shape[1], _k_tile(a.element_type)) if auto else 256
     if stages is None:
         stages = STAGES.get(tile_n, 4)
     _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
-    alpha = _check_fused(c, bias, alpha, activation)
-    tile = (GEMM_TILE[0], tile_n, GEMM_TILE[2])
+    alpha = _check_fused(c, bias, alpha, activation, scale_a, scale_b)
+    scales = None if scale_a is None else (scale_a, scale_b)
+    tile = (GEMM_TILE[0], tile_n, _k_tile(a.element_type))
     bm, bn, bk = tile
     cluster_m, persistent, split_k = _resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
                                               persistent, split_k)
     bn_s = bn // split_k
     ab = a.element_type
-    tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn))
+    tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn), b.element_type)
     a_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile, ab, stages)
-    b_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile, ab, stages)
+    b_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, tile, b.element_type, stages)
     load_a, tma_a = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
                                                 cute.slice_(a_layout, (None, None, 0)), (bm, bk))
     b_op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cluster_m > 1 else cpasync.CopyBulkTensorTileG2SOp()
@@ -515,4 +539,4 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
-                slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s))).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))
+                slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))

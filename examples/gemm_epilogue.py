@@ -66,13 +66,17 @@ def column_offsets(slice_mma, tile_mn):
 
 
 @cute.jit
-def fuse_epilogue(acc, tCcC, offsets, bias, alpha, activation, n):
-    """``acc[i] = activation(alpha * acc[i] + bias[col])`` in fp32, in place, for each accumulator of a thread
-    (in ``tCcC[0]``'s column plus ``offsets[i]``): the work fused before the store (which then rounds once to C's
-    type). ``alpha`` a number (1: no product), ``bias`` a 1-D tensor of C's N columns or ``None``; a column past
-    ``n`` (an edge tile's, never stored) reads no bias."""
+def fuse_epilogue(acc, tCcC, offsets, bias, alpha, activation, n, scales=None):
+    """``acc[i] = activation(alpha * scale_a * scale_b * acc[i] + bias[col])`` in fp32, in place, for each
+    accumulator of a thread (in ``tCcC[0]``'s column plus ``offsets[i]``): the work fused before the store (which
+    then rounds once to C's type). ``alpha`` a number (1: no product), ``scales`` ``None`` or the per-tensor
+    scales ``(scale_a, scale_b)`` (one-element tensors, read once), ``bias`` a 1-D tensor of C's N columns or
+    ``None``; a column past ``n`` (an edge tile's, never stored) reads no bias."""
     _, col0 = tCcC[0]
-    _fuse(acc, col0, offsets, bias, alpha, activation, n)
+    scale = alpha
+    if scales is not None:
+        scale = alpha * scales[0][0] * scales[1][0]
+    _fuse(acc, col0, offsets, bias, scale, activation, n)
 
 
 @cute.jit
@@ -83,7 +87,7 @@ def _fuse(acc, col0, offsets, bias, alpha, activation, n):
         arch.warpgroup_fence_operand(acc, FUSE_CHUNK * q, FUSE_CHUNK)
         for i in cute.range_constexpr(FUSE_CHUNK * q, FUSE_CHUNK * (q + 1)):
             x = acc[i]
-            if alpha != 1.0:
+            if not (type(alpha) is float and alpha == 1.0):      # (a run-time scale always multiplies)
                 x = x * alpha
             if bias is not None:
                 if col0 + offsets[i] < n:

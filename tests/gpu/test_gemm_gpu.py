@@ -202,8 +202,6 @@ FUSED_CASES = [
 def test_fused_epilogue_matches_torch(m, n, k, ab, out, kwargs, pad, bias_t, bias_stride, alpha, activation):
     """``C = activation(alpha * A @ B^T + bias)`` computed in fp32 before the one rounding, against torch's
     functions on the fp32 product, into a NaN-poisoned padded C; a second run gives the same bits."""
-    torch = hopper_torch()
-    F = torch.nn.functional
     cdt = {"bfloat16": "BFloat16", "float16": "Float16", "float32": "Float32"}
     kp = _padded_k(k)
     per_16_bytes = 16 // SIZES[out]
@@ -217,6 +215,8 @@ def test_fused_epilogue_matches_torch(m, n, k, ab, out, kwargs, pad, bias_t, bia
                      **fused)
     if activation in ("silu", "gelu", "gelu_tanh"):
         assert "ex2.approx" in c.ptx
+    torch = hopper_torch()
+    F = torch.nn.functional
     tab, tout = getattr(torch, ab), getattr(torch, out)
     g = torch.Generator(device="cpu").manual_seed(m + 5 * n + 11 * k)
     a_store = torch.randn(m, kp, generator=g).to(tab).cuda()
@@ -246,3 +246,49 @@ def test_fused_epilogue_matches_torch(m, n, k, ab, out, kwargs, pad, bias_t, bia
         assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
         outs.append(cv.clone())
     assert torch.equal(outs[0], outs[1])
+
+
+# 8-bit floats: (M, N, K, A type, B type, C type, gemm options, per-tensor scales). Edge tiles in M, N and K
+# (K padded to rows of 16 bytes), the TMA and the register stores, a split of K, mixed E4M3/E5M2.
+FP8_CASES = [
+    (300, 520, 1000, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(), None),
+    (1024, 1024, 1024, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(), (0.5, 4.0)),
+    (129, 255, 520, "float8_e5m2", "float8_e4m3fn", "float32", dict(epilogue="vector"), (2.0, 0.25)),
+    (300, 520, 4096, "float8_e4m3fn", "float8_e5m2", "bfloat16", dict(split_k=4, tile_n=128), None),
+]
+
+
+@pytest.mark.parametrize("m, n, k, a_t, b_t, out, kwargs, scales", FP8_CASES)
+def test_fp8_gemm_matches_torch(m, n, k, a_t, b_t, out, kwargs, scales):
+    """``C = scale_a * scale_b * A @ B^T`` of 8-bit floats against torch's float64 product of the same values,
+    into a NaN-poisoned padded C. Hopper adds the 8-bit products with fewer mantissa bits than fp32 (about 14,
+    as DeepSeek-V3's report measured): the tolerance grows with sqrt(K)."""
+    cdt = {"bfloat16": "BFloat16", "float32": "Float32", "float8_e4m3fn": "Float8E4M3FN",
+           "float8_e5m2": "Float8E5M2"}
+    kp = -(-k // 16) * 16
+    ldc = n + 8
+    spec = cute.compiler.DeviceArraySpec
+    extra = {}
+    if scales is not None:
+        extra = dict(scale_a=spec("Float32", (1,)), scale_b=spec("Float32", (1,)))
+    c = cute.compile(gemm, spec(cdt[a_t], (m, k), (kp, 1)), spec(cdt[b_t], (n, k), (kp, 1)),
+                     spec(cdt[out], (m, n), (ldc, 1), address=(1 << 24) + GUARD * ldc * SIZES[out]), **kwargs,
+                     **extra)
+    assert "k32.f32" in c.ptx
+    torch = hopper_torch()
+    g = torch.Generator(device="cpu").manual_seed(m + n + k)
+    a_store = torch.randn(m, kp, generator=g).to(getattr(torch, a_t)).cuda()
+    b_store = torch.randn(n, kp, generator=g).to(getattr(torch, b_t)).cuda()
+    a, b = a_store[:, :k], b_store[:, :k]
+    want = torch.matmul(a.double(), b.double().t())
+    if scales is not None:
+        extra = dict(scale_a=torch.tensor([scales[0]], device="cuda"), scale_b=torch.tensor([scales[1]], device="cuda"))
+        want = want * scales[0] * scales[1]
+    c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=getattr(torch, out), device="cuda")
+    cv = c_store[GUARD:GUARD + m, :n]
+    gemm(a, b, cv, **kwargs, **extra)
+    torch.cuda.synchronize()
+    scale = 1.0 if scales is None else scales[0] * scales[1]
+    torch.testing.assert_close(cv.double(), want, rtol=2e-2, atol=2e-2 * k ** 0.5 * scale)
+    assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
+    assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"

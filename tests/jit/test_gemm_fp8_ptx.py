@@ -1,0 +1,79 @@
+"""Kernel 13 on 8-bit floats without a GPU: A and B Float8E4M3FN or Float8E5M2 (mixed), 128-byte k-tiles of 128
+elements, ``wgmma ... k32`` instructions, per-tensor scales read on the device; its PTX checked and assembled,
+no spills, and its rules."""
+
+import re
+import subprocess
+
+import pytest
+
+import cute_py as cute
+from examples import gemm
+from mlir_dialects import assembler
+
+spec = cute.compiler.DeviceArraySpec
+NAMES = {"Float8E4M3FN": "e4m3", "Float8E5M2": "e5m2"}
+
+
+def _compile(m, n, k, a="Float8E4M3FN", b="Float8E4M3FN", out="BFloat16", kp=None, **kw):
+    kp = kp or k
+    return cute.compile(gemm, spec(a, (m, k), (kp, 1)), spec(b, (n, k), (kp, 1)), spec(out, (m, n)), **kw)
+
+
+def _ptxas_notes(ptx):
+    ptxas = assembler.find_ptxas()
+    if ptxas is None:
+        return None
+    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
+    return re.findall(r"\((C75\d\d)\)", r.stderr), [int(x) for x in spills]
+
+
+@pytest.mark.parametrize("a, b, out, kwargs", [
+    ("Float8E4M3FN", "Float8E4M3FN", "BFloat16", {}),
+    ("Float8E5M2", "Float8E4M3FN", "Float32", dict(tile_n=128, cluster_m=1, persistent=False, split_k=1)),
+    ("Float8E4M3FN", "Float8E5M2", "BFloat16", dict(split_k=2, tile_n=128)),
+])
+def test_fp8_gemm_ptx(a, b, out, kwargs, filecheck, assemble):
+    """Each k-tile is 128 bytes of K (128 elements: one TMA box of A and of B per stage) and four
+    ``m64nNk32`` WGMMAs of the two 8-bit types."""
+    c = _compile(1024, 1024, 1024, a, b, out, **kwargs)
+    n = kwargs.get("tile_n", 256)
+    mma = f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{NAMES[a]}.{NAMES[b]}"
+    filecheck(c.ptx, ["CHECK: cp.async.bulk.tensor.2d.shared::cluster.global",
+                      f"CHECK: {mma} {{{{[{{].*[}}]}}}}, {{{{%rd[0-9]+}}}}, {{{{%rd[0-9]+}}}}, {{{{p|%p[0-9]+}}}}, 1, 1;"])
+    assert c.ptx.count(mma) == 8, "four k-blocks of 32 in a 128-element k-tile, a prologue and the main loop"
+    assemble(c.ptx)
+    notes = _ptxas_notes(c.ptx)
+    if notes is not None:
+        assert notes == ([], [0]), f"ptxas: {notes}"
+
+
+def test_per_tensor_scales_are_read_on_the_device_and_multiply_the_product():
+    plain = _compile(300, 260, 224).ptx
+    scaled = _compile(300, 260, 224, scale_a=spec("Float32", (1,)), scale_b=spec("Float32", (1,))).ptx
+    assert scaled != plain
+    body = scaled[scaled.index(".entry"):]
+    assert len(re.findall(r"ld\.global(\.nc)?\.(f32|b32)", body)) >= 2, "the two scales"
+    assert _compile(300, 260, 224, scale_a=spec("Float32", (1,)), scale_b=spec("Float32", (1,)),
+                    alpha=0.5).ptx != scaled
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(b="BFloat16"), "A and B are both BFloat16, both Float16, or 8-bit floats .* got Float8E4M3FN and BFloat16"),
+    (dict(a="Float16", b="Float8E5M2"), "got Float16 and Float8E5M2"),
+    (dict(k=200), "a's rows must start on 16-byte boundaries .* a row stride of a multiple of 16 elements .* got 200"),
+    (dict(scale_a=spec("Float32", (1,))), "scale_a and scale_b come together"),
+    (dict(scale_a=spec("Float32", (2,)), scale_b=spec("Float32", (1,))), "scale_a is a Float32 tensor of one element"),
+    (dict(scale_a=spec("Float32", (1,)), scale_b=spec("BFloat16", (1,))), "scale_b is a Float32 tensor of one"),
+])
+def test_fp8_rules(kwargs, match):
+    args = dict(m=300, n=260, k=224)
+    for key in ("k",):
+        if key in kwargs:
+            args[key] = kwargs.pop(key)
+    with pytest.raises(cute.CuteValueError, match=match):
+        _compile(args["m"], args["n"], args["k"], **kwargs)
+    _compile(300, 260, 200, kp=208)          # padded rows of a multiple of 16 bytes: fine
