@@ -123,7 +123,8 @@ def test_shape_rules(args, match):
 
 
 def test_type_and_layout_rules():
-    with pytest.raises(cute.CuteValueError, match="both BFloat16, both Float16, or 8-bit floats .*got BFloat16 and Float16"):
+    with pytest.raises(cute.CuteValueError,
+                       match="both BFloat16, both Float16, or 8-bit floats .*got BFloat16 and Float16"):
         cute.compile(gemm, spec("BFloat16", (64, 64)), spec("Float16", (64, 64)), spec("Float32", (64, 64)))
     with pytest.raises(cute.CuteValueError, match="C is Float32, BFloat16 or Float16, got Int32"):
         cute.compile(gemm, spec("BFloat16", (64, 64)), spec("BFloat16", (64, 64)), spec("Int32", (64, 64)))
