@@ -539,4 +539,5 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
-                slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))
+                slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales).launch(
+        grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))

@@ -15,8 +15,8 @@ from cute_py import arch
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu import warp as warp_ops
 
-__all__ = ["store_tile", "store_tile_tma", "reduce_splits", "split_recv_layout", "fuse_epilogue", "activate", "column_offsets",
-           "EPI_ROW_BYTES", "EPI_BUFFERS", "ACTIVATIONS", "epi_tile"]
+__all__ = ["store_tile", "store_tile_tma", "reduce_splits", "split_recv_layout", "fuse_epilogue", "activate",
+           "column_offsets", "EPI_ROW_BYTES", "EPI_BUFFERS", "ACTIVATIONS", "epi_tile"]
 
 EPI_ROW_BYTES = 128                    # "tma": a subtile row of C is 128 bytes (64 16-bit or 32 fp32 elements)
 EPI_BUFFERS = 2                        # "tma": shared subtile buffers per consumer warpgroup

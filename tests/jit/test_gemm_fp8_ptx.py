@@ -42,8 +42,9 @@ def test_fp8_gemm_ptx(a, b, out, kwargs, filecheck, assemble):
     c = _compile(1024, 1024, 1024, a, b, out, **kwargs)
     n = kwargs.get("tile_n", 256)
     mma = f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{NAMES[a]}.{NAMES[b]}"
+    operands = "{{%rd[0-9]+}}, {{%rd[0-9]+}}, {{p|%p[0-9]+}}, 1, 1;"
     filecheck(c.ptx, ["CHECK: cp.async.bulk.tensor.2d.shared::cluster.global",
-                      f"CHECK: {mma} {{{{[{{].*[}}]}}}}, {{{{%rd[0-9]+}}}}, {{{{%rd[0-9]+}}}}, {{{{p|%p[0-9]+}}}}, 1, 1;"])
+                      f"CHECK: {mma} {{{{[{{].*[}}]}}}}, {operands}"])
     assert c.ptx.count(mma) == 8, "four k-blocks of 32 in a 128-element k-tile, a prologue and the main loop"
     assemble(c.ptx)
     notes = _ptxas_notes(c.ptx)

@@ -1,9 +1,10 @@
-"""``MmaF16BF16Op``: the Hopper warpgroup MMA (``wgmma.mma_async``) on 16-bit floats, as an op that an MMA
-framework (atoms, tiled MMAs, ``gemm``) can drive.
+"""``MmaF16BF16Op`` and ``MmaF8Op``: the Hopper warpgroup MMA (``wgmma.mma_async``) on 16-bit floats and on
+8-bit floats (E4M3, E5M2), as ops that an MMA framework (atoms, tiled MMAs, ``gemm``) can drive.
 
-**The op's interface** (everything a tiled MMA needs; static, host-side):
+**The ops' interface** (everything a tiled MMA needs; static, host-side):
 
-- ``shape_mnk``: ``(64, N, 16)``; ``thr_id``: ``Layout(128)`` (one warpgroup, ``num_threads == 128``);
+- ``shape_mnk``: ``(64, N, 16)``, or ``(64, N, 32)`` for 8-bit floats (always K-major); ``thr_id``:
+  ``Layout(128)`` (one warpgroup, ``num_threads == 128``);
 - ``tv_layout_A`` / ``tv_layout_B`` / ``tv_layout_C``: ``(thread, value) -> index`` into the column-major
   ``(M, K)``, ``(N, K)`` and ``(M, N)`` tiles, CuTe C++'s GMMA traits (``mma_traits_sm90_gmma.hpp``):
 
@@ -12,14 +13,16 @@ framework (atoms, tiled MMAs, ``gemm``) can drive.
     register ``v//2`` (f16, low half first);
   - A and B from shared memory: the whole tile for every thread, ``(128,(M,K)):(0,(1,M))`` (each thread names
     the tile; the hardware reads it through a descriptor);
-  - A from registers: ``((4,8,4),(2,2,2)):((128,1,16),(64,8,512))`` (8 values, 4 registers of two halves);
+  - A from registers: ``((4,8,4),(2,2,2)):((128,1,16),(64,8,512))`` (8 values, 4 registers of two halves),
+    for 8-bit floats ``((4,8,4),(4,2,2)):((256,1,16),(64,8,1024))`` (16 values, 4 registers of four bytes);
 - ``a_dtype``, ``b_dtype``, ``acc_dtype``, ``a_src``, ``a_major_mode``, ``b_major_mode``, ``transpose_a`` /
   ``transpose_b`` (WGMMA's ``imm-trans`` bits: 1 for an MN-major operand), ``ptx_name`` (the instruction);
 - ``num_acc_registers``: 32-bit accumulator registers per thread (``N/2`` for f32, ``N/4`` for f16);
 - kernel side, :meth:`MmaF16BF16Op.mma` issues one ``wgmma.mma_async``: ``acc`` (a register fragment of
   ``acc_dtype`` with ``size(tv_layout_C[1])`` elements in value order, updated in place), ``a`` (a descriptor:
   an int or a traced 64-bit integer from :func:`~cute_py.nvgpu.warpgroup.make_gmma_desc`; or, for
-  ``OperandSource.RMEM``, a register fragment of 8 ``a_dtype`` values in ``tv_layout_A``'s value order),
+  ``OperandSource.RMEM``, a register fragment of 8 (16 for 8-bit floats) ``a_dtype`` values in
+  ``tv_layout_A``'s value order),
   ``b`` (a descriptor), ``accumulate`` (``scale-d``: a bool or a traced Boolean). The MMA is asynchronous:
   ``fence()`` before it, ``commit_group()`` after, ``wait_group(n)`` before reading ``acc``.
 """
@@ -36,8 +39,8 @@ from ...tensor.dtypes import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float3
 from ..sync import WgmmaMmaAsyncOp
 from .operands import Field, OperandMajorMode, OperandSource
 
-__all__ = ["MmaF16BF16Op", "MmaF8Op", "MMA_OP_CLASSES", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout", "ab_smem_tv_layout",
-           "a_rmem_tv_layout"]
+__all__ = ["MmaF16BF16Op", "MmaF8Op", "MMA_OP_CLASSES", "WgmmaShapeError", "WARPGROUP_THREADS", "c_tv_layout",
+           "ab_smem_tv_layout", "a_rmem_tv_layout"]
 
 WARPGROUP_THREADS = 128
 
