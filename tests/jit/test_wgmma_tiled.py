@@ -158,7 +158,7 @@ def test_the_8_bit_op_its_names_and_rules():
         (lambda: _f8(a=cute.BFloat16), wg.WgmmaShapeError, "a_dtype must be Float8E4M3FN or Float8E5M2"),
         (lambda: _f8(acc=cute.BFloat16), wg.WgmmaShapeError, "acc_dtype must be Float32 or Float16"),
         (lambda: wg.MmaF8Op(cute.Float8E4M3FN, cute.Float8E4M3FN, cute.Float32, (64, 128, 16)), wg.WgmmaShapeError,
-         "K extent of this warpgroup MMA is 32, got 16"),
+         "K extent of an 8-bit warpgroup MMA is 32, got 16"),
         (lambda: _f8(a_major_mode=OpM.MN), wg.WgmmaShapeError, "8-bit operands are K-major .no transpose., got "
                                                                  "a_major_mode"),
         (lambda: _f8(100), wg.WgmmaShapeError, "multiple of 8 in 8..256, got 100"),

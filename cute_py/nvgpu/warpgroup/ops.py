@@ -107,7 +107,8 @@ class _WarpgroupMmaOp(MmaOp):
         if not (8 <= n <= 256 and n % 8 == 0):
             raise WgmmaShapeError(f"{name}: the N extent must be a multiple of 8 in 8..256, got {n}")
         if k != k_extent:
-            raise WgmmaShapeError(f"{name}: the K extent of this warpgroup MMA is {k_extent}, got {k}")
+            kind = "a 16-bit" if k_extent == 16 else "an 8-bit"
+            raise WgmmaShapeError(f"{name}: the K extent of {kind} warpgroup MMA is {k_extent}, got {k}")
         return m, n, k
 
     def _set(self, **fields):
