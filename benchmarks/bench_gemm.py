@@ -3,7 +3,7 @@
 
 Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--reps 20] [--c fp32|bf16]
      [--config split_k=2,tile_n=128 epilogue=vector,group_m=None ...] [--activation gelu|silu|relu|gelu_tanh]
-     [--fp8]
+     [--fp8 [tensor|block]]
 
 Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by
 default, as cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after
@@ -13,8 +13,13 @@ measured as its own column (default: the default configuration); ``None``, ``Tru
 Python's. ``--activation`` times the fused epilogue instead: ``C = activation(A @ B^T + bias)`` (a bf16 bias of N)
 in one kernel, against torch's ``activation(addmm(bias, A, B^T))`` (cuBLAS's bias epilogue, then torch's
 activation kernel) in the cuBLAS column, and without Triton. ``--fp8`` makes A and B Float8E4M3FN with per-tensor
-scales, against ``torch._scaled_mm`` (cuBLASLt) in the cuBLAS column, without Triton.
+scales, against ``torch._scaled_mm`` (cuBLASLt) in the cuBLAS column, without Triton; ``--fp8 block`` scales them
+by blocks as DeepSeek-V3 does (1x128 of A, 128x128 of B; checked against the blockwise sum in float64), the cuBLAS
+column still ``torch._scaled_mm``'s per-tensor product, and DeepGEMM's published H800 figures printed beside its
+shapes.
 """
+
+DEEPGEMM = {"4096,7168,16384": 1520, "64,2112,7168": 206}     # DeepGEMM's README, H800, TFLOP/s
 
 import argparse
 import datetime
@@ -83,9 +88,13 @@ def _compile_jobs(jobs):
 
     for text, cname, kw, activation, fp8 in jobs:
         a, b, c = _tensors(text, getattr(torch, cname), fp8)
-        if fp8:
+        if fp8 == "tensor":
             one = torch.ones(1, device="cuda")
             kw = dict(kw, scale_a=one, scale_b=one)
+        elif fp8 == "block":
+            (m, k), n = a.shape, b.shape[0]
+            kw = dict(kw, scale_a=torch.ones(m, -(-k // 128), device="cuda"),
+                      scale_b=torch.ones(-(-n // 128), -(-k // 128), device="cuda"), tile_n=128)
         if activation is not None:
             kw = dict(kw, bias=torch.empty(c.shape[1], device="cuda", dtype=torch.bfloat16), activation=activation)
         cute.compile(gemm, a, b, c, **kw)
@@ -106,7 +115,7 @@ def _precompile(shapes, configs, cname, workers, activation, fp8):
 ACTIVATIONS = {"relu": "relu", "silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu"}
 
 
-def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=False):
+def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None):
     """(TFLOP/s of each configuration, cuBLAS's, Triton's, whether every output matched)."""
     import torch
     import torch.nn.functional as F
@@ -123,6 +132,15 @@ def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=False):
         one = torch.ones(1, device="cuda")
         fused = dict(scale_a=one, scale_b=one)
         torch_mm = (lambda: torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=cdt))
+    if fp8 == "block":
+        kt, nt = -(-k // 128), -(-n // 128)
+        sa, sb = torch.rand(m, kt, device="cuda") + 0.5, torch.rand(nt, kt, device="cuda") + 0.5
+        fused = dict(scale_a=sa, scale_b=sb, tile_n=128)
+        ref = torch.zeros(m, n, dtype=torch.float64, device="cuda")
+        for t in range(kt):
+            part = a[:, 128 * t:128 * t + 128].double() @ b[:, 128 * t:128 * t + 128].double().t()
+            ref += part * sa[:, t:t + 1].double() * sb[:, t].double().repeat_interleave(128)[:n][None, :]
+        ref = ref.float()
     if activation is not None:
         bias = torch.randn(n, device="cuda").to(torch.bfloat16)
         act = getattr(F, ACTIVATIONS[activation])
@@ -158,8 +176,9 @@ def main():
     ap.add_argument("--c", choices=("bf16", "fp32"), default="bf16")
     ap.add_argument("--config", nargs="*", default=[""])
     ap.add_argument("--no-triton", action="store_true")
-    ap.add_argument("--fp8", action="store_true",
-                    help="A and B Float8E4M3FN with per-tensor scales, against torch._scaled_mm")
+    ap.add_argument("--fp8", nargs="?", const="tensor", choices=("tensor", "block"), default=None,
+                    help="A and B Float8E4M3FN with per-tensor (or DeepSeek-V3's block) scales, against "
+                         "torch._scaled_mm")
     ap.add_argument("--activation", choices=tuple(ACTIVATIONS), default=None,
                     help="time the fused epilogue (bias and this activation) against torch's addmm and activation")
     ap.add_argument("--precompile", type=int, default=0, metavar="N",
@@ -185,7 +204,8 @@ def main():
           f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)"
           + (f", fused bias + {args.activation} (cuBLAS column: torch's addmm, then its {args.activation})"
              if args.activation else "")
-          + (", A and B Float8E4M3FN with per-tensor scales (cuBLAS column: torch._scaled_mm)" if args.fp8 else ""))
+          + (f", A and B Float8E4M3FN with {args.fp8} scales (cuBLAS column: torch._scaled_mm, per-tensor)"
+             if args.fp8 else ""))
     names = [",".join(f"{k}={v}" for k, v in kw.items()) or "default" for kw in configs]
     print(f"{'M,N,K':>18} " + " ".join(f"{n[:26]:>26}" for n in names)
           + f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check")
@@ -194,8 +214,9 @@ def main():
         ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm, args.activation,
                                          args.fp8)
         best = max(ours)
+        published = f"  DeepGEMM (H800) {DEEPGEMM[text]}" if args.fp8 == "block" and text in DEEPGEMM else ""
         print(f"{text:>18} " + " ".join(f"{x:26.1f}" for x in ours) + f" {blas:8.1f} {tri:8.1f}   "
-              f"{best / blas:11.3f} {best / tri:11.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
+              f"{best / blas:11.3f} {best / tri:11.3f}  {'ok' if ok else 'MISMATCH'}{published}", flush=True)
         torch.cuda.empty_cache()
 
 

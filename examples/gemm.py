@@ -86,7 +86,10 @@ benchmark's shapes, benchmarks/RESULTS.md):
   ``m64nNk32`` WGMMAs (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a
   multiple of 16 elements), the stages and the epilogue as for 16-bit inputs. ``scale_a`` and ``scale_b``
   (Float32 tensors of one element, read on the device) scale the product as ``torch._scaled_mm``'s per-tensor
-  scales do.
+  scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a`` ``(M, ceil(K / 128))`` (1x128 blocks of A's
+  rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128 blocks of B), with 128 x 128 tiles: each
+  k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32 times the two scales once they are
+  done (``_block_scaled_tile``), so the tensor cores never accumulate across a scale block.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
   convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
   (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's
@@ -140,7 +143,7 @@ SMEM_LIMIT = 227 * 1024
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma, bias, alpha,
-                activation, fuse_cols, scales):
+                activation, fuse_cols, scales, block_scales):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -226,29 +229,35 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         for i in range(my_tiles):
             tm, tn = _tile_of(first + i * clusters, cluster_tiles_m, tiles_n, group_m, cluster_m, rank)
             acc = tiled_mma.make_fragment_C(thr.partition_C(cute.local_tile(c, (bm, bn), (tm, tn))))
-            # k-tile 0 (there is one: K >= 1): its first k-block writes the accumulators (scale-d 0)
-            tiled_mma.set(wg.Field.ACCUMULATE, False)
-            loads.consumer_wait(read)
-            wg.fence()
-            for kb in cute.range_constexpr(k_blocks):
-                cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
-                tiled_mma.set(wg.Field.ACCUMULATE, True)
-            wg.commit_group()
-            read.advance()
-            for k in range(k_lo + 1, k_hi):
+            if block_scales is None:
+                # k-tile 0 (there is one: K >= 1): its first k-block writes the accumulators (scale-d 0)
+                tiled_mma.set(wg.Field.ACCUMULATE, False)
                 loads.consumer_wait(read)
                 wg.fence()
                 for kb in cute.range_constexpr(k_blocks):
                     cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index],
                               acc)
+                    tiled_mma.set(wg.Field.ACCUMULATE, True)
                 wg.commit_group()
-                wg.wait_group(1)             # the previous k-tile's group is done: its stage may be refilled
+                read.advance()
+                for k in range(k_lo + 1, k_hi):
+                    loads.consumer_wait(read)
+                    wg.fence()
+                    for kb in cute.range_constexpr(k_blocks):
+                        cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
+                                  tCrB[None, None, kb, read.index], acc)
+                    wg.commit_group()
+                    wg.wait_group(1)             # the previous k-tile's group is done: its stage may be refilled
+                    loads.consumer_release(release)
+                    release.advance()
+                    read.advance()
+                wg.wait_group(0)
                 loads.consumer_release(release)
                 release.advance()
-                read.advance()
-            wg.wait_group(0)
-            loads.consumer_release(release)
-            release.advance()
+            else:
+                cC = thr.partition_C(cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn)))
+                _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi,
+                                   tn, m)
             # this CTA stores the columns tn_s * bn_s .. of the tile: all of them, or with split_k > 1 its slice of
             # the sum of the cluster's partial products
             tn_s = tn * split_k + split
@@ -271,6 +280,42 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                     store_tile(out, tCgC, thr_s.partition_C(cC), c, m, n, vector_c)
         if store_c is not None and tidx % 128 == 0:
             arch.tma_store_wait(0, read=True)     # the last stores have read shared memory before the CTA exits
+
+
+@cute.jit
+def _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi, tn, m):
+    """A tile's k-tiles with DeepSeek-V3's block scaling: each 128-element k-tile's products go into fresh
+    accumulators, which are added to the tile's as ``acc += partial * scale_a[row, k] * scale_b[tn, k]``
+    (1x128 scales of A, 128x128 of B) in fp32 once the k-tile's MMAs are done, so the tensor cores' own
+    accumulation never spans more than one scale block. A row past M reads the last row's scale (its value is not
+    stored)."""
+    scale_a, scale_b = block_scales
+    k_blocks = cute.size(tCrA, mode=[2])
+    part = cute.make_fragment(acc.layout, cute.Float32)
+    acc.fill(0.0)
+    rows = cute.make_fragment(2, cute.Int32)          # a thread's accumulators lie in two rows (C layout)
+    for r in cute.range_constexpr(2):
+        row, _ = cC[2 * r]
+        rows[r] = cute.min(row, m - 1)
+    for k in range(k_lo, k_hi):
+        sa0, sa1 = scale_a[rows[0], k], scale_a[rows[1], k]
+        sb = scale_b[tn, k]
+        loads.consumer_wait(read)
+        tiled_mma.set(wg.Field.ACCUMULATE, False)
+        arch.warpgroup_fence_operand(part)
+        wg.fence()
+        for kb in cute.range_constexpr(k_blocks):
+            cute.gemm(tiled_mma, part, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], part)
+            tiled_mma.set(wg.Field.ACCUMULATE, True)
+        wg.commit_group()
+        wg.wait_group(0)
+        arch.warpgroup_fence_operand(part)
+        loads.consumer_release(read)
+        read.advance()
+        release.advance()
+        s0, s1 = sa0 * sb, sa1 * sb
+        for i in cute.range_constexpr(cute.size(acc)):
+            acc[i] = cute.math.fma(part[i], s0 if (i // 2) % 2 == 0 else s1, acc[i])
 
 
 @cute.jit
@@ -298,17 +343,36 @@ def _smem_bytes(tile, stages, epilogue_bytes=0):
     return stages * (bm + bn) * K_TILE_BYTES + 16 * stages + epilogue_bytes + 2048
 
 
+def _block_scaled(a, b, scale_a, scale_b):
+    """Whether ``scale_a``/``scale_b`` are DeepSeek-V3's block scales, checked: 8-bit A and B, ``scale_a``
+    ``(M, ceil(K / 128))`` and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` Float32 (False for per-tensor
+    scales or none)."""
+    if scale_a is None or not hasattr(scale_a, "element_type") or cute.rank(scale_a.layout) != 2:
+        return False
+    (m, k), n = a.shape, b.shape[0]
+    kt, nt = cute.ceil_div(k, 128), cute.ceil_div(n, 128)
+    if a.element_type not in FP8:
+        raise cute.CuteValueError(f"gemm: block scales (1x128 of A, 128x128 of B) take 8-bit A and B, got "
+                                  f"{a.element_type.name}")
+    for name, t, shape in (("scale_a", scale_a, (m, kt)), ("scale_b", scale_b, (nt, kt))):
+        if (not hasattr(t, "element_type") or t.element_type is not cute.Float32 or cute.rank(t.layout) != 2
+                or tuple(t.shape) != shape):
+            raise cute.CuteValueError(f"gemm: with block scales {name} is Float32 of the shape {shape} (1x128 blocks "
+                                      f"of A's rows, 128x128 blocks of B), got {t!r}")
+    return True
+
+
 def _check_fused(c, bias, alpha, activation, scale_a=None, scale_b=None):
     """The fused epilogue's arguments: ``bias`` a 1-D float tensor of C's N columns (any stride), ``alpha`` a real
     number, ``activation`` one of ``ACTIVATIONS`` or ``None``, ``scale_a`` and ``scale_b`` (together or not at
     all) Float32 tensors of one element. Returns ``alpha`` as a Python float."""
     if (scale_a is None) != (scale_b is None):
-        raise cute.CuteValueError("gemm: scale_a and scale_b come together (the per-tensor scales of A and B)")
+        raise cute.CuteValueError("gemm: scale_a and scale_b come together (the scales of A and B)")
     for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
         if t is not None and (not hasattr(t, "element_type") or t.element_type is not cute.Float32
                               or cute.size(t) != 1):
-            raise cute.CuteValueError(f"gemm: {name} is a Float32 tensor of one element (a per-tensor scale), got "
-                                      f"{t!r}")
+            raise cute.CuteValueError(f"gemm: {name} is a Float32 tensor of one element (a per-tensor scale) or "
+                                      f"2-D block scales, got {t!r}")
     if activation is not None and activation not in ACTIVATIONS:
         raise cute.CuteValueError(f"gemm: activation must be one of {ACTIVATIONS} or None, got {activation!r}")
     value = float(alpha) if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) else None
@@ -503,14 +567,21 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and ``split_k`` chooses them: 128 x 256
     tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1 clusters; 128 x 128 tiles in 6
     stages for the wide shapes of few tiles that ``_auto_tile_n`` names. See the module for the kernel."""
+    block = _block_scaled(a, b, scale_a, scale_b)
+    if block and tile_n not in (None, 128):
+        raise cute.CuteValueError(f"gemm: block scales take tile_n=128 (a tile's columns are one 128-column block "
+                                  f"of B's scales), got {tile_n!r}")
+    if block:
+        tile_n = 128
     if tile_n is None:
         auto = split_k is None and cluster_m is None and persistent is None
         tile_n = _auto_tile_n(a.shape[0], b.shape[0], a.shape[1], _k_tile(a.element_type)) if auto else 256
     if stages is None:
         stages = STAGES.get(tile_n, 4)
     _check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
-    alpha = _check_fused(c, bias, alpha, activation, scale_a, scale_b)
-    scales = None if scale_a is None else (scale_a, scale_b)
+    alpha = _check_fused(c, bias, alpha, activation, *((None, None) if block else (scale_a, scale_b)))
+    scales = None if scale_a is None or block else (scale_a, scale_b)
+    block_scales = (scale_a, scale_b) if block else None
     tile = (GEMM_TILE[0], tile_n, _k_tile(a.element_type))
     bm, bn, bk = tile
     cluster_m, persistent, split_k = _resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
@@ -539,5 +610,6 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
-                slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales).launch(
+                slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales,
+                block_scales).launch(
         grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))

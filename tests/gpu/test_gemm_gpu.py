@@ -292,3 +292,39 @@ def test_fp8_gemm_matches_torch(m, n, k, a_t, b_t, out, kwargs, scales):
     torch.testing.assert_close(cv.double(), want, rtol=2e-2, atol=2e-2 * k ** 0.5 * scale)
     assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
     assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
+
+
+@pytest.mark.parametrize("m, n, k, kwargs", [
+    (300, 520, 1000, dict()),                                 # edge tiles in M, N and a partial last k-tile
+    (128, 2112, 7168, dict()),                                # DeepGEMM's small-M shape, scaled down in M
+    (256, 384, 4096, dict(split_k=4, cluster_m=1, persistent=False)),
+])
+def test_fp8_block_scaled_gemm_matches_the_blockwise_reference(m, n, k, kwargs):
+    """DeepSeek-V3's block scaling: ``C[i, j] = sum_t scale_a[i, t] * scale_b[j / 128, t] * A[i, 128t..] .
+    B[j, 128t..]``, against the same sum in float64, into a NaN-poisoned padded C."""
+    kp = -(-k // 16) * 16
+    kt, nt = -(-k // 128), -(-n // 128)
+    ldc = n + 8
+    spec = cute.compiler.DeviceArraySpec
+    c = cute.compile(gemm, spec("Float8E4M3FN", (m, k), (kp, 1)), spec("Float8E4M3FN", (n, k), (kp, 1)),
+                     spec("BFloat16", (m, n), (ldc, 1), address=(1 << 24) + GUARD * ldc * 2), **kwargs,
+                     scale_a=spec("Float32", (m, kt)), scale_b=spec("Float32", (nt, kt)))
+    assert "m64n128k32.f32.e4m3.e4m3" in c.ptx
+    torch = hopper_torch()
+    g = torch.Generator(device="cpu").manual_seed(m + n + k + 1)
+    a_store = torch.randn(m, kp, generator=g).to(torch.float8_e4m3fn).cuda()
+    b_store = torch.randn(n, kp, generator=g).to(torch.float8_e4m3fn).cuda()
+    a, b = a_store[:, :k], b_store[:, :k]
+    sa = (torch.rand(m, kt, generator=g) + 0.5).cuda()
+    sb = (torch.rand(nt, kt, generator=g) + 0.5).cuda()
+    want = torch.zeros(m, n, dtype=torch.float64, device="cuda")
+    for t in range(kt):
+        part = a[:, 128 * t:128 * t + 128].double() @ b[:, 128 * t:128 * t + 128].double().t()
+        want += part * sa[:, t:t + 1].double() * sb[:, t].double().repeat_interleave(128)[:n][None, :]
+    c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=torch.bfloat16, device="cuda")
+    cv = c_store[GUARD:GUARD + m, :n]
+    gemm(a, b, cv, **kwargs, scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(cv.double(), want, rtol=2e-2, atol=4e-2 * k ** 0.5)
+    assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
+    assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"

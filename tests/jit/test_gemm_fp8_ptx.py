@@ -78,3 +78,40 @@ def test_fp8_rules(kwargs, match):
     with pytest.raises(cute.CuteValueError, match=match):
         _compile(args["m"], args["n"], args["k"], **kwargs)
     _compile(300, 260, 200, kp=208)          # padded rows of a multiple of 16 bytes: fine
+
+
+def _block(m, n, k, **kw):
+    kt = -(-k // 128)
+    return _compile(m, n, k, scale_a=spec("Float32", (m, kt)), scale_b=spec("Float32", (-(-n // 128), kt)), **kw)
+
+
+def test_block_scaled_gemm_promotes_each_k_tile_in_fp32(filecheck, assemble):
+    """DeepSeek-V3's block scaling: each 128-element k-tile's four WGMMAs go into fresh accumulators, waited for,
+    then added to the tile's with one FMA per accumulator by the A row's and the B block's scales (three
+    loads: two rows of A's scales, one of B's)."""
+    c = _block(4096, 7168, 2048)
+    mma = "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"
+    filecheck(c.ptx, [f"CHECK-COUNT-4: {mma}", "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}0;"])
+    # (the loop is rotated: the promotion of one k-tile may come before the next one's MMAs in the text)
+    assert c.ptx.count(mma) == 4 and c.ptx.count("fma.rn.f32") == 64 and c.ptx.count("wgmma.wait_group") == 1
+    assert c.ptx.count("ld.global.b32") >= 3
+    assemble(c.ptx)
+    notes = _ptxas_notes(c.ptx)
+    if notes is not None:
+        assert notes == ([], [0]), f"ptxas: {notes}"
+
+
+@pytest.mark.parametrize("build, match", [
+    (lambda: _block(300, 260, 224, tile_n=256), "block scales take tile_n=128"),
+    (lambda: _compile(300, 260, 224, scale_a=spec("Float32", (300, 1)), scale_b=spec("Float32", (3, 2))),
+     r"scale_a is Float32 of the shape \(300, 2\)"),
+    (lambda: _compile(300, 260, 224, scale_a=spec("Float32", (300, 2)), scale_b=spec("Float32", (2, 2))),
+     r"scale_b is Float32 of the shape \(3, 2\)"),
+    (lambda: _compile(300, 260, 224, scale_a=spec("Float32", (300, 2)), scale_b=spec("BFloat16", (3, 2))),
+     r"scale_b is Float32 of the shape \(3, 2\)"),
+    (lambda: _compile(300, 260, 224, "BFloat16", "BFloat16", scale_a=spec("Float32", (300, 2)),
+                      scale_b=spec("Float32", (3, 2))), "block scales .* take 8-bit A and B, got BFloat16"),
+])
+def test_block_scale_rules(build, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        build()
