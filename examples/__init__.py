@@ -13,10 +13,11 @@
 11. ``warp_specialized_copy``: a producer warp's multicast TMA loads and consumer warps' scaled TMA stores,
     joined by ``cute_py.pipeline`` pipelines across a cluster.
 12. ``im2col``: a conv2d's implicit-GEMM A matrix gathered by im2col TMA (``c2d_im2col``).
-13. ``gemm``: ``C = A @ B^T`` in bf16/fp16 with fp32 accumulation: TMA loads through a ``PipelineTmaAsync`` into
-    128B-swizzled shared memory, two warpgroups of ``wgmma.mma_async``, an epilogue through shared memory
-    (``stmatrix``) and TMA stores, persistent 2x1 clusters, K split across a cluster for shapes of few tiles
-    (its epilogues in ``gemm_epilogue``).
+13. ``gemm``: ``C = A @ B^T`` in bf16/fp16 or 8-bit floats (per-tensor or DeepSeek-V3 block scales) with fp32
+    accumulation: TMA loads through a ``PipelineTmaAsync`` into 128B-swizzled shared memory, two warpgroups of
+    ``wgmma.mma_async``, an epilogue through shared memory (``stmatrix``) and TMA stores with a fused scale,
+    bias and activation, persistent 2x1 clusters, K split across a cluster for shapes of few tiles (its
+    epilogues in ``gemm_epilogue``, its argument rules in ``gemm_args``).
 14. ``attention``: FlashAttention-style attention forward in bf16/fp16 (head dims 64, 128, 256; causal; grouped
     KV heads; packed variable-length batches): a producer warp's TMA loads of Q, K and V, two consumer warpgroups
     computing ``Q K^T`` from shared memory and ``P V`` with P in registers, the online softmax in between; and
