@@ -7,9 +7,11 @@
     gemm(a, b, c, stages=3, tile_n=128, epilogue="scalar", cluster_m=1, persistent=False, split_k=1)
     gemm(a, b, c, split_k=4)    # four CTAs per tile, each a quarter of K, the products summed across a cluster
     gemm(a8, b8, c, scale_a=sa, scale_b=sb)   # 8-bit floats (E4M3/E5M2): c = sa * sb * a8 @ b8^T
+    gemm(a, b, c, bias=bias, activation="gelu")  # c = gelu(a @ b^T + bias), fused into the epilogue
 
 Each CTA computes ``128 x tile_n`` tiles of C (one, or, when persistent, every ``clusters``-th cluster tile from
-its cluster's index on), walking K in ``64``-wide k-tiles. It has three warpgroups:
+its cluster's index on), walking K in k-tiles of 128 bytes (64 16-bit or 128 8-bit elements). It has three
+warpgroups:
 
 - warpgroups 0 and 1 (threads 0-255) are the consumers: a tiled warpgroup MMA of ``m64n{tile_n}k16``
   instructions with atom layout ``(2, 1, 1)`` (each warpgroup owns 64 rows), fp32 accumulators in registers;
