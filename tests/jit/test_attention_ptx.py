@@ -4,13 +4,12 @@ ping-pong barriers) FileChecked and assembled for sm_90a for each head dimension
 assembler keeping the WGMMAs asynchronous (no serialisation warning); and the argument rules."""
 
 import re
-import subprocess
 
 import pytest
 
 import cute_py as cute
 from examples import attention
-from mlir_dialects import assembler
+from _ptxas_report import ptxas_notes
 
 spec = cute.compiler.DeviceArraySpec
 
@@ -70,18 +69,6 @@ def _check_ptx(ptx, d, filecheck, rank=4):
     assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
 
 
-def _assembler_warnings(ptx):
-    """ptxas's performance notes for ``ptx`` (``C7519``: an MMA fence the assembler had to add; ``C7520``: every
-    WGMMA serialised), or ``None`` when no ptxas is installed."""
-    ptxas = assembler.find_ptxas()
-    if ptxas is None:
-        return None
-    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return re.findall(r"\((C75\d\d)\)", r.stderr)
-
-
 @pytest.mark.parametrize("d, causal", [(128, False), (128, True), (64, False), (256, True)])
 def test_attention_ptx(d, causal, filecheck, assemble):
     c = _compile(d, causal)
@@ -100,7 +87,7 @@ def test_packed_attention_ptx(filecheck, assemble):
     assert "vprintf" in check and check.count("trap;") == 1
     assert "vprintf" not in main and "trap;" not in main
     assert "trap;" not in _compile().ptx
-    assert _assembler_warnings(c.ptx) in ([], None)
+    assert ptxas_notes(c.ptx) in ([], None)
     assemble(c.ptx)
 
 
@@ -108,7 +95,7 @@ def test_packed_attention_ptx(filecheck, assemble):
 def test_the_assembler_keeps_the_wgmmas_asynchronous(kw):
     """No accumulator or P register on a branch while an MMA is in flight, no P packed after the fence: ptxas
     would serialise every WGMMA of the kernel (C7520) or add fences (C7519)."""
-    warnings = _assembler_warnings(_compile(**kw).ptx)
+    warnings = ptxas_notes(_compile(**kw).ptx)
     if warnings is None:
         pytest.skip("no ptxas (a CUDA toolkit's, or pip nvidia-cuda-nvcc) to report on the assembly")
     assert warnings == [], f"ptxas: {warnings}"
@@ -189,7 +176,7 @@ def test_attention_backward_ptx(d, causal, filecheck, assemble):
     assert c.ptx.count("cp.async.bulk.tensor.4d") == 4 * max(1, d // 64), "K, V once; Q and dO per step"
     assert main.count("cp.async.bulk.tensor.3d") == 2, "lse * log2(e) and D of each step's queries"
     assemble(c.ptx)
-    warnings = _assembler_warnings(c.ptx)
+    warnings = ptxas_notes(c.ptx)
     if warnings is not None:
         assert warnings == [], f"ptxas: {warnings}"
 

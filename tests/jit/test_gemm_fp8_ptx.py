@@ -3,13 +3,12 @@ elements, ``wgmma ... k32`` instructions, per-tensor scales read on the device; 
 no spills, and its rules."""
 
 import re
-import subprocess
 
 import pytest
 
 import cute_py as cute
 from examples import gemm
-from mlir_dialects import assembler
+from _ptxas_report import ptxas_report
 
 spec = cute.compiler.DeviceArraySpec
 NAMES = {"Float8E4M3FN": "e4m3", "Float8E5M2": "e5m2"}
@@ -21,14 +20,9 @@ def _compile(m, n, k, a="Float8E4M3FN", b="Float8E4M3FN", out="BFloat16", kp=Non
 
 
 def _ptxas_notes(ptx):
-    ptxas = assembler.find_ptxas()
-    if ptxas is None:
-        return None
-    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
-    return re.findall(r"\((C75\d\d)\)", r.stderr), [int(x) for x in spills]
+    """ptxas's C75xx notes and each function's spill-store bytes, or ``None`` without a ptxas."""
+    report = ptxas_report(ptx)
+    return None if report is None else (report[0], [stores for stores, _ in report[1]])
 
 
 @pytest.mark.parametrize("a, b, out, kwargs", [

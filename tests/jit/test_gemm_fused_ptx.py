@@ -3,7 +3,6 @@ rounding. Its PTX for each activation, assembled; no spills where the assembler 
 untouched by the defaults; the rules of its arguments."""
 
 import re
-import subprocess
 
 import numpy as np
 import pytest
@@ -11,24 +10,13 @@ import pytest
 import cute_py as cute
 from examples import gemm
 from examples.gemm_epilogue import ACTIVATIONS, column_offsets
-from mlir_dialects import assembler
+from _ptxas_report import ptxas_report
 
 spec = cute.compiler.DeviceArraySpec
 
 
 def _compile(m=1024, n=1024, k=512, out="BFloat16", **kwargs):
     return cute.compile(gemm, spec("BFloat16", (m, k)), spec("BFloat16", (n, k)), spec(out, (m, n)), **kwargs)
-
-
-def _spills(ptx):
-    """The spill bytes ptxas reports (stores, loads) for the kernel, or ``None`` without a ptxas."""
-    ptxas = assembler.find_ptxas()
-    if ptxas is None:
-        return None
-    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return [tuple(map(int, m)) for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)]
 
 
 @pytest.mark.parametrize("activation", [None, *ACTIVATIONS])
@@ -56,9 +44,10 @@ def test_fused_epilogue_keeps_the_accumulators_in_registers(kwargs):
     """With 128 accumulators a thread (the 128 x 256 tile), the fused work goes a few values at a time and the
     bias is read at the thread's first column plus constant offsets: the assembler spills nothing. (The erf of
     ``gelu`` needs more registers: it spills a few hundred bytes in the epilogue; a strided bias, a few.)"""
-    spills = _spills(_compile(4096, 4096, 4096, **kwargs).ptx)
-    if spills is None:
+    report = ptxas_report(_compile(4096, 4096, 4096, **kwargs).ptx)
+    if report is None:
         pytest.skip("no ptxas to ask")
+    spills = report[1]
     assert spills == [(0, 0)], f"ptxas spills: {spills}"
 
 
