@@ -17,6 +17,8 @@ the hardware does. The accumulator is distributed over the 128 threads with the 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import CuteValueError
@@ -40,6 +42,7 @@ def _swizzle(addr, bits):
 _F8 = {"Float8E4M3FN": (4, 3, 7), "Float8E5M2": (5, 2, 15)}     # exponent bits, mantissa bits, bias
 
 
+@functools.lru_cache(maxsize=None)
 def _f8_table(dtype):
     """The float32 value of each of the 256 bit patterns of an 8-bit float (the OCP FP8 formats: E4M3 has no
     infinity and one NaN per sign, S.1111.111; E5M2 is IEEE-like, with infinities and NaNs at exponent 31)."""
@@ -58,6 +61,7 @@ def _f8_table(dtype):
         else:
             value = sign * 2.0 ** (e - bias) * (1 + m / (1 << m_bits))
         out[raw] = value
+    out.flags.writeable = False          # (one table per type, shared by every call)
     return out
 
 

@@ -103,9 +103,6 @@ def _fragment(t, dtype, count, what):
     return [t[i] for i in range(count)]
 
 
-_AB_TYPE = {"Float16": "f16", "BFloat16": "bf16", "Float8E4M3FN": "e4m3", "Float8E5M2": "e5m2"}
-
-
 def _words(values, dtype):
     """The i32 words of ``values``: one per 32-bit value, one per pair of 16-bit values or four 8-bit ones (the
     lowest index in the lowest bits)."""
@@ -129,8 +126,6 @@ def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
     words = _words(values, mma.acc_dtype)
     llvm = b.mlir.llvm
     d_type = "f32" if mma.acc_dtype is Float32 else "f16"
-    a_type, b_type = (_AB_TYPE[t.name] for t in (mma.a_dtype, mma.b_dtype))
-    ab_type = a_type if a_type == b_type else f"{a_type}.{b_type}"
     with b.at_end():
         struct_t = md.wgmma_acc_type(n, d_type)
         s = llvm.UndefOp(struct_t).result
@@ -138,7 +133,7 @@ def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
             if d_type == "f32":
                 w = llvm.BitcastOp(b.ir.F32Type.get(), w).result
             s = llvm.InsertValueOp(s, w, [k]).result
-        res = md.wgmma_mma_async(s, a_vals, b_val, scale, n=n, type_ab=ab_type, type_d=d_type,
+        res = md.wgmma_mma_async(s, a_vals, b_val, scale, n=n, type_ab=mma.type_ab, type_d=d_type,
                                  trans_a=mma.transpose_a, trans_b=mma.transpose_b).res
         word_t = b.ir.F32Type.get() if d_type == "f32" else b.int_type(32)
         outs = [llvm.ExtractValueOp(word_t, res, [k]).result for k in range(len(words))]

@@ -217,6 +217,13 @@ class _WarpgroupMmaOp(MmaOp):
         return f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.{acc}.{a}.{b}"
 
     @property
+    def type_ab(self) -> str:
+        """The operand types as the dialect's ``wgmma_mma_async`` names them: one PTX type for both, or
+        ``"<a>.<b>"`` for two different 8-bit floats."""
+        a, b = _PTX_TYPE[self.a_dtype.name], _PTX_TYPE[self.b_dtype.name]
+        return a if a == b else f"{a}.{b}"
+
+    @property
     def a_register_values(self) -> int:
         """Values of A a thread holds when A is read from registers: four 32-bit registers of them."""
         return 128 // self.a_dtype.width
