@@ -63,17 +63,15 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .attention_args import HEAD_DIMS, check_args, dim_major, tokens_major
+from .attention_args import HEAD_DIMS, check_args, check_offsets, dim_major, tokens_major
+from .attention_tiles import (ATTN_THREADS, BLOCK_M, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows,
+                              store_rows)
 
 
 __all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS"]
 
-BLOCK_M = 128                      # query rows per CTA: 64 per consumer warpgroup
 BLOCK_N = {64: 128, 128: 128, 256: 64}     # keys per block, by head dimension
 STAGES = {64: 4, 128: 2, 256: 2}           # depth of the K and V rings, by head dimension
-MMA_THREADS = 256
-ATTN_THREADS = MMA_THREADS + 128
-PRODUCER_WARP = MMA_THREADS // 32
 PRODUCER_REGS = 24
 CONSUMER_REGS = 240                # 128 * 24 + 256 * 240 <= 65536
 LOG2E = 1.4426950408889634
@@ -99,13 +97,6 @@ def _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks):
     if causal:
         n = cute.min(n, cute.max(0, first_row + seqlen_k - seqlen_q + 1) // block_n)
     return cute.min(n, n_blocks)
-
-
-@cute.jit
-def head_rows(t, offset, batch, head, tokens_mode=0):
-    """The ``(rows, D)`` matrix of ``head`` of sequence ``batch`` in a ``(tokens, D, heads, batch)`` view (or the
-    ``(D, rows)`` one of a ``(D, tokens, heads, batch)`` view, ``tokens_mode`` 1), from token ``offset`` on."""
-    return cute.domain_offset((offset, 0) if tokens_mode == 0 else (0, offset), t[None, None, head, batch])
 
 
 @cute.kernel
@@ -192,28 +183,6 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
             _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
                      q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
                      (store_o, out_box))
-
-
-@cute.kernel
-def check_offsets(cu_q, cu_k, total_q, total_k, covered):
-    """A packed batch's offsets are read on the device, so a kernel of its own checks them before the attention
-    kernel runs (thread 0 of CTA ``b`` for sequence ``b``): ``cu_seqlens_q/k`` must not decrease and must stay
-    within the tensors, and ``max_seqlen_q`` must cover every sequence (the attention grid has a CTA per 128 of
-    its rows, ``covered`` rows). A broken rule is printed with its values and the kernel traps, so the launch
-    fails instead of leaving rows unwritten or writing outside ``out``. (Its own kernel: the ``printf`` is a call,
-    and a call in the attention kernel would make the assembler serialise its WGMMAs.)"""
-    batch, _, _ = arch.block_idx()
-    tidx, _, _ = arch.thread_idx()
-    if tidx == 0:
-        q_start, k_start = cu_q[batch], cu_k[batch]
-        seqlen_q, seqlen_k = cu_q[batch + 1] - q_start, cu_k[batch + 1] - k_start
-        if (seqlen_q < 0 or seqlen_k < 0 or q_start < 0 or k_start < 0 or q_start + seqlen_q > total_q
-                or k_start + seqlen_k > total_k or seqlen_q > covered):
-            cute.printf("attention: sequence {} has query rows {}..{} of {} and keys {}..{} of {}: cu_seqlens_q and "
-                        "cu_seqlens_k must increase and stay within q and k, and max_seqlen_q (the grid covers {} "
-                        "rows) must be at least every sequence's length", batch, q_start, q_start + seqlen_q,
-                        total_q, k_start, k_start + seqlen_k, total_k, covered)
-            arch.trap()
 
 
 @cute.jit
@@ -350,53 +319,6 @@ def _store_lse(lse, value, packed, head, q_start, q_batch, q_row):
 
 
 @cute.jit
-def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
-    """Store a consumer warpgroup's 64 output rows: its values (rounded to the output type) go row-major into its
-    rows of ``sQ``'s shared memory, then each thread copies 16-byte chunks of the rows that lie in the sequence
-    (``row < rows``) to ``gO``; or, with ``tma_out`` (a TMA store atom and the warpgroup's ``(64, d)`` box of
-    the output, whose edge clips at the sequence's end), one thread stores them with one TMA store. (Stored
-    from the accumulators directly, the stores' predicates would put accumulator registers on divergent paths,
-    which makes the assembler serialise the kernel's WGMMAs.)
-
-    The row-major rows of one warpgroup overlap the swizzled rows of the other's operand in ``sQ``, so both
-    consumer warpgroups first meet (named barrier 5): neither has an MMA left that reads ``sQ``."""
-    arch.barrier(barrier_id=5, number_of_threads=MMA_THREADS)
-    dt = gO.element_type
-    sO = cute.make_tensor(cute.recast_ptr(sQ.iterator, dtype=dt), cute.make_layout((BLOCK_M, d), stride=(d, 1)))
-    out = cute.make_fragment(acc_o.layout, dt)
-    for v in cute.range_constexpr(cute.size(acc_o)):
-        x = acc_o[v]
-        out[v] = x.to(dt) if hasattr(x, "to") else x      # (the zeros of a block that saw no key are constants)
-    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=2 * dt.width)
-    for v in cute.range_constexpr(cute.size(acc_o) // 2):
-        row, col = cO[2 * v]
-        cute.copy(pair, cute.local_tile(out, (2,), (v,)), cute.local_tile(sO[row, None], (2,), (col // 2,)))
-    if tma_out is not None and tma_out[0] is not None:
-        store_o, box = tma_out
-        arch.fence_view_async_shared()            # the rows, before the TMA unit reads them
-        arch.barrier(barrier_id=3 + group, number_of_threads=128)
-        if wtid == 0:
-            tOsO, tOgO = cpasync.tma_partition(store_o, 0, cute.Layout(1),
-                                               cute.group_modes(cute.local_tile(sO, (64, d), (group, 0)), 0, 2),
-                                               cute.group_modes(box, 0, 2))
-            cute.copy(store_o, tOsO, tOgO)
-            arch.tma_store_arrive()
-            arch.tma_store_wait(0, read=True)     # read before the CTA (and its shared memory) ends
-        return
-    arch.barrier(barrier_id=3 + group, number_of_threads=128)
-    chunk = 128 // dt.width                       # elements of a 16-byte chunk
-    per_row = d // chunk
-    wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128)
-    for i in cute.range_constexpr(64 * per_row // 128):
-        c = wtid + 128 * i
-        row = group * 64 + c // per_row
-        if row < rows:
-            frag = cute.make_fragment(chunk, dt)
-            cute.copy(wide, cute.local_tile(sO[row, None], (chunk,), (c % per_row,)), frag)
-            cute.copy(wide, frag, cute.local_tile(gO[row, None], (chunk,), (c % per_row,)))
-
-
-@cute.jit
 def _turn(pingpong, group):
     """Ping-pong: wait until the other consumer warpgroup has issued its MMAs (named barrier 1 + group)."""
     if pingpong:
@@ -410,26 +332,6 @@ def _pass_turn(pingpong, group, always):
     if pingpong:
         if always or group == 0:
             arch.barrier_arrive(barrier_id=2 - group, number_of_threads=MMA_THREADS)
-
-
-@cute.jit
-def fence_operands(acc_s, acc_o):
-    """Pin the accumulators' registers (no definition of them moves past this point) and fence them for the MMAs
-    that follow (``wgmma.fence``)."""
-    arch.warpgroup_fence_operand(acc_s)
-    arch.warpgroup_fence_operand(acc_o)
-    wg.fence()
-
-
-@cute.jit
-def gemm_ss(mma, acc, tA, tB, stage, k_extent):
-    """``acc = A B^T`` over ``k_extent`` with both operands from shared memory (``tB`` of stage ``stage``, or
-    unstaged with ``None``): the first k-block overwrites the accumulators."""
-    mma.set(wg.Field.ACCUMULATE, False)
-    for kb in cute.range_constexpr(k_extent // 16):
-        b = tB[None, None, kb] if stage is None else tB[None, None, kb, stage]
-        cute.gemm(mma, acc, tA[None, None, kb], b, acc)
-        mma.set(wg.Field.ACCUMULATE, True)
 
 
 @cute.jit

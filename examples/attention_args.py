@@ -1,12 +1,13 @@
-"""The host side of kernel 14 (``examples.attention``): its argument rules and the views of q, k, v and out that
-its TMA loads read."""
+"""The arguments of kernel 14 (``examples.attention``): their rules on the host, the check of a packed batch's
+offsets on the device (``check_offsets``, a kernel), and the views of q, k, v and out that its TMA loads read."""
 
 import math
 import numbers
 
 import cute_py as cute
+from cute_py import arch
 
-__all__ = ["HEAD_DIMS", "check_args", "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
+__all__ = ["HEAD_DIMS", "check_args", "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
 
 HEAD_DIMS = (64, 128, 256)
 
@@ -99,3 +100,25 @@ def check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, caus
                                       or not math.isfinite(softmax_scale) or softmax_scale <= 0):
         raise cute.CuteValueError(f"{who}: softmax_scale is None (1 / sqrt(head_dim)) or a finite number > 0, got "
                                   f"{softmax_scale!r}")
+
+
+@cute.kernel
+def check_offsets(cu_q, cu_k, total_q, total_k, covered):
+    """A packed batch's offsets are read on the device, so a kernel of its own checks them before the attention
+    kernel runs (thread 0 of CTA ``b`` for sequence ``b``): ``cu_seqlens_q/k`` must not decrease and must stay
+    within the tensors, and ``max_seqlen_q`` must cover every sequence (the attention grid has a CTA per 128 of
+    its rows, ``covered`` rows). A broken rule is printed with its values and the kernel traps, so the launch
+    fails instead of leaving rows unwritten or writing outside ``out``. (Its own kernel: the ``printf`` is a call,
+    and a call in the attention kernel would make the assembler serialise its WGMMAs.)"""
+    batch, _, _ = arch.block_idx()
+    tidx, _, _ = arch.thread_idx()
+    if tidx == 0:
+        q_start, k_start = cu_q[batch], cu_k[batch]
+        seqlen_q, seqlen_k = cu_q[batch + 1] - q_start, cu_k[batch + 1] - k_start
+        if (seqlen_q < 0 or seqlen_k < 0 or q_start < 0 or k_start < 0 or q_start + seqlen_q > total_q
+                or k_start + seqlen_k > total_k or seqlen_q > covered):
+            cute.printf("attention: sequence {} has query rows {}..{} of {} and keys {}..{} of {}: cu_seqlens_q and "
+                        "cu_seqlens_k must increase and stay within q and k, and max_seqlen_q (the grid covers {} "
+                        "rows) must be at least every sequence's length", batch, q_start, q_start + seqlen_q,
+                        total_q, k_start, k_start + seqlen_k, total_k, covered)
+            arch.trap()

@@ -51,9 +51,9 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .attention import (ATTN_THREADS, LOG2E, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows,
-                        store_rows)
+from .attention import LOG2E
 from .attention_args import check_args, check_rows_stored_in_chunks, tokens_major
+from .attention_tiles import ATTN_THREADS, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows, store_rows
 
 __all__ = ["attention_backward", "attention_backward_kernel", "workspace_shapes", "BWD_HEAD_DIMS"]
 

@@ -1,0 +1,91 @@
+"""The warpgroup pieces both attention kernels (:mod:`examples.attention`, :mod:`examples.attention_backward`)
+are made of: their thread layout (two consumer warpgroups, then a producer warpgroup), a head's rows in the
+token-major views, the shared-memory MMA with its operand fences, and the store of a warpgroup's 64 output rows
+through shared memory."""
+
+import cute_py as cute
+from cute_py import arch
+from cute_py.nvgpu import cpasync
+from cute_py.nvgpu import warpgroup as wg
+
+__all__ = ["BLOCK_M", "MMA_THREADS", "ATTN_THREADS", "PRODUCER_WARP", "head_rows", "fence_operands", "gemm_ss",
+           "store_rows"]
+
+BLOCK_M = 128                      # query rows per forward CTA: 64 per consumer warpgroup
+MMA_THREADS = 256                  # the two consumer warpgroups
+ATTN_THREADS = MMA_THREADS + 128   # + the producer warpgroup
+PRODUCER_WARP = MMA_THREADS // 32
+
+
+@cute.jit
+def head_rows(t, offset, batch, head, tokens_mode=0):
+    """The ``(rows, D)`` matrix of ``head`` of sequence ``batch`` in a ``(tokens, D, heads, batch)`` view (or the
+    ``(D, rows)`` one of a ``(D, tokens, heads, batch)`` view, ``tokens_mode`` 1), from token ``offset`` on."""
+    return cute.domain_offset((offset, 0) if tokens_mode == 0 else (0, offset), t[None, None, head, batch])
+
+
+@cute.jit
+def fence_operands(acc_s, acc_o):
+    """Pin the accumulators' registers (no definition of them moves past this point) and fence them for the MMAs
+    that follow (``wgmma.fence``)."""
+    arch.warpgroup_fence_operand(acc_s)
+    arch.warpgroup_fence_operand(acc_o)
+    wg.fence()
+
+
+@cute.jit
+def gemm_ss(mma, acc, tA, tB, stage, k_extent):
+    """``acc = A B^T`` over ``k_extent`` with both operands from shared memory (``tB`` of stage ``stage``, or
+    unstaged with ``None``): the first k-block overwrites the accumulators."""
+    mma.set(wg.Field.ACCUMULATE, False)
+    for kb in cute.range_constexpr(k_extent // 16):
+        b = tB[None, None, kb] if stage is None else tB[None, None, kb, stage]
+        cute.gemm(mma, acc, tA[None, None, kb], b, acc)
+        mma.set(wg.Field.ACCUMULATE, True)
+
+
+@cute.jit
+def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
+    """Store a consumer warpgroup's 64 output rows: its values (rounded to the output type) go row-major into its
+    rows of ``sQ``'s shared memory, then each thread copies 16-byte chunks of the rows that lie in the sequence
+    (``row < rows``) to ``gO``; or, with ``tma_out`` (a TMA store atom and the warpgroup's ``(64, d)`` box of
+    the output, whose edge clips at the sequence's end), one thread stores them with one TMA store. (Stored
+    from the accumulators directly, the stores' predicates would put accumulator registers on divergent paths,
+    which makes the assembler serialise the kernel's WGMMAs.)
+
+    The row-major rows of one warpgroup overlap the swizzled rows of the other's operand in ``sQ``, so both
+    consumer warpgroups first meet (named barrier 5): neither has an MMA left that reads ``sQ``."""
+    arch.barrier(barrier_id=5, number_of_threads=MMA_THREADS)
+    dt = gO.element_type
+    sO = cute.make_tensor(cute.recast_ptr(sQ.iterator, dtype=dt), cute.make_layout((BLOCK_M, d), stride=(d, 1)))
+    out = cute.make_fragment(acc_o.layout, dt)
+    for v in cute.range_constexpr(cute.size(acc_o)):
+        x = acc_o[v]
+        out[v] = x.to(dt) if hasattr(x, "to") else x      # (the zeros of a block that saw no key are constants)
+    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=2 * dt.width)
+    for v in cute.range_constexpr(cute.size(acc_o) // 2):
+        row, col = cO[2 * v]
+        cute.copy(pair, cute.local_tile(out, (2,), (v,)), cute.local_tile(sO[row, None], (2,), (col // 2,)))
+    if tma_out is not None and tma_out[0] is not None:
+        store_o, box = tma_out
+        arch.fence_view_async_shared()            # the rows, before the TMA unit reads them
+        arch.barrier(barrier_id=3 + group, number_of_threads=128)
+        if wtid == 0:
+            tOsO, tOgO = cpasync.tma_partition(store_o, 0, cute.Layout(1),
+                                               cute.group_modes(cute.local_tile(sO, (64, d), (group, 0)), 0, 2),
+                                               cute.group_modes(box, 0, 2))
+            cute.copy(store_o, tOsO, tOgO)
+            arch.tma_store_arrive()
+            arch.tma_store_wait(0, read=True)     # read before the CTA (and its shared memory) ends
+        return
+    arch.barrier(barrier_id=3 + group, number_of_threads=128)
+    chunk = 128 // dt.width                       # elements of a 16-byte chunk
+    per_row = d // chunk
+    wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128)
+    for i in cute.range_constexpr(64 * per_row // 128):
+        c = wtid + 128 * i
+        row = group * 64 + c // per_row
+        if row < rows:
+            frag = cute.make_fragment(chunk, dt)
+            cute.copy(wide, cute.local_tile(sO[row, None], (chunk,), (c % per_row,)), frag)
+            cute.copy(wide, frag, cute.local_tile(gO[row, None], (chunk,), (c % per_row,)))
