@@ -100,6 +100,8 @@ CASES = [  # (batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, dtype, causa
     (2, 257, 257, 2, 2, 256, "float16", True),
     (1, 1, 1, 1, 1, 128, "bfloat16", False),
     (1, 7, 3000, 2, 2, 128, "bfloat16", True),
+    (2, 64, 200, 2, 1, 128, "float16", False),       # the second warpgroup's rows all past the sequence's end
+    (3, 30, 100, 2, 2, 64, "bfloat16", True),
 ]
 
 
