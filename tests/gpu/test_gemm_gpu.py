@@ -298,6 +298,7 @@ def test_fp8_gemm_matches_torch(m, n, k, a_t, b_t, out, kwargs, scales):
     (300, 520, 1000, dict()),                                 # edge tiles in M, N and a partial last k-tile
     (128, 2112, 7168, dict()),                                # DeepGEMM's small-M shape, scaled down in M
     (256, 384, 4096, dict(split_k=4, cluster_m=1, persistent=False)),
+    (2048, 2176, 640, dict()),                                # 272 tiles: a persistent CTA takes two or three
 ])
 def test_fp8_block_scaled_gemm_matches_the_blockwise_reference(m, n, k, kwargs):
     """DeepSeek-V3's block scaling: ``C[i, j] = sum_t scale_a[i, t] * scale_b[j / 128, t] * A[i, 128t..] .

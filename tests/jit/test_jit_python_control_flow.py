@@ -286,6 +286,31 @@ def test_a_temporary_that_is_not_used_after_the_construct_is_not_carried():
     assert _run(k, 3) == [[1 + 0 + 2 + 4]]
 
 
+@cute.jit
+def _advance_each(state, n):
+    """Advance ``state`` ``n`` times in a run-time loop; nothing here reads it afterwards (the caller does)."""
+    for _ in range(n):
+        state.advance()
+
+
+def test_an_object_a_helper_changes_in_a_loop_is_carried_to_its_caller():
+    """The helper's loop mutates its parameter's object and never reads it again; the caller's next loop and its
+    read after both see every advance (a pipeline state advanced per tile by a helper, as a persistent kernel's
+    consumer does)."""
+    from cute_py import pipeline
+
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 4)
+        for _ in range(2):
+            _advance_each(state, n)
+        arch.mbarrier_init(bar, state.index + 10 * state.phase + 100 * state.count)
+
+    # 2n advances over 4 stages: index 2n % 4, phase flipped per wrap, count 2n
+    assert _run(k, 1, 3, 5) == [[2 + 0 + 200], [2 + 10 + 600], [2 + 0 + 1000]]
+
+
 def test_a_python_object_that_differs_between_paths_and_is_used_after_is_an_error():
     @cute.kernel
     def k(n):

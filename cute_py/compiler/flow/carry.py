@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["UNBOUND", "Jump", "is_jump", "condition", "is_run_time", "TRACED", "write_logged",
            "flatten_value", "unflatten_value", "same_tree", "describe", "describe_tree", "Captured", "Fixed",
            "leaf_dtype", "capture", "python_dtype", "fits", "leaf_type", "fragment_type", "materialize", "rebuilt",
-           "leaf_divisor",
+           "leaf_divisor", "in_place", "same_traced",
            "mlir_type", "copies", "Path", "check_trees", "terminate_dead", "route_return", "leaf_owner",
            "count_leaves"]
 
@@ -214,9 +214,10 @@ def describe(v: Any) -> str:
 class Captured:
     """A traced leaf at the end of a path, captured while its scope was open: its MLIR value, type, sign fact."""
 
-    __slots__ = ("ir", "dtype", "nonneg", "known_divisor")
+    __slots__ = ("value", "ir", "dtype", "nonneg", "known_divisor")
 
     def __init__(self, v: Any) -> None:
+        self.value = v
         self.ir = v.ir
         self.dtype = leaf_dtype(v)
         self.nonneg = bool(getattr(v, "nonneg", False))
@@ -229,6 +230,12 @@ def leaf_dtype(v: Any) -> DType:
 
 def capture(v: Any) -> Any:
     return Captured(v) if isinstance(v, TRACED) else v
+
+
+def same_traced(values: list[Any]) -> bool:
+    """Whether the captured leaves ``values`` are all one run-time value (defined before the construct whose
+    paths they end: it stays as it is, no block argument)."""
+    return all(isinstance(v, Captured) for v in values) and all(v.ir == values[0].ir for v in values[1:])
 
 
 def python_dtype(vs: list[Any]) -> DType | None:
@@ -311,6 +318,22 @@ def mlir_type(dtype: DType) -> Any:
     from ..lang import numeric
 
     return current().int_type(1) if dtype is Boolean else numeric.register_type(dtype)
+
+
+def in_place(before: Any, after: Any) -> Any:
+    """``before`` given ``after``'s state, for a carried object that a construct changed in place (each path
+    changed a copy, see ``copies``): every other name for the object (a caller's, for a helper's parameter) sees
+    the change. Anything else is ``after`` as it is."""
+    if before is after or type(before) is not type(after) or not hasattr(type(before), "__new_from_mlir_values__"):
+        return after
+    for cls in type(before).__mro__:
+        slots = getattr(cls, "__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(after, name):
+                setattr(before, name, getattr(after, name))
+    if hasattr(before, "__dict__"):
+        before.__dict__.update(after.__dict__)
+    return before
 
 
 def copies(values: tuple[Any, ...]) -> tuple[Any, ...]:

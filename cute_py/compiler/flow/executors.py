@@ -27,15 +27,15 @@ from typing import Any
 
 from ...errors import TraceError
 from ..lang.builder import current
-from .carry import (TRACED, UNBOUND, Jump, Path, capture, check_trees, condition, copies, fragment_type, is_jump,
-                    is_run_time, leaf_divisor, leaf_owner, leaf_type, materialize, mlir_type, note_write, rebuilt,
-                    route_return, terminate_dead, unflatten_value, write_logged)
+from .carry import (TRACED, UNBOUND, Captured, Jump, Path, capture, check_trees, condition, copies, fragment_type,
+                    in_place, is_jump, is_run_time, leaf_divisor, leaf_owner, leaf_type, materialize, mlir_type,
+                    note_write, rebuilt, route_return, same_traced, terminate_dead, unflatten_value, write_logged)
 from .loops import MAX_UNROLL, for_stmt, while_stmt
 from ..lang.values import TracedBool, minmax
 from ..lang.traced_int import select
 
-__all__ = ["UNBOUND", "Jump", "is_jump", "if_stmt", "for_stmt", "while_stmt", "and_", "or_", "not_", "ifexp",
-           "compare", "note_write", "MAX_UNROLL"]
+__all__ = ["UNBOUND", "Jump", "is_jump", "in_place", "if_stmt", "for_stmt", "while_stmt", "and_", "or_", "not_",
+           "ifexp", "compare", "note_write", "MAX_UNROLL"]
 
 
 def and_(first: Any, *rest: Callable[[], Any]) -> Any:
@@ -171,7 +171,8 @@ def if_stmt(cond: Any, then_fn: Callable[..., Any], else_fn: Callable[..., Any],
         return Jump("dead")
     check_trees(paths, names, where)
     # the leaves: static where every path agrees, else merge-block arguments
-    types = [leaf_type([p.leaves[j] for p in paths], f"a value of {leaf_owner(paths[0].trees, names, j)}")
+    types = [None if same_traced([p.leaves[j] for p in paths]) else
+             leaf_type([p.leaves[j] for p in paths], f"a value of {leaf_owner(paths[0].trees, names, j)}")
              for j in builtins.range(len(paths[0].leaves))]
     keys = list(log)
     frag_types = []
@@ -194,7 +195,8 @@ def if_stmt(cond: Any, then_fn: Callable[..., Any], else_fn: Callable[..., Any],
     leaves = []
     for j, t in enumerate(types):
         if t is None:
-            leaves.append(paths[0].leaves[j])
+            v = paths[0].leaves[j]
+            leaves.append(v.value if isinstance(v, Captured) else v)
         else:
             nonneg = all(getattr(p.leaves[j], "nonneg", False) or (type(p.leaves[j]) is int and p.leaves[j] >= 0)
                          for p in paths)

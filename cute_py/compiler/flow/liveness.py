@@ -6,11 +6,13 @@ local to the body (it may be a Python object that cannot be carried at all). :fu
 ``if``, ``for`` and ``while`` statement of a function, the names it must carry, in source order:
 
 - the names the statement assigns (``x = ...``, ``x += ...``, ``for x in``, ``with ... as x``, ``x := ...``,
-  imports, nested ``def``/``class``), or mutates (``x[i] = ...``, ``x.a = ...``, ``x.method(...)``: an object
-  such as a pipeline state that is rebuilt from carried values),
-- that are live after it: read later in the function before being assigned again, on some path (through
-  ``break``, ``continue``, ``return`` and loops' back edges, computed to a fixed point). For a loop, the names
-  read at its head (by its next iteration) count too.
+  imports, nested ``def``/``class``) that are live after it: read later in the function before being assigned
+  again, on some path (through ``break``, ``continue``, ``return`` and loops' back edges, computed to a fixed
+  point). For a loop, the names read at its head (by its next iteration) count too;
+- every name whose object the statement mutates without binding the name (``x[i] = ...``, ``x.a = ...``,
+  ``x.method(...)``: an object such as a pipeline state, rebuilt from carried values), live or not: the object
+  may be read after the statement under another name, as a parameter's object is by the caller;
+- the live names it passes to calls (``f(x)``): the callee may mutate their objects.
 
 Nested functions, lambdas and comprehensions are not entered: the names they read count as read where they
 are defined, and the names they assign are their own.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-__all__ = ["carried", "assigned", "mutated", "loads"]
+__all__ = ["carried", "assigned", "mutated", "passed", "loads"]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
            ast.DictComp, ast.GeneratorExp)
@@ -122,6 +124,29 @@ def mutated(stmts: Iterable[ast.stmt]) -> list[str]:
     return list(out)
 
 
+def passed(stmts: Iterable[ast.stmt]) -> list[str]:
+    """The names the statements pass to calls (``f(x)``, ``f(*x)``, ``f(k=x)``): the callee may change their
+    objects in place, as a helper advancing a pipeline state does."""
+    out = {}
+    for s in stmts:
+        for n in _walk(s):
+            if isinstance(n, ast.Call):
+                for a in [a.value if isinstance(a, ast.Starred) else a for a in n.args] + [k.value for k in n.keywords]:
+                    if isinstance(a, ast.Name):
+                        out.setdefault(a.id, None)
+    return list(out)
+
+
+def _carried(body, live):
+    """The names a construct with ``body`` carries: those it binds or passes to a call that ``live`` holds, and
+    every name whose object it changes in place. (Such an object may be read after the construct under another
+    name: a parameter's object by the caller, as a pipeline state that a helper advances in a loop.)"""
+    bound = assigned(body)
+    changed = [m for m in mutated(body) if m not in bound]
+    return ([n for n in bound if n in live] + changed
+            + [n for n in passed(body) if n in live and n not in bound and n not in changed])
+
+
 class _Analysis:
     """Backward liveness over a function body; ``result[id(stmt)]`` holds each construct's carried names."""
 
@@ -135,8 +160,7 @@ class _Analysis:
         return live
 
     def _record(self, node, body, live):
-        names = assigned(body) + [m for m in mutated(body) if m not in assigned(body)]
-        self.result[id(node)] = [n for n in names if n in live]
+        self.result[id(node)] = _carried(body, live)
 
     def stmt(self, s, live):
         if isinstance(s, ast.If):
@@ -197,8 +221,7 @@ class _Analysis:
             if new_head == head:
                 break
             head = new_head
-        names = [n for n in assigned(s.body) + [m for m in mutated(s.body) if m not in assigned(s.body)]
-                 if n in head or n in after]
+        names = _carried(s.body, head | after)
         if isinstance(s, ast.For):
             names = list(dict.fromkeys(names + [t for t in assigned([ast.Expr(s.target)]) if t in after]))
         self.result[id(s)] = names

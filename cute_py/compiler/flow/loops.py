@@ -25,7 +25,8 @@ from . import control
 from ..lang.builder import current
 from .carry import (UNBOUND, Captured, Fixed, Path, capture, condition, describe, describe_tree,
                     flatten_value, is_jump, leaf_dtype, leaf_owner, leaf_type, materialize, mlir_type,
-                    note_write, python_dtype, rebuilt, leaf_divisor, same_tree, terminate_dead, TRACED, unflatten_value)
+                    note_write, python_dtype, rebuilt, leaf_divisor, same_traced, same_tree, terminate_dead, TRACED,
+                    unflatten_value)
 from ..lang.values import TracedBool
 from ..lang.traced_int import TracedInt, as_value
 
@@ -190,7 +191,8 @@ class _Loop:
         self.targets = targets
         self.leaves = []
         self.trees = [flatten_value(v, self.leaves) for v in self.values]
-        self.types = [leaf_dtype(v) if isinstance(v, TRACED) else None for v in self.leaves]
+        # every leaf starts static (``None``): one the body changes gets its type and a block argument
+        self.types = [None] * len(self.leaves)
         # per leaf, an int known to divide it on entry and after every iteration (0: no fact yet): widened to the
         # gcd with each back edge until it holds for all of them, so a carried offset keeps its alignment
         self.divisors = [leaf_divisor(v) for v in self.leaves]
@@ -340,7 +342,9 @@ class _Loop:
                 what = f"{leaf_owner(self.trees, self.names, j)} in the run-time loop"
                 if t is None:
                     first = self.leaves[j]
-                    if isinstance(v, Captured) or type(v) is not type(first) or v != first:
+                    if isinstance(v, Captured) and same_traced([capture(first), v]):
+                        pass            # the value from before the loop, unchanged
+                    elif isinstance(v, Captured) or type(v) is not type(first) or v != first:
                         self.types[j] = leaf_type([capture(first), v], what)
                         settled = False
                 else:

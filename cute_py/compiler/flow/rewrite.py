@@ -112,8 +112,10 @@ class _Rewriter(ast.NodeTransformer):
         out.append(ast.Assign(targets=[_name(into, ast.Store())], value=_tuple([_name(t) for t in temps])))
         return out
 
-    def _rebind(self, result, names):
-        """After an executor call: route a jump, then rebind ``names`` (unbinding the unbound ones)."""
+    def _rebind(self, result, names, stmts=(), params=(), values=None):
+        """After an executor call: route a jump, then rebind ``names`` (unbinding the unbound ones); an object that
+        ``stmts`` change in place without rebinding its name (``params[i]``, its value before in ``values[i]``)
+        takes its new state in place (``flow.in_place``), so that its other names see the change."""
         if self.depth:
             route = ast.Return(value=_name(result))
         else:  # the function's own level: only a return reaches it
@@ -122,6 +124,12 @@ class _Rewriter(ast.NodeTransformer):
         if names:
             out.append(ast.Assign(targets=[_tuple([_name(n, ast.Store()) for n in names], ast.Store())],
                                   value=_name(result)))
+            bound = liveness.assigned(stmts)
+            for n in dict.fromkeys(liveness.mutated(stmts) + liveness.passed(stmts)):
+                if n in names and n in params and n not in bound:
+                    before = ast.Subscript(value=_name(values), slice=_const(params.index(n)), ctx=ast.Load())
+                    out.append(ast.Assign(targets=[_name(n, ast.Store())],
+                                          value=_call(_flow("in_place"), [before, _name(n)])))
             for n in names:
                 out.append(ast.If(test=ast.Compare(left=_name(n), ops=[ast.Is()], comparators=[_flow("UNBOUND")]),
                                   body=[ast.Delete(targets=[_name(n, ast.Del())])], orelse=[]))
@@ -134,7 +142,9 @@ class _Rewriter(ast.NodeTransformer):
             body = self._body(stmts)
         finally:
             self.depth -= 1
-        body.append(ast.Return(value=_tuple([_name(n) for n in returns])))
+        # (a carried name may be unbound here: one that the body only passes on, unbound before the construct)
+        out = self._fresh("out")
+        body += self._safe_reads(returns, out) + [ast.Return(value=_name(out))]
         fn = _def(name, params, body)
         return ast.copy_location(fn, node)
 
@@ -163,13 +173,14 @@ class _Rewriter(ast.NodeTransformer):
         call = _call(_flow("if_stmt"), [test, _name(then), _name(else_), _name(values), _const(len(names)),
                                         _tuple([_const(n) for n in names]), self._where(node)])
         out.append(ast.Assign(targets=[_name(result, ast.Store())], value=call))
-        out += self._rebind(result, names)
+        out += self._rebind(result, names, node.body + node.orelse, params, values)
         return [_located(s, node) for s in out]
 
     def _inner(self, stmts):
         """The local variables ``stmts`` bind or change (their generated function takes them as parameters, so
         that a name it rebinds is read from the enclosing function until then)."""
-        return [n for n in liveness.assigned(stmts) + liveness.mutated(stmts) if n in self.locals]
+        return [n for n in dict.fromkeys(liveness.assigned(stmts) + liveness.mutated(stmts) + liveness.passed(stmts))
+                if n in self.locals]
 
     def _loop(self, node, names, call_args, cond=None):
         self.loops.append(names)
@@ -198,7 +209,8 @@ class _Rewriter(ast.NodeTransformer):
                                   _name(else_) if else_ else _const(None),
                                   _tuple([_const(t) for t in targets if t in names]), self._where(node)])
         out.append(ast.Assign(targets=[_name(result, ast.Store())], value=call))
-        out += self._rebind(result, names)
+        bound = [ast.Assign(targets=[node.target], value=_const(None))] if isinstance(node, ast.For) else []
+        out += self._rebind(result, names, bound + node.body + node.orelse, inner, values)
         return [_located(s, node) for s in out]
 
     def visit_For(self, node):
