@@ -50,8 +50,8 @@ def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
     rows of ``sQ``'s shared memory, then each thread copies 16-byte chunks of the rows that lie in the sequence
     (``row < rows``) to ``gO``; or, with ``tma_out`` (a TMA store atom and the warpgroup's ``(64, d)`` box of
     the output, whose edge clips at the sequence's end), one thread stores them with one TMA store, if any of
-    them lies in the sequence (``rows > 0``: a box wholly past the sequence's end is not in the tiled output, and
-    its tile index would wrap onto the first rows). (Stored
+    them lies in the sequence (``rows``, the CTA's rows in it, beyond the warpgroup's first: a box wholly past the
+    sequence's end is not in the tiled output, and its tile index would wrap onto the first rows). (Stored
     from the accumulators directly, the stores' predicates would put accumulator registers on divergent paths,
     which makes the assembler serialise the kernel's WGMMAs.)
 
@@ -72,7 +72,7 @@ def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
         store_o, box = tma_out
         arch.fence_view_async_shared()            # the rows, before the TMA unit reads them
         arch.barrier(barrier_id=3 + group, number_of_threads=128)
-        if wtid == 0 and rows > 0:
+        if wtid == 0 and rows > group * 64:
             tOsO, tOgO = cpasync.tma_partition(store_o, 0, cute.Layout(1),
                                                cute.group_modes(cute.local_tile(sO, (64, d), (group, 0)), 0, 2),
                                                cute.group_modes(box, 0, 2))
