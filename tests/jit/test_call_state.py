@@ -422,3 +422,28 @@ def test_a_call_with_another_type_of_scalar_specialises_again(driver, monkeypatc
     assert second is not first and [k for k, _ in second.sources] != [k for k, _ in first.sources]
     store_value(CAI(1 << 24), cute.Float32(2.5))
     assert store_value._last.compiled is first
+
+
+@cute.jit
+def store_maybe(a, n, b=None):
+    _store_value(a, n).launch(grid=1, block=1)
+    if b is not None:
+        _store_value(b, n).launch(grid=1, block=1)
+
+
+def test_a_call_that_passes_a_defaulted_array_reuses_the_last_specialisation(driver, monkeypatch):
+    """A run-time parameter with a default, passed (an optional tensor such as a GEMM's scales or bias): the next
+    call like it launches the last specialisation without building its keys again, with its own addresses."""
+    monkeypatch.setattr(store_maybe, "_compiled", {})
+    monkeypatch.setattr(store_maybe, "_last", None)
+    store_maybe(CAI(1 << 24), 3, b=CAI(1 << 25))
+    first = store_maybe._last.compiled
+    specialise = store_maybe._specialise
+    monkeypatch.setattr(store_maybe, "_specialise", lambda *a: pytest.fail("the call built its keys again"))
+    n = len(driver.calls)
+    store_maybe(CAI(1 << 26), 3, b=CAI(1 << 27))
+    assert store_maybe._last.compiled is first and len(driver.calls) == n + 2
+    assert driver.calls[-1]["params"] != driver.calls[-3]["params"], "the launch kept the last call's addresses"
+    monkeypatch.setattr(store_maybe, "_specialise", specialise)
+    store_maybe(CAI(1 << 24), 3)                          # without b: another compile
+    assert store_maybe._last.compiled is not first and len(driver.calls) == n + 3

@@ -73,6 +73,11 @@ class CallForm:
         """Whether calls pass the compile's arguments as they are."""
         return not self.constexpr_at and not self.defaults and all(t is None for t in self.tree)
 
+    @property
+    def spreads(self) -> bool:
+        """Whether some argument is a container of device arrays (a call with another length is another form)."""
+        return any(t is not None for t in self.tree)
+
     def flat(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """A call's arguments as the compile takes them. A call with fewer arguments than parameters either left
         the Constexpr ones out or trailing ones with defaults; the reading whose containers fit is taken."""

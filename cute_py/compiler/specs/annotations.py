@@ -186,6 +186,7 @@ class ParamInfo:
         self.names = [p.name for p in self.params]
         self.kinds = [self._kind(fn, p) for p in self.params]
         self.varargs = any(p.kind is p.VAR_POSITIONAL for p in self.params)
+        self._index = {}  # skip -> {name: position} of the positional parameters after the first skip
 
     @staticmethod
     def _kind(fn, p):
@@ -222,7 +223,10 @@ class ParamInfo:
         if not kwargs:
             return args
         params = self.params[skip:]
-        index = {p.name: i for i, p in enumerate(params) if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+        index = self._index.get(skip)
+        if index is None:
+            index = self._index[skip] = {p.name: i for i, p in enumerate(params)
+                                         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
         unknown = sorted(set(kwargs) - set(index))
         if unknown:
             kw_only = [n for n in unknown if any(p.name == n and p.kind is p.KEYWORD_ONLY for p in params)]
