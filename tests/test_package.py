@@ -55,7 +55,8 @@ ALLOWED = {
     "nvgpu": {"errors", "core", "tensor", "atom", "device"},
     "reference": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
     "viz": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
-    "testing": {"errors", "core", "tensor", "atom", "device", "nvgpu"},
+    # (the DSL's public testing module: its autotune_jit compiles and times jit functions)
+    "testing": {"errors", "core", "tensor", "atom", "device", "nvgpu"} | COMPILER_LAYERS,
     "compiler": BELOW_COMPILER | set(COMPILER_STACK) | {"runtime"},
     "host": BELOW_COMPILER | set(COMPILER_STACK[1:]) | {"runtime"},
     "trace": BELOW_COMPILER | set(COMPILER_STACK[2:]),

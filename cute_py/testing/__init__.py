@@ -1,5 +1,6 @@
 """Testing helpers: hypothesis strategies for property-testing layout algebra (they need ``hypothesis`` and load
-on first use), and the CuTe DSL's ``benchmark`` / ``JitArguments`` for timing kernels (:mod:`.bench`).
+on first use), the CuTe DSL's ``benchmark`` / ``JitArguments`` for timing kernels (:mod:`.bench`), and its
+``autotune_jit`` (:mod:`.autotune`, with the winners kept on disk).
 
 >>> from hypothesis import given
 >>> from cute_py.testing import composable_pairs
@@ -10,6 +11,7 @@ on first use), and the CuTe DSL's ``benchmark`` / ``JitArguments`` for timing ke
 ...     assert all(r(i) == a(b(i)) for i in range(cute_py.size(b)))
 """
 
+from .autotune import autotune_jit
 from .bench import JitArguments, benchmark
 from .runtime_int import RuntimeBool, RuntimeInt, value_of
 
@@ -37,6 +39,7 @@ def __dir__():
 
 __all__ = [
     "JitArguments",
+    "autotune_jit",
     "benchmark",
     "RuntimeInt",
     "RuntimeBool",
