@@ -6,6 +6,7 @@ path (``test_call_state``, ``test_call_args``, ``test_call_threads``)."""
 
 import threading
 import time
+import types
 
 import pytest
 
@@ -46,6 +47,29 @@ class RecordingDriver:
         block = self.blocks.get(params)
         values = None if block is None else tuple(bytes(s) for s in block.slots)
         self.calls.append({"func": func, "grid": (gx, gy, gz), "stream": stream, "params": values,
+                           "cluster": (1, 1, 1), "smem": smem, "block": (bx, by, bz),
+                           "expect": getattr(self.local, "expect", None)})
+        return (0,)
+
+    # cluster and cooperative launches: the config the launch path fills, recorded as cuLaunchKernel's are
+    class CUlaunchConfig:
+        pass
+
+    class CUlaunchAttribute:
+        def __init__(self):
+            self.value = types.SimpleNamespace(clusterDim=types.SimpleNamespace())
+
+    CUlaunchAttributeID = types.SimpleNamespace(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION=4,
+                                                CU_LAUNCH_ATTRIBUTE_COOPERATIVE=2)
+
+    def cuLaunchKernelEx(self, cfg, func, params, extra):
+        block = self.blocks.get(params)
+        values = None if block is None else tuple(bytes(s) for s in block.slots)
+        cluster = next(((a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z) for a in cfg.attrs
+                        if a.id == 4), (1, 1, 1))
+        self.calls.append({"func": func, "grid": (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ), "stream": cfg.hStream,
+                           "params": values, "cluster": cluster, "smem": cfg.sharedMemBytes,
+                           "block": (cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ),
                            "expect": getattr(self.local, "expect", None)})
         return (0,)
 

@@ -401,6 +401,13 @@ class Compiled(CallArguments, ParameterArrays):
         err, = d.cuCtxSetCurrent(self._ctx)
         return err == self._ok
 
+    def export(self, directory: str, prefix: str) -> list[str]:
+        """Write the cubin, a C header and a C source that load and launch these kernels with no Python
+        (``runtime.export``); the paths written."""
+        from .export import export
+
+        return export(self, directory, prefix)
+
     def __repr__(self):
         kernels = ', '.join(f'{n} smem={s}' for n, s in self.smem.items()) or "no kernels"
         return f"Compiled({self.function_name}: {kernels})"

@@ -38,6 +38,8 @@ __all__ = [
     "TENSORMAP_ALIGNMENT",
     "encode_tiled",
     "encode_im2col",
+    "encode_enums",
+    "tiled_strides",
     "driver_module",
     "DriverUnavailable",
     "TmaEncodeError",
@@ -285,6 +287,19 @@ def _check(driver, result, what, error=DriverUnavailable):
         raise error(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
 
 
+def encode_enums(driver: ModuleType, desc: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """The driver's enum values of ``desc`` for ``cuTensorMapEncodeTiled``: ``(data type, interleave, swizzle, L2
+    promotion, OOB fill)`` (an im2col descriptor has no interleave: NONE)."""
+    dt = getattr(driver.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + _DATA_TYPE[desc.dtype.name])
+    interleave = getattr(desc, "interleave", None)
+    il = getattr(driver.CUtensorMapInterleave, "CU_TENSOR_MAP_INTERLEAVE_" + (
+        "NONE" if interleave is None or interleave.value == 0 else interleave.name[1:] + "B"))
+    sw = getattr(driver.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + ("NONE" if desc.swizzle.value == 0 else f"{desc.swizzle.span}B"))
+    l2 = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if desc.l2_promotion.value == 0 else "L2_" + desc.l2_promotion.name[1:] + "B"))
+    oob = getattr(driver.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + desc.oob_fill.name)
+    return dt, il, sw, l2, oob
+
+
 def _prologue(desc, address):
     # the driver module and the enum values shared by the tiled and im2col encoders
     if address is None:
@@ -294,11 +309,16 @@ def _prologue(desc, address):
     driver = driver_module()
     (err,) = driver.cuInit(0)
     _check(driver, err, "cuInit")
-    dt = getattr(driver.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + _DATA_TYPE[desc.dtype.name])
-    sw = getattr(driver.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + ("NONE" if desc.swizzle.value == 0 else f"{desc.swizzle.span}B"))
-    l2 = getattr(driver.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + ("NONE" if desc.l2_promotion.value == 0 else "L2_" + desc.l2_promotion.name[1:] + "B"))
-    oob = getattr(driver.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + desc.oob_fill.name)
+    dt, _, sw, l2, oob = encode_enums(driver, desc)
     return driver, dt, sw, l2, oob
+
+
+def tiled_strides(desc: Any) -> list[int]:
+    """The global strides ``cuTensorMapEncodeTiled`` takes for ``desc`` (in bytes): cuda-python passes an empty
+    list as a null pointer, which the driver refuses even for rank 1 (where it reads no stride), so a rank-1
+    descriptor gets one entry it ignores, the row's byte size rounded up to 16."""
+    row_bytes = (desc.global_dims[0] * desc.dtype.width + 7) // 8
+    return list(desc.global_strides) or [max(16, (row_bytes + 15) // 16 * 16)]
 
 
 def _words(tmap):
@@ -308,12 +328,9 @@ def _words(tmap):
 def encode_tiled(desc: Any, address: int | None) -> bytes:
     """``cuTensorMapEncodeTiled`` for ``desc`` at device address ``address``; returns 128 bytes."""
     driver, dt, sw, l2, oob = _prologue(desc, address)
-    il = getattr(driver.CUtensorMapInterleave, "CU_TENSOR_MAP_INTERLEAVE_" + ("NONE" if desc.interleave.value == 0 else desc.interleave.name[1:] + "B"))
+    il = encode_enums(driver, desc)[1]
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
-    # cuda-python passes an empty list as a null pointer, which the driver refuses even for rank 1 (where it
-    # reads no stride): give it one entry it ignores, the row's byte size rounded up to 16
-    row_bytes = (desc.global_dims[0] * desc.dtype.width + 7) // 8
-    strides = list(desc.global_strides) or [max(16, (row_bytes + 15) // 16 * 16)]
+    strides = tiled_strides(desc)
     err, tmap = driver.cuTensorMapEncodeTiled(
         dt, desc.rank, address,
         [u64(x) for x in desc.global_dims], [u64(x) for x in strides],
