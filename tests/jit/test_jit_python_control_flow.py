@@ -311,6 +311,41 @@ def test_an_object_a_helper_changes_in_a_loop_is_carried_to_its_caller():
     assert _run(k, 1, 3, 5) == [[2 + 0 + 200], [2 + 10 + 600], [2 + 0 + 1000]]
 
 
+@cute.jit
+def _advance_if(state, n):
+    """Advance ``state`` once on a run-time condition; nothing here reads it afterwards."""
+    if n > 2:
+        state.advance()
+
+
+def test_an_object_a_helper_changes_in_a_run_time_branch_is_carried_to_its_caller():
+    from cute_py import pipeline
+
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 4)
+        _advance_if(state, n)
+        arch.mbarrier_init(bar, state.index + 1)
+
+    assert _run(k, 1, 3) == [[1], [2]]
+
+
+def test_another_name_for_a_changed_object_sees_the_change():
+    from cute_py import pipeline
+
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 8)
+        alias = state
+        for _ in range(n):
+            state.advance()
+        arch.mbarrier_init(bar, alias.index + 1)
+
+    assert _run(k, 0, 3, 5) == [[1], [4], [6]]
+
+
 def test_a_python_object_that_differs_between_paths_and_is_used_after_is_an_error():
     @cute.kernel
     def k(n):
