@@ -171,7 +171,8 @@ def if_stmt(cond: Any, then_fn: Callable[..., Any], else_fn: Callable[..., Any],
         return Jump("dead")
     check_trees(paths, names, where)
     # the leaves: static where every path agrees, else merge-block arguments
-    types = [None if same_traced([p.leaves[j] for p in paths]) else
+    # (a value every path ends with is one from before the if; with one path left, it may be that path's own)
+    types = [None if len(paths) > 1 and same_traced([p.leaves[j] for p in paths]) else
              leaf_type([p.leaves[j] for p in paths], f"a value of {leaf_owner(paths[0].trees, names, j)}")
              for j in builtins.range(len(paths[0].leaves))]
     keys = list(log)
