@@ -227,3 +227,26 @@ def test_the_header_compiles_as_cpp_too(tmp_path):
                     str(tmp_path / "use.cpp")], check=True, capture_output=True)
     assert re.search(r"int scaled_launch\(void \*stream, const void \*a, int32_t n, float x, int64_t m\);",
                      (tmp_path / "scaled.h").read_text())
+
+
+@cute.kernel
+def _pair(x, y, k):
+    t, _, _ = arch.thread_idx()
+    y[t] = x[t] + k
+
+
+@cute.jit
+def clashing(dims, default, r: cute.Int32):
+    _pair(dims, default, r).launch(grid=1, block=32)
+
+
+def test_argument_names_that_c_reserves_or_the_source_uses_stay_apart(driver, tmp_path):  # noqa: F811
+    """``dims`` and ``r`` are names of the generated code, ``default`` a C keyword: the C source calls the
+    arguments a0, a1..., and the header names a reserved one by its index."""
+    c = fresh(cute.compile(clashing, SPEC("Float32", (32,)), SPEC("Float32", (32,)), 3))
+    x, y = FakeCudaArray("float32", (32,), address=1 << 26), FakeCudaArray("float32", (32,), address=2 << 26)
+    want = _expected(c, driver, (x, y, 7))
+    got = _run_exported(c, tmp_path, "clash", [f"(const void *){1 << 26:#x}", f"(const void *){2 << 26:#x}", "7"])
+    assert got == want
+    assert "int clash_launch(void *stream, const void *dims, const void *a1, int32_t r);" in \
+        (tmp_path / "clash.h").read_text()

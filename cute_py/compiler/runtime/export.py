@@ -108,36 +108,46 @@ def _scalar_leaf(c, src):
     return int(m.group(1)) if m and int(m.group(1)) in c._int_scalars else None
 
 
+# C11 and C++ keywords and the header's own names: an argument named so is called a<index> in the header
+_RESERVED = frozenset("""auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef union unsigned void
+    volatile while _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert
+    _Thread_local alignas alignof and bool catch class constexpr decltype delete explicit export false friend
+    mutable namespace new noexcept not nullptr operator or private protected public static_assert template this
+    throw true try typeid typename using virtual wchar_t xor stream""".split())
+
+
 def _arguments(c):
-    """Per source argument ``(index, C declaration or None for a static one, comment)``."""
+    """Per source argument ``(index, C type or None for a static one, name in the header, comment)``. (The C
+    source calls argument ``i`` ``a<i>``: no user's name can meet one of its own.)"""
     names = list(c.jit_function.params.names)
     if names[:1] == ["self"]:     # a method's: the instance is compiled in
         names = names[1:]
     out, used = [], set()
     for i, (kind, spec) in enumerate(c.sources):
         name = names[i] if i < len(names) else f"a{i}"
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name in used or name == "stream":
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or name in used or name in _RESERVED:
             name = f"a{i}"
         used.add(name)
         if kind == "tensor":
             dtype, shape, strides, align = spec
-            out.append((i, f"const void *{name}", f"{name}: {dtype} {tuple(shape)}, strides {tuple(strides)} "
-                                                  f"(elements), a device pointer {align}-byte aligned"))
+            out.append((i, "const void *", name, f"{name}: {dtype} {tuple(shape)}, strides {tuple(strides)} "
+                                                 f"(elements), a device pointer {align}-byte aligned"))
         elif kind == "scalar":
             if spec not in _C_SCALARS:
                 raise CuteValueError(f"export: argument {i} of {c.function_name} is a run-time {spec}, which the "
                                      f"exported code does not take (Int32, Int64, Float32)")
-            out.append((i, f"{_C_SCALARS[spec]} {name}", f"{name}: {spec}"))
+            out.append((i, _C_SCALARS[spec] + " ", name, f"{name}: {spec}"))
         elif kind == "stream":
-            out.append((i, f"void *{name}", f"{name}: a CUstream (the launches given it run on it)"))
+            out.append((i, "void *", name, f"{name}: a CUstream (the launches given it run on it)"))
         else:
-            out.append((i, None, None))
+            out.append((i, None, None, None))
     return out
 
 
 def _header(c, prefix, args):
-    decl = ", ".join(["void *stream"] + [d for _, d, _ in args if d])
-    notes = "\n".join(f" *   {n}" for _, d, n in args if d) or " *   (none)"
+    decl = ", ".join(["void *stream"] + [t + n for _, t, n, _ in args if t])
+    notes = "\n".join(f" *   {note}" for _, t, _, note in args if t) or " *   (none)"
     guard = prefix.upper() + "_H"
     return f"""/* {prefix}: {c.function_name}, exported by cute_py for {c.arch}.
  *
@@ -171,8 +181,8 @@ def _source(c, prefix, args):
     smem_attr = int(fa.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     cluster_attr = int(fa.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)
     la = driver.CUlaunchAttributeID
-    names = {i: d.rsplit(" ", 1)[1].lstrip("*") for i, d, _ in args if d}
-    decl = ", ".join(["void *stream"] + [d for _, d, _ in args if d])
+    names = {i: f"a{i}" for i, t, _, _ in args if t}
+    decl = ", ".join(["void *stream"] + [t + names[i] for i, t, _, _ in args if t])
     kernels = list(dict.fromkeys(ln.name for ln in c.launches))
     lines = [f'/* {prefix}: {c.function_name}, exported by cute_py (see {prefix}.h). */',
              "#include <stdint.h>", "#include <stddef.h>", "#include <string.h>", f'#include "{prefix}.h"', "",
@@ -203,8 +213,8 @@ def _source(c, prefix, args):
     lines.append(f"int {prefix}_launch({decl}) {{")
     lines.append("    CUresult r;")
     lines.append(f"    if ((r = {prefix}_load())) return r;")
-    for i, d, _ in args:
-        if d and d.startswith("const void *"):
+    for i, t, _, _ in args:
+        if t == "const void *":
             align = c.sources[i][1][3]
             lines.append(f"    if (!{names[i]} || (uintptr_t){names[i]} % {align}) return 1;")
     for n, ln in enumerate(c.launches):
