@@ -94,3 +94,21 @@ def test_exported_run_time_scalars_reach_the_kernel(tmp_path):
         assert launch(None, ours.data_ptr(), n, x, m) == 0
         torch.cuda.synchronize()
         assert torch.equal(ours.nan_to_num(7.0), theirs.nan_to_num(7.0)), (n, x, m)
+
+
+def test_an_exported_copy_of_run_time_extents_writes_what_the_python_launch_writes(tmp_path):
+    torch = hopper_torch()
+    spec = SPEC("Float32", (cute.sym_int(), cute.sym_int(divisibility=64)))
+    c = cute.compile(tma_copy, spec, spec, (128, 64), "none")
+    i64p = ctypes.POINTER(ctypes.c_int64)
+    launch = _library(c, tmp_path, "copy_dyn", [ctypes.c_void_p, i64p, i64p] * 2)
+    for m, n in ((300, 640), (1, 64), (1000, 128)):
+        src = torch.randn(m, n, device="cuda")
+        ours, theirs = (torch.full_like(src, math.nan) for _ in range(2))
+        c(src, theirs)
+        ext, st = (ctypes.c_int64 * 2)(m, n), (ctypes.c_int64 * 2)(n, 1)
+        assert launch(None, src.data_ptr(), ext, st, ours.data_ptr(), ext, st) == 0
+        torch.cuda.synchronize()
+        assert torch.equal(ours, theirs) and torch.equal(ours, src)
+    bad = (ctypes.c_int64 * 2)(64, 100)          # 100: not a multiple of 64
+    assert launch(None, src.data_ptr(), bad, st, ours.data_ptr(), bad, st) == 1

@@ -99,9 +99,9 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, 
 """
 
 
-def _run_exported(compiled, tmp_path, prefix, call_args):
+def _run_exported(compiled, tmp_path, prefix, call_args, prelude=""):
     """Export ``compiled``, build it with the stand-in driver and a main calling ``<prefix>_launch(STREAM,
-    call_args...)``; the program's output lines."""
+    call_args...)`` after ``prelude``; the program's output lines."""
     compiled.export(str(tmp_path), prefix)
     sizes = []
     for ln in compiled.launches:
@@ -110,7 +110,7 @@ def _run_exported(compiled, tmp_path, prefix, call_args):
                      f'return {len(ln.params)}; }}')
     (tmp_path / "stub.c").write_text(_STUB % {"declarations": _DRIVER_DECLARATIONS, "sizes": "\n".join(sizes)})
     (tmp_path / "main.c").write_text(f'#include <stdio.h>\n#include "{prefix}.h"\nint main(void) {{\n'
-                                     f'    int r = {prefix}_launch((void *)(uintptr_t){STREAM:#x}, '
+                                     f'    {prelude}\n    int r = {prefix}_launch((void *)(uintptr_t){STREAM:#x}, '
                                      f'{", ".join(call_args)});\n    printf("result %d\\n", r);\n'
                                      f'    {prefix}_unload();\n    return 0;\n}}\n')
     exe = tmp_path / "prog"
@@ -131,12 +131,14 @@ def _expected(compiled, driver, args):  # noqa: F811
     n = len(driver.calls)
     compiled(*args, stream=STREAM)
     calls = driver.calls[n:]
+    env = compiled._binder.env(compiled._last_bound[1]) if compiled._binder is not None else None
     assert len(calls) == len(compiled.launches)
     pointers = {i: a.address for i, a in enumerate(args) if isinstance(a, FakeCudaArray)}
     for ln, call in zip(compiled.launches, calls):
         for kind, src in ln.params:
             if kind == "desc":
                 desc, (idx, off) = src
+                desc = desc.bind(env) if desc.is_dynamic else desc     # as the call's binding made it
                 dt, il, sw, l2, oob = (int(e) for e in encode_enums(d, desc))
                 fields = [*desc.global_dims, *tiled_strides(desc), *desc.box_dims, *desc.element_strides]
                 out.append(f"encode {dt} {desc.rank} {pointers[idx] + off:x} " + " ".join(map(str, fields))
@@ -202,17 +204,70 @@ def test_a_null_or_misaligned_pointer_launches_nothing(tmp_path, address):
     assert got == ["load 7f454c46", "result 1", "unload"]
 
 
+@cute.kernel
+def _one(a, v):
+    a[0] = v
+
+
+@cute.jit
+def decides(a):
+    if cute.size(a) > 64:               # a decision of the host code on a run-time extent
+        _one(a, 1.0).launch(grid=1, block=32)
+
+
 def test_what_needs_the_host_or_is_no_c_name_is_refused(tmp_path):
     out = tmp_path / "out"
-    n = cute.sym_int()
-    dyn = cute.compile(scaled, SPEC("Float32", (n,)), 5, 1.5, 7)
-    with pytest.raises(cute.CuteValueError, match=r"export: scaled has run-time extents or strides \(argument 0\)"):
-        dyn.export(str(out), "dyn")
+    marked = cute.runtime.from_dlpack(FakeCudaArray("float32", (128,), address=1 << 26)).mark_layout_dynamic()
+    guarded = cute.compile(decides, marked)
+    with pytest.raises(cute.CuteValueError, match=r"export: decides decides on its run-time extents in its host code"):
+        guarded.export(str(out), "guarded")
     c = cute.compile(scaled, SPEC("Float32", (128,)), 5, 1.5, 7)
     for bad in ("1x", "a-b", "", None):
         with pytest.raises(cute.CuteValueError, match="the prefix must be a C identifier"):
             c.export(str(out), bad)
     assert not out.exists()
+
+
+def _dynamic_copy():
+    spec = SPEC("Float32", (cute.sym_int(), cute.sym_int(divisibility=64)))
+    return fresh(cute.compile(tma_copy, spec, spec, (128, 64), "none"))
+
+
+@pytest.mark.parametrize("shape", [(256, 512), (300, 640), (1, 64)])
+def test_run_time_extents_bind_and_launch_as_the_python_call(driver, tmp_path, shape):  # noqa: F811
+    """The extents and strides given at the call make the descriptors' dims and strides and the grid, as the
+    Python call's binding does."""
+    c = _dynamic_copy()
+    src, dst = (FakeCudaArray("float32", shape, address=k << 30) for k in (1, 3))
+    want = _expected(c, driver, (src, dst))
+    m, n = shape
+    prelude = f"int64_t ext[] = {{{m}, {n}}}, st[] = {{{n}, 1}};"
+    got = _run_exported(c, tmp_path, "copy_dyn", [f"(const void *){1 << 30:#x}", "ext", "st",
+                                                   f"(const void *){3 << 30:#x}", "ext", "st"], prelude)
+    assert got == want
+    header = (tmp_path / "copy_dyn.h").read_text()
+    assert "const void *src, const int64_t *src_shape, const int64_t *src_strides, const void *dst" in header
+
+
+@pytest.mark.parametrize("src, dst", [
+    ("{256, 500}, {500, 1}", "{256, 500}, {500, 1}"),      # 500: not a multiple of the divisibility 64
+    ("{256, 512}, {512, 1}", "{256, 512}, {1024, 1}"),     # dst's row stride: not the compact one
+    ("{256, 512}, {512, 1}", "{128, 512}, {512, 1}"),      # dst's rows: not src's (one run-time value)
+    ("{-128, 512}, {512, 1}", "{-128, 512}, {512, 1}"),    # a negative extent
+    ("{1099511627776, 512}, {512, 1}", "{1099511627776, 512}, {512, 1}"),  # past the 32-bit value's range
+])
+def test_extents_that_break_a_rule_launch_nothing(driver, tmp_path, src, dst):  # noqa: F811
+    """What the Python call refuses with a SpecMismatch, the exported code refuses with 1, before launching."""
+    c = _dynamic_copy()
+    (es, ss), (ed, sd) = (tuple(tuple(int(x) for x in part.strip("{} ").split(",")) for part in arg.split("}, "))
+                          for arg in (src, dst))
+    with pytest.raises(cute.CuteError):
+        c(FakeCudaArray("float32", es, ss, address=1 << 30), FakeCudaArray("float32", ed, sd, address=3 << 30))
+    prelude = f"int64_t es[] = {{{es[0]}, {es[1]}}}, ss[] = {{{ss[0]}, {ss[1]}}}, ed[] = {{{ed[0]}, {ed[1]}}}, " \
+              f"sd[] = {{{sd[0]}, {sd[1]}}};"
+    got = _run_exported(c, tmp_path, "copy_dyn", [f"(const void *){1 << 30:#x}", "es", "ss",
+                                                   f"(const void *){3 << 30:#x}", "ed", "sd"], prelude)
+    assert got == ["load 7f454c46", "result 1", "unload"]
 
 
 def test_the_header_compiles_as_cpp_too(tmp_path):

@@ -14,10 +14,13 @@ It writes three files:
   that breaks its rule). It declares the few driver functions it calls itself (no ``cuda.h`` needed: link with
   ``-lcuda``).
 
-Arrays are ``const void *`` device pointers, run-time scalars ``int32_t``/``int64_t``/``float``, stream arguments
-``void *`` (``CUstream``); static arguments are compiled in. A compile with run-time extents or strides, host
-printf calls, arrays in containers, im2col descriptors or kernel parameters the host computes from run-time
-scalars is refused with a ``CuteValueError`` naming what (the exported code has no host tracing to replay).
+Arrays are ``const void *`` device pointers (an array with run-time extents or strides also takes them, as two
+``const int64_t *`` arrays in elements, checked as the Python call checks them: ``export_bind``), run-time scalars
+``int32_t``/``int64_t``/``float``, stream arguments ``void *`` (``CUstream``); static arguments are compiled in.
+Every value of every launch is computed and checked before the first launch. A compile whose host code decides
+on run-time extents (guards), prints at each call, takes arrays in containers, launches with im2col
+descriptors or computes kernel parameters from run-time scalars is refused with a ``CuteValueError`` naming
+what (the exported code has no host tracing to replay).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Any
 from ...core.symbolic import SymInt
 from ...errors import CuteValueError
 from ...tensor.dtypes import Scalar
+from ..specs.limits import MAX_GRID_DIM
+from .export_bind import C_HELPERS, CBinder
 
 __all__ = ["export"]
 
@@ -82,11 +87,10 @@ def export(compiled: Any, directory: str, prefix: str) -> list[str]:
 def _refuse_what_needs_the_host(c):
     def refuse(what):
         raise CuteValueError(f"export: {c.function_name} {what}; the exported code runs no host code of the jit "
-                             f"function (compile it with static shapes and without it)")
+                             f"function")
 
-    if c._binder is not None:
-        dynamic = ", ".join(f"argument {i}" for i, _ in c._dynamic_args) or "its host decisions"
-        refuse(f"has run-time extents or strides ({dynamic})")
+    if c._binder is not None and c._binder.guards:
+        refuse("decides on its run-time extents in its host code (a guard of the compile)")
     if c.host_prints:
         refuse("prints from its host code at each call")
     if c.call_form is not None and c.call_form.spreads:
@@ -95,11 +99,16 @@ def _refuse_what_needs_the_host(c):
         for j, (kind, src) in enumerate(ln.params):
             if kind == "desc" and type(src[0]).__name__ != "TmaDescriptor":
                 refuse(f"launches {ln.name} with an im2col TMA descriptor (parameter {j})")
-            if isinstance(src, SymInt) and _scalar_leaf(c, src) is None:
-                refuse(f"passes the run-time extent {src.name} to {ln.name}")
+            if isinstance(src, SymInt) and _scalar_leaf(c, src) is None and not _array_leaf(c, src):
+                refuse(f"passes the run-time value {src.name} to {ln.name}, which no argument gives")
             if kind not in ("ptr", "desc") and hasattr(src, "evaluate") and isinstance(src, Scalar) and \
                     type(getattr(src, "index", None)) is not int:       # (one with an index is an argument)
                 refuse(f"computes parameter {j} of {ln.name} on the host from run-time scalars")
+
+
+def _array_leaf(c, src):
+    """Whether a parameter's leaf is an extent or stride of an argument (bound by the exported code)."""
+    return c._binder is not None and any(leaf.name == src.name for leaf in c._binder.leaves)
 
 
 def _scalar_leaf(c, src):
@@ -118,8 +127,9 @@ _RESERVED = frozenset("""auto break case char const continue default do double e
 
 
 def _arguments(c):
-    """Per source argument ``(index, C type or None for a static one, name in the header, comment)``. (The C
-    source calls argument ``i`` ``a<i>``: no user's name can meet one of its own.)"""
+    """Per C parameter ``(argument index, C type or None for a static argument, name in the header, comment or
+    None, suffix)``: an array with run-time extents gives three (pointer, ``_shape``, ``_strides``). (The C source
+    calls argument ``i`` ``a<i>`` plus the suffix: no user's name can meet one of its own.)"""
     names = list(c.jit_function.params.names)
     if names[:1] == ["self"]:     # a method's: the instance is compiled in
         names = names[1:]
@@ -131,23 +141,34 @@ def _arguments(c):
         used.add(name)
         if kind == "tensor":
             dtype, shape, strides, align = spec
-            out.append((i, "const void *", name, f"{name}: {dtype} {tuple(shape)}, strides {tuple(strides)} "
-                                                 f"(elements), a device pointer {align}-byte aligned"))
+            dynamic = not all(type(v) is int for v in tuple(shape) + tuple(strides))
+            show = (tuple(_show(v) for v in shape), tuple(_show(v) for v in strides))
+            out.append((i, "const void *", name, f"{name}: {dtype} {show[0]}, strides {show[1]} (elements), a "
+                                                 f"device pointer {align}-byte aligned" + (
+                                                     f"; {name}_shape and {name}_strides: its {len(shape)} extents "
+                                                     f"and strides (int64_t, in elements)" if dynamic else ""), ""))
+            if dynamic:
+                out.append((i, "const int64_t *", f"{name}_shape", None, "_shape"))
+                out.append((i, "const int64_t *", f"{name}_strides", None, "_strides"))
         elif kind == "scalar":
             if spec not in _C_SCALARS:
                 raise CuteValueError(f"export: argument {i} of {c.function_name} is a run-time {spec}, which the "
                                      f"exported code does not take (Int32, Int64, Float32)")
-            out.append((i, _C_SCALARS[spec] + " ", name, f"{name}: {spec}"))
+            out.append((i, _C_SCALARS[spec] + " ", name, f"{name}: {spec}", ""))
         elif kind == "stream":
-            out.append((i, "void *", name, f"{name}: a CUstream (the launches given it run on it)"))
+            out.append((i, "void *", name, f"{name}: a CUstream (the launches given it run on it)", ""))
         else:
-            out.append((i, None, None, None))
+            out.append((i, None, None, None, ""))
     return out
 
 
+def _show(v):
+    return v if type(v) is int else v.describe()
+
+
 def _header(c, prefix, args):
-    decl = ", ".join(["void *stream"] + [t + n for _, t, n, _ in args if t])
-    notes = "\n".join(f" *   {note}" for _, t, _, note in args if t) or " *   (none)"
+    decl = ", ".join(["void *stream"] + [t + n for _, t, n, _, _ in args if t])
+    notes = "\n".join(f" *   {note}" for _, t, _, note, _ in args if note) or " *   (none)"
     guard = prefix.upper() + "_H"
     return f"""/* {prefix}: {c.function_name}, exported by cute_py for {c.arch}.
  *
@@ -174,19 +195,19 @@ void {prefix}_unload(void);
 
 
 def _source(c, prefix, args):
-    from ...nvgpu.tma.desc import driver_module, encode_enums, tiled_strides
+    from ...nvgpu.tma.desc import driver_module
 
     driver = driver_module()
     fa = driver.CUfunction_attribute
     smem_attr = int(fa.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     cluster_attr = int(fa.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)
     la = driver.CUlaunchAttributeID
-    names = {i: f"a{i}" for i, t, _, _ in args if t}
-    decl = ", ".join(["void *stream"] + [t + names[i] for i, t, _, _ in args if t])
+    names = {i: f"a{i}" for i, t, _, _, _ in args if t}
+    decl = ", ".join(["void *stream"] + [f"{t}a{i}{suffix}" for i, t, _, _, suffix in args if t])
     kernels = list(dict.fromkeys(ln.name for ln in c.launches))
     lines = [f'/* {prefix}: {c.function_name}, exported by cute_py (see {prefix}.h). */',
              "#include <stdint.h>", "#include <stddef.h>", "#include <string.h>", f'#include "{prefix}.h"', "",
-             _DRIVER_DECLARATIONS]
+             _DRIVER_DECLARATIONS, C_HELPERS]
     if any(k == "Float32" and not isinstance(getattr(src, "index", None), int)
            for ln in c.launches for k, src in ln.params):
         lines += ["static float f32_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }", ""]
@@ -213,72 +234,108 @@ def _source(c, prefix, args):
     lines.append(f"int {prefix}_launch({decl}) {{")
     lines.append("    CUresult r;")
     lines.append(f"    if ((r = {prefix}_load())) return r;")
-    for i, t, _, _ in args:
+    for i, t, _, _, _ in args:
         if t == "const void *":
             align = c.sources[i][1][3]
             lines.append(f"    if (!{names[i]} || (uintptr_t){names[i]} % {align}) return 1;")
+    arrays = {i: (names[i], f"{names[i]}_shape", f"{names[i]}_strides") for i, _ in c._dynamic_args}
+    scalars = {i: names[i] for i in c._int_scalars}
+    bind = CBinder(c._binder, arrays, scalars)
+    lines += bind.lines
+    # every value of every launch is computed and checked before the first launch
+    launches = []
     for n, ln in enumerate(c.launches):
-        lines.append(f"    {{   /* launch {n}: {ln.name} */")
+        lines.append(f"    /* launch {n}: {ln.name} */")
         slots = []
         for j, (kind, src) in enumerate(ln.params):
-            p = f"p{j}"
+            p = f"p{n}_{j}"
             slots.append(p)
-            if kind == "ptr":
-                lines.append(f"        uint64_t {p} = (uint64_t)(uintptr_t){names[src[0]]} + {src[1]}u;")
-            elif kind == "desc":
-                desc, (idx, off) = src
-                desc = desc.validate()
-                dt, il, sw, l2, oob = (int(e) for e in encode_enums(driver, desc))
-                dims = ", ".join(f"{x}u" for x in desc.global_dims)
-                strides = ", ".join(f"{x}u" for x in tiled_strides(desc))
-                box = ", ".join(f"{x}u" for x in desc.box_dims)
-                estr = ", ".join(f"{x}u" for x in desc.element_strides)
-                lines.append(f"        CUtensorMap {p};")
-                lines.append(f"        {{ static const uint64_t dims[] = {{{dims}}}, strides[] = {{{strides}}};")
-                lines.append(f"          static const uint32_t box[] = {{{box}}}, estr[] = {{{estr}}};")
-                lines.append(f"          uintptr_t at = (uintptr_t){names[idx]} + {off}u;")
-                lines.append("          if (at % 16) return 1;")
-                lines.append(f"          if ((r = cuTensorMapEncodeTiled(&{p}, {dt}, {desc.rank}u, (void *)at, dims, "
-                             f"strides, box, estr, {il}, {sw}, {l2}, {oob}))) return r; }}")
-            else:
-                idx = _scalar_leaf(c, src) if isinstance(src, SymInt) else getattr(src, "index", None)
-                if idx is not None and c.sources[idx][0] == "scalar":
-                    value = f"({_SLOT_C[kind]}){names[idx]}"
-                else:
-                    v = src.value if isinstance(src, Scalar) else src
-                    if kind == "Float32":      # its bits, exactly (-0.0, infinities and NaN too)
-                        value = f"f32_bits({struct.unpack('<I', struct.pack('<f', float(v)))[0]:#x}u)"
-                    elif kind == "Int64":
-                        value = f"(int64_t){int(v)}LL"
-                    else:
-                        value = f"{int(v)}"
-                lines.append(f"        {_SLOT_C[kind]} {p} = {value};")
-        lines.append(f"        void *params[] = {{{', '.join('&' + s for s in slots) or 'NULL'}}};")
-        stream = names[ln.stream] if ln.stream is not None else "stream"
-        gx, gy, gz = ln.grid
-        bx, by, bz = ln.block
-        smem = c.smem[ln.name]
-        f = f"functions_[{kernels.index(ln.name)}]"
-        coop = ln.name in c.cooperative
-        if ln.cluster == (1, 1, 1) and not coop:
-            lines.append(f"        if ((r = cuLaunchKernel({f}, {gx}u, {gy}u, {gz}u, {bx}u, {by}u, {bz}u, {smem}u, "
-                         f"(CUstream){stream}, params, NULL))) return r;")
-        else:
-            attrs = []
-            if ln.cluster != (1, 1, 1):
-                cx, cy, cz = ln.cluster
-                attrs.append(f"attrs[{len(attrs)}].id = {int(la.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)}; "
-                             f"attrs[{len(attrs)}].value.clusterDim.x = {cx}u; "
-                             f"attrs[{len(attrs)}].value.clusterDim.y = {cy}u; "
-                             f"attrs[{len(attrs)}].value.clusterDim.z = {cz}u;")
-            if coop:
-                attrs.append(f"attrs[{len(attrs)}].id = {int(la.CU_LAUNCH_ATTRIBUTE_COOPERATIVE)}; "
-                             f"attrs[{len(attrs)}].value.cooperative = 1;")
-            lines.append(f"        CUlaunchAttribute attrs[{len(attrs)}] = {{{{0}}}};")
-            lines += [f"        {a}" for a in attrs]
-            lines.append(f"        CUlaunchConfig config = {{{gx}u, {gy}u, {gz}u, {bx}u, {by}u, {bz}u, {smem}u, "
-                         f"(CUstream){stream}, attrs, {len(attrs)}u}};")
-            lines.append(f"        if ((r = cuLaunchKernelEx(&config, {f}, params, NULL))) return r;")
-        lines.append("    }")
+            lines += _param(c, driver, bind, names, p, kind, src)
+        grid = []
+        for axis, (g, cl, most) in enumerate(zip(ln.grid, ln.cluster, MAX_GRID_DIM)):
+            if type(g) is int:
+                grid.append(f"{g}u")
+                continue
+            v = f"g{n}_{'xyz'[axis]}"
+            lines.append(f"    int64_t {v} = {bind.expr(g)};")
+            lines.append(f"    if (bad || {v} < 1 || {v} > {most} || {v} % {cl}) return 1;")
+            grid.append(f"(unsigned){v}")
+        launches.append((ln, slots, grid))
+    lines.append("    if (bad) return 1;")
+    for n, (ln, slots, grid) in enumerate(launches):
+        lines += _launch(c, la, kernels, names, n, ln, slots, grid)
     lines += ["    return 0;", "}", ""]
     return "\n".join(lines)
+
+
+def _param(c, driver, bind, names, p, kind, src):
+    """The C lines that compute kernel parameter ``p`` (of ``kind``, from ``src``)."""
+    from ...nvgpu.tma.desc import encode_enums, tiled_strides
+
+    if kind == "ptr":
+        return [f"    uint64_t {p} = (uint64_t)(uintptr_t){names[src[0]]} + {src[1]}u;"]
+    if kind == "desc":
+        desc, (idx, off) = src
+        if not desc.is_dynamic:
+            desc = desc.validate()
+        dt, il, sw, l2, oob = (int(e) for e in encode_enums(driver, desc))
+        dims = ", ".join(f"(uint64_t)({bind.expr(x)})" for x in desc.global_dims)
+        strides = ", ".join(f"(uint64_t)({bind.expr(x)})" for x in tiled_strides(desc))
+        box = ", ".join(f"{x}u" for x in desc.box_dims)
+        estr = ", ".join(f"{x}u" for x in desc.element_strides)
+        return [f"    CUtensorMap {p};",
+                f"    {{ const uint64_t dims[] = {{{dims}}}, strides[] = {{{strides}}};",
+                f"      static const uint32_t box[] = {{{box}}}, estr[] = {{{estr}}};",
+                f"      uintptr_t at = (uintptr_t){names[idx]} + {off}u;",
+                "      if (bad || at % 16) return 1;",
+                f"      if ((r = cuTensorMapEncodeTiled(&{p}, {dt}, {desc.rank}u, (void *)at, dims, strides, box, "
+                f"estr, {il}, {sw}, {l2}, {oob}))) return r; }}"]
+    if isinstance(src, SymInt):        # an extent, a stride or an integer scalar: checked against the slot
+        lo, hi = {"Int32": (-(1 << 31), (1 << 31) - 1), "Int64": (-(1 << 63), (1 << 63) - 1)}[kind]
+        return [f"    int64_t {p}_v = {bind.expr(src)};",
+                f"    if ({p}_v < INT64_C({lo}) || {p}_v > INT64_C({hi})) return 1;" if kind == "Int32" else "",
+                f"    {_SLOT_C[kind]} {p} = ({_SLOT_C[kind]}){p}_v;"]
+    idx = getattr(src, "index", None)
+    if idx is not None and c.sources[idx][0] == "scalar":
+        return [f"    {_SLOT_C[kind]} {p} = ({_SLOT_C[kind]}){names[idx]};"]
+    v = src.value if isinstance(src, Scalar) else src
+    if kind == "Float32":      # its bits, exactly (-0.0, infinities and NaN too)
+        value = f"f32_bits({struct.unpack('<I', struct.pack('<f', float(v)))[0]:#x}u)"
+    elif kind == "Int64":
+        value = f"(int64_t){int(v)}LL"
+    else:
+        value = f"{int(v)}"
+    return [f"    {_SLOT_C[kind]} {p} = {value};"]
+
+
+def _launch(c, la, kernels, names, n, ln, slots, grid):
+    """The C lines of launch ``n``, its parameters computed."""
+    out = [f"    {{   /* launch {n}: {ln.name} */",
+           f"        void *params[] = {{{', '.join('&' + s for s in slots) or 'NULL'}}};"]
+    stream = names[ln.stream] if ln.stream is not None else "stream"
+    gx, gy, gz = grid
+    bx, by, bz = ln.block
+    smem = c.smem[ln.name]
+    f = f"functions_[{kernels.index(ln.name)}]"
+    coop = ln.name in c.cooperative
+    if ln.cluster == (1, 1, 1) and not coop:
+        out.append(f"        if ((r = cuLaunchKernel({f}, {gx}, {gy}, {gz}, {bx}u, {by}u, {bz}u, {smem}u, "
+                   f"(CUstream){stream}, params, NULL))) return r;")
+    else:
+        attrs = []
+        if ln.cluster != (1, 1, 1):
+            cx, cy, cz = ln.cluster
+            attrs.append(f"attrs[{len(attrs)}].id = {int(la.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)}; "
+                         f"attrs[{len(attrs)}].value.clusterDim.x = {cx}u; "
+                         f"attrs[{len(attrs)}].value.clusterDim.y = {cy}u; "
+                         f"attrs[{len(attrs)}].value.clusterDim.z = {cz}u;")
+        if coop:
+            attrs.append(f"attrs[{len(attrs)}].id = {int(la.CU_LAUNCH_ATTRIBUTE_COOPERATIVE)}; "
+                         f"attrs[{len(attrs)}].value.cooperative = 1;")
+        out.append(f"        CUlaunchAttribute attrs[{len(attrs)}] = {{{{0}}}};")
+        out += [f"        {a}" for a in attrs]
+        out.append(f"        CUlaunchConfig config = {{{gx}, {gy}, {gz}, {bx}u, {by}u, {bz}u, {smem}u, "
+                   f"(CUstream){stream}, attrs, {len(attrs)}u}};")
+        out.append(f"        if ((r = cuLaunchKernelEx(&config, {f}, params, NULL))) return r;")
+    out.append("    }")
+    return out
