@@ -447,13 +447,14 @@ def _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal=False
                                                       block=128 * (d // 64))
 
 
-def attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal=False, softmax_scale=None):
+def attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal=False, softmax_scale=None, stream=None):
     """``dq``, ``dk``, ``dv`` of :func:`examples.attention` (torch tensors; see the module), with the forward's
     ``causal`` and ``softmax_scale``. Allocates its fp32 workspaces (``D``, ``lse * log2(e)``, the zeroed ``dQ``
-    accumulator) with torch."""
+    accumulator) with torch, on torch's current stream: pass that stream as ``stream`` when it is not the legacy
+    default one (a custom operator's backward, a CUDA-graph capture)."""
     import torch
 
     shapes = workspace_shapes(*q.shape)
     dsum, lse2 = (torch.empty(shape, device=q.device, dtype=torch.float32) for shape in shapes[:2])
     dqa = torch.zeros(shapes[2], device=q.device, dtype=torch.float32)
-    _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal, softmax_scale)
+    _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal, softmax_scale, stream=stream)

@@ -13,6 +13,7 @@ except Exception as e:  # not installed, or no usable bindings (BindingsNotFound
     pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
 
 from examples import attention  # noqa: E402
+from examples.attention_backward import attention_backward  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -37,6 +38,22 @@ def _attention_op(torch):
         b, s, h, _ = q.shape
         return torch.empty_like(q), q.new_empty((b, h, s), dtype=torch.float32)
 
+    def setup_context(ctx, inputs, output):
+        q, k, v, causal = inputs
+        ctx.save_for_backward(q, k, v, *output)
+        ctx.causal = causal
+        ctx.set_materialize_grads(False)      # an unused lse gets no gradient tensor
+
+    def backward(ctx, dout, dlse):
+        if dlse is not None:
+            raise NotImplementedError("the attention operator has no gradient through its lse")
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        attention_backward(q, k, v, out, lse, dout.contiguous(), dq, dk, dv, causal=ctx.causal,
+                           stream=torch.cuda.current_stream())
+        return dq, dk, dv, None
+
+    op.register_autograd(backward, setup_context=setup_context)
     _OPS["attention"] = op
     return op
 
@@ -86,3 +103,22 @@ def test_a_captured_graph_replays_on_the_values_copied_into_its_inputs():
         torch.cuda.synchronize()
         want_out, want_lse = op(*fresh, False)
         assert torch.equal(out, want_out) and torch.equal(lse, want_lse), f"replay {seed} is stale"
+
+
+def test_the_operators_gradients_are_sdpas():
+    """Autograd through the operator (its backward kernel) against torch's attention in fp32, eager and compiled;
+    a loss that reads lse is refused rather than given a wrong gradient."""
+    torch = hopper_torch()
+    op = _attention_op(torch)
+    q, k, v = (t.requires_grad_() for t in _inputs(torch, 3, h=4, hk=4))
+    dout = torch.randn_like(q)
+    for run in (lambda: op(q, k, v, True)[0], torch.compile(lambda: op(q, k, v, True)[0], fullgraph=True)):
+        grads = torch.autograd.grad(run(), (q, k, v), dout)
+        qf, kf, vf = (t.detach().float().transpose(1, 2).requires_grad_() for t in (q, k, v))
+        ref = torch.nn.functional.scaled_dot_product_attention(qf, kf, vf, is_causal=True)
+        want = torch.autograd.grad(ref, (qf, kf, vf), dout.float().transpose(1, 2))
+        for g, w in zip(grads, want):
+            torch.testing.assert_close(g.float(), w.transpose(1, 2), rtol=5e-2, atol=5e-2)
+    out, lse = op(q, k, v, True)
+    with pytest.raises(NotImplementedError, match="no gradient through its lse"):
+        (out.float().sum() + lse.sum()).backward()
