@@ -12,7 +12,7 @@ on first use), the CuTe DSL's ``benchmark`` / ``JitArguments`` for timing kernel
 """
 
 from .autotune import autotune_jit
-from .bench import JitArguments, benchmark
+from .bench import JitArguments, Timing, benchmark
 from .runtime_int import RuntimeBool, RuntimeInt, value_of
 
 _STRATEGIES = ("arbitrary_layouts", "arbitrary_tilers", "compact_layouts", "composable_pairs", "composed_layouts",
@@ -39,6 +39,7 @@ def __dir__():
 
 __all__ = [
     "JitArguments",
+    "Timing",
     "autotune_jit",
     "benchmark",
     "RuntimeInt",

@@ -6,7 +6,8 @@ keyword) over the product of their values, the first time a call brings new valu
 ``update_on_change`` names (a device array counts by its element type, shape, strides and alignment; a parameter
 left out counts by its default), and calls the function with the fastest configuration from then on. As in the
 DSL, each candidate runs the call itself (so its outputs are written several times) ``warmup_iterations`` times,
-then ``iterations`` times between two CUDA events (:func:`~cute_py.testing.benchmark`).
+then ``iterations`` times, each from a cold L2 and timed by CUDA events; the median call wins
+(:func:`~cute_py.testing.benchmark`).
 
 What this adds to the DSL's:
 
@@ -37,10 +38,10 @@ __all__ = ["autotune_jit"]
 
 
 def _measure(call: Callable[[], Any], warmup_iterations: int, iterations: int) -> float:
-    """The mean time of ``call()`` in microseconds, on the GPU's clock."""
+    """The median time of ``call()`` in microseconds on the GPU's clock, each call from a cold L2."""
     from .bench import benchmark
 
-    return benchmark(call, warmup_iterations=warmup_iterations, iterations=iterations)
+    return benchmark(call, warmup_iterations=warmup_iterations, iterations=iterations, cold_l2=True).median
 
 
 def _device_name() -> str:

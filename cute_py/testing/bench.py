@@ -1,10 +1,16 @@
 """Timing compiled kernels on the GPU, with the CuTe DSL's ``testing.benchmark`` and ``JitArguments``.
 
-``benchmark(fn, ...)`` runs ``fn`` ``warmup_iterations`` times, then ``iterations`` times between two CUDA
-events recorded on ``stream``, and returns the mean time of one call in microseconds.  With a
-``workspace_generator`` the calls cycle through ``workspace_count`` argument sets (so the timed calls do not
-all hit the same data in L2).  With ``use_cuda_graphs`` the timed calls are captured once into a CUDA graph on
-``stream`` (which must not be the default stream) and the graph is launched instead.
+``benchmark(fn, ...)`` runs ``fn`` ``warmup_iterations`` times, then ``iterations`` times with a CUDA event
+recorded on ``stream`` before each call and after the last, and returns the mean time of one call in
+microseconds (the DSL's value: the span of the timed calls over their number). With a ``workspace_generator``
+the calls cycle through ``workspace_count`` argument sets (so the timed calls do not all hit the same data in
+L2). With ``use_cuda_graphs`` the timed calls are captured once into a CUDA graph on ``stream`` (which must not
+be the default stream) and the graph is launched instead.
+
+What this adds to the DSL's: the result is a :class:`Timing`, a ``float`` (the mean) that also holds each call's
+time (``samples``, from consecutive events), their ``median``, ``min``, ``max`` and ``spread`` (``(max - min) /
+median``); and ``cold_l2=True`` writes a buffer twice the size of the GPU's L2 cache before each timed call,
+outside its events, so that every call starts from a cold L2 (its mean is then over the calls alone).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 
 from ..errors import CuteTypeError, CuteValueError
 
-__all__ = ["JitArguments", "benchmark"]
+__all__ = ["JitArguments", "Timing", "benchmark"]
 
 
 class JitArguments:
@@ -26,6 +32,42 @@ class JitArguments:
 
     def __repr__(self):
         return f"JitArguments({len(self.args)} args, {sorted(self.kwargs)})"
+
+
+class Timing(float):
+    """A benchmark's result: the mean time of one call in microseconds (the ``float`` itself), and ``samples``
+    (each timed call's microseconds) with their ``median``, ``min``, ``max`` and ``spread``."""
+
+    samples: tuple[float, ...]
+
+    def __new__(cls, mean: float, samples: tuple[float, ...]) -> "Timing":
+        t = super().__new__(cls, mean)
+        t.samples = tuple(samples)
+        return t
+
+    @property
+    def median(self) -> float:
+        s = sorted(self.samples)
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+    @property
+    def min(self) -> float:
+        return min(self.samples)
+
+    @property
+    def max(self) -> float:
+        return max(self.samples)
+
+    @property
+    def spread(self) -> float:
+        """``(max - min) / median`` of the samples (0 for one sample)."""
+        m = self.median
+        return (self.max - self.min) / m if m > 0 else 0.0
+
+    def __repr__(self):
+        return (f"Timing(mean={float(self):.3f} us, median={self.median:.3f}, min={self.min:.3f}, "
+                f"max={self.max:.3f}, {len(self.samples)} samples)")
 
 
 def _check(cu, result, what):
@@ -53,10 +95,12 @@ def _int_arg(v, name, minimum):
 def benchmark(callable: Callable[..., Any], *, warmup_iterations: int = 10, iterations: int = 100,
               stream: Any = None, kernel_arguments: JitArguments | None = None,
               workspace_generator: Callable[[], JitArguments] | None = None, workspace_count: int = 1,
-              use_cuda_graphs: bool = False, use_cupti: bool = False, nvtx_tag: str | None = None) -> float:
-    """The mean time of one call of ``callable`` in microseconds (see the module).  Exactly one of
-    ``kernel_arguments`` and ``workspace_generator`` may be given (neither: the call takes no arguments).
-    ``use_cupti`` is refused (CUDA events only); ``nvtx_tag`` is accepted and has no effect."""
+              use_cuda_graphs: bool = False, use_cupti: bool = False, nvtx_tag: str | None = None,
+              cold_l2: bool = False) -> Timing:
+    """The mean time of one call of ``callable`` in microseconds, as a :class:`Timing` (see the module).  Exactly
+    one of ``kernel_arguments`` and ``workspace_generator`` may be given (neither: the call takes no arguments).
+    ``use_cupti`` is refused (CUDA events only); ``nvtx_tag`` is accepted and has no effect; ``cold_l2`` does not
+    go with ``use_cuda_graphs`` (a graph's calls run back to back)."""
     from cuda.bindings import driver as cu
 
     if not callable_(callable):
@@ -68,6 +112,8 @@ def benchmark(callable: Callable[..., Any], *, warmup_iterations: int = 10, iter
         raise CuteValueError("benchmark: use_cupti is not supported (times come from CUDA events)")
     if kernel_arguments is not None and workspace_generator is not None:
         raise CuteValueError("benchmark takes kernel_arguments or workspace_generator, not both")
+    if cold_l2 and use_cuda_graphs:
+        raise CuteValueError("benchmark: cold_l2 needs each call timed on its own; use_cuda_graphs times the graph")
     if workspace_generator is not None:
         workspaces = [workspace_generator() for _ in range(workspace_count)]
     else:
@@ -98,24 +144,61 @@ def benchmark(callable: Callable[..., Any], *, warmup_iterations: int = 10, iter
             graph = _check(cu, cu.cuStreamEndCapture(hstream), "cuStreamEndCapture")
         graph_exec = _check(cu, cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         _check(cu, cu.cuGraphLaunch(graph_exec, hstream), "cuGraphLaunch")  # warm the graph once
-    start = _check(cu, cu.cuEventCreate(0), "cuEventCreate")
-    end = _check(cu, cu.cuEventCreate(0), "cuEventCreate")
-    try:
-        _check(cu, cu.cuEventRecord(start, hstream), "cuEventRecord")
-        if graph_exec is not None:
-            _check(cu, cu.cuGraphLaunch(graph_exec, hstream), "cuGraphLaunch")
-        else:
-            for i in range(iterations):
-                call(i)
-        _check(cu, cu.cuEventRecord(end, hstream), "cuEventRecord")
-        _check(cu, cu.cuEventSynchronize(end), "cuEventSynchronize")
-        ms = _check(cu, cu.cuEventElapsedTime(start, end), "cuEventElapsedTime")
-    finally:
-        cu.cuEventDestroy(start)
-        cu.cuEventDestroy(end)
-        if graph_exec is not None:
+    if graph_exec is not None:
+        try:
+            events = [_check(cu, cu.cuEventCreate(0), "cuEventCreate") for _ in range(2)]
+            try:
+                _check(cu, cu.cuEventRecord(events[0], hstream), "cuEventRecord")
+                _check(cu, cu.cuGraphLaunch(graph_exec, hstream), "cuGraphLaunch")
+                _check(cu, cu.cuEventRecord(events[1], hstream), "cuEventRecord")
+                _check(cu, cu.cuEventSynchronize(events[1]), "cuEventSynchronize")
+                ms = _check(cu, cu.cuEventElapsedTime(events[0], events[1]), "cuEventElapsedTime")
+            finally:
+                for e in events:
+                    cu.cuEventDestroy(e)
+        finally:
             cu.cuGraphExecDestroy(graph_exec)
-    return ms * 1e3 / iterations
+        return Timing(ms * 1e3 / iterations, (ms * 1e3 / iterations,))
+    return _timed_calls(cu, hstream, call, iterations, cold_l2)
 
+
+def _timed_calls(cu, hstream, call, iterations, cold_l2):
+    """Each call between two events (consecutive calls share one; with ``cold_l2`` each call has its own pair,
+    with the L2 flush before the first): their times and mean."""
+    flush, size = (_l2_flush_buffer(cu) if cold_l2 else (None, 0))
+    count = iterations + 1 if not cold_l2 else 2 * iterations
+    events = []
+    try:
+        for _ in range(count):
+            events.append(_check(cu, cu.cuEventCreate(0), "cuEventCreate"))
+        for i in range(iterations):
+            if cold_l2:
+                _check(cu, cu.cuMemsetD8Async(flush, i & 0xFF, size, hstream), "cuMemsetD8Async")
+                _check(cu, cu.cuEventRecord(events[2 * i], hstream), "cuEventRecord")
+            elif i == 0:
+                _check(cu, cu.cuEventRecord(events[0], hstream), "cuEventRecord")
+            call(i)
+            _check(cu, cu.cuEventRecord(events[2 * i + 1 if cold_l2 else i + 1], hstream), "cuEventRecord")
+        _check(cu, cu.cuEventSynchronize(events[-1]), "cuEventSynchronize")
+        pairs = [(2 * i, 2 * i + 1) if cold_l2 else (i, i + 1) for i in range(iterations)]
+        samples = tuple(_check(cu, cu.cuEventElapsedTime(events[a], events[b]), "cuEventElapsedTime") * 1e3
+                        for a, b in pairs)
+        mean = sum(samples) / iterations if cold_l2 else \
+            _check(cu, cu.cuEventElapsedTime(events[0], events[-1]), "cuEventElapsedTime") * 1e3 / iterations
+    finally:
+        for e in events:
+            cu.cuEventDestroy(e)
+        if flush is not None:
+            cu.cuMemFree(flush)
+    return Timing(mean, samples)
+
+
+def _l2_flush_buffer(cu):
+    """``(device allocation, bytes)``: twice the L2 cache of the current device."""
+    dev = _check(cu, cu.cuCtxGetDevice(), "cuCtxGetDevice")
+    l2 = _check(cu, cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, dev),
+                "cuDeviceGetAttribute")
+    size = 2 * max(int(l2), 1 << 20)
+    return _check(cu, cu.cuMemAlloc(size), "cuMemAlloc"), size
 
 callable_ = callable

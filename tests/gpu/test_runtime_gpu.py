@@ -111,6 +111,11 @@ def test_benchmark_times_every_workspace_and_the_kernel_really_runs(graphs):
     torch.cuda.synchronize()
     assert 0 < us < 10_000
     assert len(made) == 3 and all(torch.equal(y, x * 3.0) for x, y in made)
+    assert len(us.samples) == (1 if graphs else 6) and 0 < us.min <= us.median <= us.max
+    if not graphs:
+        cold = testing.benchmark(compiled, workspace_generator=workspace, workspace_count=3, warmup_iterations=1,
+                                 iterations=6, stream=stream, cold_l2=True)
+        assert len(cold.samples) == 6 and 0 < cold.min and float(cold) == pytest.approx(sum(cold.samples) / 6)
 
 
 def test_benchmark_refuses_graphs_on_the_default_stream():
