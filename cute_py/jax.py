@@ -53,6 +53,8 @@ def ffi_call(fn: Any, *args: Any, outputs: Iterable[int], **kwargs: Any) -> Call
 def _plan(c, outputs):
     """``(inputs, outputs, scalars)``: per array argument ``(index, dtype, shape)``, per scalar ``(index, C type,
     numpy type, attribute name)``; the rules of the FFI call checked."""
+    from .compiler.runtime.call_args import row_major
+
     if c._binder is not None:
         raise CuteValueError(f"jax.ffi_call: {c.function_name} has run-time extents or strides; XLA gives static "
                              f"shapes: compile it for them")
@@ -63,13 +65,9 @@ def _plan(c, outputs):
             dtype, shape, strides, _ = spec
             if dtype not in _TYPES:
                 raise CuteValueError(f"jax.ffi_call: argument {i} is {dtype}, which XLA has no buffer type for")
-            compact, acc = [], 1
-            for n in reversed(shape):
-                compact.insert(0, acc)
-                acc *= n
-            if any(n != 1 and st != want for n, st, want in zip(shape, strides, compact)):
+            if not row_major(shape, strides):
                 raise CuteValueError(f"jax.ffi_call: argument {i} has strides {tuple(strides)}; XLA's buffers are "
-                                     f"row-major ({tuple(compact)} for shape {tuple(shape)})")
+                                     f"row-major (shape {tuple(shape)})")
             arrays.append((i, dtype, tuple(shape)))
         elif kind == "scalar":
             if spec not in _SCALARS:

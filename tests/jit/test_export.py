@@ -305,3 +305,20 @@ def test_argument_names_that_c_reserves_or_the_source_uses_stay_apart(driver, tm
     assert got == want
     assert "int clash_launch(void *stream, const void *dims, const void *a1, int32_t r);" in \
         (tmp_path / "clash.h").read_text()
+
+
+@cute.jit
+def shadowed(x, x_shape):
+    _pair(x, x_shape, 1).launch(grid=1, block=32)
+
+
+def test_a_name_that_meets_an_arrays_extents_parameter_falls_back_to_indices(tmp_path):
+    """``x``'s run-time extents would be ``x_shape``, the name of the next argument: the header then names every
+    parameter by its index, and it compiles."""
+    c = cute.compile(shadowed, SPEC("Float32", (cute.sym_int(),)), SPEC("Float32", (32,)))
+    c.export(str(tmp_path), "shadow")
+    header = (tmp_path / "shadow.h").read_text()
+    assert "int shadow_launch(void *stream, const void *a0, const int64_t *a0_shape, const int64_t *a0_strides, " \
+           "const void *a1);" in header
+    subprocess.run([CC, "-std=c11", "-Wall", "-Wextra", "-Werror", "-c", "-o", str(tmp_path / "shadow.o"),
+                    str(tmp_path / "shadow.c")], check=True, capture_output=True)

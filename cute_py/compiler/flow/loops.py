@@ -24,7 +24,7 @@ from ...tensor.dtypes import Float32
 from . import control
 from ..lang.builder import current
 from .carry import (UNBOUND, Captured, Fixed, Path, capture, condition, describe, describe_tree,
-                    flatten_value, is_jump, leaf_dtype, leaf_owner, leaf_type, materialize, mlir_type,
+                    flatten_value, is_jump, leaf_owner, leaf_type, materialize, mlir_type,
                     note_write, python_dtype, rebuilt, leaf_divisor, same_traced, same_tree, terminate_dead, TRACED,
                     unflatten_value)
 from ..lang.values import TracedBool
@@ -342,9 +342,8 @@ class _Loop:
                 what = f"{leaf_owner(self.trees, self.names, j)} in the run-time loop"
                 if t is None:
                     first = self.leaves[j]
-                    if isinstance(v, Captured) and same_traced([capture(first), v]):
-                        pass            # the value from before the loop, unchanged
-                    elif isinstance(v, Captured) or type(v) is not type(first) or v != first:
+                    unchanged = same_traced([capture(first), v])       # the value from before the loop
+                    if not unchanged and (isinstance(v, Captured) or type(v) is not type(first) or v != first):
                         self.types[j] = leaf_type([capture(first), v], what)
                         settled = False
                 else:

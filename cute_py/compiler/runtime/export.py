@@ -31,6 +31,7 @@ import struct
 from typing import Any
 
 from ...core.symbolic import SymInt
+from ...nvgpu.tma.desc import TmaDescriptor
 from ...errors import CuteValueError
 from ...tensor.dtypes import Scalar
 from ..specs.limits import MAX_GRID_DIM
@@ -97,7 +98,7 @@ def _refuse_what_needs_the_host(c):
         refuse("takes containers of arrays")
     for ln in c.launches:
         for j, (kind, src) in enumerate(ln.params):
-            if kind == "desc" and type(src[0]).__name__ != "TmaDescriptor":
+            if kind == "desc" and not isinstance(src[0], TmaDescriptor):
                 refuse(f"launches {ln.name} with an im2col TMA descriptor (parameter {j})")
             if isinstance(src, SymInt) and _scalar_leaf(c, src) is None and not _array_leaf(c, src):
                 refuse(f"passes the run-time value {src.name} to {ln.name}, which no argument gives")
@@ -159,6 +160,9 @@ def _arguments(c):
             out.append((i, "void *", name, f"{name}: a CUstream (the launches given it run on it)", ""))
         else:
             out.append((i, None, None, None, ""))
+    header = [n for _, t, n, _, _ in out if t]
+    if len(set(header)) != len(header):    # a user's name met a <name>_shape of another: the source's names
+        out = [(i, t, f"a{i}{suffix}" if t else None, note, suffix) for i, t, _, note, suffix in out]
     return out
 
 

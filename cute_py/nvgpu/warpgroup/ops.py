@@ -111,9 +111,19 @@ class _WarpgroupMmaOp(MmaOp):
             raise WgmmaShapeError(f"{name}: the K extent of {kind} warpgroup MMA is {k_extent}, got {k}")
         return m, n, k
 
-    def _set(self, **fields):
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
+    def _configure(self, name, a, b, acc, instruction_shape, k_extent, a_src, a_major_mode, b_major_mode,
+                   k_major_only=False):
+        """Check the shape (K ``k_extent``) and the operand modes (both K-major with ``k_major_only``), then set
+        the op's fields."""
+        shape = self._check_shape(name, instruction_shape, k_extent)
+        self._check_modes(name, a_src, a_major_mode, b_major_mode)
+        if k_major_only:
+            for role, mode in (("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
+                if mode is not OperandMajorMode.K:
+                    raise WgmmaShapeError(f"{name}: 8-bit operands are K-major (no transpose), got {role} {mode}")
+        for field, value in (("a_dtype", a), ("b_dtype", b), ("acc_dtype", acc), ("shape_mnk", shape),
+                             ("a_src", a_src), ("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
+            object.__setattr__(self, field, value)
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable (tried to set {name!r})")
@@ -258,10 +268,7 @@ class MmaF16BF16Op(_WarpgroupMmaOp):
             raise WgmmaShapeError(f"{name}: acc_dtype must be Float32 or Float16, got {acc.name}")
         if ab is BFloat16 and acc is not Float32:
             raise WgmmaShapeError(f"{name}: BFloat16 inputs accumulate in Float32, got acc_dtype {acc.name}")
-        shape = self._check_shape(name, instruction_shape, 16)
-        self._check_modes(name, a_src, a_major_mode, b_major_mode)
-        self._set(a_dtype=ab, b_dtype=ab, acc_dtype=acc, shape_mnk=shape, a_src=a_src, a_major_mode=a_major_mode,
-                  b_major_mode=b_major_mode)
+        self._configure(name, ab, ab, acc, instruction_shape, 16, a_src, a_major_mode, b_major_mode)
 
     def __repr__(self):
         m, n, k = self.shape_mnk
@@ -289,13 +296,7 @@ class MmaF8Op(_WarpgroupMmaOp):
                 raise WgmmaShapeError(f"{name}: {role} must be Float8E4M3FN or Float8E5M2, got {t.name}")
         if acc not in (Float32, Float16):
             raise WgmmaShapeError(f"{name}: acc_dtype must be Float32 or Float16, got {acc.name}")
-        shape = self._check_shape(name, instruction_shape, 32)
-        self._check_modes(name, a_src, a_major_mode, b_major_mode)
-        for role, mode in (("a_major_mode", a_major_mode), ("b_major_mode", b_major_mode)):
-            if mode is not OperandMajorMode.K:
-                raise WgmmaShapeError(f"{name}: 8-bit operands are K-major (no transpose), got {role} {mode}")
-        self._set(a_dtype=a, b_dtype=b, acc_dtype=acc, shape_mnk=shape, a_src=a_src, a_major_mode=a_major_mode,
-                  b_major_mode=b_major_mode)
+        self._configure(name, a, b, acc, instruction_shape, 32, a_src, a_major_mode, b_major_mode, k_major_only=True)
 
     def __repr__(self):
         m, n, k = self.shape_mnk
