@@ -38,20 +38,28 @@ def _attention_op(torch):
         b, s, h, _ = q.shape
         return torch.empty_like(q), q.new_empty((b, h, s), dtype=torch.float32)
 
+    @torch.library.custom_op("cute_py_tests::attention_backward", mutates_args=())
+    def backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+                    dout: torch.Tensor, causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal=causal, stream=torch.cuda.current_stream())
+        return dq, dk, dv
+
+    @backward_op.register_fake
+    def _(q, k, v, out, lse, dout, causal):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
     def setup_context(ctx, inputs, output):
         q, k, v, causal = inputs
         ctx.save_for_backward(q, k, v, *output)
         ctx.causal = causal
         ctx.set_materialize_grads(False)      # an unused lse gets no gradient tensor
 
-    def backward(ctx, dout, dlse):
+    def backward(ctx, dout, dlse):            # (an operator too: a compiled backward must not trace the kernel)
         if dlse is not None:
             raise NotImplementedError("the attention operator has no gradient through its lse")
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        attention_backward(q, k, v, out, lse, dout.contiguous(), dq, dk, dv, causal=ctx.causal,
-                           stream=torch.cuda.current_stream())
-        return dq, dk, dv, None
+        return (*backward_op(q, k, v, out, lse, dout.contiguous(), ctx.causal), None)
 
     op.register_autograd(backward, setup_context=setup_context)
     _OPS["attention"] = op
