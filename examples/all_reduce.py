@@ -1,0 +1,255 @@
+"""All-reduce across GPUs through symmetric memory (``examples.symmetric`` sets it up with PyTorch).
+
+Every rank holds one buffer of the same size at the same offset of a symmetric allocation, mapped into every
+other rank's address space, and a *signal pad* of 32-bit flags beside it. To this kernel a peer's buffer and
+pad are ordinary global tensors (``bufs[w]``, ``pads[w]``: rank ``w``'s memory as this GPU sees it over
+NVLink); it reads and writes them with 128-bit vector loads and stores.
+
+::
+
+    all_reduce(x, out, bufs, pads, error, rank, timeout_ns, two_shot=False)   # out = sum over ranks of x
+
+*One shot* (small messages; ``bufs[w]`` of ``n`` elements): copy ``x`` into this rank's buffer, barrier, sum
+every rank's buffer into ``out``, barrier (so that no rank's next call overwrites its buffer while a peer still
+reads it). Every rank reads ``W - 1`` peers' data over NVLink: the fewest steps, the most traffic.
+
+*Two shot* (large messages; ``bufs[w]`` of ``buffer_elements(n, ...)``: a scratch region and a gather region of
+``W`` chunks each, a chunk ``ceil(n / vec / W)`` vectors). Scatter: chunk ``c`` of ``x`` goes into slot ``rank`` of
+rank ``c``'s scratch; barrier; reduce: this rank sums the ``W`` slots of its scratch (its chunk of every rank's
+``x``, in rank order) and writes the sum into chunk ``rank`` of every rank's gather region; barrier; copy the
+gather region to ``out``. Every NVLink transfer is a store (no remote loads), ``2 (W - 1) / W`` of the data per
+rank, and rank ``r`` visits the peers starting from ``r + 1``, so that no rank's links sit idle while another's
+are shared by all. A next call's stores into a peer's regions come after its barrier, which that peer reaches
+only after it read them.
+
+**Barriers.** Block ``b`` of every rank handles the same vectors (the grid and the split depend only on the
+element count, the type and the world size), so blocks synchronise pairwise with block ``b`` of the other ranks,
+never grid-wide: the first thread of warp ``w`` raises the flag ``pads[w][phase, b, rank]`` (a compare-and-swap
+from 0 to the call's signal, release, system scope, after a block barrier so that the block's accesses come
+first) and takes down its own ``pads[rank][phase, b, w]`` (a compare-and-swap from the signal back to 0, acquire,
+system scope; relaxed where nothing is read after it). One warp per peer: the flags travel in parallel. A flag
+left raised by a slow peer makes the raise wait, so the pads are reusable call after call with nothing to reset.
+The signal encodes the element count and the algorithm: a peer called with another count or algorithm is caught
+(its flag holds another signal) instead of read out of step.
+
+**Bounded waits.** Every wait ends by ``timeout_ns`` (the ``%globaltimer`` clock). A rank that did not arrive
+in time, or arrived with another element count, is recorded in ``error[0]`` as ``code << 8 | rank`` (code 1:
+late, 2: another count or algorithm; the first error wins and stays) and the block skips its work: ``out`` is
+then not the sum, which the host learns from ``error`` (``examples.symmetric`` raises naming the rank). After such an error
+the pads may hold stray flags: the communicator is spent.
+
+Sums are in Float32 for 16-bit and 32-bit floats (one rounding to the output type) and in wrapping Int32 for
+Int32 (exact, as NCCL's). The order of the terms is rank 0, 1, ... on every rank, so every rank gets the same bits.
+"""
+
+import cute_py as cute
+from cute_py import arch
+from cute_py.atom import CopyUniversalOp
+
+__all__ = ["all_reduce", "all_reduce_kernel", "all_reduce_grid", "buffer_elements", "vector_width", "MAX_WORLD",
+           "MAX_BLOCKS", "THREADS", "PAD_SHAPE", "ERROR_LATE", "ERROR_COUNT"]
+
+THREADS = 512
+MAX_WORLD = 8
+MAX_BLOCKS = 128
+PAD_SHAPE = (2, MAX_BLOCKS, MAX_WORLD)   # (phase, block, rank) 32-bit flags
+ERROR_LATE, ERROR_COUNT = 1, 2
+DTYPES = ("Float32", "BFloat16", "Float16", "Int32")
+
+
+def vector_width(bits, n):
+    """Elements of ``bits`` per access: up to 128 bits, dividing ``n`` (every vector whole and aligned)."""
+    v = 128 // bits
+    while n % v:
+        v //= 2
+    return v
+
+
+def buffer_elements(n, bits, world, two_shot):
+    """The elements each rank's buffer must have for ``n`` elements of ``bits``: ``n`` for one shot; for two
+    shot a scratch region and a gather region of ``world`` chunks each (chunks of whole vectors)."""
+    vec = vector_width(bits, n)
+    return 2 * world * cute.ceil_div(n // vec, world) * vec if two_shot else n
+
+
+def all_reduce_grid(n, vec, world, two_shot, max_blocks=MAX_BLOCKS):
+    """``(blocks, vectors per chunk)``: the grid both algorithms use for ``n`` elements in vectors of ``vec``."""
+    vectors = n // vec
+    chunk = cute.ceil_div(vectors, world) if two_shot else vectors
+    return max(1, min(max_blocks, cute.ceil_div(chunk, THREADS))), chunk
+
+
+@cute.jit
+def _record(error, code, peer, failed):
+    """Record a failed wait (the first error wins) and mark this block's work as skipped."""
+    arch.atomic_cas(error.iterator, cmp=0, val=code * 256 + peer, sem="relaxed", scope="sys")
+    failed[0] = 1
+
+
+@cute.jit
+def _barrier(pads, rank, world, phase, signal, deadline, error, failed, acquire):
+    """Block ``b`` of every rank meets here (see the module): the first thread of warp ``w`` raises rank ``w``'s
+    flag for this rank and takes down this rank's flag for rank ``w`` (one warp per peer, so the ranks' flags
+    travel in parallel); every wait bounded by ``deadline``. ``acquire``: the block reads what the peers
+    stored before the barrier (else the wait is relaxed)."""
+    b, _, _ = arch.block_idx()
+    t, _, _ = arch.thread_idx()
+    arch.sync_threads()                      # the block's loads and stores come before the flags
+    for w in cute.range_constexpr(world):
+        if t == w * 32:
+            up = pads[w].iterator + (phase * PAD_SHAPE[1] + b) * PAD_SHAPE[2] + rank
+            while True:
+                if arch.atomic_cas(up, cmp=0, val=signal, sem="release", scope="sys") == 0:
+                    break
+                if arch.globaltimer() > deadline:
+                    _record(error, ERROR_LATE, w, failed)
+                    break
+            down = pads[rank].iterator + (phase * PAD_SHAPE[1] + b) * PAD_SHAPE[2] + w
+            while failed[0] == 0:
+                old = arch.atomic_cas(down, cmp=signal, val=0, sem="acquire" if acquire else "relaxed", scope="sys")
+                if old == signal:
+                    break
+                if old != 0:
+                    _record(error, ERROR_COUNT, w, failed)
+                elif arch.globaltimer() > deadline:
+                    _record(error, ERROR_LATE, w, failed)
+    arch.sync_threads()                      # the peers' stores come before the block's loads
+
+
+@cute.jit
+def _vec_copy2(src, i, dst, k, vec):
+    """Vector ``i`` of ``src`` to vector ``k`` of ``dst``."""
+    atom = cute.make_copy_atom(CopyUniversalOp(), src.element_type, vec * src.element_type.width)
+    frag = cute.make_rmem_tensor((vec,), src.element_type)
+    cute.copy(atom, cute.local_tile(src, (vec,), (i,)), frag)
+    cute.copy(atom, frag, cute.local_tile(dst, (vec,), (k,)))
+
+
+@cute.jit
+def _sum_vector(bufs, world, i, vec, acc_type):
+    """The sum over the ranks (in order) of vector ``i`` of their buffers, in ``acc_type``."""
+    total = None
+    for w in cute.range_constexpr(world):
+        frag = cute.make_rmem_tensor((vec,), bufs[w].element_type)
+        atom = cute.make_copy_atom(CopyUniversalOp(), bufs[w].element_type, vec * bufs[w].element_type.width)
+        cute.copy(atom, cute.local_tile(bufs[w], (vec,), (i,)), frag)
+        v = frag.load().to(acc_type)
+        total = v if total is None else total + v
+    return total
+
+
+@cute.jit
+def _store_vector(values, dst, i, vec):
+    frag = cute.make_rmem_tensor((vec,), dst.element_type)
+    frag.store(values.to(dst.element_type))
+    atom = cute.make_copy_atom(CopyUniversalOp(), dst.element_type, vec * dst.element_type.width)
+    cute.copy(atom, frag, cute.local_tile(dst, (vec,), (i,)))
+
+
+@cute.jit
+def _sum_local(buf, world, chunk, j, vec, acc_type):
+    """The sum over slots ``w`` (in order) of vector ``w * chunk + j`` of ``buf``, in ``acc_type``."""
+    total = None
+    for w in cute.range_constexpr(world):
+        frag = cute.make_rmem_tensor((vec,), buf.element_type)
+        atom = cute.make_copy_atom(CopyUniversalOp(), buf.element_type, vec * buf.element_type.width)
+        cute.copy(atom, cute.local_tile(buf, (vec,), (w * chunk + j,)), frag)
+        v = frag.load().to(acc_type)
+        total = v if total is None else total + v
+    return total
+
+
+@cute.kernel
+def all_reduce_kernel(x, out, bufs, pads, error, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns):
+    b, _, _ = arch.block_idx()
+    t, _, _ = arch.thread_idx()
+    failed = arch.SmemAllocator().allocate_tensor(cute.Int32, cute.Layout(1))
+    if t == 0:
+        failed[0] = 0
+    deadline = arch.globaltimer() + timeout_ns
+    acc_type = cute.Int32 if x.element_type is cute.Int32 else cute.Float32
+    vectors = cute.size(x) // vec
+    step = blocks * THREADS
+    if two_shot:
+        # phase 1: chunk c of x into slot `rank` of rank c's scratch (vectors c * chunk + j, for this block's j);
+        # rank r starts with chunk r + 1, so that at any time every rank writes to another peer
+        for k in cute.range_constexpr(world):
+            c = (rank + 1 + k) % world
+            for j in range(b * THREADS + t, chunk, step):
+                if c * chunk + j < vectors:
+                    _vec_copy2(x, c * chunk + j, bufs[c], rank * chunk + j, vec)
+        _barrier(pads, rank, world, 0, signal, deadline, error, failed, True)
+        if failed[0] == 0:
+            # phase 2: this rank's chunk summed over its scratch slots, pushed into every rank's gather region
+            for j in range(b * THREADS + t, chunk, step):
+                if rank * chunk + j < vectors:
+                    total = _sum_local(bufs[rank], world, chunk, j, vec, acc_type)
+                    for k in cute.range_constexpr(world):
+                        w = (rank + 1 + k) % world
+                        _store_vector(total, bufs[w], (world + rank) * chunk + j, vec)
+            _barrier(pads, rank, world, 1, signal, deadline, error, failed, True)
+            if failed[0] == 0:
+                # phase 3: the gather region out
+                for c in cute.range_constexpr(world):
+                    for j in range(b * THREADS + t, chunk, step):
+                        if c * chunk + j < vectors:
+                            _vec_copy2(bufs[rank], (world + c) * chunk + j, out, c * chunk + j, vec)
+    else:
+        for j in range(b * THREADS + t, chunk, step):
+            _vec_copy2(x, j, bufs[rank], j, vec)
+        _barrier(pads, rank, world, 0, signal, deadline, error, failed, True)
+        if failed[0] == 0:
+            for j in range(b * THREADS + t, chunk, step):
+                _store_vector(_sum_vector(bufs, world, j, vec, acc_type), out, j, vec)
+            _barrier(pads, rank, world, 1, signal, deadline, error, failed, False)
+
+
+def _dims(t):
+    """A tensor's shape and strides as tuples (a 1-D tensor's are plain ints)."""
+    shape, stride = t.shape, t.stride
+    return (shape, stride) if type(shape) is tuple else ((shape,), (stride,))
+
+
+def _check(x, out, bufs, pads, error, rank, two_shot):
+    world = len(bufs)
+    if not 1 <= world <= MAX_WORLD or len(pads) != world:
+        raise cute.CuteValueError(f"all_reduce: one buffer and one signal pad per rank, 1 to {MAX_WORLD} ranks; "
+                                  f"got {len(bufs)} buffers and {len(pads)} pads")
+    if not 0 <= rank < world:
+        raise cute.CuteValueError(f"all_reduce: rank must be in [0, {world}), got {rank}")
+    if x.element_type.name not in DTYPES:
+        raise cute.CuteTypeError(f"all_reduce sums {', '.join(DTYPES)}, got {x.element_type.name}")
+    if len(_dims(x)[0]) != 1:
+        raise cute.CuteValueError(f"all_reduce: x must be a 1-D tensor, got the shape {x.shape}")
+    n = _dims(x)[0][0]
+    length = buffer_elements(n, x.element_type.width, world, two_shot)
+    for what, t, want in [("out", out, n)] + [(f"bufs[{w}]", bf, length) for w, bf in enumerate(bufs)]:
+        if t.element_type is not x.element_type or _dims(t)[0] != (want,):
+            raise cute.CuteValueError(f"all_reduce: {what} must be a 1-D {x.element_type.name} tensor of {want} "
+                                      f"elements (buffer_elements for {'two' if two_shot else 'one'} shot of {n}), "
+                                      f"got a {t.element_type.name} tensor of shape {t.shape}")
+    for w, p in enumerate(pads):
+        if p.element_type is not cute.Int32 or _dims(p)[0] != PAD_SHAPE:
+            raise cute.CuteValueError(f"all_reduce: pads[{w}] must be an Int32 tensor of shape {PAD_SHAPE}, got a "
+                                      f"{p.element_type.name} tensor of shape {p.shape}")
+    if error.element_type is not cute.Int32:
+        raise cute.CuteValueError(f"all_reduce: error must be an Int32 tensor, got {error.element_type.name} "
+                                  f"{error.shape}")
+    for what, t in [("x", x), ("out", out)] + [(f"bufs[{w}]", bf) for w, bf in enumerate(bufs)]:
+        if n > 1 and _dims(t)[1] != (1,):
+            raise cute.CuteValueError(f"all_reduce: {what} must be contiguous, got the stride {t.stride}")
+    return world, n
+
+
+@cute.jit
+def all_reduce(x, out, bufs, pads, error, rank, timeout_ns: cute.Int64, two_shot=False):
+    """``out = sum over ranks w of x_w`` (``x`` this rank's contribution; see the module): ``bufs``/``pads`` the
+    ranks' symmetric buffers (1-D, x's type and length) and signal pads (Int32, ``PAD_SHAPE``), in rank
+    order; ``error`` an Int32 device word that records a failed wait; ``rank`` this rank (static);
+    ``timeout_ns`` the bound of every wait. Every rank must call with the same length, type and algorithm."""
+    world, n = _check(x, out, bufs, pads, error, rank, two_shot)
+    vec = vector_width(x.element_type.width, n)
+    blocks, chunk = all_reduce_grid(n, vec, world, two_shot)
+    signal = 1 + 2 * (n % (1 << 29)) + int(two_shot)
+    all_reduce_kernel(x, out, bufs, pads, error, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns).launch(
+        grid=blocks, block=THREADS)

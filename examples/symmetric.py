@@ -1,0 +1,133 @@
+"""``SymmetricAllReduce``: the all-reduce kernel of ``examples.all_reduce`` over the ranks of a
+``torch.distributed`` process group, on PyTorch's symmetric memory (``torch.distributed._symmetric_memory``).
+
+::
+
+    dist.init_process_group("nccl")                  # one process per GPU (torchrun)
+    ar = SymmetricAllReduce(1 << 24, torch.bfloat16)  # collective: every rank constructs it
+    y = ar(x)                                         # y = sum over ranks of x (x: at most 2^24 elements)
+
+The constructor allocates one symmetric buffer of ``max_elements`` and exchanges it and its signal pads with the
+other ranks (``rendezvous``): the kernel then sees every rank's buffer and pad as plain device tensors. A call
+launches on torch's current stream. With ``check=True`` (the default) it waits for the kernel and raises a
+``CuteError`` naming the rank that did not arrive within ``timeout_s`` or that called with another element
+count; with ``check=False`` (needed inside a CUDA-graph capture) the error is recorded on the device and the next
+``check()`` raises it. After such an error the communicator is spent: every later call raises.
+
+``algorithm``: ``"one_shot"`` (every rank reads every buffer: lowest latency), ``"two_shot"`` (reduce-scatter
+then all-gather: less NVLink traffic) or ``"auto"`` (one shot up to ``one_shot_bytes``, 1 MiB by default).
+NVLink multicast (``multimem``) is not used.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cute_py as cute
+
+from .all_reduce import ERROR_COUNT, ERROR_LATE, MAX_WORLD, PAD_SHAPE, all_reduce, buffer_elements
+
+__all__ = ["SymmetricAllReduce"]
+
+ALGORITHMS = ("auto", "one_shot", "two_shot")
+
+
+class SymmetricAllReduce:
+    """An all-reduce over ``group`` (default: the world) for tensors of ``dtype`` of at most ``max_elements``."""
+
+    def __init__(self, max_elements: int, dtype, group=None, *, timeout_s: float = 10.0,
+                 one_shot_bytes: int = 1 << 20):
+        import torch
+        import torch.distributed as dist
+        import torch.distributed._symmetric_memory as symm_mem
+
+        if not dist.is_initialized():
+            raise cute.CuteValueError("SymmetricAllReduce needs torch.distributed initialised "
+                                      "(dist.init_process_group, one process per GPU)")
+        if type(max_elements) is not int or max_elements < 1:
+            raise cute.CuteValueError(f"SymmetricAllReduce: max_elements must be a positive int, got {max_elements!r}")
+        if not (timeout_s > 0 and math.isfinite(timeout_s)):
+            raise cute.CuteValueError(f"SymmetricAllReduce: timeout_s must be positive and finite, got {timeout_s!r}")
+        self.group = group if group is not None else dist.group.WORLD
+        self.rank, self.world = dist.get_rank(self.group), dist.get_world_size(self.group)
+        if self.world > MAX_WORLD:
+            raise cute.CuteValueError(f"SymmetricAllReduce: at most {MAX_WORLD} ranks, the group has {self.world}")
+        self.dtype, self.max_elements = dtype, max_elements
+        self.timeout_ns, self.one_shot_bytes = int(timeout_s * 1e9), one_shot_bytes
+        device = torch.device("cuda", torch.cuda.current_device())
+        self.bits = torch.empty((), dtype=dtype).element_size() * 8
+        size = max(buffer_elements(max_elements, self.bits, self.world, two) for two in (False, True))
+        self.buffer = symm_mem.empty(size, dtype=dtype, device=device)
+        self.handle = _rendezvous(symm_mem, self.buffer, self.group)
+        need = math.prod(PAD_SHAPE) * 4
+        if self.handle.signal_pad_size < need:
+            raise cute.CuteValueError(f"SymmetricAllReduce: the signal pads hold {self.handle.signal_pad_size} "
+                                      f"bytes, the kernel's flags need {need} (symm_mem.set_signal_pad_size)")
+        self.pads = tuple(self.handle.get_signal_pad(r, PAD_SHAPE, torch.int32) for r in range(self.world))
+        self.error = torch.zeros(1, dtype=torch.int32, device=device)
+        self._bufs: dict[int, tuple] = {}
+        self._torch = torch
+
+    def _buffers(self, n: int, two_shot: bool) -> tuple:
+        """The ranks' buffers, as tensors on this GPU, of the length the kernel takes for ``n`` elements."""
+        length = buffer_elements(n, self.bits, self.world, two_shot)
+        bufs = self._bufs.get(length)
+        if bufs is None:
+            bufs = tuple(self.handle.get_buffer(r, (length,), self.dtype) for r in range(self.world))
+            self._bufs[length] = bufs
+        return bufs
+
+    def __call__(self, x, out=None, *, algorithm: str = "auto", check: bool = True):
+        """``out`` (a new tensor by default; x's shape and type, contiguous) = the sum over ranks of ``x``."""
+        torch = self._torch
+        if algorithm not in ALGORITHMS:
+            raise cute.CuteValueError(f"SymmetricAllReduce: algorithm must be one of {ALGORITHMS}, got {algorithm!r}")
+        if not isinstance(x, torch.Tensor) or x.dtype != self.dtype or not x.is_contiguous():
+            raise cute.CuteValueError(f"SymmetricAllReduce: x must be a contiguous {self.dtype} tensor, got "
+                                      f"{getattr(x, 'dtype', type(x))}")
+        n = x.numel()
+        if not 1 <= n <= self.max_elements:
+            raise cute.CuteValueError(f"SymmetricAllReduce: x has {n} elements; the buffer holds 1 to "
+                                      f"{self.max_elements}")
+        out = torch.empty_like(x) if out is None else out
+        if out.dtype != x.dtype or out.shape != x.shape or not out.is_contiguous():
+            raise cute.CuteValueError(f"SymmetricAllReduce: out must be a contiguous {x.dtype} tensor of shape "
+                                      f"{tuple(x.shape)}, got {out.dtype} {tuple(out.shape)}")
+        capturing = torch.cuda.is_current_stream_capturing()
+        if check and capturing:
+            raise cute.CuteValueError("SymmetricAllReduce: check=True waits for the kernel, which a CUDA-graph "
+                                      "capture cannot; pass check=False and call check() after a replay")
+        if not capturing:
+            self._raise_recorded(sync=False)
+        two_shot = algorithm == "two_shot" or (algorithm == "auto" and n * x.element_size() > self.one_shot_bytes)
+        all_reduce(x.view(-1), out.view(-1), self._buffers(n, two_shot), self.pads, self.error, self.rank,
+                   self.timeout_ns, two_shot=two_shot, stream=torch.cuda.current_stream())
+        if check:
+            self.check()
+        return out
+
+    def check(self) -> None:
+        """Wait for the current stream; raise the ``CuteError`` of a failed wait recorded on the device."""
+        self._torch.cuda.current_stream().synchronize()
+        self._raise_recorded(sync=True)
+
+    def _raise_recorded(self, sync: bool) -> None:
+        code = self._recorded if hasattr(self, "_recorded") else (int(self.error.item()) if sync else 0)
+        if not code:
+            return
+        self._recorded = code
+        kind, peer = code >> 8, code & 0xFF
+        why = {ERROR_LATE: f"did not arrive within {self.timeout_ns / 1e9:g} s",
+               ERROR_COUNT: "called with another element count"}.get(kind, f"failed (code {kind})")
+        raise cute.CuteError(f"SymmetricAllReduce on rank {self.rank}: rank {peer} {why}; the result is not the "
+                             f"sum and this communicator is spent (its signal pads may hold stray flags)")
+
+
+def _rendezvous(symm_mem, buffer, group):
+    """``symm_mem.rendezvous`` of ``buffer`` over ``group`` (enabling symmetric memory for the group first where
+    the installed PyTorch asks for it)."""
+    try:
+        return symm_mem.rendezvous(buffer, group)
+    except RuntimeError:
+        symm_mem.enable_symm_mem_for_group(group.group_name)
+        return symm_mem.rendezvous(buffer, group)
