@@ -7,11 +7,15 @@ NVLink); it reads and writes them with 128-bit vector loads and stores.
 
 ::
 
-    all_reduce(x, out, bufs, pads, error, rank, timeout_ns, two_shot=False)   # out = sum over ranks of x
+    all_reduce(x, out, bufs, pads, state, rank, timeout_ns, two_shot=False)   # out = sum over ranks of x
 
-*One shot* (small messages; ``bufs[w]`` of ``n`` elements): copy ``x`` into this rank's buffer, barrier, sum
-every rank's buffer into ``out``, barrier (so that no rank's next call overwrites its buffer while a peer still
-reads it). Every rank reads ``W - 1`` peers' data over NVLink: the fewest steps, the most traffic.
+*One shot* (small messages; ``bufs[w]`` of ``2 n`` elements, two halves): copy ``x`` into this rank's buffer,
+barrier, sum every rank's buffer into ``out``. Consecutive one-shot calls alternate between the halves (and
+between two sets of flags), counted on the device in ``state[1]`` (the last block of a call to finish, counted in
+``state[2]``, advances it), so no second barrier is needed: a rank writes the half of call ``k`` again in call
+``k + 2``, after the barrier of call ``k + 1``, which every peer reaches only after it finished reading call
+``k``. The count lives on the device so that a CUDA graph's replays alternate too. Every rank reads ``W - 1``
+peers' data over NVLink: the fewest steps, the most traffic.
 
 *Two shot* (large messages; ``bufs[w]`` of ``buffer_elements(n, ...)``: a scratch region and a gather region of
 ``W`` chunks each, a chunk ``ceil(n / vec / W)`` vectors). Scatter: chunk ``c`` of ``x`` goes into slot ``rank`` of
@@ -33,9 +37,9 @@ The signal encodes the element count and the algorithm: a peer called with anoth
 (its flag holds another signal) instead of read out of step.
 
 **Bounded waits.** Every wait ends by ``timeout_ns`` (the ``%globaltimer`` clock). A rank that did not arrive
-in time, or arrived with another element count, is recorded in ``error[0]`` as ``code << 8 | rank`` (code 1:
+in time, or arrived with another element count, is recorded in ``state[0]`` as ``code << 8 | rank`` (code 1:
 late, 2: another count or algorithm; the first error wins and stays) and the block skips its work: ``out`` is
-then not the sum, which the host learns from ``error`` (``examples.symmetric`` raises naming the rank). After such an error
+then not the sum, which the host learns from ``state[0]`` (``examples.symmetric`` raises naming the rank). After such an error
 the pads may hold stray flags: the communicator is spent.
 
 Sums are in Float32 for 16-bit and 32-bit floats (one rounding to the output type) and in wrapping Int32 for
@@ -47,13 +51,14 @@ from cute_py import arch
 from cute_py.atom import CopyUniversalOp
 
 __all__ = ["all_reduce", "all_reduce_kernel", "all_reduce_grid", "buffer_elements", "vector_width", "MAX_WORLD",
-           "MAX_BLOCKS", "THREADS", "PAD_SHAPE", "ERROR_LATE", "ERROR_COUNT"]
+           "MAX_BLOCKS", "THREADS", "PAD_SHAPE", "STATE_WORDS", "ERROR_LATE", "ERROR_COUNT"]
 
 THREADS = 512
 MAX_WORLD = 8
 MAX_BLOCKS = 128
 PAD_SHAPE = (2, MAX_BLOCKS, MAX_WORLD)   # (phase, block, rank) 32-bit flags
 ERROR_LATE, ERROR_COUNT = 1, 2
+STATE_WORDS = 3                          # a failed wait, the one-shot calls so far, blocks done in this call
 DTYPES = ("Float32", "BFloat16", "Float16", "Int32")
 
 
@@ -66,10 +71,10 @@ def vector_width(bits, n):
 
 
 def buffer_elements(n, bits, world, two_shot):
-    """The elements each rank's buffer must have for ``n`` elements of ``bits``: ``n`` for one shot; for two
-    shot a scratch region and a gather region of ``world`` chunks each (chunks of whole vectors)."""
+    """The elements each rank's buffer must have for ``n`` elements of ``bits``: two halves of ``n`` for one
+    shot; for two shot a scratch region and a gather region of ``world`` chunks each (of whole vectors)."""
     vec = vector_width(bits, n)
-    return 2 * world * cute.ceil_div(n // vec, world) * vec if two_shot else n
+    return 2 * world * cute.ceil_div(n // vec, world) * vec if two_shot else 2 * n
 
 
 def all_reduce_grid(n, vec, world, two_shot, max_blocks=MAX_BLOCKS):
@@ -160,7 +165,7 @@ def _sum_local(buf, world, chunk, j, vec, acc_type):
 
 
 @cute.kernel
-def all_reduce_kernel(x, out, bufs, pads, error, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns):
+def all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns):
     b, _, _ = arch.block_idx()
     t, _, _ = arch.thread_idx()
     failed = arch.SmemAllocator().allocate_tensor(cute.Int32, cute.Layout(1))
@@ -178,7 +183,7 @@ def all_reduce_kernel(x, out, bufs, pads, error, rank, world, vec, chunk, blocks
             for j in range(b * THREADS + t, chunk, step):
                 if c * chunk + j < vectors:
                     _vec_copy2(x, c * chunk + j, bufs[c], rank * chunk + j, vec)
-        _barrier(pads, rank, world, 0, signal, deadline, error, failed, True)
+        _barrier(pads, rank, world, 0, signal, deadline, state, failed, True)
         if failed[0] == 0:
             # phase 2: this rank's chunk summed over its scratch slots, pushed into every rank's gather region
             for j in range(b * THREADS + t, chunk, step):
@@ -187,7 +192,7 @@ def all_reduce_kernel(x, out, bufs, pads, error, rank, world, vec, chunk, blocks
                     for k in cute.range_constexpr(world):
                         w = (rank + 1 + k) % world
                         _store_vector(total, bufs[w], (world + rank) * chunk + j, vec)
-            _barrier(pads, rank, world, 1, signal, deadline, error, failed, True)
+            _barrier(pads, rank, world, 1, signal, deadline, state, failed, True)
             if failed[0] == 0:
                 # phase 3: the gather region out
                 for c in cute.range_constexpr(world):
@@ -195,13 +200,20 @@ def all_reduce_kernel(x, out, bufs, pads, error, rank, world, vec, chunk, blocks
                         if c * chunk + j < vectors:
                             _vec_copy2(bufs[rank], (world + c) * chunk + j, out, c * chunk + j, vec)
     else:
+        # this call's half of the buffers (the other half may still be read by a peer's previous call)
+        half = (state[1] & 1) * vectors
         for j in range(b * THREADS + t, chunk, step):
-            _vec_copy2(x, j, bufs[rank], j, vec)
-        _barrier(pads, rank, world, 0, signal, deadline, error, failed, True)
+            _vec_copy2(x, j, bufs[rank], half + j, vec)
+        _barrier(pads, rank, world, state[1] & 1, signal, deadline, state, failed, True)
         if failed[0] == 0:
             for j in range(b * THREADS + t, chunk, step):
-                _store_vector(_sum_vector(bufs, world, j, vec, acc_type), out, j, vec)
-            _barrier(pads, rank, world, 1, signal, deadline, error, failed, False)
+                _store_vector(_sum_vector(bufs, world, half + j, vec, acc_type), out, j, vec)
+        # the last block to finish starts the next call's half
+        arch.sync_threads()
+        if t == 0:
+            if arch.atomic_add(state.iterator + 2, 1, sem="acq_rel", scope="gpu") == blocks - 1:
+                state[2] = 0
+                state[1] = state[1] + 1
 
 
 def _dims(t):
@@ -210,7 +222,7 @@ def _dims(t):
     return (shape, stride) if type(shape) is tuple else ((shape,), (stride,))
 
 
-def _check(x, out, bufs, pads, error, rank, two_shot):
+def _check(x, out, bufs, pads, state, rank, two_shot):
     world = len(bufs)
     if not 1 <= world <= MAX_WORLD or len(pads) != world:
         raise cute.CuteValueError(f"all_reduce: one buffer and one signal pad per rank, 1 to {MAX_WORLD} ranks; "
@@ -232,9 +244,9 @@ def _check(x, out, bufs, pads, error, rank, two_shot):
         if p.element_type is not cute.Int32 or _dims(p)[0] != PAD_SHAPE:
             raise cute.CuteValueError(f"all_reduce: pads[{w}] must be an Int32 tensor of shape {PAD_SHAPE}, got a "
                                       f"{p.element_type.name} tensor of shape {p.shape}")
-    if error.element_type is not cute.Int32:
-        raise cute.CuteValueError(f"all_reduce: error must be an Int32 tensor, got {error.element_type.name} "
-                                  f"{error.shape}")
+    if state.element_type is not cute.Int32 or _dims(state)[0] != (STATE_WORDS,):
+        raise cute.CuteValueError(f"all_reduce: state must be an Int32 tensor of {STATE_WORDS} elements (zeros at "
+                                  f"first), got a {state.element_type.name} tensor of shape {state.shape}")
     for what, t in [("x", x), ("out", out)] + [(f"bufs[{w}]", bf) for w, bf in enumerate(bufs)]:
         if n > 1 and _dims(t)[1] != (1,):
             raise cute.CuteValueError(f"all_reduce: {what} must be contiguous, got the stride {t.stride}")
@@ -242,14 +254,15 @@ def _check(x, out, bufs, pads, error, rank, two_shot):
 
 
 @cute.jit
-def all_reduce(x, out, bufs, pads, error, rank, timeout_ns: cute.Int64, two_shot=False):
+def all_reduce(x, out, bufs, pads, state, rank, timeout_ns: cute.Int64, two_shot=False):
     """``out = sum over ranks w of x_w`` (``x`` this rank's contribution; see the module): ``bufs``/``pads`` the
-    ranks' symmetric buffers (1-D, x's type and length) and signal pads (Int32, ``PAD_SHAPE``), in rank
-    order; ``error`` an Int32 device word that records a failed wait; ``rank`` this rank (static);
+    ranks' symmetric buffers (1-D, x's type, ``buffer_elements`` long) and signal pads (Int32, ``PAD_SHAPE``), in rank
+    order; ``state`` this rank's Int32 device words (a failed wait, the one-shot calls, a block count; zeros at
+    first, kept from call to call); ``rank`` this rank (static);
     ``timeout_ns`` the bound of every wait. Every rank must call with the same length, type and algorithm."""
-    world, n = _check(x, out, bufs, pads, error, rank, two_shot)
+    world, n = _check(x, out, bufs, pads, state, rank, two_shot)
     vec = vector_width(x.element_type.width, n)
     blocks, chunk = all_reduce_grid(n, vec, world, two_shot)
     signal = 1 + 2 * (n % (1 << 29)) + int(two_shot)
-    all_reduce_kernel(x, out, bufs, pads, error, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns).launch(
+    all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns).launch(
         grid=blocks, block=THREADS)

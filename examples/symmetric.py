@@ -25,7 +25,7 @@ import math
 
 import cute_py as cute
 
-from .all_reduce import ERROR_COUNT, ERROR_LATE, MAX_WORLD, PAD_SHAPE, all_reduce, buffer_elements
+from .all_reduce import ERROR_COUNT, ERROR_LATE, MAX_WORLD, PAD_SHAPE, STATE_WORDS, all_reduce, buffer_elements
 
 __all__ = ["SymmetricAllReduce"]
 
@@ -56,7 +56,9 @@ class SymmetricAllReduce:
         self.timeout_ns, self.one_shot_bytes = int(timeout_s * 1e9), one_shot_bytes
         device = torch.device("cuda", torch.cuda.current_device())
         self.bits = torch.empty((), dtype=dtype).element_size() * 8
-        size = max(buffer_elements(max_elements, self.bits, self.world, two) for two in (False, True))
+        # the one-shot region, then the two-shot's (a call of one never writes where a peer's call of the other reads)
+        self._two_shot_at = -(-buffer_elements(max_elements, self.bits, self.world, False) // 64) * 64   # aligned
+        size = self._two_shot_at + buffer_elements(max_elements, self.bits, self.world, True)
         self.buffer = symm_mem.empty(size, dtype=dtype, device=device)
         self.handle = _rendezvous(symm_mem, self.buffer, self.group)
         need = math.prod(PAD_SHAPE) * 4
@@ -64,17 +66,18 @@ class SymmetricAllReduce:
             raise cute.CuteValueError(f"SymmetricAllReduce: the signal pads hold {self.handle.signal_pad_size} "
                                       f"bytes, the kernel's flags need {need} (symm_mem.set_signal_pad_size)")
         self.pads = tuple(self.handle.get_signal_pad(r, PAD_SHAPE, torch.int32) for r in range(self.world))
-        self.error = torch.zeros(1, dtype=torch.int32, device=device)
+        self.state = torch.zeros(STATE_WORDS, dtype=torch.int32, device=device)
         self._bufs: dict[int, tuple] = {}
         self._torch = torch
 
     def _buffers(self, n: int, two_shot: bool) -> tuple:
         """The ranks' buffers, as tensors on this GPU, of the length the kernel takes for ``n`` elements."""
         length = buffer_elements(n, self.bits, self.world, two_shot)
-        bufs = self._bufs.get(length)
+        bufs = self._bufs.get((length, two_shot))
         if bufs is None:
-            bufs = tuple(self.handle.get_buffer(r, (length,), self.dtype) for r in range(self.world))
-            self._bufs[length] = bufs
+            at = self._two_shot_at if two_shot else 0
+            bufs = tuple(self.handle.get_buffer(r, (length,), self.dtype, at) for r in range(self.world))
+            self._bufs[length, two_shot] = bufs
         return bufs
 
     def __call__(self, x, out=None, *, algorithm: str = "auto", check: bool = True):
@@ -100,7 +103,7 @@ class SymmetricAllReduce:
         if not capturing:
             self._raise_recorded(sync=False)
         two_shot = algorithm == "two_shot" or (algorithm == "auto" and n * x.element_size() > self.one_shot_bytes)
-        all_reduce(x.view(-1), out.view(-1), self._buffers(n, two_shot), self.pads, self.error, self.rank,
+        all_reduce(x.view(-1), out.view(-1), self._buffers(n, two_shot), self.pads, self.state, self.rank,
                    self.timeout_ns, two_shot=two_shot, stream=torch.cuda.current_stream())
         if check:
             self.check()
@@ -112,7 +115,7 @@ class SymmetricAllReduce:
         self._raise_recorded(sync=True)
 
     def _raise_recorded(self, sync: bool) -> None:
-        code = self._recorded if hasattr(self, "_recorded") else (int(self.error.item()) if sync else 0)
+        code = self._recorded if hasattr(self, "_recorded") else (int(self.state[0].item()) if sync else 0)
         if not code:
             return
         self._recorded = code

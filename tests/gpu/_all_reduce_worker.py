@@ -84,6 +84,23 @@ def exact_sums(ar_by_dtype, rank):
                 assert all(torch.equal(o, outs[0]) for o in outs), f"{what}: ranks disagree"
 
 
+def back_to_back(rank):
+    """Calls queued without a host wait between them, ranks jittered by GPU sleeps: each result is its own
+    inputs' sum (no call reads a buffer a peer's next call already overwrote)."""
+    ar = SymmetricAllReduce(1 << 18, torch.float32)
+    g = torch.Generator(device="cuda").manual_seed(99 + rank)
+    for n, algorithm in [(4096, "one_shot"), (1 << 18, "one_shot"), (1 << 18, "two_shot"), (4096, "auto")]:
+        xs = [torch.randn(n, generator=g, device="cuda") for _ in range(24)]
+        outs = []
+        for i, x in enumerate(xs):
+            if (i + rank) % 3 == 0:
+                torch.cuda._sleep(20000 * (1 + rank))
+            outs.append(ar(x, algorithm=algorithm, check=False))
+        ar.check()
+        for i, (x, out) in enumerate(zip(xs, outs)):
+            assert torch.equal(out, reference(x)), f"back-to-back call {i} ({n}, {algorithm}) is wrong"
+
+
 def late_rank(rank):
     ar = SymmetricAllReduce(4096, torch.float32, timeout_s=30.0)
     x = torch.full((4096,), float(rank + 1), device="cuda")
@@ -140,7 +157,7 @@ def graph_replay(rank):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         ar(x, out, check=False)
-    for seed in (1, 2):
+    for seed in range(1, 6):                  # (replays alternate the one-shot halves on the device)
         x.copy_(torch.randn(1 << 16, device="cuda", generator=torch.Generator(device="cuda").manual_seed(
             seed * 10 + rank)).to(torch.bfloat16))
         out.fill_(float("nan"))
@@ -171,6 +188,7 @@ def main():
     exact_sums({d: SymmetricAllReduce(max(SIZES), d) for d in dtypes}, rank)
     hostile(rank)
     graph_replay(rank)
+    back_to_back(rank)
     late_rank(rank)
     other_count(rank)
     missing_rank(rank)
