@@ -15,9 +15,8 @@ count; with ``check=False`` (needed inside a CUDA-graph capture) the error is re
 ``check()`` raises it. After such an error the communicator is spent: every later call raises.
 
 ``algorithm``: ``"one_shot"`` (every rank reads every buffer: lowest latency), ``"two_shot"`` (reduce-scatter
-then all-gather: less NVLink traffic) or ``"auto"`` (one shot up to ``one_shot_bytes``, 256 KiB by default: from 512 KiB the two-shot was as fast
-or faster on 4 H200s).
-NVLink multicast (``multimem``) is not used.
+then all-gather: less NVLink traffic) or ``"auto"`` (one shot up to ``one_shot_bytes``, 256 KiB by default: from 512 KiB
+the two-shot was as fast or faster on 4 H200s). NVLink multicast (``multimem``) is not used.
 """
 
 from __future__ import annotations
