@@ -71,3 +71,24 @@ def test_all_reduce_across_gpus(world):
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
     for r in range(world):
         assert f"RANK {r} OK" in run.stdout
+
+
+def _args(world=2, n=1024, dtype="Float32", pads=PAD_SHAPE, state=(3,), x_stride=None, out_n=None, two_shot=False):
+    length = buffer_elements(n, 32 if dtype in ("Float32", "Int32") else 16, world, two_shot)
+    x = Spec(dtype, (n,)) if x_stride is None else Spec(dtype, (n,), (x_stride,))
+    return (x, Spec(dtype, (out_n or n,)), tuple(Spec(dtype, (length,)) for _ in range(world)),
+            tuple(Spec("Int32", pads) for _ in range(world)), Spec("Int32", state))
+
+
+@pytest.mark.parametrize("args, rank, match", [
+    (_args(world=9), 0, "1 to 8 ranks"),
+    (_args(), 2, r"rank must be in \[0, 2\)"),
+    (_args(dtype="Float64"), 0, "all_reduce sums Float32, BFloat16, Float16, Int32"),
+    (_args(pads=(2, 64, 8)), 0, "pads\\[0\\] must be an Int32 tensor of shape"),
+    (_args(state=(1,)), 0, "state must be an Int32 tensor of 3 elements"),
+    (_args(out_n=1000), 0, "out must be a 1-D Float32 tensor of 1024 elements"),
+    (_args(x_stride=2), 0, "x must be contiguous"),
+])
+def test_hostile_arguments_are_refused_with_the_rule(args, rank, match):
+    with pytest.raises(cute.CuteError, match=match):
+        cute.compile(all_reduce, *args, rank, 10 ** 9)
