@@ -447,3 +447,32 @@ def test_a_call_that_passes_a_defaulted_array_reuses_the_last_specialisation(dri
     monkeypatch.setattr(store_maybe, "_specialise", specialise)
     store_maybe(CAI(1 << 24), 3)                          # without b: another compile
     assert store_maybe._last.compiled is not first and len(driver.calls) == n + 3
+
+
+@cute.jit
+def store_each(arrays, n):
+    for a in arrays:
+        _store_value(a, n).launch(grid=1, block=1)
+
+
+def test_a_call_with_a_container_of_arrays_reuses_the_last_specialisation(driver, monkeypatch):
+    """A tuple of device arrays (spread into one argument per array): the next call with a container of the same
+    type and length reuses the last specialisation with its own addresses; another length, another container type
+    or another array shape is another compile, never the last one's launch."""
+    monkeypatch.setattr(store_each, "_compiled", {})
+    monkeypatch.setattr(store_each, "_last", None)
+    store_each((CAI(1 << 24), CAI(1 << 25)), 3)
+    first = store_each._last.compiled
+    specialise = store_each._specialise
+    monkeypatch.setattr(store_each, "_specialise", lambda *a: pytest.fail("the call built its keys again"))
+    n = len(driver.calls)
+    store_each((CAI(1 << 26), CAI(1 << 27)), 3)
+    assert store_each._last.compiled is first and len(driver.calls) == n + 2
+    assert driver.calls[-1]["params"] != driver.calls[-3]["params"], "the launch kept the last call's addresses"
+    monkeypatch.setattr(store_each, "_specialise", specialise)
+    for other in [((CAI(1 << 24), CAI(1 << 25), CAI(1 << 26)), 3), ([CAI(1 << 24), CAI(1 << 25)], 3),
+                  ((CAI(1 << 24), CAI(1 << 25, (64,))), 3), ((CAI(1 << 24), CAI(1 << 25)), 4)]:
+        store_each(*other)
+        assert store_each._last.compiled is not first, f"{other} launched the last call's compile"
+    store_each((CAI(1 << 24), CAI(1 << 25)), 3)
+    assert store_each._last.compiled is first

@@ -294,9 +294,7 @@ class JitFunction:
             else:
                 c(*args, stream=stream)  # its host prints, with this call's values
                 return result
-        # (a call form that only fills in defaults or Constexpr parameters takes a full call's arguments as they are)
-        reusable = mkey is not None and (c.call_form is None or not c.call_form.spreads)
-        self._last = LastCall(c, obj, mkey, args) if reusable else None
+        self._last = LastCall(c, obj, mkey, args) if mkey is not None else None
         return c(*args, stream=stream)
 
 

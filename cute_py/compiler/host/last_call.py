@@ -1,4 +1,7 @@
-"""The specialisation a jit function's last call used, kept so that a repeated call reuses it without building keys."""
+"""The specialisation a jit function's last call used, kept so that a repeated call reuses it without building keys.
+
+A compile whose call form spreads containers of device arrays (``call_form``) compares a new call on the spread
+arguments, after checking that the call's containers have the compile's types and lengths."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import enum
 from typing import Any
 
 from ..cache.config_key import config_key
+from .call_form import spread
 
 __all__ = ["LastCall"]
 
@@ -14,11 +18,15 @@ class LastCall:
     """The specialisation of a jit function's last call: a new call whose statics (and instance) are the same
     reuses it without building keys (immutable statics compare by value, others by their key)."""
 
-    __slots__ = ("compiled", "obj", "self_key", "statics", "scalars", "n")
+    __slots__ = ("compiled", "obj", "self_key", "statics", "scalars", "n", "tree")
 
     def __init__(self, compiled: Any, obj: Any, mkey: tuple, args: tuple) -> None:
         self.compiled, self.obj, self.n = compiled, obj, len(args)
         self.self_key = mkey[0]
+        form = compiled.call_form
+        self.tree = form.tree if form is not None and form.spreads else None
+        if self.tree is not None:
+            args = spread(args)[0]
         self.statics = []
         for i, (kind, _) in enumerate(compiled.sources):
             if kind == "static" and i < len(args):
@@ -33,6 +41,10 @@ class LastCall:
         if len(args) != self.n or obj is not self.obj:
             return False
         try:
+            if self.tree is not None:
+                args, tree, _ = spread(args)
+                if tree != self.tree:
+                    return False
             for i, t in self.scalars:
                 if _scalar_type(args[i]) != t:
                     return False
