@@ -68,7 +68,7 @@ benchmark's shapes, benchmarks/RESULTS.md):
 - ``group_m`` (``8``; a positive int below 2**31; or ``None``): the order of the tiles. Cluster tiles go in groups of
   ``group_m`` rows of cluster tiles, M fastest within a group, then N, one group after another (``None``: one
   group, the whole of M). The CTAs at work at one time then read few A and B tiles, which stay in L2.
-- ``tile_n`` (``None``: 256, or 128 for the wide shapes of few tiles that ``_auto_tile_n`` names, where nothing
+- ``tile_n`` (``None``: 256, or 128 for the wide shapes of few tiles that ``auto_tile_n`` names, where nothing
   else was asked for; ``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
   consumer warpgroup, 128 fp32 accumulators per thread) and halves the loads of A per FLOP; a stage holds
   48 KiB, so at most 4 stages fit the 227 KiB of shared memory with the ``"tma"`` epilogue's 32 KiB of
@@ -116,11 +116,12 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .gemm_args import (EPILOGUES, GEMM_TILE, K_TILE_BYTES, MMA_WARPGROUPS, SPLITS, STAGES, TILE_NS, block_scaled,
+from .gemm_args import (EPILOGUES, GEMM_TILE, MMA_WARPGROUPS, STAGES, TILE_NS, block_scaled,
                         check_args, check_fused, k_tile)
 from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, fuse_epilogue, reduce_splits,
                             split_recv_layout, store_tile, store_tile_tma)
-from .tma_tiled import sm_count
+from .gemm_gather import gathered_tile, wait_shard
+from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, tma_storable
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
            "PRODUCER_REGS", "CONSUMER_REGS"]
@@ -135,7 +136,7 @@ CONSUMER_REGS = 232                    # ... and each consumer warpgroup's: 128 
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma, bias, alpha,
-                activation, fuse_cols, scales, block_scales):
+                activation, fuse_cols, scales, block_scales, gather_flags=None, gather_state=None, gather=None):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -189,8 +190,12 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             arch.warpgroup_reg_dealloc(PRODUCER_REGS)
         if warp == PRODUCER_WARP:
             state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+            deadline = arch.globaltimer() + gather[3] if gather is not None else None
             for i in range(my_tiles):
                 tm, tn = _tile_of(first + i * clusters, cluster_tiles_m, tiles_n, group_m, cluster_m, rank)
+                tm = gathered_tile(tm, gather, cluster_tiles_m * cluster_m)
+                if gather is not None:
+                    wait_shard(gather_flags, gather_state, gather, tm * bm, deadline)
                 gA = cute.local_tile(tma_a, tile, (tm, tn, None), proj=(1, None, 1))    # (bm, bk, k-tiles)
                 gB = cute.local_tile(tma_b, tile, (tm, tn, None), proj=(None, 1, 1))    # (bn, bk, k-tiles)
                 tAsA, tAgA = cpasync.tma_partition(load_a, 0, cute.Layout(1), cute.group_modes(sA, 0, 2),
@@ -220,6 +225,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         for i in range(my_tiles):
             tm, tn = _tile_of(first + i * clusters, cluster_tiles_m, tiles_n, group_m, cluster_m, rank)
+            tm = gathered_tile(tm, gather, cluster_tiles_m * cluster_m)
             acc = tiled_mma.make_fragment_C(thr.partition_C(cute.local_tile(c, (bm, bn), (tm, tn))))
             if block_scales is None:
                 # k-tile 0 (there is one: K >= 1): its first k-block writes the accumulators (scale-d 0)
@@ -323,107 +329,11 @@ def _tile_of(t, cluster_tiles_m, tiles_n, group_m, cluster_m, rank):
     return (first + within % rows) * cluster_m + rank, within // rows
 
 
-def _recv_fits(tile, stages):
-    """Whether a tile's fp32 partial products fit over the stages (the split reduction's receive buffer)."""
-    bm, bn, _ = tile
-    return bm * bn * 4 <= stages * (bm + bn) * K_TILE_BYTES
-
-
-def _auto_split(m, n, k, tile, stages):
-    """The K splits of the default: doubled from 1 (to at most 8) while the CTAs stay within one wave of the
-    device's SMs at half of them or less before doubling, and each split keeps at least 8 k-tiles; 1 unless
-    M, N and K are static."""
-    bm, bn, bk = tile
-    if not (type(m) is int and type(n) is int and type(k) is int) or not _recv_fits(tile, stages):
-        return 1
-    tiles, k_tiles, sms = cute.ceil_div(m, bm) * cute.ceil_div(n, bn), cute.ceil_div(k, bk), sm_count()
-    split = 1
-    while split < SPLITS[-1] and tiles * split * 2 <= sms and k_tiles >= 8 * split * 2:
-        split *= 2
-    return split
-
-
-def _auto_tile_n(m, n, k, bk=GEMM_TILE[2]):
-    """The default ``tile_n``: 128 where C is wider than tall (M < N), its 128 x 256 tiles are so few that the
-    default would split K by exactly 2 (``_auto_split``) and K has at least 64 k-tiles; 256 otherwise (and for a
-    run-time M, N or K). There 128 x 128 tiles, enough for the SMs without a split, in persistent 2x1 clusters
-    were measured faster on an H100: 512x4096x4096 at 547-590 TFLOP/s against 489-498 with the split
-    (``benchmarks/RESULTS.md``). On the measured shapes outside the rule it was no faster, or slower: taller than
-    wide (4096x512xK), K of 512, or more tiles (2048^3, 1024x4096x4096, 512x8192x8192)."""
-    if not (type(m) is int and type(n) is int and type(k) is int):
-        return 256
-    wide = (GEMM_TILE[0], TILE_NS[-1], bk)
-    if m < n and cute.ceil_div(k, wide[2]) >= 64 and _auto_split(m, n, k, wide, STAGES[wide[1]]) == 2:
-        return 128
-    return 256
-
-
-def _resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):
-    """``(cluster_m, persistent, split_k)`` with the defaults (``None``) chosen: split K where the tiles are too
-    few for the SMs (``_auto_split``) unless a cluster along M or persistence was asked for; otherwise 2x1
-    clusters of persistent CTAs. A split of K takes the cluster (``split_k`` CTAs per tile) and one tile per
-    CTA, so it excludes the other two."""
-    if split_k is None:
-        asked = cluster_m not in (None, 1) or persistent not in (None, False)
-        split_k = 1 if asked else _auto_split(m, n, k, tile, stages)
-    if split_k == 1:
-        cluster_m = 2 if cluster_m is None else cluster_m
-        persistent = True if persistent is None else persistent
-        if type(persistent) is int and persistent < cluster_m:
-            raise cute.CuteValueError(f"gemm: persistent is a bool or a number of CTAs >= cluster_m ({cluster_m}), "
-                                      f"got {persistent!r}")
-        return cluster_m, persistent, 1
-    if cluster_m not in (None, 1) or persistent not in (None, False):
-        raise cute.CuteValueError(f"gemm: split_k={split_k} makes a cluster of {split_k} CTAs per tile, one tile each: "
-                                  f"it needs cluster_m 1 and persistent False, got cluster_m={cluster_m!r}, "
-                                  f"persistent={persistent!r}")
-    bm, bn, bk = tile
-    if type(k) is not int or cute.ceil_div(k, bk) < split_k:
-        raise cute.CuteValueError(f"gemm: split_k={split_k} needs a static K of at least {split_k} k-tiles of {bk}, "
-                                  f"got K={k!r}")
-    if not _recv_fits(tile, stages):
-        raise cute.CuteValueError(f"gemm: split_k={split_k} sums the {bm}x{bn} fp32 partial products over the "
-                                  f"stages' shared memory: {stages} stages of {bm}x{bn}x{bk} tiles are too few "
-                                  f"(at least {cute.ceil_div(bm * bn * 4, (bm + bn) * K_TILE_BYTES)})")
-    return 1, False, split_k
-
-
-def _tma_storable(c):
-    """Whether TMA can store to ``c``: unit column stride, a static row stride of a multiple of 16 bytes and a
-    16-byte aligned pointer (TMA's rules for a global tensor), and rows of a static multiple of 16 bytes (a TMA
-    store writes whole 16-byte granules, so a box reaching the end of a shorter row would write past it)."""
-    row_stride, col_stride = c.layout.stride
-    bits = c.element_type.width
-    return (col_stride == 1 and type(row_stride) is int and row_stride * bits % 128 == 0
-            and type(c.shape[1]) is int and c.shape[1] * bits % 128 == 0 and c.iterator.alignment >= 16)
-
-
-def _pairs_aligned(c):
-    """Whether every pair of adjacent columns ``(j, j + 1)`` with ``j`` even starts on a boundary of the pair's
-    size in ``c``: unit column stride, a static even row stride and a pointer aligned to two elements."""
-    row_stride, col_stride = c.layout.stride
-    return (col_stride == 1 and type(row_stride) is int and row_stride % 2 == 0
-            and c.iterator.alignment >= c.element_type.width // 4)
-
-
 def _warpgroup_mma(ab, warpgroups, tiler_mn, b_type=None):
     """The tiled warpgroup MMA of K-major ``ab`` operands (B of ``b_type``, by default ``ab``) into fp32:
     ``warpgroups`` along M, each an instruction of ``tiler_mn``."""
     return hh.make_trivial_tiled_mma(ab, ab if b_type is None else b_type, wg.OperandMajorMode.K,
                                      wg.OperandMajorMode.K, cute.Float32, (warpgroups, 1, 1), tiler_mn)
-
-
-def _grid(m, n, bm, bn, cluster_m, persistent):
-    """The launch's grid: a cluster per cluster tile, or, when persistent, as many clusters as fit the CTAs
-    ``persistent`` gives (an int, or ``True``: the device's SMs), fewer where C has fewer cluster tiles."""
-    tiles = cute.ceil_div(cute.ceil_div(m, bm), cluster_m) * cute.ceil_div(n, bn)
-    if persistent is False:
-        return tiles * cluster_m
-    ctas = sm_count() if persistent is True else persistent
-    clusters = ctas // cluster_m
-    if type(tiles) is int:
-        clusters = min(clusters, tiles)
-    return clusters * cluster_m
 
 
 @cute.jit
@@ -447,7 +357,24 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8).
     ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and ``split_k`` chooses them: 128 x 256
     tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1 clusters; 128 x 128 tiles in 6
-    stages for the wide shapes of few tiles that ``_auto_tile_n`` names. See the module for the kernel."""
+    stages for the wide shapes of few tiles that ``auto_tile_n`` names. See the module for the kernel."""
+    launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias,
+                alpha, activation, scale_a, scale_b)
+
+
+@cute.jit
+def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias, alpha,
+                activation, scale_a, scale_b, gather_flags=None, gather_state=None, gather=None):
+    """:func:`gemm`'s launch (its arguments in order), and the hooks of ``gemm_gather``: ``gather``
+    ``(shard_rows, rank, world, timeout_ns)`` with the Int32 tensors ``gather_flags`` (a flag per shard of A's
+    rows) and ``gather_state`` (where a late shard is recorded); None for a plain GEMM."""
+    if gather is not None:
+        shard_rows, rank, world, timeout_ns = gather
+        if shard_rows % GEMM_TILE[0] or a.shape[0] != world * shard_rows or not 0 <= rank < world:
+            raise cute.CuteValueError(f"gemm: a gathered A is world ({world}) shards of shard_rows ({shard_rows}) "
+                                      f"rows, a multiple of {GEMM_TILE[0]}, with 0 <= rank ({rank}) < world; A has "
+                                      f"{a.shape[0]} rows")
+        gather = (shard_rows, rank, world, timeout_ns, GEMM_TILE[0])
     block = block_scaled(a, b, scale_a, scale_b)
     if block and tile_n not in (None, 128):
         raise cute.CuteValueError(f"gemm: block scales take tile_n=128 (a tile's columns are one 128-column block "
@@ -456,7 +383,7 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
         tile_n = 128
     if tile_n is None:
         auto = split_k is None and cluster_m is None and persistent is None
-        tile_n = _auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256
+        tile_n = auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256
     if stages is None:
         stages = STAGES.get(tile_n, 4)
     check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
@@ -465,7 +392,7 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     block_scales = (scale_a, scale_b) if block else None
     tile = (GEMM_TILE[0], tile_n, k_tile(a.element_type))
     bm, bn, bk = tile
-    cluster_m, persistent, split_k = _resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
+    cluster_m, persistent, split_k = resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
                                               persistent, split_k)
     bn_s = bn // split_k
     ab = a.element_type
@@ -481,16 +408,16 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     slice_mma = tiled_mma if split_k == 1 else _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn_s))
     store_c = tma_c = c_layout = epi_mma = None
     tile_epi = epi_tile(c.element_type)
-    if epilogue == "tma" and _tma_storable(c) and bn_s % tile_epi[1] == 0:
+    if epilogue == "tma" and tma_storable(c) and bn_s % tile_epi[1] == 0:
         c_layout = hh.make_smem_layout_epi(c.element_type, LayoutEnum.ROW_MAJOR, tile_epi,
                                            MMA_WARPGROUPS * EPI_BUFFERS)
         store_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
                                                      cute.slice_(c_layout, (None, None, 0)), tile_epi)
         epi_mma = _warpgroup_mma(ab, 1, tile_epi)
-    vector_c = epilogue in ("vector", "tma") and _pairs_aligned(c)
-    grid = (_grid(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
+    vector_c = epilogue in ("vector", "tma") and pairs_aligned(c)
+    grid = (grid_ctas(a.shape[0], b.shape[0], bm, bn, cluster_m, persistent) * split_k, 1, 1)
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
                 slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales,
-                block_scales).launch(
+                block_scales, gather_flags, gather_state, gather).launch(
         grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))

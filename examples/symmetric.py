@@ -27,7 +27,7 @@ import cute_py as cute
 
 from .all_reduce import ERROR_COUNT, ERROR_LATE, MAX_WORLD, PAD_SHAPE, STATE_WORDS, all_reduce, buffer_elements
 
-__all__ = ["SymmetricAllReduce"]
+__all__ = ["SymmetricAllReduce", "rendezvous"]
 
 ALGORITHMS = ("auto", "one_shot", "two_shot")
 
@@ -60,7 +60,7 @@ class SymmetricAllReduce:
         self._two_shot_at = -(-buffer_elements(max_elements, self.bits, self.world, False) // 64) * 64   # aligned
         size = self._two_shot_at + buffer_elements(max_elements, self.bits, self.world, True)
         self.buffer = symm_mem.empty(size, dtype=dtype, device=device)
-        self.handle = _rendezvous(symm_mem, self.buffer, self.group)
+        self.handle = rendezvous(symm_mem, self.buffer, self.group)
         need = math.prod(PAD_SHAPE) * 4
         if self.handle.signal_pad_size < need:
             raise cute.CuteValueError(f"SymmetricAllReduce: the signal pads hold {self.handle.signal_pad_size} "
@@ -126,7 +126,7 @@ class SymmetricAllReduce:
                              f"sum and this communicator is spent (its signal pads may hold stray flags)")
 
 
-def _rendezvous(symm_mem, buffer, group):
+def rendezvous(symm_mem, buffer, group):
     """``symm_mem.rendezvous`` of ``buffer`` over ``group`` (enabling symmetric memory for the group first where
     the installed PyTorch asks for it)."""
     try:

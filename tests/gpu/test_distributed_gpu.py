@@ -1,5 +1,6 @@
-"""On 2 or more GPUs: the symmetric-memory all-reduce (examples/all_reduce.py, examples/symmetric.py) in one
-process per GPU under ``torchrun``: exact integer sums and the bits of the ordered fp32 sum for floats against
+"""On 2 or more GPUs, one process per GPU under ``torchrun``: the all-gather GEMM (examples/all_gather_gemm.py;
+its products against NCCL's all-gather and torch's matmul, A's buffer poisoned, late ranks, a CUDA graph) and
+the symmetric-memory all-reduce (examples/all_reduce.py, examples/symmetric.py): exact integer sums and the bits of the ordered fp32 sum for floats against
 NCCL's, poisoned guards around the outputs, a CUDA-graph replay, a rank 2 s late (no error), a rank that never
 comes (a bounded wait that raises naming it) and ranks that disagree on the length (both raise). The PTX of the
 kernel is checked and assembled everywhere."""
@@ -17,6 +18,7 @@ except Exception as e:  # not installed, or no usable bindings
 
 import cute_py as cute  # noqa: E402
 from cute_py.compiler import DeviceArraySpec as Spec  # noqa: E402
+from examples.all_gather_gemm import all_gather_gemm  # noqa: E402
 from examples.all_reduce import PAD_SHAPE, all_reduce, buffer_elements  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,13 +62,14 @@ def _torch_gpus():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("world", [2, 4])
-def test_all_reduce_across_gpus(world):
+@pytest.mark.parametrize("worker", ["_all_reduce_worker.py", "_all_gather_gemm_worker.py"])
+def test_across_gpus(worker, world):
     if _torch_gpus() < world:
         pytest.skip(f"needs {world} CUDA GPUs, found {_torch_gpus()}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(HERE)),
                                                         os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}", "--master-port",
-           str(29500 + world), os.path.join(HERE, "_all_reduce_worker.py")]
+           str(29500 + world), os.path.join(HERE, worker)]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
     for r in range(world):
@@ -92,3 +95,24 @@ def _args(world=2, n=1024, dtype="Float32", pads=PAD_SHAPE, state=(3,), x_stride
 def test_hostile_arguments_are_refused_with_the_rule(args, rank, match):
     with pytest.raises(cute.CuteError, match=match):
         cute.compile(all_reduce, *args, rank, 10 ** 9)
+
+
+def _gather_specs(rows=1024, k=512, n=256, world=4):
+    return (Spec("BFloat16", (rows, k)), Spec("BFloat16", (n, k)), Spec("BFloat16", (rows, n)), Spec("Int32", (world,)),
+            Spec("Int32", (1,)))
+
+
+def test_the_gathered_gemm_waits_for_each_shard_by_acquire_and_fences_the_tma_loads(assemble_ptx):
+    c = cute.compile(all_gather_gemm, *_gather_specs(), 256, 1, 4, 10 ** 10)
+    ptx = c.ptx
+    assert ptx.count("ld.acquire.sys.global") == 1 and ptx.count("fence.proxy.async.global") == 1
+    assert ptx.index("ld.acquire.sys.global") < ptx.index("cp.async.bulk.tensor")   # the wait before the loads
+    assert "%globaltimer" in ptx and "wgmma.mma_async" in ptx and "multimem" not in ptx and ".local" not in ptx
+    assert assemble_ptx(ptx)[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("shard_rows, rank, world, match", [
+    (200, 0, 4, "multiple of 128"), (256, 4, 4, "0 <= rank"), (128, 0, 4, "A has 1024 rows")])
+def test_a_gathered_gemm_of_inconsistent_shards_is_refused(shard_rows, rank, world, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        cute.compile(all_gather_gemm, *_gather_specs(world=world), shard_rows, rank, world, 10 ** 10)

@@ -1,0 +1,105 @@
+"""The host-side plan of kernel 13 (``examples.gemm``): the defaults it chooses for a shape (split K, the tile's
+N, clusters and persistence), the grid, and which stores a C allows. Nothing here emits device code."""
+
+import cute_py as cute
+
+from .gemm_args import GEMM_TILE, K_TILE_BYTES, SPLITS, STAGES, TILE_NS
+from .tma_tiled import sm_count
+
+__all__ = ["recv_fits", "auto_split", "auto_tile_n", "resolve", "tma_storable", "pairs_aligned", "grid_ctas"]
+
+
+def recv_fits(tile, stages):
+    """Whether a tile's fp32 partial products fit over the stages (the split reduction's receive buffer)."""
+    bm, bn, _ = tile
+    return bm * bn * 4 <= stages * (bm + bn) * K_TILE_BYTES
+
+
+def auto_split(m, n, k, tile, stages):
+    """The K splits of the default: doubled from 1 (to at most 8) while the CTAs stay within one wave of the
+    device's SMs at half of them or less before doubling, and each split keeps at least 8 k-tiles; 1 unless
+    M, N and K are static."""
+    bm, bn, bk = tile
+    if not (type(m) is int and type(n) is int and type(k) is int) or not recv_fits(tile, stages):
+        return 1
+    tiles, k_tiles, sms = cute.ceil_div(m, bm) * cute.ceil_div(n, bn), cute.ceil_div(k, bk), sm_count()
+    split = 1
+    while split < SPLITS[-1] and tiles * split * 2 <= sms and k_tiles >= 8 * split * 2:
+        split *= 2
+    return split
+
+
+def auto_tile_n(m, n, k, bk=GEMM_TILE[2]):
+    """The default ``tile_n``: 128 where C is wider than tall (M < N), its 128 x 256 tiles are so few that the
+    default would split K by exactly 2 (``auto_split``) and K has at least 64 k-tiles; 256 otherwise (and for a
+    run-time M, N or K). There 128 x 128 tiles, enough for the SMs without a split, in persistent 2x1 clusters
+    were measured faster on an H100: 512x4096x4096 at 547-590 TFLOP/s against 489-498 with the split
+    (``benchmarks/RESULTS.md``). On the measured shapes outside the rule it was no faster, or slower: taller than
+    wide (4096x512xK), K of 512, or more tiles (2048^3, 1024x4096x4096, 512x8192x8192)."""
+    if not (type(m) is int and type(n) is int and type(k) is int):
+        return 256
+    wide = (GEMM_TILE[0], TILE_NS[-1], bk)
+    if m < n and cute.ceil_div(k, wide[2]) >= 64 and auto_split(m, n, k, wide, STAGES[wide[1]]) == 2:
+        return 128
+    return 256
+
+
+def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):
+    """``(cluster_m, persistent, split_k)`` with the defaults (``None``) chosen: split K where the tiles are too
+    few for the SMs (``auto_split``) unless a cluster along M or persistence was asked for; otherwise 2x1
+    clusters of persistent CTAs. A split of K takes the cluster (``split_k`` CTAs per tile) and one tile per
+    CTA, so it excludes the other two."""
+    if split_k is None:
+        asked = cluster_m not in (None, 1) or persistent not in (None, False)
+        split_k = 1 if asked else auto_split(m, n, k, tile, stages)
+    if split_k == 1:
+        cluster_m = 2 if cluster_m is None else cluster_m
+        persistent = True if persistent is None else persistent
+        if type(persistent) is int and persistent < cluster_m:
+            raise cute.CuteValueError(f"gemm: persistent is a bool or a number of CTAs >= cluster_m ({cluster_m}), "
+                                      f"got {persistent!r}")
+        return cluster_m, persistent, 1
+    if cluster_m not in (None, 1) or persistent not in (None, False):
+        raise cute.CuteValueError(f"gemm: split_k={split_k} makes a cluster of {split_k} CTAs per tile, one tile each: "
+                                  f"it needs cluster_m 1 and persistent False, got cluster_m={cluster_m!r}, "
+                                  f"persistent={persistent!r}")
+    bm, bn, bk = tile
+    if type(k) is not int or cute.ceil_div(k, bk) < split_k:
+        raise cute.CuteValueError(f"gemm: split_k={split_k} needs a static K of at least {split_k} k-tiles of {bk}, "
+                                  f"got K={k!r}")
+    if not recv_fits(tile, stages):
+        raise cute.CuteValueError(f"gemm: split_k={split_k} sums the {bm}x{bn} fp32 partial products over the "
+                                  f"stages' shared memory: {stages} stages of {bm}x{bn}x{bk} tiles are too few "
+                                  f"(at least {cute.ceil_div(bm * bn * 4, (bm + bn) * K_TILE_BYTES)})")
+    return 1, False, split_k
+
+
+def tma_storable(c):
+    """Whether TMA can store to ``c``: unit column stride, a static row stride of a multiple of 16 bytes and a
+    16-byte aligned pointer (TMA's rules for a global tensor), and rows of a static multiple of 16 bytes (a TMA
+    store writes whole 16-byte granules, so a box reaching the end of a shorter row would write past it)."""
+    row_stride, col_stride = c.layout.stride
+    bits = c.element_type.width
+    return (col_stride == 1 and type(row_stride) is int and row_stride * bits % 128 == 0
+            and type(c.shape[1]) is int and c.shape[1] * bits % 128 == 0 and c.iterator.alignment >= 16)
+
+
+def pairs_aligned(c):
+    """Whether every pair of adjacent columns ``(j, j + 1)`` with ``j`` even starts on a boundary of the pair's
+    size in ``c``: unit column stride, a static even row stride and a pointer aligned to two elements."""
+    row_stride, col_stride = c.layout.stride
+    return (col_stride == 1 and type(row_stride) is int and row_stride % 2 == 0
+            and c.iterator.alignment >= c.element_type.width // 4)
+
+
+def grid_ctas(m, n, bm, bn, cluster_m, persistent):
+    """The launch's grid: a cluster per cluster tile, or, when persistent, as many clusters as fit the CTAs
+    ``persistent`` gives (an int, or ``True``: the device's SMs), fewer where C has fewer cluster tiles."""
+    tiles = cute.ceil_div(cute.ceil_div(m, bm), cluster_m) * cute.ceil_div(n, bn)
+    if persistent is False:
+        return tiles * cluster_m
+    ctas = sm_count() if persistent is True else persistent
+    clusters = ctas // cluster_m
+    if type(tiles) is int:
+        clusters = min(clusters, tiles)
+    return clusters * cluster_m
