@@ -22,6 +22,19 @@
     KV heads; packed variable-length batches): a producer warp's TMA loads of Q, K and V, two consumer warpgroups
     computing ``Q K^T`` from shared memory and ``P V`` with P in registers, the online softmax in between; and
     ``attention_backward`` (``dq``, ``dk``, ``dv``; head dims 64 and 128).
+15. Memory-bound row kernels for rows of 1 to 262144 elements with any row stride (``row_reduce`` holds their
+    shared machinery: a row read once into registers, 128-bit vectors, reductions by warp butterflies, shared
+    memory, and for long rows a cluster of 2-16 CTAs exchanging partials through distributed shared memory):
+    ``softmax_forward``, ``softmax_backward``; ``rmsnorm_forward``, ``rmsnorm_backward`` (a deterministic ``dw``),
+    ``layernorm_forward``; ``cross_entropy_forward``, ``cross_entropy_backward`` (``ignore_index``).
+16. ``grouped_gemm``, ``grouped_gemm_masked`` (``examples.grouped_gemm``): kernel 13's pipeline over the experts of
+    a mixture of experts in one launch, the group sizes read on the device (CUDA-graph safe).
+17. ``all_reduce`` (``examples.all_reduce``) and ``SymmetricAllReduce`` (``examples.symmetric``): one-shot and
+    two-shot all-reduce across GPUs on PyTorch's symmetric memory, flag barriers between blocks of the ranks.
+18. ``AllGatherGemm`` (``examples.all_gather_gemm``): an all-gather of A's row shards by copy engines overlapped
+    with kernel 13, whose CTAs wait on a shard's flag before loading its rows (``examples.gemm_gather``).
+
+The multi-GPU examples (17, 18) are imported from their modules; they need ``torch.distributed``.
 """
 
 from .attention import attention, attention_kernel
@@ -35,6 +48,11 @@ from .grouped_copy import tma_grouped_copy, tma_grouped_copy_kernel
 from .multicast import tma_multicast_copy, tma_multicast_copy_kernel
 from .reduce_add import tma_reduce_add, tma_reduce_kernel
 from .softmax import row_sum, row_sum_kernel, softmax, softmax_kernel
+from .softmax_rows import softmax_backward, softmax_backward_kernel, softmax_forward, softmax_forward_kernel
+from .norms import (layernorm_forward, layernorm_forward_kernel, rmsnorm_backward, rmsnorm_backward_kernel,
+                    rmsnorm_forward, rmsnorm_forward_kernel, rmsnorm_workspace_rows)
+from .cross_entropy import (cross_entropy_backward, cross_entropy_backward_kernel, cross_entropy_forward,
+                            cross_entropy_forward_kernel)
 from .transpose import tma_transpose, tma_transpose_kernel
 from .tma_tiled import (pipelined_grid, smem_tile_layout, tma_copy, tma_copy_kernel, tma_copy_pipelined,
                         tma_copy_pipelined_kernel)
@@ -47,4 +65,8 @@ __all__ = ["attention", "attention_kernel", "attention_backward", "attention_bac
            "dsmem_exchange", "dsmem_exchange_kernel", "elementwise_add", "elementwise_add_kernel", "fused_silu_add",
            "fused_silu_add_kernel", "softmax", "softmax_kernel", "row_sum", "row_sum_kernel",
            "warp_specialized_copy", "warp_specialized_copy_kernel", "im2col", "im2col_kernel", "conv_output_size",
-           "gemm", "gemm_kernel"]
+           "gemm", "gemm_kernel", "softmax_forward", "softmax_forward_kernel", "softmax_backward",
+           "softmax_backward_kernel", "rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward",
+           "rmsnorm_backward_kernel", "rmsnorm_workspace_rows", "layernorm_forward", "layernorm_forward_kernel",
+           "cross_entropy_forward", "cross_entropy_forward_kernel", "cross_entropy_backward",
+           "cross_entropy_backward_kernel"]

@@ -1,0 +1,258 @@
+"""Normalisations along the rows of a 2-D tensor: RMSNorm forward and backward, LayerNorm forward.
+
+::
+
+    from examples import rmsnorm_forward, rmsnorm_backward, layernorm_forward, rmsnorm_workspace_rows
+    rmsnorm_forward(x, w, y, rstd, eps=1e-6)               # y = x * rsqrt(mean(x^2) + eps) * w; rstd per row
+    ws = torch.empty(rmsnorm_workspace_rows(m, n), n, dtype=torch.float32, device="cuda")
+    rmsnorm_backward(dy, x, w, rstd, dx, dw, ws)           # dx, and dw = sum over rows of dy * x * rstd
+    layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5)    # y = (x - mean) * rstd * w + b
+
+Rows (rows, n) as in ``softmax_rows``: contiguous, any row stride, Float32/BFloat16/Float16, Float32 arithmetic,
+each output rounded once to its tensor's type; ``w``, ``b``, ``dw``: 1-D contiguous of ``n``; ``rstd``, ``mean``:
+1-D Float32 of ``rows``. A row is read once into registers (one CTA, or a cluster of up to 16 exchanging partial sums
+through distributed shared memory) and written once.
+
+``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
+``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
+``p, p + P, p + 2P ...`` accumulating ``dy * xhat`` in registers and stores it to its workspace row; a second kernel
+sums the workspace's columns in a fixed order. The same ``P`` gives the same bits.
+"""
+
+import cute_py as cute
+from cute_py import arch
+
+from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, cluster_start, launch_rows,
+                         load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce, row_vector, store_row, FLOATS)
+
+__all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
+           "layernorm_forward", "layernorm_forward_kernel", "column_sum_kernel", "rmsnorm_workspace_rows"]
+
+ONE_INPUT = 64
+TWO_INPUTS = 32
+
+
+@cute.jit
+def _store_stats(r, m, t, rank, pairs):
+    """``out[r] = value`` for each ``(out, value)`` of ``pairs``, by one thread of the row."""
+    if r < m and t == 0 and rank == 0:
+        for out, value in pairs:
+            out[r] = value.to(out.element_type)
+
+
+@cute.jit
+def _store(y, r, m, plan, t, rank, vals):
+    if r < m:
+        store_row(y[r, None], plan, t, rank, vals)
+
+
+def _mask(plan, k, t, rank):
+    """1.0 on this thread's elements of chunk ``k`` inside the row, 0.0 past its end (``None``: all inside)."""
+    if plan.full(k):
+        return None
+    first = ((k * plan.cluster + rank) * plan.group + t) * plan.vec
+    frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
+    for j in cute.range_constexpr(plan.vec):
+        frag[j] = cute.where(first + j < plan.n, 1.0, 0.0)
+    return frag.load()
+
+
+@cute.kernel
+def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
+    red = RowReduction(plan, 1)
+    cluster_start(plan)
+    r, t, rank = row_coords(plan)
+    m = x.shape[0]
+    xs = load_row(x[cute.where(r < m, r, m - 1), None], plan, t, rank)
+    s = 0.0
+    for v in xs:
+        s = s + (v * v).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    (ss,) = row_reduce((s,), add, red)
+    inv = cute.math.rsqrt(ss / plan.n + eps)
+    ws = load_row(w, plan, t, rank)
+    _store(y, r, m, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
+    _store_stats(r, m, t, rank, ((rstd, inv),))
+
+
+@cute.kernel
+def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
+    red = RowReduction(plan, 1, rounds=2)
+    cluster_start(plan)
+    r, t, rank = row_coords(plan)
+    m = x.shape[0]
+    xs = load_row(x[cute.where(r < m, r, m - 1), None], plan, t, rank)
+    s = 0.0
+    for v in xs:
+        s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
+    (total,) = row_reduce((s,), add, red, 0)
+    mu = total / plan.n
+    ds = []
+    q = 0.0
+    for k in cute.range_constexpr(plan.chunks):
+        d = xs[k] - mu
+        mask = _mask(plan, k, t, rank)
+        if cute.const_expr(mask is not None):
+            d = d * mask
+        ds.append(d)
+        q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    (sq,) = row_reduce((q,), add, red, 1, 0, False)
+    inv = cute.math.rsqrt(sq / plan.n + eps)
+    ws = load_row(w, plan, t, rank)
+    bs = load_row(b, plan, t, rank)
+    _store(y, r, m, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
+    _store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
+
+
+@cute.kernel
+def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
+    red = RowReduction(plan, 1, stages=2)
+    smem = arch.SmemAllocator()
+    # this thread's elements of w and of its dw partial sums, kept in shared memory (each thread its own)
+    keep = cute.Layout(plan.chunks * plan.threads * plan.vec)
+    w_s = smem.allocate_tensor(cute.Float32, keep, 16)
+    acc_s = smem.allocate_tensor(cute.Float32, keep, 16)
+    cluster_start(plan)
+    g, t, rank = row_coords(plan)  # g: this group's workspace row
+    m = x.shape[0]
+    units = ws.shape[0]
+    tx, _, _ = arch.thread_idx()
+    wv = load_row(w, plan, t, rank)
+    for k in cute.range_constexpr(plan.chunks):
+        _mine(w_s, plan, k, tx).store(wv[k])
+        _mine(acc_s, plan, k, tx).fill(0.0)
+    if cute.const_expr(plan.cluster > 1):
+        arch.cluster_wait()
+    for i in range(-(-m // (2 * units))):
+        for half in cute.range_constexpr(2):
+            r = g + (2 * i + half) * units
+            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, r, g < units and r < m, t, rank, half, i % 2)
+    if g < units:
+        store_row(ws[g, None], plan, t, rank, [_mine(acc_s, plan, k, tx).load() for k in range(plan.chunks)])
+
+
+def _mine(buf, plan, k, tx):
+    return cute.local_tile(buf, (plan.vec,), (k * plan.threads + tx,))
+
+
+@cute.jit
+def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, r, valid, t, rank, slot, phase):
+    plan = red.plan
+    m = x.shape[0]
+    tx, _, _ = arch.thread_idx()
+    rr = cute.where(valid, r, m - 1)
+    xs = load_row(x[rr, None], plan, t, rank)
+    gs = load_row(dy[rr, None], plan, t, rank)
+    inv = rstd[rr]
+    s = 0.0
+    for k in cute.range_constexpr(plan.chunks):
+        s = s + (gs[k] * _mine(w_s, plan, k, tx).load() * xs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    (dot,) = row_reduce((s,), add, red, slot, phase, False)
+    if cute.const_expr(plan.cluster > 1):
+        rearm(red, slot)
+    c = dot * inv * inv / plan.n
+    if valid:
+        store_row(dx[r, None], plan, t, rank,
+                  [(gs[k] * _mine(w_s, plan, k, tx).load() - xs[k] * c) * inv for k in range(plan.chunks)])
+        for k in cute.range_constexpr(plan.chunks):
+            a = _mine(acc_s, plan, k, tx)
+            a.store(a.load() + gs[k] * xs[k] * inv)
+
+
+COLUMN_LANES = 32
+COLUMN_SLICES = 8
+
+
+@cute.kernel
+def column_sum_kernel(ws, out, vec):
+    """``out[j] = sum over p of ws[p, j]``, the rows added in order in each of 8 slices, the slices in order."""
+    tx, _, _ = arch.thread_idx()
+    bx, _, _ = arch.block_idx()
+    units, n = ws.shape
+    part = arch.SmemAllocator().allocate_tensor(cute.Float32, cute.Layout(COLUMN_SLICES * COLUMN_LANES * vec), 16)
+    lane = tx % COLUMN_LANES
+    sl = tx // COLUMN_LANES
+    col = (bx * COLUMN_LANES + lane) * vec
+    acc = cute.make_rmem_tensor((vec,), cute.Float32)
+    acc.fill(0.0)
+    frag = cute.make_rmem_tensor((vec,), cute.Float32)
+    if col < n:
+        for p in range(sl, units, COLUMN_SLICES):
+            load_chunk(ws[p, None], bx * COLUMN_LANES + lane, vec, n, frag, 0.0, False)
+            acc.store(acc.load() + frag.load())
+    for j in cute.range_constexpr(vec):
+        part[(sl * COLUMN_LANES + lane) * vec + j] = acc[j]
+    arch.sync_threads()
+    if sl == 0:
+        for j in cute.range_constexpr(vec):
+            total = part[lane * vec + j]
+            for s in cute.range_constexpr(1, COLUMN_SLICES):
+                total = total + part[(s * COLUMN_LANES + lane) * vec + j]
+            if col + j < n:
+                out[col + j] = total.to(out.element_type)
+
+
+def rmsnorm_workspace_rows(m, n, sms=132, ctas_per_sm=2):
+    """A good number of workspace rows ``P`` for :func:`rmsnorm_backward` on ``m`` rows of ``n`` (about
+    ``ctas_per_sm`` CTAs per SM, at most one row each); any ``P >= 1`` is correct."""
+    plan = plan_rows("rmsnorm_workspace_rows", n, 4, TWO_INPUTS)
+    return max(1, min(m, sms * ctas_per_sm // plan.cluster * plan.rows))
+
+
+def _eps(what, eps):
+    """``eps`` as a float: a real number >= 0 (``CuteValueError`` otherwise)."""
+    if type(eps) not in (int, float) or not eps >= 0 or eps == float("inf"):
+        raise cute.CuteValueError(f"{what}: eps must be a finite number >= 0, got {eps!r}")
+    return float(eps)
+
+
+def _launch(kernel, plan, grid, *args):
+    launch_rows(kernel(*args, plan), plan, grid, kernel is not rmsnorm_backward_kernel)
+
+
+@cute.jit
+def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
+    """``y = x * rstd * w`` with ``rstd = 1 / sqrt(mean(x^2) + eps)`` per row of ``x`` (rows, n), in Float32;
+    ``y`` of ``x``'s shape, ``w`` 1-D of ``n``, ``rstd`` 1-D Float32 of ``rows`` (written)."""
+    m, n = check_matrix("rmsnorm_forward", "x", x)
+    check_same_shape("rmsnorm_forward", "y", y, (m, n))
+    check_vector("rmsnorm_forward", "w", w, n)
+    check_vector("rmsnorm_forward", "rstd", rstd, m, ("Float32",))
+    plan = plan_rows("rmsnorm_forward", n, row_vector((x, y, w)), ONE_INPUT)
+    _launch(rmsnorm_forward_kernel, plan, plan.grid(m), x, w, y, rstd, _eps("rmsnorm_forward", eps))
+
+
+@cute.jit
+def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5):
+    """``y = (x - mean) * rstd * w + b`` with the row's ``mean`` and ``rstd = 1 / sqrt(var + eps)`` (the biased
+    variance, computed from the row in registers as ``mean((x - mean)^2)``), in Float32; ``w``, ``b`` 1-D of
+    ``n``; ``mean``, ``rstd`` 1-D Float32 of ``rows`` (written)."""
+    m, n = check_matrix("layernorm_forward", "x", x)
+    check_same_shape("layernorm_forward", "y", y, (m, n))
+    check_vector("layernorm_forward", "w", w, n)
+    check_vector("layernorm_forward", "b", b, n)
+    check_vector("layernorm_forward", "mean", mean, m, ("Float32",))
+    check_vector("layernorm_forward", "rstd", rstd, m, ("Float32",))
+    plan = plan_rows("layernorm_forward", n, row_vector((x, y, w, b)), ONE_INPUT)
+    _launch(layernorm_forward_kernel, plan, plan.grid(m), x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
+
+
+@cute.jit
+def rmsnorm_backward(dy, x, w, rstd, dx, dw, workspace):
+    """The gradients of :func:`rmsnorm_forward`: ``dx`` (``x``'s shape) and ``dw`` (1-D of ``n``, any float type)
+    from ``dy``, ``x``, ``w`` and the forward's ``rstd``; ``workspace``: Float32 (P, n), P >= 1 (see
+    :func:`rmsnorm_workspace_rows`), overwritten with per-group partial sums of ``dw``."""
+    what = "rmsnorm_backward"
+    m, n = check_matrix(what, "x", x)
+    check_same_shape(what, "dy", dy, (m, n))
+    check_same_shape(what, "dx", dx, (m, n))
+    check_vector(what, "w", w, n)
+    check_vector(what, "dw", dw, n, FLOATS)
+    check_vector(what, "rstd", rstd, m, ("Float32",))
+    units, wn = check_matrix(what, "workspace", workspace, ("Float32",))
+    if wn != n:
+        raise cute.CuteValueError(f"{what}: workspace must have {n} columns (P, {n}), got the shape {(units, wn)}")
+    plan = plan_rows(what, n, row_vector((dy, x, dx, w, workspace)), TWO_INPUTS)
+    _launch(rmsnorm_backward_kernel, plan, -(-units // plan.rows) * plan.cluster, dy, x, w, rstd, dx, workspace)
+    vec = row_vector((workspace, dw))
+    column_sum_kernel(workspace, dw, vec).launch(grid=-(-n // (COLUMN_LANES * vec)),
+                                                 block=COLUMN_LANES * COLUMN_SLICES)

@@ -1,0 +1,361 @@
+"""The machinery the row kernels share (``softmax_rows``, ``norms``, ``cross_entropy``): how a row of ``n`` elements
+spreads over threads, CTAs and clusters, the vector loads and stores of a thread's part of a row, and reductions
+along a row.
+
+A :class:`RowPlan` gives each row ``group`` threads of a CTA (several rows per CTA when rows are short) and, for rows
+too long for one CTA's registers, ``cluster`` CTAs of a thread-block cluster. The row is cut into chunks of ``vec``
+elements (128 bits of the narrowest type, less where a row stride or a base address allows less): chunk
+``(k * cluster + rank) * group + t`` is thread ``t``'s ``k``-th in the CTA of rank ``rank``, so every load of a warp is
+coalesced and the row is read from global memory once, into registers, and written once. A chunk inside the row
+moves with 128-bit accesses (or the widest its alignment allows); the chunk that holds the row's end goes element by
+element under a predicate.
+
+A reduction along a row (:func:`row_reduce`) combines a tuple of Float32 values (1, 2 or 4) with an associative
+``combine``: a butterfly of ``shfl.sync.bfly`` inside each warp, then the warps of a row through shared memory, then,
+on a cluster, each CTA's partial stored into every CTA's shared memory with ``st.async`` (its bytes completing on
+that CTA's mbarrier), every CTA combining the partials in rank order: all CTAs of a row get the same bits.
+"""
+
+from dataclasses import dataclass
+
+import cute_py as cute
+from cute_py import arch
+from cute_py.atom import CopyUniversalOp
+from cute_py.nvgpu import cpasync
+
+__all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
+           "RowReduction", "launch_rows", "row_coords", "load_chunk", "store_chunk", "load_row", "store_row",
+           "row_reduce", "rearm", "cluster_start", "add", "max_sum", "FLOATS", "INDEX_TYPES", "MAX_CLUSTER",
+           "VECTOR_BITS", "LOG2E", "FLT_MAX"]
+
+FLOATS = ("Float32", "BFloat16", "Float16")
+INDEX_TYPES = ("Int32", "Int64")
+VECTOR_BITS = 128
+CTA_VALUES = 16384  # Float32 values of one row input that the threads of one CTA keep in registers
+SHORT_THREADS = 256  # threads of a CTA that holds several short rows
+MAX_CLUSTER = 16
+CLUSTER_GROUP = 128  # threads of a CTA of a cluster, where the cluster allows
+FLT_MAX = 3.4028234663852886e38
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """``n`` elements a row in vectors of ``vec``; ``group`` threads of a CTA per row, ``rows`` rows per CTA,
+    ``cluster`` CTAs per row, ``chunks`` vectors per thread (``chunks * cluster * group * vec >= n``)."""
+    n: int
+    vec: int
+    group: int
+    rows: int
+    cluster: int
+    chunks: int
+
+    @property
+    def threads(self):
+        return self.group * self.rows
+
+    @property
+    def warps(self):
+        """Warps of one row's group in a CTA (1 for groups of a warp or less)."""
+        return max(1, self.group // 32)
+
+    def full(self, k):
+        """Whether chunk ``k`` lies inside the row for every thread and CTA (a static fact)."""
+        return (k + 1) * self.cluster * self.group * self.vec <= self.n
+
+    def grid(self, m):
+        """CTAs for ``m`` rows."""
+        return -(-m // self.rows) * self.cluster
+
+
+def _pow2_at_least(x):
+    p = 1
+    while p < x:
+        p *= 2
+    return p
+
+
+def plan_rows(what, n, vec, values, most=None):
+    """The plan for rows of ``n`` elements in chunks of ``vec`` when a thread may keep ``values`` Float32 values
+    of each row input: enough threads (a power of two, up to ``most``, by default ``CTA_VALUES // values`` within
+    256..1024) that each keeps at most ``min(values // vec, 8)`` chunks, several rows to a CTA of 256 threads when
+    rows are short; rows that need more than ``values // vec`` chunks a thread take a cluster of 2..16 CTAs (of 128
+    threads when 16 of them can hold the row and ``values >= 64``, else of ``most``); ``CuteValueError`` past
+    that, naming the longest row."""
+    nv = -(-n // vec)
+    kmax = max(1, values // vec)
+    if most is None:
+        most = max(256, min(1024, CTA_VALUES // values))  # threads of one row in one CTA
+    group = min(most, max(1, _pow2_at_least(-(-nv // min(kmax, 8)))))
+    cluster = 1
+    while -(-nv // (group * cluster)) > kmax:
+        cluster *= 2
+        if cluster > MAX_CLUSTER:
+            longest = most * kmax * vec * MAX_CLUSTER
+            raise cute.CuteValueError(f"{what}: a row is held in the registers of at most {MAX_CLUSTER} CTAs of a "
+                                      f"cluster: at most {longest} elements per row here, got {n}")
+    if cluster > 1:
+        group = most
+        # with many values a thread, CTAs of 128 threads in a larger cluster keep more bytes in flight per SM
+        small = _pow2_at_least(-(-nv // (CLUSTER_GROUP * kmax)))
+        if values >= 64 and most >= CLUSTER_GROUP and small <= MAX_CLUSTER:
+            group, cluster = CLUSTER_GROUP, small
+    rows = max(1, SHORT_THREADS // group) if cluster == 1 else 1
+    return RowPlan(n, vec, group, rows, cluster, -(-nv // (group * cluster)))
+
+
+def row_vector(tensors):
+    """Elements per chunk: 128 bits of the narrowest type of ``tensors`` (2-D row-major or 1-D contiguous), less
+    where a tensor's row stride or base address (in elements) allows only narrower accesses, so that every chunk of
+    every row starts aligned. A chunk of a wider type moves in several 128-bit accesses."""
+    cap = VECTOR_BITS // min(t.element_type.width for t in tensors)
+    vec = cap
+    for t in tensors:
+        most = VECTOR_BITS // t.element_type.width
+        v = most
+        align = t.engine.alignment * 8 // t.element_type.width
+        for s in (align,) + _strides(t)[:-1]:
+            while s % v:
+                v //= 2
+        if v < most:
+            vec = min(vec, v)
+    return max(1, vec)
+
+
+def _shape(t):
+    return tuple(t.shape) if isinstance(t.shape, tuple) else (t.shape,)
+
+
+def _strides(t):
+    return tuple(t.layout.stride) if isinstance(t.layout.stride, tuple) else (t.layout.stride,)
+
+
+def check_matrix(what, name, t, types=FLOATS):
+    """``t`` is a 2-D tensor of one of ``types`` whose rows are contiguous (last stride 1 unless rows hold one
+    element) and do not overlap; returns ``(m, n)``."""
+    shape = _shape(t)
+    if len(shape) != 2 or not all(type(s) is int for s in shape):
+        raise cute.CuteValueError(f"{what}: {name} must be a 2-D (rows, n) tensor of static extents, got the shape "
+                                  f"{t.shape}")
+    if t.element_type.name not in types:
+        raise cute.CuteTypeError(f"{what}: {name} must be of type {' or '.join(types)}, got {t.element_type.name}")
+    m, n = shape
+    rs, cs = _strides(t)
+    if n == 0 or m == 0:
+        raise cute.CuteValueError(f"{what}: {name} must have at least one row of at least one element, got the "
+                                  f"shape {shape}")
+    if cs != 1 and n > 1:
+        raise cute.CuteValueError(f"{what}: the rows of {name} must be contiguous (last stride 1), got the strides "
+                                  f"{(rs, cs)}")
+    if m > 1 and rs < n:
+        raise cute.CuteValueError(f"{what}: the rows of {name} must not overlap (row stride >= {n}), got the row "
+                                  f"stride {rs}")
+    return m, n
+
+
+def check_vector(what, name, t, length, types=FLOATS):
+    """``t`` is a 1-D contiguous tensor of ``length`` elements of one of ``types``."""
+    shape = _shape(t)
+    if shape != (length,):
+        raise cute.CuteValueError(f"{what}: {name} must have the shape ({length},), got {t.shape}")
+    if t.element_type.name not in types:
+        raise cute.CuteTypeError(f"{what}: {name} must be of type {' or '.join(types)}, got {t.element_type.name}")
+    if length > 1 and _strides(t) != (1,):
+        raise cute.CuteValueError(f"{what}: {name} must be contiguous (stride 1), got the stride {_strides(t)[0]}")
+
+
+def check_same_shape(what, name, t, shape, types=FLOATS):
+    """``t`` is a row tensor (as :func:`check_matrix`) of ``shape``."""
+    got = check_matrix(what, name, t, types)
+    if got != tuple(shape):
+        raise cute.CuteValueError(f"{what}: {name} must have the shape {tuple(shape)}, got {got}")
+
+
+class RowReduction:
+    """Shared memory for ``rounds`` reductions of ``width`` Float32 values per row (``width`` in 1, 2, 4), each round
+    with its own buffers (``stages`` of them reused in turn inside a loop over rows); on a cluster, an mbarrier per
+    stage that expects every CTA's partial. Build it at the top of a kernel (its mbarriers are initialised by thread
+    0), then call :func:`cluster_start` once every thread is past it."""
+
+    def __init__(self, plan, width, rounds=1, stages=1):
+        smem = arch.SmemAllocator()
+        self.plan, self.width, self.slots = plan, width, rounds * stages
+        self.warp_bufs = [smem.allocate_tensor(cute.Float32, cute.Layout(plan.rows * plan.warps * width), 16)
+                          for _ in range(self.slots)] if plan.warps > 1 else []
+        self.cluster_bufs, self.bars = [], []
+        if plan.cluster > 1:
+            self.cluster_bufs = [smem.allocate_tensor(cute.Float32, cute.Layout(plan.cluster * width), 16)
+                                 for _ in range(self.slots)]
+            self.bars = [smem.allocate_mbarrier() for _ in range(self.slots)]
+            _init_bars(self.bars, plan.cluster * width * 4)
+
+
+@cute.jit
+def _init_bars(bars, nbytes):
+    tx, _, _ = arch.thread_idx()
+    if tx == 0:
+        for bar in bars:
+            arch.mbarrier_init(bar, 1)
+            arch.mbarrier_arrive_and_expect_tx(bar, nbytes)
+        arch.mbarrier_init_fence()
+
+
+@cute.jit
+def rearm(red, slot):
+    """Expect the next phase's bytes on mbarrier ``slot`` (inside a loop, after its wait)."""
+    tx, _, _ = arch.thread_idx()
+    if tx == 0:
+        arch.mbarrier_arrive_and_expect_tx(red.bars[slot], red.plan.cluster * red.width * 4)
+
+
+def cluster_start(plan):
+    """Arrive on the cluster barrier once this CTA's mbarriers are initialised (waited for before the first
+    ``st.async`` into a peer); nothing without a cluster."""
+    if plan.cluster > 1:
+        arch.cluster_arrive_relaxed(aligned=True)
+
+
+def launch_rows(kernel_call, plan, grid, one_input, clustered=True):
+    """Launch ``kernel_call`` (a kernel applied to its arguments) for ``plan`` on ``grid`` CTAs, in clusters of
+    ``plan.cluster`` unless ``clustered`` is false. Kernels holding one row input (``one_input``) ask for 2 CTAs per
+    SM (at most 128 registers a thread for CTAs of 256): more rows in flight."""
+    kw = {"min_blocks_per_mp": max(1, 512 // plan.threads)} if one_input and plan.threads >= 256 else {}
+    if clustered:
+        kw.update(cluster=(plan.cluster, 1, 1), non_portable_cluster=plan.cluster > 8)
+    kernel_call.launch(grid=grid, block=plan.threads, **kw)
+
+
+def row_coords(plan, clustered=True):
+    """``(row, t, rank)``: the row this thread works on (unclamped), its index in the row's group, its CTA's rank
+    in the cluster (0 without one; with ``clustered=False``, the CTAs of a row are consecutive blocks of a launch
+    without clusters)."""
+    tx, _, _ = arch.thread_idx()
+    bx, _, _ = arch.block_idx()
+    if plan.cluster > 1:
+        rank = arch.block_rank_in_cluster() if clustered else bx % plan.cluster
+        return bx // plan.cluster, tx, rank
+    if plan.rows == 1:
+        return bx, tx, 0
+    return bx * plan.rows + tx // plan.group, tx % plan.group, 0
+
+
+def _vector_copy(src, dst, row, chunk, vec):
+    """Copy chunk ``chunk`` of ``vec`` elements between ``src`` and ``dst`` (one of them ``row``, the other a register
+    fragment) in accesses of at most 128 bits."""
+    piece = min(vec, VECTOR_BITS // row.element_type.width)
+    atom = cute.make_copy_atom(CopyUniversalOp(), row.element_type, piece * row.element_type.width)
+    for h in range(vec // piece):
+        at = chunk * (vec // piece) + h
+        s = cute.local_tile(src, (piece,), (at if src is row else h,))
+        d = cute.local_tile(dst, (piece,), (at if dst is row else h,))
+        cute.copy(atom, s, d)
+
+
+@cute.jit
+def load_chunk(row, chunk, vec, n, frag, fill, full):
+    """``frag`` = elements ``[chunk * vec, chunk * vec + vec)`` of ``row``, ``fill`` past its end ``n``."""
+    if cute.const_expr(full):
+        _vector_copy(row, frag, row, chunk, vec)
+    else:
+        first = chunk * vec
+        if first + vec <= n:
+            _vector_copy(row, frag, row, chunk, vec)
+        else:
+            for j in cute.range_constexpr(vec):
+                frag[j] = fill
+                if first + j < n:
+                    frag[j] = row[first + j]
+
+
+@cute.jit
+def store_chunk(row, chunk, vec, n, frag, full):
+    if cute.const_expr(full):
+        _vector_copy(frag, row, row, chunk, vec)
+    else:
+        first = chunk * vec
+        if first + vec <= n:
+            _vector_copy(frag, row, row, chunk, vec)
+        else:
+            for j in cute.range_constexpr(vec):
+                if first + j < n:
+                    row[first + j] = frag[j]
+
+
+def chunk_index(plan, k, t, rank):
+    return (k * plan.cluster + rank) * plan.group + t
+
+
+def load_row(row, plan, t, rank, fill=0.0):
+    """This thread's chunks of ``row`` (a 1-D tensor of ``plan.n`` elements) as Float32 TensorSSA, ``fill`` past
+    the row's end."""
+    vals = []
+    for k in cute.range_constexpr(plan.chunks):
+        frag = cute.make_rmem_tensor((plan.vec,), row.element_type)
+        load_chunk(row, chunk_index(plan, k, t, rank), plan.vec, plan.n, frag, fill, plan.full(k))
+        vals.append(frag.load().to(cute.Float32))
+    return vals
+
+
+def store_row(row, plan, t, rank, vals):
+    """Store this thread's chunks ``vals`` (Float32 TensorSSA, as :func:`load_row` gives) into ``row``, rounded
+    once to its type; nothing past the row's end."""
+    for k in cute.range_constexpr(plan.chunks):
+        out = cute.make_rmem_tensor((plan.vec,), row.element_type)
+        out.store(vals[k].to(row.element_type))
+        store_chunk(row, chunk_index(plan, k, t, rank), plan.vec, plan.n, out, plan.full(k))
+
+
+@cute.jit
+def row_reduce(vals, combine, red, slot=0, phase=0, first=True):
+    """``combine`` of the tuple ``vals`` over every thread of the row (its warps, then its cluster), with the
+    buffers of ``slot``; ``phase``: the parity of the slot's mbarrier use; ``first``: the first cluster exchange of
+    the kernel (it waits for the cluster barrier of :func:`cluster_start`)."""
+    plan = red.plan
+    width = red.width
+    for k in cute.range_constexpr(5):
+        off = 16 >> k
+        if cute.const_expr(off < plan.group):
+            vals = combine(vals, tuple(arch.shuffle_sync_bfly(v, off) for v in vals))
+    tx, _, _ = arch.thread_idx()
+    if cute.const_expr(plan.warps > 1):
+        buf = red.warp_bufs[slot]
+        g = tx // plan.group
+        w = (tx % plan.group) // 32
+        if arch.lane_idx() == 0:
+            for ci in cute.range_constexpr(width):
+                buf[(g * plan.warps + w) * width + ci] = vals[ci]
+        arch.sync_threads()
+        vals = tuple(buf[g * plan.warps * width + c] for c in range(width))
+        for w2 in cute.range_constexpr(1, plan.warps):
+            vals = combine(vals, tuple(buf[(g * plan.warps + w2) * width + c] for c in range(width)))
+    if cute.const_expr(plan.cluster > 1):
+        cbuf, bar = red.cluster_bufs[slot], red.bars[slot]
+        if cute.const_expr(first):
+            arch.cluster_wait()  # every CTA's mbarriers are initialised
+        rank = arch.block_rank_in_cluster()
+        if tx < plan.cluster:  # thread p sends this CTA's partial to CTA p
+            frag = cute.make_rmem_tensor((width,), cute.Float32)
+            for ci in cute.range_constexpr(width):
+                frag[ci] = vals[ci]
+            remote = cute.make_tensor(arch.map_dsmem_ptr(cbuf.engine, tx), cute.Layout(plan.cluster * width))
+            atom = cute.make_copy_atom(cpasync.CopyDsmemStoreOp(), cute.Float32, num_bits_per_copy=32 * width)
+            cute.copy(atom, frag, cute.local_tile(remote, (width,), (rank,)), mbar_ptr=arch.map_dsmem_ptr(bar, tx))
+        arch.mbarrier_wait(bar, phase)
+        vals = tuple(cbuf[c] for c in range(width))
+        for p in cute.range_constexpr(1, plan.cluster):
+            vals = combine(vals, tuple(cbuf[p * width + c] for c in range(width)))
+    return vals
+
+
+def add(a, b):
+    """The combine of sums."""
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def max_sum(a, b):
+    """The combine of ``(max, sum of exp(v - max))`` pairs of a softmax (a max of -inf scales its sum by 0)."""
+    m = cute.max(a[0], b[0])
+    safe = cute.max(m, -FLT_MAX)
+    return m, a[1] * cute.math.exp2((a[0] - safe) * LOG2E) + b[1] * cute.math.exp2((b[0] - safe) * LOG2E)
+
+
+LOG2E = 1.4426950408889634

@@ -1,0 +1,98 @@
+"""Softmax along the rows of a 2-D tensor, forward and backward, for rows of 1 to 262144 elements.
+
+::
+
+    from examples import softmax_forward, softmax_backward
+    softmax_forward(x, y)            # y = softmax(x) along each row
+    softmax_backward(y, dy, dx)      # dx = y * (dy - sum(dy * y)) along each row
+
+Rows are 2-D row-major tensors (rows, n) whose last dimension is contiguous and whose rows may be padded (any row
+stride of at least ``n``); Float32, BFloat16 or Float16 in, Float32 arithmetic, the output in its own tensor's type
+(one of those). The row lives in registers between its one read and its one write (see ``row_reduce``): short rows
+several to a CTA, long rows split across a cluster of 2..16 CTAs whose partial results meet in distributed shared
+memory. The forward pass reduces ``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax): each
+thread's exponentials are taken once, against its own maximum, and rescaled by ``exp(thread max - row max) / sum``.
+Results follow torch's: a NaN in a row makes the row NaN, as does ``+inf`` or a row of ``-inf``.
+"""
+
+import cute_py as cute
+
+from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, cluster_start, launch_rows,
+                         load_row, max_sum, plan_rows, row_coords, row_reduce, row_vector, store_row, FLT_MAX)
+
+__all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel"]
+
+ONE_INPUT = 64  # Float32 values of a row a thread keeps (one row input)
+TWO_INPUTS = 32  # per input, with two row inputs
+
+
+@cute.kernel
+def softmax_forward_kernel(x, y, spec):
+    plan = spec
+    red = RowReduction(plan, 2)
+    cluster_start(plan)
+    r, t, rank = row_coords(plan)
+    m = x.shape[0]
+    rr = cute.where(r < m, r, m - 1)
+    vals = load_row(x[rr, None], plan, t, rank, -float("inf"))
+    mt = -float("inf")
+    for v in vals:
+        mt = cute.max(mt, v.reduce(cute.ReductionOp.MAX, -float("inf"), 0))
+    safe = cute.max(mt, -FLT_MAX)
+    exps = [cute.math.exp2((v - safe) * LOG2E) for v in vals]
+    s = 0.0
+    for e in exps:
+        s = s + e.reduce(cute.ReductionOp.ADD, 0.0, 0)
+    big, total = row_reduce((mt, s), max_sum, red)
+    scale = cute.math.exp2((safe - cute.max(big, -FLT_MAX)) * LOG2E) / total
+    _store(y, r, m, plan, t, rank, [e * scale for e in exps])
+
+
+@cute.jit
+def _store(y, r, m, plan, t, rank, vals):
+    if r < m:
+        store_row(y[r, None], plan, t, rank, vals)
+
+
+@cute.kernel
+def softmax_backward_kernel(y, dy, dx, spec):
+    plan = spec
+    red = RowReduction(plan, 1)
+    cluster_start(plan)
+    r, t, rank = row_coords(plan)
+    m = y.shape[0]
+    rr = cute.where(r < m, r, m - 1)
+    ys = load_row(y[rr, None], plan, t, rank)
+    gs = load_row(dy[rr, None], plan, t, rank)
+    s = 0.0
+    for k in cute.range_constexpr(plan.chunks):
+        s = s + (ys[k] * gs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    (dot,) = row_reduce((s,), add, red)
+    _store(dx, r, m, plan, t, rank, [ys[k] * (gs[k] - dot) for k in range(plan.chunks)])
+
+
+def _launch(kernel, plan, m, *args):
+    launch_rows(kernel(*args, plan), plan, plan.grid(m), kernel is softmax_forward_kernel)
+
+
+@cute.jit
+def softmax_forward(x, y):
+    """``y = softmax(x)`` along the rows of ``x`` (rows, n): ``exp(x - max) / sum(exp(x - max))`` in Float32, rounded
+    once to ``y``'s type. ``x``, ``y``: Float32, BFloat16 or Float16, rows contiguous, any row strides;
+    ``CuteValueError``/``CuteTypeError`` naming the rule otherwise, or for rows longer than 16 CTAs hold."""
+    m, n = check_matrix("softmax_forward", "x", x)
+    check_same_shape("softmax_forward", "y", y, (m, n))
+    plan = plan_rows("softmax_forward", n, row_vector((x, y)), ONE_INPUT)
+    _launch(softmax_forward_kernel, plan, m, x, y)
+
+
+@cute.jit
+def softmax_backward(y, dy, dx):
+    """``dx = y * (dy - sum(dy * y))`` along the rows (the gradient of ``y = softmax(x)``), in Float32, rounded once
+    to ``dx``'s type; ``y``, ``dy``, ``dx`` of one shape (rows, n), each Float32, BFloat16 or Float16 with
+    contiguous rows and any row stride."""
+    m, n = check_matrix("softmax_backward", "y", y)
+    check_same_shape("softmax_backward", "dy", dy, (m, n))
+    check_same_shape("softmax_backward", "dx", dx, (m, n))
+    plan = plan_rows("softmax_backward", n, row_vector((y, dy, dx)), TWO_INPUTS)
+    _launch(softmax_backward_kernel, plan, m, y, dy, dx)

@@ -1,0 +1,228 @@
+"""On a Hopper GPU: the row kernels (examples/softmax_rows.py, norms.py, cross_entropy.py) against torch in double
+precision, for row lengths from 1 to 262143 (odd lengths: the predicated end of a row; long rows: a cluster of CTAs
+exchanging partials through distributed shared memory), inputs and outputs with padded rows, every output written
+into a NaN-poisoned buffer whose bytes outside the output must stay unchanged; NaN and infinities propagate as in
+torch; cross-entropy rows with ``ignore_index``."""
+
+import math
+
+import pytest
+
+try:
+    import mlir_dialects.bindings  # noqa: F401
+except Exception as e:  # not installed, or no usable bindings
+    pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
+
+from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_forward, rmsnorm_backward,  # noqa: E402
+                      rmsnorm_forward, rmsnorm_workspace_rows, softmax_backward, softmax_forward)
+from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+# (rows, n, padding of each row): odd lengths, strides that allow narrower vectors only, clusters of 4 and 16
+CASES = [(3, 1, 3), (5, 7, 1), (33, 4097, 7), (4, 65536, 8), (2, 262143, 1)]
+CONFIGS = [(d, c) for c in CASES for d in ("Float32", "BFloat16")] + [("Float16", (33, 4097, 7))]
+IDS = [f"{d}-{c[0]}x{c[1]}" for d, c in CONFIGS]
+# Float32 arithmetic errs by a few ulps relative to the magnitudes involved; the output type rounds once more
+REL = {"Float32": 1e-5, "BFloat16": 2 ** -8 + 1e-5, "Float16": 2 ** -11 + 1e-5}
+TINY = {"Float32": 2.0 ** -149, "BFloat16": 2.0 ** -133, "Float16": 2.0 ** -24}
+
+
+class Poisoned:
+    """An output view inside a NaN-filled buffer with a guard row above and below and ``pad`` guard elements after
+    each row; :meth:`guards_intact` checks every byte outside the view."""
+
+    def __init__(self, torch, shape, dtype, pad=0):
+        self.torch = torch
+        if len(shape) == 1:
+            self.buf = torch.full((shape[0] + 2,), float("nan"), dtype=dtype, device="cuda")
+            self.view = self.buf[1:shape[0] + 1]
+        else:
+            m, n = shape
+            self.buf = torch.full((m + 2, n + pad), float("nan"), dtype=dtype, device="cuda")
+            self.view = self.buf[1:m + 1, :n]
+        self.before = self.buf.clone()
+
+    def guards_intact(self):
+        torch = self.torch
+        torch.cuda.synchronize()
+        mask = torch.ones_like(self.buf, dtype=torch.bool)
+        if self.buf.dim() == 1:
+            mask[1:self.view.shape[0] + 1] = False
+        else:
+            mask[1:self.view.shape[0] + 1, :self.view.shape[1]] = False
+        as_int = {1: torch.int8, 2: torch.int16, 4: torch.int32}[self.buf.element_size()]
+        return torch.equal(self.buf.view(as_int)[mask], self.before.view(as_int)[mask])
+
+
+def _rows(torch, m, n, pad, dtype, seed, scale=1.0):
+    """A (m, n) tensor of random values with rows padded by ``pad`` elements."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    full = (torch.randn((m, n + pad), generator=g, device="cuda") * scale).to(dtype)
+    return full[:, :n]
+
+
+def _close(got, exact, dtype, scale=None):
+    """``|got - exact| <= REL * (|exact| + scale)`` elementwise (NaN where exact is NaN, equal infinities)."""
+    torch = hopper_torch()
+    got = got.double()
+    assert torch.equal(torch.isnan(got), torch.isnan(exact)), "NaN in different places"
+    fin = torch.isfinite(exact)
+    assert torch.equal(got[~fin & ~torch.isnan(exact)], exact[~fin & ~torch.isnan(exact)])
+    bound = exact.abs() if scale is None else exact.abs() + scale
+    err = (got - exact).abs() - REL[dtype] * bound - TINY[dtype]
+    err = err[fin]
+    assert err.numel() == 0 or float(err.max()) <= 0, float(err.max())
+
+
+@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
+def test_softmax_forward_and_backward_match_torch(dtype, case):
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n, pad = case
+    x = _rows(torch, m, n, pad, t, 1, 4.0)
+    y = Poisoned(torch, (m, n), t, pad + 1)
+    softmax_forward(x, y.view)
+    assert y.guards_intact()
+    exact = torch.softmax(x.double(), dim=1)
+    _close(y.view, exact, dtype)
+    dy = _rows(torch, m, n, pad + 2, t, 2)
+    yin = exact.to(t)
+    dx = Poisoned(torch, (m, n), t, pad)
+    softmax_backward(yin, dy, dx.view)
+    assert dx.guards_intact()
+    yd, gd = yin.double(), dy.double()
+    dot = (yd * gd).sum(dim=1, keepdim=True)
+    _close(dx.view, yd * (gd - dot), dtype, yd * (gd.abs() + dot.abs()))
+
+
+@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
+def test_rmsnorm_forward_and_backward_match_torch(dtype, case):
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n, pad = case
+    eps = 1e-6
+    x = _rows(torch, m, n, pad, t, 3)
+    w = (torch.rand(n, device="cuda") + 0.5).to(t)
+    y, rstd = Poisoned(torch, (m, n), t, 3), Poisoned(torch, (m,), torch.float32)
+    rmsnorm_forward(x, w, y.view, rstd.view, eps)
+    assert y.guards_intact() and rstd.guards_intact()
+    xd, wd = x.double(), w.double()
+    r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + eps)
+    _close(rstd.view, r[:, 0], "Float32")
+    _close(y.view, xd * r * wd, dtype)
+    dy = _rows(torch, m, n, 5, t, 4)
+    for units in sorted({1, rmsnorm_workspace_rows(m, n)}):
+        dx, dw = Poisoned(torch, (m, n), t, 2), Poisoned(torch, (n,), t)
+        ws = torch.empty((units, n), dtype=torch.float32, device="cuda")
+        rmsnorm_backward(dy, x, w, rstd.view, dx.view, dw.view, ws)
+        assert dx.guards_intact() and dw.guards_intact()
+        rr = rstd.view.double()[:, None]
+        gd, xh = dy.double(), xd * rstd.view.double()[:, None]
+        c = (gd * wd * xh).mean(dim=1, keepdim=True)
+        _close(dx.view, rr * (gd * wd - xh * c), dtype, rr * ((gd * wd).abs() + (xh * c).abs()))
+        _close(dw.view, (gd * xh).sum(dim=0), dtype, (gd * xh).abs().sum(dim=0))
+
+
+@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
+def test_layernorm_forward_matches_torch(dtype, case):
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n, pad = case
+    eps = 1e-5
+    x = _rows(torch, m, n, pad, t, 5, 3.0) + 1.5
+    w = (torch.rand(n, device="cuda") + 0.5).to(t)
+    b = torch.randn(n, device="cuda").to(t)
+    y, mean, rstd = Poisoned(torch, (m, n), t, 1), Poisoned(torch, (m,), torch.float32), \
+        Poisoned(torch, (m,), torch.float32)
+    layernorm_forward(x, w, b, y.view, mean.view, rstd.view, eps)
+    assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
+    xd = x.double()
+    mu = xd.mean(dim=1, keepdim=True)
+    r = torch.rsqrt(((xd - mu) ** 2).mean(dim=1, keepdim=True) + eps)
+    _close(mean.view, mu[:, 0], "Float32", xd.abs().mean(dim=1))
+    _close(rstd.view, r[:, 0], "Float32")
+    norm = (xd - mu) * r * w.double()
+    # the Float32 mean errs relative to |mean|, which (x - mean) carries into y
+    _close(y.view, norm + b.double(), dtype, norm.abs() + b.double().abs() + (mu.abs() + 1) * r * w.double().abs())
+
+
+@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("index", ["Int64", "Int32"])
+def test_cross_entropy_forward_and_backward_match_torch(dtype, case, index):
+    if index == "Int32" and dtype != "BFloat16":
+        pytest.skip("Int32 targets: one element type is enough")
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n, pad = case
+    x = _rows(torch, m, n, pad, t, 6, 3.0)
+    target = torch.randint(0, n, (m,), device="cuda")
+    target[1::3] = -100  # ignored rows
+    target = target.to(torch.int64 if index == "Int64" else torch.int32)
+    loss, lse = Poisoned(torch, (m,), torch.float32), Poisoned(torch, (m,), torch.float32)
+    cross_entropy_forward(x, target, loss.view, lse.view)
+    assert loss.guards_intact() and lse.guards_intact()
+    xd = x.double()
+    exact_lse = torch.logsumexp(xd, dim=1)
+    exact = torch.nn.functional.cross_entropy(xd, target.long(), reduction="none", ignore_index=-100)
+    _close(lse.view, exact_lse, "Float32", xd.abs().amax(dim=1))
+    _close(loss.view, exact, "Float32", exact_lse.abs() + xd.abs().amax(dim=1))
+    dloss = torch.rand(m, device="cuda").to(t)
+    dx = Poisoned(torch, (m, n), t, 4)
+    cross_entropy_backward(x, target, dloss, lse.view, dx.view)
+    assert dx.guards_intact()
+    xr = xd.clone().requires_grad_(True)
+    torch.nn.functional.cross_entropy(xr, target.long(), reduction="none", ignore_index=-100).backward(
+        dloss.double())
+    _close(dx.view, xr.grad, dtype, dloss.double().abs()[:, None] * 1e-6)
+
+
+def _specials(torch, m, n, t):
+    """Rows of random values with a NaN (row 0), a +inf (row 1), a -inf (row 2) and all -inf (row 3)."""
+    x = _rows(torch, m, n, 0, t, 7)
+    x[0, n // 2] = float("nan")
+    x[1, n // 3] = float("inf")
+    x[2, n - 1] = float("-inf")
+    x[3] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("n", [7, 65536])
+def test_nan_and_infinities_propagate_as_in_torch(n):
+    torch = hopper_torch()
+    t = torch.float32
+    x = _specials(torch, 5, n, t)
+    y = torch.empty_like(x)
+    softmax_forward(x, y)
+    torch.cuda.synchronize()
+    _close(y, torch.softmax(x.double(), dim=1), "Float32")
+    w = torch.ones(n, device="cuda")
+    rstd = torch.empty(5, device="cuda")
+    rmsnorm_forward(x, w, y, rstd, 1e-6)
+    torch.cuda.synchronize()
+    xd = x.double()
+    r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
+    _close(y, xd * r, "Float32")
+    target = torch.tensor([1, 2, n - 1, 0, -100], device="cuda")
+    loss, lse = torch.empty(5, device="cuda"), torch.empty(5, device="cuda")
+    cross_entropy_forward(x, target, loss, lse)
+    torch.cuda.synchronize()
+    exact = torch.nn.functional.cross_entropy(xd, target, reduction="none")
+    rows = [0, 2, 4]  # a NaN, a -inf, an ignored row (a +inf logit gives NaN here, where logsumexp says inf)
+    _close(lse[rows], torch.logsumexp(xd, dim=1)[rows], "Float32", 1.0)
+    _close(loss[rows], exact[rows], "Float32", 1.0)
+    assert torch.isnan(loss[1]) and torch.isnan(lse[1])
+
+
+def test_a_target_outside_the_classes_gives_a_nan_loss():
+    torch = hopper_torch()
+    x = torch.randn(4, 100, device="cuda")
+    target = torch.tensor([0, 100, -1, -100], device="cuda")
+    loss, lse = torch.empty(4, device="cuda"), torch.empty(4, device="cuda")
+    cross_entropy_forward(x, target, loss, lse)
+    torch.cuda.synchronize()
+    assert math.isnan(float(loss[1])) and math.isnan(float(loss[2])) and float(loss[3]) == 0.0
+    assert abs(float(loss[0]) - float(torch.logsumexp(x[0].double(), 0) - x[0, 0])) < 1e-5
+    dx = torch.empty_like(x)
+    cross_entropy_backward(x, target, torch.ones(4, device="cuda"), lse, dx)
+    torch.cuda.synchronize()
+    assert torch.isnan(dx[1:3]).all() and not torch.isnan(dx[0]).any() and bool((dx[3] == 0).all())

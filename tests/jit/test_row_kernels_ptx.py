@@ -1,0 +1,177 @@
+"""The row kernels (examples/softmax_rows.py, norms.py, cross_entropy.py, row_reduce.py) build PTX with the
+instructions they are about — 128-bit loads and stores, warp butterflies, and for long rows the cluster barrier,
+``mapa``, ``st.async`` and an mbarrier wait — without local-memory spills, and assemble; row plans cover every row;
+hostile arguments are refused with errors that name the rule and the values."""
+
+import math
+import random
+import re
+
+import pytest
+
+import cute_py as cute
+import examples as ex
+from examples.row_reduce import MAX_CLUSTER, max_sum, plan_rows
+
+F = cute.compiler.DeviceArraySpec
+
+
+def _rows(dtype, m, n, pad=0):
+    return F(dtype, (m, n), (n + pad, 1))
+
+
+def _count(ptx, pattern):
+    return len(re.findall(pattern, ptx))
+
+
+CLUSTER_OPS = [r"barrier\.cluster\.arrive\.relaxed\.aligned", r"fence\.mbarrier_init\.release\.cluster",
+               r"mapa\.shared::cluster", r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes",
+               r"mbarrier\.try_wait\.parity", r"barrier\.cluster\.wait"]
+
+
+def test_short_rows_move_128_bit_vectors_and_reduce_by_butterflies(assemble):
+    # bf16 rows of 4096: 8-element vectors, 64 threads a row (two warps: a shared-memory step), 4 rows a CTA
+    c = cute.compile(ex.softmax_forward, _rows("BFloat16", 64, 4096), _rows("BFloat16", 64, 4096))
+    ptx = c.ptx
+    assert _count(ptx, r"ld\.global\.v4\.b32") == 8 and _count(ptx, r"st\.global\.v4\.b32") == 8
+    assert _count(ptx, r"shfl\.sync\.bfly\.b32") == 10  # 5 steps of a (max, sum) pair
+    assert _count(ptx, r"bar\.sync") == 1 and ".local" not in ptx
+    assert not any(re.search(p, ptx) for p in CLUSTER_OPS)
+    (launch,) = c.launches
+    assert launch.block == (256, 1, 1) and launch.grid == (16, 1, 1) and launch.cluster == (1, 1, 1)
+    assert ".minnctapersm 2" in ptx  # one row input: two CTAs of 256 threads an SM (at most 128 registers each)
+    assemble(ptx)
+
+
+def test_long_rows_reduce_across_a_cluster_through_distributed_shared_memory(assemble):
+    c = cute.compile(ex.softmax_forward, _rows("Float32", 4, 65536), _rows("Float32", 4, 65536))
+    ptx = c.ptx
+    for p in CLUSTER_OPS:
+        assert _count(ptx, p) >= 1, p
+    assert _count(ptx, r"ld\.global\.v4\.b32") == 16 and _count(ptx, r"st\.global\.v4\.b32") == 16
+    assert ".local" not in ptx
+    (launch,) = c.launches
+    # 16384 vectors a row: 8 CTAs of 128 threads, 16 vectors each
+    assert launch.cluster == (8, 1, 1) and launch.grid == (32, 1, 1) and launch.block == (128, 1, 1)
+    assert not launch.non_portable_cluster
+    assemble(ptx)
+
+
+def test_the_longest_rows_take_a_non_portable_cluster_of_16(assemble):
+    y = _rows("BFloat16", 8, 262144)
+    c = cute.compile(ex.softmax_backward, y, y, y)
+    (launch,) = c.launches
+    assert launch.cluster == (16, 1, 1) and launch.non_portable_cluster and launch.block == (512, 1, 1)
+    assert ".minnctapersm" not in c.ptx
+    assert _count(c.ptx, r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes\.b32") == 1
+    assert ".local" not in c.ptx
+    assemble(c.ptx)
+
+
+def test_padded_rows_choose_the_vector_their_stride_allows():
+    # a row stride of 4104 Float32 elements keeps 16-byte vectors; 4097 allows single elements only
+    wide = cute.compile(ex.rmsnorm_forward, _rows("Float32", 33, 4097, 7), F("Float32", (4097,)),
+                        _rows("Float32", 33, 4097, 7), F("Float32", (33,)), 1e-6).ptx
+    narrow = cute.compile(ex.rmsnorm_forward, _rows("Float32", 33, 4097, 0), F("Float32", (4097,)),
+                          _rows("Float32", 33, 4097, 0), F("Float32", (33,)), 1e-6).ptx
+    assert _count(wide, r"ld\.global\.v4\.b32") > 0 and _count(wide, r"ld\.global\.b32") > 0  # and the tail
+    assert _count(narrow, r"ld\.global\.v\d") == 0 and _count(narrow, r"st\.global\.v\d") == 0
+    assert ".local" not in wide
+
+
+def test_norms_and_cross_entropy_build_and_assemble(assemble):
+    x, w, s = _rows("BFloat16", 16, 32000, 64), F("BFloat16", (32000,)), F("Float32", (16,))
+    ln = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5)
+    assert _count(ln.ptx, r"ld\.global\.v4\.b32") >= 4 and ".local" not in ln.ptx
+    ce = cute.compile(ex.cross_entropy_forward, x, F("Int64", (16,)), s, s)
+    assert _count(ce.ptx, r"ld\.global\.v4\.b32") >= 4 and ".local" not in ce.ptx
+    ceb = cute.compile(ex.cross_entropy_backward, x, F("Int32", (16,)), s, s, x)
+    assert _count(ceb.ptx, r"st\.global\.v4\.b32") >= 4 and "shfl.sync" not in ceb.ptx  # no reduction
+    for c in (ln, ce, ceb):
+        assemble(c.ptx)
+
+
+def test_rmsnorm_backward_loops_over_rows_and_sums_the_workspace_in_a_second_kernel(assemble):
+    x, w, s = _rows("BFloat16", 64, 4096), F("BFloat16", (4096,)), F("Float32", (64,))
+    c = cute.compile(ex.rmsnorm_backward, x, x, w, s, x, w, F("Float32", (5, 4096)))
+    main, column = c.launches
+    assert main.grid == (3, 1, 1) and column.grid == (16, 1, 1)  # 5 groups, 2 a CTA; 4096 / (32 lanes * 8)
+    assert ".local" not in c.ptx and _count(c.ptx, r"ld\.global\.v4\.b32") >= 16
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("values", [32, 64])
+def test_row_plans_cover_every_row_within_the_hardware(values):
+    for vec in (1, 2, 4, 8):
+        for n in list(range(1, 70)) + [255, 4095, 4097, 16384, 65537, 131071, 262143, 262144]:
+            if n > 262144:
+                continue
+            p = plan_rows("t", n, vec, values)
+            assert p.chunks * p.cluster * p.group * p.vec >= n > (p.chunks - 1) * p.cluster * p.group * p.vec
+            assert p.threads <= 1024 and p.cluster <= MAX_CLUSTER and p.chunks * vec <= max(values, vec)
+            assert p.cluster == 1 or p.rows == 1
+
+
+def test_rows_longer_than_a_cluster_holds_are_refused():
+    with pytest.raises(cute.CuteValueError, match=r"at most 16 CTAs .* at most 262144 elements per row here, got "
+                                                  r"262145"):
+        cute.compile(ex.softmax_forward, _rows("Float32", 2, 262145), _rows("Float32", 2, 262145))
+
+
+def _rms(x, w=None, y=None, rstd=None, eps=1e-6):
+    m, n = x.shape[0], x.shape[-1]
+    return cute.compile(ex.rmsnorm_forward, x, w or F(x.dtype, (n,)), y or F(x.dtype, (m, n)),
+                        rstd or F("Float32", (m,)), eps)
+
+
+@pytest.mark.parametrize("build,match", [
+    (lambda: _rms(F("Float32", (4, 8, 2))), r"x must be a 2-D \(rows, n\) tensor"),
+    (lambda: _rms(F("Int32", (4, 8))), r"x must be of type Float32 or BFloat16 or Float16, got Int32"),
+    (lambda: _rms(F("Float32", (4, 8), (1, 4))), r"rows of x must be contiguous \(last stride 1\), got the strides "
+                                                 r"\(1, 4\)"),
+    (lambda: _rms(F("Float32", (4, 8), (4, 1))), r"must not overlap \(row stride >= 8\), got the row stride 4"),
+    (lambda: _rms(F("Float32", (0, 8))), r"at least one row"),
+    (lambda: _rms(F("Float32", (4, 8)), y=F("Float32", (4, 9))), r"y must have the shape \(4, 8\), got \(4, 9\)"),
+    (lambda: _rms(F("Float32", (4, 8)), w=F("Float32", (7,))), r"w must have the shape \(8,\), got"),
+    (lambda: _rms(F("Float32", (4, 8)), w=F("Float32", (8,), (2,))), r"w must be contiguous \(stride 1\), got the "
+                                                                     r"stride 2"),
+    (lambda: _rms(F("Float32", (4, 8)), rstd=F("BFloat16", (4,))), r"rstd must be of type Float32, got BFloat16"),
+    (lambda: _rms(F("Float32", (4, 8)), eps=-1e-5), r"rmsnorm_forward: eps must be a finite number >= 0, got -1e-05"),
+    (lambda: _rms(F("Float32", (4, 8)), eps=float("nan")), r"eps must be a finite number >= 0, got nan"),
+    (lambda: cute.compile(ex.softmax_backward, F("Float32", (4, 8)), F("Float32", (4, 8)), F("Float32", (8, 4))),
+     r"softmax_backward: dx must have the shape \(4, 8\), got \(8, 4\)"),
+    (lambda: cute.compile(ex.cross_entropy_forward, F("Float32", (4, 8)), F("Float32", (4,)), F("Float32", (4,)),
+                          F("Float32", (4,))), r"target must be of type Int32 or Int64, got Float32"),
+    (lambda: cute.compile(ex.cross_entropy_forward, F("Float32", (4, 8)), F("Int64", (5,)), F("Float32", (4,)),
+                          F("Float32", (4,))), r"target must have the shape \(4,\), got"),
+    (lambda: cute.compile(ex.cross_entropy_forward, F("Float32", (4, 8)), F("Int64", (4,)), F("Float32", (4,)),
+                          F("Float32", (4,)), 1.5), r"ignore_index must be an int in \[-2\*\*31, 2\*\*31\), got 1.5"),
+    (lambda: cute.compile(ex.rmsnorm_backward, *[F("Float32", (4, 8))] * 2, F("Float32", (8,)), F("Float32", (4,)),
+                          F("Float32", (4, 8)), F("Float32", (8,)), F("Float32", (2, 9))),
+     r"workspace must have 8 columns \(P, 8\), got the shape \(2, 9\)"),
+])
+def test_hostile_arguments_are_refused_naming_the_rule(build, match):
+    with pytest.raises(cute.CuteError, match=match):
+        build()
+
+
+def _pair(part):
+    m = max(part, default=-math.inf)
+    return m, sum(math.exp(v - m) for v in part) if m > -math.inf else 0.0
+
+
+def test_the_softmax_combine_of_partial_pairs_is_the_pair_of_the_whole_row():
+    rng = random.Random(5)
+    for trial in range(200):
+        row = [rng.gauss(0, 4) for _ in range(rng.randint(1, 40))]
+        row += [-math.inf] * rng.randint(0, 3)  # parts past a row's end hold -inf
+        rng.shuffle(row)
+        cuts = sorted(rng.sample(range(len(row) + 1), min(len(row) + 1, rng.randint(1, 6))))
+        parts = [_pair(row[a:b]) for a, b in zip([0] + cuts, cuts + [len(row)])]
+        while len(parts) > 1:  # any tree of combines (the butterflies, the warps, the cluster)
+            i = rng.randrange(len(parts) - 1)
+            parts[i:i + 2] = [max_sum(parts[i], parts[i + 1])]
+        m, s = _pair(row)
+        assert parts[0][0] == m and math.isclose(parts[0][1], s, rel_tol=1e-6), (trial, parts[0], (m, s))
+    assert max_sum((-math.inf, 0.0), (-math.inf, 0.0)) == (-math.inf, 0.0)  # empty parts stay empty, not NaN
+    assert all(math.isnan(v) for v in max_sum((math.nan, 1.0), (3.0, 1.0)))
