@@ -121,6 +121,7 @@ from .gemm_args import (EPILOGUES, GEMM_TILE, MMA_WARPGROUPS, STAGES, TILE_NS, b
 from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, fuse_epilogue, reduce_splits,
                             split_recv_layout, store_tile, store_tile_tma)
 from .gemm_gather import gathered_tile, wait_shard
+from .gemm_mainloop import mma_k_tiles
 from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, tma_storable
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
@@ -220,7 +221,6 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         thr = tiled_mma.get_slice(tidx)
         tCrA = tiled_mma.make_fragment_A(thr.partition_A(sA))     # (1, 1, 4, stages) descriptors
         tCrB = tiled_mma.make_fragment_B(thr.partition_B(sB))
-        k_blocks = cute.size(tCrA, mode=[2])
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         for i in range(my_tiles):
@@ -228,30 +228,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             tm = gathered_tile(tm, gather, cluster_tiles_m * cluster_m)
             acc = tiled_mma.make_fragment_C(thr.partition_C(cute.local_tile(c, (bm, bn), (tm, tn))))
             if block_scales is None:
-                # k-tile 0 (there is one: K >= 1): its first k-block writes the accumulators (scale-d 0)
-                tiled_mma.set(wg.Field.ACCUMULATE, False)
-                loads.consumer_wait(read)
-                wg.fence()
-                for kb in cute.range_constexpr(k_blocks):
-                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index],
-                              acc)
-                    tiled_mma.set(wg.Field.ACCUMULATE, True)
-                wg.commit_group()
-                read.advance()
-                for k in range(k_lo + 1, k_hi):
-                    loads.consumer_wait(read)
-                    wg.fence()
-                    for kb in cute.range_constexpr(k_blocks):
-                        cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index],
-                                  tCrB[None, None, kb, read.index], acc)
-                    wg.commit_group()
-                    wg.wait_group(1)             # the previous k-tile's group is done: its stage may be refilled
-                    loads.consumer_release(release)
-                    release.advance()
-                    read.advance()
-                wg.wait_group(0)
-                loads.consumer_release(release)
-                release.advance()
+                mma_k_tiles(tiled_mma, acc, tCrA, tCrB, loads, read, release, k_lo, k_hi)
             else:
                 cC = thr.partition_C(cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn)))
                 _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi,

@@ -43,6 +43,7 @@ from cute_py.utils import hopper_helpers as hh
 
 from .gemm_args import MMA_WARPGROUPS
 from .gemm_epilogue import EPI_BUFFERS, epi_tile
+from .gemm_mainloop import mma_k_tiles
 from .grouped_gemm_args import GROUPED_STAGES, check_grouped, tma_storable
 from .grouped_gemm_tiles import find_tile, store_group_tile
 from .tma_tiled import sm_count
@@ -124,7 +125,6 @@ def grouped_gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, store_c, tma_c,
         thr = tiled_mma.get_slice(tidx)
         tCrA = tiled_mma.make_fragment_A(thr.partition_A(sA))     # (1, 1, 4, stages) descriptors
         tCrB = tiled_mma.make_fragment_B(thr.partition_B(sB))
-        k_blocks = cute.size(tCrA, mode=[2])
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
         c0 = c[None, None, 0] if masked else c
@@ -135,29 +135,7 @@ def grouped_gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, store_c, tma_c,
         while g < groups:
             tm = (t - before) // tiles_n
             tn = t - before - tm * tiles_n
-            # k-tile 0 (K >= 1): its first k-block writes the accumulators
-            tiled_mma.set(wg.Field.ACCUMULATE, False)
-            loads.consumer_wait(read)
-            wg.fence()
-            for kb in cute.range_constexpr(k_blocks):
-                cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
-                tiled_mma.set(wg.Field.ACCUMULATE, True)
-            wg.commit_group()
-            read.advance()
-            for k in range(1, k_tiles):
-                loads.consumer_wait(read)
-                wg.fence()
-                for kb in cute.range_constexpr(k_blocks):
-                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index],
-                              acc)
-                wg.commit_group()
-                wg.wait_group(1)             # the previous k-tile's group is done: its stage may be refilled
-                loads.consumer_release(release)
-                release.advance()
-                read.advance()
-            wg.wait_group(0)
-            loads.consumer_release(release)
-            release.advance()
+            mma_k_tiles(tiled_mma, acc, tCrA, tCrB, loads, read, release, 0, k_tiles)
             box_c = _group_view(tma_c, g, first, masked) if store_c is not None else None
             store_group_tile(acc, store_c, box_c, _group_view(c, g, first, masked), sC, epi_mma, tidx, tm, tn, bm,
                              bn, rows, n, store_c is not None)
