@@ -10,8 +10,11 @@
 ``rows``. The forward pass writes, per row, ``lse = log(sum(exp(logits)))`` (Float32) and ``loss = lse -
 logits[target]`` (any float type), as torch's ``cross_entropy(reduction="none")``; a row whose target is
 ``ignore_index`` gets loss 0, and a target outside ``[0, n)`` that is not ``ignore_index`` gets a NaN loss (torch
-stops with a device assertion there); a NaN or ``+inf`` logit makes the row's ``lse`` and loss NaN. The row's
-``(max, sum of exp)`` pairs combine in one reduction (see ``row_reduce``), across a cluster for long rows.
+stops with a device assertion there). Special values go as torch's do: a NaN logit makes the row's ``lse`` and
+loss NaN; a ``+inf`` logit makes ``lse`` ``+inf`` and the loss ``+inf`` (NaN where the target's logit is the
+``+inf``); a row of ``-inf`` has ``lse`` ``-inf``. The row's ``(max, sum of exp(v - shift(max)))`` pairs combine in
+one reduction (see ``row_reduce``), across a cluster for long rows, where ``shift`` is the max, or 0 for an
+infinite max (torch's ``logsumexp`` shifts so too).
 
 The backward pass needs no reduction: ``dlogits = (exp(logits - lse) - onehot(target)) * dloss`` per row, with the
 forward's ``lse`` and ``dloss`` (1-D of ``rows``, any float type); rows with ``ignore_index`` get zeros, rows with
@@ -21,8 +24,8 @@ a target outside ``[0, n)`` NaN. It reads each logit once and writes each gradie
 import cute_py as cute
 
 from .row_reduce import (LOG2E, RowReduction, check_matrix, check_same_shape, check_vector, cluster_start,
-                         launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, row_vector, store_row,
-                         FLT_MAX, FLOATS, INDEX_TYPES)
+                         launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector, store_row,
+                         FLOATS, INDEX_TYPES)
 
 __all__ = ["cross_entropy_forward", "cross_entropy_forward_kernel", "cross_entropy_backward",
            "cross_entropy_backward_kernel"]
@@ -41,13 +44,27 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
     mt = -float("inf")
     for v in vals:
         mt = cute.max(mt, v.reduce(cute.ReductionOp.MAX, -float("inf"), 0))
-    safe = cute.max(mt, -FLT_MAX)
+    shift = _shift(mt)
     s = 0.0
     for v in vals:
-        s = s + cute.math.exp2((v - safe) * LOG2E).reduce(cute.ReductionOp.ADD, 0.0, 0)
-    big, total = row_reduce((mt, s), max_sum, red)
-    _finish(xr, target, loss, lse, ignore_index, r, m, t, rank, cute.max(big, -FLT_MAX) + cute.math.log(total),
-            plan.n)
+        s = s + cute.math.exp2((v - shift) * LOG2E).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    big, total = row_reduce((mt, s), _max_sum_shifted, red)
+    _finish(xr, target, loss, lse, ignore_index, r, m, t, rank, _shift(big) + cute.math.log(total), plan.n)
+
+
+def _shift(m):
+    """What a row's exponentials are taken relative to: its max ``m``, or 0 where ``m`` is infinite (then a
+    ``+inf`` logit gives a sum and an ``lse`` of ``+inf``, a row of ``-inf`` a sum of 0 and an ``lse`` of ``-inf``)."""
+    return cute.math.select(abs(m) == float("inf"), 0.0, m)
+
+
+def _max_sum_shifted(a, b):
+    """The combine of ``(max, sum of exp(v - _shift(max)))`` pairs: each sum rescaled to the shift of the larger
+    max; a sum of 0 (a part of ``-inf`` only) adds nothing, a NaN stays NaN."""
+    big = cute.max(a[0], b[0])
+    shift = _shift(big)
+    parts = [cute.math.select(p[1] == 0.0, 0.0, p[1] * cute.math.exp2((_shift(p[0]) - shift) * LOG2E)) for p in (a, b)]
+    return big, parts[0] + parts[1]
 
 
 @cute.jit

@@ -174,3 +174,5 @@ def test_fma_rounds_once_and_half_precision_rounds_once_from_float32(assemble_pt
 def test_host_numbers_are_computed_by_python():
     assert cute.math.exp(1.0) == math.e and cute.math.log(0.0) == -math.inf and math.isnan(cute.math.sqrt(-1.0))
     assert cute.math.fma(2, 3, 4) == 10 and cute.math.tanh(0.5) == math.tanh(0.5)
+    # an overflow is +inf, as on the device (Python's own ** and exp raise OverflowError)
+    assert cute.math.exp2(5000.0) == math.inf and cute.math.exp(1000.0) == math.inf and cute.math.exp2(-5000.0) == 0

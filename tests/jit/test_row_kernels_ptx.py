@@ -175,3 +175,51 @@ def test_the_softmax_combine_of_partial_pairs_is_the_pair_of_the_whole_row():
         assert parts[0][0] == m and math.isclose(parts[0][1], s, rel_tol=1e-6), (trial, parts[0], (m, s))
     assert max_sum((-math.inf, 0.0), (-math.inf, 0.0)) == (-math.inf, 0.0)  # empty parts stay empty, not NaN
     assert all(math.isnan(v) for v in max_sum((math.nan, 1.0), (3.0, 1.0)))
+
+
+def _lse_reference(row):
+    """torch's ``logsumexp`` of a row, in double precision: NaN if any NaN, +inf if any +inf, -inf for a row of
+    -inf (or an empty one), else ``m + log(sum(exp(v - m)))``."""
+    if any(math.isnan(v) for v in row):
+        return math.nan
+    if math.inf in row:
+        return math.inf
+    m = max(row, default=-math.inf)
+    if m == -math.inf:
+        return -math.inf
+    return m + math.log(sum(math.exp(v - m) for v in row))
+
+
+def _shifted_pair(part):
+    """A thread's pair as the cross-entropy kernel makes it: the max ignoring NaN (PTX ``max.f32``), and the sum
+    of ``exp(v - shift)``, ``shift`` the max or 0 where it is infinite."""
+    m = max((v for v in part if not math.isnan(v)), default=-math.inf)
+    shift = 0.0 if abs(m) == math.inf else m
+    return m, sum(math.exp(v - shift) if v != -math.inf else 0.0 for v in part)
+
+
+def test_the_cross_entropy_combine_gives_torchs_logsumexp_for_special_values():
+    rng = random.Random(11)
+    specials = [[], [math.inf], [math.nan], [math.inf, math.nan], [-math.inf] * 3, [math.inf, math.inf]]
+    for trial in range(400):
+        row = [rng.gauss(0, 4) for _ in range(rng.randint(0, 30))]
+        row += rng.choice(specials) + [-math.inf] * rng.randint(0, 3)
+        if not row:
+            row = [-math.inf]
+        rng.shuffle(row)
+        cuts = sorted(rng.sample(range(len(row) + 1), min(len(row) + 1, rng.randint(1, 6))))
+        parts = [_shifted_pair(row[a:b]) for a, b in zip([0] + cuts, cuts + [len(row)])]
+        while len(parts) > 1:  # any tree of combines (the butterflies, the warps, the cluster)
+            i = rng.randrange(len(parts) - 1)
+            parts[i:i + 2] = [ex.cross_entropy._max_sum_shifted(parts[i], parts[i + 1])]
+        big, total = parts[0]
+        got = ex.cross_entropy._shift(big) + (math.log(total) if total > 0 else -math.inf if total == 0 else total)
+        want = _lse_reference(row)
+        if math.isnan(want) or math.isinf(want):
+            assert got == want or (math.isnan(got) and math.isnan(want)), (trial, row, got, want)
+        else:
+            assert math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9), (trial, row, got, want)
+    combine = ex.cross_entropy._max_sum_shifted
+    # a part of -inf only adds nothing, even where its rescaling overflows (0 * inf would be NaN)
+    assert combine((-math.inf, 0.0), (-1000.0, 1.0)) == (-1000.0, 1.0)
+    assert combine((-math.inf, 0.0), (-math.inf, 0.0)) == (-math.inf, 0.0)

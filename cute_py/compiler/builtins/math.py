@@ -152,7 +152,14 @@ def rsqrt(x: Any, fastmath: bool = False) -> Any:
 def exp2(x: Any, fastmath: bool = False) -> Any:
     """``2 ** x``: ``ex2.approx.f32`` (subnormal results kept), or its ``.ftz`` form with ``fastmath``."""
     return _unary("exp2", x, lambda v: _approx("ex2", v, ftz=False), lambda v: _approx("ex2", v),
-                  lambda h: 2.0 ** h, fastmath)
+                  _exp2_host, fastmath)
+
+
+def _exp2_host(h: float) -> float:
+    try:
+        return 2.0 ** h
+    except OverflowError:
+        return _pymath.inf
 
 
 def _exp(v: TracedFloat) -> TracedFloat:
