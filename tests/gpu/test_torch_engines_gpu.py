@@ -130,3 +130,16 @@ def test_the_operators_gradients_are_sdpas():
     out, lse = op(q, k, v, True)
     with pytest.raises(NotImplementedError, match="no gradient through its lse"):
         (out.float().sum() + lse.sum()).backward()
+
+
+def test_reduce_overhead_graphs_take_new_input_tensors():
+    """``torch.compile(mode="reduce-overhead")`` replays CUDA graphs of the operator; inputs in new tensors at new
+    addresses each call (as a model's activations are) are copied into the graph's static inputs by torch, so
+    every call gives the eager operator's bits, never a replay of stale inputs."""
+    torch = hopper_torch()
+    op = _attention_op(torch)
+    compiled = torch.compile(lambda q, k, v: op(q, k, v, True)[0], mode="reduce-overhead", fullgraph=True)
+    for seed in range(4):
+        q, k, v = _inputs(torch, seed)
+        got = compiled(q, k, v).clone()
+        assert torch.equal(got, op(q, k, v, True)[0]), f"call {seed} replayed stale inputs"
