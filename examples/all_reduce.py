@@ -254,12 +254,16 @@ def _check(x, out, bufs, pads, state, rank, two_shot):
 
 
 @cute.jit
-def all_reduce(x, out, bufs, pads, state, rank, timeout_ns: cute.Int64, two_shot=False):
+def all_reduce(x, out, bufs, pads, state, rank, timeout_ns, two_shot=False):
     """``out = sum over ranks w of x_w`` (``x`` this rank's contribution; see the module): ``bufs``/``pads`` the
     ranks' symmetric buffers (1-D, x's type, ``buffer_elements`` long) and signal pads (Int32, ``PAD_SHAPE``), in rank
     order; ``state`` this rank's Int32 device words (a failed wait, the one-shot calls, a block count; zeros at
     first, kept from call to call); ``rank`` this rank (static);
-    ``timeout_ns`` the bound of every wait. Every rank must call with the same length, type and algorithm."""
+    ``timeout_ns`` the bound of every wait (static, as ``rank`` is: a call of only tensors takes the generated
+    launch path). Every rank must call with the same length, type and algorithm."""
+    if type(timeout_ns) is not int or not 0 < timeout_ns < 1 << 62:
+        raise cute.CuteValueError(f"all_reduce: timeout_ns must be a positive int of nanoseconds below 2^62, got "
+                                  f"{timeout_ns!r}")
     world, n = _check(x, out, bufs, pads, state, rank, two_shot)
     vec = vector_width(x.element_type.width, n)
     blocks, chunk = all_reduce_grid(n, vec, world, two_shot)

@@ -97,6 +97,12 @@ def test_hostile_arguments_are_refused_with_the_rule(args, rank, match):
         cute.compile(all_reduce, *args, rank, 10 ** 9)
 
 
+@pytest.mark.parametrize("timeout", [0, -5, 1.5, 1 << 62])
+def test_a_timeout_that_is_not_a_positive_int_of_nanoseconds_is_refused(timeout):
+    with pytest.raises(cute.CuteValueError, match="timeout_ns must be a positive int"):
+        cute.compile(all_reduce, *_args(), 0, timeout)
+
+
 def _gather_specs(rows=1024, k=512, n=256, world=4):
     return (Spec("BFloat16", (rows, k)), Spec("BFloat16", (n, k)), Spec("BFloat16", (rows, n)), Spec("Int32", (world,)),
             Spec("Int32", (1,)))

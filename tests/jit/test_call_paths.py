@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import cute_py as cute
 from cute_py.compiler.runtime import launch as L
 from cute_py.compiler.runtime.compiled import CallState, Compiled
-from cute_py.errors import CuteError, LaunchError
+from cute_py.errors import ArgumentError, CuteError, LaunchError
 from _recording_driver import driver, fresh, launched_with  # noqa: F401 (the fixture)
 from test_call_state import _tma_compiled
 from test_jit_compiled_call import FakeTorchTensor
@@ -162,6 +162,39 @@ def test_a_call_form_with_constexpr_parameters_keeps_the_checked_path_whatever_t
     for _ in range(3):
         c(a, b)
     assert state(c) is CHECKED_ONLY and len(driver.calls) == 3
+
+
+@cute.jit
+def copy_each(pairs_a, pairs_b):
+    for a, b in zip(pairs_a, pairs_b):
+        _copy_first(a, b).launch(grid=1, block=1)
+
+
+def test_a_compile_of_containers_takes_a_fast_path_that_spreads_them(driver):
+    """Containers of device arrays (spread into one argument per array): the second call like the first makes the
+    fast path, which launches what a fresh object's general path launches at new addresses; a container of
+    another length is the general path's ArgumentError; a tensor unlike the compiled one in a container goes to
+    the general path, which refuses it before anything is launched or changed."""
+    t = [FakeTorchTensor((1 + i) << 24) for i in range(6)]
+    c = cute.compile(copy_each, (t[0], t[1]), (t[2], t[3]))
+    assert c.call_form is not None and c.call_form.spreads and not c.call_form.constexpr_at
+    launched_with(driver, c, (t[0], t[1]), (t[2], t[3]))
+    assert c._state is CHECKED
+    launched_with(driver, c, (t[0], t[1]), (t[2], t[3]))
+    assert c._state is FAST and callable(c._fast_call) and c._native is None
+    mine = launched_with(driver, c, (t[4], t[1]), [t[2], t[5]])      # a list where a tuple was: spread the same
+    assert c._state is FAST
+    other = fresh(c)
+    other.set_call_form(c.call_form)
+    assert params(mine) == params(launched_with(driver, other, (t[4], t[1]), (t[2], t[5])))
+    n = len(driver.calls)
+    with pytest.raises(ArgumentError, match="compiled as a tuple of 2 device arrays, got tuple of 3"):
+        c((t[0], t[1], t[4]), (t[2], t[3]))
+    with pytest.raises(CuteError):
+        c((t[0], FakeTorchTensor(1 << 30, shape=(128, 512))), (t[2], t[3]))
+    assert len(driver.calls) == n and c._state is FAST
+    again = launched_with(driver, c, (t[1], t[0]), (t[3], t[2]))
+    assert params(again) == params(launched_with(driver, other, (t[1], t[0]), (t[3], t[2])))
 
 
 # -- any sequence of calls ---------------------------------------------------------------------------------------

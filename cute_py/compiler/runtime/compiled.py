@@ -202,9 +202,10 @@ class Compiled(CallArguments, ParameterArrays):
     def set_call_form(self, form: Any) -> None:
         """Take calls in ``form`` (a ``host.call_form.CallForm``): lists of arrays spread, Constexpr
         parameters left out (such compiles always take the general path: no generated one), trailing run-time
-        parameters left out for their defaults (a generated path sends such a call to the general one)."""
+        parameters left out for their defaults (a generated path sends such a call to the general one). A
+        generated path of a form with containers takes the spread arguments, behind an entry that spreads them."""
         self.call_form = form
-        if form.constexpr_at or any(t is not None for t in form.tree):
+        if form.constexpr_at:
             self._fast_allowed = False
             self._forget_fast_path()
 
@@ -236,9 +237,9 @@ class Compiled(CallArguments, ParameterArrays):
         elif self._binder is not None:
             if self._fast_dynamic is None or len(self._torch_specs) != len(self._tensor_args):
                 return
-            path = make_dynamic_fast_call(self, args, Compiled._call)
+            path = None if self._spreads() else make_dynamic_fast_call(self, args, Compiled._call)
         elif self._fast is not None:
-            path = make_fast_call(self, self._fast, args, Compiled._call)
+            path = make_fast_call(self, self._fast, args, Compiled._call_spread if self._spreads() else Compiled._call)
         else:
             return
         if path is None:
@@ -265,11 +266,18 @@ class Compiled(CallArguments, ParameterArrays):
 
     # -- the checked path -------------------------------------------------------------------------------------------
 
-    def _call(self, args, stream, fast_key=None):
+    def _spreads(self):
+        return self.call_form is not None and self.call_form.spreads
+
+    def _call_spread(self, args, stream):
+        """The general path of a generated path that took spread arguments (containers of arrays already spread)."""
+        return self._call(args, stream, spread=True)
+
+    def _call(self, args, stream, fast_key=None, spread=False):
         # every argument is checked and converted first; the state (parameter arrays, plan, records, the native
         # launcher) changes only after that, under the lock, so that a call that raises leaves no trace
         given, given_stream = args, stream
-        if self.call_form is not None:
+        if self.call_form is not None and not spread:
             args = self.call_form.flat(args)
         n = len(args)
         if stream is not None and n == self._stream_at:  # the stream parameter given as stream=
@@ -284,7 +292,7 @@ class Compiled(CallArguments, ParameterArrays):
             except GuardMismatch:  # the host code decides otherwise for this call: the compile of its outcome
                 if self._respecialise is None:
                     raise
-                return self._respecialise(args)._call(given, given_stream)
+                return self._respecialise(args)._call(given, given_stream, spread=spread)
         if not self.launches:
             return
         key = self._fast_pointers(args) if self._binder is None else None
@@ -297,7 +305,7 @@ class Compiled(CallArguments, ParameterArrays):
                 except GuardMismatch:
                     if self._respecialise is None:
                         raise
-                    return self._respecialise(args)._call(given, given_stream)
+                    return self._respecialise(args)._call(given, given_stream, spread=spread)
         if self._scalar_args:
             key = (key, tuple([check(args[i]) for i, check in zip(self._scalar_args, self._scalar_checks)]))
         if self._state is CallState.FIRST:  # the module, once the arguments passed (a wrong one is told without a GPU)

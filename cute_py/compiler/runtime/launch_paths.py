@@ -80,7 +80,8 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     lines, argx = _prologue(c, env)
     lines += _checked(env, [_static_check(env, k, i, spec) for k, (i, *spec) in enumerate(fast)], args, argx)
     # the guard's answer (``armed``) decides whether a call arms the native launcher
-    native = launcher_for(c, [i for i, *_ in fast], env) if "guard" in env else None
+    spread = c.call_form is not None and c.call_form.spreads      # (the native launcher takes flat calls only)
+    native = launcher_for(c, [i for i, *_ in fast], env) if "guard" in env and not spread else None
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
     key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
     # the addresses of the last call were aligned: new ones are tested, one test per alignment (an OR of powers of
@@ -115,6 +116,8 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
         lines += ["        if armed:",
                   "            native.arm(guard, key, plan, refill)"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
+    if spread:
+        return _spreading_path(c, env["call"], c.call_form.flat)
     return _fast_path(c, env["call"], native)
 
 
@@ -240,6 +243,16 @@ def _fast_path(c, call, launcher):
         return FastPath(types.MethodType(call, c), call, None)
     native_arming.attach(c, call, launcher)
     return FastPath(launcher, call, launcher)
+
+
+def _spreading_path(c, call, flat):
+    """The ``FastPath`` of a generated ``call`` whose compile takes containers of arrays: its entry spreads a call's
+    containers (as the general path does: another length is an ``ArgumentError``) and calls ``call``, whose
+    general path takes the spread arguments."""
+    def entry(*args, **kwargs):
+        return call(c, *flat(args), **kwargs)
+
+    return FastPath(entry, call, None)
 
 
 def _never(*tensors):
