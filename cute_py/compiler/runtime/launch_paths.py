@@ -80,7 +80,8 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     lines, argx = _prologue(c, env)
     lines += _checked(env, [_static_check(env, k, i, spec) for k, (i, *spec) in enumerate(fast)], args, argx)
     # the guard's answer (``armed``) decides whether a call arms the native launcher
-    spread = c.call_form is not None and c.call_form.spreads      # (the native launcher takes flat calls only)
+    form = getattr(c, "call_form", None)
+    spread = form is not None and form.spreads      # (the native launcher takes flat calls only)
     native = launcher_for(c, [i for i, *_ in fast], env) if "guard" in env and not spread else None
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
     key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
@@ -117,7 +118,7 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
                   "            native.arm(guard, key, plan, refill)"]
     exec(compile("\n".join(lines), f"<cute_py launch of {c.jit_function.fn.__name__}>", "exec"), env)
     if spread:
-        return _spreading_path(c, env["call"], c.call_form.flat)
+        return _spreading_path(c, env["call"], form.flat)
     return _fast_path(c, env["call"], native)
 
 
