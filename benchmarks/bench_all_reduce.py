@@ -4,7 +4,8 @@ by side in one run, one process per GPU::
     torchrun --nproc-per-node=4 benchmarks/bench_all_reduce.py [--dtype bf16] [--max-mib 256]
 
 Each call is timed inside a CUDA graph of ``--calls`` back-to-back calls (as a serving engine replays them; no
-host time), median over ``--reps`` replays; rank 0 prints the latency per call, the ratio NCCL / ours (> 1:
+host time), or with ``--eager`` as ``--calls`` calls issued from Python (host time included), median over
+``--reps`` repetitions; rank 0 prints the latency per call, the ratio NCCL / ours (> 1:
 ours faster) and the bus bandwidth ``2 (W - 1) / W * bytes / time`` of both. Outputs are checked against NCCL's
 first (bit-identical for integers; the ordered fp32 sum for floats is compared within one bf16 ulp)."""
 
@@ -23,6 +24,26 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from examples.symmetric import SymmetricAllReduce  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}
+
+
+def timed_eager(fn, calls, reps):
+    """Median microseconds per call of ``fn`` called ``calls`` times from Python between two events."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        dist.barrier()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000 / calls)
+    t = torch.tensor([statistics.median(times)], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t)
 
 
 def timed(fn, calls, reps):
@@ -69,7 +90,9 @@ def main():
     p.add_argument("--max-mib", type=int, default=256)
     p.add_argument("--calls", type=int, default=20)
     p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--eager", action="store_true", help="calls from Python, host time included (no graphs)")
     args = p.parse_args()
+    timed_fn = timed_eager if args.eager else timed
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(rank % torch.cuda.device_count())
@@ -80,7 +103,8 @@ def main():
     if rank == 0:
         print(f"# {torch.cuda.get_device_name()} x{world}, torch {torch.__version__}, NCCL "
               f"{'.'.join(map(str, torch.cuda.nccl.version()))}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} "
-              f"UTC, {args.dtype}, CUDA graphs of {args.calls} calls, median of {args.reps}; SM clocks {clocks()} MHz")
+              f"UTC, {args.dtype}, {'eager calls' if args.eager else 'CUDA graphs'} of {args.calls} calls, median of "
+              f"{args.reps}; SM clocks {clocks()} MHz")
         print(f"{'bytes':>10} {'NCCL us':>9} {'1-shot us':>9} {'2-shot us':>9} {'best/NCCL':>9} "
               f"{'NCCL GB/s':>9} {'ours GB/s':>9}  check")
     for size in sizes:
@@ -94,10 +118,10 @@ def main():
         check = "ok" if err <= 2 ** -7 else f"ERR {err:.2e}"
         y = torch.empty_like(x)
         nccl_buf = x.clone()
-        t_nccl = timed(lambda: dist.all_reduce(nccl_buf), args.calls, args.reps)
-        t_one = timed(lambda: ar(x, y, algorithm="one_shot", check=False), args.calls, args.reps) \
+        t_nccl = timed_fn(lambda: dist.all_reduce(nccl_buf), args.calls, args.reps)
+        t_one = timed_fn(lambda: ar(x, y, algorithm="one_shot", check=False), args.calls, args.reps) \
             if size <= 16 << 20 else float("nan")
-        t_two = timed(lambda: ar(x, y, algorithm="two_shot", check=False), args.calls, args.reps)
+        t_two = timed_fn(lambda: ar(x, y, algorithm="two_shot", check=False), args.calls, args.reps)
         ar.check()
         best = min(t for t in (t_one, t_two) if t == t)
         bus = 2 * (world - 1) / world * size / 1e3
