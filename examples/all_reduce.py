@@ -99,17 +99,18 @@ def _barrier(pads, rank, world, phase, signal, deadline, error, failed, acquire)
     stored before the barrier (else the wait is relaxed)."""
     b, _, _ = arch.block_idx()
     t, _, _ = arch.thread_idx()
+    slot = (phase * PAD_SHAPE[1] + b) * PAD_SHAPE[2]      # pads[.][phase, b, 0]
     arch.sync_threads()                      # the block's loads and stores come before the flags
     for w in cute.range_constexpr(world):
         if t == w * 32:
-            up = pads[w].iterator + (phase * PAD_SHAPE[1] + b) * PAD_SHAPE[2] + rank
+            up = pads[w].iterator + slot + rank
             while True:
                 if arch.atomic_cas(up, cmp=0, val=signal, sem="release", scope="sys") == 0:
                     break
                 if arch.globaltimer() > deadline:
                     _record(error, ERROR_LATE, w, failed)
                     break
-            down = pads[rank].iterator + (phase * PAD_SHAPE[1] + b) * PAD_SHAPE[2] + w
+            down = pads[rank].iterator + slot + w
             while failed[0] == 0:
                 old = arch.atomic_cas(down, cmp=signal, val=0, sem="acquire" if acquire else "relaxed", scope="sys")
                 if old == signal:
@@ -121,47 +122,45 @@ def _barrier(pads, rank, world, phase, signal, deadline, error, failed, acquire)
     arch.sync_threads()                      # the peers' stores come before the block's loads
 
 
+def _atom(t, vec):
+    """The copy atom of ``vec`` elements of ``t`` (128 bits at most)."""
+    return cute.make_copy_atom(CopyUniversalOp(), t.element_type, vec * t.element_type.width)
+
+
+@cute.jit
+def _load_vector(src, i, vec):
+    """Vector ``i`` of ``src``, in registers."""
+    frag = cute.make_rmem_tensor((vec,), src.element_type)
+    cute.copy(_atom(src, vec), cute.local_tile(src, (vec,), (i,)), frag)
+    return frag
+
+
 @cute.jit
 def _vec_copy2(src, i, dst, k, vec):
     """Vector ``i`` of ``src`` to vector ``k`` of ``dst``."""
-    atom = cute.make_copy_atom(CopyUniversalOp(), src.element_type, vec * src.element_type.width)
-    frag = cute.make_rmem_tensor((vec,), src.element_type)
-    cute.copy(atom, cute.local_tile(src, (vec,), (i,)), frag)
-    cute.copy(atom, frag, cute.local_tile(dst, (vec,), (k,)))
+    cute.copy(_atom(dst, vec), _load_vector(src, i, vec), cute.local_tile(dst, (vec,), (k,)))
 
 
 @cute.jit
-def _sum_vector(bufs, world, i, vec, acc_type):
-    """The sum over the ranks (in order) of vector ``i`` of their buffers, in ``acc_type``."""
+def _sum_vectors(parts, vec, acc_type):
+    """The sum, in ``acc_type`` and in the order given, of vector ``i`` of ``t`` for each ``(t, i)`` of ``parts``."""
     total = None
-    for w in cute.range_constexpr(world):
-        frag = cute.make_rmem_tensor((vec,), bufs[w].element_type)
-        atom = cute.make_copy_atom(CopyUniversalOp(), bufs[w].element_type, vec * bufs[w].element_type.width)
-        cute.copy(atom, cute.local_tile(bufs[w], (vec,), (i,)), frag)
-        v = frag.load().to(acc_type)
+    for t, i in parts:
+        v = _load_vector(t, i, vec).load().to(acc_type)
         total = v if total is None else total + v
     return total
+
+
+def _slots(buf, world, chunk, j):
+    """``(buf, index)`` of vector ``j`` of each of ``buf``'s ``world`` slots of ``chunk`` vectors."""
+    return [(buf, w * chunk + j) for w in range(world)]
 
 
 @cute.jit
 def _store_vector(values, dst, i, vec):
     frag = cute.make_rmem_tensor((vec,), dst.element_type)
     frag.store(values.to(dst.element_type))
-    atom = cute.make_copy_atom(CopyUniversalOp(), dst.element_type, vec * dst.element_type.width)
-    cute.copy(atom, frag, cute.local_tile(dst, (vec,), (i,)))
-
-
-@cute.jit
-def _sum_local(buf, world, chunk, j, vec, acc_type):
-    """The sum over slots ``w`` (in order) of vector ``w * chunk + j`` of ``buf``, in ``acc_type``."""
-    total = None
-    for w in cute.range_constexpr(world):
-        frag = cute.make_rmem_tensor((vec,), buf.element_type)
-        atom = cute.make_copy_atom(CopyUniversalOp(), buf.element_type, vec * buf.element_type.width)
-        cute.copy(atom, cute.local_tile(buf, (vec,), (w * chunk + j,)), frag)
-        v = frag.load().to(acc_type)
-        total = v if total is None else total + v
-    return total
+    cute.copy(_atom(dst, vec), frag, cute.local_tile(dst, (vec,), (i,)))
 
 
 @cute.kernel
@@ -188,7 +187,7 @@ def all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks
             # phase 2: this rank's chunk summed over its scratch slots, pushed into every rank's gather region
             for j in range(b * THREADS + t, chunk, step):
                 if rank * chunk + j < vectors:
-                    total = _sum_local(bufs[rank], world, chunk, j, vec, acc_type)
+                    total = _sum_vectors(_slots(bufs[rank], world, chunk, j), vec, acc_type)
                     for k in cute.range_constexpr(world):
                         w = (rank + 1 + k) % world
                         _store_vector(total, bufs[w], (world + rank) * chunk + j, vec)
@@ -207,7 +206,7 @@ def all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks
         _barrier(pads, rank, world, state[1] & 1, signal, deadline, state, failed, True)
         if failed[0] == 0:
             for j in range(b * THREADS + t, chunk, step):
-                _store_vector(_sum_vector(bufs, world, half + j, vec, acc_type), out, j, vec)
+                _store_vector(_sum_vectors([(buf, half + j) for buf in bufs], vec, acc_type), out, j, vec)
         # the last block to finish starts the next call's half
         arch.sync_threads()
         if t == 0:
@@ -235,6 +234,10 @@ def _check(x, out, bufs, pads, state, rank, two_shot):
         raise cute.CuteValueError(f"all_reduce: x must be a 1-D tensor, got the shape {x.shape}")
     n = _dims(x)[0][0]
     length = buffer_elements(n, x.element_type.width, world, two_shot)
+    vectors = length // vector_width(x.element_type.width, n)
+    if vectors >= 1 << 31:
+        raise cute.CuteValueError(f"all_reduce indexes the buffers' vectors in 32 bits: {n} elements of "
+                                  f"{x.element_type.name} make buffers of {vectors} vectors, at most 2^31 - 1")
     for what, t, want in [("out", out, n)] + [(f"bufs[{w}]", bf, length) for w, bf in enumerate(bufs)]:
         if t.element_type is not x.element_type or _dims(t)[0] != (want,):
             raise cute.CuteValueError(f"all_reduce: {what} must be a 1-D {x.element_type.name} tensor of {want} "

@@ -97,6 +97,18 @@ def test_hostile_arguments_are_refused_with_the_rule(args, rank, match):
         cute.compile(all_reduce, *args, rank, 10 ** 9)
 
 
+@pytest.mark.parametrize("n, two_shot", [((1 << 30) + 1, False), ((1 << 31) - 1, True), ((1 << 34) - 1, False)])
+def test_buffers_of_more_vectors_than_32_bit_indices_reach_are_refused(n, two_shot):
+    # odd lengths: one element a vector
+    with pytest.raises(cute.CuteValueError, match="indexes the buffers' vectors in 32 bits"):
+        cute.compile(all_reduce, *_args(n=n, two_shot=two_shot), 0, 10 ** 9, two_shot=two_shot)
+
+
+def test_the_largest_buffers_32_bit_indices_reach_compile():
+    c = cute.compile(all_reduce, *_args(n=(1 << 30) - 1), 0, 10 ** 9)     # 2^31 - 2 vectors: the last one reached
+    assert c.ptx.count("atom.release.sys.global.cas.b32") == 2 and "ld.global.b32" in c.ptx
+
+
 @pytest.mark.parametrize("timeout", [0, -5, 1.5, 1 << 62])
 def test_a_timeout_that_is_not_a_positive_int_of_nanoseconds_is_refused(timeout):
     with pytest.raises(cute.CuteValueError, match="timeout_ns must be a positive int"):
