@@ -33,6 +33,7 @@ import cute_py as cute
 
 from .gemm import launch_gemm
 from .gemm_gather import GATHER_LATE
+from .symmetric import RecordedErrors, rendezvous
 
 __all__ = ["AllGatherGemm", "all_gather_gemm"]
 
@@ -47,15 +48,13 @@ def all_gather_gemm(a_full, b, c, flags, state, shard_rows, rank, world, timeout
                 gather_flags=flags, gather_state=state, gather=(shard_rows, rank, world, timeout_ns))
 
 
-class AllGatherGemm:
+class AllGatherGemm(RecordedErrors):
     """``c = all_gather(a_shard over the group's ranks, along rows) @ b^T`` (see the module)."""
 
     def __init__(self, shard_rows: int, k: int, dtype, group=None, *, timeout_s: float = 10.0):
         import torch
         import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
-
-        from .symmetric import rendezvous
 
         if not dist.is_initialized():
             raise cute.CuteValueError("AllGatherGemm needs torch.distributed initialised (one process per GPU)")
@@ -85,7 +84,6 @@ class AllGatherGemm:
         self.state = torch.zeros(1, dtype=torch.int32, device=device)
         self.side = torch.cuda.Stream(device)
         self._torch, self._symm_mem = torch, symm_mem
-        self._recorded = 0
         dist.barrier(self.group)
         torch.cuda.synchronize()
 
@@ -99,11 +97,7 @@ class AllGatherGemm:
                                       f"{tuple(getattr(a_shard, 'shape', ()))}")
         if c is None:
             c = torch.empty((self.world * self.shard_rows, b.shape[0]), dtype=self.dtype, device=a_shard.device)
-        capturing = torch.cuda.is_current_stream_capturing()
-        if check and capturing:
-            raise cute.CuteValueError("AllGatherGemm: check=True waits for the GEMM, which a CUDA-graph capture "
-                                      "cannot; pass check=False and call check() after a replay")
-        self._raise_recorded()
+        self._before_call(check)
         main = torch.cuda.current_stream()
         self.handle.barrier(channel=0, timeout_ms=int(self.timeout_s * 1000))
         self.a_full[rows].copy_(a_shard)
@@ -122,17 +116,7 @@ class AllGatherGemm:
             self.check()
         return c
 
-    def check(self) -> None:
-        """Wait for the current stream; raise the ``CuteError`` of a shard that did not come in time."""
-        self._torch.cuda.current_stream().synchronize()
-        self._recorded = self._recorded or int(self.state[0].item())
-        self._raise_recorded()
-
-    def _raise_recorded(self) -> None:
-        code = self._recorded
-        if not code:
-            return
-        kind, shard = code >> 8, code & 0xFF
-        why = "did not arrive" if kind == GATHER_LATE else f"failed (code {kind})"
-        raise cute.CuteError(f"AllGatherGemm on rank {self.rank}: the shard of rank {shard} {why} within "
-                             f"{self.timeout_s:g} s; the product is not all_gather(A) @ B^T and this object is spent")
+    def _describe(self, code, shard):
+        why = "did not arrive" if code == GATHER_LATE else f"failed (code {code})"
+        return (f"AllGatherGemm on rank {self.rank}: the shard of rank {shard} {why} within {self.timeout_s:g} s; "
+                f"the product is not all_gather(A) @ B^T and this object is spent")

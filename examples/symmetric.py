@@ -27,12 +27,37 @@ import cute_py as cute
 
 from .all_reduce import ERROR_COUNT, ERROR_LATE, MAX_WORLD, PAD_SHAPE, STATE_WORDS, all_reduce, buffer_elements
 
-__all__ = ["SymmetricAllReduce", "rendezvous"]
+__all__ = ["SymmetricAllReduce", "RecordedErrors", "rendezvous"]
 
 ALGORITHMS = ("auto", "one_shot", "two_shot")
 
 
-class SymmetricAllReduce:
+class RecordedErrors:
+    """The host side of an error a kernel records on the device in ``self.state[0]`` (``code << 8 | rank``, the
+    first error wins): a call with ``check=True`` under a CUDA-graph capture is refused (it would wait),
+    ``check()`` waits for the current stream and raises, and once an error is seen every later call raises it.
+    A subclass says what a code means (``_describe(code, rank)``)."""
+
+    _recorded = 0
+
+    def _before_call(self, check: bool) -> None:
+        if check and self._torch.cuda.is_current_stream_capturing():
+            raise cute.CuteValueError(f"{type(self).__name__}: check=True waits for the kernel, which a CUDA-graph "
+                                      f"capture cannot; pass check=False and call check() after a replay")
+        self._raise_recorded()
+
+    def check(self) -> None:
+        """Wait for the current stream; raise the ``CuteError`` of an error recorded on the device."""
+        self._torch.cuda.current_stream().synchronize()
+        self._recorded = self._recorded or int(self.state[0].item())
+        self._raise_recorded()
+
+    def _raise_recorded(self) -> None:
+        if self._recorded:
+            raise cute.CuteError(self._describe(self._recorded >> 8, self._recorded & 0xFF))
+
+
+class SymmetricAllReduce(RecordedErrors):
     """An all-reduce over ``group`` (default: the world) for tensors of ``dtype`` of at most ``max_elements``."""
 
     def __init__(self, max_elements: int, dtype, group=None, *, timeout_s: float = 10.0,
@@ -96,12 +121,7 @@ class SymmetricAllReduce:
         if out.dtype != x.dtype or out.shape != x.shape or not out.is_contiguous():
             raise cute.CuteValueError(f"SymmetricAllReduce: out must be a contiguous {x.dtype} tensor of shape "
                                       f"{tuple(x.shape)}, got {out.dtype} {tuple(out.shape)}")
-        capturing = torch.cuda.is_current_stream_capturing()
-        if check and capturing:
-            raise cute.CuteValueError("SymmetricAllReduce: check=True waits for the kernel, which a CUDA-graph "
-                                      "capture cannot; pass check=False and call check() after a replay")
-        if not capturing:
-            self._raise_recorded(sync=False)
+        self._before_call(check)
         two_shot = algorithm == "two_shot" or (algorithm == "auto" and n * x.element_size() > self.one_shot_bytes)
         all_reduce(x.view(-1), out.view(-1), self._buffers(n, two_shot), self.pads, self.state, self.rank,
                    self.timeout_ns, two_shot=two_shot, stream=torch.cuda.current_stream())
@@ -109,21 +129,11 @@ class SymmetricAllReduce:
             self.check()
         return out
 
-    def check(self) -> None:
-        """Wait for the current stream; raise the ``CuteError`` of a failed wait recorded on the device."""
-        self._torch.cuda.current_stream().synchronize()
-        self._raise_recorded(sync=True)
-
-    def _raise_recorded(self, sync: bool) -> None:
-        code = self._recorded if hasattr(self, "_recorded") else (int(self.state[0].item()) if sync else 0)
-        if not code:
-            return
-        self._recorded = code
-        kind, peer = code >> 8, code & 0xFF
+    def _describe(self, code, peer):
         why = {ERROR_LATE: f"did not arrive within {self.timeout_ns / 1e9:g} s",
-               ERROR_COUNT: "called with another element count"}.get(kind, f"failed (code {kind})")
-        raise cute.CuteError(f"SymmetricAllReduce on rank {self.rank}: rank {peer} {why}; the result is not the "
-                             f"sum and this communicator is spent (its signal pads may hold stray flags)")
+               ERROR_COUNT: "called with another element count"}.get(code, f"failed (code {code})")
+        return (f"SymmetricAllReduce on rank {self.rank}: rank {peer} {why}; the result is not the sum and this "
+                f"communicator is spent (its signal pads may hold stray flags)")
 
 
 def rendezvous(symm_mem, buffer, group):

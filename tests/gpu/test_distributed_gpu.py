@@ -134,3 +134,57 @@ def test_the_gathered_gemm_waits_for_each_shard_by_acquire_and_fences_the_tma_lo
 def test_a_gathered_gemm_of_inconsistent_shards_is_refused(shard_rows, rank, world, match):
     with pytest.raises(cute.CuteValueError, match=match):
         cute.compile(all_gather_gemm, *_gather_specs(world=world), shard_rows, rank, world, 10 ** 10)
+
+
+class _StubTorch:
+    """Enough of torch.cuda for ``RecordedErrors``: a capture flag and a stream that counts its waits."""
+
+    def __init__(self):
+        self.capturing, self.waits = False, 0
+        self.cuda = self
+
+    def is_current_stream_capturing(self):
+        return self.capturing
+
+    def current_stream(self):
+        return self
+
+    def synchronize(self):
+        self.waits += 1
+
+
+class _Word:
+    def __init__(self, value):
+        self.value = value
+
+    def item(self):
+        return self.value
+
+
+def test_a_recorded_error_is_raised_by_check_and_by_every_later_call():
+    from examples.symmetric import RecordedErrors
+
+    class Op(RecordedErrors):
+        def __init__(self):
+            self._torch, self.state = _StubTorch(), [_Word(0)]
+
+        def _describe(self, code, rank):
+            return f"code {code} rank {rank}"
+
+    op = Op()
+    op._before_call(True)
+    op.check()                                           # nothing recorded: no error, one wait
+    assert op._torch.waits == 1
+    op._torch.capturing = True
+    with pytest.raises(cute.CuteValueError, match="check=True waits for the kernel"):
+        op._before_call(True)
+    op._before_call(False)                               # check=False is fine under a capture
+    op._torch.capturing = False
+    op.state[0].value = 2 << 8 | 3
+    op._before_call(False)                               # not seen yet: nothing waits for it
+    with pytest.raises(cute.CuteError, match="code 2 rank 3"):
+        op.check()
+    op.state[0].value = 0                                # the word may change: the first error seen stays
+    for _ in range(2):
+        with pytest.raises(cute.CuteError, match="code 2 rank 3"):
+            op._before_call(False)
