@@ -12,7 +12,6 @@ against the baseline's first."""
 import argparse
 import datetime
 import os
-import statistics
 import sys
 
 import torch
@@ -21,25 +20,7 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from examples.all_gather_gemm import AllGatherGemm  # noqa: E402
-
-
-def timed(fn, calls, reps):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    t = torch.tensor([statistics.median(times)], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t)
+from _dist_timing import eager_us  # noqa: E402
 
 
 def main():
@@ -69,10 +50,10 @@ def main():
     baseline()
     ag(a, b, c)
     err = float((c.float() - out.float()).abs().max() / out.float().abs().max())
-    t_base = timed(baseline, args.calls, args.reps)
-    t_ours = timed(lambda: ag(a, b, c, check=False), args.calls, args.reps)
+    t_base = eager_us(baseline, args.calls, args.reps) / 1000
+    t_ours = eager_us(lambda: ag(a, b, c, check=False), args.calls, args.reps) / 1000
     ag.check()
-    t_mm = timed(lambda: torch.mm(full, b.t(), out=out), args.calls, args.reps)
+    t_mm = eager_us(lambda: torch.mm(full, b.t(), out=out), args.calls, args.reps) / 1000
     flops = 2 * m * n * k / 1e9
     if rank == 0:
         print(f"# {torch.cuda.get_device_name()} x{world}, torch {torch.__version__}, "

@@ -12,7 +12,6 @@ first (bit-identical for integers; the ordered fp32 sum for floats is compared w
 import argparse
 import datetime
 import os
-import statistics
 import subprocess
 import sys
 
@@ -22,57 +21,9 @@ import torch.distributed as dist
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from examples.symmetric import SymmetricAllReduce  # noqa: E402
+from _dist_timing import eager_us, graph_us  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "fp16": torch.float16}
-
-
-def timed_eager(fn, calls, reps):
-    """Median microseconds per call of ``fn`` called ``calls`` times from Python between two events."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / calls)
-    t = torch.tensor([statistics.median(times)], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return float(t)
-
-
-def timed(fn, calls, reps):
-    """Median microseconds per call of ``fn`` captured ``calls`` times in one graph."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000 / calls)
-    t = torch.tensor([statistics.median(times)], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)             # the slowest rank's time
-    return float(t)
 
 
 def clocks():
@@ -92,7 +43,7 @@ def main():
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--eager", action="store_true", help="calls from Python, host time included (no graphs)")
     args = p.parse_args()
-    timed_fn = timed_eager if args.eager else timed
+    timed_fn = eager_us if args.eager else graph_us
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(rank % torch.cuda.device_count())
