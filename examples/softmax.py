@@ -10,7 +10,8 @@ import math
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.atom import CopyUniversalOp
+
+from .row_reduce import load_chunk, store_chunk
 
 THREADS = 256
 WARPS = THREADS // 32
@@ -24,32 +25,6 @@ def _vector(dtype, n):
     while n % v:
         v //= 2
     return v
-
-
-@cute.jit
-def _load_chunk(row, chunk, vec, n, frag, fill):
-    """``frag`` = elements ``[chunk * vec, chunk * vec + vec)`` of ``row``, ``fill`` past its end ``n``."""
-    first = chunk * vec
-    if first + vec <= n:
-        atom = cute.make_copy_atom(CopyUniversalOp(), row.element_type, vec * row.element_type.width)
-        cute.copy(atom, cute.local_tile(row, (vec,), (chunk,)), frag)
-    else:
-        for j in cute.range_constexpr(vec):
-            frag[j] = fill
-            if first + j < n:
-                frag[j] = row[first + j]
-
-
-@cute.jit
-def _store_chunk(row, chunk, vec, n, frag):
-    first = chunk * vec
-    if first + vec <= n:
-        atom = cute.make_copy_atom(CopyUniversalOp(), row.element_type, vec * row.element_type.width)
-        cute.copy(atom, frag, cute.local_tile(row, (vec,), (chunk,)))
-    else:
-        for j in cute.range_constexpr(vec):
-            if first + j < n:
-                row[first + j] = frag[j]
 
 
 @cute.jit
@@ -71,7 +46,7 @@ def _load_row(xr, tx, vec, n, fill):
     vals = []
     for k in cute.range_constexpr(cute.ceil_div(n, THREADS * vec)):
         frag = cute.make_rmem_tensor((vec,), xr.element_type)
-        _load_chunk(xr, tx + k * THREADS, vec, n, frag, fill)
+        load_chunk(xr, tx + k * THREADS, vec, n, frag, fill, False)
         vals.append(frag.load().to(cute.Float32))
     return vals
 
@@ -98,7 +73,7 @@ def softmax_kernel(x, y, n):
     for k in cute.range_constexpr(len(exps)):
         out = cute.make_rmem_tensor((vec,), y.element_type)
         out.store((exps[k] * inv).to(y.element_type))
-        _store_chunk(yr, tx + k * THREADS, vec, n, out)
+        store_chunk(yr, tx + k * THREADS, vec, n, out, False)
 
 
 @cute.kernel
