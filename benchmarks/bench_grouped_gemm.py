@@ -16,12 +16,13 @@ and after.
 import argparse
 import datetime
 import os
-import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+
+from bench_gemm import _config, _time  # noqa: E402  (the same timing and option columns as the GEMM's)
 
 DEFAULT_CASES = ["8x4096", "128x128", "128x128~", "32x512~"]
 
@@ -33,32 +34,6 @@ def _clock():
         return out.stdout.strip() or "?"
     except Exception as e:      # no nvidia-smi
         return f"? ({type(e).__name__})"
-
-
-def _time(fn, reps):
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / reps * 1e-3)
-    return statistics.median(samples)
-
-
-def _config(text):
-    kw = {}
-    for item in filter(None, text.split(",")):
-        key, _, value = item.partition("=")
-        kw[key] = int(value) if value.lstrip("-").isdigit() else value
-    return kw
 
 
 def _sizes(case, seed):
