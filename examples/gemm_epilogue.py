@@ -16,7 +16,7 @@ from cute_py.nvgpu import cpasync
 from cute_py.nvgpu import warp as warp_ops
 
 __all__ = ["store_tile", "store_tile_tma", "reduce_splits", "split_recv_layout", "fuse_epilogue", "activate",
-           "column_offsets", "EPI_ROW_BYTES", "EPI_BUFFERS", "ACTIVATIONS", "epi_tile"]
+           "column_offsets", "EPI_ROW_BYTES", "EPI_BUFFERS", "ACTIVATIONS", "epi_tile", "stmatrix_subtile"]
 
 EPI_ROW_BYTES = 128                    # "tma": a subtile row of C is 128 bytes (64 16-bit or 32 fp32 elements)
 EPI_BUFFERS = 2                        # "tma": shared subtile buffers per consumer warpgroup
@@ -127,6 +127,19 @@ def store_tile(acc, tCgC, tCcC, c, m, n, vector_c):
 
 
 @cute.jit
+def stmatrix_subtile(acc, first, buf, epi_n, stm, lane, warp):
+    """A consumer warpgroup's 16-bit ``64 x epi_n`` subtile into the shared buffer ``buf``: accumulators
+    ``first ..`` of a thread, converted to ``buf``'s type, by ``stmatrix.x4`` (``stm``) of warp ``warp`` (rows
+    ``16 warp ..``; see :func:`store_tile_tma` for the lanes' addresses)."""
+    srow = buf[16 * warp + 8 * (lane // 8 % 2) + lane % 8, None]
+    for q in cute.range_constexpr(epi_n // 16):
+        out = cute.make_fragment(8, buf.element_type)
+        for v in cute.range_constexpr(8):
+            out[v] = acc[first + 8 * q + v].to(buf.element_type)
+        cute.copy(stm, out, cute.local_tile(srow, (8,), (2 * q + lane // 16,)))
+
+
+@cute.jit
 def store_tile_tma(acc, store_c, tma_c, sC, epi_mma, tidx, tm, tn, bn, m, n):
     """Write a consumer warpgroup's ``64 x bn`` accumulators to C through shared memory, one ``64 x en`` subtile
     at a time: every thread writes its values of the subtile to one of the warpgroup's two buffers (converted to
@@ -158,12 +171,7 @@ def store_tile_tma(acc, store_c, tma_c, sC, epi_mma, tidx, tm, tn, bn, m, n):
                 # 16 q + 15 (warp w of the warpgroup); a thread's registers are its values 8 q .. 8 q + 7 of the
                 # subtile, and lane l gives the address of row l % 8 (+ 8 for (l / 8) odd) of columns
                 # 16 q + 8 (l / 16) ..
-                srow = buf[16 * warp + 8 * (lane // 8 % 2) + lane % 8, None]
-                for q in cute.range_constexpr(epi_n // 16):
-                    out = cute.make_fragment(8, dtype)
-                    for v in cute.range_constexpr(8):
-                        out[v] = acc[per * s + 8 * q + v].to(dtype)
-                    cute.copy(stm, out, cute.local_tile(srow, (8,), (2 * q + lane // 16,)))
+                stmatrix_subtile(acc, per * s, buf, epi_n, stm, lane, warp)
             else:
                 tCsC = thr.partition_C(buf)
                 out = cute.make_fragment(tCsC.layout.shape, dtype)

@@ -14,7 +14,7 @@ from cute_py import arch
 from cute_py.nvgpu import cpasync
 from cute_py.nvgpu import warp as warp_ops
 
-from .gemm_epilogue import EPI_BUFFERS
+from .gemm_epilogue import EPI_BUFFERS, stmatrix_subtile
 
 __all__ = ["group_rows", "find_tile", "store_group_tile", "CHUNK_BYTES"]
 
@@ -107,14 +107,7 @@ def store_group_tile(acc, store_c, box_c, gC, sC, epi_mma, tidx, tm, tn, bm, bn,
         whole = row0 + epi_m <= rows
         for s in cute.range_constexpr(subtiles):
             buf = sC[None, None, EPI_BUFFERS * g + s % EPI_BUFFERS]
-            # stmatrix.x4: warp w stores rows 16 w .. 16 w + 15 by columns 16 q .. 16 q + 15 of the subtile (see
-            # examples.gemm_epilogue.store_tile_tma for the lanes' addresses)
-            srow = buf[16 * warp + 8 * (lane // 8 % 2) + lane % 8, None]
-            for q in cute.range_constexpr(epi_n // 16):
-                out = cute.make_fragment(8, dtype)
-                for v in cute.range_constexpr(8):
-                    out[v] = acc[per * s + 8 * q + v].to(dtype)
-                cute.copy(stm, out, cute.local_tile(srow, (8,), (2 * q + lane // 16,)))
+            stmatrix_subtile(acc, per * s, buf, epi_n, stm, lane, warp)
             arch.fence_proxy("async.shared", space="cta")     # the writes, before a TMA store reads them
             if issuer:
                 arch.tma_store_wait(0, read=True)              # the other buffer's store has read it
