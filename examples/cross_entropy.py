@@ -11,14 +11,15 @@
 logits[target]`` (any float type), as torch's ``cross_entropy(reduction="none")``; a row whose target is
 ``ignore_index`` gets loss 0, and a target outside ``[0, n)`` that is not ``ignore_index`` gets a NaN loss (torch
 stops with a device assertion there). Special values go as torch's do: a NaN logit makes the row's ``lse`` and
-loss NaN; a ``+inf`` logit makes ``lse`` ``+inf`` and the loss ``+inf`` (NaN where the target's logit is the
-``+inf``); a row of ``-inf`` has ``lse`` ``-inf``. The row's ``(max, sum of exp(v - shift(max)))`` pairs combine in
+loss NaN; a ``+inf`` logit makes ``lse`` ``+inf`` (torch's ``logsumexp``) and the loss NaN (torch's
+``log_softmax`` is NaN on such a row); a row of ``-inf`` has ``lse`` ``-inf`` and loss NaN. The row's ``(max, sum of exp(v - shift(max)))`` pairs combine in
 one reduction (see ``row_reduce``), across a cluster for long rows, where ``shift`` is the max, or 0 for an
 infinite max (torch's ``logsumexp`` shifts so too).
 
 The backward pass needs no reduction: ``dlogits = (exp(logits - lse) - onehot(target)) * dloss`` per row, with the
 forward's ``lse`` and ``dloss`` (1-D of ``rows``, any float type); rows with ``ignore_index`` get zeros, rows with
-a target outside ``[0, n)`` NaN. It reads each logit once and writes each gradient once.
+a target outside ``[0, n)`` NaN. A row whose ``lse`` is not finite (a NaN or ``+inf`` logit, a row of ``-inf``) gets
+NaN, ignored or not, as torch's gradient of ``log_softmax`` there. It reads each logit once and writes each gradient once.
 """
 
 import cute_py as cute
@@ -76,7 +77,8 @@ def _finish(xr, target, loss, lse, ignore_index, r, m, t, rank, row_lse, n):
         if k == ignore_index:
             out = 0.0
         elif k >= 0 and k < n:
-            out = row_lse - xr[k.to(cute.Int32)].to(cute.Float32)
+            out = cute.math.select(row_lse == float("inf"), float("nan"),
+                                   row_lse - xr[k.to(cute.Int32)].to(cute.Float32))
         loss[r] = cute.Float32(out).to(loss.element_type)
 
 
@@ -102,6 +104,7 @@ def _backward(x, target, dloss, lse, dx, ignore_index, plan, r, m, t, rank):
             scale = cute.Float32(float("nan"))
         vals = load_row(x[r, None], plan, t, rank)
         row_lse = lse[r]
+        row_lse = cute.math.select(row_lse == float("inf"), float("nan"), row_lse)  # exp(v - lse) NaN there
         outs = []
         for c in cute.range_constexpr(plan.chunks):
             p = cute.math.exp2((vals[c] - row_lse) * LOG2E)
@@ -109,7 +112,8 @@ def _backward(x, target, dloss, lse, dx, ignore_index, plan, r, m, t, rank):
             frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
             frag.store(p)
             for j in cute.range_constexpr(plan.vec):
-                frag[j] = cute.where(keep == 0.0, 0.0, cute.where(first + j == hit, frag[j] - 1.0, frag[j]) * scale)
+                kept = cute.where(first + j == hit, frag[j] - 1.0, frag[j]) * scale
+                frag[j] = cute.where(keep == 0.0, frag[j] * 0.0, kept)
             outs.append(frag.load())
         store_row(dx[r, None], plan, t, rank, outs)
 

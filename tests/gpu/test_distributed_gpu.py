@@ -68,8 +68,9 @@ def test_across_gpus(worker, world):
         pytest.skip(f"needs {world} CUDA GPUs, found {_torch_gpus()}")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(HERE)),
                                                         os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}", "--master-port",
-           str(29500 + world), os.path.join(HERE, worker)]
+    # --standalone: a free port for each run (a fixed one can still be held by the run before)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}",
+           os.path.join(HERE, worker)]
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-8000:]
     for r in range(world):

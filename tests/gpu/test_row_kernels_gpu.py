@@ -208,11 +208,23 @@ def test_nan_and_infinities_propagate_as_in_torch(n):
     cross_entropy_forward(x, target, loss, lse)
     torch.cuda.synchronize()
     exact = torch.nn.functional.cross_entropy(xd, target, reduction="none")
-    # a NaN, a +inf (lse +inf; loss +inf, or NaN for n = 7 where the target is the +inf), a -inf, a row of -inf
-    # (lse -inf, loss NaN), an ignored row
+    # a NaN, a +inf (lse +inf, loss NaN: torch's log_softmax is NaN there), a -inf (the target: loss +inf), a row of
+    # -inf (lse -inf, loss NaN), an ignored row
     _close(lse, torch.logsumexp(xd, dim=1), "Float32", 1.0)
     _close(loss, exact, "Float32", 1.0)
-    assert float(lse[1]) == math.inf and float(lse[3]) == -math.inf
+    assert float(lse[1]) == math.inf and float(lse[3]) == -math.inf and float(loss[2]) == math.inf
+    assert math.isnan(float(loss[1]))
+    # the gradients against torch's, the same rows ignored too (NaN where the row's log_softmax is NaN)
+    for tg in (target, torch.full((5,), -100, device="cuda")):
+        xg = xd.clone().requires_grad_(True)
+        dloss = torch.rand(5, device="cuda", dtype=torch.float64) + 0.5
+        torch.nn.functional.cross_entropy(xg, tg, reduction="none").backward(dloss)
+        lse = torch.empty(5, device="cuda")
+        cross_entropy_forward(x, tg, loss, lse)
+        dx = torch.empty_like(x)
+        cross_entropy_backward(x, tg, dloss.float(), lse, dx)
+        torch.cuda.synchronize()
+        _close(dx, xg.grad, "Float32", 1.0)
 
 
 def test_a_target_outside_the_classes_gives_a_nan_loss():
