@@ -9,13 +9,15 @@ NVLink); it reads and writes them with 128-bit vector loads and stores.
 
     all_reduce(x, out, bufs, pads, state, rank, timeout_ns, two_shot=False)   # out = sum over ranks of x
 
-*One shot* (small messages; ``bufs[w]`` of ``2 n`` elements, two halves): copy ``x`` into this rank's buffer,
-barrier, sum every rank's buffer into ``out``. Consecutive one-shot calls alternate between the halves (and
-between two sets of flags), counted on the device in ``state[1]`` (the last block of a call to finish, counted in
-``state[2]``, advances it), so no second barrier is needed: a rank writes the half of call ``k`` again in call
-``k + 2``, after the barrier of call ``k + 1``, which every peer reaches only after it finished reading call
-``k``. The count lives on the device so that a CUDA graph's replays alternate too. Every rank reads ``W - 1``
-peers' data over NVLink: the fewest steps, the most traffic.
+*One shot* (small messages; ``bufs[w]`` of ``2 W n`` elements, two halves of ``W`` slots): store ``x`` into
+slot ``rank`` of every peer's buffer, barrier, sum the slots of this rank's own buffer (its own term read from
+``x``). Every rank sends ``W - 1`` copies of its data over NVLink: the fewest steps, the most traffic; as stores,
+which NVLink carries faster than loads (a form that loaded the peers' buffers after the barrier was up to 1.3x
+slower on 4 H200s), and every load after the barrier is local. Consecutive calls alternate between the halves,
+counted on the device in ``state[1]`` (the last block of a call to finish, counted in ``state[2]``, advances
+it), so no second barrier is needed: a rank writes the half of call ``k`` again in call ``k + 2``, after the
+barrier of call ``k + 1``, which every peer reaches only after it finished reading call ``k``. The count lives on
+the device so that a CUDA graph's replays alternate too.
 
 *Two shot* (large messages; ``bufs[w]`` of ``buffer_elements(n, ...)``: a scratch region and a gather region of
 ``W`` chunks each, a chunk ``ceil(n / vec / W)`` vectors). Scatter: chunk ``c`` of ``x`` goes into slot ``rank`` of
@@ -28,13 +30,14 @@ only after it read them.
 
 **Barriers.** Block ``b`` of every rank handles the same vectors (the grid and the split depend only on the
 element count, the type and the world size), so blocks synchronise pairwise with block ``b`` of the other ranks,
-never grid-wide: the first thread of warp ``w`` raises the flag ``pads[w][phase, b, rank]`` (a compare-and-swap
-from 0 to the call's signal, release, system scope, after a block barrier so that the block's accesses come
-first) and takes down its own ``pads[rank][phase, b, w]`` (a compare-and-swap from the signal back to 0, acquire,
-system scope; relaxed where nothing is read after it). One warp per peer: the flags travel in parallel. A flag
-left raised by a slow peer makes the raise wait, so the pads are reusable call after call with nothing to reset.
-The signal encodes the element count and the algorithm: a peer called with another count or algorithm is caught
-(its flag holds another signal) instead of read out of step.
+never grid-wide. Each barrier has an *epoch*, counted from the calls in ``state[1]`` (``2 k + 1`` and ``2 k + 2``
+for call ``k``), the same on every rank. The first thread of warp ``w`` stores ``epoch << 32 | signal`` into
+``pads[w][b, rank]`` (64 bits, release, system scope, after a block barrier so that the block's accesses come
+first; no round trip), then waits until ``pads[rank][b, w]`` holds this epoch or a later one (acquire, system
+scope; relaxed where nothing is read after it). A later epoch is a peer already past this barrier, which it
+could pass only after this rank's flag arrived. One warp per peer: the flags travel in parallel, and nothing is
+ever reset. The signal encodes the element count and the algorithm: a peer at the same epoch with another
+count or algorithm is caught (its flag holds another signal) instead of read out of step.
 
 **Bounded waits.** Every wait ends by ``timeout_ns`` (the ``%globaltimer`` clock). A rank that did not arrive
 in time, or arrived with another element count, is recorded in ``state[0]`` as ``code << 8 | rank`` (code 1:
@@ -56,9 +59,9 @@ __all__ = ["all_reduce", "all_reduce_kernel", "all_reduce_grid", "buffer_element
 THREADS = 512
 MAX_WORLD = 8
 MAX_BLOCKS = 128
-PAD_SHAPE = (2, MAX_BLOCKS, MAX_WORLD)   # (phase, block, rank) 32-bit flags
+PAD_SHAPE = (MAX_BLOCKS, MAX_WORLD, 2)   # (block, rank) flags of 64 bits: (epoch << 32) | signal
 ERROR_LATE, ERROR_COUNT = 1, 2
-STATE_WORDS = 3                          # a failed wait, the one-shot calls so far, blocks done in this call
+STATE_WORDS = 3                          # a failed wait, the calls so far, blocks done in this call
 DTYPES = ("Float32", "BFloat16", "Float16", "Int32")
 
 
@@ -71,17 +74,21 @@ def vector_width(bits, n):
 
 
 def buffer_elements(n, bits, world, two_shot):
-    """The elements each rank's buffer must have for ``n`` elements of ``bits``: two halves of ``n`` for one
-    shot; for two shot a scratch region and a gather region of ``world`` chunks each (of whole vectors)."""
+    """The elements each rank's buffer must have for ``n`` elements of ``bits``: two halves of ``world`` slots of
+    ``n`` for one shot; for two shot a scratch region and a gather region of ``world`` chunks each (of whole
+    vectors)."""
     vec = vector_width(bits, n)
-    return 2 * world * cute.ceil_div(n // vec, world) * vec if two_shot else 2 * n
+    return 2 * world * cute.ceil_div(n // vec, world) * vec if two_shot else 2 * world * n
 
 
 def all_reduce_grid(n, vec, world, two_shot, max_blocks=MAX_BLOCKS):
-    """``(blocks, vectors per chunk)``: the grid both algorithms use for ``n`` elements in vectors of ``vec``."""
+    """``(blocks, vectors per chunk, lanes)``: the grid both algorithms use for ``n`` elements in vectors of
+    ``vec``; ``lanes`` threads of each block (a multiple of 32, at most ``THREADS``) take a vector each, so that
+    a chunk of a few vectors per thread still spreads over up to ``max_blocks`` SMs."""
     vectors = n // vec
     chunk = cute.ceil_div(vectors, world) if two_shot else vectors
-    return max(1, min(max_blocks, cute.ceil_div(chunk, THREADS))), chunk
+    lanes = min(THREADS, max(32, cute.ceil_div(cute.ceil_div(chunk, max_blocks), 32) * 32))
+    return max(1, min(max_blocks, cute.ceil_div(chunk, lanes))), chunk, lanes
 
 
 @cute.jit
@@ -92,32 +99,30 @@ def _record(error, code, peer, failed):
 
 
 @cute.jit
-def _barrier(pads, rank, world, phase, signal, deadline, error, failed, acquire):
-    """Block ``b`` of every rank meets here (see the module): the first thread of warp ``w`` raises rank ``w``'s
-    flag for this rank and takes down this rank's flag for rank ``w`` (one warp per peer, so the ranks' flags
-    travel in parallel); every wait bounded by ``deadline``. ``acquire``: the block reads what the peers
-    stored before the barrier (else the wait is relaxed)."""
+def _barrier(pads, rank, world, epoch, signal, deadline, error, failed, acquire):
+    """Block ``b`` of every rank meets here (see the module): the first thread of warp ``w`` stores this rank's
+    ``(epoch, signal)`` into its flag in rank ``w``'s pad (release) and waits until rank ``w``'s flag in this rank's
+    pad holds this epoch or a later one (one warp per peer, so the ranks' flags travel in parallel); every wait
+    bounded by ``deadline``. ``acquire``: the block reads what the peers stored before the barrier (else the
+    wait is relaxed)."""
     b, _, _ = arch.block_idx()
     t, _, _ = arch.thread_idx()
-    slot = (phase * PAD_SHAPE[1] + b) * PAD_SHAPE[2]      # pads[.][phase, b, 0]
+    slot = b * PAD_SHAPE[1] * 2                           # pads[.][b, 0, 0]
+    mine = (epoch.to(cute.Int64) << 32) | signal
     arch.sync_threads()                      # the block's loads and stores come before the flags
     for w in cute.range_constexpr(world):
         if t == w * 32:
-            up = pads[w].iterator + slot + rank
-            while True:
-                if arch.atomic_cas(up, cmp=0, val=signal, sem="release", scope="sys") == 0:
+            arch.store(cute.recast_ptr(pads[w].iterator + slot + 2 * rank, dtype=cute.Int64), mine, sem="release",
+                       scope="sys")
+            down = cute.recast_ptr(pads[rank].iterator + slot + 2 * w, dtype=cute.Int64)
+            while failed[0] == 0:
+                theirs = arch.load(down, cute.Int64, sem="acquire" if acquire else "relaxed", scope="sys")
+                ahead = (theirs >> 32).to(cute.Int32) - epoch      # wraps: peers are a barrier or two apart
+                if ahead >= 0:
+                    if ahead == 0 and (theirs & 0xFFFFFFFF).to(cute.Int32) != signal:
+                        _record(error, ERROR_COUNT, w, failed)
                     break
                 if arch.globaltimer() > deadline:
-                    _record(error, ERROR_LATE, w, failed)
-                    break
-            down = pads[rank].iterator + slot + w
-            while failed[0] == 0:
-                old = arch.atomic_cas(down, cmp=signal, val=0, sem="acquire" if acquire else "relaxed", scope="sys")
-                if old == signal:
-                    break
-                if old != 0:
-                    _record(error, ERROR_COUNT, w, failed)
-                elif arch.globaltimer() > deadline:
                     _record(error, ERROR_LATE, w, failed)
     arch.sync_threads()                      # the peers' stores come before the block's loads
 
@@ -164,7 +169,8 @@ def _store_vector(values, dst, i, vec):
 
 
 @cute.kernel
-def all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns):
+def all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks, lanes, two_shot, signal,
+                      timeout_ns):
     b, _, _ = arch.block_idx()
     t, _, _ = arch.thread_idx()
     failed = arch.SmemAllocator().allocate_tensor(cute.Int32, cute.Layout(1))
@@ -173,46 +179,55 @@ def all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks
     deadline = arch.globaltimer() + timeout_ns
     acc_type = cute.Int32 if x.element_type is cute.Int32 else cute.Float32
     vectors = cute.size(x) // vec
-    step = blocks * THREADS
+    # block b's vectors of a chunk: b * lanes + t (t < lanes), then every blocks * lanes
+    first, step = b * lanes + t, blocks * lanes
+    stop = cute.where(t < lanes, chunk, 0)
+    calls = state[1]
+    epoch = calls * 2 + 1                    # this call's barriers: epochs 2 calls + 1 and + 2 (a fresh pad holds 0)
     if two_shot:
         # phase 1: chunk c of x into slot `rank` of rank c's scratch (vectors c * chunk + j, for this block's j);
         # rank r starts with chunk r + 1, so that at any time every rank writes to another peer
         for k in cute.range_constexpr(world):
             c = (rank + 1 + k) % world
-            for j in range(b * THREADS + t, chunk, step):
+            for j in range(first, stop, step):
                 if c * chunk + j < vectors:
                     _vec_copy2(x, c * chunk + j, bufs[c], rank * chunk + j, vec)
-        _barrier(pads, rank, world, 0, signal, deadline, state, failed, True)
+        _barrier(pads, rank, world, epoch, signal, deadline, state, failed, True)
         if failed[0] == 0:
             # phase 2: this rank's chunk summed over its scratch slots, pushed into every rank's gather region
-            for j in range(b * THREADS + t, chunk, step):
+            for j in range(first, stop, step):
                 if rank * chunk + j < vectors:
                     total = _sum_vectors(_slots(bufs[rank], world, chunk, j), vec, acc_type)
                     for k in cute.range_constexpr(world):
                         w = (rank + 1 + k) % world
                         _store_vector(total, bufs[w], (world + rank) * chunk + j, vec)
-            _barrier(pads, rank, world, 1, signal, deadline, state, failed, True)
+            _barrier(pads, rank, world, epoch + 1, signal, deadline, state, failed, True)
             if failed[0] == 0:
                 # phase 3: the gather region out
                 for c in cute.range_constexpr(world):
-                    for j in range(b * THREADS + t, chunk, step):
+                    for j in range(first, stop, step):
                         if c * chunk + j < vectors:
                             _vec_copy2(bufs[rank], (world + c) * chunk + j, out, c * chunk + j, vec)
     else:
-        # this call's half of the buffers (the other half may still be read by a peer's previous call)
-        half = (state[1] & 1) * vectors
-        for j in range(b * THREADS + t, chunk, step):
-            _vec_copy2(x, j, bufs[rank], half + j, vec)
-        _barrier(pads, rank, world, state[1] & 1, signal, deadline, state, failed, True)
+        # x into slot `rank` of this call's half of every peer's buffer (stores only), peers from rank + 1; after
+        # the barrier the W slots of this rank's own half (its own term read from x) summed in rank order
+        half = (calls & 1) * (world * vectors)
+        for j in range(first, stop, step):
+            v = _load_vector(x, j, vec)
+            for k in cute.range_constexpr(world - 1):
+                peer = bufs[(rank + 1 + k) % world]
+                cute.copy(_atom(x, vec), v, cute.local_tile(peer, (vec,), (half + rank * vectors + j,)))
+        _barrier(pads, rank, world, epoch, signal, deadline, state, failed, True)
         if failed[0] == 0:
-            for j in range(b * THREADS + t, chunk, step):
-                _store_vector(_sum_vectors([(buf, half + j) for buf in bufs], vec, acc_type), out, j, vec)
-        # the last block to finish starts the next call's half
-        arch.sync_threads()
-        if t == 0:
-            if arch.atomic_add(state.iterator + 2, 1, sem="acq_rel", scope="gpu") == blocks - 1:
-                state[2] = 0
-                state[1] = state[1] + 1
+            for j in range(first, stop, step):
+                parts = [(x, j) if r == rank else (bufs[rank], half + r * vectors + j) for r in range(world)]
+                _store_vector(_sum_vectors(parts, vec, acc_type), out, j, vec)
+    # the last block to finish counts the call (the next call's epochs and one-shot half)
+    arch.sync_threads()
+    if t == 0:
+        if arch.atomic_add(state.iterator + 2, 1, sem="acq_rel", scope="gpu") == blocks - 1:
+            state[2] = 0
+            state[1] = calls + 1
 
 
 def _dims(t):
@@ -240,8 +255,9 @@ def _check(x, out, bufs, pads, state, rank, two_shot):
                                   f"{x.element_type.name} make buffers of {vectors} vectors, at most 2^31 - 1")
     for what, t, want in [("out", out, n)] + [(f"bufs[{w}]", bf, length) for w, bf in enumerate(bufs)]:
         if t.element_type is not x.element_type or _dims(t)[0] != (want,):
+            form = "two shot" if two_shot else "one shot"
             raise cute.CuteValueError(f"all_reduce: {what} must be a 1-D {x.element_type.name} tensor of {want} "
-                                      f"elements (buffer_elements for {'two' if two_shot else 'one'} shot of {n}), "
+                                      f"elements (buffer_elements for {form} of {n}), "
                                       f"got a {t.element_type.name} tensor of shape {t.shape}")
     for w, p in enumerate(pads):
         if p.element_type is not cute.Int32 or _dims(p)[0] != PAD_SHAPE:
@@ -269,7 +285,7 @@ def all_reduce(x, out, bufs, pads, state, rank, timeout_ns, two_shot=False):
                                   f"{timeout_ns!r}")
     world, n = _check(x, out, bufs, pads, state, rank, two_shot)
     vec = vector_width(x.element_type.width, n)
-    blocks, chunk = all_reduce_grid(n, vec, world, two_shot)
+    blocks, chunk, lanes = all_reduce_grid(n, vec, world, two_shot)
     signal = 1 + 2 * (n % (1 << 29)) + int(two_shot)
-    all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks, two_shot, signal, timeout_ns).launch(
-        grid=blocks, block=THREADS)
+    all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks, lanes, two_shot, signal,
+                      timeout_ns).launch(grid=blocks, block=THREADS)

@@ -14,9 +14,11 @@ launches on torch's current stream. With ``check=True`` (the default) it waits f
 count; with ``check=False`` (needed inside a CUDA-graph capture) the error is recorded on the device and the next
 ``check()`` raises it. After such an error the communicator is spent: every later call raises.
 
-``algorithm``: ``"one_shot"`` (every rank reads every buffer: lowest latency), ``"two_shot"`` (reduce-scatter
-then all-gather: less NVLink traffic) or ``"auto"`` (one shot up to ``one_shot_bytes``, 256 KiB by default: from 512 KiB
-the two-shot was as fast or faster on 4 H200s). NVLink multicast (``multimem``) is not used.
+``algorithm``: ``"one_shot"`` (every rank stores its data into every peer's buffer: lowest latency, for messages
+of at most ``one_shot_bytes``), ``"two_shot"`` (reduce-scatter then all-gather: less NVLink traffic) or ``"auto"``
+(one shot up to ``one_shot_bytes``). ``one_shot_bytes`` defaults to 1 MiB for more than two ranks and 8 MiB for
+two, where the one shot was faster or as fast on 4 and 2 H200s; the one shot's region of the symmetric buffer holds
+``2 W`` messages of that size. NVLink multicast (``multimem``) is not used.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from .all_reduce import ERROR_COUNT, ERROR_LATE, MAX_WORLD, PAD_SHAPE, STATE_WOR
 __all__ = ["SymmetricAllReduce", "RecordedErrors", "rendezvous"]
 
 ALGORITHMS = ("auto", "one_shot", "two_shot")
+
+
+def _aligned(elements):
+    return -(-elements // 64) * 64
 
 
 class RecordedErrors:
@@ -61,7 +67,7 @@ class SymmetricAllReduce(RecordedErrors):
     """An all-reduce over ``group`` (default: the world) for tensors of ``dtype`` of at most ``max_elements``."""
 
     def __init__(self, max_elements: int, dtype, group=None, *, timeout_s: float = 10.0,
-                 one_shot_bytes: int = 256 << 10):
+                 one_shot_bytes: int | None = None):
         import torch
         import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
@@ -77,12 +83,18 @@ class SymmetricAllReduce(RecordedErrors):
         self.rank, self.world = dist.get_rank(self.group), dist.get_world_size(self.group)
         if self.world > MAX_WORLD:
             raise cute.CuteValueError(f"SymmetricAllReduce: at most {MAX_WORLD} ranks, the group has {self.world}")
+        if one_shot_bytes is None:
+            one_shot_bytes = (8 << 20) if self.world <= 2 else (1 << 20)
+        if type(one_shot_bytes) is not int or one_shot_bytes < 0:
+            raise cute.CuteValueError(f"SymmetricAllReduce: one_shot_bytes must be an int >= 0, got "
+                                      f"{one_shot_bytes!r}")
         self.dtype, self.max_elements = dtype, max_elements
         self.timeout_ns, self.one_shot_bytes = int(timeout_s * 1e9), one_shot_bytes
         device = torch.device("cuda", torch.cuda.current_device())
         self.bits = torch.empty((), dtype=dtype).element_size() * 8
         # the one-shot region, then the two-shot's (a call of one never writes where a peer's call of the other reads)
-        self._two_shot_at = -(-buffer_elements(max_elements, self.bits, self.world, False) // 64) * 64   # aligned
+        self.one_shot_elements = min(max_elements, one_shot_bytes * 8 // self.bits)
+        self._two_shot_at = _aligned(buffer_elements(self.one_shot_elements, self.bits, self.world, False))
         size = self._two_shot_at + buffer_elements(max_elements, self.bits, self.world, True)
         self.buffer = symm_mem.empty(size, dtype=dtype, device=device)
         self.handle = rendezvous(symm_mem, self.buffer, self.group)
@@ -122,7 +134,10 @@ class SymmetricAllReduce(RecordedErrors):
             raise cute.CuteValueError(f"SymmetricAllReduce: out must be a contiguous {x.dtype} tensor of shape "
                                       f"{tuple(x.shape)}, got {out.dtype} {tuple(out.shape)}")
         self._before_call(check)
-        two_shot = algorithm == "two_shot" or (algorithm == "auto" and n * x.element_size() > self.one_shot_bytes)
+        two_shot = algorithm == "two_shot" or (algorithm == "auto" and n > self.one_shot_elements)
+        if not two_shot and n > self.one_shot_elements:
+            raise cute.CuteValueError(f"SymmetricAllReduce: the one shot takes at most {self.one_shot_elements} "
+                                      f"elements here (one_shot_bytes={self.one_shot_bytes}), got {n}")
         all_reduce(x.view(-1), out.view(-1), self._buffers(n, two_shot), self.pads, self.state, self.rank,
                    self.timeout_ns, two_shot=two_shot, stream=torch.cuda.current_stream())
         if check:

@@ -167,16 +167,20 @@ def graph_replay(rank):
 
 
 def hostile(rank):
-    ar = SymmetricAllReduce(1024, torch.float32)
-    for bad, match in [(torch.ones(2048, device="cuda"), "elements"),
-                       (torch.ones(16, device="cuda", dtype=torch.float16), "contiguous"),
-                       (torch.ones(16, 2, device="cuda").t(), "contiguous")]:
+    ar = SymmetricAllReduce(1024, torch.float32, one_shot_bytes=1024)
+    for bad, algorithm, match in [(torch.ones(2048, device="cuda"), "auto", "elements"),
+                                  (torch.ones(16, device="cuda", dtype=torch.float16), "auto", "contiguous"),
+                                  (torch.ones(16, 2, device="cuda").t(), "auto", "contiguous"),
+                                  (torch.ones(257, device="cuda"), "one_shot", "the one shot takes at most 256"),
+                                  (torch.ones(16, device="cuda"), "three_shot", "algorithm must be one of")]:
         try:
-            ar(bad)
+            ar(bad, algorithm=algorithm)
         except cute.CuteValueError as e:
             assert match in str(e), str(e)
         else:
-            raise AssertionError(f"accepted {bad.shape} {bad.dtype}")
+            raise AssertionError(f"accepted {bad.shape} {bad.dtype} {algorithm}")
+    assert torch.equal(ar(torch.ones(257, device="cuda")), torch.full((257,), float(dist.get_world_size()),
+                                                                       device="cuda"))   # auto: the two shot
 
 
 def main():
@@ -185,7 +189,7 @@ def main():
     torch.cuda.set_device(rank % torch.cuda.device_count())
     torch.empty(1, device="cuda")
     dtypes = (torch.int32, torch.float32, torch.bfloat16, torch.float16)
-    exact_sums({d: SymmetricAllReduce(max(SIZES), d) for d in dtypes}, rank)
+    exact_sums({d: SymmetricAllReduce(max(SIZES), d, one_shot_bytes=max(SIZES) * 4) for d in dtypes}, rank)
     hostile(rank)
     graph_replay(rank)
     back_to_back(rank)

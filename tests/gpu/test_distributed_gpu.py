@@ -35,12 +35,14 @@ def _compile(world, n, dtype, two_shot):
 @pytest.mark.parametrize("two_shot", [False, True])
 def test_the_barrier_is_release_acquire_at_system_scope_and_nothing_is_multicast(two_shot, assemble_ptx):
     c = _compile(4, (1 << 16) + 8, "BFloat16", two_shot)
-    # 4 peers x 2 barriers (two shot) or 1 (one shot: alternating halves)
-    assert c.ptx.count("atom.release.sys.global.cas.b32") == (8 if two_shot else 4)
-    assert c.ptx.count("atom.acquire.sys.global.cas.b32") == (8 if two_shot else 4)
-    assert ("atom.acq_rel.gpu.global.add.u32" in c.ptx or "atom.acq_rel.gpu.global.add.s32" in c.ptx) != two_shot
+    # 4 peers x 2 barriers (two shot) or 1 (one shot: alternating halves); 64-bit flags (epoch, signal)
+    assert c.ptx.count("st.release.sys.global.s64") == (8 if two_shot else 4)
+    assert c.ptx.count("ld.acquire.sys.global.s64") == (8 if two_shot else 4)
+    assert "atom.acq_rel.gpu.global.add.u32" in c.ptx or "atom.acq_rel.gpu.global.add.s32" in c.ptx
     assert "multimem" not in c.ptx and "%globaltimer" in c.ptx and ".local" not in c.ptx
     assert "ld.global.v4.b32" in c.ptx and "st.global.v4.b32" in c.ptx
+    # the one shot stores x into the 3 peers' buffers and reads nothing remote: 3 + 1 (out) vector stores
+    assert two_shot or c.ptx.count("st.global.v4.b32") == 4
     assert assemble_ptx(c.ptx)[:4] == b"\x7fELF"
 
 
@@ -88,7 +90,7 @@ def _args(world=2, n=1024, dtype="Float32", pads=PAD_SHAPE, state=(3,), x_stride
     (_args(world=9), 0, "1 to 8 ranks"),
     (_args(), 2, r"rank must be in \[0, 2\)"),
     (_args(dtype="Float64"), 0, "all_reduce sums Float32, BFloat16, Float16, Int32"),
-    (_args(pads=(2, 64, 8)), 0, "pads\\[0\\] must be an Int32 tensor of shape"),
+    (_args(pads=(64, 8, 2)), 0, "pads\\[0\\] must be an Int32 tensor of shape"),
     (_args(state=(1,)), 0, "state must be an Int32 tensor of 3 elements"),
     (_args(out_n=1000), 0, "out must be a 1-D Float32 tensor of 1024 elements"),
     (_args(x_stride=2), 0, "x must be contiguous"),
@@ -98,16 +100,16 @@ def test_hostile_arguments_are_refused_with_the_rule(args, rank, match):
         cute.compile(all_reduce, *args, rank, 10 ** 9)
 
 
-@pytest.mark.parametrize("n, two_shot", [((1 << 30) + 1, False), ((1 << 31) - 1, True), ((1 << 34) - 1, False)])
+@pytest.mark.parametrize("n, two_shot", [((1 << 29) + 1, False), ((1 << 31) - 1, True), ((1 << 34) - 1, False)])
 def test_buffers_of_more_vectors_than_32_bit_indices_reach_are_refused(n, two_shot):
-    # odd lengths: one element a vector
+    # odd lengths: one element a vector (the one shot's buffers: 2 W n elements)
     with pytest.raises(cute.CuteValueError, match="indexes the buffers' vectors in 32 bits"):
         cute.compile(all_reduce, *_args(n=n, two_shot=two_shot), 0, 10 ** 9, two_shot=two_shot)
 
 
 def test_the_largest_buffers_32_bit_indices_reach_compile():
-    c = cute.compile(all_reduce, *_args(n=(1 << 30) - 1), 0, 10 ** 9)     # 2^31 - 2 vectors: the last one reached
-    assert c.ptx.count("atom.release.sys.global.cas.b32") == 2 and "ld.global.b32" in c.ptx
+    c = cute.compile(all_reduce, *_args(n=(1 << 29) - 1), 0, 10 ** 9)     # 2^31 - 4 vectors: the last one reached
+    assert c.ptx.count("st.release.sys.global.s64") == 2 and "ld.global.b32" in c.ptx
 
 
 @pytest.mark.parametrize("timeout", [0, -5, 1.5, 1 << 62])
