@@ -21,9 +21,9 @@ the device so that a CUDA graph's replays alternate too.
 
 *Two shot* (large messages; ``bufs[w]`` of ``buffer_elements(n, ...)``: a scratch region and a gather region of
 ``W`` chunks each, a chunk ``ceil(n / vec / W)`` vectors). Scatter: chunk ``c`` of ``x`` goes into slot ``rank`` of
-rank ``c``'s scratch; barrier; reduce: this rank sums the ``W`` slots of its scratch (its chunk of every rank's
-``x``, in rank order) and writes the sum into chunk ``rank`` of every rank's gather region; barrier; copy the
-gather region to ``out``. Every NVLink transfer is a store (no remote loads), ``2 (W - 1) / W`` of the data per
+peer ``c``'s scratch; barrier; reduce: this rank sums its chunk of every rank's ``x`` in rank order (the peers'
+from its scratch, its own from ``x``) and writes the sum into chunk ``rank`` of every peer's gather region and of
+``out``; barrier; copy the peers' chunks of the gather region to ``out``. Every NVLink transfer is a store (no remote loads), ``2 (W - 1) / W`` of the data per
 rank, and rank ``r`` visits the peers starting from ``r + 1``, so that no rank's links sit idle while another's
 are shared by all. A next call's stores into a peer's regions come after its barrier, which that peer reaches
 only after it read them.
@@ -185,26 +185,30 @@ def all_reduce_kernel(x, out, bufs, pads, state, rank, world, vec, chunk, blocks
     calls = state[1]
     epoch = calls * 2 + 1                    # this call's barriers: epochs 2 calls + 1 and + 2 (a fresh pad holds 0)
     if two_shot:
-        # phase 1: chunk c of x into slot `rank` of rank c's scratch (vectors c * chunk + j, for this block's j);
+        # phase 1: chunk c of x into slot `rank` of peer c's scratch (vectors c * chunk + j, for this block's j);
         # rank r starts with chunk r + 1, so that at any time every rank writes to another peer
-        for k in cute.range_constexpr(world):
+        for k in cute.range_constexpr(world - 1):
             c = (rank + 1 + k) % world
             for j in range(first, stop, step):
                 if c * chunk + j < vectors:
                     _vec_copy2(x, c * chunk + j, bufs[c], rank * chunk + j, vec)
         _barrier(pads, rank, world, epoch, signal, deadline, state, failed, True)
         if failed[0] == 0:
-            # phase 2: this rank's chunk summed over its scratch slots, pushed into every rank's gather region
+            # phase 2: this rank's chunk summed over its scratch slots (its own term read from x), stored into every
+            # peer's gather region and into out
             for j in range(first, stop, step):
                 if rank * chunk + j < vectors:
-                    total = _sum_vectors(_slots(bufs[rank], world, chunk, j), vec, acc_type)
-                    for k in cute.range_constexpr(world):
+                    parts = [(x, rank * chunk + j) if r == rank else (bufs[rank], r * chunk + j) for r in range(world)]
+                    total = _sum_vectors(parts, vec, acc_type)
+                    for k in cute.range_constexpr(world - 1):
                         w = (rank + 1 + k) % world
                         _store_vector(total, bufs[w], (world + rank) * chunk + j, vec)
+                    _store_vector(total, out, rank * chunk + j, vec)
             _barrier(pads, rank, world, epoch + 1, signal, deadline, state, failed, True)
             if failed[0] == 0:
-                # phase 3: the gather region out
-                for c in cute.range_constexpr(world):
+                # phase 3: the peers' chunks from the gather region out
+                for k in cute.range_constexpr(world - 1):
+                    c = (rank + 1 + k) % world
                     for j in range(first, stop, step):
                         if c * chunk + j < vectors:
                             _vec_copy2(bufs[rank], (world + c) * chunk + j, out, c * chunk + j, vec)
