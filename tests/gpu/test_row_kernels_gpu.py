@@ -203,6 +203,10 @@ def test_nan_and_infinities_propagate_as_in_torch(n):
     xd = x.double()
     r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
     _close(y, xd * r, "Float32")
+    mean = torch.empty(5, device="cuda")
+    layernorm_forward(x, w, torch.zeros(n, device="cuda"), y, mean, rstd, 1e-5)
+    torch.cuda.synchronize()
+    _close(y, torch.nn.functional.layer_norm(xd, (n,), eps=1e-5), "Float32", 1.0)   # NaN rows where torch's are
     target = torch.tensor([1, 2, n - 1, 0, -100], device="cuda")
     loss, lse = torch.empty(5, device="cuda"), torch.empty(5, device="cuda")
     cross_entropy_forward(x, target, loss, lse)
