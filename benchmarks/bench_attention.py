@@ -70,6 +70,8 @@ def main():
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both")
     parser.add_argument("--pingpong", choices=["on", "off"], default="on",
                         help="the consumer warpgroups take turns issuing their MMAs (the default) or not")
+    parser.add_argument("--heavy-first", action="store_true",
+                        help="the grid ordered by query block, last first (attention's heavy_first)")
     parser.add_argument("--backward", action="store_true",
                         help="time the backward (dq, dk, dv from dout) instead: FLOPs 2.5x the forward's")
     parser.add_argument("--out")
@@ -82,7 +84,7 @@ def main():
     import cute_py as cute
     from examples import attention
 
-    say(device_line(torch, f"reps {args.reps}, pingpong {args.pingpong}"))
+    say(device_line(torch, f"reps {args.reps}, pingpong {args.pingpong}, heavy_first {args.heavy_first}"))
     causals = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
     for d in args.dims:
         for causal in causals:
@@ -91,7 +93,8 @@ def main():
                 q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
                 o = torch.empty_like(q)
                 lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-                ours = cute.compile(attention, q, k, v, o, lse, causal, pingpong=args.pingpong == "on")
+                ours = cute.compile(attention, q, k, v, o, lse, causal, pingpong=args.pingpong == "on",
+                                    heavy_first=args.heavy_first)
                 qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
                 if args.backward:
                     _backward_row(say, torch, F, SDPBackend, sdpa_kernel, ours, q, k, v, o, lse, qt, kt, vt, b, h, s,

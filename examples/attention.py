@@ -102,8 +102,15 @@ def _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks):
 @cute.kernel
 def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, o, lse, cu_q, cu_k,
                      q_layout, k_layout, v_layout, head_ratio, causal, scale_log2, seqlens, pingpong, store_o=None,
-                     tma_o=None):
-    m_block, head, batch = arch.block_idx()
+                     tma_o=None, heavy_first=False):
+    if cute.const_expr(heavy_first):
+        # the grid (heads, batch, query blocks), the last query block first: the blocks that see the most keys
+        # start first, the lightest ones fill the last wave
+        head, batch, late = arch.block_idx()
+        _, _, blocks = arch.grid_dim()
+        m_block = blocks - 1 - late
+    else:
+        m_block, head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
     warp = arch.make_warp_uniform(arch.warp_idx())
     d = tma_q.shape[1]
@@ -397,10 +404,12 @@ def _softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q,
 
 @cute.jit
 def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
-              max_seqlen_q=None, pingpong=True):
+              max_seqlen_q=None, pingpong=True, heavy_first=False):
     """``out = softmax(softmax_scale * q k^T) v`` per head, and ``lse`` its rows' log-sum-exp (see the module for
     the shapes, the packed form, the causal mask and the kernel). ``softmax_scale`` defaults to
-    ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs.
+    ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs;
+    ``heavy_first`` orders the grid by query block, last first (with ``causal`` the blocks that see the most keys
+    are scheduled first), at most 65535 query blocks.
 
     The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
     the offsets are read on the device, which checks them: they must not decrease and must stay within the
@@ -433,9 +442,15 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     else:
         batch, rows = q.shape[0], q.shape[1]
         seqlens = (q.shape[1], k.shape[1])
-    grid = (cute.ceil_div(rows, BLOCK_M), heads, batch)
+    if type(heavy_first) is not bool:
+        raise cute.CuteValueError(f"attention: heavy_first must be a bool, got {heavy_first!r}")
+    m_blocks = cute.ceil_div(rows, BLOCK_M)
+    if heavy_first and m_blocks > 65535:
+        raise cute.CuteValueError(f"attention: heavy_first puts the query blocks on the grid's z dimension, at most "
+                                  f"65535 of {BLOCK_M} rows; {rows} rows make {m_blocks}")
+    grid = (heads, batch, m_blocks) if heavy_first else (m_blocks, heads, batch)
     if packed:
-        check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], grid[0] * BLOCK_M).launch(
+        check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], m_blocks * BLOCK_M).launch(
             grid=(batch, 1, 1), block=32)
     store_o = tma_o = None
     if not packed:      # a packed sequence's last rows are followed by the next sequence's: no box may clip there
@@ -443,4 +458,4 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
                                                      cute.make_layout((64, d), stride=(d, 1)), (64, d))
     attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
                      cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
-                     seqlens, pingpong, store_o, tma_o).launch(grid=grid, block=ATTN_THREADS)
+                     seqlens, pingpong, store_o, tma_o, heavy_first).launch(grid=grid, block=ATTN_THREADS)

@@ -120,6 +120,35 @@ def test_softmax_scale_and_bit_identical_reruns():
     assert torch.equal(out, out2) and torch.equal(lse.nan_to_num(), lse2.nan_to_num())
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_heavy_first_gives_the_bits_of_the_default_order(packed):
+    """The grid ordered by query block, last first, computes every tile as the default order does: the same bits,
+    into poisoned buffers whose padding stays, unpacked and packed."""
+    torch = hopper_torch()
+    g = torch.Generator(device="cuda").manual_seed(3)
+    h, hk, d, dtype = 4, 2, 128, torch.bfloat16
+    if packed:
+        lens = [300, 0, 1, 700]
+        cu = torch.tensor([0] + lens, device="cuda").cumsum(0).to(torch.int32)
+        shape_q, shape_k, lse_shape = (int(cu[-1]), h, d), (int(cu[-1]), hk, d), (h, int(cu[-1]))
+        kw = dict(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens))
+    else:
+        shape_q, shape_k, lse_shape = (2, 1000, h, d), (2, 1000, hk, d), (2, h, 1000)
+        kw = {}
+    q = torch.randn(shape_q, device="cuda", dtype=dtype, generator=g)
+    k, v = (torch.randn(shape_k, device="cuda", dtype=dtype, generator=g) for _ in range(2))
+    results = []
+    for heavy in (False, True):
+        obuf, out = _poisoned(torch, shape_q, dtype, PAD)
+        lbuf, lse = _poisoned(torch, lse_shape, torch.float32, PAD)
+        attention(q, k, v, out, lse, causal=True, heavy_first=heavy, **kw)
+        torch.cuda.synchronize()
+        _check_outside(torch, obuf, out)
+        _check_outside(torch, lbuf, lse)
+        results.append((out.clone(), lse.nan_to_num().clone()))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
 @pytest.mark.parametrize("d, causal", [(128, True), (64, False), (256, True)])
 def test_packed_batches_with_empty_and_short_sequences(d, causal):
     torch = hopper_torch()

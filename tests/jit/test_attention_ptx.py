@@ -91,6 +91,20 @@ def test_packed_attention_ptx(filecheck, assemble):
     assemble(c.ptx)
 
 
+def test_heavy_first_orders_the_grid_by_query_block_last_first(assemble):
+    """The same kernel but for the block coordinates: query block ``nctaid.z - 1 - ctaid.z``, head ``ctaid.x``."""
+    plain, heavy = _compile(causal=True), _compile(causal=True, heavy_first=True)
+    assert "%nctaid.z" in heavy.ptx and "%nctaid.z" not in plain.ptx
+    wgmma = "wgmma.mma_async"
+    assert heavy.ptx.count(wgmma) == plain.ptx.count(wgmma) and heavy.ptx.count(wgmma) > 0
+    assert ptxas_notes(heavy.ptx) in ([], None)
+    assemble(heavy.ptx)
+    with pytest.raises(cute.CuteValueError, match="heavy_first must be a bool"):
+        _compile(heavy_first=1)
+    with pytest.raises(cute.CuteValueError, match="at most 65535"):
+        _compile(b=1, s=65536 * 128, h=1, hk=1, heavy_first=True)
+
+
 @pytest.mark.parametrize("kw", [dict(d=128, causal=True), dict(d=128, pingpong=False), dict(d=256)])
 def test_the_assembler_keeps_the_wgmmas_asynchronous(kw):
     """No accumulator or P register on a branch while an MMA is in flight, no P packed after the fence: ptxas
