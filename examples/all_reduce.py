@@ -23,10 +23,10 @@ the device so that a CUDA graph's replays alternate too.
 ``W`` chunks each, a chunk ``ceil(n / vec / W)`` vectors). Scatter: chunk ``c`` of ``x`` goes into slot ``rank`` of
 peer ``c``'s scratch; barrier; reduce: this rank sums its chunk of every rank's ``x`` in rank order (the peers'
 from its scratch, its own from ``x``) and writes the sum into chunk ``rank`` of every peer's gather region and of
-``out``; barrier; copy the peers' chunks of the gather region to ``out``. Every NVLink transfer is a store (no remote loads), ``2 (W - 1) / W`` of the data per
-rank, and rank ``r`` visits the peers starting from ``r + 1``, so that no rank's links sit idle while another's
-are shared by all. A next call's stores into a peer's regions come after its barrier, which that peer reaches
-only after it read them.
+``out``; barrier; copy the peers' chunks of the gather region to ``out``. Every NVLink transfer is a store (no
+remote loads), ``2 (W - 1) / W`` of the data per rank, and rank ``r`` visits the peers starting from ``r + 1``, so
+that no rank's links sit idle while another's are shared by all. A next call's stores into a peer's regions come
+after its barrier, which that peer reaches only after it read them.
 
 **Barriers.** Block ``b`` of every rank handles the same vectors (the grid and the split depend only on the
 element count, the type and the world size), so blocks synchronise pairwise with block ``b`` of the other ranks,
@@ -42,8 +42,8 @@ count or algorithm is caught (its flag holds another signal) instead of read out
 **Bounded waits.** Every wait ends by ``timeout_ns`` (the ``%globaltimer`` clock). A rank that did not arrive
 in time, or arrived with another element count, is recorded in ``state[0]`` as ``code << 8 | rank`` (code 1:
 late, 2: another count or algorithm; the first error wins and stays) and the block skips its work: ``out`` is
-then not the sum, which the host learns from ``state[0]`` (``examples.symmetric`` raises naming the rank). After such an error
-the pads may hold stray flags: the communicator is spent.
+then not the sum, which the host learns from ``state[0]`` (``examples.symmetric`` raises naming the rank). After
+such an error the pads may hold stray flags: the communicator is spent.
 
 Sums are in Float32 for 16-bit and 32-bit floats (one rounding to the output type) and in wrapping Int32 for
 Int32 (exact, as NCCL's). The order of the terms is rank 0, 1, ... on every rank, so every rank gets the same bits.

@@ -118,6 +118,71 @@ def test_a_timeout_that_is_not_a_positive_int_of_nanoseconds_is_refused(timeout)
         cute.compile(all_reduce, *_args(), 0, timeout)
 
 
+class _Handle:
+    """The part of a symmetric-memory handle ``SymmetricAllReduce`` calls on each call: each rank's buffer as a
+    view at an offset (CPU tensors here)."""
+
+    def __init__(self, torch, world, size):
+        self.buffers = [torch.zeros(size) for _ in range(world)]
+
+    def get_buffer(self, r, shape, dtype, offset):
+        return self.buffers[r][offset:offset + shape[0]].view(shape)
+
+
+def _wrapper(monkeypatch, world=4, one_shot_bytes=1024, max_elements=4096):
+    """A ``SymmetricAllReduce`` without GPUs or a process group (the state its constructor leaves, on CPU tensors),
+    whose kernel call is recorded instead of launched."""
+    torch = pytest.importorskip("torch")
+    import examples.symmetric as sym
+    ar = object.__new__(sym.SymmetricAllReduce)
+    ar.rank, ar.world, ar.dtype, ar.max_elements, ar.bits = 1, world, torch.float32, max_elements, 32
+    ar.timeout_ns, ar.one_shot_bytes, ar.one_shot_elements = 10 ** 9, one_shot_bytes, one_shot_bytes // 4
+    ar._two_shot_at = 64 * -(-buffer_elements(ar.one_shot_elements, 32, world, False) // 64)
+    ar.handle = _Handle(torch, world, ar._two_shot_at + buffer_elements(max_elements, 32, world, True))
+    ar.pads, ar.state, ar._bufs, ar._torch, ar._device = ("pads",) * world, "state", {}, torch, 0
+    ar._current_stream = lambda: 1234
+    calls = []
+    monkeypatch.setattr(sym, "all_reduce", lambda *args, **kw: calls.append((args, kw)))
+    return torch, ar, calls
+
+
+@pytest.mark.parametrize("n, shape, algorithm, two_shot", [
+    (100, (100,), "auto", False), (256, (16, 16), "auto", False), (257, (257,), "auto", True),
+    (10, (2, 5), "two_shot", True), (256, (256,), "one_shot", False)])
+def test_a_call_passes_the_flat_tensors_the_buffers_for_its_length_and_the_stream(monkeypatch, n, shape, algorithm,
+                                                                                  two_shot):
+    torch, ar, calls = _wrapper(monkeypatch)
+    x = torch.arange(n, dtype=torch.float32).reshape(shape)
+    out = ar(x, algorithm=algorithm, check=False)
+    ar(x, out, algorithm=algorithm, check=False)
+    assert out.shape == x.shape and len(calls) == 2
+    for args, kw in calls:
+        xv, ov, bufs, pads, state, rank, timeout, flag = args
+        assert kw == {"stream": 1234} and flag is two_shot and (rank, timeout, pads, state) == (1, 10 ** 9, ar.pads,
+                                                                                               "state")
+        assert xv.shape == (n,) and xv.data_ptr() == x.data_ptr()
+        assert ov.shape == (n,) and ov.data_ptr() == out.data_ptr()
+        length = buffer_elements(n, 32, 4, two_shot)
+        at = ar._two_shot_at if two_shot else 0
+        assert [(b.shape, b.data_ptr()) for b in bufs] == [((length,), ar.handle.buffers[r][at:].data_ptr())
+                                                          for r in range(4)]
+    assert calls[0][0][2] is calls[1][0][2]          # the buffers' views made once per length and algorithm
+
+
+@pytest.mark.parametrize("x, algorithm, match", [
+    (lambda t: t.zeros(257), "one_shot", "the one shot takes at most 256 elements here"),
+    (lambda t: t.zeros(4097), "auto", "x has 4097 elements"),
+    (lambda t: t.zeros(8, dtype=t.float16), "auto", "contiguous"),
+    (lambda t: t.zeros(4, 4).t(), "auto", "contiguous"),
+    (lambda t: t.zeros(8), "ring", "algorithm must be one of"),
+])
+def test_a_call_the_wrapper_cannot_take_is_refused_before_any_launch(monkeypatch, x, algorithm, match):
+    torch, ar, calls = _wrapper(monkeypatch)
+    with pytest.raises(cute.CuteValueError, match=match):
+        ar(x(torch), algorithm=algorithm, check=False)
+    assert calls == []
+
+
 def _gather_specs(rows=1024, k=512, n=256, world=4):
     return (Spec("BFloat16", (rows, k)), Spec("BFloat16", (n, k)), Spec("BFloat16", (rows, n)), Spec("Int32", (world,)),
             Spec("Int32", (1,)))
