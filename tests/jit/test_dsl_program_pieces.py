@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 import cute_py as cute
 from cute_py.compiler.specs.args import DeviceArraySpec
-from cute_py.compiler.host.call_form import CallForm, regroup, spread
+from cute_py.compiler.host.call_form import CallForm, regroup, spread, spread_like
 from cute_py.compiler.specs.host_scalars import RunTimeScalar, ScalarExpr
 from cute_py.core.tiling import make_fragment_like_layout
 from cute_py.errors import ArgumentError, CuteTypeError, CuteValueError, StaticValueRequired, TraceError
@@ -445,6 +445,38 @@ def test_spread_and_regroup_are_inverse_and_leave_other_values():
     assert flat == (1, a, b, a, [1, 2], ()) and origin[1:3] == [(1, 0), (1, 1)]
     assert regroup(list(flat), tree) == [1, [a, b], (a,), [1, 2], ()]
     assert CallForm(tree, (), 5, "f").trivial is False and CallForm((None,), (), 1, "f").trivial
+
+
+class _TorchLike:
+    """A torch-like tensor type (a device array by its type) whose instances may lack ``data_ptr``."""
+
+    def data_ptr(self):
+        return 1 << 20
+
+
+_TorchLike.__module__ = "torch.fake"
+
+_VALUES = [FakeCudaArray("float32", (4,)), _TorchLike(), 1, "s", None, 2.5]
+_ARGS = st.recursive(st.sampled_from(_VALUES), lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                                      st.lists(inner, max_size=3).map(tuple)),
+                     max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=st.lists(_ARGS, max_size=4), arrays=st.lists(st.booleans(), min_size=4, max_size=4),
+       other=st.lists(_ARGS, max_size=4))
+def test_spread_like_is_spread_when_the_trees_agree_and_none_otherwise(first, arrays, other):
+    """For any arguments and the tree of other arguments of the same count (``first``'s containers turned into
+    containers of arrays of the same type and length where ``arrays`` says so, else ``other``'s values): the flat
+    arguments of ``spread`` where its tree is that tree, else ``None`` (the check a repeated jit call makes instead
+    of spreading)."""
+    second = [type(a)(_VALUES[0] for _ in a) if type(a) in (list, tuple) and use else b
+              for a, use, b in zip(first, arrays, other + first)]
+    _, tree, _ = spread(tuple(second))
+    flat, own, _ = spread(tuple(first))
+    got = spread_like(tuple(first), tree)
+    assert (got is None) == (own != tree)
+    assert got is None or tuple(got) == flat
 
 
 # -- min/max of run-time values in a kernel, launch bounds -----------------------------------------------------

@@ -21,11 +21,25 @@ from typing import Any
 from ...errors import ArgumentError
 from ..specs.args import is_device_array
 
-__all__ = ["CallForm", "spread", "regroup"]
+__all__ = ["CallForm", "spread", "spread_like", "regroup"]
+
+# the types whose every value is a device array (torch's tensor types: ``is_device_array`` decides by the type)
+_ARRAY_TYPES: set[type] = set()
+
+
+def _array(x: Any) -> bool:
+    t = type(x)
+    if t in _ARRAY_TYPES:
+        return True
+    if not is_device_array(x):
+        return False
+    if t.__module__.startswith("torch") and hasattr(t, "data_ptr"):
+        _ARRAY_TYPES.add(t)
+    return True
 
 
 def _container(a: Any) -> bool:
-    return type(a) in (list, tuple) and len(a) > 0 and all(is_device_array(x) for x in a)
+    return type(a) in (list, tuple) and len(a) > 0 and all(_array(x) for x in a)
 
 
 def spread(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], list[tuple[int, int | None]]]:
@@ -43,6 +57,22 @@ def spread(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], lis
             flat.append(a)
             origin.append((i, None))
     return tuple(flat), tuple(tree), origin
+
+
+def spread_like(args: tuple[Any, ...], tree: tuple[Any, ...]) -> list[Any] | None:
+    """The flat arguments of ``args`` if :func:`spread` gives them the tree ``tree`` (``len(args) == len(tree)``),
+    else ``None``; without building the tree."""
+    flat: list[Any] = []
+    for a, t in zip(args, tree):
+        if t is None:
+            if type(a) in (list, tuple) and _container(a):
+                return None
+            flat.append(a)
+        elif type(a) is t[0] and len(a) == t[1] and all(_array(x) for x in a):
+            flat.extend(a)
+        else:
+            return None
+    return flat
 
 
 def regroup(flat: list[Any], tree: tuple[Any, ...]) -> list[Any]:

@@ -9,7 +9,7 @@ import enum
 from typing import Any
 
 from ..cache.config_key import config_key
-from .call_form import spread
+from .call_form import spread, spread_like
 
 __all__ = ["LastCall"]
 
@@ -42,8 +42,8 @@ class LastCall:
             return False
         try:
             if self.tree is not None:
-                args, tree, _ = spread(args)
-                if tree != self.tree:
+                args = spread_like(args, self.tree)
+                if args is None:
                     return False
             for i, t in self.scalars:
                 if _scalar_type(args[i]) != t:
