@@ -156,11 +156,6 @@ def _sum_vectors(parts, vec, acc_type):
     return total
 
 
-def _slots(buf, world, chunk, j):
-    """``(buf, index)`` of vector ``j`` of each of ``buf``'s ``world`` slots of ``chunk`` vectors."""
-    return [(buf, w * chunk + j) for w in range(world)]
-
-
 @cute.jit
 def _store_vector(values, dst, i, vec):
     frag = cute.make_rmem_tensor((vec,), dst.element_type)

@@ -12,26 +12,25 @@ logits[target]`` (any float type), as torch's ``cross_entropy(reduction="none")`
 ``ignore_index`` gets loss 0, and a target outside ``[0, n)`` that is not ``ignore_index`` gets a NaN loss (torch
 stops with a device assertion there). Special values go as torch's do: a NaN logit makes the row's ``lse`` and
 loss NaN; a ``+inf`` logit makes ``lse`` ``+inf`` (torch's ``logsumexp``) and the loss NaN (torch's
-``log_softmax`` is NaN on such a row); a row of ``-inf`` has ``lse`` ``-inf`` and loss NaN. The row's ``(max, sum of exp(v - shift(max)))`` pairs combine in
-one reduction (see ``row_reduce``), across a cluster for long rows, where ``shift`` is the max, or 0 for an
-infinite max (torch's ``logsumexp`` shifts so too).
+``log_softmax`` is NaN on such a row); a row of ``-inf`` has ``lse`` ``-inf`` and loss NaN. The row's ``(max,
+sum of exp(v - shift(max)))`` pairs combine in one reduction (see ``row_reduce``), across a cluster for long rows,
+where ``shift`` is the max, or 0 for an infinite max (torch's ``logsumexp`` shifts so too).
 
 The backward pass needs no reduction: ``dlogits = (exp(logits - lse) - onehot(target)) * dloss`` per row, with the
 forward's ``lse`` and ``dloss`` (1-D of ``rows``, any float type); rows with ``ignore_index`` get zeros, rows with
 a target outside ``[0, n)`` NaN. A row whose ``lse`` is not finite (a NaN or ``+inf`` logit, a row of ``-inf``) gets
-NaN, ignored or not, as torch's gradient of ``log_softmax`` there. It reads each logit once and writes each gradient once.
+NaN, ignored or not, as torch's gradient of ``log_softmax`` there. It reads each logit once and writes each
+gradient once.
 """
 
 import cute_py as cute
 
-from .row_reduce import (LOG2E, RowReduction, check_matrix, check_same_shape, check_vector, cluster_start,
-                         launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector, store_row,
-                         FLOATS, INDEX_TYPES)
+from .row_reduce import (LOG2E, RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
+                         cluster_start, launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector, store_row,
+                         FLOATS, INDEX_TYPES, ONE_INPUT)
 
 __all__ = ["cross_entropy_forward", "cross_entropy_forward_kernel", "cross_entropy_backward",
            "cross_entropy_backward_kernel"]
-
-ONE_INPUT = 64
 
 
 @cute.kernel
@@ -40,7 +39,7 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
     cluster_start(plan)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    xr = x[cute.where(r < m, r, m - 1), None]
+    xr = clamped_row(x, r)
     vals = load_row(xr, plan, t, rank, -float("inf"))
     mt = -float("inf")
     for v in vals:

@@ -22,15 +22,12 @@ sums the workspace's columns in a fixed order. The same ``P`` gives the same bit
 import cute_py as cute
 from cute_py import arch
 
-from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, cluster_start, launch_rows,
-                         load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce, row_vector, store_row, FLOATS)
+from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row, cluster_start,
+                         launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce, row_vector,
+                         store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
 
 __all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
            "layernorm_forward", "layernorm_forward_kernel", "column_sum_kernel", "rmsnorm_workspace_rows"]
-
-ONE_INPUT = 64
-TWO_INPUTS = 32
-
 
 @cute.jit
 def _store_stats(r, m, t, rank, pairs):
@@ -38,12 +35,6 @@ def _store_stats(r, m, t, rank, pairs):
     if r < m and t == 0 and rank == 0:
         for out, value in pairs:
             out[r] = value.to(out.element_type)
-
-
-@cute.jit
-def _store(y, r, m, plan, t, rank, vals):
-    if r < m:
-        store_row(y[r, None], plan, t, rank, vals)
 
 
 def _mask(plan, k, t, rank):
@@ -63,14 +54,14 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
     cluster_start(plan)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    xs = load_row(x[cute.where(r < m, r, m - 1), None], plan, t, rank)
+    xs = load_row(clamped_row(x, r), plan, t, rank)
     s = 0.0
     for v in xs:
         s = s + (v * v).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (ss,) = row_reduce((s,), add, red)
     inv = cute.math.rsqrt(ss / plan.n + eps)
     ws = load_row(w, plan, t, rank)
-    _store(y, r, m, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
+    store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
     _store_stats(r, m, t, rank, ((rstd, inv),))
 
 
@@ -80,7 +71,7 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
     cluster_start(plan)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    xs = load_row(x[cute.where(r < m, r, m - 1), None], plan, t, rank)
+    xs = load_row(clamped_row(x, r), plan, t, rank)
     s = 0.0
     for v in xs:
         s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
@@ -99,7 +90,7 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
     inv = cute.math.rsqrt(sq / plan.n + eps)
     ws = load_row(w, plan, t, rank)
     bs = load_row(b, plan, t, rank)
-    _store(y, r, m, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
+    store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
     _store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
 
 

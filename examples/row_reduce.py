@@ -25,8 +25,8 @@ from cute_py.nvgpu import cpasync
 
 __all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
            "RowReduction", "launch_rows", "row_coords", "load_chunk", "store_chunk", "load_row", "store_row",
-           "row_reduce", "rearm", "cluster_start", "add", "max_sum", "FLOATS", "INDEX_TYPES", "MAX_CLUSTER",
-           "VECTOR_BITS", "LOG2E", "FLT_MAX"]
+           "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row", "FLOATS",
+           "INDEX_TYPES", "MAX_CLUSTER", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT", "TWO_INPUTS"]
 
 FLOATS = ("Float32", "BFloat16", "Float16")
 INDEX_TYPES = ("Int32", "Int64")
@@ -35,6 +35,8 @@ CTA_VALUES = 16384  # Float32 values of one row input that the threads of one CT
 SHORT_THREADS = 256  # threads of a CTA that holds several short rows
 MAX_CLUSTER = 16
 CLUSTER_GROUP = 128  # threads of a CTA of a cluster, where the cluster allows
+ONE_INPUT = 64  # Float32 values of a row a thread keeps (the ``values`` of plan_rows) with one row input
+TWO_INPUTS = 32  # per input, with two row inputs
 FLT_MAX = 3.4028234663852886e38
 
 
@@ -293,6 +295,20 @@ def load_row(row, plan, t, rank, fill=0.0):
         load_chunk(row, chunk_index(plan, k, t, rank), plan.vec, plan.n, frag, fill, plan.full(k))
         vals.append(frag.load().to(cute.Float32))
     return vals
+
+
+def clamped_row(x, r):
+    """Row ``r`` of the matrix ``x``, or its last row for ``r`` past the end (the rows of a CTA past the matrix read
+    the last one and store nothing)."""
+    m = x.shape[0]
+    return x[cute.where(r < m, r, m - 1), None]
+
+
+@cute.jit
+def store_if_row(y, r, plan, t, rank, vals):
+    """:func:`store_row` of ``vals`` into row ``r`` of the matrix ``y``, for ``r`` inside it."""
+    if r < y.shape[0]:
+        store_row(y[r, None], plan, t, rank, vals)
 
 
 def store_row(row, plan, t, rank, vals):

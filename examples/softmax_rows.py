@@ -17,14 +17,11 @@ Results follow torch's: a NaN in a row makes the row NaN, as does ``+inf`` or a 
 
 import cute_py as cute
 
-from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, cluster_start, launch_rows,
-                         load_row, max_sum, plan_rows, row_coords, row_reduce, row_vector, store_row, FLT_MAX)
+from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, clamped_row, cluster_start,
+                         launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, row_vector, store_if_row,
+                         FLT_MAX, ONE_INPUT, TWO_INPUTS)
 
 __all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel"]
-
-ONE_INPUT = 64  # Float32 values of a row a thread keeps (one row input)
-TWO_INPUTS = 32  # per input, with two row inputs
-
 
 @cute.kernel
 def softmax_forward_kernel(x, y, spec):
@@ -32,9 +29,7 @@ def softmax_forward_kernel(x, y, spec):
     red = RowReduction(plan, 2)
     cluster_start(plan)
     r, t, rank = row_coords(plan)
-    m = x.shape[0]
-    rr = cute.where(r < m, r, m - 1)
-    vals = load_row(x[rr, None], plan, t, rank, -float("inf"))
+    vals = load_row(clamped_row(x, r), plan, t, rank, -float("inf"))
     mt = -float("inf")
     for v in vals:
         mt = cute.max(mt, v.reduce(cute.ReductionOp.MAX, -float("inf"), 0))
@@ -45,13 +40,7 @@ def softmax_forward_kernel(x, y, spec):
         s = s + e.reduce(cute.ReductionOp.ADD, 0.0, 0)
     big, total = row_reduce((mt, s), max_sum, red)
     scale = cute.math.exp2((safe - cute.max(big, -FLT_MAX)) * LOG2E) / total
-    _store(y, r, m, plan, t, rank, [e * scale for e in exps])
-
-
-@cute.jit
-def _store(y, r, m, plan, t, rank, vals):
-    if r < m:
-        store_row(y[r, None], plan, t, rank, vals)
+    store_if_row(y, r, plan, t, rank, [e * scale for e in exps])
 
 
 @cute.kernel
@@ -60,15 +49,13 @@ def softmax_backward_kernel(y, dy, dx, spec):
     red = RowReduction(plan, 1)
     cluster_start(plan)
     r, t, rank = row_coords(plan)
-    m = y.shape[0]
-    rr = cute.where(r < m, r, m - 1)
-    ys = load_row(y[rr, None], plan, t, rank)
-    gs = load_row(dy[rr, None], plan, t, rank)
+    ys = load_row(clamped_row(y, r), plan, t, rank)
+    gs = load_row(clamped_row(dy, r), plan, t, rank)
     s = 0.0
     for k in cute.range_constexpr(plan.chunks):
         s = s + (ys[k] * gs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (dot,) = row_reduce((s,), add, red)
-    _store(dx, r, m, plan, t, rank, [ys[k] * (gs[k] - dot) for k in range(plan.chunks)])
+    store_if_row(dx, r, plan, t, rank, [ys[k] * (gs[k] - dot) for k in range(plan.chunks)])
 
 
 def _launch(kernel, plan, m, *args):

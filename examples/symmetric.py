@@ -107,6 +107,9 @@ class SymmetricAllReduce(RecordedErrors):
         self.state = torch.zeros(STATE_WORDS, dtype=torch.int32, device=device)
         self._bufs: dict[tuple, tuple] = {}      # (n, two_shot) -> the ranks' buffers
         self._torch = torch
+        # torch's current stream on this GPU: the raw handle where torch offers it (a microsecond, against about
+        # five for a torch.cuda.Stream object)
+        self._current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or torch.cuda.current_stream
 
     def _buffers(self, n: int, two_shot: bool) -> tuple:
         """The ranks' buffers, as tensors on this GPU, of the length the kernel takes for ``n`` elements."""
@@ -117,12 +120,6 @@ class SymmetricAllReduce(RecordedErrors):
             bufs = tuple(self.handle.get_buffer(r, (length,), self.dtype, at) for r in range(self.world))
             self._bufs[n, two_shot] = bufs
         return bufs
-
-    def _current_stream(self):
-        """torch's current stream on this GPU: its raw handle where torch offers it (a microsecond, against
-        about five for a ``torch.cuda.Stream`` object)."""
-        raw = getattr(self._torch._C, "_cuda_getCurrentRawStream", None)
-        return raw(self._device) if raw is not None else self._torch.cuda.current_stream(self._device)
 
     def __call__(self, x, out=None, *, algorithm: str = "auto", check: bool = True):
         """``out`` (a new tensor by default; x's shape and type, contiguous) = the sum over ranks of ``x``."""
@@ -148,7 +145,7 @@ class SymmetricAllReduce(RecordedErrors):
         flat = (x, out) if x.dim() == 1 else (x.view(-1), out.view(-1))
         # positional arguments and the raw handle of torch's current stream: the jit call's shortest path
         all_reduce(*flat, self._buffers(n, two_shot), self.pads, self.state, self.rank, self.timeout_ns, two_shot,
-                   stream=self._current_stream())
+                   stream=self._current_stream(self._device))
         if check:
             self.check()
         return out

@@ -140,7 +140,7 @@ def _wrapper(monkeypatch, world=4, one_shot_bytes=1024, max_elements=4096):
     ar._two_shot_at = 64 * -(-buffer_elements(ar.one_shot_elements, 32, world, False) // 64)
     ar.handle = _Handle(torch, world, ar._two_shot_at + buffer_elements(max_elements, 32, world, True))
     ar.pads, ar.state, ar._bufs, ar._torch, ar._device = ("pads",) * world, "state", {}, torch, 0
-    ar._current_stream = lambda: 1234
+    ar._current_stream = lambda device: 1234 + device
     calls = []
     monkeypatch.setattr(sym, "all_reduce", lambda *args, **kw: calls.append((args, kw)))
     return torch, ar, calls
