@@ -101,6 +101,26 @@ def back_to_back(rank):
             assert torch.equal(out, reference(x)), f"back-to-back call {i} ({n}, {algorithm}) is wrong"
 
 
+def counts_that_wrap(rank):
+    """A long-lived communicator whose call count passes 2^31 (and its barriers' 32-bit epochs wrap): set up as
+    after 2^31 - 3 calls (the count, and this rank's pad holding the epoch of the call before), then back-to-back
+    calls of both algorithms across the wrap, each its own inputs' sum."""
+    ar = SymmetricAllReduce(4096, torch.float32)
+    calls = (1 << 31) - 3
+    ar.state[1] = calls
+    ar.pads[rank][:, :, 0] = 0
+    ar.pads[rank][:, :, 1] = 2 * calls - 1 - (1 << 32)        # the previous call's first epoch, as an int32
+    torch.cuda.synchronize()
+    dist.barrier()
+    g = torch.Generator(device="cuda").manual_seed(7 + rank)
+    xs = [torch.randn(1000 + i, generator=g, device="cuda") for i in range(8)]
+    outs = [ar(x, algorithm=("one_shot", "two_shot")[i % 2], check=False) for i, x in enumerate(xs)]
+    ar.check()
+    assert int(ar.state[1]) == calls + 8 - (1 << 32), int(ar.state[1])
+    for i, (x, out) in enumerate(zip(xs, outs)):
+        assert torch.equal(out, reference(x)), f"call {i} across the count's wrap is wrong"
+
+
 def late_rank(rank):
     ar = SymmetricAllReduce(4096, torch.float32, timeout_s=30.0)
     x = torch.full((4096,), float(rank + 1), device="cuda")
@@ -193,6 +213,7 @@ def main():
     hostile(rank)
     graph_replay(rank)
     back_to_back(rank)
+    counts_that_wrap(rank)
     late_rank(rank)
     other_count(rank)
     missing_rank(rank)
