@@ -92,7 +92,8 @@ def test_softmax_forward_and_backward_match_torch(dtype, case):
     assert dx.guards_intact()
     yd, gd = yin.double(), dy.double()
     dot = (yd * gd).sum(dim=1, keepdim=True)
-    _close(dx.view, yd * (gd - dot), dtype, yd * (gd.abs() + dot.abs()))
+    # the dot product may cancel: its rounding error scales with the sum of the terms' magnitudes
+    _close(dx.view, yd * (gd - dot), dtype, yd * (gd.abs() + (yd * gd).abs().sum(dim=1, keepdim=True)))
 
 
 @pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
@@ -119,7 +120,9 @@ def test_rmsnorm_forward_and_backward_match_torch(dtype, case):
         rr = rstd.view.double()[:, None]
         gd, xh = dy.double(), xd * rstd.view.double()[:, None]
         c = (gd * wd * xh).mean(dim=1, keepdim=True)
-        _close(dx.view, rr * (gd * wd - xh * c), dtype, rr * ((gd * wd).abs() + (xh * c).abs()))
+        # c is a mean that may cancel: its rounding error scales with the mean of the terms' magnitudes
+        c_scale = (gd * wd * xh).abs().mean(dim=1, keepdim=True)
+        _close(dx.view, rr * (gd * wd - xh * c), dtype, rr * ((gd * wd).abs() + xh.abs() * c_scale))
         _close(dw.view, (gd * xh).sum(dim=0), dtype, (gd * xh).abs().sum(dim=0))
 
 
