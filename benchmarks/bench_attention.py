@@ -72,6 +72,9 @@ def main():
                         help="the consumer warpgroups take turns issuing their MMAs (the default) or not")
     parser.add_argument("--heavy-first", action="store_true",
                         help="the grid ordered by query block, last first (attention's heavy_first)")
+    parser.add_argument("--tiles", nargs="+", default=[],
+                        help="other tiles of ours timed beside the default in the same run: BLOCK_N:STAGES each, "
+                             "BLOCK_N:STAGES:heavy with heavy_first")
     parser.add_argument("--backward", action="store_true",
                         help="time the backward (dq, dk, dv from dout) instead: FLOPs 2.5x the forward's")
     parser.add_argument("--out")
@@ -109,10 +112,18 @@ def main():
 
                 runs = {"cute_py": lambda: ours(q, k, v, o, lse), "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
                         "flash": sdpa(SDPBackend.FLASH_ATTENTION)}
-                runs["cute_py"]()
+                for tile in args.tiles:
+                    bn, st, *order = tile.split(":")
+                    other = cute.compile(attention, q, k, v, o, lse, causal, pingpong=args.pingpong == "on",
+                                         heavy_first=args.heavy_first or order == ["heavy"], block_n=int(bn),
+                                         stages=int(st))
+                    runs[f"cute_py[{tile}]"] = lambda other=other: other(q, k, v, o, lse)
                 ref = runs["cudnn"]().transpose(1, 2)
-                err = (o.float() - ref.float()).abs().max().item()
-                assert err < 2e-2, f"d={d} causal={causal} s={s}: differs from cuDNN by {err}"
+                for name in [n for n in runs if n.startswith("cute_py")]:
+                    o.fill_(float("nan"))
+                    runs[name]()
+                    err = (o.float() - ref.float()).abs().max().item()
+                    assert err < 2e-2, f"d={d} causal={causal} s={s} {name}: differs from cuDNN by {err}"
                 flops = 4 * b * h * s * s * d / (2 if causal else 1)
                 times = {name: [] for name in runs}
                 with ClockSampler() as clock:
@@ -128,6 +139,9 @@ def main():
                     f"  cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn "
                     f"{best['cudnn'] / best['cute_py']:5.3f}x  ratio/flash {best['flash'] / best['cute_py']:5.3f}x  "
                     f"{clock.summary()}{pub_text}")
+                for name in runs:
+                    if name.startswith("cute_py["):
+                        say(f"    {name} {tf[name]:6.1f} TFLOP/s  ratio/cudnn {best['cudnn'] / best[name]:5.3f}x")
                 torch.cuda.empty_cache()
 
 

@@ -68,10 +68,13 @@ from .attention_tiles import (ATTN_THREADS, BLOCK_M, MMA_THREADS, PRODUCER_WARP,
                               store_rows)
 
 
-__all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS"]
+__all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS", "TILES"]
 
-BLOCK_N = {64: 128, 128: 128, 256: 64}     # keys per block, by head dimension
-STAGES = {64: 4, 128: 2, 256: 2}           # depth of the K and V rings, by head dimension
+# (keys per block, depth of the K and V rings) by (head dimension, causal), measured on an H200 against the others
+# in one run (benchmarks/RESULTS.md): 192 keys at d=64 and 80 at d=256 are faster without the mask, slower with it
+TILES = {(64, False): (192, 3), (64, True): (128, 4), (128, False): (128, 2), (128, True): (128, 2),
+         (256, False): (80, 2), (256, True): (64, 2)}
+SMEM_BYTES = 227 * 1024            # a Hopper CTA's shared memory
 PRODUCER_REGS = 24
 CONSUMER_REGS = 240                # 128 * 24 + 256 * 240 <= 65536
 LOG2E = 1.4426950408889634
@@ -402,14 +405,36 @@ def _softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q,
         row_max[r] = mx
 
 
+def _tile(d, causal, block_n, stages):
+    """The key block and ring depth: the table's for ``d`` and ``causal``, or the caller's, checked."""
+    if block_n is None:
+        block_n = TILES[d, causal][0]
+    if stages is None:
+        stages = TILES[d, causal][1]
+    if type(block_n) is not int or block_n % 16 or not 16 <= block_n <= 256:
+        raise cute.CuteValueError(f"attention: block_n (keys per block) is an int multiple of 16 from 16 to 256 (the "
+                                  f"N of the S = Q K^T WGMMA, the K of P V in steps of 16), got {block_n!r}")
+    if type(stages) is not int or stages < 1:
+        raise cute.CuteValueError(f"attention: stages (the depth of the K and V rings) is an int >= 1, got "
+                                  f"{stages!r}")
+    smem = 2 * (BLOCK_M * d + 2 * stages * block_n * d) + 2048
+    if smem > SMEM_BYTES:
+        raise cute.CuteValueError(f"attention: the Q tile and {stages} stages of K and V tiles of {block_n} keys at "
+                                  f"head dimension {d} take {smem} bytes of shared memory (with its barriers and "
+                                  f"alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or keys per block")
+    return block_n, stages
+
+
 @cute.jit
 def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
-              max_seqlen_q=None, pingpong=True, heavy_first=False):
+              max_seqlen_q=None, pingpong=True, heavy_first=False, block_n=None, stages=None):
     """``out = softmax(softmax_scale * q k^T) v`` per head, and ``lse`` its rows' log-sum-exp (see the module for
     the shapes, the packed form, the causal mask and the kernel). ``softmax_scale`` defaults to
     ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs;
     ``heavy_first`` orders the grid by query block, last first (with ``causal`` the blocks that see the most keys
-    are scheduled first), at most 65535 query blocks.
+    are scheduled first), at most 65535 query blocks. ``block_n`` (keys per block, a multiple of 16 up to 256)
+    and ``stages`` (the depth of the K and V rings) replace the tuned table's tile for the head dimension; the
+    tiles must fit the CTA's shared memory.
 
     The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
     the offsets are read on the device, which checks them: they must not decrease and must stay within the
@@ -420,7 +445,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     packed = cu_seqlens_q is not None
     dt = q.element_type
     d = q.shape[-1]
-    block_n, stages = BLOCK_N[d], STAGES[d]
+    block_n, stages = _tile(d, causal, block_n, stages)
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     mma_qk = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
                                        (2, 1, 1), (64, block_n))

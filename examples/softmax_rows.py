@@ -69,7 +69,7 @@ def softmax_forward(x, y):
     ``CuteValueError``/``CuteTypeError`` naming the rule otherwise, or for rows longer than 16 CTAs hold."""
     m, n = check_matrix("softmax_forward", "x", x)
     check_same_shape("softmax_forward", "y", y, (m, n))
-    plan = plan_rows("softmax_forward", n, row_vector((x, y)), ONE_INPUT)
+    plan = plan_rows("softmax_forward", n, row_vector((x, y)), ONE_INPUT, wide=2 * ONE_INPUT)
     _launch(softmax_forward_kernel, plan, m, x, y)
 
 

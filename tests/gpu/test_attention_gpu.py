@@ -120,6 +120,28 @@ def test_softmax_scale_and_bit_identical_reruns():
     assert torch.equal(out, out2) and torch.equal(lse.nan_to_num(), lse2.nan_to_num())
 
 
+@pytest.mark.parametrize("d, causal, block_n, stages", [(128, False, 176, 2), (64, True, 16, 1), (256, False, 48, 3),
+                                                        (128, True, 96, 4)])
+def test_a_tile_of_the_callers_choice_matches_torch(d, causal, block_n, stages):
+    """Tiles other than the table's, on lengths that leave partial key blocks, into poisoned buffers."""
+    torch = hopper_torch()
+    g = torch.Generator(device="cuda").manual_seed(5)
+    b, sq, sk, h, hk, dtype = 2, 333, 517, 4, 2, torch.bfloat16
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=dtype, generator=g)
+    k, v = (torch.randn(b, sk, hk, d, device="cuda", dtype=dtype, generator=g) for _ in range(2))
+    obuf, out = _poisoned(torch, (b, sq, h, d), dtype, PAD)
+    lbuf, lse = _poisoned(torch, (b, h, sq), torch.float32, PAD)
+    attention(q, k, v, out, lse, causal=causal, block_n=block_n, stages=stages)
+    torch.cuda.synchronize()
+    _check_outside(torch, obuf, out)
+    _check_outside(torch, lbuf, lse)
+    for i in range(b):
+        o32, l32 = reference(torch, q[i], k[i], v[i], causal, 1 / math.sqrt(d), torch.float32)
+        olow, _ = reference(torch, q[i], k[i], v[i], causal, 1 / math.sqrt(d), dtype)
+        _check_close(torch, out[i], o32, olow, f"out of sequence {i}")
+        _check_lse(lse[i], l32, f"lse of sequence {i}")
+
+
 @pytest.mark.parametrize("packed", [False, True])
 def test_heavy_first_gives_the_bits_of_the_default_order(packed):
     """The grid ordered by query block, last first, computes every tile as the default order does: the same bits,
@@ -149,7 +171,7 @@ def test_heavy_first_gives_the_bits_of_the_default_order(packed):
     assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
 
 
-@pytest.mark.parametrize("d, causal", [(128, True), (64, False), (256, True)])
+@pytest.mark.parametrize("d, causal", [(128, True), (64, False), (256, True), (256, False)])
 def test_packed_batches_with_empty_and_short_sequences(d, causal):
     torch = hopper_torch()
     lens_q = [0, 1, 130, 7, 300, 1, 0, 64]

@@ -27,11 +27,12 @@ def _compile_packed(d=128, causal=True, total=3000, total_k=2500, h=8, hk=2, bat
                         spec("Int32", (batch + 1,)), spec("Int32", (batch + 1,)), 1000)
 
 
-BLOCK_N = {64: 128, 128: 128, 256: 64}
+# keys per block by (head dimension, causal): the kernel's tile table
+BLOCK_N = {(64, False): 192, (64, True): 128, (128, False): 128, (128, True): 128, (256, False): 80, (256, True): 64}
 
 
-def _check_ptx(ptx, d, filecheck, rank=4):
-    n = BLOCK_N[d]
+def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None):
+    n = n or BLOCK_N[d, causal]
     filecheck(ptx, [
         "CHECK: .target sm_90a",
         "CHECK: .maxntid 384, 1, 1",
@@ -69,10 +70,10 @@ def _check_ptx(ptx, d, filecheck, rank=4):
     assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
 
 
-@pytest.mark.parametrize("d, causal", [(128, False), (128, True), (64, False), (256, True)])
+@pytest.mark.parametrize("d, causal", [(128, False), (128, True), (64, False), (64, True), (256, False), (256, True)])
 def test_attention_ptx(d, causal, filecheck, assemble):
     c = _compile(d, causal)
-    _check_ptx(c.ptx, d, filecheck)
+    _check_ptx(c.ptx, d, filecheck, causal=causal)
     assemble(c.ptx)
 
 
@@ -105,7 +106,35 @@ def test_heavy_first_orders_the_grid_by_query_block_last_first(assemble):
         _compile(b=1, s=65536 * 128, h=1, hk=1, heavy_first=True)
 
 
-@pytest.mark.parametrize("kw", [dict(d=128, causal=True), dict(d=128, pingpong=False), dict(d=256)])
+@pytest.mark.parametrize("d, causal, block_n, stages", [(128, False, 176, 2), (64, True, 16, 1), (256, False, 48, 3)])
+def test_a_tile_of_the_callers_choice(d, causal, block_n, stages, filecheck, assemble):
+    """``block_n`` and ``stages`` replace the table's: S's WGMMAs are m64n{block_n}, P V's have block_n / 16
+    k-steps, the rings have ``stages`` slots (two mbarriers each, per ring)."""
+    c = _compile(d, causal, block_n=block_n, stages=stages)
+    _check_ptx(c.ptx, d, filecheck, causal=causal, n=block_n)
+    assert len(re.findall(r"mbarrier\.init\.shared", c.ptx)) >= 1
+    assert ptxas_notes(c.ptx) in ([], None)
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(block_n=100), "multiple of 16 from 16 to 256"),
+    (dict(block_n=272), "multiple of 16 from 16 to 256"),
+    (dict(block_n=0), "multiple of 16 from 16 to 256"),
+    (dict(block_n=128.0), "multiple of 16 from 16 to 256"),
+    (dict(block_n=True), "multiple of 16 from 16 to 256"),
+    (dict(stages=0), "stages"),
+    (dict(stages=2.0), "stages"),
+    (dict(block_n=192, stages=3), "more than the 232448"),
+    (dict(d=256, block_n=96, stages=2), "more than the 232448"),
+])
+def test_tiles_that_do_not_fit_are_refused_with_the_rule(kw, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        _compile(**kw)
+
+
+@pytest.mark.parametrize("kw", [dict(d=128, causal=True), dict(d=128, pingpong=False), dict(d=256),
+                                dict(d=256, causal=False), dict(d=64, causal=False)])
 def test_the_assembler_keeps_the_wgmmas_asynchronous(kw):
     """No accumulator or P register on a branch while an MMA is in flight, no P packed after the fence: ptxas
     would serialise every WGMMA of the kernel (C7520) or add fences (C7519)."""

@@ -11,7 +11,7 @@ import pytest
 
 import cute_py as cute
 import examples as ex
-from examples.row_reduce import MAX_CLUSTER, max_sum, plan_rows
+from examples.row_reduce import MAX_CLUSTER, RowPlan, max_sum, plan_rows
 
 F = cute.compiler.DeviceArraySpec
 
@@ -100,16 +100,28 @@ def test_rmsnorm_backward_loops_over_rows_and_sums_the_workspace_in_a_second_ker
     assemble(c.ptx)
 
 
-@pytest.mark.parametrize("values", [32, 64])
-def test_row_plans_cover_every_row_within_the_hardware(values):
+@pytest.mark.parametrize("values, wide", [(32, None), (64, None), (64, 128), (32, 64)])
+def test_row_plans_cover_every_row_within_the_hardware(values, wide):
     for vec in (1, 2, 4, 8):
-        for n in list(range(1, 70)) + [255, 4095, 4097, 16384, 65537, 131071, 262143, 262144]:
-            if n > 262144:
-                continue
-            p = plan_rows("t", n, vec, values)
+        for n in list(range(1, 70)) + [255, 4095, 4097, 16384, 65537, 131071, 131073, 262143, 262144]:
+            p = plan_rows("t", n, vec, values, wide=wide)
             assert p.chunks * p.cluster * p.group * p.vec >= n > (p.chunks - 1) * p.cluster * p.group * p.vec
-            assert p.threads <= 1024 and p.cluster <= MAX_CLUSTER and p.chunks * vec <= max(values, vec)
+            assert p.threads <= 1024 and p.cluster <= MAX_CLUSTER and p.chunks * vec <= max(values, wide or 0, vec)
             assert p.cluster == 1 or p.rows == 1
+            # more values a thread only where the row needs the widest cluster of small CTAs
+            if p.chunks * vec > max(values, vec):
+                assert (p.group, p.cluster) == (128, 16) and n > 16 * 128 * values, (n, vec, p)
+            if wide is None:
+                assert plan_rows("t", n, vec, values) == p
+
+
+def test_softmax_rows_of_262144_bf16_take_16_ctas_of_128_threads_at_128_values():
+    """The plan measured fastest for the longest rows (benchmarks/RESULTS.md), and the others unchanged."""
+    assert plan_rows("t", 262144, 8, 64, wide=128) == RowPlan(262144, 8, 128, 1, 16, 16)
+    assert plan_rows("t", 262144, 8, 64) == RowPlan(262144, 8, 256, 1, 16, 8)
+    assert plan_rows("t", 32768, 8, 64, wide=128) == plan_rows("t", 32768, 8, 64) == RowPlan(32768, 8, 128, 1, 4, 8)
+    c = cute.compile(ex.softmax_forward, _rows("BFloat16", 4, 262144), _rows("BFloat16", 4, 262144))
+    assert ".maxntid 128, 1, 1" in c.ptx and ".local" not in c.ptx and c.launches[0].grid == (64, 1, 1)
 
 
 def test_rows_longer_than_a_cluster_holds_are_refused():
