@@ -54,8 +54,8 @@ def _arguments(fn, rng):
     elif fn == "erf":
         xs = np.concatenate([rng.uniform(-5, 5, N // 2), np.exp(rng.uniform(-90, 1.7, N // 2))
                              * rng.choice([-1, 1], N // 2)])
-        edges = [0.0, -0.0, 1.0, 0.99999994, 1.0000001, 3.92, 3.9199998, -1.0, 1e-30, math.inf, -math.inf,
-                 math.nan]
+        edges = [0.0, -0.0, 1.0, 0.921875, 0.92187494, 0.9218751, -0.921875, 3.92, 3.9199998, -1.0, 1e-30, 1e-45,
+                 math.inf, -math.inf, math.nan]
     elif fn in ("exp", "exp2", "tanh"):
         lim = 128 if fn == "exp2" else 90
         xs = np.concatenate([rng.uniform(-lim, lim, N // 2), np.exp(rng.uniform(-90, 4, N // 2))

@@ -24,8 +24,9 @@ sin, cos  reduction by pi/2 in three parts, polynomials:   ``sin.approx.ftz`` / 
           first)
 tanh      a polynomial below 0.55, ``1 - 2 / (exp(2x) +    ``tanh.approx`` (relative error about 2^-11)
           1)`` above: <= 3 ulp
-erf       a series below 1, ``1 - exp(-x^2) g(1/x)``       (the same)
-          (fitted ``g``) to 3.92, then +-1: <= 3 ulp
+erf       ``x + x Q(x^2)`` below 0.921875, ``1 - 2^p(x)``   (the same)
+          to 3.92 (``Q``, ``p`` fitted; ``2^`` by
+          ``ex2.approx``), then +-1: <= 3 ulp
 fma       ``a * b + c`` rounded once                        (the same)
 ========  ===============================================  ======================================================
 
@@ -57,15 +58,14 @@ _COS = (-0.5, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800)  # 1 + r^2 * Q(
 _TANH = (-0.3333333333333333, 0.13333333333333333, -0.05396825396825397, 0.021869488536155203,
          -0.008863235529902197, 0.003592128036572481, -0.0014558343870513183, 0.000590027440945586,
          -0.00023912911424355248)  # Taylor: a + a^3 * T(a^2), |a| < 0.55
-# erf(x) = x * P(x^2) below 1 (Taylor: 2/sqrt(pi) * (-1)^n / (n! (2n + 1)))
-_ERF_SMALL = (1.1283791670955126, -0.37612638903183754, 0.11283791670955126, -0.026866170645131252,
-              0.005223977625442188, -0.0008548327023450852, 0.00012055332981789664, -1.492565035840625e-05,
-              1.6462114365889246e-06, -1.6365844691234924e-07, 1.4807192815879218e-08, -1.2290555301717926e-09)
-# erfc(x) * exp(x^2) on 1 <= x <= 3.92, in powers of (1/x - _ERFC_MID): a least-squares fit (relative error 9e-10)
-_ERFC_MID = 0.6275510204081632
-_ERFC_FIT = (0.30692708480147324, 0.3814050462021361, -0.17205888708540307, 0.04400430125022879,
-             0.022734260813734974, -0.0463784361304258, 0.04278005033009161, -0.025300771286109677,
-             0.004861931967005068, 0.014339996734620648, -0.03226533199929853, 0.028021920327142475)
+# erf(x) = x + x * Q(x^2) below 0.921875 (Q a relative least-squares fit of erf(x) / x - 1, minimax-weighted)
+_ERF_SPLIT = 0.921875
+_ERF_SMALL = (0.12837916612625122, -0.37612634897232056, 0.11283701658248901, -0.026859700679779053,
+              0.005201713647693396, -0.0008149792556650937, 8.397788042202592e-05)
+# erf(x) = 1 - 2^p(x - 0.921875) from there to 3.92, p a fit of log2(erfc(x)) weighted by erfc(x) (the error it
+# leaves in erf): Float32 coefficients, no division
+_ERFC_LOG2 = (-2.3783719539642334, -3.6182973384857178, -1.2017484903335571, -0.06467027962207794,
+              0.015659218654036522, -0.0030949232168495655, 0.0004310383810661733, -3.0562379834009334e-05)
 _LN_SERIES = (1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11)  # 2 atanh(s) = 2s (1 + s^2/3 + s^4/5 + ...)
 _SQRT_HALF_BITS = 0x3F3504F3  # Float32 sqrt(1/2)
 
@@ -285,18 +285,16 @@ def tanh(x: Any, fastmath: bool = False) -> Any:
 
 def _erf(v: TracedFloat) -> TracedFloat:
     a = abs(v)
-    z = a * a
-    small = a * _horner(z, _ERF_SMALL)
-    tail = _exp(-z) * (1.0 - _fma(a, a, -z))  # exp(-(z + low)), a^2 = z + low exactly
-    large = 1.0 - tail * _horner(1.0 / a - _ERFC_MID, _ERFC_FIT)
-    r = select(a < 1.0, small, select(a < 3.92, large, 1.0))  # from 3.92 on, erf rounds to 1 in Float32
+    small = _fma(a, _horner(a * a, _ERF_SMALL), a)
+    large = 1.0 - _approx("ex2", _horner(a - _ERF_SPLIT, _ERFC_LOG2), ftz=False)
+    r = select(a < _ERF_SPLIT, small, select(a < 3.92, large, 1.0))  # from 3.92 on, erf rounds to 1 in Float32
     r = TracedFloat(copysign(r.ir, v.ir), Float32)
     return select(v != v, v, r)
 
 
 def erf(x: Any, fastmath: bool = False) -> Any:
-    """The error function of ``x`` (a series below 1, ``1 - exp(-x^2) * g(1/x)`` with a fitted ``g`` up to 3.92,
-    then +-1); ``fastmath`` changes nothing (PTX has no approximation of it)."""
+    """The error function of ``x`` (``x + x Q(x^2)`` below 0.921875, ``1 - 2^p(x)`` with fitted ``Q``, ``p`` up to
+    3.92, then +-1; no division); ``fastmath`` changes nothing (PTX has no approximation of it)."""
     return _unary("erf", x, _erf, _erf, _pymath.erf, fastmath)
 
 
