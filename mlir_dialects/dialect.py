@@ -11,9 +11,12 @@ classmethod (exported from the package under ``builder_name()``) and the ``lower
 lowering rule, see ``lowering``).
 """
 
+import importlib.util
 import inspect
+import sys
+import types
 
-from ._backend import ext, ir
+from ._backend import BINDINGS, ext, ir
 from .errors import DialectError, OperandTypeError, VerificationError
 from .types import AddressSpace, address_space_of, integer_width_of
 
@@ -38,6 +41,19 @@ Flag = ir.IntegerAttr
 class CuteNvgpu(ext.Dialect, name=DIALECT_NAME):
     """Hopper's copy and synchronisation vocabulary: cp.async, TMA, tensormaps, mbarriers, fences, warps; and the
     numbers arith cannot express for PTX (8-bit float and TF32 conversions, approximate math)."""
+
+
+def _dialect_module():
+    """The bindings look for a Python module of an op's dialect (``<bindings>.dialects.cute_nvgpu``) each time they
+    wrap one of its ops, and do not remember a search that failed: an import attempt per op wrapped, about a tenth
+    of a large kernel's compile. The dialect is declared here, not in such a module, so an empty module stands for
+    it and the search succeeds once."""
+    name = f"{BINDINGS}.dialects.{DIALECT_NAME}"
+    if name not in sys.modules and importlib.util.find_spec(name) is None:
+        sys.modules[name] = types.ModuleType(name, "the cute_nvgpu dialect is declared in mlir_dialects.dialect")
+
+
+_dialect_module()
 
 
 class CuteOp(CuteNvgpu.Operation):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from typing import Any
 
 from ...core.composed import ComposedLayout, SmemPtrFlag, smem_byte_swizzle
@@ -149,6 +150,20 @@ def _expected(major, lt, t, lbo, sbo):
     return lambda mn, k: mn % (w * t) + (mn // (w * t)) * lbo + (k % 8) * w * t + (k // 8) * sbo
 
 
+@functools.lru_cache(maxsize=1024)
+def _first_off_canonical(outer, major, lt, t, lbo, sbo, mn, k):
+    """``((i, j), offset, canonical offset)`` of the first element of the ``(mn, k)`` tile ``outer`` (a Layout,
+    immutable and hashable) off the canonical layout, or ``None``: every element checked, once per distinct tile
+    (a kernel asks for the same few tiles' descriptors once per MMA)."""
+    want = _expected(major, lt, t, lbo, sbo)
+    for j in range(k):
+        for i in range(mn):
+            got = outer((i, j))
+            if got != want(i, j):
+                return (i, j), got, want(i, j)
+    return None
+
+
 def make_gmma_desc(src: Any, major: OperandMajorMode, element_type: Any = None, start: Any = None) -> GmmaDescriptor:
     """The descriptor of one MMA's ``(MN, K)`` operand tile ``src``: a shared-memory tensor, or a layout (then
     ``element_type`` is needed, and ``start`` is its byte address, default 0). Fields as the module derives them;
@@ -195,15 +210,16 @@ def make_gmma_desc(src: Any, major: OperandMajorMode, element_type: Any = None, 
         far = outer((block, 0)) if mn > block else 0
         kk = outer((0, 8)) if k > 8 else 0
         lbo, sbo = (kk, far) if lt is LayoutType.INTERLEAVE else (far, kk)
-    want = _expected(major, lt, t, lbo, sbo)
-    for j in range(k):
-        for i in range(mn):
-            got = outer((i, j))
-            if got != want(i, j):
-                raise GmmaLayoutError(
-                    f"{layout} is not a canonical {major.name}-major WGMMA layout ({lt.name}): element ({i}, {j}) is "
-                    f"at offset {got}, the canonical layout with LBO {lbo * bits // 8} B and SBO {sbo * bits // 8} B "
-                    f"puts it at {want(i, j)}")
+    try:
+        wrong = _first_off_canonical(outer, major, lt, t, lbo, sbo, mn, k)
+    except TypeError:  # a layout with an unhashable (traced) part: checked uncached
+        wrong = _first_off_canonical.__wrapped__(outer, major, lt, t, lbo, sbo, mn, k)
+    if wrong is not None:
+        (i, j), got, want = wrong
+        raise GmmaLayoutError(
+            f"{layout} is not a canonical {major.name}-major WGMMA layout ({lt.name}): element ({i}, {j}) is "
+            f"at offset {got}, the canonical layout with LBO {lbo * bits // 8} B and SBO {sbo * bits // 8} B "
+            f"puts it at {want}")
     lbo_b, sbo_b = lbo * bits // 8, sbo * bits // 8
     for name, v in (("leading byte offset", lbo_b), ("stride byte offset", sbo_b)):
         _field(v, name)
