@@ -138,3 +138,21 @@ def test_mlir_dialects_never_imports_cute_py():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] == "cute_py" for n in names), path
+
+
+def test_wrapping_the_dialects_ops_searches_for_no_python_module(kernel, monkeypatch):
+    """The bindings look for a module of an op's dialect whenever they wrap one of its ops and forget a failed
+    search; an empty module stands for ``cute_nvgpu``'s, so building, verifying and lowering import nothing."""
+    import importlib._bootstrap as bootstrap
+    from mlir_dialects._backend import BINDINGS
+
+    searched = []
+    find = bootstrap._find_and_load_unlocked
+    monkeypatch.setattr(bootstrap, "_find_and_load_unlocked", lambda name, imp: searched.append(name) or find(name, imp))
+    assert f"{BINDINGS}.dialects.cute_nvgpu" in sys.modules
+    with kernel as k:
+        md.cluster_wait()
+        md.cluster_arrive()
+    md.verify(k.module)
+    to_ptx(k.module)
+    assert not [n for n in searched if n.endswith(".cute_nvgpu")], searched

@@ -98,8 +98,14 @@ def test_descriptor_of_each_canonical_layout(kind, tile, lbo, sbo, lt):
 def test_non_canonical_layouts_are_errors_naming_the_rule():
     with pytest.raises(wg.GmmaLayoutError, match=r"K-major WGMMA operand tile of 16-bit elements is \(8\*m, 16\)"):
         wg.make_gmma_desc(Layout((64, 32), (32, 1)), OpM.K, cute.Float16)
+    for _ in range(2):  # the check is remembered per tile: a second ask is refused as the first
+        with pytest.raises(wg.GmmaLayoutError, match=r"not a canonical K-major WGMMA layout .* element \(1, 0\)"):
+            wg.make_gmma_desc(Layout((64, 16), (16, 1)), OpM.K, cute.Float16)  # rows 32 B apart: no interleave
+    # a layout equal to a canonical one but for one element's offset is refused after the canonical one is accepted
+    good = tile_to_shape(make_smem_layout_atom(K.K_INTER, 16), (64, 16)).outer    # ((8,8),(8,2)):((8,64),(1,512))
+    wg.make_gmma_desc(good, OpM.K, cute.Float16)
     with pytest.raises(wg.GmmaLayoutError, match=r"not a canonical K-major WGMMA layout .* element \(1, 0\)"):
-        wg.make_gmma_desc(Layout((64, 16), (16, 1)), OpM.K, cute.Float16)  # rows 32 B apart: no interleave
+        wg.make_gmma_desc(Layout(good.shape, ((16, 64), (1, 512))), OpM.K, cute.Float16)
     sw = tile_to_shape(make_smem_layout_atom(K.K_SW128, 16), (64, 64))
     with pytest.raises(wg.GmmaLayoutError, match="starts at a multiple of 1024 bytes"):
         wg.make_gmma_desc(cute.local_tile(cute.make_tensor(Pointer(cute.Float16, AddressSpace.smem, 1024, 0), sw),
