@@ -148,7 +148,8 @@ def test_wrapping_the_dialects_ops_searches_for_no_python_module(kernel, monkeyp
 
     searched = []
     find = bootstrap._find_and_load_unlocked
-    monkeypatch.setattr(bootstrap, "_find_and_load_unlocked", lambda name, imp: searched.append(name) or find(name, imp))
+    monkeypatch.setattr(bootstrap, "_find_and_load_unlocked",
+                        lambda name, imp: searched.append(name) or find(name, imp))
     assert f"{BINDINGS}.dialects.cute_nvgpu" in sys.modules
     with kernel as k:
         md.cluster_wait()
