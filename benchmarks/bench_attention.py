@@ -2,6 +2,7 @@
 ``scaled_dot_product_attention`` with its cuDNN backend and with its flash backend, as TFLOP/s.
 
     python benchmarks/bench_attention.py [--reps 20] [--dims 64 128 256] [--seqlens 512 ... 16384] [--out FILE]
+        [--tiles 176:2 80:2:heavy ...]    # other tiles of ours (BLOCK_N:STAGES[:heavy]) beside the default
 
 Shapes as FlashAttention-3's paper measures them: batch x seqlen = 16k tokens, heads x head_dim = 2048, bf16.
 FLOPs: ``4 * batch * heads * seqlen^2 * head_dim``, halved for causal. Every configuration checks our output
