@@ -91,7 +91,9 @@ benchmark's shapes, benchmarks/RESULTS.md):
   scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a`` ``(M, ceil(K / 128))`` (1x128 blocks of A's
   rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128 blocks of B), with 128 x 128 tiles: each
   k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32 times the two scales once they are
-  done (``_block_scaled_tile``), so the tensor cores never accumulate across a scale block.
+  done (``_block_scaled_tile``), so the tensor cores never accumulate across a scale block. With
+  ``pingpong=True`` the two consumer warpgroups take turns issuing a k-tile's MMAs, so that one's promotion runs
+  while the other's MMAs do.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
   convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
   (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's
@@ -130,6 +132,7 @@ __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILO
 MMA_THREADS = 128 * MMA_WARPGROUPS
 GEMM_THREADS = MMA_THREADS + 128       # + the producer warpgroup
 PRODUCER_WARP = MMA_THREADS // 32      # the first warp of the producer warpgroup issues the loads
+TURN = 3                               # named barriers 3 and 4: the block-scaled ping-pong (the epilogue's: 1, 2)
 PRODUCER_REGS = 40                     # setmaxnreg: the producer warpgroup's registers per thread ...
 CONSUMER_REGS = 232                    # ... and each consumer warpgroup's: 128 * 40 + 256 * 232 <= 65536
 
@@ -137,7 +140,8 @@ CONSUMER_REGS = 232                    # ... and each consumer warpgroup's: 128 
 @cute.kernel
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma, bias, alpha,
-                activation, fuse_cols, scales, block_scales, gather_flags=None, gather_state=None, gather=None):
+                activation, fuse_cols, scales, block_scales, gather_flags=None, gather_state=None, gather=None,
+                pingpong=False):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -232,7 +236,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             else:
                 cC = thr.partition_C(cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn)))
                 _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi,
-                                   tn, m)
+                                   tn, m, pingpong)
             # this CTA stores the columns tn_s * bn_s .. of the tile: all of them, or with split_k > 1 its slice of
             # the sum of the cluster's partial products
             tn_s = tn * split_k + split
@@ -258,39 +262,69 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
 
 
 @cute.jit
-def _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi, tn, m):
+def _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi, tn, m,
+                       pingpong=False):
     """A tile's k-tiles with DeepSeek-V3's block scaling: each 128-element k-tile's products go into fresh
     accumulators, which are added to the tile's as ``acc += partial * scale_a[row, k] * scale_b[tn, k]``
     (1x128 scales of A, 128x128 of B) in fp32 once the k-tile's MMAs are done, so the tensor cores' own
     accumulation never spans more than one scale block. A row past M reads the last row's scale (its value is not
-    stored)."""
-    scale_a, scale_b = block_scales
-    k_blocks = cute.size(tCrA, mode=[2])
+    stored).
+
+    With ``pingpong`` the two consumer warpgroups take turns issuing a k-tile's MMAs (named barriers ``TURN`` and
+    ``TURN + 1``), so that one's promotion runs while the other's MMAs do: warpgroup 1 gives warpgroup 0 the
+    first turn, and gives it one turn fewer than it takes (the last k-tile is peeled: its pass comes after its
+    MMAs are done, a branch on the warpgroup with no MMA in flight), so both barriers are balanced per tile."""
     part = cute.make_fragment(acc.layout, cute.Float32)
     acc.fill(0.0)
     rows = cute.make_fragment(2, cute.Int32)          # a thread's accumulators lie in two rows (C layout)
     for r in cute.range_constexpr(2):
         row, _ = cC[2 * r]
         rows[r] = cute.min(row, m - 1)
-    for k in range(k_lo, k_hi):
-        sa0, sa1 = scale_a[rows[0], k], scale_a[rows[1], k]
-        sb = scale_b[tn, k]
-        loads.consumer_wait(read)
-        tiled_mma.set(wg.Field.ACCUMULATE, False)
-        arch.warpgroup_fence_operand(part)
-        wg.fence()
-        for kb in cute.range_constexpr(k_blocks):
-            cute.gemm(tiled_mma, part, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], part)
-            tiled_mma.set(wg.Field.ACCUMULATE, True)
-        wg.commit_group()
-        wg.wait_group(0)
-        arch.warpgroup_fence_operand(part)
-        loads.consumer_release(read)
-        read.advance()
-        release.advance()
-        s0, s1 = sa0 * sb, sa1 * sb
-        for i in cute.range_constexpr(cute.size(acc)):
-            acc[i] = cute.math.fma(part[i], s0 if (i // 2) % 2 == 0 else s1, acc[i])
+    if cute.const_expr(pingpong):
+        group = arch.make_warp_uniform(arch.warp_idx()) // 4
+        if group == 1:
+            arch.barrier_arrive(barrier_id=TURN, number_of_threads=MMA_THREADS)    # warpgroup 0 issues first
+        for k in range(k_lo, k_hi - 1):
+            _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k, tn,
+                           (group, False))
+        _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k_hi - 1, tn,
+                       (group, True))
+    else:
+        for k in range(k_lo, k_hi):
+            _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k, tn, None)
+
+
+@cute.jit
+def _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k, tn, turn):
+    """One k-tile of :func:`_block_scaled_tile`: its MMAs into ``part``, waited for, then promoted into ``acc``;
+    ``turn``: ``None``, or ``(warpgroup, last)`` of the ping-pong."""
+    scale_a, scale_b = block_scales
+    k_blocks = cute.size(tCrA, mode=[2])
+    sa0, sa1 = scale_a[rows[0], k], scale_a[rows[1], k]
+    sb = scale_b[tn, k]
+    loads.consumer_wait(read)
+    if cute.const_expr(turn is not None):
+        arch.barrier(barrier_id=TURN + turn[0], number_of_threads=MMA_THREADS)      # this warpgroup's turn
+    tiled_mma.set(wg.Field.ACCUMULATE, False)
+    arch.warpgroup_fence_operand(part)
+    wg.fence()
+    for kb in cute.range_constexpr(k_blocks):
+        cute.gemm(tiled_mma, part, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], part)
+        tiled_mma.set(wg.Field.ACCUMULATE, True)
+    wg.commit_group()
+    if cute.const_expr(turn is not None and not turn[1]):
+        arch.barrier_arrive(barrier_id=TURN + 1 - turn[0], number_of_threads=MMA_THREADS)     # the other's turn
+    wg.wait_group(0)
+    arch.warpgroup_fence_operand(part)
+    if cute.const_expr(turn is not None and turn[1]):
+        if turn[0] == 0:
+            arch.barrier_arrive(barrier_id=TURN + 1, number_of_threads=MMA_THREADS)
+    loads.consumer_release(read)
+    read.advance()
+    release.advance()
+    s0, s1 = sa0 * sb, sa1 * sb
+    for i in cute.range_constexpr(cute.size(acc)):
+        acc[i] = cute.math.fma(part[i], s0 if (i // 2) % 2 == 0 else s1, acc[i])
 
 
 @cute.jit
@@ -315,7 +349,7 @@ def _warpgroup_mma(ab, warpgroups, tiler_mn, b_type=None):
 
 @cute.jit
 def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", cluster_m=None, persistent=None,
-         group_m=8, split_k=None, bias=None, alpha=1.0, activation=None, scale_a=None, scale_b=None):
+         group_m=8, split_k=None, bias=None, alpha=1.0, activation=None, scale_a=None, scale_b=None, pingpong=False):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type;
     with ``bias``, ``alpha`` or ``activation``, ``c[i, j] = activation(alpha * sum_k a[i, k] b[j, k] + bias[j])``,
     all in fp32 before the one rounding (``activation``: ``"relu"``, ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, as
@@ -334,14 +368,16 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8).
     ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and ``split_k`` chooses them: 128 x 256
     tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1 clusters; 128 x 128 tiles in 6
-    stages for the wide shapes of few tiles that ``auto_tile_n`` names. See the module for the kernel."""
+    stages for the wide shapes of few tiles that ``auto_tile_n`` names. ``pingpong`` (block scales only): the
+    consumer warpgroups take turns issuing each k-tile's MMAs, one's promotion overlapping the other's MMAs. See
+    the module for the kernel."""
     launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias,
-                alpha, activation, scale_a, scale_b)
+                alpha, activation, scale_a, scale_b, pingpong=pingpong)
 
 
 @cute.jit
 def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias, alpha,
-                activation, scale_a, scale_b, gather_flags=None, gather_state=None, gather=None):
+                activation, scale_a, scale_b, gather_flags=None, gather_state=None, gather=None, pingpong=False):
     """:func:`gemm`'s launch (its arguments in order), and the hooks of ``gemm_gather``: ``gather``
     ``(shard_rows, rank, world, timeout_ns)`` with the Int32 tensors ``gather_flags`` (a flag per shard of A's
     rows) and ``gather_state`` (where a late shard is recorded); None for a plain GEMM."""
@@ -356,6 +392,10 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if block and tile_n not in (None, 128):
         raise cute.CuteValueError(f"gemm: block scales take tile_n=128 (a tile's columns are one 128-column block "
                                   f"of B's scales), got {tile_n!r}")
+    if type(pingpong) is not bool or (pingpong and not block):
+        raise cute.CuteValueError(f"gemm: pingpong is a bool, True only with block scales (2-D scale_a and "
+                                  f"scale_b: the warpgroups take turns around their promotions), got {pingpong!r}"
+                                  + ("" if block else " without block scales"))
     if block:
         tile_n = 128
     if tile_n is None:
@@ -396,5 +436,5 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
                 slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales,
-                block_scales, gather_flags, gather_state, gather).launch(
+                block_scales, gather_flags, gather_state, gather, pingpong).launch(
         grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))

@@ -95,8 +95,29 @@ def test_block_scaled_gemm_promotes_each_k_tile_in_fp32(filecheck, assemble):
         assert notes == ([], [0]), f"ptxas: {notes}"
 
 
+@pytest.mark.parametrize("shape", [(4096, 7168, 2048), (64, 2112, 7168), (300, 260, 224)])
+def test_block_scaled_pingpong_takes_turns_around_each_k_tile(shape, assemble):
+    """``pingpong``: each warpgroup waits for its turn (``bar.sync`` on barrier 3 or 4 of 256 threads) before its
+    k-tile's four WGMMAs and passes it on (``bar.arrive``) before waiting for them; the last k-tile is peeled
+    (four more WGMMAs), its pass after the wait. The assembler keeps the WGMMAs asynchronous and spills nothing;
+    without ``pingpong`` no such barrier appears."""
+    c = _block(*shape, pingpong=True)
+    mma = "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"
+    assert c.ptx.count(mma) == 8 and c.ptx.count("fma.rn.f32") == 128
+    assert len(re.findall(r"bar\.sync\s+%r\d+, 256;", c.ptx)) == 2
+    assert len(re.findall(r"bar\.arrive\s+(3|4|%r\d+), 256;", c.ptx)) == 3
+    plain = _block(*shape).ptx
+    assert not re.search(r"bar\.(sync|arrive)\s+(3|4|%r\d+), 256;", plain)
+    assemble(c.ptx)
+    notes = _ptxas_notes(c.ptx)
+    if notes is not None:
+        assert notes == ([], [0]), f"ptxas: {notes}"
+
+
 @pytest.mark.parametrize("build, match", [
     (lambda: _block(300, 260, 224, tile_n=256), "block scales take tile_n=128"),
+    (lambda: _compile(300, 260, 224, pingpong=True), "True only with block scales"),
+    (lambda: _block(300, 260, 224, pingpong=1), "pingpong is a bool"),
     (lambda: _compile(300, 260, 224, scale_a=spec("Float32", (300, 1)), scale_b=spec("Float32", (3, 2))),
      r"scale_a is Float32 of the shape \(300, 2\)"),
     (lambda: _compile(300, 260, 224, scale_a=spec("Float32", (300, 2)), scale_b=spec("Float32", (2, 2))),
