@@ -123,7 +123,7 @@ from .gemm_args import (EPILOGUES, GEMM_TILE, MMA_WARPGROUPS, STAGES, TILE_NS, b
 from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, fuse_epilogue, reduce_splits,
                             split_recv_layout, store_tile, store_tile_tma)
 from .gemm_gather import gathered_tile, wait_shard
-from .gemm_mainloop import mma_k_tiles
+from .gemm_mainloop import issue_k_tile, mma_k_tiles
 from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, tma_storable
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
@@ -299,18 +299,14 @@ def _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, 
     """One k-tile of :func:`_block_scaled_tile`: its MMAs into ``part``, waited for, then promoted into ``acc``;
     ``turn``: ``None``, or ``(warpgroup, last)`` of the ping-pong."""
     scale_a, scale_b = block_scales
-    k_blocks = cute.size(tCrA, mode=[2])
     sa0, sa1 = scale_a[rows[0], k], scale_a[rows[1], k]
     sb = scale_b[tn, k]
     loads.consumer_wait(read)
     if cute.const_expr(turn is not None):
         arch.barrier(barrier_id=TURN + turn[0], number_of_threads=MMA_THREADS)      # this warpgroup's turn
-    tiled_mma.set(wg.Field.ACCUMULATE, False)
     arch.warpgroup_fence_operand(part)
     wg.fence()
-    for kb in cute.range_constexpr(k_blocks):
-        cute.gemm(tiled_mma, part, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], part)
-        tiled_mma.set(wg.Field.ACCUMULATE, True)
+    issue_k_tile(tiled_mma, part, tCrA, tCrB, read.index, True)
     wg.commit_group()
     if cute.const_expr(turn is not None and not turn[1]):
         arch.barrier_arrive(barrier_id=TURN + 1 - turn[0], number_of_threads=MMA_THREADS)     # the other's turn

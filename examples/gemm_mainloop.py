@@ -4,7 +4,18 @@ warpgroup MMAs, fed by a ``PipelineTmaAsync``."""
 import cute_py as cute
 from cute_py.nvgpu import warpgroup as wg
 
-__all__ = ["mma_k_tiles"]
+__all__ = ["mma_k_tiles", "issue_k_tile"]
+
+
+@cute.jit
+def issue_k_tile(tiled_mma, acc, tCrA, tCrB, stage, fresh):
+    """Issue the k-blocks of stage ``stage``'s k-tile into ``acc`` (the first overwriting it when ``fresh``,
+    ``ACCUMULATE`` false); the fences and the commit are the caller's."""
+    if fresh:
+        tiled_mma.set(wg.Field.ACCUMULATE, False)
+    for kb in cute.range_constexpr(cute.size(tCrA, mode=[2])):
+        cute.gemm(tiled_mma, acc, tCrA[None, None, kb, stage], tCrB[None, None, kb, stage], acc)
+        tiled_mma.set(wg.Field.ACCUMULATE, True)
 
 
 @cute.jit
@@ -13,20 +24,15 @@ def mma_k_tiles(tiled_mma, acc, tCrA, tCrB, loads, read, release, k_lo, k_hi):
     group, one group kept in flight, the stage of the previous k-tile released once its group has completed; the
     first k-block writes the accumulators (``ACCUMULATE`` false). On return every group is done and every stage
     this tile read is released (``read`` and ``release`` advanced past them)."""
-    k_blocks = cute.size(tCrA, mode=[2])
-    tiled_mma.set(wg.Field.ACCUMULATE, False)
     loads.consumer_wait(read)
     wg.fence()
-    for kb in cute.range_constexpr(k_blocks):
-        cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
-        tiled_mma.set(wg.Field.ACCUMULATE, True)
+    issue_k_tile(tiled_mma, acc, tCrA, tCrB, read.index, True)
     wg.commit_group()
     read.advance()
     for k in range(k_lo + 1, k_hi):
         loads.consumer_wait(read)
         wg.fence()
-        for kb in cute.range_constexpr(k_blocks):
-            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
+        issue_k_tile(tiled_mma, acc, tCrA, tCrB, read.index, False)
         wg.commit_group()
         wg.wait_group(1)             # the previous k-tile's group is done: its stage may be refilled
         loads.consumer_release(release)
