@@ -3,6 +3,7 @@
 
     python benchmarks/bench_attention.py [--reps 20] [--dims 64 128 256] [--seqlens 512 ... 16384] [--out FILE]
         [--tiles 176:2 80:2:heavy ...]    # other tiles of ours (BLOCK_N:STAGES[:heavy]) beside the default
+        [--precompile 12]                 # compile every kernel first, in 12 processes
 
 Shapes as FlashAttention-3's paper measures them: batch x seqlen = 16k tokens, heads x head_dim = 2048, bf16.
 FLOPs: ``4 * batch * heads * seqlen^2 * head_dim``, halved for causal. Every configuration checks our output
@@ -63,6 +64,46 @@ class ClockSampler:
         return f"clock {min(self.samples)}-{max(self.samples)} MHz (median {int(statistics.median(self.samples))})"
 
 
+def _variants(args):
+    """Our kernels to time, by column name: the default and each ``--tiles`` entry, as ``attention``'s keyword
+    arguments (the same for the precompile and the timed run, so that the timed run loads from the disk cache)."""
+    base = dict(pingpong=args.pingpong == "on", heavy_first=args.heavy_first)
+    variants = {"cute_py": base}
+    for tile in args.tiles:
+        bn, st, *order = tile.split(":")
+        variants[f"cute_py[{tile}]"] = dict(base, heavy_first=args.heavy_first or order == ["heavy"],
+                                            block_n=int(bn), stages=int(st))
+    return variants
+
+
+def _tensors(torch, d, s):
+    """q, k, v, out and lse of a configuration: ``TOKENS`` tokens of ``WIDTH`` channels, bf16."""
+    b, h = TOKENS // s, WIDTH // d
+    q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    return q, k, v, torch.empty_like(q), torch.empty(b, h, s, device="cuda", dtype=torch.float32)
+
+
+def _compile_jobs(jobs):
+    """Compile ``(d, causal, seqlen, keyword arguments)`` jobs into the disk cache (a worker process)."""
+    import torch
+
+    import cute_py as cute
+    from examples import attention
+
+    for d, causal, s, kw in jobs:
+        cute.compile(attention, *_tensors(torch, d, s), causal, **kw)
+        torch.cuda.empty_cache()
+
+
+def _precompile(configs, variants, workers):
+    """Fill the disk cache with every configuration's kernels in ``workers`` processes."""
+    import multiprocessing
+
+    jobs = [(d, causal, s, kw) for d, causal, s in configs for kw in variants.values()]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        pool.map(_compile_jobs, [jobs[i::workers] for i in range(workers)])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
@@ -78,9 +119,15 @@ def main():
                              "BLOCK_N:STAGES:heavy with heavy_first")
     parser.add_argument("--backward", action="store_true",
                         help="time the backward (dq, dk, dv from dout) instead: FLOPs 2.5x the forward's")
+    parser.add_argument("--precompile", type=int, metavar="N",
+                        help="compile the forward kernels of every configuration first, in N processes (CPU work)")
     parser.add_argument("--out")
     args = parser.parse_args()
     say = reporter(args.out)
+    causals = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    if args.precompile:
+        _precompile([(d, causal, s) for d in args.dims for causal in causals for s in args.seqlens], _variants(args),
+                    args.precompile)
 
     import torch
     import torch.nn.functional as F
@@ -89,16 +136,13 @@ def main():
     from examples import attention
 
     say(device_line(torch, f"reps {args.reps}, pingpong {args.pingpong}, heavy_first {args.heavy_first}"))
-    causals = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
+    variants = _variants(args)
     for d in args.dims:
         for causal in causals:
             for s in args.seqlens:
                 b, h = TOKENS // s, WIDTH // d
-                q, k, v = (torch.randn(b, s, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-                o = torch.empty_like(q)
-                lse = torch.empty(b, h, s, device="cuda", dtype=torch.float32)
-                ours = cute.compile(attention, q, k, v, o, lse, causal, pingpong=args.pingpong == "on",
-                                    heavy_first=args.heavy_first)
+                q, k, v, o, lse = _tensors(torch, d, s)
+                ours = cute.compile(attention, q, k, v, o, lse, causal, **variants["cute_py"])
                 qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
                 if args.backward:
                     _backward_row(say, torch, F, SDPBackend, sdpa_kernel, ours, q, k, v, o, lse, qt, kt, vt, b, h, s,
@@ -113,12 +157,10 @@ def main():
 
                 runs = {"cute_py": lambda: ours(q, k, v, o, lse), "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
                         "flash": sdpa(SDPBackend.FLASH_ATTENTION)}
-                for tile in args.tiles:
-                    bn, st, *order = tile.split(":")
-                    other = cute.compile(attention, q, k, v, o, lse, causal, pingpong=args.pingpong == "on",
-                                         heavy_first=args.heavy_first or order == ["heavy"], block_n=int(bn),
-                                         stages=int(st))
-                    runs[f"cute_py[{tile}]"] = lambda other=other: other(q, k, v, o, lse)
+                for name, kw in variants.items():
+                    if name != "cute_py":
+                        other = cute.compile(attention, q, k, v, o, lse, causal, **kw)
+                        runs[name] = lambda other=other: other(q, k, v, o, lse)
                 ref = runs["cudnn"]().transpose(1, 2)
                 for name in [n for n in runs if n.startswith("cute_py")]:
                     o.fill_(float("nan"))
