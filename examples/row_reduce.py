@@ -81,8 +81,9 @@ def plan_rows(what, n, vec, values, most=None, wide=None):
     of each row input: enough threads (a power of two, up to ``most``, by default ``CTA_VALUES // values`` within
     256..1024) that each keeps at most ``min(values // vec, 8)`` chunks, several rows to a CTA of 256 threads when
     rows are short; rows that need more than ``values // vec`` chunks a thread take a cluster of 2..16 CTAs (of 128
-    threads when 16 of them can hold the row and ``values >= 64``, or, failing that, when they can at ``wide``
-    values a thread, where given; else of ``most``); ``CuteValueError`` past that, naming the longest row."""
+    threads when 16 of them can hold the row and ``values >= 64``, or, where 16 of them cannot hold it at
+    ``values``, when they can at ``wide`` values a thread, where given; else of ``most``); ``CuteValueError`` past
+    that, naming the longest row."""
     nv = -(-n // vec)
     kmax = max(1, values // vec)
     if most is None:
@@ -101,7 +102,7 @@ def plan_rows(what, n, vec, values, most=None, wide=None):
         small = _pow2_at_least(-(-nv // (CLUSTER_GROUP * kmax)))
         if values >= 64 and most >= CLUSTER_GROUP and small <= MAX_CLUSTER:
             group, cluster = CLUSTER_GROUP, small
-        elif wide is not None and most >= CLUSTER_GROUP:
+        elif wide is not None and most >= CLUSTER_GROUP and small > MAX_CLUSTER:
             # a row 16 small CTAs hold only at more values a thread: measured faster for softmax's rows of 262144
             # bf16 than CTAs of ``most`` threads at ``values`` (more CTAs resident on an SM)
             small = _pow2_at_least(-(-nv // (CLUSTER_GROUP * max(1, wide // vec))))

@@ -102,15 +102,17 @@ def test_rmsnorm_backward_loops_over_rows_and_sums_the_workspace_in_a_second_ker
 
 @pytest.mark.parametrize("values, wide", [(32, None), (64, None), (64, 128), (32, 64)])
 def test_row_plans_cover_every_row_within_the_hardware(values, wide):
+    edges = sorted({(1 << e) + d for e in range(7, 19) for d in (-1, 0, 1)} - {262145})
     for vec in (1, 2, 4, 8):
-        for n in list(range(1, 70)) + [255, 4095, 4097, 16384, 65537, 131071, 131073, 262143, 262144]:
+        for n in list(range(1, 70)) + edges:
             p = plan_rows("t", n, vec, values, wide=wide)
             assert p.chunks * p.cluster * p.group * p.vec >= n > (p.chunks - 1) * p.cluster * p.group * p.vec
             assert p.threads <= 1024 and p.cluster <= MAX_CLUSTER and p.chunks * vec <= max(values, wide or 0, vec)
             assert p.cluster == 1 or p.rows == 1
             # more values a thread only where the row needs the widest cluster of small CTAs
             if p.chunks * vec > max(values, vec):
-                assert (p.group, p.cluster) == (128, 16) and n > 16 * 128 * values, (n, vec, p)
+                held = 16 * 128 * max(1, values // vec)        # chunks 16 CTAs of 128 threads hold at ``values``
+                assert (p.group, p.cluster) == (128, 16) and -(-n // vec) > held, (n, vec, p)
             if wide is None:
                 assert plan_rows("t", n, vec, values) == p
 
