@@ -2,7 +2,8 @@
 ``scaled_dot_product_attention`` with its cuDNN backend and with its flash backend, as TFLOP/s.
 
     python benchmarks/bench_attention.py [--reps 20] [--dims 64 128 256] [--seqlens 512 ... 16384] [--out FILE]
-        [--tiles 176:2 80:2:heavy ...]    # other tiles of ours (BLOCK_N:STAGES[:heavy]) beside the default
+        [--tiles 176:2 80:2:heavy persistent ...]   # other tiles of ours (BLOCK_N:STAGES[:heavy|:persistent|
+                                                    # :pertile], or a flag alone for the default tile)
         [--precompile 12]                 # compile every kernel first, in 12 processes
 
 Shapes as FlashAttention-3's paper measures them: batch x seqlen = 16k tokens, heads x head_dim = 2048, bf16.
@@ -70,9 +71,18 @@ def _variants(args):
     base = dict(pingpong=args.pingpong == "on", heavy_first=args.heavy_first)
     variants = {"cute_py": base}
     for tile in args.tiles:
-        bn, st, *order = tile.split(":")
-        variants[f"cute_py[{tile}]"] = dict(base, heavy_first=args.heavy_first or order == ["heavy"],
-                                            block_n=int(bn), stages=int(st))
+        parts = tile.split(":")
+        flags = [p for p in parts if not p.isdigit()]
+        numbers = [int(p) for p in parts if p.isdigit()]
+        if len(numbers) not in (0, 2) or set(flags) - {"heavy", "persistent", "pertile"}:
+            raise SystemExit(f"--tiles: BLOCK_N:STAGES, then :heavy, :persistent or :pertile, or the flags alone; got "
+                             f"{tile!r}")
+        kw = dict(base, heavy_first=args.heavy_first or "heavy" in flags)
+        if numbers:
+            kw.update(block_n=numbers[0], stages=numbers[1])
+        if "persistent" in flags or "pertile" in flags:
+            kw.update(persistent="persistent" in flags)
+        variants[f"cute_py[{tile}]"] = kw
     return variants
 
 
@@ -116,7 +126,8 @@ def main():
                         help="the grid ordered by query block, last first (attention's heavy_first)")
     parser.add_argument("--tiles", nargs="+", default=[],
                         help="other tiles of ours timed beside the default in the same run: BLOCK_N:STAGES each, "
-                             "BLOCK_N:STAGES:heavy with heavy_first")
+                             "then :heavy (heavy_first), :persistent (a persistent grid) or :pertile (a CTA per "
+                             "tile); or a flag alone for the default tile")
     parser.add_argument("--backward", action="store_true",
                         help="time the backward (dq, dk, dv from dout) instead: FLOPs 2.5x the forward's")
     parser.add_argument("--precompile", type=int, metavar="N",

@@ -22,7 +22,11 @@ bottom right, as FlashAttention does from 2.1 on; ``torch``'s ``is_causal`` alig
 same where the lengths are equal). A row that sees no key (a causal row above the diagonal when seqlen_q >
 seqlen_k, or an empty key sequence) has ``out`` 0 and ``lse`` ``-inf``.
 
-Each CTA computes a ``128 x D`` block of one head's output. It has three warpgroups:
+Each CTA computes a ``128 x D`` block of one head's output (a tile), or, on a persistent grid (``persistent``), the
+tiles of ``examples.attention_schedule``'s order from its index on, one SM's worth of CTAs apart: the producer loads
+a tile's Q once the consumers are done with the last one's (mbarrier ``q_free``; where shared memory has room the
+output goes through a buffer of its own, and Q is free once the tile's last ``S`` is done), and the K and V rings
+run on from tile to tile. It has three warpgroups:
 
 - warpgroup 2 is the producer: it gives registers back (``setmaxnreg``, 24 a thread) and its first warp loads
   the CTA's ``128 x D`` Q tile once (TMA, its own mbarrier), then the K and V tiles of ``block_n`` keys through
@@ -63,18 +67,16 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .attention_args import HEAD_DIMS, check_args, check_offsets, dim_major, tokens_major
+from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_offsets, check_tile, dim_major,
+                             smem_bytes, tokens_major)
+from .attention_schedule import persistent_schedule, tile_at
+from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
 from .attention_tiles import (ATTN_THREADS, BLOCK_M, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows,
                               store_rows)
 
 
 __all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS", "TILES"]
 
-# (keys per block, depth of the K and V rings) by (head dimension, causal), measured on an H200 against the others
-# in one run (benchmarks/RESULTS.md): 192 keys at d=64 and 80 at d=256 are faster without the mask, slower with it
-TILES = {(64, False): (192, 3), (64, True): (128, 4), (128, False): (128, 2), (128, True): (128, 2),
-         (256, False): (80, 2), (256, True): (64, 2)}
-SMEM_BYTES = 227 * 1024            # a Hopper CTA's shared memory
 PRODUCER_REGS = 24
 CONSUMER_REGS = 240                # 128 * 24 + 256 * 240 <= 65536
 LOG2E = 1.4426950408889634
@@ -105,15 +107,7 @@ def _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks):
 @cute.kernel
 def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, o, lse, cu_q, cu_k,
                      q_layout, k_layout, v_layout, head_ratio, causal, scale_log2, seqlens, pingpong, store_o=None,
-                     tma_o=None, heavy_first=False):
-    if cute.const_expr(heavy_first):
-        # the grid (heads, batch, query blocks), the last query block first: the blocks that see the most keys
-        # start first, the lightest ones fill the last wave
-        head, batch, late = arch.block_idx()
-        _, _, blocks = arch.grid_dim()
-        m_block = blocks - 1 - late
-    else:
-        m_block, head, batch = arch.block_idx()
+                     tma_o=None, heavy_first=False, schedule=None, o_layout=None):
     tidx, _, _ = arch.thread_idx()
     warp = arch.make_warp_uniform(arch.warp_idx())
     d = tma_q.shape[1]
@@ -127,11 +121,15 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
     sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)[None, None, 0]    # (128, D)
     sK = smem.allocate_tensor(load_k.dtype, k_layout, 1024)                   # (block_n, D, stages)
     sV = smem.allocate_tensor(load_v.dtype, v_layout, 1024)                   # (D, block_n, stages)
+    sO = sQ if o_layout is None else smem.allocate_tensor(load_q.dtype, o_layout, 1024)
     q_bar = smem.allocate_mbarrier(1)
+    q_free = smem.allocate_mbarrier(1) if schedule is not None else None
     k_bars = smem.allocate_mbarrier(2 * stages)
     v_bars = smem.allocate_mbarrier(2 * stages)
     if tidx == 0:
         arch.mbarrier_init(q_bar, 1)
+        if cute.const_expr(schedule is not None):
+            arch.mbarrier_init(q_free, MMA_THREADS)      # every consumer thread, once it is done with sQ
         arch.mbarrier_init_fence()
     tile_bytes = block_n * d * load_k.dtype.width // 8
     consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, MMA_THREADS // 32)
@@ -141,67 +139,145 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
     v_pipe = pipeline.PipelineTmaAsync.create(
         num_stages=stages, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
         consumer_group=consumers, tx_count=tile_bytes, barrier_storage=v_bars)
-
-    # the sequences: packed (cu_q, cu_k) or one per batch index
-    q_start, k_start = 0, 0
-    seqlen_q, seqlen_k = seqlens
-    q_batch, k_batch = batch, batch
-    if cu_q is not None:
-        q_start, k_start = cu_q[batch], cu_k[batch]
-        seqlen_q, seqlen_k = cu_q[batch + 1] - q_start, cu_k[batch + 1] - k_start
-        q_batch, k_batch = 0, 0
-    kv_head = head // head_ratio
-    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal)
-    if m_block * BLOCK_M < seqlen_q:
+    tmas = (load_q, tma_q, load_k, tma_k, load_v, tma_v)
+    smems = (sQ, sK, sV, sO, q_bar, q_free)
+    args = (mma_qk, mma_pv, k_pipe, v_pipe, o, lse, cu_q, cu_k, head_ratio, causal, scale_log2, seqlens, pingpong,
+            store_o, tma_o)
+    if cute.const_expr(schedule is None):
+        # a CTA per tile
+        if cute.const_expr(heavy_first):
+            # the grid (heads, batch, query blocks), the last query block first: the blocks that see the most keys
+            # start first, the lightest ones fill the last wave
+            head, batch, late = arch.block_idx()
+            _, _, blocks = arch.grid_dim()
+            m_block = blocks - 1 - late
+        else:
+            m_block, head, batch = arch.block_idx()
+        seq = _sequence(batch, seqlens, cu_q, cu_k)
+        if m_block * BLOCK_M < seq[2]:
+            if warp >= PRODUCER_WARP:
+                arch.warpgroup_reg_dealloc(PRODUCER_REGS)
+                if warp == PRODUCER_WARP:
+                    k_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                    v_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                    _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq, head_ratio,
+                             block_n, causal)
+                    k_pipe.producer_tail(k_state)
+                    v_pipe.producer_tail(v_state)
+            else:
+                arch.warpgroup_reg_alloc(CONSUMER_REGS)
+                k_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+                v_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+                _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
+    else:
+        # persistent: this CTA's tiles of the schedule's order, the pipelines' states carried from tile to tile;
+        # the producer loads a tile's Q once the consumers are done with the last one's (q_free)
+        m_blocks, pairs, section, heads, grid = schedule
+        cta, _, _ = arch.block_idx()
         if warp >= PRODUCER_WARP:
             arch.warpgroup_reg_dealloc(PRODUCER_REGS)
             if warp == PRODUCER_WARP:
-                gQ = cute.local_tile(head_rows(tma_q, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
-                tQsQ, tQgQ = cpasync.tma_partition(load_q, 0, cute.Layout(1), cute.group_modes(sQ, 0, 2),
-                                                   cute.group_modes(gQ, 0, 2))
-                with arch.elect_one():
-                    arch.mbarrier_arrive_and_expect_tx(q_bar, BLOCK_M * d * load_q.dtype.width // 8)
-                cute.copy(load_q, tQgQ, tQsQ, tma_bar_ptr=q_bar)
-                gK = cute.local_tile(head_rows(tma_k, k_start, k_batch, kv_head), (block_n, d), (None, 0))
-                gV = cute.local_tile(head_rows(tma_v, k_start, k_batch, kv_head, 1), (d, block_n), (0, None))
-                tKsK, tKgK = cpasync.tma_partition(load_k, 0, cute.Layout(1), cute.group_modes(sK, 0, 2),
-                                                   cute.group_modes(gK, 0, 2))
-                tVsV, tVgV = cpasync.tma_partition(load_v, 0, cute.Layout(1), cute.group_modes(sV, 0, 2),
-                                                   cute.group_modes(gV, 0, 2))
                 k_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
                 v_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
-                for i in range(n_blocks):
-                    j = n_blocks - 1 - i
-                    k_pipe.producer_acquire(k_state)
-                    cute.copy(load_k, tKgK[None, j], tKsK[None, k_state.index],
-                              tma_bar_ptr=k_pipe.producer_get_barrier(k_state))
-                    k_pipe.producer_commit(k_state)
-                    k_state.advance()
-                    v_pipe.producer_acquire(v_state)
-                    cute.copy(load_v, tVgV[None, j], tVsV[None, v_state.index],
-                              tma_bar_ptr=v_pipe.producer_get_barrier(v_state))
-                    v_pipe.producer_commit(v_state)
-                    v_state.advance()
+                loaded = 0
+                for t in range(cta, m_blocks * pairs, grid):
+                    m_block, head, batch = tile_at(t, m_blocks, pairs, section, heads)
+                    seq = _sequence(batch, seqlens, cu_q, cu_k)
+                    if m_block * BLOCK_M < seq[2]:
+                        if loaded > 0:
+                            arch.mbarrier_wait(q_free, (loaded - 1) % 2)
+                        _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq,
+                                 head_ratio, block_n, causal)
+                        loaded = loaded + 1
                 k_pipe.producer_tail(k_state)
                 v_pipe.producer_tail(v_state)
         else:
             arch.warpgroup_reg_alloc(CONSUMER_REGS)
-            out_box = None
-            if store_o is not None:     # the warpgroup's 64 rows of out, for its TMA store
-                out_box = cute.local_tile(head_rows(tma_o, 0, batch, head), (64, d),
-                                          (2 * m_block + arch.make_warp_uniform(arch.warp_idx()) // 4, 0))
-            _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
-                     q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
-                     (store_o, out_box))
+            k_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+            v_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+            done = 0
+            for t in range(cta, m_blocks * pairs, grid):
+                m_block, head, batch = tile_at(t, m_blocks, pairs, section, heads)
+                seq = _sequence(batch, seqlens, cu_q, cu_k)
+                if m_block * BLOCK_M < seq[2]:
+                    _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2,
+                                  o_layout is not None)
+                    done = done + 1
+
+
+@cute.jit
+def _sequence(batch, seqlens, cu_q, cu_k):
+    """Sequence ``batch``'s ``(q_start, k_start, seqlen_q, seqlen_k, q_batch, k_batch)``: its first query and key
+    rows and lengths, and its batch index in the token-major views (0 for a packed batch)."""
+    if cute.const_expr(cu_q is not None):
+        q_start, k_start = cu_q[batch], cu_k[batch]
+        return q_start, k_start, cu_q[batch + 1] - q_start, cu_k[batch + 1] - k_start, 0, 0
+    return 0, 0, seqlens[0], seqlens[1], batch, batch
+
+
+@cute.jit
+def _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq, head_ratio, block_n, causal):
+    """The producer's loads of one tile: its Q tile (on ``q_bar``), then the K and V tiles of the key blocks it
+    sees, last first."""
+    load_q, tma_q, load_k, tma_k, load_v, tma_v = tmas
+    sQ, sK, sV, _, q_bar, _ = smems
+    q_start, k_start, seqlen_q, seqlen_k, q_batch, k_batch = seq
+    d = tma_q.shape[1]
+    kv_head = head // head_ratio
+    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal)
+    gQ = cute.local_tile(head_rows(tma_q, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
+    tQsQ, tQgQ = cpasync.tma_partition(load_q, 0, cute.Layout(1), cute.group_modes(sQ, 0, 2),
+                                       cute.group_modes(gQ, 0, 2))
+    with arch.elect_one():
+        arch.mbarrier_arrive_and_expect_tx(q_bar, BLOCK_M * d * load_q.dtype.width // 8)
+    cute.copy(load_q, tQgQ, tQsQ, tma_bar_ptr=q_bar)
+    gK = cute.local_tile(head_rows(tma_k, k_start, k_batch, kv_head), (block_n, d), (None, 0))
+    gV = cute.local_tile(head_rows(tma_v, k_start, k_batch, kv_head, 1), (d, block_n), (0, None))
+    tKsK, tKgK = cpasync.tma_partition(load_k, 0, cute.Layout(1), cute.group_modes(sK, 0, 2),
+                                       cute.group_modes(gK, 0, 2))
+    tVsV, tVgV = cpasync.tma_partition(load_v, 0, cute.Layout(1), cute.group_modes(sV, 0, 2),
+                                       cute.group_modes(gV, 0, 2))
+    for i in range(n_blocks):
+        j = n_blocks - 1 - i
+        k_pipe.producer_acquire(k_state)
+        cute.copy(load_k, tKgK[None, j], tKsK[None, k_state.index], tma_bar_ptr=k_pipe.producer_get_barrier(k_state))
+        k_pipe.producer_commit(k_state)
+        k_state.advance()
+        v_pipe.producer_acquire(v_state)
+        cute.copy(load_v, tVgV[None, j], tVsV[None, v_state.index], tma_bar_ptr=v_pipe.producer_get_barrier(v_state))
+        v_pipe.producer_commit(v_state)
+        v_state.advance()
+
+
+@cute.jit
+def _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, q_phase, own_o):
+    """A consumer warpgroup's part of one tile (:func:`_consume`), with its TMA store box of the output."""
+    (mma_qk, mma_pv, k_pipe, v_pipe, o, lse, cu_q, cu_k, head_ratio, causal, scale_log2, seqlens, pingpong, store_o,
+     tma_o) = args
+    sQ, sK, sV, sO, q_bar, q_free = smems
+    q_start, _, seqlen_q, seqlen_k, q_batch, _ = seq
+    d = cute.size(sQ, mode=[1])
+    block_n = cute.size(sK, mode=[0])
+    out_box = None
+    if cute.const_expr(store_o is not None):     # the warpgroup's 64 rows of out, for its TMA store
+        out_box = cute.local_tile(head_rows(tma_o, 0, batch, head), (64, d),
+                                  (2 * m_block + arch.make_warp_uniform(arch.warp_idx()) // 4, 0))
+    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal)
+    _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
+             q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
+             (store_o, out_box), (k_read, v_read, q_phase, q_free, sO, q_free is not None and own_o))
 
 
 @cute.jit
 def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start, q_batch,
-             seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong, tma_out):
+             seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong, tma_out, tile_state):
     """A consumer warpgroup's rows (see the module): the products with each key block, the online softmax, the
-    output and the log-sum-exp."""
+    output and the log-sum-exp. ``tile_state``: the pipelines' read states, the phase of ``q_bar`` to wait for,
+    and (persistent) ``q_free``, on which every consumer thread arrives once it is done with ``sQ``, with ``sO``,
+    the shared memory the output goes through (``sQ`` itself, or a buffer of its own: then ``q_free`` is
+    arrived on as soon as the last ``S = Q K^T`` is done)."""
     d = cute.size(sQ, mode=[1])
-    stages = cute.size(sK, mode=[2])
+    k_read, v_read, q_phase, q_free, sO, early = tile_state
     thr_qk = mma_qk.get_slice(tidx)
     thr_pv = mma_pv.get_slice(tidx)
     tSrQ = mma_qk.make_fragment_A(thr_qk.partition_A(sQ))          # (1, 1, D/16) descriptors
@@ -222,25 +298,23 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
         row_max[r] = -math.inf
         row_sum[r] = 0.0
     first_row = m_block * BLOCK_M
-    k_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
-    v_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
     group = arch.make_warp_uniform(arch.warp_idx()) // 4      # the consumer warpgroup: 0 or 1
-    arch.mbarrier_wait(q_bar, 0)
+    arch.mbarrier_wait(q_bar, q_phase)
     if n_blocks > 0:
         if pingpong and group == 1:
             arch.barrier_arrive(barrier_id=1, number_of_threads=MMA_THREADS)     # warpgroup 0 issues first
         # the last key block: S alone
         k_pipe.consumer_wait(k_read)
-        _turn(pingpong, group)
+        turn(pingpong, group)
         fence_operands(acc_s, acc_o)
         gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
         wg.commit_group()
-        _pass_turn(pingpong, group, True)
+        pass_turn(pingpong, group, True)
         wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_s)
         k_pipe.consumer_release(k_read)
         k_read.advance()
-        _softmax(acc_s, cS, row_max, row_sum, corr, n_blocks - 1, block_n, first_row, seqlen_q, seqlen_k, causal,
+        softmax(acc_s, cS, row_max, row_sum, corr, n_blocks - 1, block_n, first_row, seqlen_q, seqlen_k, causal,
                  scale_log2, True)
         # the blocks that need the mask come first (the key blocks run last to first): the loop over them and the
         # loop over the others are traced apart, so that no branch on the mask lies between the MMAs (the
@@ -253,17 +327,17 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 j = n_blocks - 1 - i
                 k_pipe.consumer_wait(k_read)
                 v_pipe.consumer_wait(v_read)
-                _turn(pingpong, group)
-                _to_p(acc_s, tOrP)          # P of block j + 1, converted just before the MMAs that read it
+                turn(pingpong, group)
+                to_p(acc_s, tOrP)          # P of block j + 1, converted just before the MMAs that read it
                 fence_operands(acc_s, acc_o)
                 gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
                 wg.commit_group()
-                _pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
+                pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
                 wg.commit_group()
-                _pass_turn(pingpong, group, True)
+                pass_turn(pingpong, group, True)
                 wg.wait_group(1)
                 arch.warpgroup_fence_operand(acc_s)
-                _softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal,
+                softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal,
                          scale_log2, phase == 0)
                 wg.wait_group(0)
                 arch.warpgroup_fence_operand(acc_o)
@@ -273,20 +347,22 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 k_read.advance()
                 v_pipe.consumer_release(v_read)
                 v_read.advance()
-                _rescale(acc_o, corr)
+                rescale(acc_o, corr)
+        if cute.const_expr(early):
+            arch.mbarrier_arrive(q_free)        # every S = Q K^T of the tile is done
         # O += P V of the first block
         v_pipe.consumer_wait(v_read)
-        _turn(pingpong, group)
-        _to_p(acc_s, tOrP)
+        turn(pingpong, group)
+        to_p(acc_s, tOrP)
         fence_operands(acc_s, acc_o)
-        _pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
+        pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
         wg.commit_group()
         wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_o)
-        _pass_turn(pingpong, group, False)      # (a branch: not while the MMA reading P is in flight)
+        pass_turn(pingpong, group, False)      # (a branch: not while the MMA reading P is in flight)
         v_pipe.consumer_release(v_read)
         v_read.advance()
-        _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, first_row, seqlen_q, q_start,
+        _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
                 q_batch, head, packed, scale_log2, d, tma_out)
     else:
         # no key to see: out 0, lse -inf
@@ -295,11 +371,15 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
             q_row = first_row + row
             if tidx % 4 == 0 and q_row < seqlen_q:
                 _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
-        store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+        if cute.const_expr(early):
+            arch.mbarrier_arrive(q_free)
+        store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+    if cute.const_expr(q_free is not None and not early):
+        arch.mbarrier_arrive(q_free)            # the output has gone through sQ (a TMA store has read it)
 
 
 @cute.jit
-def _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
+def _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
             head, packed, scale_log2, d, tma_out):
     """The row sums over the four threads of a row; ``out = acc / sum`` and ``lse = log(sum) + max * scale``
     stored for the rows in the sequence. (Traced on both sides of ``n_blocks > 0``, so that no accumulator is
@@ -316,8 +396,8 @@ def _finish(acc_o, row_max, row_sum, corr, cS, cO, sQ, gO, lse, tidx, group, fir
         if lane % 4 == 0 and q_row < seqlen_q:
             value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
             _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
-    _rescale(acc_o, corr)
-    store_rows(acc_o, cO, sQ, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+    rescale(acc_o, corr)
+    store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
 
 
 @cute.jit
@@ -328,113 +408,27 @@ def _store_lse(lse, value, packed, head, q_start, q_batch, q_row):
         lse[q_batch, head, q_row] = value
 
 
-@cute.jit
-def _turn(pingpong, group):
-    """Ping-pong: wait until the other consumer warpgroup has issued its MMAs (named barrier 1 + group)."""
-    if pingpong:
-        arch.barrier(barrier_id=1 + group, number_of_threads=MMA_THREADS)
 
 
-@cute.jit
-def _pass_turn(pingpong, group, always):
-    """Ping-pong: let the other consumer warpgroup issue its MMAs; warpgroup 1's last pass is left out (warpgroup
-    0 waits for one turn fewer than it is given: warpgroup 1 gave it the first)."""
-    if pingpong:
-        if always or group == 0:
-            arch.barrier_arrive(barrier_id=2 - group, number_of_threads=MMA_THREADS)
 
 
-@cute.jit
-def _pv(mma_pv, acc_o, tOrP, tOrV, stage, block_n):
-    """``O += P V`` with P in registers and the V tile in ``stage``."""
-    for kb in cute.range_constexpr(block_n // 16):
-        cute.gemm(mma_pv, acc_o, tOrP[None, None, kb], tOrV[None, None, kb, stage], acc_o)
-
-
-@cute.jit
-def _to_p(acc_s, tOrP):
-    """The probabilities in ``acc_s`` as the 16-bit A operand of ``P V`` (value ``i`` of S is value ``i`` of P),
-    fenced so that the conversions stay before the MMAs that read them."""
-    for v in cute.range_constexpr(cute.size(acc_s)):
-        tOrP[v] = acc_s[v].to(tOrP.element_type)
-    arch.warpgroup_fence_operand(tOrP)
-
-
-@cute.jit
-def _rescale(acc_o, corr):
-    """Multiply the output accumulators of the thread's row ``r`` by ``corr[r]``."""
-    for v in cute.range_constexpr(cute.size(acc_o)):
-        acc_o[v] = acc_o[v] * corr[(v // 2) % 2]
-
-
-@cute.jit
-def _softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal, scale_log2,
-             masked):
-    """The online softmax of key block ``j`` for the thread's two rows: (``masked``) mask it where it reaches past
-    the keys or (causal) the diagonal, update the running maxima (over the four threads of a row) and sums, leave
-    ``exp2(S * scale_log2 - max * scale_log2)`` in ``acc_s`` and the factors rescaling the earlier blocks' sums
-    and outputs in ``corr``."""
-    n_vals = cute.size(acc_s)
-    diag = seqlen_k - seqlen_q          # key k is visible from query i when k <= i + diag (causal)
-    first_key = j * block_n
-    if masked:
-        for v in cute.range_constexpr(n_vals):
-            row, col = cS[v]
-            key = first_key + col
-            hidden = key >= seqlen_k
-            if causal:
-                hidden = hidden or key > first_row + row + diag
-            acc_s[v] = cute.math.select(hidden, -math.inf, acc_s[v])
-    for r in cute.range_constexpr(2):
-        mx = row_max[r]
-        for v in cute.range_constexpr(n_vals):
-            if (v // 2) % 2 == r:
-                mx = arch.fmax(mx, acc_s[v])
-        mx = arch.fmax(mx, arch.shuffle_sync_bfly(mx, 1))
-        mx = arch.fmax(mx, arch.shuffle_sync_bfly(mx, 2))
-        # a row that has seen only masked keys keeps the maximum -inf: subtract 0 instead (its P is 0)
-        base = cute.math.select(mx == -math.inf, 0.0, mx * scale_log2)
-        corr[r] = cute.math.exp2(row_max[r] * scale_log2 - base, fastmath=True)
-        total = 0.0
-        for v in cute.range_constexpr(n_vals):
-            if (v // 2) % 2 == r:
-                p = cute.math.exp2(cute.math.fma(acc_s[v], scale_log2, -base), fastmath=True)
-                acc_s[v] = p
-                total = total + p
-        row_sum[r] = row_sum[r] * corr[r] + total
-        row_max[r] = mx
-
-
-def _tile(d, causal, block_n, stages):
-    """The key block and ring depth: the table's for ``d`` and ``causal``, or the caller's, checked."""
-    if block_n is None:
-        block_n = TILES[d, causal][0]
-    if stages is None:
-        stages = TILES[d, causal][1]
-    if type(block_n) is not int or block_n % 16 or not 16 <= block_n <= 256:
-        raise cute.CuteValueError(f"attention: block_n (keys per block) is an int multiple of 16 from 16 to 256 (the "
-                                  f"N of the S = Q K^T WGMMA, the K of P V in steps of 16), got {block_n!r}")
-    if type(stages) is not int or stages < 1:
-        raise cute.CuteValueError(f"attention: stages (the depth of the K and V rings) is an int >= 1, got "
-                                  f"{stages!r}")
-    smem = 2 * (BLOCK_M * d + 2 * stages * block_n * d) + 2048
-    if smem > SMEM_BYTES:
-        raise cute.CuteValueError(f"attention: the Q tile and {stages} stages of K and V tiles of {block_n} keys at "
-                                  f"head dimension {d} take {smem} bytes of shared memory (with its barriers and "
-                                  f"alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or keys per block")
-    return block_n, stages
 
 
 @cute.jit
 def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
-              max_seqlen_q=None, pingpong=True, heavy_first=False, block_n=None, stages=None):
+              max_seqlen_q=None, pingpong=True, heavy_first=False, block_n=None, stages=None, persistent=None):
     """``out = softmax(softmax_scale * q k^T) v`` per head, and ``lse`` its rows' log-sum-exp (see the module for
     the shapes, the packed form, the causal mask and the kernel). ``softmax_scale`` defaults to
     ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs;
     ``heavy_first`` orders the grid by query block, last first (with ``causal`` the blocks that see the most keys
     are scheduled first), at most 65535 query blocks. ``block_n`` (keys per block, a multiple of 16 up to 256)
     and ``stages`` (the depth of the K and V rings) replace the tuned table's tile for the head dimension; the
-    tiles must fit the CTA's shared memory.
+    tiles must fit the CTA's shared memory. ``persistent`` launches a CTA per SM (``True``; or a number of CTAs),
+    each computing the tiles of ``examples.attention_schedule``'s order in turn, the producer loading the next
+    tile's keys and values while the consumers finish the last; the output goes through a buffer of its own
+    where shared memory has room for it (then the next tile's Q loads as soon as the last ``S`` is done), else
+    through Q's. ``False`` launches a CTA per tile; ``None`` (the default) chooses by the measured table
+    ``attention_schedule.PERSISTENT``.
 
     The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
     the offsets are read on the device, which checks them: they must not decrease and must stay within the
@@ -445,7 +439,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     packed = cu_seqlens_q is not None
     dt = q.element_type
     d = q.shape[-1]
-    block_n, stages = _tile(d, causal, block_n, stages)
+    block_n, stages = check_tile(d, causal, block_n, stages)
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     mma_qk = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
                                        (2, 1, 1), (64, block_n))
@@ -470,10 +464,18 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     if type(heavy_first) is not bool:
         raise cute.CuteValueError(f"attention: heavy_first must be a bool, got {heavy_first!r}")
     m_blocks = cute.ceil_div(rows, BLOCK_M)
+    kv_rows = k.shape[0] // batch if packed else k.shape[1]     # (a packed batch: the mean length)
+    schedule = persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, heads // k.shape[-2],
+                                   2 * kv_rows * d * dt.width // 8, d, causal)
     if heavy_first and m_blocks > 65535:
         raise cute.CuteValueError(f"attention: heavy_first puts the query blocks on the grid's z dimension, at most "
                                   f"65535 of {BLOCK_M} rows; {rows} rows make {m_blocks}")
     grid = (heads, batch, m_blocks) if heavy_first else (m_blocks, heads, batch)
+    o_layout = None
+    if schedule is not None:
+        schedule, grid = schedule
+        if smem_bytes(d, block_n, stages) + BLOCK_M * d * dt.width // 8 <= SMEM_BYTES:
+            o_layout = cute.make_layout((BLOCK_M, d), stride=(d, 1))
     if packed:
         check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], m_blocks * BLOCK_M).launch(
             grid=(batch, 1, 1), block=32)
@@ -483,4 +485,5 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
                                                      cute.make_layout((64, d), stride=(d, 1)), (64, d))
     attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
                      cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
-                     seqlens, pingpong, store_o, tma_o, heavy_first).launch(grid=grid, block=ATTN_THREADS)
+                     seqlens, pingpong, store_o, tma_o, heavy_first, schedule, o_layout).launch(
+                         grid=grid, block=ATTN_THREADS)

@@ -1,5 +1,6 @@
-"""The arguments of kernel 14 (``examples.attention``): their rules on the host, the check of a packed batch's
-offsets on the device (``check_offsets``, a kernel), and the views of q, k, v and out that its TMA loads read."""
+"""The arguments of kernel 14 (``examples.attention``): their rules on the host, the tuned tiles and the rule a
+caller's tile keeps (``check_tile``), the check of a packed batch's offsets on the device (``check_offsets``, a
+kernel), and the views of q, k, v and out that its TMA loads read."""
 
 import math
 import numbers
@@ -7,9 +8,17 @@ import numbers
 import cute_py as cute
 from cute_py import arch
 
-__all__ = ["HEAD_DIMS", "check_args", "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
+from .attention_tiles import BLOCK_M
+
+__all__ = ["HEAD_DIMS", "TILES", "SMEM_BYTES", "smem_bytes", "check_tile", "check_args", "check_offsets",
+           "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
 
 HEAD_DIMS = (64, 128, 256)
+# (keys per block, depth of the K and V rings) by (head dimension, causal), measured on an H200 against the others
+# in one run (benchmarks/RESULTS.md): 192 keys at d=64 and 80 at d=256 are faster without the mask, slower with it
+TILES = {(64, False): (192, 3), (64, True): (128, 4), (128, False): (128, 2), (128, True): (128, 2),
+         (256, False): (80, 2), (256, True): (64, 2)}
+SMEM_BYTES = 227 * 1024            # a Hopper CTA's shared memory
 
 
 def tokens_major(t, packed):
@@ -122,3 +131,28 @@ def check_offsets(cu_q, cu_k, total_q, total_k, covered):
                         "rows) must be at least every sequence's length", batch, q_start, q_start + seqlen_q,
                         total_q, k_start, k_start + seqlen_k, total_k, covered)
             arch.trap()
+
+
+def smem_bytes(d, block_n, stages):
+    """The shared memory of the Q tile and the K and V rings (16-bit elements), with barriers and alignment."""
+    return 2 * (BLOCK_M * d + 2 * stages * block_n * d) + 2048
+
+
+def check_tile(d, causal, block_n, stages):
+    """The key block and ring depth: the table's for ``d`` and ``causal``, or the caller's, checked."""
+    if block_n is None:
+        block_n = TILES[d, causal][0]
+    if stages is None:
+        stages = TILES[d, causal][1]
+    if type(block_n) is not int or block_n % 16 or not 16 <= block_n <= 256:
+        raise cute.CuteValueError(f"attention: block_n (keys per block) is an int multiple of 16 from 16 to 256 (the "
+                                  f"N of the S = Q K^T WGMMA, the K of P V in steps of 16), got {block_n!r}")
+    if type(stages) is not int or stages < 1:
+        raise cute.CuteValueError(f"attention: stages (the depth of the K and V rings) is an int >= 1, got "
+                                  f"{stages!r}")
+    smem = smem_bytes(d, block_n, stages)
+    if smem > SMEM_BYTES:
+        raise cute.CuteValueError(f"attention: the Q tile and {stages} stages of K and V tiles of {block_n} keys at "
+                                  f"head dimension {d} take {smem} bytes of shared memory (with its barriers and "
+                                  f"alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or keys per block")
+    return block_n, stages

@@ -142,33 +142,56 @@ def test_a_tile_of_the_callers_choice_matches_torch(d, causal, block_n, stages):
         _check_lse(lse[i], l32, f"lse of sequence {i}")
 
 
-@pytest.mark.parametrize("packed", [False, True])
-def test_heavy_first_gives_the_bits_of_the_default_order(packed):
-    """The grid ordered by query block, last first, computes every tile as the default order does: the same bits,
-    into poisoned buffers whose padding stays, unpacked and packed."""
+def _bits_of_orders(packed, orders, d=128, causal=True, h=4, hk=2, sk=1000):
+    """The outputs of ``attention`` with each of ``orders`` (keyword arguments) on the same inputs, into poisoned
+    buffers whose padding must stay: ``(out, lse)`` pairs (lse's -inf as a finite number, to compare bits)."""
     torch = hopper_torch()
     g = torch.Generator(device="cuda").manual_seed(3)
-    h, hk, d, dtype = 4, 2, 128, torch.bfloat16
+    dtype = torch.bfloat16
     if packed:
-        lens = [300, 0, 1, 700]
+        lens = [300, 0, 1, 700, 129]
         cu = torch.tensor([0] + lens, device="cuda").cumsum(0).to(torch.int32)
         shape_q, shape_k, lse_shape = (int(cu[-1]), h, d), (int(cu[-1]), hk, d), (h, int(cu[-1]))
         kw = dict(cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max(lens))
     else:
-        shape_q, shape_k, lse_shape = (2, 1000, h, d), (2, 1000, hk, d), (2, h, 1000)
+        shape_q, shape_k, lse_shape = (2, 1000, h, d), (2, sk, hk, d), (2, h, 1000)
         kw = {}
     q = torch.randn(shape_q, device="cuda", dtype=dtype, generator=g)
     k, v = (torch.randn(shape_k, device="cuda", dtype=dtype, generator=g) for _ in range(2))
     results = []
-    for heavy in (False, True):
+    for order in orders:
         obuf, out = _poisoned(torch, shape_q, dtype, PAD)
         lbuf, lse = _poisoned(torch, lse_shape, torch.float32, PAD)
-        attention(q, k, v, out, lse, causal=True, heavy_first=heavy, **kw)
+        attention(q, k, v, out, lse, causal=causal, **order, **kw)
         torch.cuda.synchronize()
         _check_outside(torch, obuf, out)
         _check_outside(torch, lbuf, lse)
         results.append((out.clone(), lse.nan_to_num().clone()))
-    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+    return torch, results
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_heavy_first_gives_the_bits_of_the_default_order(packed):
+    """The grid ordered by query block, last first, computes every tile as the default order does: the same bits,
+    into poisoned buffers whose padding stays, unpacked and packed."""
+    torch, (plain, heavy) = _bits_of_orders(packed, [dict(persistent=False), dict(heavy_first=True)])
+    assert torch.equal(plain[0], heavy[0]) and torch.equal(plain[1], heavy[1])
+
+
+@pytest.mark.parametrize("d, causal, packed, sk, hk", [
+    (128, True, False, 1000, 2), (128, False, False, 700, 4), (128, True, True, None, 2), (64, True, False, 1300, 1),
+    (64, False, True, None, 4), (256, True, False, 1000, 2), (256, False, True, None, 1)])
+def test_a_persistent_grid_gives_the_bits_of_a_cta_per_tile(d, causal, packed, sk, hk):
+    """A CTA per SM, and a few CTAs each walking many tiles (the Q buffer handed from tile to tile, the rings'
+    phases carried on, tiles of a packed batch past their sequence skipped), compute every tile as a CTA per tile
+    does: the same bits, the padding of the poisoned outputs kept; other lengths of keys than of queries, grouped
+    and plain heads, and the head dimensions whose output has a buffer of its own (64, 128) and that sharing
+    Q's (256)."""
+    orders = [dict(persistent=False), dict(persistent=True), dict(persistent=3), dict(persistent=1), {}]
+    torch, results = _bits_of_orders(packed, orders, d=d, causal=causal, hk=hk, sk=sk)
+    for (out, lse), order in zip(results[1:], orders[1:]):
+        assert torch.equal(results[0][0], out), f"out differs with {order}"
+        assert torch.equal(results[0][1], lse), f"lse differs with {order}"
 
 
 @pytest.mark.parametrize("d, causal", [(128, True), (64, False), (256, True), (256, False)])

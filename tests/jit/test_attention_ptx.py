@@ -298,3 +298,80 @@ def test_backward_output_rows_rule():
         cute.compile(_backward, q, q, q, q, spec("Float32", (b, h, s)), q, q,
                      spec(bf, (b, s, h, d), (s * h * 68 + 4, h * 68 + 4, 68, 1)), q, w, w,
                      spec("Float32", (b, h, 64, d)))
+
+
+def test_the_persistent_order_visits_every_tile_once_heaviest_first_within_a_section():
+    """``tile_at`` over every ``t < m_blocks * pairs`` for shapes of every size class: each ``(m_block, head,
+    batch)`` exactly once; the sections (``section`` consecutive pairs, the last one narrower) one after another,
+    and within a section the query blocks from the last to the first, each block's pairs consecutive."""
+    from examples.attention_schedule import section_pairs, tile_at
+
+    for m_blocks in (1, 2, 5, 17):
+        for heads, batch in ((1, 1), (3, 1), (4, 5), (16, 2)):
+            pairs = heads * batch
+            for section in sorted({1, 2, 3, pairs, max(1, pairs - 1)}):
+                seen = [tile_at(t, m_blocks, pairs, section, heads) for t in range(m_blocks * pairs)]
+                assert sorted(seen) == sorted((m, h, b) for m in range(m_blocks) for h in range(heads)
+                                              for b in range(batch)), (m_blocks, pairs, section)
+                for t, (m, h, b) in enumerate(seen):
+                    s = (b * heads + h) // section            # the pair's section
+                    first = s * section
+                    width = min(section, pairs - first)
+                    within = t - first * m_blocks
+                    assert 0 <= within < width * m_blocks and m == m_blocks - 1 - within // width, (t, m, h, b)
+    # the section: whole groups of query heads whose keys and values fit the L2 share, at least one group
+    assert section_pairs(64, 1, 8 << 20) == 3 and section_pairs(64, 4, 8 << 20) == 12
+    assert section_pairs(64, 2, 1 << 40) == 2 and section_pairs(5, 1, 1) == 5
+    with pytest.raises(cute.CuteValueError, match="pairs >= 1"):
+        section_pairs(0, 1, 1)
+
+
+@pytest.mark.parametrize("d, causal, own_o", [(128, False, True), (128, True, True), (64, True, True),
+                                              (256, False, False)])
+def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, assemble):
+    """``persistent``: a grid of the CTAs asked for (never more than the tiles), each looping over its tiles; the
+    Q tile handed from the consumers back to the producer through an mbarrier of 256 arrivals (its phase carried
+    from tile to tile), the output through a buffer of its own where shared memory has room; the WGMMAs kept
+    asynchronous."""
+    c = _compile(d, causal, persistent=5)
+    (launch,) = c.launches
+    assert launch.grid == (5, 1, 1) and launch.block == (384, 1, 1)
+    assert _compile(d, causal, b=1, s=128, h=2, hk=1, persistent=True).launches[0].grid == (2, 1, 1)
+    ptx = c.ptx
+    assert re.search(r"mov\.b32\s+(%r\d+), 256;\s+mbarrier\.init\.shared\.b64\s+\[[^]]+\], \1;", ptx)
+    assert "%ctaid.x" in ptx and "%ctaid.y" not in ptx
+    plain = _compile(d, causal, persistent=False).ptx
+    smem = int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", ptx).group(1)) if own_o else None
+    if own_o:      # the barriers lie past a buffer of 128 x d 16-bit elements more than a CTA per tile's
+        assert smem == int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", plain).group(1)) + 128 * d * 2
+    assert ptxas_notes(ptx) in ([], None)
+    assemble(ptx)
+
+
+def test_the_default_grid_follows_the_measured_table():
+    """``persistent=None``: a persistent grid (one dimension, at most the SMs) where ``PERSISTENT`` names the head
+    dimension and the sequence has few enough query blocks, else a CTA per tile (three dimensions)."""
+    from examples.attention_schedule import PERSISTENT
+
+    assert PERSISTENT[64, True] is None and (256, False) not in PERSISTENT and (256, True) not in PERSISTENT
+
+    def grid(d, causal, s, **kw):
+        return _compile(d, causal, b=2, s=s, h=4, hk=2, **kw).launches[0].grid
+
+    sms = grid(64, True, 16384, persistent=True)[0]
+    assert 1 <= sms == grid(64, True, 16384)[0] and grid(64, True, 16384)[1:] == (1, 1)
+    assert grid(128, False, 512) == (min(sms, 4 * 8), 1, 1) == grid(128, True, 512)
+    assert grid(128, False, 640) == (5, 4, 2) and grid(256, False, 512) == (4, 4, 2)
+    assert grid(64, False, 2048) == (16, 4, 2) and grid(64, True, 512, heavy_first=True) == (4, 2, 4)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(persistent=0), "persistent is a bool or a number of CTAs"),
+    (dict(persistent=2.0), "persistent is a bool or a number of CTAs"),
+    (dict(persistent=2 ** 31), "persistent is a bool or a number of CTAs"),
+    (dict(persistent="yes"), "persistent is a bool or a number of CTAs"),
+    (dict(persistent=True, heavy_first=True), "ask for one of them"),
+])
+def test_a_persistent_grid_refuses_what_it_cannot_be(kw, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        _compile(**kw)
