@@ -428,7 +428,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     tile's keys and values while the consumers finish the last; the output goes through a buffer of its own
     where shared memory has room for it (then the next tile's Q loads as soon as the last ``S`` is done), else
     through Q's. ``False`` launches a CTA per tile; ``None`` (the default) chooses by the measured table
-    ``attention_schedule.PERSISTENT``.
+    ``attention_schedule.PERSISTENT`` (a packed batch: a CTA per tile).
 
     The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
     the offsets are read on the device, which checks them: they must not decrease and must stay within the
@@ -466,7 +466,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     m_blocks = cute.ceil_div(rows, BLOCK_M)
     kv_rows = k.shape[0] // batch if packed else k.shape[1]     # (a packed batch: the mean length)
     schedule = persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, heads // k.shape[-2],
-                                   2 * kv_rows * d * dt.width // 8, d, causal)
+                                   2 * kv_rows * d * dt.width // 8, d, causal, packed)
     if heavy_first and m_blocks > 65535:
         raise cute.CuteValueError(f"attention: heavy_first puts the query blocks on the grid's z dimension, at most "
                                   f"65535 of {BLOCK_M} rows; {rows} rows make {m_blocks}")

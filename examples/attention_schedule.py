@@ -47,15 +47,15 @@ def tile_at(t, m_blocks, pairs, section, heads):
     return m_block, pair % heads, pair // heads
 
 
-def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal):
+def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, packed):
     """``attention``'s ``persistent`` as the kernel's schedule ``(m_blocks, pairs, section, heads, ctas)`` and its
     grid, or ``None`` (``persistent=False``: a CTA per tile). ``True`` takes a CTA per SM of the device
     (``tma_tiled.sm_count``), a positive int that many CTAs; never more than there are tiles. ``None`` is ``True``
-    where ``PERSISTENT`` says so for ``(d, causal)`` and ``m_blocks`` query blocks (not with ``heavy_first``), else
-    ``False``."""
+    where ``PERSISTENT`` says so for ``(d, causal)`` and ``m_blocks`` query blocks, for a batch of equal lengths
+    (the table was measured on those: not ``packed``) and without ``heavy_first``; else ``False``."""
     if persistent is None:
         limit = PERSISTENT.get((d, causal), 0)
-        persistent = not heavy_first and (limit is None or m_blocks <= limit)
+        persistent = not heavy_first and not packed and (limit is None or m_blocks <= limit)
     if persistent is False:
         return None
     if persistent is True:

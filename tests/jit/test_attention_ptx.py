@@ -20,11 +20,11 @@ def _compile(d=128, causal=False, dt="BFloat16", b=2, s=1024, sk=None, h=4, hk=2
                         spec(dt, (b, s, h, d)), spec("Float32", (b, h, s)), causal, **kw)
 
 
-def _compile_packed(d=128, causal=True, total=3000, total_k=2500, h=8, hk=2, batch=5):
+def _compile_packed(d=128, causal=True, total=3000, total_k=2500, h=8, hk=2, batch=5, **kw):
     dt = "BFloat16"
     return cute.compile(attention, spec(dt, (total, h, d)), spec(dt, (total_k, hk, d)), spec(dt, (total_k, hk, d)),
                         spec(dt, (total, h, d)), spec("Float32", (h, total)), causal, None,
-                        spec("Int32", (batch + 1,)), spec("Int32", (batch + 1,)), 1000)
+                        spec("Int32", (batch + 1,)), spec("Int32", (batch + 1,)), 1000, **kw)
 
 
 # keys per block by (head dimension, causal): the kernel's tile table
@@ -363,6 +363,9 @@ def test_the_default_grid_follows_the_measured_table():
     assert grid(128, False, 512) == (min(sms, 4 * 8), 1, 1) == grid(128, True, 512)
     assert grid(128, False, 640) == (5, 4, 2) and grid(256, False, 512) == (4, 4, 2)
     assert grid(64, False, 2048) == (16, 4, 2) and grid(64, True, 512, heavy_first=True) == (4, 2, 4)
+    # a packed batch (not measured persistent): a CTA per tile unless asked
+    assert _compile_packed(d=64).launches[-1].grid == (8, 8, 5)
+    assert _compile_packed(d=64, persistent=True).launches[-1].grid[1:] == (1, 1)
 
 
 @pytest.mark.parametrize("kw, match", [
