@@ -428,12 +428,38 @@ def _checked_decay(coord, bits, base, shift, off, outer):
     except CuteValueError:
         return None
     sub, o = slice_and_offset(coord, outer)
-    general = ComposedLayout(inner, off + o, sub)
     d_layout, d_off = decayed
     n = _size(sub)
-    if type(n) is int and n <= _DECAY_CHECK_LIMIT and all(d_layout(i) + d_off == general(i) for i in range(n)):
-        return decayed
-    return None
+    if type(n) is not int or n > _DECAY_CHECK_LIMIT:
+        return None
+    subs, decays = _offset_table(sub), _offset_table(d_layout)
+    if subs is not None and decays is not None:        # plain static layouts: every point from two tables
+        base = off + o
+        return decayed if all(d + d_off == inner(base + s) for d, s in zip(decays, subs)) else None
+    general = ComposedLayout(inner, off + o, sub)
+    return decayed if all(d_layout(i) + d_off == general(i) for i in range(n)) else None
+
+
+def _offset_table(layout):
+    """``[layout(i) for i in range(size(layout))]`` for a plain layout of int shapes and strides, built mode by
+    mode (the first mode fastest, as CuTe's index-to-coordinate map goes), or for a swizzle composed with an int
+    offset and such a layout; ``None`` for any other layout."""
+    if type(layout) is ComposedLayout:
+        inner, off = layout.inner, layout.offset
+        outer = _offset_table(layout.outer) if type(inner) is Swizzle and type(off) is int else None
+        return None if outer is None else [inner(off + t) for t in outer]
+    if type(layout) is not Layout:
+        return None
+    table = [0]
+    for extent, stride in zip(_flat(layout.shape), _flat(layout.stride)):
+        if type(extent) is not int or type(stride) is not int:
+            return None
+        table = [t + k * stride for k in range(extent) for t in table]
+    return table
+
+
+def _flat(x):
+    return [x] if type(x) is not tuple else [leaf for m in x for leaf in _flat(m)]
 
 
 def _swizzle_slice(coord, inner, off, outer):

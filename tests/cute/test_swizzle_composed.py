@@ -209,3 +209,19 @@ def _matches(c, x):
     if type(c) is tuple:
         return all(_matches(ci, xi) for ci, xi in zip(c, x))
     return c == x
+
+
+@given(st.one_of(cute.testing.layouts(max_size=512), composed_layouts(max_size=512)))
+def test_the_offset_table_of_a_static_layout_is_its_values(layout):
+    """The table the decay check reads (built mode by mode) is the layout's value at every index, for plain
+    layouts and swizzles composed with an offset and a layout; any other layout has none (checked point by
+    point instead)."""
+    from cute_py.core.composed import _offset_table
+
+    table = _offset_table(layout)
+    plain = type(layout) is Layout or (type(layout.inner) is Swizzle and type(layout.offset) is int
+                                       and type(layout.outer) is Layout)
+    if plain:
+        assert table == values(layout)
+    else:
+        assert table is None
