@@ -158,31 +158,27 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
             if warp >= PRODUCER_WARP:
                 arch.warpgroup_reg_dealloc(PRODUCER_REGS)
                 if warp == PRODUCER_WARP:
-                    k_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
-                    v_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                    k_state, v_state = _ring_states(pipeline.PipelineUserType.Producer, stages)
                     _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq, head_ratio,
                              block_n, causal)
                     k_pipe.producer_tail(k_state)
                     v_pipe.producer_tail(v_state)
             else:
                 arch.warpgroup_reg_alloc(CONSUMER_REGS)
-                k_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
-                v_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+                k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
                 _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
     else:
         # persistent: this CTA's tiles of the schedule's order, the pipelines' states carried from tile to tile;
         # the producer loads a tile's Q once the consumers are done with the last one's (q_free)
-        m_blocks, pairs, section, heads, grid = schedule
+        m_blocks, pairs, _, _, grid = schedule
         cta, _, _ = arch.block_idx()
         if warp >= PRODUCER_WARP:
             arch.warpgroup_reg_dealloc(PRODUCER_REGS)
             if warp == PRODUCER_WARP:
-                k_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
-                v_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, stages)
+                k_state, v_state = _ring_states(pipeline.PipelineUserType.Producer, stages)
                 loaded = 0
                 for t in range(cta, m_blocks * pairs, grid):
-                    m_block, head, batch = tile_at(t, m_blocks, pairs, section, heads)
-                    seq = _sequence(batch, seqlens, cu_q, cu_k)
+                    m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
                     if m_block * BLOCK_M < seq[2]:
                         if loaded > 0:
                             arch.mbarrier_wait(q_free, (loaded - 1) % 2)
@@ -193,16 +189,27 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
                 v_pipe.producer_tail(v_state)
         else:
             arch.warpgroup_reg_alloc(CONSUMER_REGS)
-            k_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
-            v_read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, stages)
+            k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
             done = 0
             for t in range(cta, m_blocks * pairs, grid):
-                m_block, head, batch = tile_at(t, m_blocks, pairs, section, heads)
-                seq = _sequence(batch, seqlens, cu_q, cu_k)
+                m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
                 if m_block * BLOCK_M < seq[2]:
                     _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2,
                                   o_layout is not None)
                     done = done + 1
+
+
+def _ring_states(kind, stages):
+    """The K and V rings' states of one side (``kind``: producer or consumer), at their first stage."""
+    return pipeline.make_pipeline_state(kind, stages), pipeline.make_pipeline_state(kind, stages)
+
+
+@cute.jit
+def _scheduled(t, schedule, seqlens, cu_q, cu_k):
+    """Tile ``t`` of a persistent schedule: ``(m_block, head, batch)`` and its sequence (:func:`_sequence`)."""
+    m_blocks, pairs, section, heads, _ = schedule
+    m_block, head, batch = tile_at(t, m_blocks, pairs, section, heads)
+    return m_block, head, batch, _sequence(batch, seqlens, cu_q, cu_k)
 
 
 @cute.jit
