@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from bench_elementwise import _time, device_line, reporter  # noqa: E402
+from bench_elementwise import _time, device_line, reporter, timed_compile  # noqa: E402
 
 TOKENS = 16384
 WIDTH = 2048
@@ -97,11 +97,10 @@ def _compile_jobs(jobs):
     """Compile ``(d, causal, seqlen, keyword arguments)`` jobs into the disk cache (a worker process)."""
     import torch
 
-    import cute_py as cute
     from examples import attention
 
     for d, causal, s, kw in jobs:
-        cute.compile(attention, *_tensors(torch, d, s), causal, **kw)
+        timed_compile(f"d={d} causal={int(causal)} seqlen={s} {kw}", attention, *_tensors(torch, d, s), causal, **kw)
         torch.cuda.empty_cache()
 
 

@@ -47,6 +47,23 @@ def reporter(path):
     return say
 
 
+def timed_compile(what, *args, **kwargs):
+    """``cute.compile(*args, **kwargs)``, printing to stderr how long it took, by stage (``trace``,
+    ``mlir``, ... as the compiled kernel's ``stage_times`` has them; a kernel loaded from the disk cache has
+    fewer): where the compile time of a benchmark's kernels goes on the machine it runs on."""
+    import time
+
+    import cute_py as cute
+
+    start = time.perf_counter()
+    compiled = cute.compile(*args, **kwargs)
+    stages = getattr(compiled, "stage_times", None) or {}
+    parts = ", ".join(f"{name} {t:.2f}" for name, t in stages.items())
+    print(f"# compiled {what} in {time.perf_counter() - start:.2f} s ({parts or 'no stage times'})", file=sys.stderr,
+          flush=True)
+    return compiled
+
+
 def device_line(torch, extra):
     """The report's first line: the device, the versions, the date (UTC) and ``extra``."""
     import cute_py as cute

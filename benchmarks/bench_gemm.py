@@ -29,6 +29,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from bench_elementwise import timed_compile  # noqa: E402
 
 DEFAULT_SHAPES = ["4096,4096,4096", "8192,8192,8192", "8192,8192,1024", "1024,8192,8192", "512,16384,4096",
                   "16384,512,4096"]
@@ -83,7 +86,6 @@ def _compile_jobs(jobs):
     process)."""
     import torch
 
-    import cute_py as cute
     from examples import gemm
 
     for text, cname, kw, activation, fp8 in jobs:
@@ -97,7 +99,7 @@ def _compile_jobs(jobs):
                       scale_b=torch.ones(-(-n // 128), -(-k // 128), device="cuda"), tile_n=128)
         if activation is not None:
             kw = dict(kw, bias=torch.empty(c.shape[1], device="cuda", dtype=torch.bfloat16), activation=activation)
-        cute.compile(gemm, a, b, c, **kw)
+        timed_compile(f"{text} {fp8 or ''} {kw}", gemm, a, b, c, **kw)
         del a, b, c
         torch.cuda.empty_cache()
 

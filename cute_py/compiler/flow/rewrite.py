@@ -313,11 +313,17 @@ class _Rewriter(ast.NodeTransformer):
 
 def _located(stmt, node):
     """``stmt`` (generated for the statement ``node``) placed on ``node``'s first line: its generated parts get
-    that line (a user's expression inside keeps its own), so errors in it name the statement's line."""
-    for n in ast.walk(stmt):
+    that line (a user's expression inside keeps its own), so errors in it name the statement's line. A statement
+    inside it that an inner call placed already (marked ``_cute_located``) is not walked again: the rewrite of a
+    nested block would otherwise walk each level's statements once per enclosing level."""
+    todo = [stmt]
+    while todo:
+        n = todo.pop()
         if isinstance(n, (ast.expr, ast.stmt, ast.excepthandler)) and getattr(n, "lineno", None) is None:
             n.lineno = n.end_lineno = node.lineno
             n.col_offset = n.end_col_offset = 0
+        todo.extend(c for c in ast.iter_child_nodes(n) if not getattr(c, "_cute_located", False))
+    stmt._cute_located = True
     return stmt
 
 
