@@ -37,7 +37,9 @@ def activate(x, activation):
     """``activation`` (one of :data:`ACTIVATIONS`, or ``None``: ``x`` itself) of the fp32 ``x``, as torch defines
     it: ``relu`` ``max(x, 0)`` (NaN stays NaN), ``silu`` ``x / (1 + exp(-x))`` (the PTX approximations of
     ``2^x`` and ``1 / x``, a few fp32 ulps), ``gelu`` ``x (1 + erf(x /
-    sqrt 2)) / 2``, ``gelu_tanh`` ``x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2``."""
+    sqrt 2)) / 2``, ``gelu_tanh`` ``x (1 + tanh(u)) / 2`` with ``u = sqrt(2 / pi) (x + 0.044715 x^3)``, computed
+    as ``x / (1 + exp(-2 u))`` (the same function; no division, and no cancellation of ``1 + tanh(u)`` where
+    ``tanh(u)`` is near -1, which leaves torch's fp32 formula 0 from about x = -9 on)."""
     if activation == "relu":
         x = cute.math.select(x < 0.0, 0.0, x)
     elif activation == "silu":
@@ -45,7 +47,8 @@ def activate(x, activation):
     elif activation == "gelu":
         x = 0.5 * x * (1.0 + cute.math.erf(x * _SQRT_HALF))
     elif activation == "gelu_tanh":
-        x = 0.5 * x * (1.0 + cute.math.tanh(_SQRT_2_OVER_PI * cute.math.fma(0.044715 * x, x * x, x)))
+        # (1 + tanh(u)) / 2 = 1 / (1 + exp(-2 u))
+        x = x * arch.rcp_approx(1.0 + cute.math.exp(-2.0 * _SQRT_2_OVER_PI * cute.math.fma(0.044715 * x, x * x, x)))
     return x
 
 
