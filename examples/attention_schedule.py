@@ -8,6 +8,11 @@ share few key/value heads under grouped-query attention), whose keys and values 
 (``L2_SHARE``): within a section the query blocks go from the last to the first, the section's pairs fastest.
 The tiles at work at one time then read the keys and values of few heads, which stay in L2, and with a causal
 mask the query blocks that see the most keys start first, while the lightest fill the end of the section.
+
+Every ``grid``-th tile of that order is not an equal share under a causal mask: where the query blocks of a
+section wrap about every ``grid`` tiles, a CTA's index fixes how heavy all its tiles are (at d=256 and 16k rows,
+CTA 0 of 132 gets 1.8 times its share), which is why ``PERSISTENT`` leaves long causal rows to a CTA per tile
+(benchmarks/RESULTS.md has the model and the measurements).
 """
 
 import cute_py as cute
@@ -20,7 +25,7 @@ L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (a
 # where ``persistent=None`` takes a persistent grid, by (head dimension, causal): up to this many query blocks a
 # sequence (None: any). Measured on an H200 against a CTA per tile in two runs (benchmarks/RESULTS.md): faster there
 # (d=64 causal by 14% at 512 rows, 7% at 2k, 1-3% at 8k and 16k; 4% at 512 rows otherwise), slower at longer rows
-# (the hardware's dispatch of a CTA per tile balances a causal mask better than a static order)
+# (the hardware's dispatch of a CTA per tile balances a causal mask better than this static order: module docstring)
 PERSISTENT = {(64, True): None, (64, False): 4, (128, False): 4, (128, True): 4}
 
 
