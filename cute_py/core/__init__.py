@@ -71,6 +71,7 @@ INTERNAL_API = {
         "limit_depth",                   # a layout, unless nested deeper than MAX_DEPTH
         "make_layout_unchecked",
         "map_outer",                     # the outer-layout mapper of a composed layout, or None
+        "offset_table",                  # a static layout's values at every index, as a list
         "vector_layout",                 # ``n:1`` (``1:0`` for a static 1)
     ),
     "function_inner": (

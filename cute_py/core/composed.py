@@ -20,7 +20,7 @@ from .leaves import is_int
 from .normalise import as_index, as_int_tuple
 from .notation import fmt, short_repr
 from .products import product_unchecked
-from .layout import has_none, is_flat_int_tuple, Layout, make_layout_unchecked
+from .layout import has_none, is_flat_int_tuple, Layout, make_layout_unchecked, offset_table
 from .modes import dice, slice_, slice_and_offset
 from .swizzle import Swizzle, carries_exactly, make_swizzle
 from .function_inner import FunctionInner
@@ -441,25 +441,13 @@ def _checked_decay(coord, bits, base, shift, off, outer):
 
 
 def _offset_table(layout):
-    """``[layout(i) for i in range(size(layout))]`` for a plain layout of int shapes and strides, built mode by
-    mode (the first mode fastest, as CuTe's index-to-coordinate map goes), or for a swizzle composed with an int
-    offset and such a layout; ``None`` for any other layout."""
-    if type(layout) is ComposedLayout:
-        inner, off = layout.inner, layout.offset
-        outer = _offset_table(layout.outer) if type(inner) is Swizzle and type(off) is int else None
-        return None if outer is None else [inner(off + t) for t in outer]
-    if type(layout) is not Layout:
-        return None
-    table = [0]
-    for extent, stride in zip(_flat(layout.shape), _flat(layout.stride)):
-        if type(extent) is not int or type(stride) is not int:
-            return None
-        table = [t + k * stride for k in range(extent) for t in table]
-    return table
-
-
-def _flat(x):
-    return [x] if type(x) is not tuple else [leaf for m in x for leaf in _flat(m)]
+    """``[layout(i) for i in range(size(layout))]`` for a static plain layout (``offset_table``), or for a swizzle
+    composed with an int offset and such a layout; ``None`` for any other layout."""
+    if type(layout) is not ComposedLayout:
+        return offset_table(layout)
+    inner, off = layout.inner, layout.offset
+    outer = offset_table(layout.outer) if type(inner) is Swizzle and type(off) is int else None
+    return None if outer is None else [inner(off + t) for t in outer]
 
 
 def _swizzle_slice(coord, inner, off, outer):

@@ -355,3 +355,17 @@ def cosize(layout: Any, mode: int | Sequence[int] = ()) -> Int:
         co = co + (s - 1) * abs(d)
     hook = getattr(co, "__cute_cosize__", None)
     return hook() if hook is not None else co + 1
+
+
+def offset_table(layout: Any) -> list[int] | None:
+    """``[layout(i) for i in range(size(layout))]`` for a :class:`Layout` of int shapes and strides, built mode by
+    mode (the first mode fastest, as CuTe's index-to-coordinate map goes); ``None`` for any other layout."""
+    if type(layout) is not Layout:
+        return None
+    shape, stride = _flatten_tuple(layout.shape), _flatten_tuple(layout.stride)
+    table = [0]
+    for extent, step in zip(*((shape, stride) if type(shape) is tuple else ((shape,), (stride,)))):
+        if type(extent) is not int or type(step) is not int:
+            return None
+        table = [t + k * step for k in range(extent) for t in table]
+    return table
