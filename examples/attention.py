@@ -69,7 +69,7 @@ from cute_py.utils import hopper_helpers as hh
 
 from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_offsets, check_tile, dim_major,
                              smem_bytes, tokens_major)
-from .attention_schedule import persistent_schedule, tile_at
+from .attention_schedule import dealt, persistent_schedule, tile_at
 from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
 from .attention_tiles import (ATTN_THREADS, BLOCK_M, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows,
                               store_rows)
@@ -206,9 +206,10 @@ def _ring_states(kind, stages):
 
 @cute.jit
 def _scheduled(t, schedule, seqlens, cu_q, cu_k):
-    """Tile ``t`` of a persistent schedule: ``(m_block, head, batch)`` and its sequence (:func:`_sequence`)."""
-    m_blocks, pairs, section, heads, _ = schedule
-    m_block, head, batch = tile_at(t, m_blocks, pairs, section, heads)
+    """The tile a CTA takes at loop index ``t`` of a persistent schedule (``attention_schedule.dealt``):
+    ``(m_block, head, batch)`` and its sequence (:func:`_sequence`)."""
+    m_blocks, pairs, section, heads, grid = schedule
+    m_block, head, batch = tile_at(dealt(t, grid, m_blocks * pairs), m_blocks, pairs, section, heads)
     return m_block, head, batch, _sequence(batch, seqlens, cu_q, cu_k)
 
 

@@ -1,31 +1,35 @@
 """The persistent schedule of the attention forward (``examples.attention``, ``persistent=True``): which
 ``(query block, head, batch)`` tile a CTA computes next.
 
-A persistent grid has one CTA per SM (fewer where there are fewer tiles); CTA ``c`` computes the tiles ``c``,
-``c + grid``, ``c + 2 grid``, ... of one order of all ``m_blocks x heads x batch`` tiles. The order walks the
+A persistent grid has one CTA per SM (fewer where there are fewer tiles). The tiles of one order of all
+``m_blocks x heads x batch`` are dealt in rounds of ``grid``: in round ``r`` CTA ``c`` takes tile ``r grid + c``,
+but ``r grid + grid - 1 - c`` when ``r`` is odd and the round is whole (:func:`dealt`). The order walks the
 ``(batch, head)`` pairs in *sections* of ``section`` consecutive pairs (heads fastest, so a section's query heads
-share few key/value heads under grouped-query attention), whose keys and values together fit a share of L2
-(``L2_SHARE``): within a section the query blocks go from the last to the first, the section's pairs fastest.
-The tiles at work at one time then read the keys and values of few heads, which stay in L2, and with a causal
-mask the query blocks that see the most keys start first, while the lightest fill the end of the section.
+share few key/value heads under grouped-query attention): within a section the query blocks go from the last to the
+first, the section's pairs fastest (:func:`tile_at`).
 
-Every ``grid``-th tile of that order is not an equal share under a causal mask: where the query blocks of a
-section wrap about every ``grid`` tiles, a CTA's index fixes how heavy all its tiles are (at d=256 and 16k rows,
-CTA 0 of 132 gets 1.8 times its share), which is why ``PERSISTENT`` leaves long causal rows to a CTA per tile
+Without a causal mask the tiles are equal and a section takes the pairs whose keys and values together fit a
+share of L2 (``L2_SHARE``), so the tiles at work at one time read the keys and values of few heads. With a causal
+mask a tile's work grows with its query block, and the order is one section of every pair: the query blocks that
+see the most keys go first, the lightest fill the end, and dealing each odd round backwards hands the CTA that took
+a round's heaviest tile that round's next lightest. Sections there would make the weights a saw whose teeth a
+CTA's index lands on the same way every time (at d=256 and 16k rows, one pair a section, CTA 0 of 132 carried 1.8
+times its share); dealt in one direction only, the heaviest CTA still carries up to 1.13 times its share
 (benchmarks/RESULTS.md has the model and the measurements).
 """
+
 
 import cute_py as cute
 
 from .tma_tiled import sm_count
 
-__all__ = ["L2_SHARE", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at"]
+__all__ = ["L2_SHARE", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at", "dealt"]
 
 L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (an H100 has 50 MB of L2, an H200 60)
 # where ``persistent=None`` takes a persistent grid, by (head dimension, causal): up to this many query blocks a
-# sequence (None: any). Measured on an H200 against a CTA per tile in two runs (benchmarks/RESULTS.md): faster there
-# (d=64 causal by 14% at 512 rows, 7% at 2k, 1-3% at 8k and 16k; 4% at 512 rows otherwise), slower at longer rows
-# (the hardware's dispatch of a CTA per tile balances a causal mask better than this static order: module docstring)
+# sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): faster at d=64 causal
+# (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; elsewhere as fast or slower, also dealt
+# evenly (d=128 causal 0.94-1.07 at 2k-16k, non-causal 0.92-1.00, d=256 0.85-0.90 where its persistent kernel spills)
 PERSISTENT = {(64, True): None, (64, False): 4, (128, False): 4, (128, True): 4}
 
 
@@ -50,6 +54,17 @@ def tile_at(t, m_blocks, pairs, section, heads):
     pair = first + within % width
     m_block = m_blocks - 1 - within // width
     return m_block, pair % heads, pair // heads
+
+
+@cute.jit
+def dealt(t, grid, tiles):
+    """The index in the order of the tile a CTA takes at loop index ``t`` (CTA ``t % grid``'s tiles are
+    ``t = cta, cta + grid, ...`` below ``tiles``): ``t`` itself, but in a whole odd round ``r`` (``r = t // grid``
+    odd, ``(r + 1) grid <= tiles``) the round's tile counted from its other end, so that over all CTAs every tile
+    is taken once and in the round of its loop index."""
+    r = t // grid
+    mirrored = t + grid - 1 - 2 * (t - r * grid)
+    return cute.where(r % 2 == 1, cute.where(r < tiles // grid, mirrored, t), t)
 
 
 def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, packed):
@@ -77,6 +92,6 @@ def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ra
     if m_blocks * pairs >= 2 ** 31:
         raise cute.CuteValueError(f"attention: a persistent schedule numbers its tiles in Int32, got {m_blocks} "
                                   f"query blocks x {pairs} (batch, head) pairs")
-    section = section_pairs(pairs, head_ratio, max(1, kv_bytes))
+    section = pairs if causal else section_pairs(pairs, head_ratio, max(1, kv_bytes))
     grid = min(ctas, m_blocks * pairs)
     return (m_blocks, pairs, section, heads, grid), (grid, 1, 1)

@@ -274,11 +274,12 @@ def test_values_too_large_to_key_are_keyed_by_size_or_refused():
     assert deps.value_key("x" * 100_000) == deps.value_key("x" * 100_000) != deps.value_key("x" * 99_999)
 
 
-def test_a_recording_whose_hook_was_replaced_is_not_stored():
+def test_a_recording_whose_hook_was_replaced_is_not_stored(monkeypatch):
     import sys as _sys
 
     from cute_py.compiler.cache import deps
 
+    monkeypatch.setattr(deps, "_monitor_tool", lambda: None)    # the trace hook's way (before Python 3.12)
     rec = deps.Recorder()
     with rec:
         other = lambda frame, event, arg: None  # noqa: E731 - what a debugger started in the trace would install
@@ -286,3 +287,52 @@ def test_a_recording_whose_hook_was_replaced_is_not_stored():
     assert _sys.gettrace() is other
     _sys.settrace(None)
     assert rec.manifest() is None
+
+
+def _recorded_names(rec):
+    return {code.co_name for code, _ in rec.codes.values()}
+
+
+@pytest.mark.parametrize("way", ["monitoring", "trace"])
+def test_every_recording_sees_each_code_that_starts_in_it(way, tmp_path, monkeypatch):
+    """Both ways of recording (``sys.monitoring`` from Python 3.12, the trace hook): a function run before a
+    recording, run many times in it, or started only inside a nested recording is in every recording active when
+    it starts, with its globals; one run only outside a recording is in none; a recording after another sees again
+    the code the first one saw (monitoring silences a code location after its first start)."""
+    import importlib
+    import sys as _sys
+
+    from cute_py.compiler.cache import deps
+
+    if way == "monitoring" and not hasattr(_sys, "monitoring"):
+        pytest.skip("sys.monitoring is Python 3.12's")
+    if way == "trace":
+        monkeypatch.setattr(deps, "_monitor_tool", lambda: None)
+    (tmp_path / f"rec_{way}.py").write_text(
+        "def often(x):\n    return x + 1\n"
+        "def inner():\n    return often(0)\n"
+        "def outside():\n    return 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rec_mod = importlib.import_module(f"rec_{way}")
+    rec_mod.often(1)
+    rec_mod.outside()
+    first, second, nested = deps.Recorder(), deps.Recorder(), deps.Recorder()
+    with first:
+        for i in range(100):
+            rec_mod.often(i)
+        if way == "trace":          # one trace hook at a time: nested recordings are monitoring's
+            rec_mod.inner()
+        else:
+            with nested:
+                rec_mod.inner()
+    rec_mod.outside()
+    with second:
+        rec_mod.often(3)
+    assert {"often", "inner"} <= _recorded_names(first) and "outside" not in _recorded_names(first)
+    assert "often" in _recorded_names(second) and "inner" not in _recorded_names(second)
+    if way == "monitoring":
+        assert first._kind == "monitor"
+        assert "inner" in _recorded_names(nested) and "often" in _recorded_names(nested)
+    code, glob = next(v for v in first.codes.values() if v[0].co_name == "often")
+    assert code is rec_mod.often.__code__ and glob is vars(rec_mod)
+    assert str(tmp_path / f"rec_{way}.py") in {c[1] for c in first.manifest()["files"]}

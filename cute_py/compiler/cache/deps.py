@@ -1,10 +1,16 @@
 """What a compile depends on: the Python code its traces ran, the module values that code read, and keys of values.
 
 **Recording.** While the host function and each kernel are traced, a :class:`Recorder` notes every code
-object that starts running (``sys.settrace``'s call events; ``sys.setprofile`` when a debugger or a
-coverage tool holds the trace hook). Code of ``cute_py`` and ``mlir_dialects`` is left out: the library's
-sources are in every cache key through ``cache.library_fingerprint``. The builders of MLIR ops run
-unrecorded (:func:`pause`): they call no user code, and they are most of a kernel trace's calls.
+object that starts running. From Python 3.12 it listens to ``sys.monitoring``'s ``PY_START`` events under a
+tool id of its own, each code location silenced after its first start (``DISABLE``; a recorder's start
+re-arms them all), so a code object costs one event a recording however often it runs; in all threads, so
+code another thread runs meanwhile is recorded too (more checks, never fewer). Before 3.12, or with no tool
+id free, it uses ``sys.settrace``'s call events in the recording thread (``sys.setprofile`` when a debugger
+or a coverage tool holds the trace hook). Code of ``cute_py`` and ``mlir_dialects`` is left out: the
+library's sources are in every cache key through ``cache.library_fingerprint``. With a trace or profile hook
+the builders of MLIR ops run unrecorded (:func:`pause`): they call no user code, and they are most of a
+kernel trace's calls (on Python 3.12 every change of the hook costs a pass over the interpreter's code, which
+made a trace five times slower: one reason for ``sys.monitoring``).
 
 **The manifest** (:meth:`Recorder.manifest`) is what a disk-cache entry stores about the rest:
 
@@ -237,6 +243,33 @@ def _file_check(path):
 
 
 _ACTIVE = [None, None]  # (kind, hook) of the recorder installed now: "trace" or "profile"
+_MONITORING = getattr(sys, "monitoring", None)  # Python >= 3.12
+_TOOL = []  # the sys.monitoring tool id this module holds, once taken
+_LIVE = []  # the recorders listening to sys.monitoring now: each new code's start is recorded in all of them
+
+
+def _started(code, offset, _frame=sys._getframe):
+    """``PY_START``'s callback: ``code`` (now running, in the caller's frame) into every live recorder; then
+    silence this code location until the next recorder starts."""
+    entry = None
+    for rec in _LIVE:
+        if id(code) not in rec.codes:
+            entry = entry or (code, _frame(1).f_globals)
+            rec.codes[id(code)] = entry
+    return _MONITORING.DISABLE
+
+
+def _monitor_tool():
+    """The ``sys.monitoring`` tool id recordings use (the first of 3 and 4 that is free, taken once for the
+    process), or ``None`` (before Python 3.12, or both held by other tools)."""
+    if not _TOOL and _MONITORING is not None:
+        for tool in (3, 4):
+            if _MONITORING.get_tool(tool) is None:
+                _MONITORING.use_tool_id(tool, "cute_py")
+                _MONITORING.register_callback(tool, _MONITORING.events.PY_START, _started)
+                _TOOL.append(tool)
+                break
+    return _TOOL[0] if _TOOL else None
 
 
 def _hook_for(codes):
@@ -261,6 +294,13 @@ class Recorder:
         self._kind = None
 
     def __enter__(self) -> Recorder:
+        tool = _monitor_tool()
+        if tool is not None:
+            self._kind = "monitor"
+            _LIVE.append(self)
+            _MONITORING.set_events(tool, _MONITORING.events.PY_START)
+            _MONITORING.restart_events()
+            return self
         if sys.gettrace() is None:
             self._kind, hook = "trace", _hook_for(self.codes)
             sys.settrace(hook)
@@ -280,6 +320,11 @@ class Recorder:
         return self
 
     def __exit__(self, *exc: object) -> bool:
+        if self._kind == "monitor":
+            _LIVE.remove(self)
+            if not _LIVE:
+                _MONITORING.set_events(_TOOL[0], 0)
+            return False
         kind, hook = _ACTIVE
         if kind is not None:
             current = sys.gettrace() if kind == "trace" else sys.getprofile()
