@@ -117,13 +117,19 @@ def test_row_plans_cover_every_row_within_the_hardware(values, wide):
                 assert plan_rows("t", n, vec, values) == p
 
 
-def test_softmax_rows_of_262144_bf16_take_16_ctas_of_128_threads_at_128_values():
-    """The plan measured fastest for the longest rows (benchmarks/RESULTS.md), and the others unchanged."""
+def test_softmax_and_cross_entropy_rows_of_262144_bf16_take_16_ctas_of_128_threads_at_128_values():
+    """The plan measured fastest for the longest rows of the softmax and cross-entropy forwards
+    (benchmarks/RESULTS.md), and the others unchanged."""
     assert plan_rows("t", 262144, 8, 64, wide=128) == RowPlan(262144, 8, 128, 1, 16, 16)
     assert plan_rows("t", 262144, 8, 64) == RowPlan(262144, 8, 256, 1, 16, 8)
     assert plan_rows("t", 32768, 8, 64, wide=128) == plan_rows("t", 32768, 8, 64) == RowPlan(32768, 8, 128, 1, 4, 8)
     c = cute.compile(ex.softmax_forward, _rows("BFloat16", 4, 262144), _rows("BFloat16", 4, 262144))
     assert ".maxntid 128, 1, 1" in c.ptx and ".local" not in c.ptx and c.launches[0].grid == (64, 1, 1)
+    rows = _rows("BFloat16", 4, 262144)
+    ce = cute.compile(ex.cross_entropy_forward, rows, F("Int64", (4,)), F("Float32", (4,)), F("Float32", (4,)))
+    assert ".maxntid 128, 1, 1" in ce.ptx and ".local" not in ce.ptx and ce.launches[0].cluster == (16, 1, 1)
+    norm = cute.compile(ex.rmsnorm_forward, rows, F("BFloat16", (262144,)), rows, F("Float32", (4,)), 1e-6)
+    assert ".maxntid 256, 1, 1" in norm.ptx     # measured slower at 128 values a thread
 
 
 def test_rows_longer_than_a_cluster_holds_are_refused():
