@@ -74,12 +74,12 @@ def _variants(args):
         parts = tile.split(":")
         flags = [p for p in parts if not p.isdigit()]
         numbers = [int(p) for p in parts if p.isdigit()]
-        if len(numbers) not in (0, 2) or set(flags) - {"heavy", "persistent", "pertile"}:
-            raise SystemExit(f"--tiles: BLOCK_N:STAGES, then :heavy, :persistent or :pertile, or the flags alone; got "
-                             f"{tile!r}")
+        if len(numbers) not in (0, 2, 3) or set(flags) - {"heavy", "persistent", "pertile"}:
+            raise SystemExit(f"--tiles: BLOCK_N:STAGES[:BLOCK_M], then :heavy, :persistent or :pertile, or the flags "
+                             f"alone; got {tile!r}")
         kw = dict(base, heavy_first=args.heavy_first or "heavy" in flags)
         if numbers:
-            kw.update(block_n=numbers[0], stages=numbers[1])
+            kw.update(block_n=numbers[0], stages=numbers[1], **({"block_m": numbers[2]} if numbers[2:] else {}))
         if "persistent" in flags or "pertile" in flags:
             kw.update(persistent="persistent" in flags)
         variants[f"cute_py[{tile}]"] = kw
@@ -124,7 +124,8 @@ def main():
     parser.add_argument("--heavy-first", action="store_true",
                         help="the grid ordered by query block, last first (attention's heavy_first)")
     parser.add_argument("--tiles", nargs="+", default=[],
-                        help="other tiles of ours timed beside the default in the same run: BLOCK_N:STAGES each, "
+                        help="other tiles of ours timed beside the default in the same run: BLOCK_N:STAGES each "
+                             "(:BLOCK_M, query rows a tile, after them: 128 or 192), "
                              "then :heavy (heavy_first), :persistent (a persistent grid) or :pertile (a CTA per "
                              "tile); or a flag alone for the default tile")
     parser.add_argument("--backward", action="store_true",

@@ -22,17 +22,17 @@ bottom right, as FlashAttention does from 2.1 on; ``torch``'s ``is_causal`` alig
 same where the lengths are equal). A row that sees no key (a causal row above the diagonal when seqlen_q >
 seqlen_k, or an empty key sequence) has ``out`` 0 and ``lse`` ``-inf``.
 
-Each CTA computes a ``128 x D`` block of one head's output (a tile), or, on a persistent grid (``persistent``), the
+Each CTA computes a ``block_m x D`` block of one head's output (a tile: 128 rows, or 192 at d=64), or, on a persistent grid (``persistent``), the
 tiles of ``examples.attention_schedule``'s order from its index on, one SM's worth of CTAs apart: the producer loads
 a tile's Q once the consumers are done with the last one's (mbarrier ``q_free``; where shared memory has room the
 output goes through a buffer of its own, and Q is free once the tile's last ``S`` is done), and the K and V rings
-run on from tile to tile. It has three warpgroups:
+run on from tile to tile. It has ``block_m / 64`` consumer warpgroups, then a producer warpgroup:
 
-- warpgroup 2 is the producer: it gives registers back (``setmaxnreg``, 24 a thread) and its first warp loads
-  the CTA's ``128 x D`` Q tile once (TMA, its own mbarrier), then the K and V tiles of ``block_n`` keys through
+- the last warpgroup is the producer: it gives registers back (``setmaxnreg``, 24 a thread) and its first warp
+  loads the CTA's Q tile once (TMA, its own mbarrier), then the K and V tiles of ``block_n`` keys through
   two ``PipelineTmaAsync`` rings (K and V apart, so the product with K starts before V has arrived), last key
   block first;
-- warpgroups 0 and 1 are the consumers (240 registers a thread), 64 query rows each. A consumer warpgroup
+- the others are the consumers (240 registers a thread, 160 with three), 64 query rows each. A consumer warpgroup
   computes ``S = Q K^T`` of the last key block (``m64n{block_n}k16`` WGMMAs from shared memory) and its softmax;
   then, for each earlier block, it issues that block's ``S`` together with ``O += P V`` of the block before
   (``m64n{D}k16`` WGMMAs with A from registers, V read MN-major), waits for ``S`` only, and runs its softmax
@@ -41,8 +41,8 @@ run on from tile to tile. It has three warpgroups:
   threads of a row), ``exp2(S * scale * log2(e) - max)``, the sums, and the factor that rescales ``O`` once
   ``P V`` is done. The accumulator layout of ``S`` is the register-operand layout of A value for value, so
   ``P`` is ``S`` converted to 16 bits, just before the fence of the MMAs that read it.
-- With ``pingpong`` (the default) the two consumer warpgroups take turns issuing their MMAs (named barriers
-  1 and 2), so that one's softmax runs while the other's MMAs do.
+- With ``pingpong`` (the default) the consumer warpgroups take turns issuing their MMAs, in a ring (named
+  barriers 1 .. warpgroups), so that one's softmax runs while another's MMAs do.
 
 At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes row-major into
 its rows of Q's shared memory, then one thread of the warpgroup TMA-stores its ``64 x D`` box (clipped at the
@@ -50,12 +50,10 @@ sequence's end); in a packed batch, where the rows past a sequence's end are the
 store 16-byte chunks, predicated on the row lying in the sequence.
 
 No accumulator or ``P`` register is read on a branch while an MMA is in flight, or converted after the fence
-before the MMA that reads it: the assembler would otherwise serialise every WGMMA of the kernel (ptxas notes
-C7520 and C7519; ``tests/jit/test_attention_ptx.py`` checks there are none).
+before the MMA that reads it: the assembler would serialise every WGMMA of the kernel (ptxas notes C7520, C7519).
 
 Key tiles past the end of ``k``/``v`` are zero-filled by TMA and masked; in a packed batch a tile may reach into
-the next sequence's rows, which the mask hides as well. A query tile past its sequence computes rows it never
-stores.
+the next sequence's rows, which the mask hides too. A query tile past its sequence computes rows it never stores.
 """
 
 import math
@@ -71,25 +69,24 @@ from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_off
                              smem_bytes, tokens_major)
 from .attention_schedule import dealt, persistent_schedule, tile_at
 from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
-from .attention_tiles import (ATTN_THREADS, BLOCK_M, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows,
-                              store_rows)
+from .attention_tiles import ATTN_THREADS, BLOCK_M, fence_operands, gemm_ss, head_rows, store_rows
 
 
 __all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS", "TILES"]
 
 PRODUCER_REGS = 24
-CONSUMER_REGS = 240                # 128 * 24 + 256 * 240 <= 65536
+CONSUMER_REGS = {2: 240, 3: 160}   # by consumer warpgroups: 128 * 24 + 256 * 240 <= 65536, 128 * 24 + 384 * 160 too
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
 
 @cute.jit
-def _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal):
-    """The key blocks a query block sees: ``0 .. n`` (``n`` may be 0)."""
+def _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m):
+    """The key blocks a query block of ``block_m`` rows sees: ``0 .. n`` (``n`` may be 0)."""
     n = (seqlen_k + block_n - 1) // block_n
     if causal:
         # the last row of the block sees keys up to row + seqlen_k - seqlen_q
-        last = cute.min(seqlen_k, (m_block + 1) * BLOCK_M + seqlen_k - seqlen_q)
+        last = cute.min(seqlen_k, (m_block + 1) * block_m + seqlen_k - seqlen_q)
         n = cute.max(0, cute.min(n, (last + block_n - 1) // block_n))
     return n
 
@@ -113,12 +110,14 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
     d = tma_q.shape[1]
     block_n = cute.size(k_layout, mode=[0])
     stages = cute.size(k_layout, mode=[2])
-    if warp == PRODUCER_WARP:
+    block_m = cute.size(q_layout, mode=[0])     # 64 query rows a consumer warpgroup: 2 * block_m threads
+    producer_warp = block_m // 16               # the producer warpgroup's first warp
+    if warp == producer_warp:
         cpasync.prefetch_descriptor(load_q)
         cpasync.prefetch_descriptor(load_k)
         cpasync.prefetch_descriptor(load_v)
     smem = arch.SmemAllocator()
-    sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)[None, None, 0]    # (128, D)
+    sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)[None, None, 0]    # (block_m, D)
     sK = smem.allocate_tensor(load_k.dtype, k_layout, 1024)                   # (block_n, D, stages)
     sV = smem.allocate_tensor(load_v.dtype, v_layout, 1024)                   # (D, block_n, stages)
     sO = sQ if o_layout is None else smem.allocate_tensor(load_q.dtype, o_layout, 1024)
@@ -129,10 +128,10 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
     if tidx == 0:
         arch.mbarrier_init(q_bar, 1)
         if cute.const_expr(schedule is not None):
-            arch.mbarrier_init(q_free, MMA_THREADS)      # every consumer thread, once it is done with sQ
+            arch.mbarrier_init(q_free, 2 * block_m)      # every consumer thread, once it is done with sQ
         arch.mbarrier_init_fence()
     tile_bytes = block_n * d * load_k.dtype.width // 8
-    consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, MMA_THREADS // 32)
+    consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, block_m // 16)
     k_pipe = pipeline.PipelineTmaAsync.create(
         num_stages=stages, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
         consumer_group=consumers, tx_count=tile_bytes, barrier_storage=k_bars)
@@ -154,17 +153,17 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
         else:
             m_block, head, batch = arch.block_idx()
         seq = _sequence(batch, seqlens, cu_q, cu_k)
-        if m_block * BLOCK_M < seq[2]:
-            if warp >= PRODUCER_WARP:
+        if m_block * block_m < seq[2]:
+            if warp >= producer_warp:
                 arch.warpgroup_reg_dealloc(PRODUCER_REGS)
-                if warp == PRODUCER_WARP:
+                if warp == producer_warp:
                     k_state, v_state = _ring_states(pipeline.PipelineUserType.Producer, stages)
                     _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq, head_ratio,
                              block_n, causal)
                     k_pipe.producer_tail(k_state)
                     v_pipe.producer_tail(v_state)
             else:
-                arch.warpgroup_reg_alloc(CONSUMER_REGS)
+                arch.warpgroup_reg_alloc(CONSUMER_REGS[block_m // 64])
                 k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
                 _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
     else:
@@ -172,14 +171,14 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
         # the producer loads a tile's Q once the consumers are done with the last one's (q_free)
         m_blocks, pairs, _, _, grid = schedule
         cta, _, _ = arch.block_idx()
-        if warp >= PRODUCER_WARP:
+        if warp >= producer_warp:
             arch.warpgroup_reg_dealloc(PRODUCER_REGS)
-            if warp == PRODUCER_WARP:
+            if warp == producer_warp:
                 k_state, v_state = _ring_states(pipeline.PipelineUserType.Producer, stages)
                 loaded = 0
                 for t in range(cta, m_blocks * pairs, grid):
                     m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
-                    if m_block * BLOCK_M < seq[2]:
+                    if m_block * block_m < seq[2]:
                         if loaded > 0:
                             arch.mbarrier_wait(q_free, (loaded - 1) % 2)
                         _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq,
@@ -188,12 +187,12 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
                 k_pipe.producer_tail(k_state)
                 v_pipe.producer_tail(v_state)
         else:
-            arch.warpgroup_reg_alloc(CONSUMER_REGS)
+            arch.warpgroup_reg_alloc(CONSUMER_REGS[block_m // 64])
             k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
             done = 0
             for t in range(cta, m_blocks * pairs, grid):
                 m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
-                if m_block * BLOCK_M < seq[2]:
+                if m_block * block_m < seq[2]:
                     _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2,
                                   o_layout is not None)
                     done = done + 1
@@ -232,12 +231,13 @@ def _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch
     q_start, k_start, seqlen_q, seqlen_k, q_batch, k_batch = seq
     d = tma_q.shape[1]
     kv_head = head // head_ratio
-    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal)
-    gQ = cute.local_tile(head_rows(tma_q, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
+    block_m = cute.size(sQ, mode=[0])
+    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
+    gQ = cute.local_tile(head_rows(tma_q, q_start, q_batch, head), (block_m, d), (m_block, 0))
     tQsQ, tQgQ = cpasync.tma_partition(load_q, 0, cute.Layout(1), cute.group_modes(sQ, 0, 2),
                                        cute.group_modes(gQ, 0, 2))
     with arch.elect_one():
-        arch.mbarrier_arrive_and_expect_tx(q_bar, BLOCK_M * d * load_q.dtype.width // 8)
+        arch.mbarrier_arrive_and_expect_tx(q_bar, block_m * d * load_q.dtype.width // 8)
     cute.copy(load_q, tQgQ, tQsQ, tma_bar_ptr=q_bar)
     gK = cute.local_tile(head_rows(tma_k, k_start, k_batch, kv_head), (block_n, d), (None, 0))
     gV = cute.local_tile(head_rows(tma_v, k_start, k_batch, kv_head, 1), (d, block_n), (0, None))
@@ -266,11 +266,12 @@ def _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 
     q_start, _, seqlen_q, seqlen_k, q_batch, _ = seq
     d = cute.size(sQ, mode=[1])
     block_n = cute.size(sK, mode=[0])
+    block_m = cute.size(sQ, mode=[0])
     out_box = None
     if cute.const_expr(store_o is not None):     # the warpgroup's 64 rows of out, for its TMA store
         out_box = cute.local_tile(head_rows(tma_o, 0, batch, head), (64, d),
-                                  (2 * m_block + arch.make_warp_uniform(arch.warp_idx()) // 4, 0))
-    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal)
+                                  (block_m // 64 * m_block + arch.make_warp_uniform(arch.warp_idx()) // 4, 0))
+    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
     _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
              q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
              (store_o, out_box), (k_read, v_read, q_phase, q_free, sO, q_free is not None and own_o))
@@ -285,18 +286,20 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
     the shared memory the output goes through (``sQ`` itself, or a buffer of its own: then ``q_free`` is
     arrived on as soon as the last ``S = Q K^T`` is done)."""
     d = cute.size(sQ, mode=[1])
+    block_m = cute.size(sQ, mode=[0])
+    groups = block_m // 64
     k_read, v_read, q_phase, q_free, sO, early = tile_state
     thr_qk = mma_qk.get_slice(tidx)
     thr_pv = mma_pv.get_slice(tidx)
     tSrQ = mma_qk.make_fragment_A(thr_qk.partition_A(sQ))          # (1, 1, D/16) descriptors
     tSrK = mma_qk.make_fragment_B(thr_qk.partition_B(sK))          # (1, 1, D/16, stages)
     tOrV = mma_pv.make_fragment_B(thr_pv.partition_B(sV))          # (1, 1, block_n/16, stages)
-    cS = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, block_n)))   # (row, col) of each S value
+    cS = thr_qk.partition_C(cute.make_identity_tensor((block_m, block_n)))   # (row, col) of each S value
     acc_s = mma_qk.make_fragment_C(cS)
-    tOrP = mma_pv.make_fragment_A(thr_pv.partition_A(cute.make_layout((BLOCK_M, block_n))))
-    gO = cute.local_tile(head_rows(o, q_start, q_batch, head), (BLOCK_M, d), (m_block, 0))
+    tOrP = mma_pv.make_fragment_A(thr_pv.partition_A(cute.make_layout((block_m, block_n))))
+    gO = cute.local_tile(head_rows(o, q_start, q_batch, head), (block_m, d), (m_block, 0))
     tOgO = thr_pv.partition_C(gO)
-    cO = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, d)))
+    cO = thr_pv.partition_C(cute.make_identity_tensor((block_m, d)))
     acc_o = mma_pv.make_fragment_C(tOgO)
     acc_o.fill(0.0)
     row_max = cute.make_fragment(2, cute.Float32)     # a thread's S values lie in two rows (module docstring)
@@ -305,19 +308,19 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
     for r in cute.range_constexpr(2):
         row_max[r] = -math.inf
         row_sum[r] = 0.0
-    first_row = m_block * BLOCK_M
-    group = arch.make_warp_uniform(arch.warp_idx()) // 4      # the consumer warpgroup: 0 or 1
+    first_row = m_block * block_m
+    group = arch.make_warp_uniform(arch.warp_idx()) // 4      # the consumer warpgroup: 0 .. groups - 1
     arch.mbarrier_wait(q_bar, q_phase)
     if n_blocks > 0:
-        if pingpong and group == 1:
-            arch.barrier_arrive(barrier_id=1, number_of_threads=MMA_THREADS)     # warpgroup 0 issues first
+        if pingpong and group == groups - 1:
+            arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)     # warpgroup 0 issues first
         # the last key block: S alone
         k_pipe.consumer_wait(k_read)
         turn(pingpong, group)
         fence_operands(acc_s, acc_o)
         gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
         wg.commit_group()
-        pass_turn(pingpong, group, True)
+        pass_turn(pingpong, group, True, groups)
         wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_s)
         k_pipe.consumer_release(k_read)
@@ -342,7 +345,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 wg.commit_group()
                 pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
                 wg.commit_group()
-                pass_turn(pingpong, group, True)
+                pass_turn(pingpong, group, True, groups)
                 wg.wait_group(1)
                 arch.warpgroup_fence_operand(acc_s)
                 softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal,
@@ -367,7 +370,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
         wg.commit_group()
         wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_o)
-        pass_turn(pingpong, group, False)      # (a branch: not while the MMA reading P is in flight)
+        pass_turn(pingpong, group, False, groups)      # (a branch: not while the MMA reading P is in flight)
         v_pipe.consumer_release(v_read)
         v_read.advance()
         _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
@@ -381,7 +384,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
         if cute.const_expr(early):
             arch.mbarrier_arrive(q_free)
-        store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+        store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out, groups)
     if cute.const_expr(q_free is not None and not early):
         arch.mbarrier_arrive(q_free)            # the output has gone through sQ (a TMA store has read it)
 
@@ -405,7 +408,7 @@ def _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, fir
             value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
             _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
     rescale(acc_o, corr)
-    store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+    store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out, cute.size(sO, mode=[0]) // 64)
 
 
 @cute.jit
@@ -416,52 +419,34 @@ def _store_lse(lse, value, packed, head, q_start, q_batch, q_row):
         lse[q_batch, head, q_row] = value
 
 
-
-
-
-
-
-
 @cute.jit
 def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
-              max_seqlen_q=None, pingpong=True, heavy_first=False, block_n=None, stages=None, persistent=None):
+              max_seqlen_q=None, pingpong=True, heavy_first=False, block_n=None, stages=None, persistent=None,
+              block_m=None):
     """``out = softmax(softmax_scale * q k^T) v`` per head, and ``lse`` its rows' log-sum-exp (see the module for
     the shapes, the packed form, the causal mask and the kernel). ``softmax_scale`` defaults to
     ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs;
     ``heavy_first`` orders the grid by query block, last first (with ``causal`` the blocks that see the most keys
     are scheduled first), at most 65535 query blocks. ``block_n`` (keys per block, a multiple of 16 up to 256)
     and ``stages`` (the depth of the K and V rings) replace the tuned table's tile for the head dimension; the
-    tiles must fit the CTA's shared memory. ``persistent`` launches a CTA per SM (``True``; or a number of CTAs),
+    tiles must fit the CTA's shared memory. ``block_m`` (query rows per tile) is 128 (two consumer warpgroups) or,
+    at d=64 with at most 128 keys a block, 192 (three, 160 registers a thread, taking turns in a ring); by default
+    192 where ``attention_args.WIDE_TILES`` says so for the sequences' length, else 128. ``persistent`` launches a CTA per SM (``True``; or a number of CTAs),
     each computing the tiles of ``examples.attention_schedule``'s order in turn, the producer loading the next
     tile's keys and values while the consumers finish the last; the output goes through a buffer of its own
     where shared memory has room for it (then the next tile's Q loads as soon as the last ``S`` is done), else
     through Q's. ``False`` launches a CTA per tile; ``None`` (the default) chooses by the measured table
-    ``attention_schedule.PERSISTENT`` (a packed batch: a CTA per tile).
+    ``attention_schedule.PERSISTENT`` (a packed batch, or tiles of 192 rows: a CTA per tile).
 
     The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
     the offsets are read on the device, which checks them: they must not decrease and must stay within the
-    tensors, and no sequence may be longer than ``max_seqlen_q`` rounded up to 128 (the rows the grid covers).
-    A broken rule is printed from the device and the kernel traps: the launch fails, as after a device-side
-    assertion (the CUDA context is lost)."""
+    tensors, and no sequence may be longer than ``max_seqlen_q`` rounded up to ``block_m`` (the rows the grid
+    covers). A broken rule is printed from the device and the kernel traps: the launch fails, as after a
+    device-side assertion (the CUDA context is lost)."""
     check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal, softmax_scale)
     packed = cu_seqlens_q is not None
     dt = q.element_type
     d = q.shape[-1]
-    block_n, stages = check_tile(d, causal, block_n, stages)
-    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
-    mma_qk = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
-                                       (2, 1, 1), (64, block_n))
-    mma_pv = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.MN, cute.Float32,
-                                       (2, 1, 1), (64, d), wg.OperandSource.RMEM)
-    q_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (BLOCK_M, block_n, d), dt, 1)
-    k_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BLOCK_M, block_n, d), dt, stages)
-    v_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_M, d, block_n), dt, stages)
-    qv, kv, vv, ov = (tokens_major(t, packed) for t in (q, k, v, out))
-    g2s = cpasync.CopyBulkTensorTileG2SOp()
-    load_q, tma_q = cpasync.make_tiled_tma_atom(g2s, qv, cute.slice_(q_layout, (None, None, 0)), (BLOCK_M, d))
-    load_k, tma_k = cpasync.make_tiled_tma_atom(g2s, kv, cute.slice_(k_layout, (None, None, 0)), (block_n, d))
-    load_v, tma_v = cpasync.make_tiled_tma_atom(g2s, dim_major(vv), cute.slice_(v_layout, (None, None, 0)),
-                                                (d, block_n))
     heads = q.shape[-2]
     if packed:
         batch, rows = cute.size(cu_seqlens_q) - 1, max_seqlen_q
@@ -469,23 +454,39 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     else:
         batch, rows = q.shape[0], q.shape[1]
         seqlens = (q.shape[1], k.shape[1])
+    block_n, stages, block_m = check_tile(d, causal, block_n, stages, block_m, rows)
+    groups = block_m // 64
+    scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    mma_qk = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
+                                       (groups, 1, 1), (64, block_n))
+    mma_pv = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.MN, cute.Float32,
+                                       (groups, 1, 1), (64, d), wg.OperandSource.RMEM)
+    q_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (block_m, block_n, d), dt, 1)
+    k_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BLOCK_M, block_n, d), dt, stages)
+    v_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_M, d, block_n), dt, stages)
+    qv, kv, vv, ov = (tokens_major(t, packed) for t in (q, k, v, out))
+    g2s = cpasync.CopyBulkTensorTileG2SOp()
+    load_q, tma_q = cpasync.make_tiled_tma_atom(g2s, qv, cute.slice_(q_layout, (None, None, 0)), (block_m, d))
+    load_k, tma_k = cpasync.make_tiled_tma_atom(g2s, kv, cute.slice_(k_layout, (None, None, 0)), (block_n, d))
+    load_v, tma_v = cpasync.make_tiled_tma_atom(g2s, dim_major(vv), cute.slice_(v_layout, (None, None, 0)),
+                                                (d, block_n))
     if type(heavy_first) is not bool:
         raise cute.CuteValueError(f"attention: heavy_first must be a bool, got {heavy_first!r}")
-    m_blocks = cute.ceil_div(rows, BLOCK_M)
+    m_blocks = cute.ceil_div(rows, block_m)
     kv_rows = k.shape[0] // batch if packed else k.shape[1]     # (a packed batch: the mean length)
     schedule = persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, heads // k.shape[-2],
-                                   2 * kv_rows * d * dt.width // 8, d, causal, packed)
+                                   2 * kv_rows * d * dt.width // 8, d, causal, packed or block_m != 128)
     if heavy_first and m_blocks > 65535:
         raise cute.CuteValueError(f"attention: heavy_first puts the query blocks on the grid's z dimension, at most "
-                                  f"65535 of {BLOCK_M} rows; {rows} rows make {m_blocks}")
+                                  f"65535 of {block_m} rows; {rows} rows make {m_blocks}")
     grid = (heads, batch, m_blocks) if heavy_first else (m_blocks, heads, batch)
     o_layout = None
     if schedule is not None:
         schedule, grid = schedule
-        if smem_bytes(d, block_n, stages) + BLOCK_M * d * dt.width // 8 <= SMEM_BYTES:
-            o_layout = cute.make_layout((BLOCK_M, d), stride=(d, 1))
+        if smem_bytes(d, block_n, stages, block_m) + block_m * d * dt.width // 8 <= SMEM_BYTES:
+            o_layout = cute.make_layout((block_m, d), stride=(d, 1))
     if packed:
-        check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], m_blocks * BLOCK_M).launch(
+        check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], m_blocks * block_m).launch(
             grid=(batch, 1, 1), block=32)
     store_o = tma_o = None
     if not packed:      # a packed sequence's last rows are followed by the next sequence's: no box may clip there
@@ -494,4 +495,4 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
                      cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
                      seqlens, pingpong, store_o, tma_o, heavy_first, schedule, o_layout).launch(
-                         grid=grid, block=ATTN_THREADS)
+                         grid=grid, block=128 * (groups + 1))

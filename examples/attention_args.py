@@ -10,14 +10,20 @@ from cute_py import arch
 
 from .attention_tiles import BLOCK_M
 
-__all__ = ["HEAD_DIMS", "TILES", "SMEM_BYTES", "smem_bytes", "check_tile", "check_args", "check_offsets",
+__all__ = ["HEAD_DIMS", "TILES", "WIDE_TILES", "BLOCK_MS", "SMEM_BYTES", "smem_bytes", "check_tile", "check_args", "check_offsets",
            "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
 
 HEAD_DIMS = (64, 128, 256)
-# (keys per block, depth of the K and V rings) by (head dimension, causal), measured on an H200 against the others
-# in one run (benchmarks/RESULTS.md): 192 keys at d=64 and 80 at d=256 are faster without the mask, slower with it
+# (keys per block, depth of the K and V rings) of a tile of 128 query rows by (head dimension, causal), measured on
+# an H200 against the others in one run (benchmarks/RESULTS.md): 192 keys at d=64 and 80 at d=256 are faster without
+# the mask, slower with it
 TILES = {(64, False): (192, 3), (64, True): (128, 4), (128, False): (128, 2), (128, True): (128, 2),
          (256, False): (80, 2), (256, True): (64, 2)}
+# (keys per block, ring depth, rows) of a tile of 192 query rows (three consumer warpgroups), which the default takes
+# for sequences of more than ``rows`` rows: at d=64 on an H200 1.10-1.24x the 128-row tiles' TFLOP/s from 1k rows on
+# without the mask and from 2k rows on with it, slower below (benchmarks/RESULTS.md)
+WIDE_TILES = {(64, False): (128, 4, 512), (64, True): (128, 4, 1024)}
+BLOCK_MS = (128, 192)              # query rows per tile: two or three consumer warpgroups of 64 rows
 SMEM_BYTES = 227 * 1024            # a Hopper CTA's shared memory
 
 
@@ -133,26 +139,40 @@ def check_offsets(cu_q, cu_k, total_q, total_k, covered):
             arch.trap()
 
 
-def smem_bytes(d, block_n, stages):
+def smem_bytes(d, block_n, stages, block_m=BLOCK_M):
     """The shared memory of the Q tile and the K and V rings (16-bit elements), with barriers and alignment."""
-    return 2 * (BLOCK_M * d + 2 * stages * block_n * d) + 2048
+    return 2 * (block_m * d + 2 * stages * block_n * d) + 2048
 
 
-def check_tile(d, causal, block_n, stages):
-    """The key block and ring depth: the table's for ``d`` and ``causal``, or the caller's, checked."""
+def check_tile(d, causal, block_n, stages, block_m=None, rows=0):
+    """The key block, ring depth and query rows of a tile, ``(block_n, stages, block_m)``: the caller's, checked,
+    or by default 192 rows where ``WIDE_TILES`` has ``d`` and ``causal`` and sequences have more rows (``rows``)
+    than it says, else 128, with the table's keys and depth for that many rows."""
+    wide = WIDE_TILES.get((d, causal), (128, 2, None))
+    if block_m is None:
+        block_m = 192 if wide[2] is not None and rows > wide[2] else 128
+    table = wide if block_m == 192 else TILES[d, causal]
     if block_n is None:
-        block_n = TILES[d, causal][0]
+        block_n = table[0]
     if stages is None:
-        stages = TILES[d, causal][1]
+        stages = table[1]
     if type(block_n) is not int or block_n % 16 or not 16 <= block_n <= 256:
         raise cute.CuteValueError(f"attention: block_n (keys per block) is an int multiple of 16 from 16 to 256 (the "
                                   f"N of the S = Q K^T WGMMA, the K of P V in steps of 16), got {block_n!r}")
     if type(stages) is not int or stages < 1:
         raise cute.CuteValueError(f"attention: stages (the depth of the K and V rings) is an int >= 1, got "
                                   f"{stages!r}")
-    smem = smem_bytes(d, block_n, stages)
+    if type(block_m) is not int or block_m not in BLOCK_MS:
+        raise cute.CuteValueError(f"attention: block_m (query rows per tile) is 128 or 192 (two or three consumer "
+                                  f"warpgroups of 64 rows), got {block_m!r}")
+    if block_m == 192 and (d != 64 or block_n > 128):
+        raise cute.CuteValueError(f"attention: block_m=192 gives each of three consumer warpgroups 160 registers a "
+                                  f"thread, room for the accumulators of d=64 and at most 128 keys a block; got "
+                                  f"d={d}, block_n={block_n}")
+    smem = smem_bytes(d, block_n, stages, block_m)
     if smem > SMEM_BYTES:
-        raise cute.CuteValueError(f"attention: the Q tile and {stages} stages of K and V tiles of {block_n} keys at "
-                                  f"head dimension {d} take {smem} bytes of shared memory (with its barriers and "
-                                  f"alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or keys per block")
-    return block_n, stages
+        raise cute.CuteValueError(f"attention: the Q tile of {block_m} rows and {stages} stages of K and V tiles of "
+                                  f"{block_n} keys at head dimension {d} take {smem} bytes of shared memory (with its "
+                                  f"barriers and alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or keys "
+                                  f"per block")
+    return block_n, stages, block_m

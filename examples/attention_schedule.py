@@ -26,10 +26,11 @@ from .tma_tiled import sm_count
 __all__ = ["L2_SHARE", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at", "dealt"]
 
 L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (an H100 has 50 MB of L2, an H200 60)
-# where ``persistent=None`` takes a persistent grid, by (head dimension, causal): up to this many query blocks a
-# sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): faster at d=64 causal
-# (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; elsewhere as fast or slower, also dealt
-# evenly (d=128 causal 0.94-1.07 at 2k-16k, non-causal 0.92-1.00, d=256 0.85-0.90 where its persistent kernel spills)
+# where ``persistent=None`` takes a persistent grid for tiles of 128 rows, by (head dimension, causal): up to this
+# many query blocks a sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): faster
+# at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; elsewhere as fast or slower,
+# also dealt evenly (d=128 causal 0.94-1.07 at 2k-16k, non-causal 0.92-1.00, d=256 0.85-0.90 where its persistent
+# kernel spills). Tiles of 192 rows (d=64) take a CTA per tile: persistent, they spill and ran 0.88-0.96x as fast.
 PERSISTENT = {(64, True): None, (64, False): 4, (128, False): 4, (128, True): 4}
 
 
@@ -67,15 +68,16 @@ def dealt(t, grid, tiles):
     return cute.where(r % 2 == 1, cute.where(r < tiles // grid, mirrored, t), t)
 
 
-def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, packed):
+def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, unmeasured):
     """``attention``'s ``persistent`` as the kernel's schedule ``(m_blocks, pairs, section, heads, ctas)`` and its
     grid, or ``None`` (``persistent=False``: a CTA per tile). ``True`` takes a CTA per SM of the device
     (``tma_tiled.sm_count``), a positive int that many CTAs; never more than there are tiles. ``None`` is ``True``
-    where ``PERSISTENT`` says so for ``(d, causal)`` and ``m_blocks`` query blocks, for a batch of equal lengths
-    (the table was measured on those: not ``packed``) and without ``heavy_first``; else ``False``."""
+    where ``PERSISTENT`` says so for ``(d, causal)`` and ``m_blocks`` query blocks, for the tiles the table was
+    measured on (tiles of 128 rows in a batch of equal lengths: not ``unmeasured``) and without ``heavy_first``;
+    else ``False``."""
     if persistent is None:
         limit = PERSISTENT.get((d, causal), 0)
-        persistent = not heavy_first and not packed and (limit is None or m_blocks <= limit)
+        persistent = not heavy_first and not unmeasured and (limit is None or m_blocks <= limit)
     if persistent is False:
         return None
     if persistent is True:

@@ -1,30 +1,34 @@
 """A consumer warpgroup's steps in the attention forward (``examples.attention``): the online softmax of a key
 block, the probabilities as the register operand of ``P V``, the product itself, the rescale of the output
-accumulators, and the ping-pong turns of the two consumer warpgroups (named barriers 1 and 2)."""
+accumulators, and the ping-pong turns of the consumer warpgroups (named barriers 1 .. warpgroups)."""
 
 import math
 
 import cute_py as cute
 from cute_py import arch
 
-from .attention_tiles import MMA_THREADS
-
 __all__ = ["turn", "pass_turn", "pv", "to_p", "rescale", "softmax"]
 
 
 @cute.jit
 def turn(pingpong, group):
-    """Ping-pong: wait until the other consumer warpgroup has issued its MMAs (named barrier 1 + group)."""
+    """Ping-pong: wait until the warpgroup before has issued its MMAs (named barrier 1 + group, which that
+    warpgroup arrives on: two warpgroups)."""
     if pingpong:
-        arch.barrier(barrier_id=1 + group, number_of_threads=MMA_THREADS)
+        arch.barrier(barrier_id=1 + group, number_of_threads=2 * 128)
 
 @cute.jit
-def pass_turn(pingpong, group, always):
-    """Ping-pong: let the other consumer warpgroup issue its MMAs; warpgroup 1's last pass is left out (warpgroup
-    0 waits for one turn fewer than it is given: warpgroup 1 gave it the first)."""
+def pass_turn(pingpong, group, always, groups=2):
+    """Ping-pong: let the next of the ``groups`` consumer warpgroups (in a ring) issue its MMAs; the last
+    warpgroup's last pass is left out (warpgroup 0 waits for one turn fewer than it is given: the last warpgroup
+    gave it the first)."""
     if pingpong:
-        if always or group == 0:
-            arch.barrier_arrive(barrier_id=2 - group, number_of_threads=MMA_THREADS)
+        if cute.const_expr(groups == 2):
+            if always or group == 0:
+                arch.barrier_arrive(barrier_id=2 - group, number_of_threads=2 * 128)
+        else:
+            if always or group != groups - 1:
+                arch.barrier_arrive(barrier_id=1 + (group + 1) % groups, number_of_threads=2 * 128)
 
 @cute.jit
 def pv(mma_pv, acc_o, tOrP, tOrV, stage, block_n):

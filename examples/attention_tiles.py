@@ -1,5 +1,6 @@
 """The warpgroup pieces both attention kernels (:mod:`examples.attention`, :mod:`examples.attention_backward`)
-are made of: their thread layout (two consumer warpgroups, then a producer warpgroup), a head's rows in the
+are made of: their thread layout (two consumer warpgroups, then a producer warpgroup; the forward may take three
+consumer warpgroups), a head's rows in the
 token-major views, the shared-memory MMA with its operand fences, and the store of a warpgroup's 64 output rows
 through shared memory."""
 
@@ -9,7 +10,7 @@ from cute_py.nvgpu import cpasync
 from cute_py.nvgpu import warpgroup as wg
 
 __all__ = ["BLOCK_M", "MMA_THREADS", "ATTN_THREADS", "PRODUCER_WARP", "head_rows", "fence_operands", "gemm_ss",
-           "store_rows"]
+           "store_barriers", "store_rows"]
 
 BLOCK_M = 128                      # query rows per forward CTA: 64 per consumer warpgroup
 MMA_THREADS = 256                  # the two consumer warpgroups
@@ -44,8 +45,14 @@ def gemm_ss(mma, acc, tA, tB, stage, k_extent):
         mma.set(wg.Field.ACCUMULATE, True)
 
 
+def store_barriers(groups):
+    """The named barriers of :func:`store_rows` for ``groups`` consumer warpgroups: ``(all of them, the first
+    warpgroup's own)``, clear of the ping-pong turns (1 .. groups) and of the backward's (1, 6 and 7)."""
+    return (5, 3) if groups == 2 else (8, 9)
+
+
 @cute.jit
-def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
+def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None, groups=2):
     """Store a consumer warpgroup's 64 output rows: its values (rounded to the output type) go row-major into its
     rows of ``sQ``'s shared memory, then each thread copies 16-byte chunks of the rows that lie in the sequence
     (``row < rows``) to ``gO``; or, with ``tma_out`` (a TMA store atom and the warpgroup's ``(64, d)`` box of
@@ -55,11 +62,12 @@ def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
     from the accumulators directly, the stores' predicates would put accumulator registers on divergent paths,
     which makes the assembler serialise the kernel's WGMMAs.)
 
-    The row-major rows of one warpgroup overlap the swizzled rows of the other's operand in ``sQ``, so both
-    consumer warpgroups first meet (named barrier 5): neither has an MMA left that reads ``sQ``."""
-    arch.barrier(barrier_id=5, number_of_threads=MMA_THREADS)
+    The row-major rows of one warpgroup overlap the swizzled rows of another's operand in ``sQ``, so the
+    ``groups`` consumer warpgroups first meet (:func:`store_barriers`): none has an MMA left that reads ``sQ``."""
+    everyone, own = store_barriers(groups)
+    arch.barrier(barrier_id=everyone, number_of_threads=128 * groups)
     dt = gO.element_type
-    sO = cute.make_tensor(cute.recast_ptr(sQ.iterator, dtype=dt), cute.make_layout((BLOCK_M, d), stride=(d, 1)))
+    sO = cute.make_tensor(cute.recast_ptr(sQ.iterator, dtype=dt), cute.make_layout((64 * groups, d), stride=(d, 1)))
     out = cute.make_fragment(acc_o.layout, dt)
     for v in cute.range_constexpr(cute.size(acc_o)):
         x = acc_o[v]
@@ -71,7 +79,7 @@ def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
     if tma_out is not None and tma_out[0] is not None:
         store_o, box = tma_out
         arch.fence_view_async_shared()            # the rows, before the TMA unit reads them
-        arch.barrier(barrier_id=3 + group, number_of_threads=128)
+        arch.barrier(barrier_id=own + group, number_of_threads=128)
         if wtid == 0 and rows > group * 64:
             tOsO, tOgO = cpasync.tma_partition(store_o, 0, cute.Layout(1),
                                                cute.group_modes(cute.local_tile(sO, (64, d), (group, 0)), 0, 2),
@@ -80,7 +88,7 @@ def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
             arch.tma_store_arrive()
             arch.tma_store_wait(0, read=True)     # read before the CTA (and its shared memory) ends
         return
-    arch.barrier(barrier_id=3 + group, number_of_threads=128)
+    arch.barrier(barrier_id=own + group, number_of_threads=128)
     chunk = 128 // dt.width                       # elements of a 16-byte chunk
     per_row = d // chunk
     wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=128)

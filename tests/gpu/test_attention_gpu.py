@@ -69,14 +69,14 @@ def _check_lse(got, ref, what):
     assert bool(close.all()), f"{what}: {(~close).sum().item()} values differ, e.g. {got[~close][:4]} vs {ref[~close][:4]}"
 
 
-def _run(torch, b, sq, sk, h, hk, d, dtype, causal, scale=None, seed=0):
+def _run(torch, b, sq, sk, h, hk, d, dtype, causal, scale=None, seed=0, **kw):
     g = torch.Generator(device="cuda").manual_seed(seed)
     q = torch.randn(b, sq, h, d, device="cuda", dtype=dtype, generator=g)
     k = torch.randn(b, sk, hk, d, device="cuda", dtype=dtype, generator=g)
     v = torch.randn(b, sk, hk, d, device="cuda", dtype=dtype, generator=g)
     obuf, out = _poisoned(torch, (b, sq, h, d), dtype, PAD)
     lbuf, lse = _poisoned(torch, (b, h, sq), torch.float32, PAD)
-    attention(q, k, v, out, lse, causal=causal, softmax_scale=scale)
+    attention(q, k, v, out, lse, causal=causal, softmax_scale=scale, **kw)
     torch.cuda.synchronize()
     _check_outside(torch, obuf, out)
     _check_outside(torch, lbuf, lse)
@@ -168,6 +168,35 @@ def _bits_of_orders(packed, orders, d=128, causal=True, h=4, hk=2, sk=1000):
         _check_outside(torch, lbuf, lse)
         results.append((out.clone(), lse.nan_to_num().clone()))
     return torch, results
+
+
+@pytest.mark.parametrize("b, sq, sk, h, hk, dt, causal, kw", [
+    (2, 333, 517, 4, 2, "bfloat16", False, dict(persistent=False)),
+    (1, 1000, 1000, 3, 1, "float16", True, dict(persistent=False)),
+    (1, 517, 300, 4, 2, "bfloat16", True, {}),                     # the top rows see no key; the default grid
+    (2, 64, 200, 2, 1, "bfloat16", False, dict(persistent=False)),  # the second and third warpgroups' rows past the end
+    (3, 30, 100, 2, 2, "bfloat16", True, dict(pingpong=False)),
+    (2, 700, 900, 4, 4, "bfloat16", True, dict(persistent=3, block_n=64, stages=3))])
+def test_three_consumer_warpgroups_match_torch(b, sq, sk, h, hk, dt, causal, kw):
+    """``block_m=192`` at d=64 (three consumer warpgroups taking turns in a ring), against torch in fp32 into
+    poisoned buffers: edge blocks, rows that see no key, tiles whose later warpgroups lie past the sequence, without
+    turns, and a persistent grid of other tiles."""
+    torch = hopper_torch()
+    _run(torch, b, sq, sk, h, hk, 64, getattr(torch, dt), causal, block_m=192, **kw)
+
+
+@pytest.mark.parametrize("causal, packed", [(True, False), (False, False), (True, True), (False, True)])
+def test_three_consumer_warpgroups_give_the_bits_of_two(causal, packed):
+    """A row's products and online softmax do not depend on which tile or warpgroup computes it: ``block_m=192``
+    on a CTA per tile and on persistent grids gives the bits of ``block_m=128`` at the same keys per block (a
+    causal tile of 192 rows sees a few key blocks more for its first rows; they are masked whole), packed batches
+    with empty and length-1 sequences included."""
+    orders = [dict(block_m=128, block_n=128, persistent=False), dict(block_m=192, persistent=False),
+              dict(block_m=192, persistent=True), dict(block_m=192, persistent=2)]
+    torch, results = _bits_of_orders(packed, orders, d=64, causal=causal, hk=1)
+    for (out, lse), order in zip(results[1:], orders[1:]):
+        assert torch.equal(results[0][0], out), f"out differs with {order}"
+        assert torch.equal(results[0][1], lse), f"lse differs with {order}"
 
 
 @pytest.mark.parametrize("packed", [False, True])

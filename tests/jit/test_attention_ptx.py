@@ -9,7 +9,7 @@ import pytest
 
 import cute_py as cute
 from examples import attention
-from _ptxas_report import ptxas_notes
+from _ptxas_report import ptxas_notes, ptxas_report
 
 spec = cute.compiler.DeviceArraySpec
 
@@ -31,11 +31,11 @@ def _compile_packed(d=128, causal=True, total=3000, total_k=2500, h=8, hk=2, bat
 BLOCK_N = {(64, False): 192, (64, True): 128, (128, False): 128, (128, True): 128, (256, False): 80, (256, True): 64}
 
 
-def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None):
+def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None, groups=2):
     n = n or BLOCK_N[d, causal]
     filecheck(ptx, [
         "CHECK: .target sm_90a",
-        "CHECK: .maxntid 384, 1, 1",
+        f"CHECK: .maxntid {128 * (groups + 1)}, 1, 1",
         "CHECK: mbarrier.init.shared",
         "CHECK: bar.sync {{[ \t]*}}0;",
         # the consumers: S = Q K^T from shared memory, the softmax, then P V with P from registers
@@ -61,7 +61,7 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None):
     load = f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
     assert ptx.count(load) == 3 * boxes
     assert re.search(r"setmaxnreg.dec.sync.aligned.u32\s+24;", ptx) and re.search(
-        r"setmaxnreg.inc.sync.aligned.u32\s+240;", ptx)
+        rf"setmaxnreg.inc.sync.aligned.u32\s+{240 if groups == 2 else 160};", ptx)
     # per key block: D/16 instructions of S and block_n/16 of P V; the loop over the masked blocks and the loop
     # over the others are traced apart, and the first block's S and the last P V are peeled
     qk = len(re.findall(rf"m64n{n}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, %rd", ptx))
@@ -70,10 +70,14 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None):
     assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
 
 
-@pytest.mark.parametrize("d, causal", [(128, False), (128, True), (64, False), (64, True), (256, False), (256, True)])
-def test_attention_ptx(d, causal, filecheck, assemble):
-    c = _compile(d, causal)
-    _check_ptx(c.ptx, d, filecheck, causal=causal)
+@pytest.mark.parametrize("d, causal, s", [(128, False, 1024), (128, True, 1024), (64, False, 1024), (64, True, 1040),
+                                     (64, False, 512), (64, True, 1024), (256, False, 1024), (256, True, 1024)])
+def test_attention_ptx(d, causal, s, filecheck, assemble):
+    """The default tiles: at d=64 three consumer warpgroups of 128 keys a block for sequences longer than 512 rows
+    (causal: 1024), two and the 128-row table's keys up to there."""
+    c = _compile(d, causal, s=s)
+    wide = d == 64 and s > (1024 if causal else 512)
+    _check_ptx(c.ptx, d, filecheck, causal=causal, n=128 if wide else None, groups=3 if wide else 2)
     assemble(c.ptx)
 
 
@@ -111,7 +115,7 @@ def test_a_tile_of_the_callers_choice(d, causal, block_n, stages, filecheck, ass
     """``block_n`` and ``stages`` replace the table's: S's WGMMAs are m64n{block_n}, P V's have block_n / 16
     k-steps, the rings have ``stages`` slots (two mbarriers each, per ring)."""
     c = _compile(d, causal, block_n=block_n, stages=stages)
-    _check_ptx(c.ptx, d, filecheck, causal=causal, n=block_n)
+    _check_ptx(c.ptx, d, filecheck, causal=causal, n=block_n, groups=3 if d == 64 and not causal else 2)
     assert len(re.findall(r"mbarrier\.init\.shared", c.ptx)) >= 1
     assert ptxas_notes(c.ptx) in ([], None)
     assemble(c.ptx)
@@ -127,10 +131,39 @@ def test_a_tile_of_the_callers_choice(d, causal, block_n, stages, filecheck, ass
     (dict(stages=2.0), "stages"),
     (dict(block_n=192, stages=3), "more than the 232448"),
     (dict(d=256, block_n=96, stages=2), "more than the 232448"),
+    (dict(d=64, block_m=256), "128 or 192"),
+    (dict(d=64, block_m=64), "128 or 192"),
+    (dict(d=64, block_m=192.0), "128 or 192"),
+    (dict(d=64, block_m=True), "128 or 192"),
+    (dict(d=128, block_m=192), "d=64 and at most 128 keys a block; got d=128"),
+    (dict(d=64, block_m=192, block_n=192), "at most 128 keys a block; got d=64, block_n=192"),
 ])
 def test_tiles_that_do_not_fit_are_refused_with_the_rule(kw, match):
     with pytest.raises(cute.CuteValueError, match=match):
         _compile(**kw)
+
+
+@pytest.mark.parametrize("causal, kw", [(False, {}), (True, dict(persistent=False)), (False, dict(pingpong=False))])
+def test_three_consumer_warpgroups(causal, kw, filecheck, assemble):
+    """``block_m=192``: 512 threads, three consumer warpgroups of 64 rows at 160 registers a thread (the producer at
+    24), one tiled MMA over all three; with turns, warpgroup ``g`` waits on named barrier ``1 + g`` (two warpgroups)
+    and passes to ``1 + (g + 1) % 3``, the last warpgroup giving the first turn; the output's named barriers clear of
+    those; the WGMMAs asynchronous and no spills."""
+    c = _compile(64, causal, block_m=192, **kw)
+    (launch,) = c.launches
+    assert launch.block == (512, 1, 1) and launch.grid == (6, 4, 2)         # 1024 rows in tiles of 192
+    ptx = c.ptx
+    _check_ptx(ptx, 64, filecheck, causal=causal, n=128, groups=3)      # 512 threads, 160 and 24 registers
+    turns = re.findall(r"bar\.(?:sync|arrive)\s+[^;]*, 256;", ptx)
+    assert bool(turns) == kw.get("pingpong", True)
+    if turns:
+        assert "bar.arrive 1, 256;" in ptx                                     # the first turn, given once
+    assert re.search(r"bar\.sync\s+8, 384;", ptx) and not re.search(r"bar\.sync\s+5, ", ptx)
+    assert ptxas_notes(ptx) in ([], None)
+    notes = ptxas_report(ptx)
+    if notes is not None:
+        assert notes[1] == [(0, 0)], notes
+    assemble(ptx)
 
 
 @pytest.mark.parametrize("kw", [dict(d=128, causal=True), dict(d=128, pingpong=False), dict(d=256),
@@ -364,24 +397,25 @@ def test_a_causal_persistent_schedule_loads_its_ctas_evenly(d, seqlen):
     assert max(load) <= 1.04 * sum(load) / grid, (max(load), sum(load) / grid)
 
 
-@pytest.mark.parametrize("d, causal, own_o", [(128, False, True), (128, True, True), (64, True, True),
-                                              (256, False, False)])
-def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, assemble):
+@pytest.mark.parametrize("d, causal, own_o, block_m", [(128, False, True, 128), (128, True, True, 128),
+                                                       (64, True, True, 128), (64, False, True, 192),
+                                                       (256, False, False, 128)])
+def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, block_m, assemble):
     """``persistent``: a grid of the CTAs asked for (never more than the tiles), each looping over its tiles; the
-    Q tile handed from the consumers back to the producer through an mbarrier of 256 arrivals (its phase carried
-    from tile to tile), the output through a buffer of its own where shared memory has room; the WGMMAs kept
-    asynchronous."""
-    c = _compile(d, causal, persistent=5)
+    Q tile handed from the consumers back to the producer through an mbarrier of an arrival per consumer thread
+    (its phase carried from tile to tile), the output through a buffer of its own where shared memory has room;
+    the WGMMAs kept asynchronous."""
+    c = _compile(d, causal, persistent=5, block_m=block_m)
     (launch,) = c.launches
-    assert launch.grid == (5, 1, 1) and launch.block == (384, 1, 1)
-    assert _compile(d, causal, b=1, s=128, h=2, hk=1, persistent=True).launches[0].grid == (2, 1, 1)
+    assert launch.grid == (5, 1, 1) and launch.block == (2 * block_m + 128, 1, 1)
+    assert _compile(d, causal, b=1, s=128, h=2, hk=1, persistent=True, block_m=block_m).launches[0].grid == (2, 1, 1)
     ptx = c.ptx
-    assert re.search(r"mov\.b32\s+(%r\d+), 256;\s+mbarrier\.init\.shared\.b64\s+\[[^]]+\], \1;", ptx)
+    assert re.search(rf"mov\.b32\s+(%r\d+), {2 * block_m};\s+mbarrier\.init\.shared\.b64\s+\[[^]]+\], \1;", ptx)
     assert "%ctaid.x" in ptx and "%ctaid.y" not in ptx
-    plain = _compile(d, causal, persistent=False).ptx
+    plain = _compile(d, causal, persistent=False, block_m=block_m).ptx
     smem = int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", ptx).group(1)) if own_o else None
-    if own_o:      # the barriers lie past a buffer of 128 x d 16-bit elements more than a CTA per tile's
-        assert smem == int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", plain).group(1)) + 128 * d * 2
+    if own_o:      # the barriers lie past a buffer of block_m x d 16-bit elements more than a CTA per tile's
+        assert smem == int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", plain).group(1)) + block_m * d * 2
     assert ptxas_notes(ptx) in ([], None)
     assemble(ptx)
 
@@ -397,12 +431,17 @@ def test_the_default_grid_follows_the_measured_table():
         return _compile(d, causal, b=2, s=s, h=4, hk=2, **kw).launches[0].grid
 
     sms = grid(64, True, 16384, persistent=True)[0]
-    assert 1 <= sms == grid(64, True, 16384)[0] and grid(64, True, 16384)[1:] == (1, 1)
-    assert grid(128, False, 512) == (min(sms, 4 * 8), 1, 1) == grid(128, True, 512)
+    assert 1 <= sms == grid(64, True, 16384, block_m=128)[0] and grid(64, True, 16384, block_m=128)[1:] == (1, 1)
+    assert grid(128, False, 512) == (min(sms, 4 * 8), 1, 1) == grid(128, True, 512) == grid(64, True, 512)
+    assert grid(64, True, 1024) == (min(sms, 8 * 8), 1, 1) and grid(64, False, 1024) == (6, 4, 2)
     assert grid(128, False, 640) == (5, 4, 2) and grid(256, False, 512) == (4, 4, 2)
-    assert grid(64, False, 2048) == (16, 4, 2) and grid(64, True, 512, heavy_first=True) == (4, 2, 4)
+    assert grid(64, True, 512, heavy_first=True) == (4, 2, 4)
+    # d=64 past 512 rows: tiles of 192 rows (not measured faster persistent), a CTA per tile
+    assert grid(64, False, 2048) == (11, 4, 2) and grid(64, True, 16384) == (86, 4, 2)
+    assert grid(64, True, 16384, persistent=True) == (sms, 1, 1)
     # a packed batch (not measured persistent): a CTA per tile unless asked
-    assert _compile_packed(d=64).launches[-1].grid == (8, 8, 5)
+    assert _compile_packed(d=64).launches[-1].grid == (8, 8, 5)                    # causal, 1000 rows: 128 a tile
+    assert _compile_packed(d=64, causal=False).launches[-1].grid == (6, 8, 5)      # 192 a tile
     assert _compile_packed(d=64, persistent=True).launches[-1].grid[1:] == (1, 1)
 
 
