@@ -22,11 +22,12 @@ bottom right, as FlashAttention does from 2.1 on; ``torch``'s ``is_causal`` alig
 same where the lengths are equal). A row that sees no key (a causal row above the diagonal when seqlen_q >
 seqlen_k, or an empty key sequence) has ``out`` 0 and ``lse`` ``-inf``.
 
-Each CTA computes a ``block_m x D`` block of one head's output (a tile: 128 rows, or 192 at d=64), or, on a persistent grid (``persistent``), the
-tiles of ``examples.attention_schedule``'s order from its index on, one SM's worth of CTAs apart: the producer loads
-a tile's Q once the consumers are done with the last one's (mbarrier ``q_free``; where shared memory has room the
-output goes through a buffer of its own, and Q is free once the tile's last ``S`` is done), and the K and V rings
-run on from tile to tile. It has ``block_m / 64`` consumer warpgroups, then a producer warpgroup:
+Each CTA computes a ``block_m x D`` block of one head's output (a tile: 128 rows, or 192 at d=64), or, on a
+persistent grid (``persistent``), the tiles of ``examples.attention_schedule``'s order from its index on, one SM's
+worth of CTAs apart: the producer loads a tile's Q once the consumers are done with the last one's (mbarrier
+``q_free``; where shared memory has room the output goes through a buffer of its own, and Q is free once the tile's
+last ``S`` is done), and the K and V rings run on from tile to tile. It has ``block_m / 64`` consumer warpgroups,
+then a producer warpgroup:
 
 - the last warpgroup is the producer: it gives registers back (``setmaxnreg``, 24 a thread) and its first warp
   loads the CTA's Q tile once (TMA, its own mbarrier), then the K and V tiles of ``block_n`` keys through
@@ -41,13 +42,11 @@ run on from tile to tile. It has ``block_m / 64`` consumer warpgroups, then a pr
   threads of a row), ``exp2(S * scale * log2(e) - max)``, the sums, and the factor that rescales ``O`` once
   ``P V`` is done. The accumulator layout of ``S`` is the register-operand layout of A value for value, so
   ``P`` is ``S`` converted to 16 bits, just before the fence of the MMAs that read it.
-- With ``pingpong`` (the default) the consumer warpgroups take turns issuing their MMAs, in a ring (named
-  barriers 1 .. warpgroups), so that one's softmax runs while another's MMAs do.
+- With ``pingpong`` (the default) the consumers take turns issuing their MMAs, in a ring (named barriers 1, 2, 3).
 
-At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes row-major into
-its rows of Q's shared memory, then one thread of the warpgroup TMA-stores its ``64 x D`` box (clipped at the
-sequence's end); in a packed batch, where the rows past a sequence's end are the next sequence's, its threads
-store 16-byte chunks, predicated on the row lying in the sequence.
+At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes row-major through
+shared memory, then one thread TMA-stores the warpgroup's ``64 x D`` box (clipped at the sequence's end; in a
+packed batch its threads store 16-byte chunks of the rows that lie in the sequence).
 
 No accumulator or ``P`` register is read on a branch while an MMA is in flight, or converted after the fence
 before the MMA that reads it: the assembler would serialise every WGMMA of the kernel (ptxas notes C7520, C7519).
@@ -431,18 +430,20 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     and ``stages`` (the depth of the K and V rings) replace the tuned table's tile for the head dimension; the
     tiles must fit the CTA's shared memory. ``block_m`` (query rows per tile) is 128 (two consumer warpgroups) or,
     at d=64 with at most 128 keys a block, 192 (three, 160 registers a thread, taking turns in a ring); by default
-    192 where ``attention_args.WIDE_TILES`` says so for the sequences' length, else 128. ``persistent`` launches a CTA per SM (``True``; or a number of CTAs),
-    each computing the tiles of ``examples.attention_schedule``'s order in turn, the producer loading the next
-    tile's keys and values while the consumers finish the last; the output goes through a buffer of its own
-    where shared memory has room for it (then the next tile's Q loads as soon as the last ``S`` is done), else
-    through Q's. ``False`` launches a CTA per tile; ``None`` (the default) chooses by the measured table
-    ``attention_schedule.PERSISTENT`` (a packed batch, or tiles of 192 rows: a CTA per tile).
+    192 where ``attention_args.WIDE_TILES`` says so for the sequences' length, else 128. ``persistent`` launches
+    a CTA per SM (``True``; or a number of CTAs), each computing the tiles of ``examples.attention_schedule``'s
+    order in turn, the producer loading the next tile's keys and values while the consumers finish the last; the
+    output goes through a buffer of its own where shared memory has room for it (then the next tile's Q loads as
+    soon as the last ``S`` is done), else through Q's. ``False`` launches a CTA per tile; ``None`` (the default)
+    chooses by the measured table ``attention_schedule.PERSISTENT`` (a packed batch, or tiles of 192 rows: a CTA
+    per tile).
 
-    The shapes are part of the compile (a new total length of a packed batch compiles anew). In a packed batch
-    the offsets are read on the device, which checks them: they must not decrease and must stay within the
-    tensors, and no sequence may be longer than ``max_seqlen_q`` rounded up to ``block_m`` (the rows the grid
-    covers). A broken rule is printed from the device and the kernel traps: the launch fails, as after a
-    device-side assertion (the CUDA context is lost)."""
+    The shapes are part of the compile; a packed batch compiled with symbolic totals (``cute.compile`` of specs
+    whose token extents are ``cute.sym_int()``, shared by q, out and lse, and by k and v) serves every total of
+    the same batch size, heads and ``max_seqlen_q``. In a packed batch the offsets are read on the device, which
+    checks them: they must not decrease and must stay within the tensors, and no sequence may be longer than
+    ``max_seqlen_q`` rounded up to ``block_m`` (the rows the grid covers). A broken rule is printed from the
+    device and the kernel traps: the launch fails, as after a device-side assertion (the CUDA context is lost)."""
     check_args(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, causal, softmax_scale)
     packed = cu_seqlens_q is not None
     dt = q.element_type
@@ -473,7 +474,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     if type(heavy_first) is not bool:
         raise cute.CuteValueError(f"attention: heavy_first must be a bool, got {heavy_first!r}")
     m_blocks = cute.ceil_div(rows, block_m)
-    kv_rows = k.shape[0] // batch if packed else k.shape[1]     # (a packed batch: the mean length)
+    kv_rows = k.shape[1] if not packed else k.shape[0] // batch if type(k.shape[0]) is int else rows  # (mean)
     schedule = persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, heads // k.shape[-2],
                                    2 * kv_rows * d * dt.width // 8, d, causal, packed or block_m != 128)
     if heavy_first and m_blocks > 65535:

@@ -10,8 +10,8 @@ from cute_py import arch
 
 from .attention_tiles import BLOCK_M
 
-__all__ = ["HEAD_DIMS", "TILES", "WIDE_TILES", "BLOCK_MS", "SMEM_BYTES", "smem_bytes", "check_tile", "check_args", "check_offsets",
-           "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
+__all__ = ["HEAD_DIMS", "TILES", "WIDE_TILES", "BLOCK_MS", "SMEM_BYTES", "smem_bytes", "check_tile", "check_args",
+           "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
 
 HEAD_DIMS = (64, 128, 256)
 # (keys per block, depth of the K and V rings) of a tile of 128 query rows by (head dimension, causal), measured on
@@ -49,7 +49,8 @@ def check_rows_stored_in_chunks(who, name, t):
     """``t``'s rows (one token of one head) are stored in 16-byte chunks: a 16-byte aligned pointer and token and
     head strides of whole 16-byte units."""
     unit = 128 // t.element_type.width
-    strides = [s for s, e in zip(t.layout.stride[:-1], t.shape[:-1]) if e != 1]    # (a mode of 1 never steps)
+    # (a mode of one element never steps; a symbolic extent may be longer)
+    strides = [s for s, e in zip(t.layout.stride[:-1], t.shape[:-1]) if type(e) is not int or e != 1]
     if t.iterator.alignment < 16 or any(type(s) is not int or s % unit for s in strides):
         raise cute.CuteValueError(f"{who}: {name}'s rows are stored in 16-byte chunks: its pointer must be 16-byte "
                                   f"aligned and its strides other than the head dimension's multiples of {unit}, got "
@@ -173,6 +174,6 @@ def check_tile(d, causal, block_n, stages, block_m=None, rows=0):
     if smem > SMEM_BYTES:
         raise cute.CuteValueError(f"attention: the Q tile of {block_m} rows and {stages} stages of K and V tiles of "
                                   f"{block_n} keys at head dimension {d} take {smem} bytes of shared memory (with its "
-                                  f"barriers and alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or keys "
-                                  f"per block")
+                                  f"barriers and alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or "
+                                  f"keys per block")
     return block_n, stages, block_m

@@ -254,6 +254,50 @@ def test_packed_batches_with_empty_and_short_sequences(d, causal):
         _check_lse(lse[:, a:e], l32, f"lse of sequence {i}")
 
 
+@pytest.mark.parametrize("d, causal", [(128, True), (64, False)])
+def test_a_packed_batch_compiled_once_runs_every_total(d, causal):
+    """Compiled once for symbolic totals (``cute.sym_int()`` token extents, lse's row stride another), then run on
+    batches of other totals and lengths (empty and length-1 sequences among them) into poisoned buffers: each
+    against torch, and no recompile."""
+    import cute_py as cute
+    from cute_py.compiler.cache import store
+
+    torch = hopper_torch()
+    h, hk, dtype, max_q = 4, 2, torch.bfloat16, 700
+    bf = cute.BFloat16
+    t, tk, lrow = cute.sym_int(), cute.sym_int(), cute.sym_int()
+    q_spec = cute.compiler.DeviceArraySpec(bf, (t, h, d), (h * d, d, 1))
+    o_spec = cute.compiler.DeviceArraySpec(bf, (t, h, d), (h * (d + PAD), d + PAD, 1))
+    k_spec = cute.compiler.DeviceArraySpec(bf, (tk, hk, d), (hk * d, d, 1))
+    cu = cute.compiler.DeviceArraySpec(cute.Int32, (4,))
+    compiled = cute.compile(attention, q_spec, k_spec, k_spec, o_spec,
+                            cute.compiler.DeviceArraySpec(cute.Float32, (h, t), (lrow, 1)), causal, None, cu, cu, max_q)
+    compiles = store.stats["compiles"]
+    for seed, lens_q, lens_k in ((1, [300, 0, 1], [200, 5, 1]), (2, [700, 129, 64], [1, 640, 0]),
+                                 (3, [1, 1, 1], [700, 700, 700])):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        cq = torch.tensor([0] + lens_q, device="cuda").cumsum(0).to(torch.int32)
+        ck = torch.tensor([0] + lens_k, device="cuda").cumsum(0).to(torch.int32)
+        tq, tkv = int(cq[-1]), max(int(ck[-1]), 1)
+        q = torch.randn(tq, h, d, device="cuda", dtype=dtype, generator=g)
+        k, v = (torch.randn(tkv, hk, d, device="cuda", dtype=dtype, generator=g) for _ in range(2))
+        obuf, out = _poisoned(torch, (tq, h, d), dtype, PAD)
+        lbuf, lse = _poisoned(torch, (h, tq), torch.float32, PAD)
+        compiled(q, k, v, out, lse, causal, None, cq, ck, max_q)
+        torch.cuda.synchronize()
+        _check_outside(torch, obuf, out)
+        _check_outside(torch, lbuf, lse)
+        for i in range(len(lens_q)):
+            a, e, ka, ke = int(cq[i]), int(cq[i + 1]), int(ck[i]), int(ck[i + 1])
+            if a == e:
+                continue
+            o32, l32 = reference(torch, q[a:e], k[ka:ke], v[ka:ke], causal, 1 / math.sqrt(d), torch.float32)
+            olow, _ = reference(torch, q[a:e], k[ka:ke], v[ka:ke], causal, 1 / math.sqrt(d), dtype)
+            _check_close(torch, out[a:e], o32, olow, f"out of sequence {i} (seed {seed})")
+            _check_lse(lse[:, a:e], l32, f"lse of sequence {i} (seed {seed})")
+    assert store.stats["compiles"] == compiles
+
+
 _BAD_PACKED = """
 import sys, torch
 sys.path.insert(0, {root!r})

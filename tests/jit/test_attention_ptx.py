@@ -96,6 +96,23 @@ def test_packed_attention_ptx(filecheck, assemble):
     assemble(c.ptx)
 
 
+@pytest.mark.parametrize("kw", [{}, dict(persistent=True, causal=False)])
+def test_a_packed_batch_compiles_once_for_symbolic_totals(kw, assemble):
+    """Token extents of ``cute.sym_int()`` (q, out and lse sharing one, k and v another): one compile for every total
+    of the batch size and ``max_seqlen_q``; the grid from those alone, the totals reaching the kernels as run-time
+    values (the offsets' check bounds them), the WGMMAs asynchronous."""
+    t, tk, dt = cute.sym_int(), cute.sym_int(), "BFloat16"
+    q, k = spec(dt, (t, 8, 128)), spec(dt, (tk, 2, 128))
+    causal = kw.pop("causal", True)
+    c = cute.compile(attention, q, k, k, q, spec("Float32", (8, t)), causal, None, spec("Int32", (6,)),
+                     spec("Int32", (6,)), 1000, **kw)
+    check, main = c.launches
+    assert check.grid == (5, 1, 1)
+    assert main.grid == (8, 8, 5) if not kw else (main.grid[1:] == (1, 1) and 1 <= main.grid[0] <= 8 * 8 * 5)
+    assert ptxas_notes(c.ptx) in ([], None)
+    assemble(c.ptx)
+
+
 def test_heavy_first_orders_the_grid_by_query_block_last_first(assemble):
     """The same kernel but for the block coordinates: query block ``nctaid.z - 1 - ctaid.z``, head ``ctaid.x``."""
     plain, heavy = _compile(causal=True), _compile(causal=True, heavy_first=True)
