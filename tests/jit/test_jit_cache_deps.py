@@ -279,7 +279,7 @@ def test_a_recording_whose_hook_was_replaced_is_not_stored(monkeypatch):
 
     from cute_py.compiler.cache import deps
 
-    monkeypatch.setattr(deps, "_monitor_tool", lambda: None)    # the trace hook's way (before Python 3.12)
+    monkeypatch.setattr(deps.monitor, "listen", lambda codes: False)    # the trace hook's way (before Python 3.12)
     rec = deps.Recorder()
     with rec:
         other = lambda frame, event, arg: None  # noqa: E731 - what a debugger started in the trace would install
@@ -297,8 +297,9 @@ def _recorded_names(rec):
 def test_every_recording_sees_each_code_that_starts_in_it(way, tmp_path, monkeypatch):
     """Both ways of recording (``sys.monitoring`` from Python 3.12, the trace hook): a function run before a
     recording, run many times in it, or started only inside a nested recording is in every recording active when
-    it starts, with its globals; one run only outside a recording is in none; a recording after another sees again
-    the code the first one saw (monitoring silences a code location after its first start)."""
+    it starts, with its globals; one run only outside a recording or during a pause is in none, one started in a
+    pause and again after it is recorded; a recording after another sees again the code the first one saw
+    (monitoring silences a code location after its first start)."""
     import importlib
     import sys as _sys
 
@@ -307,17 +308,24 @@ def test_every_recording_sees_each_code_that_starts_in_it(way, tmp_path, monkeyp
     if way == "monitoring" and not hasattr(_sys, "monitoring"):
         pytest.skip("sys.monitoring is Python 3.12's")
     if way == "trace":
-        monkeypatch.setattr(deps, "_monitor_tool", lambda: None)
+        monkeypatch.setattr(deps.monitor, "listen", lambda codes: False)
     (tmp_path / f"rec_{way}.py").write_text(
         "def often(x):\n    return x + 1\n"
         "def inner():\n    return often(0)\n"
-        "def outside():\n    return 2\n")
+        "def outside():\n    return 2\n"
+        "def paused_only():\n    return 3\n"
+        "def later():\n    return 4\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     rec_mod = importlib.import_module(f"rec_{way}")
     rec_mod.often(1)
     rec_mod.outside()
     first, second, nested = deps.Recorder(), deps.Recorder(), deps.Recorder()
     with first:
+        token = deps.pause()
+        rec_mod.paused_only()
+        rec_mod.later()
+        deps.resume(token)
+        rec_mod.later()                 # started unpaused after a paused start: recorded
         for i in range(100):
             rec_mod.often(i)
         if way == "trace":          # one trace hook at a time: nested recordings are monitoring's
@@ -328,7 +336,8 @@ def test_every_recording_sees_each_code_that_starts_in_it(way, tmp_path, monkeyp
     rec_mod.outside()
     with second:
         rec_mod.often(3)
-    assert {"often", "inner"} <= _recorded_names(first) and "outside" not in _recorded_names(first)
+    assert {"often", "inner", "later"} <= _recorded_names(first)
+    assert not {"outside", "paused_only"} & _recorded_names(first)
     assert "often" in _recorded_names(second) and "inner" not in _recorded_names(second)
     if way == "monitoring":
         assert first._kind == "monitor"

@@ -1,16 +1,12 @@
 """What a compile depends on: the Python code its traces ran, the module values that code read, and keys of values.
 
 **Recording.** While the host function and each kernel are traced, a :class:`Recorder` notes every code
-object that starts running. From Python 3.12 it listens to ``sys.monitoring``'s ``PY_START`` events under a
-tool id of its own, each code location silenced after its first start (``DISABLE``; a recorder's start
-re-arms them all), so a code object costs one event a recording however often it runs; in all threads, so
-code another thread runs meanwhile is recorded too (more checks, never fewer). Before 3.12, or with no tool
-id free, it uses ``sys.settrace``'s call events in the recording thread (``sys.setprofile`` when a debugger
-or a coverage tool holds the trace hook). Code of ``cute_py`` and ``mlir_dialects`` is left out: the
-library's sources are in every cache key through ``cache.library_fingerprint``. With a trace or profile hook
-the builders of MLIR ops run unrecorded (:func:`pause`): they call no user code, and they are most of a
-kernel trace's calls (on Python 3.12 every change of the hook costs a pass over the interpreter's code, which
-made a trace five times slower: one reason for ``sys.monitoring``).
+object that starts running: through ``sys.monitoring`` from Python 3.12 (:mod:`.monitor`; every change of a
+trace hook there costs a pass over the interpreter's code, which made a kernel trace five times slower), else
+``sys.settrace``'s call events in the recording thread (``sys.setprofile`` when a debugger or a coverage tool
+holds the trace hook). Code of ``cute_py`` and ``mlir_dialects`` is left out: the library's sources are in
+every cache key through ``cache.library_fingerprint``. The builders of MLIR ops run unrecorded (:func:`pause`):
+they call no user code, and they are most of a kernel trace's calls.
 
 **The manifest** (:meth:`Recorder.manifest`) is what a disk-cache entry stores about the rest:
 
@@ -56,6 +52,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ...errors import is_library_file as _is_library
+from . import monitor
 
 __all__ = ["Recorder", "pause", "resume", "check", "value_key", "code_digest", "Unkeyable"]
 
@@ -243,35 +240,6 @@ def _file_check(path):
 
 
 _ACTIVE = [None, None]  # (kind, hook) of the recorder installed now: "trace" or "profile"
-_MONITORING = getattr(sys, "monitoring", None)  # Python >= 3.12
-_TOOL = []  # the sys.monitoring tool id this module holds, once taken
-_LIVE = []  # the recorders listening to sys.monitoring now: each new code's start is recorded in all of them
-
-
-def _started(code, offset, _frame=sys._getframe):
-    """``PY_START``'s callback: ``code`` (now running, in the caller's frame) into every live recorder; then
-    silence this code location until the next recorder starts."""
-    entry = None
-    for rec in _LIVE:
-        if id(code) not in rec.codes:
-            entry = entry or (code, _frame(1).f_globals)
-            rec.codes[id(code)] = entry
-    return _MONITORING.DISABLE
-
-
-def _monitor_tool():
-    """The ``sys.monitoring`` tool id recordings use (the first of 3 and 4 that is free, taken once for the
-    process), or ``None`` (before Python 3.12, or both held by other tools)."""
-    if not _TOOL and _MONITORING is not None:
-        for tool in (3, 4):
-            if _MONITORING.get_tool(tool) is None:
-                _MONITORING.use_tool_id(tool, "cute_py")
-                _MONITORING.register_callback(tool, _MONITORING.events.PY_START, _started)
-                _TOOL.append(tool)
-                break
-    return _TOOL[0] if _TOOL else None
-
-
 def _hook_for(codes):
     def hook(frame, event, arg, _codes=codes, _id=id):
         code = frame.f_code
@@ -294,12 +262,8 @@ class Recorder:
         self._kind = None
 
     def __enter__(self) -> Recorder:
-        tool = _monitor_tool()
-        if tool is not None:
+        if monitor.listen(self.codes):
             self._kind = "monitor"
-            _LIVE.append(self)
-            _MONITORING.set_events(tool, _MONITORING.events.PY_START)
-            _MONITORING.restart_events()
             return self
         if sys.gettrace() is None:
             self._kind, hook = "trace", _hook_for(self.codes)
@@ -321,9 +285,7 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> bool:
         if self._kind == "monitor":
-            _LIVE.remove(self)
-            if not _LIVE:
-                _MONITORING.set_events(_TOOL[0], 0)
+            monitor.stop(self.codes)
             return False
         kind, hook = _ACTIVE
         if kind is not None:
@@ -377,7 +339,10 @@ def _source_of(code, g):
 
 
 def pause() -> tuple[str, Callable[..., Any]] | None:
-    """Stop recording in this thread (for library code that calls no user code); a token for :func:`resume`."""
+    """Stop recording in this thread (for library code that calls no user code; with ``sys.monitoring``, in every
+    thread); a token for :func:`resume`."""
+    if monitor.pause():
+        return "monitor", None
     kind, hook = _ACTIVE
     if kind == "trace" and sys.gettrace() is hook:
         sys.settrace(None)
@@ -392,7 +357,10 @@ def resume(token: tuple[str, Callable[..., Any]] | None) -> None:
     """Record again after :func:`pause` (``token`` is what it returned): the same hook, in this thread."""
     if token is not None:
         kind, hook = token
-        (sys.settrace if kind == "trace" else sys.setprofile)(hook)
+        if kind == "monitor":
+            monitor.resume()
+        else:
+            (sys.settrace if kind == "trace" else sys.setprofile)(hook)
 
 
 def _nested_codes(codes):
