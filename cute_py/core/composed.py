@@ -435,7 +435,7 @@ def _checked_decay(coord, bits, base, shift, off, outer):
     subs, decays = _offset_table(sub), _offset_table(d_layout)
     if subs is not None and decays is not None:        # plain static layouts: every point from two tables
         base = off + o
-        return decayed if all(d + d_off == inner(base + s) for d, s in zip(decays, subs)) else None
+        return decayed if [d + d_off for d in decays] == inner.map_ints([base + s for s in subs]) else None
     general = ComposedLayout(inner, off + o, sub)
     return decayed if all(d_layout(i) + d_off == general(i) for i in range(n)) else None
 
@@ -447,7 +447,7 @@ def _offset_table(layout):
         return offset_table(layout)
     inner, off = layout.inner, layout.offset
     outer = offset_table(layout.outer) if type(inner) is Swizzle and type(off) is int else None
-    return None if outer is None else [inner(off + t) for t in outer]
+    return None if outer is None else inner.map_ints([off + t for t in outer])
 
 
 def _swizzle_slice(coord, inner, off, outer):

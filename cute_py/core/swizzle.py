@@ -113,6 +113,13 @@ class Swizzle:
         # a swizzle is a function on [0, size): its "shape" for size()/rank()
         return self.size()
 
+    def map_ints(self, offsets: list[int]) -> list[int]:
+        """``[self(x) for x in offsets]`` for a list of ints, in one pass (offset tables of static layouts)."""
+        y, rs, ls = self._y, self._rs, self._ls
+        if rs is None:
+            return [x ^ ((x & y) << ls) for x in offsets]
+        return [x ^ ((x & y) >> rs) for x in offsets]
+
     def __call__(self, offset: Int) -> Int:
         """Apply the swizzle to an int (or a run-time integer): ``x ^ ((x & yyy) >> shift)``."""
         if type(offset) is int:

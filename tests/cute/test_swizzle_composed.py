@@ -52,6 +52,15 @@ def test_a_swizzle_evaluates_runtime_values_like_ints(sw, x):
     assert value_of(sw(RuntimeInt(x))) == sw(x)
 
 
+@given(swizzles(), st.lists(st.integers(0, 1 << 16), max_size=40))
+def test_map_ints_is_the_swizzle_of_each_int(sw, xs):
+    """``map_ints``: the swizzle of each int of the list, in order (shifts of either sign), against the
+    definition ``x ^ ((x & yyy_mask) >> shift)`` (``<< -shift`` for a negative one)."""
+    y = ((1 << sw.bits) - 1) << (sw.base + max(0, sw.shift))
+    want = [x ^ ((x & y) >> sw.shift) if sw.shift >= 0 else x ^ ((x & y) << -sw.shift) for x in xs]
+    assert sw.map_ints(xs) == want == [sw(x) for x in xs]
+
+
 def test_composing_swizzles_of_the_same_shift_xors_their_masks():
     a, b = Swizzle(1, 4, 3), Swizzle(1, 5, 3)
     c = compose_swizzles(a, b)

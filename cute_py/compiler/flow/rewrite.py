@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import TraceError
+from ..cache import deps as _deps
 from . import liveness
 
 __all__ = ["transformed", "source_tree"]
@@ -402,7 +403,11 @@ def transformed(fn: Callable[..., Any], kernel: bool) -> Callable[..., Any]:
     key = (code, kernel)
     inner = _cache.get(key)
     if inner is None:
-        inner = _cache[key] = _compile(fn, kernel)
+        paused = _deps.pause()  # reading and rewriting the source runs no user code: not recorded (see deps)
+        try:
+            inner = _cache[key] = _compile(fn, kernel)
+        finally:
+            _deps.resume(paused)
     if inner is False:
         return fn
     from . import executors as flow

@@ -206,8 +206,10 @@ class KernelBuilder:
         while ops:
             rest = []
             for op in reversed(ops):
-                if any(len(list(r.uses)) for r in op.results):
-                    rest.append(op)
+                for r in op.results:
+                    if len(list(r.uses)):
+                        rest.append(op)
+                        break
                 else:
                     op.erase()
             if len(rest) == len(ops):  # pragma: no cover - every user is among the ops erased

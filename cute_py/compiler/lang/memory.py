@@ -415,9 +415,9 @@ def note_write(array: Any, at: int, dtype: Any) -> None:
     out of scope (a ``TraceError``)."""
     b = current()
     born = b.fragment_births.get(id(array))
-    inside = born[1] if born is not None and born[0] is array else ()
+    inside = {id(x) for x in born[1]} if born is not None and born[0] is array else ()
     for log in b.write_logs:
-        if any(log is x for x in inside):
+        if id(log) in inside:
             continue
         key = (id(array), at)
         if key not in log:
