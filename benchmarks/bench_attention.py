@@ -79,7 +79,7 @@ def _variants(args):
                              f"alone; got {tile!r}")
         kw = dict(base, heavy_first=args.heavy_first or "heavy" in flags)
         if numbers:
-            kw.update(block_n=numbers[0], stages=numbers[1], **({"block_m": numbers[2]} if numbers[2:] else {}))
+            kw.update(zip(("block_n", "stages", "block_m"), numbers))
         if "persistent" in flags or "pertile" in flags:
             kw.update(persistent="persistent" in flags)
         variants[f"cute_py[{tile}]"] = kw

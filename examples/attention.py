@@ -383,7 +383,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
         if cute.const_expr(early):
             arch.mbarrier_arrive(q_free)
-        store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out, groups)
+        store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
     if cute.const_expr(q_free is not None and not early):
         arch.mbarrier_arrive(q_free)            # the output has gone through sQ (a TMA store has read it)
 
@@ -407,7 +407,7 @@ def _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, fir
             value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
             _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
     rescale(acc_o, corr)
-    store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out, cute.size(sO, mode=[0]) // 64)
+    store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
 
 
 @cute.jit

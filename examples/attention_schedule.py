@@ -18,7 +18,6 @@ times its share); dealt in one direction only, the heaviest CTA still carries up
 (benchmarks/RESULTS.md has the model and the measurements).
 """
 
-
 import cute_py as cute
 
 from .tma_tiled import sm_count

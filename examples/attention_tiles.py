@@ -1,8 +1,7 @@
 """The warpgroup pieces both attention kernels (:mod:`examples.attention`, :mod:`examples.attention_backward`)
 are made of: their thread layout (two consumer warpgroups, then a producer warpgroup; the forward may take three
-consumer warpgroups), a head's rows in the
-token-major views, the shared-memory MMA with its operand fences, and the store of a warpgroup's 64 output rows
-through shared memory."""
+consumer warpgroups), a head's rows in the token-major views, the shared-memory MMA with its operand fences, and
+the store of a warpgroup's 64 output rows through shared memory."""
 
 import cute_py as cute
 from cute_py import arch
@@ -52,7 +51,7 @@ def store_barriers(groups):
 
 
 @cute.jit
-def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None, groups=2):
+def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None):
     """Store a consumer warpgroup's 64 output rows: its values (rounded to the output type) go row-major into its
     rows of ``sQ``'s shared memory, then each thread copies 16-byte chunks of the rows that lie in the sequence
     (``row < rows``) to ``gO``; or, with ``tma_out`` (a TMA store atom and the warpgroup's ``(64, d)`` box of
@@ -63,7 +62,9 @@ def store_rows(acc_o, cO, sQ, gO, group, wtid, rows, d, tma_out=None, groups=2):
     which makes the assembler serialise the kernel's WGMMAs.)
 
     The row-major rows of one warpgroup overlap the swizzled rows of another's operand in ``sQ``, so the
-    ``groups`` consumer warpgroups first meet (:func:`store_barriers`): none has an MMA left that reads ``sQ``."""
+    consumer warpgroups (one per 64 rows of ``sQ``) first meet (:func:`store_barriers`): none has an MMA left that
+    reads ``sQ``."""
+    groups = cute.size(sQ, mode=[0]) // 64
     everyone, own = store_barriers(groups)
     arch.barrier(barrier_id=everyone, number_of_threads=128 * groups)
     dt = gO.element_type

@@ -5,6 +5,7 @@ assembler keeping the WGMMAs asynchronous (no serialisation warning); and the ar
 
 import re
 
+import numpy as np
 import pytest
 
 import cute_py as cute
@@ -152,6 +153,7 @@ def test_a_tile_of_the_callers_choice(d, causal, block_n, stages, filecheck, ass
     (dict(d=64, block_m=64), "128 or 192"),
     (dict(d=64, block_m=192.0), "128 or 192"),
     (dict(d=64, block_m=True), "128 or 192"),
+    (dict(d=64, block_m=np.int64(192)), "128 or 192"),
     (dict(d=128, block_m=192), "d=64 and at most 128 keys a block; got d=128"),
     (dict(d=64, block_m=192, block_n=192), "at most 128 keys a block; got d=64, block_n=192"),
 ])

@@ -240,6 +240,8 @@ def _file_check(path):
 
 
 _ACTIVE = [None, None]  # (kind, hook) of the recorder installed now: "trace" or "profile"
+
+
 def _hook_for(codes):
     def hook(frame, event, arg, _codes=codes, _id=id):
         code = frame.f_code
