@@ -10,8 +10,10 @@
 
 Rows (rows, n) as in ``softmax_rows``: contiguous, any row stride, Float32/BFloat16/Float16, Float32 arithmetic,
 each output rounded once to its tensor's type; ``w``, ``b``, ``dw``: 1-D contiguous of ``n``; ``rstd``, ``mean``:
-1-D Float32 of ``rows``. A row is read once into registers (one CTA, or a cluster of up to 16 exchanging partial sums
-through distributed shared memory) and written once.
+1-D Float32 of ``rows``. A row is read once (one CTA, or a cluster of up to 16 exchanging partial sums through
+distributed shared memory) and written once. Short rows are held in registers; a row over a cluster is staged
+through shared memory (``row_stage``): RMSNorm's ``x`` and ``w``, LayerNorm's ``w`` and ``b`` (copied from the start,
+while ``x`` is loaded into registers).
 
 ``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
@@ -25,6 +27,7 @@ from cute_py import arch
 from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row, cluster_start,
                          launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce, row_vector,
                          store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
+from .row_stage import stage, staged_rows, thread_slot, wait_staged
 
 __all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
            "layernorm_forward", "layernorm_forward_kernel", "column_sum_kernel", "rmsnorm_workspace_rows"]
@@ -51,16 +54,29 @@ def _mask(plan, k, t, rank):
 @cute.kernel
 def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
     red = RowReduction(plan, 1)
-    cluster_start(plan)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    xs = load_row(clamped_row(x, r), plan, t, rank)
+    staged = staged_rows(plan)  # x and w through shared memory
+    if cute.const_expr(staged):
+        (sx,) = stage((clamped_row(x, r),), plan, t, rank)
+        (sw,) = stage((w,), plan, t, rank)
+    cluster_start(plan)
+    if cute.const_expr(staged):
+        wait_staged(1)
+        xs = sx.values()
+    else:
+        xs = load_row(clamped_row(x, r), plan, t, rank)
     s = 0.0
     for v in xs:
         s = s + (v * v).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (ss,) = row_reduce((s,), add, red)
     inv = cute.math.rsqrt(ss / plan.n + eps)
-    ws = load_row(w, plan, t, rank)
+    if cute.const_expr(staged):
+        wait_staged(0)
+        ws = sw.values()
+        xs = sx.values()
+    else:
+        ws = load_row(w, plan, t, rank)
     store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
     _store_stats(r, m, t, rank, ((rstd, inv),))
 
@@ -68,9 +84,12 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
 @cute.kernel
 def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
     red = RowReduction(plan, 1, rounds=2)
-    cluster_start(plan)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
+    staged = staged_rows(plan)  # w and b through shared memory, copied from the start (x stays in registers)
+    if cute.const_expr(staged):
+        sw, sb = stage((w, b), plan, t, rank)
+    cluster_start(plan)
     xs = load_row(clamped_row(x, r), plan, t, rank)
     s = 0.0
     for v in xs:
@@ -88,8 +107,12 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
         q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (sq,) = row_reduce((q,), add, red, 1, 0, False)
     inv = cute.math.rsqrt(sq / plan.n + eps)
-    ws = load_row(w, plan, t, rank)
-    bs = load_row(b, plan, t, rank)
+    if cute.const_expr(staged):
+        wait_staged(0)
+        ws, bs = sw.values(), sb.values()
+    else:
+        ws = load_row(w, plan, t, rank)
+        bs = load_row(b, plan, t, rank)
     store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
     _store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
 
@@ -109,8 +132,8 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
     tx, _, _ = arch.thread_idx()
     wv = load_row(w, plan, t, rank)
     for k in cute.range_constexpr(plan.chunks):
-        _mine(w_s, plan, k, tx).store(wv[k])
-        _mine(acc_s, plan, k, tx).fill(0.0)
+        thread_slot(w_s, plan, k, tx).store(wv[k])
+        thread_slot(acc_s, plan, k, tx).fill(0.0)
     if cute.const_expr(plan.cluster > 1):
         arch.cluster_wait()
     for i in range(-(-m // (2 * units))):
@@ -118,11 +141,7 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
             r = g + (2 * i + half) * units
             _backward_row(dy, x, rstd, dx, w_s, acc_s, red, r, g < units and r < m, t, rank, half, i % 2)
     if g < units:
-        store_row(ws[g, None], plan, t, rank, [_mine(acc_s, plan, k, tx).load() for k in range(plan.chunks)])
-
-
-def _mine(buf, plan, k, tx):
-    return cute.local_tile(buf, (plan.vec,), (k * plan.threads + tx,))
+        store_row(ws[g, None], plan, t, rank, [thread_slot(acc_s, plan, k, tx).load() for k in range(plan.chunks)])
 
 
 @cute.jit
@@ -136,16 +155,16 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, r, valid, t, rank, slot, pha
     inv = rstd[rr]
     s = 0.0
     for k in cute.range_constexpr(plan.chunks):
-        s = s + (gs[k] * _mine(w_s, plan, k, tx).load() * xs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
+        s = s + (gs[k] * thread_slot(w_s, plan, k, tx).load() * xs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (dot,) = row_reduce((s,), add, red, slot, phase, False)
     if cute.const_expr(plan.cluster > 1):
         rearm(red, slot)
     c = dot * inv * inv / plan.n
     if valid:
         store_row(dx[r, None], plan, t, rank,
-                  [(gs[k] * _mine(w_s, plan, k, tx).load() - xs[k] * c) * inv for k in range(plan.chunks)])
+                  [(gs[k] * thread_slot(w_s, plan, k, tx).load() - xs[k] * c) * inv for k in range(plan.chunks)])
         for k in cute.range_constexpr(plan.chunks):
-            a = _mine(acc_s, plan, k, tx)
+            a = thread_slot(acc_s, plan, k, tx)
             a.store(a.load() + gs[k] * xs[k] * inv)
 
 

@@ -24,7 +24,8 @@ from cute_py.atom import CopyUniversalOp
 from cute_py.nvgpu import cpasync
 
 __all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
-           "RowReduction", "launch_rows", "row_coords", "load_chunk", "store_chunk", "load_row", "store_row",
+           "RowReduction", "launch_rows", "row_coords", "chunk_index", "load_chunk", "store_chunk", "load_row",
+           "store_row",
            "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row", "FLOATS",
            "INDEX_TYPES", "MAX_CLUSTER", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT", "TWO_INPUTS"]
 
@@ -290,6 +291,7 @@ def store_chunk(row, chunk, vec, n, frag, full):
 
 
 def chunk_index(plan, k, t, rank):
+    """The index in the row of thread ``t``'s chunk ``k`` in the CTA of rank ``rank``."""
     return (k * plan.cluster + rank) * plan.group + t
 
 

@@ -8,9 +8,10 @@
 
 Rows are 2-D row-major tensors (rows, n) whose last dimension is contiguous and whose rows may be padded (any row
 stride of at least ``n``); Float32, BFloat16 or Float16 in, Float32 arithmetic, the output in its own tensor's type
-(one of those). The row lives in registers between its one read and its one write (see ``row_reduce``): short rows
-several to a CTA, long rows split across a cluster of 2..16 CTAs whose partial results meet in distributed shared
-memory. The forward pass reduces ``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax): each
+(one of those). The row is read once and written once (see ``row_reduce``): short rows several to a CTA, long rows
+split across a cluster of 2..16 CTAs whose partial results meet in distributed shared memory. Between the read and
+the write it lives in registers, except the backward pass's ``y`` and ``dy`` over a cluster, which are staged
+through shared memory (``row_stage``). The forward pass reduces ``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax): each
 thread's exponentials are taken once, against its own maximum, and rescaled by ``exp(thread max - row max) / sum``.
 Results follow torch's: a NaN in a row makes the row NaN, as does ``+inf`` or a row of ``-inf``.
 """
@@ -20,6 +21,7 @@ import cute_py as cute
 from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, clamped_row, cluster_start,
                          launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, row_vector, store_if_row,
                          FLT_MAX, ONE_INPUT, TWO_INPUTS)
+from .row_stage import stage, staged_rows, wait_staged
 
 __all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel"]
 
@@ -29,6 +31,7 @@ def softmax_forward_kernel(x, y, spec):
     red = RowReduction(plan, 2)
     cluster_start(plan)
     r, t, rank = row_coords(plan)
+    # the row stays in registers: staged through shared memory it measured slower (RESULTS.md)
     vals = load_row(clamped_row(x, r), plan, t, rank, -float("inf"))
     mt = -float("inf")
     for v in vals:
@@ -47,14 +50,23 @@ def softmax_forward_kernel(x, y, spec):
 def softmax_backward_kernel(y, dy, dx, spec):
     plan = spec
     red = RowReduction(plan, 1)
-    cluster_start(plan)
     r, t, rank = row_coords(plan)
-    ys = load_row(clamped_row(y, r), plan, t, rank)
-    gs = load_row(clamped_row(dy, r), plan, t, rank)
+    staged = staged_rows(plan)
+    if cute.const_expr(staged):
+        sy, sg = stage((clamped_row(y, r), clamped_row(dy, r)), plan, t, rank)
+    cluster_start(plan)
+    if cute.const_expr(staged):
+        wait_staged(0)
+        ys, gs = sy.values(), sg.values()
+    else:
+        ys = load_row(clamped_row(y, r), plan, t, rank)
+        gs = load_row(clamped_row(dy, r), plan, t, rank)
     s = 0.0
     for k in cute.range_constexpr(plan.chunks):
         s = s + (ys[k] * gs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (dot,) = row_reduce((s,), add, red)
+    if cute.const_expr(staged):
+        ys, gs = sy.values(), sg.values()
     store_if_row(dx, r, plan, t, rank, [ys[k] * (gs[k] - dot) for k in range(plan.chunks)])
 
 

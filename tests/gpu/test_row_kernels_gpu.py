@@ -18,8 +18,9 @@ from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_f
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-# (rows, n, padding of each row): odd lengths, strides that allow narrower vectors only, clusters of 4 and 16
-CASES = [(3, 1, 3), (5, 7, 1), (33, 4097, 7), (4, 65536, 8), (2, 262143, 1)]
+# (rows, n, padding of each row): odd lengths, strides that allow narrower vectors only (65534: chunks of 2, staged
+# by 4- and 8-byte cp.async), clusters of 4 and 16
+CASES = [(3, 1, 3), (5, 7, 1), (33, 4097, 7), (4, 65536, 8), (3, 65534, 0), (2, 262143, 1)]
 CONFIGS = [(d, c) for c in CASES for d in ("Float32", "BFloat16")] + [("Float16", (33, 4097, 7))]
 IDS = [f"{d}-{c[0]}x{c[1]}" for d, c in CONFIGS]
 # Float32 arithmetic errs by a few ulps relative to the magnitudes involved; the output type rounds once more
