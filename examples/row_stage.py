@@ -7,10 +7,10 @@ frees both: the copies need no registers while in flight, a weight vector's copi
 overlap the row's loads, and the staged values are read from shared memory in each pass that needs them.
 
 Thread ``tx``'s chunk ``k`` (``plan.vec`` elements, the same chunks as :func:`row_reduce.load_row` gives it) goes to
-slot ``k * plan.threads + tx``: a thread reads only the slots it copied, so ``cp.async.wait_group`` alone orders
-each copy before its reads (no barrier). A chunk that holds the row's end is loaded into registers at once
-(element by element under its predicate), as is every chunk narrower than 32 bits (``cp.async`` moves 4, 8 or 16
-bytes).
+slot ``k * plan.threads + tx``: a thread reads only the slots it wrote, so ``cp.async.wait_group`` alone orders
+each copy before its reads (no barrier). A chunk that holds the row's end is loaded at once (element by element
+under its predicate) and stored into its slot, as is every chunk narrower than 32 bits (``cp.async`` moves 4, 8 or
+16 bytes).
 """
 
 import cute_py as cute
@@ -36,34 +36,32 @@ def thread_slot(buf, plan, k, tx):
 
 
 class Staged:
-    """One row (a 1-D tensor of ``plan.n`` elements) as this thread's chunks: the full ones copied into shared
-    memory by ``cp.async`` (not yet waited for), the one holding the row's end (or all, for chunks narrower than 32
-    bits) in registers as Float32, ``fill`` past the row's end."""
+    """One row (a 1-D tensor of ``plan.n`` elements) as this thread's chunks in shared memory: the full ones copied
+    by ``cp.async`` (not yet waited for), the one holding the row's end (``fill`` past it) and chunks narrower than 32
+    bits loaded into registers and stored."""
 
     def __init__(self, row, plan, t, rank, fill=0.0):
         self.plan = plan
         self.tx, _, _ = arch.thread_idx()
         self.bits = plan.vec * row.element_type.width
-        self.kept = {}
+        self.buf = arch.SmemAllocator().allocate_tensor(row.element_type,
+                                                        cute.Layout(plan.chunks * plan.threads * plan.vec), 16)
         copied = self.bits >= STAGE_MIN_BITS
         if copied:
-            self.buf = arch.SmemAllocator().allocate_tensor(
-                row.element_type, cute.Layout(plan.chunks * plan.threads * plan.vec), 16)
             mode = cpasync.LoadCacheMode.GLOBAL if self.bits == VECTOR_BITS else cpasync.LoadCacheMode.ALWAYS
             atom = cute.make_copy_atom(cpasync.CopyG2SOp(mode), row.element_type, min(self.bits, VECTOR_BITS))
         for k in cute.range_constexpr(plan.chunks):
             at = chunk_index(plan, k, t, rank)
             if cute.const_expr(copied and plan.full(k)):
                 _copy_chunk(atom, row, self.buf, plan, k, at, self.tx, self.bits)
-            else:
+            else:  # through registers: the row's end under its predicate, or a chunk too narrow for cp.async
                 frag = cute.make_rmem_tensor((plan.vec,), row.element_type)
                 load_chunk(row, at, plan.vec, plan.n, frag, fill, plan.full(k))
-                self.kept[k] = frag.load().to(cute.Float32)
+                thread_slot(self.buf, plan, k, self.tx).store(frag.load())
 
     def values(self):
         """This thread's chunks as Float32 TensorSSA, read from shared memory (after :func:`wait_staged`)."""
-        return [self.kept[k] if k in self.kept else thread_slot(self.buf, self.plan, k, self.tx).load()
-                .to(cute.Float32) for k in range(self.plan.chunks)]
+        return [thread_slot(self.buf, self.plan, k, self.tx).load().to(cute.Float32) for k in range(self.plan.chunks)]
 
 
 def _copy_chunk(atom, row, buf, plan, k, at, tx, bits):

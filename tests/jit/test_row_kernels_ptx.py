@@ -7,11 +7,14 @@ import math
 import random
 import re
 
+import numpy as np
+
 import pytest
 
 import cute_py as cute
 import examples as ex
 from examples.row_reduce import MAX_CLUSTER, RowPlan, max_sum, plan_rows
+from examples.row_stage import staged_rows, thread_slot
 
 F = cute.compiler.DeviceArraySpec
 
@@ -167,6 +170,26 @@ def test_row_plans_cover_every_row_within_the_hardware(values, wide):
                 assert (p.group, p.cluster) == (128, 16) and -(-n // vec) > held, (n, vec, p)
             if wide is None:
                 assert plan_rows("t", n, vec, values) == p
+
+
+@pytest.mark.parametrize("n, vec, values", [(1, 1, 64), (7, 2, 32), (4097, 8, 64), (65534, 2, 32), (262144, 8, 64),
+                                            (262143, 4, 32), (32768, 8, 64)])
+def test_each_thread_stages_its_chunks_into_slots_of_its_own_that_tile_the_buffer(n, vec, values):
+    """``row_stage.thread_slot``: slot ``(k, tx)`` is ``vec`` contiguous elements at ``(k * threads + tx) * vec``; the
+    slots of all chunks of all threads tile the staging buffer exactly, so no two threads share an element."""
+    p = plan_rows("t", n, vec, values)
+    size = p.chunks * p.threads * p.vec
+    buf = cute.make_tensor(np.zeros(size, dtype=np.float32), cute.Layout(size))
+    seen = np.zeros(size, dtype=np.int64)
+    for k in range(p.chunks):
+        for tx in range(p.threads):
+            slot = thread_slot(buf, p, k, tx)
+            first = slot.iterator.offset
+            assert cute.size(slot) == p.vec and first == (k * p.threads + tx) * p.vec
+            assert [slot.layout(j) for j in range(p.vec)] == list(range(p.vec))
+            seen[first:first + p.vec] += 1
+    assert (seen == 1).all()
+    assert staged_rows(p) == (p.cluster > 1)
 
 
 def test_softmax_and_cross_entropy_rows_of_262144_bf16_take_16_ctas_of_128_threads_at_128_values():
