@@ -179,6 +179,20 @@ def test_a_run_time_loop_with_static_bounds_indexing_a_fragment_unrolls():
     assert run_kernel(c.mlir, [5]) == [16]
 
 
+@pytest.mark.parametrize("unroll", [1, 2])
+def test_a_run_time_loop_asked_for_with_unroll_is_not_unrolled_while_tracing_behind_the_callers_back(unroll):
+    @cute.kernel
+    def k(n):
+        frag = cute.make_rmem_tensor((4,), cute.Int32)
+        for i in cute.range(4, unroll=unroll):  # @asked
+            frag[i] = n * i  # @static-needed
+
+    msg = _error(k)
+    assert f":{line_of('@asked')}: cute.range(..., unroll={unroll}) builds a run-time loop" in msg
+    assert f":{line_of('@static-needed')}: a register fragment is indexed with static coordinates" in msg
+    assert "range_constexpr" in msg and "unroll_full=True" in msg
+
+
 def test_a_fragment_indexed_by_a_run_time_loop_with_run_time_bounds_is_an_error_naming_range_constexpr():
     @cute.kernel
     def k(n):

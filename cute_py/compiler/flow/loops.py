@@ -5,7 +5,8 @@ body, a latch and an exit, the carried values their block arguments. A loop is t
 assumed static that changed, or a register-fragment element written in the body and not carried yet, makes it trace
 again with that value carried (so a body may be traced a few times). A run-time loop with static bounds whose body
 needs a static index (a register fragment's element, a Python sequence's item:
-:class:`~cute_py.errors.StaticValueRequired`) is unrolled while tracing instead, up to ``MAX_UNROLL`` iterations.
+:class:`~cute_py.errors.StaticValueRequired`) is unrolled while tracing instead, up to ``MAX_UNROLL`` iterations,
+unless it was asked for with ``cute.range(..., unroll=k)``: that is a TraceError naming the static value.
 ``range_constexpr``, ``cute.range(..., unroll_full=True)`` with static bounds, ``while const_expr(...)`` and any
 other iterable are Python loops. ``break``/``continue`` leave a run-time loop through its exit or latch with the
 carried values of that point; the loop variable of a run-time loop is not defined after it.
@@ -120,7 +121,7 @@ def _static_condition(c):
 
 def _range_loop(func, args, kwargs, body_fn, values, names, else_fn, targets, where, extras):
     kwargs = dict(kwargs)
-    unroll = kwargs.pop("unroll", None)
+    unroll = asked = kwargs.pop("unroll", None)
     unroll_full = kwargs.pop("unroll_full", False)
     if kwargs:
         raise TraceError(f"cute.range got unsupported arguments {sorted(kwargs)} (it takes start, stop, step, "
@@ -147,6 +148,11 @@ def _range_loop(func, args, kwargs, body_fn, values, names, else_fn, targets, wh
     except _Unroll as e:
         if not static_bounds or len(builtins.range(start, stop, step)) > MAX_UNROLL:
             raise e.error from None
+        if type(asked) is int:  # a run-time loop asked for by name: not unrolled behind the caller's back
+            raise TraceError(f"cute.range(..., unroll={asked}) builds a run-time loop, but its body needs a value "
+                             f"known while tracing ({e.error}); unroll it while tracing with range_constexpr or "
+                             f"unroll_full=True, or make that value independent of the loop index",
+                             where=where) from None
         return _static_loop(builtins.range(start, stop, step), body_fn, e.values, None, extras)
 
 
