@@ -17,8 +17,10 @@ while ``x`` is loaded into registers).
 
 ``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
-``p, p + P, p + 2P ...`` accumulating ``dy * xhat`` in registers and stores it to its workspace row; a second kernel
-sums the workspace's columns in a fixed order. The same ``P`` gives the same bits.
+``p, p + P, p + 2P ...`` accumulating ``dy * xhat`` (in shared memory, each thread its own slots) and stores it to
+its workspace row; a second kernel sums the workspace's columns in a fixed order. The same ``P`` gives the same bits.
+Where they fit (16-bit inputs), a group's next rows of ``x`` and ``dy`` are copied into shared memory while it
+reduces and stores the current ones (``prefetched_rows``).
 """
 
 import cute_py as cute
@@ -27,7 +29,7 @@ from cute_py import arch
 from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row, cluster_start,
                          launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce, row_vector,
                          store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
-from .row_stage import stage, staged_rows, thread_slot, wait_staged
+from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 
 __all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
            "layernorm_forward", "layernorm_forward_kernel", "column_sum_kernel", "rmsnorm_workspace_rows"]
@@ -117,6 +119,17 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
     _store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
 
 
+PREFETCH_SMEM = 200 * 1024  # shared memory a CTA of rmsnorm_backward may take with the next rows' buffers
+
+
+def prefetched_rows(plan, x, dy):
+    """Whether :func:`rmsnorm_backward_kernel` copies each group's next rows of ``x`` and ``dy`` into shared memory
+    (``row_stage``) while it reduces and stores the current ones: where those two buffers fit beside ``w`` and the
+    dw sums (Float32) in ``PREFETCH_SMEM`` (16-bit inputs; Float32 rows of 512 threads do not fit)."""
+    keep = 2 * staged_bytes(plan, cute.Float32)
+    return keep + staged_bytes(plan, x.element_type) + staged_bytes(plan, dy.element_type) <= PREFETCH_SMEM
+
+
 @cute.kernel
 def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
     red = RowReduction(plan, 1, stages=2)
@@ -125,10 +138,16 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
     keep = cute.Layout(plan.chunks * plan.threads * plan.vec)
     w_s = smem.allocate_tensor(cute.Float32, keep, 16)
     acc_s = smem.allocate_tensor(cute.Float32, keep, 16)
-    cluster_start(plan)
     g, t, rank = row_coords(plan)  # g: this group's workspace row
     m = x.shape[0]
     units = ws.shape[0]
+    nxt = None
+    if cute.const_expr(prefetched_rows(plan, x, dy)):  # the group's first rows, copied while w is stored
+        first = cute.where(g < units and g < m, g, m - 1)
+        nxt = (Staged(plan, x.element_type).load(x[first, None], t, rank),
+               Staged(plan, dy.element_type).load(dy[first, None], t, rank))
+        arch.cp_async_commit_group()
+    cluster_start(plan)
     tx, _, _ = arch.thread_idx()
     wv = load_row(w, plan, t, rank)
     for k in cute.range_constexpr(plan.chunks):
@@ -139,23 +158,37 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
     for i in range(-(-m // (2 * units))):
         for half in cute.range_constexpr(2):
             r = g + (2 * i + half) * units
-            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, r, g < units and r < m, t, rank, half, i % 2)
+            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, r, units, g < units, t, rank, half, i % 2)
     if g < units:
         store_row(ws[g, None], plan, t, rank, [thread_slot(acc_s, plan, k, tx).load() for k in range(plan.chunks)])
 
 
 @cute.jit
-def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, r, valid, t, rank, slot, phase):
+def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, r, units, mine, t, rank, slot, phase):
+    """Row ``r`` of the group (``mine``: the group has a workspace row; ``units`` groups); ``nxt``: the
+    shared-memory buffers holding this row's ``x`` and ``dy``, loaded here with the group's next rows (``r +
+    units``) once this row's are read (``None``: loaded into registers from global memory)."""
     plan = red.plan
     m = x.shape[0]
     tx, _, _ = arch.thread_idx()
+    valid = mine and r < m
     rr = cute.where(valid, r, m - 1)
-    xs = load_row(x[rr, None], plan, t, rank)
-    gs = load_row(dy[rr, None], plan, t, rank)
+    if cute.const_expr(nxt is not None):
+        wait_staged(0)
+        xs, gs = nxt[0].values(), nxt[1].values()
+    else:
+        xs = load_row(x[rr, None], plan, t, rank)
+        gs = load_row(dy[rr, None], plan, t, rank)
     inv = rstd[rr]
     s = 0.0
     for k in cute.range_constexpr(plan.chunks):
         s = s + (gs[k] * thread_slot(w_s, plan, k, tx).load() * xs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    if cute.const_expr(nxt is not None):  # the buffers are read (s used every value): copy the next rows in
+        ahead = r + units
+        ar = cute.where(mine and ahead < m, ahead, m - 1)
+        nxt[0].load(x[ar, None], t, rank)
+        nxt[1].load(dy[ar, None], t, rank)
+        arch.cp_async_commit_group()
     (dot,) = row_reduce((s,), add, red, slot, phase, False)
     if cute.const_expr(plan.cluster > 1):
         rearm(red, slot)

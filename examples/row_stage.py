@@ -19,7 +19,7 @@ from cute_py.nvgpu import cpasync
 
 from .row_reduce import VECTOR_BITS, chunk_index, load_chunk
 
-__all__ = ["Staged", "stage", "staged_rows", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
+__all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
 
 STAGE_MIN_BITS = 32  # the narrowest cp.async
 
@@ -36,32 +36,42 @@ def thread_slot(buf, plan, k, tx):
 
 
 class Staged:
-    """One row (a 1-D tensor of ``plan.n`` elements) as this thread's chunks in shared memory: the full ones copied
-    by ``cp.async`` (not yet waited for), the one holding the row's end (``fill`` past it) and chunks narrower than 32
-    bits loaded into registers and stored."""
+    """A shared-memory buffer of this thread's chunks of one row of ``dtype`` (a 1-D tensor of ``plan.n``
+    elements), filled by :meth:`load` and read by :meth:`values`; it may be loaded again with another row once this
+    thread has used the values it read."""
 
-    def __init__(self, row, plan, t, rank, fill=0.0):
-        self.plan = plan
+    def __init__(self, plan, dtype):
+        self.plan, self.dtype = plan, dtype
         self.tx, _, _ = arch.thread_idx()
-        self.bits = plan.vec * row.element_type.width
-        self.buf = arch.SmemAllocator().allocate_tensor(row.element_type,
-                                                        cute.Layout(plan.chunks * plan.threads * plan.vec), 16)
+        self.bits = plan.vec * dtype.width
+        self.buf = arch.SmemAllocator().allocate_tensor(dtype, cute.Layout(plan.chunks * plan.threads * plan.vec), 16)
+
+    def load(self, row, t, rank, fill=0.0):
+        """Copy this thread's chunks of ``row``: the full ones by ``cp.async`` (not committed, not waited for); the
+        one holding the row's end (``fill`` past it) and chunks narrower than 32 bits through registers. ``self``."""
+        plan = self.plan
         copied = self.bits >= STAGE_MIN_BITS
         if copied:
             mode = cpasync.LoadCacheMode.GLOBAL if self.bits == VECTOR_BITS else cpasync.LoadCacheMode.ALWAYS
-            atom = cute.make_copy_atom(cpasync.CopyG2SOp(mode), row.element_type, min(self.bits, VECTOR_BITS))
+            atom = cute.make_copy_atom(cpasync.CopyG2SOp(mode), self.dtype, min(self.bits, VECTOR_BITS))
         for k in cute.range_constexpr(plan.chunks):
             at = chunk_index(plan, k, t, rank)
             if cute.const_expr(copied and plan.full(k)):
                 _copy_chunk(atom, row, self.buf, plan, k, at, self.tx, self.bits)
             else:  # through registers: the row's end under its predicate, or a chunk too narrow for cp.async
-                frag = cute.make_rmem_tensor((plan.vec,), row.element_type)
+                frag = cute.make_rmem_tensor((plan.vec,), self.dtype)
                 load_chunk(row, at, plan.vec, plan.n, frag, fill, plan.full(k))
                 thread_slot(self.buf, plan, k, self.tx).store(frag.load())
+        return self
 
     def values(self):
         """This thread's chunks as Float32 TensorSSA, read from shared memory (after :func:`wait_staged`)."""
         return [thread_slot(self.buf, self.plan, k, self.tx).load().to(cute.Float32) for k in range(self.plan.chunks)]
+
+
+def staged_bytes(plan, dtype):
+    """The shared memory of one :class:`Staged` of ``dtype`` on ``plan``."""
+    return plan.chunks * plan.threads * plan.vec * dtype.width // 8
 
 
 def _copy_chunk(atom, row, buf, plan, k, at, tx, bits):
@@ -76,7 +86,7 @@ def _copy_chunk(atom, row, buf, plan, k, at, tx, bits):
 
 def stage(rows, plan, t, rank, fill=0.0):
     """:class:`Staged` of each of ``rows``, their copies committed as one ``cp.async`` group."""
-    staged = [Staged(row, plan, t, rank, fill) for row in rows]
+    staged = [Staged(plan, row.element_type).load(row, t, rank, fill) for row in rows]
     arch.cp_async_commit_group()
     return staged
 

@@ -101,7 +101,18 @@ def test_rmsnorm_backward_loops_over_rows_and_sums_the_workspace_in_a_second_ker
     c = cute.compile(ex.rmsnorm_backward, x, x, w, s, x, w, F("Float32", (5, 4096)))
     main, column = c.launches
     assert main.grid == (3, 1, 1) and column.grid == (16, 1, 1)  # 5 groups, 2 a CTA; 4096 / (32 lanes * 8)
-    assert ".local" not in c.ptx and _count(c.ptx, r"ld\.global\.v4\.b32") >= 16
+    # w by vector loads (4 chunks); x and dy through shared memory: each group's first rows, then at every row the
+    # rows after it, copied while the row is reduced (3 sites x 2 inputs x 4 chunks)
+    assert ".local" not in c.ptx and _count(c.ptx, r"ld\.global\.v4\.b32") == 4
+    assert _count(c.ptx, CP_ASYNC_16) == 24 and re.findall(r"cp\.async\.wait_group\s+(\d+)", c.ptx) == ["0", "0"]
+    assemble(c.ptx)
+
+
+def test_rmsnorm_backward_loads_float32_rows_of_512_threads_into_registers(assemble):
+    # two Float32 row buffers do not fit beside w and the dw sums: no copies ahead
+    x, w, s = _rows("Float32", 8, 262144), F("Float32", (262144,)), F("Float32", (8,))
+    c = cute.compile(ex.rmsnorm_backward, x, x, w, s, x, w, F("Float32", (16, 262144)))
+    assert c.launches[0].block == (512, 1, 1) and "cp.async" not in c.ptx and ".local" not in c.ptx
     assemble(c.ptx)
 
 
