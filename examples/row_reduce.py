@@ -25,9 +25,8 @@ from cute_py.nvgpu import cpasync
 
 __all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
            "RowReduction", "launch_rows", "row_coords", "chunk_index", "load_chunk", "store_chunk", "load_row",
-           "store_row",
-           "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row", "FLOATS",
-           "INDEX_TYPES", "MAX_CLUSTER", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT", "TWO_INPUTS"]
+           "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
+           "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT", "TWO_INPUTS"]
 
 FLOATS = ("Float32", "BFloat16", "Float16")
 INDEX_TYPES = ("Int32", "Int64")

@@ -11,8 +11,9 @@ stride of at least ``n``); Float32, BFloat16 or Float16 in, Float32 arithmetic, 
 (one of those). The row is read once and written once (see ``row_reduce``): short rows several to a CTA, long rows
 split across a cluster of 2..16 CTAs whose partial results meet in distributed shared memory. Between the read and
 the write it lives in registers, except the backward pass's ``y`` and ``dy`` over a cluster, which are staged
-through shared memory (``row_stage``). The forward pass reduces ``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax): each
-thread's exponentials are taken once, against its own maximum, and rescaled by ``exp(thread max - row max) / sum``.
+through shared memory (``row_stage``). The forward pass reduces ``(max, sum of exp(x - max))`` pairs in one
+exchange (an online softmax): each thread's exponentials are taken once, against its own maximum, and rescaled by
+``exp(thread max - row max) / sum``.
 Results follow torch's: a NaN in a row makes the row NaN, as does ``+inf`` or a row of ``-inf``.
 """
 
