@@ -199,15 +199,11 @@ def law_filter(args, r):
         assert set(r(i) for i in range(cute.size(r))) == kept or prod(layout.shape) == 0
 
 
-def _tiler(t):
-    if isinstance(t, (list, tuple)):
-        return tuple(_tiler(e) for e in t)
-    return ref(t) if isinstance(t, (int, np.integer)) else t
-
-
 def law_composition(args, r):
     a, b = args
-    b = _tiler(b)
+    # a Layout or an integer tiler is checked; a tuple tiler (composition by mode, possibly nested hundreds deep by
+    # the hostile strategies) is left to test_algebra_laws.test_composition_with_a_tiler_composes_mode_by_mode
+    b = ref(b) if isinstance(b, (int, np.integer)) else b
     if isinstance(b, Layout) and small(b, 512) and small(a, 512):
         bad = composition_counterexample(a, b, r)
         assert bad is None, bad
