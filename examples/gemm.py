@@ -91,7 +91,7 @@ benchmark's shapes, benchmarks/RESULTS.md):
   scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a`` ``(M, ceil(K / 128))`` (1x128 blocks of A's
   rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128 blocks of B), with 128 x 128 tiles: each
   k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32 times the two scales once they are
-  done (``_block_scaled_tile``), so the tensor cores never accumulate across a scale block. With
+  done (``gemm_block_scaled``), so the tensor cores never accumulate across a scale block. With
   ``pingpong=True`` the two consumer warpgroups take turns issuing a k-tile's MMAs, so that one's promotion runs
   while the other's MMAs do.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
@@ -123,7 +123,8 @@ from .gemm_args import (EPILOGUES, GEMM_TILE, MMA_WARPGROUPS, STAGES, TILE_NS, b
 from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, fuse_epilogue, reduce_splits,
                             split_recv_layout, store_tile, store_tile_tma)
 from .gemm_gather import gathered_tile, wait_shard
-from .gemm_mainloop import issue_k_tile, mma_k_tiles
+from .gemm_block_scaled import block_scaled_tile
+from .gemm_mainloop import mma_k_tiles
 from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, tma_storable
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
@@ -132,7 +133,6 @@ __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILO
 MMA_THREADS = 128 * MMA_WARPGROUPS
 GEMM_THREADS = MMA_THREADS + 128       # + the producer warpgroup
 PRODUCER_WARP = MMA_THREADS // 32      # the first warp of the producer warpgroup issues the loads
-TURN = 3                               # named barriers 3 and 4: the block-scaled ping-pong (the epilogue's: 1, 2)
 PRODUCER_REGS = 40                     # setmaxnreg: the producer warpgroup's registers per thread ...
 CONSUMER_REGS = 232                    # ... and each consumer warpgroup's: 128 * 40 + 256 * 232 <= 65536
 
@@ -235,8 +235,8 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                 mma_k_tiles(tiled_mma, acc, tCrA, tCrB, loads, read, release, k_lo, k_hi)
             else:
                 cC = thr.partition_C(cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn)))
-                _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi,
-                                   tn, m, pingpong)
+                block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi,
+                                  tn, m, pingpong, reg_realloc)
             # this CTA stores the columns tn_s * bn_s .. of the tile: all of them, or with split_k > 1 its slice of
             # the sum of the cluster's partial products
             tn_s = tn * split_k + split
@@ -262,68 +262,6 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
 
 
 @cute.jit
-def _block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi, tn, m,
-                       pingpong=False):
-    """A tile's k-tiles with DeepSeek-V3's block scaling: each 128-element k-tile's products go into fresh
-    accumulators, which are added to the tile's as ``acc += partial * scale_a[row, k] * scale_b[tn, k]``
-    (1x128 scales of A, 128x128 of B) in fp32 once the k-tile's MMAs are done, so the tensor cores' own
-    accumulation never spans more than one scale block. A row past M reads the last row's scale (its value is not
-    stored).
-
-    With ``pingpong`` the two consumer warpgroups take turns issuing a k-tile's MMAs (named barriers ``TURN`` and
-    ``TURN + 1``), so that one's promotion runs while the other's MMAs do: warpgroup 1 gives warpgroup 0 the
-    first turn, and gives it one turn fewer than it takes (the last k-tile is peeled: its pass comes after its
-    MMAs are done, a branch on the warpgroup with no MMA in flight), so both barriers are balanced per tile."""
-    part = cute.make_fragment(acc.layout, cute.Float32)
-    acc.fill(0.0)
-    rows = cute.make_fragment(2, cute.Int32)          # a thread's accumulators lie in two rows (C layout)
-    for r in cute.range_constexpr(2):
-        row, _ = cC[2 * r]
-        rows[r] = cute.min(row, m - 1)
-    if cute.const_expr(pingpong):
-        group = arch.make_warp_uniform(arch.warp_idx()) // 4
-        if group == 1:
-            arch.barrier_arrive(barrier_id=TURN, number_of_threads=MMA_THREADS)    # warpgroup 0 issues first
-        for k in range(k_lo, k_hi - 1):
-            _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k, tn,
-                           (group, False))
-        _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k_hi - 1, tn,
-                       (group, True))
-    else:
-        for k in range(k_lo, k_hi):
-            _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k, tn, None)
-
-
-@cute.jit
-def _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, read, release, k, tn, turn):
-    """One k-tile of :func:`_block_scaled_tile`: its MMAs into ``part``, waited for, then promoted into ``acc``;
-    ``turn``: ``None``, or ``(warpgroup, last)`` of the ping-pong."""
-    scale_a, scale_b = block_scales
-    sa0, sa1 = scale_a[rows[0], k], scale_a[rows[1], k]
-    sb = scale_b[tn, k]
-    loads.consumer_wait(read)
-    if cute.const_expr(turn is not None):
-        arch.barrier(barrier_id=TURN + turn[0], number_of_threads=MMA_THREADS)      # this warpgroup's turn
-    arch.warpgroup_fence_operand(part)
-    wg.fence()
-    issue_k_tile(tiled_mma, part, tCrA, tCrB, read.index, True)
-    wg.commit_group()
-    if cute.const_expr(turn is not None and not turn[1]):
-        arch.barrier_arrive(barrier_id=TURN + 1 - turn[0], number_of_threads=MMA_THREADS)     # the other's turn
-    wg.wait_group(0)
-    arch.warpgroup_fence_operand(part)
-    if cute.const_expr(turn is not None and turn[1]):
-        if turn[0] == 0:
-            arch.barrier_arrive(barrier_id=TURN + 1, number_of_threads=MMA_THREADS)
-    loads.consumer_release(read)
-    read.advance()
-    release.advance()
-    s0, s1 = sa0 * sb, sa1 * sb
-    for i in cute.range_constexpr(cute.size(acc)):
-        acc[i] = cute.math.fma(part[i], s0 if (i // 2) % 2 == 0 else s1, acc[i])
-
-
-@cute.jit
 def _tile_of(t, cluster_tiles_m, tiles_n, group_m, cluster_m, rank):
     """The tile ``(tm, tn)`` of C that a cluster's CTA ``rank`` computes as the cluster's ``t``-th tile: the
     cluster tiles in groups of ``group_m`` rows of cluster tiles (the last group may be shorter), a group's
@@ -344,7 +282,7 @@ def _warpgroup_mma(ab, warpgroups, tiler_mn, b_type=None):
 
 
 @cute.jit
-def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", cluster_m=None, persistent=None,
+def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cluster_m=None, persistent=None,
          group_m=8, split_k=None, bias=None, alpha=1.0, activation=None, scale_a=None, scale_b=None, pingpong=False):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type;
     with ``bias``, ``alpha`` or ``activation``, ``c[i, j] = activation(alpha * sum_k a[i, k] b[j, k] + bias[j])``,
@@ -355,7 +293,8 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=False, epilogue="tma", c
     Float8E5M2; ``scale_a``, ``scale_b``: their per-tensor scales), row-major with 16-byte aligned rows;
     ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); any M, N, K >= 1. ``stages``: the load pipeline's
     depth (2..6, as shared memory allows: at most 4 with ``tile_n=256``); ``tile_n``: the CTA tile's N (128 or
-    256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``);
+    256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``; ``None``:
+    with block scales, where it lets their k-tiles go in pairs, unless ``pingpong``);
     ``epilogue``: ``"tma"`` (through shared memory and TMA stores where TMA can store to C, else as
     ``"vector"``), ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
     ``"scalar"``) or ``"scalar"`` (one element per store); ``cluster_m``: CTAs per cluster along M (1 or 2; 2
@@ -394,6 +333,8 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
                                   + ("" if block else " without block scales"))
     if block:
         tile_n = 128
+    if reg_realloc is None:
+        reg_realloc = block and not pingpong
     if tile_n is None:
         auto = split_k is None and cluster_m is None and persistent is None
         tile_n = auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256

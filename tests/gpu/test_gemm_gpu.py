@@ -299,6 +299,10 @@ def test_fp8_gemm_matches_torch(m, n, k, a_t, b_t, out, kwargs, scales):
     (128, 2112, 7168, dict()),                                # DeepGEMM's small-M shape, scaled down in M
     (256, 384, 4096, dict(split_k=4, cluster_m=1, persistent=False)),
     (2048, 2176, 640, dict()),                                # 272 tiles: a persistent CTA takes two or three
+    # k-tiles in pairs (the default): one k-tile (only the odd last one), 3 and 4 k-tiles a split; one at a time
+    (200, 300, 100, dict()),
+    (256, 384, 896, dict(split_k=2, cluster_m=1, persistent=False)),
+    (300, 520, 1000, dict(reg_realloc=False)),
     # the warpgroups taking turns: one k-tile (only the peeled step), odd and even counts, splits, persistent CTAs
     (200, 300, 100, dict(pingpong=True)),
     (300, 520, 1000, dict(pingpong=True)),
@@ -334,9 +338,9 @@ def test_fp8_block_scaled_gemm_matches_the_blockwise_reference(m, n, k, kwargs):
     torch.testing.assert_close(cv.double(), want, rtol=2e-2, atol=4e-2 * k ** 0.5)
     assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
     assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
-    if kwargs.get("pingpong"):
-        # the same sums in the same order as without the turns: the same bits
+    if kwargs.get("reg_realloc") is not False:
+        # in pairs or taking turns: the same sums in the same order as one k-tile at a time, the same bits
         plain = torch.empty_like(cv)
-        gemm(a, b, plain, **dict(kwargs, pingpong=False), scale_a=sa, scale_b=sb)
+        gemm(a, b, plain, **dict(kwargs, pingpong=False, reg_realloc=False), scale_a=sa, scale_b=sb)
         torch.cuda.synchronize()
-        assert torch.equal(cv, plain), "pingpong changed the result"
+        assert torch.equal(cv, plain), "pairs or turns changed the result"

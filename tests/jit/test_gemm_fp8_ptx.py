@@ -80,15 +80,40 @@ def _block(m, n, k, **kw):
 
 
 def test_block_scaled_gemm_promotes_each_k_tile_in_fp32(filecheck, assemble):
-    """DeepSeek-V3's block scaling: each 128-element k-tile's four WGMMAs go into fresh accumulators, waited for,
-    then added to the tile's with one FMA per accumulator by the A row's and the B block's scales (three
-    loads: two rows of A's scales, one of B's)."""
-    c = _block(4096, 7168, 2048)
+    """DeepSeek-V3's block scaling, one k-tile at a time (``reg_realloc=False``): each 128-element k-tile's four
+    WGMMAs go into fresh accumulators, waited for, then added to the tile's with one FMA per accumulator by the A
+    row's and the B block's scales (three loads: two rows of A's scales, one of B's)."""
+    c = _block(4096, 7168, 2048, reg_realloc=False)
     mma = "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"
     filecheck(c.ptx, [f"CHECK-COUNT-4: {mma}", "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}0;"])
     # (the loop is rotated: the promotion of one k-tile may come before the next one's MMAs in the text)
     assert c.ptx.count(mma) == 4 and c.ptx.count("fma.rn.f32") == 64 and c.ptx.count("wgmma.wait_group") == 1
-    assert c.ptx.count("ld.global.b32") >= 3
+    assert c.ptx.count("ld.global.b32") >= 3 and "setmaxnreg" not in c.ptx
+    assemble(c.ptx)
+    notes = _ptxas_notes(c.ptx)
+    if notes is not None:
+        assert notes == ([], [0]), f"ptxas: {notes}"
+
+
+@pytest.mark.parametrize("shape, kwargs, odd", [
+    ((4096, 7168, 2048), {}, False),                          # 16 k-tiles: pairs only (the count is static)
+    ((300, 260, 640), {}, True),                              # 5: two pairs and the last alone
+    ((256, 384, 896), dict(split_k=2, cluster_m=1, persistent=False), True),   # 3 and 4 k-tiles a split
+])
+def test_block_scaled_k_tiles_go_in_pairs_by_default(shape, kwargs, odd, filecheck, assemble):
+    """By default (``reg_realloc`` with block scales) the k-tiles go in pairs: both k-tiles' WGMMAs issued into
+    two partials, ``wait_group 1``, the first promoted (64 FMAs) while the second's run, ``wait_group 0``, the
+    second promoted; an odd last k-tile alone. The consumers take 232 registers (``setmaxnreg``), and the
+    assembler keeps the WGMMAs asynchronous and spills nothing."""
+    c = _block(*shape, **kwargs)
+    mma = "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"
+    wait = "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}"
+    # (the loop is rotated: the second promotion comes before the pair's MMAs in the text)
+    filecheck(c.ptx, ["CHECK: setmaxnreg.inc.sync.aligned.u32 {{[ \t]*}}232;", f"CHECK-COUNT-8: {mma}",
+                      wait + "1;", "CHECK-COUNT-64: fma.rn.f32", wait + "0;"])
+    singles = 1 if odd else 0
+    assert c.ptx.count(mma) == 8 + 4 * singles and c.ptx.count("fma.rn.f32") == 128 + 64 * singles
+    assert c.ptx.count("wgmma.wait_group") == 2 + singles
     assemble(c.ptx)
     notes = _ptxas_notes(c.ptx)
     if notes is not None:
