@@ -165,6 +165,42 @@ def test_a_call_form_with_constexpr_parameters_keeps_the_checked_path_whatever_t
 
 
 @cute.jit
+def copy_in_clusters(a, b):
+    _copy_first(a, b).launch(grid=4, block=32, cluster=(2, 1, 1))
+
+
+def test_cluster_launches_take_the_generated_path_through_cuLaunchKernelEx(driver):
+    """A kernel launched in clusters gets the generated path (not the native launcher, which launches plain
+    kernels): ``cuLaunchKernelEx`` with its cluster dimension, the call's stream, and the parameters of the call's
+    addresses, as a fresh object launches them."""
+    class Flat(FakeTorchTensor):
+        def is_contiguous(self):
+            return True
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
+
+    Flat.__module__ = "torch.fake"
+    a, b = Flat(1 << 24, shape=(128,), strides=(1,)), Flat(1 << 25, shape=(128,), strides=(1,))
+    c = cute.compile(copy_in_clusters, a, b)
+    launched_with(driver, c, a, b)
+    assert state(c) is CHECKED
+    launched_with(driver, c, a, b)
+    assert state(c) is FAST and c._native is None
+
+    def seen(records):
+        return [(r["func"], r["grid"], r["block"], r["cluster"], r["stream"], r["params"]) for r in records]
+
+    for args, kwargs in [((b, a), {}), ((b, a), dict(stream=5)), ((b, a), {}), ((a, b), dict(stream=9))]:
+        mine = launched_with(driver, c, *args, **kwargs)
+        assert state(c) is FAST
+        want = launched_with(driver, fresh(c), *args, **kwargs)
+        assert seen(mine) == seen(want) and mine[0]["cluster"] == (2, 1, 1)
+        assert mine[0]["stream"] == kwargs.get("stream", c._default_stream)
+
+
+@cute.jit
 def copy_each(pairs_a, pairs_b):
     for a, b in zip(pairs_a, pairs_b):
         _copy_first(a, b).launch(grid=1, block=1)

@@ -24,6 +24,10 @@ class FakeDriver:
         self.calls.append(args)
         return (self.err,)
 
+    def cuLaunchKernelEx(self, *args):
+        self.calls.append(args)
+        return (self.err,)
+
     def cuCtxGetCurrent(self):
         return (0, 7)
 

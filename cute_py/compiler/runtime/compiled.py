@@ -18,8 +18,9 @@ Every call goes to the entry of the state (``_entry``): the checked path (``_cal
 CHECKED_ONLY; in FAST the generated path, or the native launcher in front of it, which pass every call they do not
 take to the checked path, untouched. The fast path is made at the second call with static torch tensors like the
 first, or at the first call whose run-time-shaped tensors are all torch tensors; it never applies to run-time
-scalars, stream arguments, cluster or cooperative launches, or a call form with Constexpr parameters or
-containers (``set_call_form``). Every transition happens under the object's lock.
+scalars, stream arguments, cooperative launches, or a call form with Constexpr parameters or containers
+(``set_call_form``); kernels launched in clusters take the generated path but not the native launcher. Every
+transition happens under the object's lock.
 
 Every argument of a call is checked and converted before anything changes: the tensors (dtype, shape, strides,
 alignment, a device address in ``(0, 2**64)``), the run-time scalars (``scalars``: kind and range at every call),
@@ -378,6 +379,7 @@ class Compiled(CallArguments, ParameterArrays):
         self._blocks = [_launch.ParamBlock([k for k, _ in ln.params]) for ln in self.launches]
         d = _launch.driver()
         self._launch_kernel, self._ok = d.cuLaunchKernel, d.CUresult.CUDA_SUCCESS
+        self._launch_kernel_ex = d.cuLaunchKernelEx
         self._ctx = d.cuCtxGetCurrent()[1]  # the context the module is loaded in: made current in a thread with none
         # the legacy default stream as the driver binding's own handle type: an int would be converted on each call
         self._default_stream = d.CUstream(0)

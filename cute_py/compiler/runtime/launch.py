@@ -20,7 +20,7 @@ from typing import Any
 
 from ...errors import LaunchError
 
-__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "resident_blocks", "ParamBlock",
+__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "launch_config", "resident_blocks", "ParamBlock",
            "check_target"]
 
 _STATE = {"driver": None, "ctx": None}
@@ -150,6 +150,31 @@ def resident_blocks(func: Any, threads: int, smem: int) -> int:
     return n
 
 
+def launch_config(grid: tuple[int, int, int], block: tuple[int, int, int], cluster: tuple[int, int, int], smem: int,
+                  cooperative: bool = False) -> Any:
+    """The driver's ``CUlaunchConfig`` of a ``cuLaunchKernelEx`` launch, its stream not set (``hStream``): the
+    cluster dimension unless ``cluster`` is (1, 1, 1), the cooperative attribute with ``cooperative``."""
+    d = driver()
+    cfg = d.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes = smem
+    attrs = []
+    if cluster != (1, 1, 1):
+        attr = d.CUlaunchAttribute()
+        attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        attrs.append(attr)
+    if cooperative:
+        attr = d.CUlaunchAttribute()
+        attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        attr.value.cooperative = 1
+        attrs.append(attr)
+    cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
+    return cfg
+
+
 def launch(func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], cluster: tuple[int, int, int],
            smem: int, stream: int | Any, params: ParamBlock | Any, cooperative: bool = False) -> None:
     """Launch ``func`` with a ``ParamBlock``; ``cuLaunchKernelEx`` when ``cluster`` is not (1, 1, 1) or the launch
@@ -165,24 +190,8 @@ def launch(func: Any, grid: tuple[int, int, int], block: tuple[int, int, int], c
     if cluster == (1, 1, 1) and not cooperative:
         err, = d.cuLaunchKernel(func, *grid, *block, smem, stream, params.address, 0)
     else:
-        cfg = d.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-        cfg.sharedMemBytes = smem
+        cfg = launch_config(grid, block, cluster, smem, cooperative)
         cfg.hStream = stream
-        attrs = []
-        if cluster != (1, 1, 1):
-            attr = d.CUlaunchAttribute()
-            attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
-            attrs.append(attr)
-        if cooperative:
-            attr = d.CUlaunchAttribute()
-            attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-            attr.value.cooperative = 1
-            attrs.append(attr)
-        cfg.attrs = attrs
-        cfg.numAttrs = len(attrs)
         err, = d.cuLaunchKernelEx(cfg, func, params.address, 0)
     if err != d.CUresult.CUDA_SUCCESS:
         check((err,), f"launching grid={grid} block={block} cluster={cluster} smem={smem}")

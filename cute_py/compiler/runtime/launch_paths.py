@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from . import native_arming
 from ..specs.annotations import stream_handle
+from .launch import launch_config
 from .native_arming import launcher_for, native_plan
 from .torch_guard import tensor_guard
 
@@ -65,8 +66,9 @@ def _prologue(c, env):
 
 def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]) -> FastPath | None:
     """The fast path of ``c``'s common call: every run-time argument a torch tensor of its compiled type,
-    dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cluster launches
-    (otherwise ``None``). ``args`` are the arguments of the call that made it (tensors that pass its checks),
+    dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cooperative launches
+    (otherwise ``None``); a cluster launch goes through ``cuLaunchKernelEx`` with a launch configuration made
+    once (only its stream set per call), and keeps the native launcher out (it launches plain kernels). ``args`` are the arguments of the call that made it (tensors that pass its checks),
     ``general`` the general path (``Compiled._call``).
 
     Generated code: the checks of ``Compiled._fast_pointers`` (one torch guard for all tensors, or unrolled per
@@ -74,7 +76,7 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     not match goes to the general path (``Compiled._call``) untouched. Its entry is called with the call's
     arguments (a call is then one Python frame, or none through the native launcher).
     """
-    if c._binder is not None or not _applies(c):
+    if c._binder is not None or not _applies(c, clusters=True):
         return None
     env = {"ok": c._ok, "general": general}
     lines, argx = _prologue(c, env)
@@ -82,7 +84,8 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     # the guard's answer (``armed``) decides whether a call arms the native launcher
     form = getattr(c, "call_form", None)
     spread = form is not None and form.spreads      # (the native launcher takes flat calls only)
-    native = launcher_for(c, [i for i, *_ in fast], env) if "guard" in env and not spread else None
+    plain = all(p[-1] is None for p in c._plan)
+    native = launcher_for(c, [i for i, *_ in fast], env) if "guard" in env and not spread and plain else None
     lines += [f"    p{k} = x{i}.data_ptr()" for k, (i, *_) in enumerate(fast)]
     key = f"({''.join(f'p{k}, ' for k in range(len(fast)))})"
     # the addresses of the last call were aligned: new ones are tested, one test per alignment (an OR of powers of
@@ -104,8 +107,17 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
               "        if key != c._last:",
               f"            c._fill(key, {argx})",
               "            c._last = key"]
-    for j, (func, gx, gy, gz, bx, by, bz, smem, params, _) in enumerate(c._plan):
+    for j, (func, gx, gy, gz, bx, by, bz, smem, params, ex) in enumerate(c._plan):
         env[f"F{j}"] = func
+        if ex is not None:  # a cluster: its configuration made once, under the lock given the call's stream
+            env[f"G{j}"] = launch_config((gx, gy, gz), (bx, by, bz), ex[0], smem)
+            env["launch_ex"] = c._launch_kernel_ex
+            lines += [f"        G{j}.hStream = stream",
+                      f"        err, = launch_ex(G{j}, F{j}, {params}, 0)",
+                      "        if err is not ok and err != ok:",
+                      f"            c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), {ex[0]}, {smem}, "
+                      f"lambda: launch_ex(G{j}, F{j}, {params}, 0))"]
+            continue
         lines += [f"        err, = c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
                   "        if err is not ok and err != ok:",
                   f"            c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), (1, 1, 1), {smem}, "
@@ -122,10 +134,11 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     return _fast_path(c, env["call"], native)
 
 
-def _applies(c):
+def _applies(c, clusters=False):
     """Whether a generated path can take ``c``'s calls: no run-time scalars, no stream arguments, only plain
-    launches (no cluster, not cooperative)."""
-    return not c._scalar_args and c._plan is not None and all(p[-1] is None for p in c._plan) and \
+    launches (or with ``clusters``, cluster launches too; never cooperative ones)."""
+    return not c._scalar_args and c._plan is not None and \
+        all(p[-1] is None or (clusters and not p[-1][1]) for p in c._plan) and \
         all(at is None for at in c._streams) and c._stream_at is None
 
 

@@ -187,6 +187,7 @@ class ParamInfo:
         self.kinds = [self._kind(fn, p) for p in self.params]
         self.varargs = any(p.kind is p.VAR_POSITIONAL for p in self.params)
         self._index = {}  # skip -> {name: position} of the positional parameters after the first skip
+        self._plans = {}  # (skip, len(args), keyword names) -> what fills each position after args
 
     @staticmethod
     def _kind(fn, p):
@@ -222,6 +223,18 @@ class ParamInfo:
         that is no parameter, a parameter given twice, a missing one, or a keyword-only parameter."""
         if not kwargs:
             return args
+        key = (skip, len(args), tuple(kwargs))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(len(args), kwargs, skip)
+            if len(self._plans) >= 256:  # calls with that many forms: start over rather than grow
+                self._plans.clear()
+            self._plans[key] = plan
+        return args + tuple([kwargs[v] if by_name else v for by_name, v in plan])
+
+    def _plan(self, n: int, kwargs: dict[str, Any], skip: int) -> tuple[tuple[bool, Any], ...]:
+        """What :meth:`positional` appends to ``n`` positional arguments for keyword arguments of these names:
+        ``(True, name)`` for a keyword's value, ``(False, default)`` for a parameter left out between them."""
         params = self.params[skip:]
         index = self._index.get(skip)
         if index is None:
@@ -232,20 +245,19 @@ class ParamInfo:
             kw_only = [n for n in unknown if any(p.name == n and p.kind is p.KEYWORD_ONLY for p in params)]
             why = "keyword-only parameters are not supported: make them positional" if kw_only else "no such parameter"
             raise ArgumentError(f"{self.name}: {', '.join(unknown)}: {why}")
-        twice = sorted(n for n in kwargs if index[n] < len(args))
+        twice = sorted(name for name in kwargs if index[name] < n)
         if twice:
             raise ArgumentError(f"{self.name}: {', '.join(twice)} given both by position and by keyword")
-        out = list(args)
-        last = max(index[n] for n in kwargs)
-        for i in range(len(args), last + 1):
+        plan = []
+        for i in range(n, max(index[name] for name in kwargs) + 1):
             p = params[i]
             if p.name in kwargs:
-                out.append(kwargs[p.name])
+                plan.append((True, p.name))
             elif p.default is not p.empty:
-                out.append(p.default)
+                plan.append((False, p.default))
             else:
                 raise ArgumentError(f"{self.name}: missing the argument {p.name}")
-        return tuple(out)
+        return tuple(plan)
 
     def convert_kernel_arg(self, i: int | str, a: Any) -> Any:
         """A kernel argument as its annotation makes it: a Python number for an ``Int32``/``Int64``/``Float32``
