@@ -1,12 +1,15 @@
 """The host-side plan of kernel 13 (``examples.gemm``): the defaults it chooses for a shape (split K, the tile's
 N, clusters and persistence), the grid, and which stores a C allows. Nothing here emits device code."""
 
+import functools
+
 import cute_py as cute
+from cute_py.utils import HardwareInfo
 
 from .gemm_args import GEMM_TILE, K_TILE_BYTES, SPLITS, STAGES, TILE_NS
 from .tma_tiled import sm_count
 
-__all__ = ["recv_fits", "auto_split", "auto_tile_n", "resolve", "tma_storable", "pairs_aligned", "grid_ctas"]
+__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "resolve", "tma_storable", "pairs_aligned", "grid_ctas"]
 
 
 def recv_fits(tile, stages):
@@ -15,16 +18,37 @@ def recv_fits(tile, stages):
     return bm * bn * 4 <= stages * (bm + bn) * K_TILE_BYTES
 
 
+def cluster_capacity(size):
+    """How many clusters of ``size`` CTAs, one CTA an SM, the device holds at once
+    (``HardwareInfo.get_max_active_clusters``): a cluster's CTAs share a GPC, so fewer than ``SMs // size`` where
+    the GPCs' SM counts are not multiples of ``size`` (an H200's 132 SMs hold 66 clusters of 2, 30 of 4 and 15 of
+    8); without a device, an H200's where the SMs are its 132 (the default), else ``sm_count() // size``."""
+    return _capacity(size, sm_count())
+
+
+H200_CLUSTERS = {1: 132, 2: 66, 4: 30, 8: 15}     # measured: HardwareInfo().get_max_active_clusters(size), an H200
+
+
+@functools.lru_cache(maxsize=None)
+def _capacity(size, sms):
+    try:
+        return HardwareInfo().get_max_active_clusters(size)
+    except Exception:  # no driver or device: the device compiled for
+        return H200_CLUSTERS[size] if sms == 132 and size in H200_CLUSTERS else sms // size
+
+
 def auto_split(m, n, k, tile, stages):
-    """The K splits of the default: doubled from 1 (to at most 8) while the CTAs stay within one wave of the
-    device's SMs at half of them or less before doubling, and each split keeps at least 8 k-tiles; 1 unless
-    M, N and K are static."""
+    """The K splits of the default: doubled from 1 (to at most 8) while the CTAs stay within one wave: of the
+    device's SMs, at half of them or less before doubling, and of its clusters of the doubled split (a tile's
+    splits are a cluster: ``cluster_capacity``); and each split keeps at least 8 k-tiles. 1 unless M, N and K are
+    static."""
     bm, bn, bk = tile
     if not (type(m) is int and type(n) is int and type(k) is int) or not recv_fits(tile, stages):
         return 1
     tiles, k_tiles, sms = cute.ceil_div(m, bm) * cute.ceil_div(n, bn), cute.ceil_div(k, bk), sm_count()
     split = 1
-    while split < SPLITS[-1] and tiles * split * 2 <= sms and k_tiles >= 8 * split * 2:
+    while split < SPLITS[-1] and tiles * split * 2 <= sms and k_tiles >= 8 * split * 2 and \
+            tiles <= cluster_capacity(split * 2):
         split *= 2
     return split
 
@@ -35,13 +59,23 @@ def auto_tile_n(m, n, k, bk=GEMM_TILE[2]):
     run-time M, N or K). There 128 x 128 tiles, enough for the SMs without a split, in persistent 2x1 clusters
     were measured faster on an H100: 512x4096x4096 at 547-590 TFLOP/s against 489-498 with the split
     (``benchmarks/RESULTS.md``). On the measured shapes outside the rule it was no faster, or slower: taller than
-    wide (4096x512xK), K of 512, or more tiles (2048^3, 1024x4096x4096, 512x8192x8192)."""
+    wide (4096x512xK), K of 512, or more tiles (2048^3, 1024x4096x4096, 512x8192x8192). Also 128 where K has at
+    least 64 k-tiles and 128 x 128 tiles keep more SMs busy in one wave than 128 x 256 ones, whose split the
+    clusters a wave holds cut short (``cluster_capacity``): 1024x1024xK on an H200, 1.4-1.9x faster there."""
     if not (type(m) is int and type(n) is int and type(k) is int):
         return 256
-    wide = (GEMM_TILE[0], TILE_NS[-1], bk)
+    wide, narrow = (GEMM_TILE[0], TILE_NS[-1], bk), (GEMM_TILE[0], TILE_NS[0], bk)
     if m < n and cute.ceil_div(k, wide[2]) >= 64 and auto_split(m, n, k, wide, STAGES[wide[1]]) == 2:
         return 128
+    if cute.ceil_div(k, wide[2]) >= 64 and _one_wave(m, n, k, wide) < _one_wave(m, n, k, narrow):
+        return 128     # 128 x 256 tiles leave SMs idle (their split held back by the clusters a wave holds)
     return 256
+
+
+def _one_wave(m, n, k, tile):
+    """The CTAs of the default with ``tile`` (its tiles times their split), or 0 if they take more than a wave."""
+    ctas = cute.ceil_div(m, tile[0]) * cute.ceil_div(n, tile[1]) * auto_split(m, n, k, tile, STAGES[tile[1]])
+    return ctas if ctas <= sm_count() else 0
 
 
 def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):

@@ -1,0 +1,64 @@
+"""Kernel 13's default plan (``examples.gemm_plan``) against the clusters a device holds at once: a split of K makes
+each tile a cluster of ``split`` CTAs, and a cluster lies within a GPC, so an H200's 132 SMs hold 66 clusters of 2,
+30 of 4 and 15 of 8 (``HardwareInfo.get_max_active_clusters``), not 132 / split. A split whose clusters take a
+second wave runs at about half speed (1024x1024x16384 in clusters of 4: 358 TFLOP/s, against 503 in 64 clusters
+of 2 with 128 x 128 tiles, benchmarks/RESULTS.md)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import examples.gemm_plan as plan
+from examples.gemm_args import STAGES
+
+H200 = {1: 132, 2: 66, 4: 30, 8: 15}
+
+
+@pytest.fixture
+def h200(monkeypatch):
+    monkeypatch.setattr(plan, "sm_count", lambda: 132)
+    monkeypatch.setattr(plan, "_capacity", lambda size, sms: H200[size])
+
+
+def _choice(m, n, k):
+    tn = plan.auto_tile_n(m, n, k)
+    return tn, plan.auto_split(m, n, k, (128, tn, 64), STAGES[tn])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 70000))
+def test_the_default_split_never_asks_for_more_clusters_than_a_wave_holds(m, n, k):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plan, "sm_count", lambda: 132)
+        mp.setattr(plan, "_capacity", lambda size, sms: H200[size])
+        tn, split = _choice(m, n, k)
+        tiles = -(-m // 128) * -(-n // tn)
+        if split > 1:
+            assert tiles <= H200[split] and tiles * split <= 132, (m, n, k, tn, split)
+            assert -(-k // 64) >= 8 * split
+
+
+@pytest.mark.parametrize("shape, want", [
+    ((1024, 1024, 16384), (128, 2)),   # 128 x 256: 32 tiles, 32 clusters of 4 > 30; 128 x 128: 64 clusters of 2
+    ((1024, 1024, 4096), (128, 2)),
+    ((512, 512, 16384), (256, 8)),     # 8 clusters of 8 fit; 128 x 128 would be 16 > 15 clusters of 8
+    ((768, 768, 16384), (256, 4)),     # 18 clusters of 4 fit
+    ((2048, 1024, 8192), (256, 2)),    # 64 clusters of 2: as many CTAs as 128 x 128 tiles without a split
+    ((512, 4096, 4096), (128, 1)),     # the wide shape of few tiles: 128 tiles, no split
+    ((8192, 8192, 8192), (256, 1)),
+])
+def test_the_default_plan_at_the_clusters_of_an_h200(h200, shape, want):
+    assert _choice(*shape) == want
+
+
+def test_without_a_device_the_capacity_is_an_h200s_at_its_sm_count(monkeypatch):
+    def no_device():
+        raise RuntimeError("no CUDA device")
+
+    monkeypatch.setattr(plan.HardwareInfo, "get_max_active_clusters", lambda self, size: no_device())
+    plan._capacity.cache_clear()
+    try:
+        assert [plan._capacity(s, 132) for s in (2, 4, 8)] == [66, 30, 15]
+        assert [plan._capacity(s, 114) for s in (2, 4, 8)] == [57, 28, 14]
+    finally:
+        plan._capacity.cache_clear()
