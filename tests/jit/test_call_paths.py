@@ -136,6 +136,24 @@ def test_a_compile_the_fast_path_never_takes_ends_checked_only(driver):
     assert state(c) is CHECKED_ONLY
 
 
+class _Flat(FakeTorchTensor):
+    """A contiguous 1-D torch-like tensor of 128 Float32."""
+
+    def is_contiguous(self):
+        return True
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
+
+
+_Flat.__module__ = "torch.fake"
+
+
+def _flat(address):
+    return _Flat(address, shape=(128,), strides=(1,))
+
+
 @cute.kernel
 def _copy_first(a, b):
     a[0] = b[0]
@@ -147,16 +165,7 @@ def with_constexpr(op: cute.Constexpr, a, b):
 
 
 def test_a_call_form_with_constexpr_parameters_keeps_the_checked_path_whatever_tensors_come(driver):
-    class Flat(FakeTorchTensor):
-        def is_contiguous(self):
-            return True
-
-        @property
-        def __cuda_array_interface__(self):
-            return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
-
-    Flat.__module__ = "torch.fake"
-    a, b = Flat(1 << 24, shape=(128,), strides=(1,)), Flat(1 << 25, shape=(128,), strides=(1,))
+    a, b = _flat(1 << 24), _flat(1 << 25)
     c = cute.compile(with_constexpr, 1, a, b)
     assert c.call_form is not None and c.call_form.constexpr_at
     for _ in range(3):
@@ -173,16 +182,7 @@ def test_cluster_launches_take_the_generated_path_through_cuLaunchKernelEx(drive
     """A kernel launched in clusters gets the generated path (not the native launcher, which launches plain
     kernels): ``cuLaunchKernelEx`` with its cluster dimension, the call's stream, and the parameters of the call's
     addresses, as a fresh object launches them."""
-    class Flat(FakeTorchTensor):
-        def is_contiguous(self):
-            return True
-
-        @property
-        def __cuda_array_interface__(self):
-            return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False), "strides": None, "version": 3}
-
-    Flat.__module__ = "torch.fake"
-    a, b = Flat(1 << 24, shape=(128,), strides=(1,)), Flat(1 << 25, shape=(128,), strides=(1,))
+    a, b = _flat(1 << 24), _flat(1 << 25)
     c = cute.compile(copy_in_clusters, a, b)
     launched_with(driver, c, a, b)
     assert state(c) is CHECKED
