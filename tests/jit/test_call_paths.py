@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cute_py as cute
+from cute_py import arch
 from cute_py.compiler.runtime import launch as L
 from cute_py.compiler.runtime.compiled import CallState, Compiled
 from cute_py.errors import ArgumentError, CuteError, LaunchError
@@ -198,6 +199,30 @@ def test_cluster_launches_take_the_generated_path_through_cuLaunchKernelEx(drive
         want = launched_with(driver, fresh(c), *args, **kwargs)
         assert seen(mine) == seen(want) and mine[0]["cluster"] == (2, 1, 1)
         assert mine[0]["stream"] == kwargs.get("stream", c._default_stream)
+
+
+@cute.kernel
+def _synced_copy(a, b):
+    a[0] = b[0]
+    arch.sync_grid()
+
+
+@cute.jit
+def synced_copy(a, b):
+    _synced_copy(a, b).launch(grid=2, block=32)
+
+
+def test_a_cooperative_launch_never_takes_the_generated_path(driver, monkeypatch):
+    """A kernel that syncs its grid is launched cooperatively, after the residency check of ``launch.launch``: its
+    calls stay on the checked path (CHECKED_ONLY), each one a cooperative launch."""
+    seen = []
+    monkeypatch.setattr(L, "launch", lambda *args, cooperative=False: seen.append((args[3], cooperative)))
+    a, b = _flat(1 << 24), _flat(1 << 25)
+    c = cute.compile(synced_copy, a, b)
+    assert c.cooperative
+    for _ in range(3):
+        c(a, b)
+    assert state(c) is CHECKED_ONLY and seen == [((1, 1, 1), True)] * 3
 
 
 @cute.jit
