@@ -75,14 +75,15 @@ benchmark's shapes, benchmarks/RESULTS.md):
   buffers (``128``: 32 KiB a stage, up to 6).
 - ``stages`` (``None``: 4 with ``tile_n=256``, 6 with ``128``; or 2..6 as shared memory allows): the load
   pipeline's depth.
-- ``reg_realloc`` (``False``): the producer warpgroup lowers its register budget to ``PRODUCER_REGS`` (40) and
-  the consumers raise theirs to ``CONSUMER_REGS`` (232) with ``setmaxnreg`` (40 + 2 x 232 = 3 x 168, the
-  registers a 384-thread CTA starts with). Its PTX is assembled by a whole-program ptxas (a CUDA toolkit's, or
-  pip ``nvidia-cuda-nvcc``), which keeps the reallocation in the cubin; nvJitLink would drop it (ptxas info
-  C7504), and without a ptxas it does, with an ``AssemblerWarning``. The kernel needs no more than the 168
-  registers a thread starts with (no spills at either ``tile_n``). On an H100 the reallocation made 4096^3 and
-  8192^3 no faster and shapes of one tile per CTA about 20% slower (``benchmarks/RESULTS.md``), so it is off
-  by default.
+- ``reg_realloc`` (``None``: on with block scales unless ``pingpong``, else off): the producer warpgroup lowers
+  its register budget to ``PRODUCER_REGS`` (40) and the consumers raise theirs to ``CONSUMER_REGS`` (232) with
+  ``setmaxnreg`` (40 + 2 x 232 = 3 x 168, the registers a 384-thread CTA starts with). Its PTX is assembled by a
+  whole-program ptxas (a CUDA toolkit's, or pip ``nvidia-cuda-nvcc``), which keeps the reallocation in the
+  cubin; nvJitLink would drop it (ptxas info C7504), and without a ptxas it does, with an ``AssemblerWarning``.
+  The plain kernel needs no more than the 168 registers a thread starts with (no spills at either ``tile_n``).
+  On an H100 the reallocation made 4096^3 and 8192^3 no faster and shapes of one tile per CTA about 20% slower
+  (``benchmarks/RESULTS.md``), so it is off by default, except with block scales, whose paired k-tiles need the
+  registers of a second partial (without the reallocation they would spill).
 
 - 8-bit floats: A and B Float8E4M3FN or Float8E5M2 (either with either) run the same kernel with
   ``m64nNk32`` WGMMAs (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a
@@ -91,9 +92,10 @@ benchmark's shapes, benchmarks/RESULTS.md):
   scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a`` ``(M, ceil(K / 128))`` (1x128 blocks of A's
   rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128 blocks of B), with 128 x 128 tiles: each
   k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32 times the two scales once they are
-  done (``gemm_block_scaled``), so the tensor cores never accumulate across a scale block. With
-  ``pingpong=True`` the two consumer warpgroups take turns issuing a k-tile's MMAs, so that one's promotion runs
-  while the other's MMAs do.
+  done (``gemm_block_scaled``), so the tensor cores never accumulate across a scale block. With the consumers'
+  registers raised (``reg_realloc``, the default with block scales) the k-tiles go in pairs, one's promotion
+  running while the next one's MMAs do; with ``pingpong=True`` the two consumer warpgroups take turns issuing a
+  k-tile's MMAs instead.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
   convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
   (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's

@@ -3,13 +3,15 @@ rows and 128x128 scales of B, applied in fp32 outside the tensor cores.
 
 Each 128-element k-tile's WGMMAs go into fresh partial accumulators; once they are done the partials are added to
 the tile's accumulators as ``acc += part * scale_a[row, k] * scale_b[tn, k]`` (the promotion), so the tensor
-cores' own accumulation never spans more than one scale block. With ``paired`` the k-tiles go in pairs: both
-k-tiles' MMAs are issued, then the first's promotion runs while the second's MMAs do, into a second partial;
-no MMA is in flight from one pair to the next (an MMA in flight across the loop's back edge makes the assembler
-serialise every WGMMA, ptxas C7514); the second partial takes 64 more registers a thread, which the consumers
-have with ``setmaxnreg`` (``gemm(reg_realloc=True)``; at the 168 registers of an even split ptxas spills). Each k-tile's scales are loaded a k-tile ahead, so that their latency never
-holds up the MMAs' issue. With ``pingpong`` the k-tiles go one at a time and the two consumer warpgroups take
-turns issuing them instead.
+cores' own accumulation never spans more than one scale block. Each k-tile's scales are loaded a k-tile ahead, so
+that their latency never holds up the MMAs' issue.
+
+With ``paired`` the k-tiles go in pairs: both k-tiles' MMAs are issued, the second's into a second partial, then
+the first's promotion runs while the second's MMAs do. No MMA is in flight from one pair to the next (an MMA in
+flight across the loop's back edge makes the assembler serialise every WGMMA, ptxas C7514). The second partial
+takes 64 more registers a thread, which the consumers have with ``setmaxnreg`` (``gemm(reg_realloc=True)``; at
+the 168 registers of an even split ptxas spills). With ``pingpong`` the k-tiles go one at a time and the two
+consumer warpgroups take turns issuing them instead.
 """
 
 import cute_py as cute

@@ -9,7 +9,8 @@ from cute_py.utils import HardwareInfo
 from .gemm_args import GEMM_TILE, K_TILE_BYTES, SPLITS, STAGES, TILE_NS
 from .tma_tiled import sm_count
 
-__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "resolve", "tma_storable", "pairs_aligned", "grid_ctas"]
+__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "resolve", "tma_storable", "pairs_aligned",
+           "grid_ctas"]
 
 
 def recv_fits(tile, stages):

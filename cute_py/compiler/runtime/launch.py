@@ -20,8 +20,8 @@ from typing import Any
 
 from ...errors import LaunchError
 
-__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "launch_config", "resident_blocks", "ParamBlock",
-           "check_target"]
+__all__ = ["driver", "check", "ensure_context", "sm_count", "load_module", "launch", "launch_config", "resident_blocks",
+           "ParamBlock", "check_target"]
 
 _STATE = {"driver": None, "ctx": None}
 

@@ -68,8 +68,9 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
     """The fast path of ``c``'s common call: every run-time argument a torch tensor of its compiled type,
     dtype, shape and strides on the GPU, no run-time scalars, no stream arguments, no cooperative launches
     (otherwise ``None``); a cluster launch goes through ``cuLaunchKernelEx`` with a launch configuration made
-    once (only its stream set per call), and keeps the native launcher out (it launches plain kernels). ``args`` are the arguments of the call that made it (tensors that pass its checks),
-    ``general`` the general path (``Compiled._call``).
+    once (only its stream set per call), and keeps the native launcher out (it launches plain kernels). ``args``
+    are the arguments of the call that made it (tensors that pass its checks), ``general`` the general path
+    (``Compiled._call``).
 
     Generated code: the checks of ``Compiled._fast_pointers`` (one torch guard for all tensors, or unrolled per
     argument: see ``_checked``), a refill of the parameters when an address changed, the launches. Any argument that does
