@@ -120,7 +120,7 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .gemm_args import (EPILOGUES, GEMM_TILE, MMA_WARPGROUPS, STAGES, TILE_NS, block_scaled,
+from .gemm_args import (EPILOGUES, GEMM_TILE, MMA_THREADS, MMA_WARPGROUPS, STAGES, TILE_NS, block_scaled,
                         check_args, check_fused, k_tile)
 from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, fuse_epilogue, reduce_splits,
                             split_recv_layout, store_tile, store_tile_tma)
@@ -132,7 +132,6 @@ from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, tma_stora
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
            "PRODUCER_REGS", "CONSUMER_REGS"]
 
-MMA_THREADS = 128 * MMA_WARPGROUPS
 GEMM_THREADS = MMA_THREADS + 128       # + the producer warpgroup
 PRODUCER_WARP = MMA_THREADS // 32      # the first warp of the producer warpgroup issues the loads
 PRODUCER_REGS = 40                     # setmaxnreg: the producer warpgroup's registers per thread ...

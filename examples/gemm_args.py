@@ -8,8 +8,9 @@ import cute_py as cute
 
 from .gemm_epilogue import ACTIVATIONS, EPI_BUFFERS, EPI_ROW_BYTES
 
-__all__ = ["GEMM_TILE", "TILE_NS", "STAGES", "EPILOGUES", "CLUSTER_MS", "SPLITS", "MMA_WARPGROUPS", "SMEM_LIMIT",
-           "K_TILE_BYTES", "FP8", "k_tile", "smem_bytes", "epi_bytes", "block_scaled", "check_fused", "check_args"]
+__all__ = ["GEMM_TILE", "TILE_NS", "STAGES", "EPILOGUES", "CLUSTER_MS", "SPLITS", "MMA_WARPGROUPS", "MMA_THREADS",
+           "SMEM_LIMIT", "K_TILE_BYTES", "FP8", "k_tile", "smem_bytes", "epi_bytes", "block_scaled", "check_fused",
+           "check_args"]
 
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128 (16-bit A, B); tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
@@ -18,6 +19,7 @@ EPILOGUES = ("scalar", "vector", "tma")
 CLUSTER_MS = (1, 2)                    # CTAs per cluster along M (2: B multicast to both)
 SPLITS = (1, 2, 4, 8)                  # CTAs per tile along K (a cluster: their products summed across it)
 MMA_WARPGROUPS = 2
+MMA_THREADS = 128 * MMA_WARPGROUPS            # the consumer warpgroups' threads
 SMEM_LIMIT = 227 * 1024
 K_TILE_BYTES = 128                     # a k-tile is 128 bytes of each row: 64 16-bit or 128 8-bit elements
 FP8 = (cute.Float8E4M3FN, cute.Float8E5M2)

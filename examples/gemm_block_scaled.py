@@ -18,13 +18,12 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import warpgroup as wg
 
-from .gemm_args import MMA_WARPGROUPS
+from .gemm_args import MMA_THREADS
 from .gemm_mainloop import issue_k_tile
 
 __all__ = ["block_scaled_tile", "TURN"]
 
 TURN = 3            # named barriers 3 and 4: the ping-pong's turns (the epilogue's: 1, 2)
-MMA_THREADS = 128 * MMA_WARPGROUPS
 
 
 @cute.jit
@@ -75,7 +74,7 @@ def _scaled_k_tile(tiled_mma, acc, part, tCrA, tCrB, rows, block_scales, loads, 
     the tile's column of B's scales, the scales fragment)``, whose scales are this k-tile's on entry and the next
     one's on return; ``turn``: ``None``, or ``(warpgroup, last)`` of the ping-pong."""
     k_last, tn, scales = last
-    s0, s1 = scales[0] * scales[2], scales[1] * scales[2]
+    s0, s1 = _products(scales)
     _load_scales(scales, block_scales, rows, tn, cute.min(k + 1, k_last))
     loads.consumer_wait(read)
     if cute.const_expr(turn is not None):
@@ -104,7 +103,7 @@ def _scaled_k_pair(tiled_mma, acc, parts, tCrA, tCrB, rows, block_scales, loads,
     :func:`_scaled_k_tile`: the scales fragment holds k-tile ``k``'s on entry and ``k + 2``'s on return."""
     k_last, tn, scales = last
     first, second = parts
-    s0, s1 = scales[0] * scales[2], scales[1] * scales[2]
+    s0, s1 = _products(scales)
     _load_scales(scales, block_scales, rows, tn, k + 1)
     for j in cute.range_constexpr(2):
         loads.consumer_wait(read)
@@ -118,7 +117,7 @@ def _scaled_k_pair(tiled_mma, acc, parts, tCrA, tCrB, rows, block_scales, loads,
     loads.consumer_release(release)
     release.advance()
     _promote(acc, first, s0, s1)
-    t0, t1 = scales[0] * scales[2], scales[1] * scales[2]
+    t0, t1 = _products(scales)
     _load_scales(scales, block_scales, rows, tn, cute.min(k + 2, k_last))
     wg.wait_group(0)
     arch.warpgroup_fence_operand(second)
@@ -133,6 +132,12 @@ def _promote(acc, part, s0, s1):
     its second (C layout: values ``4 i``, ``4 i + 1`` in the first row, ``4 i + 2``, ``4 i + 3`` in the second)."""
     for i in cute.range_constexpr(cute.size(acc)):
         acc[i] = cute.math.fma(part[i], s0 if (i // 2) % 2 == 0 else s1, acc[i])
+
+
+@cute.jit
+def _products(scales):
+    """The scales of a thread's two rows: A's row scale times B's block scale, from ``_load_scales``'s fragment."""
+    return scales[0] * scales[2], scales[1] * scales[2]
 
 
 @cute.jit

@@ -27,7 +27,7 @@ def cluster_capacity(size):
     return _capacity(size, sm_count())
 
 
-H200_CLUSTERS = {1: 132, 2: 66, 4: 30, 8: 15}     # measured: HardwareInfo().get_max_active_clusters(size), an H200
+H200_CLUSTERS = {2: 66, 4: 30, 8: 15}     # measured: HardwareInfo().get_max_active_clusters(size), an H200
 
 
 @functools.lru_cache(maxsize=None)

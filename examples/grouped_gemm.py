@@ -41,7 +41,7 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .gemm_args import MMA_WARPGROUPS
+from .gemm_args import MMA_THREADS, MMA_WARPGROUPS
 from .gemm_epilogue import EPI_BUFFERS, epi_tile
 from .gemm_mainloop import mma_k_tiles
 from .grouped_gemm_args import GROUPED_STAGES, check_grouped, tma_storable
@@ -52,7 +52,6 @@ __all__ = ["grouped_gemm", "grouped_gemm_masked", "grouped_gemm_kernel", "GROUPE
 
 GROUPED_TILE_M = 128
 BK = 64                                 # 128 bytes of 16-bit K per k-tile
-MMA_THREADS = 128 * MMA_WARPGROUPS
 GROUPED_THREADS = MMA_THREADS + 128     # + the producer warpgroup
 PRODUCER_WARP = MMA_THREADS // 32
 

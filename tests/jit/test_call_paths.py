@@ -201,6 +201,23 @@ def test_cluster_launches_take_the_generated_path_through_cuLaunchKernelEx(drive
         assert mine[0]["stream"] == kwargs.get("stream", c._default_stream)
 
 
+def test_a_failed_cluster_launch_on_the_generated_path_raises_and_the_next_call_launches_as_a_fresh_object(driver):
+    a, b = _flat(1 << 24), _flat(1 << 25)
+    c = fresh(cute.compile(copy_in_clusters, a, b))  # (not the compile another test of this process loaded)
+    c(a, b)
+    c(a, b)
+    assert state(c) is FAST
+    launch = c._launch_kernel_ex
+    c._launch_kernel_ex = lambda *args: (1,)  # every launch fails (CUDA_ERROR_INVALID_VALUE)
+    with pytest.raises(LaunchError, match=r"cluster=\(2, 1, 1\).*CUDA_ERROR_INVALID_VALUE"):
+        c(b, a)  # new addresses: filled, then the launch fails
+    c._launch_kernel_ex = launch
+    mine = launched_with(driver, c, b, a)
+    assert state(c) is FAST
+    assert [(r["cluster"], r["params"]) for r in mine] == [(r["cluster"], r["params"])
+                                                           for r in launched_with(driver, fresh(c), b, a)]
+
+
 @cute.kernel
 def _synced_copy(a, b):
     a[0] = b[0]

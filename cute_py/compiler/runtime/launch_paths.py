@@ -112,12 +112,11 @@ def make_fast_call(c: Any, fast: tuple, args: tuple, general: Callable[..., Any]
         env[f"F{j}"] = func
         if ex is not None:  # a cluster: its configuration made once, under the lock given the call's stream
             env[f"G{j}"] = launch_config((gx, gy, gz), (bx, by, bz), ex[0], smem)
-            env["launch_ex"] = c._launch_kernel_ex
             lines += [f"        G{j}.hStream = stream",
-                      f"        err, = launch_ex(G{j}, F{j}, {params}, 0)",
+                      f"        err, = c._launch_kernel_ex(G{j}, F{j}, {params}, 0)",
                       "        if err is not ok and err != ok:",
                       f"            c._launch_error(err, ({gx}, {gy}, {gz}), ({bx}, {by}, {bz}), {ex[0]}, {smem}, "
-                      f"lambda: launch_ex(G{j}, F{j}, {params}, 0))"]
+                      f"lambda: c._launch_kernel_ex(G{j}, F{j}, {params}, 0))"]
             continue
         lines += [f"        err, = c._launch_kernel(F{j}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {smem}, stream, {params}, 0)",
                   "        if err is not ok and err != ok:",
