@@ -2,6 +2,8 @@
 main loop, one group kept in flight, predicated stores) FileChecked and assembled for sm_90a, in each of its
 configurations (CTA tile, register reallocation, epilogue, 2x1 cluster, persistent CTAs), and its rules."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -393,3 +395,30 @@ def test_the_tile_order_visits_every_tile_once_a_group_at_a_time(cluster_tiles_m
         if num > 1:     # M fastest: the second tile is the next row's, unless the group has one row
             one_row = min(group_m, cluster_tiles_m) == 1 and tiles_n > 1
             assert seen[1] == ((rank, 1) if one_row else (cluster_m + rank, 0))
+
+
+def _between_mmas(ptx):
+    """The instructions between consecutive ``wgmma.mma_async`` of the kernel, inline-assembly blocks but the MMAs'
+    counted by name (``add_lo32`` for a descriptor's offset added to its low word)."""
+    body = ptx[ptx.index(".entry"):]
+
+    def name(block):
+        text = block.group(0)
+        return "MMA" if "wgmma.mma_async" in text else "add_lo32" if "add.u32 lo, lo," in text else "asm"
+    body = re.sub(r"// begin inline asm.*?// end inline asm", name, body, flags=re.S)
+    return [[line.strip() for line in gap.splitlines() if line.strip() and not line.strip().startswith(("//", "$"))]
+            for gap in body.split("MMA")[1:-1]]
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(tile_n=128, persistent=False), dict(split_k=2)])
+def test_a_k_blocks_descriptors_are_the_stages_plus_a_constant(kwargs):
+    """Inside a k-tile, each k-block's two descriptors are their stage's descriptors plus a constant added to the
+    low word (one ``add_lo32`` each): no address is shifted, masked or converted between the MMAs (the
+    descriptors used to be rebuilt from the tile's address for every k-block)."""
+    ptx = _compile(512, 4096, 4096, out="BFloat16", stages=None, **kwargs).ptx
+    inside = [gap for gap in _between_mmas(ptx) if not any("commit_group" in line for line in gap)]
+    assert len(inside) >= 6, "three gaps inside each of the prologue's and the loop's k-tiles"
+    for gap in inside:
+        assert gap.count("add_lo32") == 2, gap
+        arithmetic = [line for line in gap if line not in ("add_lo32", "asm") and not line.startswith("mov.b32")]
+        assert not arithmetic, f"instructions between a k-tile's MMAs: {arithmetic}"

@@ -2,6 +2,9 @@
 partitions against CuTe C++'s GMMA traits and the PTX ISA's accumulator figure, descriptor fragments against
 hand-derived byte offsets, the rules, and the PTX of a kernel (FileChecked, assembled for sm_90a)."""
 
+import dataclasses
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -62,6 +65,11 @@ def test_a_and_b_partitions_are_the_whole_instruction_tile(t):
             assert tuple(pb[(i, j), 0, kb]) == (i, 16 * kb + j)
 
 
+def _start(desc):
+    """The byte address a sliced descriptor starts at: its first tile's start plus its offset in 16-byte units."""
+    return desc.start.address + 16 * desc.start_offset
+
+
 def test_descriptor_fragments_of_a_staged_128b_swizzled_tile():
     tiled = cute.make_tiled_mma(_op(), (2, 1, 1))
     la = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (128, 128, 64), cute.BFloat16, 4)
@@ -79,12 +87,48 @@ def test_descriptor_fragments_of_a_staged_128b_swizzled_tile():
                 da = fa[None, 0, kb, s].descriptor()
                 db = fb[None, 0, kb, s].descriptor()
                 # rows of 128 B, 8-row groups 1024 B apart (SBO), K steps of 32 B inside the swizzle row
-                assert da.start.address == 0x4000 + 16384 * s + 8192 * (t // 128) + 32 * kb
-                assert db.start.address == 0x24000 + 16384 * s + 32 * kb
+                assert _start(da) == 0x4000 + 16384 * s + 8192 * (t // 128) + 32 * kb
+                assert _start(db) == 0x24000 + 16384 * s + 32 * kb
                 for d in (da, db):
                     assert (d.leading_byte_offset, d.stride_byte_offset, d.layout_type) == (16, 1024, wg.LayoutType.B128)
         sliced = fa[None, None, 2, None]
         assert sliced.shape == (1, 1, (1, 4))
+
+
+@pytest.mark.parametrize("a_major, b_major", [(OpM.K, OpM.K), (OpM.K, OpM.MN), (OpM.MN, OpM.K), (OpM.MN, OpM.MN)])
+@pytest.mark.parametrize("tile_k", [16, 32, 64])
+def test_a_slices_descriptor_is_its_first_tiles_plus_the_fragment_offset(a_major, b_major, tile_k):
+    """Every slice of a descriptor fragment starts where its own tile does: the first tile's start plus the
+    fragment's offset in 16-byte units (one addition in the kernel), with the tile's own fields; over both major
+    modes, every swizzle (tile K of 16, 32, 64 bf16), two MMA tiles in M and N, stages, and both warpgroups."""
+    own = wg.fragment.GmmaDescriptorTensor
+    tiled = hh.make_trivial_tiled_mma(cute.BFloat16, cute.BFloat16, a_major, b_major, cute.Float32, (2, 1, 1),
+                                      (64, 64))
+    enum = {OpM.K: LayoutEnum.ROW_MAJOR, OpM.MN: LayoutEnum.COL_MAJOR}
+    la = hh.make_smem_layout_a(enum[a_major], (256, 128, tile_k), cute.BFloat16, 3)
+    lb = hh.make_smem_layout_b(enum[b_major], (256, 128, tile_k), cute.BFloat16, 3)
+    checked = 0
+    for t in (0, 130):
+        thr = tiled.get_slice(t)
+        for frag in (tiled.make_fragment_A(thr.partition_A(_smem(la, 0x8000))),
+                     tiled.make_fragment_B(thr.partition_B(_smem(lb, 0x20000)))):
+            plain = own(frag.smem, frag.major, frag.layout)  # each slice's descriptor from its own tile
+            for c in itertools.product(*[range(cute.size(x)) for x in frag.shape[1:]]):
+                d, o = frag[(None,) + c].descriptor(), plain[(None,) + c].descriptor()
+                assert type(o.start_offset) is int and o.start_offset == 0
+                assert _start(d) == o.start.address, (c, d, o)
+                assert dataclasses.replace(d, start=o.start, start_offset=0) == o
+                checked += 1
+    assert checked == 2 * 2 * 2 * (tile_k // 16) * 3  # threads x fragments x MMA tiles x k-blocks x stages
+
+
+@pytest.mark.parametrize("offset", [1.5, True, "2", (3, 4), (None, 2), [2], (object(), 1)])
+def test_a_descriptors_start_offset_is_units_or_an_error(offset):
+    with pytest.raises(CuteTypeError, match="start_offset is an int, a run-time integer or a pair"):
+        wg.GmmaDescriptor(0, 16, 1024, wg.LayoutType.B128, 0, offset)
+    d = wg.GmmaDescriptor(0x400, 16, 1024, wg.LayoutType.B128, 0, 3)
+    assert d.value == wg.GmmaDescriptor(0x430, 16, 1024, wg.LayoutType.B128).value == (0x43 | 1 << 16 | 64 << 32
+                                                                                       | 1 << 62)
 
 
 def test_fragment_rules():
@@ -192,7 +236,7 @@ def test_8_bit_descriptor_fragments_step_32_bytes_per_k_block():
     assert fa.layout == Layout((1, 1, 4, (1, 2)), (0, 0, 2, (0, 1024)))
     for kb in range(4):
         d = fa[None, 0, kb, 1].descriptor()
-        assert d.start.address == 0x4000 + 16384 + 8192 + 32 * kb
+        assert _start(d) == 0x4000 + 16384 + 8192 + 32 * kb
         assert (d.leading_byte_offset, d.stride_byte_offset, d.layout_type) == (16, 1024, wg.LayoutType.B128)
 
 

@@ -1,7 +1,7 @@
 """The emission of the warpgroup MMA's instructions (:mod:`cute_py.nvgpu.warpgroup`): ``wgmma.fence``,
 ``commit_group``, ``wait_group`` and ``wgmma.mma_async`` as ops of the ``cute_nvgpu`` dialect, with the register
 fence of an accumulator fragment (``wgmma_fence_operand``) and the addition of an offset to a descriptor's start
-address (``int_op`` ``add_lo32``).
+address (``int_op`` ``add_lo32``, which also adds a descriptor's static offset: see ``_start_descriptor``).
 
 A descriptor operand is an int (the whole 64-bit value), a traced 64-bit integer, or a
 :class:`~cute_py.nvgpu.warpgroup.GmmaDescriptor` whose start is a shared-memory pointer (its address joins the
@@ -47,11 +47,9 @@ def descriptor_value(desc: Any, what: str) -> Any:
     """The i64 MLIR value of a descriptor operand (see the module)."""
     b = current()
     if isinstance(desc, GmmaDescriptor):
-        if type(desc.start) is int:
-            desc = desc.value
-        else:
-            addr = smem_address(desc.start, f"{what}: the descriptor's start")
-            return join_words(((addr >> 4) & 0x3FFF) | desc.low_fixed, desc.high_word, what).ir
+        if type(desc.start) is not int or type(desc.start_offset) is not int:
+            return _start_descriptor(desc, what)
+        desc = desc.value
     if type(desc) is int:
         if not 0 <= desc < 1 << 64:
             raise TraceError(f"{what}: a descriptor is a 64-bit value, got {desc:#x}")
@@ -60,6 +58,22 @@ def descriptor_value(desc: Any, what: str) -> Any:
         return desc.ir
     raise TraceError(f"{what} must be a WGMMA descriptor (make_gmma_desc), an int or a traced 64-bit integer, "
                      f"got {desc!r}")
+
+
+def _start_descriptor(desc: GmmaDescriptor, what: str) -> Any:
+    """The i64 value of a descriptor whose start is a shared-memory pointer (or a byte address) plus
+    ``start_offset`` 16-byte units: the start's address plus the run-time units, in 16-byte units, as the low word;
+    then the static units and the fixed low fields added to it by an instruction the compiler keeps in place, so
+    that a stage's k-blocks share one register and no descriptor is kept live across the loop. A CTA's shared
+    addresses are below 2^18 (228 KiB on sm_90): the address in 16-byte units fills the 14-bit field alone, and
+    adding the leading byte offset's field (bits 16-29) is or-ing it."""
+    addr = desc.start if type(desc.start) is int else smem_address(desc.start, f"{what}: the descriptor's start")
+    offset = desc.start_offset
+    dynamic, static = offset if type(offset) is tuple else (None, offset) if type(offset) is int else (offset, 0)
+    if dynamic is not None:
+        addr = addr + dynamic * 16
+    value = join_words(addr >> 4, desc.high_word, what)
+    return add_to_low_word(value.ir, current().const(static + desc.low_fixed, 32))
 
 
 def fence_register(word: Any) -> Any:

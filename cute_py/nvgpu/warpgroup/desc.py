@@ -31,6 +31,7 @@ from typing import Any
 
 from ...core.composed import ComposedLayout, SmemPtrFlag, smem_byte_swizzle
 from ...core.layout import Layout
+from ...core.leaves import DynamicInt
 from ...errors import CuteTypeError, CuteValueError
 from ...tensor.pointer import AddressSpace, Pointer
 from .operands import OperandMajorMode
@@ -92,15 +93,29 @@ class GmmaDescriptor:
     stride_byte_offset: int
     layout_type: LayoutType
     base_offset: int = 0
+    start_offset: Any = 0
+    """16-byte units added to the start address (CuTe C++'s ``DescriptorIterator`` offset): an int, or in a
+    kernel a run-time integer or a pair ``(run-time, int)`` added in that order. A descriptor tensor's slices
+    share their first tile's start and differ here; the kernel adds the static units last, so that the
+    descriptors of one stage's k-blocks are one register plus constants."""
+
+    def __post_init__(self) -> None:
+        off = self.start_offset
+        run_time, static = off if type(off) is tuple and len(off) == 2 else (None, off)
+        if not (type(off) is int or isinstance(off, DynamicInt)
+                or (type(off) is tuple and isinstance(run_time, DynamicInt) and type(static) is int)):
+            raise CuteTypeError(f"a descriptor's start_offset is an int, a run-time integer or a pair (run-time "
+                                f"integer, int) of 16-byte units, got {off!r}")
 
     @property
     def value(self) -> int:
-        """The 64-bit descriptor (a static start address only)."""
-        if type(self.start) is not int:
-            raise CuteTypeError(f"the descriptor's start is the run-time address {self.start!r}: its 64-bit value "
-                                f"is built in the kernel (the MMA takes the descriptor as it is)")
-        return encode_gmma_desc(self.start, self.leading_byte_offset, self.stride_byte_offset, self.layout_type,
-                                self.base_offset)
+        """The 64-bit descriptor (a static start address and offset only)."""
+        if type(self.start) is not int or type(self.start_offset) is not int:
+            raise CuteTypeError(f"the descriptor's start is the run-time address {self.start!r} + "
+                                f"{self.start_offset!r} x 16 B: its 64-bit value is built in the kernel (the MMA "
+                                f"takes the descriptor as it is)")
+        return encode_gmma_desc(self.start + 16 * self.start_offset, self.leading_byte_offset,
+                                self.stride_byte_offset, self.layout_type, self.base_offset)
 
     @property
     def high_word(self) -> int:

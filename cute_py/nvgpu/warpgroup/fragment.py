@@ -9,13 +9,18 @@ descriptor's start address moves, as C++'s ``recast<uint128_t>`` gives them).
 
 Slicing (``t[None, None, k]``, ``t[None, None, k, stage]`` with a run-time stage) slices the shared-memory
 partition alongside; :meth:`GmmaDescriptorTensor.descriptor` of a one-instruction tensor (all modes but mode 0
-fixed) is :func:`~cute_py.nvgpu.warpgroup.make_gmma_desc` of its tile, a :class:`GmmaDescriptor` whose start is
-the tile's shared-memory pointer.  The tile must be a canonical GMMA layout of the op's major mode: any other is a
-``GmmaLayoutError`` when the fragment is made (the first tile is checked) or when a descriptor is taken.
+fixed) is :func:`~cute_py.nvgpu.warpgroup.make_gmma_desc` of its tile as C++'s descriptor iterator gives it: the
+start of the fragment's first tile (its shared-memory pointer) and, as ``start_offset``, the slice's offset from
+it in 16-byte units (its run-time part apart from its static one), so that a kernel adds one constant per k-block
+to its stage's descriptor instead of rebuilding each from an address.  Both name the same bytes: the tile's own
+descriptor starts there (a property test).  The tile must be a canonical GMMA layout of the op's major mode: any
+other is a ``GmmaLayoutError`` when the fragment is made (the first tile is checked) or when a descriptor is
+taken.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ...core.composed import get_nonswizzle_portion
@@ -38,12 +43,15 @@ class GmmaDescriptorTensor:
     """``(1, MMA_MN, MMA_K, ...)`` WGMMA descriptors over a shared-memory partition (see the module)."""
 
     __cute_mma_descriptors__ = True
-    __slots__ = ("smem", "major", "layout")
+    __slots__ = ("smem", "major", "layout", "first", "units")
 
-    def __init__(self, smem: Any, major: OperandMajorMode, layout: Layout) -> None:
+    def __init__(self, smem: Any, major: OperandMajorMode, layout: Layout, first: GmmaDescriptor | None = None,
+                 units: tuple = (None, 0)) -> None:
         self.smem = smem
         self.major = major
         self.layout = layout
+        self.first = first  # the descriptor of the fragment's first tile (start_offset 0)
+        self.units = units  # 16-byte units from the first tile's start to this slice's: (run-time or None, static)
 
     @property
     def shape(self) -> Any:
@@ -74,7 +82,8 @@ class GmmaDescriptorTensor:
         kept = [i for i, c in enumerate(coord) if i == 0 or c is None]
         shapes, strides = _modes(self.layout.shape), _modes(self.layout.stride)
         layout = Layout(tuple(shapes[i] for i in kept), tuple(strides[i] for i in kept))
-        return GmmaDescriptorTensor(smem, self.major, layout)
+        units = _add_units(self.units, self.layout, coord, shapes)
+        return GmmaDescriptorTensor(smem, self.major, layout, self.first, units)
 
     def descriptor(self) -> GmmaDescriptor:
         """The descriptor of a one-instruction tensor (rank 1: every mode but mode 0 fixed)."""
@@ -84,10 +93,32 @@ class GmmaDescriptorTensor:
         tile = self.smem
         if len(tile.layout) == 1:  # ((MN, K)): the instruction's tile is the one mode
             tile = tile.__cute_map_outer__(lambda layout: layout[0])
-        return make_gmma_desc(tile, self.major)
+        desc = make_gmma_desc(tile, self.major)  # the tile must be canonical (its fields are the first tile's)
+        if self.first is None:
+            return desc
+        # the first tile's start and this tile's offset from it: one addition a descriptor in the kernel
+        dynamic, static = self.units
+        return dataclasses.replace(desc, start=self.first.start,
+                                   start_offset=static if dynamic is None else (dynamic, static))
 
     def __repr__(self):
         return f"gmma_desc_tensor<{self.major} o {self.smem!r} | {self.layout}>"
+
+
+def _add_units(units, layout, coord, shapes):
+    """``units`` (run-time or None, static) plus the offset of the fixed coordinates of ``coord`` in ``layout``,
+    its run-time and static parts apart (a layout's offset is a sum over its modes)."""
+    dynamic, static = units
+    strides = _modes(layout.stride)
+    for i, c in enumerate(coord):
+        if i == 0 or c is None:
+            continue
+        moved = Layout(shapes[i], strides[i])(c)
+        if type(moved) is int:
+            static += moved
+        else:
+            dynamic = moved if dynamic is None else dynamic + moved
+    return dynamic, static
 
 
 def make_descriptor_fragment(partition: Any, major: OperandMajorMode, dtype: Any, which: str) -> GmmaDescriptorTensor:
@@ -122,6 +153,6 @@ def make_descriptor_fragment(partition: Any, major: OperandMajorMode, dtype: Any
     units = [unit(shapes[i], strides[i], i) for i in range(1, len(shapes))]
     desc = Layout((1,) + tuple(shapes[1:]), (0,) + tuple(units))
     frag = GmmaDescriptorTensor(partition, major, desc)
-    first = frag[(None,) + (0,) * (len(shapes) - 1)]
-    first.descriptor()  # the tile must be canonical: a GmmaLayoutError naming the rule here, not in the kernel
-    return frag
+    # the tile must be canonical: a GmmaLayoutError naming the rule here, not in the kernel
+    first = frag[(None,) + (0,) * (len(shapes) - 1)].descriptor()
+    return GmmaDescriptorTensor(partition, major, desc, first)
