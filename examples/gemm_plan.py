@@ -61,15 +61,19 @@ def auto_tile_n(m, n, k, bk=GEMM_TILE[2]):
     were measured faster on an H100: 512x4096x4096 at 547-590 TFLOP/s against 489-498 with the split
     (``benchmarks/RESULTS.md``). On the measured shapes outside the rule it was no faster, or slower: taller than
     wide (4096x512xK), K of 512, or more tiles (2048^3, 1024x4096x4096, 512x8192x8192). Also 128 where K has at
-    least 64 k-tiles and 128 x 128 tiles keep more SMs busy in one wave than 128 x 256 ones, whose split the
-    clusters a wave holds cut short (``cluster_capacity``): 1024x1024xK on an H200, 1.4-1.9x faster there."""
+    least 64 k-tiles and 128 x 128 tiles keep at least as many SMs busy in one wave as 128 x 256 ones (whose split
+    the clusters a wave holds may cut short: ``cluster_capacity``), which then split K less: 1024x1024xK 1.4-1.9x
+    faster on an H200; since a stage's WGMMA descriptors are built once, also 512x512xK (split 4 against 8)
+    1.17-1.41x, 512x1024xK 1.06-1.11x and 4096x512x4096 (no split against 2) 1.10x, ties at 4096x512x8192 and
+    16384."""
     if not (type(m) is int and type(n) is int and type(k) is int):
         return 256
     wide, narrow = (GEMM_TILE[0], TILE_NS[-1], bk), (GEMM_TILE[0], TILE_NS[0], bk)
     if m < n and cute.ceil_div(k, wide[2]) >= 64 and auto_split(m, n, k, wide, STAGES[wide[1]]) == 2:
         return 128
-    if cute.ceil_div(k, wide[2]) >= 64 and _one_wave(m, n, k, wide) < _one_wave(m, n, k, narrow):
-        return 128     # 128 x 256 tiles leave SMs idle (their split held back by the clusters a wave holds)
+    narrow_ctas = _one_wave(m, n, k, narrow)
+    if cute.ceil_div(k, wide[2]) >= 64 and narrow_ctas and _one_wave(m, n, k, wide) <= narrow_ctas:
+        return 128     # as many SMs busy in one wave, or more, with a smaller split (or none)
     return 256
 
 

@@ -53,7 +53,7 @@ ONE_TYPE = {"2x1-cluster": ("bfloat16", "float32"), "persistent": ("float16", "b
             "128x128-scalar": ("float16", "float32")}
 SIZES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # the default's tile N where it is not 256 (gemm's documented rule: wide, few tiles, K split by 2, 64+ k-tiles)
-DEFAULT_TILE_N = {(500, 4000, 4096): 128}
+DEFAULT_TILE_N = {(500, 4000, 4096): 128, (512, 512, 4096): 128}
 
 
 def _padded_k(k):
@@ -79,7 +79,8 @@ SPLIT_CASES = [
     (300, 520, 1000, "bfloat16", "float32", dict(split_k=4, tile_n=128), ALIGNED),
     (300, 520, 1000, "bfloat16", "bfloat16", dict(split_k=8, tile_n=128), ALIGNED),
     (129, 255, 520, "float16", "float32", dict(split_k=2), 3),
-    (512, 512, 4096, "bfloat16", "bfloat16", dict(), ALIGNED),
+    (512, 512, 4096, "bfloat16", "bfloat16", dict(), ALIGNED),          # the default: 128 x 128 tiles split by 4
+    (512, 512, 4096, "bfloat16", "bfloat16", dict(split_k=8, tile_n=256), ALIGNED),
     (64, 200, 256, "float16", "bfloat16", dict(split_k=4), ALIGNED),
     (1000, 136, 2048, "bfloat16", "float32", dict(split_k=2, epilogue="scalar"), 4),
 ]

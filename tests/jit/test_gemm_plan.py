@@ -41,9 +41,13 @@ def test_the_default_split_never_asks_for_more_clusters_than_a_wave_holds(m, n, 
 @pytest.mark.parametrize("shape, want", [
     ((1024, 1024, 16384), (128, 2)),   # 128 x 256: 32 tiles, 32 clusters of 4 > 30; 128 x 128: 64 clusters of 2
     ((1024, 1024, 4096), (128, 2)),
-    ((512, 512, 16384), (256, 8)),     # 8 clusters of 8 fit; 128 x 128 would be 16 > 15 clusters of 8
-    ((768, 768, 16384), (256, 4)),     # 18 clusters of 4 fit
-    ((2048, 1024, 8192), (256, 2)),    # 64 clusters of 2: as many CTAs as 128 x 128 tiles without a split
+    ((512, 512, 16384), (128, 4)),     # 64 CTAs either way: 16 clusters of 4 (16 > 15 of 8), not 8 of 8
+    ((512, 512, 4096), (128, 4)),
+    ((512, 1024, 8192), (128, 2)),     # 64 CTAs either way: 32 clusters of 2 (32 > 30 of 4), not 16 of 4
+    ((768, 768, 16384), (128, 2)),     # 72 CTAs either way: 36 clusters of 2, not 18 of 4
+    ((2048, 1024, 8192), (128, 1)),    # 128 CTAs either way: 128 tiles without a split, not 64 split by 2
+    ((4096, 512, 4096), (128, 1)),
+    ((4096, 1024, 4096), (256, 1)),    # 128 tiles of 128 x 256; 256 of 128 x 128 would take two waves
     ((512, 4096, 4096), (128, 1)),     # the wide shape of few tiles: 128 tiles, no split
     ((8192, 8192, 8192), (256, 1)),
 ])

@@ -212,15 +212,28 @@ def test_split_rules():
 
 def _expected_split(m, n, k, sms, tile_n=256):
     """The default's split of K, by its documented rule: the largest power of two up to 8 whose CTAs fit one wave
-    of the SMs and that leaves each split at least 8 k-tiles."""
+    of the SMs, whose clusters (a tile's splits) fit the clusters the device holds at once, and that leaves each
+    split at least 8 k-tiles."""
+    from examples.gemm_plan import cluster_capacity
+
     tiles, k_tiles = -(-m // 128) * -(-n // tile_n), -(-k // 64)
-    return next(s for s in (8, 4, 2, 1) if s == 1 or (tiles * s <= sms and k_tiles >= 8 * s))
+    return next(s for s in (8, 4, 2, 1)
+                if s == 1 or (tiles * s <= sms and k_tiles >= 8 * s and tiles <= cluster_capacity(s)))
 
 
 def _expected_tile_n(m, n, k, sms):
-    """The default's tile N, by its documented rule: 128 where M < N, K has 64 k-tiles or more and 128 x 256
-    tiles would split K by exactly 2; else 256."""
-    return 128 if m < n and -(-k // 64) >= 64 and _expected_split(m, n, k, sms) == 2 else 256
+    """The default's tile N, by its documented rule: with 64 k-tiles or more, 128 where M < N and 128 x 256 tiles
+    would split K by exactly 2, or where 128 x 128 tiles (with their split) fill one wave with at least as many
+    CTAs as 128 x 256 ones; else 256."""
+    if -(-k // 64) < 64:
+        return 256
+    if m < n and _expected_split(m, n, k, sms) == 2:
+        return 128
+    ctas = {}
+    for tn in (128, 256):
+        c = -(-m // 128) * -(-n // tn) * _expected_split(m, n, k, sms, tn)
+        ctas[tn] = c if c <= sms else 0
+    return 128 if ctas[128] and ctas[256] <= ctas[128] else 256
 
 
 @pytest.mark.parametrize("m, n, k", [(512, 512, 16384), (512, 4096, 16384), (4096, 512, 4096), (512, 512, 4096),
@@ -244,10 +257,10 @@ def test_the_default_splits_k_for_few_tiles(m, n, k):
         assert launch.cluster == (2, 1, 1) and launch.grid == (2 * min(sms // 2, clusters), 1, 1)
         assert "st.async" not in c.ptx
     if sms == 132:      # the shapes' tiles and splits on a 132-SM device (and without one)
-        assert (tile_n, split) == {(512, 512, 16384): (256, 8), (512, 4096, 16384): (128, 1),
-                                   (4096, 512, 4096): (256, 2), (512, 512, 4096): (256, 8), (300, 520, 1000): (256, 2),
+        assert (tile_n, split) == {(512, 512, 16384): (128, 4), (512, 4096, 16384): (128, 1),
+                                   (4096, 512, 4096): (128, 1), (512, 512, 4096): (128, 4), (300, 520, 1000): (256, 2),
                                    (512, 4096, 4096): (128, 1), (512, 4096, 2048): (256, 2),
-                                   (4096, 512, 16384): (256, 2)}.get((m, n, k), (256, 1))
+                                   (4096, 512, 16384): (128, 1)}.get((m, n, k), (256, 1))
     # anything asked for keeps the 128 x 256 tiles
     if tile_n == 128:
         assert _mma(256) in _compile(m, n, k, cluster_m=2).ptx and _mma(256) in _compile(m, n, k, split_k=2).ptx
