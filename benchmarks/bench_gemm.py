@@ -10,7 +10,8 @@ default, as cuBLAS and Triton write it); timed with CUDA events over ``--reps`` 
 warm-up (median of 5 samples). ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one
 above 512, plus skinny shapes. Each ``--config`` is a set of ``examples.gemm`` keyword arguments
 measured as its own column (default: the default configuration); ``None``, ``True`` and ``False`` are read as
-Python's. ``--activation`` times the fused epilogue instead: ``C = activation(A @ B^T + bias)`` (a bf16 bias of N)
+Python's, and ``workspace=1`` passes a zeroed workspace of ``workspace_elements(M, N)`` (a split of K through
+global memory where it fills more SMs than clusters would). ``--activation`` times the fused epilogue instead: ``C = activation(A @ B^T + bias)`` (a bf16 bias of N)
 in one kernel, against torch's ``activation(addmm(bias, A, B^T))`` (cuBLAS's bias epilogue, then torch's
 activation kernel) in the cuBLAS column, and without Triton. ``--fp8`` makes A and B Float8E4M3FN with per-tensor
 scales, against ``torch._scaled_mm`` (cuBLASLt) in the cuBLAS column, without Triton; ``--fp8 block`` scales them
@@ -99,9 +100,21 @@ def _compile_jobs(jobs):
                       scale_b=torch.ones(-(-n // 128), -(-k // 128), device="cuda"), tile_n=128)
         if activation is not None:
             kw = dict(kw, bias=torch.empty(c.shape[1], device="cuda", dtype=torch.bfloat16), activation=activation)
+        kw = _with_workspace(kw, c.shape)
         timed_compile(f"{text} {fp8 or ''} {kw}", gemm, a, b, c, **kw)
         del a, b, c
         torch.cuda.empty_cache()
+
+
+def _with_workspace(kw, shape):
+    """``kw`` with ``workspace=1`` replaced by a zeroed workspace for a C of ``shape``."""
+    if not kw.get("workspace"):
+        return kw
+    import torch
+
+    from examples.gemm_split import workspace_elements
+
+    return dict(kw, workspace=torch.zeros(workspace_elements(*shape), device="cuda"))
 
 
 def _precompile(shapes, configs, cname, workers, activation, fp8):
@@ -153,7 +166,7 @@ def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None):
     ok = True
     ours = []
     for kw in configs:
-        kw = dict(kw, **fused)
+        kw = _with_workspace(dict(kw, **fused), (m, n))
         c.fill_(float("nan"))
         gemm(a, b, c, **kw)
         torch.cuda.synchronize()

@@ -6,6 +6,7 @@
     gemm(a, b, c)            # a: (M, K), b: (N, K) bf16 or fp16, row-major; c: (M, N) fp32, bf16 or fp16
     gemm(a, b, c, stages=3, tile_n=128, epilogue="scalar", cluster_m=1, persistent=False, split_k=1)
     gemm(a, b, c, split_k=4)    # four CTAs per tile, each a quarter of K, the products summed across a cluster
+    gemm(a, b, c, workspace=torch.zeros(workspace_elements(M, N), device="cuda"))   # splits through global memory
     gemm(a8, b8, c, scale_a=sa, scale_b=sb)   # 8-bit floats (E4M3/E5M2): c = sa * sb * a8 @ b8^T
     gemm(a, b, c, bias=bias, activation="gelu")  # c = gelu(a @ b^T + bias), fused into the epilogue
 
@@ -52,8 +53,15 @@ benchmark's shapes, benchmarks/RESULTS.md):
   a whole number of subtiles, else from registers). It needs a static K of at least ``split_k`` k-tiles and
   the ``128 x tile_n`` fp32 products to fit over the stages; it takes the cluster and one tile per CTA, so not
   with ``cluster_m=2`` or ``persistent``. ``None``, with neither of those asked for, splits K where C has few
-  tiles: the largest of 2, 4, 8 whose CTAs fit one wave of the SMs and leave each split 8 k-tiles or more
-  (512x512x16384: 8 tiles, split 8), else 1.
+  tiles: the largest of 2, 4, 8 whose CTAs fit one wave of the SMs, whose clusters fit the clusters a wave holds
+  (``gemm_plan.cluster_capacity``), and that leave each split 8 k-tiles or more (512x512x16384: 16 tiles of
+  128 x 128, split 4), else 1.
+- ``workspace`` (``None``; or a zeroed Float32 tensor of ``gemm_split.workspace_elements(M, N)`` elements): a
+  split of K summed through global memory instead of a cluster (``examples.gemm_split``): each CTA writes its
+  products to its slot, the last of a tile's CTAs to count in sums the slots in slot order (the same bits on
+  every run) and stores the tile; the counters are left zero. Not bounded by the clusters a wave holds, the
+  default then splits where that fills more SMs than clusters would (512x512x16384: split 8, 128 CTAs), and an
+  explicit ``split_k`` goes through it. One workspace serves one GEMM at a time.
 - ``persistent`` (``None``: ``True`` unless K is split; ``True``; ``False``; or a number of CTAs): ``False``
   launches a cluster per cluster tile; otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where
   no device can be asked; fewer when C has fewer tiles) walk the tiles, the pipeline's states carrying on from
@@ -127,7 +135,8 @@ from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, 
 from .gemm_gather import gathered_tile, wait_shard
 from .gemm_block_scaled import block_scaled_tile
 from .gemm_mainloop import mma_k_tiles
-from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, tma_storable
+from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, through_workspace, tma_storable
+from .gemm_split import check_workspace, counter_ints, fixup_splits
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
            "PRODUCER_REGS", "CONSUMER_REGS"]
@@ -142,7 +151,7 @@ CONSUMER_REGS = 232                    # ... and each consumer warpgroup's: 128 
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma, bias, alpha,
                 activation, fuse_cols, scales, block_scales, gather_flags=None, gather_state=None, gather=None,
-                pingpong=False):
+                pingpong=False, workspace=None, counters=0):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -156,7 +165,9 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     sB = smem.allocate_tensor(load_b.dtype, b_layout, 1024)    # (bn, bk, stages)
     barriers = smem.allocate_mbarrier(2 * stages)
     sC = smem.allocate_tensor(store_c.dtype, c_layout, 1024) if store_c is not None else None   # (64, en, 4)
-    red_bar = smem.allocate_mbarrier(1) if split_k > 1 else None
+    fixup = workspace is not None                               # a split summed through global memory
+    in_cluster = split_k if not fixup else 1                    # the CTAs of a tile in a cluster: a split's
+    red_bar = smem.allocate_mbarrier(1) if in_cluster > 1 else None
     tile_bytes = (bm + bn) * bk * load_a.dtype.width // 8       # A from this CTA, all of B (half from the peer)
     loads = pipeline.PipelineTmaAsync.create(
         num_stages=stages,
@@ -164,9 +175,9 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, cluster_m * MMA_THREADS // 32),
         tx_count=tile_bytes,
         barrier_storage=barriers,
-        cta_layout_vmnk=cute.make_layout((1, cluster_m, 1, split_k)))
+        cta_layout_vmnk=cute.make_layout((1, cluster_m, 1, in_cluster)))
     bn_s = bn // split_k                                        # the columns of a tile this CTA stores
-    if split_k > 1:
+    if in_cluster > 1:
         # the split reduction's receive buffer lies over the stages, its barrier expects the peers' slices
         recv = cute.make_tensor(cute.recast_ptr(sA.iterator, dtype=cute.Float32),
                                 split_recv_layout(bm * bn_s // MMA_THREADS, split_k, MMA_THREADS))
@@ -218,7 +229,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                     loads.producer_commit(state)
                     state.advance()
             loads.producer_tail(state)
-        if split_k > 1:
+        if in_cluster > 1:
             arch.cluster_sync()          # the consumers' barrier before the reduction: every thread takes part
     else:
         if reg_realloc:
@@ -245,9 +256,12 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             tCgC = thr_s.partition_C(cute.local_tile(c, (bm, bn_s), (tm, tn_s)))
             out = acc
             if split_k > 1:
-                arch.cluster_sync()          # every CTA of the cluster has read its stages: they take the slices
                 out = slice_mma.make_fragment_C(tCgC)
-                reduce_splits(acc, out, recv, red_bar, split, split_k, tidx)
+                if cute.const_expr(fixup):   # the slots of the tile's CTAs in global memory: each sums a slice
+                    fixup_splits(acc, out, workspace, counters, first, split, split_k, tidx)
+                else:
+                    arch.cluster_sync()      # every CTA of the cluster has read its stages: they take the slices
+                    reduce_splits(acc, out, recv, red_bar, split, split_k, tidx)
             cC = cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn_s), (tm, tn_s))
             if bias is not None or alpha != 1.0 or activation is not None or scales is not None:
                 fuse_epilogue(out, thr_s.partition_C(cC), fuse_cols, bias, alpha, activation, n, scales)
@@ -284,7 +298,8 @@ def _warpgroup_mma(ab, warpgroups, tiler_mn, b_type=None):
 
 @cute.jit
 def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cluster_m=None, persistent=None,
-         group_m=8, split_k=None, bias=None, alpha=1.0, activation=None, scale_a=None, scale_b=None, pingpong=False):
+         group_m=8, split_k=None, bias=None, alpha=1.0, activation=None, scale_a=None, scale_b=None, pingpong=False,
+         workspace=None):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type;
     with ``bias``, ``alpha`` or ``activation``, ``c[i, j] = activation(alpha * sum_k a[i, k] b[j, k] + bias[j])``,
     all in fp32 before the one rounding (``activation``: ``"relu"``, ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, as
@@ -302,18 +317,21 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     multicasts B); ``persistent``: ``False`` (a CTA per tile), ``True`` (a CTA per SM, each walking tiles) or a
     number of CTAs; ``group_m``: rows of cluster tiles per group of the tile order (``None``: all of M);
     ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8).
-    ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and ``split_k`` chooses them: 128 x 256
+    ``workspace``: a zeroed Float32 tensor (``gemm_split.workspace_elements``) through which a split of K is
+    summed instead of in a cluster. ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and
+    ``split_k`` chooses them: 128 x 256
     tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1 clusters; 128 x 128 tiles in 6
     stages for the wide shapes of few tiles that ``auto_tile_n`` names. ``pingpong`` (block scales only): the
     consumer warpgroups take turns issuing each k-tile's MMAs, one's promotion overlapping the other's MMAs. See
     the module for the kernel."""
     launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias,
-                alpha, activation, scale_a, scale_b, pingpong=pingpong)
+                alpha, activation, scale_a, scale_b, pingpong=pingpong, workspace=workspace)
 
 
 @cute.jit
 def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias, alpha,
-                activation, scale_a, scale_b, gather_flags=None, gather_state=None, gather=None, pingpong=False):
+                activation, scale_a, scale_b, gather_flags=None, gather_state=None, gather=None, pingpong=False,
+                workspace=None):
     """:func:`gemm`'s launch (its arguments in order), and the hooks of ``gemm_gather``: ``gather``
     ``(shard_rows, rank, world, timeout_ns)`` with the Int32 tensors ``gather_flags`` (a flag per shard of A's
     rows) and ``gather_state`` (where a late shard is recorded); None for a plain GEMM."""
@@ -334,11 +352,14 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
                                   + ("" if block else " without block scales"))
     if block:
         tile_n = 128
+    auto = split_k is None and cluster_m is None and persistent is None
+    if workspace is not None and auto and tile_n is None:  # a split through global memory, where it fills more SMs
+        tile_n, split_k = through_workspace(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type))
+    via_workspace = workspace is not None and split_k is not None   # asked for, or chosen just above
+    if tile_n is None:
+        tile_n = auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256
     if reg_realloc is None:
         reg_realloc = block and not pingpong
-    if tile_n is None:
-        auto = split_k is None and cluster_m is None and persistent is None
-        tile_n = auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256
     if stages is None:
         stages = STAGES.get(tile_n, 4)
     check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
@@ -348,7 +369,12 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     tile = (GEMM_TILE[0], tile_n, k_tile(a.element_type))
     bm, bn, bk = tile
     cluster_m, persistent, split_k = resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
-                                              persistent, split_k)
+                                              persistent, split_k, via_workspace)
+    fixup = via_workspace and split_k > 1
+    counters = 0
+    if fixup:
+        check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k)
+        counters = counter_ints(a.shape[0], b.shape[0], tile)
     bn_s = bn // split_k
     ab = a.element_type
     tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn), b.element_type)
@@ -374,5 +400,5 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
                 slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales,
-                block_scales, gather_flags, gather_state, gather, pingpong).launch(
-        grid=grid, block=GEMM_THREADS, cluster=(cluster_m * split_k, 1, 1))
+                block_scales, gather_flags, gather_state, gather, pingpong, workspace if fixup else None,
+                counters).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * (1 if fixup else split_k), 1, 1))

@@ -9,8 +9,8 @@ from cute_py.utils import HardwareInfo
 from .gemm_args import GEMM_TILE, K_TILE_BYTES, SPLITS, STAGES, TILE_NS
 from .tma_tiled import sm_count
 
-__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "resolve", "tma_storable", "pairs_aligned",
-           "grid_ctas"]
+__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "through_workspace", "resolve",
+           "tma_storable", "pairs_aligned", "grid_ctas"]
 
 
 def recv_fits(tile, stages):
@@ -28,6 +28,7 @@ def cluster_capacity(size):
 
 
 H200_CLUSTERS = {2: 66, 4: 30, 8: 15}     # measured: HardwareInfo().get_max_active_clusters(size), an H200
+WORKSPACE_K_TILES = 32                    # the least k-tiles of a split the default sums through a workspace
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,20 +39,42 @@ def _capacity(size, sms):
         return H200_CLUSTERS[size] if sms == 132 and size in H200_CLUSTERS else sms // size
 
 
-def auto_split(m, n, k, tile, stages):
+def auto_split(m, n, k, tile, stages, clusters=True, min_k_tiles=8):
     """The K splits of the default: doubled from 1 (to at most 8) while the CTAs stay within one wave: of the
     device's SMs, at half of them or less before doubling, and of its clusters of the doubled split (a tile's
-    splits are a cluster: ``cluster_capacity``); and each split keeps at least 8 k-tiles. 1 unless M, N and K are
-    static."""
+    splits are a cluster: ``cluster_capacity``; not with ``clusters=False``, a split through a workspace); and
+    each split keeps at least ``min_k_tiles`` k-tiles. 1 unless M, N and K are static."""
     bm, bn, bk = tile
-    if not (type(m) is int and type(n) is int and type(k) is int) or not recv_fits(tile, stages):
+    if not (type(m) is int and type(n) is int and type(k) is int) or (clusters and not recv_fits(tile, stages)):
         return 1
     tiles, k_tiles, sms = cute.ceil_div(m, bm) * cute.ceil_div(n, bn), cute.ceil_div(k, bk), sm_count()
     split = 1
-    while split < SPLITS[-1] and tiles * split * 2 <= sms and k_tiles >= 8 * split * 2 and \
-            tiles <= cluster_capacity(split * 2):
+    while split < SPLITS[-1] and tiles * split * 2 <= sms and k_tiles >= min_k_tiles * split * 2 and \
+            (not clusters or tiles <= cluster_capacity(split * 2)):
         split *= 2
     return split
+
+
+def through_workspace(m, n, k, bk=GEMM_TILE[2]):
+    """``(tile_n, split_k)`` of the default given a workspace: a split summed through global memory where its
+    CTAs fill more of one wave than the default's split in clusters (whose splits the clusters a wave holds cut
+    short), with the tile width that gives the most CTAs (the smaller split where two tie); else ``(None,
+    None)``, the default's own plan. Each split keeps ``WORKSPACE_K_TILES`` k-tiles or more: every CTA writes and
+    reads its tile's products through L2, which shorter splits do not repay (H200: 512x512x4096 split by 8 in
+    8 k-tiles 0.85x the clusters' split by 4; 16 k-tiles a tie; 32 k-tiles 1.08-1.25x)."""
+    if not (type(m) is int and type(n) is int and type(k) is int):
+        return None, None
+    tn = auto_tile_n(m, n, k, bk)
+    in_clusters = _ctas(m, n, (GEMM_TILE[0], tn, bk), auto_split(m, n, k, (GEMM_TILE[0], tn, bk), STAGES[tn]))
+    best = max(((_ctas(m, n, (GEMM_TILE[0], t, bk), s), -s, t) for t in TILE_NS
+                for s in [auto_split(m, n, k, (GEMM_TILE[0], t, bk), STAGES[t], False, WORKSPACE_K_TILES)]))
+    if best[1] < -1 and best[0] > in_clusters:
+        return best[2], -best[1]
+    return None, None
+
+
+def _ctas(m, n, tile, split):
+    return cute.ceil_div(m, tile[0]) * cute.ceil_div(n, tile[1]) * split
 
 
 def auto_tile_n(m, n, k, bk=GEMM_TILE[2]):
@@ -83,11 +106,12 @@ def _one_wave(m, n, k, tile):
     return ctas if ctas <= sm_count() else 0
 
 
-def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):
+def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k, workspace=False):
     """``(cluster_m, persistent, split_k)`` with the defaults (``None``) chosen: split K where the tiles are too
     few for the SMs (``auto_split``) unless a cluster along M or persistence was asked for; otherwise 2x1
-    clusters of persistent CTAs. A split of K takes the cluster (``split_k`` CTAs per tile) and one tile per
-    CTA, so it excludes the other two."""
+    clusters of persistent CTAs. A split of K takes the cluster (``split_k`` CTAs per tile; with ``workspace``,
+    summed through global memory, no cluster and no receive buffer over the stages) and one tile per CTA, so it
+    excludes the other two."""
     if split_k is None:
         asked = cluster_m not in (None, 1) or persistent not in (None, False)
         split_k = 1 if asked else auto_split(m, n, k, tile, stages)
@@ -106,7 +130,7 @@ def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k):
     if type(k) is not int or cute.ceil_div(k, bk) < split_k:
         raise cute.CuteValueError(f"gemm: split_k={split_k} needs a static K of at least {split_k} k-tiles of {bk}, "
                                   f"got K={k!r}")
-    if not recv_fits(tile, stages):
+    if not workspace and not recv_fits(tile, stages):
         raise cute.CuteValueError(f"gemm: split_k={split_k} sums the {bm}x{bn} fp32 partial products over the "
                                   f"stages' shared memory: {stages} stages of {bm}x{bn}x{bk} tiles are too few "
                                   f"(at least {cute.ceil_div(bm * bn * 4, (bm + bn) * K_TILE_BYTES)})")

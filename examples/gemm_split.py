@@ -1,0 +1,138 @@
+"""Kernel 13's split of K through global memory (``examples.gemm`` with a ``workspace``): the CTAs of a tile need
+not be a cluster, so a split is not limited to the clusters a wave holds (an H200 holds 30 clusters of 4 and 15 of
+8, so 512x512 in 128 x 128 tiles could split only by 4 in clusters).
+
+The workspace is a Float32 tensor of :func:`workspace_elements` elements, zeroed once (``torch.zeros``): first a
+counter per tile (Int32, padded to 32), then for each tile ``split_k`` slots of its ``128 x tile_n`` fp32 partial
+products. Each CTA of a tile writes its products to its slot (16-byte stores, a warp's 512 contiguous bytes); one
+thread counts the CTA in (``atom.add.acq_rel.gpu`` after the consumers' barrier and a ``fence.acq_rel.gpu``) and
+waits until all ``split_k`` have (``ld.acquire.gpu``); then, as in a cluster's split, each CTA sums its slice of
+the tile's columns over the slots in the order 0, 1, .., ``split_k - 1`` (the same sum in the same order for
+every element and run) and stores it. Each CTA counts itself out again past the wait, and the last one sets the
+counter back to zero: a launch leaves the counters zero for the next one.
+
+Rules, each a failed launch (``trap``) rather than a wrong sum or a hang:
+
+- a counter found outside ``0 .. split_k - 1`` when a CTA counts in: a workspace never zeroed, or shared by two
+  GEMMs running at once (one workspace serves one GEMM at a time: two streams need two). A counter that is not
+  zero before the launch always shows so: the tile's ``split_k`` arrivals take it past ``split_k - 1``;
+- a wait longer than ``WAIT_NS``: the CTAs of a tile wait for each other, so all of them must run at once. The
+  host allows at most a CTA per SM of the device (``tiles x split_k <= SMs``), which an otherwise idle GPU runs
+  at once; a GPU shared with other work, or partitioned (MPS), may not."""
+
+import cute_py as cute
+from cute_py import arch
+from cute_py.atom import CopyUniversalOp
+
+from .gemm_args import MMA_THREADS, TILE_NS
+from .gemm_epilogue import split_recv_layout
+from .tma_tiled import sm_count
+
+__all__ = ["workspace_elements", "counter_ints", "check_workspace", "fixup_splits", "FIXUP_BARRIER", "WAIT_NS"]
+
+FIXUP_BARRIER = 5                      # named barrier of the consumers (1, 2: the epilogue's; 3, 4: the ping-pong's)
+COUNTER_PAD = 32                       # the counters take a multiple of 128 bytes, so the slots stay aligned
+WAIT_NS = 2_000_000_000                # a CTA waits at most 2 s for the other CTAs of its tile
+MAX_ELEMENTS = 2 ** 31                 # the kernel's offsets into the workspace are 32-bit
+
+
+def _tiles(m, n, bm, bn):
+    return -(-m // bm) * -(-n // bn)
+
+
+def counter_ints(m, n, tile):
+    """The Int32 counters before the slots: one per tile, padded to a multiple of ``COUNTER_PAD``."""
+    return -(-_tiles(m, n, tile[0], tile[1]) // COUNTER_PAD) * COUNTER_PAD
+
+
+def _needed(m, n, tile, split_k):
+    return counter_ints(m, n, tile) + split_k * _tiles(m, n, tile[0], tile[1]) * tile[0] * tile[1]
+
+
+def workspace_elements(m, n, split_k=8):
+    """The Float32 elements of a workspace that serves every plan of an ``(m, n)`` C with up to ``split_k`` CTAs
+    per tile (either tile width)."""
+    return max(_needed(m, n, (128, tn), split_k) for tn in TILE_NS)
+
+
+def check_workspace(workspace, m, n, tile, split_k):
+    """The rules of a workspace for a split of ``split_k`` over ``tile``-sized tiles of an ``(m, n)`` C: a
+    CuteValueError naming the broken one."""
+    shape, stride = workspace.shape, workspace.layout.stride
+    shape, stride = (shape, stride) if type(shape) is tuple else ((shape,), (stride,))
+    if workspace.element_type is not cute.Float32 or len(shape) != 1:
+        raise cute.CuteValueError(f"gemm: workspace is a 1-D Float32 tensor (workspace_elements(M, N) zeros), got "
+                                  f"{workspace.element_type.name} of the shape {shape}")
+    if type(m) is not int or type(n) is not int:
+        raise cute.CuteValueError(f"gemm: a split through the workspace needs a static M and N, got {(m, n)}")
+    need = _needed(m, n, tile, split_k)
+    size, stride = shape[0], stride[0]
+    if type(size) is not int or size < need or (size > 1 and stride != 1):
+        raise cute.CuteValueError(f"gemm: the workspace of a {m}x{n} C split by {split_k} in {tile[0]}x{tile[1]} "
+                                  f"tiles is at least {need} contiguous elements (workspace_elements), got "
+                                  f"{size} with the stride {stride}")
+    if need > MAX_ELEMENTS:
+        raise cute.CuteValueError(f"gemm: a split through the workspace addresses at most {MAX_ELEMENTS} elements, "
+                                  f"this one {need}: split less, or not through a workspace")
+    ctas = _tiles(m, n, tile[0], tile[1]) * split_k
+    if ctas > sm_count():
+        raise cute.CuteValueError(f"gemm: a split through the workspace runs a tile's CTAs at once (they wait for "
+                                  f"each other): {ctas} CTAs ({_tiles(m, n, tile[0], tile[1])} tiles x {split_k}) "
+                                  f"are more than the device's {sm_count()} SMs; split less")
+    if workspace.iterator.alignment < 16:
+        raise cute.CuteValueError(f"gemm: the workspace must be 16-byte aligned (its slots take 16-byte stores), "
+                                  f"got a {workspace.iterator.alignment}-byte aligned pointer")
+
+
+@cute.jit
+def fixup_splits(acc, out, workspace, counters, tile, split, split_k, tidx):
+    """Sum tile ``tile``'s ``split_k`` partial products through ``workspace`` (see the module): this CTA's ``acc``
+    goes to its slot ``split``; once every CTA of the tile has written its slot, ``out`` becomes this CTA's slice
+    ``split`` of the sum (the thread's values ``per * split ..`` of ``acc``, ``per = size(acc) / split_k``), the
+    slots added in slot order. ``counters``: the Int32 counters' elements before the slots."""
+    total = cute.size(acc)
+    per = total // split_k
+    layout = split_recv_layout(total, split_k, MMA_THREADS)
+    first = counters + tile * (split_k * MMA_THREADS * total) + layout((0, tidx, 0))    # this thread's first value
+    slots = _thread_slots(workspace, first, layout, split_k)
+    atom = cute.make_copy_atom(CopyUniversalOp(), cute.Float32, 128)
+    part = cute.make_fragment(total, cute.Float32)
+    for v in cute.range_constexpr(total):
+        part[v] = acc[v]
+    cute.copy(atom, part, slots[None, split])
+    arch.barrier(barrier_id=FIXUP_BARRIER, number_of_threads=MMA_THREADS)     # the CTA's products are written
+    if tidx == 0:
+        counter = cute.recast_ptr(workspace.iterator, dtype=cute.Int32) + tile
+        arch.fence_acq_rel_gpu()
+        old = arch.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
+        if old < 0 or old >= split_k:
+            arch.trap()                  # the counter was not zero before the launch: the sum would be wrong
+        deadline = arch.globaltimer() + WAIT_NS
+        while arch.load(counter, cute.Int32, sem="acquire", scope="gpu") < split_k:
+            if arch.globaltimer() > deadline:
+                arch.trap()              # a CTA of the tile never came (more CTAs than the device runs at once)
+        # counted out: the last of the tile's CTAs past the wait sets the counter back to zero
+        if arch.atomic_add(counter, 1, sem="relaxed", scope="gpu") == 2 * split_k - 1:
+            arch.store(counter, 0, sem="relaxed", scope="gpu")
+    arch.barrier(barrier_id=FIXUP_BARRIER, number_of_threads=MMA_THREADS)     # every slot of the tile is written
+    arch.fence_acq_rel_gpu()
+    mine = _thread_slots(workspace, first + split * (per // 4) * layout.stride[0][1], layout, split_k)
+    more = cute.make_fragment(per, cute.Float32)
+    for q in cute.range_constexpr(split_k):          # this CTA's slice of every slot, added in slot order
+        for h in cute.range_constexpr(per // 4):
+            cute.copy(atom, mine[(None, h), q], cute.local_tile(more, (4,), (h,)))
+        for v in cute.range_constexpr(per):
+            out[v] = more[v] if q == 0 else out[v] + more[v]
+
+
+@cute.jit
+def _thread_slots(workspace, first, layout, split_k):
+    """The thread's values of every slot, ``(value, slot)``, from its first value ``first``: an element offset
+    passed through an empty volatile statement, so that the compiler computes each access's address where it is
+    used (from that one value) rather than all of them ahead of the main loop, where they would not fit in the
+    registers the accumulators leave."""
+    base = cute.make_fragment(1, cute.Int32)
+    base[0] = first
+    arch.warpgroup_fence_operand(base)
+    return cute.make_tensor(workspace.iterator + cute.assume(base[0], divby=4),     # 16 bytes, as ``first``
+                            cute.make_layout((layout.shape[0], split_k), stride=(layout.stride[0], layout.stride[2])))

@@ -1,0 +1,130 @@
+"""Kernel 13 splitting K through a workspace (``examples.gemm_split``) without a GPU: the plan a workspace allows
+(its split never more CTAs than a wave, never fewer than the clusters' plan), the kernel's form (no cluster, each
+CTA's slot written in 16-byte stores, counted in, a bounded wait for the tile's other CTAs, counted out, its slice
+summed over the slots in order), no spills, the plain kernel unchanged where no split goes through the workspace,
+and the workspace's rules."""
+
+import hashlib
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cute_py as cute
+import examples.gemm_plan as plan
+from examples import gemm
+from examples.gemm_args import STAGES
+from examples.gemm_split import counter_ints, workspace_elements
+from _ptxas_report import ptxas_report
+
+spec = cute.compiler.DeviceArraySpec
+H200 = {1: 132, 2: 66, 4: 30, 8: 15}
+
+
+def _compile(m, n, k, out="BFloat16", ws=True, ab="BFloat16", **kw):
+    extra = dict(workspace=spec("Float32", (workspace_elements(m, n),))) if ws is True else (
+        {} if ws is None else dict(workspace=ws))
+    return cute.compile(gemm, spec(ab, (m, k)), spec(ab, (n, k)), spec(out, (m, n)), **extra, **kw)
+
+
+def test_workspace_elements_by_hand():
+    # 512 x 512: 16 tiles of 128 x 128 (8 of 128 x 256): 32 counters, then 8 slots of 128 x 128 per tile
+    assert workspace_elements(512, 512) == 32 + 8 * 16 * 128 * 128
+    assert workspace_elements(512, 512, 2) == 32 + 2 * 16 * 128 * 128
+    # 300 x 300: 3 x 3 tiles of 128 x 128 (9 * 16384) or 3 x 2 of 128 x 256 (6 * 32768): the larger
+    assert workspace_elements(300, 300, 4) == 32 + 4 * 6 * 128 * 256
+    assert counter_ints(4096, 4096, (128, 128, 64)) == 1024 and counter_ints(100, 100, (128, 256, 64)) == 32
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 70000))
+def test_a_split_through_the_workspace_fills_more_of_a_wave_than_clusters_and_no_more(m, n, k):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plan, "sm_count", lambda: 132)
+        mp.setattr(plan, "_capacity", lambda size, sms: H200[size])
+        tn, split = plan.through_workspace(m, n, k)
+        if tn is None:
+            return
+        ctas = -(-m // 128) * -(-n // tn) * split
+        assert split in (2, 4, 8) and ctas <= 132 and -(-k // 64) >= plan.WORKSPACE_K_TILES * split, (m, n, k)
+        tc = plan.auto_tile_n(m, n, k)
+        clusters = -(-m // 128) * -(-n // tc) * plan.auto_split(m, n, k, (128, tc, 64), STAGES[tc])
+        assert ctas > clusters, (m, n, k)
+
+
+@pytest.mark.parametrize("shape, want", [
+    ((512, 512, 16384), (128, 8)),     # 16 tiles x 8 = 128 CTAs; in clusters 16 x 4 (16 > 15 clusters of 8)
+    ((512, 1024, 16384), (128, 4)),    # 32 x 4 = 128 (128 x 256: 16 x 8, also 128: the smaller split)
+    ((768, 768, 16384), (None, None)),  # 72 CTAs at best either way: the clusters' plan (36 x 2) stays
+    ((512, 1024, 8192), (128, 4)),     # 32 k-tiles a split
+    ((512, 512, 8192), (None, None)),  # split by 4 (32 k-tiles each): 64 CTAs, as many as in clusters
+    ((512, 512, 4096), (None, None)),
+    ((4096, 4096, 4096), (None, None)),
+    ((512, 4096, 4096), (None, None)),
+])
+def test_the_plan_with_a_workspace_at_an_h200(monkeypatch, shape, want):
+    monkeypatch.setattr(plan, "sm_count", lambda: 132)
+    monkeypatch.setattr(plan, "_capacity", lambda size, sms: H200[size])
+    assert plan.through_workspace(*shape) == want
+
+
+def test_the_kernel_of_a_split_through_the_workspace(filecheck, assemble):
+    c = _compile(512, 512, 16384)
+    (launch,) = c.launches
+    assert launch.grid == (128, 1, 1) and launch.cluster == (1, 1, 1)
+    ptx = c.ptx
+    assert "st.async" not in ptx and "multicast::cluster" not in ptx and ptx.count("m64n128k16") == 8
+    filecheck(ptx, ["CHECK: bar.sync 5, 256;", "CHECK: fence.acq_rel.gpu;", "CHECK: atom.acq_rel.gpu.global.add",
+                    "CHECK: trap;", "CHECK: ld.acquire.gpu.global", "CHECK: globaltimer", "CHECK: trap;",
+                    "CHECK: atom.relaxed.gpu.global.add", "CHECK: bar.sync 5, 256;", "CHECK: fence.acq_rel.gpu;",
+                    "CHECK: ld.global.v4"])
+    body = ptx[ptx.index(".entry"):]
+    assert len(re.findall(r"st\.global\.v4\.b32", body)) == 16, "a thread's 64 products, 16 bytes a store"
+    # its slice: 64 / 8 = 8 values of each of the 8 slots, two 16-byte loads a slot
+    assert len(re.findall(r"ld\.global\.v4\.b32", body)) == 2 * 8
+    assemble(ptx)
+    report = ptxas_report(ptx)
+    if report is not None:
+        assert report == ([], [(0, 0)]), report
+
+
+@pytest.mark.parametrize("m, n, k, out, kwargs", [
+    (300, 520, 4000, "Float32", dict(split_k=8, tile_n=128)),
+    (129, 255, 520, "BFloat16", dict(split_k=2, tile_n=256, epilogue="vector")),
+    (512, 1024, 8192, "Float16", dict(split_k=4, tile_n=256)),
+    (700, 300, 3000, "BFloat16", dict(split_k=4, tile_n=128, bias=spec("Float32", (300,)), activation="gelu")),
+    (512, 512, 4096, "BFloat16", dict(split_k=8, tile_n=128)),
+    (512, 512, 16384, "BFloat16", dict(ab="Float8E4M3FN", scale_a=spec("Float32", (1,)),
+                                       scale_b=spec("Float32", (1,)), split_k=8, tile_n=128)),
+])
+def test_the_gpu_cases_build_without_spills(m, n, k, out, kwargs, assemble):
+    """The configurations of the GPU tests, assembled with no spills."""
+    c = _compile(m, n, k, out, **kwargs)
+    (launch,) = c.launches
+    assert launch.cluster == (1, 1, 1) and "setmaxnreg" not in c.ptx
+    assemble(c.ptx)
+    report = ptxas_report(c.ptx)
+    if report is not None:
+        assert report[1] == [(0, 0)], report
+
+
+@pytest.mark.parametrize("m, n, k", [(4096, 4096, 4096), (512, 4096, 4096), (768, 768, 16384)])
+def test_a_workspace_the_plan_does_not_use_leaves_the_kernel_as_it_is(m, n, k):
+    def sha(c):
+        return hashlib.sha1(c.ptx.encode()).hexdigest()
+    assert sha(_compile(m, n, k)) == sha(_compile(m, n, k, ws=None))
+
+
+@pytest.mark.parametrize("ws, kwargs, match", [
+    (spec("Float16", (workspace_elements(512, 512),)), {}, "workspace is a 1-D Float32 tensor"),
+    (spec("Float32", (1024, 2048)), {}, "workspace is a 1-D Float32 tensor"),
+    (spec("Float32", (workspace_elements(512, 512) - 1,)), {}, "at least 2097184 contiguous elements"),
+    (spec("Float32", (workspace_elements(512, 512), ), (2,)), {}, "with the stride 2"),
+    (spec("Float32", (workspace_elements(512, 512),), address=(1 << 24) + 4), {}, "16-byte aligned"),
+    (spec("Float32", (workspace_elements(512, 512, 2),)), dict(split_k=4, tile_n=128), "at least"),
+    (spec("Float32", (workspace_elements(512, 1024),)), dict(split_k=8, tile_n=128), "are more than the device"),
+])
+def test_workspace_rules(ws, kwargs, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        _compile(512, 1024 if "device" in match else 512, 16384, ws=ws, **kwargs)
