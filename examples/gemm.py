@@ -58,10 +58,11 @@ benchmark's shapes, benchmarks/RESULTS.md):
   128 x 128, split 4), else 1.
 - ``workspace`` (``None``; or a zeroed Float32 tensor of ``gemm_split.workspace_elements(M, N)`` elements): a
   split of K summed through global memory instead of a cluster (``examples.gemm_split``): each CTA writes its
-  products to its slot, the last of a tile's CTAs to count in sums the slots in slot order (the same bits on
-  every run) and stores the tile; the counters are left zero. Not bounded by the clusters a wave holds, the
-  default then splits where that fills more SMs than clusters would (512x512x16384: split 8, 128 CTAs), and an
-  explicit ``split_k`` goes through it. One workspace serves one GEMM at a time.
+  products to its slot, counts itself in, waits (bounded) for the tile's other CTAs and sums its slice of the
+  slots in slot order (the same bits on every run), as a cluster's split does; the counters are left zero. Not
+  bounded by the clusters a wave holds (only by the SMs: ``tiles x split_k`` CTAs run at once), the default
+  then splits where that fills more SMs than clusters would with 32 or more k-tiles a split (512x512x16384:
+  split 8, 128 CTAs), and an explicit ``split_k`` goes through it. One workspace serves one GEMM at a time.
 - ``persistent`` (``None``: ``True`` unless K is split; ``True``; ``False``; or a number of CTAs): ``False``
   launches a cluster per cluster tile; otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where
   no device can be asked; fewer when C has fewer tiles) walk the tiles, the pipeline's states carrying on from
@@ -166,7 +167,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     barriers = smem.allocate_mbarrier(2 * stages)
     sC = smem.allocate_tensor(store_c.dtype, c_layout, 1024) if store_c is not None else None   # (64, en, 4)
     fixup = workspace is not None                               # a split summed through global memory
-    in_cluster = split_k if not fixup else 1                    # the CTAs of a tile in a cluster: a split's
+    in_cluster = split_k if not fixup else 1                    # a tile's CTAs in one cluster
     red_bar = smem.allocate_mbarrier(1) if in_cluster > 1 else None
     tile_bytes = (bm + bn) * bk * load_a.dtype.width // 8       # A from this CTA, all of B (half from the peer)
     loads = pipeline.PipelineTmaAsync.create(
@@ -319,9 +320,8 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8).
     ``workspace``: a zeroed Float32 tensor (``gemm_split.workspace_elements``) through which a split of K is
     summed instead of in a cluster. ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and
-    ``split_k`` chooses them: 128 x 256
-    tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1 clusters; 128 x 128 tiles in 6
-    stages for the wide shapes of few tiles that ``auto_tile_n`` names. ``pingpong`` (block scales only): the
+    ``split_k`` chooses them: 128 x 256 tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1
+    clusters; 128 x 128 tiles in 6 stages where ``auto_tile_n`` names them. ``pingpong`` (block scales only): the
     consumer warpgroups take turns issuing each k-tile's MMAs, one's promotion overlapping the other's MMAs. See
     the module for the kernel."""
     launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias,
@@ -372,8 +372,9 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
                                               persistent, split_k, via_workspace)
     fixup = via_workspace and split_k > 1
     counters = 0
+    if workspace is not None:       # its type even where the plan does not use it
+        check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k, used=fixup)
     if fixup:
-        check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k)
         counters = counter_ints(a.shape[0], b.shape[0], tile)
     bn_s = bn // split_k
     ab = a.element_type

@@ -55,14 +55,16 @@ def workspace_elements(m, n, split_k=8):
     return max(_needed(m, n, (128, tn), split_k) for tn in TILE_NS)
 
 
-def check_workspace(workspace, m, n, tile, split_k):
+def check_workspace(workspace, m, n, tile, split_k, used=True):
     """The rules of a workspace for a split of ``split_k`` over ``tile``-sized tiles of an ``(m, n)`` C: a
-    CuteValueError naming the broken one."""
+    CuteValueError naming the broken one (with ``used=False``, a workspace the plan does not use: its type)."""
     shape, stride = workspace.shape, workspace.layout.stride
     shape, stride = (shape, stride) if type(shape) is tuple else ((shape,), (stride,))
     if workspace.element_type is not cute.Float32 or len(shape) != 1:
         raise cute.CuteValueError(f"gemm: workspace is a 1-D Float32 tensor (workspace_elements(M, N) zeros), got "
                                   f"{workspace.element_type.name} of the shape {shape}")
+    if not used:
+        return
     if type(m) is not int or type(n) is not int:
         raise cute.CuteValueError(f"gemm: a split through the workspace needs a static M and N, got {(m, n)}")
     need = _needed(m, n, tile, split_k)

@@ -116,6 +116,12 @@ def test_a_workspace_the_plan_does_not_use_leaves_the_kernel_as_it_is(m, n, k):
     assert sha(_compile(m, n, k)) == sha(_compile(m, n, k, ws=None))
 
 
+def test_a_workspace_the_plan_does_not_use_is_still_of_its_type():
+    with pytest.raises(cute.CuteValueError, match="workspace is a 1-D Float32 tensor"):
+        _compile(4096, 4096, 4096, ws=spec("BFloat16", (16,)))
+    _compile(4096, 4096, 4096, ws=spec("Float32", (16,)))      # unused: its size does not matter
+
+
 @pytest.mark.parametrize("ws, kwargs, match", [
     (spec("Float16", (workspace_elements(512, 512),)), {}, "workspace is a 1-D Float32 tensor"),
     (spec("Float32", (1024, 2048)), {}, "workspace is a 1-D Float32 tensor"),
