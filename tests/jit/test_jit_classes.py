@@ -494,6 +494,30 @@ def test_a_negative_zero_is_not_mistaken_for_zero_by_a_direct_call(fake_driver):
     assert n["compiles"] == 1 and "0f80000000" in cute.compile(host, A, -0.0).ptx
 
 
+def test_a_float_static_of_the_same_value_reuses_the_last_call_and_another_one_does_not(fake_driver, monkeypatch):
+    """The last call's float statics are compared by value and sign (no key built per call): an equal float (another
+    object) reuses its specialisation; another value, or a NaN, goes through the keyed lookup and its own code."""
+    import cute_py.compiler.host.last_call as last_call
+
+    @cute.jit
+    def host(a, s):
+        _scale(a, s).launch(grid=1, block=32)
+
+    host(A, 1.5)
+    keyed, real = [], last_call.config_key
+    monkeypatch.setattr(last_call, "config_key", lambda *a, **k: keyed.append(a) or real(*a, **k))
+    _, n = _counted(lambda: host(A, float("1.5")))
+    assert n.get("compiles", 0) == 0 and n.get("memory_hits", 0) == 0, "the last call's specialisation, unkeyed"
+    assert keyed == [], "no key built to compare a float"
+    monkeypatch.setattr(last_call, "config_key", real)
+    _, n = _counted(lambda: host(A, 2.5))
+    assert n["compiles"] == 1 and "0f40200000" in cute.compile(host, A, 2.5).ptx
+    nan = float("nan")
+    host(A, nan)
+    _, n = _counted(lambda: host(A, float("nan")))   # unequal to itself: looked up by its key, found
+    assert n.get("compiles", 0) == 0 and n["memory_hits"] == 1
+
+
 def test_a_cached_property_read_in_a_kernel_is_not_a_change_of_self():
     import functools
 

@@ -6,12 +6,15 @@ arguments, after checking that the call's containers have the compile's types an
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 from ..cache.config_key import config_key
 from .call_form import spread, spread_like
 
 __all__ = ["LastCall"]
+
+_FLOAT = object()  # the key of a float static: compared by value and sign, without building a key each call
 
 
 class LastCall:
@@ -31,7 +34,7 @@ class LastCall:
         for i, (kind, _) in enumerate(compiled.sources):
             if kind == "static" and i < len(args):
                 a = args[i]
-                self.statics.append((i, a, None if _immutable(a) else config_key(a)))
+                self.statics.append((i, a, None if _immutable(a) else _FLOAT if type(a) is float else config_key(a)))
         # run-time scalars by their type: another type of value may specialise differently (a Python int where a
         # cute.Float32 was given is a constant of another compile, not a Float32 of this one)
         self.scalars = [(i, _scalar_type(args[i])) for i, (kind, _) in enumerate(compiled.sources)
@@ -52,6 +55,9 @@ class LastCall:
                 a = args[i]
                 if k is None:
                     if not (a is v or (type(a) is type(v) and bool(a == v))):
+                        return False
+                elif k is _FLOAT:  # the same value with the same sign (-0.0 is other code than 0.0; NaN: keyed anew)
+                    if not (a is v or (type(a) is float and a == v and math.copysign(1.0, a) == math.copysign(1.0, v))):
                         return False
                 elif config_key(a) != k:
                     return False
