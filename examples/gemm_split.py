@@ -18,7 +18,9 @@ Rules, each a failed launch (``trap``) rather than a wrong sum or a hang:
   zero before the launch always shows so: the tile's ``split_k`` arrivals take it past ``split_k - 1``;
 - a wait longer than ``WAIT_NS``: the CTAs of a tile wait for each other, so all of them must run at once. The
   host allows at most a CTA per SM of the device (``tiles x split_k <= SMs``), which an otherwise idle GPU runs
-  at once; a GPU shared with other work, or partitioned (MPS), may not."""
+  at once; a GPU shared with other work, or partitioned (MPS), may not.
+
+The workspace must not overlap A, B or C (nothing checks it: their addresses are the call's)."""
 
 import cute_py as cute
 from cute_py import arch
@@ -58,6 +60,9 @@ def workspace_elements(m, n, split_k=8):
 def check_workspace(workspace, m, n, tile, split_k, used=True):
     """The rules of a workspace for a split of ``split_k`` over ``tile``-sized tiles of an ``(m, n)`` C: a
     CuteValueError naming the broken one (with ``used=False``, a workspace the plan does not use: its type)."""
+    if not (hasattr(workspace, "element_type") and hasattr(workspace, "layout")):
+        raise cute.CuteValueError(f"gemm: workspace is a 1-D Float32 tensor (workspace_elements(M, N) zeros), got "
+                                  f"{workspace!r}")
     shape, stride = workspace.shape, workspace.layout.stride
     shape, stride = (shape, stride) if type(shape) is tuple else ((shape,), (stride,))
     if workspace.element_type is not cute.Float32 or len(shape) != 1:

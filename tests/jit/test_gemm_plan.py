@@ -14,10 +14,15 @@ from examples.gemm_args import STAGES
 H200 = {1: 132, 2: 66, 4: 30, 8: 15}
 
 
+def at_h200(mp):
+    """``mp`` (a MonkeyPatch) makes the plan see an H200: 132 SMs and the clusters of ``H200`` a wave holds."""
+    mp.setattr(plan, "sm_count", lambda: 132)
+    mp.setattr(plan, "_capacity", lambda size, sms: H200[size])
+
+
 @pytest.fixture
 def h200(monkeypatch):
-    monkeypatch.setattr(plan, "sm_count", lambda: 132)
-    monkeypatch.setattr(plan, "_capacity", lambda size, sms: H200[size])
+    at_h200(monkeypatch)
 
 
 def _choice(m, n, k):
@@ -29,8 +34,7 @@ def _choice(m, n, k):
 @given(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 70000))
 def test_the_default_split_never_asks_for_more_clusters_than_a_wave_holds(m, n, k):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plan, "sm_count", lambda: 132)
-        mp.setattr(plan, "_capacity", lambda size, sms: H200[size])
+        at_h200(mp)
         tn, split = _choice(m, n, k)
         tiles = -(-m // 128) * -(-n // tn)
         if split > 1:

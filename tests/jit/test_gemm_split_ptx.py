@@ -17,9 +17,9 @@ from examples import gemm
 from examples.gemm_args import STAGES
 from examples.gemm_split import counter_ints, workspace_elements
 from _ptxas_report import ptxas_report
+from test_gemm_plan import at_h200, h200  # noqa: F401 (the fixture)
 
 spec = cute.compiler.DeviceArraySpec
-H200 = {1: 132, 2: 66, 4: 30, 8: 15}
 
 
 def _compile(m, n, k, out="BFloat16", ws=True, ab="BFloat16", **kw):
@@ -41,8 +41,7 @@ def test_workspace_elements_by_hand():
 @given(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 70000))
 def test_a_split_through_the_workspace_fills_more_of_a_wave_than_clusters_and_no_more(m, n, k):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(plan, "sm_count", lambda: 132)
-        mp.setattr(plan, "_capacity", lambda size, sms: H200[size])
+        at_h200(mp)
         tn, split = plan.through_workspace(m, n, k)
         if tn is None:
             return
@@ -63,9 +62,7 @@ def test_a_split_through_the_workspace_fills_more_of_a_wave_than_clusters_and_no
     ((4096, 4096, 4096), (None, None)),
     ((512, 4096, 4096), (None, None)),
 ])
-def test_the_plan_with_a_workspace_at_an_h200(monkeypatch, shape, want):
-    monkeypatch.setattr(plan, "sm_count", lambda: 132)
-    monkeypatch.setattr(plan, "_capacity", lambda size, sms: H200[size])
+def test_the_plan_with_a_workspace_at_an_h200(h200, shape, want):
     assert plan.through_workspace(*shape) == want
 
 
@@ -116,9 +113,13 @@ def test_a_workspace_the_plan_does_not_use_leaves_the_kernel_as_it_is(m, n, k):
     assert sha(_compile(m, n, k)) == sha(_compile(m, n, k, ws=None))
 
 
-def test_a_workspace_the_plan_does_not_use_is_still_of_its_type():
+@pytest.mark.parametrize("ws", [spec("BFloat16", (16,)), 5, "ws", True, 2.5])
+def test_a_workspace_the_plan_does_not_use_is_still_of_its_type(ws):
+    abc = (spec("BFloat16", (4096, 4096)),) * 3
     with pytest.raises(cute.CuteValueError, match="workspace is a 1-D Float32 tensor"):
-        _compile(4096, 4096, 4096, ws=spec("BFloat16", (16,)))
+        cute.compile(gemm, *abc, workspace=ws)
+
+def test_an_unused_workspace_of_any_size_is_fine():
     _compile(4096, 4096, 4096, ws=spec("Float32", (16,)))      # unused: its size does not matter
 
 
