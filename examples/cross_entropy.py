@@ -20,12 +20,20 @@ The backward pass needs no reduction: ``dlogits = (exp(logits - lse) - onehot(ta
 forward's ``lse`` and ``dloss`` (1-D of ``rows``, any float type); rows with ``ignore_index`` get zeros, rows with
 a target outside ``[0, n)`` NaN. A row whose ``lse`` is not finite (a NaN or ``+inf`` logit, a row of ``-inf``) gets
 NaN, ignored or not, as torch's gradient of ``log_softmax`` there. It reads each logit once and writes each
-gradient once.
+gradient once, except the target's: the thread that stored it reads its logit again and stores ``(p - 1) * dloss``
+over it (no compare an element).
+
+Each exponential is one fused multiply-add and one ``ex2.approx.ftz`` (``row_math``); the backward's are biased by
+``2 ** 64`` and scaled back, so gradients that are subnormal in Float32 are kept as torch keeps them. Rows whose
+max (forward) or ``lse`` (backward) exceeds ``FLT_MAX / log2(e)`` take the plain form.
 """
+
+import operator
 
 import cute_py as cute
 
-from .row_reduce import (LOG2E, RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
+from .row_math import EXP_BIAS, LOG2E, elements, exp2_fma, fast_shift, fold
+from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector, store_row,
                          FLOATS, INDEX_TYPES, ONE_INPUT)
 
@@ -40,16 +48,12 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
     r, t, rank = row_coords(plan)
     m = x.shape[0]
     xr = clamped_row(x, r)
-    vals = load_row(xr, plan, t, rank, -float("inf"))
-    mt = -float("inf")
-    for v in vals:
-        mt = cute.max(mt, v.reduce(cute.ReductionOp.MAX, -float("inf"), 0))
-    shift = _shift(mt)
-    s = 0.0
-    for v in vals:
-        s = s + cute.math.exp2((v - shift) * LOG2E).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    es = elements(load_row(xr, plan, t, rank, -float("inf")))
+    k, xk = _target_logit(xr, target, r, m, t, rank, plan.n)
+    mt = fold(es, cute.max)
+    s = _sum_exp(es, _shift(mt))
     big, total = row_reduce((mt, s), _max_sum_shifted, red)
-    _finish(xr, target, loss, lse, ignore_index, r, m, t, rank, _shift(big) + cute.math.log(total), plan.n)
+    _finish(loss, lse, ignore_index, r, m, t, rank, _shift(big) + cute.math.log(total), plan.n, k, xk)
 
 
 def _shift(m):
@@ -58,26 +62,54 @@ def _shift(m):
     return cute.math.select(abs(m) == float("inf"), 0.0, m)
 
 
+@cute.jit
+def _target_logit(xr, target, r, m, t, rank, n):
+    """``(target, its logit)`` of row ``r`` for the thread that finishes the row (zeros for the others), the logit
+    read at the target clamped into the row. Read after the row's loads are issued, not after the reduction: a CTA
+    of short rows then no longer ends with two dependent reads (measured), and only this thread waits for them."""
+    k = 0
+    xk = 0.0
+    if t == 0 and rank == 0:
+        k = target[cute.where(r < m, r, m - 1)]
+        xk = xr[cute.where((k >= 0) & (k < n), k, 0).to(cute.Int32)].to(cute.Float32)
+    return k, xk
+
+
+@cute.jit
+def _sum_exp(es, shift):
+    """The sum of ``exp(e - shift)`` over the elements ``es``: each in one fused multiply-add and one
+    ``ex2.approx.ftz`` (a term below ``2 ** -126`` flushes to zero: beside the max's own term of 1 it adds nothing
+    to the sum in Float32), or, for a shift too large for that (see ``row_math``), in the plain form."""
+    shl = shift * LOG2E
+    s = cute.Float32(0.0)
+    if fast_shift(shl):
+        s = fold([exp2_fma(e, shl) for e in es], operator.add)
+    else:
+        s = fold([cute.math.exp2((e - shift) * LOG2E) for e in es], operator.add)
+    return s
+
+
 def _max_sum_shifted(a, b):
     """The combine of ``(max, sum of exp(v - _shift(max)))`` pairs: each sum rescaled to the shift of the larger
     max; a sum of 0 (a part of ``-inf`` only) adds nothing, a NaN stays NaN."""
     big = cute.max(a[0], b[0])
     shift = _shift(big)
-    parts = [cute.math.select(p[1] == 0.0, 0.0, p[1] * cute.math.exp2((_shift(p[0]) - shift) * LOG2E)) for p in (a, b)]
+    parts = [cute.math.select(p[1] == 0.0, 0.0, p[1] * cute.math.exp2((_shift(p[0]) - shift) * LOG2E, fastmath=True))
+             for p in (a, b)]
     return big, parts[0] + parts[1]
 
 
 @cute.jit
-def _finish(xr, target, loss, lse, ignore_index, r, m, t, rank, row_lse, n):
+def _finish(loss, lse, ignore_index, r, m, t, rank, row_lse, n, k, xk):
+    """Row ``r``'s ``lse`` and loss, from one thread of the row; ``k``: its target, ``xk``: the target's logit
+    (read at ``k`` clamped into the row)."""
     if r < m and t == 0 and rank == 0:
         lse[r] = row_lse
-        k = target[r]
         out = float("nan")
         if k == ignore_index:
             out = 0.0
         elif k >= 0 and k < n:
-            out = cute.math.select(row_lse == float("inf"), float("nan"),
-                                   row_lse - xr[k.to(cute.Int32)].to(cute.Float32))
+            out = cute.math.select(row_lse == float("inf"), float("nan"), row_lse - xk)
         loss[r] = cute.Float32(out).to(loss.element_type)
 
 
@@ -93,28 +125,42 @@ def _backward(x, target, dloss, lse, dx, ignore_index, plan, r, m, t, rank):
     if r < m:
         k = target[r]
         scale = dloss[r].to(cute.Float32)
-        keep = cute.Float32(1.0)
         hit = cute.Int32(-1)
         if k == ignore_index:
-            keep = cute.Float32(0.0)
+            scale = cute.Float32(0.0)  # zeros, or NaN where the row's lse makes its softmax NaN
         elif k >= 0 and k < plan.n:
             hit = k.to(cute.Int32)
         else:
             scale = cute.Float32(float("nan"))
-        vals = load_row(x[r, None], plan, t, rank)
+        xr, dxr = x[r, None], dx[r, None]
+        vals = load_row(xr, plan, t, rank)
         row_lse = lse[r]
-        row_lse = cute.math.select(row_lse == float("inf"), float("nan"), row_lse)  # exp(v - lse) NaN there
-        outs = []
-        for c in cute.range_constexpr(plan.chunks):
-            p = cute.math.exp2((vals[c] - row_lse) * LOG2E)
-            first = ((c * plan.cluster + rank) * plan.group + t) * plan.vec
-            frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
-            frag.store(p)
-            for j in cute.range_constexpr(plan.vec):
-                kept = cute.where(first + j == hit, frag[j] - 1.0, frag[j]) * scale
-                frag[j] = cute.where(keep == 0.0, frag[j] * 0.0, kept)
-            outs.append(frag.load())
-        store_row(dx[r, None], plan, t, rank, outs)
+        shl = row_lse * LOG2E
+        if fast_shift(shl):
+            _gradient(xr, dxr, plan, t, rank, vals, hit, scale, shl, True)
+        else:
+            _gradient(xr, dxr, plan, t, rank, vals, hit, scale,
+                      cute.math.select(row_lse == float("inf"), float("nan"), row_lse), False)
+
+
+def _softmax(e, shift, fast):
+    """``exp(e - lse)``: with ``fast``, ``shift`` is ``lse * log2(e)``, and the exponent is biased by
+    ``EXP_BIAS`` so that ``ex2.approx.ftz`` keeps what would be subnormal, then scaled back exactly; else ``shift``
+    is the lse (NaN for a ``+inf`` lse: its softmax is NaN)."""
+    if cute.const_expr(fast):
+        return exp2_fma(e, shift, EXP_BIAS) * 2.0 ** -EXP_BIAS
+    return cute.math.exp2((e - shift) * LOG2E)
+
+
+@cute.jit
+def _gradient(xr, dxr, plan, t, rank, vals, hit, scale, shift, fast):
+    """Store ``softmax * scale`` into the row ``dxr``, then, from the thread that stored it, ``(softmax - 1) *
+    scale`` at the target ``hit`` (none for ``hit < 0``): the same thread's later store to the address wins."""
+    store_row(dxr, plan, t, rank, [v.map(lambda e: _softmax(e, shift, fast) * scale) for v in vals])
+    if hit >= 0:
+        c = hit // plan.vec
+        if c % plan.group == t and (c // plan.group) % plan.cluster == rank:
+            dxr[hit] = ((_softmax(xr[hit].to(cute.Float32), shift, fast) - 1.0) * scale).to(dxr.element_type)
 
 
 def _check(what, logits, target, lse):

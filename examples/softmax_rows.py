@@ -17,11 +17,14 @@ exchange (an online softmax): each thread's exponentials are taken once, against
 Results follow torch's: a NaN in a row makes the row NaN, as does ``+inf`` or a row of ``-inf``.
 """
 
+import operator
+
 import cute_py as cute
 
 from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, clamped_row, cluster_start,
                          launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, row_vector, store_if_row,
                          FLT_MAX, ONE_INPUT, TWO_INPUTS)
+from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
 from .row_stage import stage, staged_rows, wait_staged
 
 __all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel"]
@@ -34,17 +37,29 @@ def softmax_forward_kernel(x, y, spec):
     r, t, rank = row_coords(plan)
     # the row stays in registers: staged through shared memory it measured slower (RESULTS.md)
     vals = load_row(clamped_row(x, r), plan, t, rank, -float("inf"))
-    mt = -float("inf")
-    for v in vals:
-        mt = cute.max(mt, v.reduce(cute.ReductionOp.MAX, -float("inf"), 0))
+    mt = fold(elements(vals), cute.max)
     safe = cute.max(mt, -FLT_MAX)
-    exps = [cute.math.exp2((v - safe) * LOG2E) for v in vals]
-    s = 0.0
-    for e in exps:
-        s = s + e.reduce(cute.ReductionOp.ADD, 0.0, 0)
-    big, total = row_reduce((mt, s), max_sum, red)
+    flat, s, unit = _exps(elements(vals), safe)
+    big, total = row_reduce((mt, s * unit), max_sum, red)
     scale = cute.math.exp2((safe - cute.max(big, -FLT_MAX)) * LOG2E) / total
-    store_if_row(y, r, plan, t, rank, [e * scale for e in exps])
+    store_if_row(y, r, plan, t, rank, [e * unit * scale for e in chunks(flat, plan.vec)])
+
+
+@cute.jit
+def _exps(es, safe):
+    """``(exponentials, their sum, unit)``: ``exp(e - safe)`` of every element is ``exponential * unit``. Each is
+    one fused multiply-add and one ``ex2.approx.ftz`` biased by ``2 ** EXP_BIAS`` (so that what would be subnormal
+    is kept; ``unit`` scales it back exactly), or, for a shift too large for that (see ``row_math``), the plain
+    form (``unit`` 1)."""
+    shl = safe * LOG2E
+    flat = [cute.Float32(0.0) for _ in es]
+    unit = cute.Float32(1.0)
+    if fast_shift(shl):
+        flat = [exp2_fma(e, shl, EXP_BIAS) for e in es]
+        unit = cute.Float32(2.0 ** -EXP_BIAS)
+    else:
+        flat = [cute.math.exp2((e - safe) * LOG2E) for e in es]
+    return flat, fold(flat, operator.add), unit
 
 
 @cute.kernel

@@ -248,3 +248,42 @@ def test_a_target_outside_the_classes_gives_a_nan_loss():
     cross_entropy_backward(x, target, torch.ones(4, device="cuda"), lse, dx)
     torch.cuda.synchronize()
     assert torch.isnan(dx[1:3]).all() and not torch.isnan(dx[0]).any() and bool((dx[3] == 0).all())
+
+
+def test_logits_near_the_float32_limit_and_subnormal_results_as_in_torch():
+    """Rows whose max times log2(e) overflows Float32 (the kernels' plain form), and rows whose exponentials are
+    subnormal (kept on the fast path by a biased exponent): softmax, cross-entropy forward and backward against
+    torch in double precision."""
+    torch = hopper_torch()
+    n = 4097
+    x = _rows(torch, 4, n, 0, torch.float32, 8)
+    x[0, :4] = torch.tensor([3e38, -3e38, 2.9e38, 3.4e38])  # the max 3.4e38: 3.4e38 * log2(e) overflows
+    x[1, 5] = -3.3e38
+    x[1, 7] = 2.5e38
+    x[2] = -torch.arange(n, device="cuda", dtype=torch.float32) / 40.0  # exp(0 .. -102.4): subnormal from -87.3
+    x[3, 9] = 95.0  # every other exp(v - 95) is below 2**-126
+    xd = x.double()
+    y = torch.empty_like(x)
+    softmax_forward(x, y)
+    torch.cuda.synchronize()
+    exact = torch.softmax(xd, dim=1)
+    assert (exact[2:] < 2.0 ** -126).any() and (y[2:] > 0).logical_and(y[2:] < 2.0 ** -126).any()
+    err = (y.double() - exact).abs() - 1e-5 * exact.abs() - 2.0 ** -148  # two roundings on the subnormal grid
+    assert float(err.max()) <= 0, float(err.max())
+    target = torch.tensor([3, 2, 4000, 0], device="cuda")
+    loss, lse = torch.empty(4, device="cuda"), torch.empty(4, device="cuda")
+    cross_entropy_forward(x, target, loss, lse)
+    torch.cuda.synchronize()
+    want_lse = torch.logsumexp(xd, dim=1)
+    _close(lse, want_lse, "Float32", 1.0)
+    _close(loss, torch.nn.functional.cross_entropy(xd, target, reduction="none"), "Float32",
+           want_lse.abs() + xd.abs().amax(dim=1))
+    xg = xd.clone().requires_grad_(True)
+    dloss = torch.rand(4, device="cuda", dtype=torch.float64) + 0.5
+    torch.nn.functional.cross_entropy(xg, target, reduction="none").backward(dloss)
+    dx = torch.empty_like(x)
+    cross_entropy_backward(x, target, dloss.float(), lse, dx)
+    torch.cuda.synchronize()
+    assert (dx[2:].abs() < 2.0 ** -126).logical_and(dx[2:] != 0).any()
+    err = (dx.double() - xg.grad).abs() - 1e-5 * xg.grad.abs() - 2.0 ** -148
+    assert float(err.max()) <= 0, float(err.max())

@@ -1,0 +1,75 @@
+"""The arithmetic of a thread's part of a row (examples/row_math.py): folds cover every value once in a fixed
+order; the row kernels take each exponential in one ``fma`` and one ``ex2.approx.ftz`` on their fast path, and keep
+the plain form for shifts whose product with ``log2(e)`` overflows."""
+
+import math
+import random
+import re
+
+import pytest
+
+import cute_py as cute
+import examples as ex
+from examples.row_math import fast_shift, fold
+
+F = cute.compiler.DeviceArraySpec
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4, 8])
+def test_a_fold_combines_every_value_once_in_a_fixed_order(ways):
+    rng = random.Random(ways)
+    for _ in range(200):
+        vals = [(rng.randrange(1000),) for _ in range(rng.randint(1, 70))]
+        got = fold(vals, lambda a, b: a + b, ways)
+        assert sorted(got) == sorted(v[0] for v in vals)  # each value exactly once
+        assert got == fold(vals, lambda a, b: a + b, ways)  # the same order every time
+        assert fold([v[0] for v in vals], max, ways) == max(v[0] for v in vals)
+    assert fold([(1,), (2,), (3,)], lambda a, b: a + b, 1) == (1, 2, 3)  # one chain: left to right
+
+
+def test_a_fold_of_nothing_is_refused():
+    with pytest.raises(cute.CuteValueError, match="at least one value"):
+        fold([], max)
+
+
+def test_the_fast_form_is_taken_only_where_the_shift_times_log2e_is_finite():
+    log2e = 1.4426950408889634
+    for shift in (0.0, 1.0, -87.5, 1e30, 2.3e38, -2.3e38):
+        assert fast_shift(shift * log2e)
+    for shl in (math.inf, -math.inf, math.nan):
+        assert not fast_shift(shl)
+
+
+def _rows(dtype, m, n):
+    return F(dtype, (m, n), (n, 1))
+
+
+def _count(ptx, pattern):
+    return len(re.findall(pattern, ptx))
+
+
+@pytest.mark.parametrize("n", [4096, 32768])
+def test_cross_entropy_takes_one_fma_and_one_ftz_exponential_an_element(n, assemble):
+    x = _rows("BFloat16", 64, n)
+    per_thread = 64  # the plans' values a thread at these lengths
+    fwd = cute.compile(ex.cross_entropy_forward, x, F("Int64", (64,)), F("Float32", (64,)), F("Float32", (64,))).ptx
+    # the fast path: one ex2.approx.ftz an element; the plain form (shift beyond FLT_MAX / log2(e)) one ex2.approx
+    assert _count(fwd, r"ex2\.approx\.ftz\.f32") >= per_thread
+    assert _count(fwd, r"fma\.rn\.f32") >= per_thread
+    assert _count(fwd, r"ex2\.approx\.f32") >= per_thread
+    bwd = cute.compile(ex.cross_entropy_backward, x, F("Int64", (64,)), F("Float32", (64,)), F("Float32", (64,)),
+                       x).ptx
+    # every element, and the target's element again (its gradient stored once more by the thread that owns it)
+    assert _count(bwd, r"ex2\.approx\.ftz\.f32") == per_thread + 1
+    assert _count(bwd, r"ex2\.approx\.f32") == per_thread + 1
+    assert ".local" not in fwd and ".local" not in bwd
+    assemble(fwd)
+    assemble(bwd)
+
+
+def test_softmax_forward_takes_one_fma_and_one_ftz_exponential_an_element(assemble):
+    x = _rows("BFloat16", 64, 262144)
+    ptx = cute.compile(ex.softmax_forward, x, x).ptx
+    assert _count(ptx, r"ex2\.approx\.ftz\.f32") >= 128 and _count(ptx, r"fma\.rn\.f32") >= 128
+    assert ".local" not in ptx
+    assemble(ptx)
