@@ -23,12 +23,15 @@ Where they fit (16-bit inputs), a group's next rows of ``x`` and ``dy`` are copi
 reduces and stores the current ones (``prefetched_rows``).
 """
 
+import operator
+
 import cute_py as cute
 from cute_py import arch
 
 from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row, cluster_start,
                          launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce, row_vector,
                          store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
+from .row_math import elements, fold
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 
 __all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
@@ -85,7 +88,11 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
 
 @cute.kernel
 def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
-    red = RowReduction(plan, 1, rounds=2)
+    # one exchange of (sum, M2) pairs for Float32 rows that fill every thread, else the sum, then the squared
+    # deviations: measured (H200) one exchange 1.17x at 32768 Float32 and 1.03x at 262144, but 0.99x / 1.01x /
+    # 0.90x at 4096 / 32768 / 262144 BFloat16 (benchmarks/RESULTS.md)
+    whole = _every_thread_full(plan) and x.element_type.width == 32
+    red = RowReduction(plan, 2, rounds=1) if cute.const_expr(whole) else RowReduction(plan, 1, rounds=2)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
     staged = staged_rows(plan)  # w and b through shared memory, copied from the start (x stays in registers)
@@ -93,21 +100,25 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
         sw, sb = stage((w, b), plan, t, rank)
     cluster_start(plan)
     xs = load_row(clamped_row(x, r), plan, t, rank)
-    s = 0.0
-    for v in xs:
-        s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
-    (total,) = row_reduce((s,), add, red, 0)
-    mu = total / plan.n
-    ds = []
-    q = 0.0
-    for k in cute.range_constexpr(plan.chunks):
-        d = xs[k] - mu
-        mask = _mask(plan, k, t, rank)
-        if cute.const_expr(mask is not None):
-            d = d * mask
-        ds.append(d)
-        q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
-    (sq,) = row_reduce((q,), add, red, 1, 0, False)
+    if cute.const_expr(whole):
+        mu, sq = _mean_m2(xs, plan, red)
+        ds = [v - mu for v in xs]
+    else:
+        s = 0.0
+        for v in xs:
+            s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
+        (total,) = row_reduce((s,), add, red, 0)
+        mu = total / plan.n
+        ds = []
+        q = 0.0
+        for k in cute.range_constexpr(plan.chunks):
+            d = xs[k] - mu
+            mask = _mask(plan, k, t, rank)
+            if cute.const_expr(mask is not None):
+                d = d * mask
+            ds.append(d)
+            q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
+        (sq,) = row_reduce((q,), add, red, 1, 0, False)
     inv = cute.math.rsqrt(sq / plan.n + eps)
     if cute.const_expr(staged):
         wait_staged(0)
@@ -117,6 +128,35 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
         bs = load_row(b, plan, t, rank)
     store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
     _store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
+
+
+def _every_thread_full(plan):
+    """Whether every thread of a row holds ``chunks * vec`` of its elements (none past its end)."""
+    return plan.n == plan.chunks * plan.cluster * plan.group * plan.vec
+
+
+def _mean_m2(xs, plan, red):
+    """The row's mean and sum of squared deviations in one exchange: each thread's sum and its own values'
+    squared deviations from their mean, combined pairwise by Chan, Golub and LeVeque's update (exact in real
+    arithmetic, and as stable as two passes up to the rounding of the combines)."""
+    es = elements(xs)
+    c = len(es)
+    s = fold(es, operator.add)
+    mt = s * (1.0 / c)
+    q = fold([(e - mt) * (e - mt) for e in es], operator.add)
+    total, sq = row_reduce((s, q), _sum_m2(c), red, counted=True)
+    return total / plan.n, sq
+
+
+def _sum_m2(c):
+    """The combine of ``(sum, M2)`` pairs of parts of ``na * c`` and ``nb * c`` values: ``M2 = M2a + M2b + (sa * eb -
+    sb * ea) ** 2 / (ea * eb * (ea + eb))`` with ``ea``, ``eb`` the parts' counts; symmetric where the counts are
+    equal (a butterfly's two lanes get the same bits)."""
+    def combine(a, b, na, nb):
+        ea, eb = na * c, nb * c
+        d = a[0] * float(eb) - b[0] * float(ea)
+        return a[0] + b[0], a[1] + b[1] + d * d * (1.0 / (float(ea) * eb * (ea + eb)))
+    return combine
 
 
 PREFETCH_SMEM = 200 * 1024  # shared memory a CTA of rmsnorm_backward may take with the next rows' buffers

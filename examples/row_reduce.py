@@ -329,16 +329,22 @@ def store_row(row, plan, t, rank, vals):
 
 
 @cute.jit
-def row_reduce(vals, combine, red, slot=0, phase=0, first=True):
+def row_reduce(vals, combine, red, slot=0, phase=0, first=True, counted=False):
     """``combine`` of the tuple ``vals`` over every thread of the row (its warps, then its cluster), with the
     buffers of ``slot``; ``phase``: the parity of the slot's mbarrier use; ``first``: the first cluster exchange of
-    the kernel (it waits for the cluster barrier of :func:`cluster_start`)."""
+    the kernel (it waits for the cluster barrier of :func:`cluster_start`). With ``counted``, ``combine(a, b, na,
+    nb)`` also gets how many threads' values ``a`` and ``b`` each stand for (static ints)."""
     plan = red.plan
     width = red.width
+
+    def join(a, b, na, nb):
+        return combine(a, b, na, nb) if counted else combine(a, b)
+
+    half = min(plan.group, 32) // 2
     for k in cute.range_constexpr(5):
         off = 16 >> k
-        if cute.const_expr(off < plan.group):
-            vals = combine(vals, tuple(arch.shuffle_sync_bfly(v, off) for v in vals))
+        if cute.const_expr(off < plan.group):  # each side stands for half // off threads
+            vals = join(vals, tuple(arch.shuffle_sync_bfly(v, off) for v in vals), half // off, half // off)
     tx, _, _ = arch.thread_idx()
     if cute.const_expr(plan.warps > 1):
         buf = red.warp_bufs[slot]
@@ -350,7 +356,7 @@ def row_reduce(vals, combine, red, slot=0, phase=0, first=True):
         arch.sync_threads()
         vals = tuple(buf[g * plan.warps * width + c] for c in range(width))
         for w2 in cute.range_constexpr(1, plan.warps):
-            vals = combine(vals, tuple(buf[(g * plan.warps + w2) * width + c] for c in range(width)))
+            vals = join(vals, tuple(buf[(g * plan.warps + w2) * width + c] for c in range(width)), 32 * w2, 32)
     if cute.const_expr(plan.cluster > 1):
         cbuf, bar = red.cluster_bufs[slot], red.bars[slot]
         if cute.const_expr(first):
@@ -366,7 +372,7 @@ def row_reduce(vals, combine, red, slot=0, phase=0, first=True):
         arch.mbarrier_wait(bar, phase)
         vals = tuple(cbuf[c] for c in range(width))
         for p in cute.range_constexpr(1, plan.cluster):
-            vals = combine(vals, tuple(cbuf[p * width + c] for c in range(width)))
+            vals = join(vals, tuple(cbuf[p * width + c] for c in range(width)), plan.group * p, plan.group)
     return vals
 
 

@@ -73,3 +73,45 @@ def test_softmax_forward_takes_one_fma_and_one_ftz_exponential_an_element(assemb
     assert _count(ptx, r"ex2\.approx\.ftz\.f32") >= 128 and _count(ptx, r"fma\.rn\.f32") >= 128
     assert ".local" not in ptx
     assemble(ptx)
+
+
+def test_the_layernorm_combine_of_sum_and_m2_pairs_is_the_pair_of_the_whole_row():
+    from examples.norms import _sum_m2
+    rng = random.Random(3)
+    for trial in range(200):
+        c = rng.choice([1, 4, 8, 64])
+        combine = _sum_m2(c)
+        threads = rng.choice([2, 4, 16, 64])
+        mean, dev = rng.choice([(0.0, 1.0), (100.0, 3.0), (-1e4, 0.5)])
+        row = [rng.gauss(mean, dev) for _ in range(threads * c)]
+        parts = []
+        for i in range(threads):  # each thread: its sum and its own values' squared deviations
+            p = row[i * c:(i + 1) * c]
+            mt = sum(p) / c
+            parts.append((sum(p), sum((e - mt) ** 2 for e in p), 1))
+        while len(parts) > 1:  # any tree of combines, with each side's thread count
+            i = rng.randrange(len(parts) - 1)
+            a, b = parts[i], parts[i + 1]
+            parts[i:i + 2] = [combine(a[:2], b[:2], a[2], b[2]) + (a[2] + b[2],)]
+        mu = sum(row) / len(row)
+        m2 = sum((e - mu) ** 2 for e in row)
+        assert math.isclose(parts[0][0] / len(row), mu, rel_tol=1e-12, abs_tol=1e-12), trial
+        assert math.isclose(parts[0][1], m2, rel_tol=1e-9), (trial, parts[0][1], m2)
+    # two lanes of a butterfly (equal counts) get the same bits either way round
+    combine = _sum_m2(8)
+    a, b = (812.25, 3.5), (790.125, 7.25)
+    assert combine(a, b, 4, 4) == combine(b, a, 4, 4)
+
+
+def test_layernorm_of_float32_rows_that_fill_every_thread_exchanges_once(assemble):
+    def build(dtype, n):
+        return cute.compile(ex.layernorm_forward, _rows(dtype, 8, n), F(dtype, (n,)), F(dtype, (n,)),
+                            _rows(dtype, 8, n), F("Float32", (8,)), F("Float32", (8,)), 1e-5).ptx
+    one, two = build("Float32", 32768), build("BFloat16", 32768)
+    exchange = r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes"
+    assert _count(one, exchange) == 1 and _count(one, r"mbarrier\.try_wait\.parity") == 1
+    assert _count(two, exchange) == 2 and _count(two, r"mbarrier\.try_wait\.parity") == 2
+    # a Float32 row with a tail (some threads hold fewer values) keeps the two exchanges
+    assert _count(build("Float32", 32767), exchange) == 2
+    assert ".local" not in one
+    assemble(one)
