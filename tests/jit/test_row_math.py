@@ -115,3 +115,19 @@ def test_layernorm_of_float32_rows_that_fill_every_thread_exchanges_once(assembl
     assert _count(build("Float32", 32767), exchange) == 2
     assert ".local" not in one
     assemble(one)
+
+
+def test_norms_stage_rows_only_where_two_ctas_still_share_an_sm():
+    def norms(dtype, n):
+        rms = cute.compile(ex.rmsnorm_forward, _rows(dtype, 4, n), F(dtype, (n,)), _rows(dtype, 4, n),
+                           F("Float32", (4,)), 1e-6).ptx
+        ln = cute.compile(ex.layernorm_forward, _rows(dtype, 4, n), F(dtype, (n,)), F(dtype, (n,)),
+                          _rows(dtype, 4, n), F("Float32", (4,)), F("Float32", (4,)), 1e-5).ptx
+        return rms, ln
+    # Float32 rows of 262144 over 16 CTAs of 256 threads: 128 KiB a CTA staged, so the rows stay in registers
+    for ptx in norms("Float32", 262144):
+        assert "cp.async" not in ptx and ".local" not in ptx
+    # 64 KiB a CTA: staged
+    for dtype, n in (("BFloat16", 262144), ("Float32", 65536)):
+        for ptx in norms(dtype, n):
+            assert "cp.async" in ptx and ".local" not in ptx
