@@ -21,8 +21,8 @@ LeVeque's combine); other rows take the sum, then the squared deviations from th
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
 ``p, p + P, p + 2P ...`` accumulating ``dy * xhat`` (in shared memory, each thread its own slots) and stores it to
 its workspace row; a second kernel sums the workspace's columns in a fixed order. The same ``P`` gives the same bits.
-Where they fit (16-bit inputs), a group's next rows of ``x`` and ``dy`` are copied into shared memory while it
-reduces and stores the current ones (``prefetched_rows``).
+Where they fit (16-bit inputs), a group's next one or two rows of ``x`` and ``dy`` are copied into shared memory
+while it reduces and stores the current one (``prefetch_depth``).
 """
 
 import operator
@@ -172,62 +172,71 @@ def _sum_m2(c):
     return combine
 
 
-PREFETCH_SMEM = 200 * 1024  # shared memory a CTA of rmsnorm_backward may take with the next rows' buffers
+PREFETCH_SMEM = 225 * 1024  # shared memory a CTA of rmsnorm_backward may take with the next rows' buffers
 
 
-def prefetched_rows(plan, x, dy):
-    """Whether :func:`rmsnorm_backward_kernel` copies each group's next rows of ``x`` and ``dy`` into shared memory
-    (``row_stage``) while it reduces and stores the current ones: where those two buffers fit beside ``w`` and the
-    dw sums (Float32) in ``PREFETCH_SMEM`` (16-bit inputs; Float32 rows of 512 threads do not fit)."""
-    keep = 2 * staged_bytes(plan, cute.Float32)
-    return keep + staged_bytes(plan, x.element_type) + staged_bytes(plan, dy.element_type) <= PREFETCH_SMEM
+def prefetch_depth(plan, x, dy, w):
+    """How many rows ahead :func:`rmsnorm_backward_kernel` copies each group's rows of ``x`` and ``dy`` into shared
+    memory (``row_stage``) while it reduces and stores the current one: 2 for rows over a cluster where two buffers
+    of both fit beside ``w`` (kept in its own type) and the Float32 dw sums in ``PREFETCH_SMEM`` (16-bit rows and
+    weights); else 1 where one buffer fits beside ``w`` and the sums in Float32; else 0 (loaded into registers at
+    each row; Float32 rows of 512 threads). Measured (H200, bf16): two rows ahead 1.11x at 262144 and 1.02x at
+    32768, but 0.98x for short rows of 4096 (benchmarks/RESULTS.md)."""
+    row = staged_bytes(plan, x.element_type) + staged_bytes(plan, dy.element_type)
+    acc = staged_bytes(plan, cute.Float32)
+    if plan.cluster > 1 and staged_bytes(plan, w.element_type) + acc + 2 * row <= PREFETCH_SMEM:
+        return 2
+    return 1 if 2 * acc + row <= PREFETCH_SMEM else 0
 
 
 @cute.kernel
 def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
     red = RowReduction(plan, 1, stages=2)
     smem = arch.SmemAllocator()
-    # this thread's elements of w and of its dw partial sums, kept in shared memory (each thread its own)
+    depth = prefetch_depth(plan, x, dy, w)
+    # this thread's elements of w (in its own type two rows ahead, else in Float32) and of its dw partial sums, in
+    # shared memory (each thread its own)
     keep = cute.Layout(plan.chunks * plan.threads * plan.vec)
-    w_s = smem.allocate_tensor(cute.Float32, keep, 16)
+    w_s = smem.allocate_tensor(w.element_type if depth == 2 else cute.Float32, keep, 16)
     acc_s = smem.allocate_tensor(cute.Float32, keep, 16)
     g, t, rank = row_coords(plan)  # g: this group's workspace row
     m = x.shape[0]
     units = ws.shape[0]
-    nxt = None
-    if cute.const_expr(prefetched_rows(plan, x, dy)):  # the group's first rows, copied while w is stored
-        first = cute.where(g < units and g < m, g, m - 1)
-        nxt = (Staged(plan, x.element_type).load(x[first, None], t, rank),
-               Staged(plan, dy.element_type).load(dy[first, None], t, rank))
+    bufs = []
+    for d in cute.range_constexpr(depth):  # the group's first rows, copied while w is stored
+        first = cute.where(g < units and g + d * units < m, g + d * units, m - 1)
+        bufs.append((Staged(plan, x.element_type).load(x[first, None], t, rank),
+                     Staged(plan, dy.element_type).load(dy[first, None], t, rank)))
         arch.cp_async_commit_group()
     cluster_start(plan)
     tx, _, _ = arch.thread_idx()
     wv = load_row(w, plan, t, rank)
     for k in cute.range_constexpr(plan.chunks):
-        thread_slot(w_s, plan, k, tx).store(wv[k])
+        thread_slot(w_s, plan, k, tx).store(wv[k].to(w_s.element_type))  # exact: w's own values
         thread_slot(acc_s, plan, k, tx).fill(0.0)
     if cute.const_expr(plan.cluster > 1):
         arch.cluster_wait()
     for i in range(-(-m // (2 * units))):
         for half in cute.range_constexpr(2):
             r = g + (2 * i + half) * units
-            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, r, units, g < units, t, rank, half, i % 2)
+            nxt = bufs[half % depth] if cute.const_expr(depth > 0) else None
+            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, r, units, g < units, t, rank, half, i % 2)
     if g < units:
         store_row(ws[g, None], plan, t, rank, [thread_slot(acc_s, plan, k, tx).load() for k in range(plan.chunks)])
 
 
 @cute.jit
-def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, r, units, mine, t, rank, slot, phase):
+def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, r, units, mine, t, rank, slot, phase):
     """Row ``r`` of the group (``mine``: the group has a workspace row; ``units`` groups); ``nxt``: the
-    shared-memory buffers holding this row's ``x`` and ``dy``, loaded here with the group's next rows (``r +
-    units``) once this row's are read (``None``: loaded into registers from global memory)."""
+    shared-memory buffers holding this row's ``x`` and ``dy``, loaded here with the group's row ``depth`` rows
+    ahead (``r + depth * units``) once this row's are read (``None``: loaded into registers from global memory)."""
     plan = red.plan
     m = x.shape[0]
     tx, _, _ = arch.thread_idx()
     valid = mine and r < m
     rr = cute.where(valid, r, m - 1)
     if cute.const_expr(nxt is not None):
-        wait_staged(0)
+        wait_staged(depth - 1)  # this row's copies; the next rows' may still be in flight
         xs, gs = nxt[0].values(), nxt[1].values()
     else:
         xs = load_row(x[rr, None], plan, t, rank)
@@ -237,7 +246,7 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, r, units, mine, t, rank
     for k in cute.range_constexpr(plan.chunks):
         s = s + (gs[k] * thread_slot(w_s, plan, k, tx).load() * xs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
     if cute.const_expr(nxt is not None):  # the buffers are read (s used every value): copy the next rows in
-        ahead = r + units
+        ahead = r + depth * units
         ar = cute.where(mine and ahead < m, ahead, m - 1)
         nxt[0].load(x[ar, None], t, rank)
         nxt[1].load(dy[ar, None], t, rank)

@@ -131,3 +131,34 @@ def test_norms_stage_rows_only_where_two_ctas_still_share_an_sm():
     for dtype, n in (("BFloat16", 262144), ("Float32", 65536)):
         for ptx in norms(dtype, n):
             assert "cp.async" in ptx and ".local" not in ptx
+
+
+def test_rmsnorm_backward_copies_two_rows_ahead_over_a_cluster_where_they_fit(assemble):
+    def build(n, dtype, wtype):
+        units = ex.rmsnorm_workspace_rows(64, n)
+        return cute.compile(ex.rmsnorm_backward, _rows(dtype, 64, n), _rows(dtype, 64, n), F(wtype, (n,)),
+                            F("Float32", (64,)), _rows(dtype, 64, n), F(wtype, (n,)),
+                            F("Float32", (units, n))).ptx
+    from examples.norms import PREFETCH_SMEM, prefetch_depth
+    from examples.row_reduce import TWO_INPUTS, plan_rows
+    from examples.row_stage import staged_bytes
+    # bf16 rows and weights over a cluster: w kept in bf16 (32 KiB), the dw sums in Float32 (64 KiB) and two
+    # buffers of x and dy (2 x 64 KiB) fit; each row waits for its own copies only (wait_group 1)
+    two = build(262144, "BFloat16", "BFloat16")
+    assert "cp.async.wait_group \t1;" in two and "cp.async.wait_group \t0;" not in two
+    plan = plan_rows("t", 262144, 8, TWO_INPUTS)
+    bf16, f32 = cute.BFloat16, cute.Float32
+    assert staged_bytes(plan, bf16) + 3 * staged_bytes(plan, f32) <= PREFETCH_SMEM
+    # Float32 weights (kept in Float32: one buffer fits), and short rows (one row ahead: measured faster there)
+    for ptx in (build(262144, "BFloat16", "Float32"), build(4096, "BFloat16", "BFloat16")):
+        assert "cp.async.wait_group \t0;" in ptx and "cp.async.wait_group \t1;" not in ptx
+    assert ".local" not in two
+    assemble(two)
+
+    class T:
+        def __init__(self, name):
+            self.element_type = getattr(cute, name)
+    depths = {(d, w): prefetch_depth(plan, T(d), T(d), T(w)) for d in ("BFloat16", "Float32")
+              for w in ("BFloat16", "Float32")}
+    assert depths == {("BFloat16", "BFloat16"): 2, ("BFloat16", "Float32"): 1, ("Float32", "BFloat16"): 0,
+                      ("Float32", "Float32"): 0}
