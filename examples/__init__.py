@@ -24,7 +24,8 @@
     ``attention_backward`` (``dq``, ``dk``, ``dv``; head dims 64 and 128).
 15. Memory-bound row kernels for rows of 1 to 262144 elements with any row stride (``row_reduce`` holds their
     shared machinery: a row read once into registers, 128-bit vectors, reductions by warp butterflies, shared
-    memory, and for long rows a cluster of 2-16 CTAs exchanging partials through distributed shared memory):
+    memory, and for long rows a cluster of 2-16 CTAs exchanging partials through distributed shared memory;
+    ``row_stage`` stages rows through shared memory, ``row_math`` holds a thread's arithmetic):
     ``softmax_forward``, ``softmax_backward``; ``rmsnorm_forward``, ``rmsnorm_backward`` (a deterministic ``dw``),
     ``layernorm_forward``; ``cross_entropy_forward``, ``cross_entropy_backward`` (``ignore_index``).
 16. ``grouped_gemm``, ``grouped_gemm_masked`` (``examples.grouped_gemm``): kernel 13's pipeline over the experts of
