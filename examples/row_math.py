@@ -14,9 +14,10 @@ eight elements a clock on each SM of an H200 to keep up with its memory; there e
 
 import cute_py as cute
 
+from .row_reduce import LOG2E
+
 __all__ = ["fold", "elements", "chunks", "exp2_fma", "fast_shift", "LOG2E", "EXP_BIAS"]
 
-LOG2E = 1.4426950408889634
 EXP_BIAS = 64.0  # added to an exponent so that ``ex2.approx.ftz`` keeps results down to 2 ** -190, then scaled back
 
 
@@ -28,6 +29,8 @@ def fold(values, f, ways=4):
     vs = list(values)
     if not vs:
         raise cute.CuteValueError("fold: needs at least one value")
+    if type(ways) is not int or ways < 1:
+        raise cute.CuteValueError(f"fold: ways must be an int >= 1, got {ways!r}")
     acc = vs[:ways]
     for i in range(ways, len(vs)):
         acc[i % ways] = f(acc[i % ways], vs[i])
@@ -62,3 +65,4 @@ def exp2_fma(e, shl, bias=0.0):
 def fast_shift(shl):
     """Whether ``shl`` (a shift times ``log2(e)``) is finite, so that :func:`exp2_fma` may take it."""
     return abs(shl) < float("inf")
+

@@ -27,9 +27,12 @@ def test_a_fold_combines_every_value_once_in_a_fixed_order(ways):
     assert fold([(1,), (2,), (3,)], lambda a, b: a + b, 1) == (1, 2, 3)  # one chain: left to right
 
 
-def test_a_fold_of_nothing_is_refused():
+def test_a_fold_of_nothing_or_of_no_chains_is_refused():
     with pytest.raises(cute.CuteValueError, match="at least one value"):
         fold([], max)
+    for ways in (0, -1, 2.0, True, None):
+        with pytest.raises(cute.CuteValueError, match="ways must be an int >= 1"):
+            fold([1, 2, 3], max, ways)
 
 
 def test_the_fast_form_is_taken_only_where_the_shift_times_log2e_is_finite():
