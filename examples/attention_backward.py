@@ -15,15 +15,15 @@ KV head sum over its query heads.
 
 Three kernels:
 
-1. ``_prepare``: per query row ``D`` and ``lse * log2(e)`` (``+inf`` for a row that saw no key, so its P is 0) in
-   workspaces padded to whole 64-row blocks; each row is read in 16-byte chunks by ``head_dim / 8`` threads whose
+1. ``_prepare``: per query row ``D`` and ``lse * log2(e)`` (``+inf`` for a row that saw no key and for the rows
+   that pad the workspaces to whole 64-row blocks, so their P is 0); each row is read in 16-byte chunks by ``head_dim / 8`` threads whose
    partial sums meet by warp shuffles;
 2. ``attention_backward_kernel``: a CTA per 128 keys of one KV head. Its producer warp loads the K and V tiles
    once, then the Q and dO tiles of every 64-query block that sees the keys (each query head of the group in
    turn) through a ``PipelineTmaAsync``. Each of the two consumer warpgroups owns 64 keys and, per query block,
    computes ``S^T = K Q^T`` and ``dP^T = V dO^T`` (WGMMAs from shared memory), ``P^T`` in registers while
-   ``dP^T`` is still in flight (masked where a key is past the keys, a query past the queries, or past the
-   causal diagonal), issues ``dV += P^T dO`` with ``P^T`` as the register operand (its accumulator layout is the
+   ``dP^T`` is still in flight (masked where a key is past the keys or past the causal diagonal: a CTA's steps
+   that need the mask come first for each query head, traced apart from the others, which need none), issues ``dV += P^T dO`` with ``P^T`` as the register operand (its accumulator layout is the
    register-operand layout), computes ``dS^T`` while that runs, issues ``dK += dS^T Q`` the same way and writes
    ``dS`` to shared memory (``stmatrix``). When both warpgroups' ``dS`` is there, each computes a 64x64 tile of
    ``dQ = dS K`` into ``dP^T``'s registers (head dim 128: its half of the columns over all 128 keys; 64: all
@@ -88,7 +88,7 @@ def _prepare(o, do, lse, dsum, lse2, seqlen_q, d):
     for k in cute.range_constexpr(per_row.bit_length() - 1):
         acc = acc + arch.shuffle_sync_bfly(acc, per_row >> (k + 1))
     if chunk == 0 and row < cute.size(dsum, mode=[2]):
-        l2 = 0.0
+        l2 = math.inf                  # (a padding row: its P is 0)
         if row < seqlen_q:
             x = lse[batch, head, row]
             l2 = cute.math.select(x == -math.inf, math.inf, x * LOG2E)
@@ -202,12 +202,12 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
         arch.warpgroup_reg_alloc(CONSUMER_REGS)
         _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sdQ, sL, sD, q_mn_layout,
                  k_mn_layout, kv_bar, loads, dk, dv, tidx, n_block, kv_head, batch, head_ratio, m_blocks, m_start,
-                 m_count, steps, seqlen_q, seqlen_k, causal, scale)
+                 m_count, seqlen_q, seqlen_k, causal, scale)
 
 
 @cute.jit
 def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sdQ, sL, sD, q_mn_layout, k_mn_layout,
-             kv_bar, loads, dk, dv, tidx, n_block, kv_head, batch, head_ratio, m_blocks, m_start, m_count, steps,
+             kv_bar, loads, dk, dv, tidx, n_block, kv_head, batch, head_ratio, m_blocks, m_start, m_count,
              seqlen_q, seqlen_k, causal, scale):
     d = cute.size(sQ, mode=[1])
     heads = cute.size(dk, mode=[2]) * head_ratio
@@ -243,64 +243,27 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
     tQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(cute.local_tile(sdS, (BLOCK_M, keys), (0, group // parts))))
     tQrK = mma_dq.make_fragment_B(thr_dq.partition_B(cute.local_tile(sK_mn[None, None, 0], (64, keys),
                                                                      (c, group // parts))))
-    n_vals = cute.size(acc_s)
     read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
     first_k = n_block * BLOCK_N
+    # per query head, the blocks that need the mask come first: all of them where the key block reaches past the
+    # keys, else (causal) those that reach past the diagonal for their first query (rows past the queries need
+    # none: their lse * log2(e) is +inf, so their P is 0). The loop over them and the loop over the others are
+    # traced apart, so that no branch on the mask lies between the MMAs (the assembler would serialise them)
+    n_masked = 0
+    if causal:
+        past = cute.max(0, first_k + BLOCK_N - 1 - diag)        # the first query row that sees the whole block
+        n_masked = cute.min(m_count, cute.max(0, (past + BLOCK_M - 1) // BLOCK_M - m_start))
+    n_masked = cute.where(first_k + BLOCK_N > seqlen_k, m_count, n_masked)
+    bounds = (0, n_masked, m_count)
+    frags = (tSrK, tSrV, tSrQ, tSrdO, tKVrdO, tKVrQ, cS, acc_s, acc_dp, tKVrP, tKVrdS, acc_dk, acc_dv, tQrdS, tQrK)
     arch.mbarrier_wait(kv_bar, 0)
-    for t in range(steps):
-        first_q = (m_start + t % m_count) * BLOCK_M
-        loads.consumer_wait(read)
-        fence_operands(acc_s, acc_s)                   # (not acc_dp: the previous dQ may still be written there)
-        gemm_ss(mma_s, acc_s, tSrK, tSrQ, read.index, d)
-        wg.commit_group()
-        fence_operands(acc_dp, acc_dp)
-        gemm_ss(mma_s, acc_dp, tSrV, tSrdO, read.index, d)
-        wg.commit_group()
-        wg.wait_group(1)                               # S^T is there; dP^T may still run
-        arch.warpgroup_fence_operand(acc_s)
-        for v in cute.range_constexpr(n_vals):
-            row, col = cS[v]
-            key = first_k + row
-            query = first_q + col
-            hidden = key >= seqlen_k or query >= seqlen_q
-            if causal:
-                hidden = hidden or key > query + diag
-            p = cute.math.exp2(cute.math.fma(acc_s[v], scale * LOG2E, -sL[col, read.index]), fastmath=True)
-            acc_s[v] = cute.math.select(hidden, 0.0, p)
-            tKVrP[v] = acc_s[v].to(tKVrP.element_type)
-        arch.warpgroup_fence_operand(tKVrP)
-        fence_operands(acc_dv, acc_dk)
-        for kb in cute.range_constexpr(BLOCK_M // 16):
-            cute.gemm(mma_kv, acc_dv, tKVrP[None, None, kb], tKVrdO[None, None, kb, read.index], acc_dv)
-        wg.commit_group()
-        wg.wait_group(1)                               # dP^T is there; dV may still run
-        arch.warpgroup_fence_operand(acc_dp)
-        for v in cute.range_constexpr(n_vals):
-            _, col = cS[v]
-            tKVrdS[v] = (acc_s[v] * (acc_dp[v] - sD[col, read.index])).to(tKVrdS.element_type)
-        arch.warpgroup_fence_operand(tKVrdS)
-        fence_operands(acc_dv, acc_dk)
-        for kb in cute.range_constexpr(BLOCK_M // 16):
-            cute.gemm(mma_kv, acc_dk, tKVrdS[None, None, kb], tKVrQ[None, None, kb, read.index], acc_dk)
-        wg.commit_group()
-        _store_ds(tKVrdS, sdS, group, wtid)
-        # both warpgroups' dS is in shared memory (and visible to the MMAs' proxy)
-        arch.fence_view_async_shared()
-        arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
-        fence_operands(acc_dp, acc_dp)
-        gemm_ss(mma_dq, acc_dp, tQrdS, tQrK, None, keys)               # dQ into dP^T's registers
-        wg.commit_group()
-        wg.wait_group(0)
-        arch.warpgroup_fence_operand(acc_dv)
-        arch.warpgroup_fence_operand(acc_dk)
-        arch.warpgroup_fence_operand(acc_dp)
-        loads.consumer_release(read)
-        read.advance()
-        _reduce_dq(reduce_dq, tma_dqa, acc_dp, sdQ, group, wtid, t,
-                   _dq_tile(batch, kv_head * head_ratio + t // m_count, m_start + t % m_count, c, heads, m_blocks,
-                            parts))
-        # every warpgroup's dQ MMA has read dS before the next block writes it
-        arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
+    for h in range(head_ratio):
+        for phase in cute.range_constexpr(2):
+            for i in range(bounds[phase], bounds[phase + 1]):
+                t = h * m_count + i
+                _step(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, frags, sdS, sdQ, sL, sD, loads, read, group, wtid,
+                      first_k, (m_start + i) * BLOCK_M, seqlen_k, diag, causal, scale, phase == 0, t,
+                      _dq_tile(batch, kv_head * head_ratio + h, m_start + i, c, heads, m_blocks, parts), keys, d)
     if wtid == 0:
         arch.tma_store_wait(0, read=True)
     for v in cute.range_constexpr(cute.size(acc_dk)):
@@ -311,6 +274,66 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
     gdV = cute.local_tile(head_rows(dv, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
     store_rows(acc_dk, cKV, sK, gdK, group, wtid, rows, d)
     store_rows(acc_dv, cKV, sV, gdV, group, wtid, rows, d)
+
+
+@cute.jit
+def _step(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, frags, sdS, sdQ, sL, sD, loads, read, group, wtid, first_k,
+          first_q, seqlen_k, diag, causal, scale, masked, t, tile, keys, d):
+    """One query block of a consumer warpgroup (see the module), ``t``-th of the CTA: its ``P^T`` masked where
+    ``masked`` says so (a key past the keys or, causal, past a query's diagonal), else as computed."""
+    (tSrK, tSrV, tSrQ, tSrdO, tKVrdO, tKVrQ, cS, acc_s, acc_dp, tKVrP, tKVrdS, acc_dk, acc_dv, tQrdS, tQrK) = frags
+    n_vals = cute.size(acc_s)
+    loads.consumer_wait(read)
+    fence_operands(acc_s, acc_s)                   # (not acc_dp: the previous dQ may still be written there)
+    gemm_ss(mma_s, acc_s, tSrK, tSrQ, read.index, d)
+    wg.commit_group()
+    fence_operands(acc_dp, acc_dp)
+    gemm_ss(mma_s, acc_dp, tSrV, tSrdO, read.index, d)
+    wg.commit_group()
+    wg.wait_group(1)                               # S^T is there; dP^T may still run
+    arch.warpgroup_fence_operand(acc_s)
+    for v in cute.range_constexpr(n_vals):
+        row, col = cS[v]
+        p = cute.math.exp2(cute.math.fma(acc_s[v], scale * LOG2E, -sL[col, read.index]), fastmath=True)
+        if masked:
+            key = first_k + row
+            hidden = key >= seqlen_k
+            if causal:
+                hidden = hidden or key > first_q + col + diag
+            p = cute.math.select(hidden, 0.0, p)
+        acc_s[v] = p
+        tKVrP[v] = acc_s[v].to(tKVrP.element_type)
+    arch.warpgroup_fence_operand(tKVrP)
+    fence_operands(acc_dv, acc_dk)
+    for kb in cute.range_constexpr(BLOCK_M // 16):
+        cute.gemm(mma_kv, acc_dv, tKVrP[None, None, kb], tKVrdO[None, None, kb, read.index], acc_dv)
+    wg.commit_group()
+    wg.wait_group(1)                               # dP^T is there; dV may still run
+    arch.warpgroup_fence_operand(acc_dp)
+    for v in cute.range_constexpr(n_vals):
+        _, col = cS[v]
+        tKVrdS[v] = (acc_s[v] * (acc_dp[v] - sD[col, read.index])).to(tKVrdS.element_type)
+    arch.warpgroup_fence_operand(tKVrdS)
+    fence_operands(acc_dv, acc_dk)
+    for kb in cute.range_constexpr(BLOCK_M // 16):
+        cute.gemm(mma_kv, acc_dk, tKVrdS[None, None, kb], tKVrQ[None, None, kb, read.index], acc_dk)
+    wg.commit_group()
+    _store_ds(tKVrdS, sdS, group, wtid)
+    # both warpgroups' dS is in shared memory (and visible to the MMAs' proxy)
+    arch.fence_view_async_shared()
+    arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
+    fence_operands(acc_dp, acc_dp)
+    gemm_ss(mma_dq, acc_dp, tQrdS, tQrK, None, keys)               # dQ into dP^T's registers
+    wg.commit_group()
+    wg.wait_group(0)
+    arch.warpgroup_fence_operand(acc_dv)
+    arch.warpgroup_fence_operand(acc_dk)
+    arch.warpgroup_fence_operand(acc_dp)
+    loads.consumer_release(read)
+    read.advance()
+    _reduce_dq(reduce_dq, tma_dqa, acc_dp, sdQ, group, wtid, t, tile)
+    # every warpgroup's dQ MMA has read dS before the next block writes it
+    arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
 
 
 @cute.jit

@@ -351,6 +351,8 @@ BWD_CASES = [  # (batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, dtype, c
     (1, 300, 517, 4, 1, 128, "float16", True),       # grouped heads: dK, dV sum over 4 query heads
     (1, 517, 300, 2, 2, 64, "bfloat16", True),       # the top rows see no key
     (2, 200, 333, 2, 1, 64, "bfloat16", False),
+    (1, 700, 650, 4, 2, 128, "bfloat16", True),      # per head: masked blocks, then unmasked; a partial key block
+    (2, 384, 512, 2, 2, 128, "float16", False),      # whole blocks only: no step is masked
 ]
 
 

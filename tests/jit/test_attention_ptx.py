@@ -270,6 +270,10 @@ def test_attention_backward_ptx(d, causal, filecheck, assemble):
     assert "red.global" not in main and "atom.global" not in main, "dQ goes through the TMA reduction only"
     assert c.ptx.count("cp.async.bulk.tensor.4d") == 4 * max(1, d // 64), "K, V once; Q and dO per step"
     assert main.count("cp.async.bulk.tensor.3d") == 2, "lse * log2(e) and D of each step's queries"
+    # a step: S^T and dP^T (D/16 each), dV and dK (64/16 each), dQ (its keys / 16); traced twice, with the mask and
+    # without it
+    per_step = 2 * (d // 16) + 2 * 4 + (128 * (d // 64) // 2) // 16
+    assert main.count("wgmma.mma_async") == 2 * per_step, "the masked and the unmasked steps are traced apart"
     assemble(c.ptx)
     warnings = ptxas_notes(c.ptx)
     if warnings is not None:
