@@ -16,8 +16,8 @@ KV head sum over its query heads.
 Three kernels:
 
 1. ``_prepare``: per query row ``D`` and ``lse * log2(e)`` (``+inf`` for a row that saw no key and for the rows
-   that pad the workspaces to whole 64-row blocks, so their P is 0); each row is read in 16-byte chunks by ``head_dim / 8`` threads whose
-   partial sums meet by warp shuffles;
+   that pad the workspaces to whole 64-row blocks, so their P is 0); each row is read in 16-byte chunks by
+   ``head_dim / 8`` threads whose partial sums meet by warp shuffles;
 2. ``attention_backward_kernel``: a CTA per 128 keys of one KV head. Its producer warp loads the K and V tiles
    once, then the Q and dO tiles of every 64-query block that sees the keys (each query head of the group in
    turn) through a ``PipelineTmaAsync``. Each of the two consumer warpgroups owns 64 keys and, per query block,
