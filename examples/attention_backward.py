@@ -23,8 +23,9 @@ Three kernels:
    turn) through a ``PipelineTmaAsync``. Each of the two consumer warpgroups owns 64 keys and, per query block,
    computes ``S^T = K Q^T`` and ``dP^T = V dO^T`` (WGMMAs from shared memory), ``P^T`` in registers while
    ``dP^T`` is still in flight (masked where a key is past the keys or past the causal diagonal: a CTA's steps
-   that need the mask come first for each query head, traced apart from the others, which need none), issues ``dV += P^T dO`` with ``P^T`` as the register operand (its accumulator layout is the
-   register-operand layout), computes ``dS^T`` while that runs, issues ``dK += dS^T Q`` the same way and writes
+   that need the mask come first for each query head, traced apart from the others, which need none), issues
+   ``dV += P^T dO`` with ``P^T`` as the register operand (its accumulator layout is the register-operand
+   layout), computes ``dS^T`` while that runs, issues ``dK += dS^T Q`` the same way and writes
    ``dS`` to shared memory (``stmatrix``). When both warpgroups' ``dS`` is there, each computes a 64x64 tile of
    ``dQ = dS K`` into ``dP^T``'s registers (head dim 128: its half of the columns over all 128 keys; 64: all
    columns over its own keys), writes it to shared memory in its accumulator's register order and adds it to
