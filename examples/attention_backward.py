@@ -32,8 +32,9 @@ Three kernels:
    the fp32 accumulator with one TMA reduction (``cp.reduce.async.bulk.tensor ... add``; two buffers per
    warpgroup, so a reduction runs while the next block is computed). At the end it stores ``dK * scale`` and
    ``dV`` through shared memory;
-3. ``_finish_dq``: ``dQ = scale * accumulator``, rounded to the input type, each 64x64 tile read back in the
-   register order it was written in.
+3. ``_finish_dq``: ``dQ = scale * accumulator``, rounded to the input type: a warpgroup per 64 query rows reads
+   each 64x64 tile back in the register order it was written in and stores the rows through shared memory in
+   16-byte chunks.
 
 The accumulator ``dqa`` is ``(tiles * 32, 128)`` fp32, zero before the call: tile ``((batch * heads + head) *
 m_blocks + m) * (head_dim / 64) + c`` holds rows ``64 m ...`` and columns ``64 c ...`` of one head's ``dQ`` as
@@ -98,31 +99,30 @@ def _prepare(o, do, lse, dsum, lse2, seqlen_q, d):
 
 
 @cute.kernel
-def _finish_dq(mma_dq, dqa, dq, seqlen_q, d, scale):
-    """CTA ``(m, head, batch)``: the ``d / 64`` tiles of query rows ``64 m ...``, a warpgroup per tile, each thread
-    reading back (16 bytes at a time) the values its namesake in the WGMMA wrote."""
+def _finish_dq(mma_o, dqa, dq, seqlen_q, d, scale, row_layout):
+    """CTA ``(m, head, batch)``, one warpgroup: query rows ``64 m ...`` of ``dq``. Each thread reads back (16 bytes
+    at a time) the values its namesake in the WGMMAs wrote, which are its values of a ``64 x d`` accumulator
+    (``mma_o``'s: the tile of columns ``64 c ..`` is its values ``32 c ..``); they go out row-major through
+    shared memory in 16-byte chunks (``attention_tiles.store_rows``)."""
     m, head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
     heads = cute.size(dq, mode=[2])
     m_blocks = cute.ceil_div(seqlen_q, BLOCK_M)
-    c = tidx // 128
-    wtid = tidx % 128
-    tile = ((batch * heads + head) * m_blocks + m) * (d // 64) + c
-    cQ = mma_dq.get_slice(wtid).partition_C(cute.make_identity_tensor((BLOCK_M, 64)))
-    dt = dq.element_type
-    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dt, num_bits_per_copy=2 * dt.width)
+    smem = arch.SmemAllocator()
+    sO = smem.allocate_tensor(dq.element_type, row_layout, 128)              # (64 rows, d)
+    cO = mma_o.get_slice(tidx).partition_C(cute.make_identity_tensor((BLOCK_M, d)))
+    acc = mma_o.make_fragment_C(cO)
     wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Float32, num_bits_per_copy=128)
     vals = cute.make_fragment(4, cute.Float32)
-    out = cute.make_fragment((2,), dt)
-    for u in cute.range_constexpr(DQ_VALUES // 4):
-        cute.copy(wide, cute.local_tile(dqa[tile * DQ_VALUES + 4 * u + wtid // 32, None], (4,), (wtid % 32,)), vals)
-        for h in cute.range_constexpr(2):
-            r, col = cQ[4 * u + 2 * h]
-            row = m * BLOCK_M + r
-            if row < seqlen_q:
-                for j in cute.range_constexpr(2):
-                    out[j] = (vals[2 * h + j] * scale).to(dt)
-                cute.copy(pair, out, cute.local_tile(dq[row, None, head, batch], (2,), ((c * 64 + col) // 2,)))
+    for c in cute.range_constexpr(d // 64):
+        tile = ((batch * heads + head) * m_blocks + m) * (d // 64) + c
+        for u in cute.range_constexpr(DQ_VALUES // 4):
+            cute.copy(wide, cute.local_tile(dqa[tile * DQ_VALUES + 4 * u + tidx // 32, None], (4,), (tidx % 32,)),
+                      vals)
+            for i in cute.range_constexpr(4):
+                acc[DQ_VALUES * c + 4 * u + i] = vals[i] * scale
+    store_rows(acc, cO, sO, cute.local_tile(head_rows(dq, 0, batch, head), (BLOCK_M, d), (m, 0)), 0, tidx,
+               seqlen_q - m * BLOCK_M, d)
 
 
 @cute.kernel
@@ -467,8 +467,9 @@ def _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal=False
                               q_mn_layout, k_mn_layout, ds_layout, dq_layout, row_layout, heads // kv_heads, causal,
                               scale, (sq, sk)).launch(grid=(cute.ceil_div(sk, BLOCK_N), kv_heads, b),
                                                       block=ATTN_THREADS)
-    _finish_dq(mma_dq, dqa, dqv, sq, d, scale).launch(grid=(cute.ceil_div(sq, BLOCK_M), heads, b),
-                                                      block=128 * (d // 64))
+    mma_o = hh.make_trivial_tiled_mma(dt, dt, K, MN, cute.Float32, (1, 1, 1), (64, d))    # (its C layout only)
+    _finish_dq(mma_o, dqa, dqv, sq, d, scale, cute.make_layout((BLOCK_M, d), stride=(d, 1))).launch(
+        grid=(cute.ceil_div(sq, BLOCK_M), heads, b), block=128)
 
 
 def attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal=False, softmax_scale=None, stream=None):

@@ -247,7 +247,7 @@ def _compile_backward(d=128, causal=False, dt="BFloat16", b=2, s=1024, sk=None, 
 def test_attention_backward_ptx(d, causal, filecheck, assemble):
     """Three kernels: the row sums D (16-byte loads), the main kernel (S^T and dP^T from shared memory, dV and dK
     with P^T and dS^T from registers, dS stored by stmatrix, dQ of dS from shared memory added with a TMA
-    reduction), and dQ's rounding."""
+    reduction), and dQ's rounding (16-byte loads, rows through shared memory, 16-byte stores)."""
     c = _compile_backward(d, causal)
     filecheck(c.ptx, [
         "CHECK: .entry _prepare",
@@ -265,7 +265,14 @@ def test_attention_backward_ptx(d, causal, filecheck, assemble):
         "CHECK: cp.async.bulk.wait_group.read 1;",
         "CHECK: cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group",
         "CHECK: .entry _finish_dq",
+        "CHECK: ld.global.v4.b32",
+        "CHECK: st.shared.b32",
+        "CHECK: bar.sync",
+        "CHECK: ld.shared.v4.b32",
+        "CHECK: st.global.v4.b32",
     ])
+    finish = c.ptx[c.ptx.index(".entry _finish_dq"):]
+    assert "st.global.b32" not in finish and "st.global.b16" not in finish, "dQ's rows go out in 16-byte chunks"
     main = c.ptx[c.ptx.index(".entry attention_backward_kernel"):c.ptx.index(".entry _finish_dq")]
     assert "red.global" not in main and "atom.global" not in main, "dQ goes through the TMA reduction only"
     assert c.ptx.count("cp.async.bulk.tensor.4d") == 4 * max(1, d // 64), "K, V once; Q and dO per step"
