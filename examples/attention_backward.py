@@ -26,7 +26,8 @@ Three kernels:
    that need the mask come first for each query head, traced apart from the others, which need none), issues
    ``dV += P^T dO`` with ``P^T`` as the register operand (its accumulator layout is the register-operand
    layout), computes ``dS^T`` while that runs, issues ``dK += dS^T Q`` the same way and writes
-   ``dS`` to shared memory (``stmatrix``). When both warpgroups' ``dS`` is there, each computes a 64x64 tile of
+   ``dS`` to shared memory (``stmatrix``; a buffer per stage, so that no warpgroup waits for the other's dQ
+   MMAs before the next step). When both warpgroups' ``dS`` is there, each computes a 64x64 tile of
    ``dQ = dS K`` into ``dP^T``'s registers (head dim 128: its half of the columns over all 128 keys; 64: all
    columns over its own keys), writes it to shared memory in its accumulator's register order and adds it to
    the fp32 accumulator with one TMA reduction (``cp.reduce.async.bulk.tensor ... add``; two buffers per
@@ -143,7 +144,7 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
     sV = smem.allocate_tensor(load_v.dtype, k_layout, 1024)
     sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)          # (64 queries, D, stages)
     sdO = smem.allocate_tensor(load_do.dtype, q_layout, 1024)
-    sdS = smem.allocate_tensor(load_q.dtype, ds_layout, 1024)        # (64 queries, 128 keys)
+    sdS = smem.allocate_tensor(load_q.dtype, ds_layout, 1024)        # (64 queries, 128 keys, stages)
     sdQ = smem.allocate_tensor(cute.Float32, dq_layout, 128)         # (4096 values, 2 x 2 buffers)
     sL = smem.allocate_tensor(cute.Float32, row_layout, 128)         # (64 queries, stages): lse * log2(e)
     sD = smem.allocate_tensor(cute.Float32, row_layout, 128)         # (64 queries, stages): D
@@ -241,7 +242,8 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
     parts = d // 64                               # the warpgroups' column tiles (2 at D 128, 1 at D 64)
     c = group % parts
     keys = BLOCK_N * parts // 2
-    tQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(cute.local_tile(sdS, (BLOCK_M, keys), (0, group // parts))))
+    tQrdS = mma_dq.make_fragment_A(thr_dq.partition_A(cute.local_tile(sdS, (BLOCK_M, keys, STAGES),
+                                                                      (0, group // parts, 0))))
     tQrK = mma_dq.make_fragment_B(thr_dq.partition_B(cute.local_tile(sK_mn[None, None, 0], (64, keys),
                                                                      (c, group // parts))))
     read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
@@ -265,6 +267,8 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
                 _step(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, frags, sdS, sdQ, sL, sD, loads, read, group, wtid,
                       first_k, (m_start + i) * BLOCK_M, seqlen_k, diag, causal, scale, phase == 0, t,
                       _dq_tile(batch, kv_head * head_ratio + h, m_start + i, c, heads, m_blocks, parts), keys, d)
+    # every warpgroup's dQ MMAs have read K before the output goes through its shared memory
+    arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
     if wtid == 0:
         arch.tma_store_wait(0, read=True)
     for v in cute.range_constexpr(cute.size(acc_dk)):
@@ -319,12 +323,15 @@ def _step(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, frags, sdS, sdQ, sL, sD, lo
     for kb in cute.range_constexpr(BLOCK_M // 16):
         cute.gemm(mma_kv, acc_dk, tKVrdS[None, None, kb], tKVrQ[None, None, kb, read.index], acc_dk)
     wg.commit_group()
-    _store_ds(tKVrdS, sdS, group, wtid)
+    # dS goes into the buffer of the step's stage: a warpgroup writes a buffer again STAGES steps later, past the
+    # barrier below of a step in between, which the other warpgroup reaches only after this step's dQ MMAs
+    buf = read.index
+    _store_ds(tKVrdS, sdS[None, None, buf], group, wtid)
     # both warpgroups' dS is in shared memory (and visible to the MMAs' proxy)
     arch.fence_view_async_shared()
     arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
     fence_operands(acc_dp, acc_dp)
-    gemm_ss(mma_dq, acc_dp, tQrdS, tQrK, None, keys)               # dQ into dP^T's registers
+    gemm_ss(mma_dq, acc_dp, tQrdS, tQrK, None, keys, buf)          # dQ into dP^T's registers
     wg.commit_group()
     wg.wait_group(0)
     arch.warpgroup_fence_operand(acc_dv)
@@ -333,8 +340,6 @@ def _step(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, frags, sdS, sdQ, sL, sD, lo
     loads.consumer_release(read)
     read.advance()
     _reduce_dq(reduce_dq, tma_dqa, acc_dp, sdQ, group, wtid, t, tile)
-    # every warpgroup's dQ MMA has read dS before the next block writes it
-    arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
 
 
 @cute.jit
@@ -443,8 +448,7 @@ def _backward(q, k, v, out, lse, dout, dq, dk, dv, dsum, lse2, dqa, causal=False
     k_mn_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_M, d, BLOCK_N), dt, 1)
     q_layout = hh.make_smem_layout_b(LayoutEnum.ROW_MAJOR, (BLOCK_N, BLOCK_M, d), dt, STAGES)
     q_mn_layout = hh.make_smem_layout_b(LayoutEnum.COL_MAJOR, (BLOCK_N, d, BLOCK_M), dt, STAGES)
-    ds_layout = cute.slice_(hh.make_smem_layout_a(LayoutEnum.COL_MAJOR, (BLOCK_M, d, BLOCK_N), dt, 1),
-                            (None, None, 0))
+    ds_layout = hh.make_smem_layout_a(LayoutEnum.COL_MAJOR, (BLOCK_M, d, BLOCK_N), dt, STAGES)
     dq_layout = cute.make_layout((DQ_VALUES * 128, 2 * DQ_BUFFERS))
     row_layout = cute.make_layout((BLOCK_M, STAGES))
     qv, kv, vv, ov, dov, dqv, dkv, dvv = (tokens_major(t, False) for t in (q, k, v, out, dout, dq, dk, dv))

@@ -34,13 +34,14 @@ def fence_operands(acc_s, acc_o):
 
 
 @cute.jit
-def gemm_ss(mma, acc, tA, tB, stage, k_extent):
-    """``acc = A B^T`` over ``k_extent`` with both operands from shared memory (``tB`` of stage ``stage``, or
-    unstaged with ``None``): the first k-block overwrites the accumulators."""
+def gemm_ss(mma, acc, tA, tB, stage, k_extent, a_stage=None):
+    """``acc = A B^T`` over ``k_extent`` with both operands from shared memory (``tB`` of stage ``stage`` and
+    ``tA`` of stage ``a_stage``, or unstaged with ``None``): the first k-block overwrites the accumulators."""
     mma.set(wg.Field.ACCUMULATE, False)
     for kb in cute.range_constexpr(k_extent // 16):
+        a = tA[None, None, kb] if a_stage is None else tA[None, None, kb, a_stage]
         b = tB[None, None, kb] if stage is None else tB[None, None, kb, stage]
-        cute.gemm(mma, acc, tA[None, None, kb], b, acc)
+        cute.gemm(mma, acc, a, b, acc)
         mma.set(wg.Field.ACCUMULATE, True)
 
 
