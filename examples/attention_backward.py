@@ -267,8 +267,7 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
                 _step(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, frags, sdS, sdQ, sL, sD, loads, read, group, wtid,
                       first_k, (m_start + i) * BLOCK_M, seqlen_k, diag, causal, scale, phase == 0, t,
                       _dq_tile(batch, kv_head * head_ratio + h, m_start + i, c, heads, m_blocks, parts), keys, d)
-    # every warpgroup's dQ MMAs have read K before the output goes through its shared memory
-    arch.barrier(barrier_id=1, number_of_threads=MMA_THREADS)
+    # (store_rows first waits for both warpgroups: their dQ MMAs have read K before dK goes through its memory)
     if wtid == 0:
         arch.tma_store_wait(0, read=True)
     for v in cute.range_constexpr(cute.size(acc_dk)):
