@@ -58,7 +58,8 @@ from .attention import LOG2E
 from .attention_args import check_args, check_rows_stored_in_chunks, tokens_major
 from .attention_tiles import ATTN_THREADS, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows, store_rows
 
-__all__ = ["attention_backward", "attention_backward_kernel", "workspace_shapes", "BWD_HEAD_DIMS"]
+__all__ = ["attention_backward", "attention_backward_kernel", "workspace_shapes", "query_blocks", "masked_blocks",
+           "BWD_HEAD_DIMS"]
 
 BWD_HEAD_DIMS = (64, 128)
 BLOCK_N = 128          # keys per CTA, 64 per consumer warpgroup
@@ -126,6 +127,31 @@ def _finish_dq(mma_o, dqa, dq, seqlen_q, d, scale, row_layout):
                seqlen_q - m * BLOCK_M, d)
 
 
+def query_blocks(n_block, seqlen_q, seqlen_k, causal):
+    """``(m_blocks, m_start, m_count)``: the query blocks of ``BLOCK_M`` rows, and those the CTA of key block
+    ``n_block`` visits for each query head, ``m_start .. m_blocks - 1`` (causal: the blocks before ``m_start`` see
+    none of its keys). Ints on the host, or traced values in a kernel."""
+    diag = seqlen_k - seqlen_q                  # key j is visible from query i when j <= i + diag (causal)
+    m_blocks = (seqlen_q + BLOCK_M - 1) // BLOCK_M
+    m_start = 0
+    if causal:
+        m_start = cute.min(m_blocks, cute.max(0, n_block * BLOCK_N - diag) // BLOCK_M)
+    return m_blocks, m_start, m_blocks - m_start
+
+
+def masked_blocks(n_block, m_start, m_count, seqlen_q, seqlen_k, causal):
+    """How many of the visited query blocks (from ``m_start`` on, :func:`query_blocks`) need the mask, all of them
+    first: every one where the key block reaches past the keys, else (causal) those whose first row does not see
+    the whole key block. The others see every key of the block from every row in the queries (rows past the
+    queries need no mask: their ``lse * log2(e)`` is +inf, so their P is 0)."""
+    first_k = n_block * BLOCK_N
+    masked = 0
+    if causal:
+        past = cute.max(0, first_k + BLOCK_N - 1 - (seqlen_k - seqlen_q))   # the first row that sees the whole block
+        masked = cute.min(m_count, cute.max(0, (past + BLOCK_M - 1) // BLOCK_M - m_start))
+    return cute.where(first_k + BLOCK_N > seqlen_k, m_count, masked)
+
+
 @cute.kernel
 def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma_do, load_k, tma_k, load_v, tma_v,
                               load_l, tma_l, load_dsum, tma_dsum, reduce_dq, tma_dqa, dk, dv, k_layout, q_layout,
@@ -157,12 +183,7 @@ def attention_backward_kernel(mma_s, mma_kv, mma_dq, load_q, tma_q, load_do, tma
         num_stages=STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
         consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, MMA_THREADS // 32),
         tx_count=2 * BLOCK_M * (d * load_q.dtype.width // 8 + 4), barrier_storage=bars)
-    diag = seqlen_k - seqlen_q                  # key j is visible from query i when j <= i + diag (causal)
-    m_blocks = (seqlen_q + BLOCK_M - 1) // BLOCK_M
-    m_start = 0
-    if causal:
-        m_start = cute.min(m_blocks, cute.max(0, n_block * BLOCK_N - diag) // BLOCK_M)
-    m_count = m_blocks - m_start
+    m_blocks, m_start, m_count = query_blocks(n_block, seqlen_q, seqlen_k, causal)
     steps = head_ratio * m_count
     if warp >= PRODUCER_WARP:
         arch.warpgroup_reg_dealloc(PRODUCER_REGS)
@@ -248,16 +269,10 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
                                                                      (c, group // parts))))
     read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
     first_k = n_block * BLOCK_N
-    # per query head, the blocks that need the mask come first: all of them where the key block reaches past the
-    # keys, else (causal) those that reach past the diagonal for their first query (rows past the queries need
-    # none: their lse * log2(e) is +inf, so their P is 0). The loop over them and the loop over the others are
-    # traced apart, so that no branch on the mask lies between the MMAs (the assembler would serialise them)
-    n_masked = 0
-    if causal:
-        past = cute.max(0, first_k + BLOCK_N - 1 - diag)        # the first query row that sees the whole block
-        n_masked = cute.min(m_count, cute.max(0, (past + BLOCK_M - 1) // BLOCK_M - m_start))
-    n_masked = cute.where(first_k + BLOCK_N > seqlen_k, m_count, n_masked)
-    bounds = (0, n_masked, m_count)
+    # per query head, the blocks that need the mask come first (masked_blocks); the loop over them and the loop over
+    # the others are traced apart, so that no branch on the mask lies between the MMAs (the assembler would
+    # serialise them)
+    bounds = (0, masked_blocks(n_block, m_start, m_count, seqlen_q, seqlen_k, causal), m_count)
     frags = (tSrK, tSrV, tSrQ, tSrdO, tKVrdO, tKVrQ, cS, acc_s, acc_dp, tKVrP, tKVrdS, acc_dk, acc_dv, tQrdS, tQrK)
     arch.mbarrier_wait(kv_bar, 0)
     for h in range(head_ratio):
