@@ -1,0 +1,90 @@
+"""Which blocks attention visits and which it masks, against a row-by-row account of what each query row sees.
+
+- The backward (``examples.attention_backward.query_blocks`` and ``masked_blocks``): a query block a CTA skips
+  sees none of its keys, one taken without the mask sees all of them from every row in the queries, and the
+  masked blocks (a prefix of the visited ones) are exactly those that need the mask.
+- The forward (``examples.attention._kv_blocks`` and ``_unmasked_blocks``): a key block a query tile skips is
+  seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries.
+
+A block taken without the mask where one is needed, or skipped where a row sees it, would give wrong results with
+no error, so the rules are checked over every length of a grid around the block sizes and over arbitrary ones."""
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from examples.attention import _kv_blocks, _unmasked_blocks
+from examples.attention_backward import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
+
+LENGTHS = (1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 517, 1000)
+
+
+def _check(seqlen_q, seqlen_k, causal):
+    diag = seqlen_k - seqlen_q            # key j is visible from query i when j <= i + diag (causal)
+    for n_block in range(-(-seqlen_k // BLOCK_N)):
+        first_k = n_block * BLOCK_N
+        keys = range(first_k, min(first_k + BLOCK_N, seqlen_k))       # the block's keys in the sequence
+        m_blocks, m_start, m_count = query_blocks(n_block, seqlen_q, seqlen_k, causal)
+        masked = masked_blocks(n_block, m_start, m_count, seqlen_q, seqlen_k, causal)
+        where = f"seqlen_q={seqlen_q} seqlen_k={seqlen_k} causal={causal} key block {n_block}"
+        assert m_blocks == -(-seqlen_q // BLOCK_M) and 0 <= m_start <= m_blocks, where
+        assert m_count == m_blocks - m_start and 0 <= masked <= m_count, where
+        for m in range(m_blocks):
+            rows = range(m * BLOCK_M, min((m + 1) * BLOCK_M, seqlen_q))   # the block's rows in the queries
+            sees = [[not causal or j <= i + diag for j in keys] for i in rows]
+            # the tile reaches past the keys, or some row does not see every key of it
+            needs_mask = first_k + BLOCK_N > seqlen_k or not all(all(s) for s in sees)
+            if m < m_start:
+                assert not any(any(s) for s in sees), f"{where}: query block {m} is skipped but sees a key"
+            elif m < m_start + masked:
+                assert needs_mask, f"{where}: query block {m} is masked but needs no mask"
+            else:
+                assert not needs_mask, f"{where}: query block {m} is taken without the mask but needs it"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_length_around_the_blocks(causal):
+    for seqlen_q, seqlen_k in itertools.product(LENGTHS, LENGTHS):
+        _check(seqlen_q, seqlen_k, causal)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 1500), st.integers(1, 1500), st.booleans())
+def test_arbitrary_lengths(seqlen_q, seqlen_k, causal):
+    _check(seqlen_q, seqlen_k, causal)
+
+
+def _check_forward(seqlen_q, seqlen_k, causal, block_m, block_n):
+    diag = seqlen_k - seqlen_q
+    for m_block in range(-(-seqlen_q // block_m)):
+        rows = range(m_block * block_m, min((m_block + 1) * block_m, seqlen_q))
+        n = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
+        whole = _unmasked_blocks(m_block * block_m, seqlen_q, seqlen_k, block_n, causal, n)
+        where = f"seqlen_q={seqlen_q} seqlen_k={seqlen_k} causal={causal} tile {block_m}x{block_n} block {m_block}"
+        assert 0 <= whole <= n, where
+        for j in range(-(-seqlen_k // block_n)):
+            first, last = j * block_n, min((j + 1) * block_n, seqlen_k) - 1     # the block's keys in the sequence
+            seen = [(last if not causal else min(last, i + diag)) - first + 1 for i in rows]    # keys row i sees
+            if j >= n:
+                assert all(c <= 0 for c in seen), f"{where}: key block {j} is skipped but a row sees it"
+            elif j < whole:
+                assert (j + 1) * block_n <= seqlen_k and all(c == block_n for c in seen), \
+                    f"{where}: key block {j} is taken without the mask but is not seen whole"
+
+
+TILES = ((128, 128), (128, 80), (128, 176), (192, 128), (128, 64))
+FORWARD_LENGTHS = (1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 300, 517)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward_every_length_around_the_blocks(causal):
+    for (block_m, block_n), seqlen_q, seqlen_k in itertools.product(TILES, FORWARD_LENGTHS, FORWARD_LENGTHS):
+        _check_forward(seqlen_q, seqlen_k, causal, block_m, block_n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 1200), st.integers(1, 1200), st.booleans(), st.sampled_from(TILES))
+def test_forward_arbitrary_lengths(seqlen_q, seqlen_k, causal, tile):
+    _check_forward(seqlen_q, seqlen_k, causal, *tile)
