@@ -56,14 +56,12 @@ from cute_py.utils import hopper_helpers as hh
 
 from .attention import LOG2E
 from .attention_args import check_args, check_rows_stored_in_chunks, tokens_major
+from .attention_backward_blocks import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
 from .attention_tiles import ATTN_THREADS, MMA_THREADS, PRODUCER_WARP, fence_operands, gemm_ss, head_rows, store_rows
 
-__all__ = ["attention_backward", "attention_backward_kernel", "workspace_shapes", "query_blocks", "masked_blocks",
-           "BWD_HEAD_DIMS"]
+__all__ = ["attention_backward", "attention_backward_kernel", "workspace_shapes", "BWD_HEAD_DIMS"]
 
 BWD_HEAD_DIMS = (64, 128)
-BLOCK_N = 128          # keys per CTA, 64 per consumer warpgroup
-BLOCK_M = 64           # queries per step
 STAGES = 2
 DQ_VALUES = 64 * 64 // 128   # values of a 64x64 dQ tile per thread of a warpgroup
 DQ_BUFFERS = 2
@@ -125,31 +123,6 @@ def _finish_dq(mma_o, dqa, dq, seqlen_q, d, scale, row_layout):
                 acc[DQ_VALUES * c + 4 * u + i] = vals[i] * scale
     store_rows(acc, cO, sO, cute.local_tile(head_rows(dq, 0, batch, head), (BLOCK_M, d), (m, 0)), 0, tidx,
                seqlen_q - m * BLOCK_M, d)
-
-
-def query_blocks(n_block, seqlen_q, seqlen_k, causal):
-    """``(m_blocks, m_start, m_count)``: the query blocks of ``BLOCK_M`` rows, and those the CTA of key block
-    ``n_block`` visits for each query head, ``m_start .. m_blocks - 1`` (causal: the blocks before ``m_start`` see
-    none of its keys). Ints on the host, or traced values in a kernel."""
-    diag = seqlen_k - seqlen_q                  # key j is visible from query i when j <= i + diag (causal)
-    m_blocks = (seqlen_q + BLOCK_M - 1) // BLOCK_M
-    m_start = 0
-    if causal:
-        m_start = cute.min(m_blocks, cute.max(0, n_block * BLOCK_N - diag) // BLOCK_M)
-    return m_blocks, m_start, m_blocks - m_start
-
-
-def masked_blocks(n_block, m_start, m_count, seqlen_q, seqlen_k, causal):
-    """How many of the visited query blocks (from ``m_start`` on, :func:`query_blocks`) need the mask, all of them
-    first: every one where the key block reaches past the keys, else (causal) those whose first row does not see
-    the whole key block. The others see every key of the block from every row in the queries (rows past the
-    queries need no mask: their ``lse * log2(e)`` is +inf, so their P is 0)."""
-    first_k = n_block * BLOCK_N
-    masked = 0
-    if causal:
-        past = cute.max(0, first_k + BLOCK_N - 1 - (seqlen_k - seqlen_q))   # the first row that sees the whole block
-        masked = cute.min(m_count, cute.max(0, (past + BLOCK_M - 1) // BLOCK_M - m_start))
-    return cute.where(first_k + BLOCK_N > seqlen_k, m_count, masked)
 
 
 @cute.kernel

@@ -1,7 +1,7 @@
 """Which blocks attention visits and which it masks, against a row-by-row account of what each query row sees.
 
-- The backward (``examples.attention_backward.query_blocks`` and ``masked_blocks``): a query block a CTA skips
-  sees none of its keys, one taken without the mask sees all of them from every row in the queries, and the
+- The backward (``examples.attention_backward_blocks``: ``query_blocks``, ``masked_blocks``): a query block a CTA
+  skips sees none of its keys, one taken without the mask sees all of them from every row in the queries, and the
   masked blocks (a prefix of the visited ones) are exactly those that need the mask.
 - The forward (``examples.attention._kv_blocks`` and ``_unmasked_blocks``): a key block a query tile skips is
   seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries.
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from examples.attention import _kv_blocks, _unmasked_blocks
-from examples.attention_backward import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
+from examples.attention_backward_blocks import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
 
 LENGTHS = (1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 517, 1000)
 
