@@ -157,6 +157,7 @@ def main():
                     if args.no_compile:
                         t_comp = float("nan")
                     else:
+                        torch._dynamo.reset()  # a fresh cache: past 8 shapes of one function it would run eager
                         comp = torch.compile(fn, dynamic=False)
                         t_comp = _time(torch, lambda: comp(*fn_args), args.reps)
                     # ours again after torch's, so that a clock falling with the heat weighs on both sides

@@ -63,27 +63,31 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
     red = RowReduction(plan, 1)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    staged = _stages(plan, (x, w))  # x and w through shared memory
-    if cute.const_expr(staged):
+    staged = _staged_prefix(plan, (x, w))  # x, then w, through shared memory where they fit
+    if cute.const_expr(staged >= 1):
         (sx,) = stage((clamped_row(x, r),), plan, t, rank)
+    if cute.const_expr(staged == 2):
         (sw,) = stage((w,), plan, t, rank)
     cluster_start(plan)
-    if cute.const_expr(staged):
-        wait_staged(1)
+    if cute.const_expr(staged >= 1):
+        wait_staged(staged - 1)
         xs = sx.values()
     else:
         xs = load_row(clamped_row(x, r), plan, t, rank)
+    if cute.const_expr(staged == 1):
+        ws = load_row(w, plan, t, rank)  # into registers, in flight while x is reduced
     s = 0.0
     for v in xs:
         s = s + (v * v).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (ss,) = row_reduce((s,), add, red)
     inv = cute.math.rsqrt(ss / plan.n + eps)
-    if cute.const_expr(staged):
+    if cute.const_expr(staged == 2):
         wait_staged(0)
         ws = sw.values()
-        xs = sx.values()
-    else:
+    elif cute.const_expr(staged == 0):
         ws = load_row(w, plan, t, rank)
+    if cute.const_expr(staged >= 1):
+        xs = sx.values()
     store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
     _store_stats(r, m, t, rank, ((rstd, inv),))
 
@@ -136,11 +140,26 @@ NORM_STAGE_SMEM = 100 * 1024  # staged bytes a CTA of a norm may take: two CTAs 
 
 
 def _stages(plan, inputs):
-    """Whether a norm's kernel stages ``inputs`` through shared memory: rows over a cluster (``staged_rows``)
-    whose staged bytes let two CTAs share an SM. Measured (H200, Float32 rows of 262144: 128 KiB a CTA staged):
-    RMSNorm 0.73 -> 0.85 and LayerNorm 0.56 -> 0.72 of the copy ceiling in registers; staging stays ahead at
-    65536 and below and for 16-bit rows of 262144 (64 KiB a CTA)."""
-    return staged_rows(plan) and sum(staged_bytes(plan, t.element_type) for t in inputs) <= NORM_STAGE_SMEM
+    """Whether a norm's kernel stages all of ``inputs`` through shared memory (:func:`_staged_prefix`)."""
+    return _staged_prefix(plan, inputs) == len(inputs)
+
+
+def _staged_prefix(plan, inputs):
+    """How many of ``inputs``, taken in order, a norm's kernel stages through shared memory: on rows over a cluster
+    (``staged_rows``), as many as let two CTAs share an SM (``NORM_STAGE_SMEM``). Measured (H200, Float32 rows of
+    262144, 64 KiB a CTA an input): both inputs staged (one CTA an SM), RMSNorm 0.73 and LayerNorm 0.56 of the copy
+    ceiling; both in registers, 0.85 and 0.72; RMSNorm's ``x`` alone staged, with ``w`` loaded into registers while
+    ``x`` is reduced, 0.97. Staging stays ahead at 65536 and below and for 16-bit rows of 262144
+    (benchmarks/RESULTS.md)."""
+    if not staged_rows(plan):
+        return 0
+    total = count = 0
+    for t in inputs:
+        total += staged_bytes(plan, t.element_type)
+        if total > NORM_STAGE_SMEM:
+            break
+        count += 1
+    return count
 
 
 def _every_thread_full(plan):

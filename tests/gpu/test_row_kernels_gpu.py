@@ -15,6 +15,7 @@ except Exception as e:  # not installed, or no usable bindings
 
 from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_forward, rmsnorm_backward,  # noqa: E402
                       rmsnorm_forward, rmsnorm_workspace_rows, softmax_backward, softmax_forward)
+import cute_py as cute  # noqa: E402
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -233,6 +234,41 @@ def test_nan_and_infinities_propagate_as_in_torch(n):
         cross_entropy_backward(x, tg, dloss.float(), lse, dx)
         torch.cuda.synchronize()
         _close(dx, xg.grad, "Float32", 1.0)
+
+
+@pytest.mark.parametrize("dtype", ["BFloat16", "Float16"])
+@pytest.mark.parametrize("n, pad", [(65536, 8), (262143, 1)])
+def test_cross_entropy_of_16_bit_rows_reduced_by_halves_matches_torch_on_special_values(dtype, n, pad):
+    """16-bit rows over 8 and 16 CTAs: each thread takes the pair of each half of its values on its own
+    (``staged_halves``). Special values in one half or both: thread 0's first half holds element 1, its second half
+    element ``n // 2 + 2``."""
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    a, b = 1, n // 2 + 2
+    big = 3e38 if dtype == "BFloat16" else 6e4     # near the type's largest (bf16: the plain form in one half)
+    x = _rows(torch, 9, n, pad, t, 9, 3.0)
+    x[0, a] = big
+    x[1, a], x[1, b] = float("inf"), float("nan")
+    x[2, b] = float("inf")
+    x[3, :n // 2] = float("-inf")                   # the first halves only -inf (a pair (-inf, 0) combined)
+    x[4] = float("-inf")
+    x[5, b] = 80.0                                  # the max in the second half, far above the first half's
+    x[6, a], x[6, b] = -big, big
+    x[7, :] = float("-inf")
+    x[7, b] = 2.0                                   # one finite logit
+    target = torch.tensor([a, 0, b, b, 0, b, b, b, -100], device="cuda")
+    loss, lse = Poisoned(torch, (9,), torch.float32), Poisoned(torch, (9,), torch.float32)
+    c = cute.compile(cross_entropy_forward, x, target, loss.view, lse.view)
+    assert c.launches[0].cluster[0] >= 8 and "cp.async" in c.ptx
+    c(x, target, loss.view, lse.view)
+    assert loss.guards_intact() and lse.guards_intact()
+    xd = x.double()
+    exact_lse = torch.logsumexp(xd, dim=1)
+    exact = torch.nn.functional.cross_entropy(xd, target, reduction="none", ignore_index=-100)
+    _close(lse.view, exact_lse, "Float32", 1.0)
+    _close(loss.view, exact, "Float32", 1.0)
+    assert math.isnan(float(lse.view[1])) and float(lse.view[2]) == math.inf and float(lse.view[4]) == -math.inf
+    assert float(lse.view[7]) == 2.0 and float(loss.view[7]) == 0.0 and float(loss.view[8]) == 0.0
 
 
 def test_a_target_outside_the_classes_gives_a_nan_loss():

@@ -133,6 +133,19 @@ def test_rows_over_a_cluster_stage_their_inputs_through_shared_memory(assemble):
         assemble(ptx)
 
 
+def test_float32_rmsnorm_rows_of_262144_stage_x_alone_and_load_w_while_x_is_reduced(assemble):
+    # 64 KiB a CTA an input: x and w staged would leave one CTA an SM; x alone is copied, w loaded into registers
+    x, w, s = _rows("Float32", 4, 262144), F("Float32", (262144,)), F("Float32", (4,))
+    c = cute.compile(ex.rmsnorm_forward, x, w, x, s, 1e-6)
+    ptx = c.ptx
+    assert c.launches[0].cluster == (16, 1, 1) and ".local" not in ptx
+    assert _count(ptx, CP_ASYNC_16) == 16 and _count(ptx, r"ld\.global\.v4\.b32") == 16
+    assert re.findall(r"cp\.async\.wait_group\s+(\d+)", ptx) == ["0"]
+    # w's loads are issued before the row's reduction: before the first cluster exchange
+    assert ptx.index("ld.global.v4.b32") < ptx.index("st.async")
+    assemble(ptx)
+
+
 def test_short_rows_keep_their_inputs_in_registers():
     x, w, s = _rows("BFloat16", 64, 4096), F("BFloat16", (4096,)), F("Float32", (64,))
     for c in (cute.compile(ex.rmsnorm_forward, x, w, x, s, 1e-6), cute.compile(ex.layernorm_forward, x, w, w, x, s, s),
@@ -216,6 +229,33 @@ def test_softmax_and_cross_entropy_rows_of_262144_bf16_take_16_ctas_of_128_threa
     assert ".maxntid 128, 1, 1" in ce.ptx and ".local" not in ce.ptx and ce.launches[0].cluster == (16, 1, 1)
     norm = cute.compile(ex.rmsnorm_forward, rows, F("BFloat16", (262144,)), rows, F("Float32", (4,)), 1e-6)
     assert ".maxntid 256, 1, 1" in norm.ptx     # measured slower at 128 values a thread
+
+
+@pytest.mark.parametrize("dtype, n, stride, halves, copies", [
+    ("BFloat16", 262144, 262144, True, 16),   # 16 CTAs of 128 threads, 16 chunks a thread
+    ("Float16", 131072, 131080, True, 8),     # 16 CTAs, 8 chunks
+    ("BFloat16", 65536, 65536, True, 8),      # 8 CTAs
+    ("BFloat16", 32768, 32768, False, 0),     # 4 CTAs: measured slower staged
+    ("Float32", 262144, 262144, False, 0),    # 64 KiB a CTA staged: measured slower
+    ("BFloat16", 262143, 262143, False, 0),   # an odd row stride: chunks of one element, too narrow for cp.async
+])
+def test_cross_entropy_stages_16_bit_rows_over_8_or_more_ctas_and_reduces_each_half_apart(dtype, n, stride, halves,
+                                                                                           copies, assemble):
+    rows, s = F(dtype, (4, n), (stride, 1)), F("Float32", (4,))
+    c = cute.compile(ex.cross_entropy_forward, rows, F("Int64", (4,)), s, s)
+    (launch,) = c.launches
+    plan = plan_rows("t", n, 8 if stride % 8 == 0 else 1, 64, wide=128)
+    assert ex.cross_entropy.staged_halves(plan, getattr(cute, dtype)) == halves
+    assert launch.cluster == (plan.cluster, 1, 1) and ".local" not in c.ptx
+    if halves:  # every chunk copied, none loaded into registers; the exponentials of each half: two fast forms
+        assert plan.cluster >= 8 and _count(c.ptx, CP_ASYNC_16) == copies == plan.chunks
+        assert _count(c.ptx, r"ld\.global\.v4") == 0 and _count(c.ptx, r"cp\.async\.wait_group\s+0;") == 1
+        # each element's exponential in a fast and a plain form (a branch per half); the combines' are fast too
+        assert _count(c.ptx, r"ex2\.approx\.f32") == plan.chunks * plan.vec
+        assert _count(c.ptx, r"ex2\.approx\.ftz\.f32") > plan.chunks * plan.vec
+    else:
+        assert "cp.async" not in c.ptx
+    assemble(c.ptx)
 
 
 def test_rows_longer_than_a_cluster_holds_are_refused():
