@@ -13,9 +13,10 @@ each output rounded once to its tensor's type; ``w``, ``b``, ``dw``: 1-D contigu
 1-D Float32 of ``rows``. A row is read once (one CTA, or a cluster of up to 16 exchanging partial sums through
 distributed shared memory) and written once. Short rows are held in registers; a row over a cluster is staged
 through shared memory (``row_stage``) where the staged bytes leave room for two CTAs an SM: RMSNorm's ``x`` and
-``w``, LayerNorm's ``w`` and ``b`` (copied from the start, while ``x`` is loaded into registers). LayerNorm of
-Float32 rows that fill every thread takes the mean and the squared deviations in one exchange (Chan, Golub and
-LeVeque's combine); other rows take the sum, then the squared deviations from the row's mean.
+``w`` (or ``x`` alone, ``w`` loaded into registers while ``x`` is reduced), LayerNorm's ``w`` and ``b`` (copied
+from the start, while ``x`` is loaded into registers). LayerNorm of Float32 rows that fill every thread takes the
+mean and the squared deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum,
+then the squared deviations from the row's mean.
 
 ``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
