@@ -22,12 +22,13 @@ def recv_fits(tile, stages):
 def cluster_capacity(size):
     """How many clusters of ``size`` CTAs, one CTA an SM, the device holds at once
     (``HardwareInfo.get_max_active_clusters``): a cluster's CTAs share a GPC, so fewer than ``SMs // size`` where
-    the GPCs' SM counts are not multiples of ``size`` (an H200's 132 SMs hold 66 clusters of 2, 30 of 4 and 15 of
-    8); without a device, an H200's where the SMs are its 132 (the default), else ``sm_count() // size``."""
+    the GPCs' SM counts are not multiples of ``size`` (an H200's 132 SMs hold 66 clusters of 2, 30 of 4, 15 of 8
+    and 7 of 16); without a device, an H200's where the SMs are its 132 (the default), else ``sm_count() //
+    size``."""
     return _capacity(size, sm_count())
 
 
-H200_CLUSTERS = {2: 66, 4: 30, 8: 15}     # measured: HardwareInfo().get_max_active_clusters(size), an H200
+H200_CLUSTERS = {2: 66, 4: 30, 8: 15, 16: 7}   # measured: HardwareInfo().get_max_active_clusters(size), an H200
 WORKSPACE_K_TILES = 32                    # the least k-tiles of a split the default sums through a workspace
 
 

@@ -36,6 +36,8 @@ from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, chec
                          store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
 from .row_math import elements, fold
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
+from .gemm_plan import cluster_capacity
+from .tma_tiled import sm_count
 
 __all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
            "layernorm_forward", "layernorm_forward_kernel", "column_sum_kernel", "rmsnorm_workspace_rows"]
@@ -316,11 +318,19 @@ def column_sum_kernel(ws, out, vec):
                 out[col + j] = total.to(out.element_type)
 
 
-def rmsnorm_workspace_rows(m, n, sms=132, ctas_per_sm=2):
-    """A good number of workspace rows ``P`` for :func:`rmsnorm_backward` on ``m`` rows of ``n`` (about
-    ``ctas_per_sm`` CTAs per SM, at most one row each); any ``P >= 1`` is correct."""
+def rmsnorm_workspace_rows(m, n, sms=None, ctas_per_sm=2):
+    """A good number of workspace rows ``P`` for :func:`rmsnorm_backward` on ``m`` rows of ``n``: the groups that
+    run at once. For rows over a cluster, the clusters of CTAs of 512 threads (one an SM) the device holds at once
+    (``gemm_plan.cluster_capacity``; an H200 holds 66 clusters of 2, 30 of 4, 15 of 8 and 7 of 16): a group more
+    would start a second wave for a few clusters. Else about ``ctas_per_sm`` CTAs on each of ``sms`` SMs (the
+    device's by default), at most one row each. Any ``P >= 1`` is correct. Measured (H200), one wave of clusters
+    against two CTAs an SM's worth: bf16 0.68 -> 0.89 of the copy ceiling at 262144, 0.63 -> 0.83 at 131072,
+    0.64 -> 0.84 at 65536, 0.85 -> 0.88 at 32768; Float32 0.77 -> 0.82 at 262144 (benchmarks/RESULTS.md)."""
     plan = plan_rows("rmsnorm_workspace_rows", n, 4, TWO_INPUTS)
-    return max(1, min(m, sms * ctas_per_sm // plan.cluster * plan.rows))
+    if plan.cluster > 1:
+        return max(1, min(m, cluster_capacity(plan.cluster)))
+    sms = sm_count() if sms is None else sms
+    return max(1, min(m, sms * ctas_per_sm * plan.rows))
 
 
 def _eps(what, eps):

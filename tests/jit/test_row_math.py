@@ -167,3 +167,24 @@ def test_rmsnorm_backward_copies_two_rows_ahead_over_a_cluster_where_they_fit(as
               for w in ("BFloat16", "Float32")}
     assert depths == {("BFloat16", "BFloat16"): 2, ("BFloat16", "Float32"): 1, ("Float32", "BFloat16"): 0,
                       ("Float32", "Float32"): 0}
+
+
+def test_rmsnorm_workspace_rows_are_one_wave_of_clusters_for_rows_over_a_cluster(monkeypatch):
+    """Rows over a cluster: as many groups as clusters of CTAs of 512 threads (one an SM) run at once, so that no
+    second wave runs a few clusters alone (an H200's capacities); short rows: about two CTAs an SM; never more
+    groups than rows."""
+    import examples.gemm_plan as gp
+    from examples.row_reduce import TWO_INPUTS, plan_rows
+    from examples.tma_tiled import sm_count
+
+    held = {2: 66, 4: 30, 8: 15, 16: 7}
+    monkeypatch.setattr(gp, "_capacity", lambda size, sms: held[size])
+    for n, want in ((262144, 7), (200000, 7), (131072, 15), (65536, 30), (32768, 66), (20000, 66)):
+        plan = plan_rows("t", n, 4, TWO_INPUTS)
+        assert plan.threads == 512 and held[plan.cluster] == want
+        assert ex.rmsnorm_workspace_rows(100000, n) == want
+        assert ex.rmsnorm_workspace_rows(3, n) == 3
+    short = plan_rows("t", 4096, 4, TWO_INPUTS)
+    assert short.cluster == 1
+    assert ex.rmsnorm_workspace_rows(100000, 4096) == sm_count() * 2 * short.rows
+    assert ex.rmsnorm_workspace_rows(100000, 4096, sms=10, ctas_per_sm=1) == 10 * short.rows
