@@ -62,7 +62,10 @@ benchmark's shapes, benchmarks/RESULTS.md):
   slots in slot order (the same bits on every run), as a cluster's split does; the counters are left zero. Not
   bounded by the clusters a wave holds (only by the SMs: ``tiles x split_k`` CTAs run at once), the default
   then splits where that fills more SMs than clusters would with 32 or more k-tiles a split (512x512x16384:
-  split 8, 128 CTAs), and an explicit ``split_k`` goes through it. One workspace serves one GEMM at a time.
+  split 8, 128 CTAs), and an explicit ``split_k`` goes through it: there any split of 1 to 16, whose first 1, 2,
+  4 or 8 CTAs of a tile (``gemm_split.summing_slices``) sum slices of the tile while the others only write their
+  products (768x768: 36 tiles of 128 x 128 split by 3, 108 CTAs; ``workspace_elements(M, N, split_k)`` past 8).
+  One workspace serves one GEMM at a time, and the plans of one ``(M, N)`` in turn.
 - ``persistent`` (``None``: ``True`` unless K is split; ``True``; ``False``; or a number of CTAs): ``False``
   launches a cluster per cluster tile; otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where
   no device can be asked; fewer when C has fewer tiles) walk the tiles, the pipeline's states carrying on from
@@ -137,7 +140,7 @@ from .gemm_gather import gathered_tile, wait_shard
 from .gemm_block_scaled import block_scaled_tile
 from .gemm_mainloop import mma_k_tiles
 from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, through_workspace, tma_storable
-from .gemm_split import check_workspace, counter_ints, fixup_splits
+from .gemm_split import check_workspace, counter_ints, fixup_splits, summing_slices
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
            "PRODUCER_REGS", "CONSUMER_REGS"]
@@ -177,7 +180,8 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         tx_count=tile_bytes,
         barrier_storage=barriers,
         cta_layout_vmnk=cute.make_layout((1, cluster_m, 1, in_cluster)))
-    bn_s = bn // split_k                                        # the columns of a tile this CTA stores
+    slices = summing_slices(split_k) if fixup else split_k     # the tile's CTAs that sum and store a slice
+    bn_s = bn // slices                                         # the columns of a tile this CTA stores
     if in_cluster > 1:
         # the split reduction's receive buffer lies over the stages, its barrier expects the peers' slices
         recv = cute.make_tensor(cute.recast_ptr(sA.iterator, dtype=cute.Float32),
@@ -252,7 +256,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
                                   tn, m, pingpong, reg_realloc)
             # this CTA stores the columns tn_s * bn_s .. of the tile: all of them, or with split_k > 1 its slice of
             # the sum of the cluster's partial products
-            tn_s = tn * split_k + split
+            tn_s = tn * slices + split
             thr_s = slice_mma.get_slice(tidx)
             tCgC = thr_s.partition_C(cute.local_tile(c, (bm, bn_s), (tm, tn_s)))
             out = acc
@@ -267,8 +271,10 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             if bias is not None or alpha != 1.0 or activation is not None or scales is not None:
                 fuse_epilogue(out, thr_s.partition_C(cC), fuse_cols, bias, alpha, activation, n, scales)
             # a tile past M (the second CTA of a cluster, for an odd number of M tiles), or a slice past N, is not
-            # stored: its tile index lies outside the tiled C (whose tile modes of extent 1 have stride 0)
-            if tm * bm < m and tn_s * bn_s < n:
+            # stored: its tile index lies outside the tiled C (whose tile modes of extent 1 have stride 0); through
+            # a workspace, the CTAs past the summing slices store nothing
+            n_stored = n if slices == split_k else cute.where(split < slices, n, 0)
+            if tm * bm < m and tn_s * bn_s < n_stored:
                 if store_c is not None:
                     store_tile_tma(out, store_c, tma_c, sC, epi_mma, tidx, tm, tn_s, bn_s, m, n)
                 else:
@@ -317,7 +323,8 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     ``"scalar"``) or ``"scalar"`` (one element per store); ``cluster_m``: CTAs per cluster along M (1 or 2; 2
     multicasts B); ``persistent``: ``False`` (a CTA per tile), ``True`` (a CTA per SM, each walking tiles) or a
     number of CTAs; ``group_m``: rows of cluster tiles per group of the tile order (``None``: all of M);
-    ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8).
+    ``split_k``: CTAs that share a tile's K range, summing their products across a cluster (1, 2, 4 or 8), or
+    through the ``workspace`` when one is given (1 to 16).
     ``workspace``: a zeroed Float32 tensor (``gemm_split.workspace_elements``) through which a split of K is
     summed instead of in a cluster. ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and
     ``split_k`` chooses them: 128 x 256 tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1
@@ -362,7 +369,8 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
         reg_realloc = block and not pingpong
     if stages is None:
         stages = STAGES.get(tile_n, 4)
-    check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k)
+    check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k,
+               workspace is not None)
     alpha = check_fused(c, bias, alpha, activation, *((None, None) if block else (scale_a, scale_b)))
     scales = None if scale_a is None or block else (scale_a, scale_b)
     block_scales = (scale_a, scale_b) if block else None
@@ -375,8 +383,8 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if workspace is not None:       # its type even where the plan does not use it
         check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k, used=fixup)
     if fixup:
-        counters = counter_ints(a.shape[0], b.shape[0], tile)
-    bn_s = bn // split_k
+        counters = counter_ints(a.shape[0], b.shape[0])
+    bn_s = bn // (summing_slices(split_k) if fixup else split_k)   # the columns of a tile a CTA stores
     ab = a.element_type
     tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn), b.element_type)
     a_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile, ab, stages)

@@ -8,9 +8,9 @@ import cute_py as cute
 
 from .gemm_epilogue import ACTIVATIONS, EPI_BUFFERS, EPI_ROW_BYTES
 
-__all__ = ["GEMM_TILE", "TILE_NS", "STAGES", "EPILOGUES", "CLUSTER_MS", "SPLITS", "MMA_WARPGROUPS", "MMA_THREADS",
-           "SMEM_LIMIT", "K_TILE_BYTES", "FP8", "k_tile", "smem_bytes", "epi_bytes", "block_scaled", "check_fused",
-           "check_args"]
+__all__ = ["GEMM_TILE", "TILE_NS", "STAGES", "EPILOGUES", "CLUSTER_MS", "SPLITS", "WORKSPACE_SPLITS", "MMA_WARPGROUPS",
+           "MMA_THREADS", "SMEM_LIMIT", "K_TILE_BYTES", "FP8", "k_tile", "smem_bytes", "epi_bytes", "block_scaled",
+           "check_fused", "check_args"]
 
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128 (16-bit A, B); tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
@@ -18,6 +18,7 @@ STAGES = {128: 6, 256: 4}              # the default stages of each tile_n: as m
 EPILOGUES = ("scalar", "vector", "tma")
 CLUSTER_MS = (1, 2)                    # CTAs per cluster along M (2: B multicast to both)
 SPLITS = (1, 2, 4, 8)                  # CTAs per tile along K (a cluster: their products summed across it)
+WORKSPACE_SPLITS = tuple(range(1, 17))  # CTAs per tile along K, their products summed through a workspace
 MMA_WARPGROUPS = 2
 MMA_THREADS = 128 * MMA_WARPGROUPS            # the consumer warpgroups' threads
 SMEM_LIMIT = 227 * 1024
@@ -87,7 +88,8 @@ def check_fused(c, bias, alpha, activation, scale_a=None, scale_b=None):
     return value
 
 
-def check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k):
+def check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k,
+               workspace=False):
     for name, t in (("a", a), ("b", b), ("c", c)):
         if len(t.shape) != 2:
             raise cute.CuteValueError(f"gemm: {name} must be 2-D, got the shape {tuple(t.shape)}")
@@ -124,8 +126,10 @@ def check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persis
         raise cute.CuteValueError(f"gemm: cluster_m must be one of {CLUSTER_MS} or None, got {cluster_m!r}")
     if not (persistent is None or type(persistent) is bool or (type(persistent) is int and persistent >= 1)):
         raise cute.CuteValueError(f"gemm: persistent is None, a bool or a number of CTAs, got {persistent!r}")
-    if split_k is not None and (type(split_k) is not int or split_k not in SPLITS):
-        raise cute.CuteValueError(f"gemm: split_k must be one of {SPLITS} or None, got {split_k!r}")
+    splits = WORKSPACE_SPLITS if workspace else SPLITS
+    if split_k is not None and (type(split_k) is not int or split_k not in splits):
+        raise cute.CuteValueError(f"gemm: split_k must be one of {SPLITS} or None (through a workspace: 1 to "
+                                  f"{WORKSPACE_SPLITS[-1]}), got {split_k!r}")
     if not (group_m is None or (type(group_m) is int and 1 <= group_m < 2 ** 31)):
         raise cute.CuteValueError(f"gemm: group_m is None or a positive int below 2**31 (rows of cluster tiles per "
                                   f"group), got {group_m!r}")

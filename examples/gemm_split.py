@@ -3,19 +3,24 @@ not be a cluster, so a split is not limited to the clusters a wave holds (an H20
 8, so 512x512 in 128 x 128 tiles could split only by 4 in clusters).
 
 The workspace is a Float32 tensor of :func:`workspace_elements` elements, zeroed once (``torch.zeros``): first a
-counter per tile (Int32, padded to 32), then for each tile ``split_k`` slots of its ``128 x tile_n`` fp32 partial
-products. Each CTA of a tile writes its products to its slot (16-byte stores, a warp's 512 contiguous bytes); one
-thread counts the CTA in (``atom.add.acq_rel.gpu`` after the consumers' barrier and a ``fence.acq_rel.gpu``) and
-waits until all ``split_k`` have (``ld.acquire.gpu``); then, as in a cluster's split, each CTA sums its slice of
-the tile's columns over the slots in the order 0, 1, .., ``split_k - 1`` (the same sum in the same order for
-every element and run) and stores it. Each CTA counts itself out again past the wait, and the last one sets the
-counter back to zero: a launch leaves the counters zero for the next one.
+counter per tile of 128 x 128 (Int32, padded to 32; plans of 128 x 256 tiles use the first half, so that one
+workspace serves plans of either width in turn), then for each tile ``split_k`` slots of its ``128 x tile_n`` fp32
+partial products. Each CTA of a tile writes its products to its slot (16-byte stores, a warp's 512 contiguous
+bytes); one thread counts the CTA in (``atom.add.acq_rel.gpu`` after the consumers' barrier and a
+``fence.acq_rel.gpu``). The first ``summing_slices(split_k)`` CTAs of the tile (``split_k`` itself for 1, 2, 4 and
+8; the largest of those below any other split, up to 16) then wait until all ``split_k`` have counted in
+(``ld.acquire.gpu``) and, as in a cluster's split, each sums its slice of the tile's columns over the slots in the
+order 0, 1, .., ``split_k - 1`` (the same sum in the same order for every element and run) and stores it; the
+other CTAs are done. Each summing CTA counts itself out again past the wait, and the last one sets the counter
+back to zero: a launch leaves the counters zero for the next one.
 
 Rules, each a failed launch (``trap``) rather than a wrong sum or a hang:
 
-- a counter found outside ``0 .. split_k - 1`` when a CTA counts in: a workspace never zeroed, or shared by two
-  GEMMs running at once (one workspace serves one GEMM at a time: two streams need two). A counter that is not
-  zero before the launch always shows so: the tile's ``split_k`` arrivals take it past ``split_k - 1``;
+- a counter found outside ``0 .. split_k - 1`` when a CTA counts in: a workspace never zeroed, shared by two
+  GEMMs running at once (one workspace serves one GEMM at a time: two streams need two), or last used for a C of
+  another shape (whose slots may lie over this shape's counters: zero it again, or keep one a shape). A counter
+  that is not zero before the launch always shows so: the tile's ``split_k`` arrivals take it past
+  ``split_k - 1``;
 - a wait longer than ``WAIT_NS``: the CTAs of a tile wait for each other, so all of them must run at once. The
   host allows at most a CTA per SM of the device (``tiles x split_k <= SMs``), which an otherwise idle GPU runs
   at once; a GPU shared with other work, or partitioned (MPS), may not.
@@ -26,11 +31,12 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.atom import CopyUniversalOp
 
-from .gemm_args import MMA_THREADS, TILE_NS
+from .gemm_args import MMA_THREADS, SPLITS, TILE_NS
 from .gemm_epilogue import split_recv_layout
 from .tma_tiled import sm_count
 
-__all__ = ["workspace_elements", "counter_ints", "check_workspace", "fixup_splits", "FIXUP_BARRIER", "WAIT_NS"]
+__all__ = ["workspace_elements", "counter_ints", "check_workspace", "summing_slices", "fixup_splits", "FIXUP_BARRIER",
+           "WAIT_NS"]
 
 FIXUP_BARRIER = 5                      # named barrier of the consumers (1, 2: the epilogue's; 3, 4: the ping-pong's)
 COUNTER_PAD = 32                       # the counters take a multiple of 128 bytes, so the slots stay aligned
@@ -42,13 +48,15 @@ def _tiles(m, n, bm, bn):
     return -(-m // bm) * -(-n // bn)
 
 
-def counter_ints(m, n, tile):
-    """The Int32 counters before the slots: one per tile, padded to a multiple of ``COUNTER_PAD``."""
-    return -(-_tiles(m, n, tile[0], tile[1]) // COUNTER_PAD) * COUNTER_PAD
+def counter_ints(m, n):
+    """The Int32 counters before the slots: one per tile of ``128 x TILE_NS[0]`` (the most tiles of any plan of an
+    ``(m, n)`` C, so that every plan's slots start past every plan's counters and one workspace serves plans of
+    either tile width in turn), padded to a multiple of ``COUNTER_PAD``."""
+    return -(-_tiles(m, n, 128, TILE_NS[0]) // COUNTER_PAD) * COUNTER_PAD
 
 
 def _needed(m, n, tile, split_k):
-    return counter_ints(m, n, tile) + split_k * _tiles(m, n, tile[0], tile[1]) * tile[0] * tile[1]
+    return counter_ints(m, n) + split_k * _tiles(m, n, tile[0], tile[1]) * tile[0] * tile[1]
 
 
 def workspace_elements(m, n, split_k=8):
@@ -91,14 +99,23 @@ def check_workspace(workspace, m, n, tile, split_k, used=True):
                                   f"got a {workspace.iterator.alignment}-byte aligned pointer")
 
 
+def summing_slices(split_k):
+    """How many of a tile's ``split_k`` CTAs sum the slots, each a slice of the tile's columns: the largest of
+    ``SPLITS`` (1, 2, 4, 8) not above ``split_k``. The others only write their products and count themselves in."""
+    return max(s for s in SPLITS if s <= split_k)
+
+
 @cute.jit
 def fixup_splits(acc, out, workspace, counters, tile, split, split_k, tidx):
     """Sum tile ``tile``'s ``split_k`` partial products through ``workspace`` (see the module): this CTA's ``acc``
-    goes to its slot ``split``; once every CTA of the tile has written its slot, ``out`` becomes this CTA's slice
-    ``split`` of the sum (the thread's values ``per * split ..`` of ``acc``, ``per = size(acc) / split_k``), the
-    slots added in slot order. ``counters``: the Int32 counters' elements before the slots."""
+    goes to its slot ``split``; a CTA that sums (``split < summing_slices(split_k)``) waits until every CTA of the
+    tile has written its slot, then ``out`` becomes its slice ``split`` of the sum (the thread's values ``per *
+    split ..`` of ``acc``, ``per = size(acc) / summing_slices(split_k)``), the slots added in slot order; the
+    others are done once they have counted themselves in. ``counters``: the Int32 counters' elements before the
+    slots."""
+    slices = summing_slices(split_k)
     total = cute.size(acc)
-    per = total // split_k
+    per = total // slices
     layout = split_recv_layout(total, split_k, MMA_THREADS)
     first = counters + tile * (split_k * MMA_THREADS * total) + layout((0, tidx, 0))    # this thread's first value
     slots = _thread_slots(workspace, first, layout, split_k)
@@ -114,13 +131,31 @@ def fixup_splits(acc, out, workspace, counters, tile, split, split_k, tidx):
         old = arch.atomic_add(counter, 1, sem="acq_rel", scope="gpu")
         if old < 0 or old >= split_k:
             arch.trap()                  # the counter was not zero before the launch: the sum would be wrong
-        deadline = arch.globaltimer() + WAIT_NS
-        while arch.load(counter, cute.Int32, sem="acquire", scope="gpu") < split_k:
-            if arch.globaltimer() > deadline:
-                arch.trap()              # a CTA of the tile never came (more CTAs than the device runs at once)
-        # counted out: the last of the tile's CTAs past the wait sets the counter back to zero
-        if arch.atomic_add(counter, 1, sem="relaxed", scope="gpu") == 2 * split_k - 1:
-            arch.store(counter, 0, sem="relaxed", scope="gpu")
+        if cute.const_expr(slices == split_k):
+            _await_and_count_out(counter, split_k, slices)
+        elif split < slices:
+            _await_and_count_out(counter, split_k, slices)
+    if cute.const_expr(slices == split_k):
+        _sum_slice(out, workspace, first, layout, atom, split, split_k, per)
+    elif split < slices:
+        _sum_slice(out, workspace, first, layout, atom, split, split_k, per)
+
+
+@cute.jit
+def _await_and_count_out(counter, split_k, slices):
+    """Wait (bounded) until the tile's ``split_k`` CTAs have counted in, then count this summing CTA out: the last
+    of the ``slices`` to do so sets the counter back to zero."""
+    deadline = arch.globaltimer() + WAIT_NS
+    while arch.load(counter, cute.Int32, sem="acquire", scope="gpu") < split_k:
+        if arch.globaltimer() > deadline:
+            arch.trap()              # a CTA of the tile never came (more CTAs than the device runs at once)
+    if arch.atomic_add(counter, 1, sem="relaxed", scope="gpu") == split_k + slices - 1:
+        arch.store(counter, 0, sem="relaxed", scope="gpu")
+
+
+@cute.jit
+def _sum_slice(out, workspace, first, layout, atom, split, split_k, per):
+    """``out``: this CTA's slice ``split`` of every slot, added in slot order, once every slot is written."""
     arch.barrier(barrier_id=FIXUP_BARRIER, number_of_threads=MMA_THREADS)     # every slot of the tile is written
     arch.fence_acq_rel_gpu()
     mine = _thread_slots(workspace, first + split * (per // 4) * layout.stride[0][1], layout, split_k)

@@ -1,5 +1,6 @@
 """On a Hopper GPU: kernel 13 splitting K through a workspace (``examples.gemm_split``) against torch in fp32,
-into a NaN-poisoned padded C; the same bits on every run, whatever order the CTAs finish in; the counters left zero
+into a NaN-poisoned padded C, by powers of two and by other splits (whose CTAs past the summing ones only
+contribute); the same bits on every run, whatever order the CTAs finish in; the counters left zero
 after each call (so the next call starts clean); and a workspace whose counters are not zero failing the launch
 instead of storing a wrong sum."""
 
@@ -24,6 +25,11 @@ CASES = [  # (M, N, K, C type, keyword arguments, pad of C's rows)
     (129, 255, 520, "bfloat16", dict(split_k=2, tile_n=256, epilogue="vector"), 1),
     (512, 1024, 8192, "float16", dict(split_k=4, tile_n=256), 8),        # 128 x 256 slots, registers reallocated
     (700, 300, 3000, "bfloat16", dict(split_k=4, tile_n=128, bias=True, activation="gelu"), 8),
+    # splits that are not a power of two: the first 2, 4 or 8 CTAs of a tile sum, the others only contribute
+    (768, 768, 16384, "bfloat16", dict(split_k=3, tile_n=128), 8),
+    (300, 520, 4000, "float32", dict(split_k=7, tile_n=256), 3),       # edge tiles; 4 sum of 7
+    (129, 255, 2600, "bfloat16", dict(split_k=5, tile_n=128, bias=True, activation="gelu"), 1),
+    (200, 500, 8192, "float16", dict(split_k=15, tile_n=128), 8),     # 8 sum, 16 columns each
 ]
 
 
@@ -39,7 +45,8 @@ def _run(torch, m, n, k, out, kwargs, pad, ws=None, seed=0):
     tout = getattr(torch, out)
     store = torch.full((m + 2 * GUARD, n + pad), float("nan"), dtype=tout, device="cuda")
     c = store[GUARD:GUARD + m, :n]
-    ws = torch.zeros(workspace_elements(m, n), device="cuda") if ws is None else ws
+    if ws is None:
+        ws = torch.zeros(workspace_elements(m, n, max(8, kwargs.get("split_k") or 8)), device="cuda")
     gemm(a, b, c, workspace=ws, **kwargs)
     torch.cuda.synchronize()
     want = a.float() @ b.float().t()
@@ -63,6 +70,24 @@ def test_split_through_the_workspace_matches_torch_bit_for_bit_on_reruns(m, n, k
         gemm(a, b, c, workspace=ws, **used)
         torch.cuda.synchronize()
         assert torch.equal(c, first), "the same bits on every run"
+
+
+def test_one_workspace_serves_plans_of_either_tile_width_in_turn():
+    """768 x 768: 128 x 256 tiles split by 7 (18 tiles: 18 counters), then 128 x 128 tiles split by 3 (36 counters)
+    on the same workspace, and back: every plan's slots lie past every plan's counters, so none finds a counter
+    another left non-zero, and each gives the bits it gives on a workspace of its own."""
+    torch = hopper_torch()
+    m, n, k = 768, 768, 4096
+    ws = torch.zeros(workspace_elements(m, n, 7), device="cuda")
+    plans = [dict(split_k=7, tile_n=256), dict(split_k=3, tile_n=128), dict(split_k=7, tile_n=256),
+             dict(split_k=2, tile_n=128)]
+    for kw in plans:
+        a, b, c, store, want, own, used = _run(torch, m, n, k, "bfloat16", kw, 8)
+        shared = torch.full_like(c, float("nan"))
+        gemm(a, b, shared, workspace=ws, **used)
+        torch.cuda.synchronize()
+        assert torch.equal(shared, c), kw
+        assert (ws.view(torch.int32)[:36] == 0).all(), kw
 
 
 def test_the_default_with_a_workspace_splits_more_than_clusters_and_agrees_with_them():

@@ -34,7 +34,10 @@ def test_workspace_elements_by_hand():
     assert workspace_elements(512, 512, 2) == 32 + 2 * 16 * 128 * 128
     # 300 x 300: 3 x 3 tiles of 128 x 128 (9 * 16384) or 3 x 2 of 128 x 256 (6 * 32768): the larger
     assert workspace_elements(300, 300, 4) == 32 + 4 * 6 * 128 * 256
-    assert counter_ints(4096, 4096, (128, 128, 64)) == 1024 and counter_ints(100, 100, (128, 256, 64)) == 32
+    assert counter_ints(4096, 4096) == 1024 and counter_ints(100, 100) == 32
+    # 768 x 768: 36 tiles of 128 x 128, 18 of 128 x 256; the counters are the 36's (64 with the padding) for both
+    assert counter_ints(768, 768) == 64
+    assert workspace_elements(768, 768, 3) == 64 + 3 * 36 * 128 * 128
 
 
 @settings(max_examples=300, deadline=None)
@@ -94,10 +97,15 @@ def test_the_kernel_of_a_split_through_the_workspace(filecheck, assemble):
     (512, 512, 4096, "BFloat16", dict(split_k=8, tile_n=128)),
     (512, 512, 16384, "BFloat16", dict(ab="Float8E4M3FN", scale_a=spec("Float32", (1,)),
                                        scale_b=spec("Float32", (1,)), split_k=8, tile_n=128)),
+    (768, 768, 16384, "BFloat16", dict(split_k=3, tile_n=128)),
+    (300, 520, 4000, "BFloat16", dict(split_k=7, tile_n=256)),    # (a Float32 C spills 24 bytes there)
+    (129, 255, 2600, "BFloat16", dict(split_k=5, tile_n=128, bias=spec("Float32", (255,)), activation="gelu")),
+    (200, 500, 8192, "Float16", dict(split_k=15, tile_n=128)),
 ])
 def test_the_gpu_cases_build_without_spills(m, n, k, out, kwargs, assemble):
     """The configurations of the GPU tests, assembled with no spills."""
-    c = _compile(m, n, k, out, **kwargs)
+    ws = spec("Float32", (workspace_elements(m, n, max(8, kwargs.get("split_k", 8))),))
+    c = _compile(m, n, k, out, ws=ws, **kwargs)
     (launch,) = c.launches
     assert launch.cluster == (1, 1, 1) and "setmaxnreg" not in c.ptx
     assemble(c.ptx)
@@ -135,3 +143,47 @@ def test_an_unused_workspace_of_any_size_is_fine():
 def test_workspace_rules(ws, kwargs, match):
     with pytest.raises(cute.CuteValueError, match=match):
         _compile(512, 1024 if "device" in match else 512, 16384, ws=ws, **kwargs)
+
+
+def test_the_summing_slices_of_a_split_are_the_largest_power_of_two_up_to_8_within_it():
+    from examples.gemm_split import summing_slices
+
+    for split in range(1, 17):
+        s = summing_slices(split)
+        assert s in (1, 2, 4, 8) and s <= split and (s == 8 or 2 * s > split), split
+
+
+@pytest.mark.parametrize("m, n, k, tile_n, split, sums", [
+    (768, 768, 16384, 128, 3, 2),      # 36 tiles x 3 = 108 CTAs, 2 of each tile's 3 sum
+    (768, 768, 16384, 256, 7, 4),      # 18 x 7 = 126
+    (640, 640, 8192, 128, 5, 4),       # 25 x 5 = 125
+    (300, 200, 4096, 128, 16, 8),
+])
+def test_a_split_that_is_not_a_power_of_two_goes_through_the_workspace(m, n, k, tile_n, split, sums, assemble):
+    """Its first ``summing_slices(split)`` CTAs of a tile sum slices of ``tile_n / sums`` columns; the others write
+    their slot and count themselves in. The same kernel form as a split by a power of two, plus the branch."""
+    ws = spec("Float32", (workspace_elements(m, n, split),))
+    c = _compile(m, n, k, ws=ws, split_k=split, tile_n=tile_n)
+    (launch,) = c.launches
+    tiles = -(-m // 128) * -(-n // tile_n)
+    assert launch.grid == (tiles * split, 1, 1) and launch.cluster == (1, 1, 1)
+    body = c.ptx[c.ptx.index(".entry"):]
+    assert body.count("atom.acq_rel.gpu.global.add") == 1 and body.count("atom.relaxed.gpu.global.add") == 1
+    assert "ld.acquire.gpu.global" in body and body.count("trap;") == 2
+    per = 128 * tile_n // 256 // sums      # a thread's values of its slice: two 16-byte loads per 8 of them
+    assert len(re.findall(r"ld\.global\.v4\.b32", body)) == split * per // 4
+    assemble(c.ptx)
+
+
+@pytest.mark.parametrize("kwargs, ws, match", [
+    (dict(split_k=3), False, r"split_k must be one of \(1, 2, 4, 8\) or None \(through a workspace: 1 to 16\), got 3"),
+    (dict(split_k=17), True, r"through a workspace: 1 to 16\), got 17"),
+    (dict(split_k=0), True, r"got 0"),
+    (dict(split_k=12, tile_n=128), "small", r"split by 12 .* at least"),
+])
+def test_splits_outside_the_rules_are_refused(kwargs, ws, match):
+    m, n, k = 512, 512, 16384
+    w = {False: None, True: spec("Float32", (workspace_elements(m, n, 16),)),
+         "small": spec("Float32", (workspace_elements(m, n),))}[ws]
+    with pytest.raises(cute.CuteValueError, match=match):
+        _compile(m, n, k, ws=w, **kwargs)
