@@ -176,7 +176,8 @@ def test_a_split_that_is_not_a_power_of_two_goes_through_the_workspace(m, n, k, 
 
 
 @pytest.mark.parametrize("kwargs, ws, match", [
-    (dict(split_k=3), False, r"split_k must be one of \(1, 2, 4, 8\) or None \(through a workspace: 1 to 16\), got 3"),
+    (dict(split_k=3), False,
+     r"split_k must be one of \(1, 2, 4, 8\) or None \(through a workspace: 1 to 16\), got 3"),
     (dict(split_k=17), True, r"through a workspace: 1 to 16\), got 17"),
     (dict(split_k=0), True, r"got 0"),
     (dict(split_k=12, tile_n=128), "small", r"split by 12 .* at least"),

@@ -247,7 +247,7 @@ def test_cross_entropy_stages_16_bit_rows_over_8_or_more_ctas_and_reduces_each_h
     plan = plan_rows("t", n, 8 if stride % 8 == 0 else 1, 64, wide=128)
     assert ex.cross_entropy.staged_halves(plan, getattr(cute, dtype)) == halves
     assert launch.cluster == (plan.cluster, 1, 1) and ".local" not in c.ptx
-    if halves:  # every chunk copied, none loaded into registers; the exponentials of each half: two fast forms
+    if halves:  # every chunk copied, none loaded into registers
         assert plan.cluster >= 8 and _count(c.ptx, CP_ASYNC_16) == copies == plan.chunks
         assert _count(c.ptx, r"ld\.global\.v4") == 0 and _count(c.ptx, r"cp\.async\.wait_group\s+0;") == 1
         # each element's exponential in a fast and a plain form (a branch per half); the combines' are fast too
