@@ -65,7 +65,7 @@ benchmark's shapes, benchmarks/RESULTS.md):
   split 8, 128 CTAs), and an explicit ``split_k`` goes through it: there any split of 1 to 16, whose first 1, 2,
   4 or 8 CTAs of a tile (``gemm_split.summing_slices``) sum slices of the tile while the others only write their
   products (768x768: 36 tiles of 128 x 128 split by 3, 108 CTAs; ``workspace_elements(M, N, split_k)`` past 8).
-  One workspace serves one GEMM at a time, and the plans of one ``(M, N)`` in turn.
+  One workspace serves one GEMM at a time, of any shape that fits in it.
 - ``persistent`` (``None``: ``True`` unless K is split; ``True``; ``False``; or a number of CTAs): ``False``
   launches a cluster per cluster tile; otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where
   no device can be asked; fewer when C has fewer tiles) walk the tiles, the pipeline's states carrying on from
@@ -383,7 +383,7 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if workspace is not None:       # its type even where the plan does not use it
         check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k, used=fixup)
     if fixup:
-        counters = counter_ints(a.shape[0], b.shape[0])
+        counters = counter_ints(workspace.shape[0] if type(workspace.shape) is tuple else workspace.shape)
     bn_s = bn // (summing_slices(split_k) if fixup else split_k)   # the columns of a tile a CTA stores
     ab = a.element_type
     tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn), b.element_type)

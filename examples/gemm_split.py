@@ -2,25 +2,26 @@
 not be a cluster, so a split is not limited to the clusters a wave holds (an H200 holds 30 clusters of 4 and 15 of
 8, so 512x512 in 128 x 128 tiles could split only by 4 in clusters).
 
-The workspace is a Float32 tensor of :func:`workspace_elements` elements, zeroed once (``torch.zeros``): first a
-counter per tile of 128 x 128 (Int32, padded to 32; plans of 128 x 256 tiles use the first half, so that one
-workspace serves plans of either width in turn), then for each tile ``split_k`` slots of its ``128 x tile_n`` fp32
-partial products. Each CTA of a tile writes its products to its slot (16-byte stores, a warp's 512 contiguous
-bytes); one thread counts the CTA in (``atom.add.acq_rel.gpu`` after the consumers' barrier and a
-``fence.acq_rel.gpu``). The first ``summing_slices(split_k)`` CTAs of the tile (``split_k`` itself for 1, 2, 4 and
-8; the largest of those below any other split, up to 16) then wait until all ``split_k`` have counted in
-(``ld.acquire.gpu``) and, as in a cluster's split, each sums its slice of the tile's columns over the slots in the
-order 0, 1, .., ``split_k - 1`` (the same sum in the same order for every element and run) and stores it; the
-other CTAs are done. Each summing CTA counts itself out again past the wait, and the last one sets the counter
-back to zero: a launch leaves the counters zero for the next one.
+The workspace is a Float32 tensor of :func:`workspace_elements` elements, zeroed once (``torch.zeros``): first
+:func:`counter_ints` Int32 counters, as many as a workspace of its size may need (one per tile), then for each tile
+``split_k`` slots of its ``128 x tile_n`` fp32 partial products. The counters' place depends on the workspace's size
+only, so the slots of no plan lie over the counters of another: one workspace serves GEMMs of any shapes and tiles
+that fit in it, one at a time.
+
+Each CTA of a tile writes its products to its slot (16-byte stores, a warp's 512 contiguous bytes); one thread
+counts the CTA in (``atom.add.acq_rel.gpu`` after the consumers' barrier and a ``fence.acq_rel.gpu``). The first
+``summing_slices(split_k)`` CTAs of the tile (``split_k`` itself for 1, 2, 4 and 8; the largest of those below
+any other split, up to 16) then wait until all ``split_k`` have counted in (``ld.acquire.gpu``) and, as in a
+cluster's split, each sums its slice of the tile's columns over the slots in the order 0, 1, .., ``split_k - 1``
+(the same sum in the same order for every element and run) and stores it; the other CTAs are done. Each summing
+CTA counts itself out again past the wait, and the last one sets the counter back to zero: a launch leaves the
+counters zero for the next one.
 
 Rules, each a failed launch (``trap``) rather than a wrong sum or a hang:
 
-- a counter found outside ``0 .. split_k - 1`` when a CTA counts in: a workspace never zeroed, shared by two
-  GEMMs running at once (one workspace serves one GEMM at a time: two streams need two), or last used for a C of
-  another shape (whose slots may lie over this shape's counters: zero it again, or keep one a shape). A counter
-  that is not zero before the launch always shows so: the tile's ``split_k`` arrivals take it past
-  ``split_k - 1``;
+- a counter found outside ``0 .. split_k - 1`` when a CTA counts in: a workspace never zeroed, or shared by two
+  GEMMs running at once (one workspace serves one GEMM at a time: two streams need two). A counter that is not
+  zero before the launch always shows so: the tile's ``split_k`` arrivals take it past ``split_k - 1``;
 - a wait longer than ``WAIT_NS``: the CTAs of a tile wait for each other, so all of them must run at once. The
   host allows at most a CTA per SM of the device (``tiles x split_k <= SMs``), which an otherwise idle GPU runs
   at once; a GPU shared with other work, or partitioned (MPS), may not.
@@ -48,21 +49,30 @@ def _tiles(m, n, bm, bn):
     return -(-m // bm) * -(-n // bn)
 
 
-def counter_ints(m, n):
-    """The Int32 counters before the slots: one per tile of ``128 x TILE_NS[0]`` (the most tiles of any plan of an
-    ``(m, n)`` C, so that every plan's slots start past every plan's counters and one workspace serves plans of
-    either tile width in turn), padded to a multiple of ``COUNTER_PAD``."""
-    return -(-_tiles(m, n, 128, TILE_NS[0]) // COUNTER_PAD) * COUNTER_PAD
+def counter_ints(size):
+    """The Int32 counters at the start of a workspace of ``size`` elements: one for each tile a split through it may
+    have (a split of 2 or more, each slot at least ``128 x 128`` products: at most ``size / 32768`` tiles), padded
+    to a multiple of ``COUNTER_PAD``. A function of the workspace's size alone: every plan of every C keeps its
+    counters there and its slots past them, so one workspace serves GEMMs of any shapes and tiles in turn."""
+    return -(-(-(-size // (2 * 128 * 128))) // COUNTER_PAD) * COUNTER_PAD
 
 
-def _needed(m, n, tile, split_k):
-    return counter_ints(m, n) + split_k * _tiles(m, n, tile[0], tile[1]) * tile[0] * tile[1]
+def _slots(m, n, tile, split_k):
+    return split_k * _tiles(m, n, tile[0], tile[1]) * tile[0] * tile[1]
+
+
+def _fitting(slots):
+    """The fewest elements of a workspace whose counters and ``slots`` elements of slots fit in it."""
+    size = slots
+    while size < slots + counter_ints(size):        # counter_ints grows by 32 an added 2**20 elements: a few steps
+        size = slots + counter_ints(size)
+    return size
 
 
 def workspace_elements(m, n, split_k=8):
     """The Float32 elements of a workspace that serves every plan of an ``(m, n)`` C with up to ``split_k`` CTAs
-    per tile (either tile width)."""
-    return max(_needed(m, n, (128, tn), split_k) for tn in TILE_NS)
+    per tile (either tile width), and of any smaller C."""
+    return _fitting(max(_slots(m, n, (128, tn), split_k) for tn in TILE_NS))
 
 
 def check_workspace(workspace, m, n, tile, split_k, used=True):
@@ -80,12 +90,15 @@ def check_workspace(workspace, m, n, tile, split_k, used=True):
         return
     if type(m) is not int or type(n) is not int:
         raise cute.CuteValueError(f"gemm: a split through the workspace needs a static M and N, got {(m, n)}")
-    need = _needed(m, n, tile, split_k)
     size, stride = shape[0], stride[0]
-    if type(size) is not int or size < need or (size > 1 and stride != 1):
+    slots = _slots(m, n, tile, split_k)
+    # (a workspace holds its counters, then the slots: the counters' number grows with its size, so a size a few
+    # elements past a multiple of 2**20 may hold fewer slots than the one below it; workspace_elements never is)
+    if type(size) is not int or size < slots + counter_ints(size) or (size > 1 and stride != 1):
         raise cute.CuteValueError(f"gemm: the workspace of a {m}x{n} C split by {split_k} in {tile[0]}x{tile[1]} "
-                                  f"tiles is at least {need} contiguous elements (workspace_elements), got "
-                                  f"{size} with the stride {stride}")
+                                  f"tiles is at least {_fitting(slots)} contiguous elements (workspace_elements), "
+                                  f"got {size} with the stride {stride}")
+    need = slots + counter_ints(size)
     if need > MAX_ELEMENTS:
         raise cute.CuteValueError(f"gemm: a split through the workspace addresses at most {MAX_ELEMENTS} elements, "
                                   f"this one {need}: split less, or not through a workspace")

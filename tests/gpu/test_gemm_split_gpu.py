@@ -13,7 +13,7 @@ except Exception as e:  # not installed, or no usable bindings (BindingsNotFound
 
 import cute_py as cute  # noqa: E402
 from examples import gemm  # noqa: E402
-from examples.gemm_split import workspace_elements  # noqa: E402
+from examples.gemm_split import counter_ints, workspace_elements  # noqa: E402
 from _tma_copy_check import hopper_torch  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -72,22 +72,23 @@ def test_split_through_the_workspace_matches_torch_bit_for_bit_on_reruns(m, n, k
         assert torch.equal(c, first), "the same bits on every run"
 
 
-def test_one_workspace_serves_plans_of_either_tile_width_in_turn():
-    """768 x 768: 128 x 256 tiles split by 7 (18 tiles: 18 counters), then 128 x 128 tiles split by 3 (36 counters)
-    on the same workspace, and back: every plan's slots lie past every plan's counters, so none finds a counter
-    another left non-zero, and each gives the bits it gives on a workspace of its own."""
+def test_one_workspace_serves_gemms_of_other_shapes_and_tiles_in_turn():
+    """A workspace sized for 768 x 768 split by 7 serves, in turn, 128 x 256 tiles split by 7, 128 x 128 tiles split
+    by 3, a smaller C, and the first plan again: every plan's slots lie past the counters of every plan (their place
+    depends on the workspace's size alone), so none finds a counter another left non-zero, and each gives the bits
+    it gives on a workspace of its own."""
     torch = hopper_torch()
-    m, n, k = 768, 768, 4096
-    ws = torch.zeros(workspace_elements(m, n, 7), device="cuda")
-    plans = [dict(split_k=7, tile_n=256), dict(split_k=3, tile_n=128), dict(split_k=7, tile_n=256),
-             dict(split_k=2, tile_n=128)]
-    for kw in plans:
-        a, b, c, store, want, own, used = _run(torch, m, n, k, "bfloat16", kw, 8)
+    ws = torch.zeros(workspace_elements(768, 768, 7), device="cuda")
+    plans = [(768, 768, dict(split_k=7, tile_n=256)), (768, 768, dict(split_k=3, tile_n=128)),
+             (300, 200, dict(split_k=5, tile_n=128)), (768, 768, dict(split_k=7, tile_n=256)),
+             (129, 640, dict(split_k=2, tile_n=256))]
+    for m, n, kw in plans:
+        a, b, c, store, want, own, used = _run(torch, m, n, 4096, "bfloat16", kw, 8)
         shared = torch.full_like(c, float("nan"))
         gemm(a, b, shared, workspace=ws, **used)
         torch.cuda.synchronize()
-        assert torch.equal(shared, c), kw
-        assert (ws.view(torch.int32)[:36] == 0).all(), kw
+        assert torch.equal(shared, c), (m, n, kw)
+        assert (ws.view(torch.int32)[:counter_ints(ws.numel())] == 0).all(), (m, n, kw)
 
 
 def test_the_default_with_a_workspace_splits_more_than_clusters_and_agrees_with_them():

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import cute_py as cute
 import examples.gemm_plan as plan
 from examples import gemm
-from examples.gemm_args import STAGES
+from examples.gemm_args import STAGES, TILE_NS
 from examples.gemm_split import counter_ints, workspace_elements
 from _ptxas_report import ptxas_report
 from test_gemm_plan import at_h200, h200  # noqa: F401 (the fixture)
@@ -29,15 +29,34 @@ def _compile(m, n, k, out="BFloat16", ws=True, ab="BFloat16", **kw):
 
 
 def test_workspace_elements_by_hand():
-    # 512 x 512: 16 tiles of 128 x 128 (8 of 128 x 256): 32 counters, then 8 slots of 128 x 128 per tile
-    assert workspace_elements(512, 512) == 32 + 8 * 16 * 128 * 128
+    # 512 x 512: 16 tiles of 128 x 128 (8 of 128 x 256): 8 slots of 128 x 128 per tile, 2097152 elements, then the
+    # counters of a workspace of that size: one per 32768 elements (65 at 2097248), padded to 96
+    assert workspace_elements(512, 512) == 96 + 8 * 16 * 128 * 128 and counter_ints(2097248) == 96
     assert workspace_elements(512, 512, 2) == 32 + 2 * 16 * 128 * 128
     # 300 x 300: 3 x 3 tiles of 128 x 128 (9 * 16384) or 3 x 2 of 128 x 256 (6 * 32768): the larger
     assert workspace_elements(300, 300, 4) == 32 + 4 * 6 * 128 * 256
-    assert counter_ints(4096, 4096) == 1024 and counter_ints(100, 100) == 32
-    # 768 x 768: 36 tiles of 128 x 128, 18 of 128 x 256; the counters are the 36's (64 with the padding) for both
-    assert counter_ints(768, 768) == 64
+    assert counter_ints(1) == 32 and counter_ints(32 * 32768) == 32 and counter_ints(32 * 32768 + 1) == 64
+    # 768 x 768 split by 3: 36 tiles of 128 x 128 or 18 of 128 x 256, either way 3 * 589824 elements of slots
     assert workspace_elements(768, 768, 3) == 64 + 3 * 36 * 128 * 128
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 2 ** 31), st.integers(1, 3000), st.integers(1, 3000), st.sampled_from(TILE_NS),
+       st.integers(2, 16))
+def test_a_workspace_holds_the_counters_of_any_plan_that_fits_in_it_before_every_plan_s_slots(size, m, n, tn, split):
+    """The counters lie at the start and depend on the workspace's size alone; any plan whose slots fit after them
+    has no more tiles than there are counters. So no plan's slots lie over any plan's counters, whatever the shapes
+    that share the workspace. ``workspace_elements`` is the fewest elements that fit, and fits every smaller C."""
+    tiles = -(-m // 128) * -(-n // tn)
+    slots = split * tiles * 128 * tn
+    if slots + counter_ints(size) <= size:
+        assert tiles <= counter_ints(size) and counter_ints(size) % 32 == 0
+    need = workspace_elements(m, n, split)
+    assert need >= slots + counter_ints(need)
+    assert need - 1 < max(split * -(-m // 128) * -(-n // t) * 128 * t for t in TILE_NS) + counter_ints(need - 1)
+    for smaller in ((m // 2 or 1, n), (m, n // 3 or 1), (1, 1)):
+        small = split * -(-smaller[0] // 128) * -(-smaller[1] // tn) * 128 * tn
+        assert small + counter_ints(need) <= need
 
 
 @settings(max_examples=300, deadline=None)
@@ -134,7 +153,7 @@ def test_an_unused_workspace_of_any_size_is_fine():
 @pytest.mark.parametrize("ws, kwargs, match", [
     (spec("Float16", (workspace_elements(512, 512),)), {}, "workspace is a 1-D Float32 tensor"),
     (spec("Float32", (1024, 2048)), {}, "workspace is a 1-D Float32 tensor"),
-    (spec("Float32", (workspace_elements(512, 512) - 1,)), {}, "at least 2097184 contiguous elements"),
+    (spec("Float32", (workspace_elements(512, 512) - 1,)), {}, "at least 2097248 contiguous elements"),
     (spec("Float32", (workspace_elements(512, 512), ), (2,)), {}, "with the stride 2"),
     (spec("Float32", (workspace_elements(512, 512),), address=(1 << 24) + 4), {}, "16-byte aligned"),
     (spec("Float32", (workspace_elements(512, 512, 2),)), dict(split_k=4, tile_n=128), "at least"),
