@@ -140,7 +140,7 @@ from .gemm_gather import gathered_tile, wait_shard
 from .gemm_block_scaled import block_scaled_tile
 from .gemm_mainloop import mma_k_tiles
 from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, through_workspace, tma_storable
-from .gemm_split import check_workspace, counter_ints, fixup_splits, summing_slices
+from .gemm_split import check_workspace, fixup_splits, stored_slices
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
            "PRODUCER_REGS", "CONSUMER_REGS"]
@@ -180,7 +180,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
         tx_count=tile_bytes,
         barrier_storage=barriers,
         cta_layout_vmnk=cute.make_layout((1, cluster_m, 1, in_cluster)))
-    slices = summing_slices(split_k) if fixup else split_k     # the tile's CTAs that sum and store a slice
+    slices = stored_slices(split_k, fixup)                      # the tile's CTAs that sum and store a slice
     bn_s = bn // slices                                         # the columns of a tile this CTA stores
     if in_cluster > 1:
         # the split reduction's receive buffer lies over the stages, its barrier expects the peers' slices
@@ -379,12 +379,10 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     cluster_m, persistent, split_k = resolve(a.shape[0], b.shape[0], a.shape[1], tile, stages, cluster_m,
                                               persistent, split_k, via_workspace)
     fixup = via_workspace and split_k > 1
-    counters = 0
+    counters = 0                    # the workspace's elements before the slots
     if workspace is not None:       # its type even where the plan does not use it
-        check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k, used=fixup)
-    if fixup:
-        counters = counter_ints(workspace.shape[0] if type(workspace.shape) is tuple else workspace.shape)
-    bn_s = bn // (summing_slices(split_k) if fixup else split_k)   # the columns of a tile a CTA stores
+        counters = check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k, used=fixup)
+    bn_s = bn // stored_slices(split_k, fixup)                  # the columns of a tile a CTA stores
     ab = a.element_type
     tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn), b.element_type)
     a_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, tile, ab, stages)

@@ -36,8 +36,8 @@ from .gemm_args import MMA_THREADS, SPLITS, TILE_NS
 from .gemm_epilogue import split_recv_layout
 from .tma_tiled import sm_count
 
-__all__ = ["workspace_elements", "counter_ints", "check_workspace", "summing_slices", "fixup_splits", "FIXUP_BARRIER",
-           "WAIT_NS"]
+__all__ = ["workspace_elements", "counter_ints", "check_workspace", "summing_slices", "stored_slices", "fixup_splits",
+           "FIXUP_BARRIER", "WAIT_NS"]
 
 FIXUP_BARRIER = 5                      # named barrier of the consumers (1, 2: the epilogue's; 3, 4: the ping-pong's)
 COUNTER_PAD = 32                       # the counters take a multiple of 128 bytes, so the slots stay aligned
@@ -54,7 +54,8 @@ def counter_ints(size):
     have (a split of 2 or more, each slot at least ``128 x 128`` products: at most ``size / 32768`` tiles), padded
     to a multiple of ``COUNTER_PAD``. A function of the workspace's size alone: every plan of every C keeps its
     counters there and its slots past them, so one workspace serves GEMMs of any shapes and tiles in turn."""
-    return -(-(-(-size // (2 * 128 * 128))) // COUNTER_PAD) * COUNTER_PAD
+    tiles = -(-size // (2 * 128 * 128))
+    return -(-tiles // COUNTER_PAD) * COUNTER_PAD
 
 
 def _slots(m, n, tile, split_k):
@@ -77,7 +78,8 @@ def workspace_elements(m, n, split_k=8):
 
 def check_workspace(workspace, m, n, tile, split_k, used=True):
     """The rules of a workspace for a split of ``split_k`` over ``tile``-sized tiles of an ``(m, n)`` C: a
-    CuteValueError naming the broken one (with ``used=False``, a workspace the plan does not use: its type)."""
+    CuteValueError naming the broken one (with ``used=False``, a workspace the plan does not use: its type).
+    Returns the elements before the slots (its :func:`counter_ints`; 0 where unused)."""
     if not (hasattr(workspace, "element_type") and hasattr(workspace, "layout")):
         raise cute.CuteValueError(f"gemm: workspace is a 1-D Float32 tensor (workspace_elements(M, N) zeros), got "
                                   f"{workspace!r}")
@@ -87,7 +89,7 @@ def check_workspace(workspace, m, n, tile, split_k, used=True):
         raise cute.CuteValueError(f"gemm: workspace is a 1-D Float32 tensor (workspace_elements(M, N) zeros), got "
                                   f"{workspace.element_type.name} of the shape {shape}")
     if not used:
-        return
+        return 0
     if type(m) is not int or type(n) is not int:
         raise cute.CuteValueError(f"gemm: a split through the workspace needs a static M and N, got {(m, n)}")
     size, stride = shape[0], stride[0]
@@ -110,12 +112,19 @@ def check_workspace(workspace, m, n, tile, split_k, used=True):
     if workspace.iterator.alignment < 16:
         raise cute.CuteValueError(f"gemm: the workspace must be 16-byte aligned (its slots take 16-byte stores), "
                                   f"got a {workspace.iterator.alignment}-byte aligned pointer")
+    return counter_ints(size)
 
 
 def summing_slices(split_k):
     """How many of a tile's ``split_k`` CTAs sum the slots, each a slice of the tile's columns: the largest of
     ``SPLITS`` (1, 2, 4, 8) not above ``split_k``. The others only write their products and count themselves in."""
     return max(s for s in SPLITS if s <= split_k)
+
+
+def stored_slices(split_k, through_workspace):
+    """The slices a tile's columns are stored in, one a CTA: :func:`summing_slices` through a workspace, else
+    ``split_k`` (a cluster's CTAs all sum)."""
+    return summing_slices(split_k) if through_workspace else split_k
 
 
 @cute.jit

@@ -147,7 +147,8 @@ def test_a_workspace_the_plan_does_not_use_is_still_of_its_type(ws):
         cute.compile(gemm, *abc, workspace=ws)
 
 def test_an_unused_workspace_of_any_size_is_fine():
-    _compile(4096, 4096, 4096, ws=spec("Float32", (16,)))      # unused: its size does not matter
+    c = _compile(4096, 4096, 4096, ws=spec("Float32", (16,)))      # unused: its size does not matter
+    assert c.ptx == _compile(4096, 4096, 4096, ws=None).ptx
 
 
 @pytest.mark.parametrize("ws, kwargs, match", [
