@@ -5,19 +5,19 @@ Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--
      [--config split_k=2,tile_n=128 epilogue=vector,group_m=None ...] [--activation gelu|silu|relu|gelu_tanh]
      [--fp8 [tensor|block]]
 
-Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by
-default, as cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after
-warm-up (median of 5 samples). ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one
-above 512, plus skinny shapes. Each ``--config`` is a set of ``examples.gemm`` keyword arguments
-measured as its own column (default: the default configuration); ``None``, ``True`` and ``False`` are read as
-Python's, and ``workspace=1`` passes a zeroed workspace of ``workspace_elements(M, N)`` (a split of K through
-global memory where it fills more SMs than clusters would). ``--activation`` times the fused epilogue instead: ``C = activation(A @ B^T + bias)`` (a bf16 bias of N)
-in one kernel, against torch's ``activation(addmm(bias, A, B^T))`` (cuBLAS's bias epilogue, then torch's
-activation kernel) in the cuBLAS column, and without Triton. ``--fp8`` makes A and B Float8E4M3FN with per-tensor
-scales, against ``torch._scaled_mm`` (cuBLASLt) in the cuBLAS column, without Triton; ``--fp8 block`` scales them
-by blocks as DeepSeek-V3 does (1x128 of A, 128x128 of B; checked against the blockwise sum in float64), the cuBLAS
-column still ``torch._scaled_mm``'s per-tensor product, and DeepGEMM's published H800 figures printed beside its
-shapes.
+Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by default, as
+cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after warm-up (median of 5
+samples). ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one above 512, plus skinny shapes. Each
+``--config`` is a set of ``examples.gemm`` keyword arguments measured as its own column (default: the default
+configuration); ``None``, ``True`` and ``False`` are read as Python's, and ``workspace=1`` passes a zeroed workspace
+of ``workspace_elements(M, N)`` (a split of K through global memory where it fills more SMs than clusters would;
+``workspace=16`` one sized for splits up to 16). ``--activation`` times the fused epilogue instead: ``C =
+activation(A @ B^T + bias)`` (a bf16 bias of N) in one kernel, against torch's ``activation(addmm(bias, A, B^T))``
+(cuBLAS's bias epilogue, then torch's activation kernel) in the cuBLAS column, and without Triton. ``--fp8`` makes A
+and B Float8E4M3FN with per-tensor scales, against ``torch._scaled_mm`` (cuBLASLt) in the cuBLAS column, without
+Triton; ``--fp8 block`` scales them by blocks as DeepSeek-V3 does (1x128 of A, 128x128 of B; checked against the
+blockwise sum in float64), the cuBLAS column still ``torch._scaled_mm``'s per-tensor product, and DeepGEMM's
+published H800 figures printed beside its shapes.
 """
 
 DEEPGEMM = {"4096,7168,16384": 1520, "64,2112,7168": 206}     # DeepGEMM's README, H800, TFLOP/s
@@ -107,14 +107,16 @@ def _compile_jobs(jobs):
 
 
 def _with_workspace(kw, shape):
-    """``kw`` with ``workspace=1`` replaced by a zeroed workspace for a C of ``shape``."""
-    if not kw.get("workspace"):
+    """``kw`` with ``workspace=1`` replaced by a zeroed workspace for a C of ``shape`` (``workspace=S``, S > 1: for
+    splits up to ``S``)."""
+    splits = kw.get("workspace")
+    if not splits:
         return kw
     import torch
 
     from examples.gemm_split import workspace_elements
 
-    return dict(kw, workspace=torch.zeros(workspace_elements(*shape), device="cuda"))
+    return dict(kw, workspace=torch.zeros(workspace_elements(*shape, max(splits, 8)), device="cuda"))
 
 
 def _precompile(shapes, configs, cname, workers, activation, fp8):

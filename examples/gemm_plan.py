@@ -9,7 +9,7 @@ from cute_py.utils import HardwareInfo
 from .gemm_args import GEMM_TILE, K_TILE_BYTES, SPLITS, STAGES, TILE_NS
 from .tma_tiled import sm_count
 
-__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "through_workspace", "resolve",
+__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "through_workspace", "split_fill", "resolve",
            "tma_storable", "pairs_aligned", "grid_ctas"]
 
 
@@ -29,7 +29,9 @@ def cluster_capacity(size):
 
 
 H200_CLUSTERS = {2: 66, 4: 30, 8: 15, 16: 7}   # measured: HardwareInfo().get_max_active_clusters(size), an H200
-WORKSPACE_K_TILES = 32                    # the least k-tiles of a split the default sums through a workspace
+WORKSPACE_K_TILES = 16                    # the least k-tiles of a split the default sums through a workspace
+WORKSPACE_SPLITS_AUTO = 8                 # the largest split the default takes: workspace_elements' default size
+SPLIT_FILL_K_TILES = 12                   # split_fill's fixed cost of a CTA, in k-tiles
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,21 +59,39 @@ def auto_split(m, n, k, tile, stages, clusters=True, min_k_tiles=8):
 
 
 def through_workspace(m, n, k, bk=GEMM_TILE[2]):
-    """``(tile_n, split_k)`` of the default given a workspace: a split summed through global memory where its
-    CTAs fill more of one wave than the default's split in clusters (whose splits the clusters a wave holds cut
-    short), with the tile width that gives the most CTAs (the smaller split where two tie); else ``(None,
-    None)``, the default's own plan. Each split keeps ``WORKSPACE_K_TILES`` k-tiles or more: every CTA writes and
-    reads its tile's products through L2, which shorter splits do not repay (H200: 512x512x4096 split by 8 in
-    8 k-tiles 0.85x the clusters' split by 4; 16 k-tiles a tie; 32 k-tiles 1.08-1.25x)."""
+    """``(tile_n, split_k)`` of the default given a workspace: a split summed through global memory where it keeps
+    more of one wave busy (:func:`split_fill`) than the default's split in clusters, or as much where that is a split
+    of 128 x 256 tiles (slow in clusters: H200, 896x896x16384 split by 4 either way, 425 TFLOP/s in clusters against
+    519 through a workspace; 640x640x16384 by 8, 332 against 400); else ``(None, None)``, the default's own plan.
+    Of the splits of 2 to ``WORKSPACE_SPLITS_AUTO`` of either tile width whose CTAs fit in one wave, the one of most
+    fill (the larger tile, then the smaller split, where two tie). Each split keeps ``WORKSPACE_K_TILES`` k-tiles or
+    more: every CTA writes and reads its tile's products through L2, which shorter splits do not repay (H200:
+    512x512x4096 split by 8 in 8 k-tiles 0.85x the clusters' split by 4). Measured on an H200 over 19 shapes of
+    256..2048 by 256..4096 by 4096..32768 (benchmarks/RESULTS.md)."""
     if not (type(m) is int and type(n) is int and type(k) is int):
         return None, None
     tn = auto_tile_n(m, n, k, bk)
-    in_clusters = _ctas(m, n, (GEMM_TILE[0], tn, bk), auto_split(m, n, k, (GEMM_TILE[0], tn, bk), STAGES[tn]))
-    best = max(((_ctas(m, n, (GEMM_TILE[0], t, bk), s), -s, t) for t in TILE_NS
-                for s in [auto_split(m, n, k, (GEMM_TILE[0], t, bk), STAGES[t], False, WORKSPACE_K_TILES)]))
-    if best[1] < -1 and best[0] > in_clusters:
-        return best[2], -best[1]
+    k_tiles, sms = cute.ceil_div(k, bk), sm_count()
+    cs = auto_split(m, n, k, (GEMM_TILE[0], tn, bk), STAGES[tn])
+    in_clusters = split_fill(min(_ctas(m, n, (GEMM_TILE[0], tn, bk), cs), sms), cute.ceil_div(k_tiles, cs))
+    plans = [(split_fill(_ctas(m, n, (GEMM_TILE[0], t, bk), s), cute.ceil_div(k_tiles, s)), t, -s)
+             for t in TILE_NS for s in range(2, WORKSPACE_SPLITS_AUTO + 1)
+             if _ctas(m, n, (GEMM_TILE[0], t, bk), s) <= sms and k_tiles >= WORKSPACE_K_TILES * s]
+    if not plans:
+        return None, None
+    fill, t, split = max(plans)
+    if fill > in_clusters or (fill == in_clusters and tn == 256 and cs > 1):
+        return t, -split
     return None, None
+
+
+def split_fill(ctas, k_tiles):
+    """How much of one wave ``ctas`` CTAs of ``k_tiles`` k-tiles each keep busy, in CTAs at the full rate: each
+    CTA's k-tiles over those and ``SPLIT_FILL_K_TILES`` more (its pipeline's fill and drain, and its products
+    written or summed). Fitted to the H200's TFLOP/s of the splits of 2 to 8 of each tile width over 512..1024-square
+    C of K 4096..16384: e.g. 768x768x8192 split by 3 in 128 x 128 tiles (108 CTAs of 43 k-tiles) 416 TFLOP/s, by 7
+    in 128 x 256 tiles (126 of 19) 383."""
+    return ctas * k_tiles / (k_tiles + SPLIT_FILL_K_TILES)
 
 
 def _ctas(m, n, tile, split):

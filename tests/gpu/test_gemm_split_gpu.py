@@ -21,6 +21,7 @@ pytestmark = pytest.mark.gpu
 GUARD = 3
 CASES = [  # (M, N, K, C type, keyword arguments, pad of C's rows)
     (512, 512, 16384, "bfloat16", {}, 8),                              # the default with a workspace: split 8
+    (640, 640, 16384, "bfloat16", {}, 8),                              # the default's split by 5
     (300, 520, 4000, "float32", dict(split_k=8, tile_n=128), 3),         # edge tiles in M, N and K
     (129, 255, 520, "bfloat16", dict(split_k=2, tile_n=256, epilogue="vector"), 1),
     (512, 1024, 8192, "float16", dict(split_k=4, tile_n=256), 8),        # 128 x 256 slots, registers reallocated
