@@ -61,11 +61,14 @@ benchmark's shapes, benchmarks/RESULTS.md):
   products to its slot, counts itself in, waits (bounded) for the tile's other CTAs and sums its slice of the
   slots in slot order (the same bits on every run), as a cluster's split does; the counters are left zero. Not
   bounded by the clusters a wave holds (only by the SMs: ``tiles x split_k`` CTAs run at once), the default
-  then splits where that fills more SMs than clusters would with 32 or more k-tiles a split (512x512x16384:
-  split 8, 128 CTAs), and an explicit ``split_k`` goes through it: there any split of 1 to 16, whose first 1, 2,
-  4 or 8 CTAs of a tile (``gemm_split.summing_slices``) sum slices of the tile while the others only write their
-  products (768x768: 36 tiles of 128 x 128 split by 3, 108 CTAs; ``workspace_elements(M, N, split_k)`` past 8).
-  One workspace serves one GEMM at a time, of any shape that fits in it.
+  then splits where that keeps more of a wave busy than clusters would, by any of 2 to 8 with 16 or more k-tiles
+  a split (``gemm_plan.through_workspace``: 512x512x16384 split 8, 128 CTAs; 640x640x16384 split 5, 125 CTAs),
+  in 2x1 clusters where those were measured faster (``gemm_plan.split_pairs``: the two CTAs of a cluster take
+  the same split of vertically adjacent tiles and share B's loads); and an explicit ``split_k`` goes through it:
+  there any split of 1 to 16, whose first 1, 2, 4 or 8 CTAs of a tile (``gemm_split.summing_slices``) sum slices
+  of the tile while the others only write their products (768x768: 36 tiles of 128 x 128 split by 3, 108 CTAs;
+  ``workspace_elements(M, N, split_k)`` past 8), with ``cluster_m`` 1 (the default there) or 2. One workspace
+  serves one GEMM at a time, of any shape that fits in it.
 - ``persistent`` (``None``: ``True`` unless K is split; ``True``; ``False``; or a number of CTAs): ``False``
   launches a cluster per cluster tile; otherwise ``persistent`` CTAs (``True``: the SMs of device 0, 132 where
   no device can be asked; fewer when C has fewer tiles) walk the tiles, the pipeline's states carrying on from
@@ -199,7 +202,9 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
     tiles_n = (n + bn - 1) // bn
     num_tiles = cluster_tiles_m * tiles_n
     rank = bidx % cluster_m                 # along M, in a 2x1 cluster
-    split = bidx % split_k                  # the K split, in a cluster of split_k CTAs (then cluster_m is 1)
+    # the K split: in a cluster of split_k CTAs (then cluster_m is 1), or through the workspace, where a 2x1
+    # cluster's two CTAs take the same split of two tiles
+    split = bidx % split_k if cute.const_expr(cluster_m == 1) else bidx // cluster_m % split_k
     first = bidx // (cluster_m * split_k)
     clusters = gridx // (cluster_m * split_k)
     k_lo, k_hi = split * k_tiles // split_k, (split + 1) * k_tiles // split_k      # k_tiles >= split_k
@@ -263,7 +268,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             if split_k > 1:
                 out = slice_mma.make_fragment_C(tCgC)
                 if cute.const_expr(fixup):   # the slots of the tile's CTAs in global memory: each sums a slice
-                    fixup_splits(acc, out, workspace, counters, first, split, split_k, tidx)
+                    fixup_splits(acc, out, workspace, counters, first * cluster_m + rank, split, split_k, tidx)
                 else:
                     arch.cluster_sync()      # every CTA of the cluster has read its stages: they take the slices
                     reduce_splits(acc, out, recv, red_bar, split, split_k, tidx)
@@ -361,7 +366,7 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
         tile_n = 128
     auto = split_k is None and cluster_m is None and persistent is None
     if workspace is not None and auto and tile_n is None:  # a split through global memory, where it fills more SMs
-        tile_n, split_k = through_workspace(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type))
+        tile_n, split_k, cluster_m = through_workspace(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type))
     via_workspace = workspace is not None and split_k is not None   # asked for, or chosen just above
     if tile_n is None:
         tile_n = auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256
@@ -381,7 +386,7 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     fixup = via_workspace and split_k > 1
     counters = 0                    # the workspace's elements before the slots
     if workspace is not None:       # its type even where the plan does not use it
-        counters = check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k, used=fixup)
+        counters = check_workspace(workspace, a.shape[0], b.shape[0], tile, split_k, fixup, cluster_m)
     bn_s = bn // stored_slices(split_k, fixup)                  # the columns of a tile a CTA stores
     ab = a.element_type
     tiled_mma = _warpgroup_mma(ab, MMA_WARPGROUPS, (64, bn), b.element_type)

@@ -9,8 +9,8 @@ from cute_py.utils import HardwareInfo
 from .gemm_args import GEMM_TILE, K_TILE_BYTES, SPLITS, STAGES, TILE_NS
 from .tma_tiled import sm_count
 
-__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "through_workspace", "split_fill", "resolve",
-           "tma_storable", "pairs_aligned", "grid_ctas"]
+__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "through_workspace", "split_fill",
+           "split_pairs", "resolve", "tma_storable", "pairs_aligned", "grid_ctas"]
 
 
 def recv_fits(tile, stages):
@@ -59,17 +59,18 @@ def auto_split(m, n, k, tile, stages, clusters=True, min_k_tiles=8):
 
 
 def through_workspace(m, n, k, bk=GEMM_TILE[2]):
-    """``(tile_n, split_k)`` of the default given a workspace: a split summed through global memory where it keeps
-    more of one wave busy (:func:`split_fill`) than the default's split in clusters, or as much where that is a split
-    of 128 x 256 tiles (slow in clusters: H200, 896x896x16384 split by 4 either way, 425 TFLOP/s in clusters against
-    519 through a workspace; 640x640x16384 by 8, 332 against 400); else ``(None, None)``, the default's own plan.
-    Of the splits of 2 to ``WORKSPACE_SPLITS_AUTO`` of either tile width whose CTAs fit in one wave, the one of most
-    fill (the larger tile, then the smaller split, where two tie). Each split keeps ``WORKSPACE_K_TILES`` k-tiles or
-    more: every CTA writes and reads its tile's products through L2, which shorter splits do not repay (H200:
-    512x512x4096 split by 8 in 8 k-tiles 0.85x the clusters' split by 4). Measured on an H200 over 19 shapes of
-    256..2048 by 256..4096 by 4096..32768 (benchmarks/RESULTS.md)."""
+    """``(tile_n, split_k, cluster_m)`` of the default given a workspace: a split summed through global memory where
+    it keeps more of one wave busy (:func:`split_fill`) than the default's split in clusters, or as much where that
+    is a split of 128 x 256 tiles (slow in clusters: H200, 896x896x16384 split by 4 either way, 425 TFLOP/s in
+    clusters against 519 through a workspace; 640x640x16384 by 8, 332 against 400); else ``(None, None, None)``,
+    the default's own plan. Of the splits of 2 to ``WORKSPACE_SPLITS_AUTO`` of either tile width whose CTAs fit in
+    one wave, the one of most fill (the larger tile, then the smaller split, where two tie). Each split keeps
+    ``WORKSPACE_K_TILES`` k-tiles or more: every CTA writes and reads its tile's products through L2, which shorter
+    splits do not repay (H200: 512x512x4096 split by 8 in 8 k-tiles 0.85x the clusters' split by 4). Measured on
+    an H200 over 19 shapes of 256..2048 by 256..4096 by 4096..32768 (benchmarks/RESULTS.md). ``cluster_m`` is 2
+    (two tiles' CTAs of a split share B's loads) where :func:`split_pairs` says so, else 1."""
     if not (type(m) is int and type(n) is int and type(k) is int):
-        return None, None
+        return None, None, None
     tn = auto_tile_n(m, n, k, bk)
     k_tiles, sms = cute.ceil_div(k, bk), sm_count()
     cs = auto_split(m, n, k, (GEMM_TILE[0], tn, bk), STAGES[tn])
@@ -78,11 +79,22 @@ def through_workspace(m, n, k, bk=GEMM_TILE[2]):
              for t in TILE_NS for s in range(2, WORKSPACE_SPLITS_AUTO + 1)
              if _ctas(m, n, (GEMM_TILE[0], t, bk), s) <= sms and k_tiles >= WORKSPACE_K_TILES * s]
     if not plans:
-        return None, None
+        return None, None, None
     fill, t, split = max(plans)
     if fill > in_clusters or (fill == in_clusters and tn == 256 and cs > 1):
-        return t, -split
-    return None, None
+        return t, -split, 2 if split_pairs(m, n, t, -split) else 1
+    return None, None, None
+
+
+def split_pairs(m, n, tile_n, split):
+    """Whether the default's split through a workspace takes 2x1 clusters: 128 x 128 tiles in an even number of
+    rows, split by 4 or more, in clusters the device holds at once. Measured (H200, TFLOP/s, 1x1 -> 2x1):
+    512x512x16384 split by 8 367 -> 406, 512x512x8192 by 8 273 -> 310, 512x1024x16384 by 4 472 -> 535; no faster
+    or slower elsewhere: split by 2 or 3 (1024x1024x8192 551 -> 548, 768x768x16384 -> 510 from 515), 128 x 256
+    tiles (1024x1024x16384 by 4 626 -> 619), or rows taken as one more (640x640x16384 by 5 442 against 346 by 4)."""
+    rows = cute.ceil_div(m, GEMM_TILE[0])
+    return tile_n == 128 and split >= 4 and rows % 2 == 0 and \
+        rows * cute.ceil_div(n, tile_n) * split // 2 <= cluster_capacity(2)
 
 
 def split_fill(ctas, k_tiles):
@@ -130,9 +142,10 @@ def _one_wave(m, n, k, tile):
 def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k, workspace=False):
     """``(cluster_m, persistent, split_k)`` with the defaults (``None``) chosen: split K where the tiles are too
     few for the SMs (``auto_split``) unless a cluster along M or persistence was asked for; otherwise 2x1
-    clusters of persistent CTAs. A split of K takes the cluster (``split_k`` CTAs per tile; with ``workspace``,
-    summed through global memory, no cluster and no receive buffer over the stages) and one tile per CTA, so it
-    excludes the other two."""
+    clusters of persistent CTAs. A split of K takes the cluster (``split_k`` CTAs per tile) and one tile per CTA,
+    so it excludes the other two; with ``workspace`` it is summed through global memory instead (no receive buffer
+    over the stages), one tile per CTA, in clusters of ``cluster_m`` (default 1) CTAs that take the same split of
+    adjacent tiles."""
     if split_k is None:
         asked = cluster_m not in (None, 1) or persistent not in (None, False)
         split_k = 1 if asked else auto_split(m, n, k, tile, stages)
@@ -143,10 +156,12 @@ def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k, workspace=Fal
             raise cute.CuteValueError(f"gemm: persistent is a bool or a number of CTAs >= cluster_m ({cluster_m}), "
                                       f"got {persistent!r}")
         return cluster_m, persistent, 1
-    if cluster_m not in (None, 1) or persistent not in (None, False):
+    if persistent not in (None, False) or (cluster_m not in (None, 1) and not workspace):
         raise cute.CuteValueError(f"gemm: split_k={split_k} makes a cluster of {split_k} CTAs per tile, one tile each: "
                                   f"it needs cluster_m 1 and persistent False, got cluster_m={cluster_m!r}, "
-                                  f"persistent={persistent!r}")
+                                  f"persistent={persistent!r}" if not workspace else
+                                  f"gemm: split_k={split_k} through a workspace takes one tile a CTA: it needs "
+                                  f"persistent False, got persistent={persistent!r}")
     bm, bn, bk = tile
     if type(k) is not int or cute.ceil_div(k, bk) < split_k:
         raise cute.CuteValueError(f"gemm: split_k={split_k} needs a static K of at least {split_k} k-tiles of {bk}, "
@@ -155,7 +170,7 @@ def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k, workspace=Fal
         raise cute.CuteValueError(f"gemm: split_k={split_k} sums the {bm}x{bn} fp32 partial products over the "
                                   f"stages' shared memory: {stages} stages of {bm}x{bn}x{bk} tiles are too few "
                                   f"(at least {cute.ceil_div(bm * bn * 4, (bm + bn) * K_TILE_BYTES)})")
-    return 1, False, split_k
+    return cluster_m or 1, False, split_k
 
 
 def tma_storable(c):

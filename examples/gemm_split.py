@@ -17,14 +17,19 @@ cluster's split, each sums its slice of the tile's columns over the slots in the
 CTA counts itself out again past the wait, and the last one sets the counter back to zero: a launch leaves the
 counters zero for the next one.
 
+With ``cluster_m=2`` the two CTAs of a cluster take the same split of two vertically adjacent tiles, each loading
+half of their B tile and multicasting it to both, as the unsplit kernel's clusters do; where the rows of tiles are
+odd, the second CTA of the last clusters computes a tile past M, sums it through its own slots and counter and
+stores nothing (the workspace holds its slots: :func:`workspace_elements` counts the rows in whole clusters).
+
 Rules, each a failed launch (``trap``) rather than a wrong sum or a hang:
 
 - a counter found outside ``0 .. split_k - 1`` when a CTA counts in: a workspace never zeroed, or shared by two
   GEMMs running at once (one workspace serves one GEMM at a time: two streams need two). A counter that is not
   zero before the launch always shows so: the tile's ``split_k`` arrivals take it past ``split_k - 1``;
 - a wait longer than ``WAIT_NS``: the CTAs of a tile wait for each other, so all of them must run at once. The
-  host allows at most a CTA per SM of the device (``tiles x split_k <= SMs``), which an otherwise idle GPU runs
-  at once; a GPU shared with other work, or partitioned (MPS), may not.
+  host allows at most a CTA per SM of the device (``tiles x split_k <= SMs``; in 2x1 clusters, at most the
+  clusters the device holds at once, ``gemm_plan.cluster_capacity``), which an otherwise idle GPU runs at once; a GPU shared with other work, or partitioned (MPS), may not.
 
 The workspace must not overlap A, B or C (nothing checks it: their addresses are the call's)."""
 
@@ -32,8 +37,9 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.atom import CopyUniversalOp
 
-from .gemm_args import MMA_THREADS, SPLITS, TILE_NS
+from .gemm_args import CLUSTER_MS, MMA_THREADS, SPLITS, TILE_NS
 from .gemm_epilogue import split_recv_layout
+from .gemm_plan import cluster_capacity
 from .tma_tiled import sm_count
 
 __all__ = ["workspace_elements", "counter_ints", "check_workspace", "summing_slices", "stored_slices", "fixup_splits",
@@ -45,8 +51,10 @@ WAIT_NS = 2_000_000_000                # a CTA waits at most 2 s for the other C
 MAX_ELEMENTS = 2 ** 31                 # the kernel's offsets into the workspace are 32-bit
 
 
-def _tiles(m, n, bm, bn):
-    return -(-m // bm) * -(-n // bn)
+def _tiles(m, n, bm, bn, cluster_m=1):
+    """The tiles of a split's launch: the rows of tiles rounded up to whole clusters of ``cluster_m`` along M (the
+    second CTA of a cluster past M still computes its tile, and sums it through its slots, storing nothing)."""
+    return -(-(-(-m // bm)) // cluster_m) * cluster_m * -(-n // bn)
 
 
 def counter_ints(size):
@@ -58,8 +66,8 @@ def counter_ints(size):
     return -(-tiles // COUNTER_PAD) * COUNTER_PAD
 
 
-def _slots(m, n, tile, split_k):
-    return split_k * _tiles(m, n, tile[0], tile[1]) * tile[0] * tile[1]
+def _slots(m, n, tile, split_k, cluster_m=1):
+    return split_k * _tiles(m, n, tile[0], tile[1], cluster_m) * tile[0] * tile[1]
 
 
 def _fitting(slots):
@@ -72,13 +80,13 @@ def _fitting(slots):
 
 def workspace_elements(m, n, split_k=8):
     """The Float32 elements of a workspace that serves every plan of an ``(m, n)`` C with up to ``split_k`` CTAs
-    per tile (either tile width), and of any smaller C."""
-    return _fitting(max(_slots(m, n, (128, tn), split_k) for tn in TILE_NS))
+    per tile (either tile width, either ``cluster_m``), and of any smaller C."""
+    return _fitting(max(_slots(m, n, (128, tn), split_k, cm) for tn in TILE_NS for cm in CLUSTER_MS))
 
 
-def check_workspace(workspace, m, n, tile, split_k, used=True):
-    """The rules of a workspace for a split of ``split_k`` over ``tile``-sized tiles of an ``(m, n)`` C: a
-    CuteValueError naming the broken one (with ``used=False``, a workspace the plan does not use: its type).
+def check_workspace(workspace, m, n, tile, split_k, used=True, cluster_m=1):
+    """The rules of a workspace for a split of ``split_k`` over ``tile``-sized tiles of an ``(m, n)`` C, in
+    clusters of ``cluster_m`` tiles along M: a CuteValueError naming the broken one (with ``used=False``, a workspace the plan does not use: its type).
     Returns the elements before the slots (its :func:`counter_ints`; 0 where unused)."""
     if not (hasattr(workspace, "element_type") and hasattr(workspace, "layout")):
         raise cute.CuteValueError(f"gemm: workspace is a 1-D Float32 tensor (workspace_elements(M, N) zeros), got "
@@ -93,7 +101,7 @@ def check_workspace(workspace, m, n, tile, split_k, used=True):
     if type(m) is not int or type(n) is not int:
         raise cute.CuteValueError(f"gemm: a split through the workspace needs a static M and N, got {(m, n)}")
     size, stride = shape[0], stride[0]
-    slots = _slots(m, n, tile, split_k)
+    slots = _slots(m, n, tile, split_k, cluster_m)
     # (a workspace holds its counters, then the slots: the counters' number grows with its size, so a size a few
     # elements past a multiple of 2**20 may hold fewer slots than the one below it; workspace_elements never is)
     if type(size) is not int or size < slots + counter_ints(size) or (size > 1 and stride != 1):
@@ -104,11 +112,17 @@ def check_workspace(workspace, m, n, tile, split_k, used=True):
     if need > MAX_ELEMENTS:
         raise cute.CuteValueError(f"gemm: a split through the workspace addresses at most {MAX_ELEMENTS} elements, "
                                   f"this one {need}: split less, or not through a workspace")
-    ctas = _tiles(m, n, tile[0], tile[1]) * split_k
-    if ctas > sm_count():
+    tiles = _tiles(m, n, tile[0], tile[1], cluster_m)
+    ctas = tiles * split_k
+    if cluster_m == 1 and ctas > sm_count():
         raise cute.CuteValueError(f"gemm: a split through the workspace runs a tile's CTAs at once (they wait for "
-                                  f"each other): {ctas} CTAs ({_tiles(m, n, tile[0], tile[1])} tiles x {split_k}) "
-                                  f"are more than the device's {sm_count()} SMs; split less")
+                                  f"each other): {ctas} CTAs ({tiles} tiles x {split_k}) are more than the device's "
+                                  f"{sm_count()} SMs; split less")
+    if cluster_m > 1 and ctas // cluster_m > cluster_capacity(cluster_m):
+        raise cute.CuteValueError(f"gemm: a split through the workspace runs a tile's CTAs at once (they wait for "
+                                  f"each other): {ctas // cluster_m} clusters of {cluster_m} ({tiles} tiles x "
+                                  f"{split_k}) are more than the {cluster_capacity(cluster_m)} the device holds at "
+                                  f"once; split less")
     if workspace.iterator.alignment < 16:
         raise cute.CuteValueError(f"gemm: the workspace must be 16-byte aligned (its slots take 16-byte stores), "
                                   f"got a {workspace.iterator.alignment}-byte aligned pointer")

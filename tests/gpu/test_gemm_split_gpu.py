@@ -31,6 +31,10 @@ CASES = [  # (M, N, K, C type, keyword arguments, pad of C's rows)
     (300, 520, 4000, "float32", dict(split_k=7, tile_n=256), 3),       # edge tiles; 4 sum of 7
     (129, 255, 2600, "bfloat16", dict(split_k=5, tile_n=128, bias=True, activation="gelu"), 1),
     (200, 500, 8192, "float16", dict(split_k=15, tile_n=128), 8),     # 8 sum, 16 columns each
+    # 2x1 clusters: two tiles' CTAs of one split share B's loads (multicast)
+    (512, 512, 16384, "bfloat16", dict(split_k=8, tile_n=128, cluster_m=2), 8),
+    (300, 520, 4000, "float32", dict(split_k=7, tile_n=256, cluster_m=2), 3),   # 3 rows of tiles: one past M
+    (129, 255, 2600, "bfloat16", dict(split_k=5, tile_n=128, cluster_m=2, bias=True, activation="gelu"), 1),
 ]
 
 
@@ -63,8 +67,7 @@ def test_split_through_the_workspace_matches_torch_bit_for_bit_on_reruns(m, n, k
     torch.testing.assert_close(c.float(), want, rtol=1e-2, atol=1e-2 if out == "float32" else 6e-2)
     assert torch.isnan(store[:GUARD]).all() and torch.isnan(store[GUARD + m:]).all(), "rows outside C written"
     assert torch.isnan(store[GUARD:GUARD + m, n:]).all(), "columns past N written"
-    tiles = -(-m // 128) * -(-n // 128)
-    assert (ws.view(torch.int32)[:tiles] == 0).all(), "a call leaves every tile's counter zero"
+    assert (ws.view(torch.int32)[:counter_ints(ws.numel())] == 0).all(), "a call leaves every tile's counter zero"
     first = c.clone()
     for _ in range(3):      # other CTAs finish last on other runs: the sum's order is the slots', not theirs
         c.fill_(float("nan"))
@@ -93,15 +96,16 @@ def test_one_workspace_serves_gemms_of_other_shapes_and_tiles_in_turn():
 
 
 def test_the_default_with_a_workspace_splits_more_than_clusters_and_agrees_with_them():
-    """512x512x16384: a workspace lets the default split by 8 over 16 tiles (128 CTAs, no clusters); without it, by
-    4 in clusters (64 CTAs). The two split K differently, so they agree to the rounding of the sums."""
+    """512x512x16384: a workspace lets the default split by 8 over 16 tiles (128 CTAs, in 2x1 clusters sharing B);
+    without it, by 4 in clusters (64 CTAs). The two split K differently, so they agree to the rounding of the
+    sums."""
     torch = hopper_torch()
     spec = cute.compiler.DeviceArraySpec
     m, n, k = 512, 512, 16384
     with_ws = cute.compile(gemm, spec("BFloat16", (m, k)), spec("BFloat16", (n, k)), spec("BFloat16", (m, n)),
                            workspace=spec("Float32", (workspace_elements(m, n),)))
     (launch,) = with_ws.launches
-    assert launch.grid == (128, 1, 1) and launch.cluster == (1, 1, 1)
+    assert launch.grid == (128, 1, 1) and launch.cluster == (2, 1, 1)
     a, b, c, store, want, ws, _ = _run(torch, m, n, k, "bfloat16", {}, 8)
     plain = torch.empty_like(c)
     gemm(a, b, plain)

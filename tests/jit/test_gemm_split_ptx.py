@@ -33,8 +33,9 @@ def test_workspace_elements_by_hand():
     # counters of a workspace of that size: one per 32768 elements (65 at 2097248), padded to 96
     assert workspace_elements(512, 512) == 96 + 8 * 16 * 128 * 128 and counter_ints(2097248) == 96
     assert workspace_elements(512, 512, 2) == 32 + 2 * 16 * 128 * 128
-    # 300 x 300: 3 x 3 tiles of 128 x 128 (9 * 16384) or 3 x 2 of 128 x 256 (6 * 32768): the larger
-    assert workspace_elements(300, 300, 4) == 32 + 4 * 6 * 128 * 256
+    # 300 x 300: 3 x 3 tiles of 128 x 128 or 3 x 2 of 128 x 256, their 3 rows taken as 4 in 2x1 clusters (the
+    # second CTA of the last cluster computes a tile past M): 4 x 2 tiles of 128 x 256 (8 * 32768), the most
+    assert workspace_elements(300, 300, 4) == 64 + 4 * 8 * 128 * 256
     assert counter_ints(1) == 32 and counter_ints(32 * 32768) == 32 and counter_ints(32 * 32768 + 1) == 64
     # 768 x 768 split by 3: 36 tiles of 128 x 128 or 18 of 128 x 256, either way 3 * 589824 elements of slots
     assert workspace_elements(768, 768, 3) == 64 + 3 * 36 * 128 * 128
@@ -47,15 +48,18 @@ def test_a_workspace_holds_the_counters_of_any_plan_that_fits_in_it_before_every
     """The counters lie at the start and depend on the workspace's size alone; any plan whose slots fit after them
     has no more tiles than there are counters. So no plan's slots lie over any plan's counters, whatever the shapes
     that share the workspace. ``workspace_elements`` is the fewest elements that fit, and fits every smaller C."""
-    tiles = -(-m // 128) * -(-n // tn)
-    slots = split * tiles * 128 * tn
-    if slots + counter_ints(size) <= size:
-        assert tiles <= counter_ints(size) and counter_ints(size) % 32 == 0
+    def rows(m, cluster_m):         # rows of tiles, in whole 2x1 clusters where cluster_m is 2
+        return -(-(-(-m // 128)) // cluster_m) * cluster_m
+    for cm in (1, 2):
+        tiles = rows(m, cm) * -(-n // tn)
+        slots = split * tiles * 128 * tn
+        if slots + counter_ints(size) <= size:
+            assert tiles <= counter_ints(size) and counter_ints(size) % 32 == 0
     need = workspace_elements(m, n, split)
     assert need >= slots + counter_ints(need)
-    assert need - 1 < max(split * -(-m // 128) * -(-n // t) * 128 * t for t in TILE_NS) + counter_ints(need - 1)
+    assert need - 1 < max(split * rows(m, 2) * -(-n // t) * 128 * t for t in TILE_NS) + counter_ints(need - 1)
     for smaller in ((m // 2 or 1, n), (m, n // 3 or 1), (1, 1)):
-        small = split * -(-smaller[0] // 128) * -(-smaller[1] // tn) * 128 * tn
+        small = split * rows(smaller[0], 2) * -(-smaller[1] // tn) * 128 * tn
         assert small + counter_ints(need) <= need
 
 
@@ -64,7 +68,7 @@ def test_a_workspace_holds_the_counters_of_any_plan_that_fits_in_it_before_every
 def test_a_split_through_the_workspace_fills_a_wave_at_least_as_well_as_clusters_and_no_more(m, n, k):
     with pytest.MonkeyPatch.context() as mp:
         at_h200(mp)
-        tn, split = plan.through_workspace(m, n, k)
+        tn, split, cluster_m = plan.through_workspace(m, n, k)
         tc = plan.auto_tile_n(m, n, k)
         cs = plan.auto_split(m, n, k, (128, tc, 64), STAGES[tc])
         k_tiles, clusters = -(-k // 64), -(-m // 128) * -(-n // tc) * cs
@@ -76,32 +80,35 @@ def test_a_split_through_the_workspace_fills_a_wave_at_least_as_well_as_clusters
         if tn is None:
             assert not fills or max(fills.values()) < in_clusters or (
                 max(fills.values()) == in_clusters and not ties_go_through), (m, n, k)
+            assert split is None and cluster_m is None
             return
+        rows = -(-m // 128)     # in 2x1 clusters: 128 x 128 tiles, an even number of rows, split by 4 or more
+        assert cluster_m == (2 if tn == 128 and split >= 4 and rows % 2 == 0 else 1), (m, n, k)
         assert (tn, split) in fills and fills[tn, split] == max(fills.values()), (m, n, k)
         assert fills[tn, split] > in_clusters or (fills[tn, split] == in_clusters and ties_go_through), (m, n, k)
 
 
 @pytest.mark.parametrize("shape, want", [
     # measured on an H200 (TFLOP/s, the default in clusters against the plan through a workspace)
-    ((512, 512, 16384), (128, 8)),     # 16 tiles x 8 = 128 CTAs; in clusters 16 x 4: 329 -> 356
-    ((512, 512, 8192), (128, 8)),      # 16 k-tiles a split: 271 -> 301
-    ((640, 640, 16384), (128, 5)),     # 25 x 5 = 125 CTAs; in clusters 15 x 8 of 128 x 256: 332 -> 452
-    ((768, 768, 16384), (256, 7)),     # 18 x 7 = 126; 36 x 3 = 108 fills a little less; clusters 72: 409 -> 514
-    ((768, 768, 8192), (128, 3)),      # 126 CTAs of 19 k-tiles fill less than 108 of 43: 376 -> 416 (383)
-    ((896, 896, 16384), (256, 4)),     # 112 CTAs either way, 128 x 256 tiles slow in clusters: 425 -> 519
-    ((512, 1024, 16384), (128, 4)),    # 32 x 4 = 128 (128 x 256: 16 x 8, fills less): 382 -> 489
-    ((1024, 1024, 8192), (None, None)),  # 128 CTAs either way, 128 x 128 tiles
-    ((384, 384, 16384), (None, None)),   # 72 either way: 273 in clusters, 261 through a workspace
-    ((512, 512, 4096), (None, None)),
-    ((4096, 4096, 4096), (None, None)),
-    ((512, 4096, 4096), (None, None)),   # 128 tiles unsplit: 667 against 523 split by 2
+    ((512, 512, 16384), (128, 8, 2)),  # 16 tiles x 8 = 128 CTAs; in clusters 16 x 4: 329 -> 356; 2x1: 406
+    ((512, 512, 8192), (128, 8, 2)),   # 16 k-tiles a split: 271 -> 301; 2x1: 310
+    ((640, 640, 16384), (128, 5, 1)),  # 25 x 5 = 125 CTAs; in clusters 15 x 8 of 128 x 256: 332 -> 452
+    ((768, 768, 16384), (256, 7, 1)),  # 18 x 7 = 126; 36 x 3 = 108 fills a little less; clusters 72: 409 -> 514
+    ((768, 768, 8192), (128, 3, 1)),   # 126 CTAs of 19 k-tiles fill less than 108 of 43: 376 -> 416 (383)
+    ((896, 896, 16384), (256, 4, 1)),  # 112 CTAs either way, 128 x 256 tiles slow in clusters: 425 -> 519
+    ((512, 1024, 16384), (128, 4, 2)),  # 32 x 4 = 128 (128 x 256: 16 x 8, fills less): 382 -> 489; 2x1: 535
+    ((1024, 1024, 8192), (None, None, None)),  # 128 CTAs either way, 128 x 128 tiles
+    ((384, 384, 16384), (None, None, None)),   # 72 either way: 273 in clusters, 261 through a workspace
+    ((512, 512, 4096), (None, None, None)),
+    ((4096, 4096, 4096), (None, None, None)),
+    ((512, 4096, 4096), (None, None, None)),   # 128 tiles unsplit: 667 against 523 split by 2
 ])
 def test_the_plan_with_a_workspace_at_an_h200(h200, shape, want):
     assert plan.through_workspace(*shape) == want
 
 
 def test_the_kernel_of_a_split_through_the_workspace(filecheck, assemble):
-    c = _compile(512, 512, 16384)
+    c = _compile(512, 512, 16384, split_k=8, tile_n=128, cluster_m=1)
     (launch,) = c.launches
     assert launch.grid == (128, 1, 1) and launch.cluster == (1, 1, 1)
     ptx = c.ptx
@@ -120,6 +127,38 @@ def test_the_kernel_of_a_split_through_the_workspace(filecheck, assemble):
         assert report == ([], [(0, 0)]), report
 
 
+def test_the_default_split_through_the_workspace_in_2x1_clusters(filecheck, assemble):
+    """512x512x16384: 4 x 4 tiles split by 8 in 64 clusters of 2 (two vertically adjacent tiles' CTAs of one split),
+    each CTA loading half of their B tile and multicasting it to both; each tile's counter is its own."""
+    c = _compile(512, 512, 16384)
+    (launch,) = c.launches
+    assert launch.grid == (128, 1, 1) and launch.cluster == (2, 1, 1)
+    ptx = c.ptx
+    assert "st.async" not in ptx and ptx.count("m64n128k16") == 8
+    filecheck(ptx, ["CHECK: multicast::cluster", "CHECK: atom.acq_rel.gpu.global.add", "CHECK: ld.acquire.gpu.global",
+                    "CHECK: ld.global.v4"])
+    assemble(ptx)
+    report = ptxas_report(ptx)
+    if report is not None:
+        assert report == ([], [(0, 0)]), report
+
+
+@pytest.mark.parametrize("m, n, tile_n, split, cluster_m, what", [
+    (640, 640, 128, 5, 2, "75 clusters of 2"),      # 5 rows of tiles taken as 6: 30 tiles x 5
+    (512, 512, 128, 9, 2, "72 clusters of 2"),
+    (512, 512, 128, 9, 1, "144 CTAs"),
+])
+def test_a_split_in_clusters_the_device_does_not_hold_at_once_is_refused(h200, m, n, tile_n, split, cluster_m, what):
+    with pytest.raises(cute.CuteValueError, match=what):
+        _compile(m, n, 16384, ws=spec("Float32", (workspace_elements(m, n, 16),)), split_k=split, tile_n=tile_n,
+                 cluster_m=cluster_m)
+
+
+def test_a_split_through_the_workspace_is_not_persistent():
+    with pytest.raises(cute.CuteValueError, match="through a workspace takes one tile a CTA"):
+        _compile(512, 512, 16384, split_k=8, tile_n=128, persistent=True)
+
+
 @pytest.mark.parametrize("m, n, k, out, kwargs", [
     (300, 520, 4000, "Float32", dict(split_k=8, tile_n=128)),
     (129, 255, 520, "BFloat16", dict(split_k=2, tile_n=256, epilogue="vector")),
@@ -132,13 +171,17 @@ def test_the_kernel_of_a_split_through_the_workspace(filecheck, assemble):
     (300, 520, 4000, "BFloat16", dict(split_k=7, tile_n=256)),    # (a Float32 C spills 24 bytes there)
     (129, 255, 2600, "BFloat16", dict(split_k=5, tile_n=128, bias=spec("Float32", (255,)), activation="gelu")),
     (200, 500, 8192, "Float16", dict(split_k=15, tile_n=128)),
+    (512, 512, 16384, "BFloat16", dict(split_k=8, tile_n=128, cluster_m=2)),
+    (300, 520, 4000, "BFloat16", dict(split_k=7, tile_n=256, cluster_m=2)),
+    (129, 255, 2600, "BFloat16", dict(split_k=5, tile_n=128, cluster_m=2, bias=spec("Float32", (255,)),
+                                      activation="gelu")),
 ])
 def test_the_gpu_cases_build_without_spills(m, n, k, out, kwargs, assemble):
     """The configurations of the GPU tests, assembled with no spills."""
     ws = spec("Float32", (workspace_elements(m, n, max(8, kwargs.get("split_k", 8))),))
     c = _compile(m, n, k, out, ws=ws, **kwargs)
     (launch,) = c.launches
-    assert launch.cluster == (1, 1, 1) and "setmaxnreg" not in c.ptx
+    assert launch.cluster == (kwargs.get("cluster_m", 1), 1, 1) and "setmaxnreg" not in c.ptx
     assemble(c.ptx)
     report = ptxas_report(c.ptx)
     if report is not None:
