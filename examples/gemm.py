@@ -136,7 +136,7 @@ from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
 from .gemm_args import (EPILOGUES, GEMM_TILE, MMA_THREADS, MMA_WARPGROUPS, STAGES, TILE_NS, block_scaled,
-                        check_args, check_fused, k_tile)
+                        check_args, check_fused, check_promotion, k_tile)
 from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, fuse_epilogue, reduce_splits,
                             split_recv_layout, store_tile, store_tile_tma)
 from .gemm_gather import gathered_tile, wait_shard
@@ -158,7 +158,7 @@ CONSUMER_REGS = 232                    # ... and each consumer warpgroup's: 128 
 def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, tile, stages, reg_realloc,
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k, slice_mma, bias, alpha,
                 activation, fuse_cols, scales, block_scales, gather_flags=None, gather_state=None, gather=None,
-                pingpong=False, workspace=None, counters=0):
+                pingpong=False, workspace=None, counters=0, promote=False):
     bm, bn, bk = tile
     tidx, _, _ = arch.thread_idx()
     bidx, _, _ = arch.block_idx()
@@ -253,9 +253,9 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             tm, tn = _tile_of(first + i * clusters, cluster_tiles_m, tiles_n, group_m, cluster_m, rank)
             tm = gathered_tile(tm, gather, cluster_tiles_m * cluster_m)
             acc = tiled_mma.make_fragment_C(thr.partition_C(cute.local_tile(c, (bm, bn), (tm, tn))))
-            if block_scales is None:
+            if cute.const_expr(not promote):     # the tensor cores accumulate the whole of K
                 mma_k_tiles(tiled_mma, acc, tCrA, tCrB, loads, read, release, k_lo, k_hi)
-            else:
+            else:                                # each k-tile promoted into fp32 (times its block scales)
                 cC = thr.partition_C(cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn)))
                 block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi,
                                   tn, m, pingpong, reg_realloc)
@@ -311,7 +311,7 @@ def _warpgroup_mma(ab, warpgroups, tiler_mn, b_type=None):
 @cute.jit
 def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cluster_m=None, persistent=None,
          group_m=8, split_k=None, bias=None, alpha=1.0, activation=None, scale_a=None, scale_b=None, pingpong=False,
-         workspace=None):
+         workspace=None, fast_accum=False):
     """``c[i, j] = sum_k a[i, k] * b[j, k]`` (``C = A @ B^T``), accumulated in fp32 and rounded once to C's type;
     with ``bias``, ``alpha`` or ``activation``, ``c[i, j] = activation(alpha * sum_k a[i, k] b[j, k] + bias[j])``,
     all in fp32 before the one rounding (``activation``: ``"relu"``, ``"silu"``, ``"gelu"``, ``"gelu_tanh"``, as
@@ -322,7 +322,7 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); any M, N, K >= 1. ``stages``: the load pipeline's
     depth (2..6, as shared memory allows: at most 4 with ``tile_n=256``); ``tile_n``: the CTA tile's N (128 or
     256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``; ``None``:
-    with block scales, where it lets their k-tiles go in pairs, unless ``pingpong``);
+    with 8-bit inputs promoted, where it lets their k-tiles go in pairs, unless ``pingpong``);
     ``epilogue``: ``"tma"`` (through shared memory and TMA stores where TMA can store to C, else as
     ``"vector"``), ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
     ``"scalar"``) or ``"scalar"`` (one element per store); ``cluster_m``: CTAs per cluster along M (1 or 2; 2
@@ -333,17 +333,21 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     ``workspace``: a zeroed Float32 tensor (``gemm_split.workspace_elements``) through which a split of K is
     summed instead of in a cluster. ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and
     ``split_k`` chooses them: 128 x 256 tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1
-    clusters; 128 x 128 tiles in 6 stages where ``auto_tile_n`` names them. ``pingpong`` (block scales only): the
-    consumer warpgroups take turns issuing each k-tile's MMAs, one's promotion overlapping the other's MMAs. See
-    the module for the kernel."""
+    clusters; 128 x 128 tiles in 6 stages where ``auto_tile_n`` names them. ``fast_accum`` (8-bit inputs with
+    per-tensor scales or none): ``False`` promotes each k-tile's products (128 of K) out of the tensor cores into
+    the fp32 accumulators, in 128 x 128 tiles, as ``torch._scaled_mm`` does by default; ``True`` leaves all of K
+    to the tensor cores' own accumulation, which keeps fewer bits than fp32 (``torch._scaled_mm``'s
+    ``use_fast_accum=True``; the same bits on an H200): faster, with an error that grows with K. ``pingpong``
+    (8-bit inputs promoted only): the consumer warpgroups take turns issuing each k-tile's MMAs, one's promotion
+    overlapping the other's MMAs. See the module for the kernel."""
     launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias,
-                alpha, activation, scale_a, scale_b, pingpong=pingpong, workspace=workspace)
+                alpha, activation, scale_a, scale_b, pingpong=pingpong, workspace=workspace, fast_accum=fast_accum)
 
 
 @cute.jit
 def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias, alpha,
                 activation, scale_a, scale_b, gather_flags=None, gather_state=None, gather=None, pingpong=False,
-                workspace=None):
+                workspace=None, fast_accum=False):
     """:func:`gemm`'s launch (its arguments in order), and the hooks of ``gemm_gather``: ``gather``
     ``(shard_rows, rank, world, timeout_ns)`` with the Int32 tensors ``gather_flags`` (a flag per shard of A's
     rows) and ``gather_state`` (where a late shard is recorded); None for a plain GEMM."""
@@ -355,14 +359,18 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
                                       f"{a.shape[0]} rows")
         gather = (shard_rows, rank, world, timeout_ns, GEMM_TILE[0])
     block = block_scaled(a, b, scale_a, scale_b)
+    promote = check_promotion(a, block, fast_accum)     # each k-tile's products promoted into fp32
     if block and tile_n not in (None, 128):
         raise cute.CuteValueError(f"gemm: block scales take tile_n=128 (a tile's columns are one 128-column block "
                                   f"of B's scales), got {tile_n!r}")
-    if type(pingpong) is not bool or (pingpong and not block):
-        raise cute.CuteValueError(f"gemm: pingpong is a bool, True only with block scales (2-D scale_a and "
-                                  f"scale_b: the warpgroups take turns around their promotions), got {pingpong!r}"
-                                  + ("" if block else " without block scales"))
-    if block:
+    if promote and tile_n not in (None, 128):
+        raise cute.CuteValueError(f"gemm: 8-bit inputs promoted into fp32 (fast_accum=False) take tile_n=128 (a "
+                                  f"k-tile's partial products beside the accumulators), got {tile_n!r}")
+    if type(pingpong) is not bool or (pingpong and not promote):
+        raise cute.CuteValueError(f"gemm: pingpong is a bool, True only with 8-bit inputs promoted into fp32 (block "
+                                  f"scales, or fast_accum=False: the warpgroups take turns around their "
+                                  f"promotions), got {pingpong!r}" + ("" if promote else " without promotions"))
+    if promote:
         tile_n = 128
     auto = split_k is None and cluster_m is None and persistent is None
     if workspace is not None and auto and tile_n is None:  # a split through global memory, where it fills more SMs
@@ -371,7 +379,7 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if tile_n is None:
         tile_n = auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256
     if reg_realloc is None:
-        reg_realloc = block and not pingpong
+        reg_realloc = promote and not pingpong
     if stages is None:
         stages = STAGES.get(tile_n, 4)
     check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k,
@@ -413,4 +421,5 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
                 vector_c, cluster_m, store_c, tma_c, c_layout, epi_mma, group_m, split_k,
                 slice_mma, bias, alpha, activation, column_offsets(slice_mma, (bm, bn_s)), scales,
                 block_scales, gather_flags, gather_state, gather, pingpong, workspace if fixup else None,
-                counters).launch(grid=grid, block=GEMM_THREADS, cluster=(cluster_m * (1 if fixup else split_k), 1, 1))
+                counters, promote).launch(grid=grid, block=GEMM_THREADS,
+                                          cluster=(cluster_m * (1 if fixup else split_k), 1, 1))

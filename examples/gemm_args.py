@@ -10,7 +10,7 @@ from .gemm_epilogue import ACTIVATIONS, EPI_BUFFERS, EPI_ROW_BYTES
 
 __all__ = ["GEMM_TILE", "TILE_NS", "STAGES", "EPILOGUES", "CLUSTER_MS", "SPLITS", "WORKSPACE_SPLITS", "MMA_WARPGROUPS",
            "MMA_THREADS", "SMEM_LIMIT", "K_TILE_BYTES", "FP8", "k_tile", "smem_bytes", "epi_bytes", "block_scaled",
-           "check_fused", "check_args"]
+           "check_promotion", "check_fused", "check_args"]
 
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128 (16-bit A, B); tile_n=256 gives (128, 256, 64)
 TILE_NS = (128, 256)                   # the CTA tile's N extents
@@ -41,6 +41,20 @@ def smem_bytes(tile, stages, epilogue_bytes=0):
 def epi_bytes():
     """The ``"tma"`` epilogue's shared memory: two 64-row subtiles of 128-byte rows per consumer warpgroup."""
     return MMA_WARPGROUPS * EPI_BUFFERS * 64 * EPI_ROW_BYTES
+
+
+def check_promotion(a, block, fast_accum):
+    """Whether the kernel promotes each k-tile's products out of the tensor cores into fp32 (8-bit inputs: with
+    ``block`` scales always, with per-tensor scales or none unless ``fast_accum``); a CuteValueError for a
+    ``fast_accum`` that is not a bool, or True where it means nothing (16-bit inputs, whose tensor cores accumulate
+    in fp32) or cannot be (block scales are applied at each promotion)."""
+    eight = a.element_type in FP8
+    if type(fast_accum) is not bool or (fast_accum and (block or not eight)):
+        why = "" if type(fast_accum) is not bool else (" with block scales (applied at each promotion)" if block else
+                                                       f" with {a.element_type.name} inputs (accumulated in fp32)")
+        raise cute.CuteValueError(f"gemm: fast_accum is a bool, True only with 8-bit inputs and per-tensor scales "
+                                  f"or none, got {fast_accum!r}{why}")
+    return eight and not fast_accum
 
 
 def block_scaled(a, b, scale_a, scale_b):

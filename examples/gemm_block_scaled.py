@@ -1,10 +1,12 @@
 """DeepSeek-V3's block scaling in the consumers' main loop of kernel 13 (``examples.gemm``): 1x128 scales of A's
-rows and 128x128 scales of B, applied in fp32 outside the tensor cores.
+rows and 128x128 scales of B, applied in fp32 outside the tensor cores; and, without block scales, the same
+promotion of 8-bit inputs' products into fp32 (``gemm(fast_accum=False)``), whose per-tensor scales the epilogue
+applies.
 
 Each 128-element k-tile's WGMMAs go into fresh partial accumulators; once they are done the partials are added to
-the tile's accumulators as ``acc += part * scale_a[row, k] * scale_b[tn, k]`` (the promotion), so the tensor
-cores' own accumulation never spans more than one scale block. Each k-tile's scales are loaded a k-tile ahead, so
-that their latency never holds up the MMAs' issue.
+the tile's accumulators as ``acc += part * scale_a[row, k] * scale_b[tn, k]`` (the promotion), so the tensor cores'
+own accumulation never spans more than one scale block (without block scales: ``acc += part``). Each k-tile's scales
+are loaded a k-tile ahead, so that their latency never holds up the MMAs' issue.
 
 With ``paired`` the k-tiles go in pairs: both k-tiles' MMAs are issued, the second's into a second partial, then
 the first's promotion runs while the second's MMAs do. No MMA is in flight from one pair to the next (an MMA in
@@ -30,8 +32,8 @@ TURN = 3            # named barriers 3 and 4: the ping-pong's turns (the epilogu
 def block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi, tn, m,
                       pingpong=False, paired=False):
     """A tile's k-tiles ``k_lo .. k_hi - 1`` (at least one) into ``acc``, promoted by the block scales (see the
-    module), one at a time or (``paired``) in pairs, the last alone when their count is odd. A row past M reads
-    the last row's scale (its value is not stored).
+    module; ``block_scales`` None: unscaled), one at a time or (``paired``) in pairs, the last alone when their
+    count is odd. A row past M reads the last row's scale (its value is not stored).
 
     With ``pingpong`` the two consumer warpgroups take turns issuing a k-tile's MMAs (named barriers ``TURN`` and
     ``TURN + 1``), so that one's promotion runs while the other's MMAs do: warpgroup 1 gives warpgroup 0 the
@@ -39,12 +41,14 @@ def block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read,
     MMAs are done, a branch on the warpgroup with no MMA in flight), so both barriers are balanced per tile."""
     part = cute.make_fragment(acc.layout, cute.Float32)
     acc.fill(0.0)
-    rows = cute.make_fragment(2, cute.Int32)          # a thread's accumulators lie in two rows (C layout)
-    for r in cute.range_constexpr(2):
-        row, _ = cC[2 * r]
-        rows[r] = cute.min(row, m - 1)
-    scales = cute.make_fragment(3, cute.Float32)      # the next k-tile's scales: A's two rows, B's block
-    _load_scales(scales, block_scales, rows, tn, k_lo)
+    rows = scales = None
+    if cute.const_expr(block_scales is not None):
+        rows = cute.make_fragment(2, cute.Int32)      # a thread's accumulators lie in two rows (C layout)
+        for r in cute.range_constexpr(2):
+            row, _ = cC[2 * r]
+            rows[r] = cute.min(row, m - 1)
+        scales = cute.make_fragment(3, cute.Float32)  # the next k-tile's scales: A's two rows, B's block
+        _load_scales(scales, block_scales, rows, tn, k_lo)
     last = (k_hi - 1, tn, scales)
     if cute.const_expr(pingpong):
         group = arch.make_warp_uniform(arch.warp_idx()) // 4
@@ -129,20 +133,30 @@ def _scaled_k_pair(tiled_mma, acc, parts, tCrA, tCrB, rows, block_scales, loads,
 @cute.jit
 def _promote(acc, part, s0, s1):
     """``acc += part * s`` with ``s`` the scale of each value's row: ``s0`` for the thread's first row, ``s1`` for
-    its second (C layout: values ``4 i``, ``4 i + 1`` in the first row, ``4 i + 2``, ``4 i + 3`` in the second)."""
+    its second (C layout: values ``4 i``, ``4 i + 1`` in the first row, ``4 i + 2``, ``4 i + 3`` in the second);
+    ``acc += part`` where both are None (no block scales)."""
     for i in cute.range_constexpr(cute.size(acc)):
-        acc[i] = cute.math.fma(part[i], s0 if (i // 2) % 2 == 0 else s1, acc[i])
+        if cute.const_expr(s0 is None):
+            acc[i] = acc[i] + part[i]
+        else:
+            acc[i] = cute.math.fma(part[i], s0 if (i // 2) % 2 == 0 else s1, acc[i])
 
 
 @cute.jit
 def _products(scales):
-    """The scales of a thread's two rows: A's row scale times B's block scale, from ``_load_scales``'s fragment."""
+    """The scales of a thread's two rows: A's row scale times B's block scale, from ``_load_scales``'s fragment
+    (``None, None`` without block scales)."""
+    if cute.const_expr(scales is None):
+        return None, None
     return scales[0] * scales[2], scales[1] * scales[2]
 
 
 @cute.jit
 def _load_scales(scales, block_scales, rows, tn, k):
-    """``scales`` <- k-tile ``k``'s block scales of a thread's two rows of A and of the tile's column of B."""
+    """``scales`` <- k-tile ``k``'s block scales of a thread's two rows of A and of the tile's column of B (nothing
+    without block scales)."""
+    if cute.const_expr(block_scales is None):
+        return
     scale_a, scale_b = block_scales
     scales[0], scales[1] = scale_a[rows[0], k], scale_a[rows[1], k]
     scales[2] = scale_b[tn, k]

@@ -29,7 +29,8 @@ Rules, each a failed launch (``trap``) rather than a wrong sum or a hang:
   zero before the launch always shows so: the tile's ``split_k`` arrivals take it past ``split_k - 1``;
 - a wait longer than ``WAIT_NS``: the CTAs of a tile wait for each other, so all of them must run at once. The
   host allows at most a CTA per SM of the device (``tiles x split_k <= SMs``; in 2x1 clusters, at most the
-  clusters the device holds at once, ``gemm_plan.cluster_capacity``), which an otherwise idle GPU runs at once; a GPU shared with other work, or partitioned (MPS), may not.
+  clusters the device holds at once, ``gemm_plan.cluster_capacity``), which an otherwise idle GPU runs at once; a
+  GPU shared with other work, or partitioned (MPS), may not.
 
 The workspace must not overlap A, B or C (nothing checks it: their addresses are the call's)."""
 
@@ -86,8 +87,9 @@ def workspace_elements(m, n, split_k=8):
 
 def check_workspace(workspace, m, n, tile, split_k, used=True, cluster_m=1):
     """The rules of a workspace for a split of ``split_k`` over ``tile``-sized tiles of an ``(m, n)`` C, in
-    clusters of ``cluster_m`` tiles along M: a CuteValueError naming the broken one (with ``used=False``, a workspace the plan does not use: its type).
-    Returns the elements before the slots (its :func:`counter_ints`; 0 where unused)."""
+    clusters of ``cluster_m`` tiles along M: a CuteValueError naming the broken one (with ``used=False``, a
+    workspace the plan does not use: its type). Returns the elements before the slots (its :func:`counter_ints`;
+    0 where unused)."""
     if not (hasattr(workspace, "element_type") and hasattr(workspace, "layout")):
         raise cute.CuteValueError(f"gemm: workspace is a 1-D Float32 tensor (workspace_elements(M, N) zeros), got "
                                   f"{workspace!r}")

@@ -256,14 +256,18 @@ FP8_CASES = [
     (1024, 1024, 1024, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(), (0.5, 4.0)),
     (129, 255, 520, "float8_e5m2", "float8_e4m3fn", "float32", dict(epilogue="vector"), (2.0, 0.25)),
     (300, 520, 4096, "float8_e4m3fn", "float8_e5m2", "bfloat16", dict(split_k=4, tile_n=128), None),
+    # the tensor cores' own accumulation over all of K
+    (300, 520, 1000, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(fast_accum=True), None),
+    (1024, 1024, 1024, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(fast_accum=True), (0.5, 4.0)),
+    (300, 520, 4096, "float8_e4m3fn", "float8_e5m2", "float32", dict(split_k=4, tile_n=128, fast_accum=True), None),
 ]
 
 
 @pytest.mark.parametrize("m, n, k, a_t, b_t, out, kwargs, scales", FP8_CASES)
 def test_fp8_gemm_matches_torch(m, n, k, a_t, b_t, out, kwargs, scales):
     """``C = scale_a * scale_b * A @ B^T`` of 8-bit floats against torch's float64 product of the same values,
-    into a NaN-poisoned padded C. Hopper adds the 8-bit products with fewer mantissa bits than fp32 (about 14,
-    as DeepSeek-V3's report measured): the tolerance grows with sqrt(K)."""
+    into a NaN-poisoned padded C. With ``fast_accum`` Hopper adds the 8-bit products with fewer mantissa bits
+    than fp32 (about 14, as DeepSeek-V3's report measured): the tolerance grows with sqrt(K)."""
     cdt = {"bfloat16": "BFloat16", "float32": "Float32", "float8_e4m3fn": "Float8E4M3FN",
            "float8_e5m2": "Float8E5M2"}
     kp = -(-k // 16) * 16
@@ -293,6 +297,28 @@ def test_fp8_gemm_matches_torch(m, n, k, a_t, b_t, out, kwargs, scales):
     torch.testing.assert_close(cv.double(), want, rtol=2e-2, atol=2e-2 * k ** 0.5 * scale)
     assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
     assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
+
+
+def test_fp8_products_are_promoted_into_fp32_unless_fast_accum():
+    """K = 16384 of unit normal E4M3 inputs (sums of a few hundred): by default each k-tile's products leave the
+    tensor cores for fp32 accumulators, and C stays within 0.25 of the float64 sum (fp32's rounding of it is
+    about 0.01); with ``fast_accum=True`` the tensor cores' own accumulation errs by over 1 somewhere. The
+    per-tensor scales multiply both."""
+    torch = hopper_torch()
+    m, n, k = 256, 384, 16384
+    g = torch.Generator(device="cpu").manual_seed(11)
+    a = torch.randn(m, k, generator=g).to(torch.float8_e4m3fn).cuda()
+    b = torch.randn(n, k, generator=g).to(torch.float8_e4m3fn).cuda()
+    want = torch.matmul(a.double(), b.double().t()) * (0.5 * 4.0)
+    scales = dict(scale_a=torch.tensor([0.5], device="cuda"), scale_b=torch.tensor([4.0], device="cuda"))
+    errors = []
+    for fast in (False, True):
+        c = torch.full((m, n), float("nan"), dtype=torch.float32, device="cuda")
+        gemm(a, b, c, fast_accum=fast, **scales)
+        torch.cuda.synchronize()
+        errors.append((c.double() - want).abs().max().item() / 2.0)
+    assert errors[0] <= 0.25, f"promoted: {errors[0]}"
+    assert errors[1] > 1.0, f"fast_accum: {errors[1]} (the tensor cores' accumulation)"
 
 
 @pytest.mark.parametrize("m, n, k, kwargs", [

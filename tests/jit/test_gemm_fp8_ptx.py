@@ -1,6 +1,6 @@
 """Kernel 13 on 8-bit floats without a GPU: A and B Float8E4M3FN or Float8E5M2 (mixed), 128-byte k-tiles of 128
-elements, ``wgmma ... k32`` instructions, per-tensor scales read on the device; its PTX checked and assembled,
-no spills, and its rules."""
+elements, ``wgmma ... k32`` instructions, each k-tile promoted into fp32 unless ``fast_accum``, per-tensor scales
+read on the device; its PTX checked and assembled, no spills, and its rules."""
 
 import re
 
@@ -26,13 +26,14 @@ def _ptxas_notes(ptx):
 
 
 @pytest.mark.parametrize("a, b, out, kwargs", [
-    ("Float8E4M3FN", "Float8E4M3FN", "BFloat16", {}),
-    ("Float8E5M2", "Float8E4M3FN", "Float32", dict(tile_n=128, cluster_m=1, persistent=False, split_k=1)),
-    ("Float8E4M3FN", "Float8E5M2", "BFloat16", dict(split_k=2, tile_n=128)),
+    ("Float8E4M3FN", "Float8E4M3FN", "BFloat16", dict(fast_accum=True)),
+    ("Float8E5M2", "Float8E4M3FN", "Float32", dict(tile_n=128, cluster_m=1, persistent=False, split_k=1,
+                                                   fast_accum=True)),
+    ("Float8E4M3FN", "Float8E5M2", "BFloat16", dict(split_k=2, tile_n=128, fast_accum=True)),
 ])
 def test_fp8_gemm_ptx(a, b, out, kwargs, filecheck, assemble):
     """Each k-tile is 128 bytes of K (128 elements: one TMA box of A and of B per stage) and four
-    ``m64nNk32`` WGMMAs of the two 8-bit types."""
+    ``m64nNk32`` WGMMAs of the two 8-bit types (with ``fast_accum``, all into the tile's accumulators)."""
     c = _compile(1024, 1024, 1024, a, b, out, **kwargs)
     n = kwargs.get("tile_n", 256)
     mma = f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.{NAMES[a]}.{NAMES[b]}"
@@ -44,6 +45,41 @@ def test_fp8_gemm_ptx(a, b, out, kwargs, filecheck, assemble):
     notes = _ptxas_notes(c.ptx)
     if notes is not None:
         assert notes == ([], [0]), f"ptxas: {notes}"
+
+
+@pytest.mark.parametrize("a, b, out, kwargs", [
+    ("Float8E4M3FN", "Float8E4M3FN", "BFloat16", {}),
+    ("Float8E5M2", "Float8E4M3FN", "Float32", dict(scale_a=spec("Float32", (1,)), scale_b=spec("Float32", (1,)))),
+    ("Float8E4M3FN", "Float8E5M2", "BFloat16", dict(split_k=2, cluster_m=1, persistent=False)),
+])
+def test_fp8_products_are_promoted_into_fp32_each_k_tile_by_default(a, b, out, kwargs, filecheck, assemble):
+    """Without ``fast_accum`` (per-tensor scales or none) each 128-element k-tile's WGMMAs go into fresh partials
+    in 128 x 128 tiles, in pairs as block scales do (``setmaxnreg`` to 232), and each partial is added to the fp32
+    accumulators (64 ``add.rn.f32`` a partial); no scale is read in the loop, the per-tensor ones multiply in the
+    epilogue. No spills. ``fast_accum=True`` gives the kernel of all of K in the tensor cores."""
+    c = _compile(1024, 1024, 1024, a, b, out, **kwargs)
+    mma = f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{NAMES[a]}.{NAMES[b]}"
+    wait = "CHECK: wgmma.wait_group.sync.aligned {{[ \t]*}}"
+    filecheck(c.ptx, ["CHECK: setmaxnreg.inc.sync.aligned.u32 {{[ \t]*}}232;", f"CHECK-COUNT-8: {mma}",
+                      wait + "1;", "CHECK-COUNT-64: add.rn.f32", wait + "0;"])
+    assert c.ptx.count(mma) == 8 and "fma.rn.f32" not in c.ptx[:c.ptx.index("wgmma.wait_group")]
+    assert c.ptx != _compile(1024, 1024, 1024, a, b, out, fast_accum=True, **kwargs).ptx
+    assemble(c.ptx)
+    notes = _ptxas_notes(c.ptx)
+    if notes is not None:
+        assert notes == ([], [0]), f"ptxas: {notes}"
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(fast_accum=1), "fast_accum is a bool"),
+    (dict(fast_accum=True, a="BFloat16", b="BFloat16"), "True only with 8-bit inputs .* with BFloat16 inputs"),
+    (dict(fast_accum=True, scale_a=spec("Float32", (300, 2)), scale_b=spec("Float32", (3, 2))), "with block scales"),
+    (dict(tile_n=256), "promoted into fp32 \\(fast_accum=False\\) take tile_n=128"),
+    (dict(fast_accum=True, pingpong=True), "pingpong is a bool, True only with 8-bit inputs promoted"),
+])
+def test_fast_accum_rules(kwargs, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        _compile(300, 260, 224, **kwargs)
 
 
 def test_per_tensor_scales_are_read_on_the_device_and_multiply_the_product():
@@ -141,7 +177,7 @@ def test_block_scaled_pingpong_takes_turns_around_each_k_tile(shape, assemble):
 
 @pytest.mark.parametrize("build, match", [
     (lambda: _block(300, 260, 224, tile_n=256), "block scales take tile_n=128"),
-    (lambda: _compile(300, 260, 224, pingpong=True), "True only with block scales"),
+    (lambda: _compile(300, 260, 224, pingpong=True, fast_accum=True), "True only with 8-bit inputs promoted"),
     (lambda: _block(300, 260, 224, pingpong=1), "pingpong is a bool"),
     (lambda: _compile(300, 260, 224, scale_a=spec("Float32", (300, 1)), scale_b=spec("Float32", (3, 2))),
      r"scale_a is Float32 of the shape \(300, 2\)"),
