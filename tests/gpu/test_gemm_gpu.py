@@ -302,8 +302,8 @@ def test_fp8_gemm_matches_torch(m, n, k, a_t, b_t, out, kwargs, scales):
 def test_fp8_products_are_promoted_into_fp32_unless_fast_accum():
     """K = 16384 of unit normal E4M3 inputs (sums of a few hundred): by default each k-tile's products leave the
     tensor cores for fp32 accumulators, and C stays within 0.25 of the float64 sum (fp32's rounding of it is
-    about 0.01); with ``fast_accum=True`` the tensor cores' own accumulation errs by over 1 somewhere. The
-    per-tensor scales multiply both."""
+    about 0.01); with ``fast_accum=True`` the tensor cores' own accumulation errs by more than 0.5 somewhere
+    (0.84 on an H200: the same inputs give the same bits). The per-tensor scales multiply both."""
     torch = hopper_torch()
     m, n, k = 256, 384, 16384
     g = torch.Generator(device="cpu").manual_seed(11)
@@ -318,7 +318,7 @@ def test_fp8_products_are_promoted_into_fp32_unless_fast_accum():
         torch.cuda.synchronize()
         errors.append((c.double() - want).abs().max().item() / 2.0)
     assert errors[0] <= 0.25, f"promoted: {errors[0]}"
-    assert errors[1] > 1.0, f"fast_accum: {errors[1]} (the tensor cores' accumulation)"
+    assert errors[1] > 0.5, f"fast_accum: {errors[1]} (the tensor cores' accumulation)"
 
 
 @pytest.mark.parametrize("m, n, k, kwargs", [
