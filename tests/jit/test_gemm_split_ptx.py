@@ -154,6 +154,18 @@ def test_a_split_in_clusters_the_device_does_not_hold_at_once_is_refused(h200, m
                  cluster_m=cluster_m)
 
 
+def test_a_2x1_split_over_odd_rows_of_tiles_needs_the_slots_of_the_tile_past_m():
+    """300 x 520 in 128 x 256 tiles: 3 rows of tiles, taken as 4 in 2x1 clusters (the last cluster's second CTA
+    computes a tile past M and sums it through its own slots). A workspace with the slots of 3 x 3 tiles split by
+    7 serves the 1x1 plan and is refused for the 2x1 one, naming the size it needs."""
+    from examples.gemm_split import counter_ints
+    slots = 7 * 3 * 3 * 128 * 256
+    size = slots + counter_ints(slots + 64)
+    _compile(300, 520, 4000, ws=spec("Float32", (size,)), split_k=7, tile_n=256, cluster_m=1)
+    with pytest.raises(cute.CuteValueError, match=f"is at least {7 * 4 * 3 * 128 * 256 + 96} contiguous elements"):
+        _compile(300, 520, 4000, ws=spec("Float32", (size,)), split_k=7, tile_n=256, cluster_m=2)
+
+
 def test_a_split_through_the_workspace_is_not_persistent():
     with pytest.raises(cute.CuteValueError, match="through a workspace takes one tile a CTA"):
         _compile(512, 512, 16384, split_k=8, tile_n=128, persistent=True)
