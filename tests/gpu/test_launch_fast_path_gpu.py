@@ -28,7 +28,13 @@ SHAPE = (256, 128)
 
 
 def _ptx_first(dynamic, assemble_ptx):
-    """The kernel's PTX, built and assembled for sm_90a from specs (everywhere, GPU or not)."""
+    """The kernel's PTX, built and assembled for sm_90a from specs (everywhere, GPU or not). torch is imported
+    first where it is installed: the compiled object is cached in memory and the later compile from torch tensors
+    gets this same one, whose lock (made when it is) is the native launcher's only once torch is loaded."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
     shape = (cute.sym_int(), cute.sym_int(divisibility=8)) if dynamic else SHAPE
     spec = cute.DeviceArraySpec(cute.Float16, shape)
     assemble_ptx(tma_copy.compile(spec, spec).ptx)
