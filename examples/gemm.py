@@ -100,21 +100,21 @@ benchmark's shapes, benchmarks/RESULTS.md):
   (``benchmarks/RESULTS.md``), so it is off by default, except with block scales, whose paired k-tiles need the
   registers of a second partial (without the reallocation they would spill).
 
-- 8-bit floats: A and B Float8E4M3FN or Float8E5M2 (either with either) run the same kernel with
-  ``m64nNk32`` WGMMAs (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a
-  multiple of 16 elements), the stages and the epilogue as for 16-bit inputs. The tensor cores add 8-bit
-  products with about 14 bits of mantissa, not fp32's 24, so by default each k-tile's products go into fresh
-  partials that are added to the fp32 accumulators (the promotion below, without scales; 128 x 128 tiles), as
-  ``torch._scaled_mm`` does by default; ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256
-  tiles of 16-bit inputs (its ``use_fast_accum=True``: the same bits on an H200; at K = 16384 of unit normal
-  inputs a mean error of 0.27 against 0.013). ``scale_a`` and ``scale_b`` (Float32 tensors of one element, read
-  on the device) scale the product as ``torch._scaled_mm``'s per-tensor scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a`` ``(M, ceil(K / 128))`` (1x128 blocks of A's
-  rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128 blocks of B), with 128 x 128 tiles: each
-  k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32 times the two scales once they are
-  done (``gemm_block_scaled``), so the tensor cores never accumulate across a scale block. With the consumers'
-  registers raised (``reg_realloc``, the default with block scales) the k-tiles go in pairs, one's promotion
-  running while the next one's MMAs do; with ``pingpong=True`` the two consumer warpgroups take turns issuing a
-  k-tile's MMAs instead.
+- 8-bit floats: A and B Float8E4M3FN or Float8E5M2 (either with either) run the same kernel with ``m64nNk32``
+  WGMMAs (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a multiple of 16
+  elements), the stages and the epilogue as for 16-bit inputs. The tensor cores add 8-bit products with about 14
+  bits of mantissa, not fp32's 24, so by default each k-tile's products go into fresh partials that are added to
+  the fp32 accumulators (the promotion below, without scales; 128 x 128 tiles), as ``torch._scaled_mm`` does by
+  default; ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256 tiles of 16-bit inputs (its
+  ``use_fast_accum=True``: the same bits on an H200; at K = 16384 of unit normal inputs a mean error of 0.27
+  against 0.013). ``scale_a`` and ``scale_b`` (Float32 tensors of one element, read on the device) scale the
+  product as ``torch._scaled_mm``'s per-tensor scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a``
+  ``(M, ceil(K / 128))`` (1x128 blocks of A's rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128
+  blocks of B), with 128 x 128 tiles: each k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32
+  times the two scales once they are done (``gemm_block_scaled``), so the tensor cores never accumulate across a
+  scale block. With the consumers' registers raised (``reg_realloc``, the default with block scales) the k-tiles
+  go in pairs, one's promotion running while the next one's MMAs do; with ``pingpong=True`` the two consumer
+  warpgroups take turns issuing a k-tile's MMAs instead.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
   convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
   (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's

@@ -1,8 +1,8 @@
 """Kernel 13 splitting K through a workspace (``examples.gemm_split``) without a GPU: the plan a workspace allows
-(its split never more CTAs than a wave, filling it at least as well as the clusters' plan), the kernel's form (no cluster, each
-CTA's slot written in 16-byte stores, counted in, a bounded wait for the tile's other CTAs, counted out, its slice
-summed over the slots in order), no spills, the plain kernel unchanged where no split goes through the workspace,
-and the workspace's rules."""
+(its split never more CTAs than a wave, filling it at least as well as the clusters' plan), the kernel's form (no
+cluster, each CTA's slot written in 16-byte stores, counted in, a bounded wait for the tile's other CTAs, counted
+out, its slice summed over the slots in order), no spills, the plain kernel unchanged where no split goes through
+the workspace, and the workspace's rules."""
 
 import hashlib
 import re
