@@ -40,7 +40,7 @@ from cute_py.atom import CopyUniversalOp
 
 from .gemm_args import CLUSTER_MS, MMA_THREADS, SPLITS, TILE_NS
 from .gemm_epilogue import split_recv_layout
-from .gemm_plan import cluster_capacity
+from .gemm_plan import cluster_capacity, grid_ctas
 from .tma_tiled import sm_count
 
 __all__ = ["workspace_elements", "counter_ints", "check_workspace", "summing_slices", "stored_slices", "fixup_splits",
@@ -50,12 +50,6 @@ FIXUP_BARRIER = 5                      # named barrier of the consumers (1, 2: t
 COUNTER_PAD = 32                       # the counters take a multiple of 128 bytes, so the slots stay aligned
 WAIT_NS = 2_000_000_000                # a CTA waits at most 2 s for the other CTAs of its tile
 MAX_ELEMENTS = 2 ** 31                 # the kernel's offsets into the workspace are 32-bit
-
-
-def _tiles(m, n, bm, bn, cluster_m=1):
-    """The tiles of a split's launch: the rows of tiles rounded up to whole clusters of ``cluster_m`` along M (the
-    second CTA of a cluster past M still computes its tile, and sums it through its slots, storing nothing)."""
-    return -(-(-(-m // bm)) // cluster_m) * cluster_m * -(-n // bn)
 
 
 def counter_ints(size):
@@ -68,7 +62,9 @@ def counter_ints(size):
 
 
 def _slots(m, n, tile, split_k, cluster_m=1):
-    return split_k * _tiles(m, n, tile[0], tile[1], cluster_m) * tile[0] * tile[1]
+    """The slots' elements: ``split_k`` for each tile of the launch (``grid_ctas``: the rows of tiles in whole
+    clusters of ``cluster_m``, where the second CTA of a cluster past M still computes and sums its tile)."""
+    return split_k * grid_ctas(m, n, tile[0], tile[1], cluster_m, False) * tile[0] * tile[1]
 
 
 def _fitting(slots):
@@ -114,7 +110,7 @@ def check_workspace(workspace, m, n, tile, split_k, used=True, cluster_m=1):
     if need > MAX_ELEMENTS:
         raise cute.CuteValueError(f"gemm: a split through the workspace addresses at most {MAX_ELEMENTS} elements, "
                                   f"this one {need}: split less, or not through a workspace")
-    tiles = _tiles(m, n, tile[0], tile[1], cluster_m)
+    tiles = grid_ctas(m, n, tile[0], tile[1], cluster_m, False)
     ctas = tiles * split_k
     if cluster_m == 1 and ctas > sm_count():
         raise cute.CuteValueError(f"gemm: a split through the workspace runs a tile's CTAs at once (they wait for "
