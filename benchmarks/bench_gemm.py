@@ -6,10 +6,13 @@ Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--
      [--fp8 [tensor|fast|block]]
 
 Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by default, as
-cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after warm-up (median of 5
-samples). ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one above 512, plus skinny shapes. Each
-``--config`` is a set of ``examples.gemm`` keyword arguments measured as its own column (default: the default
-configuration); ``None``, ``True`` and ``False`` are read as Python's, and ``workspace=1`` passes a zeroed workspace
+cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after warm-up, in
+``--rounds`` rounds that time every column once, in an order rotated by one column each round and reversed every
+other round (the card is power-capped: under sustained load its clock drops, and a column always timed first, after
+the idle time of a shape's checks, would run on a cooler card); each column's median of its rounds. ``--sweep`` adds
+every M, N, K in {512, 4096, 16384} with at least one above 512, plus skinny shapes. Each ``--config`` is a set of
+``examples.gemm`` keyword arguments measured as its own column (default: the default configuration); ``None``,
+``True`` and ``False`` are read as Python's, and ``workspace=1`` passes a zeroed workspace
 of ``workspace_elements(M, N)`` (a split of K through global memory where it fills more SMs than clusters would;
 ``workspace=16`` one sized for splits up to 16). ``--activation`` times the fused epilogue instead: ``C =
 activation(A @ B^T + bias)`` (a bf16 bias of N) in one kernel, against torch's ``activation(addmm(bias, A, B^T))``
@@ -34,6 +37,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from bench_elementwise import timed_compile  # noqa: E402
+from bench_memory_bound import _clock  # noqa: E402
 
 DEFAULT_SHAPES = ["4096,4096,4096", "8192,8192,8192", "8192,8192,1024", "1024,8192,8192", "512,16384,4096",
                   "16384,512,4096"]
@@ -71,6 +75,31 @@ def _time(fn, reps):
         end.synchronize()
         samples.append(start.elapsed_time(end) / reps * 1e-3)
     return statistics.median(samples)
+
+
+def _interleaved(fns, reps, rounds):
+    """Each of ``fns``' median seconds a call: ``rounds`` rounds that time each once over ``reps`` launches, the
+    order rotated by one each round and reversed every other round, so that no function is always timed first or
+    right after another."""
+    import torch
+
+    for fn in fns:
+        for _ in range(3):
+            fn()
+    torch.cuda.synchronize()
+    samples = [[] for _ in fns]
+    for r in range(rounds):
+        order = list(range(len(fns)))
+        order = order[r % len(fns):] + order[:r % len(fns)]
+        for i in (order[::-1] if r % 2 else order):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(reps):
+                fns[i]()
+            end.record()
+            end.synchronize()
+            samples[i].append(start.elapsed_time(end) / reps * 1e-3)
+    return [statistics.median(x) for x in samples]
 
 
 def _tensors(text, cdt, fp8=False):
@@ -133,7 +162,7 @@ def _precompile(shapes, configs, cname, workers, activation, fp8):
 ACTIVATIONS = {"relu": "relu", "silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu"}
 
 
-def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None):
+def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None, rounds=6):
     """(TFLOP/s of each configuration, cuBLAS's, Triton's, whether every output matched)."""
     import torch
     import torch.nn.functional as F
@@ -168,23 +197,25 @@ def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None):
         fused = dict(bias=bias, activation=activation)
         torch_mm = (lambda: act(torch.addmm(bias, a, b.T), **extra))
     ok = True
-    ours = []
+    fns = []
     for kw in configs:
         kw = _with_workspace(dict(kw, **fused), (m, n))
         c.fill_(float("nan"))
         gemm(a, b, c, **kw)
         torch.cuda.synchronize()
         ok &= bool(torch.allclose(c.float(), ref, **tol))
-        ours.append(flops / _time(lambda: gemm(a, b, c, **kw), reps) / 1e12)
-    blas = flops / _time(torch_mm, reps) / 1e12
-    tri = float("nan")
+        fns.append(lambda kw=kw: gemm(a, b, c, **kw))
+    fns.append(torch_mm)
     if triton_mm is not None:
         ct = torch.empty((m, n), device="cuda", dtype=cdt)
         triton_mm(a, b, ct)
         torch.cuda.synchronize()
         ok &= bool(torch.allclose(ct.float(), ref, **tol))
-        tri = flops / _time(lambda: triton_mm(a, b, ct), reps) / 1e12
-    return ours, blas, tri, ok
+        fns.append(lambda: triton_mm(a, b, ct))
+    rates = [flops / t / 1e12 for t in _interleaved(fns, reps, rounds)]
+    tri = rates.pop() if triton_mm is not None else float("nan")
+    blas = rates.pop()
+    return rates, blas, tri, ok
 
 
 def main():
@@ -192,6 +223,7 @@ def main():
     ap.add_argument("--shapes", nargs="*", default=None)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=6, help="rounds of every column, alternating their order")
     ap.add_argument("--c", choices=("bf16", "fp32"), default="bf16")
     ap.add_argument("--config", nargs="*", default=[""])
     ap.add_argument("--no-triton", action="store_true")
@@ -220,7 +252,8 @@ def main():
         from triton_matmul import matmul_abt as triton_mm
     props = torch.cuda.get_device_properties(0)
     print(f"# {props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, "
-          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, bf16 inputs, fp32 accumulation, "
+          f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {args.rounds} interleaved rounds of "
+          f"{args.reps} launches, bf16 inputs, fp32 accumulation, "
           f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)"
           + (f", fused bias + {args.activation} (cuBLAS column: torch's addmm, then its {args.activation})"
              if args.activation else "")
@@ -229,15 +262,16 @@ def main():
     names = [",".join(f"{k}={v}" for k, v in kw.items()) or "default" for kw in configs]
     print(f"{'M,N,K':>18} " + " ".join(f"{n[:26]:>26}" for n in names)
           + f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check")
-    print("# TFLOP/s; the ratios take the best cute_py configuration")
+    print(f"# TFLOP/s; the ratios take the best cute_py configuration; clock at start: {_clock()}")
     for text in shapes:
         ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm, args.activation,
-                                         args.fp8)
+                                         args.fp8, args.rounds)
         best = max(ours)
         published = f"  DeepGEMM (H800) {DEEPGEMM[text]}" if args.fp8 == "block" and text in DEEPGEMM else ""
         print(f"{text:>18} " + " ".join(f"{x:26.1f}" for x in ours) + f" {blas:8.1f} {tri:8.1f}   "
               f"{best / blas:11.3f} {best / tri:11.3f}  {'ok' if ok else 'MISMATCH'}{published}", flush=True)
         torch.cuda.empty_cache()
+    print(f"# clock at end: {_clock()}")
 
 
 if __name__ == "__main__":

@@ -83,29 +83,34 @@ benchmark's shapes, benchmarks/RESULTS.md):
 - ``group_m`` (``8``; a positive int below 2**31; or ``None``): the order of the tiles. Cluster tiles go in groups of
   ``group_m`` rows of cluster tiles, M fastest within a group, then N, one group after another (``None``: one
   group, the whole of M). The CTAs at work at one time then read few A and B tiles, which stay in L2.
-- ``tile_n`` (``None``: 256, or 128 for the wide shapes of few tiles that ``auto_tile_n`` names, where nothing
-  else was asked for; ``256``; or ``128``): the CTA tile's N. ``256`` issues ``m64n256k16`` WGMMAs (64 x 256 per
-  consumer warpgroup, 128 fp32 accumulators per thread) and halves the loads of A per FLOP; a stage holds
-  48 KiB, so at most 4 stages fit the 227 KiB of shared memory with the ``"tma"`` epilogue's 32 KiB of
-  buffers (``128``: 32 KiB a stage, up to 6).
-- ``stages`` (``None``: 4 with ``tile_n=256``, 6 with ``128``; or 2..6 as shared memory allows): the load
-  pipeline's depth.
-- ``reg_realloc`` (``None``: on with block scales unless ``pingpong``, else off): the producer warpgroup lowers
-  its register budget to ``PRODUCER_REGS`` (40) and the consumers raise theirs to ``CONSUMER_REGS`` (232) with
-  ``setmaxnreg`` (40 + 2 x 232 = 3 x 168, the registers a 384-thread CTA starts with). Its PTX is assembled by a
-  whole-program ptxas (a CUDA toolkit's, or pip ``nvidia-cuda-nvcc``), which keeps the reallocation in the
-  cubin; nvJitLink would drop it (ptxas info C7504), and without a ptxas it does, with an ``AssemblerWarning``.
-  The plain kernel needs no more than the 168 registers a thread starts with (no spills at either ``tile_n``).
-  On an H100 the reallocation made 4096^3 and 8192^3 no faster and shapes of one tile per CTA about 20% slower
-  (``benchmarks/RESULTS.md``), so it is off by default, except with block scales, whose paired k-tiles need the
-  registers of a second partial (without the reallocation they would spill).
+- ``tile_n`` (``None``: 256, or 128 for the wide shapes of few tiles that ``auto_tile_n`` names, where nothing else
+  was asked for; 128 for 8-bit inputs promoted into fp32; ``256``, ``192`` or ``128``): the CTA tile's N. ``256``
+  issues ``m64n256k16`` WGMMAs (64 x 256 per consumer warpgroup, 128 fp32 accumulators per thread) and halves the
+  loads of A per FLOP; a stage holds 48 KiB, so at most 4 stages fit the 227 KiB of shared memory with the ``"tma"``
+  epilogue's 32 KiB of buffers (``192``: 40 KiB a stage, up to 4, for an N that 192 columns divide better; ``128``:
+  32 KiB a stage, up to 6). On an H200, in rounds alternating with 128 x 128 tiles, promoted FP8 in 128 x 192 tiles
+  was within 2% of them on eight shapes of many tiles (a tie on average, ``benchmarks/RESULTS.md``), so no default
+  takes it.
+- ``stages`` (``None``: 4 with ``tile_n=256`` or ``192``, 6 with ``128``; or 2..6 as shared memory allows): the
+  load pipeline's depth.
+- ``reg_realloc`` (``None``: on with 8-bit inputs promoted, except with ``pingpong`` in 128 x 128 tiles; else off):
+  the producer warpgroup lowers its register budget to ``PRODUCER_REGS`` (40) and the consumers raise theirs to
+  ``CONSUMER_REGS`` (232) with ``setmaxnreg`` (40 + 2 x 232 = 3 x 168, the registers a 384-thread CTA starts with).
+  Its PTX is assembled by a whole-program ptxas (a CUDA toolkit's, or pip ``nvidia-cuda-nvcc``), which keeps the
+  reallocation in the cubin; nvJitLink would drop it (ptxas info C7504), and without a ptxas it does, with an
+  ``AssemblerWarning``. The plain kernel needs no more than the 168 registers a thread starts with (no spills at any
+  ``tile_n``). On an H100 the reallocation made 4096^3 and 8192^3 no faster and shapes of one tile per CTA about 20%
+  slower (``benchmarks/RESULTS.md``), so it is off by default, except with 8-bit inputs promoted, whose paired
+  k-tiles need the registers of a second partial, and whose 128 x 192 tiles those of 96 partials a thread (without
+  the reallocation they would spill; 128 x 192 promoted tiles refuse ``reg_realloc=False``).
 
 - 8-bit floats: A and B Float8E4M3FN or Float8E5M2 (either with either) run the same kernel with ``m64nNk32``
   WGMMAs (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a multiple of 16
   elements), the stages and the epilogue as for 16-bit inputs. The tensor cores add 8-bit products with about 14
   bits of mantissa, not fp32's 24, so by default each k-tile's products go into fresh partials that are added to
-  the fp32 accumulators (the promotion below, without scales; 128 x 128 tiles), as ``torch._scaled_mm`` does by
-  default; ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256 tiles of 16-bit inputs (its
+  the fp32 accumulators (the promotion below, without scales; 128 x 128 tiles, or ``tile_n=192``), as
+  ``torch._scaled_mm`` does by default;
+  ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256 tiles of 16-bit inputs (its
   ``use_fast_accum=True``: the same bits on an H200; at K = 16384 of unit normal inputs a mean error of 0.27
   against 0.013). ``scale_a`` and ``scale_b`` (Float32 tensors of one element, read on the device) scale the
   product as ``torch._scaled_mm``'s per-tensor scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a``
@@ -113,8 +118,9 @@ benchmark's shapes, benchmarks/RESULTS.md):
   blocks of B), with 128 x 128 tiles: each k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32
   times the two scales once they are done (``gemm_block_scaled``), so the tensor cores never accumulate across a
   scale block. With the consumers' registers raised (``reg_realloc``, the default with block scales) the k-tiles
-  go in pairs, one's promotion running while the next one's MMAs do; with ``pingpong=True`` the two consumer
-  warpgroups take turns issuing a k-tile's MMAs instead.
+  of 128 x 128 tiles go in pairs, one's promotion running while the next one's MMAs do (128 x 192 tiles have no
+  registers for a second partial: one k-tile at a time); with ``pingpong=True`` the two consumer warpgroups take
+  turns issuing a k-tile's MMAs instead.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
   convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
   (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's
@@ -262,7 +268,7 @@ def gemm_kernel(tiled_mma, load_a, tma_a, load_b, tma_b, c, a_layout, b_layout, 
             else:                                # each k-tile promoted into fp32 (times its block scales)
                 cC = thr.partition_C(cute.local_tile(cute.make_identity_tensor(c.shape), (bm, bn), (tm, tn)))
                 block_scaled_tile(tiled_mma, acc, tCrA, tCrB, cC, block_scales, loads, read, release, k_lo, k_hi,
-                                  tn, m, pingpong, reg_realloc)
+                                  tn, m, pingpong, reg_realloc and bn == 128)
             # this CTA stores the columns tn_s * bn_s .. of the tile: all of them, or with split_k > 1 its slice of
             # the sum of the cluster's partial products
             tn_s = tn * slices + split
@@ -324,9 +330,10 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     ``a``: (M, K) and ``b``: (N, K), both BFloat16, both Float16, or 8-bit floats (Float8E4M3FN,
     Float8E5M2; ``scale_a``, ``scale_b``: their per-tensor scales), row-major with 16-byte aligned rows;
     ``c``: (M, N) Float32, BFloat16 or Float16 (any strides); any M, N, K >= 1. ``stages``: the load pipeline's
-    depth (2..6, as shared memory allows: at most 4 with ``tile_n=256``); ``tile_n``: the CTA tile's N (128 or
-    256); ``reg_realloc``: move registers from the producer warpgroup to the consumers (``setmaxnreg``; ``None``:
-    with 8-bit inputs promoted, where it lets their k-tiles go in pairs, unless ``pingpong``);
+    depth (2..6, as shared memory allows: at most 4 with ``tile_n=256`` or ``192``); ``tile_n``: the CTA tile's N
+    (128, 192 or 256; 8-bit inputs promoted into fp32, 128 or 192); ``reg_realloc``: move registers from the
+    producer warpgroup to the consumers (``setmaxnreg``; ``None``: with 8-bit inputs promoted, where it lets their
+    k-tiles go in pairs or holds 128 x 192 tiles' partials, unless ``pingpong`` in 128 x 128 tiles);
     ``epilogue``: ``"tma"`` (through shared memory and TMA stores where TMA can store to C, else as
     ``"vector"``), ``"vector"`` (two adjacent columns per store where C's layout aligns them, else as
     ``"scalar"``) or ``"scalar"`` (one element per store); ``cluster_m``: CTAs per cluster along M (1 or 2; 2
@@ -339,10 +346,10 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     ``split_k`` chooses them: 128 x 256 tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1
     clusters; 128 x 128 tiles in 6 stages where ``auto_tile_n`` names them. ``fast_accum`` (8-bit inputs with
     per-tensor scales or none): ``False`` promotes each k-tile's products (128 of K) out of the tensor cores into
-    the fp32 accumulators, in 128 x 128 tiles, as ``torch._scaled_mm`` does by default; ``True`` leaves all of K
-    to the tensor cores' own accumulation, which keeps fewer bits than fp32 (``torch._scaled_mm``'s
-    ``use_fast_accum=True``; the same bits on an H200): faster, with an error that grows with K. ``pingpong``
-    (8-bit inputs promoted only): the consumer warpgroups take turns issuing each k-tile's MMAs, one's promotion
+    the fp32 accumulators, in 128 x 128 tiles (or 128 x 192 ones), as ``torch._scaled_mm`` does by default; ``True``
+    leaves all of K to the tensor cores' own accumulation, which keeps fewer bits than fp32 (``torch._scaled_mm``'s
+    ``use_fast_accum=True``; the same bits on an H200): faster, with an error that grows with K. ``pingpong`` (8-bit
+    inputs promoted only): the consumer warpgroups take turns issuing each k-tile's MMAs, one's promotion
     overlapping the other's MMAs. See the module for the kernel."""
     launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k, bias,
                 alpha, activation, scale_a, scale_b, pingpong=pingpong, workspace=workspace, fast_accum=fast_accum)
@@ -367,14 +374,15 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if block and tile_n not in (None, 128):
         raise cute.CuteValueError(f"gemm: block scales take tile_n=128 (a tile's columns are one 128-column block "
                                   f"of B's scales), got {tile_n!r}")
-    if promote and tile_n not in (None, 128):
-        raise cute.CuteValueError(f"gemm: 8-bit inputs promoted into fp32 (fast_accum=False) take tile_n=128 (a "
-                                  f"k-tile's partial products beside the accumulators), got {tile_n!r}")
+    if promote and tile_n not in (None, 128, 192):
+        raise cute.CuteValueError(f"gemm: 8-bit inputs promoted into fp32 (fast_accum=False) take tile_n=128 or 192 "
+                                  f"(a k-tile's partial products beside the accumulators: 128 x 256 tiles would "
+                                  f"need 256 registers a thread for them), got {tile_n!r}")
     if type(pingpong) is not bool or (pingpong and not promote):
         raise cute.CuteValueError(f"gemm: pingpong is a bool, True only with 8-bit inputs promoted into fp32 (block "
                                   f"scales, or fast_accum=False: the warpgroups take turns around their "
                                   f"promotions), got {pingpong!r}" + ("" if promote else " without promotions"))
-    if promote:
+    if promote and tile_n is None:
         tile_n = 128
     auto = split_k is None and cluster_m is None and persistent is None
     if workspace is not None and auto and tile_n is None:  # a split through global memory, where it fills more SMs
@@ -383,7 +391,11 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if tile_n is None:
         tile_n = auto_tile_n(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type)) if auto else 256
     if reg_realloc is None:
-        reg_realloc = promote and not pingpong
+        reg_realloc = promote and (not pingpong or tile_n != 128)
+    if promote and tile_n == 192 and reg_realloc is not True:
+        raise cute.CuteValueError(f"gemm: 8-bit inputs promoted into fp32 in 128 x 192 tiles take reg_realloc=True "
+                                  f"(96 accumulators and 96 partials a thread spill at the 168 registers a thread "
+                                  f"starts with), got {reg_realloc!r}")
     if stages is None:
         stages = STAGES.get(tile_n, 4)
     check_args(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persistent, group_m, split_k,

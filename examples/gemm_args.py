@@ -13,8 +13,8 @@ __all__ = ["GEMM_TILE", "TILE_NS", "STAGES", "EPILOGUES", "CLUSTER_MS", "SPLITS"
            "check_promotion", "check_fused", "check_args"]
 
 GEMM_TILE = (128, 128, 64)             # the CTA tile of tile_n=128 (16-bit A, B); tile_n=256 gives (128, 256, 64)
-TILE_NS = (128, 256)                   # the CTA tile's N extents
-STAGES = {128: 6, 256: 4}              # the default stages of each tile_n: as many as shared memory holds
+TILE_NS = (128, 192, 256)              # the CTA tile's N extents
+STAGES = {128: 6, 192: 4, 256: 4}      # the default stages of each tile_n: as many as shared memory holds
 EPILOGUES = ("scalar", "vector", "tma")
 CLUSTER_MS = (1, 2)                    # CTAs per cluster along M (2: B multicast to both)
 SPLITS = (1, 2, 4, 8)                  # CTAs per tile along K (a cluster: their products summed across it)

@@ -8,12 +8,14 @@ the tile's accumulators as ``acc += part * scale_a[row, k] * scale_b[tn, k]`` (t
 own accumulation never spans more than one scale block (without block scales: ``acc += part``). Each k-tile's scales
 are loaded a k-tile ahead, so that their latency never holds up the MMAs' issue.
 
-With ``paired`` the k-tiles go in pairs: both k-tiles' MMAs are issued, the second's into a second partial, then
-the first's promotion runs while the second's MMAs do. No MMA is in flight from one pair to the next (an MMA in
-flight across the loop's back edge makes the assembler serialise every WGMMA, ptxas C7514). The second partial
-takes 64 more registers a thread, which the consumers have with ``setmaxnreg`` (``gemm(reg_realloc=True)``; at
-the 168 registers of an even split ptxas spills). With ``pingpong`` the k-tiles go one at a time and the two
-consumer warpgroups take turns issuing them instead.
+With ``paired`` (128 x 128 tiles) the k-tiles go in pairs: both k-tiles' MMAs are issued, the second's into a
+second partial, then the first's promotion runs while the second's MMAs do. No MMA is in flight from one pair to the
+next (an MMA in flight across the loop's back edge makes the assembler serialise every WGMMA, ptxas C7514). The
+second partial takes 64 more registers a thread, which the consumers have with ``setmaxnreg``
+(``gemm(reg_realloc=True)``; at the 168 registers of an even split ptxas spills). 128 x 192 tiles (unscaled only: a
+tile's columns would span two of B's scale blocks) hold 96 accumulators and 96 partials a thread in those registers,
+which leaves no room for a second partial: their k-tiles go one at a time. With ``pingpong`` the k-tiles go one at a
+time and the two consumer warpgroups take turns issuing them instead.
 """
 
 import cute_py as cute

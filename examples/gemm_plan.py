@@ -32,6 +32,7 @@ H200_CLUSTERS = {2: 66, 4: 30, 8: 15, 16: 7}   # measured: HardwareInfo().get_ma
 WORKSPACE_K_TILES = 16                    # the least k-tiles of a split the default sums through a workspace
 WORKSPACE_SPLITS_AUTO = 8                 # the largest split the default takes: workspace_elements' default size
 SPLIT_FILL_K_TILES = 12                   # split_fill's fixed cost of a CTA, in k-tiles
+WORKSPACE_TILE_NS = (128, 256)            # the tile widths the default splits through a workspace
 
 
 @functools.lru_cache(maxsize=None)
@@ -76,7 +77,7 @@ def through_workspace(m, n, k, bk=GEMM_TILE[2]):
     cs = auto_split(m, n, k, (GEMM_TILE[0], tn, bk), STAGES[tn])
     in_clusters = split_fill(min(_ctas(m, n, (GEMM_TILE[0], tn, bk), cs), sms), cute.ceil_div(k_tiles, cs))
     plans = [(split_fill(_ctas(m, n, (GEMM_TILE[0], t, bk), s), cute.ceil_div(k_tiles, s)), t, -s)
-             for t in TILE_NS for s in range(2, WORKSPACE_SPLITS_AUTO + 1)
+             for t in WORKSPACE_TILE_NS for s in range(2, WORKSPACE_SPLITS_AUTO + 1)
              if _ctas(m, n, (GEMM_TILE[0], t, bk), s) <= sms and k_tiles >= WORKSPACE_K_TILES * s]
     if not plans:
         return None, None, None

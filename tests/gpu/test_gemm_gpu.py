@@ -43,6 +43,10 @@ CONFIGS = {
     "persistent": (dict(persistent=3, cluster_m=1, epilogue="vector", group_m=None), 4),
     "persistent-2x1-cluster": (dict(persistent=5, cluster_m=2, epilogue="scalar", group_m=None), 3),
     "tma-128-5-ctas-group-1": (dict(tile_n=128, persistent=5, group_m=1), ALIGNED),
+    # 128 x 192 tiles: persistent 2x1 clusters and the TMA epilogue in three 64-column subtiles, and a CTA per
+    # tile storing from registers
+    "128x192": (dict(tile_n=192), ALIGNED),
+    "128x192-vector": (dict(tile_n=192, epilogue="vector", cluster_m=1, persistent=False), 4),
 }
 # the default runs with every pair of types on every shape (splitting K on 1024^3 and 4096x512x1024), the other
 # configurations with one pair on the shapes of SOME_SHAPES (edge tiles, and several tiles per persistent CTA)
@@ -50,7 +54,8 @@ ONE_TYPE = {"2x1-cluster": ("bfloat16", "float32"), "persistent": ("float16", "b
             "persistent-2x1-cluster": ("bfloat16", "float32"), "tma-128-5-ctas-group-1": ("bfloat16", "bfloat16"),
             "default-odd-ldc": ("float16", "float32"), "vector-even-ldc": ("float16", "bfloat16"),
             "128x256-realloc-3-stages": ("bfloat16", "float32"), "128x128-vector": ("bfloat16", "bfloat16"),
-            "128x128-scalar": ("float16", "float32")}
+            "128x128-scalar": ("float16", "float32"), "128x192": ("bfloat16", "bfloat16"),
+            "128x192-vector": ("float16", "float32")}
 SIZES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # the default's tile N where it is not 256 (gemm's documented rule: wide, few tiles, K split by 2, 64+ k-tiles)
 DEFAULT_TILE_N = {(500, 4000, 4096): 128, (512, 512, 4096): 128}
@@ -83,6 +88,7 @@ SPLIT_CASES = [
     (512, 512, 4096, "bfloat16", "bfloat16", dict(split_k=8, tile_n=256), ALIGNED),
     (64, 200, 256, "float16", "bfloat16", dict(split_k=4), ALIGNED),
     (1000, 136, 2048, "bfloat16", "float32", dict(split_k=2, epilogue="scalar"), 4),
+    (300, 520, 1000, "bfloat16", "float32", dict(split_k=2, tile_n=192), ALIGNED),    # slices of 96 columns
 ]
 
 
@@ -260,6 +266,10 @@ FP8_CASES = [
     (300, 520, 1000, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(fast_accum=True), None),
     (1024, 1024, 1024, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(fast_accum=True), (0.5, 4.0)),
     (300, 520, 4096, "float8_e4m3fn", "float8_e5m2", "float32", dict(split_k=4, tile_n=128, fast_accum=True), None),
+    # 128 x 192 tiles: promoted (persistent 2x1 clusters, many tiles), with the turns, and the fast accumulation
+    (2048, 6144, 1024, "float8_e4m3fn", "float8_e4m3fn", "bfloat16", dict(tile_n=192), (0.5, 4.0)),
+    (300, 520, 1000, "float8_e4m3fn", "float8_e4m3fn", "float32", dict(tile_n=192, pingpong=True), None),
+    (129, 255, 520, "float8_e5m2", "float8_e4m3fn", "bfloat16", dict(tile_n=192, fast_accum=True), (2.0, 0.25)),
 ]
 
 

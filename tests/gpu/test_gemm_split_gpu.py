@@ -35,6 +35,9 @@ CASES = [  # (M, N, K, C type, keyword arguments, pad of C's rows)
     (512, 512, 16384, "bfloat16", dict(split_k=8, tile_n=128, cluster_m=2), 8),
     (300, 520, 4000, "float32", dict(split_k=7, tile_n=256, cluster_m=2), 3),   # 3 rows of tiles: one past M
     (129, 255, 2600, "bfloat16", dict(split_k=5, tile_n=128, cluster_m=2, bias=True, activation="gelu"), 1),
+    # 128 x 192 tiles: 96 columns a summing slice of 2, N taken as a multiple of 192 (the largest slots)
+    (300, 520, 4000, "float32", dict(split_k=3, tile_n=192), 3),
+    (512, 512, 16384, "bfloat16", dict(split_k=8, tile_n=192, cluster_m=2), 8),
 ]
 
 

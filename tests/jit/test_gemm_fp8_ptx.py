@@ -70,11 +70,37 @@ def test_fp8_products_are_promoted_into_fp32_each_k_tile_by_default(a, b, out, k
         assert notes == ([], [0]), f"ptxas: {notes}"
 
 
+@pytest.mark.parametrize("shape, kwargs, sites", [
+    ((1024, 1024, 1024), dict(tile_n=192), 1),
+    # the registers raised for the turns too; the last k-tile peeled (a second copy of its MMAs and promotion)
+    ((300, 520, 1008), dict(tile_n=192, pingpong=True), 2),
+])
+def test_fp8_products_are_promoted_one_k_tile_at_a_time_in_128x192_tiles(shape, kwargs, sites, filecheck,
+                                                                          assemble):
+    """128 x 192 tiles promote each k-tile's ``m64n192k32`` WGMMAs alone: 96 accumulators and 96 partials a thread
+    (``setmaxnreg`` to 232) leave no room for a second partial, so no ``wait_group 1`` and 96 ``add.rn.f32`` a
+    k-tile; no spills."""
+    c = _compile(*shape, **kwargs)
+    mma = "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3"
+    filecheck(c.ptx, ["CHECK: setmaxnreg.inc.sync.aligned.u32 {{[ \t]*}}232;", f"CHECK-COUNT-4: {mma}"])
+    # (the loop is rotated: a k-tile's promotion may come before the next one's MMAs in the text)
+    assert c.ptx.count(mma) == 4 * sites and c.ptx.count("add.rn.f32") == 96 * sites and "m64n128k32" not in c.ptx
+    assert re.findall(r"wgmma.wait_group.sync.aligned\s+(\d);", c.ptx) == ["0"] * sites
+    assemble(c.ptx)
+    notes = _ptxas_notes(c.ptx)
+    if notes is not None:
+        assert notes == ([], [0]), f"ptxas: {notes}"
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(fast_accum=1), "fast_accum is a bool"),
     (dict(fast_accum=True, a="BFloat16", b="BFloat16"), "True only with 8-bit inputs .* with BFloat16 inputs"),
     (dict(fast_accum=True, scale_a=spec("Float32", (300, 2)), scale_b=spec("Float32", (3, 2))), "with block scales"),
-    (dict(tile_n=256), "promoted into fp32 \\(fast_accum=False\\) take tile_n=128"),
+    (dict(tile_n=256), "promoted into fp32 \\(fast_accum=False\\) take tile_n=128 or 192 .* got 256"),
+    (dict(tile_n=192, reg_realloc=False), "promoted into fp32 in 128 x 192 tiles take reg_realloc=True"),
+    (dict(tile_n=192, pingpong=True, reg_realloc=False), "in 128 x 192 tiles take reg_realloc=True .* got False"),
+    (dict(tile_n=192, scale_a=spec("Float32", (300, 2)), scale_b=spec("Float32", (3, 2))),
+     "block scales take tile_n=128"),
     (dict(fast_accum=True, pingpong=True), "pingpong is a bool, True only with 8-bit inputs promoted"),
 ])
 def test_fast_accum_rules(kwargs, match):

@@ -38,6 +38,9 @@ PTX_CASES = [
     (dict(VECTOR, tile_n=128), "BFloat16", "Float32", 128, r"st.global.v2.b32", 32),
     (dict(VECTOR, tile_n=256, epilogue="scalar"), "Float16", "Float32", 256, r"st.global.b32", 128),
     (dict(VECTOR, reg_realloc=True), "Float16", "BFloat16", 256, None, 64),
+    # 128 x 192: 96 accumulators per thread, 48 pairs
+    (dict(VECTOR, tile_n=192), "BFloat16", "Float32", 192, r"st.global.v2.b32", 48),
+    (dict(ORIGINAL, tile_n=192), "Float16", "BFloat16", 192, r"st.global.b16", 96),
 ]
 
 
@@ -145,8 +148,8 @@ def test_type_and_layout_rules():
 @pytest.mark.parametrize("m, k, kwargs, match", [
     (0, 4096, {}, r"M, N, K >= 1, got \(0, 4096, 4096\)"),          # the chosen tile sees the zero first
     (512, 0, {}, r"M, N, K >= 1, got \(512, 4096, 0\)"),
-    (512, 4096, dict(tile_n=np.int64(128)), r"tile_n must be one of \(128, 256\), got np.int64\(128\)"),
-    (512, 4096, dict(tile_n="128"), r"tile_n must be one of \(128, 256\), got '128'"),
+    (512, 4096, dict(tile_n=np.int64(128)), r"tile_n must be one of \(128, 192, 256\), got np.int64\(128\)"),
+    (512, 4096, dict(tile_n="128"), r"tile_n must be one of \(128, 192, 256\), got '128'"),
     (512, 4096, dict(stages=np.int64(6)), r"stages must be an int in 2..6, got np.int64\(6\)"),
 ])
 def test_the_chosen_tile_and_stages_leave_hostile_values_to_the_rules(m, k, kwargs, match):
@@ -155,8 +158,9 @@ def test_the_chosen_tile_and_stages_leave_hostile_values_to_the_rules(m, k, kwar
 
 
 def test_option_rules():
-    with pytest.raises(cute.CuteValueError, match=r"tile_n must be one of \(128, 256\), got 192"):
-        _compile(64, 64, 64, tile_n=192)
+    for tn in (64, 160, 512):
+        with pytest.raises(cute.CuteValueError, match=rf"tile_n must be one of \(128, 192, 256\), got {tn}"):
+            _compile(64, 64, 64, tile_n=tn)
     with pytest.raises(cute.CuteValueError, match="reg_realloc must be a bool, got 1"):
         _compile(64, 64, 64, reg_realloc=1)
     with pytest.raises(cute.CuteValueError, match=r"epilogue must be one of \('scalar', 'vector', 'tma'\), "

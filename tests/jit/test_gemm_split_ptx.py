@@ -29,15 +29,17 @@ def _compile(m, n, k, out="BFloat16", ws=True, ab="BFloat16", **kw):
 
 
 def test_workspace_elements_by_hand():
-    # 512 x 512: 16 tiles of 128 x 128 (8 of 128 x 256): 8 slots of 128 x 128 per tile, 2097152 elements, then the
-    # counters of a workspace of that size: one per 32768 elements (65 at 2097248), padded to 96
-    assert workspace_elements(512, 512) == 96 + 8 * 16 * 128 * 128 and counter_ints(2097248) == 96
-    assert workspace_elements(512, 512, 2) == 32 + 2 * 16 * 128 * 128
+    # 512 x 512: 16 tiles of 128 x 128, 8 of 128 x 256, or 12 of 128 x 192 (N taken as 576, the most): 8 slots of
+    # 128 x 192 per tile, 2359296 elements, then the counters of a workspace of that size: one per 32768 elements
+    # (73 at 2359392), padded to 96
+    assert workspace_elements(512, 512) == 96 + 8 * 12 * 128 * 192 and counter_ints(2359392) == 96
+    assert workspace_elements(512, 512, 2) == 32 + 2 * 12 * 128 * 192
     # 300 x 300: 3 x 3 tiles of 128 x 128 or 3 x 2 of 128 x 256, their 3 rows taken as 4 in 2x1 clusters (the
     # second CTA of the last cluster computes a tile past M): 4 x 2 tiles of 128 x 256 (8 * 32768), the most
     assert workspace_elements(300, 300, 4) == 64 + 4 * 8 * 128 * 256
     assert counter_ints(1) == 32 and counter_ints(32 * 32768) == 32 and counter_ints(32 * 32768 + 1) == 64
-    # 768 x 768 split by 3: 36 tiles of 128 x 128 or 18 of 128 x 256, either way 3 * 589824 elements of slots
+    # 768 x 768 split by 3: 36 tiles of 128 x 128 or 18 of 128 x 256, either way 3 * 589824 elements of slots (24
+    # of 128 x 192: 3 * 589824 too)
     assert workspace_elements(768, 768, 3) == 64 + 3 * 36 * 128 * 128
 
 
@@ -73,9 +75,10 @@ def test_a_split_through_the_workspace_fills_a_wave_at_least_as_well_as_clusters
         cs = plan.auto_split(m, n, k, (128, tc, 64), STAGES[tc])
         k_tiles, clusters = -(-k // 64), -(-m // 128) * -(-n // tc) * cs
         in_clusters = min(clusters, 132) * -(-k_tiles // cs) / (-(-k_tiles // cs) + 12)
-        # every plan the default may take through a workspace, and how much of a wave each keeps busy
+        # every plan the default may take through a workspace (128 x 128 or 128 x 256 tiles), and how much of a
+        # wave each keeps busy
         fills = {(t, s): -(-m // 128) * -(-n // t) * s * -(-k_tiles // s) / (-(-k_tiles // s) + 12)
-                 for t in TILE_NS for s in range(2, 9) if -(-m // 128) * -(-n // t) * s <= 132 and k_tiles >= 16 * s}
+                 for t in (128, 256) for s in range(2, 9) if -(-m // 128) * -(-n // t) * s <= 132 and k_tiles >= 16 * s}
         ties_go_through = tc == 256 and cs > 1      # 128 x 256 tiles split in clusters are the slower
         if tn is None:
             assert not fills or max(fills.values()) < in_clusters or (
@@ -222,7 +225,10 @@ def test_an_unused_workspace_of_any_size_is_fine():
 @pytest.mark.parametrize("ws, kwargs, match", [
     (spec("Float16", (workspace_elements(512, 512),)), {}, "workspace is a 1-D Float32 tensor"),
     (spec("Float32", (1024, 2048)), {}, "workspace is a 1-D Float32 tensor"),
-    (spec("Float32", (workspace_elements(512, 512) - 1,)), {}, "at least 2097248 contiguous elements"),
+    # the default's plan: 128 x 128 tiles split by 8, 2097152 elements of slots after 96 of counters
+    (spec("Float32", (2097248 - 1,)), {}, "at least 2097248 contiguous elements"),
+    # 128 x 192 tiles split by 8 (N taken as 576) need the most: workspace_elements(512, 512)
+    (spec("Float32", (2097248,)), dict(split_k=8, tile_n=192), "at least 2359392 contiguous elements"),
     (spec("Float32", (workspace_elements(512, 512), ), (2,)), {}, "with the stride 2"),
     (spec("Float32", (workspace_elements(512, 512),), address=(1 << 24) + 4), {}, "16-byte aligned"),
     (spec("Float32", (workspace_elements(512, 512, 2),)), dict(split_k=4, tile_n=128), "at least"),
