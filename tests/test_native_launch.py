@@ -470,6 +470,42 @@ def test_the_lock_must_be_the_extensions(Launcher):
     lock.__exit__(None, None, None)
 
 
+def _new_lock_in_subprocess(tmp_path, torch_installed):
+    """In a fresh process that never imports torch, with a stand-in torch package an import would find (or
+    none): whether ``new_lock()`` gave the extension's lock, and whether torch stayed unloaded."""
+    site = tmp_path / "site"
+    if torch_installed:
+        (site / "torch").mkdir(parents=True)
+        (site / "torch" / "__init__.py").write_text("raise ImportError('a stand-in: never imported')\n")
+    script = ("import importlib.util, sys\n"
+              "from cute_py.compiler.runtime import native as N\n"
+              "lock = N.new_lock()\n"
+              "print(type(lock) is N._STATE.get('lock'), 'torch' in sys.modules, N.status())\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CUTE_PY_NATIVE_LAUNCH", "CC", "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM")}
+    env.update(CUTE_PY_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(site), root] + [p for p in [env.get("PYTHONPATH")] if p]))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300, cwd=root)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().split(maxsplit=2)
+
+
+def test_a_lock_made_before_torch_is_imported_is_the_launchers_where_torch_is_installed(Launcher, tmp_path):
+    """A compiled object keeps the lock it is made with, and the native launcher takes only the extension's: so
+    where torch is installed, a compiled object made before ``import torch`` (from specs, say) gets that lock, and
+    a later call with torch tensors can still be launched natively. torch is not imported for it."""
+    assert _new_lock_in_subprocess(tmp_path, True) == ["True", "False", "native"]
+
+
+def test_without_torch_no_launcher_is_built_for_a_lock(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here: the lock is the launcher's (the test above)")
+    assert _new_lock_in_subprocess(tmp_path, False) == ["False", "False", "not built yet"]
+
+
 class SlowDriver(Driver):
     """A ``cuLaunchKernel`` that yields the interpreter before it reads the parameter slots (as the driver copies
     them while the GIL is free), and records what it read with the calling thread's expectation."""

@@ -260,3 +260,40 @@ def test_random_call_sequences_never_replay_a_launch_made_for_other_tensors(dyna
         assert c._native.hits > 0, "the native launcher launched none of the repeated calls"
         # new destinations were refilled by it (the driver's descriptors were seen to hold the address verbatim)
         assert c._native.refills > 0, "the native launcher refilled none of the calls at new addresses"
+
+
+def test_an_object_compiled_before_torch_is_imported_still_gets_the_native_launcher():
+    """A fresh process compiles the copy from specs before it imports torch, then compiles it again from torch
+    tensors of the same kinds (the in-memory cache gives the same object) and calls it twice: the generated path,
+    and the native launcher in front of it where one is built, take the repeated call, and the bytes are right."""
+    import os
+    import subprocess
+    import sys
+
+    hopper_torch()          # a CUDA device and torch, or skip
+    script = f"""
+import sys
+import cute_py as cute
+from cute_py.demo.kernel import tma_copy
+from cute_py.compiler.runtime import native
+from cute_py.compiler.runtime.compiled import CallState
+spec = cute.DeviceArraySpec(cute.Float16, {SHAPE})
+first = tma_copy.compile(spec, spec)
+assert "torch" not in sys.modules
+import torch
+src = torch.randn({SHAPE}, device="cuda").to(torch.float16)
+dst = torch.empty({SHAPE}, device="cuda", dtype=torch.float16)
+c = tma_copy.compile(src, dst)
+assert c is first, "the in-memory cache gave another object"
+c(src, dst)
+c(src, dst)
+torch.cuda.synchronize()
+assert torch.equal(dst, src)
+assert c._state is CallState.FAST, "no generated launch path"
+print(native.launcher_class() is not None, c._entry is c._native, native.status())
+"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=root)
+    assert r.returncode == 0, r.stderr
+    built, native_entry, status = r.stdout.split(maxsplit=2)
+    assert native_entry == built, f"no native launcher for an object made before torch was imported: {status}"

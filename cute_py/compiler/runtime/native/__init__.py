@@ -31,7 +31,8 @@ __all__ = ["launcher_class", "launch_address", "make_launcher", "new_lock", "sta
 MAX_TENSORS = 16  # as launcher.h's limits: a compile beyond them keeps the Python path
 MAX_LAUNCHES = 8
 MAX_WRITES = 32  # a refill beyond it: new addresses go to the Python path
-# "class": the Launcher type or None, "lock": the Lock type, "why": the reason for no class, "address": int or None
+# "class": the Launcher type or None, "lock": the Lock type, "why": the reason for no class, "address": int or None,
+# "torch installed": whether an import of torch would find it
 _STATE: dict[str, Any] = {}
 
 
@@ -104,9 +105,10 @@ def launch_address() -> int | None:
 
 def new_lock() -> Any:
     """The lock of a compiled object's launches: the extension's ``Lock`` (which its launcher takes in C), else
-    a ``threading.Lock``. The extension is built for it only where torch is loaded (the native launcher serves
-    torch tensors only)."""
-    if "torch" in sys.modules:
+    a ``threading.Lock``. The extension is built (once per machine) and loaded for it only where torch is loaded
+    or installed: the native launcher serves torch tensors only, and a compiled object keeps its lock, so one made
+    before ``import torch`` (from specs, say) that later takes torch tensors still gets the launcher."""
+    if _torch_around():
         launcher_class()
     lock = _STATE.get("lock")
     if lock is None:
@@ -114,6 +116,20 @@ def new_lock() -> Any:
 
         return threading.Lock()
     return lock()
+
+
+def _torch_around() -> bool:
+    """Whether torch is loaded, or installed where an import would find it (looked up once a process)."""
+    if "torch" in sys.modules:
+        return True
+    if "torch installed" not in _STATE:
+        try:
+            import importlib.util
+
+            _STATE["torch installed"] = importlib.util.find_spec("torch") is not None
+        except (ImportError, ValueError):  # a broken entry on the path, or a torch module without a spec
+            _STATE["torch installed"] = False
+    return _STATE["torch installed"]
 
 
 def make_launcher(positions: tuple[int, ...], max_args: int, lock: Any) -> Any | None:
