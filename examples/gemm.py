@@ -109,10 +109,9 @@ benchmark's shapes, benchmarks/RESULTS.md):
   elements), the stages and the epilogue as for 16-bit inputs. The tensor cores add 8-bit products with about 14
   bits of mantissa, not fp32's 24, so by default each k-tile's products go into fresh partials that are added to
   the fp32 accumulators (the promotion below, without scales; 128 x 128 tiles, or ``tile_n=192``), as
-  ``torch._scaled_mm`` does by default;
-  ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256 tiles of 16-bit inputs (its
-  ``use_fast_accum=True``: the same bits on an H200; at K = 16384 of unit normal inputs a mean error of 0.27
-  against 0.013). ``scale_a`` and ``scale_b`` (Float32 tensors of one element, read on the device) scale the
+  ``torch._scaled_mm`` does by default; ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256
+  tiles of 16-bit inputs (its ``use_fast_accum=True``: the same bits on an H200; at K = 16384 of unit normal inputs
+  a mean error of 0.27 against 0.013). ``scale_a`` and ``scale_b`` (Float32 tensors of one element, read on the device) scale the
   product as ``torch._scaled_mm``'s per-tensor scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a``
   ``(M, ceil(K / 128))`` (1x128 blocks of A's rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128
   blocks of B), with 128 x 128 tiles: each k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32

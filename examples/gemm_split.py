@@ -77,7 +77,7 @@ def _fitting(slots):
 
 def workspace_elements(m, n, split_k=8):
     """The Float32 elements of a workspace that serves every plan of an ``(m, n)`` C with up to ``split_k`` CTAs
-    per tile (either tile width, either ``cluster_m``), and of any smaller C."""
+    per tile (any tile width, either ``cluster_m``), and of any smaller C."""
     return _fitting(max(_slots(m, n, (128, tn), split_k, cm) for tn in TILE_NS for cm in CLUSTER_MS))
 
 
