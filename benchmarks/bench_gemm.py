@@ -7,12 +7,12 @@ Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--
 
 Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by default, as
 cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after warm-up, in
-``--rounds`` rounds that time every column once, in an order rotated by one column each round and reversed every
-other round (the card is power-capped: under sustained load its clock drops, and a column always timed first, after
-the idle time of a shape's checks, would run on a cooler card); each column's median of its rounds. ``--sweep`` adds
-every M, N, K in {512, 4096, 16384} with at least one above 512, plus skinny shapes. Each ``--config`` is a set of
-``examples.gemm`` keyword arguments measured as its own column (default: the default configuration); ``None``,
-``True`` and ``False`` are read as Python's, and ``workspace=1`` passes a zeroed workspace
+``--rounds`` rounds that time every column once, in an order rotated by one column every second round and reversed
+in every odd one (the card is power-capped: under sustained load its clock drops, and a column always timed first,
+after the idle time of a shape's checks, would run on a cooler card); each column's median of its rounds.
+``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one above 512, plus skinny shapes. Each
+``--config`` is a set of ``examples.gemm`` keyword arguments measured as its own column (default: the default
+configuration); ``None``, ``True`` and ``False`` are read as Python's, and ``workspace=1`` passes a zeroed workspace
 of ``workspace_elements(M, N)`` (a split of K through global memory where it fills more SMs than clusters would;
 ``workspace=16`` one sized for splits up to 16). ``--activation`` times the fused epilogue instead: ``C =
 activation(A @ B^T + bias)`` (a bf16 bias of N) in one kernel, against torch's ``activation(addmm(bias, A, B^T))``
@@ -77,10 +77,21 @@ def _time(fn, reps):
     return statistics.median(samples)
 
 
+def round_orders(n, rounds):
+    """The order of ``n`` columns in each of ``rounds`` rounds: rotated by one every second round, and reversed in
+    every odd one (round ``r``: the rotation by ``r // 2``, reversed if ``r`` is odd). Over ``2 n`` rounds each
+    column is first twice and last twice, and comes right after each other column as often as before it."""
+    orders = []
+    for r in range(rounds):
+        shift = r // 2 % n
+        order = list(range(shift, n)) + list(range(shift))
+        orders.append(order[::-1] if r % 2 else order)
+    return orders
+
+
 def _interleaved(fns, reps, rounds):
-    """Each of ``fns``' median seconds a call: ``rounds`` rounds that time each once over ``reps`` launches, the
-    order rotated by one each round and reversed every other round, so that no function is always timed first or
-    right after another."""
+    """Each of ``fns``' median seconds a call: ``rounds`` rounds that time each once over ``reps`` launches, in the
+    orders of :func:`round_orders`, so that no function is always timed first or right after another."""
     import torch
 
     for fn in fns:
@@ -88,10 +99,8 @@ def _interleaved(fns, reps, rounds):
             fn()
     torch.cuda.synchronize()
     samples = [[] for _ in fns]
-    for r in range(rounds):
-        order = list(range(len(fns)))
-        order = order[r % len(fns):] + order[:r % len(fns)]
-        for i in (order[::-1] if r % 2 else order):
+    for order in round_orders(len(fns), rounds):
+        for i in order:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             for _ in range(reps):

@@ -1,0 +1,33 @@
+"""The order in which ``benchmarks/bench_gemm.py`` times its columns: every column once a round, and over ``2 n``
+rounds each column first and last equally often, and right after each other column as often as right before it
+(the card is power-capped: a column always timed first, or always after a given one, would run on another clock)."""
+
+import os
+import sys
+from collections import Counter
+
+import pytest
+from hypothesis import given, strategies as st
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+from bench_gemm import round_orders  # noqa: E402
+
+
+@given(st.integers(1, 12), st.integers(1, 40))
+def test_every_column_is_timed_once_a_round(n, rounds):
+    orders = round_orders(n, rounds)
+    assert len(orders) == rounds and all(sorted(o) == list(range(n)) for o in orders)
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+def test_over_2n_rounds_no_column_is_favoured_by_its_place(n):
+    orders = round_orders(n, 2 * n)
+    assert Counter(o[0] for o in orders) == Counter({c: 2 for c in range(n)})
+    assert Counter(o[-1] for o in orders) == Counter({c: 2 for c in range(n)})
+    after = Counter((o[i], o[i + 1]) for o in orders for i in range(n - 1))
+    assert all(after[a, b] == after[b, a] for a, b in after)
+
+
+def test_two_columns_alternate_from_round_to_round():
+    # ours, cuBLAS: each is first in every other pair of rounds
+    assert round_orders(2, 6) == [[0, 1], [1, 0], [1, 0], [0, 1], [0, 1], [1, 0]]
