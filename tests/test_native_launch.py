@@ -306,8 +306,8 @@ def test_arm_refuses_a_refill_it_could_not_apply(Launcher, refill, error):
 
 # -- the build and its cache ---------------------------------------------------------------------------------
 
-def _status_in_subprocess(env, code="print(N.status())"):
-    script = f"from cute_py.compiler.runtime import native as N\nN.launcher_class()\n{code}"
+def _status_in_subprocess(env, code="print(N.status())", first="N.launcher_class()\n"):
+    script = f"from cute_py.compiler.runtime import native as N\n{first}{code}"
     # the switches these tests set are not inherited from the environment the tests run in
     full = {k: v for k, v in os.environ.items()
             if k not in ("CUTE_PY_NATIVE_LAUNCH", "CC", "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM")}
@@ -477,18 +477,11 @@ def _new_lock_in_subprocess(tmp_path, torch_installed):
     if torch_installed:
         (site / "torch").mkdir(parents=True)
         (site / "torch" / "__init__.py").write_text("raise ImportError('a stand-in: never imported')\n")
-    script = ("import importlib.util, sys\n"
-              "from cute_py.compiler.runtime import native as N\n"
-              "lock = N.new_lock()\n"
-              "print(type(lock) is N._STATE.get('lock'), 'torch' in sys.modules, N.status())\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("CUTE_PY_NATIVE_LAUNCH", "CC", "CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM")}
-    env.update(CUTE_PY_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(site), root] + [p for p in [env.get("PYTHONPATH")] if p]))
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300, cwd=root)
-    assert r.returncode == 0, r.stderr
-    return r.stdout.strip().split(maxsplit=2)
+    code = ("import sys\nlock = N.new_lock()\n"
+            "print(type(lock) is N._STATE.get('lock'), 'torch' in sys.modules, N.status())\n")
+    path = os.pathsep.join([str(site)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    env = {"CUTE_PY_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": path}
+    return _status_in_subprocess(env, code, first="").split(maxsplit=2)
 
 
 def test_a_lock_made_before_torch_is_imported_is_the_launchers_where_torch_is_installed(Launcher, tmp_path):
