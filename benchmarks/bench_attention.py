@@ -8,8 +8,11 @@
 
 Shapes as FlashAttention-3's paper measures them: batch x seqlen = 16k tokens, heads x head_dim = 2048, bf16.
 FLOPs: ``4 * batch * heads * seqlen^2 * head_dim``, halved for causal. Every configuration checks our output
-against the cuDNN backend's before it is timed; times are medians of ``--reps`` launches between CUDA events, the
-three libraries in alternating order. The SM clock is sampled (``nvidia-smi``) while each configuration runs.
+against the cuDNN backend's before it is timed; every column is timed in ``--rounds`` interleaved rounds
+(``_rounds.interleaved``: ``--reps`` back-to-back launches between CUDA events, or as many as last ``--min-ms``, the
+order rotated and reversed from round to round), TFLOP/s are each column's median over its rounds and the ratios
+the median of the rounds' ratios (``_rounds.paired``). The SM clock is sampled (``nvidia-smi``) while each
+configuration runs.
 
 FlashAttention-3's published forward figures (H100 SXM5, bf16, its paper): head_dim 128 at seqlen 16k: 648
 TFLOP/s, causal 616; head_dim 64: 497; head_dim 256: 756.
@@ -25,7 +28,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from bench_elementwise import _time, device_line, reporter, timed_compile  # noqa: E402
+from _rounds import interleaved, paired  # noqa: E402
+from bench_elementwise import device_line, reporter, timed_compile  # noqa: E402
 
 TOKENS = 16384
 WIDTH = 2048
@@ -116,6 +120,8 @@ def _precompile(configs, variants, workers):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of every column, alternating their order")
+    parser.add_argument("--min-ms", type=float, default=5.0, help="a timing lasts at least this long (more launches)")
     parser.add_argument("--dims", type=int, nargs="+", default=[64, 128, 256])
     parser.add_argument("--seqlens", type=int, nargs="+", default=SEQLENS)
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both")
@@ -146,7 +152,8 @@ def main():
     import cute_py as cute
     from examples import attention
 
-    say(device_line(torch, f"reps {args.reps}, pingpong {args.pingpong}, heavy_first {args.heavy_first}"))
+    say(device_line(torch, f"{args.rounds} interleaved rounds of >= {args.reps} launches and >= {args.min_ms} ms, "
+                           f"pingpong {args.pingpong}, heavy_first {args.heavy_first}"))
     variants = _variants(args)
     for d in args.dims:
         for causal in causals:
@@ -157,7 +164,7 @@ def main():
                 qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
                 if args.backward:
                     _backward_row(say, torch, F, SDPBackend, sdpa_kernel, ours, q, k, v, o, lse, qt, kt, vt, b, h, s,
-                                  d, causal, args.reps)
+                                  d, causal, args)
                     continue
 
                 def sdpa(backend):
@@ -179,28 +186,31 @@ def main():
                     err = (o.float() - ref.float()).abs().max().item()
                     assert err < 2e-2, f"d={d} causal={causal} s={s} {name}: differs from cuDNN by {err}"
                 flops = 4 * b * h * s * s * d / (2 if causal else 1)
-                times = {name: [] for name in runs}
                 with ClockSampler() as clock:
-                    for rnd in range(2):
-                        names = list(runs) if rnd % 2 == 0 else list(reversed(runs))
-                        for name in names:
-                            times[name].append(_time(torch, runs[name], args.reps))
-                best = {name: min(t) for name, t in times.items()}
-                tf = {name: flops / t / 1e12 for name, t in best.items()}
+                    samples = dict(zip(runs, interleaved(list(runs.values()), args.reps, args.rounds, args.min_ms)))
+                tf = {name: flops / statistics.median(t) / 1e12 for name, t in samples.items()}
+                ratio = _ratios(samples)
                 pub = PUBLISHED_FA3.get((d, causal))
                 pub_text = f"  FA3 paper (16k) {pub}" if pub and s == 16384 else ""
                 say(f"d={d:3} causal={int(causal)} seqlen={s:5} batch={b:2} heads={h:2}: cute_py {tf['cute_py']:6.1f}"
                     f"  cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn "
-                    f"{best['cudnn'] / best['cute_py']:5.3f}x  ratio/flash {best['flash'] / best['cute_py']:5.3f}x  "
+                    f"{ratio['cute_py', 'cudnn']:5.3f}x  ratio/flash {ratio['cute_py', 'flash']:5.3f}x  "
                     f"{clock.summary()}{pub_text}")
                 for name in runs:
                     if name.startswith("cute_py["):
-                        say(f"    {name} {tf[name]:6.1f} TFLOP/s  ratio/cudnn {best['cudnn'] / best[name]:5.3f}x")
+                        say(f"    {name} {tf[name]:6.1f} TFLOP/s  ratio/cudnn {ratio[name, 'cudnn']:5.3f}x")
                 torch.cuda.empty_cache()
 
 
+def _ratios(samples):
+    """``{(a, b): how many times faster column a ran than b}``, round by round (``_rounds.paired``)."""
+    names = list(samples)
+    cols = list(samples.values())
+    return {(a, b): paired(cols, i, j) for i, a in enumerate(names) for j, b in enumerate(names)}
+
+
 def _backward_row(say, torch, F, SDPBackend, sdpa_kernel, forward, q, k, v, o, lse, qt, kt, vt, b, h, s, d, causal,
-                  reps):
+                  args):
     """One configuration of the backward: ours (its three kernels) and each SDPA backend's autograd backward."""
     from examples import attention_backward
 
@@ -222,16 +232,13 @@ def _backward_row(say, torch, F, SDPBackend, sdpa_kernel, forward, q, k, v, o, l
               for mine, theirs in zip((dq, dk, dv), ref))
     assert err < 2e-2, f"d={d} causal={causal} s={s}: the gradients differ from cuDNN's by {err} (relative)"
     flops = 2.5 * 4 * b * h * s * s * d / (2 if causal else 1)
-    times = {name: [] for name in runs}
     with ClockSampler() as clock:
-        for rnd in range(2):
-            for name in (list(runs) if rnd % 2 == 0 else list(reversed(runs))):
-                times[name].append(_time(torch, runs[name], reps))
-    best = {name: min(t) for name, t in times.items()}
-    tf = {name: flops / t / 1e12 for name, t in best.items()}
+        samples = dict(zip(runs, interleaved(list(runs.values()), args.reps, args.rounds, args.min_ms)))
+    tf = {name: flops / statistics.median(t) / 1e12 for name, t in samples.items()}
+    ratio = _ratios(samples)
     say(f"backward d={d:3} causal={int(causal)} seqlen={s:5} batch={b:2} heads={h:2}: cute_py {tf['cute_py']:6.1f}  "
-        f"cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn {best['cudnn'] / best['cute_py']:5.3f}x"
-        f"  ratio/flash {best['flash'] / best['cute_py']:5.3f}x  {clock.summary()}")
+        f"cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn {ratio['cute_py', 'cudnn']:5.3f}x"
+        f"  ratio/flash {ratio['cute_py', 'flash']:5.3f}x  {clock.summary()}")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,12 @@ Run: python benchmarks/bench_gemm.py [--shapes 4096,4096,4096 ...] [--sweep] [--
      [--fp8 [tensor|fast|block]]
 
 Each shape ``M,N,K`` computes ``C = A @ B^T`` with A (M, K) and B (N, K) bf16 and C in ``--c`` (bf16 by default, as
-cuBLAS and Triton write it); timed with CUDA events over ``--reps`` back-to-back launches after warm-up, in
-``--rounds`` rounds that time every column once, in an order rotated by one column every second round and reversed
-in every odd one (the card is power-capped: under sustained load its clock drops, and a column always timed first,
-after the idle time of a shape's checks, would run on a cooler card); each column's median of its rounds.
+cuBLAS and Triton write it); timed by ``_rounds.interleaved``: ``--rounds`` rounds that time every column once, in
+an order rotated by one column every second round and reversed in every odd one (the card is power-capped: under
+sustained load its clock drops, and a column always timed first, after the idle time of a shape's checks, would run
+on a cooler card), each timing ``--reps`` back-to-back launches or as many as last ``--min-ms``. TFLOP/s are each
+column's median over its rounds; the ratios are the best configuration's over cuBLAS's and Triton's, the median of
+the rounds' ratios (``_rounds.paired``: two timings of one round ran on one clock).
 ``--sweep`` adds every M, N, K in {512, 4096, 16384} with at least one above 512, plus skinny shapes. Each
 ``--config`` is a set of ``examples.gemm`` keyword arguments measured as its own column (default: the default
 configuration); ``None``, ``True`` and ``False`` are read as Python's, and ``workspace=1`` passes a zeroed workspace
@@ -36,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+from _rounds import interleaved, paired  # noqa: E402
 from bench_elementwise import timed_compile  # noqa: E402
 from bench_memory_bound import _clock  # noqa: E402
 
@@ -57,58 +60,6 @@ def _config(text):
         key, _, value = item.partition("=")
         kw[key] = {"True": True, "False": False, "None": None}.get(value, int(value) if value.lstrip("-").isdigit() else value)
     return kw
-
-
-def _time(fn, reps):
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) / reps * 1e-3)
-    return statistics.median(samples)
-
-
-def round_orders(n, rounds):
-    """The order of ``n`` columns in each of ``rounds`` rounds: rotated by one every second round, and reversed in
-    every odd one (round ``r``: the rotation by ``r // 2``, reversed if ``r`` is odd). Over ``2 n`` rounds each
-    column is first twice and last twice, and comes right after each other column as often as before it."""
-    orders = []
-    for r in range(rounds):
-        shift = r // 2 % n
-        order = list(range(shift, n)) + list(range(shift))
-        orders.append(order[::-1] if r % 2 else order)
-    return orders
-
-
-def _interleaved(fns, reps, rounds):
-    """Each of ``fns``' median seconds a call: ``rounds`` rounds that time each once over ``reps`` launches, in the
-    orders of :func:`round_orders`, so that no function is always timed first or right after another."""
-    import torch
-
-    for fn in fns:
-        for _ in range(3):
-            fn()
-    torch.cuda.synchronize()
-    samples = [[] for _ in fns]
-    for order in round_orders(len(fns), rounds):
-        for i in order:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(reps):
-                fns[i]()
-            end.record()
-            end.synchronize()
-            samples[i].append(start.elapsed_time(end) / reps * 1e-3)
-    return [statistics.median(x) for x in samples]
 
 
 def _tensors(text, cdt, fp8=False):
@@ -171,8 +122,9 @@ def _precompile(shapes, configs, cname, workers, activation, fp8):
 ACTIVATIONS = {"relu": "relu", "silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu"}
 
 
-def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None, rounds=6):
-    """(TFLOP/s of each configuration, cuBLAS's, Triton's, whether every output matched)."""
+def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None, rounds=6, min_ms=5.0):
+    """(TFLOP/s of each configuration, cuBLAS's, Triton's, whether every output matched, and the best
+    configuration's speed over cuBLAS's and Triton's in the same rounds: ``_rounds.paired``)."""
     import torch
     import torch.nn.functional as F
 
@@ -221,10 +173,14 @@ def _one_shape(text, configs, cdt, reps, triton_mm, activation=None, fp8=None, r
         torch.cuda.synchronize()
         ok &= bool(torch.allclose(ct.float(), ref, **tol))
         fns.append(lambda: triton_mm(a, b, ct))
-    rates = [flops / t / 1e12 for t in _interleaved(fns, reps, rounds)]
+    samples = interleaved(fns, reps, rounds, min_ms)
+    rates = [flops / statistics.median(t) / 1e12 for t in samples]
+    best = max(range(len(configs)), key=rates.__getitem__)
+    vs_blas = paired(samples, best, len(configs))
+    vs_tri = paired(samples, best, len(configs) + 1) if triton_mm is not None else float("nan")
     tri = rates.pop() if triton_mm is not None else float("nan")
     blas = rates.pop()
-    return rates, blas, tri, ok
+    return rates, blas, tri, ok, (vs_blas, vs_tri)
 
 
 def main():
@@ -233,6 +189,7 @@ def main():
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=6, help="rounds of every column, alternating their order")
+    ap.add_argument("--min-ms", type=float, default=5.0, help="a timing lasts at least this long (more launches)")
     ap.add_argument("--c", choices=("bf16", "fp32"), default="bf16")
     ap.add_argument("--config", nargs="*", default=[""])
     ap.add_argument("--no-triton", action="store_true")
@@ -262,7 +219,7 @@ def main():
     props = torch.cuda.get_device_properties(0)
     print(f"# {props.name} ({props.multi_processor_count} SMs), torch {torch.__version__}, "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {args.rounds} interleaved rounds of "
-          f"{args.reps} launches, bf16 inputs, fp32 accumulation, "
+          f">= {args.reps} launches and >= {args.min_ms} ms, bf16 inputs, fp32 accumulation, "
           f"C {args.c} (cute_py, Triton; cuBLAS writes bf16)"
           + (f", fused bias + {args.activation} (cuBLAS column: torch's addmm, then its {args.activation})"
              if args.activation else "")
@@ -271,14 +228,15 @@ def main():
     names = [",".join(f"{k}={v}" for k, v in kw.items()) or "default" for kw in configs]
     print(f"{'M,N,K':>18} " + " ".join(f"{n[:26]:>26}" for n in names)
           + f" {'cuBLAS':>8} {'Triton':>8}   best/cuBLAS best/Triton  check")
-    print(f"# TFLOP/s; the ratios take the best cute_py configuration; clock at start: {_clock()}")
+    print(f"# TFLOP/s (medians of the rounds); the ratios: the best cute_py configuration's, the median of the rounds' "
+          f"ratios; clock at start: {_clock()}")
     for text in shapes:
-        ours, blas, tri, ok = _one_shape(text, configs, getattr(torch, cname), args.reps, triton_mm, args.activation,
-                                         args.fp8, args.rounds)
-        best = max(ours)
+        ours, blas, tri, ok, (vs_blas, vs_tri) = _one_shape(text, configs, getattr(torch, cname), args.reps,
+                                                             triton_mm, args.activation, args.fp8, args.rounds,
+                                                             args.min_ms)
         published = f"  DeepGEMM (H800) {DEEPGEMM[text]}" if args.fp8 == "block" and text in DEEPGEMM else ""
         print(f"{text:>18} " + " ".join(f"{x:26.1f}" for x in ours) + f" {blas:8.1f} {tri:8.1f}   "
-              f"{best / blas:11.3f} {best / tri:11.3f}  {'ok' if ok else 'MISMATCH'}{published}", flush=True)
+              f"{vs_blas:11.3f} {vs_tri:11.3f}  {'ok' if ok else 'MISMATCH'}{published}", flush=True)
         torch.cuda.empty_cache()
     print(f"# clock at end: {_clock()}")
 

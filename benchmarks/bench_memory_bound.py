@@ -2,18 +2,22 @@
 LayerNorm forward and cross-entropy forward/backward (examples/softmax_rows.py, norms.py, cross_entropy.py) against
 torch eager and ``torch.compile`` of the same function, as GB/s of the bytes each must move (every input read once,
 every output written once) and as a fraction of the device-to-device copy ceiling (torch ``copy_`` of the same
-number of bytes, read + written, measured once per size in the same run).
+number of bytes, read + written, timed in the same rounds as the kernel).
 
     python benchmarks/bench_memory_bound.py [--quick] [--kernels a,b] [--lengths 4096,65536] [--dtypes bf16,fp32]
                                             [--bytes 2**30] [--reps 20] [--no-compile] [--out FILE]
 
 Rows of ``n`` elements, as many rows as make one input of ``--bytes`` (1 GiB: 1-3 GiB moved). Every output of ours
-is checked against torch (float64 reference, loose bound) before it is timed. Times are medians over ``--reps`` of
-one launch between two CUDA events, after warm-up (ours timed before and after torch's, the mean of the two); the
-header gives the device, the date and the SM clock at the start, the last line the clock at the end.
+is checked against torch (float64 reference, loose bound) before it is timed. The copy, ours, eager and compiled
+columns are timed in ``--rounds`` interleaved rounds (``_rounds.interleaved``: ``--reps`` back-to-back launches
+between CUDA events, or as many as last ``--min-ms``, the order rotated and reversed from round to round); GB/s
+are each column's median over its rounds, the fraction of the copy ceiling and the speed-ups the medians of the
+rounds' ratios (``_rounds.paired``). The header gives the device, the date and the SM clock at the start, the last
+line the clock at the end.
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 
@@ -21,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from bench_elementwise import _time, device_line, reporter  # noqa: E402
+from _rounds import interleaved, paired  # noqa: E402
+from bench_elementwise import device_line, reporter  # noqa: E402
 
 LENGTHS = [256, 1024, 4096, 16384, 65536, 262144]
 QUICK = [4096, 32768, 262144]
@@ -116,6 +121,8 @@ def main():
     parser.add_argument("--dtypes")
     parser.add_argument("--bytes", type=_size, default=1 << 30, help="bytes of one input: an int or 2**k")
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=6, help="rounds of every column, alternating their order")
+    parser.add_argument("--min-ms", type=float, default=5.0, help="a timing lasts at least this long (more launches)")
     parser.add_argument("--no-compile", action="store_true", help="leave out torch.compile")
     parser.add_argument("--out")
     args = parser.parse_args()
@@ -128,10 +135,10 @@ def main():
     lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else (QUICK if args.quick else LENGTHS)
     names = args.dtypes.split(",") if args.dtypes else (["bf16"] if args.quick else ["bf16", "fp32"])
     dtypes = [{"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[d] for d in names]
-    say(device_line(torch, f"reps {args.reps}, input {args.bytes / 2**30:.2f} GiB, clock at start: {_clock()}"))
+    say(device_line(torch, f"{args.rounds} interleaved rounds of >= {args.reps} launches and >= {args.min_ms} ms, "
+                           f"input {args.bytes / 2**30:.2f} GiB, clock at start: {_clock()}"))
     say(f"{'kernel':14} {'dtype':9} {'rows x n':>16} {'ours GB/s':>9} {'of copy':>7} {'eager':>7} {'compile':>7} "
         f"{'vs eager':>8} {'vs comp':>8} {'copy GB/s':>9}")
-    copies = {}
     for dtype in dtypes:
         size = torch.tensor([], dtype=dtype).element_size()
         for n in lengths:
@@ -146,25 +153,21 @@ def main():
                     err = float(((got.double() - exact).abs() / (exact.abs() + 1)).nan_to_num(1.0).max())
                     if err > (1e-4 if dtype is torch.float32 else 2e-2):
                         raise AssertionError(f"wrong result: max relative error {err:.3g}")
-                    if moved not in copies:
-                        src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
-                        dst = torch.empty_like(src)
-                        copies[moved] = _time(torch, lambda: dst.copy_(src), args.reps)
-                        del src, dst
-                    t_copy = copies[moved]
-                    first = _time(torch, lambda: compiled(*ours_args), args.reps)
-                    t_eager = _time(torch, lambda: fn(*fn_args), args.reps)
-                    if args.no_compile:
-                        t_comp = float("nan")
-                    else:
+                    src = torch.empty(moved // 2, dtype=torch.uint8, device="cuda")
+                    dst = torch.empty_like(src)
+                    fns = [lambda: dst.copy_(src), lambda: compiled(*ours_args), lambda: fn(*fn_args)]
+                    if not args.no_compile:
                         torch._dynamo.reset()  # a fresh cache: past 8 shapes of one function it would run eager
                         comp = torch.compile(fn, dynamic=False)
-                        t_comp = _time(torch, lambda: comp(*fn_args), args.reps)
-                    # ours again after torch's, so that a clock falling with the heat weighs on both sides
-                    t_ours = (first + _time(torch, lambda: compiled(*ours_args), args.reps)) / 2
+                        fns.append(lambda: comp(*fn_args))
+                    samples = interleaved(fns, args.reps, args.rounds, args.min_ms)
+                    del src, dst
+                    t_copy, t_ours, t_eager = (statistics.median(t) for t in samples[:3])
+                    t_comp = statistics.median(samples[3]) if len(samples) > 3 else float("nan")
+                    vs_comp = paired(samples, 1, 3) if len(samples) > 3 else float("nan")
                     say(f"{name:14} {str(dtype).split('.')[-1]:9} {m:>7} x {n:<6} {moved / t_ours / 1e9:9.1f} "
-                        f"{t_copy / t_ours:7.3f} {moved / t_eager / 1e9:7.1f} {moved / t_comp / 1e9:7.1f} "
-                        f"{t_eager / t_ours:7.2f}x {t_comp / t_ours:7.2f}x {moved / t_copy / 1e9:9.1f}")
+                        f"{paired(samples, 1, 0):7.3f} {moved / t_eager / 1e9:7.1f} {moved / t_comp / 1e9:7.1f} "
+                        f"{paired(samples, 1, 2):7.2f}x {vs_comp:7.2f}x {moved / t_copy / 1e9:9.1f}")
                 except Exception as e:  # a failing row is reported, the run goes on
                     say(f"{name:14} {str(dtype).split('.')[-1]:9} {m:>7} x {n:<6} failed: {type(e).__name__}: "
                         f"{str(e)[:300]}")

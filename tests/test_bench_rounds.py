@@ -1,4 +1,4 @@
-"""The order in which ``benchmarks/bench_gemm.py`` times its columns: every column once a round, and over ``2 n``
+"""The order in which the benchmarks time their columns (``benchmarks/_rounds.py``): every column once a round, and over ``2 n``
 rounds each column first and last equally often, and right after each other column as often as right before it
 (the card is power-capped: a column always timed first, or always after a given one, would run on another clock)."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from bench_gemm import round_orders  # noqa: E402
+from _rounds import calls_for, paired, round_orders  # noqa: E402
 
 
 @given(st.integers(1, 12), st.integers(1, 40))
@@ -31,3 +31,22 @@ def test_over_2n_rounds_no_column_is_favoured_by_its_place(n):
 def test_two_columns_alternate_from_round_to_round():
     # ours, cuBLAS: each is first in every other pair of rounds
     assert round_orders(2, 6) == [[0, 1], [1, 0], [1, 0], [0, 1], [0, 1], [1, 0]]
+
+
+def test_paired_takes_the_median_of_the_rounds_ratios():
+    # column 1 ran at half column 0's speed in every round but one; the clock fell by 2x over the rounds
+    samples = [[1.0, 2.0, 4.0, 8.0, 3.0], [2.0, 4.0, 8.0, 4.0, 6.0]]
+    assert paired(samples, 0, 1) == 2.0
+    assert paired(samples, 1, 0) == 0.5
+
+
+@given(st.floats(1e-9, 10.0), st.integers(1, 100), st.floats(0.0, 100.0))
+def test_a_timing_lasts_min_ms_or_reps_calls(seconds, reps, min_ms):
+    calls = calls_for(seconds, reps, min_ms)
+    assert calls >= reps and calls <= max(reps, 100000)
+    assert calls == reps or calls == 100000 or calls * seconds >= min_ms * 1e-3 * (1 - 1e-12)
+    assert calls in (reps, 100000) or (calls - 1) * seconds < min_ms * 1e-3
+
+
+def test_a_call_of_no_measured_time_keeps_reps():
+    assert calls_for(0.0, 7, 5.0) == 7 and calls_for(float("nan"), 7, 5.0) == 7
