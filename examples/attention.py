@@ -68,7 +68,8 @@ from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_off
                              smem_bytes, tokens_major)
 from .attention_schedule import dealt, persistent_schedule, tile_at
 from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
-from .attention_tiles import ATTN_THREADS, BLOCK_M, fence_operands, gemm_ss, head_rows, store_rows
+from .attention_tiles import (ATTN_THREADS, BLOCK_M, fence_operands, gemm_ss, head_rows, out_stage_layout, store_box,
+                              store_rows)
 
 
 __all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS", "TILES"]
@@ -103,7 +104,7 @@ def _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks):
 @cute.kernel
 def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, o, lse, cu_q, cu_k,
                      q_layout, k_layout, v_layout, head_ratio, causal, scale_log2, seqlens, pingpong, store_o=None,
-                     tma_o=None, heavy_first=False, schedule=None, o_layout=None):
+                     tma_o=None, heavy_first=False, schedule=None, o_layout=None, o_stage=None):
     tidx, _, _ = arch.thread_idx()
     warp = arch.make_warp_uniform(arch.warp_idx())
     d = tma_q.shape[1]
@@ -120,6 +121,8 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
     sK = smem.allocate_tensor(load_k.dtype, k_layout, 1024)                   # (block_n, D, stages)
     sV = smem.allocate_tensor(load_v.dtype, v_layout, 1024)                   # (D, block_n, stages)
     sO = sQ if o_layout is None else smem.allocate_tensor(load_q.dtype, o_layout, 1024)
+    if cute.const_expr(o_stage is not None and o_layout is None):   # the TMA store's swizzled rows, over sQ
+        sO = cute.make_tensor(sQ.iterator, o_stage)
     q_bar = smem.allocate_mbarrier(1)
     q_free = smem.allocate_mbarrier(1) if schedule is not None else None
     k_bars = smem.allocate_mbarrier(2 * stages)
@@ -195,6 +198,9 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
                     _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2,
                                   o_layout is not None)
                     done = done + 1
+            if cute.const_expr(o_layout is not None and store_o is not None):
+                if tidx % 128 == 0:
+                    arch.tma_store_wait(0, read=True)     # the last store has read its buffer before the CTA ends
 
 
 def _ring_states(kind, stages):
@@ -273,7 +279,8 @@ def _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 
     n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
     _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
              q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
-             (store_o, out_box), (k_read, v_read, q_phase, q_free, sO, q_free is not None and own_o))
+             (store_o, out_box, not (q_free is not None and own_o)),
+             (k_read, v_read, q_phase, q_free, sO, q_free is not None and own_o))
 
 
 @cute.jit
@@ -383,7 +390,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
         if cute.const_expr(early):
             arch.mbarrier_arrive(q_free)
-        store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+        _store_out(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
     if cute.const_expr(q_free is not None and not early):
         arch.mbarrier_arrive(q_free)            # the output has gone through sQ (a TMA store has read it)
 
@@ -407,7 +414,19 @@ def _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, fir
             value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
             _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
     rescale(acc_o, corr)
-    store_rows(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+    _store_out(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+
+
+@cute.jit
+def _store_out(acc_o, cO, sO, gO, group, wtid, rows, d, tma_out):
+    """A consumer warpgroup's 64 output rows through shared memory: by one TMA store (``tma_out``: the atom, the
+    warpgroup's box and whether ``sO`` lies over ``sQ``; :func:`attention_tiles.store_box`), or, in a packed batch,
+    row-major in 16-byte chunks (:func:`attention_tiles.store_rows`)."""
+    store_o, box, shared = tma_out
+    if cute.const_expr(store_o is not None):
+        store_box(acc_o, sO, group, wtid, rows, (store_o, box), shared)
+    else:
+        store_rows(acc_o, cO, sO, gO, group, wtid, rows, d)
 
 
 @cute.jit
@@ -482,18 +501,19 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
                                   f"65535 of {block_m} rows; {rows} rows make {m_blocks}")
     grid = (heads, batch, m_blocks) if heavy_first else (m_blocks, heads, batch)
     o_layout = None
+    o_stage = None if packed else out_stage_layout(dt, d, groups)
     if schedule is not None:
         schedule, grid = schedule
         if smem_bytes(d, block_n, stages, block_m) + block_m * d * dt.width // 8 <= SMEM_BYTES:
-            o_layout = cute.make_layout((block_m, d), stride=(d, 1))
+            o_layout = cute.make_layout((block_m, d), stride=(d, 1)) if packed else o_stage
     if packed:
         check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], m_blocks * block_m).launch(
             grid=(batch, 1, 1), block=32)
     store_o = tma_o = None
     if not packed:      # a packed sequence's last rows are followed by the next sequence's: no box may clip there
         store_o, tma_o = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), ov,
-                                                     cute.make_layout((64, d), stride=(d, 1)), (64, d))
+                                                     cute.slice_(o_stage, (None, None, 0)), (64, d))
     attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
                      cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
-                     seqlens, pingpong, store_o, tma_o, heavy_first, schedule, o_layout).launch(
+                     seqlens, pingpong, store_o, tma_o, heavy_first, schedule, o_layout, o_stage).launch(
                          grid=grid, block=128 * (groups + 1))

@@ -55,6 +55,8 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None, groups=2):
     ])
     if rank == 4:
         assert "st.global.v4" not in ptx and re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx)
+        # the output into its 128B-swizzled staging rows by stmatrix, not by 4-byte stores (eight-way conflicts)
+        assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") >= d // 16 and "st.shared.b32" not in ptx
     # the producer: Q once, then a K and a V tile per key block (one box per 64 elements of 128-byte rows)
     # (the producer's and the consumers' code may come in either order): registers handed back and taken
     boxes = max(1, d // 64)
@@ -446,6 +448,13 @@ def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, block_m, assemble):
     smem = int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", ptx).group(1)) if own_o else None
     if own_o:      # the barriers lie past a buffer of block_m x d 16-bit elements more than a CTA per tile's
         assert smem == int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", plain).group(1)) + block_m * d * 2
+    # with a buffer of its own a consumer warpgroup stores its rows without waiting for the others (the barrier
+    # of all of them, 5 or 8, guards only rows that lie over Q's), once its last store has read the buffer
+    everyone = rf"bar\.sync\s+{5 if block_m == 128 else 8}, {2 * block_m};"
+    assert bool(re.search(everyone, ptx)) != own_o and re.search(everyone, plain)
+    if own_o:
+        assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;(?:(?!cp\.async\.bulk\.tensor).)*stmatrix", ptx,
+                         re.S)
     assert ptxas_notes(ptx) in ([], None)
     assemble(ptx)
 
