@@ -42,7 +42,9 @@ then a producer warpgroup:
   threads of a row), ``exp2(S * scale * log2(e) - max)``, the sums, and the factor that rescales ``O`` once
   ``P V`` is done. The accumulator layout of ``S`` is the register-operand layout of A value for value, so
   ``P`` is ``S`` converted to 16 bits, just before the fence of the MMAs that read it.
-- With ``pingpong`` (the default) the consumers take turns issuing their MMAs, in a ring (named barriers 1, 2, 3).
+- With ``pingpong`` (the default) the consumers take turns issuing their MMAs, in a ring (named barriers 1, 2, 3);
+  on a persistent grid the ring runs on from tile to tile, so a warpgroup may begin the next tile while the next
+  in the ring stores the last one's output.
 
 At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes row-major through
 shared memory, then one thread TMA-stores the warpgroup's ``64 x D`` box (clipped at the sequence's end; in a
@@ -191,6 +193,12 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
         else:
             arch.warpgroup_reg_alloc(CONSUMER_REGS[block_m // 64])
             k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
+            # ping-pong: the turns run on from tile to tile (each warpgroup passes its last of a tile as soon as it
+            # has issued it, so that the next may start the next tile while this one stores its output); the last
+            # warpgroup gives warpgroup 0 the first turn here, and warpgroup 0 takes the one left over at the end
+            group = warp // 4
+            if pingpong and group == block_m // 64 - 1:
+                arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)
             done = 0
             for t in range(cta, m_blocks * pairs, grid):
                 m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
@@ -198,6 +206,8 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
                     _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2,
                                   o_layout is not None)
                     done = done + 1
+            if pingpong and group == 0:
+                arch.barrier(barrier_id=1, number_of_threads=2 * 128)
             if cute.const_expr(o_layout is not None and store_o is not None):
                 if tidx % 128 == 0:
                     arch.tma_store_wait(0, read=True)     # the last store has read its buffer before the CTA ends
@@ -317,9 +327,11 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
     first_row = m_block * block_m
     group = arch.make_warp_uniform(arch.warp_idx()) // 4      # the consumer warpgroup: 0 .. groups - 1
     arch.mbarrier_wait(q_bar, q_phase)
+    carried = q_free is not None        # persistent: the turns run on from tile to tile
     if n_blocks > 0:
-        if pingpong and group == groups - 1:
-            arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)     # warpgroup 0 issues first
+        if cute.const_expr(not carried):
+            if pingpong and group == groups - 1:
+                arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)     # warpgroup 0 issues first
         # the last key block: S alone
         k_pipe.consumer_wait(k_read)
         turn(pingpong, group)
@@ -374,9 +386,12 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
         fence_operands(acc_s, acc_o)
         pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
         wg.commit_group()
+        if cute.const_expr(carried):
+            pass_turn(pingpong, group, True, groups)   # the next warpgroup goes on (into the next tile)
         wg.wait_group(0)
         arch.warpgroup_fence_operand(acc_o)
-        pass_turn(pingpong, group, False, groups)      # (a branch: not while the MMA reading P is in flight)
+        if cute.const_expr(not carried):
+            pass_turn(pingpong, group, False, groups)  # (a branch: not while the MMA reading P is in flight)
         v_pipe.consumer_release(v_read)
         v_read.advance()
         _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
