@@ -74,7 +74,8 @@ benchmark's shapes, benchmarks/RESULTS.md):
   no device can be asked; fewer when C has fewer tiles) walk the tiles, the pipeline's states carrying on from
   tile to tile, so the producer loads the next tile while the consumers store the last. Each tile starts its
   accumulators anew (``ACCUMULATE`` false for its first k-block).
-- ``cluster_m`` (``None``: 2 unless K is split; ``2``; or ``1``): CTAs per cluster along M. The two CTAs of a
+- ``cluster_m`` (``None``: 2 unless K is split, or 1 for 8-bit inputs promoted with per-tensor scales where M or
+  N is below 4096, ``gemm_plan.cluster_m_one``; ``2``; or ``1``): CTAs per cluster along M. The two CTAs of a
   2x1 cluster compute vertically adjacent tiles that share their B tile: each loads half of it and multicasts
   it to both (``CopyBulkTensorTileG2SMulticastOp``, mask ``0b11``); a stage's ``empty`` barrier then counts the
   consumer warps of both CTAs (each consumer warp's lanes 0 and 1 arrive on CTA 0's and CTA 1's), so neither
@@ -104,22 +105,22 @@ benchmark's shapes, benchmarks/RESULTS.md):
   k-tiles need the registers of a second partial, and whose 128 x 192 tiles those of 96 partials a thread (without
   the reallocation they would spill; 128 x 192 promoted tiles refuse ``reg_realloc=False``).
 
-- 8-bit floats: A and B Float8E4M3FN or Float8E5M2 (either with either) run the same kernel with ``m64nNk32``
-  WGMMAs (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a multiple of 16
-  elements), the stages and the epilogue as for 16-bit inputs. The tensor cores add 8-bit products with about 14
-  bits of mantissa, not fp32's 24, so by default each k-tile's products go into fresh partials that are added to
-  the fp32 accumulators (the promotion below, without scales; 128 x 128 tiles, or ``tile_n=192``), as
-  ``torch._scaled_mm`` does by default; ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256
-  tiles of 16-bit inputs (its ``use_fast_accum=True``: the same bits on an H200; at K = 16384 of unit normal inputs
-  a mean error of 0.27 against 0.013). ``scale_a`` and ``scale_b`` (Float32 tensors of one element, read on the device) scale the
-  product as ``torch._scaled_mm``'s per-tensor scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a``
-  ``(M, ceil(K / 128))`` (1x128 blocks of A's rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128
-  blocks of B), with 128 x 128 tiles: each k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32
-  times the two scales once they are done (``gemm_block_scaled``), so the tensor cores never accumulate across a
-  scale block. With the consumers' registers raised (``reg_realloc``, the default with block scales) the k-tiles
-  of 128 x 128 tiles go in pairs, one's promotion running while the next one's MMAs do (128 x 192 tiles have no
-  registers for a second partial: one k-tile at a time); with ``pingpong=True`` the two consumer warpgroups take
-  turns issuing a k-tile's MMAs instead.
+- 8-bit floats: A and B Float8E4M3FN or Float8E5M2 (either with either) run the same kernel with ``m64nNk32`` WGMMAs
+  (``MmaF8Op``): a k-tile is 128 bytes of K either way (128 elements here, so rows of a multiple of 16 elements), the
+  stages and the epilogue as for 16-bit inputs. The tensor cores add 8-bit products with about 14 bits of mantissa,
+  not fp32's 24, so by default each k-tile's products go into fresh partials that are added to the fp32 accumulators
+  (the promotion below, without scales; 128 x 128 tiles, or ``tile_n=192``), as ``torch._scaled_mm`` does by default;
+  ``fast_accum=True`` leaves all of K to the tensor cores in the 128 x 256 tiles of 16-bit inputs (its
+  ``use_fast_accum=True``: the same bits on an H200; at K = 16384 of unit normal inputs a mean error of 0.27 against
+  0.013). ``scale_a`` and ``scale_b`` (Float32 tensors of one element, read on the device) scale the product as
+  ``torch._scaled_mm``'s per-tensor scales do; 2-D ones are DeepSeek-V3's block scales, ``scale_a``
+  ``(M, ceil(K / 128))`` (1x128 blocks of A's rows) and ``scale_b`` ``(ceil(N / 128), ceil(K / 128))`` (128x128 blocks
+  of B), with 128 x 128 tiles: each k-tile's WGMMAs go into fresh accumulators, added to the tile's in fp32 times the
+  two scales once they are done (``gemm_block_scaled``), so the tensor cores never accumulate across a scale block.
+  With the consumers' registers raised (``reg_realloc``, the default with block scales) the k-tiles of 128 x 128 tiles
+  go in pairs, one's promotion running while the next one's MMAs do (128 x 192 tiles have no registers for a second
+  partial: one k-tile at a time); with ``pingpong=True`` the two consumer warpgroups take turns issuing a k-tile's
+  MMAs instead.
 - ``bias``, ``alpha``, ``activation`` (``None``, ``1.0``, ``None``): the fused epilogue. Before the stores
   convert them to C's type, each accumulator becomes ``activation(alpha * acc + bias[col])`` in fp32
   (``gemm_epilogue.fuse_epilogue``: four values at a time between register fences, the bias read at the thread's
@@ -151,7 +152,8 @@ from .gemm_epilogue import (ACTIVATIONS, EPI_BUFFERS, column_offsets, epi_tile, 
 from .gemm_gather import gathered_tile, wait_shard
 from .gemm_block_scaled import block_scaled_tile
 from .gemm_mainloop import mma_k_tiles
-from .gemm_plan import auto_tile_n, grid_ctas, pairs_aligned, resolve, through_workspace, tma_storable
+from .gemm_plan import (auto_tile_n, cluster_m_one, grid_ctas, pairs_aligned, resolve, through_workspace,
+                        tma_storable)
 from .gemm_split import check_workspace, fixup_splits, stored_slices
 
 __all__ = ["gemm", "gemm_kernel", "GEMM_TILE", "GEMM_THREADS", "TILE_NS", "EPILOGUES", "ACTIVATIONS",
@@ -343,7 +345,8 @@ def gemm(a, b, c, stages=None, tile_n=None, reg_realloc=None, epilogue="tma", cl
     ``workspace``: a zeroed Float32 tensor (``gemm_split.workspace_elements``) through which a split of K is
     summed instead of in a cluster. ``None`` for ``tile_n``, ``stages``, ``cluster_m``, ``persistent`` and
     ``split_k`` chooses them: 128 x 256 tiles in 4 stages, split K for shapes of few tiles, else persistent 2x1
-    clusters; 128 x 128 tiles in 6 stages where ``auto_tile_n`` names them. ``fast_accum`` (8-bit inputs with
+    clusters (one CTA a cluster for 8-bit inputs promoted with per-tensor scales where M or N is below 4096);
+    128 x 128 tiles in 6 stages where ``auto_tile_n`` names them. ``fast_accum`` (8-bit inputs with
     per-tensor scales or none): ``False`` promotes each k-tile's products (128 of K) out of the tensor cores into
     the fp32 accumulators, in 128 x 128 tiles (or 128 x 192 ones), as ``torch._scaled_mm`` does by default; ``True``
     leaves all of K to the tensor cores' own accumulation, which keeps fewer bits than fp32 (``torch._scaled_mm``'s
@@ -384,6 +387,8 @@ def launch_gemm(a, b, c, stages, tile_n, reg_realloc, epilogue, cluster_m, persi
     if promote and tile_n is None:
         tile_n = 128
     auto = split_k is None and cluster_m is None and persistent is None
+    if auto and promote and not block and workspace is None and cluster_m_one(a.shape[0], b.shape[0]):
+        cluster_m = 1       # (measured: gemm_plan.cluster_m_one)
     if workspace is not None and auto and tile_n is None:  # a split through global memory, where it fills more SMs
         tile_n, split_k, cluster_m = through_workspace(a.shape[0], b.shape[0], a.shape[1], k_tile(a.element_type))
     via_workspace = workspace is not None and split_k is not None   # asked for, or chosen just above

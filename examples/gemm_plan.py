@@ -9,8 +9,8 @@ from cute_py.utils import HardwareInfo
 from .gemm_args import GEMM_TILE, K_TILE_BYTES, SPLITS, STAGES, TILE_NS
 from .tma_tiled import sm_count
 
-__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "through_workspace", "split_fill",
-           "split_pairs", "resolve", "tma_storable", "pairs_aligned", "grid_ctas"]
+__all__ = ["recv_fits", "cluster_capacity", "auto_split", "auto_tile_n", "cluster_m_one", "through_workspace",
+           "split_fill", "split_pairs", "resolve", "tma_storable", "pairs_aligned", "grid_ctas"]
 
 
 def recv_fits(tile, stages):
@@ -138,6 +138,15 @@ def _one_wave(m, n, k, tile):
     """The CTAs of the default with ``tile`` (its tiles times their split), or 0 if they take more than a wave."""
     ctas = cute.ceil_div(m, tile[0]) * cute.ceil_div(n, tile[1]) * auto_split(m, n, k, tile, STAGES[tile[1]])
     return ctas if ctas <= sm_count() else 0
+
+
+def cluster_m_one(m, n):
+    """Whether 8-bit inputs promoted into fp32 with per-tensor scales take one CTA a cluster by default: where M
+    or N (static) is below 4096. Measured on an H200 in interleaved rounds over the sweep of
+    ``benchmarks/bench_gemm.py --fp8``: there 1.01-1.13x the 2x1 clusters' TFLOP/s on 15 of the 17 shapes (e.g.
+    512x4096x16384 1.12x, 1024x8192x8192 1.11x), at 4096 or more on both sides 0.94-1.03x (e.g. 16384^3 0.97x,
+    where the shared B loads save L2 traffic); ``benchmarks/RESULTS.md``."""
+    return type(m) is int and type(n) is int and min(m, n) < 4096
 
 
 def resolve(m, n, k, tile, stages, cluster_m, persistent, split_k, workspace=False):

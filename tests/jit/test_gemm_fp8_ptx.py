@@ -141,6 +141,24 @@ def _block(m, n, k, **kw):
     return _compile(m, n, k, scale_a=spec("Float32", (m, kt)), scale_b=spec("Float32", (-(-n // 128), kt)), **kw)
 
 
+@pytest.mark.parametrize("m, n, kwargs, cluster", [
+    (512, 8192, {}, 1), (8192, 512, {}, 1), (1024, 4096, {}, 1),      # promoted, M or N below 4096: one CTA
+    (4096, 4096, {}, 2), (8192, 8192, {}, 2),                           # 4096 or more on both sides: 2x1
+    (512, 8192, dict(cluster_m=2), 2),                                  # the caller's choice
+    (512, 8192, dict(fast_accum=True), 2),                              # the tensor cores' own sums
+    (512, 8192, dict(block=True), 2),                                   # block scales
+])
+def test_the_default_cluster_of_promoted_per_tensor_fp8(m, n, kwargs, cluster):
+    """Promoted 8-bit inputs with per-tensor scales (or none) take one CTA a cluster by default where M or N is
+    below 4096 (``gemm_plan.cluster_m_one``, measured), 2x1 clusters elsewhere, with ``fast_accum`` and with block
+    scales; persistent either way, K of 1024 unsplit."""
+    kwargs = dict(kwargs)
+    c = _block(m, n, 1024) if kwargs.pop("block", False) else _compile(m, n, 1024, **kwargs)
+    (launch,) = c.launches
+    assert launch.cluster == (cluster, 1, 1)
+    assert launch.grid[0] <= 132 and launch.grid[0] % cluster == 0
+
+
 def test_block_scaled_gemm_promotes_each_k_tile_in_fp32(filecheck, assemble):
     """DeepSeek-V3's block scaling, one k-tile at a time (``reg_realloc=False``): each 128-element k-tile's four
     WGMMAs go into fresh accumulators, waited for, then added to the tile's with one FMA per accumulator by the A
