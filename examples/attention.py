@@ -46,9 +46,10 @@ then a producer warpgroup:
   on a persistent grid the ring runs on from tile to tile, so a warpgroup may begin the next tile while the next
   in the ring stores the last one's output.
 
-At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes row-major through
-shared memory, then one thread TMA-stores the warpgroup's ``64 x D`` box (clipped at the sequence's end; in a
-packed batch its threads store 16-byte chunks of the rows that lie in the sequence).
+At the end each consumer divides by the row sums and stores ``lse`` and ``out``: the output goes through shared
+memory in 128B-swizzled rows (``stmatrix``), then one thread TMA-stores the warpgroup's ``64 x D`` box (clipped at
+the sequence's end; in a packed batch its threads store 16-byte chunks of the rows that lie in the sequence). On a
+persistent grid with a buffer of its own a warpgroup stores without waiting for the others.
 
 No accumulator or ``P`` register is read on a branch while an MMA is in flight, or converted after the fence
 before the MMA that reads it: the assembler would serialise every WGMMA of the kernel (ptxas notes C7520, C7519).
@@ -315,7 +316,6 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
     tOrP = mma_pv.make_fragment_A(thr_pv.partition_A(cute.make_layout((block_m, block_n))))
     gO = cute.local_tile(head_rows(o, q_start, q_batch, head), (block_m, d), (m_block, 0))
     tOgO = thr_pv.partition_C(gO)
-    cO = thr_pv.partition_C(cute.make_identity_tensor((block_m, d)))
     acc_o = mma_pv.make_fragment_C(tOgO)
     acc_o.fill(0.0)
     row_max = cute.make_fragment(2, cute.Float32)     # a thread's S values lie in two rows (module docstring)
@@ -394,7 +394,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
             pass_turn(pingpong, group, False, groups)  # (a branch: not while the MMA reading P is in flight)
         v_pipe.consumer_release(v_read)
         v_read.advance()
-        _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
+        _finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
                 q_batch, head, packed, scale_log2, d, tma_out)
     else:
         # no key to see: out 0, lse -inf
@@ -405,13 +405,13 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
                 _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
         if cute.const_expr(early):
             arch.mbarrier_arrive(q_free)
-        _store_out(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+        _store_out(acc_o, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
     if cute.const_expr(q_free is not None and not early):
         arch.mbarrier_arrive(q_free)            # the output has gone through sQ (a TMA store has read it)
 
 
 @cute.jit
-def _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
+def _finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
             head, packed, scale_log2, d, tma_out):
     """The row sums over the four threads of a row; ``out = acc / sum`` and ``lse = log(sum) + max * scale``
     stored for the rows in the sequence. (Traced on both sides of ``n_blocks > 0``, so that no accumulator is
@@ -429,19 +429,19 @@ def _finish(acc_o, row_max, row_sum, corr, cS, cO, sO, gO, lse, tidx, group, fir
             value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
             _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
     rescale(acc_o, corr)
-    _store_out(acc_o, cO, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+    _store_out(acc_o, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
 
 
 @cute.jit
-def _store_out(acc_o, cO, sO, gO, group, wtid, rows, d, tma_out):
+def _store_out(acc_o, sO, gO, group, wtid, rows, d, tma_out):
     """A consumer warpgroup's 64 output rows through shared memory: by one TMA store (``tma_out``: the atom, the
     warpgroup's box and whether ``sO`` lies over ``sQ``; :func:`attention_tiles.store_box`), or, in a packed batch,
-    row-major in 16-byte chunks (:func:`attention_tiles.store_rows`)."""
+    in 16-byte chunks (:func:`attention_tiles.store_rows`)."""
     store_o, box, shared = tma_out
     if cute.const_expr(store_o is not None):
         store_box(acc_o, sO, group, wtid, rows, (store_o, box), shared)
     else:
-        store_rows(acc_o, cO, sO, gO, group, wtid, rows, d)
+        store_rows(acc_o, sO, gO, group, wtid, rows, d)
 
 
 @cute.jit

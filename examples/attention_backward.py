@@ -102,14 +102,14 @@ def _prepare(o, do, lse, dsum, lse2, seqlen_q, d):
 def _finish_dq(mma_o, dqa, dq, seqlen_q, d, scale, row_layout):
     """CTA ``(m, head, batch)``, one warpgroup: query rows ``64 m ...`` of ``dq``. Each thread reads back (16 bytes
     at a time) the values its namesake in the WGMMAs wrote, which are its values of a ``64 x d`` accumulator
-    (``mma_o``'s: the tile of columns ``64 c ..`` is its values ``32 c ..``); they go out row-major through
-    shared memory in 16-byte chunks (``attention_tiles.store_rows``)."""
+    (``mma_o``'s: the tile of columns ``64 c ..`` is its values ``32 c ..``); they go out through
+    shared memory (swizzled rows) in 16-byte chunks (``attention_tiles.store_rows``)."""
     m, head, batch = arch.block_idx()
     tidx, _, _ = arch.thread_idx()
     heads = cute.size(dq, mode=[2])
     m_blocks = cute.ceil_div(seqlen_q, BLOCK_M)
     smem = arch.SmemAllocator()
-    sO = smem.allocate_tensor(dq.element_type, row_layout, 128)              # (64 rows, d)
+    sO = smem.allocate_tensor(dq.element_type, row_layout, 1024)             # (64 rows, d)
     cO = mma_o.get_slice(tidx).partition_C(cute.make_identity_tensor((BLOCK_M, d)))
     acc = mma_o.make_fragment_C(cO)
     wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Float32, num_bits_per_copy=128)
@@ -121,7 +121,7 @@ def _finish_dq(mma_o, dqa, dq, seqlen_q, d, scale, row_layout):
                       vals)
             for i in cute.range_constexpr(4):
                 acc[DQ_VALUES * c + 4 * u + i] = vals[i] * scale
-    store_rows(acc, cO, sO, cute.local_tile(head_rows(dq, 0, batch, head), (BLOCK_M, d), (m, 0)), 0, tidx,
+    store_rows(acc, sO, cute.local_tile(head_rows(dq, 0, batch, head), (BLOCK_M, d), (m, 0)), 0, tidx,
                seqlen_q - m * BLOCK_M, d)
 
 
@@ -264,8 +264,8 @@ def _consume(mma_s, mma_kv, mma_dq, reduce_dq, tma_dqa, sK, sV, sQ, sdO, sdS, sd
     rows = seqlen_k - n_block * BLOCK_N
     gdK = cute.local_tile(head_rows(dk, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
     gdV = cute.local_tile(head_rows(dv, 0, batch, kv_head), (BLOCK_N, d), (n_block, 0))
-    store_rows(acc_dk, cKV, sK, gdK, group, wtid, rows, d)
-    store_rows(acc_dv, cKV, sV, gdV, group, wtid, rows, d)
+    store_rows(acc_dk, sK, gdK, group, wtid, rows, d)
+    store_rows(acc_dv, sV, gdV, group, wtid, rows, d)
 
 
 @cute.jit

@@ -55,8 +55,8 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None, groups=2):
     ])
     if rank == 4:
         assert "st.global.v4" not in ptx and re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx)
-        # the output into its 128B-swizzled staging rows by stmatrix, not by 4-byte stores (eight-way conflicts)
-        assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") >= d // 16 and "st.shared.b32" not in ptx
+    # the output into its 128B-swizzled staging rows by stmatrix, not by 4-byte stores (eight-way conflicts)
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") >= d // 16 and "st.shared.b32" not in ptx
     # the producer: Q once, then a K and a V tile per key block (one box per 64 elements of 128-byte rows)
     # (the producer's and the consumers' code may come in either order): registers handed back and taken
     boxes = max(1, d // 64)
@@ -266,9 +266,13 @@ def test_attention_backward_ptx(d, causal, filecheck, assemble):
         "CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1, 1, 1;",
         "CHECK: cp.async.bulk.wait_group.read 1;",
         "CHECK: cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group",
+        # dK and dV out through swizzled rows: stmatrix, then 16-byte chunks
+        "CHECK: bar.sync",
+        "CHECK: ld.shared.v4.b32",
+        "CHECK: st.global.v4.b32",
         "CHECK: .entry _finish_dq",
         "CHECK: ld.global.v4.b32",
-        "CHECK: st.shared.b32",
+        "CHECK: stmatrix.sync.aligned.m8n8.x4.shared.b16",
         "CHECK: bar.sync",
         "CHECK: ld.shared.v4.b32",
         "CHECK: st.global.v4.b32",
@@ -276,6 +280,9 @@ def test_attention_backward_ptx(d, causal, filecheck, assemble):
     finish = c.ptx[c.ptx.index(".entry _finish_dq"):]
     assert "st.global.b32" not in finish and "st.global.b16" not in finish, "dQ's rows go out in 16-byte chunks"
     main = c.ptx[c.ptx.index(".entry attention_backward_kernel"):c.ptx.index(".entry _finish_dq")]
+    # the rows go into shared memory by stmatrix only (4-byte stores of row-major rows meet eight-way conflicts)
+    assert "st.shared.b32" not in finish and "st.shared.b32" not in main
+    assert finish.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == d // 16
     assert "red.global" not in main and "atom.global" not in main, "dQ goes through the TMA reduction only"
     assert c.ptx.count("cp.async.bulk.tensor.4d") == 4 * max(1, d // 64), "K, V once; Q and dO per step"
     assert main.count("cp.async.bulk.tensor.3d") == 2, "lse * log2(e) and D of each step's queries"
