@@ -3,10 +3,11 @@
 Under sustained load a power-capped card's clock falls, and it rises again while the host checks outputs. A
 column always timed first (after the idle time of the checks), or always right after a given other one, would run
 on another clock than the rest. So :func:`interleaved` times every column once a round, in the orders of
-:func:`round_orders`, each timing a run of back-to-back launches between two CUDA events that lasts at least ``min_ms``
-(a kernel shorter than its host call is timed at the host's pace). :func:`paired` compares two
-columns round by round: the median of the rounds' ratios, each taken from two timings a few milliseconds apart on
-one clock, which a clock drifting over the run moves less than a ratio of the two columns' medians.
+:func:`round_orders`, each timing a run of back-to-back launches between two CUDA events that lasts at least
+``min_ms`` (a kernel shorter than its host call is timed at the host's pace; one launch per pair of events, synced
+after each, would count every launch's host time). :func:`paired` compares two columns round by round: the median
+of the rounds' ratios, each taken from two timings a few milliseconds apart on one clock, which a clock drifting
+over the run moves less than a ratio of the two columns' medians.
 """
 
 import math
