@@ -14,6 +14,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(1, HERE)
 
+from _rounds import event_time  # noqa: E402
+
 SECTIONS = ("compile", "bandwidth", "triton", "cpasync", "launch")
 NBYTES = 1 << 30
 COLS = 8192  # the fp32 source is (NBYTES / 4 / COLS, COLS): rows of 32 KB
@@ -144,16 +146,7 @@ class Bench:
         for _ in range(batch):
             fn()
         torch.cuda.synchronize()
-        times = []
-        for _ in range(max(5, self.reps)):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(batch):
-                fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e) * 1e-3 / batch)
-        return statistics.median(times)
+        return statistics.median(event_time(torch, fn, batch) for _ in range(max(5, self.reps)))
 
     def view(self, tdt, cols=None):
         """The source seen as ``tdt`` (same bytes), rows of 32 KB, or ``cols`` columns of ``tdt`` when given."""

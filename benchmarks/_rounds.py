@@ -13,7 +13,7 @@ over the run moves less than a ratio of the two columns' medians.
 import math
 import statistics
 
-__all__ = ["round_orders", "interleaved", "paired", "calls_for"]
+__all__ = ["round_orders", "interleaved", "paired", "calls_for", "event_time"]
 
 
 def round_orders(n, rounds):
@@ -36,7 +36,8 @@ def calls_for(seconds_a_call, reps, min_ms):
     return max(reps, min(100000, math.ceil(min_ms * 1e-3 / seconds_a_call)))
 
 
-def _event_time(torch, fn, calls):
+def event_time(torch, fn, calls):
+    """Seconds a call of ``fn``: ``calls`` back-to-back calls between two CUDA events, their time over ``calls``."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(calls):
@@ -58,11 +59,11 @@ def interleaved(fns, reps=20, rounds=6, min_ms=5.0):
         for _ in range(3):
             fn()
         torch.cuda.synchronize()
-        counts.append(calls_for(_event_time(torch, fn, 1), reps, min_ms))
+        counts.append(calls_for(event_time(torch, fn, 1), reps, min_ms))
     samples = [[] for _ in fns]
     for order in round_orders(len(fns), rounds):
         for i in order:
-            samples[i].append(_event_time(torch, fns[i], counts[i]))
+            samples[i].append(event_time(torch, fns[i], counts[i]))
     return samples
 
 

@@ -50,3 +50,55 @@ def test_a_timing_lasts_min_ms_or_reps_calls(seconds, reps, min_ms):
 
 def test_a_call_of_no_measured_time_keeps_reps():
     assert calls_for(0.0, 7, 5.0) == 7 and calls_for(float("nan"), 7, 5.0) == 7
+
+
+class _FakeTorch:
+    """A stand-in for torch's CUDA events over a clock that each timed function advances by its cost."""
+
+    def __init__(self):
+        self.now_ms = 0.0
+        fake = self
+
+        class Event:
+            def __init__(self, enable_timing):
+                assert enable_timing
+
+            def record(self):
+                self.at = fake.now_ms
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, end):
+                return end.at - self.at
+
+        class cuda:
+            pass
+
+        cuda.Event = Event
+        cuda.synchronize = staticmethod(lambda: None)
+        self.cuda = cuda
+
+
+def test_interleaved_times_each_function_at_its_own_cost(monkeypatch):
+    """Every function's samples are its cost a call (the clock the fake events read advances by it), one sample a
+    round; a function timed over at least ``min_ms``; the calls of a round in the round's order."""
+    from _rounds import interleaved
+
+    torch = _FakeTorch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    costs_ms = [0.01, 2.0, 0.5]
+    calls = [[] for _ in costs_ms]
+
+    def fn(i):
+        def call():
+            torch.now_ms += costs_ms[i]
+            calls[i].append(torch.now_ms)
+        return call
+
+    samples = interleaved([fn(i) for i in range(3)], reps=20, rounds=6, min_ms=5.0)
+    assert [len(s) for s in samples] == [6, 6, 6]
+    for cost, got in zip(costs_ms, samples):
+        assert all(abs(t - cost * 1e-3) < 1e-12 for t in got)
+    # 3 warm-up calls, 1 to size the timing, then 6 timings of max(20, 5 ms / cost) calls
+    assert [len(c) for c in calls] == [4 + 6 * 500, 4 + 6 * 20, 4 + 6 * 20]
