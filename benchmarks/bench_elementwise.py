@@ -6,8 +6,10 @@ fraction of the device-to-device copy bandwidth of torch ``copy_`` on the same b
     python benchmarks/bench_elementwise.py [--elements N] [--reps 50] [--out FILE]
 
 Every output is checked (add: bit-exact against torch; fused: within |exact| * 2^-7 (a bf16 ulp) plus the Float32
-rounding of its terms, against double precision) before it is timed. Times are medians over ``--reps`` of one launch
-between two CUDA events, after warm-up.
+rounding of its terms, against double precision) before it is timed. The copy, ours and torch's are timed together
+in interleaved rounds (``_rounds.interleaved``: six rounds of at least ``--reps`` back-to-back launches and 5 ms
+between two CUDA events, in rotated and reversed orders); GB/s are medians over the rounds, the ratios the medians
+of the rounds' ratios (``_rounds.paired``).
 """
 import argparse
 import datetime
@@ -18,21 +20,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
-
-def _time(torch, fn, reps):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e-3)
-    return statistics.median(times)
+from _rounds import interleaved, paired  # noqa: E402
 
 
 def reporter(path):
@@ -94,19 +84,19 @@ def main():
         moved = 3 * n * size
         src, dst = torch.empty(3 * n * size // 2, dtype=torch.uint8, device="cuda"), None
         dst = torch.empty_like(src)
-        t_copy = _time(torch, lambda: dst.copy_(src), args.reps)  # reads and writes the same 3 n elements' bytes
-        ceiling = moved / t_copy
         elementwise_add(a, b, c)
         torch.add(a, b, out=ref)
         torch.cuda.synchronize()
         exact = torch.equal(c, ref)
-        t_ours = _time(torch, lambda: elementwise_add(a, b, c), args.reps)
-        t_torch = _time(torch, lambda: torch.add(a, b, out=ref), args.reps)
+        # the copy reads and writes the same 3 n elements' bytes
+        t = interleaved([lambda: dst.copy_(src), lambda: elementwise_add(a, b, c),
+                         lambda: torch.add(a, b, out=ref)], args.reps)
+        t_copy, t_ours, t_torch = (statistics.median(x) for x in t)
         name = str(dtype).replace("torch.", "")
-        say(f"copy_ ceiling {name}: {ceiling / 1e9:8.1f} GB/s")
-        say(f"elementwise_add {name}: cute_py {moved / t_ours / 1e9:8.1f} GB/s ({moved / t_ours / ceiling:.3f} of "
-            f"copy_)   torch.add {moved / t_torch / 1e9:8.1f} GB/s ({moved / t_torch / ceiling:.3f})   "
-            f"cute_py / torch {t_torch / t_ours:.3f}   exact={exact}")
+        say(f"copy_ ceiling {name}: {moved / t_copy / 1e9:8.1f} GB/s")
+        say(f"elementwise_add {name}: cute_py {moved / t_ours / 1e9:8.1f} GB/s ({paired(t, 1, 0):.3f} of "
+            f"copy_)   torch.add {moved / t_torch / 1e9:8.1f} GB/s ({paired(t, 2, 0):.3f})   "
+            f"cute_py / torch {paired(t, 1, 2):.3f}   exact={exact}")
         if dtype is torch.bfloat16:
             y = torch.randn(n, device="cuda").to(dtype)
             fused_silu_add(a, y, c, 0.5)
@@ -118,10 +108,11 @@ def main():
                 term.abs() + yd.abs())
             close = bool(((c.double() - exact).abs() <= bound).all())
             del ad, yd, term, exact, bound
-            t_ours = _time(torch, lambda: fused_silu_add(a, y, c, 0.5), args.reps)
-            t_torch = _time(torch, lambda: torch.add(torch.nn.functional.silu(a) * 0.5, y, out=ref), args.reps)
-            say(f"fused_silu_add bf16: cute_py {moved / t_ours / 1e9:8.1f} GB/s ({moved / t_ours / ceiling:.3f} of "
-                f"copy_)   torch eager {moved / t_torch / 1e9:8.1f} GB/s   cute_py / torch {t_torch / t_ours:.3f}   "
+            t = interleaved([lambda: dst.copy_(src), lambda: fused_silu_add(a, y, c, 0.5),
+                             lambda: torch.add(torch.nn.functional.silu(a) * 0.5, y, out=ref)], args.reps)
+            t_ours, t_torch = (statistics.median(x) for x in t[1:])
+            say(f"fused_silu_add bf16: cute_py {moved / t_ours / 1e9:8.1f} GB/s ({paired(t, 1, 0):.3f} of "
+                f"copy_)   torch eager {moved / t_torch / 1e9:8.1f} GB/s   cute_py / torch {paired(t, 1, 2):.3f}   "
                 f"within bound={close}")
 
 

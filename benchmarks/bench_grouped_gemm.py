@@ -8,21 +8,25 @@ Each case ``ExM`` is E experts of M rows each (``ExM~`` : sizes drawn at random 
 groups empty), N = 768, K = 2048 (``--n``, ``--k``), bf16 A (sum M, K) and B (E, N, K), bf16 C; ``offs`` int32
 cumulative ends on the device. cute_py's columns are the contiguous variant in each ``--config`` (keyword
 arguments of ``grouped_gemm``), then the masked variant (A (E, max_M, K)) with the default options.
-Timed with CUDA events over ``--reps`` back-to-back calls after warm-up, median of 5 samples; the libraries take
-turns going first from case to case. The header gives the device, the date and the SM clock (nvidia-smi) before
-and after.
+Timed by ``_rounds.interleaved``: ``--rounds`` rounds that time every column once, in rotated and reversed orders,
+each over at least ``--reps`` back-to-back calls and 5 ms between two CUDA events; TFLOP/s are each column's median
+over its rounds, the ratios the best cute_py column's, the median of the rounds' ratios (``_rounds.paired``). The
+header gives the device, the date and the SM clock (nvidia-smi) before and after.
 """
 
 import argparse
 import datetime
 import os
+import statistics
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
-from bench_gemm import _config, _time  # noqa: E402  (the same timing and option columns as the GEMM's)
+from _rounds import interleaved, paired  # noqa: E402  (the GEMM's timing)
+from bench_gemm import _config  # noqa: E402  (the GEMM's option columns)
 
 DEFAULT_CASES = ["8x4096", "128x128", "128x128~", "32x512~"]
 
@@ -50,7 +54,7 @@ def _sizes(case, seed):
     return sizes.tolist()
 
 
-def _one_case(case, n, k, configs, reps, flip):
+def _one_case(case, n, k, configs, reps, rounds):
     import torch
 
     from examples.grouped_gemm import grouped_gemm, grouped_gemm_masked
@@ -101,14 +105,16 @@ def _one_case(case, n, k, configs, reps, flip):
             torch.mm(a[bounds[i]:bounds[i + 1]], bt[i], out=c[bounds[i]:bounds[i + 1]])
 
     runs.append(("torch.mm loop", loop))
-    order = list(range(len(runs)))
-    if flip:
-        order.reverse()
-    tflops = {}
-    for i in order:
-        name, fn = runs[i]
-        tflops[name] = float("nan") if fn is None else flops / _time(fn, reps) / 1e12
-    return [name for name, _ in runs], tflops, ok
+    live = [(name, fn) for name, fn in runs if fn is not None]
+    samples = dict(zip([name for name, _ in live], interleaved([fn for _, fn in live], reps, rounds)))
+    tflops = {name: flops / statistics.median(samples[name]) / 1e12 if name in samples else float("nan")
+              for name, _ in runs}
+    return [name for name, _ in runs], tflops, samples, ok
+
+
+def _faster(samples, a, b):
+    """How many times faster column ``a`` ran than ``b``, round by round (nan where ``b`` was not timed)."""
+    return paired([samples[a], samples[b]], 0, 1) if b in samples else float("nan")
 
 
 def main():
@@ -117,6 +123,7 @@ def main():
     ap.add_argument("--n", type=int, default=768)
     ap.add_argument("--k", type=int, default=2048)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=6, help="rounds of every column, alternating their order")
     ap.add_argument("--config", nargs="*", default=["", "tile_n=128"])
     args = ap.parse_args()
     import torch
@@ -127,16 +134,16 @@ def main():
           f"N={args.n}, K={args.k}; SM clock, max, power, temperature before: {_clock()}")
     configs = [_config(c) for c in args.config]
     header = None
-    for j, case in enumerate(args.cases):
-        names, tflops, ok = _one_case(case, args.n, args.k, configs, args.reps, flip=j % 2 == 1)
+    for case in args.cases:
+        names, tflops, samples, ok = _one_case(case, args.n, args.k, configs, args.reps, args.rounds)
         if header is None:
             header = names
             print(f"{'case':>10} " + " ".join(f"{x[:24]:>24}" for x in names) + "   best/_grouped_mm  best/loop  check")
-            print("# TFLOP/s; the ratios take the best cute_py column")
-        best = max(v for x, v in tflops.items() if x.startswith("cute_py"))
-        ratio = best / tflops["torch._grouped_mm"]
+            print("# TFLOP/s (medians of the rounds); the ratios take the best cute_py column, round by round")
+        best = max((x for x in tflops if x.startswith("cute_py")), key=tflops.__getitem__)
+        vs_grouped, vs_loop = (_faster(samples, best, other) for other in ("torch._grouped_mm", "torch.mm loop"))
         print(f"{case:>10} " + " ".join(f"{tflops[x]:24.1f}" for x in names)
-              + f"   {ratio:16.3f} {best / tflops['torch.mm loop']:10.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
+              + f"   {vs_grouped:16.3f} {vs_loop:10.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
         torch.cuda.empty_cache()
     print(f"# SM clock, max, power, temperature after: {_clock()}")
 

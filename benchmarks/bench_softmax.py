@@ -3,8 +3,9 @@ GB/s of the bytes it must move (a read and a write) and as a ratio to torch, for
 
     python benchmarks/bench_softmax.py [--reps 50] [--out FILE]
 
-Every output is checked against torch (float64) before it is timed. Times are medians over ``--reps`` of one launch
-between two CUDA events, after warm-up.
+Every output is checked against torch (float64) before it is timed. Both are timed together in interleaved rounds
+(``_rounds.interleaved``: six rounds of at least ``--reps`` back-to-back launches and 5 ms between two CUDA events,
+in alternating orders); GB/s are medians over the rounds, the ratio the median of the rounds' ratios.
 """
 import argparse
 import os
@@ -14,7 +15,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from bench_elementwise import _time, device_line, reporter  # noqa: E402
+import statistics  # noqa: E402
+
+from _rounds import interleaved, paired  # noqa: E402
+from bench_elementwise import device_line, reporter  # noqa: E402
 
 SHAPES = [(8192, 1024), (4096, 4096), (2048, 8192), (1024, 16384)]
 
@@ -40,11 +44,11 @@ def main():
             torch.cuda.synchronize()
             err = float((y.double() - torch.softmax(x.double(), dim=1)).abs().max())
             assert err < (1e-6 if dtype is torch.float32 else 1e-2), err
-            ours = _time(torch, lambda: compiled(x, y), args.reps)
-            theirs = _time(torch, lambda: torch.softmax(x, dim=1), args.reps)
+            t = interleaved([lambda: compiled(x, y), lambda: torch.softmax(x, dim=1)], args.reps)
+            ours, theirs = (statistics.median(s) for s in t)
             nbytes = 2 * x.numel() * x.element_size()
             say(f"softmax {str(dtype).split('.')[-1]:9} {shape[0]:5}x{shape[1]:<6} cute_py {nbytes / ours / 1e9:7.1f} "
-                f"GB/s  torch {nbytes / theirs / 1e9:7.1f} GB/s  ratio {theirs / ours:5.3f}x")
+                f"GB/s  torch {nbytes / theirs / 1e9:7.1f} GB/s  ratio {paired(t, 0, 1):5.3f}x")
 
 
 if __name__ == "__main__":
