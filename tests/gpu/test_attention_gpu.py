@@ -215,8 +215,9 @@ def test_a_persistent_grid_gives_the_bits_of_a_cta_per_tile(d, causal, packed, s
     phases carried on, tiles of a packed batch past their sequence skipped), compute every tile as a CTA per tile
     does: the same bits, the padding of the poisoned outputs kept; other lengths of keys than of queries, grouped
     and plain heads, and the head dimensions whose output has a buffer of its own (64, 128) and that sharing
-    Q's (256)."""
-    orders = [dict(persistent=False), dict(persistent=True), dict(persistent=3), dict(persistent=1), {}]
+    Q's (256); with the warpgroups taking turns (the turns carried from tile to tile) and without."""
+    orders = [dict(persistent=False), dict(persistent=True), dict(persistent=3), dict(persistent=1), {},
+              dict(persistent=3, pingpong=False)]
     torch, results = _bits_of_orders(packed, orders, d=d, causal=causal, hk=hk, sk=sk)
     for (out, lse), order in zip(results[1:], orders[1:]):
         assert torch.equal(results[0][0], out), f"out differs with {order}"
