@@ -71,8 +71,8 @@ from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_off
                              smem_bytes, tokens_major)
 from .attention_schedule import dealt, persistent_schedule, tile_at
 from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
-from .attention_tiles import (ATTN_THREADS, BLOCK_M, fence_operands, gemm_ss, head_rows, out_stage_layout, store_box,
-                              store_rows)
+from .attention_output import finish, store_lse, store_out
+from .attention_tiles import ATTN_THREADS, BLOCK_M, fence_operands, gemm_ss, head_rows, out_stage_layout
 
 
 __all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS", "TILES"]
@@ -80,7 +80,6 @@ __all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DI
 PRODUCER_REGS = 24
 CONSUMER_REGS = {2: 240, 3: 160}   # by consumer warpgroups: 128 * 24 + 256 * 240 <= 65536, 128 * 24 + 384 * 160 too
 LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 
 
 @cute.jit
@@ -394,7 +393,7 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
             pass_turn(pingpong, group, False, groups)  # (a branch: not while the MMA reading P is in flight)
         v_pipe.consumer_release(v_read)
         v_read.advance()
-        _finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
+        finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
                 q_batch, head, packed, scale_log2, d, tma_out)
     else:
         # no key to see: out 0, lse -inf
@@ -402,54 +401,12 @@ def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_
             row, _ = cS[2 * r]
             q_row = first_row + row
             if tidx % 4 == 0 and q_row < seqlen_q:
-                _store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
+                store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
         if cute.const_expr(early):
             arch.mbarrier_arrive(q_free)
-        _store_out(acc_o, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
+        store_out(acc_o, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
     if cute.const_expr(q_free is not None and not early):
         arch.mbarrier_arrive(q_free)            # the output has gone through sQ (a TMA store has read it)
-
-
-@cute.jit
-def _finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
-            head, packed, scale_log2, d, tma_out):
-    """The row sums over the four threads of a row; ``out = acc / sum`` and ``lse = log(sum) + max * scale``
-    stored for the rows in the sequence. (Traced on both sides of ``n_blocks > 0``, so that no accumulator is
-    live across the branch's join: that would make the assembler serialise the kernel's WGMMAs.)"""
-    lane = tidx % 32
-    for r in cute.range_constexpr(2):
-        s = row_sum[r]
-        s = s + arch.shuffle_sync_bfly(s, 1)
-        s = s + arch.shuffle_sync_bfly(s, 2)
-        inv = cute.math.select(s == 0.0, 0.0, 1.0 / s)
-        corr[r] = inv
-        row, _ = cS[2 * r]
-        q_row = first_row + row
-        if lane % 4 == 0 and q_row < seqlen_q:
-            value = cute.math.select(s == 0.0, -math.inf, (row_max[r] * scale_log2 + cute.math.log2(s)) * LN2)
-            _store_lse(lse, value, packed, head, q_start, q_batch, q_row)
-    rescale(acc_o, corr)
-    _store_out(acc_o, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
-
-
-@cute.jit
-def _store_out(acc_o, sO, gO, group, wtid, rows, d, tma_out):
-    """A consumer warpgroup's 64 output rows through shared memory: by one TMA store (``tma_out``: the atom, the
-    warpgroup's box and whether ``sO`` lies over ``sQ``; :func:`attention_tiles.store_box`), or, in a packed batch,
-    in 16-byte chunks (:func:`attention_tiles.store_rows`)."""
-    store_o, box, shared = tma_out
-    if cute.const_expr(store_o is not None):
-        store_box(acc_o, sO, group, wtid, rows, (store_o, box), shared)
-    else:
-        store_rows(acc_o, sO, gO, group, wtid, rows, d)
-
-
-@cute.jit
-def _store_lse(lse, value, packed, head, q_start, q_batch, q_row):
-    if packed:
-        lse[head, q_start + q_row] = value
-    else:
-        lse[q_batch, head, q_row] = value
 
 
 @cute.jit
