@@ -29,8 +29,9 @@ def round_orders(n, rounds):
 
 
 def calls_for(seconds_a_call, reps, min_ms):
-    """How many back-to-back launches one timing makes: ``reps``, or more where they would last less than
-    ``min_ms`` milliseconds (a call measured at ``seconds_a_call``); at most 100000."""
+    """How many back-to-back launches one timing makes: ``reps`` (at least 1), or more where they would last less
+    than ``min_ms`` milliseconds (a call measured at ``seconds_a_call``); at most 100000."""
+    reps = max(1, reps)
     if seconds_a_call <= 0 or not math.isfinite(seconds_a_call):
         return reps
     return max(reps, min(100000, math.ceil(min_ms * 1e-3 / seconds_a_call)))

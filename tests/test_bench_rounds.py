@@ -52,6 +52,11 @@ def test_a_call_of_no_measured_time_keeps_reps():
     assert calls_for(0.0, 7, 5.0) == 7 and calls_for(float("nan"), 7, 5.0) == 7
 
 
+@given(st.floats(0.0, 10.0), st.integers(-5, 0), st.floats(-1.0, 1.0))
+def test_a_timing_makes_at_least_one_call(seconds, reps, min_ms):
+    assert calls_for(seconds, reps, min_ms) >= 1
+
+
 class _FakeTorch:
     """A stand-in for torch's CUDA events over a clock that each timed function advances by its cost."""
 
