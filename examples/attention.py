@@ -426,8 +426,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     order in turn, the producer loading the next tile's keys and values while the consumers finish the last; the
     output goes through a buffer of its own where shared memory has room for it (then the next tile's Q loads as
     soon as the last ``S`` is done), else through Q's. ``False`` launches a CTA per tile; ``None`` (the default)
-    chooses by the measured table ``attention_schedule.PERSISTENT`` (a packed batch, or tiles of 192 rows: a CTA
-    per tile).
+    chooses by the measured table ``attention_schedule.PERSISTENT`` (a packed batch: a CTA per tile).
 
     The shapes are part of the compile; a packed batch compiled with symbolic totals (``cute.compile`` of specs
     whose token extents are ``cute.sym_int()``, shared by q, out and lse, and by k and v) serves every total of
@@ -467,7 +466,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     m_blocks = cute.ceil_div(rows, block_m)
     kv_rows = k.shape[1] if not packed else k.shape[0] // batch if type(k.shape[0]) is int else rows  # (mean)
     schedule = persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, heads // k.shape[-2],
-                                   2 * kv_rows * d * dt.width // 8, d, causal, packed or block_m != 128)
+                                   2 * kv_rows * d * dt.width // 8, d, causal, block_m, packed)
     if heavy_first and m_blocks > 65535:
         raise cute.CuteValueError(f"attention: heavy_first puts the query blocks on the grid's z dimension, at most "
                                   f"65535 of {block_m} rows; {rows} rows make {m_blocks}")

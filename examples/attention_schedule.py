@@ -25,12 +25,14 @@ from .tma_tiled import sm_count
 __all__ = ["L2_SHARE", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at", "dealt"]
 
 L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (an H100 has 50 MB of L2, an H200 60)
-# where ``persistent=None`` takes a persistent grid for tiles of 128 rows, by (head dimension, causal): up to this
-# many query blocks a sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): faster
-# at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; elsewhere as fast or slower,
-# also dealt evenly (d=128 causal 0.94-1.07 at 2k-16k, non-causal 0.92-1.00, d=256 0.85-0.90 where its persistent
-# kernel spills). Tiles of 192 rows (d=64) take a CTA per tile: persistent, they spill and ran 0.88-0.96x as fast.
-PERSISTENT = {(64, True): None, (64, False): 4, (128, False): 4, (128, True): 4}
+# where ``persistent=None`` takes a persistent grid, by (head dimension, causal, query rows a tile): up to this many
+# query blocks a sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): tiles of
+# 128 rows faster at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; elsewhere as
+# fast or slower, also dealt evenly (d=128 causal 0.94-1.07 at 2k-16k, non-causal 0.92-1.00, d=256 0.83-0.98 at
+# 512-2k). Tiles of 192 rows (d=64): without the mask 4-7% faster up to 1k rows, 4-5% slower from 4k on; with it 3-7%
+# faster at 2k and 4k, as fast at 8k-16k.
+PERSISTENT = {(64, True, 128): None, (64, False, 128): 4, (128, False, 128): 4, (128, True, 128): 4,
+              (64, False, 192): 6, (64, True, 192): 22}
 
 
 def section_pairs(pairs, head_ratio, kv_bytes):
@@ -67,16 +69,16 @@ def dealt(t, grid, tiles):
     return cute.where(r % 2 == 1, cute.where(r < tiles // grid, mirrored, t), t)
 
 
-def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, unmeasured):
+def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, block_m,
+                        packed):
     """``attention``'s ``persistent`` as the kernel's schedule ``(m_blocks, pairs, section, heads, ctas)`` and its
     grid, or ``None`` (``persistent=False``: a CTA per tile). ``True`` takes a CTA per SM of the device
     (``tma_tiled.sm_count``), a positive int that many CTAs; never more than there are tiles. ``None`` is ``True``
-    where ``PERSISTENT`` says so for ``(d, causal)`` and ``m_blocks`` query blocks, for the tiles the table was
-    measured on (tiles of 128 rows in a batch of equal lengths: not ``unmeasured``) and without ``heavy_first``;
-    else ``False``."""
+    where ``PERSISTENT`` says so for ``(d, causal, block_m)`` and ``m_blocks`` query blocks, for the batches the
+    table was measured on (equal lengths: not ``packed``) and without ``heavy_first``; else ``False``."""
     if persistent is None:
-        limit = PERSISTENT.get((d, causal), 0)
-        persistent = not heavy_first and not unmeasured and (limit is None or m_blocks <= limit)
+        limit = PERSISTENT.get((d, causal, block_m), 0)
+        persistent = not heavy_first and not packed and (limit is None or m_blocks <= limit)
     if persistent is False:
         return None
     if persistent is True:

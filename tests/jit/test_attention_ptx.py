@@ -76,10 +76,10 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None, groups=2):
 @pytest.mark.parametrize("d, causal, s", [(128, False, 1024), (128, True, 1024), (64, False, 1024), (64, True, 1040),
                                      (64, False, 512), (64, True, 1024), (256, False, 1024), (256, True, 1024)])
 def test_attention_ptx(d, causal, s, filecheck, assemble):
-    """The default tiles: at d=64 three consumer warpgroups of 128 keys a block for sequences longer than 512 rows
+    """The default tiles: at d=64 three consumer warpgroups of 128 keys a block for sequences longer than 256 rows
     (causal: 1024), two and the 128-row table's keys up to there."""
     c = _compile(d, causal, s=s)
-    wide = d == 64 and s > (1024 if causal else 512)
+    wide = d == 64 and s > (1024 if causal else 256)
     _check_ptx(c.ptx, d, filecheck, causal=causal, n=128 if wide else None, groups=3 if wide else 2)
     assemble(c.ptx)
 
@@ -164,7 +164,8 @@ def test_tiles_that_do_not_fit_are_refused_with_the_rule(kw, match):
         _compile(**kw)
 
 
-@pytest.mark.parametrize("causal, kw", [(False, {}), (True, dict(persistent=False)), (False, dict(pingpong=False))])
+@pytest.mark.parametrize("causal, kw", [(False, dict(persistent=False)), (True, dict(persistent=False)),
+                                        (False, dict(pingpong=False, persistent=False))])
 def test_three_consumer_warpgroups(causal, kw, filecheck, assemble):
     """``block_m=192``: 512 threads, three consumer warpgroups of 64 rows at 160 registers a thread (the producer at
     24), one tiled MMA over all three; with turns, warpgroup ``g`` waits on named barrier ``1 + g`` (two warpgroups)
@@ -323,7 +324,7 @@ def test_a_causal_persistent_schedule_loads_its_ctas_evenly(d, seqlen):
     heads, batch, block_m = 2048 // d, 16384 // seqlen, 128
     m_blocks = seqlen // block_m
     (m_b, pairs, section, hs, grid), _ = persistent_schedule(132, False, m_blocks, heads, batch, 1,
-                                                             4 * seqlen * d, d, True, False)
+                                                             4 * seqlen * d, d, True, block_m, False)
     assert (m_b, pairs, section, hs, grid) == (m_blocks, heads * batch, heads * batch, heads, 132)
     tiles = m_blocks * pairs
     load = [sum(tile_at(dealt(t, grid, tiles), m_blocks, pairs, section, heads)[0] + 1
@@ -367,10 +368,11 @@ def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, block_m, assemble):
 
 def test_the_default_grid_follows_the_measured_table():
     """``persistent=None``: a persistent grid (one dimension, at most the SMs) where ``PERSISTENT`` names the head
-    dimension and the sequence has few enough query blocks, else a CTA per tile (three dimensions)."""
+    dimension, the mask and the tile's rows and the sequence has few enough query blocks, else a CTA per tile (three
+    dimensions)."""
     from examples.attention_schedule import PERSISTENT
 
-    assert PERSISTENT[64, True] is None and (256, False) not in PERSISTENT and (256, True) not in PERSISTENT
+    assert PERSISTENT[64, True, 128] is None and not any(key[0] == 256 for key in PERSISTENT)
 
     def grid(d, causal, s, **kw):
         return _compile(d, causal, b=2, s=s, h=4, hk=2, **kw).launches[0].grid
@@ -378,20 +380,29 @@ def test_the_default_grid_follows_the_measured_table():
     sms, *rest = grid(64, True, 16384, block_m=128)
     assert sms >= 1 and rest == [1, 1]
     assert grid(128, False, 512) == (min(sms, 4 * 8), 1, 1) == grid(128, True, 512) == grid(64, True, 512)
-    assert grid(64, True, 1024) == (min(sms, 8 * 8), 1, 1) and grid(64, False, 1024) == (6, 4, 2)
+    assert grid(64, True, 1024) == (min(sms, 8 * 8), 1, 1)
     assert grid(128, False, 640) == (5, 4, 2) and grid(256, False, 512) == (4, 4, 2)
     assert grid(64, True, 512, heavy_first=True) == (4, 2, 4)
 
 
-def test_the_default_tiles_of_192_rows_take_a_cta_each():
-    """At d=64 past 512 rows (causal: 1024) the default tiles have 192 rows (``WIDE_TILES``), not measured faster
-    persistent: a CTA per tile unless asked, packed batches alike."""
+def test_the_default_tiles_of_192_rows_are_persistent_where_measured_faster():
+    """At d=64 past 256 rows (causal: 1024) the default tiles have 192 rows (``WIDE_TILES``): on a persistent grid up
+    to 6 query blocks (1152 rows) without the mask and 22 (4224 rows) with it, a CTA per tile past that; a packed
+    batch (not measured persistent) a CTA per tile unless asked."""
     def grid(d, causal, s, **kw):
         return _compile(d, causal, b=2, s=s, h=4, hk=2, **kw).launches[0].grid
 
-    assert grid(64, False, 2048) == (11, 4, 2) and grid(64, True, 16384) == (86, 4, 2)
+    def threads(causal, s):
+        return _compile(64, causal, b=2, s=s, h=4, hk=2).launches[0].block[0]
+
+    assert (threads(False, 256), threads(False, 257), threads(True, 1024), threads(True, 1025)) == (384, 512, 384, 512)
+    sms = grid(64, True, 16384, block_m=128)[0]
+    assert grid(64, False, 1024) == (min(sms, 6 * 8), 1, 1) and grid(64, False, 1152)[1:] == (1, 1)
+    assert grid(64, False, 1153) == (7, 4, 2) and grid(64, False, 2048) == (11, 4, 2)
+    assert grid(64, True, 2048) == (min(sms, 11 * 8), 1, 1) and grid(64, True, 4224)[1:] == (1, 1)
+    assert grid(64, True, 4225) == (23, 4, 2) and grid(64, True, 16384) == (86, 4, 2)
     assert grid(64, True, 16384, persistent=True)[1:] == (1, 1)                  # persistent when asked
-    # a packed batch (not measured persistent): a CTA per tile unless asked
+    assert grid(64, False, 512, persistent=False) == (3, 4, 2)                   # a CTA per tile when asked
     assert _compile_packed(d=64).launches[-1].grid == (8, 8, 5)                    # causal, 1000 rows: 128 a tile
     assert _compile_packed(d=64, causal=False).launches[-1].grid == (6, 8, 5)      # 192 a tile
     assert _compile_packed(d=64, persistent=True).launches[-1].grid[1:] == (1, 1)
