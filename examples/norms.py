@@ -14,7 +14,8 @@ each output rounded once to its tensor's type; ``w``, ``b``, ``dw``: 1-D contigu
 distributed shared memory) and written once. Short rows are held in registers; a row over a cluster is staged
 through shared memory (``row_stage``) where the staged bytes leave room for two CTAs an SM: RMSNorm's ``x`` and
 ``w`` (or ``x`` alone, ``w`` loaded into registers while ``x`` is reduced), LayerNorm's ``w`` and ``b`` (copied
-from the start, while ``x`` is loaded into registers). LayerNorm of Float32 rows that fill every thread takes the
+from the start, while ``x`` is loaded into registers), or for 16-bit rows over CTAs of 256 threads its ``x`` alone
+(``w`` and ``b`` read chunk by chunk at the store, which leaves room for more CTAs an SM). LayerNorm of Float32 rows that fill every thread takes the
 mean and the squared deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum,
 then the squared deviations from the row's mean.
 
@@ -31,9 +32,9 @@ import operator
 import cute_py as cute
 from cute_py import arch
 
-from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row, cluster_start,
-                         launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce, row_vector,
-                         store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
+from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index, clamped_row,
+                         cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce,
+                         row_vector, store_chunk, store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
 from .row_math import elements, fold
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 from .gemm_plan import cluster_capacity
@@ -96,7 +97,7 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
 
 
 @cute.kernel
-def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
+def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     # one exchange of (sum, M2) pairs for Float32 rows that fill every thread, else the sum, then the squared
     # deviations: measured (H200) one exchange 1.17x at 32768 Float32 and 1.03x at 262144, but 0.99x / 1.01x /
     # 0.90x at 4096 / 32768 / 262144 BFloat16 (benchmarks/RESULTS.md)
@@ -104,39 +105,85 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, plan):
     red = RowReduction(plan, 2, rounds=1) if cute.const_expr(whole) else RowReduction(plan, 1, rounds=2)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    staged = _stages(plan, (w, b))  # w and b through shared memory, copied from the start (x in registers)
+    # x through shared memory (read again at each pass; w and b at the store), or w and b, copied from the start,
+    # where they fit (x in registers)
+    staged = not stage_x and _stages(plan, (w, b))
+    if cute.const_expr(stage_x):
+        (sx,) = stage((clamped_row(x, r),), plan, t, rank)
     if cute.const_expr(staged):
         sw, sb = stage((w, b), plan, t, rank)
     cluster_start(plan)
-    xs = load_row(clamped_row(x, r), plan, t, rank)
+    if cute.const_expr(stage_x):
+        wait_staged(0)
+        xs = sx.values()
+    else:
+        xs = load_row(clamped_row(x, r), plan, t, rank)
     if cute.const_expr(whole):
         mu, sq = _mean_m2(xs, plan, red)
-        ds = [v - mu for v in xs]
     else:
         s = 0.0
         for v in xs:
             s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
         (total,) = row_reduce((s,), add, red, 0)
         mu = total / plan.n
-        ds = []
+        if cute.const_expr(stage_x):
+            xs = sx.values()
         q = 0.0
-        for k in cute.range_constexpr(plan.chunks):
-            d = xs[k] - mu
-            mask = _mask(plan, k, t, rank)
-            if cute.const_expr(mask is not None):
-                d = d * mask
-            ds.append(d)
+        for d in _deviations(xs, mu, plan, t, rank):
             q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
         (sq,) = row_reduce((q,), add, red, 1, 0, False)
     inv = cute.math.rsqrt(sq / plan.n + eps)
-    if cute.const_expr(staged):
-        wait_staged(0)
-        ws, bs = sw.values(), sb.values()
+    if cute.const_expr(stage_x):
+        xs = sx.values()
+    ds = _deviations(xs, mu, plan, t, rank)
+    if cute.const_expr(stage_x):
+        _store_affine(y, w, b, ds, inv, r, plan, t, rank)
     else:
-        ws = load_row(w, plan, t, rank)
-        bs = load_row(b, plan, t, rank)
-    store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
+        if cute.const_expr(staged):
+            wait_staged(0)
+            ws, bs = sw.values(), sb.values()
+        else:
+            ws, bs = load_row(w, plan, t, rank), load_row(b, plan, t, rank)
+        store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
     _store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
+
+
+def layernorm_stages_x(plan, dtype):
+    """Whether :func:`layernorm_forward_kernel` stages ``x`` (of ``dtype``) through shared memory, reading ``w`` and ``b`` chunk by
+    chunk at the store: for 16-bit rows over a cluster of CTAs of 256 threads or more. Holding ``x`` in registers
+    there takes 95 registers a thread, two CTAs an SM; staged, 40, and three or more CTAs an SM (32 KiB of shared
+    memory a CTA at 262144). Measured (H200, bf16 rows of 262144): 0.85 of the copy ceiling against 0.71; with
+    CTAs of 128 threads (32768, 65536) 0.85 against 0.94-0.96, and for Float32 rows of 262144 (64 KiB a CTA) 0.61
+    against 0.65 (benchmarks/RESULTS.md)."""
+    return staged_rows(plan) and plan.threads >= 256 and dtype.width == 16
+
+
+@cute.jit
+def _store_affine(y, w, b, ds, inv, r, plan, t, rank):
+    """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b``, this thread's chunks of ``w`` and ``b`` loaded one at a
+    time beside the store."""
+    if r < y.shape[0]:
+        for k in cute.range_constexpr(plan.chunks):
+            at = chunk_index(plan, k, t, rank)
+            wf = cute.make_rmem_tensor((plan.vec,), w.element_type)
+            bf = cute.make_rmem_tensor((plan.vec,), b.element_type)
+            load_chunk(w, at, plan.vec, plan.n, wf, 0.0, plan.full(k))
+            load_chunk(b, at, plan.vec, plan.n, bf, 0.0, plan.full(k))
+            out = cute.make_rmem_tensor((plan.vec,), y.element_type)
+            out.store((ds[k] * inv * wf.load().to(cute.Float32) + bf.load().to(cute.Float32)).to(y.element_type))
+            store_chunk(y[r, None], at, plan.vec, plan.n, out, plan.full(k))
+
+
+def _deviations(xs, mu, plan, t, rank):
+    """``x - mu`` for each of this thread's chunks ``xs``, 0 past the row's end."""
+    ds = []
+    for k in cute.range_constexpr(plan.chunks):
+        d = xs[k] - mu
+        mask = _mask(plan, k, t, rank)
+        if cute.const_expr(mask is not None):
+            d = d * mask
+        ds.append(d)
+    return ds
 
 
 NORM_STAGE_SMEM = 100 * 1024  # staged bytes a CTA of a norm may take: two CTAs still share an SM
@@ -368,7 +415,8 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5):
     check_vector("layernorm_forward", "mean", mean, m, ("Float32",))
     check_vector("layernorm_forward", "rstd", rstd, m, ("Float32",))
     plan = plan_rows("layernorm_forward", n, row_vector((x, y, w, b)), ONE_INPUT)
-    _launch(layernorm_forward_kernel, plan, plan.grid(m), x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
+    _launch(layernorm_forward_kernel, plan, plan.grid(m), x, w, b, y, mean, rstd, _eps("layernorm_forward", eps),
+            layernorm_stages_x(plan, x.element_type))
 
 
 @cute.jit

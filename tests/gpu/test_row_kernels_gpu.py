@@ -22,7 +22,9 @@ pytestmark = pytest.mark.gpu
 # (rows, n, padding of each row): odd lengths, strides that allow narrower vectors only (65534: chunks of 2, staged
 # by 4- and 8-byte cp.async), clusters of 4 and 16
 CASES = [(3, 1, 3), (5, 7, 1), (33, 4097, 7), (4, 65536, 8), (3, 65534, 0), (2, 262143, 1)]
-CONFIGS = [(d, c) for c in CASES for d in ("Float32", "BFloat16")] + [("Float16", (33, 4097, 7))]
+# (and 16-bit rows of 262144: whole chunks over 16 CTAs of 256 threads, where LayerNorm stages x)
+CONFIGS = [(d, c) for c in CASES for d in ("Float32", "BFloat16")] + [("Float16", (33, 4097, 7))] + [
+    (d, (3, 262144, 8)) for d in ("BFloat16", "Float16")]
 IDS = [f"{d}-{c[0]}x{c[1]}" for d, c in CONFIGS]
 # Float32 arithmetic errs by a few ulps relative to the magnitudes involved; the output type rounds once more
 REL = {"Float32": 1e-5, "BFloat16": 2 ** -8 + 1e-5, "Float16": 2 ** -11 + 1e-5}

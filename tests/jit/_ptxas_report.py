@@ -25,3 +25,14 @@ def ptxas_notes(ptx):
     """The C75xx codes of :func:`ptxas_report`, or ``None`` without a ptxas."""
     report = ptxas_report(ptx)
     return None if report is None else report[0]
+
+
+def ptxas_registers(ptx):
+    """The most registers a thread of any function of ``ptx`` uses (ptxas ``-v``), or ``None`` without a ptxas."""
+    ptxas = assembler.find_ptxas()
+    if ptxas is None:
+        return None
+    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return max(int(v) for v in re.findall(r"Used (\d+) registers", r.stderr))

@@ -15,6 +15,7 @@ import cute_py as cute
 import examples as ex
 from examples.row_reduce import MAX_CLUSTER, RowPlan, max_sum, plan_rows
 from examples.row_stage import staged_rows, thread_slot
+from _ptxas_report import ptxas_registers
 
 F = cute.compiler.DeviceArraySpec
 
@@ -124,13 +125,37 @@ def test_rows_over_a_cluster_stage_their_inputs_through_shared_memory(assemble):
     assert _count(rms, CP_ASYNC_16) == 16 and _count(rms, r"ld\.global\.v4") == 0
     assert re.findall(r"cp\.async\.wait_group\s+(\d+)", rms) == ["1", "0"]
     ln = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5).ptx
-    # w and b copied (8 chunks each) at the start; x loaded into registers
-    assert _count(ln, CP_ASYNC_16) == 16 and _count(ln, r"ld\.global\.v4\.b32") == 8
+    # 16-bit rows over CTAs of 256 threads: x copied (8 chunks), read back at each pass; w and b loaded chunk by chunk
+    # at the store, after both exchanges
+    assert _count(ln, CP_ASYNC_16) == 8 and _count(ln, r"ld\.global\.v4\.b32") == 16
+    assert ln.index("ld.global.v4.b32") > ln.rindex("st.async")
     smb = cute.compile(ex.softmax_backward, x, x, x).ptx
     assert _count(smb, CP_ASYNC_16) == 2 * 4 and _count(smb, r"ld\.global\.v4") == 0  # y and dy, 4 chunks each
     for ptx in (rms, ln, smb):
         assert _count(ptx, r"st\.global\.v4\.b32") == ptx.count("st.global.v4") > 0 and ".local" not in ptx
         assemble(ptx)
+
+
+def test_layernorm_stages_x_where_registers_would_hold_two_ctas_an_sm(assemble):
+    """16-bit rows over a cluster of CTAs of 256 threads (262144) stage ``x`` and leave few registers a thread (three
+    or more CTAs an SM); over CTAs of 128 threads (32768) and for Float32 rows ``w`` and ``b`` are staged or loaded
+    and ``x`` is held in registers."""
+    from examples.norms import layernorm_stages_x
+    from examples.row_reduce import ONE_INPUT, plan_rows
+
+    for dtype, n, staged in (("BFloat16", 262144, True), ("Float16", 262144, True), ("BFloat16", 32768, False),
+                             ("Float32", 262144, False), ("BFloat16", 4096, False)):
+        plan = plan_rows("t", n, 128 // (32 if dtype == "Float32" else 16), ONE_INPUT)
+        assert layernorm_stages_x(plan, getattr(cute, dtype)) == staged, (dtype, n)
+    x, w, s = _rows("BFloat16", 8, 262144), F("BFloat16", (262144,)), F("Float32", (8,))
+    ptx = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5).ptx
+    regs = ptxas_registers(ptx)
+    if regs is not None:
+        assert regs <= 80, f"{regs} registers a thread leave two CTAs of 256 threads an SM"
+    x, w = _rows("BFloat16", 8, 32768), F("BFloat16", (32768,))
+    ptx = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5).ptx
+    assert _count(ptx, CP_ASYNC_16) == 2 * 8 and _count(ptx, r"ld\.global\.v4\.b32") == 8   # w and b; x
+    assemble(ptx)
 
 
 def test_float32_rmsnorm_rows_of_262144_stage_x_alone_and_load_w_while_x_is_reduced(assemble):
