@@ -98,10 +98,11 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
 
 @cute.kernel
 def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
-    # one exchange of (sum, M2) pairs for Float32 rows that fill every thread, else the sum, then the squared
-    # deviations: measured (H200) one exchange 1.17x at 32768 Float32 and 1.03x at 262144, but 0.99x / 1.01x /
-    # 0.90x at 4096 / 32768 / 262144 BFloat16 (benchmarks/RESULTS.md)
-    whole = _every_thread_full(plan) and x.element_type.width == 32
+    # one exchange of (sum, M2) pairs for rows that fill every thread, Float32 or 16-bit over a cluster with x in
+    # registers; else the sum, then the squared deviations. Measured (H200) one exchange: Float32 1.17x at 32768 and
+    # 1.03x at 262144; 16-bit 1.01x at 32768, 1.02-1.03x at 65536, 1.00x (bf16) and 1.19x (fp16) at 131072, but
+    # 0.99x at 4096 (one CTA) and 0.70x with x staged at 262144 (benchmarks/RESULTS.md)
+    whole = _every_thread_full(plan) and (x.element_type.width == 32 or (plan.cluster > 1 and not stage_x))
     red = RowReduction(plan, 2, rounds=1) if cute.const_expr(whole) else RowReduction(plan, 1, rounds=2)
     r, t, rank = row_coords(plan)
     m = x.shape[0]

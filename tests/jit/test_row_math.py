@@ -106,18 +106,22 @@ def test_the_layernorm_combine_of_sum_and_m2_pairs_is_the_pair_of_the_whole_row(
     assert combine(a, b, 4, 4) == combine(b, a, 4, 4)
 
 
-def test_layernorm_of_float32_rows_that_fill_every_thread_exchanges_once(assemble):
-    def build(dtype, n):
-        return cute.compile(ex.layernorm_forward, _rows(dtype, 8, n), F(dtype, (n,)), F(dtype, (n,)),
-                            _rows(dtype, 8, n), F("Float32", (8,)), F("Float32", (8,)), 1e-5).ptx
-    one, two = build("Float32", 32768), build("BFloat16", 32768)
+def test_layernorm_of_rows_that_fill_every_thread_exchanges_once(assemble):
+    """One exchange of (sum, M2) pairs for rows that fill every thread: Float32, and 16-bit rows over a cluster with
+    x in registers; two (the sum, then the squared deviations) for 16-bit rows in one CTA, 16-bit rows with x staged
+    (CTAs of 256 threads) and rows with a tail."""
+    def build(dtype, n, m=8):
+        return cute.compile(ex.layernorm_forward, _rows(dtype, m, n), F(dtype, (n,)), F(dtype, (n,)),
+                            _rows(dtype, m, n), F("Float32", (m,)), F("Float32", (m,)), 1e-5).ptx
     exchange = r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes"
-    assert _count(one, exchange) == 1 and _count(one, r"mbarrier\.try_wait\.parity") == 1
-    assert _count(two, exchange) == 2 and _count(two, r"mbarrier\.try_wait\.parity") == 2
-    # a Float32 row with a tail (some threads hold fewer values) keeps the two exchanges
-    assert _count(build("Float32", 32767), exchange) == 2
-    assert ".local" not in one
-    assemble(one)
+    for dtype, n, count in (("Float32", 32768, 1), ("BFloat16", 32768, 1), ("Float16", 131072, 1),
+                            ("BFloat16", 262144, 2), ("Float32", 32767, 2), ("BFloat16", 32760, 2)):
+        ptx = build(dtype, n)
+        assert _count(ptx, exchange) == count and _count(ptx, r"mbarrier\.try_wait\.parity") == count, (dtype, n)
+        assert ".local" not in ptx
+    one_cta = build("BFloat16", 4096, 64)
+    assert "st.async" not in one_cta and one_cta.count("bar.sync") == 2        # the warps' partials, twice
+    assemble(build("BFloat16", 65536))
 
 
 def test_norms_stage_rows_only_where_two_ctas_still_share_an_sm():
