@@ -8,17 +8,25 @@ import subprocess
 from mlir_dialects import assembler
 
 
-def ptxas_report(ptx):
-    """``(notes, spills)``: the C75xx codes ptxas printed, and ``(store bytes, load bytes)`` of spills per function;
-    or ``None`` without a ptxas."""
+def _verbose(ptx):
+    """ptxas ``-v``'s report on ``ptx`` (sm_90a), or ``None`` without a ptxas."""
     ptxas = assembler.find_ptxas()
     if ptxas is None:
         return None
     r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    spills = [tuple(map(int, m)) for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", r.stderr)]
-    return re.findall(r"\((C75\d\d)\)", r.stderr), spills
+    return r.stderr
+
+
+def ptxas_report(ptx):
+    """``(notes, spills)``: the C75xx codes ptxas printed, and ``(store bytes, load bytes)`` of spills per function;
+    or ``None`` without a ptxas."""
+    err = _verbose(ptx)
+    if err is None:
+        return None
+    spills = [tuple(map(int, m)) for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", err)]
+    return re.findall(r"\((C75\d\d)\)", err), spills
 
 
 def ptxas_notes(ptx):
@@ -29,10 +37,5 @@ def ptxas_notes(ptx):
 
 def ptxas_registers(ptx):
     """The most registers a thread of any function of ``ptx`` uses (ptxas ``-v``), or ``None`` without a ptxas."""
-    ptxas = assembler.find_ptxas()
-    if ptxas is None:
-        return None
-    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return max(int(v) for v in re.findall(r"Used (\d+) registers", r.stderr))
+    err = _verbose(ptx)
+    return None if err is None else max(int(v) for v in re.findall(r"Used (\d+) registers", err))
