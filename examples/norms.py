@@ -15,9 +15,10 @@ distributed shared memory) and written once. Short rows are held in registers; a
 through shared memory (``row_stage``) where the staged bytes leave room for two CTAs an SM: RMSNorm's ``x`` and
 ``w`` (or ``x`` alone, ``w`` loaded into registers while ``x`` is reduced), LayerNorm's ``w`` and ``b`` (copied
 from the start, while ``x`` is loaded into registers), or for 16-bit rows over CTAs of 256 threads its ``x`` alone
-(``w`` and ``b`` read chunk by chunk at the store, which leaves room for more CTAs an SM). LayerNorm of Float32 rows that fill every thread takes the
-mean and the squared deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum,
-then the squared deviations from the row's mean.
+(``w`` and ``b`` read chunk by chunk at the store, which leaves room for more CTAs an SM). LayerNorm of rows that
+fill every thread, Float32 or 16-bit over a cluster with ``x`` in registers, takes the mean and the squared
+deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum, then the squared
+deviations from the row's mean.
 
 ``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
@@ -150,8 +151,8 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
 
 
 def layernorm_stages_x(plan, dtype):
-    """Whether :func:`layernorm_forward_kernel` stages ``x`` (of ``dtype``) through shared memory, reading ``w`` and ``b`` chunk by
-    chunk at the store: for 16-bit rows over a cluster of CTAs of 256 threads or more. Holding ``x`` in registers
+    """Whether :func:`layernorm_forward_kernel` stages ``x`` (of ``dtype``) through shared memory, reading ``w`` and
+    ``b`` chunk by chunk at the store: for 16-bit rows over a cluster of CTAs of 256 threads or more. Holding ``x`` in registers
     there takes 95 registers a thread, two CTAs an SM; staged, 40, and three or more CTAs an SM (32 KiB of shared
     memory a CTA at 262144). Measured (H200, bf16 rows of 262144): 0.85 of the copy ceiling against 0.71; with
     CTAs of 128 threads (32768, 65536) 0.85 against 0.94-0.96, and for Float32 rows of 262144 (64 KiB a CTA) 0.61
