@@ -22,7 +22,7 @@ TILES = {(64, False): (192, 3), (64, True): (128, 4), (128, False): (128, 2), (1
 # (keys per block, ring depth, rows) of a tile of 192 query rows (three consumer warpgroups), which the default takes
 # for sequences of more than ``rows`` rows: at d=64 on an H200 1.10-1.24x the 128-row tiles' TFLOP/s from 1k rows on
 # without the mask and from 2k rows on with it, slower below on a CTA per tile; on a persistent grid without the mask
-# 1.06x at 512 rows (benchmarks/RESULTS.md)
+# 1.03-1.06x at 512 rows (benchmarks/RESULTS.md)
 WIDE_TILES = {(64, False): (128, 4, 256), (64, True): (128, 4, 1024)}
 BLOCK_MS = (128, 192)              # query rows per tile: two or three consumer warpgroups of 64 rows
 SMEM_BYTES = 227 * 1024            # a Hopper CTA's shared memory
