@@ -88,3 +88,51 @@ def test_forward_every_length_around_the_blocks(causal):
 @given(st.integers(1, 1200), st.integers(1, 1200), st.booleans(), st.sampled_from(TILES))
 def test_forward_arbitrary_lengths(seqlen_q, seqlen_k, causal, tile):
     _check_forward(seqlen_q, seqlen_k, causal, *tile)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([64, 128, 256]), st.booleans(), st.sampled_from([128, 192]), st.integers(1, 400),
+       st.integers(1, 64), st.integers(1, 8), st.booleans(), st.booleans(),
+       st.one_of(st.none(), st.booleans(), st.integers(-3, 3000), st.sampled_from([2 ** 31 - 1, 2 ** 31, 2 ** 40])))
+def test_the_persistent_schedule_follows_its_table_and_never_exceeds_the_tiles(d, causal, block_m, m_blocks, pairs,
+                                                                              ratio, packed, heavy, persistent):
+    """``persistent_schedule``: ``None`` is persistent exactly where ``PERSISTENT`` names ``(d, causal, block_m)``
+    with a limit of at least ``m_blocks`` (or none), for batches of equal lengths without ``heavy_first``; a grid
+    never has more CTAs than tiles; ints outside 1..2**31-1 and ``heavy_first`` with a persistent grid are refused
+    with the rule."""
+    import cute_py as cute
+    from examples.attention_schedule import PERSISTENT, persistent_schedule
+    from examples.tma_tiled import sm_count
+
+    heads = pairs * ratio if pairs % 2 else pairs
+    batch = max(1, pairs // heads)
+    tiles = m_blocks * heads * batch
+
+    def call():
+        return persistent_schedule(persistent, heavy, m_blocks, heads, batch, 1, 1 << 20, d, causal, block_m, packed)
+
+    if persistent is None:
+        limit = PERSISTENT.get((d, causal, block_m), 0)
+        wanted = not heavy and not packed and (limit is None or m_blocks <= limit)
+        got = call()
+        assert (got is not None) == wanted
+        ctas = sm_count()
+    elif persistent is False:
+        assert call() is None
+        return
+    elif persistent is not True and not 1 <= persistent < 2 ** 31:
+        with pytest.raises(cute.CuteValueError, match="a bool or a number of CTAs"):
+            call()
+        return
+    elif heavy:
+        with pytest.raises(cute.CuteValueError, match="heavy_first orders a grid of a CTA per tile"):
+            call()
+        return
+    else:
+        got = call()
+        ctas = sm_count() if persistent is True else persistent
+    if got is not None:
+        (mb, prs, section, hs, grid), launch = got
+        assert (mb, prs, hs) == (m_blocks, heads * batch, heads)
+        assert grid == min(ctas, tiles) and launch == (grid, 1, 1)
+        assert 1 <= section <= prs
