@@ -13,7 +13,7 @@ over the run moves less than a ratio of the two columns' medians.
 import math
 import statistics
 
-__all__ = ["round_orders", "interleaved", "paired", "calls_for", "event_time"]
+__all__ = ["round_orders", "interleaved", "paired", "faster", "calls_for", "event_time"]
 
 
 def round_orders(n, rounds):
@@ -72,3 +72,9 @@ def paired(samples, i, j):
     """How many times faster column ``i`` ran than column ``j``: the median over the rounds of ``j``'s time over
     ``i``'s in the same round (``samples`` as :func:`interleaved` gives them)."""
     return statistics.median(tj / ti for ti, tj in zip(samples[i], samples[j]))
+
+
+def faster(samples, a, b):
+    """:func:`paired` of the columns named ``a`` and ``b`` of ``samples`` (a dict of each name's rounds); nan where
+    ``b`` was not timed."""
+    return paired([samples[a], samples[b]], 0, 1) if b in samples else float("nan")

@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from _rounds import interleaved, paired  # noqa: E402
+from _rounds import faster, interleaved  # noqa: E402
 from bench_elementwise import device_line, reporter, timed_compile  # noqa: E402
 
 TOKENS = 16384
@@ -189,24 +189,16 @@ def main():
                 with ClockSampler() as clock:
                     samples = dict(zip(runs, interleaved(list(runs.values()), args.reps, args.rounds, args.min_ms)))
                 tf = {name: flops / statistics.median(t) / 1e12 for name, t in samples.items()}
-                ratio = _ratios(samples)
                 pub = PUBLISHED_FA3.get((d, causal))
                 pub_text = f"  FA3 paper (16k) {pub}" if pub and s == 16384 else ""
+                vs_cudnn, vs_flash = (faster(samples, "cute_py", other) for other in ("cudnn", "flash"))
                 say(f"d={d:3} causal={int(causal)} seqlen={s:5} batch={b:2} heads={h:2}: cute_py {tf['cute_py']:6.1f}"
                     f"  cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn "
-                    f"{ratio['cute_py', 'cudnn']:5.3f}x  ratio/flash {ratio['cute_py', 'flash']:5.3f}x  "
-                    f"{clock.summary()}{pub_text}")
+                    f"{vs_cudnn:5.3f}x  ratio/flash {vs_flash:5.3f}x  {clock.summary()}{pub_text}")
                 for name in runs:
                     if name.startswith("cute_py["):
-                        say(f"    {name} {tf[name]:6.1f} TFLOP/s  ratio/cudnn {ratio[name, 'cudnn']:5.3f}x")
+                        say(f"    {name} {tf[name]:6.1f} TFLOP/s  ratio/cudnn {faster(samples, name, 'cudnn'):5.3f}x")
                 torch.cuda.empty_cache()
-
-
-def _ratios(samples):
-    """``{(a, b): how many times faster column a ran than b}``, round by round (``_rounds.paired``)."""
-    names = list(samples)
-    cols = list(samples.values())
-    return {(a, b): paired(cols, i, j) for i, a in enumerate(names) for j, b in enumerate(names)}
 
 
 def _backward_row(say, torch, F, SDPBackend, sdpa_kernel, forward, q, k, v, o, lse, qt, kt, vt, b, h, s, d, causal,
@@ -235,10 +227,10 @@ def _backward_row(say, torch, F, SDPBackend, sdpa_kernel, forward, q, k, v, o, l
     with ClockSampler() as clock:
         samples = dict(zip(runs, interleaved(list(runs.values()), args.reps, args.rounds, args.min_ms)))
     tf = {name: flops / statistics.median(t) / 1e12 for name, t in samples.items()}
-    ratio = _ratios(samples)
+    vs_cudnn, vs_flash = (faster(samples, "cute_py", other) for other in ("cudnn", "flash"))
     say(f"backward d={d:3} causal={int(causal)} seqlen={s:5} batch={b:2} heads={h:2}: cute_py {tf['cute_py']:6.1f}  "
-        f"cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn {ratio['cute_py', 'cudnn']:5.3f}x"
-        f"  ratio/flash {ratio['cute_py', 'flash']:5.3f}x  {clock.summary()}")
+        f"cudnn {tf['cudnn']:6.1f}  flash {tf['flash']:6.1f} TFLOP/s  ratio/cudnn {vs_cudnn:5.3f}x"
+        f"  ratio/flash {vs_flash:5.3f}x  {clock.summary()}")
 
 
 if __name__ == "__main__":

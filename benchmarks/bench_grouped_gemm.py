@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-from _rounds import interleaved, paired  # noqa: E402  (the GEMM's timing)
+from _rounds import faster, interleaved  # noqa: E402  (the GEMM's timing)
 from bench_gemm import _config  # noqa: E402  (the GEMM's option columns)
 
 DEFAULT_CASES = ["8x4096", "128x128", "128x128~", "32x512~"]
@@ -112,11 +112,6 @@ def _one_case(case, n, k, configs, reps, rounds):
     return [name for name, _ in runs], tflops, samples, ok
 
 
-def _faster(samples, a, b):
-    """How many times faster column ``a`` ran than ``b``, round by round (nan where ``b`` was not timed)."""
-    return paired([samples[a], samples[b]], 0, 1) if b in samples else float("nan")
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", nargs="*", default=DEFAULT_CASES)
@@ -141,7 +136,7 @@ def main():
             print(f"{'case':>10} " + " ".join(f"{x[:24]:>24}" for x in names) + "   best/_grouped_mm  best/loop  check")
             print("# TFLOP/s (medians of the rounds); the ratios take the best cute_py column, round by round")
         best = max((x for x in tflops if x.startswith("cute_py")), key=tflops.__getitem__)
-        vs_grouped, vs_loop = (_faster(samples, best, other) for other in ("torch._grouped_mm", "torch.mm loop"))
+        vs_grouped, vs_loop = (faster(samples, best, other) for other in ("torch._grouped_mm", "torch.mm loop"))
         print(f"{case:>10} " + " ".join(f"{tflops[x]:24.1f}" for x in names)
               + f"   {vs_grouped:16.3f} {vs_loop:10.3f}  {'ok' if ok else 'MISMATCH'}", flush=True)
         torch.cuda.empty_cache()

@@ -9,13 +9,12 @@ in alternating orders); GB/s are medians over the rounds, the ratio the median o
 """
 import argparse
 import os
+import statistics
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-
-import statistics  # noqa: E402
 
 from _rounds import interleaved, paired  # noqa: E402
 from bench_elementwise import device_line, reporter  # noqa: E402

@@ -2,6 +2,7 @@
 rounds each column first and last equally often, and right after each other column as often as right before it
 (the card is power-capped: a column always timed first, or always after a given one, would run on another clock)."""
 
+import math
 import os
 import sys
 from collections import Counter
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from _rounds import calls_for, paired, round_orders  # noqa: E402
+from _rounds import calls_for, faster, paired, round_orders  # noqa: E402
 
 
 @given(st.integers(1, 12), st.integers(1, 40))
@@ -38,6 +39,10 @@ def test_paired_takes_the_median_of_the_rounds_ratios():
     samples = [[1.0, 2.0, 4.0, 8.0, 3.0], [2.0, 4.0, 8.0, 4.0, 6.0]]
     assert paired(samples, 0, 1) == 2.0
     assert paired(samples, 1, 0) == 0.5
+    # by name, a column not timed giving nan
+    named = {"ours": samples[0], "theirs": samples[1]}
+    assert faster(named, "ours", "theirs") == 2.0 and faster(named, "theirs", "ours") == 0.5
+    assert math.isnan(faster(named, "ours", "absent"))
 
 
 @given(st.floats(1e-9, 10.0), st.integers(1, 100), st.floats(0.0, 100.0))
