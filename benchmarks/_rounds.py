@@ -34,7 +34,7 @@ def calls_for(seconds_a_call, reps, min_ms):
     reps = max(1, reps)
     if seconds_a_call <= 0 or not math.isfinite(seconds_a_call):
         return reps
-    return max(reps, min(100000, math.ceil(min_ms * 1e-3 / seconds_a_call)))
+    return max(reps, math.ceil(min(100000.0, min_ms * 1e-3 / seconds_a_call)))  # (a tiny time: no infinite count)
 
 
 def event_time(torch, fn, calls):

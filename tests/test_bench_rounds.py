@@ -55,6 +55,8 @@ def test_a_timing_lasts_min_ms_or_reps_calls(seconds, reps, min_ms):
 
 def test_a_call_of_no_measured_time_keeps_reps():
     assert calls_for(0.0, 7, 5.0) == 7 and calls_for(float("nan"), 7, 5.0) == 7
+    # a time so small that min_ms over it overflows to infinity: the cap, not an OverflowError
+    assert calls_for(5e-324, 7, 5.0) == 100000 and calls_for(5e-324, 0, 1.0) == 100000
 
 
 @given(st.floats(0.0, 10.0), st.integers(-5, 0), st.floats(-1.0, 1.0))
