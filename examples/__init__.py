@@ -27,7 +27,8 @@
     memory, and for long rows a cluster of 2-16 CTAs exchanging partials through distributed shared memory;
     ``row_stage`` stages rows through shared memory, ``row_math`` holds a thread's arithmetic):
     ``softmax_forward``, ``softmax_backward``; ``rmsnorm_forward``, ``rmsnorm_backward`` (a deterministic ``dw``),
-    ``layernorm_forward``; ``cross_entropy_forward``, ``cross_entropy_backward`` (``ignore_index``).
+    ``layernorm_forward`` (long rows on a persistent grid of clusters: ``layernorm_loop``);
+    ``cross_entropy_forward``, ``cross_entropy_backward`` (``ignore_index``).
 16. ``grouped_gemm``, ``grouped_gemm_masked`` (``examples.grouped_gemm``): kernel 13's pipeline over the experts of
     a mixture of experts in one launch, the group sizes read on the device (CUDA-graph safe).
 17. ``all_reduce`` (``examples.all_reduce``) and ``SymmetricAllReduce`` (``examples.symmetric``): one-shot and

@@ -28,39 +28,20 @@ Where they fit (16-bit inputs), a group's next one or two rows of ``x`` and ``dy
 while it reduces and stores the current one (``prefetch_depth``).
 """
 
-import operator
-
 import cute_py as cute
 from cute_py import arch
 
-from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index, clamped_row,
+from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce,
-                         row_vector, store_chunk, store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
-from .row_math import elements, fold
+                         row_vector, store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
+from .norm_parts import deviations, every_thread_full, mean_m2, store_affine, store_stats
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 from .gemm_plan import cluster_capacity
+from .layernorm_loop import LoopConfig, default_loop, launch_loop, layernorm_loop_kernel
 from .tma_tiled import sm_count
 
 __all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
            "layernorm_forward", "layernorm_forward_kernel", "column_sum_kernel", "rmsnorm_workspace_rows"]
-
-@cute.jit
-def _store_stats(r, m, t, rank, pairs):
-    """``out[r] = value`` for each ``(out, value)`` of ``pairs``, by one thread of the row."""
-    if r < m and t == 0 and rank == 0:
-        for out, value in pairs:
-            out[r] = value.to(out.element_type)
-
-
-def _mask(plan, k, t, rank):
-    """1.0 on this thread's elements of chunk ``k`` inside the row, 0.0 past its end (``None``: all inside)."""
-    if plan.full(k):
-        return None
-    first = ((k * plan.cluster + rank) * plan.group + t) * plan.vec
-    frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
-    for j in cute.range_constexpr(plan.vec):
-        frag[j] = cute.where(first + j < plan.n, 1.0, 0.0)
-    return frag.load()
 
 
 @cute.kernel
@@ -94,7 +75,7 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
     if cute.const_expr(staged >= 1):
         xs = sx.values()
     store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
-    _store_stats(r, m, t, rank, ((rstd, inv),))
+    store_stats(r, m, t, rank, ((rstd, inv),))
 
 
 @cute.kernel
@@ -103,7 +84,7 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     # registers; else the sum, then the squared deviations. Measured (H200) one exchange: Float32 1.17x at 32768 and
     # 1.03x at 262144; 16-bit 1.01x at 32768, 1.02-1.03x at 65536, 1.00x (bf16) and 1.19x (fp16) at 131072, but
     # 0.99x at 4096 (one CTA) and 0.70x with x staged at 262144 (benchmarks/RESULTS.md)
-    whole = _every_thread_full(plan) and (x.element_type.width == 32 or (plan.cluster > 1 and not stage_x))
+    whole = every_thread_full(plan) and (x.element_type.width == 32 or (plan.cluster > 1 and not stage_x))
     red = RowReduction(plan, 2, rounds=1) if cute.const_expr(whole) else RowReduction(plan, 1, rounds=2)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
@@ -121,7 +102,7 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     else:
         xs = load_row(clamped_row(x, r), plan, t, rank)
     if cute.const_expr(whole):
-        mu, sq = _mean_m2(xs, plan, red)
+        mu, sq = mean_m2(xs, plan, red)
     else:
         s = 0.0
         for v in xs:
@@ -131,15 +112,15 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
         if cute.const_expr(stage_x):
             xs = sx.values()
         q = 0.0
-        for d in _deviations(xs, mu, plan, t, rank):
+        for d in deviations(xs, mu, plan, t, rank):
             q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
         (sq,) = row_reduce((q,), add, red, 1, 0, False)
     inv = cute.math.rsqrt(sq / plan.n + eps)
     if cute.const_expr(stage_x):
         xs = sx.values()
-    ds = _deviations(xs, mu, plan, t, rank)
+    ds = deviations(xs, mu, plan, t, rank)
     if cute.const_expr(stage_x):
-        _store_affine(y, w, b, ds, inv, r, plan, t, rank)
+        store_affine(y, w, b, ds, inv, r, plan, t, rank)
     else:
         if cute.const_expr(staged):
             wait_staged(0)
@@ -147,7 +128,7 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
         else:
             ws, bs = load_row(w, plan, t, rank), load_row(b, plan, t, rank)
         store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
-    _store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
+    store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
 
 
 def layernorm_stages_x(plan, dtype):
@@ -158,34 +139,6 @@ def layernorm_stages_x(plan, dtype):
     CTAs of 128 threads (32768, 65536) 0.85 against 0.94-0.96, and for Float32 rows of 262144 (64 KiB a CTA) 0.61
     against 0.65 (benchmarks/RESULTS.md)."""
     return staged_rows(plan) and plan.threads >= 256 and dtype.width == 16
-
-
-@cute.jit
-def _store_affine(y, w, b, ds, inv, r, plan, t, rank):
-    """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b``, this thread's chunks of ``w`` and ``b`` loaded one at a
-    time beside the store."""
-    if r < y.shape[0]:
-        for k in cute.range_constexpr(plan.chunks):
-            at = chunk_index(plan, k, t, rank)
-            wf = cute.make_rmem_tensor((plan.vec,), w.element_type)
-            bf = cute.make_rmem_tensor((plan.vec,), b.element_type)
-            load_chunk(w, at, plan.vec, plan.n, wf, 0.0, plan.full(k))
-            load_chunk(b, at, plan.vec, plan.n, bf, 0.0, plan.full(k))
-            out = cute.make_rmem_tensor((plan.vec,), y.element_type)
-            out.store((ds[k] * inv * wf.load().to(cute.Float32) + bf.load().to(cute.Float32)).to(y.element_type))
-            store_chunk(y[r, None], at, plan.vec, plan.n, out, plan.full(k))
-
-
-def _deviations(xs, mu, plan, t, rank):
-    """``x - mu`` for each of this thread's chunks ``xs``, 0 past the row's end."""
-    ds = []
-    for k in cute.range_constexpr(plan.chunks):
-        d = xs[k] - mu
-        mask = _mask(plan, k, t, rank)
-        if cute.const_expr(mask is not None):
-            d = d * mask
-        ds.append(d)
-    return ds
 
 
 NORM_STAGE_SMEM = 100 * 1024  # staged bytes a CTA of a norm may take: two CTAs still share an SM
@@ -212,35 +165,6 @@ def _staged_prefix(plan, inputs):
             break
         count += 1
     return count
-
-
-def _every_thread_full(plan):
-    """Whether every thread of a row holds ``chunks * vec`` of its elements (none past its end)."""
-    return plan.n == plan.chunks * plan.cluster * plan.group * plan.vec
-
-
-def _mean_m2(xs, plan, red):
-    """The row's mean and sum of squared deviations in one exchange: each thread's sum and its own values'
-    squared deviations from their mean, combined pairwise by Chan, Golub and LeVeque's update (exact in real
-    arithmetic, and as stable as two passes up to the rounding of the combines)."""
-    es = elements(xs)
-    c = len(es)
-    s = fold(es, operator.add)
-    mt = s * (1.0 / c)
-    q = fold([(e - mt) * (e - mt) for e in es], operator.add)
-    total, sq = row_reduce((s, q), _sum_m2(c), red, counted=True)
-    return total / plan.n, sq
-
-
-def _sum_m2(c):
-    """The combine of ``(sum, M2)`` pairs of parts of ``na * c`` and ``nb * c`` values: ``M2 = M2a + M2b + (sa * eb -
-    sb * ea) ** 2 / (ea * eb * (ea + eb))`` with ``ea``, ``eb`` the parts' counts; symmetric where the counts are
-    equal (a butterfly's two lanes get the same bits)."""
-    def combine(a, b, na, nb):
-        ea, eb = na * c, nb * c
-        d = a[0] * float(eb) - b[0] * float(ea)
-        return a[0] + b[0], a[1] + b[1] + d * d * (1.0 / (float(ea) * eb * (ea + eb)))
-    return combine
 
 
 PREFETCH_SMEM = 225 * 1024  # shared memory a CTA of rmsnorm_backward may take with the next rows' buffers
@@ -406,17 +330,28 @@ def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
 
 
 @cute.jit
-def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5):
+def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
     """``y = (x - mean) * rstd * w + b`` with the row's ``mean`` and ``rstd = 1 / sqrt(var + eps)`` (the biased
     variance, computed from the row in registers as ``mean((x - mean)^2)``), in Float32; ``w``, ``b`` 1-D of
-    ``n``; ``mean``, ``rstd`` 1-D Float32 of ``rows`` (written)."""
+    ``n``; ``mean``, ``rstd`` 1-D Float32 of ``rows`` (written). ``loop``: a ``layernorm_loop.LoopConfig`` runs
+    the rows on a persistent grid of clusters, each walking its rows (``layernorm_loop``); ``False``, a cluster (or
+    a CTA) a row; ``None`` (the default), the measured choice (``layernorm_loop.default_loop``). Every choice gives
+    the same bits."""
     m, n = check_matrix("layernorm_forward", "x", x)
     check_same_shape("layernorm_forward", "y", y, (m, n))
     check_vector("layernorm_forward", "w", w, n)
     check_vector("layernorm_forward", "b", b, n)
     check_vector("layernorm_forward", "mean", mean, m, ("Float32",))
     check_vector("layernorm_forward", "rstd", rstd, m, ("Float32",))
-    plan = plan_rows("layernorm_forward", n, row_vector((x, y, w, b)), ONE_INPUT)
+    vec = row_vector((x, y, w, b))
+    if loop is None:
+        loop = default_loop(n, vec, x.element_type)
+    if loop is not False:
+        if not isinstance(loop, LoopConfig):
+            raise cute.CuteValueError(f"layernorm_forward: loop must be None, False or a LoopConfig, got {loop!r}")
+        launch_loop(layernorm_loop_kernel, loop, vec, x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
+        return
+    plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
     _launch(layernorm_forward_kernel, plan, plan.grid(m), x, w, b, y, mean, rstd, _eps("layernorm_forward", eps),
             layernorm_stages_x(plan, x.element_type))
 

@@ -16,6 +16,7 @@ except Exception as e:  # not installed, or no usable bindings
 from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_forward, rmsnorm_backward,  # noqa: E402
                       rmsnorm_forward, rmsnorm_workspace_rows, softmax_backward, softmax_forward)
 import cute_py as cute  # noqa: E402
+from examples.layernorm_loop import LoopConfig  # noqa: E402
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -132,6 +133,32 @@ def test_rmsnorm_forward_and_backward_match_torch(dtype, case):
 
 @pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
 def test_layernorm_forward_matches_torch(dtype, case):
+    _check_layernorm(dtype, case, None)
+
+
+# a persistent grid of clusters, each walking its rows (examples/layernorm_loop.py): clusters with several rows,
+# odd and even counts, one to four buffers, w and b staged once, a partial last chunk with one-element chunks, short
+# rows, and more clusters asked for than rows; w and b in registers and one exchange (a partial row: two); the
+# default's loop (rows longer than 65536 in whole 128-bit chunks), with partial rows
+LOOPS = [("BFloat16", (37, 131072, 8), LoopConfig(8, 256, 2, clusters=5)),
+         ("Float32", (9, 262144, 4), LoopConfig(16, 512, 2, clusters=2)),
+         ("BFloat16", (11, 262143, 1), LoopConfig(16, 256, 3, clusters=3)),
+         ("Float16", (7, 65536, 8), LoopConfig(4, 256, 2, wb="smem", clusters=2)),
+         ("BFloat16", (3, 262144, 8), LoopConfig(16, 256, 2)),
+         ("Float32", (5, 4097, 3), LoopConfig(2, 128, 4, clusters=2)),
+         ("BFloat16", (6, 32768, 0), LoopConfig(2, 256, 1, clusters=4)),
+         ("BFloat16", (37, 131072, 8), LoopConfig(8, 256, 2, "registers", True, clusters=5)),
+         ("Float32", (9, 262144, 4), LoopConfig(16, 512, 3, "registers", True, clusters=2)),
+         ("Float16", (5, 4097, 3), LoopConfig(2, 128, 2, "registers", True, clusters=2)),
+         ("BFloat16", (5, 100003, 5), None), ("Float32", (4, 131071, 1), None), ("Float16", (2, 131072, 8), None)]
+
+
+@pytest.mark.parametrize("dtype,case,loop", LOOPS, ids=[f"{d}-{c[0]}x{c[1]}-{lp!r}" for d, c, lp in LOOPS])
+def test_layernorm_on_a_loop_of_rows_matches_torch(dtype, case, loop):
+    _check_layernorm(dtype, case, loop)
+
+
+def _check_layernorm(dtype, case, loop):
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
     m, n, pad = case
@@ -141,7 +168,7 @@ def test_layernorm_forward_matches_torch(dtype, case):
     b = torch.randn(n, device="cuda").to(t)
     y, mean, rstd = Poisoned(torch, (m, n), t, 1), Poisoned(torch, (m,), torch.float32), \
         Poisoned(torch, (m,), torch.float32)
-    layernorm_forward(x, w, b, y.view, mean.view, rstd.view, eps)
+    layernorm_forward(x, w, b, y.view, mean.view, rstd.view, eps, loop)
     assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
     xd = x.double()
     mu = xd.mean(dim=1, keepdim=True)

@@ -79,11 +79,11 @@ def test_softmax_forward_takes_one_fma_and_one_ftz_exponential_an_element(assemb
 
 
 def test_the_layernorm_combine_of_sum_and_m2_pairs_is_the_pair_of_the_whole_row():
-    from examples.norms import _sum_m2
+    from examples.norm_parts import sum_m2
     rng = random.Random(3)
     for trial in range(200):
         c = rng.choice([1, 4, 8, 64])
-        combine = _sum_m2(c)
+        combine = sum_m2(c)
         threads = rng.choice([2, 4, 16, 64])
         mean, dev = rng.choice([(0.0, 1.0), (100.0, 3.0), (-1e4, 0.5)])
         row = [rng.gauss(mean, dev) for _ in range(threads * c)]
@@ -101,7 +101,7 @@ def test_the_layernorm_combine_of_sum_and_m2_pairs_is_the_pair_of_the_whole_row(
         assert math.isclose(parts[0][0] / len(row), mu, rel_tol=1e-12, abs_tol=1e-12), trial
         assert math.isclose(parts[0][1], m2, rel_tol=1e-9), (trial, parts[0][1], m2)
     # two lanes of a butterfly (equal counts) get the same bits either way round
-    combine = _sum_m2(8)
+    combine = sum_m2(8)
     a, b = (812.25, 3.5), (790.125, 7.25)
     assert combine(a, b, 4, 4) == combine(b, a, 4, 4)
 
@@ -112,7 +112,7 @@ def test_layernorm_of_rows_that_fill_every_thread_exchanges_once(assemble):
     (CTAs of 256 threads) and rows with a tail."""
     def build(dtype, n, m=8):
         return cute.compile(ex.layernorm_forward, _rows(dtype, m, n), F(dtype, (n,)), F(dtype, (n,)),
-                            _rows(dtype, m, n), F("Float32", (m,)), F("Float32", (m,)), 1e-5).ptx
+                            _rows(dtype, m, n), F("Float32", (m,)), F("Float32", (m,)), 1e-5, False).ptx
     exchange = r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes"
     for dtype, n, count in (("Float32", 32768, 1), ("BFloat16", 32768, 1), ("Float16", 131072, 1),
                             ("BFloat16", 262144, 2), ("Float32", 32767, 2), ("BFloat16", 32760, 2)):
@@ -129,7 +129,7 @@ def test_norms_stage_rows_only_where_two_ctas_still_share_an_sm():
         rms = cute.compile(ex.rmsnorm_forward, _rows(dtype, 4, n), F(dtype, (n,)), _rows(dtype, 4, n),
                            F("Float32", (4,)), 1e-6).ptx
         ln = cute.compile(ex.layernorm_forward, _rows(dtype, 4, n), F(dtype, (n,)), F(dtype, (n,)),
-                          _rows(dtype, 4, n), F("Float32", (4,)), F("Float32", (4,)), 1e-5).ptx
+                          _rows(dtype, 4, n), F("Float32", (4,)), F("Float32", (4,)), 1e-5, False).ptx
         return rms, ln
     # Float32 rows of 262144 over 16 CTAs of 256 threads: 64 KiB a CTA an input. RMSNorm stages x alone (x and w:
     # 128 KiB); LayerNorm's w and b (128 KiB) stay out, its x in registers

@@ -1,0 +1,89 @@
+"""The pieces of a row's normalisation that the norm kernels share (``norms``, ``layernorm_loop``): a thread's
+deviations from the row's mean, the row's mean and squared deviations in one exchange, the affine store, the
+per-row statistics."""
+
+import operator
+
+import cute_py as cute
+
+from .row_reduce import chunk_index, load_chunk, row_reduce, store_chunk
+from .row_math import elements, fold
+
+__all__ = ["store_stats", "thread_mask", "store_affine", "deviations", "every_thread_full", "mean_m2", "sum_m2"]
+
+
+@cute.jit
+def store_stats(r, m, t, rank, pairs):
+    """``out[r] = value`` for each ``(out, value)`` of ``pairs``, by one thread of the row."""
+    if r < m and t == 0 and rank == 0:
+        for out, value in pairs:
+            out[r] = value.to(out.element_type)
+
+
+def thread_mask(plan, k, t, rank):
+    """1.0 on this thread's elements of chunk ``k`` inside the row, 0.0 past its end (``None``: all inside)."""
+    if plan.full(k):
+        return None
+    first = ((k * plan.cluster + rank) * plan.group + t) * plan.vec
+    frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
+    for j in cute.range_constexpr(plan.vec):
+        frag[j] = cute.where(first + j < plan.n, 1.0, 0.0)
+    return frag.load()
+
+
+@cute.jit
+def store_affine(y, w, b, ds, inv, r, plan, t, rank):
+    """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b``, this thread's chunks of ``w`` and ``b`` loaded one at a
+    time beside the store."""
+    if r < y.shape[0]:
+        for k in cute.range_constexpr(plan.chunks):
+            at = chunk_index(plan, k, t, rank)
+            wf = cute.make_rmem_tensor((plan.vec,), w.element_type)
+            bf = cute.make_rmem_tensor((plan.vec,), b.element_type)
+            load_chunk(w, at, plan.vec, plan.n, wf, 0.0, plan.full(k))
+            load_chunk(b, at, plan.vec, plan.n, bf, 0.0, plan.full(k))
+            out = cute.make_rmem_tensor((plan.vec,), y.element_type)
+            out.store((ds[k] * inv * wf.load().to(cute.Float32) + bf.load().to(cute.Float32)).to(y.element_type))
+            store_chunk(y[r, None], at, plan.vec, plan.n, out, plan.full(k))
+
+
+def deviations(xs, mu, plan, t, rank):
+    """``x - mu`` for each of this thread's chunks ``xs``, 0 past the row's end."""
+    ds = []
+    for k in cute.range_constexpr(plan.chunks):
+        d = xs[k] - mu
+        mask = thread_mask(plan, k, t, rank)
+        if cute.const_expr(mask is not None):
+            d = d * mask
+        ds.append(d)
+    return ds
+
+
+def every_thread_full(plan):
+    """Whether every thread of a row holds ``chunks * vec`` of its elements (none past its end)."""
+    return plan.n == plan.chunks * plan.cluster * plan.group * plan.vec
+
+
+def mean_m2(xs, plan, red, slot=0, phase=0, first=True):
+    """The row's mean and sum of squared deviations in one exchange (``red``'s ``slot`` in ``phase``; ``first``:
+    the kernel's first, as :func:`row_reduce`): each thread's sum and its own values' squared deviations from their
+    mean, combined pairwise by Chan, Golub and LeVeque's update (exact in real arithmetic, and as stable as two
+    passes up to the rounding of the combines)."""
+    es = elements(xs)
+    c = len(es)
+    s = fold(es, operator.add)
+    mt = s * (1.0 / c)
+    q = fold([(e - mt) * (e - mt) for e in es], operator.add)
+    total, sq = row_reduce((s, q), sum_m2(c), red, slot, phase, first, counted=True)
+    return total / plan.n, sq
+
+
+def sum_m2(c):
+    """The combine of ``(sum, M2)`` pairs of parts of ``na * c`` and ``nb * c`` values: ``M2 = M2a + M2b + (sa * eb -
+    sb * ea) ** 2 / (ea * eb * (ea + eb))`` with ``ea``, ``eb`` the parts' counts; symmetric where the counts are
+    equal (a butterfly's two lanes get the same bits)."""
+    def combine(a, b, na, nb):
+        ea, eb = na * c, nb * c
+        d = a[0] * float(eb) - b[0] * float(ea)
+        return a[0] + b[0], a[1] + b[1] + d * d * (1.0 / (float(ea) * eb * (ea + eb)))
+    return combine

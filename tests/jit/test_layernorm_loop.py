@@ -1,0 +1,114 @@
+"""LayerNorm on a persistent grid of clusters (examples/layernorm_loop.py): the default's rule as laws over arbitrary
+row lengths, vector widths and types; configurations out of range refused with the rule; the kernel's copies ahead,
+exchanges, grid and registers in its PTX."""
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cute_py as cute
+import examples as ex
+from examples.layernorm_loop import (LOOP_CHUNKS, LOOP_CLUSTERS, LOOP_FROM, LOOP_SMEM, LOOP_THREADS, LoopConfig,
+                                     default_loop, loop_clusters, loop_ctas_per_sm, loop_plan, loop_smem)
+from _ptxas_report import ptxas_report
+
+F = cute.compiler.DeviceArraySpec
+TYPES = {"Float32": cute.Float32, "BFloat16": cute.BFloat16, "Float16": cute.Float16}
+CP_ASYNC_16 = r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16;"
+EXCHANGE = r"st\.async\.shared::cluster\.mbarrier::complete_tx::bytes"
+
+
+@settings(max_examples=400, deadline=None)
+@given(n=st.integers(1, 1 << 20), vec=st.sampled_from([1, 2, 4, 8]), name=st.sampled_from(sorted(TYPES)))
+def test_the_default_loop_takes_the_smallest_cluster_that_keeps_its_chunks_and_fits_an_sm(n, vec, name):
+    dtype = TYPES[name]
+    config = default_loop(n, vec, dtype)
+    if vec * dtype.width < 128 or n <= LOOP_FROM:
+        assert config is False
+        return
+    def fits(cluster):   # the cluster keeps at most LOOP_CHUNKS chunks a thread and two buffers fit an SM
+        c = LoopConfig(cluster, LOOP_THREADS[dtype.width], 2, "registers", True, None, 1)
+        plan = loop_plan(n, vec, c)
+        return plan.chunks <= LOOP_CHUNKS and loop_smem(plan, c, dtype, dtype, dtype) <= LOOP_SMEM
+
+    clusters = [c for c in (2, 4, 8, 16) if c <= LOOP_CLUSTERS[dtype.width]]
+    if config is False:   # only where no cluster up to the type's largest does
+        assert not any(fits(c) for c in clusters)
+        return
+    plan = loop_plan(n, vec, config)
+    assert plan.chunks <= LOOP_CHUNKS and plan.chunks * plan.cluster * plan.group * vec >= n
+    assert plan.cluster == config.cluster in clusters and fits(config.cluster)
+    assert not any(fits(c) for c in clusters if c < config.cluster)
+    assert loop_ctas_per_sm(plan, config, dtype, dtype, dtype) == 1
+    assert loop_smem(plan, config, dtype, dtype, dtype) <= LOOP_SMEM
+    assert (config.threads, config.depth, config.wb, config.one_exchange) == \
+        (LOOP_THREADS[dtype.width], 2, "registers", True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.integers(1, 1 << 20), per_sm=st.integers(1, 8), cluster=st.sampled_from([2, 4, 8, 16]))
+def test_a_loop_launches_at_most_a_cluster_a_row_and_at_least_one(m, per_sm, cluster):
+    units = loop_clusters(m, per_sm, cluster)
+    assert 1 <= units <= m
+    assert units == min(m, loop_clusters(1 << 30, per_sm, cluster))
+    assert loop_clusters(1 << 30, per_sm, cluster) == per_sm * loop_clusters(1 << 30, 1, cluster)
+
+
+@pytest.mark.parametrize("kwargs,rule", [
+    (dict(cluster=3, threads=256), "clusters of 2..16"), (dict(cluster=32, threads=256), "clusters of 2..16"),
+    (dict(cluster=8, threads=96), "128..1024 threads"), (dict(cluster=8, threads=256, depth=5), "1..4 buffers"),
+    (dict(cluster=8, threads=256, depth=0), "1..4 buffers"), (dict(cluster=8, threads=256, wb="l2"), "wb must be"),
+    (dict(cluster=8, threads=256, one_exchange=1), "one_exchange a bool"),
+    (dict(cluster=8, threads=256, clusters=0), "clusters must be"),
+    (dict(cluster=8, threads=256, clusters=True), "clusters must be"),
+    (dict(cluster=8, threads=256, ctas_per_sm=0), "ctas_per_sm must be"),
+    (dict(cluster=8, threads=256, ctas_per_sm=1.0), "ctas_per_sm must be")])
+def test_loop_configurations_out_of_range_are_refused_with_the_rule(kwargs, rule):
+    with pytest.raises(cute.CuteValueError, match=re.escape(rule)):
+        LoopConfig(**kwargs)
+
+
+def _ln(dtype, m, n, loop=None, stride=None):
+    x = F(dtype, (m, n), (stride or n, 1))
+    w, s = F(dtype, (n,)), F("Float32", (m,))
+    return cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5, loop)
+
+
+def test_a_loop_that_is_not_a_config_or_whose_buffers_do_not_fit_is_refused():
+    with pytest.raises(cute.CuteValueError, match="loop must be None, False or a LoopConfig"):
+        _ln("BFloat16", 8, 131072, "yes")
+    staged = 4 * (262144 // 2) * 2 + 1024      # four buffers of half a bf16 row, and the reductions' 1 KiB
+    with pytest.raises(cute.CuteValueError, match=f"stages {staged} bytes a CTA for rows of 262144, more than the "
+                                                  f"{227 * 1024} of an SM"):
+        _ln("BFloat16", 8, 262144, LoopConfig(2, 128, 4))
+
+
+@pytest.mark.parametrize("dtype,m,n,cluster,threads", [("Float32", 1024, 262144, 16, 512),
+                                                        ("BFloat16", 4096, 131072, 8, 256),
+                                                        ("Float16", 3, 131072, 8, 256)])
+def test_the_default_loop_copies_the_next_row_while_it_reduces_this_one(assemble, dtype, m, n, cluster, threads):
+    c = _ln(dtype, m, n)
+    (launch,) = c.launches
+    units = min(m, loop_clusters(1 << 30, 1, cluster))
+    assert launch.grid == (units * cluster, 1, 1) and launch.cluster == (cluster, 1, 1)
+    assert launch.block == (threads, 1, 1)
+    ptx = c.ptx
+    # 8 chunks a thread, copied for the first two rows and after each of the two rows of a loop step; each row waits
+    # for its own copies only, and exchanges (sum, M2) once. With a cluster a row (fewer rows than clusters) only the
+    # first row's copies are left: the others lie past the rows for every cluster
+    assert len(re.findall(CP_ASYNC_16, ptx)) == (8 * 4 if m > units else 8)
+    assert re.findall(r"cp\.async\.wait_group\s+(\d+)", ptx) == ["1", "1"]
+    assert len(re.findall(EXCHANGE, ptx)) == 2 and ".local" not in ptx
+    report = ptxas_report(ptx)
+    assert report is None or all(s == (0, 0) for s in report[1]), report
+    assemble(ptx)
+
+
+def test_a_partial_row_on_the_loop_exchanges_twice_and_the_rest_stay_on_a_cluster_a_row():
+    ptx = _ln("Float32", 4, 131071, stride=131072).ptx
+    assert "layernorm_loop_kernel" in ptx and len(re.findall(EXCHANGE, ptx)) == 4
+    for dtype, n, stride in (("Float32", 65536, None), ("BFloat16", 262144, None), ("BFloat16", 131072, 131073)):
+        assert "layernorm_forward_kernel" in _ln(dtype, 4, n, stride=stride).ptx, (dtype, n)
+    assert "layernorm_forward_kernel" in _ln("Float32", 4, 131072, False).ptx
