@@ -13,6 +13,8 @@ issues the copy of its cluster's row ``depth`` rows later into the same buffer a
 each cluster walking its own rows, and end late.
 """
 
+import operator
+
 import cute_py as cute
 from cute_py import arch
 
@@ -20,18 +22,17 @@ from .gemm_plan import cluster_capacity
 from .norm_parts import deviations, every_thread_full, store_affine, store_stats, sum_m2
 from .row_reduce import (RowPlan, RowReduction, add, chunk_index, cluster_start, load_chunk, rearm, row_coords,
                          row_reduce, store_if_row, MAX_CLUSTER)
+from .row_math import elements, fold
 from .row_stage import Staged, stage, staged_bytes, wait_staged
 
 __all__ = ["layernorm_loop_kernel", "LoopConfig", "loop_plan", "loop_smem", "loop_ctas_per_sm", "loop_clusters",
-           "default_loop", "launch_loop", "LOOP_SMEM", "LOOP_MIN_REGS", "LOOP_FROM", "LOOP_THREADS", "LOOP_CHUNKS",
-           "LOOP_CLUSTERS"]
+           "default_loop", "launch_loop", "LOOP_SMEM", "LOOP_MIN_REGS", "LOOP_FROM", "LOOP_THREADS", "LOOP_CHUNKS"]
 
 LOOP_SMEM = 227 * 1024   # shared memory an SM gives its CTAs (sm_90)
 LOOP_MIN_REGS = 64       # registers a thread the kernel keeps at least (bounds the CTAs an SM)
 LOOP_FROM = 65536        # the default takes the loop for rows longer than this (a cluster of 16 a row otherwise)
 LOOP_THREADS = {16: 256, 32: 512}   # the default's threads a CTA, by the width of x's type
 LOOP_CHUNKS = 8          # the default's chunks a thread at most (w and b in registers)
-LOOP_CLUSTERS = {16: 8, 32: 16}     # the default's largest cluster, by the width of x's type
 
 
 class LoopConfig:
@@ -108,17 +109,16 @@ def loop_clusters(m, ctas_per_sm, cluster):
 def default_loop(n, vec, dtype):
     """The default :class:`LoopConfig` for rows of ``n`` elements of ``dtype`` in chunks of ``vec``, or ``False``
     (a cluster or a CTA a row): for rows longer than ``LOOP_FROM`` in whole chunks of 128 bits or more, CTAs of
-    ``LOOP_THREADS`` threads, one an SM, in the smallest cluster (up to ``LOOP_CLUSTERS``) that gives each thread at
-    most ``LOOP_CHUNKS`` chunks and two buffers that fit an SM, ``w`` and ``b`` in registers, one exchange.
-    Measured (H200, 1 GiB inputs) against a cluster a row: Float32 0.73 -> 0.93-0.95 of the copy ceiling at 131072
-    and 262144, 16-bit 0.85-0.86 -> 0.90-0.91 at 131072; at 65536 the loop ran at 0.90-0.93 against 0.94-0.96, and
-    for 16-bit rows of 262144 (clusters of 16) at 0.82 against 0.83 in bf16, 0.86 against 0.83 in fp16
-    (benchmarks/RESULTS.md)."""
+    ``LOOP_THREADS`` threads, one an SM, in the smallest cluster that gives each thread at most ``LOOP_CHUNKS``
+    chunks and two buffers that fit an SM, ``w`` and ``b`` in registers, one exchange. Measured (H200, 1 GiB
+    inputs) against a cluster a row: Float32 0.73 -> 0.93-0.95 of the copy ceiling at 131072 and 262144, 16-bit
+    0.85-0.86 -> 0.90-0.91 at 131072 and 0.83 -> 0.85-0.87 at 262144; at 65536 the loop ran at 0.90-0.93 against
+    0.94-0.96 (benchmarks/RESULTS.md)."""
     if vec * dtype.width < 128 or n <= LOOP_FROM or dtype.width not in LOOP_THREADS:
         return False
     threads = LOOP_THREADS[dtype.width]
     cluster = 2
-    while cluster <= LOOP_CLUSTERS[dtype.width]:
+    while cluster <= MAX_CLUSTER:
         config = LoopConfig(cluster, threads, 2, "registers", True, ctas_per_sm=1)
         plan = loop_plan(n, vec, config)
         # (chunks wider than 128 bits, where y or w is narrower than x, may need a larger cluster to fit)
@@ -217,7 +217,7 @@ def _loop_row(x, w, b, y, mean, rstd, eps, red, buf, kept, r, units, depth, once
         store_affine(y, w, b, ds, inv, r, plan, t, rank)
     else:
         ws, bs = _kept_values(kept[0]), _kept_values(kept[1])
-        store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
+        store_if_row(y, r, plan, t, rank, _affine(ds, inv, ws, bs, plan.vec))
     store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
     # every value of buf went into the stores above: its slots may take the cluster's row depth rows on
     _load_row(buf, x, r + depth * units, m, t, rank)
@@ -225,19 +225,35 @@ def _loop_row(x, w, b, y, mean, rstd, eps, red, buf, kept, r, units, depth, once
 
 def _chunk_m2(chunks, vec):
     """The sum and the sum of squared deviations from their mean of the values of ``chunks`` (Float32 TensorSSA of
-    ``vec`` values each), one chunk at a time: each chunk's pair from its own mean, folded into the running pair by
-    :func:`norm_parts.sum_m2`'s combine (only one chunk's values live at once)."""
+    ``vec`` values each), one chunk at a time: each chunk's pair from its own mean (the squares summed by fused
+    multiply-adds), folded into the running pair by :func:`norm_parts.sum_m2`'s combine (only one chunk's values
+    live at once)."""
     inv = 1.0 / vec
     s = q = None
     for k, v in enumerate(chunks):
-        cs = v.reduce(cute.ReductionOp.ADD, 0.0, 0)
-        e = v - cs * inv
-        cq = (e * e).reduce(cute.ReductionOp.ADD, 0.0, 0)
+        es = elements([v])
+        cs = fold(es, operator.add)
+        mc = cs * inv
+        ds = [e - mc for e in es]
+        cq = fold([ds[j] * ds[j] for j in range(min(4, vec))], operator.add)
+        for j in range(4, vec):
+            cq = cute.math.fma(ds[j], ds[j], cq)
         if s is None:
             s, q = cs, cq
         else:
             s, q = sum_m2(vec)((s, q), (cs, cq), k, 1)
     return s, q
+
+
+def _affine(ds, inv, ws, bs, vec):
+    """``ds * inv * w + b`` chunk by chunk (Float32 TensorSSA), the last product and the sum fused."""
+    out = []
+    for d, wv, bv in zip(ds, ws, bs):
+        frag = cute.make_rmem_tensor((vec,), cute.Float32)
+        for j in range(vec):
+            frag[j] = cute.math.fma(d[j] * inv, wv[j], bv[j])
+        out.append(frag.load())
+    return out
 
 
 def _kept_values(kept):

@@ -35,6 +35,7 @@ from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, chec
                          cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce,
                          row_vector, store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import deviations, every_thread_full, mean_m2, store_affine, store_stats
+from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 from .gemm_plan import cluster_capacity
 from .layernorm_loop import LoopConfig, default_loop, launch_loop, layernorm_loop_kernel
@@ -237,9 +238,7 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, r, units, mine, 
         xs = load_row(x[rr, None], plan, t, rank)
         gs = load_row(dy[rr, None], plan, t, rank)
     inv = rstd[rr]
-    s = 0.0
-    for k in cute.range_constexpr(plan.chunks):
-        s = s + (gs[k] * thread_slot(w_s, plan, k, tx).load() * xs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    s = dot_fma([(gs[k] * _w(w_s, plan, k, tx), xs[k]) for k in range(plan.chunks)])
     if cute.const_expr(nxt is not None):  # the buffers are read (s used every value): copy the next rows in
         ahead = r + depth * units
         ar = cute.where(mine and ahead < m, ahead, m - 1)
@@ -252,10 +251,15 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, r, units, mine, 
     c = dot * inv * inv / plan.n
     if valid:
         store_row(dx[r, None], plan, t, rank,
-                  [(gs[k] * thread_slot(w_s, plan, k, tx).load() - xs[k] * c) * inv for k in range(plan.chunks)])
+                  [fma_each(xs[k], -c, gs[k] * _w(w_s, plan, k, tx)) * inv for k in range(plan.chunks)])
         for k in cute.range_constexpr(plan.chunks):
             a = thread_slot(acc_s, plan, k, tx)
-            a.store(a.load() + gs[k] * xs[k] * inv)
+            a.store(fma_each(gs[k] * xs[k], inv, a.load()))
+
+
+def _w(w_s, plan, k, tx):
+    """This thread's chunk ``k`` of ``w`` from its shared-memory slots, as Float32 TensorSSA."""
+    return thread_slot(w_s, plan, k, tx).load().to(cute.Float32)
 
 
 COLUMN_LANES = 32

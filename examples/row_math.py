@@ -16,7 +16,7 @@ import cute_py as cute
 
 from .row_reduce import LOG2E
 
-__all__ = ["fold", "elements", "chunks", "exp2_fma", "fast_shift", "LOG2E", "EXP_BIAS"]
+__all__ = ["fold", "elements", "chunks", "fma_each", "dot_fma", "exp2_fma", "fast_shift", "LOG2E", "EXP_BIAS"]
 
 EXP_BIAS = 64.0  # added to an exponent so that ``ex2.approx.ftz`` keeps results down to 2 ** -190, then scaled back
 
@@ -53,6 +53,31 @@ def chunks(flat, vec):
             frag[j] = flat[k + j]
         out.append(frag.load())
     return out
+
+
+def fma_each(a, b, c):
+    """``a * b + c`` element by element, each rounded once: ``a`` a Float32 TensorSSA, ``b`` and ``c`` TensorSSA of
+    its length or Float32 scalars (``list``/``tuple`` to index, anything else taken whole)."""
+    n = len(a)
+    frag = cute.make_rmem_tensor((n,), cute.Float32)
+    for j in range(n):
+        frag[j] = cute.math.fma(a[j], _at(b, j), _at(c, j))
+    return frag.load()
+
+
+def _at(v, j):
+    return v[j] if hasattr(v, "__getitem__") and not isinstance(v, (int, float)) else v
+
+
+def dot_fma(pairs, ways=4):
+    """The sum of ``a[j] * b[j]`` over the TensorSSA pairs ``(a, b)`` of ``pairs``, by fused multiply-adds into
+    ``ways`` interleaved accumulators (product ``i`` joins accumulator ``i % ways``), then the accumulators
+    pairwise (:func:`fold`)."""
+    prods = [(a[j], b[j]) for a, b in pairs for j in range(len(a))]
+    acc = [x * y for x, y in prods[:ways]]
+    for i in range(ways, len(prods)):
+        acc[i % ways] = cute.math.fma(prods[i][0], prods[i][1], acc[i % ways])
+    return fold(acc, lambda p, q: p + q, ways)
 
 
 def exp2_fma(e, shl, bias=0.0):

@@ -133,7 +133,7 @@ def test_rmsnorm_forward_and_backward_match_torch(dtype, case):
 
 @pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
 def test_layernorm_forward_matches_torch(dtype, case):
-    _check_layernorm(dtype, case, None)
+    _check_layernorm(dtype, case, None, 1)
 
 
 # a persistent grid of clusters, each walking its rows (examples/layernorm_loop.py): clusters with several rows,
@@ -150,25 +150,32 @@ LOOPS = [("BFloat16", (37, 131072, 8), LoopConfig(8, 256, 2, clusters=5)),
          ("BFloat16", (37, 131072, 8), LoopConfig(8, 256, 2, "registers", True, clusters=5)),
          ("Float32", (9, 262144, 4), LoopConfig(16, 512, 3, "registers", True, clusters=2)),
          ("Float16", (5, 4097, 3), LoopConfig(2, 128, 2, "registers", True, clusters=2)),
-         ("BFloat16", (5, 100003, 5), None), ("Float32", (4, 131071, 1), None), ("Float16", (2, 131072, 8), None)]
+         ("BFloat16", (5, 100003, 5), None), ("Float32", (4, 131071, 1), None), ("Float16", (2, 131072, 8), None),
+         ("Float16", (4, 262144, 16), None)]
 
 
 @pytest.mark.parametrize("dtype,case,loop", LOOPS, ids=[f"{d}-{c[0]}x{c[1]}-{lp!r}" for d, c, lp in LOOPS])
 def test_layernorm_on_a_loop_of_rows_matches_torch(dtype, case, loop):
-    _check_layernorm(dtype, case, loop)
+    # y padded as x (whole 128-bit chunks where x has them): the default takes the loop on those rows
+    _check_layernorm(dtype, case, loop, case[2] or 1, True)
 
 
-def _check_layernorm(dtype, case, loop):
+def _check_layernorm(dtype, case, loop, ypad, on_loop=None):
+    """LayerNorm of a (m, n) case with ``loop`` into a y padded by ``ypad`` (``on_loop``: whether the loop's kernel
+    runs, ``None``: either)."""
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
     m, n, pad = case
     eps = 1e-5
-    x = _rows(torch, m, n, pad, t, 5, 3.0) + 1.5
+    x = _rows(torch, m, n, pad, t, 5, 3.0)
+    x.copy_(x + 1.5)      # in place: x keeps its padded rows
     w = (torch.rand(n, device="cuda") + 0.5).to(t)
     b = torch.randn(n, device="cuda").to(t)
-    y, mean, rstd = Poisoned(torch, (m, n), t, 1), Poisoned(torch, (m,), torch.float32), \
+    y, mean, rstd = Poisoned(torch, (m, n), t, ypad), Poisoned(torch, (m,), torch.float32), \
         Poisoned(torch, (m,), torch.float32)
-    layernorm_forward(x, w, b, y.view, mean.view, rstd.view, eps, loop)
+    c = cute.compile(layernorm_forward, x, w, b, y.view, mean.view, rstd.view, eps, loop)
+    assert on_loop is None or ("layernorm_loop_kernel" in c.ptx) == on_loop
+    c(x, w, b, y.view, mean.view, rstd.view, eps, loop)
     assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
     xd = x.double()
     mu = xd.mean(dim=1, keepdim=True)

@@ -124,7 +124,7 @@ def test_rows_over_a_cluster_stage_their_inputs_through_shared_memory(assemble):
     # x and w copied by cp.async (8 chunks each), x's group waited for before the reduction and w's after it
     assert _count(rms, CP_ASYNC_16) == 16 and _count(rms, r"ld\.global\.v4") == 0
     assert re.findall(r"cp\.async\.wait_group\s+(\d+)", rms) == ["1", "0"]
-    ln = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5).ptx
+    ln = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5, False).ptx
     # 16-bit rows over CTAs of 256 threads: x copied (8 chunks), read back at each pass; w and b loaded chunk by chunk
     # at the store, after both exchanges
     assert _count(ln, CP_ASYNC_16) == 8 and _count(ln, r"ld\.global\.v4\.b32") == 16
@@ -148,12 +148,12 @@ def test_layernorm_stages_x_where_registers_would_hold_two_ctas_an_sm(assemble):
         plan = plan_rows("t", n, 128 // (32 if dtype == "Float32" else 16), ONE_INPUT)
         assert layernorm_stages_x(plan, getattr(cute, dtype)) == staged, (dtype, n)
     x, w, s = _rows("BFloat16", 8, 262144), F("BFloat16", (262144,)), F("Float32", (8,))
-    ptx = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5).ptx
+    ptx = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5, False).ptx
     regs = ptxas_registers(ptx)
     if regs is not None:
         assert regs <= 80, f"{regs} registers a thread leave two CTAs of 256 threads an SM"
     x, w = _rows("BFloat16", 8, 32768), F("BFloat16", (32768,))
-    ptx = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5).ptx
+    ptx = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5, False).ptx
     assert _count(ptx, CP_ASYNC_16) == 2 * 8 and _count(ptx, r"ld\.global\.v4\.b32") == 8   # w and b; x
     assemble(ptx)
 

@@ -192,3 +192,27 @@ def test_rmsnorm_workspace_rows_are_one_wave_of_clusters_for_rows_over_a_cluster
     assert short.cluster == 1
     assert ex.rmsnorm_workspace_rows(100000, 4096) == sm_count() * 2 * short.rows
     assert ex.rmsnorm_workspace_rows(100000, 4096, sms=10, ctas_per_sm=1) == 10 * short.rows
+
+
+@pytest.mark.parametrize("ways", [1, 2, 4, 8])
+def test_a_dot_by_fused_multiply_adds_takes_every_product_once(ways):
+    from examples.row_math import dot_fma
+
+    rng = random.Random(ways + 10)
+    for _ in range(200):
+        pairs = [([rng.randrange(-50, 50) for _ in range(4)], [rng.randrange(-50, 50) for _ in range(4)])
+                 for _ in range(rng.randint(1, 9))]
+        exact = sum(x * y for a, b in pairs for x, y in zip(a, b))
+        assert dot_fma(pairs, ways) == exact    # integers: exact whatever the order
+
+
+def test_rmsnorm_backward_and_the_layernorm_loop_fuse_their_products_and_sums():
+    """Each element's product-and-sum is one fused multiply-add: RMSNorm backward's dot, ``dx`` and ``dw`` sums (no
+    separate subtraction left), the LayerNorm loop's squares and affine output (64 values a thread, two rows a step)."""
+    x, w, s = _rows("BFloat16", 64, 32768), F("BFloat16", (32768,)), F("Float32", (64,))
+    units = ex.rmsnorm_workspace_rows(64, 32768)
+    ptx = cute.compile(ex.rmsnorm_backward, x, x, w, s, x, w, F("Float32", (units, 32768))).ptx
+    assert _count(ptx, r"fma\.rn\.f32") >= 3 * 32 and _count(ptx, r"sub\.rn\.f32") == 0
+    x, w, s = _rows("BFloat16", 2048, 262144), F("BFloat16", (262144,)), F("Float32", (2048,))
+    ln = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5).ptx
+    assert "layernorm_loop_kernel" in ln and _count(ln, r"fma\.rn\.f32") >= 2 * (64 + 32)
