@@ -139,6 +139,10 @@ def launch_loop(kernel, config, vec, x, w, b, y, mean, rstd, eps):
         raise cute.CuteValueError(f"layernorm_forward: {config!r} stages {smem} bytes a CTA for rows of {n}, more "
                                   f"than the {LOOP_SMEM} of an SM: take a larger cluster or fewer buffers")
     units = min(m, config.clusters) if config.clusters is not None else loop_clusters(m, per_sm, config.cluster)
+    if m + 2 * config.depth * units >= 2 ** 31:
+        raise cute.CuteValueError(f"layernorm_forward: a loop over rows numbers them in Int32, up to rows + 2 x "
+                                  f"buffers x clusters (the copies ahead): {m} rows, {config.depth} buffers and "
+                                  f"{units} clusters pass 2**31 - 1")
     kernel(x, w, b, y, mean, rstd, eps, plan, config.depth, config.wb, config.one_exchange, units).launch(
         grid=units * config.cluster, block=config.threads, cluster=(config.cluster, 1, 1),
         non_portable_cluster=config.cluster > 8, min_blocks_per_mp=per_sm)

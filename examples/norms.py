@@ -376,6 +376,10 @@ def rmsnorm_backward(dy, x, w, rstd, dx, dw, workspace):
     if wn != n:
         raise cute.CuteValueError(f"{what}: workspace must have {n} columns (P, {n}), got the shape {(units, wn)}")
     plan = plan_rows(what, n, row_vector((dy, x, dx, w, workspace)), TWO_INPUTS)
+    if m + 4 * units + plan.rows >= 2 ** 31:
+        raise cute.CuteValueError(f"{what}: the groups number their rows in Int32, up to rows + 4 x workspace rows "
+                                  f"(two a step and two copied ahead): {m} rows and {units} workspace rows pass "
+                                  f"2**31 - 1")
     _launch(rmsnorm_backward_kernel, plan, -(-units // plan.rows) * plan.cluster, dy, x, w, rstd, dx, workspace)
     vec = row_vector((workspace, dw))
     column_sum_kernel(workspace, dw, vec).launch(grid=-(-n // (COLUMN_LANES * vec)),

@@ -113,3 +113,16 @@ def test_a_partial_row_on_the_loop_exchanges_twice_and_the_rest_stay_on_a_cluste
     for dtype, n, stride in (("Float32", 65536, None), ("BFloat16", 65536, None), ("BFloat16", 131072, 131073)):
         assert "layernorm_forward_kernel" in _ln(dtype, 4, n, stride=stride).ptx, (dtype, n)
     assert "layernorm_forward_kernel" in _ln("Float32", 4, 131072, False).ptx
+
+
+def test_rows_whose_numbers_would_pass_int32_are_refused_with_the_rule():
+    # the loop numbers rows in Int32 up to rows + 2 x buffers x clusters (its copies ahead); rmsnorm_backward's
+    # groups up to rows + 4 x workspace rows
+    m = 2 ** 31 - 5
+    with pytest.raises(cute.CuteValueError, match=r"2147483643 rows, 2 buffers and 8 clusters pass 2\*\*31 - 1"):
+        _ln("Float32", m, 1, LoopConfig(2, 128, 2, clusters=8))
+    ok = _ln("Float32", 2 ** 31 - 1 - 2 * 2 * 8, 1, LoopConfig(2, 128, 2, clusters=8))
+    assert ok.launches[0].grid == (16, 1, 1)
+    x, w, s = F("Float32", (m, 1)), F("Float32", (1,)), F("Float32", (m,))
+    with pytest.raises(cute.CuteValueError, match=r"2147483643 rows and 4 workspace rows pass 2\*\*31 - 1"):
+        cute.compile(ex.rmsnorm_backward, x, x, w, s, x, w, F("Float32", (4, 1)))
