@@ -4,13 +4,18 @@ turn, so that the copies of the next ``depth - 1`` rows are in flight while a ro
 cluster and stored.
 
 A launch of one cluster per row loads a row, reduces it and stores it with nothing in flight during the exchanges
-and the store; with 16 CTAs a row, clusters also wait to be placed. Here each CTA loads its slice of a row once
-into a buffer of its own, exactly as :mod:`norms` does (the same chunks, the same exchanges, the same bits), and
-issues the copy of its cluster's row ``depth`` rows later into the same buffer as soon as it has stored the row.
-``w`` and ``b`` are staged once (``stage_wb``) or read chunk by chunk beside each row's store.
+and the store; with 16 CTAs a row, clusters also wait to be placed. Here each CTA copies its slice of a row (the
+chunks :mod:`row_reduce` gives it) into a buffer of its own by ``cp.async``, reduces it, exchanges the partials
+across the cluster (once, as (sum, M2) pairs, where every thread's chunks are whole; else the sum, then the squared
+deviations), stores the row, and then issues the copy of its cluster's row ``depth`` rows later into the same
+buffer. ``w`` and ``b`` are held in registers, staged once in shared memory, or read chunk by chunk beside each
+row's store (``LoopConfig.wb``). Each element's square-and-sum and its affine output are fused multiply-adds: with
+one CTA of 8 warps an SM, the Float32 instructions bound the loop (``ncu``: 2 warps a scheduler waiting on each
+other's adds and products). The results agree with :mod:`norms`'s up to that rounding, and are the same on every run.
 
 ``P`` defaults to the clusters the device holds at once (:func:`loop_clusters`): more would run in a second wave,
-each cluster walking its own rows, and end late.
+each cluster walking its own rows, and end late; rows are numbered in Int32, so a launch's rows plus its copies
+ahead stay below 2**31 (``CuteValueError`` past that).
 """
 
 import operator
@@ -47,7 +52,8 @@ class LoopConfig:
     WB = ("global", "smem", "registers")
 
     def __init__(self, cluster, threads, depth=2, wb="global", one_exchange=False, clusters=None, ctas_per_sm=None):
-        if cluster not in (2, 4, 8, 16) or threads not in (128, 256, 512, 1024) or depth not in (1, 2, 3, 4):
+        if not (type(cluster) is int and cluster in (2, 4, 8, 16) and type(threads) is int and
+                threads in (128, 256, 512, 1024) and type(depth) is int and 1 <= depth <= 4):
             raise cute.CuteValueError(f"layernorm_forward: a loop over rows takes clusters of 2..16 CTAs (a power of "
                                       f"two) of 128..1024 threads and 1..4 buffers, got cluster={cluster!r}, "
                                       f"threads={threads!r}, depth={depth!r}")

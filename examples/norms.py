@@ -339,8 +339,8 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
     variance, computed from the row in registers as ``mean((x - mean)^2)``), in Float32; ``w``, ``b`` 1-D of
     ``n``; ``mean``, ``rstd`` 1-D Float32 of ``rows`` (written). ``loop``: a ``layernorm_loop.LoopConfig`` runs
     the rows on a persistent grid of clusters, each walking its rows (``layernorm_loop``); ``False``, a cluster (or
-    a CTA) a row; ``None`` (the default), the measured choice (``layernorm_loop.default_loop``). Every choice gives
-    the same bits."""
+    a CTA) a row; ``None`` (the default), the measured choice (``layernorm_loop.default_loop``). The choices
+    agree up to Float32 rounding (the loop fuses its products and sums); each gives the same bits on every run."""
     m, n = check_matrix("layernorm_forward", "x", x)
     check_same_shape("layernorm_forward", "y", y, (m, n))
     check_vector("layernorm_forward", "w", w, n)

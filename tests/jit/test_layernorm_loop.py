@@ -59,6 +59,8 @@ def test_a_loop_launches_at_most_a_cluster_a_row_and_at_least_one(m, per_sm, clu
 
 @pytest.mark.parametrize("kwargs,rule", [
     (dict(cluster=3, threads=256), "clusters of 2..16"), (dict(cluster=32, threads=256), "clusters of 2..16"),
+    (dict(cluster=2.0, threads=256), "clusters of 2..16"), (dict(cluster=True, threads=256), "clusters of 2..16"),
+    (dict(cluster=8, threads=256.0), "128..1024 threads"), (dict(cluster=8, threads=256, depth=True), "1..4 buffers"),
     (dict(cluster=8, threads=96), "128..1024 threads"), (dict(cluster=8, threads=256, depth=5), "1..4 buffers"),
     (dict(cluster=8, threads=256, depth=0), "1..4 buffers"), (dict(cluster=8, threads=256, wb="l2"), "wb must be"),
     (dict(cluster=8, threads=256, one_exchange=1), "one_exchange a bool"),
