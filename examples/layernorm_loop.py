@@ -116,10 +116,12 @@ def default_loop(n, vec, dtype):
     """The default :class:`LoopConfig` for rows of ``n`` elements of ``dtype`` in chunks of ``vec``, or ``False``
     (a cluster or a CTA a row): for rows longer than ``LOOP_FROM`` in whole chunks of 128 bits or more, CTAs of
     ``LOOP_THREADS`` threads, one an SM, in the smallest cluster that gives each thread at most ``LOOP_CHUNKS``
-    chunks and two buffers that fit an SM, ``w`` and ``b`` in registers, one exchange. Measured (H200, 1 GiB
-    inputs) against a cluster a row: Float32 0.73 -> 0.93-0.95 of the copy ceiling at 131072 and 262144, 16-bit
-    0.85-0.86 -> 0.90-0.91 at 131072 and 0.83 -> 0.85-0.87 at 262144; at 65536 the loop ran at 0.90-0.93 against
-    0.94-0.96 (benchmarks/RESULTS.md)."""
+    chunks and two buffers that fit an SM, ``w`` and ``b`` in registers, one exchange; 16-bit rows only where every
+    thread's chunks lie inside the row. Measured (H200, 1 GiB inputs) against a cluster a row: Float32 0.73 ->
+    0.93-0.95 of the copy ceiling at 131072 and 262144 (0.71-0.72 -> 0.94-0.95 at 100000 and 200000, 0.99x at
+    70000), 16-bit 0.85-0.86 -> 0.90-0.91 at 131072 and 0.83 -> 0.85-0.87 at 262144, 1.01x at 98304; 16-bit rows
+    with a partial end 0.92-0.95x (70000, 200000); at 65536 the loop ran at 0.90-0.93 against 0.94-0.96
+    (benchmarks/RESULTS.md)."""
     if vec * dtype.width < 128 or n <= LOOP_FROM or dtype.width not in LOOP_THREADS:
         return False
     threads = LOOP_THREADS[dtype.width]
@@ -129,7 +131,7 @@ def default_loop(n, vec, dtype):
         plan = loop_plan(n, vec, config)
         # (chunks wider than 128 bits, where y or w is narrower than x, may need a larger cluster to fit)
         if plan.chunks <= LOOP_CHUNKS and loop_ctas_per_sm(plan, config, dtype, dtype, dtype):
-            return config
+            return config if dtype.width == 32 or every_thread_full(plan) else False
         cluster *= 2
     return False
 

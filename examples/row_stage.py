@@ -8,9 +8,10 @@ overlap the row's loads, and the staged values are read from shared memory in ea
 
 Thread ``tx``'s chunk ``k`` (``plan.vec`` elements, the same chunks as :func:`row_reduce.load_row` gives it) goes to
 slot ``k * plan.threads + tx``: a thread reads only the slots it wrote, so ``cp.async.wait_group`` alone orders
-each copy before its reads (no barrier). A chunk that holds the row's end is loaded at once (element by element
-under its predicate) and stored into its slot, as is every chunk narrower than 32 bits (``cp.async`` moves 4, 8 or
-16 bytes).
+each copy before its reads (no barrier). The one chunk that straddles the row's end is loaded at once (element by
+element under its predicate) and stored into its slot, as is every chunk narrower than 32 bits (``cp.async`` moves
+4, 8 or 16 bytes); the other chunks of the row's last round of chunks, inside the row, are copied by ``cp.async``
+like the rest.
 """
 
 import cute_py as cute
@@ -58,10 +59,10 @@ class Staged:
             at = chunk_index(plan, k, t, rank)
             if cute.const_expr(copied and plan.full(k)):
                 _copy_chunk(atom, row, self.buf, plan, k, at, self.tx, self.bits)
-            else:  # through registers: the row's end under its predicate, or a chunk too narrow for cp.async
-                frag = cute.make_rmem_tensor((plan.vec,), self.dtype)
-                load_chunk(row, at, plan.vec, plan.n, frag, fill, plan.full(k))
-                thread_slot(self.buf, plan, k, self.tx).store(frag.load())
+            elif cute.const_expr(copied):  # the chunks that hold the row's end: whole ones by cp.async too
+                _copy_or_load(atom, row, self.buf, plan, k, at, self.tx, self.bits, fill)
+            else:  # a chunk too narrow for cp.async: through registers
+                _load_through_registers(row, self.buf, plan, k, at, self.tx, fill, plan.full(k))
         return self
 
     def values(self):
@@ -82,6 +83,22 @@ def _copy_chunk(atom, row, buf, plan, k, at, tx, bits):
     dst = thread_slot(buf, plan, k, tx)
     for h in cute.range_constexpr(pieces):
         cute.copy(atom, cute.local_tile(src, (piece,), (h,)), cute.local_tile(dst, (piece,), (h,)))
+
+
+@cute.jit
+def _copy_or_load(atom, row, buf, plan, k, at, tx, bits, fill):
+    """Chunk ``at`` of ``row`` into this thread's slot ``k``: by ``cp.async`` where it lies inside the row, else
+    element by element through registers (``fill`` past the row's end)."""
+    if (at + 1) * plan.vec <= plan.n:
+        _copy_chunk(atom, row, buf, plan, k, at, tx, bits)
+    else:
+        _load_through_registers(row, buf, plan, k, at, tx, fill, False)
+
+
+def _load_through_registers(row, buf, plan, k, at, tx, fill, full):
+    frag = cute.make_rmem_tensor((plan.vec,), row.element_type)
+    load_chunk(row, at, plan.vec, plan.n, frag, fill, full)
+    thread_slot(buf, plan, k, tx).store(frag.load())
 
 
 def stage(rows, plan, t, rank, fill=0.0):

@@ -35,11 +35,15 @@ def test_the_default_loop_takes_the_smallest_cluster_that_keeps_its_chunks_and_f
         return plan.chunks <= LOOP_CHUNKS and loop_smem(plan, c, dtype, dtype, dtype) <= LOOP_SMEM
 
     clusters = [2, 4, 8, MAX_CLUSTER]
-    if config is False:   # only where no cluster up to the largest does
-        assert not any(fits(c) for c in clusters)
+    if config is False:   # only where no cluster up to the largest does, or 16-bit rows whose end is partial there
+        first = next((c for c in clusters if fits(c)), None)
+        if first is not None:
+            plan = loop_plan(n, vec, LoopConfig(first, LOOP_THREADS[dtype.width]))
+            assert dtype.width == 16 and plan.chunks * plan.cluster * plan.group * vec != n
         return
     plan = loop_plan(n, vec, config)
     assert plan.chunks <= LOOP_CHUNKS and plan.chunks * plan.cluster * plan.group * vec >= n
+    assert dtype.width == 32 or plan.chunks * plan.cluster * plan.group * vec == n
     assert plan.cluster == config.cluster in clusters and fits(config.cluster)
     assert not any(fits(c) for c in clusters if c < config.cluster)
     assert loop_ctas_per_sm(plan, config, dtype, dtype, dtype) == 1
@@ -110,9 +114,12 @@ def test_the_default_loop_copies_the_next_row_while_it_reduces_this_one(assemble
 
 
 def test_a_partial_row_on_the_loop_exchanges_twice_and_the_rest_stay_on_a_cluster_a_row():
+    """Float32 rows with a partial end take the loop (two exchanges); 16-bit ones, rows of 65536 or less and rows
+    in chunks narrower than 128 bits keep a cluster (or a CTA) a row."""
     ptx = _ln("Float32", 4, 131071, stride=131072).ptx
     assert "layernorm_loop_kernel" in ptx and len(re.findall(EXCHANGE, ptx)) == 4
-    for dtype, n, stride in (("Float32", 65536, None), ("BFloat16", 65536, None), ("BFloat16", 131072, 131073)):
+    for dtype, n, stride in (("Float32", 65536, None), ("BFloat16", 65536, None), ("BFloat16", 131072, 131073),
+                             ("BFloat16", 70000, None), ("Float16", 200000, None)):
         assert "layernorm_forward_kernel" in _ln(dtype, 4, n, stride=stride).ptx, (dtype, n)
     assert "layernorm_forward_kernel" in _ln("Float32", 4, 131072, False).ptx
 
@@ -128,3 +135,12 @@ def test_rows_whose_numbers_would_pass_int32_are_refused_with_the_rule():
     x, w, s = F("Float32", (m, 1)), F("Float32", (1,)), F("Float32", (m,))
     with pytest.raises(cute.CuteValueError, match=r"2147483643 rows and 4 workspace rows pass 2\*\*31 - 1"):
         cute.compile(ex.rmsnorm_backward, x, x, w, s, x, w, F("Float32", (4, 1)))
+
+
+def test_the_chunks_of_a_partial_last_round_inside_the_row_are_copied_by_cp_async():
+    # bf16 rows of 70000 over 8 CTAs of 256 threads: 5 chunks of 8 a thread, the fifth reaching past the row's end.
+    # Every chunk goes by cp.async at each of the 4 copy sites (the first two rows, then after each row of a step);
+    # only the one chunk straddling the end is loaded element by element
+    ptx = _ln("BFloat16", 4096, 70000, LoopConfig(8, 256, 2)).ptx
+    assert len(re.findall(CP_ASYNC_16, ptx)) == 5 * 4
+    assert len(re.findall(r"ld\.global(\.nc)?\.b16", ptx)) >= 8 * 4
