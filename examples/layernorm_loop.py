@@ -91,11 +91,14 @@ def loop_plan(n, vec, config):
 
 
 def loop_smem(plan, config, x_dtype, w_dtype, b_dtype):
-    """The shared memory a CTA takes (bytes, the reductions' buffers and alignment included)."""
+    """The shared memory a CTA takes, at most (bytes): the row buffers, ``w`` and ``b`` where staged, and the
+    reductions' buffers and mbarriers (two rounds of pairs a buffer, each rounded to 16 bytes), with 2 KiB for
+    alignment."""
     total = config.depth * staged_bytes(plan, x_dtype)
     if config.wb == "smem":
         total += staged_bytes(plan, w_dtype) + staged_bytes(plan, b_dtype)
-    return total + 1024
+    per_slot = -(-plan.warps * 8 // 16) * 16 + -(-plan.cluster * 8 // 16) * 16 + 8
+    return total + 2 * config.depth * per_slot + 2048
 
 
 def loop_ctas_per_sm(plan, config, x_dtype, w_dtype, b_dtype):
