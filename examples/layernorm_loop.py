@@ -19,13 +19,14 @@ ahead stay below 2**31 (``CuteValueError`` past that).
 """
 
 import operator
+from dataclasses import dataclass
 
 import cute_py as cute
 from cute_py import arch
 
 from .gemm_plan import cluster_capacity
-from .norm_parts import deviations, every_thread_full, store_affine, store_stats, sum_m2
-from .row_reduce import (RowPlan, RowReduction, add, chunk_index, cluster_start, load_chunk, rearm, row_coords,
+from .norm_parts import deviations, every_thread_full, mean_and_squares, store_affine, store_stats, sum_m2
+from .row_reduce import (RowPlan, RowReduction, chunk_index, cluster_start, load_chunk, rearm, row_coords,
                          row_reduce, store_if_row, MAX_CLUSTER)
 from .row_math import elements, fold
 from .row_stage import Staged, stage, staged_bytes, wait_staged
@@ -38,8 +39,10 @@ LOOP_MIN_REGS = 64       # registers a thread the kernel keeps at least (bounds 
 LOOP_FROM = 65536        # the default takes the loop for rows longer than this (a cluster of 16 a row otherwise)
 LOOP_THREADS = {16: 256, 32: 512}   # the default's threads a CTA, by the width of x's type
 LOOP_CHUNKS = 8          # the default's chunks a thread at most (w and b in registers)
+WB = ("global", "smem", "registers")   # where LoopConfig.wb keeps w and b
 
 
+@dataclass(frozen=True)
 class LoopConfig:
     """How :func:`layernorm_loop_kernel` runs: ``cluster`` CTAs of ``threads`` a row, ``depth`` row buffers
     (``depth - 1`` rows copied ahead); ``w`` and ``b`` (``wb``) read from global memory beside each row's store
@@ -49,43 +52,33 @@ class LoopConfig:
     most this many CTAs an SM (``None``: as many as shared memory, threads and ``LOOP_MIN_REGS`` registers allow;
     fewer leave each thread more registers)."""
 
-    WB = ("global", "smem", "registers")
+    cluster: int
+    threads: int
+    depth: int = 2
+    wb: str = "global"
+    one_exchange: bool = False
+    clusters: int | None = None
+    ctas_per_sm: int | None = None
 
-    def __init__(self, cluster, threads, depth=2, wb="global", one_exchange=False, clusters=None, ctas_per_sm=None):
+    def __post_init__(self):
+        cluster, threads, depth = self.cluster, self.threads, self.depth
         if not (type(cluster) is int and cluster in (2, 4, 8, 16) and type(threads) is int and
                 threads in (128, 256, 512, 1024) and type(depth) is int and 1 <= depth <= 4):
             raise cute.CuteValueError(f"layernorm_forward: a loop over rows takes clusters of 2..16 CTAs (a power of "
                                       f"two) of 128..1024 threads and 1..4 buffers, got cluster={cluster!r}, "
                                       f"threads={threads!r}, depth={depth!r}")
-        if wb not in self.WB or type(one_exchange) is not bool:
-            raise cute.CuteValueError(f"layernorm_forward: wb must be one of {self.WB} and one_exchange a bool, got "
-                                      f"wb={wb!r}, one_exchange={one_exchange!r}")
-        if clusters is not None and (type(clusters) is not int or clusters < 1):
-            raise cute.CuteValueError(f"layernorm_forward: clusters must be None (those the device holds at once) or "
-                                      f"an int >= 1, got {clusters!r}")
-        self.cluster, self.threads, self.depth, self.wb = cluster, threads, depth, wb
-        if ctas_per_sm is not None and (type(ctas_per_sm) is not int or ctas_per_sm < 1):
-            raise cute.CuteValueError(f"layernorm_forward: ctas_per_sm must be None or an int >= 1, got "
-                                      f"{ctas_per_sm!r}")
-        self.one_exchange, self.clusters, self.ctas_per_sm = one_exchange, clusters, ctas_per_sm
-
-    def key(self):
-        return (self.cluster, self.threads, self.depth, self.wb, self.one_exchange, self.clusters, self.ctas_per_sm)
-
-    def __eq__(self, other):
-        return isinstance(other, LoopConfig) and self.key() == other.key()
-
-    def __hash__(self):
-        return hash(self.key())
-
-    def __repr__(self):
-        return "LoopConfig(%d, %d, %d, %r, %s, %s, %s)" % self.key()
+        if self.wb not in WB or type(self.one_exchange) is not bool:
+            raise cute.CuteValueError(f"layernorm_forward: wb must be one of {WB} and one_exchange a bool, got "
+                                      f"wb={self.wb!r}, one_exchange={self.one_exchange!r}")
+        for name in ("clusters", "ctas_per_sm"):
+            v = getattr(self, name)
+            if v is not None and (type(v) is not int or v < 1):
+                raise cute.CuteValueError(f"layernorm_forward: {name} must be None or an int >= 1, got {v!r}")
 
 
 def loop_plan(n, vec, config):
     """The :class:`RowPlan` of rows of ``n`` elements in chunks of ``vec`` over ``config``'s CTAs: one row a
     cluster, ``config.threads`` threads a CTA, as many chunks a thread as the row needs."""
-    assert config.cluster <= MAX_CLUSTER
     nv = -(-n // vec)
     return RowPlan(n, vec, config.threads, 1, config.cluster, -(-nv // (config.threads * config.cluster)))
 
@@ -139,9 +132,9 @@ def default_loop(n, vec, dtype):
     return False
 
 
-def launch_loop(kernel, config, vec, x, w, b, y, mean, rstd, eps):
-    """Launch ``kernel`` (:func:`layernorm_loop_kernel`) on ``config``'s persistent grid; ``CuteValueError`` where
-    one CTA's buffers do not fit an SM."""
+def launch_loop(config, vec, x, w, b, y, mean, rstd, eps):
+    """Launch :func:`layernorm_loop_kernel` on ``config``'s persistent grid; ``CuteValueError`` where one CTA's
+    buffers do not fit an SM, or where its rows' Int32 numbers would wrap."""
     m, n = x.shape
     plan = loop_plan(n, vec, config)
     per_sm = loop_ctas_per_sm(plan, config, x.element_type, w.element_type, b.element_type)
@@ -154,7 +147,8 @@ def launch_loop(kernel, config, vec, x, w, b, y, mean, rstd, eps):
         raise cute.CuteValueError(f"layernorm_forward: a loop over rows numbers them in Int32, up to rows + 2 x "
                                   f"buffers x clusters (the copies ahead): {m} rows, {config.depth} buffers and "
                                   f"{units} clusters pass 2**31 - 1")
-    kernel(x, w, b, y, mean, rstd, eps, plan, config.depth, config.wb, config.one_exchange, units).launch(
+    layernorm_loop_kernel(x, w, b, y, mean, rstd, eps, plan, config.depth, config.wb, config.one_exchange,
+                          units).launch(
         grid=units * config.cluster, block=config.threads, cluster=(config.cluster, 1, 1),
         non_portable_cluster=config.cluster > 8, min_blocks_per_mp=per_sm)
 
@@ -215,17 +209,7 @@ def _loop_row(x, w, b, y, mean, rstd, eps, red, buf, kept, r, units, depth, once
         rearm(red, slot)
         mu = total / plan.n
     else:
-        s = 0.0
-        for v in buf.values():
-            s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
-        (total,) = row_reduce((s,), add, red, slot, phase, False)
-        rearm(red, slot)
-        mu = total / plan.n
-        q = 0.0
-        for d in deviations(buf.values(), mu, plan, t, rank):
-            q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
-        (sq,) = row_reduce((q,), add, red, depth + slot, phase, False)
-        rearm(red, depth + slot)
+        mu, sq = mean_and_squares(lambda again: buf.values(), plan, red, t, rank, (slot, depth + slot), phase, True)
     inv = cute.math.rsqrt(sq / plan.n + eps)
     ds = deviations(buf.values(), mu, plan, t, rank)
     if cute.const_expr(kept is None):

@@ -6,10 +6,11 @@ import operator
 
 import cute_py as cute
 
-from .row_reduce import chunk_index, load_chunk, row_reduce, store_chunk
+from .row_reduce import add, chunk_index, load_chunk, rearm, row_reduce, store_chunk
 from .row_math import elements, fold
 
-__all__ = ["store_stats", "thread_mask", "store_affine", "deviations", "every_thread_full", "mean_m2", "sum_m2"]
+__all__ = ["store_stats", "thread_mask", "store_affine", "deviations", "every_thread_full", "mean_m2", "sum_m2",
+           "mean_and_squares"]
 
 
 @cute.jit
@@ -87,3 +88,24 @@ def sum_m2(c):
         d = a[0] * float(eb) - b[0] * float(ea)
         return a[0] + b[0], a[1] + b[1] + d * d * (1.0 / (float(ea) * eb * (ea + eb)))
     return combine
+
+
+def mean_and_squares(read, plan, red, t, rank, slots=(0, 1), phase=0, looped=False):
+    """The row's mean and sum of squared deviations from it in two exchanges (``red``'s ``slots`` in ``phase``):
+    the sum of this thread's chunks ``read(False)``, then of the squared deviations of ``read(True)`` (the same
+    values, read again where they are staged) from the row's mean. ``looped``: inside a loop over rows (no exchange
+    is the kernel's first; each slot is re-armed after its wait)."""
+    s = 0.0
+    for v in read(False):
+        s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
+    (total,) = row_reduce((s,), add, red, slots[0], phase, not looped)
+    if looped:
+        rearm(red, slots[0])
+    mu = total / plan.n
+    q = 0.0
+    for d in deviations(read(True), mu, plan, t, rank):
+        q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
+    (sq,) = row_reduce((q,), add, red, slots[1], phase, False)
+    if looped:
+        rearm(red, slots[1])
+    return mu, sq

@@ -34,11 +34,11 @@ from cute_py import arch
 from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce,
                          row_vector, store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
-from .norm_parts import deviations, every_thread_full, mean_m2, store_affine, store_stats
+from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 from .gemm_plan import cluster_capacity
-from .layernorm_loop import LoopConfig, default_loop, launch_loop, layernorm_loop_kernel
+from .layernorm_loop import LoopConfig, default_loop, launch_loop
 from .tma_tiled import sm_count
 
 __all__ = ["rmsnorm_forward", "rmsnorm_forward_kernel", "rmsnorm_backward", "rmsnorm_backward_kernel",
@@ -105,17 +105,7 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     if cute.const_expr(whole):
         mu, sq = mean_m2(xs, plan, red)
     else:
-        s = 0.0
-        for v in xs:
-            s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
-        (total,) = row_reduce((s,), add, red, 0)
-        mu = total / plan.n
-        if cute.const_expr(stage_x):
-            xs = sx.values()
-        q = 0.0
-        for d in deviations(xs, mu, plan, t, rank):
-            q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
-        (sq,) = row_reduce((q,), add, red, 1, 0, False)
+        mu, sq = mean_and_squares(lambda again: sx.values() if stage_x and again else xs, plan, red, t, rank)
     inv = cute.math.rsqrt(sq / plan.n + eps)
     if cute.const_expr(stage_x):
         xs = sx.values()
@@ -353,7 +343,7 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
     if loop is not False:
         if not isinstance(loop, LoopConfig):
             raise cute.CuteValueError(f"layernorm_forward: loop must be None, False or a LoopConfig, got {loop!r}")
-        launch_loop(layernorm_loop_kernel, loop, vec, x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
+        launch_loop(loop, vec, x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
         return
     plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
     _launch(layernorm_forward_kernel, plan, plan.grid(m), x, w, b, y, mean, rstd, _eps("layernorm_forward", eps),

@@ -56,8 +56,8 @@ def chunks(flat, vec):
 
 
 def fma_each(a, b, c):
-    """``a * b + c`` element by element, each rounded once: ``a`` a Float32 TensorSSA, ``b`` and ``c`` TensorSSA of
-    its length or Float32 scalars (``list``/``tuple`` to index, anything else taken whole)."""
+    """``a * b + c`` element by element, each rounded once: ``a`` a Float32 TensorSSA, ``b`` and ``c`` TensorSSA (or
+    lists) of its length, indexed, or Float32 scalars, taken whole."""
     n = len(a)
     frag = cute.make_rmem_tensor((n,), cute.Float32)
     for j in range(n):

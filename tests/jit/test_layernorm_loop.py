@@ -4,6 +4,7 @@ exchanges, grid and registers in its PTX."""
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -65,6 +66,8 @@ def test_a_loop_launches_at_most_a_cluster_a_row_and_at_least_one(m, per_sm, clu
     (dict(cluster=3, threads=256), "clusters of 2..16"), (dict(cluster=32, threads=256), "clusters of 2..16"),
     (dict(cluster=2.0, threads=256), "clusters of 2..16"), (dict(cluster=True, threads=256), "clusters of 2..16"),
     (dict(cluster=8, threads=256.0), "128..1024 threads"), (dict(cluster=8, threads=256, depth=True), "1..4 buffers"),
+    (dict(cluster=np.int64(8), threads=256), "clusters of 2..16"),
+    (dict(cluster=8, threads=256, clusters=np.int32(3)), "clusters must be"),
     (dict(cluster=8, threads=96), "128..1024 threads"), (dict(cluster=8, threads=256, depth=5), "1..4 buffers"),
     (dict(cluster=8, threads=256, depth=0), "1..4 buffers"), (dict(cluster=8, threads=256, wb="l2"), "wb must be"),
     (dict(cluster=8, threads=256, one_exchange=1), "one_exchange a bool"),
@@ -157,3 +160,26 @@ def test_the_shared_memory_a_loop_counts_on_bounds_what_its_kernel_takes(dtype, 
     plan = loop_plan(n, 1 if n % 2 else 128 // TYPES[dtype].width, config)
     counted = loop_smem(plan, config, TYPES[dtype], TYPES[dtype], TYPES[dtype])
     assert taken <= counted <= taken + 4096, (taken, counted)
+
+
+ANY = st.one_of(st.integers(-3, 2048), st.floats(allow_nan=True), st.booleans(), st.none(), st.text(max_size=3),
+                st.integers(0, 64).map(np.int64), st.sampled_from([2, 4, 8, 16, 128, 256, 512, 1024, "smem"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(cluster=ANY, threads=ANY, depth=ANY, wb=st.one_of(ANY, st.sampled_from(["global", "smem", "registers"])),
+       one=st.one_of(ANY, st.booleans()), clusters=ANY, per_sm=ANY)
+def test_a_loop_configuration_is_taken_exactly_when_every_field_is_in_range(cluster, threads, depth, wb, one,
+                                                                             clusters, per_sm):
+    def count(v):   # None, or a plain int >= 1
+        return v is None or (type(v) is int and v >= 1)
+    valid = (type(cluster) is int and cluster in (2, 4, 8, 16) and type(threads) is int
+             and threads in (128, 256, 512, 1024) and type(depth) is int and 1 <= depth <= 4
+             and isinstance(wb, str) and wb in ("global", "smem", "registers") and type(one) is bool
+             and count(clusters) and count(per_sm))
+    try:
+        LoopConfig(cluster, threads, depth, wb, one, clusters, per_sm)
+    except cute.CuteValueError:
+        assert not valid
+    else:
+        assert valid
