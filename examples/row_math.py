@@ -66,7 +66,7 @@ def fma_each(a, b, c):
 
 
 def _at(v, j):
-    return v[j] if hasattr(v, "__getitem__") and not isinstance(v, (int, float)) else v
+    return v[j] if hasattr(v, "__getitem__") else v
 
 
 def dot_fma(pairs, ways=4):
