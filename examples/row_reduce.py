@@ -82,34 +82,32 @@ def plan_rows(what, n, vec, values, most=None, wide=None):
     256..1024) that each keeps at most ``min(values // vec, 8)`` chunks, several rows to a CTA of 256 threads when
     rows are short; rows that need more than ``values // vec`` chunks a thread take a cluster of 2..16 CTAs (of 128
     threads when 16 of them can hold the row and ``values >= 64``, or, where 16 of them cannot hold it at
-    ``values``, when they can at ``wide`` values a thread, where given; else of ``most``); ``CuteValueError`` past
-    that, naming the longest row."""
+    ``values``, when 16 of them can at ``wide`` values a thread, where given, and then 16; else of ``most``): the
+    smallest cluster that holds the row at ``values // vec`` chunks a thread, of any size (not only a power of two:
+    each cluster holds one row at a time, and a row just past a power of two would otherwise take twice the CTAs,
+    so that the device holds half as many rows at once); ``CuteValueError`` past that, naming the longest row."""
     nv = -(-n // vec)
     kmax = max(1, values // vec)
     if most is None:
         most = max(256, min(1024, CTA_VALUES // values))  # threads of one row in one CTA
     group = min(most, max(1, _pow2_at_least(-(-nv // min(kmax, 8)))))
-    cluster = 1
-    while -(-nv // (group * cluster)) > kmax:
-        cluster *= 2
-        if cluster > MAX_CLUSTER:
-            longest = most * kmax * vec * MAX_CLUSTER
-            raise cute.CuteValueError(f"{what}: a row is held in the registers of at most {MAX_CLUSTER} CTAs of a "
-                                      f"cluster: at most {longest} elements per row here, got {n}")
-    if cluster > 1:
-        group = most
-        # with many values a thread, CTAs of 128 threads in a larger cluster keep more bytes in flight per SM
-        small = _pow2_at_least(-(-nv // (CLUSTER_GROUP * kmax)))
-        if values >= 64 and most >= CLUSTER_GROUP and small <= MAX_CLUSTER:
+    if -(-nv // group) <= kmax:
+        return RowPlan(n, vec, group, max(1, SHORT_THREADS // group), 1, -(-nv // group))
+    if -(-nv // (most * MAX_CLUSTER)) > kmax:
+        longest = most * kmax * vec * MAX_CLUSTER
+        raise cute.CuteValueError(f"{what}: a row is held in the registers of at most {MAX_CLUSTER} CTAs of a "
+                                  f"cluster: at most {longest} elements per row here, got {n}")
+    group, cluster = most, -(-nv // (most * kmax))
+    if most >= CLUSTER_GROUP:
+        small = -(-nv // (CLUSTER_GROUP * kmax))
+        if values >= 64 and small <= MAX_CLUSTER:
+            # with many values a thread, CTAs of 128 threads in a larger cluster keep more bytes in flight per SM
             group, cluster = CLUSTER_GROUP, small
-        elif wide is not None and most >= CLUSTER_GROUP and small > MAX_CLUSTER:
+        elif wide is not None and small > MAX_CLUSTER >= -(-nv // (CLUSTER_GROUP * max(1, wide // vec))):
             # a row 16 small CTAs hold only at more values a thread: measured faster for softmax's rows of 262144
             # bf16 than CTAs of ``most`` threads at ``values`` (more CTAs resident on an SM)
-            small = _pow2_at_least(-(-nv // (CLUSTER_GROUP * max(1, wide // vec))))
-            if small <= MAX_CLUSTER:
-                group, cluster = CLUSTER_GROUP, small
-    rows = max(1, SHORT_THREADS // group) if cluster == 1 else 1
-    return RowPlan(n, vec, group, rows, cluster, -(-nv // (group * cluster)))
+            group, cluster = CLUSTER_GROUP, MAX_CLUSTER
+    return RowPlan(n, vec, group, 1, cluster, -(-nv // (group * cluster)))
 
 
 def row_vector(tensors):

@@ -21,8 +21,10 @@ from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 # (rows, n, padding of each row): odd lengths, strides that allow narrower vectors only (65534: chunks of 2, staged
-# by 4- and 8-byte cp.async), clusters of 4 and 16
-CASES = [(3, 1, 3), (5, 7, 1), (33, 4097, 7), (4, 65536, 8), (3, 65534, 0), (2, 262143, 1)]
+# by 4- and 8-byte cp.async), clusters of 4 and 16, and of sizes that are no power of two (70000: 9 CTAs with one row
+# input, 5 with two; 100000 in single elements: 13 and 7)
+CASES = [(3, 1, 3), (5, 7, 1), (33, 4097, 7), (4, 65536, 8), (3, 65534, 0), (2, 262143, 1), (5, 70000, 8),
+         (3, 100000, 3)]
 # (and 16-bit rows of 262144: whole chunks over 16 CTAs of 256 threads, where LayerNorm stages x)
 CONFIGS = [(d, c) for c in CASES for d in ("Float32", "BFloat16")] + [("Float16", (33, 4097, 7))] + [
     (d, (3, 262144, 8)) for d in ("BFloat16", "Float16")]
