@@ -62,11 +62,11 @@ class LoopConfig:
 
     def __post_init__(self):
         cluster, threads, depth = self.cluster, self.threads, self.depth
-        if not (type(cluster) is int and cluster in (2, 4, 8, 16) and type(threads) is int and
+        if not (type(cluster) is int and 2 <= cluster <= MAX_CLUSTER and type(threads) is int and
                 threads in (128, 256, 512, 1024) and type(depth) is int and 1 <= depth <= 4):
-            raise cute.CuteValueError(f"layernorm_forward: a loop over rows takes clusters of 2..16 CTAs (a power of "
-                                      f"two) of 128..1024 threads and 1..4 buffers, got cluster={cluster!r}, "
-                                      f"threads={threads!r}, depth={depth!r}")
+            raise cute.CuteValueError(f"layernorm_forward: a loop over rows takes clusters of 2..16 CTAs of 128..1024 "
+                                      f"threads and 1..4 buffers, got cluster={cluster!r}, threads={threads!r}, "
+                                      f"depth={depth!r}")
         if self.wb not in WB or type(self.one_exchange) is not bool:
             raise cute.CuteValueError(f"layernorm_forward: wb must be one of {WB} and one_exchange a bool, got "
                                       f"wb={self.wb!r}, one_exchange={self.one_exchange!r}")

@@ -33,7 +33,7 @@ from cute_py import arch
 
 from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce,
-                         row_vector, store_if_row, store_row, FLOATS, ONE_INPUT, TWO_INPUTS)
+                         row_vector, store_if_row, store_row, CLUSTER_GROUP, FLOATS, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
@@ -131,6 +131,11 @@ def layernorm_stages_x(plan, dtype):
     against 0.65 (benchmarks/RESULTS.md)."""
     return staged_rows(plan) and plan.threads >= 256 and dtype.width == 16
 
+
+# CTAs an SM that LayerNorm asks for on clusters of CTAs of 128 threads (x in registers): left free, the assembler
+# took 102-122 registers a thread on rows with a partial end (four CTAs an SM). Measured (H200, bf16): 0.66 -> 0.76 of
+# the copy ceiling at 70000, 0.60 -> 0.75 at 100000, 0.75 -> 0.89 at 40000 (benchmarks/RESULTS.md)
+LAYERNORM_CTAS_PER_SM = 5
 
 NORM_STAGE_SMEM = 100 * 1024  # staged bytes a CTA of a norm may take: two CTAs still share an SM
 
@@ -346,8 +351,9 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
         launch_loop(loop, vec, x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
         return
     plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
-    _launch(layernorm_forward_kernel, plan, plan.grid(m), x, w, b, y, mean, rstd, _eps("layernorm_forward", eps),
-            layernorm_stages_x(plan, x.element_type))
+    stage_x = layernorm_stages_x(plan, x.element_type)
+    launch_rows(layernorm_forward_kernel(x, w, b, y, mean, rstd, _eps("layernorm_forward", eps), stage_x, plan), plan,
+                plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if plan.threads == CLUSTER_GROUP else None)
 
 
 @cute.jit

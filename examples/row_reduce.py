@@ -26,7 +26,8 @@ from cute_py.nvgpu import cpasync
 __all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
            "RowReduction", "launch_rows", "row_coords", "chunk_index", "load_chunk", "store_chunk", "load_row",
            "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
-           "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT", "TWO_INPUTS"]
+           "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT",
+           "TWO_INPUTS"]
 
 FLOATS = ("Float32", "BFloat16", "Float16")
 INDEX_TYPES = ("Int32", "Int64")
@@ -221,11 +222,14 @@ def cluster_start(plan):
         arch.cluster_arrive_relaxed(aligned=True)
 
 
-def launch_rows(kernel_call, plan, grid, one_input, clustered=True):
+def launch_rows(kernel_call, plan, grid, one_input, clustered=True, ctas_per_sm=None):
     """Launch ``kernel_call`` (a kernel applied to its arguments) for ``plan`` on ``grid`` CTAs, in clusters of
     ``plan.cluster`` unless ``clustered`` is false. Kernels holding one row input (``one_input``) ask for 2 CTAs per
-    SM (at most 128 registers a thread for CTAs of 256): more rows in flight."""
+    SM (at most 128 registers a thread for CTAs of 256): more rows in flight; ``ctas_per_sm``, where given, asks for
+    that many instead (the registers a thread bounded to match)."""
     kw = {"min_blocks_per_mp": max(1, 512 // plan.threads)} if one_input and plan.threads >= 256 else {}
+    if ctas_per_sm is not None:
+        kw["min_blocks_per_mp"] = ctas_per_sm
     if clustered:
         kw.update(cluster=(plan.cluster, 1, 1), non_portable_cluster=plan.cluster > 8)
     kernel_call.launch(grid=grid, block=plan.threads, **kw)

@@ -141,7 +141,7 @@ def test_layernorm_forward_matches_torch(dtype, case):
 # a persistent grid of clusters, each walking its rows (examples/layernorm_loop.py): clusters with several rows,
 # odd and even counts, one to four buffers, w and b staged once, a partial last chunk with one-element chunks, short
 # rows, and more clusters asked for than rows; w and b in registers and one exchange (a partial row: two); the
-# default's loop (rows longer than 65536 in whole 128-bit chunks), with Float32 partial rows
+# default's loop (rows longer than 65536 in whole 128-bit chunks), with Float32 partial rows; clusters of 5 and 3
 LOOPS = [("BFloat16", (37, 131072, 8), LoopConfig(8, 256, 2, clusters=5)),
          ("Float32", (9, 262144, 4), LoopConfig(16, 512, 2, clusters=2)),
          ("BFloat16", (11, 262143, 1), LoopConfig(16, 256, 3, clusters=3)),
@@ -152,6 +152,8 @@ LOOPS = [("BFloat16", (37, 131072, 8), LoopConfig(8, 256, 2, clusters=5)),
          ("BFloat16", (37, 131072, 8), LoopConfig(8, 256, 2, "registers", True, clusters=5)),
          ("Float32", (9, 262144, 4), LoopConfig(16, 512, 3, "registers", True, clusters=2)),
          ("Float16", (5, 4097, 3), LoopConfig(2, 128, 2, "registers", True, clusters=2)),
+         ("BFloat16", (7, 70000, 8), LoopConfig(5, 256, 2, "registers", True, clusters=3)),
+         ("Float32", (6, 70000, 4), LoopConfig(3, 512, 2, "registers", True)),
          ("Float32", (5, 100003, 5), None), ("Float32", (4, 131071, 1), None), ("Float16", (2, 131072, 8), None),
          ("Float16", (4, 262144, 16), None)]
 
