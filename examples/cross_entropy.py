@@ -67,15 +67,16 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
     _finish(loss, lse, ignore_index, r, m, t, rank, _shift(big) + cute.math.log(total), plan.n, k, xk)
 
 
-HALVES_CLUSTER = 8  # the smallest cluster whose 16-bit rows are staged and reduced by halves
+HALVES_CLUSTER = 4  # the smallest cluster whose 16-bit rows are staged and reduced by halves
 
 
 def staged_halves(plan, dtype):
     """Whether the forward copies a thread's logits into shared memory (``row_stage``) and reduces each half of
     its chunks on its own, their pairs combined (fewer values live at once, so more CTAs an SM): 16-bit logits over
     a cluster of ``HALVES_CLUSTER`` CTAs or more, in chunks that ``cp.async`` copies. Measured (H200, bf16): 0.76-0.78
-    -> 0.96-0.97 of the copy ceiling at 262144, 0.80 -> 0.91 at 131072, 0.90-0.97 -> 0.98-1.00 at 65536; slower at
-    32768 (4 CTAs: 0.98-1.00 -> 0.92-0.94) and for Float32 logits (1.03 -> 0.86 at 262144: 64 KiB a CTA staged)."""
+    -> 0.96-0.97 of the copy ceiling at 262144, 0.80 -> 0.91 at 131072, 0.90-0.97 -> 0.98-1.00 at 65536; with the
+    row kernels as they are now, also on clusters of 4 to 7 (0.99 -> 1.05 at 32768, 0.82 -> 0.96 at 40000, 0.80 ->
+    0.92 at 50304); slower for Float32 logits (1.03 -> 0.86 at 262144: 64 KiB a CTA staged)."""
     return (plan.cluster >= HALVES_CLUSTER and plan.chunks >= 2 and dtype.width == 16
             and plan.vec * dtype.width >= STAGE_MIN_BITS)
 

@@ -17,6 +17,8 @@ from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_f
                       rmsnorm_forward, rmsnorm_workspace_rows, softmax_backward, softmax_forward)
 import cute_py as cute  # noqa: E402
 from examples.layernorm_loop import LoopConfig  # noqa: E402
+from examples.cross_entropy import HALVES_CLUSTER  # noqa: E402
+from examples.row_reduce import ONE_INPUT, plan_rows  # noqa: E402
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -277,20 +279,22 @@ def test_nan_and_infinities_propagate_as_in_torch(n):
 
 
 @pytest.mark.parametrize("dtype", ["BFloat16", "Float16"])
-@pytest.mark.parametrize("n, pad", [(65536, 8), (262143, 1)])
+@pytest.mark.parametrize("n, pad", [(40000, 8), (65536, 8), (262143, 1)])
 def test_cross_entropy_of_16_bit_rows_reduced_by_halves_matches_torch_on_special_values(dtype, n, pad):
-    """16-bit rows over 8 and 16 CTAs: each thread takes the pair of each half of its values on its own
+    """16-bit rows over 5, 8 and 16 CTAs: each thread takes the pair of each half of its values on its own
     (``staged_halves``). Special values in one half or both: thread 0's first half holds element 1, its second half
-    element ``n // 2 + 2``."""
+    element ``b`` (the first chunk of the second half of the rounds, plus 2)."""
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
-    a, b = 1, n // 2 + 2
+    p = plan_rows("t", n, 8, ONE_INPUT, wide=2 * ONE_INPUT)
+    half = p.chunks // 2 * p.cluster * p.group * p.vec
+    a, b = 1, half + 2
     big = 3e38 if dtype == "BFloat16" else 6e4     # near the type's largest (bf16: the plain form in one half)
     x = _rows(torch, 9, n, pad, t, 9, 3.0)
     x[0, a] = big
     x[1, a], x[1, b] = float("inf"), float("nan")
     x[2, b] = float("inf")
-    x[3, :n // 2] = float("-inf")                   # the first halves only -inf (a pair (-inf, 0) combined)
+    x[3, :half] = float("-inf")                     # the first halves only -inf (a pair (-inf, 0) combined)
     x[4] = float("-inf")
     x[5, b] = 80.0                                  # the max in the second half, far above the first half's
     x[6, a], x[6, b] = -big, big
@@ -299,7 +303,7 @@ def test_cross_entropy_of_16_bit_rows_reduced_by_halves_matches_torch_on_special
     target = torch.tensor([a, 0, b, b, 0, b, b, b, -100], device="cuda")
     loss, lse = Poisoned(torch, (9,), torch.float32), Poisoned(torch, (9,), torch.float32)
     c = cute.compile(cross_entropy_forward, x, target, loss.view, lse.view)
-    assert c.launches[0].cluster[0] >= 8 and "cp.async" in c.ptx
+    assert c.launches[0].cluster == (p.cluster, 1, 1) and p.cluster >= HALVES_CLUSTER and "cp.async" in c.ptx
     c(x, target, loss.view, lse.view)
     assert loss.guards_intact() and lse.guards_intact()
     xd = x.double()

@@ -90,7 +90,8 @@ def test_norms_and_cross_entropy_build_and_assemble(assemble):
     ln = cute.compile(ex.layernorm_forward, x, w, w, x, s, s, 1e-5)
     assert _count(ln.ptx, r"ld\.global\.v4\.b32") >= 4 and ".local" not in ln.ptx
     ce = cute.compile(ex.cross_entropy_forward, x, F("Int64", (16,)), s, s)
-    assert _count(ce.ptx, r"ld\.global\.v4\.b32") >= 4 and ".local" not in ce.ptx
+    # (a cluster of 4: the logits staged by cp.async, see the halves test below)
+    assert ce.launches[0].cluster == (4, 1, 1) and _count(ce.ptx, CP_ASYNC_16) >= 4 and ".local" not in ce.ptx
     ceb = cute.compile(ex.cross_entropy_backward, x, F("Int32", (16,)), s, s, x)
     assert _count(ceb.ptx, r"st\.global\.v4\.b32") >= 4 and "shfl.sync" not in ceb.ptx  # no reduction
     for c in (ln, ce, ceb):
@@ -290,11 +291,13 @@ def test_softmax_and_cross_entropy_rows_of_262144_bf16_take_16_ctas_of_128_threa
     ("BFloat16", 262144, 262144, True, 16),   # 16 CTAs of 128 threads, 16 chunks a thread
     ("Float16", 131072, 131080, True, 8),     # 16 CTAs, 8 chunks
     ("BFloat16", 65536, 65536, True, 8),      # 8 CTAs
-    ("BFloat16", 32768, 32768, False, 0),     # 4 CTAs: measured slower staged
+    ("BFloat16", 32768, 32768, True, 8),      # 4 CTAs
+    ("BFloat16", 40000, 40008, True, 8),      # 5 CTAs, the last round partial
+    ("BFloat16", 24576, 24576, False, 0),     # 3 CTAs: not measured staged
     ("Float32", 262144, 262144, False, 0),    # 64 KiB a CTA staged: measured slower
     ("BFloat16", 262143, 262143, False, 0),   # an odd row stride: chunks of one element, too narrow for cp.async
 ])
-def test_cross_entropy_stages_16_bit_rows_over_8_or_more_ctas_and_reduces_each_half_apart(dtype, n, stride, halves,
+def test_cross_entropy_stages_16_bit_rows_over_4_or_more_ctas_and_reduces_each_half_apart(dtype, n, stride, halves,
                                                                                            copies, assemble):
     rows, s = F(dtype, (4, n), (stride, 1)), F("Float32", (4,))
     c = cute.compile(ex.cross_entropy_forward, rows, F("Int64", (4,)), s, s)
@@ -303,7 +306,7 @@ def test_cross_entropy_stages_16_bit_rows_over_8_or_more_ctas_and_reduces_each_h
     assert ex.cross_entropy.staged_halves(plan, getattr(cute, dtype)) == halves
     assert launch.cluster == (plan.cluster, 1, 1) and ".local" not in c.ptx
     if halves:  # every chunk copied, none loaded into registers
-        assert plan.cluster >= 8 and _count(c.ptx, CP_ASYNC_16) == copies == plan.chunks
+        assert plan.cluster >= 4 and _count(c.ptx, CP_ASYNC_16) == copies == plan.chunks
         assert _count(c.ptx, r"ld\.global\.v4") == 0 and _count(c.ptx, r"cp\.async\.wait_group\s+0;") == 1
         # each element's exponential in a fast and a plain form (a branch per half); the combines' are fast too
         assert _count(c.ptx, r"ex2\.approx\.f32") == plan.chunks * plan.vec
