@@ -132,9 +132,10 @@ def layernorm_stages_x(plan, dtype):
     return staged_rows(plan) and plan.threads >= 256 and dtype.width == 16
 
 
-# CTAs an SM that LayerNorm asks for on clusters of CTAs of 128 threads (x in registers): left free, the assembler
-# took 102-122 registers a thread on rows with a partial end (four CTAs an SM). Measured (H200, bf16): 0.66 -> 0.76 of
-# the copy ceiling at 70000, 0.60 -> 0.75 at 100000, 0.75 -> 0.89 at 40000 (benchmarks/RESULTS.md)
+# CTAs an SM that LayerNorm asks for on clusters of CTAs of 128 threads, 16-bit x in registers: left free, the
+# assembler took 102-122 registers a thread on rows with a partial end (four CTAs an SM). Measured (H200, bf16): 0.66
+# -> 0.76 of the copy ceiling at 70000, 0.60 -> 0.75 at 100000, 0.75 -> 0.89 at 40000 (benchmarks/RESULTS.md). Not
+# Float32 rows: shared memory holds them to three CTAs an SM anyway (0.797 -> 0.800 at 40000), and bounded they spill
 LAYERNORM_CTAS_PER_SM = 5
 
 NORM_STAGE_SMEM = 100 * 1024  # staged bytes a CTA of a norm may take: two CTAs still share an SM
@@ -352,8 +353,9 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
         return
     plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
     stage_x = layernorm_stages_x(plan, x.element_type)
+    bound = plan.threads == CLUSTER_GROUP and x.element_type.width == 16
     launch_rows(layernorm_forward_kernel(x, w, b, y, mean, rstd, _eps("layernorm_forward", eps), stage_x, plan), plan,
-                plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if plan.threads == CLUSTER_GROUP else None)
+                plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if bound else None)
 
 
 @cute.jit

@@ -260,8 +260,9 @@ def test_rows_just_past_a_power_of_two_take_the_smallest_cluster_of_any_size():
 
 @pytest.mark.parametrize("n", [40000, 65536, 70000, 120000])
 def test_layernorm_on_clusters_of_128_thread_ctas_asks_for_five_an_sm_without_spilling(n):
-    """The assembler left free took 102-122 registers a thread for LayerNorm's rows with a partial end (four CTAs an
-    SM); bounded to five CTAs it takes at most 96 and spills nothing. Softmax, at 96 already, is left free."""
+    """The assembler left free took 102-122 registers a thread for LayerNorm's 16-bit rows with a partial end (four
+    CTAs an SM); bounded to five CTAs it takes at most 96 and spills nothing. Softmax, at 96 already, and Float32
+    rows (three CTAs an SM by their shared memory) are left free."""
     rows, vec = _rows("BFloat16", 4, n), F("BFloat16", (n,))
     c = cute.compile(ex.layernorm_forward, rows, vec, vec, rows, F("Float32", (4,)), F("Float32", (4,)), 1e-5, False)
     assert ".maxntid 128, 1, 1" in c.ptx and ".minnctapersm 5" in c.ptx and c.launches[0].cluster[0] > 1
@@ -270,6 +271,10 @@ def test_layernorm_on_clusters_of_128_thread_ctas_asks_for_five_an_sm_without_sp
     assert report is None or all(spill == (0, 0) for spill in report[1])
     soft = cute.compile(ex.softmax_forward, rows, rows)
     assert ".maxntid 128, 1, 1" in soft.ptx and ".minnctapersm" not in soft.ptx
+    rows32, vec32 = _rows("Float32", 4, n), F("Float32", (n,))
+    f32 = cute.compile(ex.layernorm_forward, rows32, vec32, vec32, rows32, F("Float32", (4,)), F("Float32", (4,)),
+                       1e-5, False)
+    assert ".maxntid 128, 1, 1" in f32.ptx and ".minnctapersm" not in f32.ptx   # (bounded, it spilled)
 
 
 def test_softmax_and_cross_entropy_rows_of_262144_bf16_take_16_ctas_of_128_threads_at_128_values():
