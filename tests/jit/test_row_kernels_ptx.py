@@ -16,6 +16,7 @@ import examples as ex
 from examples.row_reduce import MAX_CLUSTER, RowPlan, max_sum, plan_rows
 from examples.row_stage import staged_rows, thread_slot
 from _ptxas_report import ptxas_registers, ptxas_report
+from _cubin_report import cubin_resources
 
 F = cute.compiler.DeviceArraySpec
 
@@ -260,8 +261,8 @@ def test_rows_just_past_a_power_of_two_take_the_smallest_cluster_of_any_size():
 
 @pytest.mark.parametrize("n", [40000, 65536, 70000, 120000])
 def test_layernorm_on_clusters_of_128_thread_ctas_asks_for_five_an_sm_without_spilling(n):
-    """The assembler left free took 102-122 registers a thread for LayerNorm's 16-bit rows with a partial end (four
-    CTAs an SM); bounded to five CTAs it takes at most 96 and spills nothing. Softmax, at 96 already, and Float32
+    """nvJitLink left free took 102-122 registers a thread for LayerNorm's 16-bit rows with a partial end (four
+    CTAs an SM); bounded to five CTAs it takes at most 96 and spills nothing, and so does ptxas. Softmax, at 96 already, and Float32
     rows (three CTAs an SM by their shared memory) are left free."""
     rows, vec = _rows("BFloat16", 4, n), F("BFloat16", (n,))
     c = cute.compile(ex.layernorm_forward, rows, vec, vec, rows, F("Float32", (4,)), F("Float32", (4,)), 1e-5, False)
@@ -269,6 +270,8 @@ def test_layernorm_on_clusters_of_128_thread_ctas_asks_for_five_an_sm_without_sp
     regs, report = ptxas_registers(c.ptx), ptxas_report(c.ptx)
     assert regs is None or regs <= 96
     assert report is None or all(spill == (0, 0) for spill in report[1])
+    (launch,) = c.launches   # and as the compile's own assembler (nvJitLink) made it: no stack frame, no spills
+    assert cubin_resources(c.cubin)[launch.name][0] <= 96 and cubin_resources(c.cubin)[launch.name][1] == 0
     soft = cute.compile(ex.softmax_forward, rows, rows)
     assert ".maxntid 128, 1, 1" in soft.ptx and ".minnctapersm" not in soft.ptx
     rows32, vec32 = _rows("Float32", 4, n), F("Float32", (n,))
