@@ -11,6 +11,7 @@ import pytest
 import cute_py as cute
 from examples import attention
 from _ptxas_report import ptxas_notes, ptxas_report
+from _launches import launches_of
 
 spec = cute.compiler.DeviceArraySpec
 
@@ -26,6 +27,22 @@ def _compile_packed(d=128, causal=True, total=3000, total_k=2500, h=8, hk=2, bat
     return cute.compile(attention, spec(dt, (total, h, d)), spec(dt, (total_k, hk, d)), spec(dt, (total_k, hk, d)),
                         spec(dt, (total, h, d)), spec("Float32", (h, total)), causal, None,
                         spec("Int32", (batch + 1,)), spec("Int32", (batch + 1,)), 1000, **kw)
+
+
+def _launch(d=128, causal=False, dt="BFloat16", b=2, s=1024, sk=None, h=4, hk=2, **kw):
+    """The launch of :func:`_compile`'s arguments, from the host trace alone (the grid and block rules)."""
+    sk = sk or s
+    (launch,) = launches_of(attention, spec(dt, (b, s, h, d)), spec(dt, (b, sk, hk, d)), spec(dt, (b, sk, hk, d)),
+                            spec(dt, (b, s, h, d)), spec("Float32", (b, h, s)), causal, **kw)
+    return launch
+
+
+def _packed_launch(d=128, causal=True, total=3000, total_k=2500, h=8, hk=2, batch=5, **kw):
+    """The attention launch of :func:`_compile_packed`'s arguments (the last), from the host trace alone."""
+    dt = "BFloat16"
+    return launches_of(attention, spec(dt, (total, h, d)), spec(dt, (total_k, hk, d)), spec(dt, (total_k, hk, d)),
+                       spec(dt, (total, h, d)), spec("Float32", (h, total)), causal, None,
+                       spec("Int32", (batch + 1,)), spec("Int32", (batch + 1,)), 1000, **kw)[-1]
 
 
 # keys per block by (head dimension, causal): the kernel's tile table
@@ -343,7 +360,7 @@ def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, block_m, assemble):
     c = _compile(d, causal, persistent=5, block_m=block_m)
     (launch,) = c.launches
     assert launch.grid == (5, 1, 1) and launch.block == (2 * block_m + 128, 1, 1)
-    assert _compile(d, causal, b=1, s=128, h=2, hk=1, persistent=True, block_m=block_m).launches[0].grid == (2, 1, 1)
+    assert _launch(d, causal, b=1, s=128, h=2, hk=1, persistent=True, block_m=block_m).grid == (2, 1, 1)
     ptx = c.ptx
     assert re.search(rf"mov\.b32\s+(%r\d+), {2 * block_m};\s+mbarrier\.init\.shared\.b64\s+\[[^]]+\], \1;", ptx)
     assert "%ctaid.x" in ptx and "%ctaid.y" not in ptx
@@ -375,7 +392,7 @@ def test_the_default_grid_follows_the_measured_table():
     assert PERSISTENT[64, True, 128] is None and not any(key[0] == 256 for key in PERSISTENT)
 
     def grid(d, causal, s, **kw):
-        return _compile(d, causal, b=2, s=s, h=4, hk=2, **kw).launches[0].grid
+        return _launch(d, causal, b=2, s=s, h=4, hk=2, **kw).grid
 
     sms, *rest = grid(64, True, 16384, block_m=128)
     assert sms >= 1 and rest == [1, 1]
@@ -390,10 +407,10 @@ def test_the_default_tiles_of_192_rows_are_persistent_where_measured_faster():
     to 6 query blocks (1152 rows) without the mask and 22 (4224 rows) with it, a CTA per tile past that; a packed
     batch (not measured persistent) a CTA per tile unless asked."""
     def grid(d, causal, s, **kw):
-        return _compile(d, causal, b=2, s=s, h=4, hk=2, **kw).launches[0].grid
+        return _launch(d, causal, b=2, s=s, h=4, hk=2, **kw).grid
 
     def threads(causal, s):
-        return _compile(64, causal, b=2, s=s, h=4, hk=2).launches[0].block[0]
+        return _launch(64, causal, b=2, s=s, h=4, hk=2).block[0]
 
     assert (threads(False, 256), threads(False, 257), threads(True, 1024), threads(True, 1025)) == (384, 512, 384, 512)
     sms = grid(64, True, 16384, block_m=128)[0]
@@ -403,9 +420,9 @@ def test_the_default_tiles_of_192_rows_are_persistent_where_measured_faster():
     assert grid(64, True, 4225) == (23, 4, 2) and grid(64, True, 16384) == (86, 4, 2)
     assert grid(64, True, 16384, persistent=True)[1:] == (1, 1)                  # persistent when asked
     assert grid(64, False, 512, persistent=False) == (3, 4, 2)                   # a CTA per tile when asked
-    assert _compile_packed(d=64).launches[-1].grid == (8, 8, 5)                    # causal, 1000 rows: 128 a tile
-    assert _compile_packed(d=64, causal=False).launches[-1].grid == (6, 8, 5)      # 192 a tile
-    assert _compile_packed(d=64, persistent=True).launches[-1].grid[1:] == (1, 1)
+    assert _packed_launch(d=64).grid == (8, 8, 5)                    # causal, 1000 rows: 128 a tile
+    assert _packed_launch(d=64, causal=False).grid == (6, 8, 5)      # 192 a tile
+    assert _packed_launch(d=64, persistent=True).grid[1:] == (1, 1)
 
 
 @pytest.mark.parametrize("kw, match", [
