@@ -25,7 +25,7 @@ def thread_mask(plan, k, t, rank):
     """1.0 on this thread's elements of chunk ``k`` inside the row, 0.0 past its end (``None``: all inside)."""
     if plan.full(k):
         return None
-    first = ((k * plan.cluster + rank) * plan.group + t) * plan.vec
+    first = chunk_index(plan, k, t, rank) * plan.vec
     frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
     for j in cute.range_constexpr(plan.vec):
         frag[j] = cute.where(first + j < plan.n, 1.0, 0.0)
