@@ -345,6 +345,32 @@ def test_an_object_a_helper_changes_in_a_run_time_branch_is_carried_to_its_calle
     assert _run(k, 1, 3) == [[1], [2]]
 
 
+@cute.jit
+def _advance_via_helper(states, n):
+    """On a run-time condition, hand a state unpacked from ``states`` to a helper that advances it; nothing here
+    names the state again, and the change is a call's, not this function's."""
+    state, _ = states
+    if n > 2:
+        _advance_each(state, n)
+
+
+def test_an_object_passed_to_a_changing_helper_inside_a_construct_is_carried_to_its_caller():
+    """A construct that only passes an object to a call (here a helper that advances it) carries it whether or not
+    its name is read later: the callee may change it in place, and the caller reads it under another name (a
+    pipeline state unpacked from a tuple of states, as an attention consumer's)."""
+    from cute_py import pipeline
+
+    @cute.kernel
+    def k(n):
+        bar = arch.SmemAllocator().allocate_mbarrier()
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 8)
+        _advance_via_helper((state, n), n)
+        arch.mbarrier_init(bar, state.index + 1)
+
+    # n advances where n > 2
+    assert _run(k, 1, 3, 5) == [[1], [4], [6]]
+
+
 def test_another_name_for_a_changed_object_sees_the_change():
     from cute_py import pipeline
 

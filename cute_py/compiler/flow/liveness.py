@@ -138,13 +138,13 @@ def passed(stmts: Iterable[ast.stmt]) -> list[str]:
 
 
 def _carried(body, live):
-    """The names a construct with ``body`` carries: those it binds or passes to a call that ``live`` holds, and
-    every name whose object it changes in place. (Such an object may be read after the construct under another
-    name: a parameter's object by the caller, as a pipeline state that a helper advances in a loop.)"""
+    """The names a construct with ``body`` carries: those it binds that ``live`` holds, and every name whose object
+    it changes in place or passes to a call (the callee may change it) without binding it. (Such an object may be
+    read after the construct under another name: a parameter's object by the caller, as a pipeline state that a
+    helper advances in a loop, or one unpacked from a tuple the caller holds.)"""
     bound = assigned(body)
-    changed = [m for m in mutated(body) if m not in bound]
-    return ([n for n in bound if n in live] + changed
-            + [n for n in passed(body) if n in live and n not in bound and n not in changed])
+    changed = [m for m in dict.fromkeys(mutated(body) + passed(body)) if m not in bound]
+    return [n for n in bound if n in live] + changed
 
 
 class _Analysis:
