@@ -2,8 +2,9 @@
 ``scaled_dot_product_attention`` with its cuDNN backend and with its flash backend, as TFLOP/s.
 
     python benchmarks/bench_attention.py [--reps 20] [--dims 64 128 256] [--seqlens 512 ... 16384] [--out FILE]
-        [--tiles 176:2 80:2:heavy persistent ...]   # other tiles of ours (BLOCK_N:STAGES[:heavy|:persistent|
-                                                    # :pertile], or a flag alone for the default tile)
+        [--tiles 176:2 80:2:heavy persistent ...]   # other tiles of ours (BLOCK_N:STAGES[:BLOCK_M][:heavy|
+                                                    # :persistent|:pertile][:nooverlap], or flags alone for the
+                                                    # default tile; nooverlap: attention's overlap=False)
         [--precompile 12]                 # compile every kernel first, in 12 processes
 
 Shapes as FlashAttention-3's paper measures them: batch x seqlen = 16k tokens, heads x head_dim = 2048, bf16.
@@ -78,14 +79,16 @@ def _variants(args):
         parts = tile.split(":")
         flags = [p for p in parts if not p.isdigit()]
         numbers = [int(p) for p in parts if p.isdigit()]
-        if len(numbers) not in (0, 2, 3) or set(flags) - {"heavy", "persistent", "pertile"}:
-            raise SystemExit(f"--tiles: BLOCK_N:STAGES[:BLOCK_M], then :heavy, :persistent or :pertile, or the flags "
-                             f"alone; got {tile!r}")
+        if len(numbers) not in (0, 2, 3) or set(flags) - {"heavy", "persistent", "pertile", "nooverlap"}:
+            raise SystemExit(f"--tiles: BLOCK_N:STAGES[:BLOCK_M], then :heavy, :persistent, :pertile or :nooverlap, "
+                             f"or the flags alone; got {tile!r}")
         kw = dict(base, heavy_first=args.heavy_first or "heavy" in flags)
         if numbers:
             kw.update(zip(("block_n", "stages", "block_m"), numbers))
         if "persistent" in flags or "pertile" in flags:
             kw.update(persistent="persistent" in flags)
+        if "nooverlap" in flags:
+            kw.update(overlap=False)
         variants[f"cute_py[{tile}]"] = kw
     return variants
 
@@ -133,7 +136,7 @@ def main():
                         help="other tiles of ours timed beside the default in the same run: BLOCK_N:STAGES each "
                              "(:BLOCK_M, query rows a tile, after them: 128 or 192), "
                              "then :heavy (heavy_first), :persistent (a persistent grid) or :pertile (a CTA per "
-                             "tile); or a flag alone for the default tile")
+                             "tile), and :nooverlap (overlap=False); or flags alone for the default tile")
     parser.add_argument("--backward", action="store_true",
                         help="time the backward (dq, dk, dv from dout) instead: FLOPs 2.5x the forward's")
     parser.add_argument("--precompile", type=int, metavar="N",

@@ -26,7 +26,11 @@ Each CTA computes a ``block_m x D`` block of one head's output (a tile: 128 rows
 persistent grid (``persistent``), the tiles of ``examples.attention_schedule``'s order from its index on, one SM's
 worth of CTAs apart: the producer loads a tile's Q once the consumers are done with the last one's (mbarrier
 ``q_free``; where shared memory has room the output goes through a buffer of its own, and Q is free once the tile's
-last ``S`` is done), and the K and V rings run on from tile to tile. It has ``block_m / 64`` consumer warpgroups,
+last ``S`` is done), and the K and V rings run on from tile to tile. Where shared memory has room for two Q
+buffers besides, with two consumer warpgroups and sequences of lengths known to the compile whose every query
+block sees a key, the producer loads each tile's Q into the buffer the tile before last used, and a consumer
+warpgroup's last turn of a tile issues the first ``S`` of its next tile: the tile's output is stored while that
+product runs (``examples.attention_consumer``). It has ``block_m / 64`` consumer warpgroups,
 then a producer warpgroup:
 
 - the last warpgroup is the producer: it gives registers back (``setmaxnreg``, 24 a thread) and its first warp
@@ -67,12 +71,11 @@ from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import LayoutEnum
 from cute_py.utils import hopper_helpers as hh
 
-from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_offsets, check_tile, dim_major,
-                             smem_bytes, tokens_major)
+from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_offsets, check_overlap, check_tile,
+                             dim_major, smem_bytes, tokens_major)
 from .attention_schedule import dealt, persistent_schedule, tile_at
-from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
-from .attention_output import finish, store_lse, store_out
-from .attention_tiles import ATTN_THREADS, BLOCK_M, fence_operands, gemm_ss, head_rows, out_stage_layout
+from .attention_consumer import consume_overlapped, consume_tile, fragments, issue_first, kv_blocks, row_fragments
+from .attention_tiles import ATTN_THREADS, BLOCK_M, head_rows, out_stage_layout
 
 
 __all__ = ["attention", "attention_kernel", "check_offsets", "BLOCK_M", "HEAD_DIMS", "ATTN_THREADS", "TILES"]
@@ -82,31 +85,10 @@ CONSUMER_REGS = {2: 240, 3: 160}   # by consumer warpgroups: 128 * 24 + 256 * 24
 LOG2E = 1.4426950408889634
 
 
-@cute.jit
-def _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m):
-    """The key blocks a query block of ``block_m`` rows sees: ``0 .. n`` (``n`` may be 0)."""
-    n = (seqlen_k + block_n - 1) // block_n
-    if causal:
-        # the last row of the block sees keys up to row + seqlen_k - seqlen_q
-        last = cute.min(seqlen_k, (m_block + 1) * block_m + seqlen_k - seqlen_q)
-        n = cute.max(0, cute.min(n, (last + block_n - 1) // block_n))
-    return n
-
-
-@cute.jit
-def _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks):
-    """How many key blocks from block 0 on the query block sees whole: inside the keys and (causal) on or below
-    the diagonal for its first row."""
-    n = seqlen_k // block_n
-    if causal:
-        n = cute.min(n, cute.max(0, first_row + seqlen_k - seqlen_q + 1) // block_n)
-    return cute.min(n, n_blocks)
-
-
 @cute.kernel
 def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, o, lse, cu_q, cu_k,
                      q_layout, k_layout, v_layout, head_ratio, causal, scale_log2, seqlens, pingpong, store_o=None,
-                     tma_o=None, heavy_first=False, schedule=None, o_layout=None, o_stage=None):
+                     tma_o=None, heavy_first=False, schedule=None, o_layout=None, o_stage=None, overlap=False):
     tidx, _, _ = arch.thread_idx()
     warp = arch.make_warp_uniform(arch.warp_idx())
     d = tma_q.shape[1]
@@ -119,20 +101,24 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
         cpasync.prefetch_descriptor(load_k)
         cpasync.prefetch_descriptor(load_v)
     smem = arch.SmemAllocator()
-    sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)[None, None, 0]    # (block_m, D)
+    sQ = smem.allocate_tensor(load_q.dtype, q_layout, 1024)                   # (block_m, D, buffers)
+    if cute.const_expr(not overlap):
+        sQ = sQ[None, None, 0]                                                # (block_m, D)
     sK = smem.allocate_tensor(load_k.dtype, k_layout, 1024)                   # (block_n, D, stages)
     sV = smem.allocate_tensor(load_v.dtype, v_layout, 1024)                   # (D, block_n, stages)
     sO = sQ if o_layout is None else smem.allocate_tensor(load_q.dtype, o_layout, 1024)
     if cute.const_expr(o_stage is not None and o_layout is None):   # the TMA store's swizzled rows, over sQ
         sO = cute.make_tensor(sQ.iterator, o_stage)
-    q_bar = smem.allocate_mbarrier(1)
-    q_free = smem.allocate_mbarrier(1) if schedule is not None else None
+    q_buffers = 2 if overlap else 1
+    q_bar = smem.allocate_mbarrier(q_buffers)
+    q_free = smem.allocate_mbarrier(q_buffers) if schedule is not None else None
     k_bars = smem.allocate_mbarrier(2 * stages)
     v_bars = smem.allocate_mbarrier(2 * stages)
     if tidx == 0:
-        arch.mbarrier_init(q_bar, 1)
-        if cute.const_expr(schedule is not None):
-            arch.mbarrier_init(q_free, 2 * block_m)      # every consumer thread, once it is done with sQ
+        for b in cute.range_constexpr(q_buffers):
+            arch.mbarrier_init(q_bar + b, 1)
+            if cute.const_expr(schedule is not None):
+                arch.mbarrier_init(q_free + b, 2 * block_m)      # every consumer thread, once it is done with sQ
         arch.mbarrier_init_fence()
     tile_bytes = block_n * d * load_k.dtype.width // 8
     consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, block_m // 16)
@@ -169,48 +155,92 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
             else:
                 arch.warpgroup_reg_alloc(CONSUMER_REGS[block_m // 64])
                 k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
-                _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
+                consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
     else:
         # persistent: this CTA's tiles of the schedule's order, the pipelines' states carried from tile to tile;
-        # the producer loads a tile's Q once the consumers are done with the last one's (q_free)
-        m_blocks, pairs, _, _, grid = schedule
-        cta, _, _ = arch.block_idx()
+        # the producer loads a tile's Q once the consumers are done with the one before it in that buffer (q_free)
         if warp >= producer_warp:
             arch.warpgroup_reg_dealloc(PRODUCER_REGS)
             if warp == producer_warp:
-                k_state, v_state = _ring_states(pipeline.PipelineUserType.Producer, stages)
-                loaded = 0
-                for t in range(cta, m_blocks * pairs, grid):
-                    m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
-                    if m_block * block_m < seq[2]:
-                        if loaded > 0:
-                            arch.mbarrier_wait(q_free, (loaded - 1) % 2)
-                        _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq,
-                                 head_ratio, block_n, causal)
-                        loaded = loaded + 1
-                k_pipe.producer_tail(k_state)
-                v_pipe.producer_tail(v_state)
+                _produce_tiles(tmas, smems, k_pipe, v_pipe, schedule, seqlens, cu_q, cu_k, head_ratio, block_n,
+                               causal, overlap)
         else:
             arch.warpgroup_reg_alloc(CONSUMER_REGS[block_m // 64])
-            k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
-            # ping-pong: the turns run on from tile to tile (each warpgroup passes its last of a tile as soon as it
-            # has issued it, so that the next may start the next tile while this one stores its output); the last
-            # warpgroup gives warpgroup 0 the first turn here, and warpgroup 0 takes the one left over at the end
-            group = warp // 4
-            if pingpong and group == block_m // 64 - 1:
-                arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)
-            done = 0
-            for t in range(cta, m_blocks * pairs, grid):
-                m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
-                if m_block * block_m < seq[2]:
-                    _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2,
-                                  o_layout is not None)
-                    done = done + 1
-            if pingpong and group == 0:
-                arch.barrier(barrier_id=1, number_of_threads=2 * 128)
-            if cute.const_expr(o_layout is not None and store_o is not None):
-                if tidx % 128 == 0:
-                    arch.tma_store_wait(0, read=True)     # the last store has read its buffer before the CTA ends
+            _consume_tiles(args, smems, tidx, schedule, stages, o_layout is not None, overlap)
+
+
+@cute.jit
+def _produce_tiles(tmas, smems, k_pipe, v_pipe, schedule, seqlens, cu_q, cu_k, head_ratio, block_n, causal,
+                   overlap):
+    """The producer of a persistent grid: the loads of the CTA's tiles (:func:`_produce`), its ``i``-th tile's
+    Q into buffer ``i % 2`` with ``overlap`` (else the one buffer), once the consumers are done with the tile
+    before in that buffer."""
+    sQ, sK, sV, sO, q_bar, q_free = smems
+    m_blocks, pairs, _, _, grid = schedule
+    cta, _, _ = arch.block_idx()
+    block_m = cute.size(sQ, mode=[0])
+    stages = cute.size(sK, mode=[2])
+    k_state, v_state = _ring_states(pipeline.PipelineUserType.Producer, stages)
+    loaded = 0
+    for t in range(cta, m_blocks * pairs, grid):
+        m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
+        if m_block * block_m < seq[2]:
+            if cute.const_expr(overlap):
+                b = loaded % 2
+                if loaded > 1:
+                    arch.mbarrier_wait(q_free + b, (loaded // 2 - 1) % 2)
+                _produce(tmas, (sQ[None, None, b], sK, sV, sO, q_bar + b, q_free), k_pipe, v_pipe, k_state, v_state,
+                         m_block, head, batch, seq, head_ratio, block_n, causal)
+            else:
+                if loaded > 0:
+                    arch.mbarrier_wait(q_free, (loaded - 1) % 2)
+                _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq, head_ratio,
+                         block_n, causal)
+            loaded = loaded + 1
+    k_pipe.producer_tail(k_state)
+    v_pipe.producer_tail(v_state)
+
+
+@cute.jit
+def _consume_tiles(args, smems, tidx, schedule, stages, own_o, overlap):
+    """A consumer warpgroup of a persistent grid: the CTA's tiles in turn (``attention_consumer.consume_tile``,
+    or with ``overlap`` each tile's last turn issuing the next tile's first product:
+    ``attention_consumer.consume_overlapped``)."""
+    mma_qk, mma_pv, k_pipe, _, _, _, cu_q, cu_k, _, _, _, seqlens, pingpong, store_o, _ = args
+    sQ, sK, sV, _, q_bar, _ = smems
+    m_blocks, pairs, _, _, grid = schedule
+    cta, _, _ = arch.block_idx()
+    groups = cute.size(sQ, mode=[0]) // 64
+    k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
+    # ping-pong: the turns run on from tile to tile (each warpgroup passes its last of a tile as soon as it has
+    # issued it, so that the next may start the next tile while this one stores its output); the last warpgroup
+    # gives warpgroup 0 the first turn here, and warpgroup 0 takes the one left over at the end
+    group = arch.make_warp_uniform(arch.warp_idx()) // 4
+    if pingpong and group == groups - 1:
+        arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)
+    done = 0
+    if cute.const_expr(overlap):
+        ops = fragments(mma_qk, mma_pv, sQ, sK, sV, tidx)
+        rows = row_fragments()
+        arch.mbarrier_wait(q_bar, 0)
+        issue_first(mma_qk, ops[4], ops[6], ops[0], ops[1], k_pipe, k_read, 0, pingpong, group, groups)
+        for t in range(cta, m_blocks * pairs, grid):
+            m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
+            consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, head, batch, seq, done,
+                               t + grid < m_blocks * pairs)
+            done = done + 1
+        wg.wait_group(0)            # the product the last tile issued for no next tile: dropped
+    else:
+        for t in range(cta, m_blocks * pairs, grid):
+            m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
+            if m_block * cute.size(sQ, mode=[0]) < seq[2]:
+                consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2, own_o)
+                done = done + 1
+    if pingpong and group == 0:
+        arch.barrier(barrier_id=1, number_of_threads=2 * 128)
+    if cute.const_expr(own_o and store_o is not None):
+        if tidx % 128 == 0:
+            arch.tma_store_wait(0, read=True)     # the last store has read its buffer before the CTA ends
 
 
 def _ring_states(kind, stages):
@@ -247,7 +277,7 @@ def _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch
     d = tma_q.shape[1]
     kv_head = head // head_ratio
     block_m = cute.size(sQ, mode=[0])
-    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
+    n_blocks = kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
     gQ = cute.local_tile(head_rows(tma_q, q_start, q_batch, head), (block_m, d), (m_block, 0))
     tQsQ, tQgQ = cpasync.tma_partition(load_q, 0, cute.Layout(1), cute.group_modes(sQ, 0, 2),
                                        cute.group_modes(gQ, 0, 2))
@@ -273,146 +303,9 @@ def _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch
 
 
 @cute.jit
-def _consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, q_phase, own_o):
-    """A consumer warpgroup's part of one tile (:func:`_consume`), with its TMA store box of the output."""
-    (mma_qk, mma_pv, k_pipe, v_pipe, o, lse, cu_q, cu_k, head_ratio, causal, scale_log2, seqlens, pingpong, store_o,
-     tma_o) = args
-    sQ, sK, sV, sO, q_bar, q_free = smems
-    q_start, _, seqlen_q, seqlen_k, q_batch, _ = seq
-    d = cute.size(sQ, mode=[1])
-    block_n = cute.size(sK, mode=[0])
-    block_m = cute.size(sQ, mode=[0])
-    out_box = None
-    if cute.const_expr(store_o is not None):     # the warpgroup's 64 rows of out, for its TMA store
-        out_box = cute.local_tile(head_rows(tma_o, 0, batch, head), (64, d),
-                                  (block_m // 64 * m_block + arch.make_warp_uniform(arch.warp_idx()) // 4, 0))
-    n_blocks = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
-    _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
-             q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
-             (store_o, out_box, not (q_free is not None and own_o)),
-             (k_read, v_read, q_phase, q_free, sO, q_free is not None and own_o))
-
-
-@cute.jit
-def _consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start, q_batch,
-             seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong, tma_out, tile_state):
-    """A consumer warpgroup's rows (see the module): the products with each key block, the online softmax, the
-    output and the log-sum-exp. ``tile_state``: the pipelines' read states, the phase of ``q_bar`` to wait for,
-    and (persistent) ``q_free``, on which every consumer thread arrives once it is done with ``sQ``, with ``sO``,
-    the shared memory the output goes through (``sQ`` itself, or a buffer of its own: then ``q_free`` is
-    arrived on as soon as the last ``S = Q K^T`` is done)."""
-    d = cute.size(sQ, mode=[1])
-    block_m = cute.size(sQ, mode=[0])
-    groups = block_m // 64
-    k_read, v_read, q_phase, q_free, sO, early = tile_state
-    thr_qk = mma_qk.get_slice(tidx)
-    thr_pv = mma_pv.get_slice(tidx)
-    tSrQ = mma_qk.make_fragment_A(thr_qk.partition_A(sQ))          # (1, 1, D/16) descriptors
-    tSrK = mma_qk.make_fragment_B(thr_qk.partition_B(sK))          # (1, 1, D/16, stages)
-    tOrV = mma_pv.make_fragment_B(thr_pv.partition_B(sV))          # (1, 1, block_n/16, stages)
-    cS = thr_qk.partition_C(cute.make_identity_tensor((block_m, block_n)))   # (row, col) of each S value
-    acc_s = mma_qk.make_fragment_C(cS)
-    tOrP = mma_pv.make_fragment_A(thr_pv.partition_A(cute.make_layout((block_m, block_n))))
-    gO = cute.local_tile(head_rows(o, q_start, q_batch, head), (block_m, d), (m_block, 0))
-    tOgO = thr_pv.partition_C(gO)
-    acc_o = mma_pv.make_fragment_C(tOgO)
-    acc_o.fill(0.0)
-    row_max = cute.make_fragment(2, cute.Float32)     # a thread's S values lie in two rows (module docstring)
-    row_sum = cute.make_fragment(2, cute.Float32)
-    corr = cute.make_fragment(2, cute.Float32)
-    for r in cute.range_constexpr(2):
-        row_max[r] = -math.inf
-        row_sum[r] = 0.0
-    first_row = m_block * block_m
-    group = arch.make_warp_uniform(arch.warp_idx()) // 4      # the consumer warpgroup: 0 .. groups - 1
-    arch.mbarrier_wait(q_bar, q_phase)
-    carried = q_free is not None        # persistent: the turns run on from tile to tile
-    if n_blocks > 0:
-        if cute.const_expr(not carried):
-            if pingpong and group == groups - 1:
-                arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)     # warpgroup 0 issues first
-        # the last key block: S alone
-        k_pipe.consumer_wait(k_read)
-        turn(pingpong, group)
-        fence_operands(acc_s, acc_o)
-        gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
-        wg.commit_group()
-        pass_turn(pingpong, group, True, groups)
-        wg.wait_group(0)
-        arch.warpgroup_fence_operand(acc_s)
-        k_pipe.consumer_release(k_read)
-        k_read.advance()
-        softmax(acc_s, cS, row_max, row_sum, corr, n_blocks - 1, block_n, first_row, seqlen_q, seqlen_k, causal,
-                 scale_log2, True)
-        # the blocks that need the mask come first (the key blocks run last to first): the loop over them and the
-        # loop over the others are traced apart, so that no branch on the mask lies between the MMAs (the
-        # assembler would serialise them)
-        bounds = (1, cute.max(1, n_blocks - _unmasked_blocks(first_row, seqlen_q, seqlen_k, block_n, causal, n_blocks)),
-                  n_blocks)
-        for phase in cute.range_constexpr(2):
-            for i in range(bounds[phase], bounds[phase + 1]):
-                # S of block j and O += P V of block j + 1 in flight together; the softmax of S runs while P V does
-                j = n_blocks - 1 - i
-                k_pipe.consumer_wait(k_read)
-                v_pipe.consumer_wait(v_read)
-                turn(pingpong, group)
-                to_p(acc_s, tOrP)          # P of block j + 1, converted just before the MMAs that read it
-                fence_operands(acc_s, acc_o)
-                gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d)
-                wg.commit_group()
-                pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
-                wg.commit_group()
-                pass_turn(pingpong, group, True, groups)
-                wg.wait_group(1)
-                arch.warpgroup_fence_operand(acc_s)
-                softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal,
-                         scale_log2, phase == 0)
-                wg.wait_group(0)
-                arch.warpgroup_fence_operand(acc_o)
-                # (released only now: the release's signalling lanes branch, and no branch may lie in the flight of
-                # an MMA reading registers, or the assembler serialises every MMA)
-                k_pipe.consumer_release(k_read)
-                k_read.advance()
-                v_pipe.consumer_release(v_read)
-                v_read.advance()
-                rescale(acc_o, corr)
-        if cute.const_expr(early):
-            arch.mbarrier_arrive(q_free)        # every S = Q K^T of the tile is done
-        # O += P V of the first block
-        v_pipe.consumer_wait(v_read)
-        turn(pingpong, group)
-        to_p(acc_s, tOrP)
-        fence_operands(acc_s, acc_o)
-        pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
-        wg.commit_group()
-        if cute.const_expr(carried):
-            pass_turn(pingpong, group, True, groups)   # the next warpgroup goes on (into the next tile)
-        wg.wait_group(0)
-        arch.warpgroup_fence_operand(acc_o)
-        if cute.const_expr(not carried):
-            pass_turn(pingpong, group, False, groups)  # (a branch: not while the MMA reading P is in flight)
-        v_pipe.consumer_release(v_read)
-        v_read.advance()
-        finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
-                q_batch, head, packed, scale_log2, d, tma_out)
-    else:
-        # no key to see: out 0, lse -inf
-        for r in cute.range_constexpr(2):
-            row, _ = cS[2 * r]
-            q_row = first_row + row
-            if tidx % 4 == 0 and q_row < seqlen_q:
-                store_lse(lse, -math.inf, packed, head, q_start, q_batch, q_row)
-        if cute.const_expr(early):
-            arch.mbarrier_arrive(q_free)
-        store_out(acc_o, sO, gO, group, tidx % 128, seqlen_q - first_row, d, tma_out)
-    if cute.const_expr(q_free is not None and not early):
-        arch.mbarrier_arrive(q_free)            # the output has gone through sQ (a TMA store has read it)
-
-
-@cute.jit
 def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
               max_seqlen_q=None, pingpong=True, heavy_first=False, block_n=None, stages=None, persistent=None,
-              block_m=None):
+              block_m=None, overlap=None):
     """``out = softmax(softmax_scale * q k^T) v`` per head, and ``lse`` its rows' log-sum-exp (see the module for
     the shapes, the packed form, the causal mask and the kernel). ``softmax_scale`` defaults to
     ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs;
@@ -426,7 +319,10 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     order in turn, the producer loading the next tile's keys and values while the consumers finish the last; the
     output goes through a buffer of its own where shared memory has room for it (then the next tile's Q loads as
     soon as the last ``S`` is done), else through Q's. ``False`` launches a CTA per tile; ``None`` (the default)
-    chooses by the measured table ``attention_schedule.PERSISTENT`` (a packed batch: a CTA per tile).
+    chooses by the measured table ``attention_schedule.PERSISTENT`` (a packed batch: a CTA per tile). On a
+    persistent grid ``overlap`` gives Q two buffers and has each consumer warpgroup issue its next tile's first
+    ``S`` before it stores a tile's output (see the module; ``attention_args.check_overlap`` has the rule): ``None``
+    (the default) where the rule allows it, ``False`` never, ``True`` or a ``CuteValueError`` naming the rule.
 
     The shapes are part of the compile; a packed batch compiled with symbolic totals (``cute.compile`` of specs
     whose token extents are ``cute.sym_int()``, shared by q, out and lse, and by k and v) serves every total of
@@ -477,6 +373,10 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
         schedule, grid = schedule
         if smem_bytes(d, block_n, stages, block_m) + block_m * d * dt.width // 8 <= SMEM_BYTES:
             o_layout = cute.make_layout((block_m, d), stride=(d, 1)) if packed else o_stage
+    overlap = check_overlap(overlap, schedule and schedule[4] < m_blocks * schedule[1], packed, seqlens, causal, d,
+                            block_n, stages, block_m)
+    if overlap:
+        q_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (block_m, block_n, d), dt, 2)
     if packed:
         check_offsets(cu_seqlens_q, cu_seqlens_k, q.shape[0], k.shape[0], m_blocks * block_m).launch(
             grid=(batch, 1, 1), block=32)
@@ -486,5 +386,5 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
                                                      cute.slice_(o_stage, (None, None, 0)), (64, d))
     attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v, ov, lse, cu_seqlens_q,
                      cu_seqlens_k, q_layout, k_layout, v_layout, heads // k.shape[-2], causal, scale * LOG2E,
-                     seqlens, pingpong, store_o, tma_o, heavy_first, schedule, o_layout, o_stage).launch(
+                     seqlens, pingpong, store_o, tma_o, heavy_first, schedule, o_layout, o_stage, overlap).launch(
                          grid=grid, block=128 * (groups + 1))

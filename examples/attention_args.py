@@ -11,7 +11,8 @@ from cute_py import arch
 from .attention_tiles import BLOCK_M
 
 __all__ = ["HEAD_DIMS", "TILES", "WIDE_TILES", "BLOCK_MS", "SMEM_BYTES", "smem_bytes", "check_tile", "check_args",
-           "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major"]
+           "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major", "every_tile_sees_a_key",
+           "check_overlap"]
 
 HEAD_DIMS = (64, 128, 256)
 # (keys per block, depth of the K and V rings) of a tile of 128 query rows by (head dimension, causal), measured on
@@ -178,3 +179,47 @@ def check_tile(d, causal, block_n, stages, block_m=None, rows=0):
                                   f"barriers and alignment), more than the {SMEM_BYTES} a CTA has: fewer stages or "
                                   f"keys per block")
     return block_n, stages, block_m
+
+
+def every_tile_sees_a_key(seqlens, causal, block_m):
+    """Whether every query block of sequences of the static lengths ``seqlens`` (query, key) sees a key: the first
+    block's last row does (the causal diagonal at the bottom right), and so every later one. False for lengths
+    known only at run time."""
+    seqlen_q, seqlen_k = seqlens
+    if type(seqlen_q) is not int or type(seqlen_k) is not int or seqlen_q < 1 or seqlen_k < 1:
+        return False
+    return not causal or block_m + seqlen_k - seqlen_q > 0
+
+
+def check_overlap(overlap, persistent, packed, seqlens, causal, d, block_n, stages, block_m):
+    """``attention``'s ``overlap`` as a bool: whether a persistent grid's Q has two buffers and each consumer
+    warpgroup issues its next tile's first ``S`` before it stores a tile's output. The rule: a persistent grid with
+    more tiles than CTAs (``persistent``: a CTA has a next tile to start; with one tile each the straight-line code
+    ptxas is given needs more registers than it has, and it serialises the WGMMAs) of sequences of equal lengths known to the compile (not packed) whose every query block sees a key (a tile's last
+    turn issues the next tile's first product without a branch), two consumer warpgroups (at 160 registers a thread
+    three have no room for that product beside the output, and ptxas serialises their WGMMAs), and shared memory
+    for two Q tiles and the output's beside the K and V rings. ``None`` is whether the rule holds; ``True`` where it
+    does not is a ``CuteValueError`` naming the part that fails."""
+    if overlap is not None and type(overlap) is not bool:
+        raise cute.CuteValueError(f"attention: overlap is None (where the rule allows it), True or False, got "
+                                  f"{overlap!r}")
+    if overlap is False:
+        return False
+    smem = smem_bytes(d, block_n, stages, block_m) + 2 * block_m * d * 2
+    if not persistent:
+        broken = "a persistent grid with more tiles than CTAs"
+    elif packed:
+        broken = "sequences of lengths known to the compile (not a packed batch)"
+    elif not every_tile_sees_a_key(seqlens, causal, block_m):
+        broken = (f"every query block seeing a key (seqlen_q {seqlens[0]}, seqlen_k {seqlens[1]}, causal {causal}, "
+                  f"{block_m} rows a block)")
+    elif block_m != 128:
+        broken = f"two consumer warpgroups (block_m 128, got {block_m})"
+    elif smem > SMEM_BYTES:
+        broken = (f"shared memory for two Q tiles and the output's beside the K and V rings ({smem} bytes of "
+                  f"{SMEM_BYTES})")
+    else:
+        broken = None
+    if overlap and broken:
+        raise cute.CuteValueError(f"attention: overlap=True needs {broken}")
+    return broken is None

@@ -27,11 +27,12 @@ __all__ = ["L2_SHARE", "PERSISTENT", "section_pairs", "persistent_schedule", "ti
 L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (an H100 has 50 MB of L2, an H200 60)
 # where ``persistent=None`` takes a persistent grid, by (head dimension, causal, query rows a tile): up to this many
 # query blocks a sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): tiles of
-# 128 rows faster at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; elsewhere as
-# fast or slower, also dealt evenly (d=128 causal 0.94-1.07 at 2k-16k, non-causal 0.92-1.00, d=256 0.82-0.91 at
-# 512-2k). Tiles of 192 rows (d=64): without the mask 4-13% faster up to 1k rows, as fast at 2k, 3-4% slower from 4k
-# on; with it 1-7% faster at 2k and 4k, as fast at 8k-16k.
-PERSISTENT = {(64, True, 128): None, (64, False, 128): 4, (128, False, 128): 4, (128, True, 128): 4,
+# 128 rows faster at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; at d=128,
+# with each tile's output stored while the next tile's first product runs (``attention``'s ``overlap``), 1.03-1.22x
+# without the mask up to 8k rows and as fast at 16k, 1.03-1.15x with it; d=256 0.82-0.91x at 512-2k. Tiles of 192
+# rows (d=64): without the mask 4-13% faster up to 1k rows, as fast at 2k, 3-4% slower from 4k on; with it 1-7%
+# faster at 2k and 4k, as fast at 8k-16k.
+PERSISTENT = {(64, True, 128): None, (64, False, 128): 4, (128, False, 128): None, (128, True, 128): None,
               (64, False, 192): 6, (64, True, 192): 22}
 
 

@@ -209,15 +209,19 @@ def test_heavy_first_gives_the_bits_of_the_default_order(packed):
 
 @pytest.mark.parametrize("d, causal, packed, sk, hk", [
     (128, True, False, 1000, 2), (128, False, False, 700, 4), (128, True, True, None, 2), (64, True, False, 1300, 1),
-    (64, False, True, None, 4), (256, True, False, 1000, 2), (256, False, True, None, 1)])
+    (64, False, True, None, 4), (256, True, False, 1000, 2), (256, False, True, None, 1), (128, True, False, 873, 2),
+    (128, True, False, 872, 1)])
 def test_a_persistent_grid_gives_the_bits_of_a_cta_per_tile(d, causal, packed, sk, hk):
     """A CTA per SM, and a few CTAs each walking many tiles (the Q buffer handed from tile to tile, the rings'
     phases carried on, tiles of a packed batch past their sequence skipped), compute every tile as a CTA per tile
     does: the same bits, the padding of the poisoned outputs kept; other lengths of keys than of queries, grouped
     and plain heads, and the head dimensions whose output has a buffer of its own (64, 128) and that sharing
-    Q's (256); with the warpgroups taking turns (the turns carried from tile to tile) and without."""
+    Q's (256); with the warpgroups taking turns (the turns carried from tile to tile) and without; with Q in two
+    buffers and each tile's last turn issuing the next tile's first product (``overlap``, where the rule allows
+    it: at 873 keys for 1000 causal queries the first block's row 127 alone sees one) and without (at 872 the
+    first block sees no key: one Q buffer)."""
     orders = [dict(persistent=False), dict(persistent=True), dict(persistent=3), dict(persistent=1), {},
-              dict(persistent=3, pingpong=False)]
+              dict(persistent=3, pingpong=False), dict(persistent=3, overlap=False)]
     torch, results = _bits_of_orders(packed, orders, d=d, causal=causal, hk=hk, sk=sk)
     for (out, lse), order in zip(results[1:], orders[1:]):
         assert torch.equal(results[0][0], out), f"out differs with {order}"

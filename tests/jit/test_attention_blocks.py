@@ -3,8 +3,8 @@
 - The backward (``examples.attention_backward_blocks``: ``query_blocks``, ``masked_blocks``): a query block a CTA
   skips sees none of its keys, one taken without the mask sees all of them from every row in the queries, and the
   masked blocks (a prefix of the visited ones) are exactly those that need the mask.
-- The forward (``examples.attention._kv_blocks`` and ``_unmasked_blocks``): a key block a query tile skips is
-  seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries.
+- The forward (``examples.attention_consumer.kv_blocks`` and ``unmasked_blocks``): a key block a query tile skips
+  is seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries.
 
 A block taken without the mask where one is needed, or skipped where a row sees it, would give wrong results with
 no error, so the rules are checked over every length of a grid around the block sizes and over arbitrary ones."""
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from examples.attention import _kv_blocks, _unmasked_blocks
+from examples.attention_consumer import kv_blocks as _kv_blocks, unmasked_blocks as _unmasked_blocks
 from examples.attention_backward_blocks import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
 
 LENGTHS = (1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 517, 1000)

@@ -83,10 +83,12 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None, groups=2):
     assert re.search(r"setmaxnreg.dec.sync.aligned.u32\s+24;", ptx) and re.search(
         rf"setmaxnreg.inc.sync.aligned.u32\s+{240 if groups == 2 else 160};", ptx)
     # per key block: D/16 instructions of S and block_n/16 of P V; the loop over the masked blocks and the loop
-    # over the others are traced apart, and the first block's S and the last P V are peeled
+    # over the others are traced apart, and the first block's S and the last P V are peeled (a persistent grid
+    # with Q in two buffers issues a tile's first S before its loop and the next tile's with the last P V)
     qk = len(re.findall(rf"m64n{n}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, %rd", ptx))
     pv = len(re.findall(rf"m64n{d}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, \{{%r", ptx))
-    assert qk % (d // 16) == 0 and 2 * (d // 16) <= qk <= 3 * (d // 16), qk
+    overlapped = _q_barriers(ptx)[:2] == [1, 1]
+    assert qk % (d // 16) == 0 and 2 * (d // 16) <= qk <= (4 if overlapped else 3) * (d // 16), qk
     assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
 
 
@@ -135,7 +137,7 @@ def test_a_packed_batch_compiles_once_for_symbolic_totals(kw, assemble):
 
 def test_heavy_first_orders_the_grid_by_query_block_last_first(assemble):
     """The same kernel but for the block coordinates: query block ``nctaid.z - 1 - ctaid.z``, head ``ctaid.x``."""
-    plain, heavy = _compile(causal=True), _compile(causal=True, heavy_first=True)
+    plain, heavy = _compile(causal=True, persistent=False), _compile(causal=True, heavy_first=True)
     assert "%nctaid.z" in heavy.ptx and "%nctaid.z" not in plain.ptx
     wgmma = "wgmma.mma_async"
     assert heavy.ptx.count(wgmma) == plain.ptx.count(wgmma) and heavy.ptx.count(wgmma) > 0
@@ -206,10 +208,14 @@ def test_three_consumer_warpgroups(causal, kw, filecheck, assemble):
 
 
 @pytest.mark.parametrize("kw", [dict(d=128, causal=True), dict(d=128, pingpong=False), dict(d=256),
-                                dict(d=256, causal=False), dict(d=64, causal=False)])
+                                dict(d=256, causal=False), dict(d=64, causal=False),
+                                dict(d=128, causal=True, persistent=63), dict(d=128, persistent=63, pingpong=False),
+                                dict(d=64, causal=True, s=512, persistent=31)])
 def test_the_assembler_keeps_the_wgmmas_asynchronous(kw):
     """No accumulator or P register on a branch while an MMA is in flight, no P packed after the fence: ptxas
-    would serialise every WGMMA of the kernel (C7520) or add fences (C7519)."""
+    would serialise every WGMMA of the kernel (C7520) or add fences (C7519); nor too few registers for the
+    pipeline (C7512), as a persistent grid of one tile a CTA gave ptxas when its tiles overlapped (64 tiles on
+    64 CTAs: one each, so no overlap now; on 63 and 31 CTAs overlapped)."""
     warnings = ptxas_notes(_compile(**kw).ptx)
     if warnings is None:
         pytest.skip("no ptxas (a CUDA toolkit's, or pip nvidia-cuda-nvcc) to report on the assembly")
@@ -366,8 +372,10 @@ def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, block_m, assemble):
     assert "%ctaid.x" in ptx and "%ctaid.y" not in ptx
     plain = _compile(d, causal, persistent=False, block_m=block_m).ptx
     smem = int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", ptx).group(1)) if own_o else None
-    if own_o:      # the barriers lie past a buffer of block_m x d 16-bit elements more than a CTA per tile's
-        assert smem == int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", plain).group(1)) + block_m * d * 2
+    if own_o:      # the barriers lie past a buffer of block_m x d 16-bit elements more than a CTA per tile's, and
+        # with two consumer warpgroups a second Q buffer (examples.attention_consumer.consume_overlapped)
+        extra = 2 if block_m == 128 else 1
+        assert smem == int(re.search(r"__cute_py_dyn_smem\+(\d+)\]", plain).group(1)) + extra * block_m * d * 2
     # with a buffer of its own a consumer warpgroup stores its rows without waiting for the others (the barrier
     # of all of them, 5 or 8, guards only rows that lie over Q's), once its last store has read the buffer
     everyone = rf"bar\.sync\s+{5 if block_m == 128 else 8}, {2 * block_m};"
@@ -383,13 +391,76 @@ def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, block_m, assemble):
     assemble(ptx)
 
 
+def _q_barriers(ptx):
+    """The arrival counts of the mbarriers initialised first (Q's, before the K and V rings' fence), in the order
+    of their shared-memory offsets."""
+    head = ptx[:ptx.index("fence.mbarrier_init")]
+    counts = dict(re.findall(r"mov\.b32\s+(%r\d+), (\d+);", head))
+    inits = re.findall(r"mbarrier\.init\.shared\.b64\s+\[__cute_py_dyn_smem\+(\d+)\], (%r\d+);", head)
+    return [int(counts[r]) for _, r in sorted(inits, key=lambda i: int(i[0]))]
+
+
+@pytest.mark.parametrize("d, causal, sk, overlap", [(128, False, None, True), (128, True, None, True),
+                                                    (64, True, None, True), (128, True, 873, True),
+                                                    (128, True, 872, False), (64, False, None, False)])
+def test_a_persistent_consumer_issues_its_next_tiles_first_product_before_storing_its_output(d, causal, sk, overlap,
+                                                                                           assemble):
+    """With two consumer warpgroups, an output buffer of its own and every query block seeing a key (1000 causal
+    query rows: row 127 sees keys up to 127 + seqlen_k - 1000, so the first block sees key 0 at 873 keys and none
+    at 872), Q has two buffers, each with a loaded and a free mbarrier, and a warpgroup's last turn of a tile issues
+    ``P V`` and then the next tile's ``S = Q K^T`` before it waits for ``P V`` alone and stores the output
+    (``stmatrix``) while that ``S`` runs; the WGMMAs stay asynchronous and nothing spills. Else (three consumer
+    warpgroups at d=64 past 256 rows, or a first block that sees no key) one Q buffer as before."""
+    c = _compile(d, causal, s=1000, sk=sk, persistent=5)
+    ptx = c.ptx
+    pv = rf"wgmma\.mma_async\.sync\.aligned\.m64n{d}k16[^;]*\{{%r"
+    s_next = r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16[^;]*\}, %rd\d+, %rd"
+    last_turn = (rf"{pv}(?:(?!wgmma\.wait_group).)*wgmma\.commit_group\.sync\.aligned;\s+(?:(?!wgmma\.wait).)*"
+                 rf"{s_next}(?:(?!wgmma\.wait).)*wgmma\.commit_group\.sync\.aligned;(?:(?!wgmma\.wait).)*"
+                 r"wgmma\.wait_group\.sync\.aligned\s+1;(?:(?!wgmma\.).)*stmatrix")
+    assert bool(re.search(last_turn, ptx, re.S)) == overlap
+    block_m = 128 if d == 128 or causal else 192
+    # Q's loaded mbarriers (one arrival and the bytes), then its free ones (every consumer thread): two of each
+    # where Q has two buffers
+    assert _q_barriers(ptx) == ([1, 1, 256, 256] if overlap else [1, 2 * block_m])
+    report = ptxas_report(ptx)
+    if report is not None:      # (the 192-row tiles' 8 bytes of spills at 1000 rows are not this test's)
+        assert report[0] == [] and (report[1] == [(0, 0)] or not overlap), report
+    assemble(ptx)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(overlap=1), "overlap is None"),
+    (dict(overlap="yes", persistent=5), "overlap is None"),
+    (dict(overlap=True, persistent=False), "overlap=True needs a persistent grid with more tiles than CTAs"),
+    (dict(overlap=True, persistent=5, d=64, block_m=192), r"two consumer warpgroups \(block_m 128, got 192\)"),
+    (dict(overlap=True, persistent=5, causal=True, s=1000, sk=872), "every query block seeing a key .seqlen_q 1000, "
+                                                                    "seqlen_k 872, causal True, 128 rows"),
+    (dict(overlap=True, persistent=5, block_n=128, stages=3), r"shared memory for two Q tiles .*\(296960 bytes"),
+])
+def test_overlap_refuses_what_it_cannot_be(kw, match):
+    with pytest.raises(cute.CuteValueError, match=match):
+        _launch(**kw)
+
+
+def test_overlap_is_taken_where_the_rule_allows_it_and_never_when_refused():
+    """``overlap=None`` takes two Q buffers wherever ``overlap=True`` compiles; ``False`` keeps one (the barriers
+    of Q: :func:`_q_barriers`); a packed batch never overlaps and refuses ``True``."""
+    on = _compile(128, True, s=1000, persistent=5, overlap=True).ptx
+    assert _q_barriers(on) == [1, 1, 256, 256] == _q_barriers(_compile(128, True, s=1000, persistent=5).ptx)
+    assert _q_barriers(_compile(128, True, s=1000, persistent=5, overlap=False).ptx) == [1, 256]
+    with pytest.raises(cute.CuteValueError, match="not a packed batch"):
+        _packed_launch(persistent=True, overlap=True)
+
+
 def test_the_default_grid_follows_the_measured_table():
     """``persistent=None``: a persistent grid (one dimension, at most the SMs) where ``PERSISTENT`` names the head
     dimension, the mask and the tile's rows and the sequence has few enough query blocks, else a CTA per tile (three
     dimensions)."""
     from examples.attention_schedule import PERSISTENT
 
-    assert PERSISTENT[64, True, 128] is None and not any(key[0] == 256 for key in PERSISTENT)
+    assert PERSISTENT[64, True, 128] is PERSISTENT[128, True, 128] is PERSISTENT[128, False, 128] is None
+    assert not any(key[0] == 256 for key in PERSISTENT)
 
     def grid(d, causal, s, **kw):
         return _launch(d, causal, b=2, s=s, h=4, hk=2, **kw).grid
@@ -398,7 +469,9 @@ def test_the_default_grid_follows_the_measured_table():
     assert sms >= 1 and rest == [1, 1]
     assert grid(128, False, 512) == (min(sms, 4 * 8), 1, 1) == grid(128, True, 512) == grid(64, True, 512)
     assert grid(64, True, 1024) == (min(sms, 8 * 8), 1, 1)
-    assert grid(128, False, 640) == (5, 4, 2) and grid(256, False, 512) == (4, 4, 2)
+    assert grid(128, False, 16384) == (sms, 1, 1) == grid(128, True, 16384)
+    assert grid(64, False, 256) == (min(sms, 2 * 8), 1, 1) and grid(64, False, 1280, block_m=128) == (10, 4, 2)
+    assert grid(128, False, 640, persistent=False) == (5, 4, 2) and grid(256, False, 512) == (4, 4, 2)
     assert grid(64, True, 512, heavy_first=True) == (4, 2, 4)
 
 
