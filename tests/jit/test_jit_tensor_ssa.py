@@ -185,3 +185,32 @@ def test_cute_reduction_op_is_the_dsls_tensor_reduction_not_the_tma_kinds():
 
     assert [m.name for m in cute.ReductionOp] == ["ADD", "MUL", "MAX", "MIN"]
     assert cute.ReductionOp is not cpasync.ReductionOp and "INC" in cpasync.ReductionOp.__members__
+
+
+def test_max_and_min_of_python_numbers_are_those_a_kernel_computes():
+    """``cute.max``/``cute.min`` of Python floats follow IEEE 754 ``maximum``/``minimum``, as the kernels' floats do
+    (``arith.maximumf``): NaN if either operand is NaN (in either order: Python's ``max(0.0, nan)`` is 0.0), -0.0
+    below +0.0, so swapping the operands never changes the bits; ints stay Python ints."""
+    import math
+    import struct
+
+    from hypothesis import given, settings, strategies as st
+
+    def bits(x):
+        return "nan" if math.isnan(x) else struct.pack("<d", float(x))
+
+    @settings(max_examples=300, deadline=None)
+    @given(a=st.floats(), b=st.floats())
+    def law(a, b):
+        for f, pick in ((cute.max, max), (cute.min, min)):
+            got = f(a, b)
+            assert bits(got) == bits(f(b, a))
+            if math.isnan(a) or math.isnan(b):
+                assert math.isnan(got)
+            else:
+                assert got == pick(a, b)
+
+    law()
+    assert bits(cute.max(0.0, -0.0)) == bits(cute.max(-0.0, 0.0)) == bits(0.0)
+    assert bits(cute.min(0.0, -0.0)) == bits(cute.min(-0.0, 0.0)) == bits(-0.0)
+    assert cute.max(3, 4, 2) == 4 and type(cute.max(3, 4)) is int and cute.min(2, 1.5) == 1.5

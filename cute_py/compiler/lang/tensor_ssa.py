@@ -15,6 +15,7 @@ import abc
 
 import builtins
 import enum
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -251,10 +252,22 @@ def _fold(op: str, args: tuple[Any, ...]) -> Any:
             out = [minmax(x, y, op) for x, y in zip(a, b)]
             acc = TensorSSA(out, t.shape, operand_dtype(out[0]) if out else t.dtype)
         elif type(acc) in (int, float) and type(v) in (int, float):
-            acc = (builtins.max if op == "max" else builtins.min)(acc, v)
+            acc = _python_minmax(op, acc, v)
         else:
             acc = minmax(acc, v, op)
     return acc
+
+
+def _python_minmax(op: str, a: int | float, b: int | float) -> int | float:
+    """``max``/``min`` of two Python numbers as a kernel computes them on floats (IEEE 754 ``maximum`` and
+    ``minimum``): NaN if either is NaN, and -0.0 below +0.0; so either order gives the same bits."""
+    if type(a) is float or type(b) is float:
+        if math.isnan(a) or math.isnan(b):
+            return math.nan
+        if a == b == 0:
+            first_positive = math.copysign(1.0, a) > 0
+            return a if first_positive == (op == "max") else b
+    return (builtins.max if op == "max" else builtins.min)(a, b)
 
 
 def maximum(*args: Any) -> Any:
