@@ -63,7 +63,7 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
         pair = _max_sum_shifted(_staged_pair(sx, range(half)), _staged_pair(sx, range(half, plan.chunks)))
     else:
         pair = _pair(es)
-    big, total = row_reduce(pair, _max_sum_shifted, red)
+    big, total = row_reduce(pair, _max_sum_shifted, red)     # (in rank order: by lanes 3% slower, H200)
     _finish(loss, lse, ignore_index, r, m, t, rank, _shift(big) + cute.math.log(total), plan.n, k, xk)
 
 

@@ -16,6 +16,7 @@ on a cluster, each CTA's partial stored into every CTA's shared memory with ``st
 that CTA's mbarrier), every CTA combining the partials in rank order: all CTAs of a row get the same bits.
 """
 
+import math
 from dataclasses import dataclass
 
 import cute_py as cute
@@ -23,7 +24,8 @@ from cute_py import arch
 from cute_py.atom import CopyUniversalOp
 from cute_py.nvgpu import cpasync
 
-__all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
+__all__ = ["RowPlan", "plan_rows", "ADD_IDENTITY", "MAX_SUM_IDENTITY", "row_vector", "check_matrix", "check_vector",
+           "check_same_shape",
            "RowReduction", "launch_rows", "row_coords", "chunk_index", "load_chunk", "store_chunk", "load_row",
            "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
            "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT",
@@ -331,11 +333,18 @@ def store_row(row, plan, t, rank, vals):
 
 
 @cute.jit
-def row_reduce(vals, combine, red, slot=0, phase=0, first=True, counted=False):
+def row_reduce(vals, combine, red, slot=0, phase=0, first=True, counted=False, identity=None):
     """``combine`` of the tuple ``vals`` over every thread of the row (its warps, then its cluster), with the
     buffers of ``slot``; ``phase``: the parity of the slot's mbarrier use; ``first``: the first cluster exchange of
     the kernel (it waits for the cluster barrier of :func:`cluster_start`). With ``counted``, ``combine(a, b, na,
-    nb)`` also gets how many threads' values ``a`` and ``b`` each stand for (static ints)."""
+    nb)`` also gets how many threads' values ``a`` and ``b`` each stand for (static ints).
+
+    The cluster's partials are combined in rank order by every thread, or, given ``identity`` (a value ``e`` with
+    ``combine(a, e)`` equal to ``a`` bit for bit: :data:`ADD_IDENTITY`, :data:`MAX_SUM_IDENTITY`), by a butterfly
+    over the lanes of each warp, lane ``p`` holding partial ``p % s`` (``s`` the cluster's size rounded up to a
+    power of two; ``e`` past the cluster): a thread loads one partial instead of all of them, and the combines
+    take ``log2 s`` steps instead of ``cluster - 1``. Either way every thread of every CTA of the row gets the same
+    bits (the combines are symmetric in their operands, bit for bit)."""
     plan = red.plan
     width = red.width
 
@@ -372,15 +381,35 @@ def row_reduce(vals, combine, red, slot=0, phase=0, first=True, counted=False):
             atom = cute.make_copy_atom(cpasync.CopyDsmemStoreOp(), cute.Float32, num_bits_per_copy=32 * width)
             cute.copy(atom, frag, cute.local_tile(remote, (width,), (rank,)), mbar_ptr=arch.map_dsmem_ptr(bar, tx))
         arch.mbarrier_wait(bar, phase)
-        vals = tuple(cbuf[c] for c in range(width))
-        for p in cute.range_constexpr(1, plan.cluster):
-            vals = join(vals, tuple(cbuf[p * width + c] for c in range(width)), plan.group * p, plan.group)
+        if cute.const_expr(identity is not None and not counted):
+            vals = _lanes_butterfly(cbuf, plan.cluster, width, combine, identity)
+        else:
+            vals = tuple(cbuf[c] for c in range(width))
+            for p in cute.range_constexpr(1, plan.cluster):
+                vals = join(vals, tuple(cbuf[p * width + c] for c in range(width)), plan.group * p, plan.group)
+    return vals
+
+
+def _lanes_butterfly(cbuf, cluster, width, combine, identity):
+    """The ``cluster`` partials of ``width`` values in ``cbuf`` combined by a butterfly over the lanes (see
+    :func:`row_reduce`): every lane ends with the same bits."""
+    span = _pow2_at_least(cluster)
+    p = arch.lane_idx() % span
+    have = p < cluster
+    src = cute.min(p, cluster - 1)                # (a lane past the cluster reads a partial it does not use)
+    vals = tuple(cute.math.select(have, cbuf[src * width + c], identity[c]) for c in range(width))
+    for off in [span >> k for k in range(1, span.bit_length())]:     # span / 2, ..., 1
+        vals = combine(vals, tuple(arch.shuffle_sync_bfly(v, off) for v in vals))
     return vals
 
 
 def add(a, b):
     """The combine of sums."""
     return tuple(x + y for x, y in zip(a, b))
+
+
+ADD_IDENTITY = (-0.0,)                 # x + -0.0 is x, -0.0 included
+MAX_SUM_IDENTITY = (-math.inf, 0.0)    # a part of no value: its max is -inf and its sum 0 (:func:`max_sum`)
 
 
 def max_sum(a, b):
