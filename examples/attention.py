@@ -26,12 +26,12 @@ Each CTA computes a ``block_m x D`` block of one head's output (a tile: 128 rows
 persistent grid (``persistent``), the tiles of ``examples.attention_schedule``'s order from its index on, one SM's
 worth of CTAs apart: the producer loads a tile's Q once the consumers are done with the last one's (mbarrier
 ``q_free``; where shared memory has room the output goes through a buffer of its own, and Q is free once the tile's
-last ``S`` is done), and the K and V rings run on from tile to tile. Where shared memory has room for two Q
-buffers besides, with two consumer warpgroups and sequences of lengths known to the compile whose every query
-block sees a key, the producer loads each tile's Q into the buffer the tile before last used, and a consumer
-warpgroup's last turn of a tile issues the first ``S`` of its next tile: the tile's output is stored while that
-product runs (``examples.attention_consumer``). It has ``block_m / 64`` consumer warpgroups,
-then a producer warpgroup:
+last ``S`` is done), and the K and V rings run on from tile to tile. Where there are more tiles than CTAs,
+shared memory has room for two Q buffers besides, the CTA has two consumer warpgroups and the sequences have
+lengths known to the compile whose every query block sees a key (``attention_args.check_overlap``), the producer
+loads each tile's Q into the buffer the tile before last used, and a consumer warpgroup's last turn of a tile
+issues the first ``S`` of its next tile: the tile's output is stored while that product runs
+(``examples.attention_consumer``). It has ``block_m / 64`` consumer warpgroups, then a producer warpgroup:
 
 - the last warpgroup is the producer: it gives registers back (``setmaxnreg``, 24 a thread) and its first warp
   loads the CTA's Q tile once (TMA, its own mbarrier), then the K and V tiles of ``block_n`` keys through

@@ -195,10 +195,11 @@ def check_overlap(overlap, persistent, packed, seqlens, causal, d, block_n, stag
     """``attention``'s ``overlap`` as a bool: whether a persistent grid's Q has two buffers and each consumer
     warpgroup issues its next tile's first ``S`` before it stores a tile's output. The rule: a persistent grid with
     more tiles than CTAs (``persistent``: a CTA has a next tile to start; with one tile each the straight-line code
-    ptxas is given needs more registers than it has, and it serialises the WGMMAs) of sequences of equal lengths known to the compile (not packed) whose every query block sees a key (a tile's last
-    turn issues the next tile's first product without a branch), two consumer warpgroups (at 160 registers a thread
-    three have no room for that product beside the output, and ptxas serialises their WGMMAs), and shared memory
-    for two Q tiles and the output's beside the K and V rings. ``None`` is whether the rule holds; ``True`` where it
+    ptxas is given needs more registers than it has, and it serialises the WGMMAs) of sequences of equal lengths
+    known to the compile (not packed) whose every query block sees a key (a tile's last turn issues the next
+    tile's first product without a branch), two consumer warpgroups (at 160 registers a thread three have no room
+    for that product beside the output, and ptxas serialises their WGMMAs), and shared memory for two Q tiles and
+    the output's beside the K and V rings. ``None`` is whether the rule holds; ``True`` where it
     does not is a ``CuteValueError`` naming the part that fails."""
     if overlap is not None and type(overlap) is not bool:
         raise cute.CuteValueError(f"attention: overlap is None (where the rule allows it), True or False, got "

@@ -13,7 +13,8 @@ element under a predicate.
 A reduction along a row (:func:`row_reduce`) combines a tuple of Float32 values (1, 2 or 4) with an associative
 ``combine``: a butterfly of ``shfl.sync.bfly`` inside each warp, then the warps of a row through shared memory, then,
 on a cluster, each CTA's partial stored into every CTA's shared memory with ``st.async`` (its bytes completing on
-that CTA's mbarrier), every CTA combining the partials in rank order: all CTAs of a row get the same bits.
+that CTA's mbarrier), every CTA combining the partials in rank order or by a butterfly over its lanes: all CTAs of
+a row get the same bits.
 """
 
 import math
@@ -24,9 +25,9 @@ from cute_py import arch
 from cute_py.atom import CopyUniversalOp
 from cute_py.nvgpu import cpasync
 
-__all__ = ["RowPlan", "plan_rows", "ADD_IDENTITY", "MAX_SUM_IDENTITY", "row_vector", "check_matrix", "check_vector",
-           "check_same_shape",
-           "RowReduction", "launch_rows", "row_coords", "chunk_index", "load_chunk", "store_chunk", "load_row",
+__all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
+           "ADD_IDENTITY", "MAX_SUM_IDENTITY", "RowReduction", "launch_rows", "row_coords", "chunk_index",
+           "load_chunk", "store_chunk", "load_row",
            "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
            "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT",
            "TWO_INPUTS"]
