@@ -4,7 +4,9 @@
   skips sees none of its keys, one taken without the mask sees all of them from every row in the queries, and the
   masked blocks (a prefix of the visited ones) are exactly those that need the mask.
 - The forward (``examples.attention_consumer.kv_blocks`` and ``unmasked_blocks``): a key block a query tile skips
-  is seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries.
+  is seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries;
+  a tile has key blocks exactly when one of its rows sees a key, and ``attention_args.every_tile_sees_a_key`` (the
+  overlap's rule) holds exactly when every tile has.
 
 A block taken without the mask where one is needed, or skipped where a row sees it, would give wrong results with
 no error, so the rules are checked over every length of a grid around the block sizes and over arbitrary ones."""
@@ -18,6 +20,7 @@ from hypothesis import strategies as st
 
 from examples.attention_consumer import kv_blocks as _kv_blocks, unmasked_blocks as _unmasked_blocks
 from examples.attention_backward_blocks import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
+from examples.attention_args import every_tile_sees_a_key
 
 LENGTHS = (1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 517, 1000)
 
@@ -59,12 +62,15 @@ def test_arbitrary_lengths(seqlen_q, seqlen_k, causal):
 
 def _check_forward(seqlen_q, seqlen_k, causal, block_m, block_n):
     diag = seqlen_k - seqlen_q
+    some_key = []           # whether each query block has a row that sees a key
     for m_block in range(-(-seqlen_q // block_m)):
         rows = range(m_block * block_m, min((m_block + 1) * block_m, seqlen_q))
         n = _kv_blocks(m_block, seqlen_q, seqlen_k, block_n, causal, block_m)
         whole = _unmasked_blocks(m_block * block_m, seqlen_q, seqlen_k, block_n, causal, n)
         where = f"seqlen_q={seqlen_q} seqlen_k={seqlen_k} causal={causal} tile {block_m}x{block_n} block {m_block}"
         assert 0 <= whole <= n, where
+        some_key.append(any(not causal or i + diag >= 0 for i in rows))
+        assert (n > 0) == some_key[-1], f"{where}: {n} key blocks"
         for j in range(-(-seqlen_k // block_n)):
             first, last = j * block_n, min((j + 1) * block_n, seqlen_k) - 1     # the block's keys in the sequence
             seen = [(last if not causal else min(last, i + diag)) - first + 1 for i in rows]    # keys row i sees
@@ -73,6 +79,8 @@ def _check_forward(seqlen_q, seqlen_k, causal, block_m, block_n):
             elif j < whole:
                 assert (j + 1) * block_n <= seqlen_k and all(c == block_n for c in seen), \
                     f"{where}: key block {j} is taken without the mask but is not seen whole"
+    # the overlap of a persistent grid's tiles issues every tile's first product unconditionally
+    assert every_tile_sees_a_key((seqlen_q, seqlen_k), causal, block_m) == all(some_key), (seqlen_q, seqlen_k)
 
 
 TILES = ((128, 128), (128, 80), (128, 176), (192, 128), (128, 64))
@@ -136,3 +144,12 @@ def test_the_persistent_schedule_follows_its_table_and_never_exceeds_the_tiles(d
         assert (mb, prs, hs) == (m_blocks, heads * batch, heads)
         assert grid == min(ctas, tiles) and launch == (grid, 1, 1)
         assert 1 <= section <= prs
+
+
+def test_lengths_unknown_to_the_compile_or_empty_are_never_taken_to_give_every_tile_a_key():
+    import cute_py as cute
+
+    for seqlens in [(cute.sym_int(), 5), (5, cute.sym_int()), (0, 5), (5, 0), (5.0, 5), (None, 5), (True, 5)]:
+        assert every_tile_sees_a_key(seqlens, False, 128) is False, seqlens
+    assert every_tile_sees_a_key((5, 5), False, 128) and every_tile_sees_a_key((1000, 873), True, 128)
+    assert not every_tile_sees_a_key((1000, 872), True, 128)
