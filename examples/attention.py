@@ -181,21 +181,17 @@ def _produce_tiles(tmas, smems, k_pipe, v_pipe, schedule, seqlens, cu_q, cu_k, h
     block_m = cute.size(sQ, mode=[0])
     stages = cute.size(sK, mode=[2])
     k_state, v_state = _ring_states(pipeline.PipelineUserType.Producer, stages)
+    buffers = 2 if overlap else 1
     loaded = 0
     for t in range(cta, m_blocks * pairs, grid):
         m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
         if m_block * block_m < seq[2]:
-            if cute.const_expr(overlap):
-                b = loaded % 2
-                if loaded > 1:
-                    arch.mbarrier_wait(q_free + b, (loaded // 2 - 1) % 2)
-                _produce(tmas, (sQ[None, None, b], sK, sV, sO, q_bar + b, q_free), k_pipe, v_pipe, k_state, v_state,
-                         m_block, head, batch, seq, head_ratio, block_n, causal)
-            else:
-                if loaded > 0:
-                    arch.mbarrier_wait(q_free, (loaded - 1) % 2)
-                _produce(tmas, smems, k_pipe, v_pipe, k_state, v_state, m_block, head, batch, seq, head_ratio,
-                         block_n, causal)
+            b = loaded % buffers
+            if loaded >= buffers:
+                arch.mbarrier_wait(q_free + b, (loaded // buffers - 1) % 2)
+            tile_q = sQ[None, None, b] if cute.const_expr(overlap) else sQ
+            _produce(tmas, (tile_q, sK, sV, sO, q_bar + b, q_free), k_pipe, v_pipe, k_state, v_state, m_block, head,
+                     batch, seq, head_ratio, block_n, causal)
             loaded = loaded + 1
     k_pipe.producer_tail(k_state)
     v_pipe.producer_tail(v_state)
@@ -221,9 +217,10 @@ def _consume_tiles(args, smems, tidx, schedule, stages, own_o, overlap):
     done = 0
     if cute.const_expr(overlap):
         ops = fragments(mma_qk, mma_pv, sQ, sK, sV, tidx)
+        tSrQ, tSrK, _, _, acc_s, _, acc_o = ops
         rows = row_fragments()
         arch.mbarrier_wait(q_bar, 0)
-        issue_first(mma_qk, ops[4], ops[6], ops[0], ops[1], k_pipe, k_read, 0, pingpong, group, groups)
+        issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, 0, pingpong, group, groups)
         for t in range(cta, m_blocks * pairs, grid):
             m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
             consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, head, batch, seq, done,
@@ -373,8 +370,8 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
         schedule, grid = schedule
         if smem_bytes(d, block_n, stages, block_m) + block_m * d * dt.width // 8 <= SMEM_BYTES:
             o_layout = cute.make_layout((block_m, d), stride=(d, 1)) if packed else o_stage
-    overlap = check_overlap(overlap, schedule and schedule[4] < m_blocks * schedule[1], packed, seqlens, causal, d,
-                            block_n, stages, block_m)
+    walks = schedule is not None and grid[0] < m_blocks * schedule[1]      # a CTA with more than one tile
+    overlap = check_overlap(overlap, walks, packed, seqlens, causal, d, block_n, stages, block_m)
     if overlap:
         q_layout = hh.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (block_m, block_n, d), dt, 2)
     if packed:

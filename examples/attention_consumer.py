@@ -25,7 +25,7 @@ from .attention_output import finish, store_lse, store_out
 from .attention_tiles import fence_operands, gemm_ss, head_rows
 
 __all__ = ["kv_blocks", "unmasked_blocks", "consume_tile", "consume", "consume_overlapped", "fragments",
-           "issue_first", "row_fragments"]
+           "issue_first", "last_turn", "row_fragments"]
 
 
 @cute.jit
@@ -138,6 +138,32 @@ def key_blocks(mma_qk, mma_pv, ops, k_pipe, v_pipe, k_read, v_read, rows, tile, 
 
 
 @cute.jit
+def last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, carried, next_s=None):
+    """The last step's MMAs, once the V block is in: ``O += P V`` of the first key block, then, with ``next_s``
+    (``(mma_qk, K stage, Q buffer)``), the next tile's first ``S = Q K^T``; the wait for ``P V`` alone, and the V
+    block released. ``carried``: the turns run on from tile to tile, so the turn passes as soon as the MMAs are
+    issued; else after they are done (the last warpgroup's pass left out)."""
+    tSrQ, tSrK, tOrV, _, acc_s, tOrP, acc_o = ops
+    turn(pingpong, group)
+    to_p(acc_s, tOrP)
+    fence_operands(acc_s, acc_o)
+    pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
+    wg.commit_group()
+    if cute.const_expr(next_s is not None):
+        mma_qk, k_stage, q_buffer = next_s
+        gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_stage, cute.size(tSrQ, mode=[2]) * 16, q_buffer)
+        wg.commit_group()
+    if cute.const_expr(carried):
+        pass_turn(pingpong, group, True, groups)   # the next warpgroup goes on (into the next tile)
+    wg.wait_group(0 if next_s is None else 1)
+    arch.warpgroup_fence_operand(acc_o)
+    if cute.const_expr(not carried):
+        pass_turn(pingpong, group, False, groups)  # (a branch: not while the MMA reading P is in flight)
+    v_pipe.consumer_release(v_read)
+    v_read.advance()
+
+
+@cute.jit
 def _init_rows(rows):
     """The running maxima (``-inf``) and sums (0) of a thread's two rows, at the start of a tile."""
     row_max, row_sum, _ = rows
@@ -194,7 +220,7 @@ def consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_b
     groups = block_m // 64
     k_read, v_read, q_phase, q_free, sO, early = tile_state
     ops = fragments(mma_qk, mma_pv, sQ, sK, sV, tidx)
-    tSrQ, tSrK, tOrV, cS, acc_s, tOrP, acc_o = ops
+    tSrQ, tSrK, _, cS, acc_s, _, acc_o = ops
     gO = cute.local_tile(head_rows(o, q_start, q_batch, head), (block_m, d), (m_block, 0))
     acc_o.fill(0.0)
     rows = row_fragments()
@@ -214,21 +240,8 @@ def consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_b
         key_blocks(mma_qk, mma_pv, ops, k_pipe, v_pipe, k_read, v_read, rows, tile, None, pingpong, group, groups)
         if cute.const_expr(early):
             arch.mbarrier_arrive(q_free)        # every S = Q K^T of the tile is done
-        # O += P V of the first block
         v_pipe.consumer_wait(v_read)
-        turn(pingpong, group)
-        to_p(acc_s, tOrP)
-        fence_operands(acc_s, acc_o)
-        pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
-        wg.commit_group()
-        if cute.const_expr(carried):
-            pass_turn(pingpong, group, True, groups)   # the next warpgroup goes on (into the next tile)
-        wg.wait_group(0)
-        arch.warpgroup_fence_operand(acc_o)
-        if cute.const_expr(not carried):
-            pass_turn(pingpong, group, False, groups)  # (a branch: not while the MMA reading P is in flight)
-        v_pipe.consumer_release(v_read)
-        v_read.advance()
+        last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, carried)
         finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
                q_batch, head, packed, scale_log2, d, tma_out)
     else:
@@ -256,7 +269,7 @@ def consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, he
     CTA's last tile is traced as the others are, and no branch lies between the MMAs)."""
     mma_qk, mma_pv, k_pipe, v_pipe, o, lse, _, _, _, causal, scale_log2, _, pingpong, store_o, tma_o = args
     sQ, sK, sV, sO, q_bar, q_free = smems
-    tSrQ, tSrK, tOrV, cS, acc_s, tOrP, acc_o = ops
+    _, _, _, cS, acc_s, _, acc_o = ops
     row_max, row_sum, corr = rows
     q_start, _, seqlen_q, seqlen_k, q_batch, _ = seq
     d = cute.size(sQ, mode=[1])
@@ -274,24 +287,12 @@ def consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, he
     _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile)
     key_blocks(mma_qk, mma_pv, ops, k_pipe, v_pipe, k_read, v_read, rows, tile, buffer, pingpong, group, groups)
     arch.mbarrier_arrive(q_free + buffer)       # every S = Q K^T of the tile is done
-    # O += P V of the first block, and the next tile's first S
     nxt = (done + 1) % 2
     v_pipe.consumer_wait(v_read)
     if has_next:                                # (no MMA is in flight here)
         arch.mbarrier_wait(q_bar + nxt, (done + 1) // 2 % 2)
         k_pipe.consumer_wait(k_read)
-    turn(pingpong, group)
-    to_p(acc_s, tOrP)
-    fence_operands(acc_s, acc_o)
-    pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
-    wg.commit_group()
-    gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d, nxt)
-    wg.commit_group()
-    pass_turn(pingpong, group, True, groups)
-    wg.wait_group(1)
-    arch.warpgroup_fence_operand(acc_o)
-    v_pipe.consumer_release(v_read)
-    v_read.advance()
+    last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, True, (mma_qk, k_read.index, nxt))
     out_box = _out_box(store_o, tma_o, batch, head, m_block, block_m, d)
     finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
            head, False, scale_log2, d, (store_o, out_box, False))

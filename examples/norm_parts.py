@@ -6,7 +6,7 @@ import operator
 
 import cute_py as cute
 
-from .row_reduce import ADD_IDENTITY, add, chunk_index, load_chunk, rearm, row_reduce, store_chunk
+from .row_reduce import add, chunk_index, load_chunk, rearm, row_reduce, store_chunk
 from .row_math import elements, fold
 
 __all__ = ["store_stats", "thread_mask", "store_affine", "deviations", "every_thread_full", "mean_m2", "sum_m2",
@@ -98,14 +98,14 @@ def mean_and_squares(read, plan, red, t, rank, slots=(0, 1), phase=0, looped=Fal
     s = 0.0
     for v in read(False):
         s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
-    (total,) = row_reduce((s,), add, red, slots[0], phase, not looped, identity=ADD_IDENTITY)
+    (total,) = row_reduce((s,), add, red, slots[0], phase, not looped)
     if looped:
         rearm(red, slots[0])
     mu = total / plan.n
     q = 0.0
     for d in deviations(read(True), mu, plan, t, rank):
         q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
-    (sq,) = row_reduce((q,), add, red, slots[1], phase, False, identity=ADD_IDENTITY)
+    (sq,) = row_reduce((q,), add, red, slots[1], phase, False)
     if looped:
         rearm(red, slots[1])
     return mu, sq

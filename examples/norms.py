@@ -31,7 +31,7 @@ while it reduces and stores the current one (``prefetch_depth``).
 import cute_py as cute
 from cute_py import arch
 
-from .row_reduce import (ADD_IDENTITY, RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row,
+from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce,
                          row_vector, store_if_row, store_row, CLUSTER_GROUP, FLOATS, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
@@ -66,7 +66,7 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
     s = 0.0
     for v in xs:
         s = s + (v * v).reduce(cute.ReductionOp.ADD, 0.0, 0)
-    (ss,) = row_reduce((s,), add, red, identity=ADD_IDENTITY)
+    (ss,) = row_reduce((s,), add, red)
     inv = cute.math.rsqrt(ss / plan.n + eps)
     if cute.const_expr(staged == 2):
         wait_staged(0)
@@ -241,7 +241,7 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, r, units, mine, 
         nxt[0].load(x[ar, None], t, rank)
         nxt[1].load(dy[ar, None], t, rank)
         arch.cp_async_commit_group()
-    (dot,) = row_reduce((s,), add, red, slot, phase, False, identity=ADD_IDENTITY)
+    (dot,) = row_reduce((s,), add, red, slot, phase, False)
     if cute.const_expr(plan.cluster > 1):
         rearm(red, slot)
     c = dot * inv * inv / plan.n

@@ -341,7 +341,8 @@ def row_reduce(vals, combine, red, slot=0, phase=0, first=True, counted=False, i
     nb)`` also gets how many threads' values ``a`` and ``b`` each stand for (static ints).
 
     The cluster's partials are combined in rank order by every thread, or, given ``identity`` (a value ``e`` with
-    ``combine(a, e)`` equal to ``a`` bit for bit: :data:`ADD_IDENTITY`, :data:`MAX_SUM_IDENTITY`), by a butterfly
+    ``combine(a, e)`` equal to ``a`` bit for bit; by default :data:`ADD_IDENTITY` for :func:`add` and
+    :data:`MAX_SUM_IDENTITY` for :func:`max_sum`, none for other combines), by a butterfly
     over the lanes of each warp, lane ``p`` holding partial ``p % s`` (``s`` the cluster's size rounded up to a
     power of two; ``e`` past the cluster): a thread loads one partial instead of all of them, and the combines
     take ``log2 s`` steps instead of ``cluster - 1``. Either way every thread of every CTA of the row gets the same
@@ -382,6 +383,8 @@ def row_reduce(vals, combine, red, slot=0, phase=0, first=True, counted=False, i
             atom = cute.make_copy_atom(cpasync.CopyDsmemStoreOp(), cute.Float32, num_bits_per_copy=32 * width)
             cute.copy(atom, frag, cute.local_tile(remote, (width,), (rank,)), mbar_ptr=arch.map_dsmem_ptr(bar, tx))
         arch.mbarrier_wait(bar, phase)
+        if cute.const_expr(identity is None):
+            identity = {add: ADD_IDENTITY, max_sum: MAX_SUM_IDENTITY}.get(combine)
         if cute.const_expr(identity is not None and not counted):
             vals = _lanes_butterfly(cbuf, plan.cluster, width, combine, identity)
         else:

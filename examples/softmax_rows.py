@@ -21,9 +21,9 @@ import operator
 
 import cute_py as cute
 
-from .row_reduce import (ADD_IDENTITY, LOG2E, MAX_SUM_IDENTITY, RowReduction, add, check_same_shape, check_matrix,
-                         clamped_row, cluster_start, launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce,
-                         row_vector, store_if_row, FLT_MAX, ONE_INPUT, TWO_INPUTS)
+from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, clamped_row, cluster_start,
+                         launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, row_vector, store_if_row,
+                         FLT_MAX, ONE_INPUT, TWO_INPUTS)
 from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
 from .row_stage import stage, staged_rows, wait_staged
 
@@ -40,7 +40,7 @@ def softmax_forward_kernel(x, y, spec):
     mt = fold(elements(vals), cute.max)
     safe = cute.max(mt, -FLT_MAX)
     flat, s, unit = _exps(elements(vals), safe)
-    big, total = row_reduce((mt, s * unit), max_sum, red, identity=MAX_SUM_IDENTITY)
+    big, total = row_reduce((mt, s * unit), max_sum, red)
     scale = cute.math.exp2((safe - cute.max(big, -FLT_MAX)) * LOG2E) / total
     store_if_row(y, r, plan, t, rank, [e * unit * scale for e in chunks(flat, plan.vec)])
 
@@ -80,7 +80,7 @@ def softmax_backward_kernel(y, dy, dx, spec):
     s = 0.0
     for k in cute.range_constexpr(plan.chunks):
         s = s + (ys[k] * gs[k]).reduce(cute.ReductionOp.ADD, 0.0, 0)
-    (dot,) = row_reduce((s,), add, red, identity=ADD_IDENTITY)
+    (dot,) = row_reduce((s,), add, red)
     if cute.const_expr(staged):
         ys, gs = sy.values(), sg.values()
     store_if_row(dx, r, plan, t, rank, [ys[k] * (gs[k] - dot) for k in range(plan.chunks)])
