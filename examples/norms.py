@@ -31,9 +31,10 @@ while it reduces and stores the current one (``prefetch_depth``).
 import cute_py as cute
 from cute_py import arch
 
-from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, clamped_row,
-                         cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords, row_reduce,
-                         row_vector, store_if_row, store_row, CLUSTER_GROUP, FLOATS, ONE_INPUT, TWO_INPUTS)
+from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index, chunk_inside,
+                         clamped_row, cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords,
+                         row_reduce, row_vector, store_chunk, store_if_row, store_row, whole_chunks, CLUSTER_GROUP,
+                         FLOATS, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
@@ -221,21 +222,30 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan):
 def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, r, units, mine, t, rank, slot, phase):
     """Row ``r`` of the group (``mine``: the group has a workspace row; ``units`` groups); ``nxt``: the
     shared-memory buffers holding this row's ``x`` and ``dy``, loaded here with the group's row ``depth`` rows
-    ahead (``r + depth * units``) once this row's are read (``None``: loaded into registers from global memory)."""
+    ahead (``r + depth * units``) once this row's are read (``None``: loaded into registers from global memory).
+    A chunk that may lie past the row's end (``plan.full``) is reduced, stored and summed into ``dw`` only where
+    it holds elements of the row: a row just past a power of two leaves most of its last round of chunks empty,
+    and the kernel's time goes with the instructions of the chunks it works on."""
     plan = red.plan
     m = x.shape[0]
     tx, _, _ = arch.thread_idx()
     valid = mine and r < m
     rr = cute.where(valid, r, m - 1)
+    full = [k for k in range(plan.chunks) if plan.full(k)]
     if cute.const_expr(nxt is not None):
         wait_staged(depth - 1)  # this row's copies; the next rows' may still be in flight
-        xs, gs = nxt[0].values(), nxt[1].values()
+        # chunks inside the row as Float32 now, the others in their own type until known to hold elements
+        xs, gs = ([b.raw(k).to(cute.Float32) if k in full else b.raw(k) for k in range(plan.chunks)] for b in nxt)
     else:
         xs = load_row(x[rr, None], plan, t, rank)
         gs = load_row(dy[rr, None], plan, t, rank)
     inv = rstd[rr]
-    s = dot_fma([(gs[k] * _w(w_s, plan, k, tx), xs[k]) for k in range(plan.chunks)])
-    if cute.const_expr(nxt is not None):  # the buffers are read (s used every value): copy the next rows in
+    s = dot_fma([(gs[k] * _w(w_s, plan, k, tx), xs[k]) for k in full]) if full else cute.Float32(0.0)
+    for k in cute.range_constexpr(plan.chunks):
+        if cute.const_expr(not plan.full(k)):
+            if chunk_inside(plan, k, t, rank):
+                s = s + dot_fma([(gs[k].to(cute.Float32) * _w(w_s, plan, k, tx), xs[k].to(cute.Float32))])
+    if cute.const_expr(nxt is not None):  # the buffers are read (xs and gs hold every value): copy the next rows in
         ahead = r + depth * units
         ar = cute.where(mine and ahead < m, ahead, m - 1)
         nxt[0].load(x[ar, None], t, rank)
@@ -246,11 +256,26 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, r, units, mine, 
         rearm(red, slot)
     c = dot * inv * inv / plan.n
     if valid:
-        store_row(dx[r, None], plan, t, rank,
-                  [fma_each(xs[k], -c, gs[k] * _w(w_s, plan, k, tx)) * inv for k in range(plan.chunks)])
-        for k in cute.range_constexpr(plan.chunks):
-            a = thread_slot(acc_s, plan, k, tx)
-            a.store(fma_each(gs[k] * xs[k], inv, a.load()))
+        _backward_chunks(dx, r, plan, full, t, rank, tx, w_s, acc_s, xs, gs, c, inv)
+    for k in cute.range_constexpr(plan.chunks):
+        if cute.const_expr(not plan.full(k)):
+            if valid and chunk_inside(plan, k, t, rank):
+                _backward_chunks(dx, r, plan, [k], t, rank, tx, w_s, acc_s, {k: xs[k].to(cute.Float32)},
+                                 {k: gs[k].to(cute.Float32)}, c, inv)
+
+
+def _backward_chunks(dx, r, plan, ks, t, rank, tx, w_s, acc_s, xs, gs, c, inv):
+    """Chunks ``ks`` of row ``r`` of ``dx`` stored (each inside the row), then their products added into the
+    thread's ``dw`` sums."""
+    vals = {k: fma_each(xs[k], -c, gs[k] * _w(w_s, plan, k, tx)) * inv for k in ks}
+    for k in ks:
+        out = cute.make_rmem_tensor((plan.vec,), dx.element_type)
+        out.store(vals[k].to(dx.element_type))
+        store_chunk(dx[r, None], chunk_index(plan, k, t, rank), plan.vec, plan.n, out,
+                    plan.full(k) or whole_chunks(plan.n, plan.vec))
+    for k in ks:
+        a = thread_slot(acc_s, plan, k, tx)
+        a.store(fma_each(gs[k] * xs[k], inv, a.load()))
 
 
 def _w(w_s, plan, k, tx):

@@ -27,7 +27,8 @@ from cute_py.nvgpu import cpasync
 
 __all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
            "ADD_IDENTITY", "MAX_SUM_IDENTITY", "RowReduction", "launch_rows", "row_coords", "chunk_index",
-           "load_chunk", "store_chunk", "load_row",
+           "chunk_inside",
+           "load_chunk", "store_chunk", "whole_chunks", "load_row",
            "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
            "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT",
            "TWO_INPUTS"]
@@ -273,6 +274,8 @@ def load_chunk(row, chunk, vec, n, frag, fill, full):
         first = chunk * vec
         if first + vec <= n:
             _vector_copy(row, frag, row, chunk, vec)
+        elif cute.const_expr(whole_chunks(n, vec)):  # no chunk straddles the end: this one lies past it
+            frag.fill(fill)
         else:
             for j in cute.range_constexpr(vec):
                 frag[j] = fill
@@ -288,15 +291,27 @@ def store_chunk(row, chunk, vec, n, frag, full):
         first = chunk * vec
         if first + vec <= n:
             _vector_copy(frag, row, row, chunk, vec)
-        else:
+        elif cute.const_expr(not whole_chunks(n, vec)):
             for j in cute.range_constexpr(vec):
                 if first + j < n:
                     row[first + j] = frag[j]
 
 
+def whole_chunks(n, vec):
+    """Whether rows of ``n`` elements (an int known to the compile) are whole chunks of ``vec``: then a chunk lies
+    either inside a row or past its end, and no chunk needs element-by-element accesses."""
+    return isinstance(n, int) and n % vec == 0
+
+
 def chunk_index(plan, k, t, rank):
     """The index in the row of thread ``t``'s chunk ``k`` in the CTA of rank ``rank``."""
     return (k * plan.cluster + rank) * plan.group + t
+
+
+def chunk_inside(plan, k, t, rank):
+    """Whether thread ``t``'s chunk ``k`` in the CTA of rank ``rank`` holds elements of the row (run-time where
+    chunk ``k`` is not :meth:`RowPlan.full`)."""
+    return chunk_index(plan, k, t, rank) * plan.vec < plan.n
 
 
 def load_row(row, plan, t, rank, fill=0.0):

@@ -18,7 +18,7 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import cpasync
 
-from .row_reduce import VECTOR_BITS, chunk_index, load_chunk
+from .row_reduce import VECTOR_BITS, chunk_index, load_chunk, whole_chunks
 
 __all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
 
@@ -67,7 +67,11 @@ class Staged:
 
     def values(self):
         """This thread's chunks as Float32 TensorSSA, read from shared memory (after :func:`wait_staged`)."""
-        return [thread_slot(self.buf, self.plan, k, self.tx).load().to(cute.Float32) for k in range(self.plan.chunks)]
+        return [self.raw(k).to(cute.Float32) for k in range(self.plan.chunks)]
+
+    def raw(self, k):
+        """This thread's chunk ``k`` in its own type, read from shared memory (after :func:`wait_staged`)."""
+        return thread_slot(self.buf, self.plan, k, self.tx).load()
 
 
 def staged_bytes(plan, dtype):
@@ -91,6 +95,8 @@ def _copy_or_load(atom, row, buf, plan, k, at, tx, bits, fill):
     element by element through registers (``fill`` past the row's end)."""
     if (at + 1) * plan.vec <= plan.n:
         _copy_chunk(atom, row, buf, plan, k, at, tx, bits)
+    elif cute.const_expr(whole_chunks(plan.n, plan.vec)):  # past the row's end
+        thread_slot(buf, plan, k, tx).fill(fill)
     else:
         _load_through_registers(row, buf, plan, k, at, tx, fill, False)
 

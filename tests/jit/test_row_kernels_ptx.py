@@ -106,7 +106,10 @@ def test_rmsnorm_backward_loops_over_rows_and_sums_the_workspace_in_a_second_ker
     assert main.grid == (3, 1, 1) and column.grid == (16, 1, 1)  # 5 groups, 2 a CTA; 4096 / (32 lanes * 8)
     # w by vector loads (4 chunks); x and dy through shared memory: each group's first rows, then at every row the
     # rows after it, copied while the row is reduced (3 sites x 2 inputs x 4 chunks)
-    assert ".local" not in c.ptx and _count(c.ptx, r"ld\.global\.v4\.b32") == 4
+    body, column_sum = c.ptx.split(".entry column_sum_kernel")
+    assert ".local" not in c.ptx and _count(body, r"ld\.global\.v4\.b32") == 4
+    # the column sums read each workspace row's Float32 chunk of 8 in two 16-byte loads, no element by element
+    assert _count(column_sum, r"ld\.global\.v4\.b32") == 2 and _count(column_sum, r"ld\.global\.b32") == 0
     assert _count(c.ptx, CP_ASYNC_16) == 24 and re.findall(r"cp\.async\.wait_group\s+(\d+)", c.ptx) == ["0", "0"]
     assemble(c.ptx)
 
@@ -178,6 +181,27 @@ def test_short_rows_keep_their_inputs_in_registers():
     for c in (cute.compile(ex.rmsnorm_forward, x, w, x, s, 1e-6), cute.compile(ex.layernorm_forward, x, w, w, x, s, s),
               cute.compile(ex.softmax_forward, x, x), cute.compile(ex.softmax_backward, x, x, x)):
         assert c.launches[0].cluster == (1, 1, 1) and "cp.async" not in c.ptx
+
+
+def _row_kernels(n, m=16):
+    x, w, s, t = _rows("BFloat16", m, n), F("BFloat16", (n,)), F("Float32", (m,)), F("Int64", (m,))
+    return {"softmax_forward": (x, x), "softmax_backward": (x, x, x), "rmsnorm_forward": (x, w, x, s, 1e-6),
+            "rmsnorm_backward": (x, x, w, s, x, w, F("Float32", (4, n))), "layernorm_forward": (x, w, w, x, s, s, 1e-5),
+            "cross_entropy_forward": (x, t, s, s), "cross_entropy_backward": (x, t, s, s, x)}
+
+
+def test_rows_of_whole_chunks_with_a_partial_last_round_take_no_element_accesses():
+    # bf16 rows of 50304 (6288 chunks of 8) over clusters whose last round of chunks is partly past the row's end:
+    # each chunk lies inside the row or wholly past it, so no kernel reads or writes a row element by element (a
+    # chunk past the end is filled, or skipped); the row kernels' main loops only (the dw column sums store dw
+    # element by element; cross-entropy reads the target's logit and stores its gradient alone)
+    for name, args in _row_kernels(50304).items():
+        c = cute.compile(getattr(ex, name), *args)
+        main = c.ptx.split(".entry column_sum_kernel")[0]
+        assert c.launches[0].cluster[0] > 1 or name == "cross_entropy_backward", name  # (no reduction)
+        singles = _count(main, r"(ld|st)\.global(\.nc)?\.(b|u)16")
+        assert singles <= 3 if name.startswith("cross_entropy") else singles == 0, (name, singles)
+        assert _count(main, r"(ld\.global(\.nc)?|st\.global)\.v4\.b32|cp\.async\.cg") > 0, name
 
 
 @pytest.mark.parametrize("dtype, n, stride, copy", [
