@@ -74,7 +74,8 @@ from cute_py.utils import hopper_helpers as hh
 from .attention_args import (HEAD_DIMS, SMEM_BYTES, TILES, check_args, check_offsets, check_overlap, check_tile,
                              dim_major, smem_bytes, tokens_major)
 from .attention_schedule import dealt, persistent_schedule, tile_at
-from .attention_consumer import consume_overlapped, consume_tile, fragments, issue_first, kv_blocks, row_fragments
+from .attention_consumer import (consume_overlapped, consume_tile, fragments, half_operands, halves_diagonal,
+                                 issue_first, kv_blocks, row_fragments)
 from .attention_tiles import ATTN_THREADS, BLOCK_M, head_rows, out_stage_layout
 
 
@@ -155,7 +156,14 @@ def attention_kernel(mma_qk, mma_pv, load_q, tma_q, load_k, tma_k, load_v, tma_v
             else:
                 arch.warpgroup_reg_alloc(CONSUMER_REGS[block_m // 64])
                 k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
-                consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
+                if cute.const_expr(halves_diagonal(causal, cu_q is not None, seqlens, block_m, block_n, d)):
+                    if warp < 4:    # warpgroup 0: the first key block over its first half (a copy of its own)
+                        consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False,
+                                     half_operands(sQ, sK, tidx))
+                    else:
+                        consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
+                else:
+                    consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, 0, False)
     else:
         # persistent: this CTA's tiles of the schedule's order, the pipelines' states carried from tile to tile;
         # the producer loads a tile's Q once the consumers are done with the one before it in that buffer (q_free)
@@ -199,13 +207,11 @@ def _produce_tiles(tmas, smems, k_pipe, v_pipe, schedule, seqlens, cu_q, cu_k, h
 
 @cute.jit
 def _consume_tiles(args, smems, tidx, schedule, stages, own_o, overlap):
-    """A consumer warpgroup of a persistent grid: the CTA's tiles in turn (``attention_consumer.consume_tile``,
-    or with ``overlap`` each tile's last turn issuing the next tile's first product:
-    ``attention_consumer.consume_overlapped``)."""
-    mma_qk, mma_pv, k_pipe, _, _, _, cu_q, cu_k, _, _, _, seqlens, pingpong, store_o, _ = args
-    sQ, sK, sV, _, q_bar, _ = smems
-    m_blocks, pairs, _, _, grid = schedule
-    cta, _, _ = arch.block_idx()
+    """A consumer warpgroup of a persistent grid: the CTA's tiles in turn (:func:`_consumer_loop`). Where warpgroup
+    0 sees only the first half of every tile's first key block (``attention_consumer.halves_diagonal``), it runs a
+    copy of the loop of its own that computes that half alone."""
+    _, _, _, _, _, _, cu_q, _, _, causal, _, seqlens, pingpong, store_o, _ = args
+    sQ, sK, _, _, _, _ = smems
     groups = cute.size(sQ, mode=[0]) // 64
     k_read, v_read = _ring_states(pipeline.PipelineUserType.Consumer, stages)
     # ping-pong: the turns run on from tile to tile (each warpgroup passes its last of a tile as soon as it has
@@ -214,30 +220,52 @@ def _consume_tiles(args, smems, tidx, schedule, stages, own_o, overlap):
     group = arch.make_warp_uniform(arch.warp_idx()) // 4
     if pingpong and group == groups - 1:
         arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)
+    if cute.const_expr(halves_diagonal(causal, cu_q is not None, seqlens, cute.size(sQ, mode=[0]),
+                                       cute.size(sK, mode=[0]), cute.size(sQ, mode=[1]))):
+        if group == 0:
+            _consumer_loop(args, smems, tidx, schedule, own_o, overlap, k_read, v_read,
+                           half_operands(sQ, sK, tidx))
+        else:
+            _consumer_loop(args, smems, tidx, schedule, own_o, overlap, k_read, v_read, None)
+    else:
+        _consumer_loop(args, smems, tidx, schedule, own_o, overlap, k_read, v_read, None)
+    if pingpong and group == 0:
+        arch.barrier(barrier_id=1, number_of_threads=2 * 128)
+    if cute.const_expr(own_o and store_o is not None):
+        if tidx % 128 == 0:
+            arch.tma_store_wait(0, read=True)     # the last store has read its buffer before the CTA ends
+
+
+@cute.jit
+def _consumer_loop(args, smems, tidx, schedule, own_o, overlap, k_read, v_read, half):
+    """The CTA's tiles for one consumer warpgroup (``attention_consumer.consume_tile``, or with ``overlap`` each
+    tile's last turn issuing the next tile's first product: ``attention_consumer.consume_overlapped``); ``half``:
+    every tile's first key block over its first half (``attention_consumer.half_operands``), or ``None``."""
+    mma_qk, mma_pv, k_pipe, _, _, _, cu_q, cu_k, _, _, _, seqlens, pingpong, _, _ = args
+    sQ, sK, sV, _, q_bar, _ = smems
+    m_blocks, pairs, _, _, grid = schedule
+    cta, _, _ = arch.block_idx()
+    groups = cute.size(sQ, mode=[0]) // 64
+    group = arch.make_warp_uniform(arch.warp_idx()) // 4
     done = 0
     if cute.const_expr(overlap):
         ops = fragments(mma_qk, mma_pv, sQ, sK, sV, tidx)
         tSrQ, tSrK, _, _, acc_s, _, acc_o = ops
         rows = row_fragments()
         arch.mbarrier_wait(q_bar, 0)
-        issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, 0, pingpong, group, groups)
+        issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, 0, pingpong, group, groups, half)
         for t in range(cta, m_blocks * pairs, grid):
             m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
             consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, head, batch, seq, done,
-                               t + grid < m_blocks * pairs)
+                               t + grid < m_blocks * pairs, half)
             done = done + 1
         wg.wait_group(0)            # the product the last tile issued for no next tile: dropped
     else:
         for t in range(cta, m_blocks * pairs, grid):
             m_block, head, batch, seq = _scheduled(t, schedule, seqlens, cu_q, cu_k)
             if m_block * cute.size(sQ, mode=[0]) < seq[2]:
-                consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2, own_o)
+                consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, done % 2, own_o, half)
                 done = done + 1
-    if pingpong and group == 0:
-        arch.barrier(barrier_id=1, number_of_threads=2 * 128)
-    if cute.const_expr(own_o and store_o is not None):
-        if tidx % 128 == 0:
-            arch.tma_store_wait(0, read=True)     # the last store has read its buffer before the CTA ends
 
 
 def _ring_states(kind, stages):

@@ -19,13 +19,14 @@ import math
 import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import warpgroup as wg
+from cute_py.utils import hopper_helpers as hh
 
 from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
 from .attention_output import finish, store_lse, store_out
 from .attention_tiles import fence_operands, gemm_ss, head_rows
 
 __all__ = ["kv_blocks", "unmasked_blocks", "consume_tile", "consume", "consume_overlapped", "fragments",
-           "issue_first", "last_turn", "row_fragments"]
+           "issue_first", "last_turn", "row_fragments", "halves_diagonal", "half_operands", "HALVES_DIMS"]
 
 
 @cute.jit
@@ -69,31 +70,83 @@ def fragments(mma_qk, mma_pv, sQ, sK, sV, tidx):
     return tSrQ, tSrK, tOrV, cS, acc_s, tOrP, acc_o
 
 
+HALVES_DIMS = (64,)  # the head dimensions whose first warpgroup computes half of a tile's diagonal block
+
+
+def halves_diagonal(causal, packed, seqlens, block_m, block_n, d):
+    """Whether warpgroup 0 computes only the first half of every tile's first key block (the last one, on the causal
+    diagonal): causal, tiles of ``block_m == block_n == 128``, sequence lengths known to the compile whose difference
+    is a multiple of ``block_n``, and a head dimension of ``HALVES_DIMS``. The diagonal then runs from corner to
+    corner of that block, and the warpgroup's 64 rows see at most its first 64 keys (fewer where the keys end inside
+    the block). Measured (H200, causal, 16k tokens, the same bits as before): d=64 1.053x at 512 rows and 1.026x at
+    1k; d=128 0.978-0.990x up to 2k and 1.001x at 4k, so d=128 keeps one consumer for both warpgroups
+    (benchmarks/RESULTS.md)."""
+    return (causal is True and not packed and block_m == 128 and block_n == 128 and d in HALVES_DIMS
+            and all(type(s) is int for s in seqlens) and (seqlens[1] - seqlens[0]) % block_n == 0)
+
+
 @cute.jit
-def issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, q_buffer, pingpong, group, groups):
-    """The first step's MMAs: wait for the key block, take the turn, issue ``S = Q K^T`` (Q of buffer
-    ``q_buffer``, or unbuffered with ``None``) and pass the turn on."""
+def half_operands(sQ, sK, tidx):
+    """The first ``S = Q K^T`` of a tile over the first half of its key block (:func:`halves_diagonal`):
+    ``(mma, K's operand, acc)``, an MMA 64 keys wide, the descriptors of the first half of each K stage, and its
+    accumulators (a thread's values in the order of the first half of ``acc_s``'s)."""
+    dt = sQ.element_type
+    block_m = cute.size(sQ, mode=[0])
+    half = cute.size(sK, mode=[0]) // 2
+    mma = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,
+                                    (block_m // 64, 1, 1), (64, half))
+    thr = mma.get_slice(tidx)
+    first = cute.local_tile(sK, (half, cute.size(sK, mode=[1]), cute.size(sK, mode=[2])), (0, 0, 0))
+    acc = mma.make_fragment_C(thr.partition_C(cute.make_identity_tensor((block_m, half))))
+    return mma, mma.make_fragment_B(thr.partition_B(first)), acc
+
+
+@cute.jit
+def _first_product(mma_qk, acc_s, tSrQ, tSrK, stage, q_buffer, half):
+    """A tile's first ``S = Q K^T`` of the K block in ``stage``: over the whole block, or with ``half``
+    (:func:`half_operands`) over its first half, into ``half``'s accumulators."""
     d = cute.size(tSrQ, mode=[2]) * 16
+    if cute.const_expr(half is None):
+        gemm_ss(mma_qk, acc_s, tSrQ, tSrK, stage, d, q_buffer)
+    else:
+        mma_h, tSrK_h, acc_h = half
+        gemm_ss(mma_h, acc_h, tSrQ, tSrK_h, stage, d, q_buffer)
+
+
+@cute.jit
+def issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, q_buffer, pingpong, group, groups, half=None):
+    """The first step's MMAs: wait for the key block, take the turn, issue ``S = Q K^T`` (Q of buffer
+    ``q_buffer``, or unbuffered with ``None``; over the first half of the block with ``half``) and pass the turn
+    on."""
     k_pipe.consumer_wait(k_read)
     turn(pingpong, group)
-    fence_operands(acc_s, acc_o)
-    gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_read.index, d, q_buffer)
+    fence_operands(acc_s if half is None else half[2], acc_o)
+    _first_product(mma_qk, acc_s, tSrQ, tSrK, k_read.index, q_buffer, half)
     wg.commit_group()
     pass_turn(pingpong, group, True, groups)
 
 
 @cute.jit
-def _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile):
+def _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile, half=None):
     """The first step's end: wait for its ``S``, release the key block and run its softmax (``rows``: the
-    running maxima and sums and the correction factors)."""
+    running maxima and sums and the correction factors; with ``half``, over the first half of the block, the
+    other half's probabilities 0)."""
     row_max, row_sum, corr = rows
     n_blocks, block_n, first_row, seqlen_q, seqlen_k, causal, scale_log2 = tile
     wg.wait_group(0)
-    arch.warpgroup_fence_operand(acc_s)
+    live = None
+    if cute.const_expr(half is None):
+        arch.warpgroup_fence_operand(acc_s)
+    else:
+        acc_h = half[2]
+        arch.warpgroup_fence_operand(acc_h)
+        live = cute.size(acc_h)
+        for v in cute.range_constexpr(live):
+            acc_s[v] = acc_h[v]
     k_pipe.consumer_release(k_read)
     k_read.advance()
     softmax(acc_s, cS, row_max, row_sum, corr, n_blocks - 1, block_n, first_row, seqlen_q, seqlen_k, causal,
-            scale_log2, True)
+            scale_log2, True, live)
 
 
 @cute.jit
@@ -138,20 +191,23 @@ def key_blocks(mma_qk, mma_pv, ops, k_pipe, v_pipe, k_read, v_read, rows, tile, 
 
 
 @cute.jit
-def last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, carried, next_s=None):
+def last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, carried, next_s=None, half=None):
     """The last step's MMAs, once the V block is in: ``O += P V`` of the first key block, then, with ``next_s``
-    (``(mma_qk, K stage, Q buffer)``), the next tile's first ``S = Q K^T``; the wait for ``P V`` alone, and the V
-    block released. ``carried``: the turns run on from tile to tile, so the turn passes as soon as the MMAs are
-    issued; else after they are done (the last warpgroup's pass left out)."""
+    (``(mma_qk, K stage, Q buffer)``), the next tile's first ``S = Q K^T`` (over the first half of its block with
+    ``half``); the wait for ``P V`` alone, and the V block released. ``carried``: the turns run on from tile to
+    tile, so the turn passes as soon as the MMAs are issued; else after they are done (the last warpgroup's pass
+    left out)."""
     tSrQ, tSrK, tOrV, _, acc_s, tOrP, acc_o = ops
     turn(pingpong, group)
     to_p(acc_s, tOrP)
     fence_operands(acc_s, acc_o)
+    if cute.const_expr(half is not None):
+        arch.warpgroup_fence_operand(half[2])
     pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
     wg.commit_group()
     if cute.const_expr(next_s is not None):
         mma_qk, k_stage, q_buffer = next_s
-        gemm_ss(mma_qk, acc_s, tSrQ, tSrK, k_stage, cute.size(tSrQ, mode=[2]) * 16, q_buffer)
+        _first_product(mma_qk, acc_s, tSrQ, tSrK, k_stage, q_buffer, half)
         wg.commit_group()
     if cute.const_expr(carried):
         pass_turn(pingpong, group, True, groups)   # the next warpgroup goes on (into the next tile)
@@ -180,7 +236,7 @@ def row_fragments():
 
 
 @cute.jit
-def consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, q_phase, own_o):
+def consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, q_phase, own_o, half=None):
     """A consumer warpgroup's part of one tile (:func:`consume`), with its TMA store box of the output."""
     (mma_qk, mma_pv, k_pipe, v_pipe, o, lse, cu_q, cu_k, head_ratio, causal, scale_log2, seqlens, pingpong, store_o,
      tma_o) = args
@@ -194,7 +250,7 @@ def consume_tile(args, smems, tidx, k_read, v_read, m_block, head, batch, seq, q
     consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start,
             q_batch, seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, cu_q is not None, pingpong,
             (store_o, out_box, not (q_free is not None and own_o)),
-            (k_read, v_read, q_phase, q_free, sO, q_free is not None and own_o))
+            (k_read, v_read, q_phase, q_free, sO, q_free is not None and own_o), half)
 
 
 @cute.jit
@@ -209,12 +265,14 @@ def _out_box(store_o, tma_o, batch, head, m_block, block_m, d):
 
 @cute.jit
 def consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_block, head, q_start, q_batch,
-            seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong, tma_out, tile_state):
+            seqlen_q, seqlen_k, n_blocks, block_n, causal, scale_log2, packed, pingpong, tma_out, tile_state,
+            half=None):
     """A consumer warpgroup's rows of one tile (see the module): the products with each key block, the online
     softmax, the output and the log-sum-exp. ``tile_state``: the pipelines' read states, the phase of ``q_bar`` to
     wait for, and (persistent) ``q_free``, on which every consumer thread arrives once it is done with ``sQ``, with
     ``sO``, the shared memory the output goes through (``sQ`` itself, or a buffer of its own: then ``q_free`` is
-    arrived on as soon as the last ``S = Q K^T`` is done)."""
+    arrived on as soon as the last ``S = Q K^T`` is done). ``half``: the first key block over its first half
+    (:func:`half_operands`)."""
     d = cute.size(sQ, mode=[1])
     block_m = cute.size(sQ, mode=[0])
     groups = block_m // 64
@@ -235,8 +293,8 @@ def consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_b
             if pingpong and group == groups - 1:
                 arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)     # warpgroup 0 issues first
         tile = (n_blocks, block_n, first_row, seqlen_q, seqlen_k, causal, scale_log2)
-        issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, None, pingpong, group, groups)
-        _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile)
+        issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, None, pingpong, group, groups, half)
+        _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile, half)
         key_blocks(mma_qk, mma_pv, ops, k_pipe, v_pipe, k_read, v_read, rows, tile, None, pingpong, group, groups)
         if cute.const_expr(early):
             arch.mbarrier_arrive(q_free)        # every S = Q K^T of the tile is done
@@ -259,14 +317,16 @@ def consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_b
 
 
 @cute.jit
-def consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, head, batch, seq, done, has_next):
+def consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, head, batch, seq, done, has_next,
+                       half=None):
     """A consumer warpgroup's part of one tile of a persistent grid whose tiles all see a key, Q in two buffers and
     the output in a buffer of its own (see the module), after ``done`` tiles of its CTA: tile ``i`` has Q in
     buffer ``i % 2``, loaded in the phase ``i // 2 % 2`` of that buffer's ``q_bar``. The tile's first ``S`` is in
     flight on entry; with ``has_next`` the warpgroup's last turn issues the first ``S`` of its next tile (Q of the
     other buffer, once loaded), whose wait is the next call's. Without, it issues the same product on what the shared
     memory holds, without waiting for a load: no load comes, and the caller waits for it and drops it (so that a
-    CTA's last tile is traced as the others are, and no branch lies between the MMAs)."""
+    CTA's last tile is traced as the others are, and no branch lies between the MMAs). ``half``: every tile's
+    first key block over its first half (:func:`half_operands`)."""
     mma_qk, mma_pv, k_pipe, v_pipe, o, lse, _, _, _, causal, scale_log2, _, pingpong, store_o, tma_o = args
     sQ, sK, sV, sO, q_bar, q_free = smems
     _, _, _, cS, acc_s, _, acc_o = ops
@@ -284,7 +344,7 @@ def consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, he
     gO = cute.local_tile(head_rows(o, q_start, q_batch, head), (block_m, d), (m_block, 0))
     acc_o.fill(0.0)
     _init_rows(rows)
-    _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile)
+    _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile, half)
     key_blocks(mma_qk, mma_pv, ops, k_pipe, v_pipe, k_read, v_read, rows, tile, buffer, pingpong, group, groups)
     arch.mbarrier_arrive(q_free + buffer)       # every S = Q K^T of the tile is done
     nxt = (done + 1) % 2
@@ -292,7 +352,8 @@ def consume_overlapped(args, smems, tidx, ops, rows, k_read, v_read, m_block, he
     if has_next:                                # (no MMA is in flight here)
         arch.mbarrier_wait(q_bar + nxt, (done + 1) // 2 % 2)
         k_pipe.consumer_wait(k_read)
-    last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, True, (mma_qk, k_read.index, nxt))
+    last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, True, (mma_qk, k_read.index, nxt),
+              half)
     out_box = _out_box(store_o, tma_o, batch, head, m_block, block_m, d)
     finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start, q_batch,
            head, False, scale_log2, d, (store_o, out_box, False))

@@ -52,12 +52,13 @@ def rescale(acc_o, corr):
 
 @cute.jit
 def softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, seqlen_k, causal, scale_log2,
-             masked):
+             masked, live=None):
     """The online softmax of key block ``j`` for the thread's two rows: (``masked``) mask it where it reaches past
     the keys or (causal) the diagonal, update the running maxima (over the four threads of a row) and sums, leave
     ``exp2(S * scale_log2 - max * scale_log2)`` in ``acc_s`` and the factors rescaling the earlier blocks' sums
-    and outputs in ``corr``."""
-    n_vals = cute.size(acc_s)
+    and outputs in ``corr``. ``live``: only the first ``live`` values of ``acc_s`` hold keys the rows may see
+    (the others, keys every row of the warpgroup has masked, become 0 without being read)."""
+    n_vals = cute.size(acc_s) if live is None else live
     diag = seqlen_k - seqlen_q          # key k is visible from query i when k <= i + diag (causal)
     first_key = j * block_n
     if masked:
@@ -86,3 +87,5 @@ def softmax(acc_s, cS, row_max, row_sum, corr, j, block_n, first_row, seqlen_q, 
                 total = total + p
         row_sum[r] = row_sum[r] * corr[r] + total
         row_max[r] = mx
+    for v in cute.range_constexpr(n_vals, cute.size(acc_s)):
+        acc_s[v] = cute.Float32(0.0)

@@ -6,7 +6,8 @@
 - The forward (``examples.attention_consumer.kv_blocks`` and ``unmasked_blocks``): a key block a query tile skips
   is seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries;
   a tile has key blocks exactly when one of its rows sees a key, and ``attention_args.every_tile_sees_a_key`` (the
-  overlap's rule) holds exactly when every tile has.
+  overlap's rule) holds exactly when every tile has; where ``halves_diagonal`` holds, the first warpgroup's rows
+  see nothing past the first half of a tile's last key block (its first product computes that half alone).
 
 A block taken without the mask where one is needed, or skipped where a row sees it, would give wrong results with
 no error, so the rules are checked over every length of a grid around the block sizes and over arbitrary ones."""
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from examples.attention_consumer import kv_blocks as _kv_blocks, unmasked_blocks as _unmasked_blocks
+from examples.attention_consumer import halves_diagonal, kv_blocks as _kv_blocks, unmasked_blocks as _unmasked_blocks
 from examples.attention_backward_blocks import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
 from examples.attention_args import every_tile_sees_a_key
 
@@ -79,12 +80,30 @@ def _check_forward(seqlen_q, seqlen_k, causal, block_m, block_n):
             elif j < whole:
                 assert (j + 1) * block_n <= seqlen_k and all(c == block_n for c in seen), \
                     f"{where}: key block {j} is taken without the mask but is not seen whole"
+            if j == n - 1 and halves_diagonal(causal, False, (seqlen_q, seqlen_k), block_m, block_n, 64):
+                # the first warpgroup's rows in the queries see nothing of the first block's second half
+                assert all(c <= block_n // 2 for c in seen[:64]), f"{where}: warpgroup 0 sees past the half"
     # the overlap of a persistent grid's tiles issues every tile's first product unconditionally
     assert every_tile_sees_a_key((seqlen_q, seqlen_k), causal, block_m) == all(some_key), (seqlen_q, seqlen_k)
 
 
 TILES = ((128, 128), (128, 80), (128, 176), (192, 128), (128, 64))
 FORWARD_LENGTHS = (1, 63, 64, 65, 127, 128, 129, 191, 192, 193, 300, 517)
+
+
+def test_the_first_warpgroup_takes_half_a_diagonal_block_only_where_lengths_are_known_and_aligned():
+    import cute_py as cute
+
+    assert halves_diagonal(True, False, (1024, 1024), 128, 128, 64)
+    assert halves_diagonal(True, False, (1000, 1128), 128, 128, 64)
+    assert halves_diagonal(True, False, (517, 261), 128, 128, 64)     # seqlen_k - seqlen_q = -256: a multiple of 128
+    for causal, packed, seqlens, block_m, block_n, d in [
+            (False, False, (1024, 1024), 128, 128, 64), (True, True, (0, 0), 128, 128, 64),
+            (True, False, (1024, 1000), 128, 128, 64), (True, False, (cute.sym_int(), 1024), 128, 128, 64),
+            (True, False, (1024, 1024.0), 128, 128, 64), (True, False, (1024, 1024), 192, 128, 64),
+            (True, False, (1024, 1024), 128, 64, 64), (1, False, (1024, 1024), 128, 128, 64),
+            (True, False, (1024, 1024), 128, 128, 128)]:     # (measured slower at d=128)
+        assert not halves_diagonal(causal, packed, seqlens, block_m, block_n, d), (causal, seqlens, block_m, block_n, d)
 
 
 @pytest.mark.parametrize("causal", [False, True])

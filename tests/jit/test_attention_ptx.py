@@ -88,8 +88,16 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None, groups=2):
     qk = len(re.findall(rf"m64n{n}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, %rd", ptx))
     pv = len(re.findall(rf"m64n{d}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, \{{%r", ptx))
     overlapped = _q_barriers(ptx)[:2] == [1, 1]
-    assert qk % (d // 16) == 0 and 2 * (d // 16) <= qk <= (4 if overlapped else 3) * (d // 16), qk
-    assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
+    # where the first warpgroup computes half of each tile's first key block, it has a copy of the consumer of its
+    # own: its first products are 64 keys wide (one before the tiles' loop, one in each last turn if overlapped)
+    halves = len(re.findall(rf"m64n{n // 2}k16\.f32\.bf16\.bf16 \{{[^}}]*\}}, %rd", ptx))
+    if halves:
+        firsts = 2 if overlapped else 1
+        assert halves == firsts * (d // 16) and qk == (4 + firsts) * (d // 16), (halves, qk)  # 2 copies of 2 loops
+        assert pv == 6 * (n // 16), pv
+    else:
+        assert qk % (d // 16) == 0 and 2 * (d // 16) <= qk <= (4 if overlapped else 3) * (d // 16), qk
+        assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
 
 
 @pytest.mark.parametrize("d, causal, s", [(128, False, 1024), (128, True, 1024), (64, False, 1024), (64, True, 1040),
@@ -383,11 +391,24 @@ def test_a_persistent_grid_walks_its_tiles(d, causal, own_o, block_m, assemble):
         assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;(?:(?!cp\.async\.bulk\.tensor).)*stmatrix", ptx,
                          re.S)
     # ping-pong on a persistent grid: the turns run on from tile to tile, so warpgroup 0 takes the one left over
-    # after its last tile (a CTA per tile leaves the last warpgroup's last pass out instead)
+    # after its last tile (a CTA per tile leaves the last warpgroup's last pass out instead); where warpgroup 0 has
+    # a copy of the consumer of its own (half of each tile's first key block), its turns wait on barrier 1 by name
     left_over = r"bar\.sync\s+1, 256;"
-    assert re.search(left_over, ptx) and not re.search(left_over, plain)
+    assert len(re.findall(left_over, ptx)) == len(re.findall(left_over, plain)) + 1
     assert ptxas_notes(ptx) in ([], None)
     assemble(ptx)
+
+
+@pytest.mark.parametrize("d, sk, halves", [(64, 512, True), (64, 600, False), (128, 512, False)])
+def test_the_first_warpgroup_computes_half_of_each_tiles_diagonal_block_where_the_rule_holds(d, sk, halves):
+    """Causal, lengths whose difference is a multiple of 128, d=64 (``attention_consumer.halves_diagonal``): the
+    first warpgroup's first product of each tile is 64 keys wide (before the tiles' loop and in each last turn: a
+    persistent grid whose tiles overlap), in a copy of the consumer of its own; the WGMMAs stay asynchronous.
+    Elsewhere no product is narrower than the key block."""
+    ptx = _compile(d, True, b=8, s=512, sk=sk, h=16, hk=16).ptx
+    narrow = len(re.findall(r"m64n64k16\.f32\.bf16\.bf16 \{[^}]*\}, %rd", ptx))
+    assert _q_barriers(ptx)[:2] == [1, 1] and narrow == (2 * d // 16 if halves else 0), narrow
+    assert ptxas_notes(ptx) in ([], None)
 
 
 def _q_barriers(ptx):
