@@ -12,6 +12,11 @@ A tile's steps, each with the MMAs of one ping-pong turn:
 buffers (:func:`consume_overlapped`), a warpgroup's last turn of a tile also issues the first ``S`` of its next
 tile, and the output of the tile is stored while that product is in flight: each tile but the CTA's first starts
 with its first product done, and the tensor cores have work while a warpgroup stores its rows.
+
+Where the causal diagonal runs from corner to corner of each tile's first key block (:func:`halves_diagonal`), the
+first warpgroup's rows see only the first half of that block: its first product of each tile covers that half alone
+(:func:`half_operands`), and its softmax reads only those values. The warpgroup then runs a copy of the consumer of
+its own; the results are the same bits.
 """
 
 import math
@@ -201,7 +206,7 @@ def last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, car
     turn(pingpong, group)
     to_p(acc_s, tOrP)
     fence_operands(acc_s, acc_o)
-    if cute.const_expr(half is not None):
+    if cute.const_expr(half is not None and next_s is not None):
         arch.warpgroup_fence_operand(half[2])
     pv(mma_pv, acc_o, tOrP, tOrV, v_read.index, block_n)
     wg.commit_group()

@@ -106,6 +106,24 @@ def test_the_first_warpgroup_takes_half_a_diagonal_block_only_where_lengths_are_
         assert not halves_diagonal(causal, packed, seqlens, block_m, block_n, d), (causal, seqlens, block_m, block_n, d)
 
 
+def test_the_half_products_values_are_the_first_half_of_the_whole_products():
+    # attention_consumer._first_softmax copies value v of the 64-key product into value v of the 128-key one: for
+    # every consumer thread, the first half of its values of S lie at the same (row, key) in both, the rest past key 63
+    import cute_py as cute
+    from cute_py.nvgpu import warpgroup as wg
+    from cute_py.utils import hopper_helpers as hh
+
+    def coords(n, t):
+        mma = hh.make_trivial_tiled_mma(cute.BFloat16, cute.BFloat16, wg.OperandMajorMode.K, wg.OperandMajorMode.K,
+                                        cute.Float32, (2, 1, 1), (64, n))
+        c = mma.get_slice(t).partition_C(cute.make_identity_tensor((128, n)))
+        return [tuple(c[v]) for v in range(cute.size(c))]
+
+    for t in range(256):
+        whole, half = coords(128, t), coords(64, t)
+        assert len(half) == 32 and whole[:32] == half and all(col >= 64 for _, col in whole[32:]), t
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_forward_every_length_around_the_blocks(causal):
     for (block_m, block_n), seqlen_q, seqlen_k in itertools.product(TILES, FORWARD_LENGTHS, FORWARD_LENGTHS):
