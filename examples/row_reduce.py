@@ -27,9 +27,8 @@ from cute_py.nvgpu import cpasync
 
 __all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
            "ADD_IDENTITY", "MAX_SUM_IDENTITY", "RowReduction", "launch_rows", "row_coords", "chunk_index",
-           "chunk_inside",
-           "load_chunk", "store_chunk", "whole_chunks", "load_row",
-           "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
+           "chunk_inside", "load_chunk", "store_chunk", "whole_chunks", "load_row", "store_row", "row_reduce", "rearm",
+           "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
            "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT",
            "TWO_INPUTS"]
 

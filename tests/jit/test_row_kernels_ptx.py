@@ -10,10 +10,12 @@ import re
 import numpy as np
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cute_py as cute
 import examples as ex
-from examples.row_reduce import MAX_CLUSTER, RowPlan, max_sum, plan_rows
+from examples.row_reduce import MAX_CLUSTER, RowPlan, chunk_index, chunk_inside, max_sum, plan_rows, whole_chunks
 from examples.row_stage import staged_rows, thread_slot
 from _ptxas_report import ptxas_registers, ptxas_report
 from _cubin_report import cubin_resources
@@ -188,6 +190,26 @@ def _row_kernels(n, m=16):
     return {"softmax_forward": (x, x), "softmax_backward": (x, x, x), "rmsnorm_forward": (x, w, x, s, 1e-6),
             "rmsnorm_backward": (x, x, w, s, x, w, F("Float32", (4, n))), "layernorm_forward": (x, w, w, x, s, s, 1e-5),
             "cross_entropy_forward": (x, t, s, s), "cross_entropy_backward": (x, t, s, s, x)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 262144), st.sampled_from([1, 2, 4, 8]), st.sampled_from([32, 64]))
+def test_a_chunk_taken_as_inside_a_row_of_whole_chunks_lies_wholly_inside_it(n, vec, values):
+    # RMSNorm's backward works on a chunk of the last round only where chunk_inside holds, and then, for rows of
+    # whole chunks, stores it as one vector without a bound: every chunk it takes must lie wholly inside the row,
+    # and every chunk holding an element must be taken
+    plan = plan_rows("law", n, vec, values)
+    whole = whole_chunks(n, vec)
+    assert whole == (n % vec == 0) and not whole_chunks(float(n), vec) and not whole_chunks(np.int64(n), vec)
+    for k in range(plan.chunks):
+        for rank in range(plan.cluster):
+            for t in {0, 1, plan.group // 2, plan.group - 1} & set(range(plan.group)):
+                first = chunk_index(plan, k, t, rank) * vec
+                assert bool(chunk_inside(plan, k, t, rank)) == (first < n), (n, vec, k, rank, t)
+                if plan.full(k):
+                    assert first + vec <= n, (n, vec, k, rank, t)
+                elif whole and first < n:
+                    assert first + vec <= n, (n, vec, k, rank, t)
 
 
 def test_rows_of_whole_chunks_with_a_partial_last_round_take_no_element_accesses():
