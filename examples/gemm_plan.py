@@ -23,12 +23,14 @@ def cluster_capacity(size):
     """How many clusters of ``size`` CTAs, one CTA an SM, the device holds at once
     (``HardwareInfo.get_max_active_clusters``): a cluster's CTAs share a GPC, so fewer than ``SMs // size`` where
     the GPCs' SM counts are not multiples of ``size`` (an H200's 132 SMs hold 66 clusters of 2, 30 of 4, 15 of 8
-    and 7 of 16); without a device, an H200's where the SMs are its 132 (the default), else ``sm_count() //
-    size``."""
+    and 7 of 16: ``H200_CLUSTERS``); without a device, an H200's where the SMs are its 132 (the default), else
+    ``sm_count() // size``."""
     return _capacity(size, sm_count())
 
 
-H200_CLUSTERS = {2: 66, 4: 30, 8: 15, 16: 7}   # measured: HardwareInfo().get_max_active_clusters(size), an H200
+# measured: HardwareInfo().get_max_active_clusters(size) on an H200, sizes 1..16
+H200_CLUSTERS = {1: 132, 2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15, 9: 9, 10: 7, 11: 7, 12: 7, 13: 7, 14: 7,
+                 15: 7, 16: 7}
 WORKSPACE_K_TILES = 16                    # the least k-tiles of a split the default sums through a workspace
 WORKSPACE_SPLITS_AUTO = 8                 # the largest split the default takes: workspace_elements' default size
 SPLIT_FILL_K_TILES = 12                   # split_fill's fixed cost of a CTA, in k-tiles

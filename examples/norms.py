@@ -15,7 +15,9 @@ distributed shared memory) and written once. Short rows are held in registers; a
 through shared memory (``row_stage``) where the staged bytes leave room for two CTAs an SM: RMSNorm's ``x`` and
 ``w`` (or ``x`` alone, ``w`` loaded into registers while ``x`` is reduced), LayerNorm's ``w`` and ``b`` (copied
 from the start, while ``x`` is loaded into registers), or for 16-bit rows over CTAs of 256 threads its ``x`` alone
-(``w`` and ``b`` read chunk by chunk at the store, which leaves room for more CTAs an SM). LayerNorm of rows that
+(``w`` and ``b`` read chunk by chunk at the store, which leaves room for more CTAs an SM). LayerNorm's 16-bit rows
+of one CTA whose threads keep fewer than 8 chunks stage ``w`` and ``b`` once a CTA, shared by its rows, and ask for
+3 or 4 CTAs an SM (``layernorm_shared_wb_ctas``). LayerNorm of rows that
 fill every thread, Float32 or 16-bit over a cluster with ``x`` in registers, takes the mean and the squared
 deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum, then the squared
 deviations from the row's mean.
@@ -24,6 +26,7 @@ deviations from the row's mean.
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
 ``p, p + P, p + 2P ...`` accumulating ``dy * xhat`` (in shared memory, each thread its own slots) and stores it to
 its workspace row; a second kernel sums the workspace's columns in a fixed order. The same ``P`` gives the same bits.
+Rows over a cluster take the cluster that keeps the most SMs busy at as many groups in flight (``backward_plan``).
 Where they fit (16-bit inputs), a group's next one or two rows of ``x`` and ``dy`` are copied into shared memory
 while it reduces and stores the current one (``prefetch_depth``).
 """
@@ -31,10 +34,10 @@ while it reduces and stores the current one (``prefetch_depth``).
 import cute_py as cute
 from cute_py import arch
 
-from .row_reduce import (RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index, chunk_inside,
-                         clamped_row, cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm, row_coords,
-                         row_reduce, row_vector, store_chunk, store_if_row, store_row, whole_chunks, CLUSTER_GROUP,
-                         FLOATS, ONE_INPUT, TWO_INPUTS)
+from .row_reduce import (RowPlan, RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index,
+                         chunk_inside, clamped_row, cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm,
+                         row_coords, row_reduce, row_vector, store_chunk, store_if_row, store_row, whole_chunks,
+                         CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
@@ -93,10 +96,11 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     # x through shared memory (read again at each pass; w and b at the store), or w and b, copied from the start,
     # where they fit (x in registers)
     staged = not stage_x and _stages(plan, (w, b))
+    shared = layernorm_shared_wb_ctas(plan, x.element_type) > 0
     if cute.const_expr(stage_x):
         (sx,) = stage((clamped_row(x, r),), plan, t, rank)
-    if cute.const_expr(staged):
-        sw, sb = stage((w, b), plan, t, rank)
+    if cute.const_expr(staged or shared):
+        sw, sb = stage((w, b), plan, t, rank, shared=shared)
     cluster_start(plan)
     if cute.const_expr(stage_x):
         wait_staged(0)
@@ -114,13 +118,33 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     if cute.const_expr(stage_x):
         store_affine(y, w, b, ds, inv, r, plan, t, rank)
     else:
-        if cute.const_expr(staged):
+        if cute.const_expr(staged or shared):
             wait_staged(0)
+            if cute.const_expr(shared):
+                arch.sync_threads()  # the CTA's copies of w and b, each thread's by its group's turn
             ws, bs = sw.values(), sb.values()
         else:
             ws, bs = load_row(w, plan, t, rank), load_row(b, plan, t, rank)
         store_if_row(y, r, plan, t, rank, [ds[k] * inv * ws[k] + bs[k] for k in range(plan.chunks)])
     store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
+
+
+def layernorm_shared_wb_ctas(plan, dtype):
+    """The CTAs an SM that :func:`layernorm_forward_kernel` asks for where it stages ``w`` and ``b`` through shared
+    memory once a CTA for all its rows (``row_stage.Staged(shared=True)``, copied from the start while ``x`` is
+    loaded), else 0: for 16-bit rows of one CTA whose threads keep fewer than 8 chunks; 4 CTAs where they keep at
+    most 5, else 3. Loaded after the reductions (else), ``w`` and ``b`` take registers beside ``x``'s values and
+    the rows wait on L2 with nothing in flight; staged, the kernel fits 80 registers (64 at 5 chunks), so 3 (4)
+    CTAs of 256 threads share an SM instead of 2. At 8 chunks it would spill. Measured (H200, bf16, of the copy
+    ceiling): 2560 0.75 -> 0.97, 5120 0.78 -> 0.98, 6144 0.83 -> 0.98, 10240 0.76 -> 0.98, 12288 0.85 -> 0.95,
+    14336 0.86 -> 0.98; 4 CTAs at 6 or 7 chunks 0.65-0.83; staged at 8 chunks (2 CTAs) 4096 0.96 -> 0.92, 1024
+    0.98 -> 0.86 (benchmarks/RESULTS.md)."""
+    if plan.cluster > 1 or dtype.width != 16 or plan.chunks >= LAYERNORM_SHARED_CHUNKS:
+        return 0
+    return 4 if plan.chunks <= 5 else 3
+
+
+LAYERNORM_SHARED_CHUNKS = 8  # LayerNorm's 16-bit rows of one CTA stage w and b where threads keep fewer chunks
 
 
 def layernorm_stages_x(plan, dtype):
@@ -324,11 +348,30 @@ def rmsnorm_workspace_rows(m, n, sms=None, ctas_per_sm=2):
     device's by default), at most one row each. Any ``P >= 1`` is correct. Measured (H200), one wave of clusters
     against two CTAs an SM's worth: bf16 0.68 -> 0.89 of the copy ceiling at 262144, 0.63 -> 0.83 at 131072,
     0.64 -> 0.84 at 65536, 0.85 -> 0.88 at 32768; Float32 0.77 -> 0.82 at 262144 (benchmarks/RESULTS.md)."""
-    plan = plan_rows("rmsnorm_workspace_rows", n, 4, TWO_INPUTS)
+    plan = backward_plan("rmsnorm_workspace_rows", n, 4)
     if plan.cluster > 1:
         return max(1, min(m, cluster_capacity(plan.cluster)))
     sms = sm_count() if sms is None else sms
     return max(1, min(m, sms * ctas_per_sm * plan.rows))
+
+
+def backward_plan(what, n, vec):
+    """The plan of :func:`rmsnorm_backward_kernel` for rows of ``n`` elements in chunks of ``vec``: ``plan_rows``'s
+    at ``TWO_INPUTS`` values a thread; over a cluster (CTAs of 512 threads, one an SM), the cluster of the sizes
+    from that plan's to 16 that keeps the most SMs busy (clusters held at once times their CTAs,
+    ``gemm_plan.cluster_capacity``) among those the device holds as many of as of that plan's (the groups in
+    flight), the smaller on ties; each thread then takes fewer chunks. A cluster lies within a GPC, so clusters of
+    7 or 10 leave SMs idle that 8 or 16 keep busy. Measured (H200, bf16, of the copy ceiling): 100000 7 -> 8 CTAs
+    0.78 -> 0.87; 151936 10 -> 16 0.57 -> 0.70; at 70000 (5 CTAs, 22 held) 6 and 8 (17 and 15 held) 0.77 and 0.68
+    against 0.79 (benchmarks/RESULTS.md)."""
+    plan = plan_rows(what, n, vec, TWO_INPUTS)
+    if plan.cluster == 1:
+        return plan
+    held = cluster_capacity(plan.cluster)
+    sizes = [c for c in range(plan.cluster, MAX_CLUSTER + 1) if cluster_capacity(c) >= held]
+    best = max(sizes, key=lambda c: c * cluster_capacity(c))  # the first of the largest: the smaller on ties
+    nv = -(-n // vec)
+    return RowPlan(n, vec, plan.group, plan.rows, best, -(-nv // (plan.group * best)))
 
 
 def _eps(what, eps):
@@ -379,8 +422,9 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
     plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
     stage_x = layernorm_stages_x(plan, x.element_type)
     bound = plan.threads == CLUSTER_GROUP and x.element_type.width == 16
+    ctas = layernorm_shared_wb_ctas(plan, x.element_type) or None
     launch_rows(layernorm_forward_kernel(x, w, b, y, mean, rstd, _eps("layernorm_forward", eps), stage_x, plan), plan,
-                plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if bound else None)
+                plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if bound else ctas)
 
 
 @cute.jit
@@ -398,7 +442,7 @@ def rmsnorm_backward(dy, x, w, rstd, dx, dw, workspace):
     units, wn = check_matrix(what, "workspace", workspace, ("Float32",))
     if wn != n:
         raise cute.CuteValueError(f"{what}: workspace must have {n} columns (P, {n}), got the shape {(units, wn)}")
-    plan = plan_rows(what, n, row_vector((dy, x, dx, w, workspace)), TWO_INPUTS)
+    plan = backward_plan(what, n, row_vector((dy, x, dx, w, workspace)))
     if m + 4 * units + plan.rows >= 2 ** 31:
         raise cute.CuteValueError(f"{what}: the groups number their rows in Int32, up to rows + 4 x workspace rows "
                                   f"(two a step and two copied ahead): {m} rows and {units} workspace rows pass "

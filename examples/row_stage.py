@@ -8,17 +8,18 @@ overlap the row's loads, and the staged values are read from shared memory in ea
 
 Thread ``tx``'s chunk ``k`` (``plan.vec`` elements, the same chunks as :func:`row_reduce.load_row` gives it) goes to
 slot ``k * plan.threads + tx``: a thread reads only the slots it wrote, so ``cp.async.wait_group`` alone orders
-each copy before its reads (no barrier). The one chunk that straddles the row's end is loaded at once (element by
-element under its predicate) and stored into its slot, as is every chunk narrower than 32 bits (``cp.async`` moves
-4, 8 or 16 bytes); the other chunks of the row's last round of chunks, inside the row, are copied by ``cp.async``
-like the rest.
+each copy before its reads (no barrier). A weight vector that every row of a CTA reads may be staged once a CTA
+(``shared``): each row group copies its turn of the chunks, and a barrier orders the copies before the reads. The
+one chunk that straddles the row's end is loaded at once (element by element under its predicate) and stored into
+its slot, as is every chunk narrower than 32 bits (``cp.async`` moves 4, 8 or 16 bytes); the other chunks of the
+row's last round of chunks, inside the row, are copied by ``cp.async`` like the rest.
 """
 
 import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import cpasync
 
-from .row_reduce import VECTOR_BITS, chunk_index, load_chunk, whole_chunks
+from .row_reduce import VECTOR_BITS, RowPlan, chunk_index, load_chunk, whole_chunks
 
 __all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
 
@@ -39,30 +40,48 @@ def thread_slot(buf, plan, k, tx):
 class Staged:
     """A shared-memory buffer of this thread's chunks of one row of ``dtype`` (a 1-D tensor of ``plan.n``
     elements), filled by :meth:`load` and read by :meth:`values`; it may be loaded again with another row once this
-    thread has used the values it read."""
+    thread has used the values it read.
 
-    def __init__(self, plan, dtype):
-        self.plan, self.dtype = plan, dtype
+    ``shared``: one buffer for all ``plan.rows`` row groups of the CTA (a weight vector every row reads), chunk ``k``
+    of index ``t`` in a group in slot ``k * plan.group + t``, copied by the group ``k % plan.rows`` alone; every
+    thread reads it after :func:`wait_staged` and a barrier of the CTA (the slots it reads were copied by others)."""
+
+    def __init__(self, plan, dtype, shared=False):
+        self.plan, self.dtype, self.shared = plan, dtype, shared
         self.tx, _, _ = arch.thread_idx()
         self.bits = plan.vec * dtype.width
-        self.buf = arch.SmemAllocator().allocate_tensor(dtype, cute.Layout(plan.chunks * plan.threads * plan.vec), 16)
+        slots = plan.group if shared else plan.threads
+        self.buf = arch.SmemAllocator().allocate_tensor(dtype, cute.Layout(plan.chunks * slots * plan.vec), 16)
+
+    def slot(self, k):
+        """This thread's slot of its chunk ``k`` (``plan.vec`` elements of shared memory)."""
+        sp, lane = self._where()
+        return thread_slot(self.buf, sp, k, lane)
+
+    def _where(self):
+        """``(plan, tx)`` that place this thread's slots in ``buf`` by :func:`thread_slot`'s rule."""
+        if self.shared:
+            p = self.plan
+            return RowPlan(p.n, p.vec, p.group, 1, p.cluster, p.chunks), self.tx % p.group
+        return self.plan, self.tx
 
     def load(self, row, t, rank, fill=0.0):
-        """Copy this thread's chunks of ``row``: the full ones by ``cp.async`` (not committed, not waited for); the
-        one holding the row's end (``fill`` past it) and chunks narrower than 32 bits through registers. ``self``."""
+        """Copy this thread's chunks of ``row`` (where ``shared``, those of its group's turn): the full ones by
+        ``cp.async`` (not committed, not waited for); the one holding the row's end (``fill`` past it) and chunks
+        narrower than 32 bits through registers. ``self``."""
         plan = self.plan
         copied = self.bits >= STAGE_MIN_BITS
+        atom = None
         if copied:
             mode = cpasync.LoadCacheMode.GLOBAL if self.bits == VECTOR_BITS else cpasync.LoadCacheMode.ALWAYS
             atom = cute.make_copy_atom(cpasync.CopyG2SOp(mode), self.dtype, min(self.bits, VECTOR_BITS))
+        sp, lane = self._where()
         for k in cute.range_constexpr(plan.chunks):
             at = chunk_index(plan, k, t, rank)
-            if cute.const_expr(copied and plan.full(k)):
-                _copy_chunk(atom, row, self.buf, plan, k, at, self.tx, self.bits)
-            elif cute.const_expr(copied):  # the chunks that hold the row's end: whole ones by cp.async too
-                _copy_or_load(atom, row, self.buf, plan, k, at, self.tx, self.bits, fill)
-            else:  # a chunk too narrow for cp.async: through registers
-                _load_through_registers(row, self.buf, plan, k, at, self.tx, fill, plan.full(k))
+            if cute.const_expr(self.shared and plan.rows > 1):
+                _load_slot_if(self.tx // plan.group == k % plan.rows, atom, row, self.buf, sp, k, at, lane, fill)
+            else:
+                _load_slot(atom, row, self.buf, sp, k, at, lane, fill)
         return self
 
     def values(self):
@@ -71,7 +90,7 @@ class Staged:
 
     def raw(self, k):
         """This thread's chunk ``k`` in its own type, read from shared memory (after :func:`wait_staged`)."""
-        return thread_slot(self.buf, self.plan, k, self.tx).load()
+        return self.slot(k).load()
 
 
 def staged_bytes(plan, dtype):
@@ -79,9 +98,27 @@ def staged_bytes(plan, dtype):
     return plan.chunks * plan.threads * plan.vec * dtype.width // 8
 
 
-def _copy_chunk(atom, row, buf, plan, k, at, tx, bits):
-    """``cp.async`` of chunk ``at`` of ``row`` into this thread's slot ``k`` (in pieces of at most 128 bits)."""
-    pieces = max(1, bits // VECTOR_BITS)
+def _load_slot(atom, row, buf, plan, k, at, tx, fill):
+    """Chunk ``at`` of ``row`` into thread ``tx``'s slot ``k`` of ``buf`` (``plan`` places the slots): by
+    ``cp.async`` (``atom``; ``None`` for chunks narrower than 32 bits, through registers), the chunk that may hold
+    the row's end as :func:`_copy_or_load`."""
+    if cute.const_expr(atom is not None and plan.full(k)):
+        _copy_chunk(atom, row, buf, plan, k, at, tx)
+    elif cute.const_expr(atom is not None):  # the chunks that hold the row's end: whole ones by cp.async too
+        _copy_or_load(atom, row, buf, plan, k, at, tx, fill)
+    else:  # a chunk too narrow for cp.async: through registers
+        _load_through_registers(row, buf, plan, k, at, tx, fill, plan.full(k))
+
+
+@cute.jit
+def _load_slot_if(mine, atom, row, buf, plan, k, at, tx, fill):
+    if mine:
+        _load_slot(atom, row, buf, plan, k, at, tx, fill)
+
+
+def _copy_chunk(atom, row, buf, plan, k, at, tx):
+    """``cp.async`` of chunk ``at`` of ``row`` into thread ``tx``'s slot ``k`` (in pieces of at most 128 bits)."""
+    pieces = max(1, plan.vec * row.element_type.width // VECTOR_BITS)
     piece = plan.vec // pieces
     src = cute.local_tile(row, (plan.vec,), (at,))
     dst = thread_slot(buf, plan, k, tx)
@@ -90,11 +127,11 @@ def _copy_chunk(atom, row, buf, plan, k, at, tx, bits):
 
 
 @cute.jit
-def _copy_or_load(atom, row, buf, plan, k, at, tx, bits, fill):
-    """Chunk ``at`` of ``row`` into this thread's slot ``k``: by ``cp.async`` where it lies inside the row, else
+def _copy_or_load(atom, row, buf, plan, k, at, tx, fill):
+    """Chunk ``at`` of ``row`` into thread ``tx``'s slot ``k``: by ``cp.async`` where it lies inside the row, else
     element by element through registers (``fill`` past the row's end)."""
     if (at + 1) * plan.vec <= plan.n:
-        _copy_chunk(atom, row, buf, plan, k, at, tx, bits)
+        _copy_chunk(atom, row, buf, plan, k, at, tx)
     elif cute.const_expr(whole_chunks(plan.n, plan.vec)):  # past the row's end
         thread_slot(buf, plan, k, tx).fill(fill)
     else:
@@ -107,9 +144,10 @@ def _load_through_registers(row, buf, plan, k, at, tx, fill, full):
     thread_slot(buf, plan, k, tx).store(frag.load())
 
 
-def stage(rows, plan, t, rank, fill=0.0):
-    """:class:`Staged` of each of ``rows``, their copies committed as one ``cp.async`` group."""
-    staged = [Staged(plan, row.element_type).load(row, t, rank, fill) for row in rows]
+def stage(rows, plan, t, rank, fill=0.0, shared=False):
+    """:class:`Staged` of each of ``rows`` (``shared``: once a CTA), their copies committed as one ``cp.async``
+    group."""
+    staged = [Staged(plan, row.element_type, shared).load(row, t, rank, fill) for row in rows]
     arch.cp_async_commit_group()
     return staged
 

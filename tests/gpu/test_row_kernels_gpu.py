@@ -120,14 +120,24 @@ def test_rmsnorm_forward_and_backward_match_torch(dtype, case):
     r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + eps)
     _close(rstd.view, r[:, 0], "Float32")
     _close(y.view, xd * r * wd, dtype)
-    dy = _rows(torch, m, n, 5, t, 4)
+    _check_rmsnorm_backward(dtype, x, w, rstd.view, 5, 2)
+
+
+def _check_rmsnorm_backward(dtype, x, w, rstd, dy_pad, dx_pad):
+    """RMSNorm's backward of ``x`` (with ``w`` and the forward's ``rstd``) for a random ``dy`` padded by ``dy_pad``
+    into a ``dx`` padded by ``dx_pad``, against float64, with 1, the default and more workspace rows than rows."""
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n = x.shape
+    xd, wd = x.double(), w.double()
+    dy = _rows(torch, m, n, dy_pad, t, 4)
     for units in sorted({1, rmsnorm_workspace_rows(m, n), m + 3}):  # m + 3: groups with no row at all
-        dx, dw = Poisoned(torch, (m, n), t, 2), Poisoned(torch, (n,), t)
+        dx, dw = Poisoned(torch, (m, n), t, dx_pad), Poisoned(torch, (n,), t)
         ws = torch.empty((units, n), dtype=torch.float32, device="cuda")
-        rmsnorm_backward(dy, x, w, rstd.view, dx.view, dw.view, ws)
+        rmsnorm_backward(dy, x, w, rstd, dx.view, dw.view, ws)
         assert dx.guards_intact() and dw.guards_intact()
-        rr = rstd.view.double()[:, None]
-        gd, xh = dy.double(), xd * rstd.view.double()[:, None]
+        rr = rstd.double()[:, None]
+        gd, xh = dy.double(), xd * rr
         c = (gd * wd * xh).mean(dim=1, keepdim=True)
         # c is a mean that may cancel: its rounding error scales with the mean of the terms' magnitudes
         c_scale = (gd * wd * xh).abs().mean(dim=1, keepdim=True)
@@ -135,9 +145,39 @@ def test_rmsnorm_forward_and_backward_match_torch(dtype, case):
         _close(dw.view, (gd * xh).sum(dim=0), dtype, (gd * xh).abs().sum(dim=0))
 
 
+# rows of 16-bit chunks of 8 over the clusters backward_plan widens: 100000 over 8 CTAs (7 hold it), 151936 over 16
+# (10 hold it; 3 chunks a thread, the last round mostly past the row's end), 100003 with its end inside a chunk
+WIDENED = [("BFloat16", (3, 100000, 8)), ("Float16", (4, 151936, 8)), ("BFloat16", (2, 100003, 5))]
+
+
+@pytest.mark.parametrize("dtype,case", WIDENED, ids=[f"{d}-{c[0]}x{c[1]}" for d, c in WIDENED])
+def test_rmsnorm_backward_over_widened_clusters_matches_torch(dtype, case):
+    from examples.norms import backward_plan
+    from examples.row_reduce import plan_rows, TWO_INPUTS
+    torch = hopper_torch()
+    m, n, pad = case
+    assert backward_plan("t", n, 8).cluster > plan_rows("t", n, 8, TWO_INPUTS).cluster
+    x = _rows(torch, m, n, pad, torch_dtype(torch, dtype), 3)
+    w = (torch.rand(n, device="cuda") + 0.5).to(x.dtype)
+    rstd = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6).float()
+    _check_rmsnorm_backward(dtype, x, w, rstd, pad, pad)
+
+
 @pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
 def test_layernorm_forward_matches_torch(dtype, case):
     _check_layernorm(dtype, case, None, 1)
+
+
+# 16-bit rows of one CTA whose threads keep fewer than 8 chunks: w and b staged once a CTA, each row group copying
+# its turn of the chunks (layernorm_shared_wb_ctas): 4 rows a CTA (37 rows: the last CTA's past the matrix), 16 rows
+# a CTA, a last round of chunks partly past the row's end, an end inside a chunk, 7 chunks of one row a CTA
+SHARED_WB = [("BFloat16", (37, 2560, 8)), ("Float16", (19, 640, 8)), ("BFloat16", (5, 5000, 0)),
+             ("BFloat16", (7, 5004, 4)), ("Float16", (9, 6143, 1)), ("BFloat16", (3, 14336, 8))]
+
+
+@pytest.mark.parametrize("dtype,case", SHARED_WB, ids=[f"{d}-{c[0]}x{c[1]}" for d, c in SHARED_WB])
+def test_layernorm_with_w_and_b_shared_by_a_ctas_rows_matches_torch(dtype, case):
+    _check_layernorm(dtype, case, None, case[2] or 8, False, shared=True)
 
 
 # a persistent grid of clusters, each walking its rows (examples/layernorm_loop.py): clusters with several rows,
@@ -166,9 +206,9 @@ def test_layernorm_on_a_loop_of_rows_matches_torch(dtype, case, loop):
     _check_layernorm(dtype, case, loop, case[2] or 1, True)
 
 
-def _check_layernorm(dtype, case, loop, ypad, on_loop=None):
+def _check_layernorm(dtype, case, loop, ypad, on_loop=None, shared=None):
     """LayerNorm of a (m, n) case with ``loop`` into a y padded by ``ypad`` (``on_loop``: whether the loop's kernel
-    runs, ``None``: either)."""
+    runs, ``shared``: whether w and b are staged once a CTA; ``None``: either)."""
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
     m, n, pad = case
@@ -181,6 +221,7 @@ def _check_layernorm(dtype, case, loop, ypad, on_loop=None):
         Poisoned(torch, (m,), torch.float32)
     c = cute.compile(layernorm_forward, x, w, b, y.view, mean.view, rstd.view, eps, loop)
     assert on_loop is None or ("layernorm_loop_kernel" in c.ptx) == on_loop
+    assert shared is None or ("cp.async" in c.ptx and c.launches[0].cluster == (1, 1, 1)) == shared
     c(x, w, b, y.view, mean.view, rstd.view, eps, loop)
     assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
     xd = x.double()

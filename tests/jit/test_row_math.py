@@ -174,22 +174,24 @@ def test_rmsnorm_backward_copies_two_rows_ahead_over_a_cluster_where_they_fit(as
 
 
 def test_rmsnorm_workspace_rows_are_one_wave_of_clusters_for_rows_over_a_cluster(monkeypatch):
-    """Rows over a cluster: as many groups as clusters of CTAs of 512 threads (one an SM) run at once, so that no
-    second wave runs a few clusters alone (an H200's capacities); short rows: about two CTAs an SM; never more
-    groups than rows."""
+    """Rows over a cluster: as many groups as clusters of CTAs of 512 threads (one an SM) of the backward's plan run
+    at once, so that no second wave runs a few clusters alone (an H200's capacities); short rows: about two CTAs an
+    SM; never more groups than rows."""
     import examples.gemm_plan as gp
+    from examples.norms import backward_plan
     from examples.row_reduce import TWO_INPUTS, plan_rows
     from examples.tma_tiled import sm_count
 
-    held = {2: 66, 4: 30, 5: 24, 8: 15, 13: 9, 16: 7}
+    held = gp.H200_CLUSTERS
     monkeypatch.setattr(gp, "_capacity", lambda size, sms: held[size])
-    for n, size in ((262144, 16), (200000, 13), (131072, 8), (70000, 5), (65536, 4), (32768, 2), (20000, 2)):
-        plan = plan_rows("t", n, 4, TWO_INPUTS)
+    for n, size in ((262144, 16), (200000, 16), (131072, 8), (100000, 8), (70000, 5), (65536, 4), (32768, 2),
+                    (20000, 2)):
+        plan = backward_plan("t", n, 4)
         assert plan.threads == 512 and plan.cluster == size
         assert ex.rmsnorm_workspace_rows(100000, n) == held[size]
         assert ex.rmsnorm_workspace_rows(3, n) == 3
     short = plan_rows("t", 4096, 4, TWO_INPUTS)
-    assert short.cluster == 1
+    assert short.cluster == 1 and backward_plan("t", 4096, 4) == short
     assert ex.rmsnorm_workspace_rows(100000, 4096) == sm_count() * 2 * short.rows
     assert ex.rmsnorm_workspace_rows(100000, 4096, sms=10, ctas_per_sm=1) == 10 * short.rows
 

@@ -1,0 +1,121 @@
+"""Two plans of the norms (examples/norms.py) that follow from how many CTAs share an SM or a GPC:
+
+- LayerNorm's 16-bit rows of one CTA whose threads keep fewer than 8 chunks stage ``w`` and ``b`` once a CTA and
+  ask for 3 or 4 CTAs an SM (``layernorm_shared_wb_ctas``). Loaded after the reductions, ``w`` and ``b`` held the
+  kernel at 96-128 registers, two CTAs an SM: 0.75-0.86 of the copy ceiling at 2560-14336 against 0.95-0.98 staged
+  (H200, benchmarks/RESULTS.md).
+- RMSNorm's backward widens its cluster to the one that keeps the most SMs busy at as many groups in flight
+  (``backward_plan``): a cluster lies within a GPC, and an H200 holds 15 clusters of 7 or of 8, 7 of 10 or of 16.
+"""
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cute_py as cute
+import examples as ex
+import examples.gemm_plan as gp
+from examples.norms import LAYERNORM_SHARED_CHUNKS, backward_plan, layernorm_shared_wb_ctas
+from examples.row_reduce import MAX_CLUSTER, ONE_INPUT, TWO_INPUTS, RowPlan, plan_rows
+from _cubin_report import cubin_resources
+
+F = cute.compiler.DeviceArraySpec
+
+
+def _layernorm(dtype, n, m=64):
+    x, v, s = F(dtype, (m, n), (n, 1)), F(dtype, (n,)), F("Float32", (m,))
+    return cute.compile(ex.layernorm_forward, x, v, v, x, s, s, 1e-5)
+
+
+@pytest.mark.parametrize("n, chunks, ctas", [(640, 5, 4), (2560, 5, 4), (5120, 5, 4), (6144, 6, 3), (7168, 7, 3),
+                                             (12288, 6, 3), (14336, 7, 3)])
+def test_layernorm_stages_w_and_b_once_a_cta_where_threads_keep_fewer_than_8_chunks(n, chunks, ctas, assemble):
+    plan = plan_rows("t", n, 8, ONE_INPUT)
+    assert plan.cluster == 1 and plan.chunks == chunks
+    c = _layernorm("BFloat16", n)
+    ptx = c.ptx
+    # each chunk of w and b copied by cp.async (by one row group where a CTA holds several rows: the compiler may
+    # merge two groups' copies into one with selected addresses), before the row's first reduction
+    copies = len(re.findall(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16;", ptx))
+    assert chunks <= copies <= 2 * chunks, copies
+    assert ptx.index("cp.async.cg") < ptx.index("shfl.sync") < ptx.index("cp.async.wait_group")
+    assert f".minnctapersm {ctas}" in ptx and c.launches[0].block == (256, 1, 1)
+    regs, frame = cubin_resources(c.cubin)[c.launches[0].name]
+    assert regs * 256 * ctas <= 65536   # the CTAs asked for fit the SM's registers
+    # (at 4 CTAs ptxas spills a few registers at some lengths: measured faster all the same)
+    assert frame <= (16 if ctas == 4 else 8), frame
+    assemble(ptx)
+
+
+@pytest.mark.parametrize("dtype, n", [("BFloat16", 4096), ("BFloat16", 16384), ("BFloat16", 1024),
+                                      ("BFloat16", 256), ("Float32", 5120), ("Float32", 12288)])
+def test_layernorm_keeps_w_and_b_out_of_shared_memory_at_8_chunks_and_in_float32(dtype, n):
+    c = _layernorm(dtype, n)
+    assert "cp.async" not in c.ptx and ".minnctapersm 2" in c.ptx
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 262144), st.sampled_from([1, 2, 4, 8]), st.sampled_from(["BFloat16", "Float16", "Float32"]))
+def test_the_shared_w_and_b_rule_holds_for_every_plan(n, vec, dtype):
+    plan = plan_rows("t", n, vec, ONE_INPUT)
+    ctas = layernorm_shared_wb_ctas(plan, getattr(cute, dtype))
+    shared = plan.cluster == 1 and dtype != "Float32" and plan.chunks < LAYERNORM_SHARED_CHUNKS
+    assert ctas == ((4 if plan.chunks <= 5 else 3) if shared else 0), (plan, dtype, ctas)
+
+
+@pytest.fixture
+def h200(monkeypatch):
+    monkeypatch.setattr(gp, "_capacity", lambda size, sms: gp.H200_CLUSTERS[size])
+
+
+@pytest.mark.parametrize("n, smallest, cluster", [
+    (4096, 1, 1), (32768, 2, 2), (65536, 4, 4), (70000, 5, 5),     # 22 clusters of 5 held: none larger holds as many
+    (100000, 7, 8), (110000, 7, 8), (120000, 8, 8),                 # 15 of 7 or 8: 105 -> 120 SMs
+    (135000, 9, 9),                                                  # 9 of 9; 7 of anything larger
+    (151936, 10, 16), (200000, 13, 16), (262144, 16, 16)])          # 7 of 10..16: 70 -> 112 SMs
+def test_rmsnorm_backward_widens_its_cluster_at_an_h200s_capacities(h200, n, smallest, cluster):
+    for vec in (8, 4, 1):
+        base, plan = plan_rows("t", n, vec, TWO_INPUTS), backward_plan("t", n, vec)
+        assert base.cluster == smallest and plan.cluster == cluster, (vec, base, plan)
+        assert plan.chunks * plan.vec * plan.group * plan.cluster >= n
+    assert ex.rmsnorm_workspace_rows(10 ** 6, n) == (gp.H200_CLUSTERS[cluster] if cluster > 1 else
+                                                     ex.rmsnorm_workspace_rows(10 ** 6, n))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 262144), st.sampled_from([1, 2, 4, 8]),
+       st.lists(st.integers(1, 132), min_size=MAX_CLUSTER, max_size=MAX_CLUSTER))
+def test_the_widened_cluster_holds_the_row_and_keeps_at_least_as_many_sms_and_groups(n, vec, held):
+    """Over any device's capacities: the widened plan still holds the row in no more chunks a thread, keeps as many
+    groups in flight and at least as many SMs busy, and no cluster of the allowed sizes keeps more busy."""
+    cap = {size: held[size - 1] for size in range(1, MAX_CLUSTER + 1)}
+    real = gp._capacity
+    gp._capacity = lambda size, sms: cap[size]
+    try:
+        base, plan = plan_rows("t", n, vec, TWO_INPUTS), backward_plan("t", n, vec)
+    finally:
+        gp._capacity = real
+    assert (plan.n, plan.vec, plan.group, plan.rows) == (base.n, base.vec, base.group, base.rows)
+    assert plan.chunks * plan.vec * plan.group * plan.cluster >= n and plan.chunks <= base.chunks
+    if base.cluster == 1:
+        assert plan == base
+        return
+    assert base.cluster <= plan.cluster <= MAX_CLUSTER and cap[plan.cluster] >= cap[base.cluster]
+    allowed = [c for c in range(base.cluster, MAX_CLUSTER + 1) if cap[c] >= cap[base.cluster]]
+    assert plan.cluster * cap[plan.cluster] == max(c * cap[c] for c in allowed)
+    assert plan.cluster == min(c for c in allowed if c * cap[c] == plan.cluster * cap[plan.cluster])
+    nv = -(-n // vec)
+    assert plan == RowPlan(n, vec, base.group, base.rows, plan.cluster, -(-nv // (base.group * plan.cluster)))
+
+
+def test_rmsnorm_backward_launches_the_widened_cluster(h200, assemble):
+    n, m = 151936, 8
+    x, v = F("BFloat16", (m, n), (n, 1)), F("BFloat16", (n,))
+    c = cute.compile(ex.rmsnorm_backward, x, x, v, F("Float32", (m,)), x, v, F("Float32", (7, n)))
+    main = c.launches[0]
+    assert main.cluster == (16, 1, 1) and main.non_portable_cluster and main.block == (512, 1, 1)
+    assert main.grid == (7 * 16, 1, 1)
+    assert cubin_resources(c.cubin)[main.name][1] == 0
+    assemble(c.ptx)
