@@ -27,8 +27,8 @@ deviations from the row's mean.
 ``p, p + P, p + 2P ...`` accumulating ``dy * xhat`` (in shared memory, each thread its own slots) and stores it to
 its workspace row; a second kernel sums the workspace's columns in a fixed order. The same ``P`` gives the same bits.
 Rows over a cluster take the cluster that keeps the most SMs busy at as many groups in flight (``backward_plan``).
-Where they fit (16-bit inputs), a group's next one or two rows of ``x`` and ``dy`` are copied into shared memory
-while it reduces and stores the current one (``prefetch_depth``).
+A group's next one or two rows of ``x`` and ``dy`` are copied into shared memory while it reduces and stores the
+current one, as many as fit (``prefetch_depth``).
 """
 
 import cute_py as cute
@@ -190,18 +190,29 @@ def _staged_prefix(plan, inputs):
 
 
 PREFETCH_SMEM = 225 * 1024  # shared memory a CTA of rmsnorm_backward may take with the next rows' buffers
+SM_SMEM = 227 * 1024        # shared memory an SM gives its CTAs (sm_90)
+CTA_SMEM_EXTRA = 3 * 1024   # a CTA's shared memory beside its buffers: the reductions' and the CTA's reserved KiB
+SHORT_TWO_AHEAD_CHUNKS = 3  # short rows of 256 threads go two ahead where a thread keeps at most this many chunks
 
 
 def prefetch_depth(plan, x, dy, w):
     """How many rows ahead :func:`rmsnorm_backward_kernel` copies each group's rows of ``x`` and ``dy`` into shared
-    memory (``row_stage``) while it reduces and stores the current one: 2 for rows over a cluster where two buffers
-    of both fit beside ``w`` (kept in its own type) and the Float32 dw sums in ``PREFETCH_SMEM`` (16-bit rows and
-    weights); else 1 where one buffer fits beside ``w`` and the sums in Float32; else 0 (loaded into registers at
-    each row; Float32 rows of 512 threads). Measured (H200, bf16): two rows ahead 1.11x at 262144 and 1.02x at
-    32768, but 0.98x for short rows of 4096 (benchmarks/RESULTS.md)."""
+    memory (``row_stage``) while it reduces and stores the current one: 2 where two buffers of both fit beside ``w``
+    (kept in its own type) and the Float32 dw sums: for rows over a cluster in ``PREFETCH_SMEM``; for short rows
+    of CTAs of 512 threads or whose threads keep at most 3 chunks, where the CTAs an SM (two of 256 threads, one of
+    512) still fit an SM; else 1 where one buffer fits beside ``w`` and the sums in Float32; else 0 (loaded into
+    registers at each row; Float32 rows of 512 threads). Measured (H200, bf16): two rows ahead 1.11x at 262144 and
+    1.02x at 32768; short rows 1.09-1.13x at 2560, 5120 and 10240 (a last round half past the row's end), 1.04-1.06x
+    at 12288, 1.02-1.03x at 16384, 0.99-1.01x at 1536, 3072 and 6144; at 4 chunks of 256 threads 0.96-0.99x (4096,
+    7168) (benchmarks/RESULTS.md)."""
     row = staged_bytes(plan, x.element_type) + staged_bytes(plan, dy.element_type)
     acc = staged_bytes(plan, cute.Float32)
-    if plan.cluster > 1 and staged_bytes(plan, w.element_type) + acc + 2 * row <= PREFETCH_SMEM:
+    two = staged_bytes(plan, w.element_type) + acc + 2 * row
+    if plan.cluster > 1 and two <= PREFETCH_SMEM:
+        return 2
+    wide = plan.threads >= 512  # one CTA an SM
+    if (plan.cluster == 1 and (plan.chunks <= SHORT_TWO_AHEAD_CHUNKS or wide) and
+            (1 if wide else 2) * (two + CTA_SMEM_EXTRA) <= SM_SMEM):
         return 2
     return 1 if 2 * acc + row <= PREFETCH_SMEM else 0
 

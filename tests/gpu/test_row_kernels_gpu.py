@@ -146,19 +146,28 @@ def _check_rmsnorm_backward(dtype, x, w, rstd, dy_pad, dx_pad):
 
 
 # rows of 16-bit chunks of 8 over the clusters backward_plan widens: 100000 over 8 CTAs (7 hold it), 151936 over 16
-# (10 hold it; 3 chunks a thread, the last round mostly past the row's end), 100003 with its end inside a chunk
-WIDENED = [("BFloat16", (3, 100000, 8)), ("Float16", (4, 151936, 8)), ("BFloat16", (2, 100003, 5))]
+# (10 hold it; 3 chunks a thread, the last round mostly past the row's end), 100003 with its end inside a chunk; and
+# short rows copied two rows ahead (prefetch_depth): a last round half past the row's end, 2 rows a CTA, 512 threads
+BACKWARD = [("BFloat16", (3, 100000, 8), "widened"), ("Float16", (4, 151936, 8), "widened"),
+            ("BFloat16", (2, 100003, 5), "widened"), ("BFloat16", (37, 5120, 8), "two ahead"),
+            ("Float16", (301, 3072, 8), "two ahead"), ("BFloat16", (5, 12288, 0), "two ahead"),
+            ("BFloat16", (6, 16384, 8), "two ahead")]
 
 
-@pytest.mark.parametrize("dtype,case", WIDENED, ids=[f"{d}-{c[0]}x{c[1]}" for d, c in WIDENED])
-def test_rmsnorm_backward_over_widened_clusters_matches_torch(dtype, case):
-    from examples.norms import backward_plan
-    from examples.row_reduce import plan_rows, TWO_INPUTS
+@pytest.mark.parametrize("dtype,case,plan", BACKWARD, ids=[f"{d}-{c[0]}x{c[1]}" for d, c, _ in BACKWARD])
+def test_rmsnorm_backward_on_its_plans_matches_torch(dtype, case, plan):
+    from examples.norms import backward_plan, prefetch_depth
+    from examples.row_reduce import TWO_INPUTS
     torch = hopper_torch()
     m, n, pad = case
-    assert backward_plan("t", n, 8).cluster > plan_rows("t", n, 8, TWO_INPUTS).cluster
     x = _rows(torch, m, n, pad, torch_dtype(torch, dtype), 3)
     w = (torch.rand(n, device="cuda") + 0.5).to(x.dtype)
+    p = backward_plan("t", n, 8)
+    if plan == "widened":
+        assert p.cluster > plan_rows("t", n, 8, TWO_INPUTS).cluster
+    else:
+        t = type("T", (), {"element_type": getattr(cute, dtype)})
+        assert p.cluster == 1 and prefetch_depth(p, t, t, t) == 2
     rstd = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6).float()
     _check_rmsnorm_backward(dtype, x, w, rstd, pad, pad)
 

@@ -119,3 +119,29 @@ def test_rmsnorm_backward_launches_the_widened_cluster(h200, assemble):
     assert main.grid == (7 * 16, 1, 1)
     assert cubin_resources(c.cubin)[main.name][1] == 0
     assemble(c.ptx)
+
+
+SM_SHARED = 228 * 1024   # an SM's shared memory; each CTA reserves 1 KiB of it
+
+
+@pytest.mark.parametrize("n, depth", [(2560, 2), (3072, 2), (4096, 1), (5120, 2), (7168, 1), (8192, 1), (10240, 2),
+                                      (12288, 2), (16384, 2)])
+def test_rmsnorm_backward_copies_short_rows_two_ahead_where_its_ctas_still_fit_an_sm(n, depth):
+    """Short rows (one CTA a row) of CTAs of 512 threads or whose threads keep at most 3 chunks are copied two rows
+    ahead, where the kernel's shared memory with two buffers still lets its CTAs share an SM (two of 256 threads,
+    one of 512): measured 1.09-1.13x at 2560, 5120 and 10240, 1.02-1.06x at 12288 and 16384; at 4 chunks of 256
+    threads 0.96-0.99x (4096, 7168)."""
+    import examples.norms as norms
+
+    def build():
+        m = 64
+        x, v = F("BFloat16", (m, n), (n, 1)), F("BFloat16", (n,))
+        return cute.compile(ex.rmsnorm_backward, x, x, v, F("Float32", (m,)), x, v, F("Float32", (8, n)))
+    c = build()
+    main = c.launches[0]
+    assert main.cluster == (1, 1, 1)
+    ctas = 1 if main.block[0] >= 512 else 2
+    plan = norms.backward_plan("t", n, 8)
+    assert ("cp.async.wait_group \t1;" in c.ptx) == (depth == 2) == (plan.chunks <= 3 or plan.threads == 512)
+    if depth == 2:   # the CTAs an SM still fit with two buffers
+        assert ctas * (c.smem[main.name] + 1024) <= SM_SHARED, (c.smem, ctas)
