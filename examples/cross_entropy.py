@@ -70,6 +70,26 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
 HALVES_CLUSTER = 4  # the smallest cluster whose 16-bit rows are staged and reduced by halves
 
 
+def forward_plan(what, n, vec, dtype):
+    """The plan of :func:`cross_entropy_forward_kernel` for rows of ``n`` elements of ``dtype`` in chunks of
+    ``vec``: ``plan_rows``'s at ``ONE_INPUT`` values a thread (rows that 16 CTAs of 128 threads hold only at 128
+    values take them so: measured faster at 262144 bf16, 0.66 of the copy ceiling against 0.60 with CTAs of 256
+    threads); where that plan stages its rows by halves (:func:`staged_halves`), the plan at ``HALVES_VALUES``
+    values a thread, if it stages them by halves too: the staged row holds no registers, so each thread may take
+    10 chunks, and the cluster fewer CTAs. Measured (H200, bf16, of the copy ceiling): 40000 1.00 -> 1.05 (4 CTAs
+    instead of 5), 50304 0.93 -> 1.06, 70000 0.91 -> 1.04, 102400 0.92 -> 1.02, 128256 0.90 -> 0.98, 151936 0.94 ->
+    1.02, 65536 1.025 -> 1.03; 12 chunks a thread 0.99-1.04 (benchmarks/RESULTS.md)."""
+    plan = plan_rows(what, n, vec, ONE_INPUT, wide=2 * ONE_INPUT)
+    if staged_halves(plan, dtype):
+        more = plan_rows(what, n, vec, HALVES_VALUES, wide=2 * ONE_INPUT)
+        if staged_halves(more, dtype):
+            return more
+    return plan
+
+
+HALVES_VALUES = 80  # values of a row a thread of the forward takes where its rows are staged by halves
+
+
 def staged_halves(plan, dtype):
     """Whether the forward copies a thread's logits into shared memory (``row_stage``) and reduces each half of
     its chunks on its own, their pairs combined (fewer values live at once, so more CTAs an SM): 16-bit logits over
@@ -220,9 +240,7 @@ def cross_entropy_forward(logits, target, loss, lse, ignore_index=-100):
     what = "cross_entropy_forward"
     m, n = _check(what, logits, target, lse)
     check_vector(what, "loss", loss, m, FLOATS)
-    # rows that 16 CTAs of 128 threads hold only at 128 values a thread take them so (measured faster at 262144
-    # bf16: 0.66 of the copy ceiling against 0.60 with CTAs of 256 threads; benchmarks/RESULTS.md)
-    plan = plan_rows(what, n, row_vector((logits,)), ONE_INPUT, wide=2 * ONE_INPUT)
+    plan = forward_plan(what, n, row_vector((logits,)), logits.element_type)
     launch_rows(cross_entropy_forward_kernel(logits, target, loss, lse, _ignore(what, ignore_index), plan), plan,
                 plan.grid(m), True)
 

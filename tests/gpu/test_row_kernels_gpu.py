@@ -18,7 +18,7 @@ from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_f
 import cute_py as cute  # noqa: E402
 from examples.layernorm_loop import LoopConfig  # noqa: E402
 from examples.cross_entropy import HALVES_CLUSTER  # noqa: E402
-from examples.row_reduce import ONE_INPUT, plan_rows  # noqa: E402
+from examples.row_reduce import plan_rows  # noqa: E402
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -331,12 +331,13 @@ def test_nan_and_infinities_propagate_as_in_torch(n):
 @pytest.mark.parametrize("dtype", ["BFloat16", "Float16"])
 @pytest.mark.parametrize("n, pad", [(40000, 8), (65536, 8), (262143, 1)])
 def test_cross_entropy_of_16_bit_rows_reduced_by_halves_matches_torch_on_special_values(dtype, n, pad):
-    """16-bit rows over 5, 8 and 16 CTAs: each thread takes the pair of each half of its values on its own
-    (``staged_halves``). Special values in one half or both: thread 0's first half holds element 1, its second half
-    element ``b`` (the first chunk of the second half of the rounds, plus 2)."""
+    """16-bit rows over 4, 7 and 16 CTAs (10, 10 and 16 chunks a thread): each thread takes the pair of each half of
+    its values on its own (``staged_halves``). Special values in one half or both: thread 0's first half holds
+    element 1, its second half element ``b`` (the first chunk of the second half of the rounds, plus 2)."""
+    from examples.cross_entropy import forward_plan
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
-    p = plan_rows("t", n, 8, ONE_INPUT, wide=2 * ONE_INPUT)
+    p = forward_plan("t", n, 8, getattr(cute, dtype))
     half = p.chunks // 2 * p.cluster * p.group * p.vec
     a, b = 1, half + 2
     big = 3e38 if dtype == "BFloat16" else 6e4     # near the type's largest (bf16: the plain form in one half)

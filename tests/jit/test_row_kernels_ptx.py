@@ -343,10 +343,10 @@ def test_softmax_and_cross_entropy_rows_of_262144_bf16_take_16_ctas_of_128_threa
 
 @pytest.mark.parametrize("dtype, n, stride, halves, copies", [
     ("BFloat16", 262144, 262144, True, 16),   # 16 CTAs of 128 threads, 16 chunks a thread
-    ("Float16", 131072, 131080, True, 8),     # 16 CTAs, 8 chunks
-    ("BFloat16", 65536, 65536, True, 8),      # 8 CTAs
-    ("BFloat16", 32768, 32768, True, 8),      # 4 CTAs
-    ("BFloat16", 40000, 40008, True, 8),      # 5 CTAs, the last round partial
+    ("Float16", 131072, 131080, True, 10),    # 13 CTAs at 10 chunks (16 at 8 without staging), the last round partial
+    ("BFloat16", 65536, 65536, True, 10),     # 7 CTAs at 10 chunks (8 at 8)
+    ("BFloat16", 32768, 32768, True, 8),      # 4 CTAs at 8 chunks either way
+    ("BFloat16", 40000, 40008, True, 10),     # 4 CTAs at 10 chunks (5 at 8), the last round partial
     ("BFloat16", 24576, 24576, False, 0),     # 3 CTAs: not measured staged
     ("Float32", 262144, 262144, False, 0),    # 64 KiB a CTA staged: measured slower
     ("BFloat16", 262143, 262143, False, 0),   # an odd row stride: chunks of one element, too narrow for cp.async
@@ -356,8 +356,12 @@ def test_cross_entropy_stages_16_bit_rows_over_4_or_more_ctas_and_reduces_each_h
     rows, s = F(dtype, (4, n), (stride, 1)), F("Float32", (4,))
     c = cute.compile(ex.cross_entropy_forward, rows, F("Int64", (4,)), s, s)
     (launch,) = c.launches
-    plan = plan_rows("t", n, 8 if stride % 8 == 0 else 1, 64, wide=128)
+    vec = 8 if stride % 8 == 0 else 1
+    first = plan_rows("t", n, vec, 64, wide=128)
+    plan = ex.cross_entropy.forward_plan("t", n, vec, getattr(cute, dtype))
+    assert ex.cross_entropy.staged_halves(first, getattr(cute, dtype)) == halves
     assert ex.cross_entropy.staged_halves(plan, getattr(cute, dtype)) == halves
+    assert plan == (plan_rows("t", n, vec, 80, wide=128) if halves else first)
     assert launch.cluster == (plan.cluster, 1, 1) and ".local" not in c.ptx
     if halves:  # every chunk copied, none loaded into registers
         assert plan.cluster >= 4 and _count(c.ptx, CP_ASYNC_16) == copies == plan.chunks
