@@ -129,6 +129,16 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
 
 
+def rmsnorm_ctas_per_sm(plan, dtype):
+    """The CTAs an SM :func:`rmsnorm_forward` asks for: 3 for 16-bit short rows of CTAs of 256 threads whose threads
+    keep at most 6 chunks (at most 80 registers a thread, no spills; left free, the assembler took 91-128 at 3072,
+    6144, 7168 and 12288: two CTAs an SM), else ``None`` (two for one-input kernels of 256 threads). Measured (H200,
+    bf16, of the copy ceiling): 3072 0.944 -> 0.989, 6144 0.940 -> 0.981, 12288 0.943 -> 0.973; at 7 or 8 chunks
+    it spills: 14336 0.974 -> 0.969, 16384 0.995 -> 0.955 (benchmarks/RESULTS.md)."""
+    short = plan.cluster == 1 and plan.threads == 256 and plan.chunks <= 6 and dtype.width == 16
+    return 3 if short else None
+
+
 def layernorm_shared_wb_ctas(plan, dtype):
     """The CTAs an SM that :func:`layernorm_forward_kernel` asks for where it stages ``w`` and ``b`` through shared
     memory once a CTA for all its rows (``row_stage.Staged(shared=True)``, copied from the start while ``x`` is
@@ -405,7 +415,8 @@ def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
     check_vector("rmsnorm_forward", "w", w, n)
     check_vector("rmsnorm_forward", "rstd", rstd, m, ("Float32",))
     plan = plan_rows("rmsnorm_forward", n, row_vector((x, y, w)), ONE_INPUT)
-    _launch(rmsnorm_forward_kernel, plan, plan.grid(m), x, w, y, rstd, _eps("rmsnorm_forward", eps))
+    launch_rows(rmsnorm_forward_kernel(x, w, y, rstd, _eps("rmsnorm_forward", eps), plan), plan, plan.grid(m), True,
+                ctas_per_sm=rmsnorm_ctas_per_sm(plan, x.element_type))
 
 
 @cute.jit

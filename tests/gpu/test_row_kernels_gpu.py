@@ -177,6 +177,42 @@ def test_layernorm_forward_matches_torch(dtype, case):
     _check_layernorm(dtype, case, None, 1)
 
 
+# short 16-bit rows whose kernels ask for more CTAs an SM than the registers left free allow: RMSNorm's forward at
+# 6144 (6 chunks, 2 rows a CTA, 3 CTAs an SM) and the softmax backward at 12288 and 10240 (512 threads, 2 CTAs an SM;
+# 10240: a last round half past the row's end)
+BOUNDED = [("rmsnorm", (37, 6144, 8)), ("softmax", (9, 12288, 8)), ("softmax", (5, 10240, 0))]
+
+
+@pytest.mark.parametrize("kernel,case", BOUNDED, ids=[f"{k}-{c[0]}x{c[1]}" for k, c in BOUNDED])
+def test_short_rows_at_more_ctas_an_sm_match_torch(kernel, case):
+    torch = hopper_torch()
+    m, n, pad = case
+    t = torch.bfloat16
+    x = _rows(torch, m, n, pad, t, 7, 2.0)
+    if kernel == "rmsnorm":
+        w = (torch.rand(n, device="cuda") + 0.5).to(t)
+        y, rstd = Poisoned(torch, (m, n), t, pad), Poisoned(torch, (m,), torch.float32)
+        c = cute.compile(rmsnorm_forward, x, w, y.view, rstd.view, 1e-6)
+        assert ".minnctapersm 3" in c.ptx
+        c(x, w, y.view, rstd.view, 1e-6)
+        assert y.guards_intact() and rstd.guards_intact()
+        xd = x.double()
+        r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
+        _close(rstd.view, r[:, 0], "Float32")
+        _close(y.view, xd * r * w.double(), "BFloat16")
+        return
+    yin = torch.softmax(x.double(), dim=1).to(t)
+    dy = _rows(torch, m, n, pad, t, 8)
+    dx = Poisoned(torch, (m, n), t, pad)
+    c = cute.compile(softmax_backward, yin, dy, dx.view)
+    assert ".minnctapersm 2" in c.ptx and c.launches[0].block == (512, 1, 1)
+    c(yin, dy, dx.view)
+    assert dx.guards_intact()
+    yd, gd = yin.double(), dy.double()
+    dot = (yd * gd).sum(dim=1, keepdim=True)
+    _close(dx.view, yd * (gd - dot), "BFloat16", yd * (gd.abs() + (yd * gd).abs().sum(dim=1, keepdim=True)))
+
+
 # 16-bit rows of one CTA whose threads keep fewer than 8 chunks: w and b staged once a CTA, each row group copying
 # its turn of the chunks (layernorm_shared_wb_ctas): 4 rows a CTA (37 rows: the last CTA's past the matrix), 16 rows
 # a CTA, a last round of chunks partly past the row's end, an end inside a chunk, 7 chunks of one row a CTA

@@ -145,3 +145,26 @@ def test_rmsnorm_backward_copies_short_rows_two_ahead_where_its_ctas_still_fit_a
     assert ("cp.async.wait_group \t1;" in c.ptx) == (depth == 2) == (plan.chunks <= 3 or plan.threads == 512)
     if depth == 2:   # the CTAs an SM still fit with two buffers
         assert ctas * (c.smem[main.name] + 1024) <= SM_SHARED, (c.smem, ctas)
+
+
+@pytest.mark.parametrize("n, rms, soft", [(3072, 3, None), (6144, 3, None), (7168, 2, None), (10240, 3, 2),
+                                          (12288, 3, 2), (14336, 2, None), (16384, 2, None), (4096, 2, None)])
+def test_short_16_bit_rows_ask_for_more_ctas_an_sm_where_they_fit_without_spilling(n, rms, soft):
+    """RMSNorm's forward (256 threads) at 6 chunks or fewer asks for 3 CTAs an SM, the softmax backward (512
+    threads) at 3 chunks or fewer for 2: each fits the registers it is then given without spilling; at more chunks
+    they are left as they were (measured slower bounded: they spill)."""
+    from examples.norms import rmsnorm_ctas_per_sm
+    from examples.softmax_rows import backward_ctas_per_sm
+    m = 64
+    x, v = F("BFloat16", (m, n), (n, 1)), F("BFloat16", (n,))
+    c = cute.compile(ex.rmsnorm_forward, x, v, x, F("Float32", (m,)))
+    d = cute.compile(ex.softmax_backward, x, x, x)
+    assert f".minnctapersm {rms}" in c.ptx
+    assert (f".minnctapersm {soft}" in d.ptx) if soft else ".minnctapersm" not in d.ptx
+    for k, ctas in ((c, rms), (d, soft or 1)):
+        regs, frame = cubin_resources(k.cubin)[k.launches[0].name]
+        assert regs * k.launches[0].block[0] * ctas <= 65536 and frame == 0, (regs, frame)
+    bf, f32 = cute.BFloat16, cute.Float32
+    assert rmsnorm_ctas_per_sm(plan_rows("t", n, 4, ONE_INPUT), f32) is None
+    assert backward_ctas_per_sm(plan_rows("t", n, 4, TWO_INPUTS), f32) is None
+    assert (rmsnorm_ctas_per_sm(plan_rows("t", n, 8, ONE_INPUT), bf) or 2) == rms
