@@ -1,11 +1,15 @@
-"""Two plans of the norms (examples/norms.py) that follow from how many CTAs share an SM or a GPC:
+"""Plans of the row kernels (examples/norms.py, softmax_rows.py) that follow from how many CTAs share an SM or a
+GPC:
 
 - LayerNorm's 16-bit rows of one CTA whose threads keep fewer than 8 chunks stage ``w`` and ``b`` once a CTA and
   ask for 3 or 4 CTAs an SM (``layernorm_shared_wb_ctas``). Loaded after the reductions, ``w`` and ``b`` held the
   kernel at 96-128 registers, two CTAs an SM: 0.75-0.86 of the copy ceiling at 2560-14336 against 0.95-0.98 staged
   (H200, benchmarks/RESULTS.md).
 - RMSNorm's backward widens its cluster to the one that keeps the most SMs busy at as many groups in flight
-  (``backward_plan``): a cluster lies within a GPC, and an H200 holds 15 clusters of 7 or of 8, 7 of 10 or of 16.
+  (``backward_plan``): a cluster lies within a GPC, and an H200 holds 15 clusters of 7 or of 8, 7 of 10 or of 16;
+  its short rows are copied two rows ahead where its CTAs still fit an SM (``prefetch_depth``).
+- RMSNorm's forward and the softmax backward ask for 3 (2) CTAs an SM at short 16-bit rows of few chunks a thread
+  (``rmsnorm_ctas_per_sm``, ``softmax_rows.backward_ctas_per_sm``), where the bounded registers do not spill.
 """
 
 import re
