@@ -4,8 +4,8 @@ torch eager and ``torch.compile`` of the same function, as GB/s of the bytes eac
 every output written once) and as a fraction of the device-to-device copy ceiling (torch ``copy_`` of the same
 number of bytes, read + written, timed in the same rounds as the kernel).
 
-    python benchmarks/bench_memory_bound.py [--quick] [--kernels a,b] [--lengths 4096,65536] [--dtypes bf16,fp32]
-                                            [--bytes 2**30] [--reps 20] [--no-compile] [--out FILE]
+    python benchmarks/bench_memory_bound.py [--quick | --model] [--kernels a,b] [--lengths 4096,65536]
+                                            [--dtypes bf16,fp32] [--bytes 2**30] [--reps 20] [--no-compile] [--out FILE]
 
 Rows of ``n`` elements, as many rows as make one input of ``--bytes`` (1 GiB: 1-3 GiB moved). Every output of ours
 is checked against torch (float64 reference, loose bound) before it is timed. The copy, ours, eager and compiled
@@ -30,6 +30,8 @@ from bench_elementwise import device_line, reporter  # noqa: E402
 
 LENGTHS = [256, 1024, 4096, 16384, 65536, 262144]
 QUICK = [4096, 32768, 262144]
+# widths models use, none a power of two: hidden sizes (2560-28672) and vocabularies (50304, 128256, 151936)
+MODEL = [2560, 5120, 7168, 12288, 28672, 50304, 128256, 151936]
 KERNELS = ["softmax_fwd", "softmax_bwd", "rmsnorm_fwd", "rmsnorm_bwd", "layernorm_fwd", "ce_fwd", "ce_bwd"]
 
 
@@ -116,6 +118,7 @@ def _cases(torch, ex, name, m, n, dtype):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"bf16 only, lengths {QUICK}")
+    parser.add_argument("--model", action="store_true", help=f"bf16 only, the widths models use: {MODEL}")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--lengths")
     parser.add_argument("--dtypes")
@@ -132,8 +135,9 @@ def main():
     import cute_py as cute
     import examples as ex
 
-    lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else (QUICK if args.quick else LENGTHS)
-    names = args.dtypes.split(",") if args.dtypes else (["bf16"] if args.quick else ["bf16", "fp32"])
+    preset = QUICK if args.quick else MODEL if args.model else LENGTHS
+    lengths = [int(v) for v in args.lengths.split(",")] if args.lengths else preset
+    names = args.dtypes.split(",") if args.dtypes else (["bf16"] if args.quick or args.model else ["bf16", "fp32"])
     dtypes = [{"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[d] for d in names]
     say(device_line(torch, f"{args.rounds} interleaved rounds of >= {args.reps} launches and >= {args.min_ms} ms, "
                            f"input {args.bytes / 2**30:.2f} GiB, clock at start: {_clock()}"))
