@@ -402,10 +402,6 @@ def _eps(what, eps):
     return float(eps)
 
 
-def _launch(kernel, plan, grid, *args):
-    launch_rows(kernel(*args, plan), plan, grid, kernel is not rmsnorm_backward_kernel)
-
-
 @cute.jit
 def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
     """``y = x * rstd * w`` with ``rstd = 1 / sqrt(mean(x^2) + eps)`` per row of ``x`` (rows, n), in Float32;
@@ -469,7 +465,8 @@ def rmsnorm_backward(dy, x, w, rstd, dx, dw, workspace):
         raise cute.CuteValueError(f"{what}: the groups number their rows in Int32, up to rows + 4 x workspace rows "
                                   f"(two a step and two copied ahead): {m} rows and {units} workspace rows pass "
                                   f"2**31 - 1")
-    _launch(rmsnorm_backward_kernel, plan, -(-units // plan.rows) * plan.cluster, dy, x, w, rstd, dx, workspace)
+    launch_rows(rmsnorm_backward_kernel(dy, x, w, rstd, dx, workspace, plan), plan,
+                -(-units // plan.rows) * plan.cluster, False)
     vec = row_vector((workspace, dw))
     column_sum_kernel(workspace, dw, vec).launch(grid=-(-n // (COLUMN_LANES * vec)),
                                                  block=COLUMN_LANES * COLUMN_SLICES)

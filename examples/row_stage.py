@@ -50,20 +50,17 @@ class Staged:
         self.plan, self.dtype, self.shared = plan, dtype, shared
         self.tx, _, _ = arch.thread_idx()
         self.bits = plan.vec * dtype.width
-        slots = plan.group if shared else plan.threads
-        self.buf = arch.SmemAllocator().allocate_tensor(dtype, cute.Layout(plan.chunks * slots * plan.vec), 16)
+        # (plan, tx) that place this thread's slots by thread_slot's rule: a shared buffer has one group's slots
+        self.place = (plan, self.tx)
+        if shared:
+            self.place = (RowPlan(plan.n, plan.vec, plan.group, 1, plan.cluster, plan.chunks), self.tx % plan.group)
+        size = plan.chunks * self.place[0].threads * plan.vec
+        self.buf = arch.SmemAllocator().allocate_tensor(dtype, cute.Layout(size), 16)
 
     def slot(self, k):
         """This thread's slot of its chunk ``k`` (``plan.vec`` elements of shared memory)."""
-        sp, lane = self._where()
+        sp, lane = self.place
         return thread_slot(self.buf, sp, k, lane)
-
-    def _where(self):
-        """``(plan, tx)`` that place this thread's slots in ``buf`` by :func:`thread_slot`'s rule."""
-        if self.shared:
-            p = self.plan
-            return RowPlan(p.n, p.vec, p.group, 1, p.cluster, p.chunks), self.tx % p.group
-        return self.plan, self.tx
 
     def load(self, row, t, rank, fill=0.0):
         """Copy this thread's chunks of ``row`` (where ``shared``, those of its group's turn): the full ones by
@@ -75,7 +72,7 @@ class Staged:
         if copied:
             mode = cpasync.LoadCacheMode.GLOBAL if self.bits == VECTOR_BITS else cpasync.LoadCacheMode.ALWAYS
             atom = cute.make_copy_atom(cpasync.CopyG2SOp(mode), self.dtype, min(self.bits, VECTOR_BITS))
-        sp, lane = self._where()
+        sp, lane = self.place
         for k in cute.range_constexpr(plan.chunks):
             at = chunk_index(plan, k, t, rank)
             if cute.const_expr(self.shared and plan.rows > 1):

@@ -172,3 +172,25 @@ def test_short_16_bit_rows_ask_for_more_ctas_an_sm_where_they_fit_without_spilli
     assert rmsnorm_ctas_per_sm(plan_rows("t", n, 4, ONE_INPUT), f32) is None
     assert backward_ctas_per_sm(plan_rows("t", n, 4, TWO_INPUTS), f32) is None
     assert (rmsnorm_ctas_per_sm(plan_rows("t", n, 8, ONE_INPUT), bf) or 2) == rms
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 300000), st.sampled_from([1, 2, 4, 8]), st.sampled_from(["BFloat16", "Float16", "Float32"]))
+def test_the_cross_entropy_forward_plan_holds_every_row_or_refuses_it_as_plan_rows_does(n, vec, dtype):
+    """Over arbitrary lengths (past the longest row too), vectors and types: ``forward_plan`` refuses exactly the
+    rows ``plan_rows`` refuses, with its message; else its plan holds the row in at most 16 CTAs, and it is the
+    plan at 80 values a thread only where both plans stage by halves (never a plan that stages by halves from one
+    that did not)."""
+    from examples.cross_entropy import HALVES_VALUES, forward_plan, staged_halves
+    t = getattr(cute, dtype)
+    try:
+        first = plan_rows("ce", n, vec, ONE_INPUT, wide=2 * ONE_INPUT)
+    except cute.CuteValueError as e:
+        with pytest.raises(cute.CuteValueError, match=re.escape(str(e))):
+            forward_plan("ce", n, vec, t)
+        return
+    plan = forward_plan("ce", n, vec, t)
+    assert plan.chunks * plan.vec * plan.group * plan.cluster >= n and plan.cluster <= MAX_CLUSTER
+    more = plan_rows("ce", n, vec, HALVES_VALUES, wide=2 * ONE_INPUT)
+    assert plan == (more if staged_halves(first, t) and staged_halves(more, t) else first)
+    assert staged_halves(plan, t) == staged_halves(first, t)
