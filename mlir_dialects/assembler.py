@@ -300,14 +300,31 @@ def assemble(ptx, arch):
     return _nvjitlink_child(data, arch, why)
 
 
+_CUBINS = {}       # (library, arch, SHA-256 of the PTX) -> the cubin it made, the last few in this process
+_CUBINS_KEPT = 16
+
+
 def _nvjitlink_in_process(data, arch):
+    """The cubin the loaded nvJitLink makes of ``data`` for ``arch``. The same PTX assembled again by the same
+    library in this process (a compile's PTX handed to :func:`assemble` by its caller) is the cubin of the first
+    time: the library is deterministic, and a failure is never kept."""
+    import hashlib
+
     from .nvjitlink import NvJitLinkError
 
     lib, _ = load_nvjitlink()
+    key = (id(lib), arch, hashlib.sha256(data).digest())
+    kept = _CUBINS.get(key)
+    if kept is not None and kept[0] is lib:
+        return kept[1]
     try:
-        return lib.link(data, [f"-arch={arch}"], "cute_nvgpu.ptx")
+        cubin = lib.link(data, [f"-arch={arch}"], "cute_nvgpu.ptx")
     except NvJitLinkError as e:
         raise AssemblyError(f"nvJitLink could not assemble the PTX for {arch}: {e}") from None
+    if len(_CUBINS) >= _CUBINS_KEPT:
+        del _CUBINS[next(iter(_CUBINS))]
+    _CUBINS[key] = (lib, cubin)
+    return cubin
 
 
 def _signal_name(code):

@@ -44,11 +44,15 @@ def _gpu_modules(module):
     return [op for op in module.body.operations if op.operation.name == "gpu.module"]
 
 
-def lower_copy(module, *, keep_locations=False):
+def lower_copy(module, *, keep_locations=False, text=None):
     """A lowered copy of ``module`` (verified first); the argument is not changed. ``keep_locations``: the
-    copy keeps the ops' source locations (by default they are dropped)."""
+    copy keeps the ops' source locations (by default they are dropped). ``text``: ``str(module)``, where the
+    caller has printed it already (used without locations only)."""
     verify(module)
-    text = module.operation.get_asm(enable_debug_info=True) if keep_locations else str(module.operation)
+    if keep_locations:
+        text = module.operation.get_asm(enable_debug_info=True)
+    elif text is None:
+        text = str(module.operation)
     work = ir.Module.parse(text, context=module.context)
     return lower(work, check=False)
 
@@ -63,16 +67,16 @@ def _features_for(module, features):
     return ",".join(f for f in (features, f"+ptx{need}") if f)
 
 
-def lower_for_ptx(module, features=DEFAULT_FEATURES, *, line_info=False):
+def lower_for_ptx(module, features=DEFAULT_FEATURES, *, line_info=False, text=None):
     """``(lowered, features)``: a lowered copy of ``module`` (which must hold exactly one ``gpu.module``; it is left
     as written) and ``features`` with its PTX ISA version raised to the least one the module's ops need (the
-    tensormap ops need 8.3, ``dsmem_store`` 8.1). ``line_info``: the copy keeps the ops' locations. The first half
-    of :func:`to_ptx`; :func:`lowered_to_ptx` is the second."""
+    tensormap ops need 8.3, ``dsmem_store`` 8.1). ``line_info``: the copy keeps the ops' locations; ``text``: as for
+    :func:`lower_copy`. The first half of :func:`to_ptx`; :func:`lowered_to_ptx` is the second."""
     gpu_mods = _gpu_modules(module)
     if len(gpu_mods) != 1:
         raise PipelineError(f"to_ptx compiles a module holding exactly one gpu.module, found {len(gpu_mods)}")
     features = _features_for(module, features)
-    return lower_copy(module, keep_locations=line_info), features
+    return lower_copy(module, keep_locations=line_info, text=text), features
 
 
 def lowered_to_ptx(lowered, chip=DEFAULT_CHIP, features=DEFAULT_FEATURES, *, line_info=False, opt_level=None):

@@ -67,7 +67,7 @@ def _mlir(r: StageResults, o: StageOptions, text: bool) -> None:
 def _lowered(r: StageResults, o: StageOptions, text: bool) -> None:
     import mlir_dialects as md
 
-    r.lowered_module, r.features = md.lower_for_ptx(r.module, o.features, line_info=o.line_info)
+    r.lowered_module, r.features = md.lower_for_ptx(r.module, o.features, line_info=o.line_info, text=r.mlir)
     if text:
         r.lowered = str(r.lowered_module)
 

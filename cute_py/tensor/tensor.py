@@ -37,6 +37,7 @@ from ..core.modes import slice_and_offset
 from .pointer import AddressSpace, Pointer
 from .storage_rules import check_inside, check_swizzle_alignment
 from .engines import ArrayEngine, CoordEngine, add_natural, check_store, natural_coord, outside
+from .kept_offsets import keep_offset, known_offset
 from .offsets import element_offset, offset_width, wide_layout, widen_coord
 from ..core.recast import recast_exactness, recast_layout
 from ..core.swizzle import Swizzle
@@ -230,6 +231,10 @@ class Tensor:
 
     def __getitem__(self, coord: Coord) -> Tensor | Any:
         """``tensor[c]`` reads the element at coordinate ``c``; a ``None`` in ``c`` slices."""
+        if type(coord) is int:  # an index into a host array or a register fragment seen before: its offset
+            off = known_offset(self, coord)
+            if off is not None:
+                return self.engine.read(off)
         coord = self._coord(coord)
         if has_none(coord):
             if offset_width(self) == 64:  # see offsets: the operands of the offset widened first
@@ -244,6 +249,7 @@ class Tensor:
             return access.load(self.engine, self._offset(coord))
         off = self._offset(coord)
         _check_domain(self, coord, off)
+        keep_offset(self, coord, off)
         return self.engine.read(off)
 
     def __call__(self, *coord: Coord) -> Tensor | Any:
@@ -251,6 +257,11 @@ class Tensor:
 
     def __setitem__(self, coord: Coord, value: Any) -> None:
         check_store(self, "a store")
+        if type(coord) is int:
+            off = known_offset(self, coord)
+            if off is not None:
+                self.engine.write(off, value)
+                return
         access = device.active() if isinstance(self.engine, Pointer) else None
         if not isinstance(self.engine, ArrayEngine) and access is None:
             raise CuteValueError(f"only tensors over host arrays (or device memory inside a kernel) are writable, "
@@ -271,6 +282,7 @@ class Tensor:
             return
         off = self._offset(coord)
         _check_domain(self, coord, off)
+        keep_offset(self, coord, off)
         self.engine.write(off, value)
 
     def load(self) -> Any:

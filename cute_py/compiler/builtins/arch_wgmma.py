@@ -25,6 +25,7 @@ from ...errors import TraceError
 from ...nvgpu import warpgroup as _wg
 from ...tensor.dtypes import Uint64
 from ...tensor.pointer import Pointer
+from ..lang.builder import current
 from ..lang.memory import pack, unpack
 from ..lang.values import wrap
 from ..lang.traced_int import TracedInt
@@ -86,12 +87,13 @@ def warpgroup_fence_operand(buffer_or_ptr: Any, offset: int = 0, num_regs: int |
     if offset < 0 or regs < 0 or offset + regs * per > total:
         raise TraceError(f"{name}: registers {offset}..{offset + regs * per} (elements) lie outside the "
                          f"fragment's {total} elements")
-    for r in range(regs):
-        first = offset + r * per
-        vals = [t[first + j] for j in range(per)]
-        v = fence_register(pack(vals, elem, 32))
-        for j, x in enumerate(unpack(v, elem, per)):
-            t[first + j] = x
+    with current().at_end():  # one place and line for the fences' ops
+        for r in range(regs):
+            first = offset + r * per
+            vals = [t[first + j] for j in range(per)]
+            v = fence_register(pack(vals, elem, 32))
+            for j, x in enumerate(unpack(v, elem, per)):
+                t[first + j] = x
 
 
 _FIELD14 = 1 << 14

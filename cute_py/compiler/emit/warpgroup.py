@@ -27,7 +27,7 @@ from ...nvgpu.warpgroup.operands import OperandSource
 from ...tensor.dtypes import Float32
 from ...tensor.pointer import AddressSpace, Pointer
 from ..lang.builder import current
-from ..lang.memory import pack, pointer_value, unpack
+from ..lang.memory import element_values, pack, pointer_value, traced_elements, unpack
 from ..lang.traced_int import TracedInt
 from .memory import shared_address
 from .operands import join_words, predicate_value
@@ -137,24 +137,21 @@ def _mma_async(b, op, acc, a_operand, b_operand, accumulate):
         a_vals = [descriptor_value(a_operand, f"{what}: a")]
     b_val = descriptor_value(b_operand, f"{what}: b")
     scale = predicate_value(accumulate, f"{what}: accumulate")
-    words = _words(values, mma.acc_dtype)
     llvm = b.mlir.llvm
-    d_type = "f32" if mma.acc_dtype is Float32 else "f16"
+    f32 = mma.acc_dtype is Float32
+    d_type = "f32" if f32 else "f16"
+    per = 32 // mma.acc_dtype.width
     with b.at_end():
-        struct_t = md.wgmma_acc_type(n, d_type)
-        s = llvm.UndefOp(struct_t).result
+        # Float32 accumulators go into the struct as they are, Float16 ones two to an i32 word
+        words = element_values(values, Float32, f"{what}: acc") if f32 else _words(values, mma.acc_dtype)
+        s = llvm.UndefOp(md.wgmma_acc_type(n, d_type)).result
         for k, w in enumerate(words):
-            if d_type == "f32":
-                w = llvm.BitcastOp(b.ir.F32Type.get(), w).result
             s = llvm.InsertValueOp(s, w, [k]).result
         res = md.wgmma_mma_async(s, a_vals, b_val, scale, n=n, type_ab=mma.type_ab, type_d=d_type,
                                  trans_a=mma.transpose_a, trans_b=mma.transpose_b).res
-        word_t = b.ir.F32Type.get() if d_type == "f32" else b.int_type(32)
+        word_t = b.ir.F32Type.get() if f32 else b.int_type(32)
         outs = [llvm.ExtractValueOp(word_t, res, [k]).result for k in range(len(words))]
-        if d_type == "f32":
-            outs = [llvm.BitcastOp(b.int_type(32), w).result for w in outs]
-    per = 32 // mma.acc_dtype.width
-    new = [v for w in outs for v in unpack(w, mma.acc_dtype, per)]
+        new = traced_elements(outs, Float32) if f32 else [v for w in outs for v in unpack(w, mma.acc_dtype, per)]
     for i, v in enumerate(new):
         acc[i] = v
 

@@ -15,8 +15,7 @@ raises a :class:`TraceError` that names where it came from and how to carry it o
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +51,47 @@ def active() -> KernelBuilder | None:
 def current_scope() -> Scope | None:
     """The innermost open :class:`Scope` of the kernel being traced (``None`` outside a kernel)."""
     return _stack[-1].scope if _stack else None
+
+
+class _AtEnd:
+    """The context of :meth:`KernelBuilder.at_end` (a class: entered for every op a kernel's trace builds)."""
+
+    __slots__ = ("b", "where", "paused", "ip", "loc", "outer")
+
+    def __init__(self, b: KernelBuilder) -> None:
+        self.b = b
+
+    def __enter__(self) -> None:
+        b = self.b
+        self.outer = b.at_end_block is b.block
+        if self.outer:
+            return
+        self.where = where = user_location()
+        self.paused = _deps.pause()  # op builders call no user code: not recorded (see deps)
+        try:
+            self.ip = b.ir.InsertionPoint(b.block)
+            self.loc = b.loc(where)
+            self.ip.__enter__()
+            self.loc.__enter__()
+        except BaseException:
+            _deps.resume(self.paused)
+            raise
+        b.at_end_block = b.block
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if self.outer:
+            return False
+        from mlir_dialects.errors import DialectError
+
+        try:
+            self.b.at_end_block = None
+            self.loc.__exit__(kind, exc, tb)
+            self.ip.__exit__(kind, exc, tb)
+        finally:
+            _deps.resume(self.paused)
+        if kind is not None and issubclass(kind, DialectError):
+            raise TraceError(str(exc), where=self.where) from None
+        return False
 
 
 class Scope:
@@ -93,6 +133,7 @@ class KernelBuilder:
         ret.erase()
         self.region = self.func.regions[0]
         self.block = entry
+        self.at_end_block = None  # the block an open at_end builds into (see _AtEnd)
         self.params = list(entry.arguments)
         self.open_regions = []  # (kind, file, line) of loops / ifs not closed yet
         self.scope = Scope("kernel", "<kernel>", 0, None)  # the innermost open run-time scope
@@ -139,26 +180,16 @@ class KernelBuilder:
             loc = self.locations[key] = self.ir.Location.file(key[0], key[1], 0)
         return loc
 
-    @contextlib.contextmanager
-    def at_end(self) -> Iterator[None]:
+    def at_end(self) -> _AtEnd:
         """Build ops at the end of the current block, located at the user's line; the body must call no user code
         (it is not recorded in the compile's dependencies).
 
         A dialect rule broken by an op built here (``mlir_dialects.DialectError``) becomes a
-        :class:`TraceError` that starts with the user's ``file:line``.
+        :class:`TraceError` that starts with the user's ``file:line``. Inside another ``at_end`` of the same block
+        it adds nothing (the outer one has set the place, the line and the pause): a body that builds an op
+        through helpers that each ask for ``at_end`` pays for it once.
         """
-        from mlir_dialects.errors import DialectError
-
-        where = user_location()
-        paused = _deps.pause()  # op builders call no user code: not recorded (see deps)
-        try:
-            with self.ir.InsertionPoint(self.block), self.loc(where):
-                try:
-                    yield
-                except DialectError as e:
-                    raise TraceError(f"{where[0]}:{where[1]}: {e}") from None
-        finally:
-            _deps.resume(paused)
+        return _AtEnd(self)
 
     # -- run-time scopes ----------------------------------------------------------------------
     def push_scope(self, kind: str, file: str, line: int) -> Scope:

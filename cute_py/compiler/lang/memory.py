@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from ...core.composed import ComposedLayout
     from ...tensor.dtypes import DType
 
-__all__ = ["note_write", "pointer_value", "element_ptr", "move", "make_fragment", "make_rmem_tensor", "make_fragment_like", "element_type", "load_element",
-           "store_element", "load_bits",
-           "store_bits", "pack", "unpack", "RegisterEngine"]
+__all__ = ["note_write", "element_values", "traced_elements", "pointer_value", "element_ptr", "move",
+           "make_fragment", "make_rmem_tensor", "make_fragment_like", "element_type", "load_element",
+           "store_element", "load_bits", "store_bits", "pack", "unpack", "RegisterEngine"]
 
 
 
@@ -228,11 +228,8 @@ def pack(values: Iterable[TracedInt | TracedFloat | int | float], dtype: DType, 
     vec_t = b.ir.Type.parse(f"vector<{len(elems)}x{element_type(dtype)}>")
     with b.at_end():
         vec = llvm.UndefOp(vec_t).result
-    for k, e in enumerate(elems):
-        pos = b.const(k, 32)
-        with b.at_end():
-            vec = llvm.InsertElementOp(vec, e, pos).result
-    with b.at_end():
+        for k, e in enumerate(elems):
+            vec = llvm.InsertElementOp(vec, e, b.const(k, 32)).result
         return llvm.BitcastOp(_bits_type(nbits), vec).result
 
 
@@ -247,12 +244,18 @@ def unpack(bits: Any, dtype: DType, count: int) -> list[TracedInt | TracedFloat]
     vec_t = b.ir.Type.parse(f"vector<{count}x{element_type(dtype)}>")
     with b.at_end():
         vec = llvm.BitcastOp(vec_t, bits).result
-    out = []
-    for k in range(count):
-        pos = b.const(k, 32)
-        with b.at_end():
-            out.append(_wrap(llvm.ExtractElementOp(vec, pos).result, dtype))
-    return out
+        return [_wrap(llvm.ExtractElementOp(vec, b.const(k, 32)).result, dtype) for k in range(count)]
+
+
+def element_values(values: Iterable[TracedInt | TracedFloat | int | float], dtype: DType, what: str) -> list[Any]:
+    """The MLIR values of ``values`` as elements of ``dtype`` in registers (Python numbers become constants)."""
+    return [_unwrap(v, dtype, what) for v in values]
+
+
+def traced_elements(raws: Iterable[Any], dtype: DType) -> list[TracedInt | TracedFloat]:
+    """The traced values of the MLIR values ``raws``, elements of ``dtype`` in registers (``element_values``'s
+    inverse)."""
+    return [_wrap(v, dtype) for v in raws]
 
 
 def _to_bits(value, dtype, nbits):

@@ -109,14 +109,14 @@ class TracedInt(Traced, DynamicInt):
         return _widen(self, w), b.const(other, w), w, other >= 0
 
     def _bin(self, other, opname, reverse=False, nonneg_rule=None, div_rule=None):
-        c = self._coerce(other)
-        if c is None:
-            return NotImplemented
-        a, o, w, o_nonneg = c
-        if reverse:
-            a, o = o, a
         b = current()
-        with b.at_end():
+        with b.at_end():  # the operand's constant or widening and the op: one place and line
+            c = self._coerce(other)
+            if c is None:
+                return NotImplemented
+            a, o, w, o_nonneg = c
+            if reverse:
+                a, o = o, a
             res = getattr(b.mlir.arith, opname)(a, o).result
         index = self.index and (not isinstance(other, TracedInt) or other.index)
         nn = nonneg_rule(self.nonneg, o_nonneg) if nonneg_rule else False
