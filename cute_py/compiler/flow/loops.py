@@ -3,7 +3,10 @@
 ``for_stmt`` over ``range``/``cute.range`` and ``while_stmt`` build run-time loops: a header (the condition), the
 body, a latch and an exit, the carried values their block arguments. A loop is traced, then checked: a variable
 assumed static that changed, or a register-fragment element written in the body and not carried yet, makes it trace
-again with that value carried (so a body may be traced a few times). A run-time loop with static bounds whose body
+again with that value carried (so a body may be traced a few times). The first trace of a loop is a trial for the
+run-time loops inside it: each of them is traced once there and its exit stands in with what it carries so far (a
+trial settled on stand-ins is traced again, for real), so that a nested loop is not traced to its settled state in
+every trace of the loops around it (``TRIALS``). A run-time loop with static bounds whose body
 needs a static index (a register fragment's element, a Python sequence's item:
 :class:`~cute_py.errors.StaticValueRequired`) is unrolled while tracing instead, up to ``MAX_UNROLL`` iterations,
 unless it was asked for with ``cute.range(..., unroll=k)``: that is a TraceError naming the static value.
@@ -34,6 +37,10 @@ from ..lang.traced_int import TracedInt, as_value
 __all__ = ["for_stmt", "while_stmt", "MAX_UNROLL"]
 
 MAX_UNROLL = 1024  # iterations of a run-time loop with static bounds unrolled when its body needs static indices
+# a run-time loop inside the first trace of an enclosing run-time loop (a trial: most often thrown away, when the
+# enclosing loop finds what it carries) is traced once and stands in for its exit (``_Loop._stand_ins``); False:
+# every loop is traced until what it carries settles (the kernels are the same either way, the traces slower)
+TRIALS = True
 
 
 class _Frame:
@@ -207,23 +214,45 @@ class _Loop:
 
     def run(self):
         b = current()
-        for _ in builtins.range(len(self.leaves) + 64):
+        # inside a trace of an enclosing loop that will be traced again: what this loop carries after one trace is
+        # enough for it (see _stand_ins); otherwise the traces go on until the carried values settle
+        stand_in = b.loop_trials > 0
+        taken = b.loop_stand_ins  # stand-ins in the IR kept so far (those of an undone trace go with it)
+        for attempt in builtins.range(len(self.leaves) + 64):
             mark = b.mark()
             log = {}
             b.write_logs.append(log)
+            trial = 1 if attempt == 0 and TRIALS else 0  # the first trace, most likely thrown away: a trial
+            b.loop_trials += trial
             try:
                 done = self._trace(b, log)
             except StaticValueRequired as e:
                 self._undo(b, mark, log)
+                b.loop_stand_ins = taken
                 raise _Unroll(e, self.values) from None
             except BaseException:
                 b.write_logs.pop()
                 raise
-            if done is not None:
+            finally:
+                b.loop_trials -= trial
+            if done is not None and b.loop_stand_ins == taken:
                 b.write_logs.pop()
                 return done
-            self._undo(b, mark, log)
+            self._undo(b, mark, log)  # not settled, or settled on the stand-ins of loops inside it
+            b.loop_stand_ins = taken
+            if stand_in:
+                return self._stand_ins(b)
         raise TraceError("internal error: the carried values of a run-time loop did not settle", where=self.where)
+
+    def _stand_ins(self, b):
+        """The values after this loop as its exit would hold them with what it carries now (undefined values of the
+        carried types): for a trace of an enclosing loop that is only finding what that loop carries (its ops are
+        thrown away, ``loop_stand_ins`` says so). What a loop carries only grows from trace to trace, so the
+        enclosing loop's trace finds no more than a real one would, and its real trace starts from there."""
+        b.loop_stand_ins += 1
+        with b.at_end():
+            undefined = [b.mlir.llvm.UndefOp(mlir_type(t)).result for t in self._arg_types()]
+        return self._bind(b, undefined, None)
 
     def _undo(self, b, mark, log):
         b.abandon(mark)

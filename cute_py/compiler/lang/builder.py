@@ -134,6 +134,10 @@ class KernelBuilder:
         self.region = self.func.regions[0]
         self.block = entry
         self.at_end_block = None  # the block an open at_end builds into (see _AtEnd)
+        # run-time loops being traced whose trace may be thrown away, and the loops that stood in for their
+        # exits there (flow.loops: _Loop.run)
+        self.loop_trials = 0
+        self.loop_stand_ins = 0
         self.params = list(entry.arguments)
         self.open_regions = []  # (kind, file, line) of loops / ifs not closed yet
         self.scope = Scope("kernel", "<kernel>", 0, None)  # the innermost open run-time scope
