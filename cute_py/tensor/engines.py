@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from .dtypes import DType
 
-__all__ = ["ArrayEngine", "CoordEngine", "check_store", "outside", "natural_coord", "add_natural"]
+__all__ = ["ArrayEngine", "CoordEngine", "check_store", "check_domain", "outside", "natural_coord", "add_natural"]
 
 
 class ArrayEngine:
@@ -146,3 +146,17 @@ def add_natural(a: Any, b: Any) -> Any:
     if type(a) is tuple and type(b) is tuple:
         return tuple(add_natural(x, y) for x, y in zip(a, b))
     return a + b
+
+
+def check_domain(tensor: Any, coord: Any, off: Any) -> None:
+    """An element of a ``domain_offset`` view of a host array (``coord``, at ``off`` from the view's start) must be
+    an element of the tensor it shifts: :class:`CuteIndexError` otherwise; nothing for other tensors."""
+    dom = getattr(tensor.engine, "domain", None)
+    if dom is None or dom[0] is not tensor.layout:
+        return
+    layout, shift, shape = dom
+    full = add_natural(shift, natural_coord(coord, layout.shape))
+    if outside(full, shape):
+        raise CuteIndexError(f"the coordinate {fmt(coord)} (element offset {fmt(tensor.engine.offset + off)} of the "
+                             f"array) of the view shifted by {fmt(shift)} is the coordinate {fmt(full)}, outside the "
+                             f"shape {fmt(shape)} of the tensor it views")

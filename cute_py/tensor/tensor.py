@@ -36,7 +36,7 @@ from ..core.layout import cosize, has_none, Layout
 from ..core.modes import slice_and_offset
 from .pointer import AddressSpace, Pointer
 from .storage_rules import check_inside, check_swizzle_alignment
-from .engines import ArrayEngine, CoordEngine, add_natural, check_store, natural_coord, outside
+from .engines import ArrayEngine, CoordEngine, check_domain, check_store, outside
 from .kept_offsets import keep_offset, known_offset
 from .offsets import element_offset, offset_width, wide_layout, widen_coord
 from ..core.recast import recast_exactness, recast_layout
@@ -223,6 +223,14 @@ class Tensor:
     def _offset(self, coord):
         return element_offset(self, coord)
 
+    def _element_offset(self, coord):
+        # the offset of the element at ``coord`` of a tensor over an array or coordinates, checked against a
+        # domain_offset view's tensor; kept for the next int index into the same layout (kept_offsets)
+        off = self._offset(coord)
+        check_domain(self, coord, off)
+        keep_offset(self, coord, off)
+        return off
+
     def _coord(self, coord):
         # the coordinate, normalised and checked against the shape (static components only)
         coord = as_int_tuple(coord, "tensor coordinate", allow_none=True)
@@ -247,10 +255,7 @@ class Tensor:
             if access is None:
                 raise CuteValueError("a tensor over a device pointer cannot be read on the host")
             return access.load(self.engine, self._offset(coord))
-        off = self._offset(coord)
-        _check_domain(self, coord, off)
-        keep_offset(self, coord, off)
-        return self.engine.read(off)
+        return self.engine.read(self._element_offset(coord))
 
     def __call__(self, *coord: Coord) -> Tensor | Any:
         return self[coord[0] if len(coord) == 1 else coord]
@@ -280,10 +285,7 @@ class Tensor:
         if access is not None:
             access.store(self.engine, self._offset(coord), value)
             return
-        off = self._offset(coord)
-        _check_domain(self, coord, off)
-        keep_offset(self, coord, off)
-        self.engine.write(off, value)
+        self.engine.write(self._element_offset(coord), value)
 
     def load(self) -> Any:
         """Every element of this tensor as one value: in a kernel a register value (a TensorSSA: elementwise
@@ -493,16 +495,3 @@ def recast_tensor(tensor: Tensor, dtype: DType | str | Any) -> Tensor:
             raise CuteValueError(f"the host array cannot be seen as {dtype.name}: {e}") from None
         return Tensor(ArrayEngine(view, bits // dtype.width, dtype, guard), layout)
     raise CuteValueError(f"cannot recast a tensor over {eng!r}")
-
-
-def _check_domain(tensor, coord, off):
-    # an element of a domain_offset view of a host array must be an element of the tensor it shifts
-    dom = getattr(tensor.engine, "domain", None)
-    if dom is None or dom[0] is not tensor.layout:
-        return
-    layout, shift, shape = dom
-    full = add_natural(shift, natural_coord(coord, layout.shape))
-    if outside(full, shape):
-        raise CuteIndexError(f"the coordinate {fmt(coord)} (element offset {fmt(tensor.engine.offset + off)} of the "
-                             f"array) of the view shifted by {fmt(shift)} is the coordinate {fmt(full)}, outside the "
-                             f"shape {fmt(shape)} of the tensor it views")

@@ -124,8 +124,12 @@ def _outcome(fn):
         return ("error", type(e).__name__, str(e))
 
 
+# ints in and out of range, and numpy and bool indices (never kept: they take the long way every time)
+INDICES = st.one_of(st.integers(-3, 130), st.integers(-3, 130).map(np.int64), st.booleans())
+
+
 @settings(max_examples=200, deadline=None)
-@given(modes=MODES, indices=st.lists(st.integers(-3, 130), min_size=1, max_size=12))
+@given(modes=MODES, indices=st.lists(INDICES, min_size=1, max_size=12))
 def test_indexing_a_host_array_again_reads_and_writes_what_the_layout_says(modes, indices):
     layout = Layout(tuple(s for s, _ in modes), tuple(d for _, d in modes))
     a = np.arange(cute.cosize(layout), dtype=np.float64)

@@ -81,16 +81,17 @@ class _AtEnd:
     def __exit__(self, kind, exc, tb) -> bool:
         if self.outer:
             return False
-        from mlir_dialects.errors import DialectError
-
         try:
             self.b.at_end_block = None
             self.loc.__exit__(kind, exc, tb)
             self.ip.__exit__(kind, exc, tb)
         finally:
             _deps.resume(self.paused)
-        if kind is not None and issubclass(kind, DialectError):
-            raise TraceError(str(exc), where=self.where) from None
+        if kind is not None:
+            from mlir_dialects.errors import DialectError
+
+            if issubclass(kind, DialectError):
+                raise TraceError(str(exc), where=self.where) from None
         return False
 
 
