@@ -26,7 +26,7 @@ from cute_py import arch
 from cute_py.nvgpu import warpgroup as wg
 from cute_py.utils import hopper_helpers as hh
 
-from .attention_steps import pass_turn, pv, rescale, softmax, to_p, turn
+from .attention_steps import pass_turn, pv, rescale_moved, softmax, to_p, turn
 from .attention_output import finish, store_lse, store_out
 from .attention_tiles import fence_operands, gemm_ss, head_rows
 
@@ -192,7 +192,7 @@ def key_blocks(mma_qk, mma_pv, ops, k_pipe, v_pipe, k_read, v_read, rows, tile, 
             k_read.advance()
             v_pipe.consumer_release(v_read)
             v_read.advance()
-            rescale(acc_o, corr)
+            rescale_moved(acc_o, corr)
 
 
 @cute.jit

@@ -74,6 +74,14 @@ def _run(torch, b, sq, sk, h, hk, d, dtype, causal, scale=None, seed=0, **kw):
     q = torch.randn(b, sq, h, d, device="cuda", dtype=dtype, generator=g)
     k = torch.randn(b, sk, hk, d, device="cuda", dtype=dtype, generator=g)
     v = torch.randn(b, sk, hk, d, device="cuda", dtype=dtype, generator=g)
+    return _run_on(torch, q, k, v, causal, scale, **kw)
+
+
+def _run_on(torch, q, k, v, causal, scale=None, **kw):
+    """``attention`` of ``q, k, v`` into poisoned buffers, checked against torch in fp32 sequence by sequence:
+    ``(q, k, v, out, lse)``."""
+    b, sq, h, d = q.shape
+    dtype = q.dtype
     obuf, out = _poisoned(torch, (b, sq, h, d), dtype, PAD)
     lbuf, lse = _poisoned(torch, (b, h, sq), torch.float32, PAD)
     attention(q, k, v, out, lse, causal=causal, softmax_scale=scale, **kw)
@@ -118,6 +126,27 @@ def test_softmax_scale_and_bit_identical_reruns():
     attention(q, k, v, out2, lse2, causal=True, softmax_scale=0.3)
     torch.cuda.synchronize()
     assert torch.equal(out, out2) and torch.equal(lse.nan_to_num(), lse2.nan_to_num())
+
+
+@pytest.mark.parametrize("d, dt, causal", [(128, "float16", False), (128, "bfloat16", True), (64, "float16", True),
+                                         (64, "bfloat16", False), (256, "float16", False)])
+def test_maxima_that_grow_from_block_to_block_match_torch(d, dt, causal):
+    """Scores that grow from key block to key block in the order the kernel visits them (last to first): the first
+    keys are 41x the last. Sequence 0's rows are scaled by 0.005-0.04, so that a row's maximum grows by less than
+    ``2**RESCALE_LOG2`` after the scale and stays where the first block put it (probabilities above 1, up to 256,
+    which fp16 holds); sequence 1's by 0.2-1.5, so that it grows past it by up to about 2**250 and must move (a
+    kept maximum would give inf probabilities even in Float32). Against torch in fp32, into poisoned buffers."""
+    torch = hopper_torch()
+    g = torch.Generator(device="cuda").manual_seed(11)
+    sq, sk, h, hk, dtype = 700, 1500, 4, 2, getattr(torch, dt)
+    lo = torch.tensor([0.005, 0.2], device="cuda")[:, None, None, None]
+    hi = torch.tensor([0.04, 1.5], device="cuda")[:, None, None, None]
+    rows = lo + (hi - lo) * torch.rand(2, sq, h, 1, device="cuda", generator=g)
+    q = (torch.randn(2, sq, h, d, device="cuda", generator=g) * rows).to(dtype)
+    ramp = 1 + 40 * (1 - torch.arange(sk, device="cuda") / sk)
+    k = (torch.randn(2, sk, hk, d, device="cuda", generator=g) * ramp[None, :, None, None]).to(dtype)
+    v = torch.randn(2, sk, hk, d, device="cuda", generator=g).to(dtype)
+    _run_on(torch, q, k, v, causal)
 
 
 @pytest.mark.parametrize("d, causal, block_n, stages", [(128, False, 176, 2), (64, True, 16, 1), (256, False, 48, 3),

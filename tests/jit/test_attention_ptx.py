@@ -98,6 +98,10 @@ def _check_ptx(ptx, d, filecheck, rank=4, causal=True, n=None, groups=2):
     else:
         assert qk % (d // 16) == 0 and 2 * (d // 16) <= qk <= (4 if overlapped else 3) * (d // 16), qk
         assert pv % (n // 16) == 0 and 2 * (n // 16) <= pv <= 3 * (n // 16), pv
+    # the output's rescale in each loop over key blocks, left out where every factor of the warp is 1: one warp
+    # vote a loop (a consumer's two loops, one where no block needs the mask or every block does)
+    copies = 2 if halves else 1
+    assert copies <= len(re.findall(r"vote\.sync\.any\.pred", ptx)) <= 2 * copies
 
 
 @pytest.mark.parametrize("d, causal, s", [(128, False, 1024), (128, True, 1024), (64, False, 1024), (64, True, 1040),
