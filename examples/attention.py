@@ -184,7 +184,7 @@ def _produce_tiles(tmas, smems, k_pipe, v_pipe, schedule, seqlens, cu_q, cu_k, h
     Q into buffer ``i % 2`` with ``overlap`` (else the one buffer), once the consumers are done with the tile
     before in that buffer."""
     sQ, sK, sV, sO, q_bar, q_free = smems
-    m_blocks, pairs, _, _, grid = schedule
+    m_blocks, pairs, _, _, grid, _ = schedule
     cta, _, _ = arch.block_idx()
     block_m = cute.size(sQ, mode=[0])
     stages = cute.size(sK, mode=[2])
@@ -243,7 +243,7 @@ def _consumer_loop(args, smems, tidx, schedule, own_o, overlap, k_read, v_read, 
     every tile's first key block over its first half (``attention_consumer.half_operands``), or ``None``."""
     mma_qk, mma_pv, k_pipe, _, _, _, cu_q, cu_k, _, _, _, seqlens, pingpong, _, _ = args
     sQ, sK, sV, _, q_bar, _ = smems
-    m_blocks, pairs, _, _, grid = schedule
+    m_blocks, pairs, _, _, grid, _ = schedule
     cta, _, _ = arch.block_idx()
     groups = cute.size(sQ, mode=[0]) // 64
     group = arch.make_warp_uniform(arch.warp_idx()) // 4
@@ -277,8 +277,8 @@ def _ring_states(kind, stages):
 def _scheduled(t, schedule, seqlens, cu_q, cu_k):
     """The tile a CTA takes at loop index ``t`` of a persistent schedule (``attention_schedule.dealt``):
     ``(m_block, head, batch)`` and its sequence (:func:`_sequence`)."""
-    m_blocks, pairs, section, heads, grid = schedule
-    m_block, head, batch = tile_at(dealt(t, grid, m_blocks * pairs), m_blocks, pairs, section, heads)
+    m_blocks, pairs, section, heads, grid, alternate = schedule
+    m_block, head, batch = tile_at(dealt(t, grid, m_blocks * pairs), m_blocks, pairs, section, heads, alternate)
     return m_block, head, batch, _sequence(batch, seqlens, cu_q, cu_k)
 
 

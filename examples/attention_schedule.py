@@ -15,16 +15,25 @@ see the most keys go first, the lightest fill the end, and dealing each odd roun
 a round's heaviest tile that round's next lightest. Sections there would make the weights a saw whose teeth a
 CTA's index lands on the same way every time (at d=256 and 16k rows, one pair a section, CTA 0 of 132 carried 1.8
 times its share); dealt in one direction only, the heaviest CTA still carries up to 1.13 times its share
-(benchmarks/RESULTS.md has the model and the measurements).
+(benchmarks/RESULTS.md has the model and the measurements). Where sequences are short (``CAUSAL_SECTIONS``) the
+causal order takes the sections of the L2 share all the same, and every odd section goes from its first query
+block to its last (``alternate``): a pair's tiles then run close together, and the keys and values they share
+are read from memory once, not once a tile; the heaviest CTA carries up to 1.08 times its share.
 """
 
 import cute_py as cute
 
 from .tma_tiled import sm_count
 
-__all__ = ["L2_SHARE", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at", "dealt"]
+__all__ = ["L2_SHARE", "CAUSAL_SECTIONS", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at", "dealt"]
 
 L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (an H100 has 50 MB of L2, an H200 60)
+# head dimensions whose causal schedule takes the sections of the L2 share (odd ones lightest first), up to this many
+# query blocks a sequence. Measured (H200, bf16, 16k tokens, against one section of every pair, whose tiles read
+# 1.7x the bytes of q, k, v and out from memory at d=128 and 512 rows): d=128 at 512 / 1k / 2k rows 1.121 / 1.129 /
+# 1.074x; at 4k-16k, sections with every one heaviest first 0.855-0.886x (only the saw of weights is left there);
+# d=64 at 512 / 1k 0.983 / 0.974x (benchmarks/RESULTS.md).
+CAUSAL_SECTIONS = {128: 16}
 # where ``persistent=None`` takes a persistent grid, by (head dimension, causal, query rows a tile): up to this many
 # query blocks a sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): tiles of
 # 128 rows faster at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; at d=128,
@@ -47,15 +56,19 @@ def section_pairs(pairs, head_ratio, kv_bytes):
 
 
 @cute.jit
-def tile_at(t, m_blocks, pairs, section, heads):
-    """Tile ``t`` (``0 <= t < m_blocks * pairs``) of the order (see the module): ``(m_block, head, batch)``."""
+def tile_at(t, m_blocks, pairs, section, heads, alternate=False):
+    """Tile ``t`` (``0 <= t < m_blocks * pairs``) of the order (see the module): ``(m_block, head, batch)``; with
+    ``alternate`` (a constant) the odd sections walk their query blocks from the first to the last."""
     size = section * m_blocks                   # tiles of a whole section
     s = t // size
     within = t - s * size
     first = s * section
     width = cute.min(section, pairs - first)    # the last section may be narrower
     pair = first + within % width
-    m_block = m_blocks - 1 - within // width
+    step = within // width
+    m_block = m_blocks - 1 - step
+    if cute.const_expr(alternate):
+        m_block = cute.where(s % 2 == 1, step, m_block)
     return m_block, pair % heads, pair // heads
 
 
@@ -72,11 +85,12 @@ def dealt(t, grid, tiles):
 
 def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, block_m,
                         packed):
-    """``attention``'s ``persistent`` as the kernel's schedule ``(m_blocks, pairs, section, heads, ctas)`` and its
-    grid, or ``None`` (``persistent=False``: a CTA per tile). ``True`` takes a CTA per SM of the device
-    (``tma_tiled.sm_count``), a positive int that many CTAs; never more than there are tiles. ``None`` is ``True``
-    where ``PERSISTENT`` says so for ``(d, causal, block_m)`` and ``m_blocks`` query blocks, for the batches the
-    table was measured on (equal lengths: not ``packed``) and without ``heavy_first``; else ``False``."""
+    """``attention``'s ``persistent`` as the kernel's schedule ``(m_blocks, pairs, section, heads, ctas,
+    alternate)`` and its grid, or ``None`` (``persistent=False``: a CTA per tile). ``True`` takes a CTA per SM of
+    the device (``tma_tiled.sm_count``), a positive int that many CTAs; never more than there are tiles. ``None``
+    is ``True`` where ``PERSISTENT`` says so for ``(d, causal, block_m)`` and ``m_blocks`` query blocks, for the
+    batches the table was measured on (equal lengths: not ``packed``) and without ``heavy_first``; else ``False``.
+    ``alternate``: the causal order in sections of the L2 share (``CAUSAL_SECTIONS``; see the module)."""
     if persistent is None:
         limit = PERSISTENT.get((d, causal, block_m), 0)
         persistent = not heavy_first and not packed and (limit is None or m_blocks <= limit)
@@ -96,6 +110,7 @@ def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ra
     if m_blocks * pairs >= 2 ** 31:
         raise cute.CuteValueError(f"attention: a persistent schedule numbers its tiles in Int32, got {m_blocks} "
                                   f"query blocks x {pairs} (batch, head) pairs")
-    section = pairs if causal else section_pairs(pairs, head_ratio, max(1, kv_bytes))
+    short = causal and m_blocks <= CAUSAL_SECTIONS.get(d, 0)
+    section = pairs if causal and not short else section_pairs(pairs, head_ratio, max(1, kv_bytes))
     grid = min(ctas, m_blocks * pairs)
-    return (m_blocks, pairs, section, heads, grid), (grid, 1, 1)
+    return (m_blocks, pairs, section, heads, grid, short), (grid, 1, 1)

@@ -302,17 +302,19 @@ def test_hostile_shapes_strides_and_scalars():
         cute.compile(attention, ok, ok, ok, ok, lse, softmax_scale=True)
 
 
-def test_the_persistent_order_visits_every_tile_once_heaviest_first_within_a_section():
+@pytest.mark.parametrize("alternate", [False, True])
+def test_the_persistent_order_visits_every_tile_once_heaviest_first_within_a_section(alternate):
     """``tile_at`` over every ``t < m_blocks * pairs`` for shapes of every size class: each ``(m_block, head,
     batch)`` exactly once; the sections (``section`` consecutive pairs, the last one narrower) one after another,
-    and within a section the query blocks from the last to the first, each block's pairs consecutive."""
+    and within a section the query blocks from the last to the first (with ``alternate``, from the first to the
+    last in odd sections), each block's pairs consecutive."""
     from examples.attention_schedule import section_pairs, tile_at
 
     for m_blocks in (1, 2, 5, 17):
         for heads, batch in ((1, 1), (3, 1), (4, 5), (16, 2)):
             pairs = heads * batch
             for section in sorted({1, 2, 3, pairs, max(1, pairs - 1)}):
-                seen = [tile_at(t, m_blocks, pairs, section, heads) for t in range(m_blocks * pairs)]
+                seen = [tile_at(t, m_blocks, pairs, section, heads, alternate) for t in range(m_blocks * pairs)]
                 assert sorted(seen) == sorted((m, h, b) for m in range(m_blocks) for h in range(heads)
                                               for b in range(batch)), (m_blocks, pairs, section)
                 for t, (m, h, b) in enumerate(seen):
@@ -320,7 +322,9 @@ def test_the_persistent_order_visits_every_tile_once_heaviest_first_within_a_sec
                     first = s * section
                     width = min(section, pairs - first)
                     within = t - first * m_blocks
-                    assert 0 <= within < width * m_blocks and m == m_blocks - 1 - within // width, (t, m, h, b)
+                    step = within // width
+                    assert 0 <= within < width * m_blocks, (t, m, h, b)
+                    assert m == (step if alternate and s % 2 == 1 else m_blocks - 1 - step), (t, m, h, b)
     # the section: whole groups of query heads whose keys and values fit the L2 share, at least one group
     assert section_pairs(64, 1, 8 << 20) == 3 and section_pairs(64, 4, 8 << 20) == 12
     assert section_pairs(64, 2, 1 << 40) == 2 and section_pairs(5, 1, 1) == 5
@@ -357,13 +361,38 @@ def test_a_causal_persistent_schedule_loads_its_ctas_evenly(d, seqlen):
 
     heads, batch, block_m = 2048 // d, 16384 // seqlen, 128
     m_blocks = seqlen // block_m
-    (m_b, pairs, section, hs, grid), _ = persistent_schedule(132, False, m_blocks, heads, batch, 1,
-                                                             4 * seqlen * d, d, True, block_m, False)
-    assert (m_b, pairs, section, hs, grid) == (m_blocks, heads * batch, heads * batch, heads, 132)
+    (m_b, pairs, section, hs, grid, alt), _ = persistent_schedule(132, False, m_blocks, heads, batch, 1,
+                                                                  4 * seqlen * d, d, True, block_m, False)
+    assert (m_b, pairs, section, hs, grid, alt) == (m_blocks, heads * batch, heads * batch, heads, 132, False)
     tiles = m_blocks * pairs
     load = [sum(tile_at(dealt(t, grid, tiles), m_blocks, pairs, section, heads)[0] + 1
                 for t in range(cta, tiles, grid)) for cta in range(grid)]
     assert max(load) <= 1.04 * sum(load) / grid, (max(load), sum(load) / grid)
+
+
+@pytest.mark.parametrize("seqlen", [512, 1024, 2048])
+def test_a_short_causal_schedule_keeps_a_pairs_tiles_together_and_loads_its_ctas_within_9_percent(seqlen):
+    """d=128 with the mask up to 16 query blocks (``CAUSAL_SECTIONS``), at the benchmark's shapes on 132 CTAs: the
+    sections of the L2 share, odd ones lightest first; every pair's tiles are dealt within one section's span of
+    the order (so that the keys and values they share are still in L2), and the CTA carrying the most key blocks
+    carries at most 1.09 times the mean (1.13-1.15 with every section heaviest first)."""
+    from examples.attention_schedule import L2_SHARE, dealt, persistent_schedule, section_pairs, tile_at
+
+    d, heads, batch, block_m = 128, 16, 16384 // seqlen, 128
+    m_blocks, kv = seqlen // block_m, 4 * seqlen * d
+    (m_b, pairs, section, hs, grid, alt), _ = persistent_schedule(132, False, m_blocks, heads, batch, 1, kv, d,
+                                                                  True, block_m, False)
+    assert alt is True and section == section_pairs(pairs, 1, kv) < pairs and section * kv <= L2_SHARE
+    tiles = m_blocks * pairs
+    order = [tile_at(t, m_blocks, pairs, section, heads, True) for t in range(tiles)]
+    at = {}
+    for t, (m, h, b) in enumerate(order):
+        at.setdefault((b, h), []).append(t)
+    assert all(max(ts) - min(ts) < section * m_blocks for ts in at.values())
+    load = [sum(order[dealt(t, grid, tiles)][0] + 1 for t in range(cta, tiles, grid)) for cta in range(grid)]
+    assert max(load) <= 1.09 * sum(load) / grid, (max(load), sum(load) / grid)
+    # one section of every pair (a sequence of 32 query blocks) keeps its weights even
+    assert persistent_schedule(132, False, 32, heads, 4, 1, 4 * 4096 * d, d, True, block_m, False)[0][5] is False
 
 
 @pytest.mark.parametrize("d, causal, own_o, block_m", [(128, False, True, 128), (128, True, True, 128),
