@@ -16,24 +16,27 @@ a round's heaviest tile that round's next lightest. Sections there would make th
 CTA's index lands on the same way every time (at d=256 and 16k rows, one pair a section, CTA 0 of 132 carried 1.8
 times its share); dealt in one direction only, the heaviest CTA still carries up to 1.13 times its share
 (benchmarks/RESULTS.md has the model and the measurements). Where sequences are short (``CAUSAL_SECTIONS``) the
-causal order takes the sections of the L2 share all the same, and every odd section goes from its first query
-block to its last (``alternate``): a pair's tiles then run close together, and the keys and values they share
-are read from memory once, not once a tile; the heaviest CTA carries up to 1.08 times its share.
+causal order takes sections all the same, and every odd section goes from its first query block to its last
+(``alternate``): a pair's tiles then run close together, and the keys and values they share are read from memory
+once, not once a tile. Their size (:func:`causal_section`) is the one, up to the L2 share's, whose deal loads the
+CTAs most evenly (:func:`deal_load`): at 132 CTAs the heaviest carries 1.03 times its share.
 """
 
 import cute_py as cute
 
 from .tma_tiled import sm_count
 
-__all__ = ["L2_SHARE", "CAUSAL_SECTIONS", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at", "dealt"]
+__all__ = ["L2_SHARE", "CAUSAL_SECTIONS", "PERSISTENT", "section_pairs", "persistent_schedule", "tile_at", "dealt",
+           "causal_section", "deal_load"]
 
 L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (an H100 has 50 MB of L2, an H200 60)
-# head dimensions whose causal schedule takes the sections of the L2 share (odd ones lightest first), up to this many
-# query blocks a sequence. Measured (H200, bf16, 16k tokens, against one section of every pair, whose tiles read
-# 1.7x the bytes of q, k, v and out from memory at d=128 and 512 rows): d=128 at 512 / 1k / 2k rows 1.121 / 1.129 /
-# 1.074x; at 4k-16k, sections with every one heaviest first 0.855-0.886x (only the saw of weights is left there);
-# d=64 at 512 / 1k 0.983 / 0.974x (benchmarks/RESULTS.md).
-CAUSAL_SECTIONS = {128: 16}
+# (head dimension, query rows a tile) whose causal schedule takes sections (odd ones lightest first, of the size
+# ``causal_section`` chooses), up to this many query blocks a sequence. Measured (H200, bf16, 16k tokens, against one
+# section of every pair, whose tiles read 1.7-2.7x the bytes of q, k, v and out from memory at 512-1k rows): d=128 at
+# 512 / 1k / 2k rows 1.22 / 1.18 / 1.13x (16, 8 and 4 pairs a section); d=64 at 512 / 1k 1.02x; at 4k-16k, sections
+# of the L2 share with every one heaviest first 0.855-0.886x (the saw of weights; benchmarks/RESULTS.md).
+CAUSAL_SECTIONS = {(128, 128): 16, (64, 128): 8}
+BALANCE_ROUNDS = 64  # rounds of the deal that causal_section weighs
 # where ``persistent=None`` takes a persistent grid, by (head dimension, causal, query rows a tile): up to this many
 # query blocks a sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): tiles of
 # 128 rows faster at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; at d=128,
@@ -83,6 +86,38 @@ def dealt(t, grid, tiles):
     return cute.where(r % 2 == 1, cute.where(r < tiles // grid, mirrored, t), t)
 
 
+def deal_load(m_blocks, pairs, section, grid, alternate, rounds=BALANCE_ROUNDS):
+    """The key blocks the most loaded of ``grid`` CTAs takes over the mean, in the first ``rounds`` rounds of the
+    deal (:func:`dealt`) of the order (:func:`tile_at`) at equal lengths, where a tile weighs ``m_block + 1``; the
+    same arithmetic as those two in plain integers, so that a host may weigh many orders."""
+    tiles = m_blocks * pairs
+    grid = min(grid, tiles)
+    whole = tiles // grid
+    size = section * m_blocks
+    load = [0] * grid
+    for t in range(min(tiles, rounds * grid)):
+        r, c = divmod(t, grid)
+        u = t + grid - 1 - 2 * c if r % 2 == 1 and r < whole else t
+        s, within = divmod(u, size)
+        step = within // min(section, pairs - s * section)
+        load[c] += (step if alternate and s % 2 == 1 else m_blocks - 1 - step) + 1
+    return max(load) * grid / sum(load)
+
+
+def causal_section(m_blocks, pairs, head_ratio, kv_bytes, grid):
+    """The pairs a section of a short causal schedule takes (odd sections lightest first): of whole groups of
+    ``head_ratio`` query heads, powers of two of them up to the L2 share's (:func:`section_pairs`) and that share,
+    the one whose deal over ``grid`` CTAs loads the most loaded CTA least (:func:`deal_load`, to 0.1%), the
+    smaller on ties (its tiles run closer together)."""
+    most = section_pairs(pairs, head_ratio, kv_bytes)
+    sizes = {most}
+    size = head_ratio
+    while size < most:
+        sizes.add(size)
+        size *= 2
+    return min(sizes, key=lambda n: (round(deal_load(m_blocks, pairs, n, grid, True), 3), n))
+
+
 def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, block_m,
                         packed):
     """``attention``'s ``persistent`` as the kernel's schedule ``(m_blocks, pairs, section, heads, ctas,
@@ -110,7 +145,10 @@ def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ra
     if m_blocks * pairs >= 2 ** 31:
         raise cute.CuteValueError(f"attention: a persistent schedule numbers its tiles in Int32, got {m_blocks} "
                                   f"query blocks x {pairs} (batch, head) pairs")
-    short = causal and m_blocks <= CAUSAL_SECTIONS.get(d, 0)
-    section = pairs if causal and not short else section_pairs(pairs, head_ratio, max(1, kv_bytes))
+    short = causal and m_blocks <= CAUSAL_SECTIONS.get((d, block_m), 0)
     grid = min(ctas, m_blocks * pairs)
+    if short:
+        section = causal_section(m_blocks, pairs, head_ratio, max(1, kv_bytes), grid)
+    else:
+        section = pairs if causal else section_pairs(pairs, head_ratio, max(1, kv_bytes))
     return (m_blocks, pairs, section, heads, grid, short), (grid, 1, 1)

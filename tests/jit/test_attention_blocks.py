@@ -177,15 +177,19 @@ def test_the_persistent_schedule_follows_its_table_and_never_exceeds_the_tiles(d
         got = call()
         ctas = sm_count() if persistent is True else persistent
     if got is not None:
-        from examples.attention_schedule import CAUSAL_SECTIONS, section_pairs
+        from examples.attention_schedule import CAUSAL_SECTIONS, causal_section, section_pairs
 
         (mb, prs, section, hs, grid, alternate), launch = got
         assert (mb, prs, hs) == (m_blocks, heads * batch, heads)
         assert grid == min(ctas, tiles) and launch == (grid, 1, 1)
         assert 1 <= section <= prs
-        # sections of the L2 share (odd ones lightest first under the mask) unless causal past CAUSAL_SECTIONS
-        assert alternate is (causal and m_blocks <= CAUSAL_SECTIONS.get(d, 0))
-        assert section == (prs if causal and not alternate else section_pairs(prs, 1, 1 << 20))
+        # short causal sequences: sections of causal_section's size, odd ones lightest first; else the L2 share's
+        # without the mask and one section with it
+        assert alternate is (causal and m_blocks <= CAUSAL_SECTIONS.get((d, block_m), 0))
+        if alternate:
+            assert section == causal_section(m_blocks, prs, 1, 1 << 20, grid) <= section_pairs(prs, 1, 1 << 20)
+        else:
+            assert section == (prs if causal else section_pairs(prs, 1, 1 << 20))
 
 
 def test_lengths_unknown_to_the_compile_or_empty_are_never_taken_to_give_every_tile_a_key():
