@@ -32,9 +32,10 @@ __all__ = ["L2_SHARE", "CAUSAL_SECTIONS", "PERSISTENT", "section_pairs", "persis
 L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (an H100 has 50 MB of L2, an H200 60)
 # (head dimension, query rows a tile) whose causal schedule takes sections (odd ones lightest first, of the size
 # ``causal_section`` chooses), up to this many query blocks a sequence. Measured (H200, bf16, 16k tokens, against one
-# section of every pair, whose tiles read 1.7-2.7x the bytes of q, k, v and out from memory at 512-1k rows): d=128 at
-# 512 / 1k / 2k rows 1.22 / 1.18 / 1.13x (16, 8 and 4 pairs a section); d=64 at 512 / 1k 1.02x; at 4k-16k, sections
-# of the L2 share with every one heaviest first 0.855-0.886x (the saw of weights; benchmarks/RESULTS.md).
+# section of every pair, whose tiles read 1.7-2.6x the bytes of q, k, v and out from memory at 512-1k rows): d=128 at
+# 512 / 1k / 2k rows about 1.22 / 1.18 / 1.13x (16, 8 and 4 pairs a section; two runs' ratios multiplied); d=64 at
+# 512 / 1k 1.02x; at 4k-16k, sections of the L2 share with every one heaviest first 0.855-0.886x (the saw of
+# weights), and of causal_section's size 0.97-0.98x (benchmarks/RESULTS.md).
 CAUSAL_SECTIONS = {(128, 128): 16, (64, 128): 8}
 BALANCE_ROUNDS = 64  # rounds of the deal that causal_section weighs
 # where ``persistent=None`` takes a persistent grid, by (head dimension, causal, query rows a tile): up to this many
@@ -125,7 +126,8 @@ def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ra
     the device (``tma_tiled.sm_count``), a positive int that many CTAs; never more than there are tiles. ``None``
     is ``True`` where ``PERSISTENT`` says so for ``(d, causal, block_m)`` and ``m_blocks`` query blocks, for the
     batches the table was measured on (equal lengths: not ``packed``) and without ``heavy_first``; else ``False``.
-    ``alternate``: the causal order in sections of the L2 share (``CAUSAL_SECTIONS``; see the module)."""
+    ``alternate``: a short causal sequence's order, in sections of :func:`causal_section`'s size whose odd ones go
+    lightest first (``CAUSAL_SECTIONS``; see the module)."""
     if persistent is None:
         limit = PERSISTENT.get((d, causal, block_m), 0)
         persistent = not heavy_first and not packed and (limit is None or m_blocks <= limit)
