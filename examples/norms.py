@@ -376,15 +376,33 @@ def rmsnorm_workspace_rows(m, n, sms=None, ctas_per_sm=2):
     return max(1, min(m, sms * ctas_per_sm * plan.rows))
 
 
+# RMSNorm backward's rows over a cluster split into even slabs (``RowPlan.slabs``) where the rounds of chunks load
+# the most loaded CTA with more than 1 / SLAB_BALANCE times the mean (a partial last round falls on the first CTAs
+# alone). Measured (H200, bf16, slabs over rounds, by the rounds' balance): 151936 (0.77) 1.077x, 110000 (0.84)
+# 1.029x, 70000 (0.85) 1.111x; 40000 (0.86) 0.975x, 230000 (0.88) 0.999x, 100000 (0.89) 0.939x, 120000 (0.92)
+# 0.941x, Float32 151936 (0.93) 0.971x (every CTA then works on a partial chunk; benchmarks/RESULTS.md)
+SLAB_BALANCE = 0.86
+
+
+def round_balance(plan):
+    """The chunks of a row a CTA of ``plan``'s cluster takes on average over those the most loaded one takes, with
+    the chunks dealt in rounds (``RowPlan.slabs`` false): 1.0 where the last round is whole."""
+    nv = -(-plan.n // plan.vec)
+    per = [sum(max(0, min(plan.group, nv - (k * plan.cluster + r) * plan.group)) for k in range(plan.chunks))
+           for r in range(plan.cluster)]
+    return sum(per) / len(per) / max(per)
+
+
 def backward_plan(what, n, vec):
     """The plan of :func:`rmsnorm_backward_kernel` for rows of ``n`` elements in chunks of ``vec``: ``plan_rows``'s
     at ``TWO_INPUTS`` values a thread; over a cluster (CTAs of 512 threads, one an SM), the cluster of the sizes
     from that plan's to 16 that keeps the most SMs busy (clusters held at once times their CTAs,
     ``gemm_plan.cluster_capacity``) among those the device holds as many of as of that plan's (the groups in
-    flight), the smaller on ties; each thread then takes fewer chunks. A cluster lies within a GPC, so clusters of
-    7 or 10 leave SMs idle that 8 or 16 keep busy. Measured (H200, bf16, of the copy ceiling): 100000 7 -> 8 CTAs
-    0.78 -> 0.87; 151936 10 -> 16 0.57 -> 0.70; at 70000 (5 CTAs, 22 held) 6 and 8 (17 and 15 held) 0.77 and 0.68
-    against 0.79 (benchmarks/RESULTS.md)."""
+    flight), the smaller on ties; each thread then takes fewer chunks, and where the rounds of chunks would load the
+    CTAs unevenly (``SLAB_BALANCE``), each CTA takes an even slab of the row. A cluster lies within a GPC, so
+    clusters of 7 or 10 leave SMs idle that 8 or 16 keep busy. Measured (H200, bf16, of the copy ceiling): 100000
+    7 -> 8 CTAs 0.78 -> 0.87; 151936 10 -> 16 0.57 -> 0.70; at 70000 (5 CTAs, 22 held) 6 and 8 (17 and 15 held) 0.77
+    and 0.68 against 0.79 (benchmarks/RESULTS.md)."""
     plan = plan_rows(what, n, vec, TWO_INPUTS)
     if plan.cluster == 1:
         return plan
@@ -392,7 +410,10 @@ def backward_plan(what, n, vec):
     sizes = [c for c in range(plan.cluster, MAX_CLUSTER + 1) if cluster_capacity(c) >= held]
     best = max(sizes, key=lambda c: c * cluster_capacity(c))  # the first of the largest: the smaller on ties
     nv = -(-n // vec)
-    return RowPlan(n, vec, plan.group, plan.rows, best, -(-nv // (plan.group * best)))
+    chunks = -(-nv // (plan.group * best))
+    rounds = RowPlan(n, vec, plan.group, plan.rows, best, chunks)
+    slabs = round_balance(rounds) < SLAB_BALANCE
+    return RowPlan(n, vec, plan.group, plan.rows, best, chunks, slabs)
 
 
 def _eps(what, eps):

@@ -5,7 +5,8 @@ along a row.
 A :class:`RowPlan` gives each row ``group`` threads of a CTA (several rows per CTA when rows are short) and, for rows
 too long for one CTA's registers, ``cluster`` CTAs of a thread-block cluster. The row is cut into chunks of ``vec``
 elements (128 bits of the narrowest type, less where a row stride or a base address allows less): chunk
-``(k * cluster + rank) * group + t`` is thread ``t``'s ``k``-th in the CTA of rank ``rank``, so every load of a warp is
+``(k * cluster + rank) * group + t`` is thread ``t``'s ``k``-th in the CTA of rank ``rank`` (or, with a plan's
+``slabs``, ``rank * slab + k * group + t``: each CTA an even, contiguous part of the row), so every load of a warp is
 coalesced and the row is read from global memory once, into registers, and written once. A chunk inside the row
 moves with 128-bit accesses (or the widest its alignment allows); the chunk that holds the row's end goes element by
 element under a predicate.
@@ -47,13 +48,21 @@ FLT_MAX = 3.4028234663852886e38
 @dataclass(frozen=True)
 class RowPlan:
     """``n`` elements a row in vectors of ``vec``; ``group`` threads of a CTA per row, ``rows`` rows per CTA,
-    ``cluster`` CTAs per row, ``chunks`` vectors per thread (``chunks * cluster * group * vec >= n``)."""
+    ``cluster`` CTAs per row, ``chunks`` vectors per thread (``chunks * cluster * group * vec >= n``). ``slabs``:
+    each CTA of the cluster takes a contiguous slab of :attr:`slab` chunks (the last CTA's may be shorter) instead of
+    every ``cluster``-th run of ``group`` chunks (see :func:`chunk_index`)."""
     n: int
     vec: int
     group: int
     rows: int
     cluster: int
     chunks: int
+    slabs: bool = False
+
+    @property
+    def slab(self):
+        """Chunks of a CTA's slab (``slabs``): the row's chunks over the cluster, rounded up."""
+        return -(-(-(-self.n // self.vec)) // self.cluster)
 
     @property
     def threads(self):
@@ -66,6 +75,9 @@ class RowPlan:
 
     def full(self, k):
         """Whether chunk ``k`` lies inside the row for every thread and CTA (a static fact)."""
+        if self.slabs:
+            return ((k + 1) * self.group <= self.slab
+                    and ((self.cluster - 1) * self.slab + (k + 1) * self.group) * self.vec <= self.n)
         return (k + 1) * self.cluster * self.group * self.vec <= self.n
 
     def grid(self, m):
@@ -303,7 +315,14 @@ def whole_chunks(n, vec):
 
 
 def chunk_index(plan, k, t, rank):
-    """The index in the row of thread ``t``'s chunk ``k`` in the CTA of rank ``rank``."""
+    """The index in the row of thread ``t``'s chunk ``k`` in the CTA of rank ``rank``: ``(k * cluster + rank) *
+    group + t``, or with ``plan.slabs`` ``rank * slab + k * group + t`` inside the CTA's slab and an index past the
+    row's end beyond it (so that every predicate of the row's end leaves such a chunk out)."""
+    if plan.slabs:
+        j = k * plan.group + t
+        if (k + 1) * plan.group <= plan.slab:
+            return rank * plan.slab + j
+        return cute.where(j < plan.slab, rank * plan.slab + j, plan.cluster * plan.slab + j)
     return (k * plan.cluster + rank) * plan.group + t
 
 

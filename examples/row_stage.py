@@ -15,11 +15,13 @@ its slot, as is every chunk narrower than 32 bits (``cp.async`` moves 4, 8 or 16
 row's last round of chunks, inside the row, are copied by ``cp.async`` like the rest.
 """
 
+from dataclasses import replace
+
 import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import cpasync
 
-from .row_reduce import VECTOR_BITS, RowPlan, chunk_index, load_chunk, whole_chunks
+from .row_reduce import VECTOR_BITS, chunk_index, load_chunk, whole_chunks
 
 __all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
 
@@ -53,7 +55,7 @@ class Staged:
         # (plan, tx) that place this thread's slots by thread_slot's rule: a shared buffer has one group's slots
         self.place = (plan, self.tx)
         if shared:
-            self.place = (RowPlan(plan.n, plan.vec, plan.group, 1, plan.cluster, plan.chunks), self.tx % plan.group)
+            self.place = (replace(plan, rows=1), self.tx % plan.group)
         size = plan.chunks * self.place[0].threads * plan.vec
         self.buf = arch.SmemAllocator().allocate_tensor(dtype, cute.Layout(size), 16)
 

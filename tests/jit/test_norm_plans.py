@@ -7,12 +7,14 @@ GPC:
   (H200, benchmarks/RESULTS.md).
 - RMSNorm's backward widens its cluster to the one that keeps the most SMs busy at as many groups in flight
   (``backward_plan``): a cluster lies within a GPC, and an H200 holds 15 clusters of 7 or of 8, 7 of 10 or of 16;
-  its short rows are copied two rows ahead where its CTAs still fit an SM (``prefetch_depth``).
+  its short rows are copied two rows ahead where its CTAs still fit an SM (``prefetch_depth``), and a row whose
+  rounds of chunks would load the cluster's CTAs unevenly is split into even slabs (``SLAB_BALANCE``).
 - RMSNorm's forward and the softmax backward ask for 3 (2) CTAs an SM at short 16-bit rows of few chunks a thread
   (``rmsnorm_ctas_per_sm``, ``softmax_rows.backward_ctas_per_sm``), where the bounded registers do not spill.
 """
 
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -21,8 +23,8 @@ from hypothesis import strategies as st
 import cute_py as cute
 import examples as ex
 import examples.gemm_plan as gp
-from examples.norms import LAYERNORM_SHARED_CHUNKS, backward_plan, layernorm_shared_wb_ctas
-from examples.row_reduce import MAX_CLUSTER, ONE_INPUT, TWO_INPUTS, RowPlan, plan_rows
+from examples.norms import LAYERNORM_SHARED_CHUNKS, SLAB_BALANCE, backward_plan, layernorm_shared_wb_ctas, round_balance
+from examples.row_reduce import MAX_CLUSTER, ONE_INPUT, TWO_INPUTS, RowPlan, chunk_index, plan_rows
 from _cubin_report import cubin_resources
 
 F = cute.compiler.DeviceArraySpec
@@ -111,7 +113,30 @@ def test_the_widened_cluster_holds_the_row_and_keeps_at_least_as_many_sms_and_gr
     assert plan.cluster * cap[plan.cluster] == max(c * cap[c] for c in allowed)
     assert plan.cluster == min(c for c in allowed if c * cap[c] == plan.cluster * cap[plan.cluster])
     nv = -(-n // vec)
-    assert plan == RowPlan(n, vec, base.group, base.rows, plan.cluster, -(-nv // (base.group * plan.cluster)))
+    rounds = RowPlan(n, vec, base.group, base.rows, plan.cluster, -(-nv // (base.group * plan.cluster)))
+    assert plan == replace(rounds, slabs=round_balance(rounds) < SLAB_BALANCE)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 100000), st.sampled_from([2, 4, 8]), st.sampled_from([128, 512]), st.integers(2, 16))
+def test_the_round_balance_counts_each_ctas_chunks_of_the_row(n, vec, group, cluster):
+    """``round_balance``: the mean over the most of the chunks inside the row each CTA takes, counted by
+    ``chunk_index`` (rounds of chunks, no slabs); 1.0 exactly where the last round is whole."""
+    nv = -(-n // vec)
+    plan = RowPlan(n, vec, group, 1, cluster, -(-nv // (group * cluster)))
+    per = [sum(1 for k in range(plan.chunks) for t in range(group) if chunk_index(plan, k, t, r) < nv)
+           for r in range(cluster)]
+    assert round_balance(plan) == pytest.approx(sum(per) / cluster / max(per), rel=1e-12)
+    assert (round_balance(plan) == 1.0) == (len(set(per)) == 1)
+
+
+@pytest.mark.parametrize("n, slabs", [(151936, True), (110000, True), (70000, True), (40000, False),
+                                      (100000, False), (120000, False), (230000, False), (262144, False)])
+def test_rmsnorm_backward_splits_a_row_into_even_slabs_where_its_rounds_load_the_ctas_unevenly(h200, n, slabs):
+    """bf16 rows over a cluster: even slabs where the rounds of chunks give the most loaded CTA more than 1 / 0.86
+    times the mean (measured faster at 151936, 110000 and 70000; slower at 40000 and 100000-151936 Float32)."""
+    plan = backward_plan("t", n, 8)
+    assert plan.cluster > 1 and plan.slabs is slabs and SLAB_BALANCE == 0.86
 
 
 def test_rmsnorm_backward_launches_the_widened_cluster(h200, assemble):

@@ -212,6 +212,34 @@ def test_a_chunk_taken_as_inside_a_row_of_whole_chunks_lies_wholly_inside_it(n, 
                     assert first + vec <= n, (n, vec, k, rank, t)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 30000), st.sampled_from([2, 4, 8]), st.sampled_from([32, 64, 128, 512]), st.integers(2, 16))
+def test_slabs_take_every_chunk_of_the_row_once_and_split_it_evenly_over_the_cluster(n, vec, group, cluster):
+    """``RowPlan.slabs``: over every CTA, thread and chunk, the indices inside the row are each chunk of the row
+    exactly once; a CTA takes a contiguous run of at most ``slab`` chunks (so no CTA takes more than one chunk of
+    each thread round beyond the mean); a chunk ``full`` says is inside lies wholly inside for every thread and
+    CTA; ``chunk_inside`` agrees with the index."""
+    nv = -(-n // vec)
+    chunks = -(-nv // (group * cluster))
+    plan = RowPlan(n, vec, group, 1, cluster, chunks, True)
+    seen = []
+    for rank in range(cluster):
+        mine = []
+        for k in range(chunks):
+            whole = plan.full(k)
+            for t in range(group):
+                at = int(chunk_index(plan, k, t, rank))
+                assert bool(chunk_inside(plan, k, t, rank)) == (at * vec < n), (n, vec, k, rank, t)
+                if whole:
+                    assert (at + 1) * vec <= n, (n, vec, k, rank, t)
+                if at < nv:
+                    mine.append(at)
+        if mine:
+            assert sorted(mine) == list(range(min(mine), min(mine) + len(mine))) and len(mine) <= plan.slab
+        seen += mine
+    assert sorted(seen) == list(range(nv)), (n, vec, group, cluster)
+
+
 def test_rows_of_whole_chunks_with_a_partial_last_round_take_no_element_accesses():
     # bf16 rows of 50304 (6288 chunks of 8) over clusters whose last round of chunks is partly past the row's end:
     # each chunk lies inside the row or wholly past it, so no kernel reads or writes a row element by element (a
