@@ -22,6 +22,8 @@ once, not once a tile. Their size (:func:`causal_section`) is the one, up to the
 CTAs most evenly (:func:`deal_load`): at 132 CTAs the heaviest carries 1.03 times its share.
 """
 
+import functools
+
 import cute_py as cute
 
 from .tma_tiled import sm_count
@@ -38,6 +40,7 @@ L2_SHARE = 24 * 1024 * 1024     # bytes of keys and values a section may read (a
 # weights), and of causal_section's size 0.97-0.98x (benchmarks/RESULTS.md).
 CAUSAL_SECTIONS = {(128, 128): 16, (64, 128): 8}
 BALANCE_ROUNDS = 64  # rounds of the deal that causal_section weighs
+BALANCE_TILES = 1 << 16  # and at most this many tiles of it (a grid of many CTAs: the cost of a compile stays small)
 # where ``persistent=None`` takes a persistent grid, by (head dimension, causal, query rows a tile): up to this many
 # query blocks a sequence (None: any). Measured on an H200 against a CTA per tile (benchmarks/RESULTS.md): tiles of
 # 128 rows faster at d=64 causal (by 14% at 512 rows, 3-7% at 2k-16k) and by 4% at 512 rows otherwise; at d=128,
@@ -87,16 +90,17 @@ def dealt(t, grid, tiles):
     return cute.where(r % 2 == 1, cute.where(r < tiles // grid, mirrored, t), t)
 
 
-def deal_load(m_blocks, pairs, section, grid, alternate, rounds=BALANCE_ROUNDS):
+def deal_load(m_blocks, pairs, section, grid, alternate, rounds=BALANCE_ROUNDS, most=None):
     """The key blocks the most loaded of ``grid`` CTAs takes over the mean, in the first ``rounds`` rounds of the
-    deal (:func:`dealt`) of the order (:func:`tile_at`) at equal lengths, where a tile weighs ``m_block + 1``; the
-    same arithmetic as those two in plain integers, so that a host may weigh many orders."""
+    deal (:func:`dealt`) of the order (:func:`tile_at`) at equal lengths (and its first ``most`` tiles, where given),
+    where a tile weighs ``m_block + 1``; the same arithmetic as those two in plain integers, so that a host may weigh
+    many orders."""
     tiles = m_blocks * pairs
     grid = min(grid, tiles)
     whole = tiles // grid
     size = section * m_blocks
     load = [0] * grid
-    for t in range(min(tiles, rounds * grid)):
+    for t in range(min(tiles, rounds * grid, tiles if most is None else most)):
         r, c = divmod(t, grid)
         u = t + grid - 1 - 2 * c if r % 2 == 1 and r < whole else t
         s, within = divmod(u, size)
@@ -105,18 +109,20 @@ def deal_load(m_blocks, pairs, section, grid, alternate, rounds=BALANCE_ROUNDS):
     return max(load) * grid / sum(load)
 
 
+@functools.lru_cache(maxsize=256)
 def causal_section(m_blocks, pairs, head_ratio, kv_bytes, grid):
     """The pairs a section of a short causal schedule takes (odd sections lightest first): of whole groups of
     ``head_ratio`` query heads, powers of two of them up to the L2 share's (:func:`section_pairs`) and that share,
     the one whose deal over ``grid`` CTAs loads the most loaded CTA least (:func:`deal_load`, to 0.1%), the
-    smaller on ties (its tiles run closer together)."""
+    smaller on ties (its tiles run closer together). Every size is correct; the choice weighs at most
+    ``BALANCE_TILES`` tiles of each deal."""
     most = section_pairs(pairs, head_ratio, kv_bytes)
     sizes = {most}
     size = head_ratio
     while size < most:
         sizes.add(size)
         size *= 2
-    return min(sizes, key=lambda n: (round(deal_load(m_blocks, pairs, n, grid, True), 3), n))
+    return min(sizes, key=lambda n: (round(deal_load(m_blocks, pairs, n, grid, True, most=BALANCE_TILES), 3), n))
 
 
 def persistent_schedule(persistent, heavy_first, m_blocks, heads, batch, head_ratio, kv_bytes, d, causal, block_m,

@@ -406,15 +406,18 @@ def test_the_deal_load_is_the_load_of_the_order_as_dealt():
     ``causal_section`` takes whole groups of query heads."""
     from examples.attention_schedule import causal_section, deal_load, dealt, tile_at
 
-    for m_blocks, pairs, section, grid, alternate, rounds in [
-            (4, 10, 3, 7, True, 64), (5, 9, 2, 13, False, 64), (3, 7, 7, 100, True, 64), (8, 12, 5, 11, True, 2),
-            (1, 6, 4, 3, True, 64), (16, 20, 6, 17, False, 3), (4, 33, 8, 16, True, 64)]:
+    for m_blocks, pairs, section, grid, alternate, rounds, most in [
+            (4, 10, 3, 7, True, 64, None), (5, 9, 2, 13, False, 64, None), (3, 7, 7, 100, True, 64, None),
+            (8, 12, 5, 11, True, 2, None), (1, 6, 4, 3, True, 64, None), (16, 20, 6, 17, False, 3, None),
+            (4, 33, 8, 16, True, 64, None), (4, 33, 8, 16, True, 64, 50), (6, 9, 2, 40, True, 64, 23)]:
         tiles = m_blocks * pairs
         g = min(grid, tiles)
+        end = min(tiles, rounds * g, tiles if most is None else most)
         load = [sum(tile_at(dealt(t, g, tiles), m_blocks, pairs, section, 1, alternate)[0] + 1
-                    for t in range(cta, min(tiles, rounds * g), g)) for cta in range(g)]
+                    for t in range(cta, end, g)) for cta in range(g)]
         want = max(load) * g / sum(load)
-        assert deal_load(m_blocks, pairs, section, grid, alternate, rounds) == pytest.approx(want, rel=1e-12)
+        got = deal_load(m_blocks, pairs, section, grid, alternate, rounds, most)
+        assert got == pytest.approx(want, rel=1e-12), (m_blocks, pairs, section, grid, alternate, rounds, most)
     assert causal_section(4, 96, 4, 1 << 20, 132) % 4 == 0 and causal_section(8, 7, 1, 1 << 30, 132) == 1
 
 
