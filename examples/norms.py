@@ -31,13 +31,15 @@ A group's next one or two rows of ``x`` and ``dy`` are copied into shared memory
 current one, as many as fit (``prefetch_depth``).
 """
 
+from dataclasses import replace
+
 import cute_py as cute
 from cute_py import arch
 
 from .row_reduce import (RowPlan, RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index,
                          chunk_inside, clamped_row, cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm,
-                         row_coords, row_reduce, row_vector, store_chunk, store_if_row, store_row, whole_chunks,
-                         CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
+                         round_balance, row_coords, row_reduce, row_vector, store_chunk, store_if_row, store_row,
+                         whole_chunks, CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
@@ -384,15 +386,6 @@ def rmsnorm_workspace_rows(m, n, sms=None, ctas_per_sm=2):
 SLAB_BALANCE = 0.86
 
 
-def round_balance(plan):
-    """The chunks of a row a CTA of ``plan``'s cluster takes on average over those the most loaded one takes, with
-    the chunks dealt in rounds (``RowPlan.slabs`` false): 1.0 where the last round is whole."""
-    nv = -(-plan.n // plan.vec)
-    per = [sum(max(0, min(plan.group, nv - (k * plan.cluster + r) * plan.group)) for k in range(plan.chunks))
-           for r in range(plan.cluster)]
-    return sum(per) / len(per) / max(per)
-
-
 def backward_plan(what, n, vec):
     """The plan of :func:`rmsnorm_backward_kernel` for rows of ``n`` elements in chunks of ``vec``: ``plan_rows``'s
     at ``TWO_INPUTS`` values a thread; over a cluster (CTAs of 512 threads, one an SM), the cluster of the sizes
@@ -410,10 +403,8 @@ def backward_plan(what, n, vec):
     sizes = [c for c in range(plan.cluster, MAX_CLUSTER + 1) if cluster_capacity(c) >= held]
     best = max(sizes, key=lambda c: c * cluster_capacity(c))  # the first of the largest: the smaller on ties
     nv = -(-n // vec)
-    chunks = -(-nv // (plan.group * best))
-    rounds = RowPlan(n, vec, plan.group, plan.rows, best, chunks)
-    slabs = round_balance(rounds) < SLAB_BALANCE
-    return RowPlan(n, vec, plan.group, plan.rows, best, chunks, slabs)
+    rounds = RowPlan(n, vec, plan.group, plan.rows, best, -(-nv // (plan.group * best)))
+    return replace(rounds, slabs=round_balance(rounds) < SLAB_BALANCE)
 
 
 def _eps(what, eps):

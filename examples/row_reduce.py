@@ -28,8 +28,8 @@ from cute_py.nvgpu import cpasync
 
 __all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
            "ADD_IDENTITY", "MAX_SUM_IDENTITY", "RowReduction", "launch_rows", "row_coords", "chunk_index",
-           "chunk_inside", "load_chunk", "store_chunk", "whole_chunks", "load_row", "store_row", "row_reduce", "rearm",
-           "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
+           "round_balance", "chunk_inside", "load_chunk", "store_chunk", "whole_chunks", "load_row", "store_row",
+           "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
            "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT",
            "TWO_INPUTS"]
 
@@ -62,7 +62,8 @@ class RowPlan:
     @property
     def slab(self):
         """Chunks of a CTA's slab (``slabs``): the row's chunks over the cluster, rounded up."""
-        return -(-(-(-self.n // self.vec)) // self.cluster)
+        chunks = -(-self.n // self.vec)
+        return -(-chunks // self.cluster)
 
     @property
     def threads(self):
@@ -324,6 +325,15 @@ def chunk_index(plan, k, t, rank):
             return rank * plan.slab + j
         return cute.where(j < plan.slab, rank * plan.slab + j, plan.cluster * plan.slab + j)
     return (k * plan.cluster + rank) * plan.group + t
+
+
+def round_balance(plan):
+    """The chunks of a row a CTA of ``plan``'s cluster takes on average over those the most loaded one takes, with
+    the chunks dealt in rounds (:func:`chunk_index` without ``slabs``): 1.0 where the last round is whole."""
+    nv = -(-plan.n // plan.vec)
+    per = [sum(max(0, min(plan.group, nv - (k * plan.cluster + r) * plan.group)) for k in range(plan.chunks))
+           for r in range(plan.cluster)]
+    return sum(per) / len(per) / max(per)
 
 
 def chunk_inside(plan, k, t, rank):

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 import cute_py as cute
 import examples as ex
 import examples.gemm_plan as gp
-from examples.norms import LAYERNORM_SHARED_CHUNKS, SLAB_BALANCE, backward_plan, layernorm_shared_wb_ctas, round_balance
-from examples.row_reduce import MAX_CLUSTER, ONE_INPUT, TWO_INPUTS, RowPlan, chunk_index, plan_rows
+from examples.norms import LAYERNORM_SHARED_CHUNKS, SLAB_BALANCE, backward_plan, layernorm_shared_wb_ctas
+from examples.row_reduce import MAX_CLUSTER, ONE_INPUT, TWO_INPUTS, RowPlan, chunk_index, plan_rows, round_balance
 from _cubin_report import cubin_resources
 
 F = cute.compiler.DeviceArraySpec
