@@ -25,6 +25,7 @@
 15. Memory-bound row kernels for rows of 1 to 262144 elements with any row stride (``row_reduce`` holds their
     shared machinery: a row read once into registers, 128-bit vectors, reductions by warp butterflies, shared
     memory, and for long rows a cluster of 2-16 CTAs exchanging partials through distributed shared memory;
+    ``row_chunks`` moves a chunk of a row, rows of any stride in 128-bit chunks where their bases allow,
     ``row_stage`` stages rows through shared memory, ``row_math`` holds a thread's arithmetic):
     ``softmax_forward``, ``softmax_backward``; ``rmsnorm_forward``, ``rmsnorm_backward`` (a deterministic ``dw``),
     ``layernorm_forward`` (long rows on a persistent grid of clusters: ``layernorm_loop``);

@@ -36,9 +36,10 @@ import cute_py as cute
 
 from .row_math import EXP_BIAS, LOG2E, elements, exp2_fma, fast_shift, fold
 from .row_stage import STAGE_MIN_BITS, stage, thread_slot, wait_staged
+from .row_chunks import matrix_row, window
 from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
-                         cluster_start, launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector, store_row,
-                         FLOATS, INDEX_TYPES, ONE_INPUT)
+                         cluster_start, launch_rows, load_row, plan_for, plan_rows, row_coords, row_reduce,
+                         shifted_ctas_per_sm, store_row, FLOATS, INDEX_TYPES, ONE_INPUT)
 
 __all__ = ["cross_entropy_forward", "cross_entropy_forward_kernel", "cross_entropy_backward",
            "cross_entropy_backward_kernel", "staged_halves"]
@@ -50,7 +51,7 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
     cluster_start(plan)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    xr = clamped_row(x, r)
+    xr = clamped_row(x, r, plan)
     halves = staged_halves(plan, x.element_type)
     if cute.const_expr(halves):
         (sx,) = stage((xr,), plan, t, rank, -float("inf"))
@@ -70,7 +71,7 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
 HALVES_CLUSTER = 4  # the smallest cluster whose 16-bit rows are staged and reduced by halves
 
 
-def forward_plan(what, n, vec, dtype):
+def forward_plan(what, n, vec, dtype, shifted=False):
     """The plan of :func:`cross_entropy_forward_kernel` for rows of ``n`` elements of ``dtype`` in chunks of
     ``vec``: ``plan_rows``'s at ``ONE_INPUT`` values a thread (rows that 16 CTAs of 128 threads hold only at 128
     values take them so: measured faster at 262144 bf16, 0.66 of the copy ceiling against 0.60 with CTAs of 256
@@ -78,10 +79,11 @@ def forward_plan(what, n, vec, dtype):
     values a thread, if it stages them by halves too: the staged row holds no registers, so each thread may take
     10 chunks, and the cluster fewer CTAs. Measured (H200, bf16, of the copy ceiling): 40000 1.00 -> 1.05 (4 CTAs
     instead of 5), 50304 0.93 -> 1.06, 70000 0.91 -> 1.04, 102400 0.92 -> 1.02, 128256 0.90 -> 0.98, 151936 0.94 ->
-    1.02, 65536 1.025 -> 1.03; 12 chunks a thread 0.99-1.04 (benchmarks/RESULTS.md)."""
-    plan = plan_rows(what, n, vec, ONE_INPUT, wide=2 * ONE_INPUT)
+    1.02, 65536 1.025 -> 1.03; 12 chunks a thread 0.99-1.04 (benchmarks/RESULTS.md). ``shifted``: plans of
+    shifted rows (``row_reduce.RowPlan``)."""
+    plan = plan_rows(what, n, vec, ONE_INPUT, wide=2 * ONE_INPUT, shifted=shifted)
     if staged_halves(plan, dtype):
-        more = plan_rows(what, n, vec, HALVES_VALUES, wide=2 * ONE_INPUT)
+        more = plan_rows(what, n, vec, HALVES_VALUES, wide=2 * ONE_INPUT, shifted=shifted)
         if staged_halves(more, dtype):
             return more
     return plan
@@ -189,7 +191,7 @@ def _backward(x, target, dloss, lse, dx, ignore_index, plan, r, m, t, rank):
             hit = k.to(cute.Int32)
         else:
             scale = cute.Float32(float("nan"))
-        xr, dxr = x[r, None], dx[r, None]
+        xr, dxr = matrix_row(x, r, plan), matrix_row(dx, r, plan)
         vals = load_row(xr, plan, t, rank)
         row_lse = lse[r]
         shl = row_lse * LOG2E
@@ -212,10 +214,11 @@ def _softmax(e, shift, fast):
 @cute.jit
 def _gradient(xr, dxr, plan, t, rank, vals, hit, scale, shift, fast):
     """Store ``softmax * scale`` into the row ``dxr``, then, from the thread that stored it, ``(softmax - 1) *
-    scale`` at the target ``hit`` (none for ``hit < 0``): the same thread's later store to the address wins."""
+    scale`` at the target ``hit`` (none for ``hit < 0``): the same thread's later store to the address wins (the
+    chunk of ``hit`` counts from the row's window: ``row_chunks.window``)."""
     store_row(dxr, plan, t, rank, [v.map(lambda e: _softmax(e, shift, fast) * scale) for v in vals])
     if hit >= 0:
-        c = hit // plan.vec
+        c = (hit + window(dxr)[1]) // plan.vec
         if c % plan.group == t and (c // plan.group) % plan.cluster == rank:
             dxr[hit] = ((_softmax(xr[hit].to(cute.Float32), shift, fast) - 1.0) * scale).to(dxr.element_type)
 
@@ -240,9 +243,9 @@ def cross_entropy_forward(logits, target, loss, lse, ignore_index=-100):
     what = "cross_entropy_forward"
     m, n = _check(what, logits, target, lse)
     check_vector(what, "loss", loss, m, FLOATS)
-    plan = forward_plan(what, n, row_vector((logits,)), logits.element_type)
+    plan = plan_for((logits,), lambda vec, shifted: forward_plan(what, n, vec, logits.element_type, shifted))
     launch_rows(cross_entropy_forward_kernel(logits, target, loss, lse, _ignore(what, ignore_index), plan), plan,
-                plan.grid(m), True)
+                plan.grid(m), True, ctas_per_sm=shifted_ctas_per_sm(plan))
 
 
 @cute.jit
@@ -254,6 +257,8 @@ def cross_entropy_backward(logits, target, dloss, lse, dlogits, ignore_index=-10
     m, n = _check(what, logits, target, lse)
     check_vector(what, "dloss", dloss, m, FLOATS)
     check_same_shape(what, "dlogits", dlogits, (m, n))
-    plan = plan_rows(what, n, row_vector((logits, dlogits)), ONE_INPUT)
+    # rows of one CTA keep narrow chunks where their stride allows no more: shifted, 4097 bf16 measured 0.91x
+    plan = plan_for((logits, dlogits), lambda vec, shifted: plan_rows(what, n, vec, ONE_INPUT, shifted=shifted),
+                    one_cta=False)
     launch_rows(cross_entropy_backward_kernel(logits, target, dloss, lse, dlogits, _ignore(what, ignore_index), plan),
-                plan, plan.grid(m), True, clustered=False)
+                plan, plan.grid(m), True, clustered=False, ctas_per_sm=shifted_ctas_per_sm(plan))

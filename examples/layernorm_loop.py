@@ -26,8 +26,9 @@ from cute_py import arch
 
 from .gemm_plan import cluster_capacity
 from .norm_parts import deviations, every_thread_full, mean_and_squares, store_affine, store_stats, sum_m2
-from .row_reduce import (RowPlan, RowReduction, chunk_index, cluster_start, load_chunk, rearm, row_coords,
-                         row_reduce, store_if_row, MAX_CLUSTER)
+from .row_chunks import load_chunk
+from .row_reduce import (RowPlan, RowReduction, chunk_index, cluster_start, rearm, row_coords, row_reduce,
+                         store_if_row, MAX_CLUSTER)
 from .row_math import elements, fold
 from .row_stage import Staged, stage, staged_bytes, wait_staged
 

@@ -6,7 +6,8 @@ import operator
 
 import cute_py as cute
 
-from .row_reduce import add, chunk_index, load_chunk, rearm, row_reduce, store_chunk
+from .row_chunks import load_chunk, store_chunk
+from .row_reduce import add, chunk_index, rearm, row_reduce
 from .row_math import elements, fold
 
 __all__ = ["store_stats", "thread_mask", "store_affine", "deviations", "every_thread_full", "mean_m2", "sum_m2",

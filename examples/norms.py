@@ -36,10 +36,11 @@ from dataclasses import replace
 import cute_py as cute
 from cute_py import arch
 
+from .row_chunks import load_chunk, store_chunk, whole_chunks
 from .row_reduce import (RowPlan, RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index,
-                         chunk_inside, clamped_row, cluster_start, launch_rows, load_chunk, load_row, plan_rows, rearm,
-                         round_balance, row_coords, row_reduce, row_vector, store_chunk, store_if_row, store_row,
-                         whole_chunks, CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
+                         chunk_inside, clamped_row, cluster_start, launch_rows, load_row, plan_rows, rearm,
+                         round_balance, row_coords, row_reduce, row_vector, store_if_row, store_row,
+                         CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged

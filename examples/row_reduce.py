@@ -9,7 +9,9 @@ elements (128 bits of the narrowest type, less where a row stride or a base addr
 ``slabs``, ``rank * slab + k * group + t``: each CTA an even, contiguous part of the row), so every load of a warp is
 coalesced and the row is read from global memory once, into registers, and written once. A chunk inside the row
 moves with 128-bit accesses (or the widest its alignment allows); the chunk that holds the row's end goes element by
-element under a predicate.
+element under a predicate (``row_chunks``). A plan with ``shifted`` counts each row's chunks from the 16-byte
+boundary at or before its start (``row_chunks.ShiftedRow``): rows whose stride is not a whole number of chunks then
+move in 128-bit accesses too, all but their first and last chunk.
 
 A reduction along a row (:func:`row_reduce`) combines a tuple of Float32 values (1, 2 or 4) with an associative
 ``combine``: a butterfly of ``shfl.sync.bfly`` inside each warp, then the warps of a row through shared memory, then,
@@ -23,19 +25,18 @@ from dataclasses import dataclass
 
 import cute_py as cute
 from cute_py import arch
-from cute_py.atom import CopyUniversalOp
 from cute_py.nvgpu import cpasync
 
-__all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape",
-           "ADD_IDENTITY", "MAX_SUM_IDENTITY", "RowReduction", "launch_rows", "row_coords", "chunk_index",
-           "round_balance", "chunk_inside", "load_chunk", "store_chunk", "whole_chunks", "load_row", "store_row",
-           "row_reduce", "rearm", "cluster_start", "add", "max_sum", "clamped_row", "store_if_row",
-           "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "VECTOR_BITS", "LOG2E", "FLT_MAX", "ONE_INPUT",
-           "TWO_INPUTS"]
+from .row_chunks import VECTOR_BITS, load_chunk, matrix_row, store_chunk
+
+__all__ = ["RowPlan", "plan_rows", "row_vector", "shifted_vector", "plan_for", "shifted_ctas_per_sm", "check_matrix",
+           "check_vector", "check_same_shape", "ADD_IDENTITY", "MAX_SUM_IDENTITY", "RowReduction", "launch_rows",
+           "row_coords", "chunk_index", "round_balance", "chunk_inside", "load_row", "store_row", "row_reduce", "rearm",
+           "cluster_start", "add", "max_sum", "clamped_row", "store_if_row", "FLOATS", "INDEX_TYPES", "MAX_CLUSTER",
+           "CLUSTER_GROUP", "LOG2E", "FLT_MAX", "ONE_INPUT", "TWO_INPUTS"]
 
 FLOATS = ("Float32", "BFloat16", "Float16")
 INDEX_TYPES = ("Int32", "Int64")
-VECTOR_BITS = 128
 CTA_VALUES = 16384  # Float32 values of one row input that the threads of one CTA keep in registers
 SHORT_THREADS = 256  # threads of a CTA that holds several short rows
 MAX_CLUSTER = 16
@@ -48,9 +49,11 @@ FLT_MAX = 3.4028234663852886e38
 @dataclass(frozen=True)
 class RowPlan:
     """``n`` elements a row in vectors of ``vec``; ``group`` threads of a CTA per row, ``rows`` rows per CTA,
-    ``cluster`` CTAs per row, ``chunks`` vectors per thread (``chunks * cluster * group * vec >= n``). ``slabs``:
+    ``cluster`` CTAs per row, ``chunks`` vectors per thread (``chunks * cluster * group * vec >= span``). ``slabs``:
     each CTA of the cluster takes a contiguous slab of :attr:`slab` chunks (the last CTA's may be shorter) instead of
-    every ``cluster``-th run of ``group`` chunks (see :func:`chunk_index`)."""
+    every ``cluster``-th run of ``group`` chunks (see :func:`chunk_index`). ``shifted``: the chunks count from the
+    chunk boundary at or before the row's start (``row_chunks.ShiftedRow``), so a row spans :attr:`span`
+    elements of chunks."""
     n: int
     vec: int
     group: int
@@ -58,11 +61,18 @@ class RowPlan:
     cluster: int
     chunks: int
     slabs: bool = False
+    shifted: bool = False
+
+    @property
+    def span(self):
+        """Elements of the chunks that may hold a row: ``n``, and ``vec - 1`` more where the row may start that far
+        past a chunk boundary (``shifted``)."""
+        return self.n + self.vec - 1 if self.shifted else self.n
 
     @property
     def slab(self):
         """Chunks of a CTA's slab (``slabs``): the row's chunks over the cluster, rounded up."""
-        chunks = -(-self.n // self.vec)
+        chunks = -(-self.span // self.vec)
         return -(-chunks // self.cluster)
 
     @property
@@ -75,7 +85,10 @@ class RowPlan:
         return max(1, self.group // 32)
 
     def full(self, k):
-        """Whether chunk ``k`` lies inside the row for every thread and CTA (a static fact)."""
+        """Whether chunk ``k`` lies inside the row for every thread and CTA (a static fact; with ``shifted``, for
+        every start past the boundary: chunk 0 of a row, some thread's ``k = 0``, may hold elements before it)."""
+        if self.shifted and k == 0:
+            return False
         if self.slabs:
             return ((k + 1) * self.group <= self.slab
                     and ((self.cluster - 1) * self.slab + (k + 1) * self.group) * self.vec <= self.n)
@@ -93,7 +106,7 @@ def _pow2_at_least(x):
     return p
 
 
-def plan_rows(what, n, vec, values, most=None, wide=None):
+def plan_rows(what, n, vec, values, most=None, wide=None, shifted=False):
     """The plan for rows of ``n`` elements in chunks of ``vec`` when a thread may keep ``values`` Float32 values
     of each row input: enough threads (a power of two, up to ``most``, by default ``CTA_VALUES // values`` within
     256..1024) that each keeps at most ``min(values // vec, 8)`` chunks, several rows to a CTA of 256 threads when
@@ -102,16 +115,18 @@ def plan_rows(what, n, vec, values, most=None, wide=None):
     ``values``, when 16 of them can at ``wide`` values a thread, where given, and then 16; else of ``most``): the
     smallest cluster that holds the row at ``values // vec`` chunks a thread, of any size (not only a power of two:
     each cluster holds one row at a time, and a row just past a power of two would otherwise take twice the CTAs,
-    so that the device holds half as many rows at once); ``CuteValueError`` past that, naming the longest row."""
-    nv = -(-n // vec)
+    so that the device holds half as many rows at once); ``CuteValueError`` past that, naming the longest row.
+    ``shifted``: the plan of :class:`RowPlan`'s ``shifted`` rows (chunks for ``vec - 1`` elements more)."""
+    span = n + vec - 1 if shifted else n
+    nv = -(-span // vec)
     kmax = max(1, values // vec)
     if most is None:
         most = max(256, min(1024, CTA_VALUES // values))  # threads of one row in one CTA
     group = min(most, max(1, _pow2_at_least(-(-nv // min(kmax, 8)))))
     if -(-nv // group) <= kmax:
-        return RowPlan(n, vec, group, max(1, SHORT_THREADS // group), 1, -(-nv // group))
+        return RowPlan(n, vec, group, max(1, SHORT_THREADS // group), 1, -(-nv // group), shifted=shifted)
     if -(-nv // (most * MAX_CLUSTER)) > kmax:
-        longest = most * kmax * vec * MAX_CLUSTER
+        longest = most * kmax * vec * MAX_CLUSTER - (span - n)
         raise cute.CuteValueError(f"{what}: a row is held in the registers of at most {MAX_CLUSTER} CTAs of a "
                                   f"cluster: at most {longest} elements per row here, got {n}")
     group, cluster = most, -(-nv // (most * kmax))
@@ -124,7 +139,7 @@ def plan_rows(what, n, vec, values, most=None, wide=None):
             # a row 16 small CTAs hold only at more values a thread: measured faster for softmax's rows of 262144
             # bf16 than CTAs of ``most`` threads at ``values`` (more CTAs resident on an SM)
             group, cluster = CLUSTER_GROUP, MAX_CLUSTER
-    return RowPlan(n, vec, group, 1, cluster, -(-nv // (group * cluster)))
+    return RowPlan(n, vec, group, 1, cluster, -(-nv // (group * cluster)), shifted=shifted)
 
 
 def row_vector(tensors):
@@ -143,6 +158,51 @@ def row_vector(tensors):
         if v < most:
             vec = min(vec, v)
     return max(1, vec)
+
+
+def plan_for(tensors, make, one_cta=True):
+    """The plan ``make(vec, shifted)`` for the row tensors ``tensors`` of a kernel that takes shifted rows: with the
+    chunk of :func:`shifted_vector` and ``shifted`` where there is one and a plan holds the shifted row (``vec - 1``
+    elements longer), else with :func:`row_vector`'s chunk (``make``'s error, if any, is that plan's). With
+    ``one_cta=False``, a row that one CTA holds keeps :func:`row_vector`'s chunks."""
+    vec = shifted_vector(tensors)
+    if vec is not None:
+        try:
+            plan = make(vec, True)
+        except cute.CuteValueError:
+            plan = None
+        if plan is not None and (one_cta or plan.cluster > 1):
+            return plan
+    return make(row_vector(tensors), False)
+
+
+def shifted_ctas_per_sm(plan):
+    """The CTAs an SM a kernel asks for on a ``shifted`` plan: as many as its rows' unshifted kernels get with the
+    registers they take (88-96 a thread in CTAs of 128 threads, 39-40 in CTAs of 512: 5 and 3 CTAs); left free, the
+    shifted kernels took 101-128 and 56 (the element-by-element path of the chunks at a row's ends), one CTA an SM
+    fewer. ``None`` for other plans (free)."""
+    if not plan.shifted:
+        return None
+    return {128: 5, 512: 3}.get(plan.threads)
+
+
+def shifted_vector(tensors):
+    """The chunk of a ``shifted`` plan (:class:`RowPlan`) for the row tensors ``tensors`` of one kernel: 128 bits of
+    the narrowest type, where :func:`row_vector` gives less because of the row strides alone; ``None`` where it
+    gives that much already, or where a shifted row would not help or not be exact: a tensor that is not a matrix of
+    static row stride, a base not 16-byte aligned (the windows start on 16-byte boundaries), or row strides that
+    differ modulo the chunk (each row must start equally far past a boundary in every tensor)."""
+    cap = VECTOR_BITS // min(t.element_type.width for t in tensors)
+    if row_vector(tensors) == cap:
+        return None
+    strides = [_strides(t) for t in tensors]
+    if any(len(s) != 2 or type(s[0]) is not int for s in strides):
+        return None
+    if any(t.engine.alignment < VECTOR_BITS // 8 for t in tensors):
+        return None
+    if len({s[0] % cap for s in strides}) != 1:
+        return None
+    return cap
 
 
 def _shape(t):
@@ -265,56 +325,6 @@ def row_coords(plan, clustered=True):
     return bx * plan.rows + tx // plan.group, tx % plan.group, 0
 
 
-def _vector_copy(src, dst, row, chunk, vec):
-    """Copy chunk ``chunk`` of ``vec`` elements between ``src`` and ``dst`` (one of them ``row``, the other a register
-    fragment) in accesses of at most 128 bits."""
-    piece = min(vec, VECTOR_BITS // row.element_type.width)
-    atom = cute.make_copy_atom(CopyUniversalOp(), row.element_type, piece * row.element_type.width)
-    for h in range(vec // piece):
-        at = chunk * (vec // piece) + h
-        s = cute.local_tile(src, (piece,), (at if src is row else h,))
-        d = cute.local_tile(dst, (piece,), (at if dst is row else h,))
-        cute.copy(atom, s, d)
-
-
-@cute.jit
-def load_chunk(row, chunk, vec, n, frag, fill, full):
-    """``frag`` = elements ``[chunk * vec, chunk * vec + vec)`` of ``row``, ``fill`` past its end ``n``."""
-    if cute.const_expr(full):
-        _vector_copy(row, frag, row, chunk, vec)
-    else:
-        first = chunk * vec
-        if first + vec <= n:
-            _vector_copy(row, frag, row, chunk, vec)
-        elif cute.const_expr(whole_chunks(n, vec)):  # no chunk straddles the end: this one lies past it
-            frag.fill(fill)
-        else:
-            for j in cute.range_constexpr(vec):
-                frag[j] = fill
-                if first + j < n:
-                    frag[j] = row[first + j]
-
-
-@cute.jit
-def store_chunk(row, chunk, vec, n, frag, full):
-    if cute.const_expr(full):
-        _vector_copy(frag, row, row, chunk, vec)
-    else:
-        first = chunk * vec
-        if first + vec <= n:
-            _vector_copy(frag, row, row, chunk, vec)
-        elif cute.const_expr(not whole_chunks(n, vec)):
-            for j in cute.range_constexpr(vec):
-                if first + j < n:
-                    row[first + j] = frag[j]
-
-
-def whole_chunks(n, vec):
-    """Whether rows of ``n`` elements (an int known to the compile) are whole chunks of ``vec``: then a chunk lies
-    either inside a row or past its end, and no chunk needs element-by-element accesses."""
-    return isinstance(n, int) and n % vec == 0
-
-
 def chunk_index(plan, k, t, rank):
     """The index in the row of thread ``t``'s chunk ``k`` in the CTA of rank ``rank``: ``(k * cluster + rank) *
     group + t``, or with ``plan.slabs`` ``rank * slab + k * group + t`` inside the CTA's slab and an index past the
@@ -330,21 +340,21 @@ def chunk_index(plan, k, t, rank):
 def round_balance(plan):
     """The chunks of a row a CTA of ``plan``'s cluster takes on average over those the most loaded one takes, with
     the chunks dealt in rounds (:func:`chunk_index` without ``slabs``): 1.0 where the last round is whole."""
-    nv = -(-plan.n // plan.vec)
+    nv = -(-plan.span // plan.vec)
     per = [sum(max(0, min(plan.group, nv - (k * plan.cluster + r) * plan.group)) for k in range(plan.chunks))
            for r in range(plan.cluster)]
     return sum(per) / len(per) / max(per)
 
 
-def chunk_inside(plan, k, t, rank):
+def chunk_inside(plan, k, t, rank, lo=0):
     """Whether thread ``t``'s chunk ``k`` in the CTA of rank ``rank`` holds elements of the row (run-time where
-    chunk ``k`` is not :meth:`RowPlan.full`)."""
-    return chunk_index(plan, k, t, rank) * plan.vec < plan.n
+    chunk ``k`` is not :meth:`RowPlan.full`); ``lo``: the row's start in its window (``row_chunks.window``)."""
+    return chunk_index(plan, k, t, rank) * plan.vec < plan.n + lo
 
 
 def load_row(row, plan, t, rank, fill=0.0):
-    """This thread's chunks of ``row`` (a 1-D tensor of ``plan.n`` elements) as Float32 TensorSSA, ``fill`` past
-    the row's end."""
+    """This thread's chunks of ``row`` (a 1-D tensor of ``plan.n`` elements, or a ``ShiftedRow`` of a ``shifted``
+    plan) as Float32 TensorSSA, ``fill`` outside the row."""
     vals = []
     for k in cute.range_constexpr(plan.chunks):
         frag = cute.make_rmem_tensor((plan.vec,), row.element_type)
@@ -353,18 +363,19 @@ def load_row(row, plan, t, rank, fill=0.0):
     return vals
 
 
-def clamped_row(x, r):
+def clamped_row(x, r, plan=None):
     """Row ``r`` of the matrix ``x``, or its last row for ``r`` past the end (the rows of a CTA past the matrix read
-    the last one and store nothing)."""
+    the last one and store nothing); as ``plan``'s chunks count it (``row_chunks.matrix_row``), where given."""
     m = x.shape[0]
-    return x[cute.where(r < m, r, m - 1), None]
+    r = cute.where(r < m, r, m - 1)
+    return x[r, None] if plan is None else matrix_row(x, r, plan)
 
 
 @cute.jit
 def store_if_row(y, r, plan, t, rank, vals):
     """:func:`store_row` of ``vals`` into row ``r`` of the matrix ``y``, for ``r`` inside it."""
     if r < y.shape[0]:
-        store_row(y[r, None], plan, t, rank, vals)
+        store_row(matrix_row(y, r, plan), plan, t, rank, vals)
 
 
 def store_row(row, plan, t, rank, vals):

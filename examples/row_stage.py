@@ -12,7 +12,8 @@ each copy before its reads (no barrier). A weight vector that every row of a CTA
 (``shared``): each row group copies its turn of the chunks, and a barrier orders the copies before the reads. The
 one chunk that straddles the row's end is loaded at once (element by element under its predicate) and stored into
 its slot, as is every chunk narrower than 32 bits (``cp.async`` moves 4, 8 or 16 bytes); the other chunks of the
-row's last round of chunks, inside the row, are copied by ``cp.async`` like the rest.
+row's last round of chunks, inside the row, are copied by ``cp.async`` like the rest. A ``ShiftedRow``'s
+(``row_chunks``) chunk that starts before the row goes through registers as its end's does.
 """
 
 from dataclasses import replace
@@ -21,7 +22,8 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import cpasync
 
-from .row_reduce import VECTOR_BITS, chunk_index, load_chunk, whole_chunks
+from .row_chunks import VECTOR_BITS, inside, load_chunk, past, whole_chunks, window
+from .row_reduce import chunk_index
 
 __all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
 
@@ -119,7 +121,7 @@ def _copy_chunk(atom, row, buf, plan, k, at, tx):
     """``cp.async`` of chunk ``at`` of ``row`` into thread ``tx``'s slot ``k`` (in pieces of at most 128 bits)."""
     pieces = max(1, plan.vec * row.element_type.width // VECTOR_BITS)
     piece = plan.vec // pieces
-    src = cute.local_tile(row, (plan.vec,), (at,))
+    src = cute.local_tile(window(row)[0], (plan.vec,), (at,))
     dst = thread_slot(buf, plan, k, tx)
     for h in cute.range_constexpr(pieces):
         cute.copy(atom, cute.local_tile(src, (piece,), (h,)), cute.local_tile(dst, (piece,), (h,)))
@@ -128,13 +130,23 @@ def _copy_chunk(atom, row, buf, plan, k, at, tx):
 @cute.jit
 def _copy_or_load(atom, row, buf, plan, k, at, tx, fill):
     """Chunk ``at`` of ``row`` into thread ``tx``'s slot ``k``: by ``cp.async`` where it lies inside the row, else
-    element by element through registers (``fill`` past the row's end)."""
-    if (at + 1) * plan.vec <= plan.n:
+    element by element through registers (``fill`` outside the row)."""
+    if _whole_inside(row, plan, at):
         _copy_chunk(atom, row, buf, plan, k, at, tx)
-    elif cute.const_expr(whole_chunks(plan.n, plan.vec)):  # past the row's end
+    elif cute.const_expr(whole_chunks(plan.n, plan.vec, row)):  # past the row's end
+        thread_slot(buf, plan, k, tx).fill(fill)
+    elif past(at * plan.vec, window(row)[1], plan.n):
         thread_slot(buf, plan, k, tx).fill(fill)
     else:
         _load_through_registers(row, buf, plan, k, at, tx, fill, False)
+
+
+def _whole_inside(row, plan, at):
+    """Whether chunk ``at`` lies inside ``row`` (``row_chunks.inside``)."""
+    lo = window(row)[1]
+    if type(lo) is int and lo == 0:
+        return (at + 1) * plan.vec <= plan.n
+    return inside(at * plan.vec, plan.vec, lo, plan.n)
 
 
 def _load_through_registers(row, buf, plan, k, at, tx, fill, full):

@@ -11,7 +11,7 @@ import math
 import cute_py as cute
 from cute_py import arch
 
-from .row_reduce import load_chunk, store_chunk
+from .row_chunks import load_chunk, store_chunk
 
 THREADS = 256
 WARPS = THREADS // 32

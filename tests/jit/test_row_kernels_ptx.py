@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 import cute_py as cute
 import examples as ex
-from examples.row_reduce import MAX_CLUSTER, RowPlan, chunk_index, chunk_inside, max_sum, plan_rows, whole_chunks
+from examples.row_chunks import whole_chunks
+from examples.row_reduce import MAX_CLUSTER, RowPlan, chunk_index, chunk_inside, max_sum, plan_rows
 from examples.row_stage import staged_rows, thread_slot
 from _ptxas_report import ptxas_registers, ptxas_report
 from _cubin_report import cubin_resources

@@ -1,0 +1,152 @@
+"""How a chunk of a row moves between global memory and a thread's registers (the row kernels' ``row_reduce``,
+``row_stage``, ``norms``, ``softmax_rows``, ``cross_entropy``).
+
+A row is cut into chunks of ``vec`` elements; chunk ``c`` holds the row's elements ``[c * vec, c * vec + vec)``. A
+chunk inside the row moves with 128-bit accesses (or the widest its alignment allows); a chunk that holds the row's
+end goes element by element under a predicate, and one past it is filled (no access: only the chunks that straddle
+an end run the element-by-element path, which the kernel holds for every chunk that may).
+
+Where a matrix's row stride is not a whole number of chunks (an odd vocabulary of 16-bit logits, say), its rows
+start at different distances past a 16-byte boundary. A :class:`ShiftedRow` then counts the chunks from the boundary
+at or before the row's start: its ``n`` elements are elements ``[lo, lo + n)`` of a window that starts on the
+boundary, ``lo`` known when the kernel runs (``0 <= lo < vec``, the same for every tensor of the kernel whose row
+strides agree modulo ``vec``). Every chunk but the first and the last then moves whole, in 128-bit accesses, where
+chunks of the row itself could only move element by element.
+"""
+
+import cute_py as cute
+from cute_py.atom import CopyUniversalOp
+
+__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "past", "load_chunk", "store_chunk", "whole_chunks",
+           "VECTOR_BITS"]
+
+VECTOR_BITS = 128
+
+
+class ShiftedRow:
+    """A row of a matrix as the elements ``[lo, lo + n)`` of ``view``, a window that starts on a chunk boundary
+    (``lo``: the row's start past it, a run-time value). Indexing it indexes the row: ``row[j]`` is ``view[lo + j]``."""
+
+    def __init__(self, view, lo):
+        self.view, self.lo = view, lo
+
+    @property
+    def element_type(self):
+        return self.view.element_type
+
+    def __getitem__(self, j):
+        return self.view[self.lo + j]
+
+    def __setitem__(self, j, value):
+        self.view[self.lo + j] = value
+
+
+def window(row):
+    """``(the tensor the chunks index, where the row starts in it)``: a ShiftedRow's window and start, or a plain
+    row tensor and 0."""
+    if isinstance(row, ShiftedRow):
+        return row.view, row.lo
+    return row, 0
+
+
+def matrix_row(x, r, plan):
+    """Row ``r`` (inside the matrix) of ``x`` as ``plan``'s chunks count it: ``x[r, None]``, or with
+    ``plan.shifted`` a :class:`ShiftedRow` whose window starts at the chunk boundary at or before the row (the
+    matrix's base is 16-byte aligned: ``row_reduce.shifted_vector``) and spans every chunk of the plan. The offset
+    is taken in 64 bits where the matrix holds 2**31 elements or more (32-bit offsets take fewer registers:
+    measured 96 against 128 a thread for softmax's rows of 50257 bf16)."""
+    if not plan.shifted:
+        return x[r, None]
+    vec = plan.vec
+    stride = x.layout.stride[0]
+    lo = ((r % vec) * (stride % vec)) % vec                   # (r * stride) % vec without overflow
+    if x.shape[0] * stride + vec >= 2 ** 31:                  # (64-bit offsets only where 32 bits could overflow)
+        r = r.to(cute.Int64)
+    start = cute.assume(r * stride - lo, divby=vec)
+    view = cute.make_tensor(x.iterator + start, cute.make_layout(_positions(plan) * vec))
+    return ShiftedRow(view, lo)
+
+
+def _positions(plan):
+    """Chunks of a window that cover every chunk index a thread of ``plan`` may take (``row_reduce.chunk_index``):
+    only those inside the row are accessed, but a static index must lie inside the window's shape."""
+    rounds = plan.chunks * plan.cluster * plan.group
+    return max(rounds, plan.cluster * plan.slab + rounds // plan.cluster) if plan.slabs else rounds
+
+
+def _vector_copy(src, dst, row, chunk, vec):
+    """Copy chunk ``chunk`` of ``vec`` elements between ``src`` and ``dst`` (one of them ``row``, the other a register
+    fragment) in accesses of at most 128 bits."""
+    piece = min(vec, VECTOR_BITS // row.element_type.width)
+    atom = cute.make_copy_atom(CopyUniversalOp(), row.element_type, piece * row.element_type.width)
+    for h in range(vec // piece):
+        at = chunk * (vec // piece) + h
+        s = cute.local_tile(src, (piece,), (at if src is row else h,))
+        d = cute.local_tile(dst, (piece,), (at if dst is row else h,))
+        cute.copy(atom, s, d)
+
+
+def inside(first, vec, lo, n):
+    """Whether the chunk from ``first`` (``vec`` elements of a window) lies inside the row ``[lo, lo + n)``."""
+    if type(lo) is int and lo == 0:
+        return first + vec <= n
+    return (first >= lo) & (first + vec <= lo + n)
+
+
+def past(first, lo, n):
+    """Whether the chunk from ``first`` lies past the end of the row ``[lo, lo + n)`` (no chunk of a window lies
+    before the row: ``lo`` is less than a chunk)."""
+    return first >= lo + n
+
+
+@cute.jit
+def load_chunk(row, chunk, vec, n, frag, fill, full):
+    """``frag`` = elements ``[chunk * vec, chunk * vec + vec)`` of ``row``'s window (:func:`window`), ``fill`` outside
+    the row's ``n`` elements; ``full``: the chunk is known to lie inside the row."""
+    view, lo = window(row)
+    if cute.const_expr(full):
+        _vector_copy(view, frag, view, chunk, vec)
+    else:
+        first = chunk * vec
+        if inside(first, vec, lo, n):
+            _vector_copy(view, frag, view, chunk, vec)
+        elif cute.const_expr(whole_chunks(n, vec, row)):  # no chunk straddles the end: this one lies past it
+            frag.fill(fill)
+        elif past(first, lo, n):
+            frag.fill(fill)
+        else:
+            for j in cute.range_constexpr(vec):
+                frag[j] = fill
+                if _holds(first + j, lo, n):
+                    frag[j] = view[first + j]
+
+
+@cute.jit
+def store_chunk(row, chunk, vec, n, frag, full):
+    """Elements ``[chunk * vec, chunk * vec + vec)`` of ``row``'s window = ``frag``, nothing outside the row."""
+    view, lo = window(row)
+    if cute.const_expr(full):
+        _vector_copy(frag, view, view, chunk, vec)
+    else:
+        first = chunk * vec
+        if inside(first, vec, lo, n):
+            _vector_copy(frag, view, view, chunk, vec)
+        elif cute.const_expr(not whole_chunks(n, vec, row)):
+            if first < lo + n:  # (a chunk past the end stores nothing)
+                for j in cute.range_constexpr(vec):
+                    if _holds(first + j, lo, n):
+                        view[first + j] = frag[j]
+
+
+def _holds(i, lo, n):
+    """Whether element ``i`` of a window belongs to the row ``[lo, lo + n)``."""
+    if type(lo) is int and lo == 0:
+        return i < n
+    return (i >= lo) & (i < lo + n)
+
+
+def whole_chunks(n, vec, row=None):
+    """Whether rows of ``n`` elements (an int known to the compile) are whole chunks of ``vec`` (and ``row``, where
+    given, is not a :class:`ShiftedRow`): then a chunk lies either inside a row or past its end, and no chunk needs
+    element-by-element accesses."""
+    return isinstance(n, int) and n % vec == 0 and not isinstance(row, ShiftedRow)

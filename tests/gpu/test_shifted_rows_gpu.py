@@ -1,0 +1,130 @@
+"""On a Hopper GPU: softmax and cross-entropy over rows whose stride is not a whole number of 16-byte chunks (odd
+vocabularies), which the kernels move as shifted rows (examples/row_chunks.py): every row of 19 starts at a
+different distance past a 16-byte boundary, the inputs and outputs start on one, and every output goes into a
+NaN-poisoned buffer whose bytes outside it must stay unchanged. Against torch in double precision, with the
+tolerances of test_row_kernels_gpu.py. A last test reads rows that start past 2**31 elements."""
+
+import pytest
+
+try:
+    import mlir_dialects.bindings  # noqa: F401
+except Exception as e:  # not installed, or no usable bindings
+    pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
+
+from examples import cross_entropy_backward, cross_entropy_forward, softmax_backward, softmax_forward  # noqa: E402
+from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
+from test_row_kernels_gpu import _close  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+# (rows, n, row stride of the inputs, of the outputs): contiguous odd rows (a cluster of CTAs at 50257 and 100003,
+# several rows a CTA at 9 and 1031), padded rows of strides congruent modulo 8, and strides that are not (x and y
+# then start at different offsets: the narrow chunks)
+CASES = [(19, 9, 9, 9), (19, 1031, 1031, 1031), (19, 50257, 50257, 50257), (11, 100003, 100003, 100003),
+         (19, 32001, 32009, 32017), (19, 4097, 4097, 4103)]
+CONFIGS = [(d, c) for c in CASES for d in ("BFloat16", "Float32")] + [("Float16", (19, 32001, 32001, 32001))]
+IDS = [f"{d}-{c[1]}-{c[2]}-{c[3]}" for d, c in CONFIGS]
+
+
+class AlignedPoisoned:
+    """An (m, n) view of row stride ``stride`` inside a NaN-filled buffer, starting 16 bytes in (on a 16-byte
+    boundary, as a shifted row needs); :meth:`guards_intact` checks every element outside the view."""
+
+    def __init__(self, torch, m, n, stride, dtype):
+        self.torch, self.lead = torch, 16 // torch.empty((), dtype=dtype).element_size()
+        size = self.lead + (m - 1) * stride + n + 64
+        self.buf = torch.full((size,), float("nan"), dtype=dtype, device="cuda")
+        self.view = self.buf.as_strided((m, n), (stride, 1), self.lead)
+        assert self.view.data_ptr() % 16 == 0
+        self.before = self.buf.clone()
+
+    def guards_intact(self):
+        torch = self.torch
+        torch.cuda.synchronize()
+        mask = torch.ones_like(self.buf, dtype=torch.bool)
+        mask.as_strided(self.view.shape, self.view.stride(), self.lead).fill_(False)
+        as_int = {2: torch.int16, 4: torch.int32}[self.buf.element_size()]
+        return torch.equal(self.buf.view(as_int)[mask], self.before.view(as_int)[mask])
+
+
+def _rows(torch, m, n, stride, dtype, seed, scale=1.0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    flat = (torch.randn(((m - 1) * stride + n,), generator=g, device="cuda") * scale).to(dtype)
+    return flat.as_strided((m, n), (stride, 1))
+
+
+@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
+def test_softmax_of_shifted_rows_matches_torch(dtype, case):
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n, s_in, s_out = case
+    x = _rows(torch, m, n, s_in, t, 11, 4.0)
+    y = AlignedPoisoned(torch, m, n, s_out, t)
+    softmax_forward(x, y.view)
+    assert y.guards_intact()
+    exact = torch.softmax(x.double(), dim=1)
+    _close(y.view, exact, dtype)
+    yin = _rows(torch, m, n, s_in, t, 0, 0.0)
+    yin.copy_(exact.to(t))
+    dy = _rows(torch, m, n, s_in, t, 12)
+    dx = AlignedPoisoned(torch, m, n, s_out, t)
+    softmax_backward(yin, dy, dx.view)
+    assert dx.guards_intact()
+    yd, gd = yin.double(), dy.double()
+    dot = (yd * gd).sum(dim=1, keepdim=True)
+    _close(dx.view, yd * (gd - dot), dtype, yd * (gd.abs() + (yd * gd).abs().sum(dim=1, keepdim=True)))
+
+
+@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
+def test_cross_entropy_of_shifted_rows_matches_torch(dtype, case):
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n, s_in, s_out = case
+    x = _rows(torch, m, n, s_in, t, 13, 3.0)
+    # targets at a row's first and last element (the partial chunks), ignored rows, and random ones
+    target = torch.randint(0, n, (m,), device="cuda")
+    target[0::4], target[1::4], target[2::7] = 0, n - 1, -100
+    loss = AlignedPoisoned(torch, 1, m, m, torch.float32)
+    lse = AlignedPoisoned(torch, 1, m, m, torch.float32)
+    cross_entropy_forward(x, target, loss.view[0], lse.view[0])
+    assert loss.guards_intact() and lse.guards_intact()
+    xd = x.double()
+    exact_lse = torch.logsumexp(xd, dim=1)
+    exact = torch.nn.functional.cross_entropy(xd, target, reduction="none", ignore_index=-100)
+    _close(lse.view[0], exact_lse, "Float32", xd.abs().amax(dim=1))
+    _close(loss.view[0], exact, "Float32", exact_lse.abs() + xd.abs().amax(dim=1))
+    dloss = torch.rand(m, device="cuda").to(t)
+    dx = AlignedPoisoned(torch, m, n, s_out, t)
+    cross_entropy_backward(x, target, dloss, lse.view[0], dx.view)
+    assert dx.guards_intact()
+    xr = xd.clone().requires_grad_(True)
+    torch.nn.functional.cross_entropy(xr, target, reduction="none", ignore_index=-100).backward(dloss.double())
+    _close(dx.view, xr.grad, dtype, dloss.double().abs()[:, None] * 1e-6)
+
+
+def test_shifted_rows_past_2_31_elements():
+    """43000 bf16 rows of 50257 (2.16e9 elements, 4.3 GB): the rows from 42731 on start past 2**31 elements. The
+    cross-entropy's lse of every row; the softmax of every row into a poisoned buffer, its first and last rows
+    checked, and every element outside it."""
+    torch = hopper_torch()
+    m, n = 43000, 50257
+    if torch.cuda.mem_get_info()[0] < 24 * 2 ** 30:
+        pytest.skip("needs 24 GiB of free device memory")
+    x = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
+    for i in range(0, m, 4096):
+        g = torch.Generator(device="cuda").manual_seed(i)
+        x[i:i + 4096] = torch.randn(x[i:i + 4096].shape, generator=g, device="cuda") * 3.0
+    assert (m - 1) * n > 2 ** 31
+    target = torch.randint(0, n, (m,), device="cuda")
+    loss = torch.full((m,), float("nan"), device="cuda")
+    lse = torch.full((m,), float("nan"), device="cuda")
+    cross_entropy_forward(x, target, loss, lse)
+    torch.cuda.synchronize()
+    for i in range(0, m, 4096):
+        part = x[i:i + 4096].double()
+        _close(lse[i:i + 4096], torch.logsumexp(part, dim=1), "Float32", part.abs().amax(dim=1))
+    y = AlignedPoisoned(torch, m, n, n, torch.bfloat16)
+    softmax_forward(x, y.view)
+    assert y.guards_intact()
+    for rows in (slice(0, 8), slice(m - 300, m)):
+        _close(y.view[rows], torch.softmax(x[rows].double(), dim=1), "BFloat16")

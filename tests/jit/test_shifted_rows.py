@@ -1,0 +1,153 @@
+"""Shifted rows (examples/row_chunks.py ``ShiftedRow``, row_reduce.py ``shifted_vector`` and ``RowPlan.shifted``):
+rows whose stride is not a whole number of 16-byte chunks count their chunks from the boundary at or before their
+start, so that softmax and cross-entropy move them in 128-bit accesses. The laws of the plans over every start a row
+may have, the rule that chooses them, and the PTX of the four kernels that take them."""
+
+import re
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cute_py as cute
+from cute_py.runtime import make_fake_tensor
+import examples as ex
+from examples.row_chunks import _positions
+from examples.row_reduce import chunk_index, plan_for, plan_rows, row_vector, shifted_ctas_per_sm, shifted_vector
+
+F = cute.compiler.DeviceArraySpec
+ALIGNED = 1 << 24
+
+
+def _rows(dtype, m, n, stride, address=ALIGNED):
+    return F(dtype, (m, n), (stride, 1), address=address)
+
+
+def _threads(p):
+    return [(k, t, rank) for k in range(p.chunks) for t in range(p.group) for rank in range(p.cluster)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 40000), vec=st.sampled_from([2, 4, 8]), values=st.sampled_from([32, 64]),
+       slabs=st.booleans(), data=st.data())
+def test_a_shifted_plan_takes_every_element_of_the_row_once_whatever_its_start(n, vec, values, slabs, data):
+    """For every start ``lo`` in ``[0, vec)``: the chunks of all threads hold each element of ``[lo, lo + n)``
+    exactly once; a chunk the plan calls ``full`` lies inside the row whatever ``lo`` is; every chunk index lies
+    inside the window (``_positions``)."""
+    p = plan_rows("t", n, vec, values, shifted=True)
+    if slabs and p.cluster > 1:
+        p = replace(p, slabs=True)
+    assert p.span == n + vec - 1 and p.chunks * p.cluster * p.group * vec >= p.span
+    lo = data.draw(st.integers(0, vec - 1))
+    seen = {}
+    for k, t, rank in _threads(p):
+        c = chunk_index(p, k, t, rank)
+        assert 0 <= c < _positions(p)
+        for i in range(c * vec, c * vec + vec):
+            if lo <= i < lo + n:
+                seen[i] = seen.get(i, 0) + 1
+        if p.full(k):
+            assert lo <= c * vec and c * vec + vec <= lo + n, (k, t, rank, lo, p)
+    assert sorted(seen) == list(range(lo, lo + n)) and set(seen.values()) == {1}
+
+
+def test_full_is_false_for_the_first_chunk_of_a_shifted_plan_and_honest_beyond():
+    p = plan_rows("t", 50257, 8, 64, shifted=True)
+    assert not p.full(0) and plan_rows("t", 50257, 8, 64).full(0)
+    # the whole rounds after the first: inside the row for any start
+    assert all(p.full(k) == ((k + 1) * p.cluster * p.group * 8 <= 50257) for k in range(1, p.chunks))
+
+
+@pytest.mark.parametrize("dtypes, strides, aligns, expect", [
+    (("BFloat16", "BFloat16"), (50257, 50257), (16, 256), 8),        # odd strides: shifted 16-byte chunks
+    (("BFloat16", "Float32"), (50257, 50265), (16, 16), 8),          # congruent modulo 8: shifted
+    (("Float32", "Float32"), (4097, 4097), (16, 16), 4),
+    (("BFloat16", "BFloat16"), (50258, 50258), (16, 16), 8),         # 4-byte rows: shifted too
+    (("BFloat16", "BFloat16"), (4096, 4096), (16, 16), None),        # aligned rows: chunks of 8 already
+    (("BFloat16", "BFloat16"), (50257, 50263), (16, 16), None),      # rows start at different offsets
+    (("BFloat16", "BFloat16"), (50257, 50257), (16, 2), None),       # a base off the 16-byte boundary
+])
+def test_rows_are_shifted_where_only_their_strides_keep_the_chunks_narrow(dtypes, strides, aligns, expect):
+    ts = [make_fake_tensor(d, (4, 50000), (s, 1), assumed_align=a) for d, s, a in zip(dtypes, strides, aligns)]
+    assert expect is None or row_vector(ts) < expect
+    assert shifted_vector(ts) == expect
+    assert shifted_vector(ts[:1] + [make_fake_tensor(dtypes[0], (50000,), assumed_align=16)]) is None  # 1-D
+
+
+def test_a_shifted_row_too_long_for_a_cluster_takes_the_narrow_plan():
+    """262143 bf16 elements shifted would span 262150: more than 16 CTAs hold; the plan of single elements holds
+    it (``plan_for``), and a row too long for either is refused with the narrow plan's error."""
+    x = [make_fake_tensor("BFloat16", (4, 262143), (262143, 1), assumed_align=16)]
+    p = plan_for(x, lambda vec, shifted: plan_rows("t", 262143, vec, 64, wide=128, shifted=shifted))
+    assert not p.shifted and p.vec == 1
+    q = plan_for(x[:1], lambda vec, shifted: plan_rows("t", 200003, vec, 64, wide=128, shifted=shifted))
+    assert q.shifted and q.vec == 8
+    with pytest.raises(cute.CuteValueError, match="at most 16 CTAs"):
+        plan_for(x, lambda vec, shifted: plan_rows("t", 300000, vec, 64, shifted=shifted))
+
+
+def _count(ptx, pattern):
+    return len(re.findall(pattern, ptx))
+
+
+CP_ASYNC_16 = r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16;"
+
+
+def _build(kernel, x, m):
+    s, target = F("Float32", (m,)), F("Int64", (m,))
+    args = {"softmax_forward": (x, x), "softmax_backward": (x, x, x), "cross_entropy_forward": (x, target, s, s),
+            "cross_entropy_backward": (x, target, s, s, x)}[kernel]
+    return cute.compile(getattr(ex, kernel), *args)
+
+
+@pytest.mark.parametrize("kernel", ["softmax_forward", "softmax_backward", "cross_entropy_forward",
+                                    "cross_entropy_backward"])
+@pytest.mark.parametrize("dtype, n", [("BFloat16", 50257), ("Float16", 32001), ("Float32", 4097),
+                                      ("BFloat16", 1031)])
+def test_rows_of_odd_stride_move_in_16_byte_accesses(kernel, dtype, n, assemble):
+    """Contiguous rows of an odd length: every chunk but a row's first and last moves in 16 bytes (vector loads and
+    stores, or 16-byte ``cp.async`` where the row is staged); the first and last go element by element under their
+    predicates. The backward kernels keep single elements for rows one CTA holds (4097 Float32, 1031 bf16: measured
+    slower shifted), and every kernel does with its base off the 16-byte boundary."""
+    m = 19
+    c = _build(kernel, _rows(dtype, m, n, n), m)
+    ptx = c.ptx
+    wide = _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) + _count(ptx, r"st\.global\.v4")
+    assert ".local" not in ptx
+    if "backward" in kernel and n < 20000:
+        assert wide == 0
+        return
+    assert _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) >= 1
+    if kernel != "cross_entropy_forward":
+        assert _count(ptx, r"st\.global\.v4") >= 1
+    width = {"BFloat16": "b16", "Float16": "b16", "Float32": "b32"}[dtype]
+    assert _count(ptx, rf"ld\.global(\.nc)?\.{width}") >= 2  # the partial chunks, element by element
+    # as many CTAs an SM as the unshifted kernels get (``shifted_ctas_per_sm``)
+    assert c.launches[0].block[0] not in (128, 512) or ".minnctapersm" in ptx
+    assemble(ptx)
+    narrow = _build(kernel, _rows(dtype, m, n, n, ALIGNED + {"Float32": 4}.get(dtype, 2)), m).ptx
+    assert _count(narrow, r"ld\.global(\.nc)?\.v4") + _count(narrow, r"st\.global\.v4") == 0
+    assert _count(narrow, CP_ASYNC_16) == 0
+
+
+def test_the_row_offset_of_a_shifted_row_is_taken_in_64_bits():
+    """43000 rows of 50257: the last rows start past 2**31 elements; the window's start is a 64-bit product."""
+    ptx = _build("cross_entropy_forward", _rows("BFloat16", 43000, 50257, 50257), 43000).ptx
+    assert re.search(r"mul\.(lo|wide)\.[su]64", ptx) or re.search(r"mul\.wide\.[su]32", ptx)
+
+
+def test_rows_of_one_cta_may_keep_the_narrow_chunks_and_shifted_kernels_ask_for_the_unshifted_occupancy():
+    x = [make_fake_tensor("BFloat16", (4, 4097), (4097, 1), assumed_align=16)]
+
+    def make(vec, shifted):
+        return plan_rows("t", 4097, vec, 32, shifted=shifted)
+    assert plan_for(x, make).shifted and plan_for(x, make).cluster == 1
+    assert not plan_for(x, make, one_cta=False).shifted and plan_for(x, make, one_cta=False).vec == 1
+    long = [make_fake_tensor("BFloat16", (4, 50257), (50257, 1), assumed_align=16)]
+    assert plan_for(long, lambda vec, shifted: plan_rows("t", 50257, vec, 32, shifted=shifted), one_cta=False).shifted
+    small = plan_rows("t", 50257, 8, 64, shifted=True)
+    assert small.threads == 128 and shifted_ctas_per_sm(small) == 5
+    big = plan_rows("t", 50257, 8, 32, shifted=True)
+    assert big.threads == 512 and shifted_ctas_per_sm(big) == 3
+    assert shifted_ctas_per_sm(plan_rows("t", 50257, 8, 64)) is None
