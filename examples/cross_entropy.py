@@ -38,7 +38,7 @@ from .row_math import EXP_BIAS, LOG2E, elements, exp2_fma, fast_shift, fold
 from .row_stage import STAGE_MIN_BITS, stage, thread_slot, wait_staged
 from .row_chunks import matrix_row, window
 from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
-                         cluster_start, launch_rows, load_row, plan_for, plan_rows, row_coords, row_reduce,
+                         cluster_start, launch_rows, load_row, plan_for, plan_rows, row_coords, row_reduce, row_vector,
                          shifted_ctas_per_sm, store_row, FLOATS, INDEX_TYPES, ONE_INPUT)
 
 __all__ = ["cross_entropy_forward", "cross_entropy_forward_kernel", "cross_entropy_backward",
@@ -87,6 +87,15 @@ def forward_plan(what, n, vec, dtype, shifted=False):
         if staged_halves(more, dtype):
             return more
     return plan
+
+
+def _forward_plan_of(what, n, logits):
+    """:func:`forward_plan` for ``logits``: of shifted rows (``row_reduce.plan_for``) for 16-bit logits; Float32 logits
+    of odd stride keep their 4-byte loads (shifted measured 0.92-0.98x at 50257 and 100003, H200)."""
+    dtype = logits.element_type
+    if dtype.width == 16:
+        return plan_for((logits,), lambda vec, shifted: forward_plan(what, n, vec, dtype, shifted))
+    return forward_plan(what, n, row_vector((logits,)), dtype)
 
 
 HALVES_VALUES = 80  # values of a row a thread of the forward takes where its rows are staged by halves
@@ -243,7 +252,7 @@ def cross_entropy_forward(logits, target, loss, lse, ignore_index=-100):
     what = "cross_entropy_forward"
     m, n = _check(what, logits, target, lse)
     check_vector(what, "loss", loss, m, FLOATS)
-    plan = plan_for((logits,), lambda vec, shifted: forward_plan(what, n, vec, logits.element_type, shifted))
+    plan = _forward_plan_of(what, n, logits)
     launch_rows(cross_entropy_forward_kernel(logits, target, loss, lse, _ignore(what, ignore_index), plan), plan,
                 plan.grid(m), True, ctas_per_sm=shifted_ctas_per_sm(plan))
 

@@ -7,17 +7,19 @@ end goes element by element under a predicate, and one past it is filled (no acc
 an end run the element-by-element path, which the kernel holds for every chunk that may).
 
 Where a matrix's row stride is not a whole number of chunks (an odd vocabulary of 16-bit logits, say), its rows
-start at different distances past a 16-byte boundary. A :class:`ShiftedRow` then counts the chunks from the boundary
-at or before the row's start: its ``n`` elements are elements ``[lo, lo + n)`` of a window that starts on the
-boundary, ``lo`` known when the kernel runs (``0 <= lo < vec``, the same for every tensor of the kernel whose row
-strides agree modulo ``vec``). Every chunk but the first and the last then moves whole, in 128-bit accesses, where
-chunks of the row itself could only move element by element.
+start at different distances past a 16-byte boundary. A :class:`ShiftedRow` then counts the chunks from a boundary
+at or before the row's start (of ``plan.window`` elements: 1 to 8 chunks, up to a 128-byte cache line): its ``n``
+elements are elements ``[lo, lo + n)`` of a window that starts on the boundary, ``lo`` known when the kernel runs
+(``0 <= lo < plan.window``, the same for every tensor of the kernel, whose row strides agree modulo the window:
+``row_reduce.shift_chunks``). Every chunk inside the row then moves whole, in 128-bit accesses, where chunks of the
+row itself could only move element by element; the two chunks that hold its ends go element by element, and those
+wholly before or past it are filled.
 """
 
 import cute_py as cute
 from cute_py.atom import CopyUniversalOp
 
-__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "past", "load_chunk", "store_chunk", "whole_chunks",
+__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "outside", "load_chunk", "store_chunk", "whole_chunks",
            "VECTOR_BITS"]
 
 VECTOR_BITS = 128
@@ -25,7 +27,7 @@ VECTOR_BITS = 128
 
 class ShiftedRow:
     """A row of a matrix as the elements ``[lo, lo + n)`` of ``view``, a window that starts on a chunk boundary
-    (``lo``: the row's start past it, a run-time value). Indexing it indexes the row: ``row[j]`` is ``view[lo + j]``."""
+    (``lo``: the row's start past it, a run-time value; it may exceed a chunk). Indexing it indexes the row: ``row[j]`` is ``view[lo + j]``."""
 
     def __init__(self, view, lo):
         self.view, self.lo = view, lo
@@ -51,19 +53,19 @@ def window(row):
 
 def matrix_row(x, r, plan):
     """Row ``r`` (inside the matrix) of ``x`` as ``plan``'s chunks count it: ``x[r, None]``, or with
-    ``plan.shifted`` a :class:`ShiftedRow` whose window starts at the chunk boundary at or before the row (the
-    matrix's base is 16-byte aligned: ``row_reduce.shifted_vector``) and spans every chunk of the plan. The offset
+    ``plan.shifted`` a :class:`ShiftedRow` whose window starts at the boundary of ``plan.window`` elements at or
+    before the row (the matrix's base is 16-byte aligned: ``row_reduce.shifted_vector``) and spans every chunk of the plan. The offset
     is taken in 64 bits where the matrix holds 2**31 elements or more (32-bit offsets take fewer registers:
     measured 96 against 128 a thread for softmax's rows of 50257 bf16)."""
     if not plan.shifted:
         return x[r, None]
-    vec = plan.vec
+    unit = plan.window
     stride = x.layout.stride[0]
-    lo = ((r % vec) * (stride % vec)) % vec                   # (r * stride) % vec without overflow
-    if x.shape[0] * stride + vec >= 2 ** 31:                  # (64-bit offsets only where 32 bits could overflow)
+    lo = ((r % unit) * (stride % unit)) % unit                # (r * stride) % unit without overflow
+    if x.shape[0] * stride + unit >= 2 ** 31:                 # (64-bit offsets only where 32 bits could overflow)
         r = r.to(cute.Int64)
-    start = cute.assume(r * stride - lo, divby=vec)
-    view = cute.make_tensor(x.iterator + start, cute.make_layout(_positions(plan) * vec))
+    start = cute.assume(r * stride - lo, divby=unit)
+    view = cute.make_tensor(x.iterator + start, cute.make_layout(_positions(plan) * plan.vec))
     return ShiftedRow(view, lo)
 
 
@@ -93,10 +95,12 @@ def inside(first, vec, lo, n):
     return (first >= lo) & (first + vec <= lo + n)
 
 
-def past(first, lo, n):
-    """Whether the chunk from ``first`` lies past the end of the row ``[lo, lo + n)`` (no chunk of a window lies
-    before the row: ``lo`` is less than a chunk)."""
-    return first >= lo + n
+def outside(first, vec, lo, n):
+    """Whether the chunk from ``first`` (``vec`` elements of a window) lies wholly outside the row ``[lo, lo + n)``:
+    past its end, or, in a :class:`ShiftedRow`'s window, before its start."""
+    if type(lo) is int and lo == 0:
+        return first >= n
+    return (first >= lo + n) | (first + vec <= lo)
 
 
 @cute.jit
@@ -112,7 +116,7 @@ def load_chunk(row, chunk, vec, n, frag, fill, full):
             _vector_copy(view, frag, view, chunk, vec)
         elif cute.const_expr(whole_chunks(n, vec, row)):  # no chunk straddles the end: this one lies past it
             frag.fill(fill)
-        elif past(first, lo, n):
+        elif outside(first, vec, lo, n):
             frag.fill(fill)
         else:
             for j in cute.range_constexpr(vec):
@@ -132,10 +136,17 @@ def store_chunk(row, chunk, vec, n, frag, full):
         if inside(first, vec, lo, n):
             _vector_copy(frag, view, view, chunk, vec)
         elif cute.const_expr(not whole_chunks(n, vec, row)):
-            if first < lo + n:  # (a chunk past the end stores nothing)
+            if _touches(first, vec, lo, n):  # (a chunk outside the row stores nothing)
                 for j in cute.range_constexpr(vec):
                     if _holds(first + j, lo, n):
                         view[first + j] = frag[j]
+
+
+def _touches(first, vec, lo, n):
+    """Whether the chunk from ``first`` holds an element of the row ``[lo, lo + n)`` (not :func:`outside`)."""
+    if type(lo) is int and lo == 0:
+        return first < n
+    return (first < lo + n) & (first + vec > lo)
 
 
 def _holds(i, lo, n):

@@ -22,7 +22,7 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import cpasync
 
-from .row_chunks import VECTOR_BITS, inside, load_chunk, past, whole_chunks, window
+from .row_chunks import VECTOR_BITS, inside, load_chunk, outside, whole_chunks, window
 from .row_reduce import chunk_index
 
 __all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
@@ -135,7 +135,7 @@ def _copy_or_load(atom, row, buf, plan, k, at, tx, fill):
         _copy_chunk(atom, row, buf, plan, k, at, tx)
     elif cute.const_expr(whole_chunks(plan.n, plan.vec, row)):  # past the row's end
         thread_slot(buf, plan, k, tx).fill(fill)
-    elif past(at * plan.vec, window(row)[1], plan.n):
+    elif outside(at * plan.vec, plan.vec, window(row)[1], plan.n):
         thread_slot(buf, plan, k, tx).fill(fill)
     else:
         _load_through_registers(row, buf, plan, k, at, tx, fill, False)

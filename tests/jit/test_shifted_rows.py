@@ -14,7 +14,8 @@ import cute_py as cute
 from cute_py.runtime import make_fake_tensor
 import examples as ex
 from examples.row_chunks import _positions
-from examples.row_reduce import chunk_index, plan_for, plan_rows, row_vector, shifted_ctas_per_sm, shifted_vector
+from examples.row_reduce import (chunk_index, plan_for, plan_rows, row_vector, shift_chunks, shifted_ctas_per_sm,
+                                  shifted_vector)
 
 F = cute.compiler.DeviceArraySpec
 ALIGNED = 1 << 24
@@ -30,16 +31,17 @@ def _threads(p):
 
 @settings(max_examples=300, deadline=None)
 @given(n=st.integers(1, 40000), vec=st.sampled_from([2, 4, 8]), values=st.sampled_from([32, 64]),
-       slabs=st.booleans(), data=st.data())
-def test_a_shifted_plan_takes_every_element_of_the_row_once_whatever_its_start(n, vec, values, slabs, data):
-    """For every start ``lo`` in ``[0, vec)``: the chunks of all threads hold each element of ``[lo, lo + n)``
-    exactly once; a chunk the plan calls ``full`` lies inside the row whatever ``lo`` is; every chunk index lies
-    inside the window (``_positions``)."""
-    p = plan_rows("t", n, vec, values, shifted=True)
+       shift=st.sampled_from([1, 2, 4, 8]), slabs=st.booleans(), data=st.data())
+def test_a_shifted_plan_takes_every_element_of_the_row_once_whatever_its_start(n, vec, values, shift, slabs, data):
+    """For every start ``lo`` in ``[0, window)`` (windows of 1-8 chunks): the chunks of all threads hold each element
+    of ``[lo, lo + n)`` exactly once; a chunk the plan calls ``full`` lies inside the row whatever ``lo`` is; every
+    chunk index lies inside the window (``_positions``)."""
+    p = plan_rows("t", n, vec, values, shifted=shift)
+    assert p.window == shift * vec
     if slabs and p.cluster > 1:
         p = replace(p, slabs=True)
-    assert p.span == n + vec - 1 and p.chunks * p.cluster * p.group * vec >= p.span
-    lo = data.draw(st.integers(0, vec - 1))
+    assert p.span == n + p.window - 1 and p.chunks * p.cluster * p.group * vec >= p.span
+    lo = data.draw(st.integers(0, p.window - 1))
     seen = {}
     for k, t, rank in _threads(p):
         c = chunk_index(p, k, t, rank)
@@ -59,19 +61,23 @@ def test_full_is_false_for_the_first_chunk_of_a_shifted_plan_and_honest_beyond()
     assert all(p.full(k) == ((k + 1) * p.cluster * p.group * 8 <= 50257) for k in range(1, p.chunks))
 
 
-@pytest.mark.parametrize("dtypes, strides, aligns, expect", [
-    (("BFloat16", "BFloat16"), (50257, 50257), (16, 256), 8),        # odd strides: shifted 16-byte chunks
-    (("BFloat16", "Float32"), (50257, 50265), (16, 16), 8),          # congruent modulo 8: shifted
-    (("Float32", "Float32"), (4097, 4097), (16, 16), 4),
-    (("BFloat16", "BFloat16"), (50258, 50258), (16, 16), 8),         # 4-byte rows: shifted too
-    (("BFloat16", "BFloat16"), (4096, 4096), (16, 16), None),        # aligned rows: chunks of 8 already
-    (("BFloat16", "BFloat16"), (50257, 50263), (16, 16), None),      # rows start at different offsets
-    (("BFloat16", "BFloat16"), (50257, 50257), (16, 2), None),       # a base off the 16-byte boundary
+@pytest.mark.parametrize("dtypes, strides, aligns, expect, shift", [
+    (("BFloat16", "BFloat16"), (50257, 50257), (16, 256), 8, 8),     # odd strides: shifted 16-byte chunks, 128-byte
+    (("BFloat16", "Float32"), (50257, 50265), (16, 16), 8, 1),       # congruent modulo 8 only: 16-byte windows
+    (("BFloat16", "BFloat16"), (50257, 50289), (16, 16), 8, 4),      # modulo 32: 64-byte windows
+    (("Float32", "Float32"), (4097, 4097), (16, 16), 4, 8),
+    (("BFloat16", "BFloat16"), (50258, 50258), (16, 16), 8, 8),      # 4-byte rows: shifted too
+    (("BFloat16", "BFloat16"), (4096, 4096), (16, 16), None, 0),     # aligned rows: chunks of 8 already
+    (("BFloat16", "BFloat16"), (50257, 50263), (16, 16), None, 0),   # rows start at different offsets
+    (("BFloat16", "BFloat16"), (50257, 50257), (16, 2), None, 0),    # a base off the 16-byte boundary
 ])
-def test_rows_are_shifted_where_only_their_strides_keep_the_chunks_narrow(dtypes, strides, aligns, expect):
+def test_rows_are_shifted_where_only_their_strides_keep_the_chunks_narrow(dtypes, strides, aligns, expect, shift):
     ts = [make_fake_tensor(d, (4, 50000), (s, 1), assumed_align=a) for d, s, a in zip(dtypes, strides, aligns)]
     assert expect is None or row_vector(ts) < expect
     assert shifted_vector(ts) == expect
+    assert expect is None or shift_chunks(ts, expect) == shift
+    got = plan_for(ts, lambda vec, shifted: plan_rows("t", 50000, vec, 64, shifted=shifted))
+    assert got.shifted == shift and got.vec == (expect or row_vector(ts))
     assert shifted_vector(ts[:1] + [make_fake_tensor(dtypes[0], (50000,), assumed_align=16)]) is None  # 1-D
 
 
@@ -109,13 +115,14 @@ def test_rows_of_odd_stride_move_in_16_byte_accesses(kernel, dtype, n, assemble)
     """Contiguous rows of an odd length: every chunk but a row's first and last moves in 16 bytes (vector loads and
     stores, or 16-byte ``cp.async`` where the row is staged); the first and last go element by element under their
     predicates. The backward kernels keep single elements for rows one CTA holds (4097 Float32, 1031 bf16: measured
-    slower shifted), and every kernel does with its base off the 16-byte boundary."""
+    slower shifted), so does the cross-entropy forward for Float32 logits, and every kernel does with its base off
+    the 16-byte boundary."""
     m = 19
     c = _build(kernel, _rows(dtype, m, n, n), m)
     ptx = c.ptx
     wide = _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) + _count(ptx, r"st\.global\.v4")
     assert ".local" not in ptx
-    if "backward" in kernel and n < 20000:
+    if ("backward" in kernel and n < 20000) or (kernel == "cross_entropy_forward" and dtype == "Float32"):
         assert wide == 0
         return
     assert _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) >= 1
