@@ -30,11 +30,14 @@ SHAPE = (256, 128)
 def _ptx_first(dynamic, assemble_ptx):
     """The kernel's PTX, built and assembled for sm_90a from specs (everywhere, GPU or not). torch is imported
     first where it is installed: the compiled object is cached in memory and the later compile from torch tensors
-    gets this same one, whose lock (made when it is) is the native launcher's only once torch is loaded."""
+    gets this same one, whose lock (made when it is) is the native launcher's only once torch is loaded. The
+    in-memory cache is emptied first: an object another test of this process called with tensors of
+    ``from_dlpack`` never makes a generated path for run-time shapes (by design), and these tests need one."""
     try:
         import torch  # noqa: F401
     except ImportError:
         pass
+    tma_copy._compiled.clear()
     shape = (cute.sym_int(), cute.sym_int(divisibility=8)) if dynamic else SHAPE
     spec = cute.DeviceArraySpec(cute.Float16, shape)
     assemble_ptx(tma_copy.compile(spec, spec).ptx)
