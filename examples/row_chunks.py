@@ -11,7 +11,7 @@ start at different distances past a 16-byte boundary. A :class:`ShiftedRow` then
 at or before the row's start (of ``plan.window`` elements: 1 to 8 chunks, up to a 128-byte cache line): its ``n``
 elements are elements ``[lo, lo + n)`` of a window that starts on the boundary, ``lo`` known when the kernel runs
 (``0 <= lo < plan.window``, the same for every tensor of the kernel, whose row strides agree modulo the window:
-``row_reduce.shift_chunks``). Every chunk inside the row then moves whole, in 128-bit accesses, where chunks of the
+``row_shift.shift_chunks``). Every chunk inside the row then moves whole, in 128-bit accesses, where chunks of the
 row itself could only move element by element; the two chunks that hold its ends go element by element, and those
 wholly before or past it are filled.
 """
@@ -26,8 +26,9 @@ VECTOR_BITS = 128
 
 
 class ShiftedRow:
-    """A row of a matrix as the elements ``[lo, lo + n)`` of ``view``, a window that starts on a chunk boundary
-    (``lo``: the row's start past it, a run-time value; it may exceed a chunk). Indexing it indexes the row: ``row[j]`` is ``view[lo + j]``."""
+    """A row of a matrix as the elements ``[lo, lo + n)`` of ``view``, a window that starts on a boundary of one or
+    more chunks (``lo``: the row's start past it, a run-time value). Indexing it indexes the row: ``row[j]`` is
+    ``view[lo + j]``."""
 
     def __init__(self, view, lo):
         self.view, self.lo = view, lo
@@ -54,9 +55,9 @@ def window(row):
 def matrix_row(x, r, plan):
     """Row ``r`` (inside the matrix) of ``x`` as ``plan``'s chunks count it: ``x[r, None]``, or with
     ``plan.shifted`` a :class:`ShiftedRow` whose window starts at the boundary of ``plan.window`` elements at or
-    before the row (the matrix's base is 16-byte aligned: ``row_reduce.shifted_vector``) and spans every chunk of the plan. The offset
-    is taken in 64 bits where the matrix holds 2**31 elements or more (32-bit offsets take fewer registers:
-    measured 96 against 128 a thread for softmax's rows of 50257 bf16)."""
+    before the row (the matrix's base is 16-byte aligned: ``row_shift.shifted_vector``) and spans every chunk of
+    the plan. The offset is taken in 64 bits where the matrix holds 2**31 elements or more (32-bit offsets take
+    fewer registers: measured 96 against 128 a thread for softmax's rows of 50257 bf16)."""
     if not plan.shifted:
         return x[r, None]
     unit = plan.window

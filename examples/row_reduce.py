@@ -10,8 +10,8 @@ elements (128 bits of the narrowest type, less where a row stride or a base addr
 coalesced and the row is read from global memory once, into registers, and written once. A chunk inside the row
 moves with 128-bit accesses (or the widest its alignment allows); the chunk that holds the row's end goes element by
 element under a predicate (``row_chunks``). A plan with ``shifted`` counts each row's chunks from the 16- to
-128-byte boundary at or before its start (``row_chunks.ShiftedRow``): rows whose stride is not a whole number of chunks then
-move in 128-bit accesses too, all but their first and last chunk.
+128-byte boundary at or before its start (``row_chunks.ShiftedRow``): rows whose stride is not a whole number of
+chunks then move in 128-bit accesses too, all but their first and last chunk.
 
 A reduction along a row (:func:`row_reduce`) combines a tuple of Float32 values (1, 2 or 4) with an associative
 ``combine``: a butterfly of ``shfl.sync.bfly`` inside each warp, then the warps of a row through shared memory, then,
@@ -29,11 +29,11 @@ from cute_py.nvgpu import cpasync
 
 from .row_chunks import VECTOR_BITS, load_chunk, matrix_row, store_chunk
 
-__all__ = ["RowPlan", "plan_rows", "row_vector", "shifted_vector", "shift_chunks", "plan_for", "shifted_ctas_per_sm",
-           "check_matrix", "check_vector", "check_same_shape", "ADD_IDENTITY", "MAX_SUM_IDENTITY", "RowReduction", "launch_rows",
-           "row_coords", "chunk_index", "round_balance", "chunk_inside", "load_row", "store_row", "row_reduce", "rearm",
-           "cluster_start", "add", "max_sum", "clamped_row", "store_if_row", "FLOATS", "INDEX_TYPES", "MAX_CLUSTER",
-           "CLUSTER_GROUP", "LOG2E", "FLT_MAX", "ONE_INPUT", "TWO_INPUTS"]
+__all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape", "ADD_IDENTITY",
+           "MAX_SUM_IDENTITY", "RowReduction", "launch_rows", "row_coords", "chunk_index", "round_balance",
+           "chunk_inside", "load_row", "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum",
+           "clamped_row", "store_if_row", "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "LOG2E", "FLT_MAX",
+           "ONE_INPUT", "TWO_INPUTS"]
 
 FLOATS = ("Float32", "BFloat16", "Float16")
 INDEX_TYPES = ("Int32", "Int64")
@@ -163,66 +163,6 @@ def row_vector(tensors):
         if v < most:
             vec = min(vec, v)
     return max(1, vec)
-
-
-def plan_for(tensors, make, one_cta=True):
-    """The plan ``make(vec, shifted)`` for the row tensors ``tensors`` of a kernel that takes shifted rows: with the
-    chunk of :func:`shifted_vector` and the window of :func:`shift_chunks` where there is one and a plan holds the
-    shifted row (up to ``SHIFT_CHUNKS * vec - 1`` elements longer), else with :func:`row_vector`'s chunk and
-    ``shifted=0`` (``make``'s error, if any, is that plan's). With ``one_cta=False``, a row that one CTA holds keeps
-    :func:`row_vector`'s chunks."""
-    vec = shifted_vector(tensors)
-    if vec is not None:
-        try:
-            plan = make(vec, shift_chunks(tensors, vec))
-        except cute.CuteValueError:
-            plan = None
-        if plan is not None and (one_cta or plan.cluster > 1):
-            return plan
-    return make(row_vector(tensors), 0)
-
-
-SHIFT_CHUNKS = 8  # the most chunks of a shifted row's window boundary: 128 bytes of 16-byte chunks, a cache line
-
-
-def shift_chunks(tensors, vec):
-    """The chunks of the boundary the windows of shifted rows start on (``RowPlan.shifted``): the most, up to
-    ``SHIFT_CHUNKS``, that the row strides of ``tensors`` agree modulo (each row must start equally far past the
-    boundary in every tensor). Windows on 128-byte boundaries measured 1.00-1.08x those on 16-byte ones (H200, bf16,
-    32001-100003: a warp's 512 bytes then start on a cache line)."""
-    s = SHIFT_CHUNKS
-    while s > 1 and len({_strides(t)[0] % (s * vec) for t in tensors}) > 1:
-        s //= 2
-    return s
-
-
-def shifted_ctas_per_sm(plan):
-    """The CTAs an SM a kernel asks for on a ``shifted`` plan: as many as its rows' unshifted kernels get with the
-    registers they take (88-96 a thread in CTAs of 128 threads, 39-40 in CTAs of 512: 5 and 3 CTAs); left free, the
-    shifted kernels took 101-128 and 56 (the element-by-element path of the chunks at a row's ends), one CTA an SM
-    fewer. ``None`` for other plans (free)."""
-    if not plan.shifted:
-        return None
-    return {128: 5, 512: 3}.get(plan.threads)
-
-
-def shifted_vector(tensors):
-    """The chunk of a ``shifted`` plan (:class:`RowPlan`) for the row tensors ``tensors`` of one kernel: 128 bits of
-    the narrowest type, where :func:`row_vector` gives less because of the row strides alone; ``None`` where it
-    gives that much already, or where a shifted row would not help or not be exact: a tensor that is not a matrix of
-    static row stride, a base not 16-byte aligned (the windows start on 16-byte boundaries), or row strides that
-    differ modulo the chunk (each row must start equally far past a boundary in every tensor)."""
-    cap = VECTOR_BITS // min(t.element_type.width for t in tensors)
-    if row_vector(tensors) == cap:
-        return None
-    strides = [_strides(t) for t in tensors]
-    if any(len(s) != 2 or type(s[0]) is not int for s in strides):
-        return None
-    if any(t.engine.alignment < VECTOR_BITS // 8 for t in tensors):
-        return None
-    if len({s[0] % cap for s in strides}) != 1:
-        return None
-    return cap
 
 
 def _shape(t):

@@ -22,8 +22,9 @@ import operator
 import cute_py as cute
 
 from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, clamped_row, cluster_start,
-                         launch_rows, load_row, max_sum, plan_for, plan_rows, row_coords, row_reduce,
-                         shifted_ctas_per_sm, store_if_row, FLT_MAX, ONE_INPUT, TWO_INPUTS)
+                         launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, store_if_row, FLT_MAX,
+                         ONE_INPUT, TWO_INPUTS)
+from .row_shift import plan_for, shifted_ctas_per_sm
 from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
 from .row_stage import stage, staged_rows, wait_staged
 

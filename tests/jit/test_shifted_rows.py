@@ -14,8 +14,8 @@ import cute_py as cute
 from cute_py.runtime import make_fake_tensor
 import examples as ex
 from examples.row_chunks import _positions
-from examples.row_reduce import (chunk_index, plan_for, plan_rows, row_vector, shift_chunks, shifted_ctas_per_sm,
-                                  shifted_vector)
+from examples.row_reduce import chunk_index, plan_rows, row_vector
+from examples.row_shift import plan_for, shift_chunks, shifted_ctas_per_sm, shifted_vector
 
 F = cute.compiler.DeviceArraySpec
 ALIGNED = 1 << 24

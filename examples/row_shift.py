@@ -1,0 +1,71 @@
+"""The rules of shifted rows (``row_chunks.ShiftedRow``): which row tensors a kernel reads through windows that start
+on a 16- to 128-byte boundary before each row (:func:`shifted_vector`, :func:`shift_chunks`), the plan that does
+(:func:`plan_for`), and the CTAs an SM its kernels ask for (:func:`shifted_ctas_per_sm`)."""
+
+import cute_py as cute
+
+from .row_chunks import VECTOR_BITS
+from .row_reduce import row_vector
+
+__all__ = ["plan_for", "shifted_vector", "shift_chunks", "shifted_ctas_per_sm", "SHIFT_CHUNKS"]
+
+
+def plan_for(tensors, make, one_cta=True):
+    """The plan ``make(vec, shifted)`` for the row tensors ``tensors`` of a kernel that takes shifted rows: with the
+    chunk of :func:`shifted_vector` and the window of :func:`shift_chunks` where there is one and a plan holds the
+    shifted row (up to ``SHIFT_CHUNKS * vec - 1`` elements longer), else with :func:`row_vector`'s chunk and
+    ``shifted=0`` (``make``'s error, if any, is that plan's). With ``one_cta=False``, a row that one CTA holds keeps
+    :func:`row_vector`'s chunks."""
+    vec = shifted_vector(tensors)
+    if vec is not None:
+        try:
+            plan = make(vec, shift_chunks(tensors, vec))
+        except cute.CuteValueError:
+            plan = None
+        if plan is not None and (one_cta or plan.cluster > 1):
+            return plan
+    return make(row_vector(tensors), 0)
+
+
+SHIFT_CHUNKS = 8  # the most chunks of a shifted row's window boundary: 128 bytes of 16-byte chunks, a cache line
+
+
+def shift_chunks(tensors, vec):
+    """The chunks of the boundary the windows of shifted rows start on (``RowPlan.shifted``): the most, up to
+    ``SHIFT_CHUNKS``, that the row strides of ``tensors`` agree modulo (each row must start equally far past the
+    boundary in every tensor). Windows on 128-byte boundaries measured 1.00-1.08x those on 16-byte ones (H200, bf16,
+    32001-100003: a warp's 512 bytes then start on a cache line)."""
+    s = SHIFT_CHUNKS
+    while s > 1 and len({t.layout.stride[0] % (s * vec) for t in tensors}) > 1:
+        s //= 2
+    return s
+
+
+def shifted_ctas_per_sm(plan):
+    """The CTAs an SM a kernel asks for on a ``shifted`` plan: as many as its rows' unshifted kernels get with the
+    registers they take (88-96 a thread in CTAs of 128 threads, 39-40 in CTAs of 512: 5 and 3 CTAs); left free, the
+    shifted kernels took 101-128 and 56 (the element-by-element path of the chunks at a row's ends), one CTA an SM
+    fewer. ``None`` for other plans (free)."""
+    if not plan.shifted:
+        return None
+    return {128: 5, 512: 3}.get(plan.threads)
+
+
+def shifted_vector(tensors):
+    """The chunk of a ``shifted`` plan (``row_reduce.RowPlan``) for the row tensors ``tensors`` of one kernel: 128
+    bits of the narrowest type, where :func:`row_vector` gives less because of the row strides alone; ``None`` where it
+    gives that much already, or where a shifted row would not help or not be exact: a tensor that is not a matrix of
+    static row stride, a base not 16-byte aligned (the windows start on 16-byte boundaries), or row strides that
+    differ modulo the chunk (each row must start equally far past a boundary in every tensor)."""
+    cap = VECTOR_BITS // min(t.element_type.width for t in tensors)
+    if row_vector(tensors) == cap:
+        return None
+    strides = [tuple(t.layout.stride) if isinstance(t.layout.stride, tuple) else (t.layout.stride,)
+               for t in tensors]
+    if any(len(s) != 2 or type(s[0]) is not int for s in strides):
+        return None
+    if any(t.engine.alignment < VECTOR_BITS // 8 for t in tensors):
+        return None
+    if len({s[0] % cap for s in strides}) != 1:
+        return None
+    return cap
