@@ -72,7 +72,7 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
 HALVES_CLUSTER = 4  # the smallest cluster whose 16-bit rows are staged and reduced by halves
 
 
-def forward_plan(what, n, vec, dtype, shifted=False):
+def forward_plan(what, n, vec, dtype, shifted=0):
     """The plan of :func:`cross_entropy_forward_kernel` for rows of ``n`` elements of ``dtype`` in chunks of
     ``vec``: ``plan_rows``'s at ``ONE_INPUT`` values a thread (rows that 16 CTAs of 128 threads hold only at 128
     values take them so: measured faster at 262144 bf16, 0.66 of the copy ceiling against 0.60 with CTAs of 256
@@ -81,7 +81,7 @@ def forward_plan(what, n, vec, dtype, shifted=False):
     10 chunks, and the cluster fewer CTAs. Measured (H200, bf16, of the copy ceiling): 40000 1.00 -> 1.05 (4 CTAs
     instead of 5), 50304 0.93 -> 1.06, 70000 0.91 -> 1.04, 102400 0.92 -> 1.02, 128256 0.90 -> 0.98, 151936 0.94 ->
     1.02, 65536 1.025 -> 1.03; 12 chunks a thread 0.99-1.04 (benchmarks/RESULTS.md). ``shifted``: plans of
-    shifted rows (``row_reduce.RowPlan``)."""
+    shifted rows (``row_reduce.RowPlan``'s ``shifted``)."""
     plan = plan_rows(what, n, vec, ONE_INPUT, wide=2 * ONE_INPUT, shifted=shifted)
     if staged_halves(plan, dtype):
         more = plan_rows(what, n, vec, HALVES_VALUES, wide=2 * ONE_INPUT, shifted=shifted)

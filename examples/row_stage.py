@@ -13,7 +13,8 @@ each copy before its reads (no barrier). A weight vector that every row of a CTA
 one chunk that straddles the row's end is loaded at once (element by element under its predicate) and stored into
 its slot, as is every chunk narrower than 32 bits (``cp.async`` moves 4, 8 or 16 bytes); the other chunks of the
 row's last round of chunks, inside the row, are copied by ``cp.async`` like the rest. A ``ShiftedRow``'s
-(``row_chunks``) chunk that starts before the row goes through registers as its end's does.
+(``row_chunks``) chunk that holds its start goes through registers as the one that holds its end does, and a
+chunk wholly outside the row is filled.
 """
 
 from dataclasses import replace
