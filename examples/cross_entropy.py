@@ -22,8 +22,9 @@ The backward pass needs no reduction: ``dlogits = (exp(logits - lse) - onehot(ta
 forward's ``lse`` and ``dloss`` (1-D of ``rows``, any float type); rows with ``ignore_index`` get zeros, rows with
 a target outside ``[0, n)`` NaN. A row whose ``lse`` is not finite (a NaN or ``+inf`` logit, a row of ``-inf``) gets
 NaN, ignored or not, as torch's gradient of ``log_softmax`` there. It reads each logit once and writes each
-gradient once, except the target's: the thread that stored it reads its logit again and stores ``(p - 1) * dloss``
-over it (no compare an element).
+gradient once, except the target's: the thread whose chunk holds it reads its logit again before the row's stores
+and stores ``(p - 1) * dloss`` over its gradient after them (no compare an element), so ``dlogits`` may be
+``logits`` itself (the gradient in place).
 
 Each exponential is one fused multiply-add and one ``ex2.approx.ftz`` (``row_math``); the backward's are biased by
 ``2 ** 64`` and scaled back, so gradients that are subnormal in Float32 are kept as torch keeps them. Rows whose
@@ -203,12 +204,13 @@ def _backward(x, target, dloss, lse, dx, ignore_index, plan, r, m, t, rank):
             scale = cute.Float32(float("nan"))
         xr, dxr = matrix_row(x, r, plan), matrix_row(dx, r, plan)
         vals = load_row(xr, plan, t, rank)
+        own, xk = _owned_target(xr, plan, t, rank, hit)
         row_lse = lse[r]
         shl = row_lse * LOG2E
         if fast_shift(shl):
-            _gradient(xr, dxr, plan, t, rank, vals, hit, scale, shl, True)
+            _gradient(dxr, plan, t, rank, vals, hit, own, xk, scale, shl, True)
         else:
-            _gradient(xr, dxr, plan, t, rank, vals, hit, scale,
+            _gradient(dxr, plan, t, rank, vals, hit, own, xk, scale,
                       cute.math.select(row_lse == float("inf"), float("nan"), row_lse), False)
 
 
@@ -222,15 +224,27 @@ def _softmax(e, shift, fast):
 
 
 @cute.jit
-def _gradient(xr, dxr, plan, t, rank, vals, hit, scale, shift, fast):
-    """Store ``softmax * scale`` into the row ``dxr``, then, from the thread that stored it, ``(softmax - 1) *
-    scale`` at the target ``hit`` (none for ``hit < 0``): the same thread's later store to the address wins (the
-    chunk of ``hit`` counts from the row's window: ``row_chunks.window``)."""
-    store_row(dxr, plan, t, rank, [v.map(lambda e: _softmax(e, shift, fast) * scale) for v in vals])
+def _owned_target(xr, plan, t, rank, hit):
+    """``(1, the logit at hit)`` for the thread whose chunks hold the target ``hit`` (the chunk counts from the row's
+    window: ``row_chunks.window``), ``(0, 0.0)`` for the others and for ``hit < 0``. Read before the row's gradient
+    is stored, so that the gradient may go over the logits themselves (``dlogits`` the same memory as ``logits``)."""
+    own = cute.Int32(0)
+    xk = cute.Float32(0.0)
     if hit >= 0:
-        c = (hit + window(dxr)[1]) // plan.vec
+        c = (hit + window(xr)[1]) // plan.vec
         if c % plan.group == t and (c // plan.group) % plan.cluster == rank:
-            dxr[hit] = ((_softmax(xr[hit].to(cute.Float32), shift, fast) - 1.0) * scale).to(dxr.element_type)
+            own = cute.Int32(1)
+            xk = xr[hit].to(cute.Float32)
+    return own, xk
+
+
+@cute.jit
+def _gradient(dxr, plan, t, rank, vals, hit, own, xk, scale, shift, fast):
+    """Store ``softmax * scale`` into the row ``dxr``, then, from the thread that stored it (``own``), ``(softmax -
+    1) * scale`` at the target ``hit`` from its logit ``xk``: the same thread's later store to the address wins."""
+    store_row(dxr, plan, t, rank, [v.map(lambda e: _softmax(e, shift, fast) * scale) for v in vals])
+    if own == 1:
+        dxr[hit] = ((_softmax(xk, shift, fast) - 1.0) * scale).to(dxr.element_type)
 
 
 def _check(what, logits, target, lse):
