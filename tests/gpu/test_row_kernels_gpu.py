@@ -134,20 +134,26 @@ def _check_rmsnorm_backward(dtype, x, w, rstd, dy_pad, dx_pad):
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
     m, n = x.shape
-    xd, wd = x.double(), w.double()
     dy = _rows(torch, m, n, dy_pad, t, 4)
     for units in sorted({1, rmsnorm_workspace_rows(m, n), m + 3}):  # m + 3: groups with no row at all
         dx, dw = Poisoned(torch, (m, n), t, dx_pad), Poisoned(torch, (n,), t)
         ws = torch.empty((units, n), dtype=torch.float32, device="cuda")
         rmsnorm_backward(dy, x, w, rstd, dx.view, dw.view, ws)
         assert dx.guards_intact() and dw.guards_intact()
-        rr = rstd.double()[:, None]
-        gd, xh = dy.double(), xd * rr
-        c = (gd * wd * xh).mean(dim=1, keepdim=True)
-        # c is a mean that may cancel: its rounding error scales with the mean of the terms' magnitudes
-        c_scale = (gd * wd * xh).abs().mean(dim=1, keepdim=True)
-        _close(dx.view, rr * (gd * wd - xh * c), dtype, rr * ((gd * wd).abs() + xh.abs() * c_scale))
-        _close(dw.view, (gd * xh).sum(dim=0), dtype, (gd * xh).abs().sum(dim=0))
+        close_to_rmsnorm_backward(dx.view, dw.view, dy, x, w, rstd, dtype)
+
+
+def close_to_rmsnorm_backward(dx, dw, dy, x, w, rstd, dtype):
+    """``dx`` and ``dw`` are RMSNorm's gradients for ``dy`` (of ``x``, ``w`` and the forward's ``rstd``), within
+    the bound of :func:`_close`."""
+    xd, wd = x.double(), w.double()
+    rr = rstd.double()[:, None]
+    gd, xh = dy.double(), xd * rr
+    c = (gd * wd * xh).mean(dim=1, keepdim=True)
+    # c is a mean that may cancel: its rounding error scales with the mean of the terms' magnitudes
+    c_scale = (gd * wd * xh).abs().mean(dim=1, keepdim=True)
+    _close(dx, rr * (gd * wd - xh * c), dtype, rr * ((gd * wd).abs() + xh.abs() * c_scale))
+    _close(dw, (gd * xh).sum(dim=0), dtype, (gd * xh).abs().sum(dim=0))
 
 
 # rows of 16-bit chunks of 8 over the clusters backward_plan widens: 100000 over 8 CTAs (7 hold it), 151936 over 16
