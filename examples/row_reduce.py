@@ -70,9 +70,9 @@ class RowPlan:
 
     @property
     def span(self):
-        """Elements of the chunks that may hold a row: ``n``, and ``vec - 1`` more where the row may start that far
-        past a window's boundary (``shifted``)."""
-        return self.n + self.window - 1 if self.shifted else self.n
+        """Elements of the chunks that may hold a row: ``n``, and ``window - 1`` more where the row may start that
+        far past a window's boundary (``shifted``)."""
+        return _span(self.n, self.vec, self.shifted)
 
     @property
     def slab(self):
@@ -91,7 +91,7 @@ class RowPlan:
 
     def full(self, k):
         """Whether chunk ``k`` lies inside the row for every thread and CTA (a static fact; with ``shifted``, for
-        every start past the boundary: chunk 0 of a row, some thread's ``k = 0``, may hold elements before it)."""
+        every start past the boundary: the window's first ``shifted`` chunks may hold elements before it)."""
         if self.shifted and (k * self.group if self.slabs else k * self.cluster * self.group) < self.shifted:
             return False
         if self.slabs:
@@ -104,6 +104,11 @@ class RowPlan:
         return -(-m // self.rows) * self.cluster
 
 
+def _span(n, vec, shifted):
+    """:attr:`RowPlan.span` of rows of ``n`` elements in chunks of ``vec``, ``shifted`` as the plan's."""
+    return n + vec * shifted - 1 if shifted else n
+
+
 def _pow2_at_least(x):
     p = 1
     while p < x:
@@ -111,7 +116,7 @@ def _pow2_at_least(x):
     return p
 
 
-def plan_rows(what, n, vec, values, most=None, wide=None, shifted=False):
+def plan_rows(what, n, vec, values, most=None, wide=None, shifted=0):
     """The plan for rows of ``n`` elements in chunks of ``vec`` when a thread may keep ``values`` Float32 values
     of each row input: enough threads (a power of two, up to ``most``, by default ``CTA_VALUES // values`` within
     256..1024) that each keeps at most ``min(values // vec, 8)`` chunks, several rows to a CTA of 256 threads when
@@ -122,7 +127,7 @@ def plan_rows(what, n, vec, values, most=None, wide=None, shifted=False):
     each cluster holds one row at a time, and a row just past a power of two would otherwise take twice the CTAs,
     so that the device holds half as many rows at once); ``CuteValueError`` past that, naming the longest row.
     ``shifted``: the plan of :class:`RowPlan`'s ``shifted`` rows (chunks for ``vec * shifted - 1`` elements more)."""
-    span = n + vec * shifted - 1 if shifted else n
+    span = _span(n, vec, shifted)
     nv = -(-span // vec)
     kmax = max(1, values // vec)
     if most is None:
