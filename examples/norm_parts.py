@@ -6,12 +6,12 @@ import operator
 
 import cute_py as cute
 
-from .row_chunks import load_chunk, store_chunk
-from .row_reduce import add, chunk_index, rearm, row_reduce
+from .row_chunks import load_at, load_chunk, matrix_row, store_chunk
+from .row_reduce import add, chunk_index, load_row, rearm, row_reduce
 from .row_math import elements, fold
 
 __all__ = ["store_stats", "thread_mask", "store_affine", "deviations", "every_thread_full", "mean_m2", "sum_m2",
-           "mean_and_squares"]
+           "mean_and_squares", "vector_chunks"]
 
 
 @cute.jit
@@ -22,39 +22,61 @@ def store_stats(r, m, t, rank, pairs):
             out[r] = value.to(out.element_type)
 
 
-def thread_mask(plan, k, t, rank):
-    """1.0 on this thread's elements of chunk ``k`` inside the row, 0.0 past its end (``None``: all inside)."""
+def thread_mask(plan, k, t, rank, lo=0):
+    """1.0 on this thread's elements of chunk ``k`` inside the row, 0.0 outside it (``None``: all inside); ``lo``:
+    where a shifted row starts in its window (``row_chunks.window``), before which elements lie outside too."""
     if plan.full(k):
         return None
     first = chunk_index(plan, k, t, rank) * plan.vec
     frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
     for j in cute.range_constexpr(plan.vec):
-        frag[j] = cute.where(first + j < plan.n, 1.0, 0.0)
+        if type(lo) is int and lo == 0:
+            frag[j] = cute.where(first + j < plan.n, 1.0, 0.0)
+        else:
+            frag[j] = cute.where((first + j >= lo) & (first + j < lo + plan.n), 1.0, 0.0)
     return frag.load()
 
 
+def vector_chunks(v, lo, plan, t, rank):
+    """This thread's chunks of the 1-D ``v`` (a norm's ``w`` or ``b``) at its row's positions, as Float32 TensorSSA
+    (0 outside the row): ``load_row``'s where the row is not shifted (``lo`` 0), else element by element at the
+    shifted row's positions (``row_chunks.load_at``)."""
+    if type(lo) is int and lo == 0:
+        return load_row(v, plan, t, rank)
+    out = []
+    for k in cute.range_constexpr(plan.chunks):
+        frag = cute.make_rmem_tensor((plan.vec,), v.element_type)
+        load_at(v, lo, chunk_index(plan, k, t, rank), plan.vec, plan.n, frag, 0.0)
+        out.append(frag.load().to(cute.Float32))
+    return out
+
+
 @cute.jit
-def store_affine(y, w, b, ds, inv, r, plan, t, rank):
+def store_affine(y, w, b, ds, inv, r, plan, t, rank, lo=0):
     """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b``, this thread's chunks of ``w`` and ``b`` loaded one at a
-    time beside the store."""
+    time beside the store (at a shifted row's positions where ``lo`` is its start in its window)."""
     if r < y.shape[0]:
         for k in cute.range_constexpr(plan.chunks):
             at = chunk_index(plan, k, t, rank)
             wf = cute.make_rmem_tensor((plan.vec,), w.element_type)
             bf = cute.make_rmem_tensor((plan.vec,), b.element_type)
-            load_chunk(w, at, plan.vec, plan.n, wf, 0.0, plan.full(k))
-            load_chunk(b, at, plan.vec, plan.n, bf, 0.0, plan.full(k))
+            if cute.const_expr(type(lo) is int and lo == 0):
+                load_chunk(w, at, plan.vec, plan.n, wf, 0.0, plan.full(k))
+                load_chunk(b, at, plan.vec, plan.n, bf, 0.0, plan.full(k))
+            else:
+                load_at(w, lo, at, plan.vec, plan.n, wf, 0.0)
+                load_at(b, lo, at, plan.vec, plan.n, bf, 0.0)
             out = cute.make_rmem_tensor((plan.vec,), y.element_type)
             out.store((ds[k] * inv * wf.load().to(cute.Float32) + bf.load().to(cute.Float32)).to(y.element_type))
-            store_chunk(y[r, None], at, plan.vec, plan.n, out, plan.full(k))
+            store_chunk(matrix_row(y, r, plan), at, plan.vec, plan.n, out, plan.full(k))
 
 
-def deviations(xs, mu, plan, t, rank):
-    """``x - mu`` for each of this thread's chunks ``xs``, 0 past the row's end."""
+def deviations(xs, mu, plan, t, rank, lo=0):
+    """``x - mu`` for each of this thread's chunks ``xs``, 0 outside the row (:func:`thread_mask`)."""
     ds = []
     for k in cute.range_constexpr(plan.chunks):
         d = xs[k] - mu
-        mask = thread_mask(plan, k, t, rank)
+        mask = thread_mask(plan, k, t, rank, lo)
         if cute.const_expr(mask is not None):
             d = d * mask
         ds.append(d)
@@ -91,11 +113,12 @@ def sum_m2(c):
     return combine
 
 
-def mean_and_squares(read, plan, red, t, rank, slots=(0, 1), phase=0, looped=False):
+def mean_and_squares(read, plan, red, t, rank, slots=(0, 1), phase=0, looped=False, lo=0):
     """The row's mean and sum of squared deviations from it in two exchanges (``red``'s ``slots`` in ``phase``):
     the sum of this thread's chunks ``read(False)``, then of the squared deviations of ``read(True)`` (the same
     values, read again where they are staged) from the row's mean. ``looped``: inside a loop over rows (no exchange
-    is the kernel's first; each slot is re-armed after its wait)."""
+    is the kernel's first; each slot is re-armed after its wait); ``lo``: a shifted row's start
+    (:func:`thread_mask`)."""
     s = 0.0
     for v in read(False):
         s = s + v.reduce(cute.ReductionOp.ADD, 0.0, 0)
@@ -104,7 +127,7 @@ def mean_and_squares(read, plan, red, t, rank, slots=(0, 1), phase=0, looped=Fal
         rearm(red, slots[0])
     mu = total / plan.n
     q = 0.0
-    for d in deviations(read(True), mu, plan, t, rank):
+    for d in deviations(read(True), mu, plan, t, rank, lo):
         q = q + (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
     (sq,) = row_reduce((q,), add, red, slots[1], phase, False)
     if looped:

@@ -20,7 +20,9 @@ of one CTA whose threads keep fewer than 8 chunks stage ``w`` and ``b`` once a C
 3 or 4 CTAs an SM (``layernorm_shared_wb_ctas``). LayerNorm of rows that
 fill every thread, Float32 or 16-bit over a cluster with ``x`` in registers, takes the mean and the squared
 deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum, then the squared
-deviations from the row's mean.
+deviations from the row's mean. Rows over a cluster whose stride is not a whole number of 16-byte chunks (odd widths)
+move in 128-bit chunks as shifted rows (``row_chunks.ShiftedRow``) in RMSNorm and in Float32 LayerNorm, ``w`` and
+``b`` then read element by element at each row's positions (``norm_parts.vector_chunks``, ``store_affine``).
 
 ``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
@@ -36,12 +38,14 @@ from dataclasses import replace
 import cute_py as cute
 from cute_py import arch
 
-from .row_chunks import load_chunk, store_chunk, whole_chunks
+from .row_chunks import load_chunk, store_chunk, whole_chunks, window
 from .row_reduce import (RowPlan, RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index,
                          chunk_inside, clamped_row, cluster_start, launch_rows, load_row, plan_rows, rearm,
                          round_balance, row_coords, row_reduce, row_vector, store_if_row, store_row,
                          CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
-from .norm_parts import deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats
+from .norm_parts import (deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats,
+                         vector_chunks)
+from .row_shift import plan_for, shifted_ctas_per_sm
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 from .gemm_plan import cluster_capacity
@@ -57,9 +61,11 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
     red = RowReduction(plan, 1)
     r, t, rank = row_coords(plan)
     m = x.shape[0]
-    staged = _staged_prefix(plan, (x, w))  # x, then w, through shared memory where they fit
+    row = clamped_row(x, r, plan)
+    lo = window(row)[1]        # a shifted row's start in its window: w is read at its positions (not staged)
+    staged = _staged_prefix(plan, (x,) if plan.shifted else (x, w))  # x, then w, through shared memory where they fit
     if cute.const_expr(staged >= 1):
-        (sx,) = stage((clamped_row(x, r),), plan, t, rank)
+        (sx,) = stage((row,), plan, t, rank)
     if cute.const_expr(staged == 2):
         (sw,) = stage((w,), plan, t, rank)
     cluster_start(plan)
@@ -67,9 +73,9 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
         wait_staged(staged - 1)
         xs = sx.values()
     else:
-        xs = load_row(clamped_row(x, r), plan, t, rank)
+        xs = load_row(row, plan, t, rank)
     if cute.const_expr(staged == 1):
-        ws = load_row(w, plan, t, rank)  # into registers, in flight while x is reduced
+        ws = vector_chunks(w, lo, plan, t, rank)  # into registers, in flight while x is reduced
     s = 0.0
     for v in xs:
         s = s + (v * v).reduce(cute.ReductionOp.ADD, 0.0, 0)
@@ -79,7 +85,7 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
         wait_staged(0)
         ws = sw.values()
     elif cute.const_expr(staged == 0):
-        ws = load_row(w, plan, t, rank)
+        ws = vector_chunks(w, lo, plan, t, rank)
     if cute.const_expr(staged >= 1):
         xs = sx.values()
     store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
@@ -98,10 +104,13 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     m = x.shape[0]
     # x through shared memory (read again at each pass; w and b at the store), or w and b, copied from the start,
     # where they fit (x in registers)
-    staged = not stage_x and _stages(plan, (w, b))
-    shared = layernorm_shared_wb_ctas(plan, x.element_type) > 0
+    # (a shifted row's w and b: read at its positions, lo on, chunk by chunk at the store; not staged)
+    staged = not stage_x and not plan.shifted and _stages(plan, (w, b))
+    shared = not plan.shifted and layernorm_shared_wb_ctas(plan, x.element_type) > 0
     if cute.const_expr(stage_x):
-        (sx,) = stage((clamped_row(x, r),), plan, t, rank)
+        row = clamped_row(x, r, plan)
+        lo = window(row)[1]
+        (sx,) = stage((row,), plan, t, rank)
     if cute.const_expr(staged or shared):
         sw, sb = stage((w, b), plan, t, rank, shared=shared)
     cluster_start(plan)
@@ -109,17 +118,20 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
         wait_staged(0)
         xs = sx.values()
     else:
-        xs = load_row(clamped_row(x, r), plan, t, rank)
+        row = clamped_row(x, r, plan)
+        lo = window(row)[1]
+        xs = load_row(row, plan, t, rank)
     if cute.const_expr(whole):
         mu, sq = mean_m2(xs, plan, red)
     else:
-        mu, sq = mean_and_squares(lambda again: sx.values() if stage_x and again else xs, plan, red, t, rank)
+        mu, sq = mean_and_squares(lambda again: sx.values() if stage_x and again else xs, plan, red, t, rank,
+                                  lo=lo)
     inv = cute.math.rsqrt(sq / plan.n + eps)
     if cute.const_expr(stage_x):
         xs = sx.values()
-    ds = deviations(xs, mu, plan, t, rank)
-    if cute.const_expr(stage_x):
-        store_affine(y, w, b, ds, inv, r, plan, t, rank)
+    ds = deviations(xs, mu, plan, t, rank, lo)
+    if cute.const_expr(stage_x or plan.shifted):
+        store_affine(y, w, b, ds, inv, r, plan, t, rank, lo)
     else:
         if cute.const_expr(staged or shared):
             wait_staged(0)
@@ -423,9 +435,11 @@ def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
     check_same_shape("rmsnorm_forward", "y", y, (m, n))
     check_vector("rmsnorm_forward", "w", w, n)
     check_vector("rmsnorm_forward", "rstd", rstd, m, ("Float32",))
-    plan = plan_rows("rmsnorm_forward", n, row_vector((x, y, w)), ONE_INPUT)
+    # shifted rows (w read at each row's positions) over a cluster only: one CTA's were slower (RESULTS.md)
+    plan = plan_for((x, y), lambda vec, shifted: plan_rows("rmsnorm_forward", n, vec, ONE_INPUT, shifted=shifted),
+                    one_cta=False, narrow=(x, y, w))
     launch_rows(rmsnorm_forward_kernel(x, w, y, rstd, _eps("rmsnorm_forward", eps), plan), plan, plan.grid(m), True,
-                ctas_per_sm=rmsnorm_ctas_per_sm(plan, x.element_type))
+                ctas_per_sm=shifted_ctas_per_sm(plan) if plan.shifted else rmsnorm_ctas_per_sm(plan, x.element_type))
 
 
 @cute.jit
@@ -450,10 +464,14 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
             raise cute.CuteValueError(f"layernorm_forward: loop must be None, False or a LoopConfig, got {loop!r}")
         launch_loop(loop, vec, x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
         return
-    plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
+    # shifted rows for Float32 rows over a cluster only: 16-bit ones and one CTA's were slower (RESULTS.md)
+    make = lambda v, shifted: plan_rows("layernorm_forward", n, v, ONE_INPUT, shifted=shifted)  # noqa: E731
+    plan = plan_for((x, y), make, False, (x, y, w, b)) if min(x.element_type.width, y.element_type.width) == 32 \
+        else make(vec, 0)
     stage_x = layernorm_stages_x(plan, x.element_type)
-    bound = plan.threads == CLUSTER_GROUP and x.element_type.width == 16
-    ctas = layernorm_shared_wb_ctas(plan, x.element_type) or None
+    # (shifted rows free: their w and b, read element by element beside the masks, spill under those bounds)
+    bound = plan.threads == CLUSTER_GROUP and x.element_type.width == 16 and not plan.shifted
+    ctas = None if plan.shifted else layernorm_shared_wb_ctas(plan, x.element_type) or None
     launch_rows(layernorm_forward_kernel(x, w, b, y, mean, rstd, _eps("layernorm_forward", eps), stage_x, plan), plan,
                 plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if bound else ctas)
 

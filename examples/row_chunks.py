@@ -19,8 +19,8 @@ wholly before or past it are filled.
 import cute_py as cute
 from cute_py.atom import CopyUniversalOp
 
-__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "outside", "load_chunk", "store_chunk", "whole_chunks",
-           "VECTOR_BITS"]
+__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "outside", "load_chunk", "load_at", "store_chunk",
+           "whole_chunks", "VECTOR_BITS"]
 
 VECTOR_BITS = 128
 
@@ -124,6 +124,18 @@ def load_chunk(row, chunk, vec, n, frag, fill, full):
                 frag[j] = fill
                 if _holds(first + j, lo, n):
                     frag[j] = view[first + j]
+
+
+@cute.jit
+def load_at(v, lo, chunk, vec, n, frag, fill):
+    """``frag`` = the elements of the 1-D ``v`` (a norm's ``w`` or ``b``) at the row positions of chunk ``chunk`` of a
+    shifted row's window (``v[chunk * vec - lo + j]``), ``fill`` outside ``[0, n)``: element by element, since those
+    positions start anywhere past a boundary of ``v``."""
+    first = chunk * vec - lo
+    for j in cute.range_constexpr(vec):
+        frag[j] = fill
+        if (first + j >= 0) & (first + j < n):
+            frag[j] = v[first + j]
 
 
 @cute.jit

@@ -1,8 +1,9 @@
-"""On a Hopper GPU: softmax and cross-entropy over rows whose stride is not a whole number of 16-byte chunks (odd
-vocabularies), which the kernels move as shifted rows (examples/row_chunks.py): every row of 19 starts at a
-different distance past a 16-byte boundary, the inputs and outputs start on one, and every output goes into a
-NaN-poisoned buffer whose bytes outside it must stay unchanged. Against torch in double precision, with the
-tolerances of test_row_kernels_gpu.py. A last test reads rows that start past 2**31 elements."""
+"""On a Hopper GPU: softmax, cross-entropy, RMSNorm and LayerNorm over rows whose stride is not a whole number of
+16-byte chunks (odd vocabularies and widths), which the kernels move as shifted rows (examples/row_chunks.py): every
+row of 19 starts at a different distance past a 16-byte boundary, the inputs and outputs start on one, and every
+output goes into a NaN-poisoned buffer whose bytes outside it must stay unchanged. The norms read ``w`` and ``b`` at
+each row's positions in its window. Against torch in double precision, with the tolerances of
+test_row_kernels_gpu.py. A last test reads rows that start past 2**31 elements."""
 
 import pytest
 
@@ -11,7 +12,8 @@ try:
 except Exception as e:  # not installed, or no usable bindings
     pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
 
-from examples import cross_entropy_backward, cross_entropy_forward, softmax_backward, softmax_forward  # noqa: E402
+from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_forward, rmsnorm_forward,  # noqa: E402
+                      softmax_backward, softmax_forward)
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 from test_row_kernels_gpu import _close, close_to_softmax_backward  # noqa: E402
 
@@ -98,6 +100,42 @@ def test_cross_entropy_of_shifted_rows_matches_torch(dtype, case):
     xr = xd.clone().requires_grad_(True)
     torch.nn.functional.cross_entropy(xr, target, reduction="none", ignore_index=-100).backward(dloss.double())
     _close(dx.view, xr.grad, dtype, dloss.double().abs()[:, None] * 1e-6)
+
+
+# the norms also at the widths of one CTA a row and of a cluster with a partial end, and 7 (shorter than a chunk)
+NORM_CASES = CASES + [(19, 7, 7, 7), (19, 12289, 12289, 12289), (7, 262143, 262143, 262143)]
+NORM_CONFIGS = [(d, c) for c in NORM_CASES for d in ("BFloat16", "Float32")] + \
+    [("Float16", (19, 32001, 32001, 32001)), ("Float16", (19, 4097, 4097, 4097))]
+NORM_IDS = [f"{d}-{c[1]}-{c[2]}-{c[3]}" for d, c in NORM_CONFIGS]
+
+
+@pytest.mark.parametrize("dtype,case", NORM_CONFIGS, ids=NORM_IDS)
+def test_norms_of_shifted_rows_match_torch(dtype, case):
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n, s_in, s_out = case
+    x = _rows(torch, m, n, s_in, t, 15, 3.0)
+    x.copy_(x + 1.5)
+    # w and b vary along the row, so that a value read at another position would show
+    w = (torch.rand(n, device="cuda") * 2.0 + 0.25).to(t)
+    b = torch.randn(n, device="cuda").to(t)
+    xd, wd, bd = x.double(), w.double(), b.double()
+    y, rstd = AlignedPoisoned(torch, m, n, s_out, t), AlignedPoisoned(torch, 1, m, m, torch.float32)
+    rmsnorm_forward(x, w, y.view, rstd.view[0], 1e-6)
+    assert y.guards_intact() and rstd.guards_intact()
+    r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
+    _close(rstd.view[0], r[:, 0], "Float32")
+    _close(y.view, xd * r * wd, dtype)
+    y = AlignedPoisoned(torch, m, n, s_out, t)
+    mean, rstd = AlignedPoisoned(torch, 1, m, m, torch.float32), AlignedPoisoned(torch, 1, m, m, torch.float32)
+    layernorm_forward(x, w, b, y.view, mean.view[0], rstd.view[0], 1e-5)
+    assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
+    mu = xd.mean(dim=1, keepdim=True)
+    r = torch.rsqrt(((xd - mu) ** 2).mean(dim=1, keepdim=True) + 1e-5)
+    _close(mean.view[0], mu[:, 0], "Float32", xd.abs().mean(dim=1))
+    _close(rstd.view[0], r[:, 0], "Float32")
+    norm = (xd - mu) * r * wd
+    _close(y.view, norm + bd, dtype, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
 
 
 def test_shifted_rows_past_2_31_elements():

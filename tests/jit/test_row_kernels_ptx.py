@@ -79,11 +79,12 @@ def test_the_longest_rows_take_a_non_portable_cluster_of_16(assemble):
 
 
 def test_padded_rows_choose_the_vector_their_stride_allows():
-    # a row stride of 4104 Float32 elements keeps 16-byte vectors; 4097 allows single elements only
+    # a row stride of 4104 Float32 elements keeps 16-byte vectors; x and y of strides 4097 and 4098 (which differ
+    # modulo a 16-byte chunk, so no window fits both) allow single elements only
     wide = cute.compile(ex.rmsnorm_forward, _rows("Float32", 33, 4097, 7), F("Float32", (4097,)),
                         _rows("Float32", 33, 4097, 7), F("Float32", (33,)), 1e-6).ptx
     narrow = cute.compile(ex.rmsnorm_forward, _rows("Float32", 33, 4097, 0), F("Float32", (4097,)),
-                          _rows("Float32", 33, 4097, 0), F("Float32", (33,)), 1e-6).ptx
+                          _rows("Float32", 33, 4097, 1), F("Float32", (33,)), 1e-6).ptx
     assert _count(wide, r"ld\.global\.v4\.b32") > 0 and _count(wide, r"ld\.global\.b32") > 0  # and the tail
     assert _count(narrow, r"ld\.global\.v\d") == 0 and _count(narrow, r"st\.global\.v\d") == 0
     assert ".local" not in wide
@@ -255,18 +256,24 @@ def test_rows_of_whole_chunks_with_a_partial_last_round_take_no_element_accesses
         assert _count(main, r"(ld\.global(\.nc)?|st\.global)\.v4\.b32|cp\.async\.cg") > 0, name
 
 
-@pytest.mark.parametrize("dtype, n, stride, copy", [
-    ("BFloat16", 262143, 262144, "cg.shared.global [%r{{.*}}], [%rd{{.*}}], 16;"),  # 16-byte chunks, a partial last one
-    ("BFloat16", 65534, 65534, "ca.shared.global [%r{{.*}}], [%rd{{.*}}], 4;"),     # a stride of 2 (mod 8): 4 bytes
-    ("Float32", 65534, 65534, "ca.shared.global [%r{{.*}}], [%rd{{.*}}], 8;"),      # 8 bytes
+@pytest.mark.parametrize("dtype, n, stride, y_stride, copy", [
+    ("BFloat16", 262143, 262144, 262144, "cg.shared.global [%r{{.*}}], [%rd{{.*}}], 16;"),  # a partial last chunk
+    # strides of 6 and 4 (mod 8): no window fits both rows (no shifted rows), chunks of 2 elements: 4 bytes
+    ("BFloat16", 65534, 65534, 65540, "ca.shared.global [%r{{.*}}], [%rd{{.*}}], 4;"),
+    ("Float32", 65534, 65534, 65536, "ca.shared.global [%r{{.*}}], [%rd{{.*}}], 8;"),      # 8 bytes
+    # equal strides of 6 (mod 8): shifted rows, 16-byte copies from the boundary before each row; w is read at
+    # the row's positions (not staged: one group of copies)
+    ("BFloat16", 65534, 65534, 65534, "cg.shared.global [%r{{.*}}], [%rd{{.*}}], 16;"),
 ])
-def test_staged_chunks_take_the_copy_their_alignment_allows_and_the_row_end_is_predicated(dtype, n, stride, copy,
-                                                                                          filecheck, assemble):
+def test_staged_chunks_take_the_copy_their_alignment_allows_and_the_row_end_is_predicated(dtype, n, stride, y_stride,
+                                                                                          copy, filecheck, assemble):
     x, w, s = F(dtype, (4, n), (stride, 1)), F(dtype, (n,)), F("Float32", (4,))
-    c = cute.compile(ex.rmsnorm_forward, x, w, x, s, 1e-6)
+    c = cute.compile(ex.rmsnorm_forward, x, w, F(dtype, (4, n), (y_stride, 1)), s, 1e-6)
     assert c.launches[0].cluster[0] > 1 and ".local" not in c.ptx
-    filecheck(c.ptx, [f"CHECK: cp.async.{copy}", "CHECK: cp.async.commit_group", "CHECK: cp.async.wait_group 1",
-                      "CHECK: cp.async.wait_group 0"])
+    shifted = stride == y_stride and stride % 8
+    waits = ["CHECK: cp.async.wait_group 0"] if shifted else ["CHECK: cp.async.wait_group 1",
+                                                              "CHECK: cp.async.wait_group 0"]
+    filecheck(c.ptx, [f"CHECK: cp.async.{copy}", "CHECK: cp.async.commit_group"] + waits)
     if n % 2:  # the chunk holding the row's end: loaded element by element under a predicate, not copied
         assert _count(c.ptx, r"ld\.global\.b16") > 0
     assemble(c.ptx)

@@ -158,3 +158,36 @@ def test_rows_of_one_cta_may_keep_the_narrow_chunks_and_shifted_kernels_ask_for_
     big = plan_rows("t", 50257, 8, 32, shifted=True)
     assert big.threads == 512 and shifted_ctas_per_sm(big) == 3
     assert shifted_ctas_per_sm(plan_rows("t", 50257, 8, 64)) is None
+
+
+def _norm(kernel, dtype, x, m, n):
+    w, s = F(dtype, (n,)), F("Float32", (m,))
+    args = {"rmsnorm_forward": (x, w, x, s), "layernorm_forward": (x, w, w, x, s, s)}[kernel]
+    return cute.compile(getattr(ex, kernel), *args)
+
+
+@pytest.mark.parametrize("kernel, dtype, n, shifted", [
+    ("rmsnorm_forward", "BFloat16", 50257, True), ("rmsnorm_forward", "Float32", 32001, True),
+    ("rmsnorm_forward", "BFloat16", 4097, False),        # one CTA a row: the narrow chunks (measured faster)
+    ("layernorm_forward", "Float32", 32001, True),
+    ("layernorm_forward", "BFloat16", 50257, False),     # 16-bit: the narrow chunks (measured faster)
+    ("layernorm_forward", "Float32", 4097, False)])
+def test_norms_read_w_and_b_at_a_shifted_rows_positions(kernel, dtype, n, shifted, assemble):
+    """RMSNorm, and LayerNorm of Float32 rows, over a cluster: ``x`` and ``y`` move in 16 bytes from the boundary
+    before each row, while ``w`` (and ``b``), whose chunks would start anywhere past their own boundary, are read
+    element by element at the row's positions; the other rows keep the chunks their strides allow (single
+    elements), with ``w`` and ``b`` read in the same chunks. (That ``w`` and ``b`` are read at the right positions
+    is checked on a GPU: tests/gpu/test_shifted_rows_gpu.py, with ``w`` and ``b`` varying along the row.)"""
+    m = 19
+    c = _norm(kernel, dtype, _rows(dtype, m, n, n), m, n)
+    ptx = c.ptx
+    assert ".local" not in ptx
+    wide = _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) + _count(ptx, r"st\.global\.v4")
+    width = {"BFloat16": "b16", "Float32": "b32"}[dtype]
+    if not shifted:
+        assert wide == 0
+        return
+    assert c.launches[0].cluster[0] > 1
+    assert _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) >= 1 and _count(ptx, r"st\.global\.v4")
+    assert _count(ptx, rf"ld\.global(\.nc)?\.{width}") >= 2   # element by element: x's partial chunks, w, b
+    assemble(ptx)
