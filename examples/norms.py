@@ -39,8 +39,8 @@ import cute_py as cute
 from cute_py import arch
 
 from .row_chunks import load_chunk, store_chunk, whole_chunks, window
-from .row_reduce import (RowPlan, RowReduction, add, check_matrix, check_same_shape, check_vector, chunk_index,
-                         chunk_inside, clamped_row, cluster_start, launch_rows, load_row, plan_rows, rearm,
+from .row_reduce import (RowPlan, RowReduction, add, check_eps, check_matrix, check_same_shape, check_vector,
+                         chunk_index, chunk_inside, clamped_row, cluster_start, launch_rows, load_row, plan_rows, rearm,
                          round_balance, row_coords, row_reduce, row_vector, store_if_row, store_row,
                          CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import (deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats,
@@ -420,13 +420,6 @@ def backward_plan(what, n, vec):
     return replace(rounds, slabs=round_balance(rounds) < SLAB_BALANCE)
 
 
-def _eps(what, eps):
-    """``eps`` as a float: a real number >= 0 (``CuteValueError`` otherwise)."""
-    if type(eps) not in (int, float) or not eps >= 0 or eps == float("inf"):
-        raise cute.CuteValueError(f"{what}: eps must be a finite number >= 0, got {eps!r}")
-    return float(eps)
-
-
 @cute.jit
 def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
     """``y = x * rstd * w`` with ``rstd = 1 / sqrt(mean(x^2) + eps)`` per row of ``x`` (rows, n), in Float32;
@@ -438,8 +431,9 @@ def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
     # shifted rows (w read at each row's positions) over a cluster only: one CTA's were slower (RESULTS.md)
     plan = plan_for((x, y), lambda vec, shifted: plan_rows("rmsnorm_forward", n, vec, ONE_INPUT, shifted=shifted),
                     one_cta=False, narrow=(x, y, w))
-    launch_rows(rmsnorm_forward_kernel(x, w, y, rstd, _eps("rmsnorm_forward", eps), plan), plan, plan.grid(m), True,
-                ctas_per_sm=shifted_ctas_per_sm(plan) if plan.shifted else rmsnorm_ctas_per_sm(plan, x.element_type))
+    ctas = shifted_ctas_per_sm(plan) if plan.shifted else rmsnorm_ctas_per_sm(plan, x.element_type)
+    launch_rows(rmsnorm_forward_kernel(x, w, y, rstd, check_eps("rmsnorm_forward", eps), plan), plan, plan.grid(m),
+                True, ctas_per_sm=ctas)
 
 
 @cute.jit
@@ -462,18 +456,20 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
     if loop is not False:
         if not isinstance(loop, LoopConfig):
             raise cute.CuteValueError(f"layernorm_forward: loop must be None, False or a LoopConfig, got {loop!r}")
-        launch_loop(loop, vec, x, w, b, y, mean, rstd, _eps("layernorm_forward", eps))
+        launch_loop(loop, vec, x, w, b, y, mean, rstd, check_eps("layernorm_forward", eps))
         return
-    # shifted rows for Float32 rows over a cluster only: 16-bit ones and one CTA's were slower (RESULTS.md)
-    make = lambda v, shifted: plan_rows("layernorm_forward", n, v, ONE_INPUT, shifted=shifted)  # noqa: E731
-    plan = plan_for((x, y), make, False, (x, y, w, b)) if min(x.element_type.width, y.element_type.width) == 32 \
-        else make(vec, 0)
+    # shifted rows for Float32 rows over a cluster only (16-bit ones and one CTA's were slower, RESULTS.md); their w
+    # and b, read element by element beside the masks, spill under the CTA bounds below: they are left free
+    if min(x.element_type.width, y.element_type.width) == 32:
+        plan = plan_for((x, y), lambda v, s: plan_rows("layernorm_forward", n, v, ONE_INPUT, shifted=s),
+                        one_cta=False, narrow=(x, y, w, b))
+    else:
+        plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
     stage_x = layernorm_stages_x(plan, x.element_type)
-    # (shifted rows free: their w and b, read element by element beside the masks, spill under those bounds)
     bound = plan.threads == CLUSTER_GROUP and x.element_type.width == 16 and not plan.shifted
     ctas = None if plan.shifted else layernorm_shared_wb_ctas(plan, x.element_type) or None
-    launch_rows(layernorm_forward_kernel(x, w, b, y, mean, rstd, _eps("layernorm_forward", eps), stage_x, plan), plan,
-                plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if bound else ctas)
+    launch_rows(layernorm_forward_kernel(x, w, b, y, mean, rstd, check_eps("layernorm_forward", eps), stage_x, plan),
+                plan, plan.grid(m), True, ctas_per_sm=LAYERNORM_CTAS_PER_SM if bound else ctas)
 
 
 @cute.jit

@@ -29,7 +29,8 @@ from cute_py.nvgpu import cpasync
 
 from .row_chunks import VECTOR_BITS, load_chunk, matrix_row, store_chunk
 
-__all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape", "ADD_IDENTITY",
+__all__ = ["RowPlan", "plan_rows", "row_vector", "check_matrix", "check_vector", "check_same_shape", "check_eps",
+           "ADD_IDENTITY",
            "MAX_SUM_IDENTITY", "RowReduction", "launch_rows", "row_coords", "chunk_index", "round_balance",
            "chunk_inside", "load_row", "store_row", "row_reduce", "rearm", "cluster_start", "add", "max_sum",
            "clamped_row", "store_if_row", "FLOATS", "INDEX_TYPES", "MAX_CLUSTER", "CLUSTER_GROUP", "LOG2E", "FLT_MAX",
@@ -210,6 +211,13 @@ def check_vector(what, name, t, length, types=FLOATS):
         raise cute.CuteTypeError(f"{what}: {name} must be of type {' or '.join(types)}, got {t.element_type.name}")
     if length > 1 and _strides(t) != (1,):
         raise cute.CuteValueError(f"{what}: {name} must be contiguous (stride 1), got the stride {_strides(t)[0]}")
+
+
+def check_eps(what, eps):
+    """``eps`` as a float: a real number >= 0 (``CuteValueError`` otherwise)."""
+    if type(eps) not in (int, float) or not eps >= 0 or eps == float("inf"):
+        raise cute.CuteValueError(f"{what}: eps must be a finite number >= 0, got {eps!r}")
+    return float(eps)
 
 
 def check_same_shape(what, name, t, shape, types=FLOATS):
