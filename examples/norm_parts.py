@@ -6,7 +6,7 @@ import operator
 
 import cute_py as cute
 
-from .row_chunks import load_at, load_chunk, matrix_row, store_chunk
+from .row_chunks import holds, load_at, load_chunk, matrix_row, store_chunk
 from .row_reduce import add, chunk_index, load_row, rearm, row_reduce
 from .row_math import elements, fold
 
@@ -30,10 +30,7 @@ def thread_mask(plan, k, t, rank, lo=0):
     first = chunk_index(plan, k, t, rank) * plan.vec
     frag = cute.make_rmem_tensor((plan.vec,), cute.Float32)
     for j in cute.range_constexpr(plan.vec):
-        if type(lo) is int and lo == 0:
-            frag[j] = cute.where(first + j < plan.n, 1.0, 0.0)
-        else:
-            frag[j] = cute.where((first + j >= lo) & (first + j < lo + plan.n), 1.0, 0.0)
+        frag[j] = cute.where(holds(first + j, lo, plan.n), 1.0, 0.0)
     return frag.load()
 
 
@@ -56,6 +53,7 @@ def store_affine(y, w, b, ds, inv, r, plan, t, rank, lo=0):
     """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b``, this thread's chunks of ``w`` and ``b`` loaded one at a
     time beside the store (at a shifted row's positions where ``lo`` is its start in its window)."""
     if r < y.shape[0]:
+        row = matrix_row(y, r, plan)
         for k in cute.range_constexpr(plan.chunks):
             at = chunk_index(plan, k, t, rank)
             wf = cute.make_rmem_tensor((plan.vec,), w.element_type)
@@ -68,7 +66,7 @@ def store_affine(y, w, b, ds, inv, r, plan, t, rank, lo=0):
                 load_at(b, lo, at, plan.vec, plan.n, bf, 0.0)
             out = cute.make_rmem_tensor((plan.vec,), y.element_type)
             out.store((ds[k] * inv * wf.load().to(cute.Float32) + bf.load().to(cute.Float32)).to(y.element_type))
-            store_chunk(matrix_row(y, r, plan), at, plan.vec, plan.n, out, plan.full(k))
+            store_chunk(row, at, plan.vec, plan.n, out, plan.full(k))
 
 
 def deviations(xs, mu, plan, t, rank, lo=0):

@@ -19,7 +19,7 @@ wholly before or past it are filled.
 import cute_py as cute
 from cute_py.atom import CopyUniversalOp
 
-__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "outside", "load_chunk", "load_at", "store_chunk",
+__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "outside", "holds", "load_chunk", "load_at", "store_chunk",
            "whole_chunks", "VECTOR_BITS"]
 
 VECTOR_BITS = 128
@@ -122,7 +122,7 @@ def load_chunk(row, chunk, vec, n, frag, fill, full):
         else:
             for j in cute.range_constexpr(vec):
                 frag[j] = fill
-                if _holds(first + j, lo, n):
+                if holds(first + j, lo, n):
                     frag[j] = view[first + j]
 
 
@@ -131,11 +131,11 @@ def load_at(v, lo, chunk, vec, n, frag, fill):
     """``frag`` = the elements of the 1-D ``v`` (a norm's ``w`` or ``b``) at the row positions of chunk ``chunk`` of a
     shifted row's window (``v[chunk * vec - lo + j]``), ``fill`` outside ``[0, n)``: element by element, since those
     positions start anywhere past a boundary of ``v``."""
-    first = chunk * vec - lo
+    first = chunk * vec
     for j in cute.range_constexpr(vec):
         frag[j] = fill
-        if (first + j >= 0) & (first + j < n):
-            frag[j] = v[first + j]
+        if holds(first + j, lo, n):
+            frag[j] = v[first + j - lo]
 
 
 @cute.jit
@@ -151,7 +151,7 @@ def store_chunk(row, chunk, vec, n, frag, full):
         elif cute.const_expr(not whole_chunks(n, vec, row)):
             if _touches(first, vec, lo, n):  # (a chunk outside the row stores nothing)
                 for j in cute.range_constexpr(vec):
-                    if _holds(first + j, lo, n):
+                    if holds(first + j, lo, n):
                         view[first + j] = frag[j]
 
 
@@ -162,7 +162,7 @@ def _touches(first, vec, lo, n):
     return (first < lo + n) & (first + vec > lo)
 
 
-def _holds(i, lo, n):
+def holds(i, lo, n):
     """Whether element ``i`` of a window belongs to the row ``[lo, lo + n)``."""
     if type(lo) is int and lo == 0:
         return i < n
