@@ -32,7 +32,7 @@ def calls_for(seconds_a_call, reps, min_ms):
     """How many back-to-back launches one timing makes: ``reps`` (at least 1), or more where they would last less
     than ``min_ms`` milliseconds (a call measured at ``seconds_a_call``); at most 100000."""
     reps = max(1, reps)
-    if seconds_a_call <= 0 or not math.isfinite(seconds_a_call):
+    if seconds_a_call <= 0 or not math.isfinite(seconds_a_call) or not min_ms > 0:  # (no time to fill: reps)
         return reps
     return max(reps, math.ceil(min(100000.0, min_ms * 1e-3 / seconds_a_call)))  # (a tiny time: no infinite count)
 

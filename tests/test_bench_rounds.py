@@ -57,6 +57,8 @@ def test_a_call_of_no_measured_time_keeps_reps():
     assert calls_for(0.0, 7, 5.0) == 7 and calls_for(float("nan"), 7, 5.0) == 7
     # a time so small that min_ms over it overflows to infinity: the cap, not an OverflowError
     assert calls_for(5e-324, 7, 5.0) == 100000 and calls_for(5e-324, 0, 1.0) == 100000
+    # no time to fill (min_ms 0 or below): reps, even where min_ms over the time would be minus infinity
+    assert calls_for(2.2250738585e-313, 0, -1.0) == 1 and calls_for(1e-6, 3, 0.0) == 3
 
 
 @given(st.floats(0.0, 10.0), st.integers(-5, 0), st.floats(-1.0, 1.0))
