@@ -50,23 +50,32 @@ def vector_chunks(v, lo, plan, t, rank):
 
 @cute.jit
 def store_affine(y, w, b, ds, inv, r, plan, t, rank, lo=0):
-    """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b``, this thread's chunks of ``w`` and ``b`` loaded one at a
-    time beside the store (at a shifted row's positions where ``lo`` is its start in its window)."""
+    """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b`` (``b`` ``None``: ``ds * inv * w``), this thread's chunks
+    of ``w`` and ``b`` loaded one at a time beside the store (at a shifted row's positions where ``lo`` is its start
+    in its window)."""
     if r < y.shape[0]:
         row = matrix_row(y, r, plan)
         for k in cute.range_constexpr(plan.chunks):
             at = chunk_index(plan, k, t, rank)
-            wf = cute.make_rmem_tensor((plan.vec,), w.element_type)
-            bf = cute.make_rmem_tensor((plan.vec,), b.element_type)
-            if cute.const_expr(type(lo) is int and lo == 0):
-                load_chunk(w, at, plan.vec, plan.n, wf, 0.0, plan.full(k))
-                load_chunk(b, at, plan.vec, plan.n, bf, 0.0, plan.full(k))
-            else:
-                load_at(w, lo, at, plan.vec, plan.n, wf, 0.0)
-                load_at(b, lo, at, plan.vec, plan.n, bf, 0.0)
+            wf = _chunk_at(w, at, k, plan, lo)
+            bf = _chunk_at(b, at, k, plan, lo) if cute.const_expr(b is not None) else None
             out = cute.make_rmem_tensor((plan.vec,), y.element_type)
-            out.store((ds[k] * inv * wf.load().to(cute.Float32) + bf.load().to(cute.Float32)).to(y.element_type))
+            v = ds[k] * inv * wf.load().to(cute.Float32)
+            if cute.const_expr(b is not None):
+                v = v + bf.load().to(cute.Float32)
+            out.store(v.to(y.element_type))
             store_chunk(row, at, plan.vec, plan.n, out, plan.full(k))
+
+
+def _chunk_at(v, at, k, plan, lo):
+    """A fragment of chunk ``at`` (this thread's ``k``-th) of the 1-D ``v`` at the row's positions (0 outside the
+    row)."""
+    frag = cute.make_rmem_tensor((plan.vec,), v.element_type)
+    if cute.const_expr(type(lo) is int and lo == 0):
+        load_chunk(v, at, plan.vec, plan.n, frag, 0.0, plan.full(k))
+    else:
+        load_at(v, lo, at, plan.vec, plan.n, frag, 0.0, plan.full(k))
+    return frag
 
 
 def deviations(xs, mu, plan, t, rank, lo=0):

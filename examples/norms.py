@@ -21,8 +21,10 @@ of one CTA whose threads keep fewer than 8 chunks stage ``w`` and ``b`` once a C
 fill every thread, Float32 or 16-bit over a cluster with ``x`` in registers, takes the mean and the squared
 deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum, then the squared
 deviations from the row's mean. Rows over a cluster whose stride is not a whole number of 16-byte chunks (odd widths)
-move in 128-bit chunks as shifted rows (``row_chunks.ShiftedRow``) in RMSNorm and in Float32 LayerNorm, ``w`` and
-``b`` then read element by element at each row's positions (``norm_parts.vector_chunks``, ``store_affine``).
+move in 128-bit chunks as shifted rows (``row_chunks.ShiftedRow``) in RMSNorm (Float32 rows of one CTA too) and in
+Float32 LayerNorm, ``w`` and ``b`` then read at each row's positions (``row_chunks.load_at``): a 16-bit ``w`` as
+the two 16-byte chunks that hold a chunk's positions, shifted in registers, at the store (``store_affine``);
+Float32 ``w`` and ``b`` element by element (``norm_parts.vector_chunks``, ``store_affine``).
 
 ``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
@@ -38,14 +40,15 @@ from dataclasses import replace
 import cute_py as cute
 from cute_py import arch
 
-from .row_chunks import load_chunk, store_chunk, whole_chunks, window
+from .row_chunks import pairs, store_chunk, whole_chunks, window
 from .row_reduce import (RowPlan, RowReduction, add, check_eps, check_matrix, check_same_shape, check_vector,
                          chunk_index, chunk_inside, clamped_row, cluster_start, launch_rows, load_row, plan_rows, rearm,
                          round_balance, row_coords, row_reduce, row_vector, store_if_row, store_row,
                          CLUSTER_GROUP, FLOATS, MAX_CLUSTER, ONE_INPUT, TWO_INPUTS)
 from .norm_parts import (deviations, every_thread_full, mean_and_squares, mean_m2, store_affine, store_stats,
                          vector_chunks)
-from .row_shift import plan_for, shifted_ctas_per_sm
+from .row_shift import over_cluster, plan_for, shifted_ctas_per_sm
+from .column_sum import COLUMN_LANES, COLUMN_SLICES, column_sum_kernel
 from .row_math import dot_fma, fma_each
 from .row_stage import Staged, stage, staged_bytes, staged_rows, thread_slot, wait_staged
 from .gemm_plan import cluster_capacity
@@ -74,7 +77,8 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
         xs = sx.values()
     else:
         xs = load_row(row, plan, t, rank)
-    if cute.const_expr(staged == 1):
+    late = plan.shifted and pairs(w, plan.vec)  # 16-bit w in pairs of words: read at the store, chunk by chunk
+    if cute.const_expr(staged == 1 and not late):
         ws = vector_chunks(w, lo, plan, t, rank)  # into registers, in flight while x is reduced
     s = 0.0
     for v in xs:
@@ -88,7 +92,10 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
         ws = vector_chunks(w, lo, plan, t, rank)
     if cute.const_expr(staged >= 1):
         xs = sx.values()
-    store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
+    if cute.const_expr(late):
+        store_affine(y, w, None, xs, inv, r, plan, t, rank, lo)
+    else:
+        store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
     store_stats(r, m, t, rank, ((rstd, inv),))
 
 
@@ -144,12 +151,16 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     store_stats(r, m, t, rank, ((mean, mu), (rstd, inv)))
 
 
-def rmsnorm_ctas_per_sm(plan, dtype):
+def rmsnorm_ctas_per_sm(plan, dtype, w_pairs=False):
     """The CTAs an SM :func:`rmsnorm_forward` asks for: 3 for 16-bit short rows of CTAs of 256 threads whose threads
     keep at most 6 chunks (at most 80 registers a thread, no spills; left free, the assembler took 91-128 at 3072,
     6144, 7168 and 12288: two CTAs an SM), else ``None`` (two for one-input kernels of 256 threads). Measured (H200,
     bf16, of the copy ceiling): 3072 0.944 -> 0.989, 6144 0.940 -> 0.981, 12288 0.943 -> 0.973; at 7 or 8 chunks
-    it spills: 14336 0.974 -> 0.969, 16384 0.995 -> 0.955 (benchmarks/RESULTS.md)."""
+    it spills: 14336 0.974 -> 0.969, 16384 0.995 -> 0.955 (benchmarks/RESULTS.md). A ``shifted`` plan takes
+    ``row_shift.shifted_ctas_per_sm``'s, and 4 for CTAs of 256 threads where ``w`` moves in pairs (``w_pairs``,
+    ``row_chunks.pairs``): 64 registers a thread; left free, 72 (3 CTAs an SM) ran 0.86-0.89x as fast."""
+    if plan.shifted:
+        return 4 if plan.threads == 256 and w_pairs else shifted_ctas_per_sm(plan)
     short = plan.cluster == 1 and plan.threads == 256 and plan.chunks <= 6 and dtype.width == 16
     return 3 if short else None
 
@@ -343,39 +354,6 @@ def _w(w_s, plan, k, tx):
     return thread_slot(w_s, plan, k, tx).load().to(cute.Float32)
 
 
-COLUMN_LANES = 32
-COLUMN_SLICES = 8
-
-
-@cute.kernel
-def column_sum_kernel(ws, out, vec):
-    """``out[j] = sum over p of ws[p, j]``, the rows added in order in each of 8 slices, the slices in order."""
-    tx, _, _ = arch.thread_idx()
-    bx, _, _ = arch.block_idx()
-    units, n = ws.shape
-    part = arch.SmemAllocator().allocate_tensor(cute.Float32, cute.Layout(COLUMN_SLICES * COLUMN_LANES * vec), 16)
-    lane = tx % COLUMN_LANES
-    sl = tx // COLUMN_LANES
-    col = (bx * COLUMN_LANES + lane) * vec
-    acc = cute.make_rmem_tensor((vec,), cute.Float32)
-    acc.fill(0.0)
-    frag = cute.make_rmem_tensor((vec,), cute.Float32)
-    if col < n:
-        for p in range(sl, units, COLUMN_SLICES):
-            load_chunk(ws[p, None], bx * COLUMN_LANES + lane, vec, n, frag, 0.0, False)
-            acc.store(acc.load() + frag.load())
-    for j in cute.range_constexpr(vec):
-        part[(sl * COLUMN_LANES + lane) * vec + j] = acc[j]
-    arch.sync_threads()
-    if sl == 0:
-        for j in cute.range_constexpr(vec):
-            total = part[lane * vec + j]
-            for s in cute.range_constexpr(1, COLUMN_SLICES):
-                total = total + part[(s * COLUMN_LANES + lane) * vec + j]
-            if col + j < n:
-                out[col + j] = total.to(out.element_type)
-
-
 def rmsnorm_workspace_rows(m, n, sms=None, ctas_per_sm=2):
     """A good number of workspace rows ``P`` for :func:`rmsnorm_backward` on ``m`` rows of ``n``: the groups that
     run at once. For rows over a cluster, the clusters of CTAs of 512 threads (one an SM) the device holds at once
@@ -420,6 +398,14 @@ def backward_plan(what, n, vec):
     return replace(rounds, slabs=round_balance(rounds) < SLAB_BALANCE)
 
 
+def _rmsnorm_shifts(x, y):
+    """The shifted plans :func:`rmsnorm_forward` takes (``row_shift.plan_for``'s ``takes``): rows over a cluster;
+    Float32 rows also where a CTA holds one (4097-12289: 1.01-1.06x; 7 and 2049, several a CTA: 0.20x and 0.99x;
+    16-bit rows of one CTA: 0.53-0.68x; RESULTS.md)."""
+    alone = min(x.element_type.width, y.element_type.width) == 32
+    return lambda plan: plan.cluster > 1 or (alone and plan.rows == 1)
+
+
 @cute.jit
 def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
     """``y = x * rstd * w`` with ``rstd = 1 / sqrt(mean(x^2) + eps)`` per row of ``x`` (rows, n), in Float32;
@@ -428,10 +414,9 @@ def rmsnorm_forward(x, w, y, rstd, eps=1e-6):
     check_same_shape("rmsnorm_forward", "y", y, (m, n))
     check_vector("rmsnorm_forward", "w", w, n)
     check_vector("rmsnorm_forward", "rstd", rstd, m, ("Float32",))
-    # shifted rows (w read at each row's positions) over a cluster only: one CTA's were slower (RESULTS.md)
     plan = plan_for((x, y), lambda vec, shifted: plan_rows("rmsnorm_forward", n, vec, ONE_INPUT, shifted=shifted),
-                    one_cta=False, narrow=(x, y, w))
-    ctas = shifted_ctas_per_sm(plan) if plan.shifted else rmsnorm_ctas_per_sm(plan, x.element_type)
+                    takes=_rmsnorm_shifts(x, y), narrow=(x, y, w))
+    ctas = rmsnorm_ctas_per_sm(plan, x.element_type, pairs(w, plan.vec))
     launch_rows(rmsnorm_forward_kernel(x, w, y, rstd, check_eps("rmsnorm_forward", eps), plan), plan, plan.grid(m),
                 True, ctas_per_sm=ctas)
 
@@ -462,7 +447,7 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
     # and b, read element by element beside the masks, spill under the CTA bounds below: they are left free
     if min(x.element_type.width, y.element_type.width) == 32:
         plan = plan_for((x, y), lambda v, s: plan_rows("layernorm_forward", n, v, ONE_INPUT, shifted=s),
-                        one_cta=False, narrow=(x, y, w, b))
+                        takes=over_cluster, narrow=(x, y, w, b))
     else:
         plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
     stage_x = layernorm_stages_x(plan, x.element_type)

@@ -19,8 +19,8 @@ wholly before or past it are filled.
 import cute_py as cute
 from cute_py.atom import CopyUniversalOp
 
-__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "outside", "holds", "load_chunk", "load_at", "store_chunk",
-           "whole_chunks", "VECTOR_BITS"]
+__all__ = ["ShiftedRow", "window", "matrix_row", "inside", "outside", "holds", "load_chunk", "load_at", "pairs",
+           "shift_in", "store_chunk", "whole_chunks", "VECTOR_BITS"]
 
 VECTOR_BITS = 128
 
@@ -127,15 +127,91 @@ def load_chunk(row, chunk, vec, n, frag, fill, full):
 
 
 @cute.jit
-def load_at(v, lo, chunk, vec, n, frag, fill):
+def load_at(v, lo, chunk, vec, n, frag, fill, full=False):
     """``frag`` = the elements of the 1-D ``v`` (a norm's ``w`` or ``b``) at the row positions of chunk ``chunk`` of a
-    shifted row's window (``v[chunk * vec - lo + j]``), ``fill`` outside ``[0, n)``: element by element, since those
-    positions start anywhere past a boundary of ``v``."""
-    first = chunk * vec
-    for j in cute.range_constexpr(vec):
-        frag[j] = fill
-        if holds(first + j, lo, n):
-            frag[j] = v[first + j - lo]
+    shifted row's window (``v[chunk * vec - lo + j]``), ``fill`` outside ``[0, n)``; ``full``: the chunk is known to
+    lie inside the row. Those positions start anywhere past a chunk boundary of ``v``. Where ``v``'s 16-bit elements
+    move in pairs (:func:`pairs`, and a ``fill`` of 0) they are taken from the two chunks of ``v`` that hold them,
+    whole chunks in 128-bit accesses, and shifted in registers (:func:`shift_in`); else element by element
+    (measured faster for Float32, RESULTS.md)."""
+    if cute.const_expr(pairs(v, vec) and type(fill) in (int, float) and fill == 0):
+        c = chunk - (lo >> (vec.bit_length() - 1))  # v's chunk that holds position chunk * vec - lo + s ...
+        s = lo & (vec - 1)                           # ... at its element 0 (the chunk's first s come before it)
+        low = cute.make_rmem_tensor((vec // 2,), cute.Int32)
+        high = cute.make_rmem_tensor((vec // 2,), cute.Int32)
+        low.fill(0)
+        high.fill(0)
+        if cute.const_expr(full):
+            # inside the row: c starts at its position s >= 0, and the chunk before it ends at s - 1 < n, or is not
+            # read where c is 0 (then s is 0: c's first element is the row's); only c may hold v's end
+            words = cute.recast_tensor(v, cute.Int32)
+            _vector_copy(words, low, words, cute.where(c >= 1, c - 1, 0), vec // 2)
+            _load_words(v, c, vec, n, high)
+        else:
+            if c >= 1:
+                _load_words(v, c - 1, vec, n, low)
+            if c >= 0:
+                _load_words(v, c, vec, n, high)
+        shift_in(low, high, s, cute.recast_tensor(frag, cute.Int32))
+    else:
+        first = chunk * vec
+        for j in cute.range_constexpr(vec):
+            frag[j] = fill
+            if holds(first + j, lo, n):
+                frag[j] = v[first + j - lo]
+
+
+def pairs(v, vec):
+    """Whether :func:`load_at` reads the 1-D ``v`` in whole chunks of ``vec`` elements held as 32-bit words: 16-bit
+    elements, and chunks that start aligned for 128-bit accesses."""
+    return (v.element_type.width == 16 and vec % 2 == 0
+            and v.engine.alignment * 8 >= min(vec * 16, VECTOR_BITS))
+
+
+@cute.jit
+def _load_words(v, c, vec, n, words):
+    """Chunk ``c >= 0`` of the 16-bit ``v`` as ``vec // 2`` 32-bit words (two elements each, the first in the low
+    half; 0 past ``v``'s end): whole in 128-bit accesses, the chunk that holds ``v``'s end element by element."""
+    first = c * vec
+    if first + vec <= n:
+        view = cute.recast_tensor(v, cute.Int32)
+        _vector_copy(view, words, view, c, vec // 2)
+    elif first < n:
+        half = cute.recast_tensor(v, cute.Uint16)
+        for i in cute.range_constexpr(vec // 2):
+            word = cute.Int32(0)
+            if first + 2 * i < n:
+                word = half[first + 2 * i].to(cute.Int32)
+            if first + 2 * i + 1 < n:
+                word = word | (half[first + 2 * i + 1].to(cute.Int32) << 16)
+            words[i] = word
+
+
+def shift_in(low, high, s, out):
+    """``out`` = 16-bit elements ``vec - s .. 2 * vec - s`` of ``low`` followed by ``high`` (fragments of ``vec //
+    2`` 32-bit words, two elements each, the first in the low half; ``0 <= s < vec`` known when the kernel runs):
+    the last ``s`` elements of ``low``, then the first ``vec - s`` of ``high``. The words move whole (a select for
+    each bit of the shift), and a shift by an odd count then takes each word's halves from two words (``prmt``)."""
+    words = cute.size(out)
+    e = 2 * words - s
+    t = [low[i] for i in range(words)] + [high[i] for i in range(words)]
+    t = _shift(t, e >> 1, words, words + 1)
+    pick = cute.where((e & 1) != 0, 0x5432, 0x3210)      # bytes 2-5 of a pair of words, or bytes 0-3
+    for i in range(words):
+        out[i] = cute.arch.prmt(t[i], t[i + 1], pick)
+
+
+def _shift(t, by, most, need):
+    """The first ``need`` values of ``t[by:]`` (``0 <= by <= most``, ``most`` a power of two; ``by`` known when the
+    kernel runs): a shift by each bit of ``by`` in turn, the largest first, each a select of the values the later
+    shifts still read."""
+    bit = most
+    while bit >= 1:
+        keep = need + bit - 1
+        moved = (by & bit) != 0
+        t = [cute.where(moved, t[i + bit], t[i]) if i + bit < len(t) else t[i] for i in range(keep)] + t[keep:]
+        bit //= 2
+    return t[:need]
 
 
 @cute.jit

@@ -7,25 +7,32 @@ import cute_py as cute
 from .row_chunks import VECTOR_BITS
 from .row_reduce import row_vector
 
-__all__ = ["plan_for", "shifted_vector", "shift_chunks", "shifted_ctas_per_sm", "SHIFT_CHUNKS"]
+__all__ = ["plan_for", "over_cluster", "shifted_vector", "shift_chunks", "shifted_ctas_per_sm", "SHIFT_CHUNKS"]
 
 
-def plan_for(tensors, make, one_cta=True, narrow=None):
+def plan_for(tensors, make, takes=None, narrow=None):
     """The plan ``make(vec, shifted)`` for the row tensors ``tensors`` of a kernel that takes shifted rows: with the
     chunk of :func:`shifted_vector` and the window of :func:`shift_chunks` where there is one and a plan holds the
     shifted row (up to ``SHIFT_CHUNKS * vec - 1`` elements longer), else with :func:`row_vector`'s chunk of
     ``narrow`` (by default ``tensors``: the tensors a kernel reads in chunks when its rows are not shifted) and
-    ``shifted=0`` (``make``'s error, if any, is that plan's). With ``one_cta=False``, a row that one CTA holds keeps
-    the unshifted chunks."""
+    ``shifted=0`` (``make``'s error, if any, is that plan's). ``takes``: which shifted plans the kernel takes (a
+    predicate of the plan, such as :func:`over_cluster`; ``None``: every one), the others keeping the unshifted
+    chunks."""
     vec = shifted_vector(tensors)
     if vec is not None:
         try:
             plan = make(vec, shift_chunks(tensors, vec))
         except cute.CuteValueError:
             plan = None
-        if plan is not None and (one_cta or plan.cluster > 1):
+        if plan is not None and (takes is None or takes(plan)):
             return plan
     return make(row_vector(tensors if narrow is None else narrow), 0)
+
+
+def over_cluster(plan):
+    """Whether ``plan``'s rows go over a cluster of CTAs (:func:`plan_for`'s ``takes`` for kernels whose shifted rows
+    were measured slower in one CTA)."""
+    return plan.cluster > 1
 
 
 SHIFT_CHUNKS = 8  # the most chunks of a shifted row's window boundary: 128 bytes of 16-byte chunks, a cache line

@@ -24,7 +24,7 @@ import cute_py as cute
 from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, clamped_row, cluster_start,
                          launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, store_if_row, FLT_MAX,
                          ONE_INPUT, TWO_INPUTS)
-from .row_shift import plan_for, shifted_ctas_per_sm
+from .row_shift import over_cluster, plan_for, shifted_ctas_per_sm
 from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
 from .row_stage import stage, staged_rows, wait_staged
 
@@ -124,5 +124,5 @@ def softmax_backward(y, dy, dx):
     check_same_shape("softmax_backward", "dx", dx, (m, n))
     # rows of one CTA keep narrow chunks where their stride allows no more: shifted, 4097 bf16 measured 0.77x
     plan = plan_for((y, dy, dx), lambda vec, shifted: plan_rows("softmax_backward", n, vec, TWO_INPUTS,
-                                                                 shifted=shifted), one_cta=False)
+                                                                 shifted=shifted), takes=over_cluster)
     _launch(softmax_backward_kernel, plan, m, y, dy, dx, ctas_per_sm=backward_ctas_per_sm(plan, y.element_type))

@@ -35,7 +35,7 @@ from .builtins.thread_copy import predicate
 from .specs.args import DeviceArraySpec
 from .flow.control import const_expr, if_, range, range_constexpr
 from .host.kernel import Compiled, JitFunction, KernelFunction, compile, jit, kernel
-from .lang.memory import make_fragment, make_fragment_like, make_rmem_tensor
+from .lang.registers import make_fragment, make_fragment_like, make_rmem_tensor
 from .lang.smem import SmemAllocator
 from .lang.values import TracedBool, TracedFloat
 from .lang.traced_int import TracedInt, select

@@ -485,6 +485,8 @@ def recast_tensor(tensor: Tensor, dtype: DType | str | Any) -> Tensor:
         ptr = Pointer(dtype, eng.memspace, max(eng.alignment, max(1, dtype.width // 8)) if eng.address is None
                       else eng.alignment, eng.address, bits // dtype.width, eng.base)
         return Tensor(ptr if guard is None else ptr.guarded(guard), layout)
+    if hasattr(eng, "recast"):  # a register fragment: a view of its values' bits
+        return Tensor(eng.recast(dtype), layout)
     if isinstance(eng, ArrayEngine):
         bits = eng.offset * old.width
         if bits % dtype.width:

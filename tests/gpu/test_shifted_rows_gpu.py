@@ -104,8 +104,11 @@ def test_cross_entropy_of_shifted_rows_matches_torch(dtype, case):
 
 # the norms also at the widths of one CTA a row and of a cluster with a partial end, and 7 (shorter than a chunk)
 NORM_CASES = CASES + [(19, 7, 7, 7), (19, 12289, 12289, 12289), (7, 262143, 262143, 262143)]
+# ... and 16-bit w read in pairs in CTAs of 256 threads (151937), Float32 rows of one CTA (4097, 12289: shifted)
 NORM_CONFIGS = [(d, c) for c in NORM_CASES for d in ("BFloat16", "Float32")] + \
-    [("Float16", (19, 32001, 32001, 32001)), ("Float16", (19, 4097, 4097, 4097))]
+    [("Float16", (19, 32001, 32001, 32001)), ("Float16", (19, 4097, 4097, 4097)),
+     ("Float16", (19, 50257, 50257, 50257)), ("Float16", (9, 151937, 151937, 151937)),
+     ("BFloat16", (9, 151937, 151937, 151937)), ("Float32", (19, 4097, 4097, 4097))]
 NORM_IDS = [f"{d}-{c[1]}-{c[2]}-{c[3]}" for d, c in NORM_CONFIGS]
 
 
@@ -136,6 +139,25 @@ def test_norms_of_shifted_rows_match_torch(dtype, case):
     _close(rstd.view[0], r[:, 0], "Float32")
     norm = (xd - mu) * r * wd
     _close(y.view, norm + bd, dtype, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
+
+
+@pytest.mark.parametrize("dtype", ["BFloat16", "Float16", "Float32"])
+@pytest.mark.parametrize("offset", [1, 3, 8])
+def test_rmsnorm_reads_w_at_any_start(dtype, offset):
+    """``w`` that starts ``offset`` elements into a buffer: 16-byte aligned (8 16-bit elements), where 16-bit ``w``
+    moves in pairs of 16-byte chunks, or not, where it is read element by element; the same rows either way."""
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    m, n = 19, 32001
+    x = _rows(torch, m, n, n, t, 21, 2.0)
+    buf = (torch.rand(n + 16, device="cuda") * 2.0 + 0.25).to(t)
+    w = buf[offset:offset + n]
+    y, rstd = AlignedPoisoned(torch, m, n, n, t), AlignedPoisoned(torch, 1, m, m, torch.float32)
+    rmsnorm_forward(x, w, y.view, rstd.view[0], 1e-6)
+    assert y.guards_intact() and rstd.guards_intact()
+    xd = x.double()
+    r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
+    _close(y.view, xd * r * w.double(), dtype)
 
 
 def test_shifted_rows_past_2_31_elements():

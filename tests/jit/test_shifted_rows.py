@@ -15,7 +15,7 @@ from cute_py.runtime import make_fake_tensor
 import examples as ex
 from examples.row_chunks import _positions
 from examples.row_reduce import chunk_index, plan_rows, row_vector
-from examples.row_shift import plan_for, shift_chunks, shifted_ctas_per_sm, shifted_vector
+from examples.row_shift import over_cluster, plan_for, shift_chunks, shifted_ctas_per_sm, shifted_vector
 
 F = cute.compiler.DeviceArraySpec
 ALIGNED = 1 << 24
@@ -150,9 +150,10 @@ def test_rows_of_one_cta_may_keep_the_narrow_chunks_and_shifted_kernels_ask_for_
     def make(vec, shifted):
         return plan_rows("t", 4097, vec, 32, shifted=shifted)
     assert plan_for(x, make).shifted and plan_for(x, make).cluster == 1
-    assert not plan_for(x, make, one_cta=False).shifted and plan_for(x, make, one_cta=False).vec == 1
+    assert not plan_for(x, make, over_cluster).shifted and plan_for(x, make, over_cluster).vec == 1
+    assert not plan_for(x, make, lambda p: False).shifted and plan_for(x, make, lambda p: True).shifted
     long = [make_fake_tensor("BFloat16", (4, 50257), (50257, 1), assumed_align=16)]
-    assert plan_for(long, lambda vec, shifted: plan_rows("t", 50257, vec, 32, shifted=shifted), one_cta=False).shifted
+    assert plan_for(long, lambda vec, shifted: plan_rows("t", 50257, vec, 32, shifted=shifted), over_cluster).shifted
     small = plan_rows("t", 50257, 8, 64, shifted=True)
     assert small.threads == 128 and shifted_ctas_per_sm(small) == 5
     big = plan_rows("t", 50257, 8, 32, shifted=True)
@@ -167,27 +168,38 @@ def _norm(kernel, dtype, x, m, n):
 
 
 @pytest.mark.parametrize("kernel, dtype, n, shifted", [
-    ("rmsnorm_forward", "BFloat16", 50257, True), ("rmsnorm_forward", "Float32", 32001, True),
-    ("rmsnorm_forward", "BFloat16", 4097, False),        # one CTA a row: the narrow chunks (measured faster)
+    ("rmsnorm_forward", "BFloat16", 50257, True), ("rmsnorm_forward", "Float16", 151937, True),
+    ("rmsnorm_forward", "Float32", 32001, True),
+    ("rmsnorm_forward", "Float32", 4097, True),          # Float32, one CTA a row: shifted too (measured faster)
+    ("rmsnorm_forward", "Float32", 2049, False),         # ... but not several rows a CTA
+    ("rmsnorm_forward", "BFloat16", 4097, False),        # 16-bit, one CTA a row: the narrow chunks (measured faster)
     ("layernorm_forward", "Float32", 32001, True),
     ("layernorm_forward", "BFloat16", 50257, False),     # 16-bit: the narrow chunks (measured faster)
     ("layernorm_forward", "Float32", 4097, False)])
 def test_norms_read_w_and_b_at_a_shifted_rows_positions(kernel, dtype, n, shifted, assemble):
-    """RMSNorm, and LayerNorm of Float32 rows, over a cluster: ``x`` and ``y`` move in 16 bytes from the boundary
-    before each row, while ``w`` (and ``b``), whose chunks would start anywhere past their own boundary, are read
-    element by element at the row's positions; the other rows keep the chunks their strides allow (single
-    elements), with ``w`` and ``b`` read in the same chunks. (That ``w`` and ``b`` are read at the right positions
-    is checked on a GPU: tests/gpu/test_shifted_rows_gpu.py, with ``w`` and ``b`` varying along the row.)"""
+    """Shifted rows where the norms take them (RMSNorm over a cluster, and Float32 RMSNorm where a CTA holds one row;
+    LayerNorm of Float32 rows over a cluster): ``x`` and ``y`` move in 16 bytes from the boundary before each row.
+    ``w`` (and ``b``), whose chunks would start anywhere past their own boundary, are read at the row's positions:
+    16-bit ``w`` as the two 16-byte chunks that hold a chunk's positions, its pairs of elements then shifted in
+    registers (``prmt``), in CTAs of 256 threads at 4 CTAs an SM; Float32 ``w`` and ``b`` element by element. The
+    other rows keep the chunks their strides allow (single elements). (That ``w`` and ``b`` are read at the right
+    positions is checked on a GPU: tests/gpu/test_shifted_rows_gpu.py, with ``w`` and ``b`` varying along the
+    row.)"""
     m = 19
     c = _norm(kernel, dtype, _rows(dtype, m, n, n), m, n)
     ptx = c.ptx
     assert ".local" not in ptx
     wide = _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) + _count(ptx, r"st\.global\.v4")
-    width = {"BFloat16": "b16", "Float32": "b32"}[dtype]
+    width = {"BFloat16": "b16", "Float16": "b16", "Float32": "b32"}[dtype]
     if not shifted:
         assert wide == 0
         return
-    assert c.launches[0].cluster[0] > 1
+    plan_threads, cluster = c.launches[0].block[0], c.launches[0].cluster[0]
+    assert cluster > 1 or (dtype == "Float32" and kernel == "rmsnorm_forward")
     assert _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) >= 1 and _count(ptx, r"st\.global\.v4")
-    assert _count(ptx, rf"ld\.global(\.nc)?\.{width}") >= 2   # element by element: x's partial chunks, w, b
+    assert _count(ptx, rf"ld\.global(\.nc)?\.{width}") >= 2   # element by element: x's partial chunks (w, b)
+    if width == "b16":      # x staged by cp.async: the 16-byte loads are w's, two a chunk, and a prmt a word
+        chunks = _count(ptx, r"ld\.global(\.nc)?\.v4") // 2
+        assert chunks >= 1 and _count(ptx, r"prmt\.b32") >= 4 * chunks
+        assert (f".minnctapersm 4" in ptx) == (plan_threads == 256)
     assemble(ptx)

@@ -13,7 +13,8 @@ from ...tensor.pointer import Pointer
 from ..emit import emit
 from ..emit.memory import address_bits
 from ..lang.builder import current
-from ..lang.memory import load_element, make_fragment_like, pointer_value, store_element
+from ..lang.memory import load_element, pointer_value, store_element
+from ..lang.registers import make_fragment_like
 from ..lang.tensor_ssa import TensorSSA, load_tensor, store_tensor
 from ..lang.traced_int import TracedInt
 from ..lang.values import convert
@@ -32,7 +33,8 @@ __all__ = ["KernelContext"]
 
 class KernelContext(DeviceContext):
     """The device context of a kernel being traced (:mod:`cute_py.device`): instructions go to the emission
-    table, element loads and stores and register fragments to :mod:`~cute_py.compiler.lang.memory`."""
+    table, element loads and stores to :mod:`~cute_py.compiler.lang.memory`, register fragments to
+    :mod:`~cute_py.compiler.lang.registers`."""
 
     def emit(self, op: object, **operands: Any) -> Any:
         return emit(op, **operands)

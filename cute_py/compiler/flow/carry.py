@@ -25,7 +25,7 @@ from ...core.int_tuple import DynamicInt
 from ...tensor.pointer import Pointer
 from ...tensor.tensor import Tensor
 from ..lang.builder import current
-from ..lang.memory import note_write
+from ..lang.registers import note_write
 from ..lang.values import TracedBool, TracedFloat, as_type, wrap
 from ..lang.traced_int import TracedInt, as_value
 

@@ -1,4 +1,4 @@
-"""Loads and stores in a kernel: tensor elements, vectors of bits, and register fragments.
+"""Loads and stores in a kernel: tensor elements, and vectors of bits.
 
 Inside a ``@cute_py.kernel``, a tensor over a shared- or global-memory pointer reads and
 writes its elements::
@@ -6,10 +6,9 @@ writes its elements::
     v = s_tile[i, j]          # a load: a traced value of the tensor's element type
     d_tile[j, i] = v          # a store: a float must have the element type, an integer converts
 
-Coordinates may be traced; swizzled (composed) layouts apply their swizzle. A register
-fragment (``make_fragment``) is a tensor over a Python list of traced values, indexed by
-static coordinates. ``load_bits``/``store_bits`` move 8-128 bits at an address (one vector
-access), which the tile copies use.
+Coordinates may be traced; swizzled (composed) layouts apply their swizzle. Register fragments
+are :mod:`.registers`'. ``load_bits``/``store_bits`` move 8-128 bits at an address (one vector
+access), which the tile copies use; ``pack``/``unpack`` turn elements into such bits and back.
 """
 
 from __future__ import annotations
@@ -17,28 +16,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ...tensor.dtypes import Scalar, dtype_of
-from ...core.typing import Int, Shape
-from ...errors import CuteValueError, StaticTraceError, TraceError
-from ...core.layout import Layout, cosize
+from ...tensor.dtypes import Scalar
+from ...core.typing import Int
+from ...errors import TraceError
 from ...tensor.pointer import AddressSpace, Pointer
 from ...tensor.offsets import element_offset
 from ...tensor.tensor import Tensor
 from ...tensor.engines import ArrayEngine, check_store
-from ...core.tiling import make_fragment_like_layout
-from .builder import active, current
+from .builder import current
 from ...tensor.dtypes import Int64
 from . import numeric
 from .values import TracedBool, TracedFloat, convert, wrap
 from .traced_int import TracedInt, as_value
 
 if TYPE_CHECKING:
-    from ...core.composed import ComposedLayout
     from ...tensor.dtypes import DType
 
-__all__ = ["note_write", "element_values", "traced_elements", "pointer_value", "element_ptr", "move",
-           "make_fragment", "make_rmem_tensor", "make_fragment_like", "element_type", "load_element",
-           "store_element", "load_bits", "store_bits", "pack", "unpack", "RegisterEngine"]
+__all__ = ["element_values", "traced_elements", "pointer_value", "element_ptr", "move", "element_type",
+           "load_element", "store_element", "load_bits", "store_bits", "pack", "unpack"]
 
 
 
@@ -269,112 +264,6 @@ def _to_bits(value, dtype, nbits):
 # -- register fragments ---------------------------------------------------------------------------
 
 
-class RegisterEngine(ArrayEngine):
-    """The storage of a register fragment: Python-held traced values, indexed by static offsets."""
-
-    __slots__ = ()
-
-    def __add__(self, n):
-        self._static(n)
-        return RegisterEngine(self.array, self.offset + n, self.dtype)
-
-    def _static(self, i):
-        if type(i) is not int:
-            raise StaticTraceError(f"a register fragment is indexed with static coordinates (its elements live in "
-                                   f"registers), got the run-time offset {i!r}: index it in a loop over "
-                                   f"cute.range_constexpr(...) (a run-time loop with static bounds unrolls "
-                                   f"by itself)")
-
-    def _element(self, i):
-        """The array index of element ``i``; ``TraceError`` when it is not one of the fragment's elements."""
-        self._static(i)
-        at = self.offset + i
-        if type(at) is not int or not 0 <= at < self.array.size:
-            raise TraceError(f"register fragment index out of bounds: element offset {at} of a fragment of "
-                             f"{self.array.size} elements (valid offsets 0..{self.array.size - 1})")
-        return at
-
-    def read(self, i: int) -> Any:
-        return self.array[self._element(i)]
-
-    def write(self, i: int, v: Any) -> None:
-        at = self._element(i)
-        if current().write_logs:  # inside run-time control flow: the element becomes a carried value
-            note_write(self.array, at, self.dtype)
-        if self.dtype.kind == "bool" and isinstance(v, (TracedInt, TracedFloat)):
-            raise TraceError(f"a Boolean register fragment holds Booleans, got a run-time {v.dtype.name} (compare "
-                             f"it, x != 0, or convert it, cute.Boolean(x))")
-        self.array[at] = _as_bool(v) if self.dtype.kind == "bool" else v
-
-    def __repr__(self):
-        return f"registers[{self.dtype.name}](offset={self.offset}, size={self.array.size})"
-
-
-def _as_bool(v):
-    """A number stored in a Boolean fragment, held as a Python bool: ``0``/``1`` and ``cute.Boolean(x)`` become
-    ``False``/``True``, so that every path of run-time control flow holds a Boolean there (a traced Boolean on one
-    path and ``0`` on another then carries as one Boolean); other values are kept (and refused where used)."""
-    if isinstance(v, Scalar) and v.dtype.kind == "bool":
-        v = v.value
-    if type(v) is int and v in (0, 1) or type(v).__name__ == "bool_":
-        return bool(v)
-    return v
-
-
-MAX_FRAGMENT = 1 << 16  # elements of one register fragment (each is traced on its own)
-
-
-def make_fragment(layout: Layout | Shape, dtype: DType | str | Any) -> Tensor:
-    """A register tensor of ``dtype`` with ``layout`` (static), its elements initialised to 0.
-
-    Elements hold traced values (or Python numbers) and are read and written with static
-    coordinates; the compiler keeps them in registers.
-    """
-    import numpy as np
-
-    dtype = dtype_of(dtype)
-    if not isinstance(layout, Layout):
-        layout = Layout(layout)
-    n = cosize(layout)
-    if type(n) is not int:
-        raise TraceError(f"a register fragment needs a static layout, got {layout}")
-    if n > MAX_FRAGMENT:
-        raise TraceError(f"a register fragment of {n} elements ({layout}): a thread has at most 255 "
-                         f"registers, and fragments are limited to {MAX_FRAGMENT} elements")
-    store = np.empty(max(n, 1), dtype=object)
-    store[:] = False if dtype.kind == "bool" else 0
-    b = active()
-    if b is not None and b.write_logs:  # made inside run-time control flow: not carried by it (note_write)
-        b.fragment_births[id(store)] = (store, tuple(b.write_logs))
-    return Tensor(RegisterEngine(store, 0, dtype), layout)
-
-
-def make_rmem_tensor(layout_or_shape: Layout | Shape, dtype: DType | str | Any) -> Tensor:
-    """A register tensor of ``dtype`` over ``layout_or_shape`` (a layout, or a shape: compact column-major), as the
-    CuTe DSL's ``make_rmem_tensor``; the same tensor as :func:`make_fragment`. Outside a kernel (a jit function's
-    host code) it is a zeroed host array under the layout."""
-    if active() is None:
-        from ...tensor.tensor import make_fragment_like as host_fragment
-
-        layout = layout_or_shape if isinstance(layout_or_shape, Layout) else Layout(layout_or_shape)
-        n = cosize(layout)
-        if type(n) is not int:
-            raise CuteValueError(f"make_rmem_tensor needs a static layout, got {layout}")
-        return Tensor(host_fragment(Layout(max(n, 1)), dtype_of(dtype)).engine, layout)
-    return make_fragment(layout_or_shape, dtype)
-
-
-def make_fragment_like(src: Tensor | Layout | ComposedLayout, dtype: DType | str | Any | None = None) -> Tensor:
-    """A register fragment shaped like ``src`` (a tensor or layout), compact in ``src``'s stride order."""
-    layout = src.layout if isinstance(src, Tensor) else src
-    layout = getattr(layout, "outer", layout)
-    if dtype is None:
-        dtype = src.element_type if isinstance(src, Tensor) else None
-        if dtype is None:
-            raise CuteValueError("make_fragment_like of a layout (or a coordinate tensor) needs a dtype")
-    return make_fragment(make_fragment_like_layout(layout), dtype)
-
-
 def element_ptr(t: Tensor, i: Int) -> Pointer:
     """The pointer to flat element ``i`` of a memory tensor (through its swizzle, if any)."""
     return t.engine + element_offset(t, i)
@@ -409,19 +298,3 @@ def move(src: Tensor, dst: Tensor, first: int, vector: int, nbits: int) -> None:
         return
     bits = load_bits(element_ptr(src, first), nbits, "copy (load)")
     store_bits(element_ptr(dst, first), bits, nbits, "copy (store)")
-
-def note_write(array: Any, at: int, dtype: Any) -> None:
-    """Before element ``at`` of a register fragment's ``array`` is written: log its old value in every open
-    run-time construct (the first write of each construct keeps the value from before it), except the
-    constructs the fragment was made in (``make_fragment`` records them in ``fragment_births``): it does not
-    exist before them, and each iteration of a loop makes it anew. Used after such a construct, its values are
-    out of scope (a ``TraceError``)."""
-    b = current()
-    born = b.fragment_births.get(id(array))
-    inside = {id(x) for x in born[1]} if born is not None and born[0] is array else ()
-    for log in b.write_logs:
-        if id(log) in inside:
-            continue
-        key = (id(array), at)
-        if key not in log:
-            log[key] = (array, at, array[at], dtype)

@@ -176,7 +176,7 @@ def _in_memory(tensor: Any) -> bool:
 
 def _staging(tensor: Any) -> Any:
     """A register fragment shaped like the memory ``tensor`` (the same flat indices), for one vectorised copy."""
-    from .memory import make_fragment_like
+    from .registers import make_fragment_like
 
     return make_fragment_like(tensor)
 
