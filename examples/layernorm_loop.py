@@ -214,7 +214,7 @@ def _loop_row(x, w, b, y, mean, rstd, eps, red, buf, kept, r, units, depth, once
     inv = cute.math.rsqrt(sq / plan.n + eps)
     ds = deviations(buf.values(), mu, plan, t, rank)
     if cute.const_expr(kept is None):
-        store_affine(y, w, b, ds, inv, r, plan, t, rank)
+        store_affine(y, w, b, lambda k: ds[k], inv, r, plan, t, rank)
     else:
         ws, bs = _kept_values(kept[0]), _kept_values(kept[1])
         store_if_row(y, r, plan, t, rank, _affine(ds, inv, ws, bs, plan.vec))

@@ -49,10 +49,10 @@ def vector_chunks(v, lo, plan, t, rank):
 
 
 @cute.jit
-def store_affine(y, w, b, ds, inv, r, plan, t, rank, lo=0):
-    """Row ``r`` of ``y`` (inside it): ``ds * inv * w + b`` (``b`` ``None``: ``ds * inv * w``), this thread's chunks
-    of ``w`` and ``b`` loaded one at a time beside the store (at a shifted row's positions where ``lo`` is its start
-    in its window)."""
+def store_affine(y, w, b, dev, inv, r, plan, t, rank, lo=0):
+    """Row ``r`` of ``y`` (inside it): ``dev(k) * inv * w + b`` (``b`` ``None``: ``dev(k) * inv * w``) for each of
+    this thread's chunks ``k`` (``dev(k)``: its values, Float32 TensorSSA), its chunks of ``w`` and ``b`` loaded one
+    at a time beside the store (at a shifted row's positions where ``lo`` is its start in its window)."""
     if r < y.shape[0]:
         row = matrix_row(y, r, plan)
         for k in cute.range_constexpr(plan.chunks):
@@ -60,7 +60,7 @@ def store_affine(y, w, b, ds, inv, r, plan, t, rank, lo=0):
             wf = _chunk_at(w, at, k, plan, lo)
             bf = _chunk_at(b, at, k, plan, lo) if cute.const_expr(b is not None) else None
             out = cute.make_rmem_tensor((plan.vec,), y.element_type)
-            v = ds[k] * inv * wf.load().to(cute.Float32)
+            v = dev(k) * inv * wf.load().to(cute.Float32)
             if cute.const_expr(b is not None):
                 v = v + bf.load().to(cute.Float32)
             out.store(v.to(y.element_type))

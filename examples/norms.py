@@ -22,9 +22,10 @@ fill every thread, Float32 or 16-bit over a cluster with ``x`` in registers, tak
 deviations in one exchange (Chan, Golub and LeVeque's combine); other rows take the sum, then the squared
 deviations from the row's mean. Rows over a cluster whose stride is not a whole number of 16-byte chunks (odd widths)
 move in 128-bit chunks as shifted rows (``row_chunks.ShiftedRow``) in RMSNorm (Float32 rows of one CTA too) and in
-Float32 LayerNorm, ``w`` and ``b`` then read at each row's positions (``row_chunks.load_at``): a 16-bit ``w`` as
-the two 16-byte chunks that hold a chunk's positions, shifted in registers, at the store (``store_affine``);
-Float32 ``w`` and ``b`` element by element (``norm_parts.vector_chunks``, ``store_affine``).
+LayerNorm (its ``x`` staged, each chunk's deviations taken at its store), ``w`` and ``b`` then read at each row's
+positions (``row_chunks.load_at``): 16-bit ones as the two 16-byte chunks that hold a chunk's positions, shifted in
+registers, at the store (``store_affine``); Float32 ones element by element (``norm_parts.vector_chunks``,
+``store_affine``).
 
 ``rmsnorm_backward`` computes ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat = x * rstd``, and
 ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks the rows
@@ -93,7 +94,7 @@ def rmsnorm_forward_kernel(x, w, y, rstd, eps, plan):
     if cute.const_expr(staged >= 1):
         xs = sx.values()
     if cute.const_expr(late):
-        store_affine(y, w, None, xs, inv, r, plan, t, rank, lo)
+        store_affine(y, w, None, lambda k: xs[k], inv, r, plan, t, rank, lo)
     else:
         store_if_row(y, r, plan, t, rank, [xs[k] * inv * ws[k] for k in range(plan.chunks)])
     store_stats(r, m, t, rank, ((rstd, inv),))
@@ -111,7 +112,7 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     m = x.shape[0]
     # x through shared memory (read again at each pass; w and b at the store), or w and b, copied from the start,
     # where they fit (x in registers)
-    # (a shifted row's w and b: read at its positions, lo on, chunk by chunk at the store; not staged)
+    # (a shifted row's x staged, its w and b read at its positions, lo on, chunk by chunk at the store)
     staged = not stage_x and not plan.shifted and _stages(plan, (w, b))
     shared = not plan.shifted and layernorm_shared_wb_ctas(plan, x.element_type) > 0
     if cute.const_expr(stage_x):
@@ -134,11 +135,14 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
         mu, sq = mean_and_squares(lambda again: sx.values() if stage_x and again else xs, plan, red, t, rank,
                                   lo=lo)
     inv = cute.math.rsqrt(sq / plan.n + eps)
+    if cute.const_expr(plan.shifted):  # each chunk's deviations at its store, from shared memory
+        store_affine(y, w, b, lambda k: sx.slot(k).load().to(cute.Float32) - mu, inv, r, plan, t, rank, lo)
+        return
     if cute.const_expr(stage_x):
         xs = sx.values()
     ds = deviations(xs, mu, plan, t, rank, lo)
-    if cute.const_expr(stage_x or plan.shifted):
-        store_affine(y, w, b, ds, inv, r, plan, t, rank, lo)
+    if cute.const_expr(stage_x):
+        store_affine(y, w, b, lambda k: ds[k], inv, r, plan, t, rank, lo)
     else:
         if cute.const_expr(staged or shared):
             wait_staged(0)
@@ -189,8 +193,9 @@ def layernorm_stages_x(plan, dtype):
     there takes 95 registers a thread, two CTAs an SM; staged, 40, and three or more CTAs an SM (32 KiB of shared
     memory a CTA at 262144). Measured (H200, bf16 rows of 262144): 0.85 of the copy ceiling against 0.71; with
     CTAs of 128 threads (32768, 65536) 0.85 against 0.94-0.96, and for Float32 rows of 262144 (64 KiB a CTA) 0.61
-    against 0.65 (benchmarks/RESULTS.md)."""
-    return staged_rows(plan) and plan.threads >= 256 and dtype.width == 16
+    against 0.65 (benchmarks/RESULTS.md). And for shifted rows, which take each chunk's deviations at its store:
+    48-56 registers a thread, against 108-128 with ``x`` in registers (1.08-1.45x at 32001-100003)."""
+    return bool(plan.shifted) or (staged_rows(plan) and plan.threads >= 256 and dtype.width == 16)
 
 
 # CTAs an SM that LayerNorm asks for on clusters of CTAs of 128 threads, 16-bit x in registers: left free, the
@@ -443,13 +448,9 @@ def layernorm_forward(x, w, b, y, mean, rstd, eps=1e-5, loop=None):
             raise cute.CuteValueError(f"layernorm_forward: loop must be None, False or a LoopConfig, got {loop!r}")
         launch_loop(loop, vec, x, w, b, y, mean, rstd, check_eps("layernorm_forward", eps))
         return
-    # shifted rows for Float32 rows over a cluster only (16-bit ones and one CTA's were slower, RESULTS.md); their w
-    # and b, read element by element beside the masks, spill under the CTA bounds below: they are left free
-    if min(x.element_type.width, y.element_type.width) == 32:
-        plan = plan_for((x, y), lambda v, s: plan_rows("layernorm_forward", n, v, ONE_INPUT, shifted=s),
-                        takes=over_cluster, narrow=(x, y, w, b))
-    else:
-        plan = plan_rows("layernorm_forward", n, vec, ONE_INPUT)
+    # shifted rows over a cluster only (one CTA's were slower, RESULTS.md), x staged (layernorm_stages_x)
+    plan = plan_for((x, y), lambda v, s: plan_rows("layernorm_forward", n, v, ONE_INPUT, shifted=s),
+                    takes=over_cluster, narrow=(x, y, w, b))
     stage_x = layernorm_stages_x(plan, x.element_type)
     bound = plan.threads == CLUSTER_GROUP and x.element_type.width == 16 and not plan.shifted
     ctas = None if plan.shifted else layernorm_shared_wb_ctas(plan, x.element_type) or None

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import cute_py as cute
 from cute_py.runtime import make_fake_tensor
 import examples as ex
+from _ptxas_report import ptxas_registers
 from examples.row_chunks import _positions
 from examples.row_reduce import chunk_index, plan_rows, row_vector
 from examples.row_shift import over_cluster, plan_for, shift_chunks, shifted_ctas_per_sm, shifted_vector
@@ -173,12 +174,13 @@ def _norm(kernel, dtype, x, m, n):
     ("rmsnorm_forward", "Float32", 4097, True),          # Float32, one CTA a row: shifted too (measured faster)
     ("rmsnorm_forward", "Float32", 2049, False),         # ... but not several rows a CTA
     ("rmsnorm_forward", "BFloat16", 4097, False),        # 16-bit, one CTA a row: the narrow chunks (measured faster)
-    ("layernorm_forward", "Float32", 32001, True),
-    ("layernorm_forward", "BFloat16", 50257, False),     # 16-bit: the narrow chunks (measured faster)
-    ("layernorm_forward", "Float32", 4097, False)])
+    ("layernorm_forward", "Float32", 32001, True), ("layernorm_forward", "BFloat16", 50257, True),
+    ("layernorm_forward", "Float16", 100003, True),
+    ("layernorm_forward", "Float32", 4097, False),       # one CTA a row: the narrow chunks (measured faster)
+    ("layernorm_forward", "BFloat16", 4097, False)])
 def test_norms_read_w_and_b_at_a_shifted_rows_positions(kernel, dtype, n, shifted, assemble):
     """Shifted rows where the norms take them (RMSNorm over a cluster, and Float32 RMSNorm where a CTA holds one row;
-    LayerNorm of Float32 rows over a cluster): ``x`` and ``y`` move in 16 bytes from the boundary before each row.
+    LayerNorm over a cluster, its ``x`` staged): ``x`` and ``y`` move in 16 bytes from the boundary before each row.
     ``w`` (and ``b``), whose chunks would start anywhere past their own boundary, are read at the row's positions:
     16-bit ``w`` as the two 16-byte chunks that hold a chunk's positions, its pairs of elements then shifted in
     registers (``prmt``), in CTAs of 256 threads at 4 CTAs an SM; Float32 ``w`` and ``b`` element by element. The
@@ -198,7 +200,9 @@ def test_norms_read_w_and_b_at_a_shifted_rows_positions(kernel, dtype, n, shifte
     assert cluster > 1 or (dtype == "Float32" and kernel == "rmsnorm_forward")
     assert _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) >= 1 and _count(ptx, r"st\.global\.v4")
     assert _count(ptx, rf"ld\.global(\.nc)?\.{width}") >= 2   # element by element: x's partial chunks (w, b)
-    if width == "b16":      # x staged by cp.async: the 16-byte loads are w's, two a chunk, and a prmt a word
+    if kernel == "layernorm_forward":
+        assert _count(ptx, CP_ASYNC_16) >= 1 and ptxas_registers(ptx) in (None, *range(65))  # x staged
+    if width == "b16":      # x staged by cp.async: the 16-byte loads are w's (and b's), two a chunk, a prmt a word
         chunks = _count(ptx, r"ld\.global(\.nc)?\.v4") // 2
         assert chunks >= 1 and _count(ptx, r"prmt\.b32") >= 4 * chunks
         assert (f".minnctapersm 4" in ptx) == (plan_threads == 256)
