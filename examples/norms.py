@@ -137,13 +137,11 @@ def layernorm_forward_kernel(x, w, b, y, mean, rstd, eps, stage_x, plan):
     inv = cute.math.rsqrt(sq / plan.n + eps)
     if cute.const_expr(plan.shifted):  # each chunk's deviations at its store, from shared memory
         store_affine(y, w, b, lambda k: sx.slot(k).load().to(cute.Float32) - mu, inv, r, plan, t, rank, lo)
-        return
-    if cute.const_expr(stage_x):
-        xs = sx.values()
-    ds = deviations(xs, mu, plan, t, rank, lo)
-    if cute.const_expr(stage_x):
+    elif cute.const_expr(stage_x):
+        ds = deviations(sx.values(), mu, plan, t, rank, lo)
         store_affine(y, w, b, lambda k: ds[k], inv, r, plan, t, rank, lo)
     else:
+        ds = deviations(xs, mu, plan, t, rank, lo)
         if cute.const_expr(staged or shared):
             wait_staged(0)
             if cute.const_expr(shared):
