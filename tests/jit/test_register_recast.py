@@ -124,3 +124,22 @@ def test_shift_in_gives_the_last_s_elements_of_low_then_the_first_of_high(words,
     for i in range(words):
         got += [int(out[i]) & 0xFFFF, int(out[i]) >> 16]
     assert got == elems[vec - s:2 * vec - s], (vec, s)
+
+
+@cute.kernel
+def copy_view(x, y, flag):
+    f = cute.make_rmem_tensor((8,), cute.BFloat16)
+    for j in cute.range_constexpr(8):
+        f[j] = x[j]
+    w = cute.recast_tensor(f, cute.Int32)
+    if flag[0] > 0:                                  # a write through the view inside run-time control flow
+        w[0] = w[3]
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cute.Int32, 128)
+    cute.copy(atom, w, y)
+
+
+def test_a_view_is_copied_whole_and_written_under_run_time_control_flow():
+    """A view of a fragment goes to global memory through a 128-bit copy atom in one vector store, and a write
+    through it inside an ``if`` is carried out of it (the fragment's elements merge there)."""
+    body = _compile(copy_view, ("BFloat16", (8,)), ("Int32", (4,)), ("Int32", (1,))).ptx.split(".entry", 1)[1]
+    assert body.count("st.global.v4.b32") == 1
