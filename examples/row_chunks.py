@@ -163,9 +163,9 @@ def load_at(v, lo, chunk, vec, n, frag, fill, full=False):
 
 def pairs(v, vec):
     """Whether :func:`load_at` reads the 1-D ``v`` in whole chunks of ``vec`` elements held as 32-bit words: 16-bit
-    elements, and chunks that start aligned for 128-bit accesses."""
-    return (v.element_type.width == 16 and vec % 2 == 0
-            and v.engine.alignment * 8 >= min(vec * 16, VECTOR_BITS))
+    elements in chunks of 128 bits (the chunk of 16-bit rows; a Float32 row's chunk of 4 keeps the element-by-element
+    reads) that start aligned for 128-bit accesses."""
+    return v.element_type.width * vec == VECTOR_BITS == 16 * vec and v.engine.alignment * 8 >= VECTOR_BITS
 
 
 @cute.jit
