@@ -38,3 +38,16 @@ def kernel_body(mlir):
 def ptx_body(ptx):
     """The PTX after its ``.entry`` (the kernel)."""
     return ptx.split(".entry", 1)[1]
+
+
+def compile_one(kernel, *specs, block=1):
+    """The compile of a host function launching ``kernel`` once (one CTA of ``block`` threads) on arrays of ``specs``,
+    each a ``(dtype, shape)``."""
+    import cute_py as cute
+    from cute_py.compiler import DeviceArraySpec
+
+    @cute.jit
+    def host(*args):
+        kernel(*args).launch(grid=1, block=block)
+
+    return cute.compile(host, *[DeviceArraySpec(d, s) for d, s in specs])

@@ -13,19 +13,10 @@ except Exception as e:  # not installed, or no usable bindings (BindingsNotFound
     pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
 
 import cute_py as cute  # noqa: E402
-from cute_py.compiler import DeviceArraySpec  # noqa: E402
 from cute_py.errors import CuteValueError  # noqa: E402
 from examples import row_chunks  # noqa: E402
 
-from _trace_checks import assert_trace_error  # noqa: E402
-
-
-def _compile(kernel, *specs):
-    @cute.jit
-    def host(*args):
-        kernel(*args).launch(grid=1, block=1)
-
-    return cute.compile(host, *[DeviceArraySpec(d, s) for d, s in specs])
+from _trace_checks import assert_trace_error, compile_one as _compile  # noqa: E402
 
 
 @cute.kernel
