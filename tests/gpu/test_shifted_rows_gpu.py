@@ -141,6 +141,35 @@ def test_norms_of_shifted_rows_match_torch(dtype, case):
     _close(y.view, norm + bd, dtype, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
 
 
+@pytest.mark.parametrize("x_type,w_type,n", [("Float32", "BFloat16", 32001), ("Float32", "Float16", 4097),
+                                              ("BFloat16", "Float32", 50257), ("Float16", "Float32", 4097),
+                                              ("BFloat16", "Float32", 1031), ("Float32", "BFloat16", 100003)])
+def test_norms_with_weights_of_another_type_match_torch(x_type, w_type, n):
+    """``w`` and ``b`` of another type than ``x`` and ``y`` (Float32 rows with 16-bit weights, 16-bit rows with
+    Float32 weights), on shifted rows and on rows of one CTA: the same values as torch's in double precision."""
+    torch = hopper_torch()
+    t, tw = torch_dtype(torch, x_type), torch_dtype(torch, w_type)
+    m = 19
+    x = _rows(torch, m, n, n, t, 23, 2.0)
+    x.copy_(x + 1.5)
+    w = (torch.rand(n, device="cuda") * 2.0 + 0.25).to(tw)
+    b = torch.randn(n, device="cuda").to(tw)
+    xd, wd, bd = x.double(), w.double(), b.double()
+    y, rstd = AlignedPoisoned(torch, m, n, n, t), AlignedPoisoned(torch, 1, m, m, torch.float32)
+    rmsnorm_forward(x, w, y.view, rstd.view[0], 1e-6)
+    assert y.guards_intact() and rstd.guards_intact()
+    r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
+    _close(y.view, xd * r * wd, x_type)
+    y = AlignedPoisoned(torch, m, n, n, t)
+    mean, rstd = AlignedPoisoned(torch, 1, m, m, torch.float32), AlignedPoisoned(torch, 1, m, m, torch.float32)
+    layernorm_forward(x, w, b, y.view, mean.view[0], rstd.view[0], 1e-5)
+    assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
+    mu = xd.mean(dim=1, keepdim=True)
+    r = torch.rsqrt(((xd - mu) ** 2).mean(dim=1, keepdim=True) + 1e-5)
+    norm = (xd - mu) * r * wd
+    _close(y.view, norm + bd, x_type, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
+
+
 @pytest.mark.parametrize("dtype", ["BFloat16", "Float16", "Float32"])
 @pytest.mark.parametrize("offset", [1, 3, 8])
 def test_rmsnorm_reads_w_at_any_start(dtype, offset):
