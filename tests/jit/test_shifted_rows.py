@@ -207,3 +207,16 @@ def test_norms_read_w_and_b_at_a_shifted_rows_positions(kernel, dtype, n, shifte
         assert chunks >= 1 and _count(ptx, r"prmt\.b32") >= 4 * chunks
         assert (f".minnctapersm 4" in ptx) == (plan_threads == 256)
     assemble(ptx)
+
+
+def test_a_16_bit_w_beside_float32_rows_is_read_element_by_element():
+    """Float32 rows of 32001 with a bf16 ``w`` (chunks of 4 elements, not the 128-bit 16-bit chunks the paired reads
+    take): RMSNorm's shifted rows read ``w`` element by element, no ``prmt``; with bf16 rows, in pairs."""
+    m, n = 19, 32001
+    s = F("Float32", (m,))
+    x32, x16, w = _rows("Float32", m, n, n), _rows("BFloat16", m, n, n), F("BFloat16", (n,))
+    mixed = cute.compile(ex.rmsnorm_forward, x32, w, x32, s)
+    same = cute.compile(ex.rmsnorm_forward, x16, w, x16, s)
+    assert mixed.launches[0].cluster[0] > 1 and _count(mixed.ptx, r"prmt\.b32") == 0
+    assert _count(mixed.ptx, r"ld\.global(\.nc)?\.b16") >= 4
+    assert _count(same.ptx, r"prmt\.b32") >= 4
