@@ -192,7 +192,8 @@ def layernorm_stages_x(plan, dtype):
     memory a CTA at 262144). Measured (H200, bf16 rows of 262144): 0.85 of the copy ceiling against 0.71; with
     CTAs of 128 threads (32768, 65536) 0.85 against 0.94-0.96, and for Float32 rows of 262144 (64 KiB a CTA) 0.61
     against 0.65 (benchmarks/RESULTS.md). And for shifted rows, which take each chunk's deviations at its store:
-    48-56 registers a thread, against 108-128 with ``x`` in registers (1.08-1.45x at 32001-100003)."""
+    40-64 registers a thread, against 108-128 with ``x`` in registers (0.99-1.45x at 32001-100003, 1.7x at bf16
+    151937-200003)."""
     return bool(plan.shifted) or (staged_rows(plan) and plan.threads >= 256 and dtype.width == 16)
 
 
