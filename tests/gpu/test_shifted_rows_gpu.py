@@ -118,27 +118,7 @@ def test_norms_of_shifted_rows_match_torch(dtype, case):
     t = torch_dtype(torch, dtype)
     m, n, s_in, s_out = case
     x = _rows(torch, m, n, s_in, t, 15, 3.0)
-    x.copy_(x + 1.5)
-    # w and b vary along the row, so that a value read at another position would show
-    w = (torch.rand(n, device="cuda") * 2.0 + 0.25).to(t)
-    b = torch.randn(n, device="cuda").to(t)
-    xd, wd, bd = x.double(), w.double(), b.double()
-    y, rstd = AlignedPoisoned(torch, m, n, s_out, t), AlignedPoisoned(torch, 1, m, m, torch.float32)
-    rmsnorm_forward(x, w, y.view, rstd.view[0], 1e-6)
-    assert y.guards_intact() and rstd.guards_intact()
-    r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
-    _close(rstd.view[0], r[:, 0], "Float32")
-    _close(y.view, xd * r * wd, dtype)
-    y = AlignedPoisoned(torch, m, n, s_out, t)
-    mean, rstd = AlignedPoisoned(torch, 1, m, m, torch.float32), AlignedPoisoned(torch, 1, m, m, torch.float32)
-    layernorm_forward(x, w, b, y.view, mean.view[0], rstd.view[0], 1e-5)
-    assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
-    mu = xd.mean(dim=1, keepdim=True)
-    r = torch.rsqrt(((xd - mu) ** 2).mean(dim=1, keepdim=True) + 1e-5)
-    _close(mean.view[0], mu[:, 0], "Float32", xd.abs().mean(dim=1))
-    _close(rstd.view[0], r[:, 0], "Float32")
-    norm = (xd - mu) * r * wd
-    _close(y.view, norm + bd, dtype, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
+    _norms_match_torch(torch, x, t, s_out, dtype, True)
 
 
 @pytest.mark.parametrize("x_type,w_type,n", [("Float32", "BFloat16", 32001), ("Float32", "Float16", 4097),
@@ -148,26 +128,38 @@ def test_norms_with_weights_of_another_type_match_torch(x_type, w_type, n):
     """``w`` and ``b`` of another type than ``x`` and ``y`` (Float32 rows with 16-bit weights, 16-bit rows with
     Float32 weights), on shifted rows and on rows of one CTA: the same values as torch's in double precision."""
     torch = hopper_torch()
-    t, tw = torch_dtype(torch, x_type), torch_dtype(torch, w_type)
-    m = 19
-    x = _rows(torch, m, n, n, t, 23, 2.0)
+    x = _rows(torch, 19, n, n, torch_dtype(torch, x_type), 23, 2.0)
+    _norms_match_torch(torch, x, torch_dtype(torch, w_type), n, x_type, False)
+
+
+def _norms_match_torch(torch, x, w_type, s_out, dtype, stats):
+    """RMSNorm and LayerNorm of ``x + 1.5`` (``x`` rewritten) with ``w`` and ``b`` of ``w_type`` that vary along the
+    row (a value read at another position would show), into poisoned outputs of row stride ``s_out``: every guard
+    intact, ``y`` (of ``dtype``) as torch's in double precision, and with ``stats`` the rows' mean and rstd too."""
+    m, n = x.shape
+    t = x.dtype
     x.copy_(x + 1.5)
-    w = (torch.rand(n, device="cuda") * 2.0 + 0.25).to(tw)
-    b = torch.randn(n, device="cuda").to(tw)
+    w = (torch.rand(n, device="cuda") * 2.0 + 0.25).to(w_type)
+    b = torch.randn(n, device="cuda").to(w_type)
     xd, wd, bd = x.double(), w.double(), b.double()
-    y, rstd = AlignedPoisoned(torch, m, n, n, t), AlignedPoisoned(torch, 1, m, m, torch.float32)
+    y, rstd = AlignedPoisoned(torch, m, n, s_out, t), AlignedPoisoned(torch, 1, m, m, torch.float32)
     rmsnorm_forward(x, w, y.view, rstd.view[0], 1e-6)
     assert y.guards_intact() and rstd.guards_intact()
     r = torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6)
-    _close(y.view, xd * r * wd, x_type)
-    y = AlignedPoisoned(torch, m, n, n, t)
+    if stats:
+        _close(rstd.view[0], r[:, 0], "Float32")
+    _close(y.view, xd * r * wd, dtype)
+    y = AlignedPoisoned(torch, m, n, s_out, t)
     mean, rstd = AlignedPoisoned(torch, 1, m, m, torch.float32), AlignedPoisoned(torch, 1, m, m, torch.float32)
     layernorm_forward(x, w, b, y.view, mean.view[0], rstd.view[0], 1e-5)
     assert y.guards_intact() and mean.guards_intact() and rstd.guards_intact()
     mu = xd.mean(dim=1, keepdim=True)
     r = torch.rsqrt(((xd - mu) ** 2).mean(dim=1, keepdim=True) + 1e-5)
+    if stats:
+        _close(mean.view[0], mu[:, 0], "Float32", xd.abs().mean(dim=1))
+        _close(rstd.view[0], r[:, 0], "Float32")
     norm = (xd - mu) * r * wd
-    _close(y.view, norm + bd, x_type, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
+    _close(y.view, norm + bd, dtype, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
 
 
 @pytest.mark.parametrize("dtype", ["BFloat16", "Float16", "Float32"])

@@ -7,7 +7,7 @@ writes its elements::
     d_tile[j, i] = v          # a store: a float must have the element type, an integer converts
 
 Coordinates may be traced; swizzled (composed) layouts apply their swizzle. Register fragments
-are :mod:`.registers`'. ``load_bits``/``store_bits`` move 8-128 bits at an address (one vector
+live in :mod:`.registers`. ``load_bits``/``store_bits`` move 8-128 bits at an address (one vector
 access), which the tile copies use; ``pack``/``unpack`` turn elements into such bits and back.
 """
 
@@ -261,7 +261,7 @@ def _to_bits(value, dtype, nbits):
         return b.mlir.llvm.BitcastOp(_bits_type(nbits), value).result
 
 
-# -- register fragments ---------------------------------------------------------------------------
+# -- copies between memory and registers ----------------------------------------------------------
 
 
 def element_ptr(t: Tensor, i: Int) -> Pointer:

@@ -164,8 +164,8 @@ def recast_registers(engine: RegisterEngine, dtype: DType) -> RegisterEngine:
     """The engine of ``engine``'s fragment seen as ``dtype`` elements from ``engine``'s offset (``CuteValueError``
     where that offset is not a whole number of ``dtype`` elements, or either type is not a whole number of bytes
     wide)."""
-    base, bits = (engine.base, engine.offset * engine.dtype.width) if isinstance(engine, RegisterView) else (
-        RegisterEngine(engine.array, 0, engine.dtype), engine.offset * engine.dtype.width)
+    bits = engine.offset * engine.dtype.width
+    base = engine.base if isinstance(engine, RegisterView) else RegisterEngine(engine.array, 0, engine.dtype)
     old = base.dtype
     for t in (old, dtype):
         if t.kind == "bool" or t.width % 8:
