@@ -381,3 +381,48 @@ def test_fp8_block_scaled_gemm_matches_the_blockwise_reference(m, n, k, kwargs):
         gemm(a, b, plain, **dict(kwargs, pingpong=False, reg_realloc=False), scale_a=sa, scale_b=sb)
         torch.cuda.synchronize()
         assert torch.equal(cv, plain), "pairs or turns changed the result"
+
+
+@pytest.mark.parametrize("m, n, k, kwargs", [
+    (300, 520, 1000, dict()),                                 # edge tiles; the default 2x1 clusters
+    (2048, 2176, 640, dict()),                                # persistent CTAs taking two or three tiles
+    (256, 384, 4096, dict(split_k=4, cluster_m=1, persistent=False)),
+    (300, 520, 1000, dict(pingpong=True)),
+    (200, 300, 100, dict(reg_realloc=False, stages=3)),
+])
+def test_block_scales_of_any_layout_reach_their_rows_and_k_tiles(m, n, k, kwargs):
+    """Every row's and k-tile's scale is applied to its own products: scales that differ by powers of two from
+    row to row, block to block and k-tile to k-tile (a scale taken from a neighbour errs by at least half its
+    term), given column-major (scale_a as DeepGEMM stores it: each k-tile's scales of M contiguous) and as a
+    strided view, against the float64 sum: each element within bf16's rounding plus the tensor cores' and fp32's
+    accumulation error (2^-9 of the sum of its products' magnitudes); C NaN-poisoned and padded."""
+    kt, nt, ldc, kp = -(-k // 128), -(-n // 128), n + 8, -(-k // 16) * 16
+    spec = cute.compiler.DeviceArraySpec
+    c = cute.compile(gemm, spec("Float8E4M3FN", (m, k), (kp, 1)), spec("Float8E4M3FN", (n, k), (kp, 1)),
+                     spec("BFloat16", (m, n), (ldc, 1), address=(1 << 24) + GUARD * ldc * 2), **kwargs,
+                     scale_a=spec("Float32", (m, kt), (1, m)), scale_b=spec("Float32", (nt, kt), (2 * kt, 2)))
+    assert "m64n128k32.f32.e4m3.e4m3" in c.ptx
+    torch = hopper_torch()
+    g = torch.Generator(device="cpu").manual_seed(7 * m + n + k)
+    a = torch.randn(m, kp, generator=g).to(torch.float8_e4m3fn).cuda()[:, :k]
+    b = torch.randn(n, kp, generator=g).to(torch.float8_e4m3fn).cuda()[:, :k]
+    sa = (2.0 ** torch.randint(-6, 7, (kt, m), generator=g)).cuda().t()          # (m, kt), M contiguous
+    sb = (2.0 ** torch.randint(-6, 7, (nt, 2 * kt), generator=g)).cuda()[:, ::2]  # (nt, kt), every other column
+    want = torch.zeros(m, n, dtype=torch.float64, device="cuda")
+    size = torch.zeros_like(want)
+    for t in range(kt):
+        at, bt = a[:, 128 * t:128 * t + 128].double(), b[:, 128 * t:128 * t + 128].double()
+        scale = sa[:, t:t + 1].double() * sb[:, t].double().repeat_interleave(128)[:n][None, :]
+        want += (at @ bt.t()) * scale
+        size += (at.abs() @ bt.abs().t()) * scale
+    c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=torch.bfloat16, device="cuda")
+    cv = c_store[GUARD:GUARD + m, :n]
+    gemm(a, b, cv, **kwargs, scale_a=sa, scale_b=sb)
+    torch.cuda.synchronize()
+    err = (cv.double() - want).abs().nan_to_num(float("inf"))
+    bound = 2.0 ** -8 * want.abs() + 2.0 ** -9 * size
+    worst = int((err - bound).argmax())
+    assert bool((err <= bound).all()), (f"element {divmod(worst, n)}: {float(cv.flatten()[worst])} against "
+                                        f"{float(want.flatten()[worst])}")
+    assert torch.isnan(c_store[:GUARD]).all() and torch.isnan(c_store[GUARD + m:]).all(), "rows outside C written"
+    assert torch.isnan(c_store[GUARD:GUARD + m, n:]).all(), "columns past C's N written"
