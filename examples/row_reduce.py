@@ -54,7 +54,8 @@ class RowPlan:
     each CTA of the cluster takes a contiguous slab of :attr:`slab` chunks (the last CTA's may be shorter) instead of
     every ``cluster``-th run of ``group`` chunks (see :func:`chunk_index`). ``shifted`` (0: not shifted): the chunks
     count from the boundary of :attr:`window` elements (``shifted`` chunks) at or before the row's start
-    (``row_chunks.ShiftedRow``), so a row spans :attr:`span` elements of chunks."""
+    (``row_chunks.ShiftedRow``), so a row spans :attr:`span` elements of chunks. ``extra``: a shifted plan holding one
+    chunk a thread more than its kernel's values (see :func:`plan_rows`)."""
     n: int
     vec: int
     group: int
@@ -63,6 +64,7 @@ class RowPlan:
     chunks: int
     slabs: bool = False
     shifted: int = 0
+    extra: bool = False
 
     @property
     def window(self):
@@ -127,15 +129,27 @@ def plan_rows(what, n, vec, values, most=None, wide=None, shifted=0):
     smallest cluster that holds the row at ``values // vec`` chunks a thread, of any size (not only a power of two:
     each cluster holds one row at a time, and a row just past a power of two would otherwise take twice the CTAs,
     so that the device holds half as many rows at once); ``CuteValueError`` past that, naming the longest row.
-    ``shifted``: the plan of :class:`RowPlan`'s ``shifted`` rows (chunks for ``vec * shifted - 1`` elements more)."""
+    ``shifted``: the plan of :class:`RowPlan`'s ``shifted`` rows (chunks for ``vec * shifted - 1`` elements more);
+    a shifted row whose unshifted length the largest cluster holds, but not those elements more, takes one chunk a
+    thread more (``extra``) rather than no shifted plan at all. So rows of 262081-262143 16-bit elements (a 128-byte
+    window's 63 elements more than 16 CTAs of 256 threads hold at 8 chunks) take 9 chunks a thread over 15 CTAs
+    (5 over 13 with two row inputs): 52-127 registers a thread and no spills, with their CTAs an SM left free
+    (``row_shift.shifted_ctas_per_sm``), where no shifted plan left them element by element. Measured (H200, 1 GiB
+    of rows of 262143, of the copy ceiling): bf16 softmax 0.53 -> 0.63, its backward 0.43 -> 0.77, RMSNorm 0.43 ->
+    0.81, LayerNorm 0.21 -> 0.56, cross-entropy 0.62 -> 0.83 and its backward 0.74 -> 0.90; Float32 1.12-1.43x
+    (benchmarks/RESULTS.md)."""
     span = _span(n, vec, shifted)
     nv = -(-span // vec)
     kmax = max(1, values // vec)
     if most is None:
         most = max(256, min(1024, CTA_VALUES // values))  # threads of one row in one CTA
+    held = most * kmax * MAX_CLUSTER             # chunks the largest cluster holds at kmax
+    extra = bool(shifted) and nv > held >= -(-n // vec)
+    kmax += extra
     group = min(most, max(1, _pow2_at_least(-(-nv // min(kmax, 8)))))
     if -(-nv // group) <= kmax:
-        return RowPlan(n, vec, group, max(1, SHORT_THREADS // group), 1, -(-nv // group), shifted=shifted)
+        return RowPlan(n, vec, group, max(1, SHORT_THREADS // group), 1, -(-nv // group), shifted=shifted,
+                       extra=extra)
     if -(-nv // (most * MAX_CLUSTER)) > kmax:
         longest = most * kmax * vec * MAX_CLUSTER - (span - n)
         raise cute.CuteValueError(f"{what}: a row is held in the registers of at most {MAX_CLUSTER} CTAs of a "
@@ -150,7 +164,7 @@ def plan_rows(what, n, vec, values, most=None, wide=None, shifted=0):
             # a row 16 small CTAs hold only at more values a thread: measured faster for softmax's rows of 262144
             # bf16 than CTAs of ``most`` threads at ``values`` (more CTAs resident on an SM)
             group, cluster = CLUSTER_GROUP, MAX_CLUSTER
-    return RowPlan(n, vec, group, 1, cluster, -(-nv // (group * cluster)), shifted=shifted)
+    return RowPlan(n, vec, group, 1, cluster, -(-nv // (group * cluster)), shifted=shifted, extra=extra)
 
 
 def row_vector(tensors):

@@ -53,8 +53,9 @@ def shifted_ctas_per_sm(plan):
     """The CTAs an SM a kernel asks for on a ``shifted`` plan: as many as its rows' unshifted kernels get with the
     registers they take (88-96 a thread in CTAs of 128 threads, 39-40 in CTAs of 512: 5 and 3 CTAs); left free, the
     shifted kernels took 101-128 and 56 (the element-by-element path of the chunks at a row's ends), one CTA an SM
-    fewer. ``None`` for other plans (free)."""
-    if not plan.shifted:
+    fewer. ``None`` for other plans (free), and for plans of one chunk a thread more (``RowPlan.extra``: softmax
+    backward's at 262143 spills 36-104 bytes at 3 CTAs of 512 threads)."""
+    if not plan.shifted or plan.extra:
         return None
     return {128: 5, 512: 3}.get(plan.threads)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import cute_py as cute
 from cute_py.runtime import make_fake_tensor
 import examples as ex
-from _ptxas_report import ptxas_registers
+from _ptxas_report import ptxas_registers, ptxas_report
 from examples.row_chunks import _positions
 from examples.row_reduce import chunk_index, plan_rows, row_vector
 from examples.row_shift import over_cluster, plan_for, shift_chunks, shifted_ctas_per_sm, shifted_vector
@@ -82,16 +82,44 @@ def test_rows_are_shifted_where_only_their_strides_keep_the_chunks_narrow(dtypes
     assert shifted_vector(ts[:1] + [make_fake_tensor(dtypes[0], (50000,), assumed_align=16)]) is None  # 1-D
 
 
-def test_a_shifted_row_too_long_for_a_cluster_takes_the_narrow_plan():
-    """262143 bf16 elements shifted would span 262150: more than 16 CTAs hold; the plan of single elements holds
-    it (``plan_for``), and a row too long for either is refused with the narrow plan's error."""
+def test_a_shifted_row_one_chunk_past_the_largest_cluster_takes_one_chunk_a_thread_more():
+    """262143 bf16 elements shifted span up to 262206: more than 16 CTAs hold at the plan's chunks a thread. Since
+    the largest cluster holds the unshifted row, the shifted plan takes one chunk a thread more (``extra``) instead
+    of the plan of single elements; a row too long for the unshifted plan is refused with its error."""
     x = [make_fake_tensor("BFloat16", (4, 262143), (262143, 1), assumed_align=16)]
     p = plan_for(x, lambda vec, shifted: plan_rows("t", 262143, vec, 64, wide=128, shifted=shifted))
-    assert not p.shifted and p.vec == 1
+    assert p.shifted and p.extra and p.vec == 8 and (p.group, p.cluster, p.chunks) == (256, 15, 9)
+    assert shifted_ctas_per_sm(p) is None          # registers left free: measured to spill at 3 CTAs of 512
     q = plan_for(x[:1], lambda vec, shifted: plan_rows("t", 200003, vec, 64, wide=128, shifted=shifted))
-    assert q.shifted and q.vec == 8
+    assert q.shifted and not q.extra and q.vec == 8
     with pytest.raises(cute.CuteValueError, match="at most 16 CTAs"):
         plan_for(x, lambda vec, shifted: plan_rows("t", 300000, vec, 64, shifted=shifted))
+
+
+@pytest.mark.parametrize("n, vec, values", [(262082, 8, 64), (262143, 8, 64), (262143, 8, 32), (262143, 4, 64),
+                                            (262144, 8, 64), (262081, 8, 64), (262000, 2, 64), (131071, 8, 64)])
+def test_a_plan_of_one_chunk_more_takes_every_element_once_and_only_past_the_largest_cluster(n, vec, values):
+    """The laws of :func:`test_a_shifted_plan_takes_every_element_of_the_row_once_whatever_its_start` for rows at
+    the largest cluster's edge, at the first, second and last start of a 128-byte window: ``extra`` (one chunk a
+    thread more than ``values``) exactly where the shifted span passes what 16 CTAs hold at ``values`` and ``n``
+    does not; the unshifted plan never takes it."""
+    p = plan_rows("t", n, vec, values, shifted=8)
+    kmax = max(1, values // vec)
+    most = max(256, min(1024, 16384 // values))
+    held = most * kmax * 16
+    assert p.extra == (-(-p.span // vec) > held >= -(-n // vec))
+    assert p.chunks <= kmax + p.extra and p.chunks * p.cluster * p.group * vec >= p.span
+    assert not plan_rows("t", n, vec, values).extra
+    for lo in (0, 1, p.window - 1):
+        seen = [0] * (lo + n)
+        for k, t, rank in _threads(p):
+            c = chunk_index(p, k, t, rank)
+            assert 0 <= c < _positions(p)
+            for i in range(max(c * vec, lo), min(c * vec + vec, lo + n)):
+                seen[i] += 1
+            if p.full(k):
+                assert lo <= c * vec and c * vec + vec <= lo + n
+        assert seen[lo:] == [1] * n
 
 
 def _count(ptx, pattern):
@@ -207,6 +235,24 @@ def test_norms_read_w_and_b_at_a_shifted_rows_positions(kernel, dtype, n, shifte
         assert chunks >= 1 and _count(ptx, r"prmt\.b32") >= 4 * chunks
         assert (f".minnctapersm 4" in ptx) == (plan_threads == 256)
     assemble(ptx)
+
+
+@pytest.mark.parametrize("kernel, dtype", [("softmax_forward", "BFloat16"), ("softmax_backward", "BFloat16"),
+                                           ("cross_entropy_forward", "BFloat16"), ("cross_entropy_backward", "Float32"),
+                                           ("rmsnorm_forward", "Float16"), ("layernorm_forward", "Float32")])
+def test_rows_one_chunk_past_the_largest_cluster_move_in_16_byte_accesses(kernel, dtype, assemble):
+    """Contiguous rows of 262143: shifted, on plans of one chunk a thread more (``RowPlan.extra``), every kernel
+    moves them in 16-byte accesses, without spills (the element-by-element kernels these replace spilled 48-140
+    bytes in cross-entropy backward and Float32 LayerNorm)."""
+    m, n = 7, 262143
+    x = _rows(dtype, m, n, n)
+    c = _build(kernel, x, m) if "norm" not in kernel else _norm(kernel, dtype, x, m, n)
+    ptx = c.ptx
+    assert _count(ptx, r"ld\.global(\.nc)?\.v4") + _count(ptx, CP_ASYNC_16) >= 1 and ".local" not in ptx
+    assemble(ptx)
+    report = ptxas_report(ptx)
+    if report is not None:
+        assert all(stores == 0 for stores, _ in report[1]), report
 
 
 def test_a_16_bit_w_beside_float32_rows_is_read_element_by_element():
