@@ -131,7 +131,7 @@ def plan_rows(what, n, vec, values, most=None, wide=None, shifted=0):
     so that the device holds half as many rows at once); ``CuteValueError`` past that, naming the longest row.
     ``shifted``: the plan of :class:`RowPlan`'s ``shifted`` rows (chunks for ``vec * shifted - 1`` elements more);
     a shifted row whose unshifted length the largest cluster holds, but not those elements more, takes one chunk a
-    thread more (``extra``) rather than no shifted plan at all. So rows of 262081-262143 16-bit elements (a 128-byte
+    thread more (``extra``) rather than no shifted plan at all. So rows of 262082-262143 16-bit elements (a 128-byte
     window's 63 elements more than 16 CTAs of 256 threads hold at 8 chunks) take 9 chunks a thread over 15 CTAs
     (5 over 13 with two row inputs): 52-127 registers a thread and no spills, with their CTAs an SM left free
     (``row_shift.shifted_ctas_per_sm``), where no shifted plan left them element by element. Measured (H200, 1 GiB
