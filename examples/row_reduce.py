@@ -145,7 +145,7 @@ def plan_rows(what, n, vec, values, most=None, wide=None, shifted=0):
         most = max(256, min(1024, CTA_VALUES // values))  # threads of one row in one CTA
     held = most * kmax * MAX_CLUSTER             # chunks the largest cluster holds at kmax
     extra = bool(shifted) and nv > held >= -(-n // vec)
-    kmax += extra
+    kmax += 1 if extra else 0
     group = min(most, max(1, _pow2_at_least(-(-nv // min(kmax, 8)))))
     if -(-nv // group) <= kmax:
         return RowPlan(n, vec, group, max(1, SHORT_THREADS // group), 1, -(-nv // group), shifted=shifted,

@@ -346,8 +346,8 @@ def test_rows_just_past_a_power_of_two_take_the_smallest_cluster_of_any_size():
 @pytest.mark.parametrize("n", [40000, 65536, 70000, 120000])
 def test_layernorm_on_clusters_of_128_thread_ctas_asks_for_five_an_sm_without_spilling(n):
     """nvJitLink left free took 102-122 registers a thread for LayerNorm's 16-bit rows with a partial end (four
-    CTAs an SM); bounded to five CTAs it takes at most 96 and spills nothing, and so does ptxas. Softmax, at 96 already, and Float32
-    rows (three CTAs an SM by their shared memory) are left free."""
+    CTAs an SM); bounded to five CTAs it takes at most 96 and spills nothing, and so does ptxas. Softmax, at 96
+    already, and Float32 rows (three CTAs an SM by their shared memory) are left free."""
     rows, vec = _rows("BFloat16", 4, n), F("BFloat16", (n,))
     c = cute.compile(ex.layernorm_forward, rows, vec, vec, rows, F("Float32", (4,)), F("Float32", (4,)), 1e-5, False)
     assert ".maxntid 128, 1, 1" in c.ptx and ".minnctapersm 5" in c.ptx and c.launches[0].cluster[0] > 1
