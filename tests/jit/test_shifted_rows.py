@@ -100,7 +100,7 @@ def test_a_shifted_row_one_chunk_past_the_largest_cluster_takes_one_chunk_a_thre
                                             (262144, 8, 64), (262081, 8, 64), (262000, 2, 64), (131071, 8, 64)])
 def test_a_plan_of_one_chunk_more_takes_every_element_once_and_only_past_the_largest_cluster(n, vec, values):
     """The laws of :func:`test_a_shifted_plan_takes_every_element_of_the_row_once_whatever_its_start` for rows at
-    the largest cluster's edge, at the first, second and last start of a 128-byte window: ``extra`` (one chunk a
+    the largest cluster's edge, at the first, second and last start in a window of 8 chunks: ``extra`` (one chunk a
     thread more than ``values``) exactly where the shifted span passes what 16 CTAs hold at ``values`` and ``n``
     does not; the unshifted plan never takes it."""
     p = plan_rows("t", n, vec, values, shifted=8)
