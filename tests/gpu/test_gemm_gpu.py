@@ -331,6 +331,20 @@ def test_fp8_products_are_promoted_into_fp32_unless_fast_accum():
     assert errors[1] > 0.5, f"fast_accum: {errors[1]} (the tensor cores' accumulation)"
 
 
+def _blockwise(torch, a, b, sa, sb):
+    """DeepSeek-V3's block-scaled product in float64, ``sum_t scale_a[i, t] * scale_b[j / 128, t] * A[i, 128t..] .
+    B[j, 128t..]``, and the same sum of the products' magnitudes (an error bound's scale)."""
+    (m, k), n = a.shape, b.shape[0]
+    want = torch.zeros(m, n, dtype=torch.float64, device="cuda")
+    size = torch.zeros_like(want)
+    for t in range(-(-k // 128)):
+        at, bt = a[:, 128 * t:128 * t + 128].double(), b[:, 128 * t:128 * t + 128].double()
+        row, col = sa[:, t:t + 1].double(), sb[:, t].double().repeat_interleave(128)[:n][None, :]
+        want += (at @ bt.t()) * row * col
+        size += (at.abs() @ bt.abs().t()) * row * col
+    return want, size
+
+
 @pytest.mark.parametrize("m, n, k, kwargs", [
     (300, 520, 1000, dict()),                                 # edge tiles in M, N and a partial last k-tile
     (128, 2112, 7168, dict()),                                # DeepGEMM's small-M shape, scaled down in M
@@ -364,10 +378,7 @@ def test_fp8_block_scaled_gemm_matches_the_blockwise_reference(m, n, k, kwargs):
     a, b = a_store[:, :k], b_store[:, :k]
     sa = (torch.rand(m, kt, generator=g) + 0.5).cuda()
     sb = (torch.rand(nt, kt, generator=g) + 0.5).cuda()
-    want = torch.zeros(m, n, dtype=torch.float64, device="cuda")
-    for t in range(kt):
-        part = a[:, 128 * t:128 * t + 128].double() @ b[:, 128 * t:128 * t + 128].double().t()
-        want += part * sa[:, t:t + 1].double() * sb[:, t].double().repeat_interleave(128)[:n][None, :]
+    want, _ = _blockwise(torch, a, b, sa, sb)
     c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=torch.bfloat16, device="cuda")
     cv = c_store[GUARD:GUARD + m, :n]
     gemm(a, b, cv, **kwargs, scale_a=sa, scale_b=sb)
@@ -408,13 +419,7 @@ def test_block_scales_of_any_layout_reach_their_rows_and_k_tiles(m, n, k, kwargs
     b = torch.randn(n, kp, generator=g).to(torch.float8_e4m3fn).cuda()[:, :k]
     sa = (2.0 ** torch.randint(-6, 7, (kt, m), generator=g)).cuda().t()          # (m, kt), M contiguous
     sb = (2.0 ** torch.randint(-6, 7, (nt, 2 * kt), generator=g)).cuda()[:, ::2]  # (nt, kt), every other column
-    want = torch.zeros(m, n, dtype=torch.float64, device="cuda")
-    size = torch.zeros_like(want)
-    for t in range(kt):
-        at, bt = a[:, 128 * t:128 * t + 128].double(), b[:, 128 * t:128 * t + 128].double()
-        scale = sa[:, t:t + 1].double() * sb[:, t].double().repeat_interleave(128)[:n][None, :]
-        want += (at @ bt.t()) * scale
-        size += (at.abs() @ bt.abs().t()) * scale
+    want, size = _blockwise(torch, a, b, sa, sb)
     c_store = torch.full((m + 2 * GUARD, ldc), float("nan"), dtype=torch.bfloat16, device="cuda")
     cv = c_store[GUARD:GUARD + m, :n]
     gemm(a, b, cv, **kwargs, scale_a=sa, scale_b=sb)

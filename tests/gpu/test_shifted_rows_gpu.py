@@ -56,12 +56,18 @@ def _rows(torch, m, n, stride, dtype, seed, scale=1.0):
     return flat.as_strided((m, n), (stride, 1))
 
 
-@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
-def test_softmax_of_shifted_rows_matches_torch(dtype, case):
+def _case_rows(dtype, case, seed, scale):
+    """``(torch, its dtype, x)``: the rows of ``case`` = ``(rows, n, input row stride, output row stride)``."""
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
+    m, n, s_in, _ = case
+    return torch, t, _rows(torch, m, n, s_in, t, seed, scale)
+
+
+@pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
+def test_softmax_of_shifted_rows_matches_torch(dtype, case):
+    torch, t, x = _case_rows(dtype, case, 11, 4.0)
     m, n, s_in, s_out = case
-    x = _rows(torch, m, n, s_in, t, 11, 4.0)
     y = AlignedPoisoned(torch, m, n, s_out, t)
     softmax_forward(x, y.view)
     assert y.guards_intact()
@@ -78,10 +84,8 @@ def test_softmax_of_shifted_rows_matches_torch(dtype, case):
 
 @pytest.mark.parametrize("dtype,case", CONFIGS, ids=IDS)
 def test_cross_entropy_of_shifted_rows_matches_torch(dtype, case):
-    torch = hopper_torch()
-    t = torch_dtype(torch, dtype)
+    torch, t, x = _case_rows(dtype, case, 13, 3.0)
     m, n, s_in, s_out = case
-    x = _rows(torch, m, n, s_in, t, 13, 3.0)
     # targets at a row's first and last element (the partial chunks), ignored rows, and random ones
     target = torch.randint(0, n, (m,), device="cuda")
     target[0::4], target[1::4], target[2::7] = 0, n - 1, -100
@@ -115,11 +119,8 @@ NORM_IDS = [f"{d}-{c[1]}-{c[2]}-{c[3]}" for d, c in NORM_CONFIGS]
 
 @pytest.mark.parametrize("dtype,case", NORM_CONFIGS, ids=NORM_IDS)
 def test_norms_of_shifted_rows_match_torch(dtype, case):
-    torch = hopper_torch()
-    t = torch_dtype(torch, dtype)
-    m, n, s_in, s_out = case
-    x = _rows(torch, m, n, s_in, t, 15, 3.0)
-    _norms_match_torch(torch, x, t, s_out, dtype, True)
+    torch, t, x = _case_rows(dtype, case, 15, 3.0)
+    _norms_match_torch(torch, x, t, case[3], dtype, True)
 
 
 @pytest.mark.parametrize("x_type,w_type,n", [("Float32", "BFloat16", 32001), ("Float32", "Float16", 4097),
