@@ -31,7 +31,8 @@ from .attention_output import finish, store_lse, store_out
 from .attention_tiles import fence_operands, gemm_ss, head_rows
 
 __all__ = ["kv_blocks", "unmasked_blocks", "consume_tile", "consume", "consume_overlapped", "fragments",
-           "issue_first", "last_turn", "row_fragments", "halves_diagonal", "half_operands", "HALVES_DIMS"]
+           "issue_first", "last_turn", "idle_steps", "row_fragments", "halves_diagonal", "half_operands",
+           "HALVES_DIMS"]
 
 
 @cute.jit
@@ -225,6 +226,33 @@ def last_turn(mma_pv, ops, v_pipe, v_read, block_n, pingpong, group, groups, car
 
 
 @cute.jit
+def idle_steps(k_pipe, v_pipe, k_read, v_read, n_blocks, pingpong, group, groups, carried):
+    """A tile's steps for a warpgroup whose 64 rows all lie past the sequence's queries (the last tile's later
+    warpgroups): it waits for and releases each key and value block and takes and passes each turn as the
+    warpgroups with rows do (:func:`issue_first`, :func:`key_blocks`, :func:`last_turn`), and issues no MMA, so
+    that the tensor cores serve the warpgroups with rows alone."""
+    k_pipe.consumer_wait(k_read)
+    turn(pingpong, group)
+    pass_turn(pingpong, group, True, groups)
+    k_pipe.consumer_release(k_read)
+    k_read.advance()
+    for _ in range(1, n_blocks):
+        k_pipe.consumer_wait(k_read)
+        v_pipe.consumer_wait(v_read)
+        turn(pingpong, group)
+        pass_turn(pingpong, group, True, groups)
+        k_pipe.consumer_release(k_read)
+        k_read.advance()
+        v_pipe.consumer_release(v_read)
+        v_read.advance()
+    v_pipe.consumer_wait(v_read)
+    turn(pingpong, group)
+    pass_turn(pingpong, group, carried, groups)
+    v_pipe.consumer_release(v_read)
+    v_read.advance()
+
+
+@cute.jit
 def _init_rows(rows):
     """The running maxima (``-inf``) and sums (0) of a thread's two rows, at the start of a tile."""
     row_max, row_sum, _ = rows
@@ -293,10 +321,10 @@ def consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_b
     group = arch.make_warp_uniform(arch.warp_idx()) // 4      # the consumer warpgroup: 0 .. groups - 1
     arch.mbarrier_wait(q_bar, q_phase)
     carried = q_free is not None        # persistent: the turns run on from tile to tile
-    if n_blocks > 0:
-        if cute.const_expr(not carried):
-            if pingpong and group == groups - 1:
-                arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)     # warpgroup 0 issues first
+    if cute.const_expr(not carried):
+        if n_blocks > 0 and pingpong and group == groups - 1:
+            arch.barrier_arrive(barrier_id=1, number_of_threads=2 * 128)         # warpgroup 0 issues first
+    if n_blocks > 0 and first_row + 64 * group < seqlen_q:
         tile = (n_blocks, block_n, first_row, seqlen_q, seqlen_k, causal, scale_log2)
         issue_first(mma_qk, acc_s, acc_o, tSrQ, tSrK, k_pipe, k_read, None, pingpong, group, groups, half)
         _first_softmax(acc_s, cS, k_pipe, k_read, rows, tile, half)
@@ -308,7 +336,9 @@ def consume(mma_qk, mma_pv, sQ, sK, sV, q_bar, k_pipe, v_pipe, o, lse, tidx, m_b
         finish(acc_o, row_max, row_sum, corr, cS, sO, gO, lse, tidx, group, first_row, seqlen_q, q_start,
                q_batch, head, packed, scale_log2, d, tma_out)
     else:
-        # no key to see: out 0, lse -inf
+        if n_blocks > 0:
+            idle_steps(k_pipe, v_pipe, k_read, v_read, n_blocks, pingpong, group, groups, carried)
+        # no key to see, or no query row: out 0, lse -inf (where a row is a query)
         for r in cute.range_constexpr(2):
             row, _ = cS[2 * r]
             q_row = first_row + row
