@@ -366,7 +366,7 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     else:
         batch, rows = q.shape[0], q.shape[1]
         seqlens = (q.shape[1], k.shape[1])
-    block_n, stages, block_m = check_tile(d, causal, block_n, stages, block_m, rows)
+    block_n, stages, block_m = check_tile(d, causal, block_n, stages, block_m, rows, None if packed else seqlens[1])
     groups = block_m // 64
     scale = 1.0 / math.sqrt(d) if softmax_scale is None else float(softmax_scale)
     mma_qk = hh.make_trivial_tiled_mma(dt, dt, wg.OperandMajorMode.K, wg.OperandMajorMode.K, cute.Float32,

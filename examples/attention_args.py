@@ -10,8 +10,8 @@ from cute_py import arch
 
 from .attention_tiles import BLOCK_M
 
-__all__ = ["HEAD_DIMS", "TILES", "WIDE_TILES", "BLOCK_MS", "SMEM_BYTES", "smem_bytes", "check_tile", "check_args",
-           "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major", "every_tile_sees_a_key",
+__all__ = ["HEAD_DIMS", "TILES", "WIDE_TILES", "SHORT_TILES", "padding", "BLOCK_MS", "SMEM_BYTES", "smem_bytes",
+           "check_tile", "check_args", "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major", "every_tile_sees_a_key",
            "check_overlap"]
 
 HEAD_DIMS = (64, 128, 256)
@@ -25,6 +25,10 @@ TILES = {(64, False): (192, 3), (64, True): (128, 4), (128, False): (128, 2), (1
 # without the mask and from 2k rows on with it, slower below on a CTA per tile; on a persistent grid without the mask
 # 1.03-1.06x at 512 rows (benchmarks/RESULTS.md)
 WIDE_TILES = {(64, False): (128, 4, 256), (64, True): (128, 4, 1024)}
+# (keys per block, ring depth) a tile of 128 rows takes instead of ``TILES``' where the key length, known to the
+# compile, leaves more than 1/16 of it as padding of ``TILES``' last key block and less of these: at d=256 without
+# the mask on an H200 1.03x at 512 keys (80 a block pad 48), a tie at 1k (benchmarks/RESULTS.md)
+SHORT_TILES = {(256, False): (64, 2)}
 BLOCK_MS = (128, 192)              # query rows per tile: two or three consumer warpgroups of 64 rows
 SMEM_BYTES = 227 * 1024            # a Hopper CTA's shared memory
 
@@ -147,14 +151,24 @@ def smem_bytes(d, block_n, stages, block_m=BLOCK_M):
     return 2 * (block_m * d + 2 * stages * block_n * d) + 2048
 
 
-def check_tile(d, causal, block_n, stages, block_m=None, rows=0):
+def padding(keys, block_n):
+    """The keys past ``keys`` that its last block of ``block_n`` covers."""
+    return -keys % block_n
+
+
+def check_tile(d, causal, block_n, stages, block_m=None, rows=0, keys=None):
     """The key block, ring depth and query rows of a tile, ``(block_n, stages, block_m)``: the caller's, checked,
     or by default 192 rows where ``WIDE_TILES`` has ``d`` and ``causal`` and sequences have more rows (``rows``)
-    than it says, else 128, with the table's keys and depth for that many rows."""
+    than it says, else 128, with the table's keys and depth for that many rows (``SHORT_TILES``' where the key
+    length ``keys``, an int where the compile knows it, is padded as that table says)."""
     wide = WIDE_TILES.get((d, causal), (128, 2, None))
     if block_m is None:
         block_m = 192 if wide[2] is not None and rows > wide[2] else 128
     table = wide if block_m == 192 else TILES[d, causal]
+    short = SHORT_TILES.get((d, causal))
+    if block_m == 128 and block_n is None and short is not None and type(keys) is int and keys > 0:
+        if 16 * padding(keys, table[0]) > keys and padding(keys, short[0]) < padding(keys, table[0]):
+            table = short
     if block_n is None:
         block_n = table[0]
     if stages is None:

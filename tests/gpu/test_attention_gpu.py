@@ -105,6 +105,7 @@ CASES = [  # (batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, dtype, causa
     (2, 200, 333, 2, 2, 64, "bfloat16", False),
     (1, 1000, 1000, 3, 1, 64, "float16", True),
     (1, 190, 260, 2, 1, 256, "bfloat16", False),
+    (2, 190, 512, 2, 1, 256, "float16", False),      # 512 keys: 64 a block (SHORT_TILES)
     (2, 257, 257, 2, 2, 256, "float16", True),
     (1, 1, 1, 1, 1, 128, "bfloat16", False),
     (1, 7, 3000, 2, 2, 128, "bfloat16", True),

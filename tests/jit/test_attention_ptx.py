@@ -587,3 +587,24 @@ def test_the_default_tiles_of_192_rows_are_persistent_where_measured_faster():
 def test_a_persistent_grid_refuses_what_it_cannot_be(kw, match):
     with pytest.raises(cute.CuteValueError, match=match):
         _compile(**kw)
+
+
+def test_short_keys_take_the_tile_that_pads_them_least():
+    """``SHORT_TILES``: at d=256 without the mask the default takes 64 keys a block where the table's 80 would pad
+    more than 1/16 of the keys and 64 pad fewer (512 keys: 80's last block holds 48 past them); the caller's
+    ``block_n``, the mask, keys the compile does not know and other lengths keep the table's."""
+    from examples.attention_args import TILES, check_tile, padding
+
+    for keys in range(1, 1000):
+        for n in (16, 64, 80, 192):
+            p = padding(keys, n)
+            assert 0 <= p < n and (keys + p) % n == 0
+    assert check_tile(256, False, None, None, None, 512, 512) == (64, 2, 128)
+    for keys in (1024, 2048, 300, 480, None, 0):    # 300: both pad 20; 480: 80 pads none
+        assert check_tile(256, False, None, None, None, 512, keys) == (80, 2, 128)
+    assert check_tile(256, True, None, None, None, 512, 512) == TILES[256, True] + (128,)
+    assert check_tile(256, False, 80, None, None, 512, 512) == (80, 2, 128)
+    assert check_tile(128, False, None, None, None, 512, 520) == TILES[128, False] + (128,)
+    ptx = _compile(d=256, s=512).ptx
+    assert "m64n64k16" in ptx and "m64n80k16" not in ptx
+    assert "m64n80k16" in _compile(d=256, s=512, sk=1024).ptx
