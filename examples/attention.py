@@ -336,8 +336,9 @@ def attention(q, k, v, out, lse, causal=False, softmax_scale=None, cu_seqlens_q=
     ``1 / sqrt(head_dim)``; ``pingpong`` makes the consumer warpgroups take turns issuing their MMAs;
     ``heavy_first`` orders the grid by query block, last first (with ``causal`` the blocks that see the most keys
     are scheduled first), at most 65535 query blocks. ``block_n`` (keys per block, a multiple of 16 up to 256)
-    and ``stages`` (the depth of the K and V rings) replace the tuned table's tile for the head dimension; the
-    tiles must fit the CTA's shared memory. ``block_m`` (query rows per tile) is 128 (two consumer warpgroups) or,
+    and ``stages`` (the depth of the K and V rings) replace the tuned table's tile for the head dimension (or
+    ``attention_args.SHORT_TILES``' where the key length pads the table's last block as it says); the tiles must
+    fit the CTA's shared memory. ``block_m`` (query rows per tile) is 128 (two consumer warpgroups) or,
     at d=64 with at most 128 keys a block, 192 (three, 160 registers a thread, taking turns in a ring); by default
     192 where ``attention_args.WIDE_TILES`` says so for the sequences' length, else 128. ``persistent`` launches
     a CTA per SM (``True``; or a number of CTAs), each computing the tiles of ``examples.attention_schedule``'s

@@ -11,8 +11,8 @@ from cute_py import arch
 from .attention_tiles import BLOCK_M
 
 __all__ = ["HEAD_DIMS", "TILES", "WIDE_TILES", "SHORT_TILES", "padding", "BLOCK_MS", "SMEM_BYTES", "smem_bytes",
-           "check_tile", "check_args", "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major", "every_tile_sees_a_key",
-           "check_overlap"]
+           "check_tile", "check_args", "check_offsets", "check_rows_stored_in_chunks", "tokens_major", "dim_major",
+           "every_tile_sees_a_key", "check_overlap"]
 
 HEAD_DIMS = (64, 128, 256)
 # (keys per block, depth of the K and V rings) of a tile of 128 query rows by (head dimension, causal), measured on

@@ -5,7 +5,8 @@
   masked blocks (a prefix of the visited ones) are exactly those that need the mask.
 - The forward (``examples.attention_consumer.kv_blocks`` and ``unmasked_blocks``): a key block a query tile skips
   is seen by none of its rows, and one taken without the mask is whole and seen whole by every row in the queries;
-  a tile has key blocks exactly when one of its rows sees a key, and ``attention_args.every_tile_sees_a_key`` (the
+  a tile has key blocks exactly when one of its rows sees a key, each warpgroup's own (``own_blocks``, the others
+  it skips) run up to the last one a row of its own sees, and ``attention_args.every_tile_sees_a_key`` (the
   overlap's rule) holds exactly when every tile has; where ``halves_diagonal`` holds, the first warpgroup's rows
   see nothing past the first half of a tile's last key block (its first product computes that half alone).
 
@@ -19,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from examples.attention_consumer import halves_diagonal, kv_blocks as _kv_blocks, unmasked_blocks as _unmasked_blocks
+from examples.attention_consumer import halves_diagonal, kv_blocks as _kv_blocks, own_blocks as _own_blocks
+from examples.attention_consumer import unmasked_blocks as _unmasked_blocks
 from examples.attention_backward_blocks import BLOCK_M, BLOCK_N, masked_blocks, query_blocks
 from examples.attention_args import every_tile_sees_a_key
 
@@ -83,6 +85,14 @@ def _check_forward(seqlen_q, seqlen_k, causal, block_m, block_n):
             if j == n - 1 and halves_diagonal(causal, False, (seqlen_q, seqlen_k), block_m, block_n, 64):
                 # the first warpgroup's rows in the queries see nothing of the first block's second half
                 assert all(c <= block_n // 2 for c in seen[:64]), f"{where}: warpgroup 0 sees past the half"
+        for g in range(block_m // 64):
+            # a warpgroup's own blocks (the rest it skips): exactly the prefix up to the last block one of its rows
+            # in the queries sees
+            row0 = m_block * block_m + 64 * g
+            own = _own_blocks(n, row0, seqlen_q, seqlen_k, block_n, causal)
+            wg_rows = range(row0, min(row0 + 64, seqlen_q))
+            seen_by = [j for j in range(n) if any(not causal or i + diag >= j * block_n for i in wg_rows)]
+            assert own == (max(seen_by) + 1 if seen_by else 0), f"{where}: warpgroup {g} takes {own} blocks"
     # the overlap of a persistent grid's tiles issues every tile's first product unconditionally
     assert every_tile_sees_a_key((seqlen_q, seqlen_k), causal, block_m) == all(some_key), (seqlen_q, seqlen_k)
 
