@@ -93,6 +93,10 @@ def _check_forward(seqlen_q, seqlen_k, causal, block_m, block_n):
             wg_rows = range(row0, min(row0 + 64, seqlen_q))
             seen_by = [j for j in range(n) if any(not causal or i + diag >= j * block_n for i in wg_rows)]
             assert own == (max(seen_by) + 1 if seen_by else 0), f"{where}: warpgroup {g} takes {own} blocks"
+            # the blocks it takes without the mask are whole and seen whole by each of its rows in the queries
+            for j in range(_unmasked_blocks(row0, seqlen_q, seqlen_k, block_n, causal, own)):
+                assert (j + 1) * block_n <= seqlen_k and all(not causal or i + diag >= (j + 1) * block_n - 1
+                                                             for i in wg_rows), f"{where}: warpgroup {g} block {j}"
     # the overlap of a persistent grid's tiles issues every tile's first product unconditionally
     assert every_tile_sees_a_key((seqlen_q, seqlen_k), causal, block_m) == all(some_key), (seqlen_q, seqlen_k)
 
