@@ -36,7 +36,7 @@ import operator
 import cute_py as cute
 
 from .row_math import EXP_BIAS, LOG2E, elements, exp2_fma, fast_shift, fold
-from .row_stage import STAGE_MIN_BITS, stage, thread_slot, wait_staged
+from .row_stage import halves_plan, stage, staged_halves, thread_slot, wait_staged
 from .row_chunks import matrix_row, window
 from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector,
@@ -44,7 +44,7 @@ from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vec
 from .row_shift import over_cluster, plan_for, shifted_ctas_per_sm
 
 __all__ = ["cross_entropy_forward", "cross_entropy_forward_kernel", "cross_entropy_backward",
-           "cross_entropy_backward_kernel", "staged_halves"]
+           "cross_entropy_backward_kernel"]
 
 
 @cute.kernel
@@ -70,48 +70,15 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
     _finish(loss, lse, ignore_index, r, m, t, rank, _shift(big) + cute.math.log(total), plan.n, k, xk)
 
 
-HALVES_CLUSTER = 4  # the smallest cluster whose 16-bit rows are staged and reduced by halves
-
-
-def forward_plan(what, n, vec, dtype, shifted=0):
-    """The plan of :func:`cross_entropy_forward_kernel` for rows of ``n`` elements of ``dtype`` in chunks of
-    ``vec``: ``plan_rows``'s at ``ONE_INPUT`` values a thread (rows that 16 CTAs of 128 threads hold only at 128
-    values take them so: measured faster at 262144 bf16, 0.66 of the copy ceiling against 0.60 with CTAs of 256
-    threads); where that plan stages its rows by halves (:func:`staged_halves`), the plan at ``HALVES_VALUES``
-    values a thread, if it stages them by halves too: the staged row holds no registers, so each thread may take
-    10 chunks, and the cluster fewer CTAs. Measured (H200, bf16, of the copy ceiling): 40000 1.00 -> 1.05 (4 CTAs
-    instead of 5), 50304 0.93 -> 1.06, 70000 0.91 -> 1.04, 102400 0.92 -> 1.02, 128256 0.90 -> 0.98, 151936 0.94 ->
-    1.02, 65536 1.025 -> 1.03; 12 chunks a thread 0.99-1.04 (benchmarks/RESULTS.md). ``shifted``: plans of
-    shifted rows (``row_reduce.RowPlan``'s ``shifted``)."""
-    plan = plan_rows(what, n, vec, ONE_INPUT, wide=2 * ONE_INPUT, shifted=shifted)
-    if staged_halves(plan, dtype):
-        more = plan_rows(what, n, vec, HALVES_VALUES, wide=2 * ONE_INPUT, shifted=shifted)
-        if staged_halves(more, dtype):
-            return more
-    return plan
-
-
 def _forward_plan_of(what, n, logits):
-    """:func:`forward_plan` for ``logits``: of shifted rows (``row_shift.plan_for``) for 16-bit logits; Float32 logits
+    """``row_stage.halves_plan`` for ``logits`` (at most 16 chunks a thread where staged: at 262143 bf16, 17
+    chunks over 16 CTAs measured 0.75 of the copy ceiling against 0.82 for 10 over 13 CTAs of 256 threads): of
+    shifted rows (``row_shift.plan_for``) for 16-bit logits; Float32 logits
     of odd stride keep their 4-byte loads (shifted measured 0.92-0.98x at 50257 and 100003, H200)."""
     dtype = logits.element_type
     if dtype.width == 16:
-        return plan_for((logits,), lambda vec, shifted: forward_plan(what, n, vec, dtype, shifted))
-    return forward_plan(what, n, row_vector((logits,)), dtype)
-
-
-HALVES_VALUES = 80  # values of a row a thread of the forward takes where its rows are staged by halves
-
-
-def staged_halves(plan, dtype):
-    """Whether the forward copies a thread's logits into shared memory (``row_stage``) and reduces each half of
-    its chunks on its own, their pairs combined (fewer values live at once, so more CTAs an SM): 16-bit logits over
-    a cluster of ``HALVES_CLUSTER`` CTAs or more, in chunks that ``cp.async`` copies. Measured (H200, bf16): 0.76-0.78
-    -> 0.96-0.97 of the copy ceiling at 262144, 0.80 -> 0.91 at 131072, 0.90-0.97 -> 0.98-1.00 at 65536; with the
-    row kernels as they are now, also on clusters of 4 to 7 (0.99 -> 1.05 at 32768, 0.82 -> 0.96 at 40000, 0.80 ->
-    0.92 at 50304); slower for Float32 logits (1.03 -> 0.86 at 262144: 64 KiB a CTA staged)."""
-    return (plan.cluster >= HALVES_CLUSTER and plan.chunks >= 2 and dtype.width == 16
-            and plan.vec * dtype.width >= STAGE_MIN_BITS)
+        return plan_for((logits,), lambda vec, shifted: halves_plan(what, n, vec, dtype, shifted))
+    return halves_plan(what, n, row_vector((logits,)), dtype)
 
 
 def _staged_pair(sx, chunks):

@@ -24,9 +24,10 @@ from cute_py import arch
 from cute_py.nvgpu import cpasync
 
 from .row_chunks import VECTOR_BITS, inside, load_chunk, outside, whole_chunks, window
-from .row_reduce import chunk_index
+from .row_reduce import ONE_INPUT, chunk_index, plan_rows
 
-__all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "STAGE_MIN_BITS"]
+__all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "staged_halves",
+           "halves_plan", "STAGE_MIN_BITS", "HALVES_CLUSTER", "HALVES_VALUES", "HALVES_WIDE"]
 
 STAGE_MIN_BITS = 32  # the narrowest cp.async
 
@@ -35,6 +36,41 @@ def staged_rows(plan):
     """Whether a row kernel on ``plan`` stages its row inputs: rows over a cluster (measured faster there:
     benchmarks/RESULTS.md); short rows, several to a CTA, keep them in registers."""
     return plan.cluster > 1
+
+
+HALVES_CLUSTER = 4  # the smallest cluster whose 16-bit rows are staged and reduced by halves
+HALVES_VALUES = 80  # values of a row a thread takes where its rows are staged by halves
+HALVES_WIDE = 160  # the most values a thread of 16 CTAs of 128 threads may take where its rows are staged by halves
+
+
+def staged_halves(plan, dtype):
+    """Whether a one-input row kernel (the softmax and cross-entropy forward passes) copies a thread's chunks into
+    shared memory and reduces each half of them on its own, their pairs combined (fewer values live at once, so
+    more CTAs an SM): 16-bit rows over a cluster of ``HALVES_CLUSTER`` CTAs or more, in chunks that ``cp.async``
+    copies. Measured for cross-entropy (H200, bf16): 0.76-0.78 -> 0.96-0.97 of the copy ceiling at 262144, 0.80 ->
+    0.91 at 131072, 0.90-0.97 -> 0.98-1.00 at 65536, 0.99 -> 1.05 at 32768, 0.82 -> 0.96 at 40000, 0.80 -> 0.92 at
+    50304; slower for Float32 rows (1.03 -> 0.86 at 262144: 64 KiB a CTA staged)."""
+    return (plan.cluster >= HALVES_CLUSTER and plan.chunks >= 2 and dtype.width == 16
+            and plan.vec * dtype.width >= STAGE_MIN_BITS)
+
+
+def halves_plan(what, n, vec, dtype, shifted=0, wide=2 * ONE_INPUT):
+    """The plan of a one-input row kernel that stages by halves where it can (:func:`staged_halves`), for rows of
+    ``n`` elements of ``dtype`` in chunks of ``vec``: ``plan_rows``'s at ``ONE_INPUT`` values a thread (rows that
+    16 CTAs of 128 threads hold only at 128 values take them so: measured faster at 262144 bf16, 0.66 of the copy
+    ceiling against 0.60 with CTAs of 256 threads), refusing what it refuses; where that plan stages its rows by
+    halves, the plan at ``HALVES_VALUES`` values a thread (rows that 16 CTAs of 128 threads hold only at more: at
+    up to ``wide``), if it stages them by halves too: the staged row holds no registers, so each thread may take 10
+    chunks, and the cluster fewer CTAs. Measured for cross-entropy (H200, bf16, of the copy ceiling): 40000 1.00 ->
+    1.05 (4 CTAs instead of 5), 50304 0.93 -> 1.06, 70000 0.91 -> 1.04, 102400 0.92 -> 1.02, 128256 0.90 -> 0.98,
+    151936 0.94 -> 1.02, 65536 1.025 -> 1.03; 12 chunks a thread 0.99-1.04 (benchmarks/RESULTS.md). ``shifted``:
+    plans of shifted rows (``row_reduce.RowPlan``'s ``shifted``)."""
+    plan = plan_rows(what, n, vec, ONE_INPUT, wide=2 * ONE_INPUT, shifted=shifted)
+    if staged_halves(plan, dtype):
+        more = plan_rows(what, n, vec, HALVES_VALUES, wide=wide, shifted=shifted)
+        if staged_halves(more, dtype):
+            return more
+    return plan
 
 
 def thread_slot(buf, plan, k, tx):

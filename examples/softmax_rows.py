@@ -10,10 +10,13 @@ Rows are 2-D row-major tensors (rows, n) whose last dimension is contiguous and 
 stride of at least ``n``); Float32, BFloat16 or Float16 in, Float32 arithmetic, the output in its own tensor's type
 (one of those). The row is read once and written once (see ``row_reduce``): short rows several to a CTA, long rows
 split across a cluster of 2..16 CTAs whose partial results meet in distributed shared memory. Between the read and
-the write it lives in registers, except the backward pass's ``y`` and ``dy`` over a cluster, which are staged
-through shared memory (``row_stage``). The forward pass reduces ``(max, sum of exp(x - max))`` pairs in one
-exchange (an online softmax): each thread's exponentials are taken once, against its own maximum, and rescaled by
-``exp(thread max - row max) / sum``.
+the write it lives in registers, except the backward pass's ``y`` and ``dy`` over a cluster and the forward pass's
+16-bit rows over 4 or more CTAs, which are staged through shared memory (``row_stage``). The forward pass reduces
+``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax). Where the row is in registers, each
+thread's exponentials are taken once, against its own maximum, and rescaled by ``exp(thread max - row max) / sum``;
+where it is staged, each half of a thread's chunks gives its pair, and after the reduction each chunk is read again
+and its exponentials taken anew against the row's maximum, just before its store: two exponentials an element, but
+few values live at once, so more rows in flight (``forward_ctas_per_sm``).
 Results follow torch's: a NaN in a row makes the row NaN, as does ``+inf`` or a row of ``-inf``.
 """
 
@@ -21,12 +24,13 @@ import operator
 
 import cute_py as cute
 
-from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, clamped_row, cluster_start,
-                         launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce, store_if_row, FLT_MAX,
-                         ONE_INPUT, TWO_INPUTS)
+from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, chunk_index, clamped_row,
+                         cluster_start, launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce,
+                         store_if_row, FLT_MAX, TWO_INPUTS)
 from .row_shift import over_cluster, plan_for, shifted_ctas_per_sm
 from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
-from .row_stage import stage, staged_rows, wait_staged
+from .row_chunks import matrix_row, store_chunk
+from .row_stage import HALVES_WIDE, halves_plan, stage, staged_halves, staged_rows, wait_staged
 
 __all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel"]
 
@@ -36,14 +40,55 @@ def softmax_forward_kernel(x, y, spec):
     red = RowReduction(plan, 2)
     cluster_start(plan)
     r, t, rank = row_coords(plan)
-    # the row stays in registers: staged through shared memory it measured slower (RESULTS.md)
-    vals = load_row(clamped_row(x, r, plan), plan, t, rank, -float("inf"))
-    mt = fold(elements(vals), cute.max)
-    safe = cute.max(mt, -FLT_MAX)
-    flat, s, unit = _exps(elements(vals), safe)
-    big, total = row_reduce((mt, s * unit), max_sum, red)
-    scale = cute.math.exp2((safe - cute.max(big, -FLT_MAX)) * LOG2E) / total
-    store_if_row(y, r, plan, t, rank, [e * unit * scale for e in chunks(flat, plan.vec)])
+    xr = clamped_row(x, r, plan)
+    if cute.const_expr(staged_halves(plan, x.element_type)):
+        _forward_by_halves(xr, y, r, plan, t, rank, red)
+    else:
+        vals = load_row(xr, plan, t, rank, -float("inf"))
+        mt = fold(elements(vals), cute.max)
+        safe = cute.max(mt, -FLT_MAX)
+        flat, s, unit = _exps(elements(vals), safe)
+        big, total = row_reduce((mt, s * unit), max_sum, red)
+        scale = cute.math.exp2((safe - cute.max(big, -FLT_MAX)) * LOG2E) / total
+        store_if_row(y, r, plan, t, rank, [e * unit * scale for e in chunks(flat, plan.vec)])
+
+
+@cute.jit
+def _forward_by_halves(xr, y, r, plan, t, rank, red):
+    """The forward pass of a row staged in shared memory (``staged_halves``): each half of this thread's chunks
+    gives its ``(max, sum)`` pair, read from shared memory when it is needed; after the row's reduction the chunks
+    are read again and each exponential taken anew against the row's max."""
+    (sx,) = stage((xr,), plan, t, rank, -float("inf"))
+    wait_staged(0)
+    half = plan.chunks // 2
+    pair = max_sum(_staged_pair(sx, range(half)), _staged_pair(sx, range(half, plan.chunks)))
+    big, total = row_reduce(pair, max_sum, red)
+    safe = cute.max(big, -FLT_MAX)
+    shl = safe * LOG2E
+    if r < y.shape[0]:
+        yr = matrix_row(y, r, plan)
+        if fast_shift(shl):
+            scale = 2.0 ** -EXP_BIAS / total
+            _store_staged(yr, plan, t, rank, sx, lambda e: exp2_fma(e, shl, EXP_BIAS) * scale)
+        else:
+            _store_staged(yr, plan, t, rank, sx, lambda e: cute.math.exp2((e - safe) * LOG2E) / total)
+
+
+def _store_staged(yr, plan, t, rank, sx, f):
+    """Store ``f`` of each staged element of this thread into the row ``yr``, chunk by chunk (each chunk read from
+    shared memory just before its store, so that few are live at once)."""
+    for k in cute.range_constexpr(plan.chunks):
+        out = cute.make_rmem_tensor((plan.vec,), yr.element_type)
+        out.store(sx.raw(k).to(cute.Float32).map(f).to(yr.element_type))
+        store_chunk(yr, chunk_index(plan, k, t, rank), plan.vec, plan.n, out, plan.full(k))
+
+
+def _staged_pair(sx, ks):
+    """``(max, sum of exp(e - max))`` of this thread's staged chunks ``ks``, read from shared memory here."""
+    es = elements([sx.raw(k).to(cute.Float32) for k in ks])
+    mt = fold(es, cute.max)
+    _, s, unit = _exps(es, cute.max(mt, -FLT_MAX))
+    return mt, s * unit
 
 
 @cute.jit
@@ -93,6 +138,20 @@ def _launch(kernel, plan, m, *args, ctas_per_sm=None):
     launch_rows(kernel(*args, plan), plan, plan.grid(m), kernel is softmax_forward_kernel, ctas_per_sm=ctas_per_sm)
 
 
+HALVES_CTAS = 6  # CTAs an SM of the forward's rows staged by halves (at most 80 registers a thread)
+
+
+def forward_ctas_per_sm(plan, dtype):
+    """The CTAs an SM :func:`softmax_forward` asks for: ``HALVES_CTAS`` where its rows are staged by halves in CTAs
+    of 128 threads (one fewer past 16 chunks a thread, where six spill), else :func:`row_shift.shifted_ctas_per_sm`'s.
+    Measured (H200, bf16, of the copy ceiling, rows in registers -> staged with the CTAs left free -> staged at six):
+    151936 0.89 -> 0.95 -> 1.00, 66536 0.89 -> 0.94 -> 0.98, 262144 0.93 -> 0.87 -> 1.00, 50257 (shifted) 0.79 ->
+    0.99; at 262143 (shifted, 17 chunks over 16 CTAs at five) 0.64 -> 0.97 (benchmarks/RESULTS.md)."""
+    if staged_halves(plan, dtype) and plan.threads == 128:
+        return HALVES_CTAS if plan.chunks <= 16 else HALVES_CTAS - 1
+    return shifted_ctas_per_sm(plan)
+
+
 def backward_ctas_per_sm(plan, dtype):
     """The CTAs an SM :func:`softmax_backward` asks for: 2 for 16-bit short rows of CTAs of 512 threads whose threads
     keep at most 3 chunks (at most 64 registers a thread; left free, the assembler took 70-71 and one CTA an SM),
@@ -109,9 +168,9 @@ def softmax_forward(x, y):
     ``CuteValueError``/``CuteTypeError`` naming the rule otherwise, or for rows longer than 16 CTAs hold."""
     m, n = check_matrix("softmax_forward", "x", x)
     check_same_shape("softmax_forward", "y", y, (m, n))
-    plan = plan_for((x, y), lambda vec, shifted: plan_rows("softmax_forward", n, vec, ONE_INPUT, wide=2 * ONE_INPUT,
-                                                            shifted=shifted))
-    _launch(softmax_forward_kernel, plan, m, x, y)
+    dtype = x.element_type
+    plan = plan_for((x, y), lambda vec, shifted: halves_plan("softmax_forward", n, vec, dtype, shifted, HALVES_WIDE))
+    _launch(softmax_forward_kernel, plan, m, x, y, ctas_per_sm=forward_ctas_per_sm(plan, dtype))
 
 
 @cute.jit

@@ -17,7 +17,7 @@ from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_f
                       rmsnorm_forward, rmsnorm_workspace_rows, softmax_backward, softmax_forward)
 import cute_py as cute  # noqa: E402
 from examples.layernorm_loop import LoopConfig  # noqa: E402
-from examples.cross_entropy import HALVES_CLUSTER  # noqa: E402
+from examples.row_stage import HALVES_CLUSTER, HALVES_WIDE, halves_plan  # noqa: E402
 from examples.row_reduce import plan_rows  # noqa: E402
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
 
@@ -381,10 +381,9 @@ def test_cross_entropy_of_16_bit_rows_reduced_by_halves_matches_torch_on_special
     """16-bit rows over 4, 7 and 16 CTAs (10, 10 and 16 chunks a thread): each thread takes the pair of each half of
     its values on its own (``staged_halves``). Special values in one half or both: thread 0's first half holds
     element 1, its second half element ``b`` (the first chunk of the second half of the rounds, plus 2)."""
-    from examples.cross_entropy import forward_plan
     torch = hopper_torch()
     t = torch_dtype(torch, dtype)
-    p = forward_plan("t", n, 8, getattr(cute, dtype))
+    p = halves_plan("t", n, 8, getattr(cute, dtype))
     half = p.chunks // 2 * p.cluster * p.group * p.vec
     a, b = 1, half + 2
     big = 3e38 if dtype == "BFloat16" else 6e4     # near the type's largest (bf16: the plain form in one half)
@@ -411,6 +410,43 @@ def test_cross_entropy_of_16_bit_rows_reduced_by_halves_matches_torch_on_special
     _close(loss.view, exact, "Float32", 1.0)
     assert math.isnan(float(lse.view[1])) and float(lse.view[2]) == math.inf and float(lse.view[4]) == -math.inf
     assert float(lse.view[7]) == 2.0 and float(loss.view[7]) == 0.0 and float(loss.view[8]) == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["BFloat16", "Float16"])
+@pytest.mark.parametrize("n, pad", [(40000, 8), (151936, 8), (262143, 1)])
+def test_softmax_forward_of_16_bit_rows_staged_by_halves_matches_torch_on_special_values(dtype, n, pad):
+    """16-bit rows over 4, 15 and 16 CTAs (10, 10 and 16 chunks a thread), staged by halves: each half of a
+    thread's chunks gives its pair, and the stores read the chunks again. Special values in one half or both (as
+    the cross-entropy test above places them), a row whose probabilities fall through the subnormals to zero, and
+    outputs into NaN-poisoned padded rows."""
+    torch = hopper_torch()
+    t = torch_dtype(torch, dtype)
+    p = halves_plan("t", n, 8, getattr(cute, dtype), 0, HALVES_WIDE)
+    half = p.chunks // 2 * p.cluster * p.group * p.vec
+    a, b = 1, half + 2
+    big = 3e38 if dtype == "BFloat16" else 6e4     # bf16: past FLT_MAX / log2(e), the plain form
+    x = _rows(torch, 10, n, pad, t, 21, 3.0)
+    x[0, a] = big
+    x[1, a], x[1, b] = float("inf"), float("nan")
+    x[2, b] = float("inf")
+    x[3, :half] = float("-inf")
+    x[4] = float("-inf")
+    x[5, b] = 80.0
+    x[6, a], x[6, b] = -big, big
+    x[7, :] = float("-inf")
+    x[7, b] = 2.0                                   # one finite value: 1 there, 0 elsewhere
+    x[8] = (-torch.arange(n, device="cuda", dtype=torch.float32) / (40.0 if dtype == "BFloat16" else 2.0)).to(t)
+    y = Poisoned(torch, (10, n), t, pad + 3)
+    c = cute.compile(softmax_forward, x, y.view)
+    assert c.launches[0].cluster == (p.cluster, 1, 1) and p.cluster >= HALVES_CLUSTER and "cp.async" in c.ptx
+    c(x, y.view)
+    assert y.guards_intact()
+    exact = torch.softmax(x.double(), dim=1)
+    _close(y.view, exact, dtype)
+    assert float(y.view[7, b]) == 1.0 and int((y.view[7] != 0).sum()) == 1
+    assert bool(torch.isnan(y.view[1]).all() and torch.isnan(y.view[4]).all())
+    if dtype == "BFloat16":                         # probabilities below 2**-126 kept, as torch keeps them
+        assert bool(((y.view[8] > 0) & (y.view[8] < 2.0 ** -126)).any())
 
 
 def test_a_target_outside_the_classes_gives_a_nan_loss():

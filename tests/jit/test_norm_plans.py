@@ -200,22 +200,25 @@ def test_short_16_bit_rows_ask_for_more_ctas_an_sm_where_they_fit_without_spilli
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 300000), st.sampled_from([1, 2, 4, 8]), st.sampled_from(["BFloat16", "Float16", "Float32"]))
-def test_the_cross_entropy_forward_plan_holds_every_row_or_refuses_it_as_plan_rows_does(n, vec, dtype):
-    """Over arbitrary lengths (past the longest row too), vectors and types: ``forward_plan`` refuses exactly the
-    rows ``plan_rows`` refuses, with its message; else its plan holds the row in at most 16 CTAs, and it is the
-    plan at 80 values a thread only where both plans stage by halves (never a plan that stages by halves from one
-    that did not)."""
-    from examples.cross_entropy import HALVES_VALUES, forward_plan, staged_halves
+@given(st.integers(1, 300000), st.sampled_from([1, 2, 4, 8]), st.sampled_from(["BFloat16", "Float16", "Float32"]),
+       st.sampled_from([0, 8]), st.sampled_from([128, 160]))
+def test_the_halves_plan_holds_every_row_or_refuses_it_as_plan_rows_does(n, vec, dtype, shifted, wide):
+    """Over arbitrary lengths (past the longest row too), vectors, types, shifted rows and ``wide`` (cross-entropy's
+    128, softmax's 160): ``halves_plan`` refuses exactly the rows ``plan_rows`` refuses, with its message; else its
+    plan holds the row (its span) in at most 16 CTAs, and it is the plan at 80 values a thread (at most ``wide``)
+    only where both plans stage by halves (never a plan that stages by halves from one that did not)."""
+    from examples.row_stage import HALVES_VALUES, halves_plan, staged_halves
     t = getattr(cute, dtype)
     try:
-        first = plan_rows("ce", n, vec, ONE_INPUT, wide=2 * ONE_INPUT)
+        first = plan_rows("ce", n, vec, ONE_INPUT, wide=2 * ONE_INPUT, shifted=shifted)
     except cute.CuteValueError as e:
         with pytest.raises(cute.CuteValueError, match=re.escape(str(e))):
-            forward_plan("ce", n, vec, t)
+            halves_plan("ce", n, vec, t, shifted, wide)
         return
-    plan = forward_plan("ce", n, vec, t)
-    assert plan.chunks * plan.vec * plan.group * plan.cluster >= n and plan.cluster <= MAX_CLUSTER
-    more = plan_rows("ce", n, vec, HALVES_VALUES, wide=2 * ONE_INPUT)
+    plan = halves_plan("ce", n, vec, t, shifted, wide)
+    assert plan.chunks * plan.vec * plan.group * plan.cluster >= plan.span >= n and plan.cluster <= MAX_CLUSTER
+    more = plan_rows("ce", n, vec, HALVES_VALUES, wide=wide, shifted=shifted)
     assert plan == (more if staged_halves(first, t) and staged_halves(more, t) else first)
     assert staged_halves(plan, t) == staged_halves(first, t)
+    if staged_halves(plan, t):  # a staged thread takes at most ``wide`` values, in CTAs of 128 threads past 10 chunks
+        assert plan.chunks * vec <= wide and (plan.chunks * vec <= HALVES_VALUES or plan.group == 128)

@@ -17,7 +17,7 @@ import cute_py as cute
 import examples as ex
 from examples.row_chunks import whole_chunks
 from examples.row_reduce import MAX_CLUSTER, RowPlan, chunk_index, chunk_inside, max_sum, plan_rows
-from examples.row_stage import staged_rows, thread_slot
+from examples.row_stage import HALVES_WIDE, halves_plan, staged_halves, staged_rows, thread_slot
 from _ptxas_report import ptxas_registers, ptxas_report
 from _cubin_report import cubin_resources
 
@@ -338,16 +338,21 @@ def test_rows_just_past_a_power_of_two_take_the_smallest_cluster_of_any_size():
     assert plan_rows("t", 65536 + 8, 8, 64) == RowPlan(65544, 8, 128, 1, 9, 8)
     sizes = {plan_rows("t", n, 8, 64).cluster for n in range(16385, 131073, 1024)}
     assert sizes == set(range(3, 17))  # (a cluster only past one CTA of 256 threads: 2 of 128 hold no more)
-    c = cute.compile(ex.softmax_forward, _rows("BFloat16", 4, 70000), _rows("BFloat16", 4, 70000))
+    rows = _rows("BFloat16", 4, 70000)
+    c = cute.compile(ex.rmsnorm_forward, rows, F("BFloat16", (70000,)), rows, F("Float32", (4,)), 1e-6)
     (launch,) = c.launches
     assert launch.cluster == (9, 1, 1) and launch.grid == (36, 1, 1) and launch.non_portable_cluster
+    c = cute.compile(ex.softmax_forward, rows, rows)
+    (launch,) = c.launches   # staged by halves at 10 chunks a thread: 7 CTAs
+    assert launch.cluster == (7, 1, 1) and launch.grid == (28, 1, 1)
 
 
 @pytest.mark.parametrize("n", [40000, 65536, 70000, 120000])
 def test_layernorm_on_clusters_of_128_thread_ctas_asks_for_five_an_sm_without_spilling(n):
     """nvJitLink left free took 102-122 registers a thread for LayerNorm's 16-bit rows with a partial end (four
-    CTAs an SM); bounded to five CTAs it takes at most 96 and spills nothing, and so does ptxas. Softmax, at 96
-    already, and Float32 rows (three CTAs an SM by their shared memory) are left free."""
+    CTAs an SM); bounded to five CTAs it takes at most 96 and spills nothing, and so does ptxas. Softmax stages
+    these rows by halves and asks for six (see the test of its halves); Float32 rows (three CTAs an SM by their
+    shared memory) are left free."""
     rows, vec = _rows("BFloat16", 4, n), F("BFloat16", (n,))
     c = cute.compile(ex.layernorm_forward, rows, vec, vec, rows, F("Float32", (4,)), F("Float32", (4,)), 1e-5, False)
     assert ".maxntid 128, 1, 1" in c.ptx and ".minnctapersm 5" in c.ptx and c.launches[0].cluster[0] > 1
@@ -356,8 +361,8 @@ def test_layernorm_on_clusters_of_128_thread_ctas_asks_for_five_an_sm_without_sp
     assert report is None or all(spill == (0, 0) for spill in report[1])
     (launch,) = c.launches   # and as the compile's own assembler (nvJitLink) made it: no stack frame, no spills
     assert cubin_resources(c.cubin)[launch.name][0] <= 96 and cubin_resources(c.cubin)[launch.name][1] == 0
-    soft = cute.compile(ex.softmax_forward, rows, rows)
-    assert ".maxntid 128, 1, 1" in soft.ptx and ".minnctapersm" not in soft.ptx
+    soft = cute.compile(ex.softmax_forward, rows, rows)   # staged by halves: six CTAs an SM (below)
+    assert ".maxntid 128, 1, 1" in soft.ptx and ".minnctapersm 6" in soft.ptx
     rows32, vec32 = _rows("Float32", 4, n), F("Float32", (n,))
     f32 = cute.compile(ex.layernorm_forward, rows32, vec32, vec32, rows32, F("Float32", (4,)), F("Float32", (4,)),
                        1e-5, False)
@@ -379,6 +384,40 @@ def test_softmax_and_cross_entropy_rows_of_262144_bf16_take_16_ctas_of_128_threa
     assert ".maxntid 256, 1, 1" in norm.ptx     # measured slower at 128 values a thread
 
 
+@pytest.mark.parametrize("dtype, n, stride, cluster, chunks, ctas", [
+    ("BFloat16", 151936, 151936, 15, 10, 6),   # 10 chunks a thread (8 in registers: 0.89 of the copy ceiling)
+    ("Float16", 262144, 262144, 16, 16, 6),
+    ("BFloat16", 32768, 32768, 4, 8, 6),
+    ("BFloat16", 262143, 262143, 16, 17, 5),   # shifted: 17 chunks over 16 CTAs of 128 threads (HALVES_WIDE)
+    ("BFloat16", 24576, 24576, 3, 0, None),    # 3 CTAs: in registers
+    ("Float32", 262144, 262144, 16, 0, None),  # Float32: in registers
+])
+def test_softmax_forward_stages_16_bit_rows_by_halves_and_reads_them_again_for_its_stores(
+        dtype, n, stride, cluster, chunks, ctas, assemble):
+    """16-bit rows over 4 or more CTAs: each thread copies its chunks into shared memory, takes each half's ``(max,
+    sum)`` pair from there, and after the row's reduction reads each chunk again just before its store (two
+    exponentials an element, about 80 registers a thread: six CTAs an SM; five past 16 chunks, where six spill).
+    Rows that are not staged keep their row in registers, one exponential an element, with the CTAs left free."""
+    c = cute.compile(ex.softmax_forward, F(dtype, (4, n), (stride, 1)), F(dtype, (4, n), (stride, 1)))
+    (launch,) = c.launches
+    assert launch.cluster == (cluster, 1, 1) and ".local" not in c.ptx
+    ex2 = _count(c.ptx, r"ex2\.approx")
+    if chunks:
+        vec = 8
+        plan = halves_plan("t", n, vec, getattr(cute, dtype), 8 if n % vec else 0, HALVES_WIDE)
+        assert staged_halves(plan, getattr(cute, dtype)) and (plan.cluster, plan.chunks) == (cluster, chunks)
+        assert _count(c.ptx, r"ld\.global\.v4") == 0 and _count(c.ptx, r"cp\.async\.wait_group\s+0;") == 1
+        full = sum(plan.full(k) for k in range(plan.chunks))
+        assert _count(c.ptx, CP_ASYNC_16) >= full and _count(c.ptx, r"st\.global\.v4") >= full
+        assert f".minnctapersm {ctas}" in c.ptx and ex2 >= 2 * chunks * vec
+    else:
+        assert "cp.async" not in c.ptx and ".minnctapersm" not in c.ptx
+    regs, report = ptxas_registers(c.ptx), ptxas_report(c.ptx)
+    assert report is None or all(spill == (0, 0) for spill in report[1])
+    assert cubin_resources(c.cubin)[launch.name][1] == 0     # nvJitLink's: no stack frame
+    assemble(c.ptx)
+
+
 @pytest.mark.parametrize("dtype, n, stride, halves, copies", [
     ("BFloat16", 262144, 262144, True, 16),   # 16 CTAs of 128 threads, 16 chunks a thread
     ("Float16", 131072, 131080, True, 10),    # 13 CTAs at 10 chunks (16 at 8 without staging), the last round partial
@@ -395,9 +434,9 @@ def test_cross_entropy_stages_16_bit_rows_over_4_or_more_ctas_and_reduces_each_h
     (launch,) = c.launches
     vec = 8 if stride % 8 == 0 else 1
     first = plan_rows("t", n, vec, 64, wide=128)
-    plan = ex.cross_entropy.forward_plan("t", n, vec, getattr(cute, dtype))
-    assert ex.cross_entropy.staged_halves(first, getattr(cute, dtype)) == halves
-    assert ex.cross_entropy.staged_halves(plan, getattr(cute, dtype)) == halves
+    plan = halves_plan("t", n, vec, getattr(cute, dtype))
+    assert staged_halves(first, getattr(cute, dtype)) == halves
+    assert staged_halves(plan, getattr(cute, dtype)) == halves
     assert plan == (plan_rows("t", n, vec, 80, wide=128) if halves else first)
     assert launch.cluster == (plan.cluster, 1, 1) and ".local" not in c.ptx
     if halves:  # every chunk copied, none loaded into registers
