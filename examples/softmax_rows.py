@@ -27,7 +27,7 @@ import cute_py as cute
 from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, chunk_index, clamped_row,
                          cluster_start, launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce,
                          store_if_row, FLT_MAX, TWO_INPUTS)
-from .row_shift import over_cluster, plan_for, shifted_ctas_per_sm
+from .row_shift import over_cluster, plan_for, short_shifted_ctas, shifted_ctas_per_sm
 from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
 from .row_chunks import matrix_row, store_chunk
 from .row_stage import HALVES_WIDE, halves_plan, stage, staged_halves, staged_rows, wait_staged
@@ -139,17 +139,19 @@ def _launch(kernel, plan, m, *args, ctas_per_sm=None):
 
 
 HALVES_CTAS = 6  # CTAs an SM of the forward's rows staged by halves (at most 80 registers a thread)
+SHORT_SHIFTED_CHUNKS = 6  # the most chunks a thread of the forward's shifted rows of one CTA keeps at 4 CTAs an SM
 
 
 def forward_ctas_per_sm(plan, dtype):
     """The CTAs an SM :func:`softmax_forward` asks for: ``HALVES_CTAS`` where its rows are staged by halves in CTAs
-    of 128 threads (one fewer past 16 chunks a thread, where six spill), else :func:`row_shift.shifted_ctas_per_sm`'s.
+    of 128 threads (one fewer past 16 chunks a thread, where six spill), else :func:`row_shift.short_shifted_ctas`'s
+    (rows of one CTA at most ``SHORT_SHIFTED_CHUNKS`` chunks a thread).
     Measured (H200, bf16, of the copy ceiling, rows in registers -> staged with the CTAs left free -> staged at six):
     151936 0.89 -> 0.95 -> 1.00, 66536 0.89 -> 0.94 -> 0.98, 262144 0.93 -> 0.87 -> 1.00, 50257 (shifted) 0.79 ->
     0.99; at 262143 (shifted, 17 chunks over 16 CTAs at five) 0.64 -> 0.97 (benchmarks/RESULTS.md)."""
     if staged_halves(plan, dtype) and plan.threads == 128:
         return HALVES_CTAS if plan.chunks <= 16 else HALVES_CTAS - 1
-    return shifted_ctas_per_sm(plan)
+    return short_shifted_ctas(plan, SHORT_SHIFTED_CHUNKS)
 
 
 def backward_ctas_per_sm(plan, dtype):
