@@ -44,11 +44,8 @@ def softmax_forward_kernel(x, y, spec):
     if cute.const_expr(staged_halves(plan, x.element_type)):
         _forward_by_halves(xr, y, r, plan, t, rank, red)
     else:
-        vals = load_row(xr, plan, t, rank, -float("inf"))
-        mt = fold(elements(vals), cute.max)
-        safe = cute.max(mt, -FLT_MAX)
-        flat, s, unit = _exps(elements(vals), safe)
-        big, total = row_reduce((mt, s * unit), max_sum, red)
+        mt, safe, flat, unit, s = _pair(elements(load_row(xr, plan, t, rank, -float("inf"))))
+        big, total = row_reduce((mt, s), max_sum, red)
         scale = cute.math.exp2((safe - cute.max(big, -FLT_MAX)) * LOG2E) / total
         store_if_row(y, r, plan, t, rank, [e * unit * scale for e in chunks(flat, plan.vec)])
 
@@ -85,10 +82,18 @@ def _store_staged(yr, plan, t, rank, sx, f):
 
 def _staged_pair(sx, ks):
     """``(max, sum of exp(e - max))`` of this thread's staged chunks ``ks``, read from shared memory here."""
-    es = elements([sx.raw(k).to(cute.Float32) for k in ks])
+    mt, _, _, _, s = _pair(elements([sx.raw(k).to(cute.Float32) for k in ks]))
+    return mt, s
+
+
+def _pair(es):
+    """``(max, safe, exponentials, unit, sum)`` of the elements ``es``: their max, the max clamped to ``-FLT_MAX``
+    (what the exponentials are taken against), :func:`_exps`' exponentials and unit, and the sum of ``exp(e -
+    safe)``."""
     mt = fold(es, cute.max)
-    _, s, unit = _exps(es, cute.max(mt, -FLT_MAX))
-    return mt, s * unit
+    safe = cute.max(mt, -FLT_MAX)
+    flat, s, unit = _exps(es, safe)
+    return mt, safe, flat, unit, s * unit
 
 
 @cute.jit
