@@ -449,6 +449,22 @@ def test_softmax_forward_of_16_bit_rows_staged_by_halves_matches_torch_on_specia
         assert bool(((y.view[8] > 0) & (y.view[8] < 2.0 ** -126)).any())
 
 
+@pytest.mark.parametrize("x_type, y_type, n, pad", [("BFloat16", "Float32", 151936, 8),
+                                                   ("Float16", "BFloat16", 40000, 8),
+                                                   ("BFloat16", "Float32", 262143, 1)])
+def test_softmax_forward_staged_by_halves_stores_any_output_type(x_type, y_type, n, pad):
+    """The staged forward's output in another type than its input (a Float32 chunk of 8 elements stores in two
+    128-bit accesses): rounded once from Float32, into NaN-poisoned padded rows with every guard checked."""
+    torch = hopper_torch()
+    x = _rows(torch, 7, n, pad, torch_dtype(torch, x_type), 23, 3.0)
+    y = Poisoned(torch, (7, n), torch_dtype(torch, y_type), pad)
+    c = cute.compile(softmax_forward, x, y.view)
+    assert c.launches[0].cluster[0] >= HALVES_CLUSTER and "cp.async" in c.ptx
+    c(x, y.view)
+    assert y.guards_intact()
+    _close(y.view, torch.softmax(x.double(), dim=1), y_type)
+
+
 def test_a_target_outside_the_classes_gives_a_nan_loss():
     torch = hopper_torch()
     x = torch.randn(4, 100, device="cuda")
