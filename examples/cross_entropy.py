@@ -41,7 +41,7 @@ from .row_chunks import matrix_row, window
 from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector,
                          store_row, FLOATS, INDEX_TYPES, ONE_INPUT)
-from .row_shift import over_cluster, plan_for, short_shifted_ctas, shifted_ctas_per_sm
+from .row_shift import over_cluster, plan_for, short_shifted_ctas
 
 __all__ = ["cross_entropy_forward", "cross_entropy_forward_kernel", "cross_entropy_backward",
            "cross_entropy_backward_kernel"]
@@ -70,8 +70,8 @@ def cross_entropy_forward_kernel(x, target, loss, lse, ignore_index, plan):
     _finish(loss, lse, ignore_index, r, m, t, rank, _shift(big) + cute.math.log(total), plan.n, k, xk)
 
 
-SHORT_SHIFTED_CHUNKS = 7  # the most chunks a thread of the forward's shifted rows of one CTA keeps at 4 CTAs an SM
-# (at 8, 16001 bf16: 0.62 -> 0.53 of the copy ceiling)
+SHORT_SHIFTED_CHUNKS = 7  # the most chunks a thread of either pass's shifted rows of one CTA keeps at 4 CTAs an SM
+# (forward at 8, 16001 bf16: 0.62 -> 0.53 of the copy ceiling)
 
 
 def _forward_plan_of(what, n, logits):
@@ -252,8 +252,11 @@ def cross_entropy_backward(logits, target, dloss, lse, dlogits, ignore_index=-10
     m, n = _check(what, logits, target, lse)
     check_vector(what, "dloss", dloss, m, FLOATS)
     check_same_shape(what, "dlogits", dlogits, (m, n))
-    # rows of one CTA keep narrow chunks where their stride allows no more: shifted, 4097 bf16 measured 0.91x
+    # Float32 rows of one CTA keep narrow chunks where their stride allows no more; 16-bit ones take shifted rows at
+    # four CTAs an SM (short_shifted_ctas): bf16 4097 0.77 -> 0.85, 8193 0.70 -> 0.85, 12289 0.74 -> 0.89 of the
+    # copy ceiling (left free 0.76-0.85; benchmarks/RESULTS.md)
+    wide16 = logits.element_type.width == 16 and dlogits.element_type.width == 16
     plan = plan_for((logits, dlogits), lambda vec, shifted: plan_rows(what, n, vec, ONE_INPUT, shifted=shifted),
-                    takes=over_cluster)
+                    takes=lambda p: wide16 or over_cluster(p))
     launch_rows(cross_entropy_backward_kernel(logits, target, dloss, lse, dlogits, _ignore(what, ignore_index), plan),
-                plan, plan.grid(m), True, clustered=False, ctas_per_sm=shifted_ctas_per_sm(plan))
+                plan, plan.grid(m), True, clustered=False, ctas_per_sm=short_shifted_ctas(plan, SHORT_SHIFTED_CHUNKS))
