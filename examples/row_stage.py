@@ -23,7 +23,7 @@ import cute_py as cute
 from cute_py import arch
 from cute_py.nvgpu import cpasync
 
-from .row_chunks import VECTOR_BITS, inside, load_chunk, outside, whole_chunks, window
+from .row_chunks import VECTOR_BITS, ShiftedRow, inside, load_chunk, outside, whole_chunks, window
 from .row_reduce import ONE_INPUT, chunk_index, plan_rows
 
 __all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "staged_halves",
@@ -87,8 +87,8 @@ class Staged:
     of index ``t`` in a group in slot ``k * plan.group + t``, copied by the group ``k % plan.rows`` alone; every
     thread reads it after :func:`wait_staged` and a barrier of the CTA (the slots it reads were copied by others)."""
 
-    def __init__(self, plan, dtype, shared=False):
-        self.plan, self.dtype, self.shared = plan, dtype, shared
+    def __init__(self, plan, dtype, shared=False, straddle=False):
+        self.plan, self.dtype, self.shared, self.straddle = plan, dtype, shared, straddle
         self.tx, _, _ = arch.thread_idx()
         self.bits = plan.vec * dtype.width
         # (plan, tx) that place this thread's slots by thread_slot's rule: a shared buffer has one group's slots
@@ -118,6 +118,9 @@ class Staged:
             at = chunk_index(plan, k, t, rank)
             if cute.const_expr(self.shared and plan.rows > 1):
                 _load_slot_if(self.tx // plan.group == k % plan.rows, atom, row, self.buf, sp, k, at, lane, fill)
+            elif cute.const_expr(self.straddle and copied and self.bits == VECTOR_BITS and not plan.full(k)
+                                 and fill == 0.0 and isinstance(row, ShiftedRow)):
+                _copy_straddling(atom, row, self.buf, sp, k, at, lane)
             else:
                 _load_slot(atom, row, self.buf, sp, k, at, lane, fill)
         return self
@@ -176,6 +179,28 @@ def _copy_or_load(atom, row, buf, plan, k, at, tx, fill):
         thread_slot(buf, plan, k, tx).fill(fill)
     else:
         _load_through_registers(row, buf, plan, k, at, tx, fill, False)
+
+
+@cute.jit
+def _copy_straddling(atom, row, buf, plan, k, at, tx):
+    """Chunk ``at`` of the ``ShiftedRow`` ``row`` into thread ``tx``'s slot ``k`` by ``cp.async`` (``Staged``'s
+    ``straddle``), a chunk that holds one of the row's ends included: the one that holds its start whole (the
+    elements before it are the previous row's, or the gap before the row: inside the matrix, for the row starts past
+    its base, and the reader must take them as 0), the one that holds its end with the bytes past it zero-filled
+    (``src_size``: nothing past the row is read); one that holds both ends through registers, one outside it 0."""
+    view, lo = window(row)
+    first = at * plan.vec
+    end = lo + plan.n
+    if first + plan.vec <= end and first + plan.vec > lo:
+        _copy_chunk(atom, row, buf, plan, k, at, tx)
+    elif first >= lo and first < end:
+        size = (end - first) * (row.element_type.width // 8)
+        arch.cp_async_shared_global(thread_slot(buf, plan, k, tx).iterator, view.iterator + first, VECTOR_BITS // 8,
+                                    cpasync.LoadCacheMode.GLOBAL, cp_size=size)
+    elif outside(first, plan.vec, lo, plan.n):
+        thread_slot(buf, plan, k, tx).fill(0.0)
+    else:
+        _load_through_registers(row, buf, plan, k, at, tx, 0.0, False)
 
 
 def _whole_inside(row, plan, at):

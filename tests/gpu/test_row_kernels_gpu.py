@@ -167,7 +167,7 @@ BACKWARD = [("BFloat16", (3, 100000, 8), "widened"), ("Float16", (4, 151936, 8),
 
 @pytest.mark.parametrize("dtype,case,plan", BACKWARD, ids=[f"{d}-{c[0]}x{c[1]}" for d, c, _ in BACKWARD])
 def test_rmsnorm_backward_on_its_plans_matches_torch(dtype, case, plan):
-    from examples.norms import backward_plan, prefetch_depth
+    from examples.norm_backward import backward_plan, prefetch_depth
     from examples.row_reduce import TWO_INPUTS
     torch = hopper_torch()
     m, n, pad = case

@@ -12,10 +12,10 @@ try:
 except Exception as e:  # not installed, or no usable bindings
     pytest.skip(f"the JIT needs the MLIR bindings (numba-cuda-mlir==0.6.0): {e}", allow_module_level=True)
 
-from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_forward, rmsnorm_forward,  # noqa: E402
-                      softmax_backward, softmax_forward)
+from examples import (cross_entropy_backward, cross_entropy_forward, layernorm_forward, rmsnorm_backward,  # noqa: E402
+                      rmsnorm_forward, rmsnorm_workspace_rows, softmax_backward, softmax_forward)
 from _tma_copy_check import hopper_torch, torch_dtype  # noqa: E402
-from test_row_kernels_gpu import _close, close_to_softmax_backward  # noqa: E402
+from test_row_kernels_gpu import _close, close_to_rmsnorm_backward, close_to_softmax_backward  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -162,6 +162,60 @@ def _norms_match_torch(torch, x, w_type, s_out, dtype, stats):
         _close(rstd.view[0], r[:, 0], "Float32")
     norm = (xd - mu) * r * wd
     _close(y.view, norm + bd, dtype, norm.abs() + bd.abs() + (mu.abs() + 1) * r * wd.abs())
+
+
+# RMSNorm backward's shifted rows (norm_backward): several rows a CTA (1031), one CTA (4097, 12289), clusters (50257;
+# 151937 over 16 CTAs; 262143, one chunk a thread more), strides congruent modulo 8 (32001 in rows of 32009, out into
+# rows of 32017), Float32 rows (4 classes), and w of another type than the rows
+BACKWARD_CONFIGS = [("BFloat16", (19, 1031, 1031, 1031), None), ("BFloat16", (19, 4097, 4097, 4097), None),
+                    ("Float16", (19, 12289, 12289, 12289), None), ("BFloat16", (11, 50257, 50257, 50257), None),
+                    ("Float16", (9, 151937, 151937, 151937), None), ("BFloat16", (5, 262143, 262143, 262143), None),
+                    ("BFloat16", (19, 32001, 32009, 32017), None), ("BFloat16", (19, 4097, 4097, 4097), "Float32"),
+                    ("Float16", (9, 100003, 100003, 100003), "Float32"), ("Float32", (19, 4097, 4097, 4097), None),
+                    ("Float32", (9, 100003, 100003, 100003), "BFloat16")]
+
+
+@pytest.mark.parametrize("dtype,case,w_type", BACKWARD_CONFIGS,
+                         ids=[f"{d}-{c[1]}-{c[2]}-{c[3]}-w{w or d}" for d, c, w in BACKWARD_CONFIGS])
+def test_rmsnorm_backward_of_shifted_rows_matches_torch(dtype, case, w_type):
+    """Every row starts at another distance past a 16-byte boundary (8 classes of rows by their start): with one
+    workspace row (the narrow chunks), 8 and 24 (the classes' groups even), 73 (uneven: 10 and 9 groups a class),
+    the default and more workspace rows than rows; ``dx`` and ``dw`` into poisoned buffers, and ``dx`` in place of
+    ``dy``. ``w`` varies along the row (a value read at another position would show)."""
+    torch, t, x = _case_rows(dtype, case, 17, 2.0)
+    m, n, s_in, s_out = case
+    w = (torch.rand(n, device="cuda") * 2.0 + 0.25).to(torch_dtype(torch, w_type) if w_type else t)
+    dy = _rows(torch, m, n, s_in, t, 18)
+    rstd = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6).float()
+    for units in sorted({1, 8, 24, 73, rmsnorm_workspace_rows(m, n), m + 3}):
+        dx, dw = AlignedPoisoned(torch, m, n, s_out, t), AlignedPoisoned(torch, 1, n, n, t)
+        ws = torch.empty((units, n), dtype=torch.float32, device="cuda")
+        rmsnorm_backward(dy, x, w, rstd, dx.view, dw.view[0], ws)
+        assert dx.guards_intact() and dw.guards_intact()
+        close_to_rmsnorm_backward(dx.view, dw.view[0], dy, x, w, rstd, dtype)
+    inplace = _rows(torch, m, n, s_in, t, 0, 0.0)
+    inplace.copy_(dy)
+    dw = torch.full((n,), float("nan"), dtype=t, device="cuda")
+    rmsnorm_backward(inplace, x, w, rstd, inplace, dw, torch.empty((16, n), dtype=torch.float32, device="cuda"))
+    close_to_rmsnorm_backward(inplace, dw, dy, x, w, rstd, dtype)
+
+
+@pytest.mark.parametrize("n", [4097, 50257])
+def test_rmsnorm_backward_of_shifted_rows_reads_nothing_of_the_row_before(n):
+    """The chunk that holds a shifted row's start is copied whole, the previous row's last elements with it: rows
+    whose last ``x`` is ``inf`` (their own gradients NaN, as torch's) leave the rows after them as torch's."""
+    torch = hopper_torch()
+    m = 19
+    x = _rows(torch, m, n, n, torch.bfloat16, 19, 2.0)
+    x[::3, -1] = float("inf")
+    w = (torch.rand(n, device="cuda") * 2.0 + 0.25).to(torch.bfloat16)
+    dy = _rows(torch, m, n, n, torch.bfloat16, 20)
+    rstd = torch.rsqrt(x.double().pow(2).mean(dim=1) + 1e-6).float()
+    dx, dw = AlignedPoisoned(torch, m, n, n, torch.bfloat16), AlignedPoisoned(torch, 1, n, n, torch.bfloat16)
+    rmsnorm_backward(dy, x, w, rstd, dx.view, dw.view[0], torch.empty((16, n), dtype=torch.float32, device="cuda"))
+    assert dx.guards_intact() and dw.guards_intact()
+    assert torch.isnan(dx.view[::3]).all() and not torch.isnan(dx.view[1::3]).any()
+    close_to_rmsnorm_backward(dx.view, dw.view[0], dy, x, w, rstd, "BFloat16")
 
 
 @pytest.mark.parametrize("dtype", ["BFloat16", "Float16", "Float32"])

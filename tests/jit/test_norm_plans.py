@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 import cute_py as cute
 import examples as ex
 import examples.gemm_plan as gp
-from examples.norms import LAYERNORM_SHARED_CHUNKS, SLAB_BALANCE, backward_plan, layernorm_shared_wb_ctas
+from examples.norms import LAYERNORM_SHARED_CHUNKS, layernorm_shared_wb_ctas
+from examples.norm_backward import SLAB_BALANCE, backward_plan
 from examples.row_reduce import MAX_CLUSTER, ONE_INPUT, TWO_INPUTS, RowPlan, chunk_index, plan_rows, round_balance
 from _cubin_report import cubin_resources
 
@@ -160,7 +161,7 @@ def test_rmsnorm_backward_copies_short_rows_two_ahead_where_its_ctas_still_fit_a
     ahead, where the kernel's shared memory with two buffers still lets its CTAs share an SM (two of 256 threads,
     one of 512): measured 1.09-1.13x at 2560, 5120 and 10240, 1.02-1.06x at 12288 and 16384; at 4 chunks of 256
     threads 0.96-0.99x (4096, 7168)."""
-    import examples.norms as norms
+    import examples.norm_backward as norms
 
     def build():
         m = 64

@@ -148,7 +148,7 @@ def test_rmsnorm_backward_copies_two_rows_ahead_over_a_cluster_where_they_fit(as
         return cute.compile(ex.rmsnorm_backward, _rows(dtype, 64, n), _rows(dtype, 64, n), F(wtype, (n,)),
                             F("Float32", (64,)), _rows(dtype, 64, n), F(wtype, (n,)),
                             F("Float32", (units, n))).ptx
-    from examples.norms import PREFETCH_SMEM, prefetch_depth
+    from examples.norm_backward import PREFETCH_SMEM, prefetch_depth
     from examples.row_reduce import TWO_INPUTS, plan_rows
     from examples.row_stage import staged_bytes
     # bf16 rows and weights over a cluster: w kept in bf16 (32 KiB), the dw sums in Float32 (64 KiB) and two
@@ -178,7 +178,7 @@ def test_rmsnorm_workspace_rows_are_one_wave_of_clusters_for_rows_over_a_cluster
     at once, so that no second wave runs a few clusters alone (an H200's capacities); short rows: about two CTAs an
     SM; never more groups than rows."""
     import examples.gemm_plan as gp
-    from examples.norms import backward_plan
+    from examples.norm_backward import backward_plan
     from examples.row_reduce import TWO_INPUTS, plan_rows
     from examples.tma_tiled import sm_count
 
