@@ -83,6 +83,8 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
     groups = (units - 1 - cls) // period + 1
 
     def row_of(q):                       # the group's row q (past the matrix after its last)
+        if cute.const_expr(period == 1):
+            return g + q * units
         return cls + period * (j + groups * q)
     bufs = []
     for d in cute.range_constexpr(depth):  # the group's first rows, copied while w is stored
@@ -98,21 +100,22 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
             frag = cute.make_rmem_tensor((plan.vec,), w.element_type)
             load_at(w, lo, chunk_index(plan, k, t, rank), plan.vec, plan.n, frag, 0.0, plan.full(k))
             thread_slot(w_s, plan, k, tx).store(frag.load().to(w_s.element_type))
+            thread_slot(acc_s, plan, k, tx).fill(0.0)
     else:
         wv = load_row(w, plan, t, rank)
         for k in cute.range_constexpr(plan.chunks):
             thread_slot(w_s, plan, k, tx).store(wv[k].to(w_s.element_type))  # exact: w's own values
-    for k in cute.range_constexpr(plan.chunks):
-        thread_slot(acc_s, plan, k, tx).fill(0.0)
+            thread_slot(acc_s, plan, k, tx).fill(0.0)
     if cute.const_expr(plan.cluster > 1):
         arch.cluster_wait()
     most = -(-(-(-m // period)) // (units // period))  # rows a group takes at most
     for i in range(-(-most // 2)):
         for half in cute.range_constexpr(2):
             nxt = bufs[half % depth] if cute.const_expr(depth > 0) else None
-            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, (row_of(2 * i + half),
-                          row_of(2 * i + half + depth), lo), mine, t, rank, half, i % 2)
-    if mine:
+            ahead = None if cute.const_expr(period == 1) else row_of(2 * i + half + depth)
+            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, (row_of(2 * i + half), ahead, lo, units),
+                          mine, t, rank, half, i % 2)
+    if g < units:
         _store_sums(ws, g, acc_s, plan, t, rank, tx, lo)
 
 
@@ -133,14 +136,14 @@ def _store_sums(ws, g, acc_s, plan, t, rank, tx, lo):
 
 @cute.jit
 def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, rows, mine, t, rank, slot, phase):
-    """Row ``r`` of the group (``rows``: ``(r, the group's row depth rows ahead, lo)``; ``mine``: the group has a
-    workspace row); ``nxt``: the shared-memory buffers holding this row's ``x`` and ``dy``, loaded here with the
-    row ahead once this row's are read (``None``: loaded into registers from global memory). A chunk that may lie
-    past the row's end (``plan.full``) is reduced, stored and summed into ``dw`` only where it holds elements of
-    the row: a row just past a power of two leaves most of its last round of chunks empty, and the kernel's time
-    goes with the instructions of the chunks it works on."""
+    """Row ``r`` of the group (``rows``: ``(r, the group's row depth rows ahead or None for r + depth * units, lo,
+    units)``; ``mine``: the group has a workspace row); ``nxt``: the shared-memory buffers holding this row's ``x``
+    and ``dy``, loaded here with the row ahead once this row's are read (``None``: loaded into registers from global
+    memory). A chunk that may lie past the row's end (``plan.full``) is reduced, stored and summed into ``dw`` only
+    where it holds elements of the row: a row just past a power of two leaves most of its last round of chunks
+    empty, and the kernel's time goes with the instructions of the chunks it works on."""
     plan = red.plan
-    r, ahead, lo = rows
+    r, ahead, lo, units = rows
     m = x.shape[0]
     tx, _, _ = arch.thread_idx()
     valid = mine and r < m
@@ -154,14 +157,16 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, rows, mine, t, r
         xs = load_row(matrix_row(x, rr, plan), plan, t, rank)
         gs = load_row(matrix_row(dy, rr, plan), plan, t, rank)
     inv = rstd[rr]
-    part = {k: (_from_start(xs[k], chunk_index(plan, k, t, rank), lo, plan),
-                _from_start(gs[k], chunk_index(plan, k, t, rank), lo, plan)) for k in range(plan.chunks) if k not in full}
+    def part(v, k):  # a chunk that may hold one of the row's ends, as Float32 (0 outside the row)
+        return _from_start(v[k], chunk_index(plan, k, t, rank), lo, plan)
     s = dot_fma([(gs[k] * _w(w_s, plan, k, tx), xs[k]) for k in full]) if full else cute.Float32(0.0)
     for k in cute.range_constexpr(plan.chunks):
         if cute.const_expr(not plan.full(k)):
             if chunk_inside(plan, k, t, rank, lo):
-                s = s + dot_fma([(part[k][1] * _w(w_s, plan, k, tx), part[k][0])])
+                s = s + dot_fma([(part(gs, k) * _w(w_s, plan, k, tx), part(xs, k))])
     if cute.const_expr(nxt is not None):  # the buffers are read (xs and gs hold every value): copy the next rows in
+        if cute.const_expr(ahead is None):  # (every group's rows P apart)
+            ahead = r + depth * units
         ar = cute.where(mine and ahead < m, ahead, m - 1)
         nxt[0].load(matrix_row(x, ar, plan), t, rank)
         nxt[1].load(matrix_row(dy, ar, plan), t, rank)
@@ -175,8 +180,8 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, rows, mine, t, r
     for k in cute.range_constexpr(plan.chunks):
         if cute.const_expr(not plan.full(k)):
             if valid and chunk_inside(plan, k, t, rank, lo):
-                _backward_chunks(matrix_row(dx, r, plan), plan, [k], t, rank, tx, w_s, acc_s, {k: part[k][0]},
-                                 {k: part[k][1]}, c, inv)
+                _backward_chunks(matrix_row(dx, r, plan), plan, [k], t, rank, tx, w_s, acc_s, {k: part(xs, k)},
+                                 {k: part(gs, k)}, c, inv)
 
 
 def _from_start(v, chunk, lo, plan):
@@ -240,11 +245,22 @@ def shift_period(window, stride):
 
 
 def _window_chunks(shifted, vec, stride, units):
-    """The chunks of the window boundary of shifted rows (``RowPlan.shifted``) for ``units`` groups: the most, up
-    to ``shifted`` (``row_shift.shift_chunks``'), whose :func:`shift_period` gives every class of rows a group."""
-    while shifted > 1 and shift_period(shifted * vec, stride) > units:
+    """The chunks of the window boundary of shifted rows (``RowPlan.shifted``) for ``units`` groups: one for 16-bit
+    rows (chunks of 8), else the most, up to ``shifted`` (``row_shift.shift_chunks``'), whose classes of rows
+    (:func:`shift_period`) the groups cover as :func:`_takes_shifted` asks. Measured (H200, of the copy ceiling,
+    the most against one): bf16 0.79 against 0.84 at 1031, 0.80 / 0.87 at 4097, 0.72 / 0.79 at 8193, equal at
+    12289 and 32001; Float32 0.94 against 0.85 at 4097, equal at 32001 (benchmarks/RESULTS.md)."""
+    if vec == 8:
+        return min(shifted, 1)  # (0: not shifted)
+    while shifted > 1 and not _covered(shift_period(shifted * vec, stride), units):
         shifted //= 2
     return shifted
+
+
+def _covered(period, units):
+    """Whether ``units`` groups cover ``period`` classes of rows: each a group, and each as many or at least
+    ``CLASS_GROUPS``."""
+    return period <= units and (units % period == 0 or units // period >= CLASS_GROUPS)
 
 
 def _takes_shifted(plan, stride, units):
@@ -253,8 +269,7 @@ def _takes_shifted(plan, stride, units):
     least ``CLASS_GROUPS`` each (a class of fewer groups than others holds up the kernel: 100003 bf16, 15 groups
     of 8 classes, 0.41 of the copy ceiling against 0.44 narrow; 50257, 30 groups, 0.40 against 0.45; 32001, 66
     groups, 0.92 against 0.50; RESULTS.md)."""
-    period = shift_period(plan.window, stride)
-    return period <= units and (units % period == 0 or units // period >= CLASS_GROUPS)
+    return _covered(shift_period(plan.window, stride), units)
 
 
 CLASS_GROUPS = 8  # the fewest groups of a class of shifted rows where the classes have not as many

@@ -223,3 +223,44 @@ def test_the_halves_plan_holds_every_row_or_refuses_it_as_plan_rows_does(n, vec,
     assert staged_halves(plan, t) == staged_halves(first, t)
     if staged_halves(plan, t):  # a staged thread takes at most ``wide`` values, in CTAs of 128 threads past 10 chunks
         assert plan.chunks * vec <= wide and (plan.chunks * vec <= HALVES_VALUES or plan.group == 128)
+
+
+@settings(max_examples=300, deadline=None)
+@given(stride=st.integers(1, 10 ** 6), units=st.integers(1, 2000), vec=st.sampled_from([4, 8]),
+       chunks=st.sampled_from([1, 2, 4, 8]))
+def test_the_backwards_window_gives_every_class_of_row_starts_its_groups(stride, units, vec, chunks):
+    """Rows of stride ``stride`` start ``(r * stride) % window`` past a window's boundary, a function of ``r`` modulo
+    ``shift_period``; the window ``_window_chunks`` picks is one chunk of 8 (16-bit rows), else the largest up to
+    ``chunks`` whose classes the groups cover (``_covered``), or one chunk."""
+    from examples.norm_backward import _covered, _window_chunks, shift_period
+    window = chunks * vec
+    period = shift_period(window, stride)
+    assert all((r * stride) % window == ((r + period) * stride) % window for r in range(3 * period))
+    assert period == 1 or len({(r * stride) % window for r in range(period)}) == period  # the least such period
+    s = _window_chunks(chunks, vec, stride, units)
+    assert 1 <= s <= chunks and (s == 1 or _covered(shift_period(s * vec, stride), units))
+    assert s == 1 if vec == 8 else (s == chunks or not _covered(shift_period(2 * s * vec, stride), units))
+    assert _window_chunks(0, vec, stride, units) == 0  # rows that are not shifted stay so
+    p = shift_period(s * vec, stride)
+    assert _covered(p, units) == (p <= units and (units % p == 0 or units // p >= 8))
+
+
+@pytest.mark.parametrize("dtype, n, units, shifted", [
+    ("BFloat16", 4097, 1, False), ("BFloat16", 4097, 7, False), ("BFloat16", 4097, 8, True),
+    ("BFloat16", 4097, 30, False), ("BFloat16", 4097, 73, True), ("BFloat16", 4097, 264, True),
+    ("BFloat16", 32001, 66, True), ("BFloat16", 50257, 30, False), ("Float32", 4097, 4, True),
+    ("Float32", 4097, 3, False)])
+def test_rmsnorm_backward_takes_shifted_rows_where_its_groups_cover_every_class_of_row_starts(dtype, n, units, shifted,
+                                                                                                assemble):
+    """Rows of odd stride move as shifted rows (16-byte ``cp.async`` copies, 16-byte stores of ``dx``, the chunk
+    that holds a row's end copied with its bytes past the end zero-filled) where the workspace's groups cover the
+    classes of row starts (8 for 16-bit rows, 4 for Float32, each as many or at least 8 groups); else the narrow
+    chunks of their stride (no 16-byte access)."""
+    m = 64
+    x, v = F(dtype, (m, n), (n, 1)), F(dtype, (n,))
+    c = cute.compile(ex.rmsnorm_backward, x, x, v, F("Float32", (m,)), x, v, F("Float32", (units, n)))
+    wide = len(re.findall(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16", c.ptx))
+    zero_filled = len(re.findall(r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16, %r", c.ptx))
+    assert (wide > 0) == (zero_filled > 0) == ("st.global.v4" in c.ptx) == shifted
+    assert all(res[1] == 0 for res in cubin_resources(c.cubin).values())  # no stack: no spills
+    assemble(c.ptx)
