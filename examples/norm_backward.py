@@ -6,15 +6,20 @@ bits. Rows over a cluster take the cluster that keeps the most SMs busy at as ma
 (:func:`backward_plan`). A group's next one or two rows of ``x`` and ``dy`` are copied into shared memory while it
 reduces and stores the current one, as many as fit (:func:`prefetch_depth`).
 
-Rows of odd stride move as shifted rows (``row_chunks.ShiftedRow``: 16-byte chunks counted from the 16-byte boundary
-at or before each row, ``lo`` elements before the row's start). A thread's chunks then hold other columns at rows
-of another ``lo``, and its ``dw`` sums must keep theirs; ``lo`` is a function of the row modulo the stride's period
-``p`` (:func:`shift_period`: 8 for an odd stride of 16-bit rows). So the groups are dealt the rows by classes modulo
-``p``: group ``g`` takes rows ``c + p q`` of class ``c = g % p``, every ``G_c``-th of them from ``q = g // p``
-(``G_c``: the groups of class ``c``). Every row of a group has one ``lo``: its ``dw`` sums stay in the window's
-positions, ``w`` is staged once at those positions (``row_chunks.load_at``), and the sums go to the workspace row
-at the columns they hold, element by element, once. Shifted rows need ``P >= p`` (every class a group); with fewer
-workspace rows the rows keep the narrow chunks their stride allows."""
+Rows of odd stride move as shifted rows (``row_chunks.ShiftedRow``: 16-byte chunks counted from a window boundary
+at or before each row, ``lo`` elements before the row's start; windows of one chunk for 16-bit rows, the widest the
+groups cover for Float32: :func:`_window_chunks`). A thread's chunks then hold other columns at rows of another
+``lo``, and its ``dw`` sums must keep theirs; ``lo`` is a function of the row modulo the stride's period ``p``
+(:func:`shift_period`: 8 for an odd stride of 16-bit rows in 16-byte windows). So the groups are dealt the rows by
+classes modulo ``p``: group ``g`` takes rows ``c + p q`` of class ``c = g % p``, every ``G_c``-th of them from ``q
+= g // p`` (``G_c``: the groups of class ``c``). Every row of a group has one ``lo``: its ``dw`` sums stay in the
+window's positions, ``w`` is staged once at those positions (``row_chunks.load_at``), and the sums go to the
+workspace row at the columns they hold, element by element, once. Shifted rows need the groups to cover the classes
+(:func:`_covered`: ``P >= p``, and the classes of as many groups or of at least ``CLASS_GROUPS`` each); else the rows
+keep the narrow chunks their stride allows. The chunks that hold a row's ends are copied by ``cp.async`` like the
+others (``row_stage.Staged``'s ``straddle``: the start's whole, its elements before the row taken as 0 here; the
+end's zero-filled past the row): loaded through registers, they held up every row (0.42 of the copy ceiling at bf16
+4097 against 0.81; benchmarks/RESULTS.md)."""
 
 from dataclasses import replace
 from math import gcd
@@ -220,7 +225,8 @@ def rmsnorm_workspace_rows(m, n, sms=None, ctas_per_sm=2):
     run at once. For rows over a cluster, the clusters of CTAs of 512 threads (one an SM) the device holds at once
     (``gemm_plan.cluster_capacity``; an H200 holds 66 clusters of 2, 30 of 4, 15 of 8 and 7 of 16): a group more
     would start a second wave for a few clusters. Else about ``ctas_per_sm`` CTAs on each of ``sms`` SMs (the
-    device's by default), at most one row each. Any ``P >= 1`` is correct. Measured (H200), one wave of clusters
+    device's by default), at most one row each. Any ``P >= 1`` is correct (rows of odd stride move in wide chunks
+    only where ``P`` covers the classes of their starts: see the module). Measured (H200), one wave of clusters
     against two CTAs an SM's worth: bf16 0.68 -> 0.89 of the copy ceiling at 262144, 0.63 -> 0.83 at 131072,
     0.64 -> 0.84 at 65536, 0.85 -> 0.88 at 32768; Float32 0.77 -> 0.82 at 262144 (benchmarks/RESULTS.md)."""
     plan = backward_plan("rmsnorm_workspace_rows", n, 4)

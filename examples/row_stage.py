@@ -85,7 +85,11 @@ class Staged:
 
     ``shared``: one buffer for all ``plan.rows`` row groups of the CTA (a weight vector every row reads), chunk ``k``
     of index ``t`` in a group in slot ``k * plan.group + t``, copied by the group ``k % plan.rows`` alone; every
-    thread reads it after :func:`wait_staged` and a barrier of the CTA (the slots it reads were copied by others)."""
+    thread reads it after :func:`wait_staged` and a barrier of the CTA (the slots it reads were copied by others).
+
+    ``straddle``: a ``ShiftedRow``'s 16-byte chunks that hold its start or end are copied by ``cp.async`` too
+    (:func:`_copy_straddling`), not through registers (a synchronous load in every row's copies); the reader must
+    take the start's elements before the row as 0 (they are the previous row's)."""
 
     def __init__(self, plan, dtype, shared=False, straddle=False):
         self.plan, self.dtype, self.shared, self.straddle = plan, dtype, shared, straddle
