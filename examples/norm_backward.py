@@ -39,7 +39,7 @@ from .gemm_plan import cluster_capacity
 from .tma_tiled import sm_count
 
 __all__ = ["rmsnorm_backward", "rmsnorm_backward_kernel", "rmsnorm_workspace_rows", "backward_plan", "prefetch_depth",
-           "shift_period", "PREFETCH_SMEM", "SLAB_BALANCE"]
+           "shift_period", "class_walk", "class_row", "row_bound", "PREFETCH_SMEM", "SLAB_BALANCE"]
 
 
 PREFETCH_SMEM = 225 * 1024  # shared memory a CTA of rmsnorm_backward may take with the next rows' buffers
@@ -84,13 +84,12 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
     m = x.shape[0]
     units = ws.shape[0]
     mine = g < units
-    cls, j = g % period, g // period     # the group's class of rows, and its place among the class's groups
-    groups = (units - 1 - cls) // period + 1
+    walk = class_walk(g, units, period)  # the group's class of rows, its place and the class's groups
 
     def row_of(q):                       # the group's row q (past the matrix after its last)
         if cute.const_expr(period == 1):
             return g + q * units
-        return cls + period * (j + groups * q)
+        return class_row(walk, q, period)
     bufs = []
     for d in cute.range_constexpr(depth):  # the group's first rows, copied while w is stored
         first = cute.where(mine and row_of(d) < m, row_of(d), m - 1)
@@ -99,7 +98,7 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
         arch.cp_async_commit_group()
     cluster_start(plan)
     tx, _, _ = arch.thread_idx()
-    lo = window(matrix_row(x, cute.min(cls, m - 1), plan))[1]  # every row of the class starts so far past a chunk
+    lo = window(matrix_row(x, cute.min(walk[0], m - 1), plan))[1]  # every row of the class starts so far past
     if cute.const_expr(plan.shifted):
         for k in cute.range_constexpr(plan.chunks):
             frag = cute.make_rmem_tensor((plan.vec,), w.element_type)
@@ -113,8 +112,7 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
             thread_slot(acc_s, plan, k, tx).fill(0.0)
     if cute.const_expr(plan.cluster > 1):
         arch.cluster_wait()
-    most = -(-(-(-m // period)) // (units // period))  # rows a group takes at most
-    for i in range(-(-most // 2)):
+    for i in range(-(-_most_rows(m, units, period) // 2)):
         for half in cute.range_constexpr(2):
             nxt = bufs[half % depth] if cute.const_expr(depth > 0) else None
             ahead = None if cute.const_expr(period == 1) else row_of(2 * i + half + depth)
@@ -122,6 +120,31 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
                           mine, t, rank, half, i % 2)
     if g < units:
         _store_sums(ws, g, acc_s, plan, t, rank, tx, lo)
+
+
+def class_walk(g, units, period):
+    """``(c, j, G_c)`` of group ``g`` of ``units``: its class of rows ``c = g % period``, its place ``j = g //
+    period`` among the ``G_c`` groups of the class (see the module); ints, or Int32 in a kernel."""
+    cls, j = g % period, g // period
+    return cls, j, (units - 1 - cls) // period + 1
+
+
+def class_row(walk, q, period):
+    """Row ``q`` (from 0; past the matrix after its last) of the group of :func:`class_walk` ``walk``: ``c + period *
+    (j + G_c * q)``."""
+    cls, j, groups = walk
+    return cls + period * (j + groups * q)
+
+
+def _most_rows(m, units, period):
+    """The most rows of ``m`` a group of ``units`` takes (``units >= period``)."""
+    return -(-(-(-m // period)) // (units // period))
+
+
+def row_bound(m, units, period):
+    """An upper bound of every row number the groups compute (their rows, two a step, and those copied up to two
+    ahead): the kernel's Int32 row numbers hold below ``2**31`` where this does."""
+    return period * (-(-units // period)) * (_most_rows(m, units, period) + 3) + period
 
 
 @cute.jit
@@ -323,10 +346,10 @@ def rmsnorm_backward(dy, x, w, rstd, dx, dw, workspace):
                                                                                                    units)),
                     takes=lambda p: _takes_shifted(p, stride, units), narrow=(dy, x, dx, w, workspace))
     period = shift_period(plan.window, stride) if plan.shifted else 1
-    if m + 4 * (units + period) + plan.rows >= 2 ** 31:
-        raise cute.CuteValueError(f"{what}: the groups number their rows in Int32, up to rows + 4 x (workspace rows + "
-                                  f"{period}) (two a step and two copied ahead): {m} rows and {units} workspace rows "
-                                  f"pass 2**31 - 1")
+    if row_bound(m, units, period) >= 2 ** 31:
+        raise cute.CuteValueError(f"{what}: the groups number their rows in Int32, up to about rows + 3 x workspace "
+                                  f"rows (two a step and two copied ahead; norm_backward.row_bound): {m} rows and "
+                                  f"{units} workspace rows pass 2**31 - 1")
     launch_rows(rmsnorm_backward_kernel(dy, x, w, rstd, dx, workspace, plan, period), plan,
                 -(-units // plan.rows) * plan.cluster, False)
     vec = row_vector((workspace, dw))

@@ -264,3 +264,24 @@ def test_rmsnorm_backward_takes_shifted_rows_where_its_groups_cover_every_class_
     assert (wide > 0) == (zero_filled > 0) == ("st.global.v4" in c.ptx) == shifted
     assert all(res[1] == 0 for res in cubin_resources(c.cubin).values())  # no stack: no spills
     assemble(c.ptx)
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.integers(1, 3000), period=st.sampled_from([1, 2, 4, 8, 16, 32]), extra=st.integers(0, 300))
+def test_the_groups_take_every_row_once_and_one_class_of_row_starts_each(m, period, extra):
+    """``class_walk`` and ``class_row``: the ``units >= period`` groups, each walking ``_most_rows`` rows, take
+    every row of ``m`` once, each group rows of its one class (``r % period``); every row number they compute (two a
+    step, two copied ahead) lies below ``row_bound`` (the Int32 rule of ``rmsnorm_backward``)."""
+    from examples.norm_backward import _most_rows, class_row, class_walk, row_bound
+    units = period + extra
+    most = _most_rows(m, units, period)
+    steps = 2 * -(-most // 2)  # the kernel's loop: two rows a step
+    seen = []
+    for g in range(units):
+        rows = [class_row(class_walk(g, units, period), q, period) for q in range(steps + 2)]
+        assert max(rows) < row_bound(m, units, period)
+        inside = [r for r in rows[:steps] if r < m]
+        assert inside == [r for r in rows if r < m]  # the rows copied ahead past the steps lie past the matrix
+        assert all(r % period == g % period for r in inside)
+        seen += inside
+    assert sorted(seen) == list(range(m))
