@@ -98,7 +98,8 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
         arch.cp_async_commit_group()
     cluster_start(plan)
     tx, _, _ = arch.thread_idx()
-    lo = window(matrix_row(x, cute.min(walk[0], m - 1), plan))[1]  # every row of the class starts so far past
+    # every row of the group's class starts lo elements past its window's boundary (0 for rows that are not shifted)
+    lo = window(matrix_row(x, cute.min(walk[0], m - 1), plan))[1]
     if cute.const_expr(plan.shifted):
         for k in cute.range_constexpr(plan.chunks):
             frag = cute.make_rmem_tensor((plan.vec,), w.element_type)
