@@ -166,13 +166,16 @@ def _norms_match_torch(torch, x, w_type, s_out, dtype, stats):
 
 # RMSNorm backward's shifted rows (norm_backward): several rows a CTA (1031), one CTA (4097, 12289), clusters (50257;
 # 151937 over 16 CTAs; 262143, one chunk a thread more), strides congruent modulo 8 (32001 in rows of 32009, out into
-# rows of 32017), Float32 rows (4 classes), and w of another type than the rows
+# rows of 32017), Float32 rows (4 classes), w of another type than the rows, and rows shorter than a chunk or two
+# (1, 7, 9: a chunk that holds both ends) and than a CTA's chunks (255)
 BACKWARD_CONFIGS = [("BFloat16", (19, 1031, 1031, 1031), None), ("BFloat16", (19, 4097, 4097, 4097), None),
                     ("Float16", (19, 12289, 12289, 12289), None), ("BFloat16", (11, 50257, 50257, 50257), None),
                     ("Float16", (9, 151937, 151937, 151937), None), ("BFloat16", (5, 262143, 262143, 262143), None),
                     ("BFloat16", (19, 32001, 32009, 32017), None), ("BFloat16", (19, 4097, 4097, 4097), "Float32"),
                     ("Float16", (9, 100003, 100003, 100003), "Float32"), ("Float32", (19, 4097, 4097, 4097), None),
-                    ("Float32", (9, 100003, 100003, 100003), "BFloat16")]
+                    ("Float32", (9, 100003, 100003, 100003), "BFloat16"), ("BFloat16", (19, 7, 7, 7), None),
+                    ("Float16", (19, 1, 1, 1), None), ("Float32", (19, 9, 9, 9), None),
+                    ("BFloat16", (19, 255, 255, 255), None)]
 
 
 @pytest.mark.parametrize("dtype,case,w_type", BACKWARD_CONFIGS,
