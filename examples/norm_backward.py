@@ -71,7 +71,7 @@ def prefetch_depth(plan, x, dy, w):
 
 
 @cute.kernel
-def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
+def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period, runs):
     red = RowReduction(plan, 1, stages=2)
     smem = arch.SmemAllocator()
     depth = prefetch_depth(plan, x, dy, w)
@@ -85,27 +85,30 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
     units = ws.shape[0]
     mine = g < units
     walk = class_walk(g, units, period)  # the group's class of rows, its place and the class's groups
+    first, end = run_span(g, units, m) if cute.const_expr(runs) else (0, 0)  # (runs) its run in class-major order
 
     def row_of(q):                       # the group's row q (past the matrix after its last)
+        if cute.const_expr(runs):
+            return cute.where(first + q < end, run_place(first + q, m, period)[0], m)
         if cute.const_expr(period == 1):
             return g + q * units
         return class_row(walk, q, period)
+
+    def lo_of(r):                        # where row r starts past its window's boundary
+        return window(matrix_row(x, cute.min(r, m - 1), plan))[1]
     bufs = []
     for d in cute.range_constexpr(depth):  # the group's first rows, copied while w is stored
-        first = cute.where(mine and row_of(d) < m, row_of(d), m - 1)
-        bufs.append((Staged(plan, x.element_type, straddle=True).load(matrix_row(x, first, plan), t, rank),
-                     Staged(plan, dy.element_type, straddle=True).load(matrix_row(dy, first, plan), t, rank)))
+        head = cute.where(mine and row_of(d) < m, row_of(d), m - 1)
+        bufs.append((Staged(plan, x.element_type, straddle=True).load(matrix_row(x, head, plan), t, rank),
+                     Staged(plan, dy.element_type, straddle=True).load(matrix_row(dy, head, plan), t, rank)))
         arch.cp_async_commit_group()
     cluster_start(plan)
     tx, _, _ = arch.thread_idx()
-    # every row of the group's class starts lo elements past its window's boundary (0 for rows that are not shifted)
-    lo = window(matrix_row(x, cute.min(walk[0], m - 1), plan))[1]
+    # every row of the group's class (of its run's first class) starts lo elements past its window's boundary (0 for
+    # rows that are not shifted)
+    lo = lo_of(row_of(0) if cute.const_expr(runs) else walk[0])
     if cute.const_expr(plan.shifted):
-        for k in cute.range_constexpr(plan.chunks):
-            frag = cute.make_rmem_tensor((plan.vec,), w.element_type)
-            load_at(w, lo, chunk_index(plan, k, t, rank), plan.vec, plan.n, frag, 0.0, plan.full(k))
-            thread_slot(w_s, plan, k, tx).store(frag.load().to(w_s.element_type))
-            thread_slot(acc_s, plan, k, tx).fill(0.0)
+        _stage_w(w, w_s, acc_s, plan, t, rank, tx, lo)
     else:
         wv = load_row(w, plan, t, rank)
         for k in cute.range_constexpr(plan.chunks):
@@ -113,14 +116,53 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period):
             thread_slot(acc_s, plan, k, tx).fill(0.0)
     if cute.const_expr(plan.cluster > 1):
         arch.cluster_wait()
-    for i in range(-(-_most_rows(m, units, period) // 2)):
+    if cute.const_expr(runs):  # (class, its first place, the next class's) of the row and of the row depth ahead
+        c0 = run_place(first, m, period)[1]
+        here = class_places(c0, m, period)
+        there = class_places(run_place(first + depth, m, period)[1], m, period)
+    most = -(-m // units) if cute.const_expr(runs) else _most_rows(m, units, period)
+    for i in range(-(-most // 2)):
         for half in cute.range_constexpr(2):
+            q = 2 * i + half
             nxt = bufs[half % depth] if cute.const_expr(depth > 0) else None
-            ahead = None if cute.const_expr(period == 1) else row_of(2 * i + half + depth)
-            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, (row_of(2 * i + half), ahead, lo, units),
-                          mine, t, rank, half, i % 2)
+            if cute.const_expr(not runs):
+                r, row_lo = row_of(q), lo
+                ahead = None if cute.const_expr(period == 1) else row_of(q + depth)
+            else:  # a row of the next class: the sums so far to the workspace, w at its lo
+                was = here[0]
+                here, r = next_place(here, first + q, end, m, period)
+                there, ahead = next_place(there, first + q + depth, end, m, period)
+                row_lo = lo_of(r)
+                if was != here[0] and r < m:
+                    _store_sums(ws, g, acc_s, plan, t, rank, tx, lo_of(was), was != c0)
+                    _stage_w(w, w_s, acc_s, plan, t, rank, tx, row_lo, True)
+                    _sync_group(plan)  # every thread's sums stored before any adds to them at other positions
+            _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, (r, ahead, row_lo, units), mine, t, rank,
+                          half, i % 2)
     if g < units:
-        _store_sums(ws, g, acc_s, plan, t, rank, tx, lo)
+        if cute.const_expr(runs):
+            last = run_place(cute.max(end - 1, first), m, period)[1]
+            _store_sums(ws, g, acc_s, plan, t, rank, tx, lo_of(last), last != c0)
+        else:
+            _store_sums(ws, g, acc_s, plan, t, rank, tx, lo)
+
+
+def _sync_group(plan):
+    """A barrier of the group's threads (a cluster's, or a CTA's of one group), ordering their memory accesses."""
+    if cute.const_expr(plan.cluster > 1):
+        arch.cluster_sync()
+    else:
+        arch.sync_threads()
+
+
+def _stage_w(w, w_s, acc_s, plan, t, rank, tx, lo, narrow=False):
+    """This thread's chunks of ``w`` at the positions of rows that start ``lo`` past their window's boundary into
+    its slots of ``w_s``, and its ``dw`` sums to 0; ``narrow``: ``w`` read element by element (``load_at``'s)."""
+    for k in cute.range_constexpr(plan.chunks):
+        frag = cute.make_rmem_tensor((plan.vec,), w.element_type)
+        load_at(w, lo, chunk_index(plan, k, t, rank), plan.vec, plan.n, frag, 0.0, plan.full(k), narrow)
+        thread_slot(w_s, plan, k, tx).store(frag.load().to(w_s.element_type))
+        thread_slot(acc_s, plan, k, tx).fill(0.0)
 
 
 def class_walk(g, units, period):
@@ -137,21 +179,62 @@ def class_row(walk, q, period):
     return cls + period * (j + groups * q)
 
 
+def run_span(g, units, m):
+    """``(first, end)``: group ``g``'s run of the ``m`` rows in class-major order (see the module), ``ceil(m /
+    units)`` or ``floor(m / units)`` of them; ints, or Int32 in a kernel."""
+    a, b = m // units, m % units
+    first = g * a + cute.min(g, b)
+    return first, first + a + cute.where(g < b, 1, 0)
+
+
+def run_place(s, m, period):
+    """``(row, class)`` of place ``s`` of the ``m`` rows in class-major order: the rows of class ``c`` (``r %
+    period == c``) in turn, each class's in increasing order (``m // period`` rows a class, one more for the first
+    ``m % period``)."""
+    a, b = m // period, m % period
+    big = b * (a + 1)  # the places of the classes of a + 1 rows
+    cls = cute.min(s, big) // (a + 1) + cute.max(s - big, 0) // cute.max(a, 1)
+    return cls + period * (s - cls * a - cute.min(cls, b)), cls
+
+
+def class_places(cls, m, period):
+    """``(cls, the place of its first row, the place of the next class's first row)`` in the class-major order of
+    :func:`run_place` (multiplications only)."""
+    a, b = m // period, m % period
+    return cls, cls * a + cute.min(cls, b), (cls + 1) * a + cute.min(cls + 1, b)
+
+
+def next_place(state, s, end, m, period):
+    """``(state, row)`` at place ``s``, one past the place of ``state`` (:func:`class_places`), or at it: the next
+    class where ``s`` is its first place; the row at ``s`` (``m`` from ``end`` on). A kernel's walk along its run
+    without a division a row (:func:`run_place`'s two)."""
+    cls, base, nxt = state
+    a, b = m // period, m % period
+    moved = s >= nxt
+    state = (cute.where(moved, cls + 1, cls), cute.where(moved, nxt, base),
+             cute.where(moved, nxt + a + cute.where(cls + 1 < b, 1, 0), nxt))
+    return state, cute.where(s < end, state[0] + period * (s - state[1]), m)
+
+
 def _most_rows(m, units, period):
     """The most rows of ``m`` a group of ``units`` takes (``units >= period``)."""
     return -(-(-(-m // period)) // (units // period))
 
 
-def row_bound(m, units, period):
+def row_bound(m, units, period, runs=False):
     """An upper bound of every row number the groups compute (their rows, two a step, and those copied up to two
-    ahead): the kernel's Int32 row numbers hold below ``2**31`` where this does."""
+    ahead; with ``runs``, of every place in class-major order too): the kernel's Int32 row numbers hold below
+    ``2**31`` where this does."""
+    if runs:
+        return m + 4 * period + 4
     return period * (-(-units // period)) * (_most_rows(m, units, period) + 3) + period
 
 
 @cute.jit
-def _store_sums(ws, g, acc_s, plan, t, rank, tx, lo):
+def _store_sums(ws, g, acc_s, plan, t, rank, tx, lo, add=False):
     """The group's ``dw`` sums into its workspace row ``g``: by :func:`row_reduce.store_row`, or for shifted rows
-    (sums at the window's positions, ``lo`` past each column) element by element, each at its column."""
+    (sums at the window's positions, ``lo`` past each column) element by element, each at its column, added to the
+    row's values where ``add`` (a run's later class: the row holds its earlier classes' sums)."""
     sums = [thread_slot(acc_s, plan, k, tx) for k in range(plan.chunks)]
     if cute.const_expr(not plan.shifted):
         store_row(ws[g, None], plan, t, rank, [a.load() for a in sums])
@@ -160,7 +243,10 @@ def _store_sums(ws, g, acc_s, plan, t, rank, tx, lo):
             first = chunk_index(plan, k, t, rank) * plan.vec - lo
             for e in cute.range_constexpr(plan.vec):
                 if first + e >= 0 and first + e < plan.n:
-                    ws[g, first + e] = sums[k][e]
+                    if add:
+                        ws[g, first + e] = ws[g, first + e] + sums[k][e]
+                    else:
+                        ws[g, first + e] = sums[k][e]
 
 
 @cute.jit
@@ -293,13 +379,14 @@ def _covered(period, units):
     return period <= units and (units % period == 0 or units // period >= CLASS_GROUPS)
 
 
-def _takes_shifted(plan, stride, units):
+def _takes_shifted(plan, stride, units, depth):
     """Whether :func:`rmsnorm_backward` takes the shifted ``plan`` for ``units`` groups (``row_shift.plan_for``'s
-    ``takes``): every class of rows has a group (:func:`shift_period`), and the classes have as many groups, or at
-    least ``CLASS_GROUPS`` each (a class of fewer groups than others holds up the kernel: 100003 bf16, 15 groups
-    of 8 classes, 0.41 of the copy ceiling against 0.44 narrow; 50257, 30 groups, 0.40 against 0.45; 32001, 66
-    groups, 0.92 against 0.50; RESULTS.md)."""
-    return _covered(shift_period(plan.window, stride), units)
+    ``takes``): where the groups cover the classes of rows (:func:`_covered`), each group its class; else where a
+    group is a CTA or a cluster (``plan.rows == 1``, whose threads meet at a barrier), each group its run of rows
+    in class-major order (:func:`run_span`). Dealt by class where the groups do not cover the classes, a class of
+    fewer groups than others held up the kernel (100003 bf16, 15 groups of 8 classes, 0.41 of the copy ceiling
+    against 0.44 narrow; 50257, 30 groups, 0.40 against 0.45; 32001, 66 groups, 0.92 against 0.50; RESULTS.md)."""
+    return _covered(shift_period(plan.window, stride), units) or (plan.rows == 1 and depth > 0)
 
 
 CLASS_GROUPS = 8  # the fewest groups of a class of shifted rows where the classes have not as many
@@ -345,13 +432,14 @@ def rmsnorm_backward(dy, x, w, rstd, dx, dw, workspace):
     stride = x.layout.stride[0]
     plan = plan_for((dy, x, dx), lambda vec, shifted: backward_plan(what, n, vec, _window_chunks(shifted, vec, stride,
                                                                                                    units)),
-                    takes=lambda p: _takes_shifted(p, stride, units), narrow=(dy, x, dx, w, workspace))
+                    takes=lambda p: _takes_shifted(p, stride, units, prefetch_depth(p, x, dy, w)), narrow=(dy, x, dx, w, workspace))
     period = shift_period(plan.window, stride) if plan.shifted else 1
-    if row_bound(m, units, period) >= 2 ** 31:
+    runs = period > 1 and not _covered(period, units)
+    if row_bound(m, units, period, runs) >= 2 ** 31:
         raise cute.CuteValueError(f"{what}: the groups number their rows in Int32, up to about rows + 3 x workspace "
                                   f"rows (two a step and two copied ahead; norm_backward.row_bound): {m} rows and "
                                   f"{units} workspace rows pass 2**31 - 1")
-    launch_rows(rmsnorm_backward_kernel(dy, x, w, rstd, dx, workspace, plan, period), plan,
+    launch_rows(rmsnorm_backward_kernel(dy, x, w, rstd, dx, workspace, plan, period, runs), plan,
                 -(-units // plan.rows) * plan.cluster, False)
     vec = row_vector((workspace, dw))
     column_sum_kernel(workspace, dw, vec).launch(grid=-(-n // (COLUMN_LANES * vec)),

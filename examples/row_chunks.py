@@ -127,14 +127,14 @@ def load_chunk(row, chunk, vec, n, frag, fill, full):
 
 
 @cute.jit
-def load_at(v, lo, chunk, vec, n, frag, fill, full=False):
+def load_at(v, lo, chunk, vec, n, frag, fill, full=False, narrow=False):
     """``frag`` = the elements of the 1-D ``v`` (a norm's ``w`` or ``b``) at the row positions of chunk ``chunk`` of a
     shifted row's window (``v[chunk * vec - lo + j]``), ``fill`` outside ``[0, n)``; ``full``: the chunk is known to
     lie inside the row. Those positions start anywhere past a chunk boundary of ``v``. Where ``v``'s 16-bit elements
     move in pairs (:func:`pairs`, and a ``fill`` of 0) they are taken from the two chunks of ``v`` that hold them,
-    whole chunks in 128-bit accesses, and shifted in registers (:func:`shift_in`); else element by element
-    (measured faster for Float32, RESULTS.md)."""
-    if cute.const_expr(pairs(v, vec) and type(fill) in (int, float) and fill == 0):
+    whole chunks in 128-bit accesses, and shifted in registers (:func:`shift_in`); else, or with ``narrow`` (fewer
+    registers), element by element (measured faster for Float32, RESULTS.md)."""
+    if cute.const_expr(pairs(v, vec) and type(fill) in (int, float) and fill == 0 and not narrow):
         c = chunk - (lo >> (vec.bit_length() - 1))  # v's chunk that holds position chunk * vec - lo + s ...
         s = lo & (vec - 1)                           # ... at its element 0 (the chunk's first s come before it)
         low = cute.make_rmem_tensor((vec // 2,), cute.Int32)

@@ -246,16 +246,18 @@ def test_the_backwards_window_gives_every_class_of_row_starts_its_groups(stride,
 
 
 @pytest.mark.parametrize("dtype, n, units, shifted", [
-    ("BFloat16", 4097, 1, False), ("BFloat16", 4097, 7, False), ("BFloat16", 4097, 8, True),
-    ("BFloat16", 4097, 30, False), ("BFloat16", 4097, 73, True), ("BFloat16", 4097, 264, True),
-    ("BFloat16", 32001, 66, True), ("BFloat16", 50257, 30, False), ("Float32", 4097, 4, True),
-    ("Float32", 4097, 3, False)])
+    ("BFloat16", 4097, 1, True), ("BFloat16", 4097, 7, True), ("BFloat16", 4097, 8, True),
+    ("BFloat16", 4097, 30, True), ("BFloat16", 4097, 73, True), ("BFloat16", 4097, 264, True),
+    ("BFloat16", 32001, 66, True), ("BFloat16", 50257, 30, True), ("Float32", 4097, 4, True),
+    ("Float32", 4097, 3, True), ("BFloat16", 1031, 7, False), ("BFloat16", 2049, 30, False),
+    ("BFloat16", 2049, 32, True)])
 def test_rmsnorm_backward_takes_shifted_rows_where_its_groups_cover_every_class_of_row_starts(dtype, n, units, shifted,
                                                                                                 assemble):
     """Rows of odd stride move as shifted rows (16-byte ``cp.async`` copies, 16-byte stores of ``dx``, the chunk
     that holds a row's end copied with its bytes past the end zero-filled) where the workspace's groups cover the
-    classes of row starts (8 for 16-bit rows, 4 for Float32, each as many or at least 8 groups); else the narrow
-    chunks of their stride (no 16-byte access)."""
+    classes of row starts (8 for 16-bit rows, 4 for Float32, each as many or at least 8 groups), or where a group is
+    a CTA or a cluster (rows of 4097 and more: each group's run of rows in class-major order); else (several groups
+    a CTA: 1031 and 2049) the narrow chunks of their stride (no 16-byte access)."""
     m = 64
     x, v = F(dtype, (m, n), (n, 1)), F(dtype, (n,))
     c = cute.compile(ex.rmsnorm_backward, x, x, v, F("Float32", (m,)), x, v, F("Float32", (units, n)))
@@ -285,3 +287,29 @@ def test_the_groups_take_every_row_once_and_one_class_of_row_starts_each(m, peri
         assert all(r % period == g % period for r in inside)
         seen += inside
     assert sorted(seen) == list(range(m))
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.integers(1, 3000), period=st.sampled_from([2, 4, 8, 16, 32]), units=st.integers(1, 300))
+def test_the_groups_runs_take_every_row_once_in_class_major_order(m, period, units):
+    """``run_span`` and ``run_place``: the ``units`` groups' runs cut the places ``0 .. m`` into consecutive runs of
+    ``floor`` or ``ceil(m / units)``; place ``s`` is row ``c + period * q`` of class ``c``, the classes in turn, each
+    class's rows in increasing order, so every row once and a run's classes increasing; every place the kernel
+    computes (its rows, two a step, two copied ahead) lies below ``row_bound``; ``next_place``'s walk from
+    ``class_places`` gives ``run_place``'s rows, and ``m`` past the run."""
+    from examples.norm_backward import class_places, next_place, row_bound, run_place, run_span
+    spans = [run_span(g, units, m) for g in range(units)]
+    assert spans[0][0] == 0 and spans[-1][1] == m
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert all(m // units <= end - first <= -(-m // units) for first, end in spans)
+    order = [r for c in range(period) for r in range(c, m, period)]  # class-major order, written out
+    assert [run_place(s, m, period) for s in range(m)] == [(r, r % period) for r in order]
+    steps = 2 * -(-(-(-m // units)) // 2)
+    for first, end in spans:
+        places = [run_place(first + q, m, period)[0] for q in range(steps + 2)]
+        assert max(places) < row_bound(m, units, period, runs=True)
+        for ahead in range(3):  # the kernel's walk along the run, at its rows and at those copied ahead
+            state = class_places(run_place(first + ahead, m, period)[1], m, period)
+            for q in range(ahead, steps + 2):
+                state, row = next_place(state, first + q, end, m, period)
+                assert row == (places[q] if first + q < end else m)
