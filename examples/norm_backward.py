@@ -1,25 +1,29 @@
-"""RMSNorm's backward (``norms.rmsnorm_backward``): ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with
-``xhat = x * rstd``, and ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of
-threads that walks its rows accumulating ``dy * xhat`` (in shared memory, each thread its own slots) and stores it
-to its workspace row; a second kernel sums the workspace's columns in a fixed order. The same ``P`` gives the same
-bits. Rows over a cluster take the cluster that keeps the most SMs busy at as many groups in flight
-(:func:`backward_plan`). A group's next one or two rows of ``x`` and ``dy`` are copied into shared memory while it
-reduces and stores the current one, as many as fit (:func:`prefetch_depth`).
+"""RMSNorm's backward (``norms.rmsnorm_backward``): ``dx = rstd * (dy * w - xhat * mean(dy * w * xhat))`` with ``xhat =
+x * rstd``, and ``dw`` deterministically: each of the workspace's ``P`` rows belongs to one group of threads that walks
+its rows accumulating ``dy * xhat`` (in shared memory, each thread its own slots) and stores it to its workspace row; a
+second kernel sums the workspace's columns in a fixed order. The same ``P`` gives the same bits. Rows over a cluster
+take the cluster that keeps the most SMs busy at as many groups in flight (:func:`backward_plan`). A group's next one or
+two rows of ``x`` and ``dy`` are copied into shared memory while it reduces and stores the current one, as many as fit
+(:func:`prefetch_depth`).
 
-Rows of odd stride move as shifted rows (``row_chunks.ShiftedRow``: 16-byte chunks counted from a window boundary
-at or before each row, ``lo`` elements before the row's start; windows of one chunk for 16-bit rows, the widest the
-groups cover for Float32: :func:`_window_chunks`). A thread's chunks then hold other columns at rows of another
-``lo``, and its ``dw`` sums must keep theirs; ``lo`` is a function of the row modulo the stride's period ``p``
-(:func:`shift_period`: 8 for an odd stride of 16-bit rows in 16-byte windows). So the groups are dealt the rows by
-classes modulo ``p``: group ``g`` takes rows ``c + p q`` of class ``c = g % p``, every ``G_c``-th of them from ``q
-= g // p`` (``G_c``: the groups of class ``c``). Every row of a group has one ``lo``: its ``dw`` sums stay in the
-window's positions, ``w`` is staged once at those positions (``row_chunks.load_at``), and the sums go to the
-workspace row at the columns they hold, element by element, once. Shifted rows need the groups to cover the classes
-(:func:`_covered`: ``P >= p``, and the classes of as many groups or of at least ``CLASS_GROUPS`` each); else the rows
-keep the narrow chunks their stride allows. The chunks that hold a row's ends are copied by ``cp.async`` like the
-others (``row_stage.Staged``'s ``straddle``: the start's whole, its elements before the row taken as 0 here; the
-end's zero-filled past the row): loaded through registers, they held up every row (0.42 of the copy ceiling at bf16
-4097 against 0.81; benchmarks/RESULTS.md)."""
+Rows of odd stride move as shifted rows (``row_chunks.ShiftedRow``: 16-byte chunks counted from a window boundary at or
+before each row, ``lo`` elements before the row's start; windows of one chunk for 16-bit rows, the widest the groups
+cover for Float32: :func:`_window_chunks`). A thread's chunks then hold other columns at rows of another ``lo``, and its
+``dw`` sums must keep theirs; ``lo`` is a function of the row modulo the stride's period ``p`` (:func:`shift_period`: 8
+for an odd stride of 16-bit rows in 16-byte windows). So the groups are dealt the rows by classes modulo ``p``: group
+``g`` takes rows ``c + p q`` of class ``c = g % p``, every ``G_c``-th of them from ``q = g // p`` (``G_c``: the groups
+of class ``c``). Every row of a group has one ``lo``: its ``dw`` sums stay in the window's positions, ``w`` is staged
+once at those positions (``row_chunks.load_at``), and the sums go to the workspace row at the columns they hold, element
+by element, once. That needs the groups to cover the classes (:func:`_covered`: ``P >= p``, and the classes of as many
+groups or of at least ``CLASS_GROUPS`` each). Where they do not and a group is a CTA or a cluster, each group takes a
+run of the rows in class-major order instead (the rows of class 0, then of class 1, ...: :func:`run_span`,
+:func:`run_place`), a few classes a run: at each change of class its sums go to its workspace row (added to what the row
+holds from the run's earlier classes), ``w`` is staged at the new ``lo``, and a barrier of the group orders those stores
+before the next adds at other positions. Else (several groups a CTA) the rows keep the narrow chunks their stride
+allows. The chunks that hold a row's ends are copied by ``cp.async`` like the others (``row_stage.Staged``'s
+``straddle``: the start's whole, its elements before the row taken as 0 here; the end's zero-filled past the row):
+loaded through registers, they held up every row (0.42 of the copy ceiling at bf16 4097 against 0.81;
+benchmarks/RESULTS.md)."""
 
 from dataclasses import replace
 from math import gcd
@@ -126,8 +130,8 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period, runs):
             q = 2 * i + half
             nxt = bufs[half % depth] if cute.const_expr(depth > 0) else None
             if cute.const_expr(not runs):
-                r, row_lo = row_of(q), lo
                 ahead = None if cute.const_expr(period == 1) else row_of(q + depth)
+                r, row_lo = row_of(q), lo
             else:  # a row of the next class: the sums so far to the workspace, w at its lo
                 was = here[0]
                 here, r = next_place(here, first + q, end, m, period)
@@ -336,9 +340,10 @@ def rmsnorm_workspace_rows(m, n, sms=None, ctas_per_sm=2):
     (``gemm_plan.cluster_capacity``; an H200 holds 66 clusters of 2, 30 of 4, 15 of 8 and 7 of 16): a group more
     would start a second wave for a few clusters. Else about ``ctas_per_sm`` CTAs on each of ``sms`` SMs (the
     device's by default), at most one row each. Any ``P >= 1`` is correct (rows of odd stride move in wide chunks
-    only where ``P`` covers the classes of their starts: see the module). Measured (H200), one wave of clusters
-    against two CTAs an SM's worth: bf16 0.68 -> 0.89 of the copy ceiling at 262144, 0.63 -> 0.83 at 131072,
-    0.64 -> 0.84 at 65536, 0.85 -> 0.88 at 32768; Float32 0.77 -> 0.82 at 262144 (benchmarks/RESULTS.md)."""
+    where ``P`` covers the classes of their starts, or a group is a CTA or a cluster: see the module). Measured
+    (H200), one wave of clusters against two CTAs an SM's worth: bf16 0.68 -> 0.89 of the copy ceiling at 262144,
+    0.63 -> 0.83 at 131072, 0.64 -> 0.84 at 65536, 0.85 -> 0.88 at 32768; Float32 0.77 -> 0.82 at 262144
+    (benchmarks/RESULTS.md)."""
     plan = backward_plan("rmsnorm_workspace_rows", n, 4)
     if plan.cluster > 1:
         return max(1, min(m, cluster_capacity(plan.cluster)))
@@ -362,15 +367,18 @@ def shift_period(window, stride):
 
 def _window_chunks(shifted, vec, stride, units):
     """The chunks of the window boundary of shifted rows (``RowPlan.shifted``) for ``units`` groups: one for 16-bit
-    rows (chunks of 8), else the most, up to ``shifted`` (``row_shift.shift_chunks``'), whose classes of rows
-    (:func:`shift_period`) the groups cover as :func:`_takes_shifted` asks. Measured (H200, of the copy ceiling,
-    the most against one): bf16 0.79 against 0.84 at 1031, 0.80 / 0.87 at 4097, 0.72 / 0.79 at 8193, equal at
-    12289 and 32001; Float32 0.94 against 0.85 at 4097, equal at 32001 (benchmarks/RESULTS.md)."""
-    if vec == 8:
+    rows (chunks of 8); else the most, up to ``shifted`` (``row_shift.shift_chunks``'), whose classes of rows
+    (:func:`shift_period`) the groups cover as :func:`_takes_shifted` asks, or ``shifted`` where they cover none
+    (the groups then take runs of rows: :func:`run_span`). Measured (H200, of the copy ceiling, the most against
+    one): bf16 0.79 against 0.84 at 1031, 0.80 / 0.87 at 4097, 0.72 / 0.79 at 8193, equal at 12289 and 32001, in
+    runs 0.66 / 0.68 at 50257, 0.53 / 0.58 at 151937; Float32 0.94 against 0.85 at 4097, equal at 32001, in runs
+    0.91 / 0.86 at 50257 and 100003 (benchmarks/RESULTS.md)."""
+    if vec == 8 or not shifted:
         return min(shifted, 1)  # (0: not shifted)
-    while shifted > 1 and not _covered(shift_period(shifted * vec, stride), units):
-        shifted //= 2
-    return shifted
+    least = shifted
+    while least > 1 and not _covered(shift_period(least * vec, stride), units):
+        least //= 2
+    return least if _covered(shift_period(least * vec, stride), units) else shifted
 
 
 def _covered(period, units):
@@ -432,7 +440,8 @@ def rmsnorm_backward(dy, x, w, rstd, dx, dw, workspace):
     stride = x.layout.stride[0]
     plan = plan_for((dy, x, dx), lambda vec, shifted: backward_plan(what, n, vec, _window_chunks(shifted, vec, stride,
                                                                                                    units)),
-                    takes=lambda p: _takes_shifted(p, stride, units, prefetch_depth(p, x, dy, w)), narrow=(dy, x, dx, w, workspace))
+                    takes=lambda p: _takes_shifted(p, stride, units, prefetch_depth(p, x, dy, w)),
+                    narrow=(dy, x, dx, w, workspace))
     period = shift_period(plan.window, stride) if plan.shifted else 1
     runs = period > 1 and not _covered(period, units)
     if row_bound(m, units, period, runs) >= 2 ** 31:

@@ -231,15 +231,20 @@ def test_the_halves_plan_holds_every_row_or_refuses_it_as_plan_rows_does(n, vec,
 def test_the_backwards_window_gives_every_class_of_row_starts_its_groups(stride, units, vec, chunks):
     """Rows of stride ``stride`` start ``(r * stride) % window`` past a window's boundary, a function of ``r`` modulo
     ``shift_period``; the window ``_window_chunks`` picks is one chunk of 8 (16-bit rows), else the largest up to
-    ``chunks`` whose classes the groups cover (``_covered``), or one chunk."""
+    ``chunks`` whose classes the groups cover (``_covered``), or ``chunks`` where they cover none."""
     from examples.norm_backward import _covered, _window_chunks, shift_period
     window = chunks * vec
     period = shift_period(window, stride)
     assert all((r * stride) % window == ((r + period) * stride) % window for r in range(3 * period))
     assert period == 1 or len({(r * stride) % window for r in range(period)}) == period  # the least such period
     s = _window_chunks(chunks, vec, stride, units)
-    assert 1 <= s <= chunks and (s == 1 or _covered(shift_period(s * vec, stride), units))
-    assert s == 1 if vec == 8 else (s == chunks or not _covered(shift_period(2 * s * vec, stride), units))
+    covered = [c for c in (1, 2, 4, 8) if c <= chunks and _covered(shift_period(c * vec, stride), units)]
+    if vec == 8:
+        assert s == 1
+    elif not covered:
+        assert s == chunks  # (the groups' runs of rows: the widest window)
+    else:
+        assert s == max(covered)
     assert _window_chunks(0, vec, stride, units) == 0  # rows that are not shifted stay so
     p = shift_period(s * vec, stride)
     assert _covered(p, units) == (p <= units and (units % p == 0 or units // p >= 8))
