@@ -277,6 +277,8 @@ def _backward_row(dy, x, rstd, dx, w_s, acc_s, red, nxt, depth, rows, mine, t, r
         gs = load_row(matrix_row(dy, rr, plan), plan, t, rank)
     inv = rstd[rr]
     def part(v, k):  # a chunk that may hold one of the row's ends, as Float32 (0 outside the row)
+        if cute.const_expr(nxt is None or k * plan.group >= plan.shifted):  # no chunk of the window's first
+            return v[k].to(cute.Float32)  # (0 outside the row: filled, or zero-filled past its end as copied)
         return _from_start(v[k], chunk_index(plan, k, t, rank), lo, plan)
     s = dot_fma([(gs[k] * _w(w_s, plan, k, tx), xs[k]) for k in full]) if full else cute.Float32(0.0)
     for k in cute.range_constexpr(plan.chunks):

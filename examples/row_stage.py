@@ -177,7 +177,15 @@ def _copy_or_load(atom, row, buf, plan, k, at, tx, fill):
     element by element through registers (``fill`` outside the row)."""
     if _whole_inside(row, plan, at):
         _copy_chunk(atom, row, buf, plan, k, at, tx)
-    elif cute.const_expr(whole_chunks(plan.n, plan.vec, row)):  # past the row's end
+    else:
+        _fill_or_load(row, buf, plan, k, at, tx, fill)
+
+
+@cute.jit
+def _fill_or_load(row, buf, plan, k, at, tx, fill):
+    """Chunk ``at`` of ``row``, not wholly inside it, into thread ``tx``'s slot ``k``: ``fill`` where it lies outside
+    the row, else element by element through registers (``fill`` outside the row)."""
+    if cute.const_expr(whole_chunks(plan.n, plan.vec, row)):  # past the row's end
         thread_slot(buf, plan, k, tx).fill(fill)
     elif outside(at * plan.vec, plan.vec, window(row)[1], plan.n):
         thread_slot(buf, plan, k, tx).fill(fill)
@@ -201,10 +209,8 @@ def _copy_straddling(atom, row, buf, plan, k, at, tx):
         size = (end - first) * (row.element_type.width // 8)
         arch.cp_async_shared_global(thread_slot(buf, plan, k, tx).iterator, view.iterator + first, VECTOR_BITS // 8,
                                     cpasync.LoadCacheMode.GLOBAL, cp_size=size)
-    elif outside(first, plan.vec, lo, plan.n):
-        thread_slot(buf, plan, k, tx).fill(0.0)
-    else:
-        _load_through_registers(row, buf, plan, k, at, tx, 0.0, False)
+    else:  # outside the row, or holding both its ends
+        _fill_or_load(row, buf, plan, k, at, tx, 0.0)
 
 
 def _whole_inside(row, plan, at):
