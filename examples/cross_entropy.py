@@ -15,8 +15,8 @@ loss NaN; a ``+inf`` logit makes ``lse`` ``+inf`` (torch's ``logsumexp``) and th
 ``log_softmax`` is NaN on such a row); a row of ``-inf`` has ``lse`` ``-inf`` and loss NaN. The row's ``(max,
 sum of exp(v - shift(max)))`` pairs combine in one reduction (see ``row_reduce``), across a cluster for long rows,
 where ``shift`` is the max, or 0 for an infinite max (torch's ``logsumexp`` shifts so too). 16-bit rows over a
-cluster of 8 or more CTAs are copied into shared memory first, and each thread takes the pair of each half of its
-values on its own (``staged_halves``).
+cluster of 4 or more CTAs, and those of odd stride that one CTA holds, are copied into shared memory first, and
+each thread takes the pair of each half of its values on its own (``staged_halves``).
 
 The backward pass needs no reduction: ``dlogits = (exp(logits - lse) - onehot(target)) * dloss`` per row, with the
 forward's ``lse`` and ``dloss`` (1-D of ``rows``, any float type); rows with ``ignore_index`` get zeros, rows with
@@ -36,7 +36,7 @@ import operator
 import cute_py as cute
 
 from .row_math import EXP_BIAS, LOG2E, elements, exp2_fma, fast_shift, fold
-from .row_stage import halves_plan, stage, staged_halves, thread_slot, wait_staged
+from .row_stage import halves_ctas, halves_plan, stage, staged_halves, thread_slot, wait_staged
 from .row_chunks import matrix_row, window
 from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector,
@@ -240,7 +240,7 @@ def cross_entropy_forward(logits, target, loss, lse, ignore_index=-100):
     check_vector(what, "loss", loss, m, FLOATS)
     plan = _forward_plan_of(what, n, logits)
     launch_rows(cross_entropy_forward_kernel(logits, target, loss, lse, _ignore(what, ignore_index), plan), plan,
-                plan.grid(m), True, ctas_per_sm=short_shifted_ctas(plan, SHORT_SHIFTED_CHUNKS))
+                plan.grid(m), True, ctas_per_sm=halves_ctas(plan, logits.element_type, SHORT_SHIFTED_CHUNKS))
 
 
 @cute.jit

@@ -64,18 +64,20 @@ def shifted_ctas_per_sm(plan):
 SHORT_SHIFTED_CTAS = 4  # CTAs of 256 threads an SM on shifted rows of one CTA (:func:`short_shifted_ctas`)
 
 
-def short_shifted_ctas(plan, most_chunks=None):
+def short_shifted_ctas(plan, most_chunks=None, ctas=SHORT_SHIFTED_CTAS):
     """The CTAs an SM a one-input kernel that reduces its row once (the softmax and cross-entropy forwards) asks for
-    on ``plan``: ``SHORT_SHIFTED_CTAS`` for shifted rows of one CTA in CTAs of 256 threads whose threads keep at most
-    ``most_chunks`` chunks (``None``: any), where the assembler left free takes 65-72 registers a thread (three CTAs
-    an SM) and the rows' extra instructions (their first and last chunks element by element, 1.7x the instructions
-    of whole rows at bf16 4097) leave the schedulers short of warps; else :func:`shifted_ctas_per_sm`'s. Measured
-    (H200, bf16, of the copy ceiling): softmax forward 4097 0.72 -> 0.82, 5001 0.74 -> 0.85, 8193 0.73 -> 0.82,
-    2049 0.70 -> 0.80, but 12289 (7 chunks) 0.72 -> 0.66; cross-entropy forward 3001 0.67 -> 0.79, 6001 0.67 ->
-    0.79, 12289 0.73 -> 0.82, 4097 and 8193 unchanged, but 16001 (8 chunks) 0.62 -> 0.53 (benchmarks/RESULTS.md)."""
+    on ``plan``: ``ctas`` (by default ``SHORT_SHIFTED_CTAS``) for shifted rows of one CTA in CTAs of 256 threads
+    whose threads keep at most ``most_chunks`` chunks (``None``: any), where the assembler left free takes 65-72
+    registers a thread (three CTAs an SM) and the rows' extra instructions (their first and last chunks element by
+    element, 1.7x the instructions of whole rows at bf16 4097) leave the schedulers short of warps; else
+    :func:`shifted_ctas_per_sm`'s. Measured (H200, bf16, of the copy ceiling): softmax forward 4097 0.72 -> 0.82,
+    5001 0.74 -> 0.85, 8193 0.73 -> 0.82, 2049 0.70 -> 0.80, but 12289 (7 chunks) 0.72 -> 0.66; cross-entropy
+    forward 3001 0.67 -> 0.79, 6001 0.67 -> 0.79, 12289 0.73 -> 0.82, 4097 and 8193 unchanged, but 16001 (8 chunks)
+    0.62 -> 0.53 (benchmarks/RESULTS.md). Rows staged in shared memory hold fewer registers and ask for more
+    (``row_stage.SHORT_HALVES_CTAS``)."""
     short = plan.shifted and plan.cluster == 1 and plan.threads == 256
     if short and (most_chunks is None or plan.chunks <= most_chunks):
-        return SHORT_SHIFTED_CTAS
+        return ctas
     return shifted_ctas_per_sm(plan)
 
 

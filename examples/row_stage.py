@@ -25,9 +25,11 @@ from cute_py.nvgpu import cpasync
 
 from .row_chunks import VECTOR_BITS, ShiftedRow, inside, load_chunk, outside, whole_chunks, window
 from .row_reduce import ONE_INPUT, chunk_index, plan_rows
+from .row_shift import SHORT_SHIFTED_CTAS, short_shifted_ctas
 
 __all__ = ["Staged", "stage", "staged_rows", "staged_bytes", "wait_staged", "thread_slot", "staged_halves",
-           "halves_plan", "STAGE_MIN_BITS", "HALVES_CLUSTER", "HALVES_VALUES", "HALVES_WIDE"]
+           "halves_plan", "halves_ctas", "STAGE_MIN_BITS", "HALVES_CLUSTER", "HALVES_VALUES", "HALVES_WIDE",
+           "SHORT_HALVES_CTAS"]
 
 STAGE_MIN_BITS = 32  # the narrowest cp.async
 
@@ -46,12 +48,26 @@ HALVES_WIDE = 160  # the most values a thread of 16 CTAs of 128 threads may take
 def staged_halves(plan, dtype):
     """Whether a one-input row kernel (the softmax and cross-entropy forward passes) copies a thread's chunks into
     shared memory and reduces each half of them on its own, their pairs combined (fewer values live at once, so
-    more CTAs an SM): 16-bit rows over a cluster of ``HALVES_CLUSTER`` CTAs or more, in chunks that ``cp.async``
-    copies. Measured for cross-entropy (H200, bf16): 0.76-0.78 -> 0.96-0.97 of the copy ceiling at 262144, 0.80 ->
-    0.91 at 131072, 0.90-0.97 -> 0.98-1.00 at 65536, 0.99 -> 1.05 at 32768, 0.82 -> 0.96 at 40000, 0.80 -> 0.92 at
-    50304; slower for Float32 rows (1.03 -> 0.86 at 262144: 64 KiB a CTA staged)."""
-    return (plan.cluster >= HALVES_CLUSTER and plan.chunks >= 2 and dtype.width == 16
-            and plan.vec * dtype.width >= STAGE_MIN_BITS)
+    more CTAs an SM): 16-bit rows over a cluster of ``HALVES_CLUSTER`` CTAs or more, or shifted rows of one CTA
+    (``RowPlan.shifted``; at ``SHORT_HALVES_CTAS`` CTAs an SM), in chunks that ``cp.async`` copies. Measured for
+    cross-entropy (H200, bf16): 0.76-0.78 -> 0.96-0.97 of the copy ceiling at 262144, 0.80 -> 0.91 at 131072,
+    0.90-0.97 -> 0.98-1.00 at 65536, 0.99 -> 1.05 at 32768, 0.82 -> 0.96 at 40000, 0.80 -> 0.92 at 50304; slower for
+    Float32 rows (1.03 -> 0.86 at 262144: 64 KiB a CTA staged). Shifted rows of one CTA, in registers at four CTAs
+    an SM -> staged at six: cross-entropy 0.64 -> 0.77 at 2049, 0.65 -> 0.82 at 4097, 0.67 -> 0.77 at 8193, 0.81 ->
+    0.82 at 12289; softmax 0.80 -> 0.94, 0.80 -> 0.92, 0.82 -> 0.90 and 0.72 -> 0.90 (benchmarks/RESULTS.md)."""
+    wide = plan.cluster >= HALVES_CLUSTER or (plan.cluster == 1 and bool(plan.shifted))
+    return wide and plan.chunks >= 2 and dtype.width == 16 and plan.vec * dtype.width >= STAGE_MIN_BITS
+
+
+SHORT_HALVES_CTAS = 6  # CTAs an SM of shifted rows of one CTA staged by halves (at 8, 40 -> 32 registers: spills)
+
+
+def halves_ctas(plan, dtype, most_chunks):
+    """The CTAs an SM ``row_shift.short_shifted_ctas`` gives a one-input kernel's ``plan`` of shifted rows of one
+    CTA (``most_chunks`` chunks a thread at most): ``SHORT_HALVES_CTAS`` where they are staged by halves
+    (:func:`staged_halves`), else ``SHORT_SHIFTED_CTAS``."""
+    halves = plan.cluster == 1 and staged_halves(plan, dtype)
+    return short_shifted_ctas(plan, most_chunks, SHORT_HALVES_CTAS if halves else SHORT_SHIFTED_CTAS)
 
 
 def halves_plan(what, n, vec, dtype, shifted=0, wide=2 * ONE_INPUT):

@@ -11,7 +11,7 @@ stride of at least ``n``); Float32, BFloat16 or Float16 in, Float32 arithmetic, 
 (one of those). The row is read once and written once (see ``row_reduce``): short rows several to a CTA, long rows
 split across a cluster of 2..16 CTAs whose partial results meet in distributed shared memory. Between the read and
 the write it lives in registers, except the backward pass's ``y`` and ``dy`` over a cluster and the forward pass's
-16-bit rows over 4 or more CTAs, which are staged through shared memory (``row_stage``). The forward pass reduces
+16-bit rows over 4 or more CTAs or of odd stride in one CTA, which are staged through shared memory (``row_stage``). The forward pass reduces
 ``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax). Where the row is in registers, each
 thread's exponentials are taken once, against its own maximum, and rescaled by ``exp(thread max - row max) / sum``;
 where it is staged, each half of a thread's chunks gives its pair, and after the reduction each chunk is read again
@@ -27,10 +27,10 @@ import cute_py as cute
 from .row_reduce import (LOG2E, RowReduction, add, check_same_shape, check_matrix, chunk_index, clamped_row,
                          cluster_start, launch_rows, load_row, max_sum, plan_rows, row_coords, row_reduce,
                          store_if_row, FLT_MAX, TWO_INPUTS)
-from .row_shift import over_cluster, plan_for, short_shifted_ctas, shifted_ctas_per_sm
+from .row_shift import over_cluster, plan_for, shifted_ctas_per_sm
 from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
 from .row_chunks import matrix_row, store_chunk
-from .row_stage import HALVES_WIDE, halves_plan, stage, staged_halves, staged_rows, wait_staged
+from .row_stage import HALVES_WIDE, halves_ctas, halves_plan, stage, staged_halves, staged_rows, wait_staged
 
 __all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel"]
 
@@ -149,14 +149,14 @@ SHORT_SHIFTED_CHUNKS = 6  # the most chunks a thread of the forward's shifted ro
 
 def forward_ctas_per_sm(plan, dtype):
     """The CTAs an SM :func:`softmax_forward` asks for: ``HALVES_CTAS`` where its rows are staged by halves in CTAs
-    of 128 threads (one fewer past 16 chunks a thread, where six spill), else :func:`row_shift.short_shifted_ctas`'s
+    of 128 threads (one fewer past 16 chunks a thread, where six spill), else :func:`row_stage.halves_ctas`'
     (rows of one CTA at most ``SHORT_SHIFTED_CHUNKS`` chunks a thread).
     Measured (H200, bf16, of the copy ceiling, rows in registers -> staged with the CTAs left free -> staged at six):
     151936 0.89 -> 0.95 -> 1.00, 66536 0.89 -> 0.94 -> 0.98, 262144 0.93 -> 0.87 -> 1.00, 50257 (shifted) 0.79 ->
     0.99; at 262143 (shifted, 17 chunks over 16 CTAs at five) 0.64 -> 0.97 (benchmarks/RESULTS.md)."""
-    if staged_halves(plan, dtype) and plan.threads == 128:
+    if staged_halves(plan, dtype) and plan.cluster > 1 and plan.threads == 128:
         return HALVES_CTAS if plan.chunks <= 16 else HALVES_CTAS - 1
-    return short_shifted_ctas(plan, SHORT_SHIFTED_CHUNKS)
+    return halves_ctas(plan, dtype, SHORT_SHIFTED_CHUNKS)
 
 
 def backward_ctas_per_sm(plan, dtype):
