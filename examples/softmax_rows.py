@@ -6,19 +6,18 @@
     softmax_forward(x, y)            # y = softmax(x) along each row
     softmax_backward(y, dy, dx)      # dx = y * (dy - sum(dy * y)) along each row
 
-Rows are 2-D row-major tensors (rows, n) whose last dimension is contiguous and whose rows may be padded (any row
-stride of at least ``n``); Float32, BFloat16 or Float16 in, Float32 arithmetic, the output in its own tensor's type
-(one of those). The row is read once and written once (see ``row_reduce``): short rows several to a CTA, long rows
-split across a cluster of 2..16 CTAs whose partial results meet in distributed shared memory. Between the read and
-the write it lives in registers, except the backward pass's ``y`` and ``dy`` over a cluster and the forward pass's
-16-bit rows over 4 or more CTAs or of odd stride in one CTA, which are staged through shared memory (``row_stage``). The forward pass reduces
-``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax). Where the row is in registers, each
-thread's exponentials are taken once, against its own maximum, and rescaled by ``exp(thread max - row max) / sum``;
-where it is staged, each half of a thread's chunks gives its pair, and after the reduction each chunk is read again
-and its exponentials taken anew against the row's maximum, just before its store: two exponentials an element, but
-few values live at once, so more rows in flight (``forward_ctas_per_sm``).
-Results follow torch's: a NaN in a row makes the row NaN, as does ``+inf`` or a row of ``-inf``.
-"""
+Rows are 2-D row-major tensors (rows, n) whose last dimension is contiguous and whose rows may be padded (any row stride
+of at least ``n``); Float32, BFloat16 or Float16 in, Float32 arithmetic, the output in its own tensor's type (one of
+those). The row is read once and written once (see ``row_reduce``): short rows several to a CTA, long rows split across
+a cluster of 2..16 CTAs whose partial results meet in distributed shared memory. Between the read and the write it lives
+in registers, except the backward pass's ``y`` and ``dy`` over a cluster and the forward pass's 16-bit rows over 4 or
+more CTAs or of odd stride in one CTA, which are staged through shared memory (``row_stage``). The forward pass reduces
+``(max, sum of exp(x - max))`` pairs in one exchange (an online softmax). Where the row is in registers, each thread's
+exponentials are taken once, against its own maximum, and rescaled by ``exp(thread max - row max) / sum``; where it is
+staged, each half of a thread's chunks gives its pair, and after the reduction each chunk is read again and its
+exponentials taken anew against the row's maximum, just before its store: two exponentials an element, but few values
+live at once, so more rows in flight (``forward_ctas_per_sm``). Results follow torch's: a NaN in a row makes the row
+NaN, as does ``+inf`` or a row of ``-inf``."""
 
 import operator
 
