@@ -240,7 +240,8 @@ def cross_entropy_forward(logits, target, loss, lse, ignore_index=-100):
     check_vector(what, "loss", loss, m, FLOATS)
     plan = _forward_plan_of(what, n, logits)
     launch_rows(cross_entropy_forward_kernel(logits, target, loss, lse, _ignore(what, ignore_index), plan), plan,
-                plan.grid(m), True, ctas_per_sm=halves_ctas(plan, logits.element_type, SHORT_SHIFTED_CHUNKS))
+                plan.grid(m), True, ctas_per_sm=halves_ctas(plan, staged_halves(plan, logits.element_type),
+                                                          SHORT_SHIFTED_CHUNKS))
 
 
 @cute.jit

@@ -62,11 +62,11 @@ def staged_halves(plan, dtype):
 SHORT_HALVES_CTAS = 6  # CTAs an SM of shifted rows of one CTA staged by halves (at 8, 40 -> 32 registers: spills)
 
 
-def halves_ctas(plan, dtype, most_chunks):
+def halves_ctas(plan, staged, most_chunks):
     """The CTAs an SM ``row_shift.short_shifted_ctas`` gives a one-input kernel's ``plan`` of shifted rows of one
-    CTA (``most_chunks`` chunks a thread at most): ``SHORT_HALVES_CTAS`` where they are staged by halves
-    (:func:`staged_halves`), else ``SHORT_SHIFTED_CTAS``."""
-    halves = plan.cluster == 1 and staged_halves(plan, dtype)
+    CTA (``most_chunks`` chunks a thread at most): ``SHORT_HALVES_CTAS`` where the kernel stages them by halves
+    (``staged``: :func:`staged_halves`, or a kernel's own rule within it), else ``SHORT_SHIFTED_CTAS``."""
+    halves = plan.cluster == 1 and staged
     return short_shifted_ctas(plan, most_chunks, SHORT_HALVES_CTAS if halves else SHORT_SHIFTED_CTAS)
 
 

@@ -31,7 +31,8 @@ from .row_math import EXP_BIAS, chunks, elements, exp2_fma, fast_shift, fold
 from .row_chunks import matrix_row, store_chunk
 from .row_stage import HALVES_WIDE, halves_ctas, halves_plan, stage, staged_halves, staged_rows, wait_staged
 
-__all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel"]
+__all__ = ["softmax_forward", "softmax_forward_kernel", "softmax_backward", "softmax_backward_kernel",
+           "forward_staged", "SHORT_HALVES_GROUP"]
 
 @cute.kernel
 def softmax_forward_kernel(x, y, spec):
@@ -40,7 +41,7 @@ def softmax_forward_kernel(x, y, spec):
     cluster_start(plan)
     r, t, rank = row_coords(plan)
     xr = clamped_row(x, r, plan)
-    if cute.const_expr(staged_halves(plan, x.element_type)):
+    if cute.const_expr(forward_staged(plan, x.element_type)):
         _forward_by_halves(xr, y, r, plan, t, rank, red)
     else:
         mt, safe, flat, unit, s = _pair(elements(load_row(xr, plan, t, rank, -float("inf"))))
@@ -155,7 +156,18 @@ def forward_ctas_per_sm(plan, dtype):
     0.99; at 262143 (shifted, 17 chunks over 16 CTAs at five) 0.64 -> 0.97 (benchmarks/RESULTS.md)."""
     if staged_halves(plan, dtype) and plan.cluster > 1 and plan.threads == 128:
         return HALVES_CTAS if plan.chunks <= 16 else HALVES_CTAS - 1
-    return halves_ctas(plan, dtype, SHORT_SHIFTED_CHUNKS)
+    return halves_ctas(plan, forward_staged(plan, dtype), SHORT_SHIFTED_CHUNKS)
+
+
+SHORT_HALVES_GROUP = 64  # the fewest threads a row of one CTA the forward stages by halves
+
+
+def forward_staged(plan, dtype):
+    """Whether :func:`softmax_forward` stages its rows by halves: ``row_stage.staged_halves``, rows of one CTA only
+    where each takes ``SHORT_HALVES_GROUP`` threads or more. Measured (H200, bf16 of odd stride, of the copy
+    ceiling, in registers -> staged): 2049 (64 threads a row) 0.79 -> 0.96, 4097 0.82 -> 0.95, 16001 0.71 -> 0.97,
+    but 1031 (32) 0.79 -> 0.48 and 257 (8) 0.76 -> 0.43 (benchmarks/RESULTS.md)."""
+    return staged_halves(plan, dtype) and (plan.cluster > 1 or plan.group >= SHORT_HALVES_GROUP)
 
 
 def backward_ctas_per_sm(plan, dtype):

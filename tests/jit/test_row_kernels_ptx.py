@@ -593,3 +593,22 @@ def test_shifted_rows_of_one_cta_ask_for_four_ctas_an_sm_up_to_a_kernels_chunks(
     assert report is None or all(spill == spills.get((kernel, n), (0, 0)) for spill in report[1])
     assert cubin_resources(c.cubin)[launch.name][1] <= 24
     assemble(c.ptx)
+
+
+@pytest.mark.parametrize("kernel, n, staged, ctas", [
+    ("softmax_forward", 257, False, 4), ("softmax_forward", 1031, False, 4), ("softmax_forward", 2049, True, 6),
+    ("softmax_forward", 16001, True, 2), ("cross_entropy_forward", 257, True, 6),
+    ("cross_entropy_forward", 1031, True, 6)])
+def test_the_forwards_stage_16_bit_rows_of_odd_stride_that_one_cta_holds(kernel, n, staged, ctas, assemble):
+    """Shifted 16-bit rows of one CTA are copied into shared memory by ``cp.async`` and reduced by halves, at six
+    CTAs an SM up to the kernel's chunks (``row_stage.halves_ctas``; 8 chunks a thread at 16001: the free two): the
+    cross-entropy forward's at any length, the softmax forward's where a row takes 64 threads or more
+    (``softmax_rows.forward_staged``: slower with 8 and 32, measured); the rows kept in registers load no chunk
+    through ``cp.async``."""
+    rows = _rows("BFloat16", 4, n)
+    args = (rows, rows) if kernel == "softmax_forward" else (rows, F("Int64", (4,)), F("Float32", (4,)),
+                                                             F("Float32", (4,)))
+    c = cute.compile(getattr(ex, kernel), *args)
+    assert ("cp.async.cg" in c.ptx) == staged and ("ld.global.v4" in c.ptx) != staged
+    assert f".minnctapersm {ctas}" in c.ptx
+    assemble(c.ptx)
