@@ -15,15 +15,15 @@ for an odd stride of 16-bit rows in 16-byte windows). So the groups are dealt th
 of class ``c``). Every row of a group has one ``lo``: its ``dw`` sums stay in the window's positions, ``w`` is staged
 once at those positions (``row_chunks.load_at``), and the sums go to the workspace row at the columns they hold, element
 by element, once. That needs the groups to cover the classes (:func:`_covered`: ``P >= p``, and the classes of as many
-groups or of at least ``CLASS_GROUPS`` each). Where they do not and a group is a CTA or a cluster, each group takes a
-run of the rows in class-major order instead (the rows of class 0, then of class 1, ...: :func:`run_span`,
-:func:`run_place`), a few classes a run: at each change of class its sums go to its workspace row (added to what the row
-holds from the run's earlier classes), ``w`` is staged at the new ``lo``, and a barrier of the group orders those stores
-before the next adds at other positions. Else (several groups a CTA) the rows keep the narrow chunks their stride
-allows. The chunks that hold a row's ends are copied by ``cp.async`` like the others (``row_stage.Staged``'s
-``straddle``: the start's whole, its elements before the row taken as 0 here; the end's zero-filled past the row):
-loaded through registers, they held up every row (0.42 of the copy ceiling at bf16 4097 against 0.81;
-benchmarks/RESULTS.md)."""
+groups or of at least ``CLASS_GROUPS`` each). Where they do not and a group is a CTA or a cluster whose rows are copied
+ahead, each group takes a run of the rows in class-major order instead (the rows of class 0, then of class 1, ...:
+:func:`run_span`, :func:`run_place`), a few classes a run: at each change of class its sums go to its workspace row
+(added to what the row holds from the run's earlier classes), ``w`` is staged at the new ``lo``, and a barrier of the
+group orders those stores before the next adds at other positions. Else (several groups a CTA) the rows keep the narrow
+chunks their stride allows. The chunks that hold a row's ends are copied by ``cp.async`` like the others
+(``row_stage.Staged``'s ``straddle``: the start's whole, its elements before the row taken as 0 here; the end's zero-
+filled past the row): loaded through registers, they held up every row (0.42 of the copy ceiling at bf16 4097 against
+0.81; benchmarks/RESULTS.md)."""
 
 from dataclasses import replace
 from math import gcd
@@ -391,11 +391,12 @@ def _covered(period, units):
 
 def _takes_shifted(plan, stride, units, depth):
     """Whether :func:`rmsnorm_backward` takes the shifted ``plan`` for ``units`` groups (``row_shift.plan_for``'s
-    ``takes``): where the groups cover the classes of rows (:func:`_covered`), each group its class; else where a
-    group is a CTA or a cluster (``plan.rows == 1``, whose threads meet at a barrier), each group its run of rows
-    in class-major order (:func:`run_span`). Dealt by class where the groups do not cover the classes, a class of
-    fewer groups than others held up the kernel (100003 bf16, 15 groups of 8 classes, 0.41 of the copy ceiling
-    against 0.44 narrow; 50257, 30 groups, 0.40 against 0.45; 32001, 66 groups, 0.92 against 0.50; RESULTS.md)."""
+    ``takes``): where the groups cover the classes of rows (:func:`_covered`), each group its class; else where a group
+    is a CTA or a cluster (``plan.rows == 1``, whose threads meet at a barrier) and its rows are copied ahead
+    (``depth``: :func:`prefetch_depth`; in registers, bf16 262143 ran 0.35 against 0.40 narrow), each group its run of
+    rows in class-major order (:func:`run_span`). Dealt by class where the groups do not cover the classes, a class of
+    fewer groups than others held up the kernel (100003 bf16, 15 groups of 8 classes, 0.41 of the copy ceiling against
+    0.44 narrow; 50257, 30 groups, 0.40 against 0.45; 32001, 66 groups, 0.92 against 0.50; RESULTS.md)."""
     return _covered(shift_period(plan.window, stride), units) or (plan.rows == 1 and depth > 0)
 
 

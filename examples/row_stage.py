@@ -49,7 +49,8 @@ def staged_halves(plan, dtype):
     """Whether a one-input row kernel (the softmax and cross-entropy forward passes) copies a thread's chunks into
     shared memory and reduces each half of them on its own, their pairs combined (fewer values live at once, so
     more CTAs an SM): 16-bit rows over a cluster of ``HALVES_CLUSTER`` CTAs or more, or shifted rows of one CTA
-    (``RowPlan.shifted``; at ``SHORT_HALVES_CTAS`` CTAs an SM), in chunks that ``cp.async`` copies. Measured for
+    (``RowPlan.shifted``; at ``SHORT_HALVES_CTAS`` CTAs an SM; the softmax's where a row takes 64 threads or more:
+    ``softmax_rows.forward_staged``), in chunks that ``cp.async`` copies. Measured for
     cross-entropy (H200, bf16): 0.76-0.78 -> 0.96-0.97 of the copy ceiling at 262144, 0.80 -> 0.91 at 131072,
     0.90-0.97 -> 0.98-1.00 at 65536, 0.99 -> 1.05 at 32768, 0.82 -> 0.96 at 40000, 0.80 -> 0.92 at 50304; slower for
     Float32 rows (1.03 -> 0.86 at 262144: 64 KiB a CTA staged). Shifted rows of one CTA, in registers at four CTAs
