@@ -570,7 +570,7 @@ def test_the_cross_entropy_combine_gives_torchs_logsumexp_for_special_values():
     ("cross_entropy_backward", 4097, 4), ("cross_entropy_backward", 12289, 4),
     ("cross_entropy_backward", 16001, 2),
 ])
-def test_shifted_rows_of_one_cta_ask_for_four_ctas_an_sm_up_to_a_kernels_chunks(kernel, n, ctas, assemble):
+def test_shifted_rows_of_one_cta_ask_for_more_ctas_an_sm_up_to_a_kernels_chunks(kernel, n, ctas, assemble):
     """Contiguous 16-bit rows of odd length in CTAs of 256 threads (shifted, several rows a CTA): the forwards stage
     them by halves (``cp.async`` into shared memory, 40 registers a thread) and ask for six CTAs an SM
     (``row_stage.halves_ctas``) where the softmax's threads keep at most 6 chunks, the cross-entropy's at most 7;
