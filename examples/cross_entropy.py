@@ -36,7 +36,7 @@ import operator
 import cute_py as cute
 
 from .row_math import EXP_BIAS, LOG2E, elements, exp2_fma, fast_shift, fold
-from .row_stage import halves_ctas, halves_plan, stage, staged_halves, thread_slot, wait_staged
+from .row_stage import halves_ctas, halves_plan, stage, staged_halves, wait_staged
 from .row_chunks import matrix_row, window
 from .row_reduce import (RowReduction, check_matrix, check_same_shape, check_vector, clamped_row,
                          cluster_start, launch_rows, load_row, plan_rows, row_coords, row_reduce, row_vector,
@@ -88,7 +88,7 @@ def _forward_plan_of(what, n, logits):
 def _staged_pair(sx, chunks):
     """:func:`_pair` of this thread's staged ``chunks``, read from shared memory here (after the pair of the chunks
     before them is taken, so that they are not all live at once)."""
-    return _pair(elements([thread_slot(sx.buf, sx.plan, c, sx.tx).load().to(cute.Float32) for c in chunks]))
+    return _pair(elements([sx.raw(c).to(cute.Float32) for c in chunks]))
 
 
 def _pair(es):

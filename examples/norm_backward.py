@@ -88,8 +88,10 @@ def rmsnorm_backward_kernel(dy, x, w, rstd, dx, ws, plan, period, runs):
     m = x.shape[0]
     units = ws.shape[0]
     mine = g < units
-    walk = class_walk(g, units, period)  # the group's class of rows, its place and the class's groups
-    first, end = run_span(g, units, m) if cute.const_expr(runs) else (0, 0)  # (runs) its run in class-major order
+    if cute.const_expr(runs):
+        first, end = run_span(g, units, m)  # the group's run of rows in class-major order
+    else:
+        walk = class_walk(g, units, period)  # the group's class of rows, its place and the class's groups
 
     def row_of(q):                       # the group's row q (past the matrix after its last)
         if cute.const_expr(runs):

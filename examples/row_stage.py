@@ -67,8 +67,7 @@ def halves_ctas(plan, staged, most_chunks):
     """The CTAs an SM ``row_shift.short_shifted_ctas`` gives a one-input kernel's ``plan`` of shifted rows of one
     CTA (``most_chunks`` chunks a thread at most): ``SHORT_HALVES_CTAS`` where the kernel stages them by halves
     (``staged``: :func:`staged_halves`, or a kernel's own rule within it), else ``SHORT_SHIFTED_CTAS``."""
-    halves = plan.cluster == 1 and staged
-    return short_shifted_ctas(plan, most_chunks, SHORT_HALVES_CTAS if halves else SHORT_SHIFTED_CTAS)
+    return short_shifted_ctas(plan, most_chunks, SHORT_HALVES_CTAS if staged else SHORT_SHIFTED_CTAS)
 
 
 def halves_plan(what, n, vec, dtype, shifted=0, wide=2 * ONE_INPUT):
